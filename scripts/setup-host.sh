@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what cairn's tests and examples need on a fresh Debian 12 machine:
+# Node dependencies (npm ci) and Debian packages. Idempotent; needs root (or
+# sudo) only when a Debian package is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Debian packages the project uses: gcc for static fixtures and the guest agent,
+# qemu for runs, umoci as the OCI peer in tests and benches.
+PACKAGES=(gcc libc6-dev qemu-system-x86 umoci)
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  echo "installing Debian packages: ${missing[*]}" >&2
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  npm ci --no-audit --no-fund >&2
+fi

@@ -1,0 +1,41 @@
+/**
+ * How commands talk to the user: results on stdout (human text or one JSON
+ * document), progress and logs on stderr, and errors mapped to exit codes
+ * (0 success, 1 refused or verification failed, 2 usage, 3 missing
+ * prerequisite). With --json a failure prints {"error":{code,message,path,hint}}
+ * on stdout.
+ */
+import { CairnError } from "../core/index.ts";
+
+export interface Io {
+  out(text: string): void;
+  err(text: string): void;
+  /** True when stderr is a terminal (progress bars only then). */
+  readonly tty: boolean;
+}
+
+export const processIo: Io = {
+  out: (t) => void process.stdout.write(t.endsWith("\n") ? t : `${t}\n`),
+  err: (t) => void process.stderr.write(t.endsWith("\n") ? t : `${t}\n`),
+  tty: process.stderr.isTTY === true,
+};
+
+export function printJson(io: Io, value: unknown): void {
+  io.out(JSON.stringify(value, null, 2));
+}
+
+/** Reports `error` and returns the exit code. Unknown errors are internal (exit 1). */
+export function reportError(io: Io, error: unknown, json: boolean): number {
+  const e =
+    error instanceof CairnError
+      ? error
+      : new CairnError("IO_ERROR", `internal error: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  if (json) {
+    printJson(io, { error: e.toJSON() });
+  } else {
+    io.err(`cairn: error [${e.code}]${e.path ? ` at ${e.path}` : ""}: ${e.message}`);
+    if (e.hint) io.err(`hint: ${e.hint}`);
+    if (!(error instanceof CairnError) && process.env.CAIRN_DEBUG) io.err(String((error as Error)?.stack));
+  }
+  return e.exitCode;
+}

@@ -1,0 +1,94 @@
+/**
+ * Typed digests. This is the single definition of the digest format:
+ * `sha256:<64 lowercase hex>` or `blake3:<64 lowercase hex>`. A digest string
+ * from any source is parsed here once; code past this point holds a `Digest`
+ * and never compares unvalidated strings.
+ */
+import { createHash } from "node:crypto";
+import { blake3 as nobleBlake3 } from "@noble/hashes/blake3.js";
+import { CairnError } from "./errors.ts";
+
+export type DigestAlgorithm = "sha256" | "blake3";
+
+declare const digestBrand: unique symbol;
+/** A validated digest string such as `sha256:ab12…`. */
+export type Digest = string & { readonly [digestBrand]: DigestAlgorithm };
+export type Sha256Digest = Digest & `sha256:${string}`;
+export type Blake3Digest = Digest & `blake3:${string}`;
+
+const DIGEST_RE = /^(sha256|blake3):([0-9a-f]{64})$/;
+
+/** Validates `unsafeValue` as a digest; `path` names the field for the error. */
+export function parseDigest(unsafeValue: unknown, path = "", expect?: DigestAlgorithm): Digest {
+  if (typeof unsafeValue !== "string" || unsafeValue.length === 0) {
+    throw new CairnError("DIGEST_INVALID", "digest is empty or not a string", {
+      path,
+      hint: "a digest is sha256:<64 lowercase hex> or blake3:<64 lowercase hex>",
+    });
+  }
+  const m = DIGEST_RE.exec(unsafeValue);
+  if (m === null) {
+    throw new CairnError("DIGEST_INVALID", "digest is not <algorithm>:<64 lowercase hex>", {
+      path,
+      hint: "a digest is sha256:<64 lowercase hex> or blake3:<64 lowercase hex>",
+    });
+  }
+  if (expect !== undefined && m[1] !== expect) {
+    throw new CairnError("DIGEST_INVALID", `digest must use ${expect}, found ${m[1]}`, { path });
+  }
+  return unsafeValue as Digest;
+}
+
+export function parseSha256(unsafeValue: unknown, path = ""): Sha256Digest {
+  return parseDigest(unsafeValue, path, "sha256") as Sha256Digest;
+}
+
+export function isDigest(value: unknown): value is Digest {
+  return typeof value === "string" && DIGEST_RE.test(value);
+}
+
+export function digestAlgorithm(d: Digest): DigestAlgorithm {
+  return d.slice(0, d.indexOf(":")) as DigestAlgorithm;
+}
+
+/** The 64 hex characters of a digest. */
+export function digestHex(d: Digest): string {
+  return d.slice(d.indexOf(":") + 1);
+}
+
+export function sha256(data: Uint8Array | string): Sha256Digest {
+  return `sha256:${createHash("sha256").update(data).digest("hex")}` as Sha256Digest;
+}
+
+export function blake3(data: Uint8Array | string): Blake3Digest {
+  const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
+  return `blake3:${Buffer.from(nobleBlake3(bytes)).toString("hex")}` as Blake3Digest;
+}
+
+/** An incremental SHA-256 that yields a typed digest. */
+export class Sha256Hasher {
+  readonly #hash = createHash("sha256");
+  #size = 0;
+  update(chunk: Uint8Array): this {
+    this.#hash.update(chunk);
+    this.#size += chunk.length;
+    return this;
+  }
+  get size(): number {
+    return this.#size;
+  }
+  digest(): Sha256Digest {
+    return `sha256:${this.#hash.digest("hex")}` as Sha256Digest;
+  }
+}
+
+/** Compares the digest of `data` with `expected`; throws DIGEST_MISMATCH naming `path`. */
+export function verifyDigest(data: Uint8Array, expected: Digest, path: string): void {
+  const actual = digestAlgorithm(expected) === "sha256" ? sha256(data) : blake3(data);
+  if (actual !== expected) {
+    throw new CairnError("DIGEST_MISMATCH", `content of ${path} does not match its digest`, {
+      path,
+      hint: `expected ${expected}, computed ${actual}`,
+    });
+  }
+}

@@ -1,0 +1,88 @@
+/**
+ * Atomic, private file output. A file appears complete or not at all: bytes go
+ * to a temporary sibling created exclusively, are fsynced, then renamed over
+ * the target, and the directory is fsynced. Nothing here follows a symlink at
+ * the temporary name (O_EXCL), and a failure removes the temporary file.
+ */
+import { closeSync, constants, fsyncSync, mkdirSync, openSync, renameSync, rmSync, statSync, writeSync, chmodSync, linkSync, unlinkSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { dirname, basename, join } from "node:path";
+import { CairnError, ioError } from "./errors.ts";
+
+export interface WriteOptions {
+  /** File mode; 0600 for private files. Default 0644. */
+  mode?: number;
+  /** Replace an existing file (default true). When false an existing target is an error. */
+  overwrite?: boolean;
+}
+
+function fsyncDir(dir: string): void {
+  try {
+    const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
+    try {
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    // Some filesystems refuse fsync on directories; the rename is still atomic.
+  }
+}
+
+export function tempSibling(path: string): string {
+  return join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`);
+}
+
+/** Writes `data` to `path` atomically with the given mode. */
+export function writeFileAtomic(path: string, data: string | Uint8Array, options: WriteOptions = {}): void {
+  const mode = options.mode ?? 0o644;
+  const overwrite = options.overwrite ?? true;
+  const tmp = tempSibling(path);
+  let fd: number | undefined;
+  try {
+    fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
+    const buf = typeof data === "string" ? Buffer.from(data, "utf8") : data;
+    let off = 0;
+    while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off);
+    chmodSync(tmp, mode); // the umask must not widen or narrow what we promised
+    fsyncSync(fd);
+    closeSync(fd);
+    fd = undefined;
+    if (overwrite) {
+      renameSync(tmp, path);
+    } else {
+      // link() fails with EEXIST instead of replacing, which rename() cannot do.
+      try {
+        linkSync(tmp, path);
+      } catch (cause) {
+        if ((cause as { code?: string }).code === "EEXIST") {
+          throw new CairnError("IO_ERROR", `${path} already exists; refusing to overwrite`, {
+            path,
+            hint: "choose another output path or remove the existing file",
+          });
+        }
+        throw cause;
+      }
+      unlinkSync(tmp);
+    }
+    fsyncDir(dirname(path));
+  } catch (cause) {
+    if (fd !== undefined) closeSync(fd);
+    rmSync(tmp, { force: true });
+    if (cause instanceof CairnError) throw cause;
+    throw ioError(path, cause, "write");
+  }
+}
+
+/** Creates `dir` (and parents) and makes `dir` itself owner-only (0700). */
+export function mkdirPrivate(dir: string): void {
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const st = statSync(dir);
+    if (!st.isDirectory()) throw new CairnError("IO_ERROR", `${dir} is not a directory`, { path: dir });
+    if ((st.mode & 0o777) !== 0o700) chmodSync(dir, 0o700);
+  } catch (cause) {
+    if (cause instanceof CairnError) throw cause;
+    throw ioError(dir, cause, "create");
+  }
+}

@@ -1,0 +1,122 @@
+/**
+ * Ed25519 keys and signatures with `node:crypto`. Private keys are PKCS#8 PEM
+ * files written 0600; public keys are SPKI PEM. A key id is `sha256:` of the
+ * SPKI DER bytes, so it names the key itself, not a file or a label.
+ */
+import { createPrivateKey, createPublicKey, generateKeyPairSync, sign as cryptoSign, verify as cryptoVerify, type KeyObject } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { CairnError, ioError } from "./errors.ts";
+import { sha256, type Sha256Digest } from "./digest.ts";
+import { writeFileAtomic } from "./files.ts";
+
+export interface SigningKey {
+  readonly privateKey: KeyObject;
+  readonly publicKey: KeyObject;
+  readonly keyId: Sha256Digest;
+}
+
+export interface VerifyingKey {
+  readonly publicKey: KeyObject;
+  readonly keyId: Sha256Digest;
+}
+
+export function keyIdOf(publicKey: KeyObject): Sha256Digest {
+  return sha256(publicKey.export({ type: "spki", format: "der" }));
+}
+
+export function generateSigningKey(): SigningKey {
+  const { privateKey, publicKey } = generateKeyPairSync("ed25519");
+  return { privateKey, publicKey, keyId: keyIdOf(publicKey) };
+}
+
+export function privateKeyPem(key: SigningKey): string {
+  return key.privateKey.export({ type: "pkcs8", format: "pem" }).toString();
+}
+
+export function publicKeyPem(key: { publicKey: KeyObject }): string {
+  return key.publicKey.export({ type: "spki", format: "pem" }).toString();
+}
+
+/** Writes `PREFIX.key` (0600) and `PREFIX.pub` atomically; refuses to overwrite a key. */
+export function writeKeyPair(prefix: string, key: SigningKey, overwrite = false): { keyPath: string; pubPath: string } {
+  const keyPath = `${prefix}.key`;
+  const pubPath = `${prefix}.pub`;
+  writeFileAtomic(keyPath, privateKeyPem(key), { mode: 0o600, overwrite });
+  writeFileAtomic(pubPath, publicKeyPem(key), { mode: 0o644, overwrite });
+  return { keyPath, pubPath };
+}
+
+function readPem(path: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (cause) {
+    throw ioError(path, cause);
+  }
+}
+
+export function parseSigningKey(pem: string | Buffer, path = "key"): SigningKey {
+  let privateKey: KeyObject;
+  try {
+    privateKey = createPrivateKey({ key: pem, format: "pem" });
+  } catch (cause) {
+    throw new CairnError("KEY_INVALID", `${path} is not a PEM private key`, { path, cause });
+  }
+  if (privateKey.asymmetricKeyType !== "ed25519") {
+    throw new CairnError("KEY_INVALID", `${path} is not an Ed25519 key`, { path });
+  }
+  const publicKey = createPublicKey(privateKey);
+  return { privateKey, publicKey, keyId: keyIdOf(publicKey) };
+}
+
+export function parseVerifyingKey(pem: string | Buffer, path = "public key"): VerifyingKey {
+  let publicKey: KeyObject;
+  try {
+    publicKey = createPublicKey({ key: pem, format: "pem" });
+  } catch (cause) {
+    throw new CairnError("KEY_INVALID", `${path} is not a PEM public key`, { path, cause });
+  }
+  if (publicKey.asymmetricKeyType !== "ed25519") {
+    throw new CairnError("KEY_INVALID", `${path} is not an Ed25519 key`, { path });
+  }
+  return { publicKey, keyId: keyIdOf(publicKey) };
+}
+
+export function readSigningKey(path: string): SigningKey {
+  return parseSigningKey(readPem(path), path);
+}
+
+export function readVerifyingKey(path: string): VerifyingKey {
+  return parseVerifyingKey(readPem(path), path);
+}
+
+/** A verifying key from raw 32-byte Ed25519 public key bytes. */
+export function verifyingKeyFromRaw(raw: Uint8Array): VerifyingKey {
+  if (raw.length !== 32) throw new CairnError("KEY_INVALID", "an Ed25519 public key is 32 bytes");
+  const der = Buffer.concat([Buffer.from("302a300506032b6570032100", "hex"), raw]);
+  const publicKey = createPublicKey({ key: der, format: "der", type: "spki" });
+  return { publicKey, keyId: keyIdOf(publicKey) };
+}
+
+/** A signing key from a raw 32-byte Ed25519 seed. */
+export function signingKeyFromSeed(seed: Uint8Array): SigningKey {
+  if (seed.length !== 32) throw new CairnError("KEY_INVALID", "an Ed25519 seed is 32 bytes");
+  const der = Buffer.concat([Buffer.from("302e020100300506032b657004220420", "hex"), seed]);
+  const privateKey = createPrivateKey({ key: der, format: "der", type: "pkcs8" });
+  const publicKey = createPublicKey(privateKey);
+  return { privateKey, publicKey, keyId: keyIdOf(publicKey) };
+}
+
+/** Signs exactly `message`. */
+export function signBytes(key: SigningKey, message: Uint8Array): Buffer {
+  return cryptoSign(null, message, key.privateKey);
+}
+
+/** Verifies an Ed25519 signature over exactly `message`. */
+export function verifyBytes(key: VerifyingKey, message: Uint8Array, signature: Uint8Array): boolean {
+  if (signature.length !== 64) return false;
+  try {
+    return cryptoVerify(null, message, key.publicKey, signature);
+  } catch {
+    return false;
+  }
+}

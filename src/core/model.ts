@@ -1,0 +1,141 @@
+/**
+ * Strict readers for parsed models. A `Checker` walks a `JsonModel`, records
+ * every problem as an issue with its JSON pointer (zod-style: collect all,
+ * then refuse once), and never casts parser output to a type it has not
+ * checked. Unknown keys are issues.
+ */
+import { CairnError, refuseAll, type ErrorCode, type Issue } from "./errors.ts";
+import { escapePointer } from "./jcs.ts";
+import { isJsonObject, type JsonModel, type JsonObject } from "./json.ts";
+
+export function childPath(path: string, key: string | number): string {
+  return `${path}/${typeof key === "number" ? key : escapePointer(key)}`;
+}
+
+export class Checker {
+  readonly issues: Issue[] = [];
+
+  constructor(readonly code: ErrorCode) {}
+
+  add(path: string, message: string, code: ErrorCode = this.code): void {
+    this.issues.push({ code, path, message });
+  }
+
+  get ok(): boolean {
+    return this.issues.length === 0;
+  }
+
+  /** Throws one error listing every issue, if there are any. */
+  done(what: string, hint?: string): void {
+    if (this.issues.length === 0) return;
+    if (this.issues.length === 1) {
+      const i = this.issues[0]!;
+      throw new CairnError(i.code, `${what}: ${i.message}`, { path: i.path, hint, issues: this.issues });
+    }
+    throw refuseAll(this.code, what, this.issues, hint);
+  }
+
+  /** An object whose keys are all in `allowed`; unknown keys are issues. */
+  object(v: JsonModel | undefined, path: string, allowed?: readonly string[]): JsonObject | undefined {
+    if (!isJsonObject(v)) {
+      this.add(path, `expected an object, found ${describe(v)}`, "MODEL_TYPE");
+      return undefined;
+    }
+    if (allowed) {
+      for (const k of Object.keys(v)) {
+        if (!allowed.includes(k)) this.add(childPath(path, k), `unknown field "${k}"`, "MODEL_UNKNOWN_FIELD");
+      }
+    }
+    return v;
+  }
+
+  required(obj: JsonObject, key: string, path: string): JsonModel | undefined {
+    if (!Object.prototype.hasOwnProperty.call(obj, key)) {
+      this.add(childPath(path, key), `missing required field "${key}"`, "MODEL_MISSING_FIELD");
+      return undefined;
+    }
+    return obj[key];
+  }
+
+  string(v: JsonModel | undefined, path: string, opts: { nonEmpty?: boolean; pattern?: RegExp; max?: number } = {}): string | undefined {
+    if (typeof v !== "string") {
+      this.add(path, `expected a string, found ${describe(v)}`, "MODEL_TYPE");
+      return undefined;
+    }
+    if (opts.nonEmpty && v.length === 0) {
+      this.add(path, "must not be empty", "MODEL_VALUE");
+      return undefined;
+    }
+    if (opts.max !== undefined && v.length > opts.max) {
+      this.add(path, `longer than ${opts.max} characters`, "LIMIT_EXCEEDED");
+      return undefined;
+    }
+    if (opts.pattern && !opts.pattern.test(v)) {
+      this.add(path, `does not match ${opts.pattern}`, "MODEL_VALUE");
+      return undefined;
+    }
+    return v;
+  }
+
+  boolean(v: JsonModel | undefined, path: string): boolean | undefined {
+    if (typeof v !== "boolean") {
+      this.add(path, `expected a boolean, found ${describe(v)}`, "MODEL_TYPE");
+      return undefined;
+    }
+    return v;
+  }
+
+  integer(v: JsonModel | undefined, path: string, opts: { min?: number; max?: number } = {}): number | undefined {
+    if (typeof v !== "number" || !Number.isSafeInteger(v)) {
+      this.add(path, `expected an integer, found ${describe(v)}`, "MODEL_TYPE");
+      return undefined;
+    }
+    if ((opts.min !== undefined && v < opts.min) || (opts.max !== undefined && v > opts.max)) {
+      this.add(path, `must be between ${opts.min ?? "-∞"} and ${opts.max ?? "∞"}`, "MODEL_VALUE");
+      return undefined;
+    }
+    return v;
+  }
+
+  array(v: JsonModel | undefined, path: string): JsonModel[] | undefined {
+    if (!Array.isArray(v)) {
+      this.add(path, `expected a list, found ${describe(v)}`, "MODEL_TYPE");
+      return undefined;
+    }
+    v.forEach((item, i) => {
+      if (item === null) this.add(childPath(path, i), `list entry ${i} is null`, "MODEL_NULL_ENTRY");
+    });
+    return v;
+  }
+
+  stringArray(v: JsonModel | undefined, path: string): string[] | undefined {
+    const arr = this.array(v, path);
+    if (arr === undefined) return undefined;
+    const out: string[] = [];
+    arr.forEach((item, i) => {
+      const s = item === null ? undefined : this.string(item, childPath(path, i));
+      if (s !== undefined) out.push(s);
+    });
+    return out.length === arr.length ? out : undefined;
+  }
+
+  /** A mapping of string to string (environment-like); values are never echoed. */
+  stringMap(v: JsonModel | undefined, path: string): Map<string, string> | undefined {
+    const obj = this.object(v, path);
+    if (obj === undefined) return undefined;
+    const out = new Map<string, string>();
+    for (const k of Object.keys(obj)) {
+      const s = this.string(obj[k], childPath(path, k));
+      if (s !== undefined) out.set(k, s);
+    }
+    return out;
+  }
+}
+
+export function describe(v: JsonModel | undefined): string {
+  if (v === undefined) return "nothing";
+  if (v === null) return "null";
+  if (Array.isArray(v)) return "a list";
+  if (typeof v === "object") return "an object";
+  return `a ${typeof v}`;
+}

@@ -1,0 +1,127 @@
+/**
+ * Strict YAML reading (YAML 1.2 core schema, `yaml` document API) into the
+ * same null-prototype models as JSON. Refused, each with its JSON pointer:
+ * syntax errors and warnings, duplicate keys, non-string keys, `__proto__`
+ * keys, aliases and anchors (a small file must not expand into a large model),
+ * custom tags, null list entries (a bare `-`, or the dash a commented-out
+ * entry leaves behind), non-finite numbers and unsafe integers, multiple
+ * documents, lone surrogates and invalid UTF-8.
+ */
+import { isAlias, isMap, isPair, isScalar, isSeq, parseAllDocuments, stringify, type Node as YamlNode } from "yaml";
+import { CairnError } from "./errors.ts";
+import { escapePointer, hasLoneSurrogate } from "./jcs.ts";
+import { decodeUtf8, type JsonModel, type JsonObject } from "./json.ts";
+
+function where(text: string, node: { range?: [number, number, number] | null } | null | undefined): string {
+  const offset = node?.range?.[0];
+  if (offset === undefined) return "";
+  let line = 1;
+  for (let i = 0; i < offset; i++) if (text.charCodeAt(i) === 10) line++;
+  return ` (line ${line})`;
+}
+
+function convert(node: unknown, text: string, path: string): JsonModel {
+  if (isAlias(node)) {
+    throw new CairnError("YAML_UNSUPPORTED", "aliases are refused", { path });
+  }
+  const anchored = node as { anchor?: string; tag?: string } | null;
+  if (anchored?.anchor) {
+    throw new CairnError("YAML_UNSUPPORTED", "anchors are refused", { path });
+  }
+  if (isMap(node)) {
+    if (node.tag && node.tag !== "tag:yaml.org,2002:map") {
+      throw new CairnError("YAML_UNSUPPORTED", `tag ${node.tag} is refused`, { path });
+    }
+    const out: JsonObject = Object.create(null) as JsonObject;
+    for (const pair of node.items) {
+      if (!isPair(pair)) throw new CairnError("YAML_SYNTAX", "malformed mapping entry", { path });
+      const keyNode = pair.key;
+      if (!isScalar(keyNode) || typeof keyNode.value !== "string") {
+        throw new CairnError("YAML_UNSUPPORTED", `mapping keys must be strings${where(text, keyNode as YamlNode)}`, { path });
+      }
+      const key = keyNode.value;
+      const childPath = `${path}/${escapePointer(key)}`;
+      if (key === "__proto__") {
+        throw new CairnError("JSON_PROTO_KEY", "a \"__proto__\" key is refused (prototype smuggling)", { path: childPath });
+      }
+      if (Object.prototype.hasOwnProperty.call(out, key)) {
+        throw new CairnError("JSON_DUPLICATE_KEY", `duplicate key "${key}"${where(text, keyNode)}`, { path: childPath });
+      }
+      out[key] = convert(pair.value, text, childPath);
+    }
+    return out;
+  }
+  if (isSeq(node)) {
+    if (node.tag && node.tag !== "tag:yaml.org,2002:seq") {
+      throw new CairnError("YAML_UNSUPPORTED", `tag ${node.tag} is refused`, { path });
+    }
+    return node.items.map((item, i) => {
+      const itemPath = `${path}/${i}`;
+      if (item === null || (isScalar(item) && item.value === null)) {
+        throw new CairnError("MODEL_NULL_ENTRY", `list entry ${i} is empty (a bare "-")`, { path: itemPath });
+      }
+      return convert(item, text, itemPath);
+    });
+  }
+  if (node === null || node === undefined) return null;
+  if (isScalar(node)) {
+    const v = node.value;
+    if (v === null || typeof v === "boolean") return v;
+    if (typeof v === "string") {
+      if (hasLoneSurrogate(v)) throw new CairnError("JSON_STRING", "string holds a lone surrogate", { path });
+      return v;
+    }
+    if (typeof v === "number") {
+      if (!Number.isFinite(v)) throw new CairnError("JSON_NUMBER", "number is not finite", { path });
+      if (Number.isInteger(v) && !Number.isSafeInteger(v)) {
+        throw new CairnError("JSON_NUMBER", "integer is outside the safe range ±(2^53−1)", { path });
+      }
+      return v;
+    }
+    if (typeof v === "bigint") {
+      // intAsBigInt keeps unsafe integers exact so they can be refused, not rounded.
+      if (v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER)) return Number(v);
+      throw new CairnError("JSON_NUMBER", "integer is outside the safe range ±(2^53−1)", { path });
+    }
+    throw new CairnError("YAML_UNSUPPORTED", `unsupported scalar ${node.tag ?? typeof v}${where(text, node)}`, { path });
+  }
+  throw new CairnError("YAML_UNSUPPORTED", "unsupported YAML node", { path });
+}
+
+/** Parses one YAML document strictly into a null-prototype model. */
+export function parseYamlText(text: string, source = "input"): JsonModel {
+  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+  const docs = parseAllDocuments(text, {
+    version: "1.2",
+    schema: "core",
+    uniqueKeys: true,
+    intAsBigInt: true,
+    strict: true,
+    prettyErrors: false,
+    customTags: [],
+    resolveKnownTags: false,
+  });
+  if (!Array.isArray(docs)) {
+    throw new CairnError("YAML_SYNTAX", `${source}: not a YAML stream`, { path: "" });
+  }
+  if (docs.length !== 1) {
+    throw new CairnError("YAML_SYNTAX", `${source}: expected exactly one YAML document, found ${docs.length}`, { path: "" });
+  }
+  const doc = docs[0]!;
+  const problem = doc.errors[0] ?? doc.warnings[0];
+  if (problem) {
+    const code =
+      problem.code === "DUPLICATE_KEY" ? "JSON_DUPLICATE_KEY" : problem.code === "TAG_RESOLVE_FAILED" ? "YAML_UNSUPPORTED" : "YAML_SYNTAX";
+    throw new CairnError(code, `${source}: ${problem.message.split("\n")[0]}`, { path: "" });
+  }
+  return convert(doc.contents, text, "");
+}
+
+export function parseYamlBytes(bytes: Uint8Array, source = "input"): JsonModel {
+  return parseYamlText(decodeUtf8(bytes, source), source);
+}
+
+/** Serializes a plain model as YAML with stable formatting (no anchors, no line folding). */
+export function toYamlText(value: unknown): string {
+  return stringify(value, { aliasDuplicateObjects: false, lineWidth: 0, version: "1.2" });
+}

@@ -1,0 +1,2 @@
+// The public library surface of cairn. Each area exports a curated list.
+export * from "./core/index.ts";
