@@ -5,7 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Type-check everything (sources, tests, benches) and build the library that
+# `import ... from "cairn"` resolves to.
 npx tsc -p tsconfig.json --noEmit
+npx tsc -p tsconfig.build.json
 
 mapfile -t files < <(find tests -name '*.test.ts' -not -path '*/.generated/*' | LC_ALL=C sort)
 if [ "${#files[@]}" -eq 0 ]; then
