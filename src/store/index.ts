@@ -1,0 +1,5 @@
+export { Store } from "./store.ts";
+export type { StoreArea, StoreOptions } from "./store.ts";
+export { cleanStaging, createStaging } from "./staging.ts";
+export type { Staging } from "./staging.ts";
+export { defaultStoreDir } from "./location.ts";

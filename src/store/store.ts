@@ -1,0 +1,194 @@
+/**
+ * The content store: a directory of immutable, content-addressed files.
+ *
+ *   <root>/                       0700
+ *     objects/sha256/<hex>        0600  raw objects and tree file contents, named by the sha256 of their bytes
+ *     derived/sha256/<hex>        0600  derived entries (canonical trees), named by the sha256 of their bytes
+ *     staging/<pid>-<random>/     0700  one writer's private staging
+ *
+ * Every file is published by link(2) of a complete, fsynced file from the
+ * writer's staging directory, so a reader sees a whole file or none, and a
+ * SIGKILL at any moment leaves at most a staging leftover. Because names are
+ * digests of contents, concurrent writers of the same object write the same
+ * bytes; the first link wins and the others find it in place. A file already
+ * published is never replaced, except one whose size shows it is not what
+ * its name says (then it is corrupt, not verified, and is repaired).
+ *
+ * Reads are bounded, refuse symlinks and non-regular files, and verify the
+ * digest of the bytes against the name before returning them: the store is
+ * hostile input too.
+ */
+import { closeSync, constants, fstatSync, fsyncSync, linkSync, lstatSync, openSync, readSync, renameSync, rmSync, writeSync, chmodSync } from "node:fs";
+import { join } from "node:path";
+import { CairnError, digestComponents, ioError, mkdirPrivate, sha256, type Sha256Digest } from "../core/index.ts";
+import { cleanStaging, createStaging, type Staging } from "./staging.ts";
+
+export type StoreArea = "objects" | "derived";
+
+export interface StoreOptions {
+  /** Create the store if missing and clean dead writers' staging (default true). */
+  write?: boolean;
+}
+
+function writeFully(fd: number, data: Uint8Array): void {
+  let off = 0;
+  while (off < data.length) off += writeSync(fd, data, off, data.length - off);
+}
+
+export class Store {
+  readonly root: string;
+  #staging: Staging | undefined;
+  #seq = 0;
+
+  constructor(root: string, options: StoreOptions = {}) {
+    this.root = root;
+    const write = options.write ?? true;
+    if (write) {
+      for (const d of [root, join(root, "objects"), join(root, "objects", "sha256"), join(root, "derived"), join(root, "derived", "sha256"), join(root, "staging")]) {
+        mkdirPrivate(d);
+      }
+      cleanStaging(join(root, "staging"));
+    }
+    let st;
+    try {
+      st = lstatSync(root);
+    } catch (cause) {
+      throw new CairnError("STORE_MISSING", `no content store at ${root}`, { path: root, cause, hint: "assemble the workload first, or pass --store DIR" });
+    }
+    if (!st.isDirectory()) throw new CairnError("STORE_CORRUPT", `${root} is not a directory`, { path: root });
+  }
+
+  /** The single function that builds a path in the store; it validates the digest first. */
+  pathOf(area: StoreArea, unsafeDigest: string): string {
+    const [alg, hex] = digestComponents(unsafeDigest);
+    if (alg !== "sha256") throw new CairnError("DIGEST_INVALID", "the store addresses content by sha256", { path: unsafeDigest });
+    return join(this.root, area, alg, hex);
+  }
+
+  /** This writer's private staging directory (created on first use). */
+  get stagingDir(): string {
+    this.#staging ??= createStaging(join(this.root, "staging"));
+    return this.#staging.dir;
+  }
+
+  /** Removes this writer's staging directory. Call when done writing. */
+  close(): void {
+    this.#staging?.dispose();
+    this.#staging = undefined;
+  }
+
+  has(area: StoreArea, digest: Sha256Digest, size?: number): boolean {
+    try {
+      const st = lstatSync(this.pathOf(area, digest));
+      return st.isFile() && (size === undefined || st.size === size);
+    } catch {
+      return false;
+    }
+  }
+
+  /** Stores `data`, returns its digest. Idempotent; safe against concurrent writers and SIGKILL. */
+  put(area: StoreArea, data: Uint8Array): Sha256Digest {
+    const digest = sha256(data);
+    if (this.has(area, digest, data.length)) return digest;
+    const tmp = join(this.stagingDir, `put-${this.#seq++}`);
+    let fd: number | undefined;
+    try {
+      fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+      writeFully(fd, data);
+      fsyncSync(fd);
+      closeSync(fd);
+      fd = undefined;
+      this.#publish(area, tmp, digest, data.length);
+    } catch (cause) {
+      if (fd !== undefined) closeSync(fd);
+      rmSync(tmp, { force: true });
+      if (cause instanceof CairnError) throw cause;
+      throw ioError(this.pathOf(area, digest), cause, "write");
+    }
+    return digest;
+  }
+
+  /**
+   * Moves a file the caller staged in this store's staging directory and
+   * already verified against `digest` and `size` into place (large layer
+   * blobs: no second copy). The file is made 0600 and fsynced first.
+   */
+  adopt(area: StoreArea, stagedPath: string, digest: Sha256Digest, size: number): void {
+    if (this.has(area, digest, size)) {
+      rmSync(stagedPath, { force: true });
+      return;
+    }
+    try {
+      const fd = openSync(stagedPath, constants.O_RDONLY | constants.O_NOFOLLOW);
+      try {
+        const st = fstatSync(fd);
+        if (!st.isFile() || st.size !== size) {
+          throw new CairnError("SIZE_MISMATCH", `staged file for ${digest} has ${st.size} bytes, expected ${size}`, { path: stagedPath });
+        }
+        fsyncSync(fd);
+      } finally {
+        closeSync(fd);
+      }
+      chmodSync(stagedPath, 0o600);
+      this.#publish(area, stagedPath, digest, size);
+    } catch (cause) {
+      rmSync(stagedPath, { force: true });
+      if (cause instanceof CairnError) throw cause;
+      throw ioError(this.pathOf(area, digest), cause, "write");
+    }
+  }
+
+  #publish(area: StoreArea, tmp: string, digest: Sha256Digest, size: number): void {
+    const target = this.pathOf(area, digest);
+    try {
+      linkSync(tmp, target); // never replaces: EEXIST if someone published first
+    } catch (e) {
+      if ((e as { code?: string }).code !== "EEXIST") throw e;
+      if (!this.has(area, digest, size)) renameSync(tmp, target); // a wrong-sized file is corrupt: repair it
+    }
+    rmSync(tmp, { force: true });
+  }
+
+  /** Reads and verifies one stored file; STORE_MISSING when absent, STORE_CORRUPT when its bytes do not match its name. */
+  read(area: StoreArea, digest: Sha256Digest, maxBytes: number, limitName = "storeObjectBytes"): Buffer {
+    const path = this.pathOf(area, digest);
+    let fd: number;
+    try {
+      fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    } catch (cause) {
+      const code = (cause as { code?: string }).code;
+      if (code === "ENOENT") {
+        throw new CairnError("STORE_MISSING", `${area === "objects" ? "object" : "derived entry"} ${digest} is not in the store`, {
+          path: digest,
+          cause,
+          hint: "assemble the workload again into this store; nothing falls back to the live source",
+        });
+      }
+      if (code === "ELOOP") throw new CairnError("STORE_CORRUPT", `store file for ${digest} is a symlink`, { path: digest });
+      throw ioError(path, cause);
+    }
+    try {
+      const st = fstatSync(fd);
+      if (!st.isFile()) throw new CairnError("STORE_CORRUPT", `store file for ${digest} is not a regular file`, { path: digest });
+      if (st.size > maxBytes) {
+        throw new CairnError("LIMIT_EXCEEDED", `limit ${limitName} exceeded by stored ${digest}`, { path: digest, hint: `raise the limit "${limitName}"` });
+      }
+      const buf = Buffer.alloc(st.size);
+      let off = 0;
+      while (off < buf.length) {
+        const n = readSync(fd, buf, off, buf.length - off, off);
+        if (n === 0) break;
+        off += n;
+      }
+      if (off !== buf.length || sha256(buf) !== digest) {
+        throw new CairnError("STORE_CORRUPT", `stored ${area === "objects" ? "object" : "derived entry"} ${digest} does not match its digest`, {
+          path: digest,
+          hint: "the store was modified; remove the file and assemble again",
+        });
+      }
+      return buf;
+    } finally {
+      closeSync(fd);
+    }
+  }
+}

@@ -1,0 +1,123 @@
+/**
+ * The launch model and its identity `cairn.launch/1`: exactly what the guest
+ * agent will `execve`, with what environment, where and as whom. It is fixed
+ * at assembly and never taken from the host or a per-run flag:
+ *  - argv: from a binary spec, [install path, ...args]; from an OCI config,
+ *    Entrypoint followed by Cmd. argv[0] must be an absolute path: there is no
+ *    shell and no PATH search, so what runs is decided here, not in the guest.
+ *  - env: "NAME=value" strings, names unique, sorted by the UTF-8 bytes of the
+ *    name. Nothing from the host environment is added.
+ *  - workdir: an absolute, normalized path.
+ *  - uid, gid: numeric and nonzero. A named user would be resolved against an
+ *    /etc/passwd inside the image at run time, so it is refused; root is
+ *    refused because a workload never needs to own the guest.
+ * Env values are secrets for error purposes: messages name the variable, never its value.
+ */
+import { CairnError, checkLimit, type Sha256Digest } from "../core/index.ts";
+import { isCanonicalPath } from "./fs-identity.ts";
+import { taggedJsonDigest } from "./tagged.ts";
+
+export const LAUNCH_IDENTITY_TAG = "cairn.launch/1";
+
+/** Named launch limits (a kernel's ARG_MAX is the real ceiling; these stay well under it). */
+export const LAUNCH_LIMITS = {
+  "launch.argv_count": 4096,
+  "launch.env_count": 4096,
+  "launch.total_bytes": 128 * 1024,
+} as const;
+
+export interface Launch {
+  readonly argv: readonly string[];
+  readonly env: readonly string[];
+  readonly workdir: string;
+  readonly uid: number;
+  readonly gid: number;
+}
+
+/** Raw OCI config launch fields, as the OCI reader hands them over (absent fields undefined). */
+export interface OciLaunchFields {
+  readonly entrypoint?: readonly string[] | undefined;
+  readonly cmd?: readonly string[] | undefined;
+  readonly env?: readonly string[] | undefined;
+  readonly workingDir?: string | undefined;
+  readonly user?: string | undefined;
+}
+
+function invalid(path: string, message: string, hint?: string): never {
+  throw new CairnError("LAUNCH_INVALID", message, { path, hint });
+}
+
+const ID_RE = /^(0|[1-9][0-9]{0,9}):(0|[1-9][0-9]{0,9})$/;
+const ID_MAX = 0xfffffffe; // 2^32-1 is (uid_t)-1, "no change" to the kernel
+
+/** Parses `"uid:gid"`; both numeric, nonzero, below 2^32-1. */
+export function parseUser(unsafeUser: string, path: string): { uid: number; gid: number } {
+  const m = ID_RE.exec(unsafeUser);
+  if (m === null) {
+    invalid(path, "user must be numeric \"uid:gid\" (a named user is refused)", 'write the numeric ids, e.g. "1000:1000"; names would be resolved inside the image at run time');
+  }
+  const uid = Number(m[1]);
+  const gid = Number(m[2]);
+  if (uid > ID_MAX || gid > ID_MAX) invalid(path, "uid or gid out of range", "ids are below 4294967295");
+  if (uid === 0 || gid === 0) invalid(path, "uid and gid must be nonzero (root is refused)", 'run as an unprivileged id, e.g. "1000:1000"');
+  return { uid, gid };
+}
+
+function checkString(s: string, path: string, what: string): void {
+  if (s.includes("\0")) invalid(path, `${what} holds a NUL byte`);
+}
+
+/** Builds and checks a launch; `env` entries are "NAME=value" in any order. */
+export function makeLaunch(unsafe: { argv: readonly string[]; env: readonly string[]; workdir: string; user: string }, base: string): Launch {
+  const { uid, gid } = parseUser(unsafe.user, `${base}/user`);
+  if (unsafe.argv.length === 0) invalid(`${base}/argv`, "the command is empty", "set an entrypoint or command");
+  unsafe.argv.forEach((a, i) => checkString(a, `${base}/argv/${i}`, "argument"));
+  if (!unsafe.argv[0]!.startsWith("/")) {
+    invalid(`${base}/argv/0`, "the program must be an absolute path (there is no shell and no PATH search)", "give the full path, e.g. /usr/bin/app");
+  }
+  if (!isCanonicalPath(unsafe.workdir)) invalid(`${base}/workdir`, "workdir must be an absolute, normalized path");
+  const names = new Set<string>();
+  const env: Array<[Buffer, string]> = [];
+  unsafe.env.forEach((kv, i) => {
+    const eq = kv.indexOf("=");
+    const name = eq < 0 ? kv : kv.slice(0, eq);
+    if (eq <= 0) invalid(`${base}/env/${i}`, "environment entry is not NAME=value (value not shown)");
+    checkString(kv, `${base}/env/${i}`, `environment variable ${name}`);
+    if (names.has(name)) invalid(`${base}/env/${i}`, `environment variable ${name} is set twice`);
+    names.add(name);
+    env.push([Buffer.from(name, "utf8"), kv]);
+  });
+  env.sort((a, b) => Buffer.compare(a[0], b[0]));
+  const launch: Launch = { argv: [...unsafe.argv], env: env.map((e) => e[1]), workdir: unsafe.workdir, uid, gid };
+  checkLimit("launch.argv_count", launch.argv.length, LAUNCH_LIMITS["launch.argv_count"], `${base}/argv`);
+  checkLimit("launch.env_count", launch.env.length, LAUNCH_LIMITS["launch.env_count"], `${base}/env`);
+  const total = [...launch.argv, ...launch.env].reduce((n, s) => n + Buffer.byteLength(s) + 1, 0);
+  checkLimit("launch.total_bytes", total, LAUNCH_LIMITS["launch.total_bytes"], base, "bytes");
+  return launch;
+}
+
+/** The launch of an OCI image: Entrypoint+Cmd, Env, WorkingDir (default "/"), User. */
+export function launchFromOci(fields: OciLaunchFields, base = "/config/config"): Launch {
+  if (fields.user === undefined || fields.user === "") {
+    invalid(`${base}/User`, "the image sets no User, so it would run as root", 'set a numeric, nonzero User such as "1000:1000" in the image config');
+  }
+  return makeLaunch(
+    {
+      argv: [...(fields.entrypoint ?? []), ...(fields.cmd ?? [])],
+      env: fields.env ?? [],
+      workdir: fields.workingDir === undefined || fields.workingDir === "" ? "/" : fields.workingDir,
+      user: fields.user,
+    },
+    base,
+  );
+}
+
+/** The JSON model hashed for the identity and stored in derived entries. */
+export function launchModel(l: Launch): { argv: string[]; env: string[]; workdir: string; uid: number; gid: number } {
+  return { argv: [...l.argv], env: [...l.env], workdir: l.workdir, uid: l.uid, gid: l.gid };
+}
+
+/** The `cairn.launch/1` identity. */
+export function launchIdentity(l: Launch): Sha256Digest {
+  return taggedJsonDigest(LAUNCH_IDENTITY_TAG, launchModel(l));
+}

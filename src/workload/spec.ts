@@ -1,0 +1,181 @@
+/**
+ * The workload spec `cairn.workload/1`, YAML or JSON, parsed strictly: every
+ * unknown field is refused, with one exception — the optional top-level
+ * `run` section belongs to the runs code (src/vm), which parses it strictly
+ * itself; here it is only required to be an object and is kept as its raw
+ * model in `spec.run`. `run` is not part of the workload identity.
+ *
+ *   schema: cairn.workload/1
+ *   source:                       # exactly one of binary / oci
+ *     binary: {path, args?, env?, workdir?, user}
+ *     oci:    {layout, manifest: "sha256:…"}
+ *   policy: {…}                   # optional, OCI layer policy (see policy.ts)
+ *   limits: {…}                   # optional, named input limits (see limits.ts)
+ *   run: {…}                      # optional, opaque here
+ *
+ * `path` and `layout` are locators: resolved against the spec's directory,
+ * used to find bytes, and never part of any identity. `manifest` selects
+ * content and is then verified against the bytes, never trusted.
+ */
+import { Checker, childPath, parseJsonBytes, parseYamlBytes, parseSha256, type JsonModel, type JsonObject, type Sha256Digest } from "../core/index.ts";
+import { limitsModel, parseLimits, type WorkloadLimits } from "./limits.ts";
+import { parsePolicy, policyModel, type LayerPolicy } from "./policy.ts";
+
+export const WORKLOAD_SPEC_SCHEMA = "cairn.workload/1";
+
+export interface BinarySourceSpec {
+  readonly kind: "binary";
+  /** Locator: the executable, relative to the spec's directory. */
+  readonly path: string;
+  readonly args: readonly string[];
+  /** Name → value, in document order (the launch model sorts them). Values are secrets in messages. */
+  readonly env: ReadonlyMap<string, string>;
+  readonly workdir: string;
+  /** Numeric "uid:gid", checked by the launch model. */
+  readonly user: string;
+}
+
+export interface OciSourceSpec {
+  readonly kind: "oci";
+  /** Locator: the OCI image layout directory, relative to the spec's directory. */
+  readonly layout: string;
+  readonly manifest: Sha256Digest;
+}
+
+export type SourceSpec = BinarySourceSpec | OciSourceSpec;
+
+export interface WorkloadSpec {
+  readonly schema: typeof WORKLOAD_SPEC_SCHEMA;
+  readonly source: SourceSpec;
+  /** The layer policy (the strict profile when the spec names none). */
+  readonly policy: LayerPolicy;
+  /** The effective named limits (defaults where the spec names none). */
+  readonly limits: WorkloadLimits;
+  /** The raw `run` section for the runs code; never part of the workload identity. */
+  readonly run: JsonObject | undefined;
+}
+
+const TOP_KEYS = ["schema", "source", "policy", "limits", "run"] as const;
+const BINARY_KEYS = ["path", "args", "env", "workdir", "user"] as const;
+const OCI_KEYS = ["layout", "manifest"] as const;
+
+function checkBinary(c: Checker, o: JsonObject, path: string): BinarySourceSpec | undefined {
+  const unsafePath = c.string(c.required(o, "path", path), childPath(path, "path"), { nonEmpty: true, max: 4096 });
+  const args = "args" in o ? c.stringArray(o.args, childPath(path, "args")) : [];
+  const env = "env" in o ? c.stringMap(o.env, childPath(path, "env")) : new Map<string, string>();
+  const workdir = "workdir" in o ? c.string(o.workdir, childPath(path, "workdir"), { nonEmpty: true }) : "/";
+  const user = c.string(c.required(o, "user", path), childPath(path, "user"), { nonEmpty: true });
+  if (unsafePath === undefined || args === undefined || env === undefined || workdir === undefined || user === undefined) return undefined;
+  return { kind: "binary", path: unsafePath, args, env, workdir, user };
+}
+
+function checkOci(c: Checker, o: JsonObject, path: string): OciSourceSpec | undefined {
+  const layout = c.string(c.required(o, "layout", path), childPath(path, "layout"), { nonEmpty: true, max: 4096 });
+  const unsafeManifest = c.required(o, "manifest", path);
+  let manifest: Sha256Digest | undefined;
+  if (unsafeManifest !== undefined) {
+    try {
+      manifest = parseSha256(unsafeManifest, childPath(path, "manifest"));
+    } catch (e) {
+      c.add(childPath(path, "manifest"), "must be sha256:<64 lowercase hex>", "DIGEST_INVALID");
+      void e;
+    }
+  }
+  if (layout === undefined || manifest === undefined) return undefined;
+  return { kind: "oci", layout, manifest };
+}
+
+/** Checks a parsed model against `cairn.workload/1`; throws one error listing every problem. */
+export function checkWorkloadSpec(model: JsonModel): WorkloadSpec {
+  const c = new Checker("WORKLOAD_SPEC_INVALID");
+  const top = c.object(model, "", TOP_KEYS);
+  let source: SourceSpec | undefined;
+  let unsafePolicy: JsonModel | undefined;
+  let unsafeLimits: JsonModel | undefined;
+  let run: JsonObject | undefined;
+  if (top !== undefined) {
+    const schema = c.required(top, "schema", "");
+    if (schema !== undefined && schema !== WORKLOAD_SPEC_SCHEMA) c.add("/schema", `must be "${WORKLOAD_SPEC_SCHEMA}"`, "WORKLOAD_SPEC_INVALID");
+    const src = c.object(c.required(top, "source", ""), "/source", ["binary", "oci"]);
+    if (src !== undefined) {
+      const kinds = Object.keys(src).filter((k) => k === "binary" || k === "oci");
+      if (kinds.length !== 1) {
+        c.add("/source", "must hold exactly one of binary or oci", "WORKLOAD_SPEC_INVALID");
+      } else if (kinds[0] === "binary") {
+        const b = c.object(src.binary, "/source/binary", BINARY_KEYS);
+        if (b !== undefined) source = checkBinary(c, b, "/source/binary");
+      } else {
+        const o = c.object(src.oci, "/source/oci", OCI_KEYS);
+        if (o !== undefined) source = checkOci(c, o, "/source/oci");
+      }
+    }
+    unsafePolicy = top.policy;
+    unsafeLimits = top.limits;
+    if ("run" in top) run = c.object(top.run, "/run");
+  }
+  c.done("workload spec refused", `see docs/workload.md for the ${WORKLOAD_SPEC_SCHEMA} format`);
+  const policy = parsePolicy(unsafePolicy, "/policy");
+  const limits = parseLimits(unsafeLimits, "/limits");
+  return { schema: WORKLOAD_SPEC_SCHEMA, source: source!, policy, limits, run };
+}
+
+/** Parses spec bytes: JSON when `name` ends in .json, YAML (1.2, strict) otherwise. */
+export function parseWorkloadSpec(bytes: Uint8Array, name: string): WorkloadSpec {
+  const model = name.endsWith(".json") ? parseJsonBytes(bytes, { source: name }) : parseYamlBytes(bytes, name);
+  return checkWorkloadSpec(model);
+}
+
+/**
+ * The canonical spec: the parsed model minus its locators (`path`, `layout`),
+ * with every default filled in (the effective policy and limits), so two specs
+ * that mean the same thing have the same bytes. Its JCS bytes are the spec's
+ * raw object in the store; verify reparses those bytes, never the file the
+ * user edited.
+ */
+export function canonicalSpecModel(spec: WorkloadSpec): JsonObject {
+  const out: JsonObject = Object.create(null) as JsonObject;
+  out.schema = spec.schema;
+  const s = spec.source;
+  if (s.kind === "binary") {
+    const env: JsonObject = Object.create(null) as JsonObject;
+    for (const [k, v] of s.env) env[k] = v;
+    out.source = { binary: { args: [...s.args], env, workdir: s.workdir, user: s.user } };
+  } else {
+    out.source = { oci: { manifest: s.manifest } };
+  }
+  const policy: JsonObject = Object.create(null) as JsonObject;
+  for (const [k, v] of Object.entries(policyModel(spec.policy))) if (k !== "version") policy[k] = v;
+  out.policy = policy;
+  out.limits = limitsModel(spec.limits);
+  if (spec.run !== undefined) out.run = spec.run;
+  return out;
+}
+
+/**
+ * Parses a canonical spec read back from the store. Locators are absent
+ * there, so they are filled with the empty string and must not be used.
+ */
+export function parseCanonicalSpec(bytes: Uint8Array, name: string): WorkloadSpec {
+  const model = parseJsonBytes(bytes, { source: name });
+  const c = new Checker("WORKLOAD_SPEC_INVALID");
+  const top = c.object(model, "", TOP_KEYS);
+  const src = top === undefined ? undefined : c.object(top.source, "/source", ["binary", "oci"]);
+  c.done("stored canonical spec refused");
+  const copy: JsonObject = Object.create(null) as JsonObject;
+  for (const k of Object.keys(top!)) copy[k] = top![k]!;
+  const srcCopy: JsonObject = Object.create(null) as JsonObject;
+  for (const k of Object.keys(src!)) {
+    const inner = src![k];
+    const innerCopy: JsonObject = Object.create(null) as JsonObject;
+    if (inner !== null && typeof inner === "object" && !Array.isArray(inner)) Object.assign(innerCopy, inner);
+    // A stored canonical spec never holds a locator; one present means it was edited.
+    if ("path" in innerCopy || "layout" in innerCopy) {
+      c.add(childPath("/source", k), "a canonical spec holds no locator");
+    }
+    innerCopy[k === "binary" ? "path" : "layout"] = "(stored)";
+    srcCopy[k] = innerCopy;
+  }
+  c.done("stored canonical spec refused");
+  copy.source = srcCopy;
+  return checkWorkloadSpec(copy);
+}
