@@ -1,0 +1,104 @@
+/**
+ * Reads a build directory into tar entries, without following symlinks and
+ * without trusting the directory to hold still: each file is opened with
+ * O_NOFOLLOW, checked to be a regular file with fstat, and read to its
+ * stated size. Sockets, FIFOs and devices are refused (they have no place in
+ * a layer). Names must be valid UTF-8 so the sorted byte order is defined.
+ */
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readlinkSync, readSync } from "node:fs";
+import { join } from "node:path";
+import { CairnError, checkLimit, decodeUtf8, ioError } from "../core/index.ts";
+import type { TarEntry } from "./tar-writer.ts";
+
+export interface DirLimits {
+  /** layer.max_entries */
+  readonly maxEntries: number;
+  /** layer.max_file_bytes */
+  readonly maxFileBytes: number;
+  /** layer.max_total_bytes */
+  readonly maxTotalBytes: number;
+}
+
+export const DEFAULT_DIR_LIMITS: DirLimits = {
+  maxEntries: 200_000,
+  maxFileBytes: 2 * 1024 * 1024 * 1024,
+  maxTotalBytes: 8 * 1024 * 1024 * 1024,
+};
+
+function readRegular(abs: string, expectedSize: number, maxFileBytes: number): Buffer {
+  let fd: number;
+  try {
+    fd = openSync(abs, constants.O_RDONLY | constants.O_NOFOLLOW);
+  } catch (cause) {
+    throw ioError(abs, cause);
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile() || st.size !== expectedSize) {
+      throw new CairnError("SOURCE_CHANGED", `${abs} changed while it was being read`, { path: abs, hint: "build from a directory nothing else is writing to" });
+    }
+    checkLimit("layer.max_file_bytes", st.size, maxFileBytes, abs, "bytes");
+    const buf = Buffer.alloc(st.size);
+    let off = 0;
+    while (off < buf.length) {
+      const n = readSync(fd, buf, off, buf.length - off, off);
+      if (n === 0) throw new CairnError("SOURCE_CHANGED", `${abs} shrank while it was being read`, { path: abs });
+      off += n;
+    }
+    return buf;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Every entry under `root`, with relative paths (`usr/bin/x`) prefixed by
+ * `prefix` (a relative path, or "" for none). The order is irrelevant: the blob
+ * builder sorts.
+ */
+export function readDirectory(root: string, prefix = "", limits: DirLimits = DEFAULT_DIR_LIMITS): TarEntry[] {
+  let st;
+  try {
+    st = lstatSync(root);
+  } catch (cause) {
+    throw ioError(root, cause);
+  }
+  if (!st.isDirectory()) throw new CairnError("SOURCE_NOT_REGULAR", `${root} is not a directory`, { path: root });
+  const out: TarEntry[] = [];
+  if (prefix !== "") {
+    const parts = prefix.split("/");
+    for (let i = 1; i <= parts.length; i++) out.push({ type: "dir", path: parts.slice(0, i).join("/"), mode: 0o755 });
+  }
+  let total = 0;
+  const walk = (abs: string, rel: string): void => {
+    let names: Buffer[];
+    try {
+      names = readdirSync(abs, { encoding: "buffer" });
+    } catch (cause) {
+      throw ioError(abs, cause);
+    }
+    for (const raw of names) {
+      const name = decodeUtf8(raw, join(abs, raw.toString("latin1")));
+      const childAbs = join(abs, name);
+      const childRel = rel === "" ? name : `${rel}/${name}`;
+      checkLimit("layer.max_entries", out.length + 1, limits.maxEntries, childAbs);
+      const cst = lstatSync(childAbs);
+      if (cst.isSymbolicLink()) {
+        out.push({ type: "symlink", path: childRel, target: readlinkSync(childAbs, "utf8") });
+      } else if (cst.isDirectory()) {
+        out.push({ type: "dir", path: childRel, mode: cst.mode & 0o7777 });
+        walk(childAbs, childRel);
+      } else if (cst.isFile()) {
+        total += cst.size;
+        checkLimit("layer.max_total_bytes", total, limits.maxTotalBytes, childAbs, "bytes");
+        out.push({ type: "file", path: childRel, mode: cst.mode & 0o7777, data: readRegular(childAbs, cst.size, limits.maxFileBytes) });
+      } else {
+        throw new CairnError("SOURCE_NOT_REGULAR", `${childAbs} is a socket, FIFO or device; a layer holds only files, directories and symlinks`, {
+          path: childAbs,
+        });
+      }
+    }
+  };
+  walk(root, prefix);
+  return out;
+}

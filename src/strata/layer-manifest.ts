@@ -1,0 +1,193 @@
+/**
+ * The layer manifest: what a layer is (name, version, arch, ABI), what it
+ * holds (blob digest and size, every file's digest, every symlink's target),
+ * what it provides and requires, and how it was built. It is the payload of a
+ * DSSE envelope in the registry; the envelope's signatures are the layer's
+ * signatures.
+ *
+ * The id is machine-made (`name-version-abi-arch`) and checked against the
+ * other fields, so a manifest cannot claim one id and describe another layer.
+ */
+import { Checker, childPath, isDigest, safeComponent, CairnError, type JsonModel, type JsonObject, type Sha256Digest } from "../core/index.ts";
+import { capabilityString, parseCapability, parseRequirement, requirementString, type Capability, type Requirement } from "./capability.ts";
+import { ARCHES, type Arch } from "./platform.ts";
+import { REF_NAME } from "./ref.ts";
+import { isVersion } from "./version.ts";
+
+export const LAYER_MANIFEST_TYPE = "application/vnd.cairn.layer-manifest+json";
+export const INSTALL_LAYOUTS = ["rootfs", "prefix"] as const;
+export type InstallLayout = (typeof INSTALL_LAYOUTS)[number];
+/** ABIs: `none` (no native code: runs on any base), `gnu` (glibc), `musl`. */
+export const ABIS = ["none", "gnu", "musl"] as const;
+export type Abi = (typeof ABIS)[number];
+/** `noarch` layers hold no machine code and match every base arch. */
+export type LayerArch = Arch | "noarch";
+
+export interface FoldedFrom {
+  readonly id: string;
+  readonly sha256: Sha256Digest;
+}
+
+export interface BuildProvenance {
+  readonly builder: string;
+  /** sha256 of the uncompressed tar (the OCI diff_id): the content independent of compression. */
+  readonly diff_id: Sha256Digest;
+  readonly folded_from?: readonly FoldedFrom[];
+}
+
+export interface LayerManifest {
+  readonly id: string;
+  readonly name: string;
+  readonly version: string;
+  readonly arch: LayerArch;
+  readonly abi: Abi;
+  readonly install_layout: InstallLayout;
+  readonly user_selectable: boolean;
+  readonly sha256: Sha256Digest;
+  readonly size: number;
+  /** Absolute path → sha256 of every regular file. */
+  readonly content_manifest: ReadonlyMap<string, Sha256Digest>;
+  /** Absolute path → target of every symlink. */
+  readonly symlinks: ReadonlyMap<string, string>;
+  readonly provides: readonly Capability[];
+  readonly requires: readonly Requirement[];
+  readonly build: BuildProvenance;
+}
+
+export const LAYER_MANIFEST_FIELDS = [
+  "id", "name", "version", "arch", "abi", "install_layout", "user_selectable", "sha256", "size",
+  "content_manifest", "symlinks", "provides", "requires", "build",
+] as const;
+
+/** The single rule for a layer id. */
+export function layerId(name: string, version: string, abi: string, arch: string): string {
+  return safeComponent(`${name}-${version}-${abi}-${arch}`, "/id");
+}
+
+const ABS_PATH = /^(\/[^/\0]+)+$/;
+
+export function isLayerPath(p: string): boolean {
+  return ABS_PATH.test(p) && !p.split("/").some((s) => s === "." || s === "..");
+}
+
+function sha(c: Checker, v: JsonModel | undefined, p: string): Sha256Digest | undefined {
+  if (typeof v !== "string" || !isDigest(v) || !v.startsWith("sha256:")) {
+    c.add(p, "expected sha256:<64 lowercase hex>", "DIGEST_INVALID");
+    return undefined;
+  }
+  return v as Sha256Digest;
+}
+
+function oneOf<T extends string>(c: Checker, v: JsonModel | undefined, p: string, allowed: readonly T[]): T | undefined {
+  const s = c.string(v, p);
+  if (s === undefined) return undefined;
+  if (!(allowed as readonly string[]).includes(s)) {
+    c.add(p, `must be one of ${allowed.join(", ")}`, "MODEL_VALUE");
+    return undefined;
+  }
+  return s as T;
+}
+
+function pathMap<V>(c: Checker, v: JsonModel | undefined, p: string, read: (x: JsonModel, xp: string) => V | undefined): Map<string, V> {
+  const out = new Map<string, V>();
+  const o = c.object(v, p);
+  if (o === undefined) return out;
+  for (const k of Object.keys(o)) {
+    const kp = childPath(p, k);
+    if (!isLayerPath(k)) {
+      c.add(kp, "not an absolute normalized path", "PATH_UNSAFE");
+      continue;
+    }
+    const val = read(o[k]!, kp);
+    if (val !== undefined) out.set(k, val);
+  }
+  return out;
+}
+
+function strings<T>(c: Checker, v: JsonModel | undefined, p: string, parse: (s: string, sp: string) => T): T[] {
+  const out: T[] = [];
+  c.stringArray(v, p)?.forEach((s, i) => {
+    try {
+      out.push(parse(s, childPath(p, i)));
+    } catch (e) {
+      if (!(e instanceof CairnError)) throw e;
+      c.add(childPath(p, i), e.message, e.code);
+    }
+  });
+  return out;
+}
+
+/** Reads a layer manifest model strictly; LAYER_INVALID lists every issue. */
+export function parseLayerManifest(v: JsonModel, source = "layer manifest"): LayerManifest {
+  const c = new Checker("LAYER_INVALID");
+  const o = c.object(v, "", LAYER_MANIFEST_FIELDS) as JsonObject | undefined;
+  c.done(source);
+  const r = (k: string): JsonModel | undefined => c.required(o!, k, "");
+  const id = c.string(r("id"), "/id");
+  const name = c.string(r("name"), "/name", { pattern: REF_NAME });
+  const version = c.string(r("version"), "/version");
+  if (version !== undefined && !isVersion(version)) c.add("/version", "not a version", "MODEL_VALUE");
+  const arch = oneOf<LayerArch>(c, r("arch"), "/arch", [...ARCHES, "noarch"]);
+  const abi = oneOf(c, r("abi"), "/abi", ABIS);
+  const install_layout = oneOf(c, r("install_layout"), "/install_layout", INSTALL_LAYOUTS);
+  const user_selectable = c.boolean(r("user_selectable"), "/user_selectable");
+  const sha256 = sha(c, r("sha256"), "/sha256");
+  const size = c.integer(r("size"), "/size", { min: 0 });
+  const content_manifest = pathMap(c, r("content_manifest"), "/content_manifest", (x, xp) => sha(c, x, xp));
+  const symlinks = pathMap(c, r("symlinks"), "/symlinks", (x, xp) => c.string(x, xp, { nonEmpty: true, max: 4096 }));
+  const provides = strings(c, r("provides"), "/provides", parseCapability);
+  const requires = strings(c, r("requires"), "/requires", parseRequirement);
+  const bo = c.object(r("build"), "/build", ["builder", "diff_id", "folded_from"]);
+  let build: BuildProvenance | undefined;
+  if (bo !== undefined) {
+    const builder = c.string(c.required(bo, "builder", "/build"), "/build/builder", { nonEmpty: true, max: 256 });
+    const diff_id = sha(c, c.required(bo, "diff_id", "/build"), "/build/diff_id");
+    let folded_from: FoldedFrom[] | undefined;
+    if (Object.prototype.hasOwnProperty.call(bo, "folded_from")) {
+      folded_from = [];
+      c.array(bo.folded_from, "/build/folded_from")?.forEach((f, i) => {
+        const fp = `/build/folded_from/${i}`;
+        const fo = c.object(f, fp, ["id", "sha256"]);
+        if (fo === undefined) return;
+        const fid = c.string(c.required(fo, "id", fp), `${fp}/id`);
+        const fsha = sha(c, c.required(fo, "sha256", fp), `${fp}/sha256`);
+        if (fid !== undefined && fsha !== undefined) folded_from!.push({ id: fid, sha256: fsha });
+      });
+    }
+    if (builder !== undefined && diff_id !== undefined) build = { builder, diff_id, ...(folded_from ? { folded_from } : {}) };
+  }
+  if (id !== undefined && name !== undefined && version !== undefined && abi !== undefined && arch !== undefined) {
+    if (id !== `${name}-${version}-${abi}-${arch}`) c.add("/id", "id is not name-version-abi-arch of this manifest", "LAYER_INVALID");
+    else {
+      try {
+        safeComponent(id, "/id");
+      } catch {
+        c.add("/id", "id is not a safe path component", "PATH_UNSAFE");
+      }
+    }
+  }
+  for (const k of symlinks.keys()) if (content_manifest.has(k)) c.add(childPath("/symlinks", k), "path is both a file and a symlink", "LAYER_INVALID");
+  c.done(source);
+  return {
+    id: id!, name: name!, version: version!, arch: arch!, abi: abi!, install_layout: install_layout!,
+    user_selectable: user_selectable!, sha256: sha256!, size: size!, content_manifest, symlinks,
+    provides, requires, build: build!,
+  };
+}
+
+function sortedRecord<V>(m: ReadonlyMap<string, V>): Record<string, V> {
+  const out: Record<string, V> = {};
+  for (const k of [...m.keys()].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)))) out[k] = m.get(k)!;
+  return out;
+}
+
+/** The manifest as a plain model (the signed payload is its JCS bytes). */
+export function layerManifestToModel(m: LayerManifest): Record<string, unknown> {
+  return {
+    id: m.id, name: m.name, version: m.version, arch: m.arch, abi: m.abi, install_layout: m.install_layout,
+    user_selectable: m.user_selectable, sha256: m.sha256, size: m.size,
+    content_manifest: sortedRecord(m.content_manifest), symlinks: sortedRecord(m.symlinks),
+    provides: m.provides.map(capabilityString), requires: m.requires.map(requirementString),
+    build: { builder: m.build.builder, diff_id: m.build.diff_id, ...(m.build.folded_from ? { folded_from: m.build.folded_from.map((f) => ({ ...f })) } : {}) },
+  };
+}

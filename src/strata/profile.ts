@@ -1,0 +1,213 @@
+/**
+ * The profile: a short YAML file where a user declares the software they need
+ * on which base. Parsed strictly (unknown fields, null list entries, duplicate
+ * keys, aliases are errors, each with its JSON pointer) and written back so that
+ * it reads back equal.
+ *
+ * `instance` and `storage` are recorded but cairn does not act on them; every
+ * output that mentions them says so.
+ */
+import { Checker, childPath, parseYamlText, toYamlText, type JsonModel, type JsonObject } from "../core/index.ts";
+import { readRef, refToModel, REF_NAME, type SoftwareRef } from "./ref.ts";
+import { isVersion } from "./version.ts";
+import { parseRequirement, requirementString, type Requirement } from "./capability.ts";
+import { ARCHES, BASE_NAME, type Arch } from "./platform.ts";
+
+export const PACKAGE_MANAGERS = ["pip", "conda", "cran"] as const;
+export type PackageManager = (typeof PACKAGE_MANAGERS)[number];
+
+export interface PackageRef {
+  readonly name: string;
+  readonly version?: string;
+}
+
+export interface PackageSet {
+  readonly manager: PackageManager;
+  readonly packages: readonly PackageRef[];
+  /** The conda environment name (conda only). */
+  readonly env?: string;
+}
+
+export interface RegistryRef {
+  /** A local directory registry: a path (relative to the profile) or file:// URL. */
+  readonly url: string;
+  /** `keyfile://PATH` naming an Ed25519 public key; absent means nothing from it is trusted. */
+  readonly trust?: string;
+}
+
+export interface Profile {
+  readonly name: string;
+  readonly description?: string;
+  readonly version?: string;
+  readonly base: { readonly os: string; readonly arch: Arch };
+  readonly software: readonly SoftwareRef[];
+  readonly registries: readonly RegistryRef[];
+  readonly env: ReadonlyMap<string, string>;
+  readonly on_ready: readonly string[];
+  readonly defaults: ReadonlyMap<string, string>;
+  readonly packages: readonly PackageSet[];
+  readonly mutable_layer: boolean;
+  readonly requires_host: readonly Requirement[];
+  /** Recorded, not acted upon. */
+  readonly instance?: JsonModel;
+  /** Recorded, not acted upon. */
+  readonly storage?: JsonModel;
+}
+
+export const PROFILE_FIELDS = [
+  "name", "description", "version", "base", "software", "registries", "env", "on_ready",
+  "defaults", "packages", "mutable_layer", "requires_host", "instance", "storage",
+] as const;
+
+/** The profile fields cairn records but does not act upon. */
+export const NOT_ACTED_UPON = ["instance", "storage"] as const;
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const PKG_NAME = /^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$/;
+const TRUST = /^keyfile:\/\/.+$/;
+
+function has(o: JsonObject, k: string): boolean {
+  return Object.prototype.hasOwnProperty.call(o, k);
+}
+
+function list<T>(c: Checker, o: JsonObject, key: string, path: string, read: (v: JsonModel, p: string) => T | undefined): T[] {
+  if (!has(o, key)) return [];
+  const p = childPath(path, key);
+  const arr = c.array(o[key], p);
+  const out: T[] = [];
+  arr?.forEach((item, i) => {
+    if (item === null) return; // reported by c.array with its index
+    const r = read(item, childPath(p, i));
+    if (r !== undefined) out.push(r);
+  });
+  return out;
+}
+
+function envMap(c: Checker, o: JsonObject, key: string, path: string): Map<string, string> {
+  if (!has(o, key)) return new Map();
+  const m = c.stringMap(o[key], childPath(path, key)) ?? new Map<string, string>();
+  for (const k of m.keys()) if (!ENV_NAME.test(k)) c.add(childPath(childPath(path, key), k), `"${k}" is not a variable name`, "MODEL_VALUE");
+  return m;
+}
+
+function readPackageSet(c: Checker, v: JsonModel, p: string): PackageSet | undefined {
+  const o = c.object(v, p, ["manager", "packages", "env"]);
+  if (o === undefined) return undefined;
+  const manager = c.string(c.required(o, "manager", p), childPath(p, "manager"));
+  if (manager !== undefined && !(PACKAGE_MANAGERS as readonly string[]).includes(manager)) {
+    c.add(childPath(p, "manager"), `manager must be one of ${PACKAGE_MANAGERS.join(", ")}`, "MODEL_VALUE");
+  }
+  const packages = list(c, o, "packages", p, (item, ip) => {
+    const po = c.object(item, ip, ["name", "version"]);
+    if (po === undefined) return undefined;
+    const name = c.string(c.required(po, "name", ip), childPath(ip, "name"), { pattern: PKG_NAME });
+    const version = has(po, "version") ? c.string(po.version, childPath(ip, "version"), { nonEmpty: true, max: 128 }) : undefined;
+    return name === undefined ? undefined : { name, ...(version !== undefined ? { version } : {}) };
+  });
+  let env: string | undefined;
+  if (has(o, "env")) {
+    env = c.string(o.env, childPath(p, "env"), { pattern: PKG_NAME });
+    if (manager !== "conda") c.add(childPath(p, "env"), "env is for the conda manager only", "MODEL_VALUE");
+  }
+  if (manager === undefined || !(PACKAGE_MANAGERS as readonly string[]).includes(manager)) return undefined;
+  return { manager: manager as PackageManager, packages, ...(env !== undefined ? { env } : {}) };
+}
+
+/** Reads a profile model strictly; throws PROFILE_INVALID (or the first issue's code) listing every issue. */
+export function parseProfileModel(v: JsonModel, source = "profile"): Profile {
+  const c = new Checker("PROFILE_INVALID");
+  const o = c.object(v, "", PROFILE_FIELDS);
+  c.done(source);
+  const root = o!;
+  const name = c.string(c.required(root, "name", ""), "/name", { pattern: REF_NAME });
+  const description = has(root, "description") ? c.string(root.description, "/description", { max: 4096 }) : undefined;
+  const version = has(root, "version") ? c.string(root.version, "/version") : undefined;
+  if (version !== undefined && !isVersion(version)) c.add("/version", "not a version", "MODEL_VALUE");
+  const bo = c.object(c.required(root, "base", ""), "/base", ["os", "arch"]);
+  let base: Profile["base"] | undefined;
+  if (bo !== undefined) {
+    const os = c.string(c.required(bo, "os", "/base"), "/base/os", { pattern: BASE_NAME });
+    const arch = has(bo, "arch") ? c.string(bo.arch, "/base/arch") : "x86_64";
+    if (arch !== undefined && !(ARCHES as readonly string[]).includes(arch)) c.add("/base/arch", `arch must be one of ${ARCHES.join(", ")}`, "MODEL_VALUE");
+    if (os !== undefined && arch !== undefined) base = { os, arch: arch as Arch };
+  }
+  const software = list(c, root, "software", "", (item, p) => readRef(c, item, p));
+  const registries = list(c, root, "registries", "", (item, p) => {
+    const ro = c.object(item, p, ["url", "trust"]);
+    if (ro === undefined) return undefined;
+    const url = c.string(c.required(ro, "url", p), childPath(p, "url"), { nonEmpty: true, max: 4096 });
+    const trust = has(ro, "trust") ? c.string(ro.trust, childPath(p, "trust"), { pattern: TRUST, max: 4096 }) : undefined;
+    return url === undefined ? undefined : { url, ...(trust !== undefined ? { trust } : {}) };
+  });
+  const env = envMap(c, root, "env", "");
+  const on_ready = list(c, root, "on_ready", "", (item, p) => c.string(item, p, { nonEmpty: true, max: 65536 }));
+  const defaults = has(root, "defaults") ? (c.stringMap(root.defaults, "/defaults") ?? new Map<string, string>()) : new Map<string, string>();
+  const packages = list(c, root, "packages", "", (item, p) => readPackageSet(c, item, p));
+  const mutable_layer = has(root, "mutable_layer") ? c.boolean(root.mutable_layer, "/mutable_layer") : false;
+  const requires_host = list(c, root, "requires_host", "", (item, p) => {
+    try {
+      return parseRequirement(item, p);
+    } catch (e) {
+      c.add(p, e instanceof Error ? e.message : String(e), "MODEL_VALUE");
+      return undefined;
+    }
+  });
+  const instance = has(root, "instance") ? c.object(root.instance, "/instance") : undefined;
+  const storage = has(root, "storage") ? c.object(root.storage, "/storage") : undefined;
+  c.done(source, "fix every listed field; see docs/strata.md for the profile format");
+  return {
+    name: name!,
+    ...(description !== undefined ? { description } : {}),
+    ...(version !== undefined ? { version } : {}),
+    base: base!,
+    software,
+    registries,
+    env,
+    on_ready,
+    defaults,
+    packages,
+    mutable_layer: mutable_layer!,
+    requires_host,
+    ...(instance !== undefined ? { instance } : {}),
+    ...(storage !== undefined ? { storage } : {}),
+  };
+}
+
+export function parseProfileText(text: string, source = "profile"): Profile {
+  return parseProfileModel(parseYamlText(text, source), source);
+}
+
+function sortedObject(m: ReadonlyMap<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const k of [...m.keys()].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)))) out[k] = m.get(k)!;
+  return out;
+}
+
+/** The profile as a plain model, in field order; reads back equal through `parseProfileModel`. */
+export function profileToModel(p: Profile): Record<string, unknown> {
+  const out: Record<string, unknown> = { name: p.name };
+  if (p.description !== undefined) out.description = p.description;
+  if (p.version !== undefined) out.version = p.version;
+  out.base = { os: p.base.os, arch: p.base.arch };
+  out.software = p.software.map(refToModel);
+  if (p.registries.length > 0) out.registries = p.registries.map((r) => ({ ...r }));
+  if (p.env.size > 0) out.env = sortedObject(p.env);
+  if (p.on_ready.length > 0) out.on_ready = [...p.on_ready];
+  if (p.defaults.size > 0) out.defaults = sortedObject(p.defaults);
+  if (p.packages.length > 0) {
+    out.packages = p.packages.map((s) => ({
+      manager: s.manager,
+      packages: s.packages.map((x) => ({ ...x })),
+      ...(s.env !== undefined ? { env: s.env } : {}),
+    }));
+  }
+  if (p.mutable_layer) out.mutable_layer = true;
+  if (p.requires_host.length > 0) out.requires_host = p.requires_host.map(requirementString);
+  if (p.instance !== undefined) out.instance = p.instance;
+  if (p.storage !== undefined) out.storage = p.storage;
+  return out;
+}
+
+export function profileToYaml(p: Profile): string {
+  return toYamlText(profileToModel(p));
+}

@@ -1,0 +1,229 @@
+/**
+ * The local directory registry, cairn's embedded default. Format
+ * (`cairn.registry/1`):
+ *
+ *   REG/cairn-registry.json            {"format":"cairn.registry/1"}
+ *   REG/blobs/sha256/<64 hex>           layer blobs (tar+gzip), named by their digest
+ *   REG/layers/<layer id>.json          DSSE envelope; payload = JCS of the layer manifest
+ *   REG/formations/<name>-<version>.json DSSE envelope; payload = JCS of the formation
+ *
+ * Publication is atomic and ordered: a blob is written to a temporary sibling,
+ * fsynced and linked into place (never replacing an existing blob), then the
+ * manifest envelope is written the same way. A reader therefore never sees a
+ * manifest whose blob is missing or partial; a crash leaves at most a hidden
+ * temporary file (names starting with "."), which readers ignore. Publishing
+ * an id again is allowed only with identical bytes.
+ *
+ * Every name that becomes a path goes through `safeComponent` or
+ * `digestComponents`, because `path.join` resolves `..` instead of refusing it.
+ */
+import { existsSync, mkdirSync, readdirSync, statSync, openSync, closeSync, readSync, fstatSync, constants } from "node:fs";
+import { join } from "node:path";
+import {
+  CairnError, canonicalBytes, checkLimit, digestComponents, ioError, parseEnvelope, parseJsonBytes, safeComponent, sha256,
+  signEnvelope, writeFileAtomic, type DsseEnvelope, type SigningKey, type Sha256Digest,
+} from "../core/index.ts";
+import { LAYER_MANIFEST_TYPE, layerManifestToModel, parseLayerManifest, type LayerManifest } from "./layer-manifest.ts";
+import { FORMATION_TYPE, formationKey, formationToModel, parseFormation, type Formation } from "./formation.ts";
+
+export const REGISTRY_FORMAT = "cairn.registry/1";
+/** registry.max_envelope_bytes: the largest manifest or formation envelope read. */
+export const MAX_ENVELOPE_BYTES = 64 * 1024 * 1024;
+/** registry.max_blob_bytes: the largest layer blob read. */
+export const MAX_BLOB_BYTES = 8 * 1024 * 1024 * 1024;
+
+export interface SignedDocument<T> {
+  readonly value: T;
+  readonly envelope: DsseEnvelope;
+  /** sha256 of the envelope file's bytes: the signature reference a lockfile records. */
+  readonly envelopeSha256: Sha256Digest;
+  /** sha256 of the signed payload (the canonical manifest bytes). */
+  readonly payloadSha256: Sha256Digest;
+}
+
+/** Reads a file of at most `max` bytes, naming `limit` when it is larger. */
+export function readBounded(path: string, max: number, limit: string): Buffer {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+  } catch (cause) {
+    throw ioError(path, cause);
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw new CairnError("REGISTRY_INVALID", `${path} is not a regular file`, { path });
+    checkLimit(limit, st.size, max, path, "bytes");
+    const buf = Buffer.alloc(st.size);
+    let off = 0;
+    while (off < buf.length) {
+      const n = readSync(fd, buf, off, buf.length - off, off);
+      if (n === 0) break;
+      off += n;
+    }
+    return buf.subarray(0, off);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export class LocalRegistry {
+  private constructor(readonly root: string) {}
+
+  /** Opens an existing registry (checks its format marker). */
+  static open(root: string): LocalRegistry {
+    const marker = join(root, "cairn-registry.json");
+    if (!existsSync(marker)) {
+      throw new CairnError("REGISTRY_INVALID", `${root} is not a cairn registry (no cairn-registry.json)`, {
+        path: root,
+        hint: "create one with `cairn layer build ... --registry DIR --init-registry`",
+      });
+    }
+    const m = parseJsonBytes(readBounded(marker, 4096, "registry.max_marker_bytes"), { source: marker });
+    if (m === null || typeof m !== "object" || Array.isArray(m) || m.format !== REGISTRY_FORMAT) {
+      throw new CairnError("REGISTRY_INVALID", `${marker} does not declare format ${REGISTRY_FORMAT}`, { path: marker });
+    }
+    return new LocalRegistry(root);
+  }
+
+  /** Creates the registry layout if absent, then opens it. */
+  static init(root: string): LocalRegistry {
+    for (const d of ["", "blobs/sha256", "layers", "formations"]) mkdirSync(join(root, d), { recursive: true, mode: 0o755 });
+    const marker = join(root, "cairn-registry.json");
+    if (!existsSync(marker)) writeFileAtomic(marker, `${JSON.stringify({ format: REGISTRY_FORMAT })}\n`, { overwrite: false });
+    return LocalRegistry.open(root);
+  }
+
+  blobPath(digest: Sha256Digest): string {
+    const [alg, hex] = digestComponents(digest, "/sha256");
+    return join(this.root, "blobs", alg, hex);
+  }
+
+  layerPath(id: string): string {
+    return join(this.root, "layers", `${safeComponent(id, "/id")}.json`);
+  }
+
+  formationPath(name: string, version: string): string {
+    return join(this.root, "formations", `${formationKey(name, version)}.json`);
+  }
+
+  /** Writes `data` at `path` unless identical bytes are already there; refuses different bytes. */
+  private publishOnce(path: string, data: Uint8Array, what: string): void {
+    if (existsSync(path)) {
+      const existing = readBounded(path, Math.max(data.length, 1) + 1, "registry.max_envelope_bytes");
+      if (Buffer.compare(existing, Buffer.from(data)) !== 0) {
+        throw new CairnError("REGISTRY_INVALID", `${what} is already published with different content`, {
+          path,
+          hint: "publish a new version instead of replacing a published one",
+        });
+      }
+      return;
+    }
+    try {
+      writeFileAtomic(path, data, { mode: 0o644, overwrite: false });
+    } catch (e) {
+      // A concurrent publisher won the race: accept only identical bytes.
+      if (e instanceof CairnError && existsSync(path)) return this.publishOnce(path, data, what);
+      throw e;
+    }
+  }
+
+  /** Publishes a blob and its manifest, blob first. Returns the envelope written. */
+  publishLayer(blob: Uint8Array, manifest: LayerManifest, keys: readonly SigningKey[]): SignedDocument<LayerManifest> {
+    if (sha256(blob) !== manifest.sha256 || blob.length !== manifest.size) {
+      throw new CairnError("DIGEST_MISMATCH", "the blob does not match the manifest's sha256 and size", { path: "/sha256" });
+    }
+    const payload = canonicalBytes(layerManifestToModel(manifest));
+    const envelope = signEnvelope(LAYER_MANIFEST_TYPE, payload, keys);
+    const envBytes = Buffer.from(`${JSON.stringify(envelope, null, 2)}\n`);
+    this.publishOnce(this.blobPath(manifest.sha256), blob, `blob ${manifest.sha256}`);
+    this.publishOnce(this.layerPath(manifest.id), envBytes, `layer ${manifest.id}`);
+    return { value: manifest, envelope, envelopeSha256: sha256(envBytes), payloadSha256: sha256(payload) };
+  }
+
+  publishFormation(formation: Formation, keys: readonly SigningKey[]): SignedDocument<Formation> {
+    for (const [i, m] of formation.layers.entries()) {
+      const layer = this.readLayer(m.id);
+      if (layer.value.sha256 !== m.sha256) {
+        throw new CairnError("DIGEST_MISMATCH", `formation member ${m.id} does not match the published layer`, { path: `/layers/${i}/sha256` });
+      }
+    }
+    const payload = canonicalBytes(formationToModel(formation));
+    const envelope = signEnvelope(FORMATION_TYPE, payload, keys);
+    const envBytes = Buffer.from(`${JSON.stringify(envelope, null, 2)}\n`);
+    this.publishOnce(this.formationPath(formation.name, formation.version), envBytes, `formation ${formation.name}@${formation.version}`);
+    return { value: formation, envelope, envelopeSha256: sha256(envBytes), payloadSha256: sha256(payload) };
+  }
+
+  private readSigned<T>(path: string, type: string, parse: (m: ReturnType<typeof parseJsonBytes>, src: string) => T): SignedDocument<T> {
+    const bytes = readBounded(path, MAX_ENVELOPE_BYTES, "registry.max_envelope_bytes");
+    const envelope = parseEnvelope(parseJsonBytes(bytes, { source: path }));
+    if (envelope.payloadType !== type) {
+      throw new CairnError("REGISTRY_INVALID", `${path} has payload type ${JSON.stringify(envelope.payloadType)}, expected ${type}`, { path });
+    }
+    // The payload is parsed only to index the catalog; trust is decided by
+    // the attestation stage, which verifies the envelope before a lockfile
+    // names this document.
+    const payload = Buffer.from(envelope.payload, "base64");
+    const value = parse(parseJsonBytes(payload, { source: `${path} payload` }), path);
+    return { value, envelope, envelopeSha256: sha256(bytes), payloadSha256: sha256(payload) };
+  }
+
+  readLayer(id: string): SignedDocument<LayerManifest> {
+    const path = this.layerPath(id);
+    const doc = this.readSigned(path, LAYER_MANIFEST_TYPE, (m, src) => parseLayerManifest(m, src));
+    if (doc.value.id !== id) throw new CairnError("REGISTRY_INVALID", `${path} holds layer ${doc.value.id}`, { path });
+    return doc;
+  }
+
+  readFormation(name: string, version: string): SignedDocument<Formation> {
+    const path = this.formationPath(name, version);
+    const doc = this.readSigned(path, FORMATION_TYPE, (m, src) => parseFormation(m, src));
+    if (doc.value.name !== name || doc.value.version !== version) throw new CairnError("REGISTRY_INVALID", `${path} holds another formation`, { path });
+    return doc;
+  }
+
+  private listNames(dir: string): string[] {
+    let names: string[];
+    try {
+      names = readdirSync(join(this.root, dir));
+    } catch (cause) {
+      throw ioError(join(this.root, dir), cause);
+    }
+    return names.filter((n) => !n.startsWith(".") && n.endsWith(".json")).map((n) => n.slice(0, -5)).sort();
+  }
+
+  /** Every published layer (manifest parsed, not yet verified). */
+  listLayers(): SignedDocument<LayerManifest>[] {
+    return this.listNames("layers").map((id) => this.readLayer(id));
+  }
+
+  listFormations(): SignedDocument<Formation>[] {
+    return this.listNames("formations").map((key) => {
+      const path = join(this.root, "formations", `${safeComponent(key)}.json`);
+      return this.readSigned(path, FORMATION_TYPE, (m, src) => parseFormation(m, src));
+    });
+  }
+
+  /** Reads a blob and checks it against `digest` and `size` before anyone parses it. */
+  readBlob(digest: Sha256Digest, size: number): Buffer {
+    const path = this.blobPath(digest);
+    const data = readBounded(path, Math.min(MAX_BLOB_BYTES, size + 1), "registry.max_blob_bytes");
+    if (data.length !== size) throw new CairnError("SIZE_MISMATCH", `blob ${digest} is ${data.length} bytes, expected ${size}`, { path });
+    if (sha256(data) !== digest) throw new CairnError("DIGEST_MISMATCH", `blob ${digest} does not match its digest`, { path, hint: "the registry copy was altered or damaged" });
+    return data;
+  }
+
+  hasBlob(digest: Sha256Digest): boolean {
+    try {
+      return statSync(this.blobPath(digest)).isFile();
+    } catch {
+      return false;
+    }
+  }
+}
+
+/** Exposed for tests: the bytes a manifest's envelope signs. */
+export function manifestPayload(m: LayerManifest): Buffer {
+  return canonicalBytes(layerManifestToModel(m));
+}
+
