@@ -1,0 +1,300 @@
+/**
+ * devcontainer.json model → manifest core. Driven by FIELD_SCOPE: every
+ * top-level key is looked up there; identity fields go through the
+ * normalizer below that has the same name, excluded fields are checked and
+ * dropped, refused and unknown fields are issues. All issues are collected
+ * and refused at once, so a user fixes every field in one pass.
+ *
+ * The core is a plain JSON model (strings, booleans, null, arrays, objects;
+ * no numbers at all), so its JCS bytes are well defined.
+ */
+import { posix } from "node:path";
+import { Checker, childPath, isJsonObject, type JsonModel, type JsonObject } from "../core/index.ts";
+import { DEFAULT_MANIFEST_LIMITS, compareUtf8, readText, withinLimit, type IngestContext, type ManifestLimits } from "./declared.ts";
+import { normalizeFeatures, normalizeInstallOrder, type FeatureEntry, type NormalizedFeatures } from "./features.ts";
+import { normalizeMount, type NormalizedMount } from "./mounts.ts";
+import { parseReference } from "./reference.ts";
+import { FIELD_SCOPE, MANIFEST_SCHEMA, scopeOf, type FieldScope, type IdentityField, type JsonKind } from "./scope.ts";
+import { classifyVariable } from "./substitution.ts";
+
+/** The manifest core: the exact model whose JCS bytes are addressed and signed. */
+export interface EnvCore {
+  schema: typeof MANIFEST_SCHEMA;
+  image: string;
+  features: FeatureEntry[];
+  overrideFeatureInstallOrder: string[];
+  containerEnv: { [name: string]: string };
+  remoteEnv: { [name: string]: string | null };
+  mounts: NormalizedMount[];
+  workspaceMount?: NormalizedMount;
+  workspaceFolder?: string;
+  containerUser?: string;
+  remoteUser?: string;
+  userEnvProbe?: "none" | "loginShell" | "loginInteractiveShell" | "interactiveShell";
+  init?: boolean;
+  overrideCommand?: boolean;
+  updateRemoteUserUID?: boolean;
+}
+
+// Compile-time half of the scope rule: the core's fields are exactly the
+// identity fields of FIELD_SCOPE (plus the schema tag). The runtime half is
+// tests/manifest/scope.test.ts.
+type CoreField = Exclude<keyof EnvCore, "schema">;
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const CORE_MATCHES_SCOPE: Same<CoreField, IdentityField> = true;
+void CORE_MATCHES_SCOPE;
+
+export interface BuiltCore {
+  core: EnvCore;
+  /** Excluded fields that were present (names only), for display. */
+  excluded: string[];
+}
+
+/** Fields whose absence and emptiness mean the same, and which the core always holds. */
+const LIST_DEFAULTS = { features: [], overrideFeatureInstallOrder: [], containerEnv: {}, remoteEnv: {}, mounts: [] };
+
+interface BuildState {
+  ctx: IngestContext;
+  core: Partial<EnvCore>;
+  features: NormalizedFeatures | undefined;
+}
+
+type Normalizer = (s: BuildState, v: JsonModel, path: string) => void;
+
+function envMap(s: BuildState, v: JsonModel, path: string, allowNull: boolean): { [name: string]: string | null } | undefined {
+  const c = s.ctx.checker;
+  if (!isJsonObject(v)) {
+    c.add(path, "must be an object of variable name to value", "MODEL_TYPE");
+    return undefined;
+  }
+  const names = Object.keys(v).sort(compareUtf8);
+  if (!withinLimit(s.ctx, "max_env_entries", names.length, path)) return undefined;
+  const out: { [name: string]: string | null } = {};
+  let ok = true;
+  for (const name of names) {
+    const p = childPath(path, name);
+    if (name.length === 0 || name.includes("=") || name.includes("\u0000")) {
+      c.add(p, "variable name must be non-empty without '=' or NUL", "MODEL_VALUE");
+      ok = false;
+      continue;
+    }
+    const value = v[name];
+    if (value === null && allowNull) {
+      out[name] = null;
+      continue;
+    }
+    // The value is never echoed: readText names only the rule or the variable.
+    const text = readText(s.ctx, value, p, { containerEnv: allowNull, what: "variable value" });
+    if (text === undefined) ok = false;
+    else out[name] = text;
+  }
+  return ok ? out : undefined;
+}
+
+function user(s: BuildState, v: JsonModel, path: string): string | undefined {
+  const u = readText(s.ctx, v, path, { nonEmpty: true, what: "user" });
+  if (u !== undefined && /[\s\u0000-\u001f]/.test(u)) {
+    s.ctx.checker.add(path, "user must not contain whitespace or control characters", "MODEL_VALUE");
+    return undefined;
+  }
+  return u;
+}
+
+function bool(s: BuildState, v: JsonModel, path: string): boolean | undefined {
+  return s.ctx.checker.boolean(v, path);
+}
+
+const USER_ENV_PROBES = ["none", "loginShell", "loginInteractiveShell", "interactiveShell"] as const;
+
+/** One normalizer per identity field; the mapped type makes a missing one a compile error. */
+const NORMALIZERS: { readonly [K in IdentityField]: Normalizer } = {
+  image(s, v, path) {
+    const image = readText(s.ctx, v, path, { nonEmpty: true, what: "image" });
+    if (image === undefined) return;
+    const r = parseReference(image);
+    if (!r.ok) s.ctx.checker.add(path, `image ${r.why}`, "MODEL_VALUE");
+    else s.core.image = image;
+  },
+  features(s, v, path) {
+    s.features = normalizeFeatures(s.ctx, v, path);
+    if (s.features) s.core.features = s.features.features;
+  },
+  overrideFeatureInstallOrder() {
+    // Needs the declared features; resolved after every other field (see buildCore).
+  },
+  containerEnv(s, v, path) {
+    const env = envMap(s, v, path, false);
+    if (env) s.core.containerEnv = env as { [name: string]: string };
+  },
+  remoteEnv(s, v, path) {
+    const env = envMap(s, v, path, true);
+    if (env) s.core.remoteEnv = env;
+  },
+  mounts(s, v, path) {
+    const list = s.ctx.checker.array(v, path);
+    if (list === undefined || !withinLimit(s.ctx, "max_mounts", list.length, path)) return;
+    const out: NormalizedMount[] = [];
+    list.forEach((item, i) => {
+      const m = mountOf(s, item, childPath(path, i));
+      if (m) out.push(m);
+    });
+    if (out.length === list.length) s.core.mounts = out.sort((a, b) => compareUtf8(a.target, b.target));
+  },
+  workspaceMount(s, v, path) {
+    if (typeof v !== "string") s.ctx.checker.add(path, "workspaceMount must be a mount string", "MODEL_TYPE");
+    else s.core.workspaceMount = mountOf(s, v, path);
+  },
+  workspaceFolder(s) {
+    // Read before every other field (it feeds ${containerWorkspaceFolder}); see readWorkspaceFolder.
+    if (s.ctx.workspaceFolder !== undefined) s.core.workspaceFolder = s.ctx.workspaceFolder;
+  },
+  containerUser(s, v, path) {
+    s.core.containerUser = user(s, v, path);
+  },
+  remoteUser(s, v, path) {
+    s.core.remoteUser = user(s, v, path);
+  },
+  userEnvProbe(s, v, path) {
+    const p = USER_ENV_PROBES.find((x) => x === v);
+    if (p === undefined) s.ctx.checker.add(path, `userEnvProbe must be one of ${USER_ENV_PROBES.join(", ")}`, "MODEL_VALUE");
+    else s.core.userEnvProbe = p;
+  },
+  init(s, v, path) {
+    s.core.init = bool(s, v, path);
+  },
+  overrideCommand(s, v, path) {
+    s.core.overrideCommand = bool(s, v, path);
+  },
+  updateRemoteUserUID(s, v, path) {
+    s.core.updateRemoteUserUID = bool(s, v, path);
+  },
+};
+
+function mountOf(s: BuildState, item: JsonModel, path: string): NormalizedMount | undefined {
+  let resolved: JsonModel = item;
+  if (typeof item === "string") {
+    const t = readText(s.ctx, item, path, { what: "mount" });
+    if (t === undefined) return undefined;
+    resolved = t;
+  } else if (isJsonObject(item)) {
+    const copy: JsonObject = Object.create(null) as JsonObject;
+    for (const k of Object.keys(item)) {
+      const val = item[k];
+      const t = typeof val === "string" ? readText(s.ctx, val, childPath(path, k), { what: "mount field" }) : val;
+      if (t === undefined) return undefined;
+      copy[k] = t;
+    }
+    resolved = copy;
+  }
+  const r = normalizeMount(resolved, path);
+  if (r.ok) return r.mount;
+  for (const p of r.problems) s.ctx.checker.add(p.path, p.why, "MANIFEST_REFUSED");
+  return undefined;
+}
+
+/** workspaceFolder is read first: absolute, substitution-free, normalized. */
+function readWorkspaceFolder(checker: Checker, v: JsonModel | undefined): string | undefined {
+  if (v === undefined) return undefined;
+  if (typeof v !== "string" || !v.startsWith("/") || v.includes("\u0000")) {
+    checker.add("/workspaceFolder", "workspaceFolder must be an absolute path", "MODEL_VALUE");
+    return undefined;
+  }
+  for (const m of v.matchAll(/\$\{(.*?)\}/g)) {
+    const { name } = classifyVariable(m[1] ?? "");
+    checker.add("/workspaceFolder", `\${${name}} is refused in workspaceFolder: it must be a literal path`, "MANIFEST_REFUSED");
+    return undefined;
+  }
+  const n = posix.normalize(v);
+  return n.length > 1 && n.endsWith("/") ? n.slice(0, -1) : n;
+}
+
+function kindOf(v: JsonModel): JsonKind | "null" | "number" {
+  if (v === null) return "null";
+  if (Array.isArray(v)) return "array";
+  if (typeof v === "object") return "object";
+  if (typeof v === "number") return Number.isInteger(v) ? "integer" : "number";
+  return typeof v as "string" | "boolean";
+}
+
+/** Excluded fields are dropped, but still type-checked and still refused if they pull in host values. */
+function checkExcluded(s: BuildState, scope: FieldScope, v: JsonModel, path: string): void {
+  const c = s.ctx.checker;
+  const kind = kindOf(v);
+  if (scope.kinds && !scope.kinds.includes(kind as JsonKind)) {
+    c.add(path, `expected ${scope.kinds.join(" or ")}, found ${kind}`, "MODEL_TYPE");
+    return;
+  }
+  if (scope.values && !scope.values.includes(v as string)) {
+    c.add(path, `must be one of ${scope.values.join(", ")}`, "MODEL_VALUE");
+    return;
+  }
+  const walk = (x: JsonModel, p: string): void => {
+    if (typeof x === "string") readText(s.ctx, x, p, { containerEnv: true });
+    else if (Array.isArray(x)) x.forEach((y, i) => walk(y, childPath(p, i)));
+    else if (isJsonObject(x)) {
+      for (const k of Object.keys(x)) {
+        readText(s.ctx, k, childPath(p, k), { containerEnv: true, what: "key" });
+        walk(x[k] as JsonModel, childPath(p, k));
+      }
+    }
+  };
+  walk(v, path);
+}
+
+/**
+ * Builds the manifest core from a parsed devcontainer.json, or throws one
+ * error (MANIFEST_REFUSED, or the single issue's own code) listing every
+ * problem.
+ */
+export function buildCore(unsafeModel: JsonModel, limits: ManifestLimits = DEFAULT_MANIFEST_LIMITS): BuiltCore {
+  const checker = new Checker("MANIFEST_REFUSED");
+  const root = checker.object(unsafeModel, "");
+  if (root === undefined) {
+    checker.done("devcontainer.json refused");
+    throw new Error("unreachable");
+  }
+  const ctx: IngestContext = { checker, limits, workspaceFolder: readWorkspaceFolder(checker, root.workspaceFolder) };
+  const s: BuildState = { ctx, core: { schema: MANIFEST_SCHEMA, ...structuredClone(LIST_DEFAULTS) }, features: undefined };
+  const excluded: string[] = [];
+  for (const key of Object.keys(root)) {
+    const path = childPath("", key);
+    const scope = scopeOf(key);
+    const value = root[key] as JsonModel;
+    if (scope === undefined) checker.add(path, `unknown field "${key.slice(0, 64)}"`, "MODEL_UNKNOWN_FIELD");
+    else if (scope.class === "refused") checker.add(path, `"${key}" is refused: ${scope.reason}`, "MANIFEST_REFUSED");
+    else if (scope.class === "excluded") {
+      excluded.push(key);
+      checkExcluded(s, scope, value, path);
+    } else NORMALIZERS[key as IdentityField](s, value, path);
+  }
+  if (root.image === undefined) {
+    checker.add("/image", "image is required", "MODEL_MISSING_FIELD");
+  }
+  if (root.overrideFeatureInstallOrder !== undefined) {
+    // Absent features mean none are declared; invalid ones skip the cross-check (already reported).
+    const declared = root.features === undefined ? { features: [], bases: new Set<string>() } : s.features;
+    const order = normalizeInstallOrder(ctx, root.overrideFeatureInstallOrder, "/overrideFeatureInstallOrder", declared);
+    if (order) s.core.overrideFeatureInstallOrder = order;
+  }
+  const targets = new Map<string, string>();
+  const allMounts = [...(s.core.mounts ?? []), ...(s.core.workspaceMount ? [s.core.workspaceMount] : [])];
+  for (const m of allMounts) {
+    if (targets.has(m.target)) checker.add("/mounts", "two mounts share one target", "MANIFEST_COLLISION");
+    targets.set(m.target, m.target);
+  }
+  checker.done("devcontainer.json refused", "fix every listed field; see docs/manifest.md for what cairn accepts and why");
+  return { core: inDisplayOrder(s.core as EnvCore), excluded: excluded.sort(compareUtf8) };
+}
+
+/** The core with its keys in table order, for people reading the JSON (JCS ignores key order). */
+function inDisplayOrder(core: EnvCore): EnvCore {
+  const out: { [k: string]: unknown } = { schema: core.schema };
+  for (const k of Object.keys(FIELD_SCOPE)) {
+    const v = (core as unknown as { [k: string]: unknown })[k];
+    if (v !== undefined) out[k] = v;
+  }
+  return out as unknown as EnvCore;
+}
+
+/** Every scoped field, for tests and docs. */
+export const SCOPED_FIELDS: readonly string[] = Object.keys(FIELD_SCOPE);

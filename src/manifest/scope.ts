@@ -1,0 +1,143 @@
+/**
+ * The address scope of an environment manifest. This table is the single
+ * definition of what the address covers: every top-level property of
+ * `devcontainer.json` (the current spec schema, its legacy spellings, and the
+ * one artifact the upstream schema lists by mistake) is placed in exactly one
+ * class, with the reason it is there.
+ *
+ *   identity  — normalized into the manifest core; the address covers it.
+ *   excluded  — accepted and type-checked, but not part of the core: changing
+ *               it does not change the address.
+ *   refused   — an error, never skipped; the file is not ingested.
+ *
+ * Any property not in this table is refused as unknown. `buildCore` is driven
+ * by this table, so a field cannot be in the core without being placed here,
+ * and a test fails when the spec schema lists a property that is missing.
+ *
+ * Next to the table, `NOT_COVERED` lists what the address deliberately does
+ * not cover even for identity fields; the manifest document repeats it so a
+ * reader of the JSON sees the limits of the claim.
+ */
+
+export type ScopeClass = "identity" | "excluded" | "refused";
+
+/** The JSON kinds an excluded field may hold (checked, then dropped). */
+export type JsonKind = "string" | "boolean" | "integer" | "object" | "array";
+
+export interface FieldScope {
+  readonly class: ScopeClass;
+  readonly reason: string;
+  /** For excluded fields: the kinds the spec allows; anything else is refused. */
+  readonly kinds?: readonly JsonKind[];
+  /** For excluded fields: the allowed string values, when the spec has an enum. */
+  readonly values?: readonly string[];
+  /** A legacy spelling that the current spec schema no longer lists. */
+  readonly legacy?: true;
+}
+
+const LIFECYCLE = "runs a command; cairn never executes anything from an input, and a command's effects are not a declared value an address can cover";
+const NETWORK = "the network surface (which ports are published or forwarded, and how a tool shows them) is not the environment's identity";
+const BUILD = "builds the image from host files (Dockerfile, context) that the address cannot cover; pin a built image by digest in `image` instead";
+const COMPOSE = "Docker Compose environments span several containers and a host-side file the address cannot cover";
+const SANDBOX = "widens the sandbox beyond what a declared environment may ask for";
+
+export const FIELD_SCOPE = {
+  // ── identity: the manifest core ──────────────────────────────────────────
+  image: { class: "identity", reason: "the base of the environment; pinned only when addressed by @sha256" },
+  features: { class: "identity", reason: "software added on top of the image; ids lowercased, options JCS-canonical, sorted by id" },
+  overrideFeatureInstallOrder: { class: "identity", reason: "install order changes the resulting filesystem when features touch the same files; order is kept" },
+  containerEnv: { class: "identity", reason: "environment every process in the container sees; sorted by name" },
+  remoteEnv: { class: "identity", reason: "environment of the processes a tool starts in the container (null unsets); sorted by name" },
+  mounts: { class: "identity", reason: "what is mounted where and how (source, target, kind, read-only), sorted by target; not the contents" },
+  workspaceMount: { class: "identity", reason: "the workspace mount is a mount like any other: same normalization, same refusals" },
+  workspaceFolder: { class: "identity", reason: "the working directory of the workload and the value of ${containerWorkspaceFolder}" },
+  containerUser: { class: "identity", reason: "the user every container process runs as, which decides permissions and home directory" },
+  remoteUser: { class: "identity", reason: "the user a tool's processes run as in the container" },
+  userEnvProbe: { class: "identity", reason: "decides which shell startup files shape the environment of remote processes" },
+  init: { class: "identity", reason: "decides what runs as PID 1 (an init that reaps zombies and forwards signals, or not)" },
+  overrideCommand: { class: "identity", reason: "decides whether the image's own command runs as the container's main process" },
+  updateRemoteUserUID: {
+    class: "identity",
+    reason: "decides whether the remote user's UID/GID are rewritten to the host user's (the host's values are not covered)",
+  },
+
+  // ── excluded: accepted, checked, not in the address ─────────────────────
+  name: { class: "excluded", reason: "a display name; renaming an environment does not change it", kinds: ["string"] },
+  customizations: { class: "excluded", reason: "tool-specific settings (editor extensions, UI); tools' state, not the environment", kinds: ["object"] },
+  forwardPorts: { class: "excluded", reason: NETWORK, kinds: ["array"] },
+  appPort: { class: "excluded", reason: NETWORK, kinds: ["integer", "string", "array"] },
+  portsAttributes: { class: "excluded", reason: NETWORK, kinds: ["object"] },
+  otherPortsAttributes: { class: "excluded", reason: NETWORK, kinds: ["object"] },
+  shutdownAction: {
+    class: "excluded",
+    reason: "what a tool does when the user disconnects is session behaviour, not the environment",
+    kinds: ["string"],
+    values: ["none", "stopContainer"],
+  },
+  hostRequirements: { class: "excluded", reason: "a request to the host (CPUs, memory, GPU); the host is not covered and cairn does not check it", kinds: ["object"] },
+  secrets: {
+    class: "excluded",
+    reason: "names of secrets a tool should ask for; their values are supplied at run time and must never enter a manifest",
+    kinds: ["object"],
+  },
+  waitFor: {
+    class: "excluded",
+    reason: "which lifecycle command a tool waits for; lifecycle commands are refused, so it only affects UI timing",
+    kinds: ["string"],
+    values: ["initializeCommand", "onCreateCommand", "updateContentCommand", "postCreateCommand", "postStartCommand"],
+  },
+  $schema: { class: "excluded", reason: "an editor hint naming the JSON schema of the file", kinds: ["string"] },
+  extensions: { class: "excluded", reason: "legacy spelling of customizations.vscode.extensions; excluded like customizations", kinds: ["array"], legacy: true },
+  settings: { class: "excluded", reason: "legacy spelling of customizations.vscode.settings; excluded like customizations", kinds: ["object"], legacy: true },
+  devPort: { class: "excluded", reason: `legacy editor-server port; ${NETWORK}`, kinds: ["integer"], legacy: true },
+  codespaces: { class: "excluded", reason: "legacy GitHub Codespaces settings; tool-specific like customizations", kinds: ["object"], legacy: true },
+
+  // ── refused: an error, never skipped ─────────────────────────────────────
+  build: { class: "refused", reason: BUILD },
+  dockerFile: { class: "refused", reason: BUILD },
+  context: { class: "refused", reason: BUILD },
+  dockerComposeFile: { class: "refused", reason: COMPOSE },
+  service: { class: "refused", reason: COMPOSE },
+  runServices: { class: "refused", reason: COMPOSE },
+  initializeCommand: { class: "refused", reason: `${LIFECYCLE}; this one even runs on the host` },
+  onCreateCommand: { class: "refused", reason: LIFECYCLE },
+  updateContentCommand: { class: "refused", reason: LIFECYCLE },
+  postCreateCommand: { class: "refused", reason: LIFECYCLE },
+  postStartCommand: { class: "refused", reason: LIFECYCLE },
+  postAttachCommand: { class: "refused", reason: LIFECYCLE },
+  runArgs: { class: "refused", reason: `passes arbitrary flags to the container engine; ${SANDBOX}` },
+  privileged: { class: "refused", reason: `gives the container the host's devices and every capability; ${SANDBOX}` },
+  capAdd: { class: "refused", reason: `adds kernel capabilities; ${SANDBOX}` },
+  securityOpt: { class: "refused", reason: `changes seccomp/AppArmor/SELinux confinement; ${SANDBOX}` },
+  additionalProperties: {
+    class: "refused",
+    reason: "not a devcontainer property: the upstream schema lists its own `additionalProperties` keyword under `properties` by mistake",
+  },
+} as const satisfies Record<string, FieldScope>;
+
+export type ScopedField = keyof typeof FIELD_SCOPE;
+export type IdentityField = { [K in ScopedField]: (typeof FIELD_SCOPE)[K]["class"] extends "identity" ? K : never }[ScopedField];
+
+/** The schema tag hashed as part of every manifest core. */
+export const MANIFEST_SCHEMA = "cairn.env-manifest/1";
+
+/**
+ * What the address does not cover, even for identity fields. Stated in the
+ * manifest document (`not_covered`) and in docs/manifest.md.
+ */
+export const NOT_COVERED: readonly string[] = [
+  "mount contents: only each mount's source, target, kind and read-only flag are covered, never the bytes behind the source",
+  "bytes behind unpinned references: an image or feature addressed by tag or URL may resolve to different bytes later",
+  "image-label metadata (devcontainer.metadata) and feature-contributed metadata (env, mounts, entrypoints, capabilities a feature declares)",
+  "the host: kernel, container engine, CPU, and the host user's UID/GID when updateRemoteUserUID applies",
+  "excluded fields: name, customizations, networking (forwardPorts, appPort, portsAttributes, otherPortsAttributes), shutdownAction, hostRequirements, secrets, waitFor, $schema and the legacy extensions, settings, devPort, codespaces",
+  "mount consistency hints (consistency=cached|delegated|consistent), which have no effect on Linux",
+];
+
+export function scopeOf(field: string): FieldScope | undefined {
+  return Object.prototype.hasOwnProperty.call(FIELD_SCOPE, field) ? (FIELD_SCOPE as Record<string, FieldScope>)[field] : undefined;
+}
+
+export function fieldsOfClass(cls: ScopeClass): string[] {
+  return Object.keys(FIELD_SCOPE).filter((k) => (FIELD_SCOPE as Record<string, FieldScope>)[k]!.class === cls);
+}
