@@ -1,0 +1,109 @@
+/**
+ * The guest image: one cpio `newc` initramfs holding
+ *
+ *   /init                 the agent (PID 1), 0755 root
+ *   /dev, /dev/console    mount point for devtmpfs; the kernel's console
+ *   /cairn                0700, the agent's own files, outside the workload root
+ *   /cairn/inputs         the recorded inputs (launch + scenario), 0400
+ *   /cairn/template/...   the immutable workload template: the canonical tree,
+ *                         with the metadata of its "/" on /cairn/template itself
+ *
+ * Entries are written in a fixed order (agent files, then the tree sorted by
+ * the UTF-8 bytes of its paths), so the same workload and kit give the same
+ * bytes on any host. Modes, owners, mtimes and symlink targets come from the
+ * canonical tree only.
+ */
+import { CairnError, Sha256Hasher, type Sha256Digest } from "../core/index.ts";
+import type { CanonicalTree, ContentSource, FsEntry } from "../workload/tree.ts";
+import { CpioWriter, S_IFCHR, S_IFDIR, S_IFLNK, S_IFREG } from "./cpio.ts";
+
+export const TEMPLATE_DIR = "cairn/template";
+/** Paths the runtime overlay owns (cairn.overlay/1); see agent/root.c. */
+export const OVERLAY_DIRS = ["/tmp", "/dev"] as const;
+
+export interface GuestImageParts {
+  readonly agent: Uint8Array;
+  readonly inputs: Uint8Array;
+  readonly tree: CanonicalTree;
+  readonly content: ContentSource;
+}
+
+export interface GuestImage {
+  readonly bytes: Buffer;
+  readonly digest: Sha256Digest;
+  readonly size: number;
+  readonly entries: number;
+}
+
+/**
+ * Refuses a tree the runtime overlay would collide with: /tmp and /dev may
+ * exist only as directories (the agent replaces their metadata) and must be
+ * empty in the package.
+ */
+export function checkOverlay(tree: CanonicalTree): void {
+  for (const dir of OVERLAY_DIRS) {
+    const e = tree.get(dir);
+    if (e !== undefined && e.type !== "dir") {
+      throw new CairnError("RUN_INVALID", `the workload has a ${e.type} at ${dir}, which the runtime overlay owns`, {
+        path: dir,
+        hint: `${dir} is provided by the guest at run time; remove it from the workload or make it an empty directory`,
+      });
+    }
+  }
+  for (const path of tree.keys()) {
+    for (const dir of OVERLAY_DIRS) {
+      if (path.startsWith(`${dir}/`)) {
+        throw new CairnError("RUN_INVALID", `the workload has an entry below ${dir}, which the runtime overlay owns`, {
+          path,
+          hint: `${dir} starts empty in every run; move this entry elsewhere`,
+        });
+      }
+    }
+  }
+}
+
+function byPathBytes(a: FsEntry, b: FsEntry): number {
+  return Buffer.compare(Buffer.from(a.path, "utf8"), Buffer.from(b.path, "utf8"));
+}
+
+export async function buildGuestImage(parts: GuestImageParts): Promise<GuestImage> {
+  checkOverlay(parts.tree);
+  const root = parts.tree.get("/");
+  if (root === undefined || root.type !== "dir") {
+    throw new CairnError("RUN_INVALID", "the canonical tree has no root directory", { path: "/" });
+  }
+  const chunks: Buffer[] = [];
+  const hasher = new Sha256Hasher();
+  const w = new CpioWriter({
+    write(chunk) {
+      const copy = Buffer.from(chunk);
+      chunks.push(copy);
+      hasher.update(copy);
+    },
+  });
+  const sys = { uid: 0, gid: 0, mtime: 0 };
+  w.add({ name: "cairn", mode: S_IFDIR | 0o700, ...sys });
+  w.add({ name: "cairn/inputs", mode: S_IFREG | 0o400, ...sys, data: parts.inputs });
+  w.add({ name: "dev", mode: S_IFDIR | 0o755, ...sys });
+  w.add({ name: "dev/console", mode: S_IFCHR | 0o600, ...sys, rdevMajor: 5, rdevMinor: 1 });
+  w.add({ name: "init", mode: S_IFREG | 0o755, ...sys, data: parts.agent });
+  w.add({ name: TEMPLATE_DIR, mode: S_IFDIR | root.mode, uid: root.uid, gid: root.gid, mtime: root.mtime });
+  const entries = [...parts.tree.values()].filter((e) => e.path !== "/").sort(byPathBytes);
+  for (const e of entries) {
+    const name = `${TEMPLATE_DIR}${e.path}`;
+    const meta = { uid: e.uid, gid: e.gid, mtime: e.mtime };
+    if (e.type === "dir") {
+      w.add({ name, mode: S_IFDIR | e.mode, ...meta });
+    } else if (e.type === "symlink") {
+      w.add({ name, mode: S_IFLNK | 0o777, ...meta, data: Buffer.from(e.target, "utf8") });
+    } else {
+      const data = await parts.content.get(e.sha256); // the source verifies the digest
+      if (data.length !== e.size) {
+        throw new CairnError("SIZE_MISMATCH", `content for ${e.path} has ${data.length} bytes, the tree says ${e.size}`, { path: e.path });
+      }
+      w.add({ name, mode: S_IFREG | e.mode, ...meta, data });
+    }
+  }
+  w.finish();
+  return { bytes: Buffer.concat(chunks), digest: hasher.digest(), size: w.size, entries: entries.length + 6 };
+}

@@ -1,0 +1,105 @@
+/**
+ * Runs QEMU for one boot. The command line is built only from the VM
+ * identity plus host paths (VM_IDENTITY_EXCLUDES), so a record and its
+ * replay differ in nothing but `rr=record|replay` — a replay whose command
+ * line differs from its record hangs forever in QEMU 7.2 with no error.
+ * QEMU runs in its own process group under a hard wall-clock timeout that
+ * kills the whole group.
+ */
+import { spawn } from "node:child_process";
+import { CairnError } from "../core/index.ts";
+import type { VmIdentity } from "./vmid.ts";
+
+export type RrMode = "record" | "replay" | "none";
+
+export interface QemuPaths {
+  readonly kernelPath: string;
+  readonly initrdPath: string;
+  readonly rrfile: string;
+  readonly consoleLog: string;
+  readonly protocolLog: string;
+}
+
+export const QEMU_BINARY = "qemu-system-x86_64";
+export const QEMU_FIX = "install QEMU: apt-get install -y qemu-system-x86 (or run `cairn setup` as root)";
+
+/** QEMU's option parser splits on ","; a literal comma is written ",,". */
+function optValue(path: string): string {
+  return path.replaceAll(",", ",,");
+}
+
+export function qemuArgs(id: VmIdentity, paths: QemuPaths, mode: RrMode): string[] {
+  const icount = [`shift=${id.icount_shift}`, `sleep=${id.icount_sleep ? "on" : "off"}`];
+  if (mode !== "none") icount.push(`rr=${mode}`, `rrfile=${optValue(paths.rrfile)}`);
+  const args = [
+    "-nodefaults",
+    "-no-user-config",
+    "-display", "none",
+    "-machine", `${id.machine},accel=${id.accel}`,
+    "-cpu", id.cpu,
+    "-m", String(id.memory_mib),
+    "-smp", String(id.smp),
+    "-no-reboot",
+    "-kernel", paths.kernelPath,
+    "-initrd", paths.initrdPath,
+    "-append", id.cmdline,
+    "-rtc", `base=${id.rtc_base},clock=${id.rtc_clock}`,
+    "-icount", icount.join(","),
+  ];
+  const files: Record<string, string> = { console: paths.consoleLog, protocol: paths.protocolLog };
+  id.serial.forEach((role, i) => {
+    const file = files[role];
+    if (file === undefined) throw new CairnError("VM_MISMATCH", `unknown serial port role "${role}"`, { path: `/vm/serial/${i}` });
+    args.push("-chardev", `file,id=s${i},path=${optValue(file)}`, "-serial", `chardev:s${i}`);
+  });
+  args.push("-device", id.debug_exit);
+  return args;
+}
+
+export interface QemuResult {
+  /** QEMU's exit status; isa-debug-exit value v gives (v << 1) | 1. */
+  readonly exitCode: number | null;
+  readonly signal: string | null;
+  readonly timedOut: boolean;
+  readonly durationMs: number;
+  /** QEMU's own stderr (bounded), for diagnostics. */
+  readonly stderr: string;
+}
+
+const STDERR_MAX = 64 * 1024;
+
+export function runQemu(id: VmIdentity, paths: QemuPaths, mode: RrMode, timeoutMs: number): Promise<QemuResult> {
+  const args = qemuArgs(id, paths, mode);
+  const started = process.hrtime.bigint();
+  return new Promise((resolve, reject) => {
+    const child = spawn(QEMU_BINARY, args, {
+      detached: true, // its own process group, so the timeout kills everything it started
+      stdio: ["ignore", "ignore", "pipe"],
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LC_ALL: "C" },
+    });
+    let stderr = "";
+    let timedOut = false;
+    child.stderr.on("data", (d: Buffer) => {
+      if (stderr.length < STDERR_MAX) stderr += d.toString("utf8").slice(0, STDERR_MAX - stderr.length);
+    });
+    const timer = setTimeout(() => {
+      timedOut = true;
+      try {
+        if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    }, timeoutMs);
+    child.on("error", (e) => {
+      clearTimeout(timer);
+      const errno = (e as { code?: string }).code;
+      if (errno === "ENOENT") reject(new CairnError("PREREQUISITE_MISSING", `${QEMU_BINARY} is not installed`, { path: QEMU_BINARY, hint: QEMU_FIX }));
+      else reject(new CairnError("RUN_INFRASTRUCTURE", `cannot start ${QEMU_BINARY}${errno ? ` (${errno})` : ""}`, { cause: e }));
+    });
+    child.on("close", (code, signal) => {
+      clearTimeout(timer);
+      const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
+      resolve({ exitCode: code, signal, timedOut, durationMs, stderr });
+    });
+  });
+}

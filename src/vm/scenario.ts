@@ -1,0 +1,247 @@
+/**
+ * The `run` section of a workload spec, parsed strictly: the scenario the
+ * agent plays inside the guest (steps with triggers) and the application
+ * assertions the host-side checker owns. The section is not part of the
+ * workload identity; it is part of the run's recorded inputs (it travels in
+ * the initramfs as /cairn/inputs, so the initramfs digest covers it).
+ *
+ *   run:
+ *     steps:
+ *       - action: start
+ *       - action: write-stdin
+ *         data: "ping\n"
+ *         after: { output: stdout, contains: "ready" }
+ *       - action: close-stdin
+ *         after: { event: input-accepted }
+ *     expect:
+ *       - invocation: 1
+ *         exit-code: 0
+ *         stdout-lines: ["pong"]
+ *     limits: { output-bytes: 1048576, time-ms: 60000 }
+ */
+import { Checker, childPath, parseSha256, type JsonModel, type Sha256Digest } from "../core/index.ts";
+
+export const EVENT_NAMES = [
+  "start",
+  "input-accepted",
+  "input-rejected",
+  "stdin-closed",
+  "requested-termination",
+  "exit",
+  "launch-failure",
+  "cleanup-complete",
+] as const;
+export type EventName = (typeof EVENT_NAMES)[number];
+export type StreamName = "stdout" | "stderr";
+
+export type Trigger =
+  | { readonly kind: "none" }
+  | { readonly kind: "event"; readonly event: EventName }
+  | { readonly kind: "output"; readonly stream: StreamName; readonly contains: string };
+
+export type Step =
+  | { readonly action: "start"; readonly after: Trigger }
+  | { readonly action: "write-stdin"; readonly after: Trigger; readonly data: Uint8Array; readonly offset: number }
+  | { readonly action: "close-stdin"; readonly after: Trigger }
+  | { readonly action: "terminate"; readonly after: Trigger };
+
+export interface Expectation {
+  readonly invocation: number;
+  readonly exitCode?: number;
+  readonly signal?: number;
+  readonly stdoutLines?: readonly string[];
+  readonly stderrLines?: readonly string[];
+  readonly stdoutIncludes?: readonly string[];
+  readonly stderrIncludes?: readonly string[];
+  readonly stdoutSha256?: Sha256Digest;
+  readonly stderrSha256?: Sha256Digest;
+}
+
+/** Named limits of one run, each with a default (docs/runs.md lists them). */
+export interface RunLimits {
+  /** Output bytes per invocation, stdout and stderr together. */
+  readonly outputBytes: number;
+  /** Guest (virtual, icount) milliseconds per invocation. */
+  readonly timeMs: number;
+  /** stdin bytes queued in the agent but not yet accepted by the pipe. */
+  readonly stdinQueueBytes: number;
+  /** Largest output frame payload. */
+  readonly frameBytes: number;
+}
+
+export const DEFAULT_LIMITS: RunLimits = {
+  outputBytes: 16 * 1024 * 1024,
+  timeMs: 60_000,
+  stdinQueueBytes: 1024 * 1024,
+  frameBytes: 4096,
+};
+export const MAX_FRAME_BYTES = 4096;
+const MAX_STEPS = 4096;
+const MAX_PATTERN = 256;
+
+export interface Scenario {
+  readonly steps: readonly Step[];
+  readonly expect: readonly Expectation[];
+  readonly limits: RunLimits;
+}
+
+/** Used when a spec has no `run` section: start once, close stdin, expect exit code 0. */
+export const DEFAULT_SCENARIO: Scenario = {
+  steps: [
+    { action: "start", after: { kind: "none" } },
+    { action: "close-stdin", after: { kind: "none" } },
+  ],
+  expect: [{ invocation: 1, exitCode: 0 }],
+  limits: DEFAULT_LIMITS,
+};
+
+const STEP_KEYS = ["action", "after", "data", "offset"];
+const EXPECT_KEYS = [
+  "invocation",
+  "exit-code",
+  "signal",
+  "stdout-lines",
+  "stderr-lines",
+  "stdout-includes",
+  "stderr-includes",
+  "stdout-sha256",
+  "stderr-sha256",
+];
+const LIMIT_KEYS = ["output-bytes", "time-ms", "stdin-queue-bytes", "frame-bytes"];
+
+function parseTrigger(c: Checker, v: JsonModel | undefined, path: string): Trigger {
+  if (v === undefined) return { kind: "none" };
+  const o = c.object(v, path, ["event", "output", "contains"]);
+  if (!o) return { kind: "none" };
+  if (o.event !== undefined) {
+    if (o.output !== undefined || o.contains !== undefined) c.add(path, "a trigger is either {event} or {output, contains}", "MODEL_VALUE");
+    const e = c.string(o.event, childPath(path, "event"));
+    if (e !== undefined && !(EVENT_NAMES as readonly string[]).includes(e)) {
+      c.add(childPath(path, "event"), `unknown event; expected one of ${EVENT_NAMES.join(", ")}`, "MODEL_VALUE");
+      return { kind: "none" };
+    }
+    return e === undefined ? { kind: "none" } : { kind: "event", event: e as EventName };
+  }
+  const stream = c.string(c.required(o, "output", path), childPath(path, "output"), { pattern: /^(stdout|stderr)$/ });
+  const contains = c.string(c.required(o, "contains", path), childPath(path, "contains"), { nonEmpty: true });
+  if (contains !== undefined && Buffer.byteLength(contains) > MAX_PATTERN) {
+    c.add(childPath(path, "contains"), `limit run.pattern-bytes exceeded (${MAX_PATTERN})`, "LIMIT_EXCEEDED");
+  }
+  if (stream === undefined || contains === undefined) return { kind: "none" };
+  return { kind: "output", stream: stream as StreamName, contains };
+}
+
+function parseSteps(c: Checker, v: JsonModel | undefined, path: string): Step[] {
+  const list = c.array(v, path) ?? [];
+  if (list.length > MAX_STEPS) c.add(path, `limit run.steps exceeded (${list.length} > ${MAX_STEPS})`, "LIMIT_EXCEEDED");
+  const steps: Step[] = [];
+  let started = 0;
+  let offset = 0;
+  list.forEach((item, i) => {
+    const p = childPath(path, i);
+    const o = c.object(item, p, STEP_KEYS);
+    if (!o) return;
+    const action = c.string(c.required(o, "action", p), childPath(p, "action"), { pattern: /^(start|write-stdin|close-stdin|terminate)$/ });
+    let after = parseTrigger(c, o.after, childPath(p, "after"));
+    if (action !== "write-stdin" && (o.data !== undefined || o.offset !== undefined)) {
+      c.add(p, `"data" and "offset" belong to write-stdin steps only`, "MODEL_VALUE");
+    }
+    if (action === "start") {
+      // a restart waits for the previous invocation's cleanup unless told otherwise
+      if (started > 0 && o.after === undefined) after = { kind: "event", event: "cleanup-complete" };
+      started++;
+      offset = 0;
+      steps.push({ action, after });
+    } else if (action !== undefined) {
+      if (started === 0) c.add(childPath(p, "action"), `"${action}" before any start`, "MODEL_VALUE");
+      if (action === "write-stdin") {
+        const text = c.string(c.required(o, "data", p), childPath(p, "data"), { nonEmpty: true });
+        const data = Buffer.from(text ?? "", "utf8");
+        if (o.offset !== undefined) {
+          const declared = c.integer(o.offset, childPath(p, "offset"), { min: 0 });
+          if (declared !== undefined && declared !== offset) {
+            c.add(childPath(p, "offset"), `stdin offset ${declared} does not continue the stream (expected ${offset})`, "MODEL_VALUE");
+          }
+        }
+        steps.push({ action, after, data, offset });
+        offset += data.length;
+      } else {
+        steps.push({ action: action as "close-stdin" | "terminate", after });
+      }
+    }
+  });
+  if (steps[0]?.action !== "start" && list.length > 0) c.add(childPath(path, 0), "the first step must be a start", "MODEL_VALUE");
+  if (list.length === 0) c.add(path, "a scenario needs at least one step", "MODEL_VALUE");
+  return steps;
+}
+
+function lines(c: Checker, v: JsonModel | undefined, path: string): string[] | undefined {
+  return v === undefined ? undefined : c.stringArray(v, path);
+}
+
+function digest(c: Checker, v: JsonModel | undefined, path: string): Sha256Digest | undefined {
+  if (v === undefined) return undefined;
+  try {
+    return parseSha256(v, path);
+  } catch {
+    c.add(path, "expected a sha256:<64 hex> digest", "DIGEST_INVALID");
+    return undefined;
+  }
+}
+
+function parseExpect(c: Checker, v: JsonModel | undefined, path: string, invocations: number): Expectation[] {
+  const out: Expectation[] = [];
+  (c.array(v, path) ?? []).forEach((item, i) => {
+    const p = childPath(path, i);
+    const o = c.object(item, p, EXPECT_KEYS);
+    if (!o) return;
+    const invocation = o.invocation === undefined ? 1 : c.integer(o.invocation, childPath(p, "invocation"), { min: 1, max: invocations });
+    if (invocation === undefined) return;
+    const e: { -readonly [K in keyof Expectation]: Expectation[K] } = { invocation };
+    if (o["exit-code"] !== undefined) e.exitCode = c.integer(o["exit-code"], childPath(p, "exit-code"), { min: 0, max: 255 });
+    if (o.signal !== undefined) e.signal = c.integer(o.signal, childPath(p, "signal"), { min: 1, max: 64 });
+    e.stdoutLines = lines(c, o["stdout-lines"], childPath(p, "stdout-lines"));
+    e.stderrLines = lines(c, o["stderr-lines"], childPath(p, "stderr-lines"));
+    e.stdoutIncludes = lines(c, o["stdout-includes"], childPath(p, "stdout-includes"));
+    e.stderrIncludes = lines(c, o["stderr-includes"], childPath(p, "stderr-includes"));
+    e.stdoutSha256 = digest(c, o["stdout-sha256"], childPath(p, "stdout-sha256"));
+    e.stderrSha256 = digest(c, o["stderr-sha256"], childPath(p, "stderr-sha256"));
+    for (const k of Object.keys(e) as (keyof Expectation)[]) if (e[k] === undefined) delete e[k];
+    out.push(e);
+  });
+  return out;
+}
+
+function parseLimits(c: Checker, v: JsonModel | undefined, path: string): RunLimits {
+  if (v === undefined) return DEFAULT_LIMITS;
+  const o = c.object(v, path, LIMIT_KEYS);
+  if (!o) return DEFAULT_LIMITS;
+  const get = (key: string, fallback: number, max: number): number =>
+    o[key] === undefined ? fallback : (c.integer(o[key], childPath(path, key), { min: 1, max }) ?? fallback);
+  return {
+    outputBytes: get("output-bytes", DEFAULT_LIMITS.outputBytes, 1024 * 1024 * 1024),
+    timeMs: get("time-ms", DEFAULT_LIMITS.timeMs, 24 * 3600 * 1000),
+    stdinQueueBytes: get("stdin-queue-bytes", DEFAULT_LIMITS.stdinQueueBytes, 64 * 1024 * 1024),
+    frameBytes: get("frame-bytes", DEFAULT_LIMITS.frameBytes, MAX_FRAME_BYTES),
+  };
+}
+
+/**
+ * Parses a spec's raw `run` section (`undefined` → the default scenario).
+ * `path` is the JSON pointer of the section in the spec ("/run").
+ */
+export function parseScenario(unsafeRun: JsonModel | undefined, path = "/run"): Scenario {
+  if (unsafeRun === undefined) return DEFAULT_SCENARIO;
+  const c = new Checker("RUN_INVALID");
+  const o = c.object(unsafeRun, path, ["steps", "expect", "limits"]);
+  if (!o) {
+    c.done("invalid run section");
+    return DEFAULT_SCENARIO;
+  }
+  const steps = parseSteps(c, c.required(o, "steps", path), childPath(path, "steps"));
+  const invocations = steps.filter((s) => s.action === "start").length;
+  const expect = o.expect === undefined ? [] : parseExpect(c, o.expect, childPath(path, "expect"), Math.max(invocations, 1));
+  const limits = parseLimits(c, o.limits, childPath(path, "limits"));
+  c.done("invalid run section", "see docs/runs.md for the run section's format");
+  return { steps, expect, limits };
+}

@@ -1,0 +1,150 @@
+/**
+ * The VM identity `cairn.vm/1`: everything that decides what the guest
+ * executes, and so whether a replay log can be replayed. This is the single
+ * definition of what the identity covers; `qemuArgs` builds the QEMU command
+ * line from this model and nothing else but host paths (listed in
+ * VM_IDENTITY_EXCLUDES with the reason each is left out).
+ *
+ * digest = sha256("cairn.vm/1\0" || JCS(model))
+ */
+import { Buffer } from "node:buffer";
+import { canonicalBytes, Checker, childPath, parseSha256, sha256, type JsonModel, type Sha256Digest } from "../core/index.ts";
+
+export const VM_SCHEMA = "cairn.vm/1";
+
+export interface VmIdentity {
+  readonly schema: typeof VM_SCHEMA;
+  /** `qemu-system-x86_64 --version`, e.g. "7.2.22 (Debian 1:7.2+dfsg-7+deb12u18+b3)". */
+  readonly qemu: string;
+  readonly machine: string;
+  readonly accel: string;
+  readonly cpu: string;
+  readonly memory_mib: number;
+  readonly smp: number;
+  readonly icount_shift: number;
+  readonly icount_sleep: boolean;
+  readonly rtc_base: string;
+  readonly rtc_clock: string;
+  readonly kernel: Sha256Digest;
+  readonly cmdline: string;
+  readonly agent: Sha256Digest;
+  readonly initramfs: Sha256Digest;
+  /** Serial ports in order: the console and the protocol port. */
+  readonly serial: readonly string[];
+  readonly debug_exit: string;
+  readonly protocol: string;
+}
+
+/** What the identity covers, field by field (the model's keys, exactly). */
+export const VM_IDENTITY_COVERS: Readonly<Record<keyof VmIdentity, string>> = {
+  schema: "the identity's own version",
+  qemu: "the emulator build: replay logs are only valid for the QEMU that recorded them",
+  machine: "the machine type (q35)",
+  accel: "software emulation (tcg); no KVM",
+  cpu: "the CPU model; max gives RDRAND so getrandom does not stall",
+  memory_mib: "guest RAM",
+  smp: "one vCPU: record/replay is single-threaded",
+  icount_shift: "instruction counting: virtual time = instructions << shift",
+  icount_sleep: "sleep=off: idle virtual time is skipped, not waited",
+  rtc_base: "the guest wall clock at boot",
+  rtc_clock: "the RTC follows virtual time",
+  kernel: "the guest kernel bytes",
+  cmdline: "the kernel command line",
+  agent: "the guest agent (PID 1) bytes",
+  initramfs: "the whole guest image: agent, recorded inputs, workload template",
+  serial: "which serial ports exist and what each carries",
+  debug_exit: "the status device the agent reports through",
+  protocol: "the agent protocol version",
+};
+
+/** What the identity deliberately does not cover, and why. */
+export const VM_IDENTITY_EXCLUDES: Readonly<Record<string, string>> = {
+  kernelPath: "where the kernel file lives on this host; its digest is covered",
+  initrdPath: "where the initramfs file lives; its digest is covered",
+  rrfile: "the replay log path; the log is the run's output, verified by replay itself",
+  consoleLog: "host path of the console log",
+  protocolLog: "host path of the protocol stream",
+  timeoutMs: "host wall-clock guard that kills a hung QEMU; it never changes guest execution",
+  qemuBinary: "the executable found on PATH; its version string is covered",
+};
+
+export const GUEST_CMDLINE = "console=ttyS0 panic=-1 quiet";
+
+export function defaultVmIdentity(parts: { qemu: string; kernel: Sha256Digest; agent: Sha256Digest; initramfs: Sha256Digest }): VmIdentity {
+  return {
+    schema: VM_SCHEMA,
+    qemu: parts.qemu,
+    machine: "q35",
+    accel: "tcg",
+    cpu: "max",
+    memory_mib: 256,
+    smp: 1,
+    icount_shift: 3,
+    icount_sleep: false,
+    rtc_base: "2020-01-01T00:00:00",
+    rtc_clock: "vm",
+    kernel: parts.kernel,
+    cmdline: GUEST_CMDLINE,
+    agent: parts.agent,
+    initramfs: parts.initramfs,
+    serial: ["console", "protocol"],
+    debug_exit: "isa-debug-exit,iobase=0xf4,iosize=0x04",
+    protocol: "cairn.protocol/1",
+  };
+}
+
+export function vmDigest(id: VmIdentity): Sha256Digest {
+  return sha256(Buffer.concat([Buffer.from(`${VM_SCHEMA}\0`, "utf8"), canonicalBytes(id)]));
+}
+
+/** Parses a recorded VM identity strictly (from a run manifest). */
+export function parseVmIdentity(unsafe: JsonModel | undefined, path: string): VmIdentity {
+  const c = new Checker("RUN_INVALID");
+  const o = c.object(unsafe, path, Object.keys(VM_IDENTITY_COVERS));
+  if (!o) {
+    c.done("invalid VM identity");
+    throw new Error("unreachable");
+  }
+  const s = (k: string) => c.string(c.required(o, k, path), childPath(path, k)) ?? "";
+  const n = (k: string) => c.integer(c.required(o, k, path), childPath(path, k), { min: 0 }) ?? 0;
+  const d = (k: string): Sha256Digest => {
+    try {
+      return parseSha256(c.required(o, k, path), childPath(path, k));
+    } catch {
+      c.add(childPath(path, k), "expected a sha256 digest", "DIGEST_INVALID");
+      return "" as Sha256Digest;
+    }
+  };
+  const schema = s("schema");
+  if (schema !== VM_SCHEMA) c.add(childPath(path, "schema"), `unsupported VM identity schema (this cairn reads ${VM_SCHEMA})`, "RUN_INVALID");
+  const id: VmIdentity = {
+    schema: VM_SCHEMA,
+    qemu: s("qemu"),
+    machine: s("machine"),
+    accel: s("accel"),
+    cpu: s("cpu"),
+    memory_mib: n("memory_mib"),
+    smp: n("smp"),
+    icount_shift: n("icount_shift"),
+    icount_sleep: c.boolean(c.required(o, "icount_sleep", path), childPath(path, "icount_sleep")) ?? false,
+    rtc_base: s("rtc_base"),
+    rtc_clock: s("rtc_clock"),
+    kernel: d("kernel"),
+    cmdline: s("cmdline"),
+    agent: d("agent"),
+    initramfs: d("initramfs"),
+    serial: c.stringArray(c.required(o, "serial", path), childPath(path, "serial")) ?? [],
+    debug_exit: s("debug_exit"),
+    protocol: s("protocol"),
+  };
+  c.done("invalid VM identity");
+  return id;
+}
+
+/** The first field where two identities differ (in the covers order), or undefined. */
+export function firstVmDifference(recorded: VmIdentity, current: VmIdentity): keyof VmIdentity | undefined {
+  for (const k of Object.keys(VM_IDENTITY_COVERS) as (keyof VmIdentity)[]) {
+    if (JSON.stringify(recorded[k]) !== JSON.stringify(current[k])) return k;
+  }
+  return undefined;
+}

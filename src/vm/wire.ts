@@ -1,0 +1,67 @@
+/**
+ * The single definition of the numbers shared with the guest agent
+ * (agent/agent.h): record types, launch-failure stages, infrastructure
+ * failure reasons, and the magics and versions of the two binary formats
+ * (protocol `cairn.protocol/1` guest → host, inputs `cairn.inputs/1`
+ * host → guest). tests/vm/wire.test.ts checks these against agent.h.
+ */
+import type { EventName } from "./scenario.ts";
+
+export const PROTOCOL_MAGIC = "CAIRNPR1";
+export const PROTOCOL_VERSION = 1;
+export const INPUTS_MAGIC = "CAIRNIN1";
+export const INPUTS_VERSION = 1;
+
+export const RECORD = {
+  hello: 1,
+  start: 2,
+  frame: 3,
+  "input-accepted": 4,
+  "stdin-closed": 5,
+  "requested-termination": 6,
+  exit: 7,
+  "launch-failure": 8,
+  "cleanup-complete": 9,
+  "infra-failure": 10,
+  final: 11,
+  "input-rejected": 12,
+} as const;
+export type RecordName = keyof typeof RECORD;
+
+/** The record type an `after: {event}` trigger waits for. */
+export function eventRecordType(event: EventName): number {
+  return RECORD[event];
+}
+
+export const LAUNCH_STAGES: Readonly<Record<number, string>> = {
+  1: "busy",
+  2: "credentials",
+  3: "root",
+  4: "overlay",
+  5: "pipes",
+  6: "fork",
+  7: "fds",
+  8: "chroot",
+  9: "chdir",
+  10: "setgroups",
+  11: "no-new-privs",
+  12: "setgid",
+  13: "setuid",
+  14: "exec",
+};
+
+export const INFRA_REASONS: Readonly<Record<number, string>> = {
+  1: "output-limit",
+  2: "stdin-queue-limit",
+  3: "bad-input-offset",
+  4: "transport",
+  5: "time-limit",
+  6: "scenario-stuck",
+  7: "cleanup",
+  8: "inputs-malformed",
+  9: "no-invocation",
+};
+
+export const ACTION = { start: 1, "write-stdin": 2, "close-stdin": 3, terminate: 4 } as const;
+export const TRIGGER = { none: 0, event: 1, output: 2 } as const;
+export const STREAM = { stdout: 1, stderr: 2 } as const;
