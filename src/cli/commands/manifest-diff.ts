@@ -1,0 +1,44 @@
+import type { Command } from "commander";
+import { diffManifestCores, loadManifestOrDevcontainer, type CoreDifference, type Loaded } from "../../manifest/index.ts";
+import type { Context } from "../main.ts";
+import { printJson } from "../output.ts";
+import { pinningLabel } from "./manifest-show.ts";
+
+function side(l: Loaded): { kind: string; address: string; pinned: boolean; image_pinned: boolean; unpinned: string[] } {
+  const m = l.manifest;
+  return { kind: l.kind, address: m.address, pinned: m.pinned, image_pinned: m.image_pinned, unpinned: m.unpinned };
+}
+
+function line(d: CoreDifference): string {
+  const mark = d.change === "added" ? "+" : d.change === "removed" ? "-" : "~";
+  if (!("a" in d) && !("b" in d)) return `${mark} ${d.path} (value not shown)`;
+  const show = (v: unknown): string => JSON.stringify(v);
+  if (d.change === "changed") return `${mark} ${d.path}: ${show(d.a)} → ${show(d.b)}`;
+  return `${mark} ${d.path}: ${show(d.change === "added" ? d.b : d.a)}`;
+}
+
+export function registerManifestDiff(manifest: Command, ctx: Context): void {
+  manifest
+    .command("diff")
+    .description("field-level differences between two manifests or devcontainer.json files (exit 0 equal, 1 different)")
+    .argument("<a>", "manifest or devcontainer.json")
+    .argument("<b>", "manifest or devcontainer.json")
+    .option("--json", "print the result as JSON")
+    .action((fileA: string, fileB: string, opts: { json?: boolean }) => {
+      const a = loadManifestOrDevcontainer(fileA);
+      const b = loadManifestOrDevcontainer(fileB);
+      const differences = diffManifestCores(a.manifest.core, b.manifest.core);
+      const equal = a.manifest.address === b.manifest.address;
+      ctx.exitCode = equal ? 0 : 1;
+      if (opts.json) {
+        printJson(ctx.io, { equal, a: side(a), b: side(b), differences });
+        return;
+      }
+      const head = (name: string, l: Loaded): string =>
+        `${name}: ${l.manifest.address} (${l.kind === "manifest" ? "manifest file, signature not checked" : "devcontainer.json"}; ${pinningLabel(l.manifest)})`;
+      const lines = [head("a", a), head("b", b)];
+      if (equal) lines.push("equal: same address");
+      else lines.push(...differences.map(line), `${differences.length} difference(s)`);
+      ctx.io.out(lines.join("\n"));
+    });
+}

@@ -1,0 +1,37 @@
+import type { Command } from "commander";
+import { readSigningKey, writeFileAtomic } from "../../core/index.ts";
+import { ingestDevcontainer, manifestText, readManifestInput } from "../../manifest/index.ts";
+import type { Context } from "../main.ts";
+import { printJson } from "../output.ts";
+import { manifestSummary } from "./manifest-show.ts";
+
+interface IngestOptions {
+  sign?: string;
+  out?: string;
+  json?: boolean;
+}
+
+export function registerManifestIngest(manifest: Command, ctx: Context): void {
+  manifest
+    .command("ingest")
+    .description("turn a devcontainer.json into an environment manifest (address, pinning labels, optional signature)")
+    .argument("<file>", "devcontainer.json (JSONC: comments and trailing commas allowed)")
+    .option("--sign <key>", "sign the manifest core with this Ed25519 private key (PEM, from `cairn keygen`)")
+    .option("--out <file>", "write the manifest here (atomically, only on success)")
+    .option("--json", "print the manifest document as JSON")
+    .action((file: string, opts: IngestOptions) => {
+      // Read the key first: a bad key must fail before anything is written.
+      const key = opts.sign === undefined ? undefined : readSigningKey(opts.sign);
+      const { manifest: m, excluded } = ingestDevcontainer(readManifestInput(file), key ? { key } : {});
+      const text = manifestText(m);
+      if (opts.out !== undefined) writeFileAtomic(opts.out, text, { mode: 0o644 });
+      if (opts.json) {
+        printJson(ctx.io, m);
+        return;
+      }
+      const lines = manifestSummary(m);
+      if (excluded.length > 0) lines.push(`excluded  ${excluded.join(", ")} (accepted, not in the address)`);
+      if (opts.out !== undefined) lines.push(`wrote     ${opts.out}`);
+      ctx.io.out(lines.join("\n"));
+    });
+}

@@ -1,0 +1,27 @@
+/**
+ * How a manifest is shown to people. An unpinned manifest says so on its own
+ * line, with the references whose bytes the address does not cover, wherever
+ * a manifest is printed.
+ */
+import type { EnvManifest } from "../../manifest/index.ts";
+
+/** The pinning label: "pinned" or an UNPINNED warning naming the unpinned references. */
+export function pinningLabel(m: Pick<EnvManifest, "pinned" | "unpinned">): string {
+  if (m.pinned) return "pinned";
+  return `UNPINNED (the bytes behind ${m.unpinned.join(", ")} are not covered)`;
+}
+
+/** A short human summary of a manifest, one fact per line. */
+export function manifestSummary(m: EnvManifest): string[] {
+  const unpinnedFeatures = m.unpinned.filter((p) => p.startsWith("/features/")).length;
+  const lines = [
+    `address   ${m.address}`,
+    `pinned    ${m.pinned ? "yes — image and every feature addressed by @sha256" : `NO — ${pinningLabel(m)}`}`,
+    `image     ${m.core.image}${m.image_pinned ? "" : " (unpinned)"}`,
+    `features  ${m.core.features.length}${unpinnedFeatures > 0 ? ` (${unpinnedFeatures} unpinned)` : ""}`,
+    `env       ${Object.keys(m.core.containerEnv).length} containerEnv, ${Object.keys(m.core.remoteEnv).length} remoteEnv (values not shown)`,
+    `mounts    ${m.core.mounts.length}${m.core.workspaceMount ? " + workspaceMount" : ""}`,
+  ];
+  lines.push(m.signature ? `signed    by ${m.signature.key_id}` : "signed    no");
+  return lines;
+}
