@@ -1,2 +1,3 @@
 // The public library surface of cairn. Each area exports a curated list.
 export * from "./core/index.ts";
+export * from "./manifest/index.ts";
