@@ -86,10 +86,44 @@ export class Store {
     }
   }
 
+  /**
+   * Checks that a stored file exists with the expected size, without reading
+   * it: STORE_MISSING when absent, STORE_CORRUPT when it is not a regular
+   * file or has another size. (Content is checked by `read`.)
+   */
+  require(area: StoreArea, digest: Sha256Digest, size: number): void {
+    const path = this.pathOf(area, digest);
+    let st;
+    try {
+      st = lstatSync(path);
+    } catch (cause) {
+      throw new CairnError("STORE_MISSING", `${area === "objects" ? "object" : "derived entry"} ${digest} is not in the store`, {
+        path: digest,
+        cause,
+        hint: "assemble the workload again into this store; nothing falls back to the live source",
+      });
+    }
+    if (!st.isFile() || st.size !== size) {
+      throw new CairnError("STORE_CORRUPT", `stored ${digest} is not a regular file of ${size} bytes`, {
+        path: digest,
+        hint: "the store was modified; remove the file and assemble again",
+      });
+    }
+  }
+
   /** Stores `data`, returns its digest. Idempotent; safe against concurrent writers and SIGKILL. */
-  put(area: StoreArea, data: Uint8Array): Sha256Digest {
+  put(area: StoreArea, data: Uint8Array, options: { checkExisting?: boolean } = {}): Sha256Digest {
     const digest = sha256(data);
-    if (this.has(area, digest, data.length)) return digest;
+    if (this.has(area, digest, data.length)) {
+      if (options.checkExisting !== true) return digest;
+      try {
+        this.read(area, digest, data.length);
+        return digest;
+      } catch (e) {
+        if (!(e instanceof CairnError) || e.code !== "STORE_CORRUPT") throw e;
+        // fall through: replace the corrupt file with the bytes we hold
+      }
+    }
     const tmp = join(this.stagingDir, `put-${this.#seq++}`);
     let fd: number | undefined;
     try {
@@ -144,9 +178,18 @@ export class Store {
       linkSync(tmp, target); // never replaces: EEXIST if someone published first
     } catch (e) {
       if ((e as { code?: string }).code !== "EEXIST") throw e;
-      if (!this.has(area, digest, size)) renameSync(tmp, target); // a wrong-sized file is corrupt: repair it
+      if (!this.has(area, digest, size) || this.#corrupt(area, digest, size)) renameSync(tmp, target); // corrupt: repair it
     }
     rmSync(tmp, { force: true });
+  }
+
+  #corrupt(area: StoreArea, digest: Sha256Digest, size: number): boolean {
+    try {
+      this.read(area, digest, size);
+      return false;
+    } catch {
+      return true;
+    }
   }
 
   /** Reads and verifies one stored file; STORE_MISSING when absent, STORE_CORRUPT when its bytes do not match its name. */

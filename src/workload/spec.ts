@@ -57,20 +57,26 @@ export interface WorkloadSpec {
 
 const TOP_KEYS = ["schema", "source", "policy", "limits", "run"] as const;
 const BINARY_KEYS = ["path", "args", "env", "workdir", "user"] as const;
+
+/** A required string field: one issue when missing, one when mistyped, never both. */
+function requiredString(c: Checker, o: JsonObject, key: string, path: string, max?: number): string | undefined {
+  const v = c.required(o, key, path);
+  return v === undefined ? undefined : c.string(v, childPath(path, key), { nonEmpty: true, max });
+}
 const OCI_KEYS = ["layout", "manifest"] as const;
 
 function checkBinary(c: Checker, o: JsonObject, path: string): BinarySourceSpec | undefined {
-  const unsafePath = c.string(c.required(o, "path", path), childPath(path, "path"), { nonEmpty: true, max: 4096 });
+  const unsafePath = requiredString(c, o, "path", path, 4096);
   const args = "args" in o ? c.stringArray(o.args, childPath(path, "args")) : [];
   const env = "env" in o ? c.stringMap(o.env, childPath(path, "env")) : new Map<string, string>();
   const workdir = "workdir" in o ? c.string(o.workdir, childPath(path, "workdir"), { nonEmpty: true }) : "/";
-  const user = c.string(c.required(o, "user", path), childPath(path, "user"), { nonEmpty: true });
+  const user = requiredString(c, o, "user", path);
   if (unsafePath === undefined || args === undefined || env === undefined || workdir === undefined || user === undefined) return undefined;
   return { kind: "binary", path: unsafePath, args, env, workdir, user };
 }
 
 function checkOci(c: Checker, o: JsonObject, path: string): OciSourceSpec | undefined {
-  const layout = c.string(c.required(o, "layout", path), childPath(path, "layout"), { nonEmpty: true, max: 4096 });
+  const layout = requiredString(c, o, "layout", path, 4096);
   const unsafeManifest = c.required(o, "manifest", path);
   let manifest: Sha256Digest | undefined;
   if (unsafeManifest !== undefined) {
@@ -113,6 +119,9 @@ export function checkWorkloadSpec(model: JsonModel): WorkloadSpec {
     unsafeLimits = top.limits;
     if ("run" in top) run = c.object(top.run, "/run");
   }
+  if (source?.kind === "binary" && unsafePolicy !== undefined) {
+    c.add("/policy", "a policy applies to OCI layers only; a binary source has none", "MODEL_UNKNOWN_FIELD");
+  }
   c.done("workload spec refused", `see docs/workload.md for the ${WORKLOAD_SPEC_SCHEMA} format`);
   const policy = parsePolicy(unsafePolicy, "/policy");
   const limits = parseLimits(unsafeLimits, "/limits");
@@ -143,9 +152,11 @@ export function canonicalSpecModel(spec: WorkloadSpec): JsonObject {
   } else {
     out.source = { oci: { manifest: s.manifest } };
   }
-  const policy: JsonObject = Object.create(null) as JsonObject;
-  for (const [k, v] of Object.entries(policyModel(spec.policy))) if (k !== "version") policy[k] = v;
-  out.policy = policy;
+  if (s.kind === "oci") {
+    const policy: JsonObject = Object.create(null) as JsonObject;
+    for (const [k, v] of Object.entries(policyModel(spec.policy))) if (k !== "version") policy[k] = v;
+    out.policy = policy;
+  }
   out.limits = limitsModel(spec.limits);
   if (spec.run !== undefined) out.run = spec.run;
   return out;

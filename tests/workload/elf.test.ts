@@ -1,0 +1,86 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, symlinkSync, writeFileSync, mkdirSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { checkStaticExecutable } from "../../src/workload/elf.ts";
+import { readSourceFile } from "../../src/workload/source-file.ts";
+import { assertCode } from "../helpers/errors.ts";
+import { GCC_SKIP, programBytes } from "./fixtures/static-program.ts";
+
+const opts = { skip: GCC_SKIP };
+
+test("a gcc -static -no-pie program is accepted (positive control)", opts, () => {
+  const facts = checkStaticExecutable(programBytes("static"), "hello");
+  assert.ok(facts.loadSegments >= 1);
+});
+
+test("a dynamically linked program is ELF_DYNAMIC", opts, () => {
+  assertCode(() => checkStaticExecutable(programBytes("dynamic"), "x"), "ELF_DYNAMIC");
+});
+
+test("a static PIE is ELF_STATIC_PIE with a -no-pie hint", opts, () => {
+  const e = assertCode(() => checkStaticExecutable(programBytes("static-pie"), "x"), "ELF_STATIC_PIE");
+  assert.match(e.hint ?? "", /-no-pie/);
+});
+
+function patched(edit: (b: Buffer) => void): Buffer {
+  const b = Buffer.from(programBytes("static"));
+  edit(b);
+  return b;
+}
+
+test("wrong architecture: another machine, 32-bit class, big-endian", opts, () => {
+  assertCode(() => checkStaticExecutable(patched((b) => b.writeUInt16LE(183, 18)), "x"), "ELF_WRONG_ARCH");
+  assertCode(() => checkStaticExecutable(patched((b) => (b[4] = 1)), "x"), "ELF_WRONG_ARCH");
+  assertCode(() => checkStaticExecutable(patched((b) => (b[5] = 2)), "x"), "ELF_WRONG_ARCH");
+});
+
+test("malformed: no magic, truncated, header table outside file, relocatable type, entry outside segments", opts, () => {
+  assertCode(() => checkStaticExecutable(Buffer.from("#!/bin/sh\necho hi\n"), "x"), "ELF_MALFORMED");
+  assertCode(() => checkStaticExecutable(programBytes("static").subarray(0, 40), "x"), "ELF_MALFORMED");
+  assertCode(() => checkStaticExecutable(programBytes("static").subarray(0, 100), "x"), "ELF_MALFORMED");
+  assertCode(() => checkStaticExecutable(patched((b) => b.writeBigUInt64LE(1n << 40n, 32)), "x"), "ELF_MALFORMED");
+  assertCode(() => checkStaticExecutable(patched((b) => b.writeUInt16LE(1, 16)), "x"), "ELF_MALFORMED");
+  assertCode(() => checkStaticExecutable(patched((b) => b.writeBigUInt64LE(1n, 24)), "x"), "ELF_MALFORMED");
+  assertCode(() => checkStaticExecutable(patched((b) => b.writeUInt16LE(0, 56)), "x"), "ELF_MALFORMED");
+});
+
+test("source read: not regular (dir, symlink, FIFO, device), oversized, and a positive control", () => {
+  const dir = mkdtempSync(join(tmpdir(), "cairn-src-"));
+  const f = join(dir, "f");
+  writeFileSync(f, "12345");
+  assert.equal(readSourceFile(f, 5, "fileSize").toString(), "12345");
+  mkdirSync(join(dir, "d"));
+  assertCode(() => readSourceFile(join(dir, "d"), 100, "fileSize"), "SOURCE_NOT_REGULAR");
+  symlinkSync(f, join(dir, "l"));
+  assertCode(() => readSourceFile(join(dir, "l"), 100, "fileSize"), "SOURCE_NOT_REGULAR");
+  execFileSync("mkfifo", [join(dir, "p")]);
+  assertCode(() => readSourceFile(join(dir, "p"), 100, "fileSize"), "SOURCE_NOT_REGULAR");
+  assertCode(() => readSourceFile("/dev/null", 100, "fileSize"), "SOURCE_NOT_REGULAR");
+  const e = assertCode(() => readSourceFile(f, 4, "fileSize"), "SOURCE_OVERSIZED");
+  assert.match(e.message, /fileSize/);
+});
+
+test("source read: a file rewritten while being read is SOURCE_CHANGED", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "cairn-src-"));
+  const f = join(dir, "grow");
+  writeFileSync(f, Buffer.alloc(64 * 1024 * 1024, 1));
+  // A writer appends continuously; the reader must notice the growth or the changed stat.
+  const child = execFileSync("sh", ["-c", `(while :; do printf x >> '${f}'; done) >/dev/null 2>&1 & echo $!`]).toString().trim();
+  try {
+    let sawChange = false;
+    for (let i = 0; i < 50 && !sawChange; i++) {
+      try {
+        readSourceFile(f, 1 << 30, "fileSize");
+      } catch (err) {
+        assert.equal((err as { code?: string }).code, "SOURCE_CHANGED");
+        sawChange = true;
+      }
+    }
+    assert.ok(sawChange, "a concurrently growing file must be refused");
+  } finally {
+    process.kill(Number(child), "SIGKILL");
+  }
+});
