@@ -1,0 +1,167 @@
+// Normalization rules of the manifest core: features, env, mounts,
+// substitutions, references and limits. Each refusal has a control that is
+// accepted.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import type { JsonModel } from "../../src/core/index.ts";
+import { normalizeMount } from "../../src/manifest/mounts.ts";
+import { normalizeFeatureId, parseReference } from "../../src/manifest/reference.ts";
+import { assertCode } from "../helpers/errors.ts";
+import { addr, core, HEX, PINNED_IMAGE } from "./helpers.ts";
+
+const img = { image: PINNED_IMAGE };
+
+test("features: ids lowercased, options canonical, sorted by id", () => {
+  const c = core({ ...img, features: { "GHCR.IO/Z/F:1": { b: "2", a: true }, "ghcr.io/a/f:1": "1.2" } }).core;
+  assert.deepEqual(c.features, [
+    { id: "ghcr.io/a/f:1", options: { version: "1.2" } },
+    { id: "ghcr.io/z/f:1", options: { a: true, b: "2" } },
+  ]);
+  assert.equal(addr({ ...img, features: { "ghcr.io/a/f:1": { version: "1.2" } } }), addr({ ...img, features: { "ghcr.io/a/f:1": "1.2" } }));
+});
+
+test("features: a collision after normalization is refused, naming the second key", () => {
+  const e = assertCode(() => core({ ...img, features: { "ghcr.io/a/f:1": {}, "GHCR.io/A/f:1": {} } }), "MANIFEST_COLLISION", "/features/GHCR.io~1A~1f:1");
+  assert.match(e.message, /\/features\/ghcr\.io~1a~1f:1/);
+  core({ ...img, features: { "ghcr.io/a/f:1": {}, "ghcr.io/a/f:2": {} } }); // control: distinct ids
+});
+
+test("features: local paths, non-https URLs, bad options and bad digests are refused", () => {
+  for (const id of ["./local", "../up", "/abs"]) assertCode(() => core({ ...img, features: { [id]: {} } }), "MANIFEST_REFUSED");
+  assertCode(() => core({ ...img, features: { "http://example.com/f.tgz": {} } }), "MANIFEST_REFUSED");
+  assertCode(() => core({ ...img, features: { "ghcr.io/a/f": { n: 3 } } }), "MODEL_TYPE", "/features/ghcr.io~1a~1f/n");
+  assertCode(() => core({ ...img, features: { "ghcr.io/a/f": [] } }), "MODEL_TYPE");
+  assertCode(() => core({ ...img, features: { [`ghcr.io/a/f@sha512:${HEX("a")}`]: {} } }), "MANIFEST_REFUSED");
+  // Controls: an https tarball and a digest-pinned id are accepted.
+  core({ ...img, features: { "https://example.com/f.tgz": {}, [`ghcr.io/a/g@sha256:${HEX("a")}`]: { x: false } } });
+});
+
+test("overrideFeatureInstallOrder: kept in order, lowercased, stripped of version; unknown or repeated entries refused", () => {
+  const features = { "ghcr.io/a/f:1": {}, [`ghcr.io/a/g@sha256:${HEX("b")}`]: {} };
+  assert.deepEqual(core({ ...img, features, overrideFeatureInstallOrder: ["GHCR.io/a/g", "ghcr.io/a/f:1"] }).core.overrideFeatureInstallOrder, ["ghcr.io/a/g", "ghcr.io/a/f"]);
+  assertCode(() => core({ ...img, features, overrideFeatureInstallOrder: ["ghcr.io/a/h"] }), "MODEL_VALUE", "/overrideFeatureInstallOrder/0");
+  assertCode(() => core({ ...img, features, overrideFeatureInstallOrder: ["ghcr.io/a/f", "ghcr.io/a/f"] }), "MANIFEST_COLLISION");
+  assertCode(() => core({ ...img, overrideFeatureInstallOrder: ["ghcr.io/a/f"] }), "MODEL_VALUE");
+});
+
+test("containerEnv and remoteEnv: sorted, order-independent; bad names refused; values never echoed", () => {
+  assert.equal(addr({ ...img, containerEnv: { B: "2", A: "1" } }), addr({ ...img, containerEnv: { A: "1", B: "2" } }));
+  assert.deepEqual(Object.keys(core({ ...img, containerEnv: { b: "1", B: "2", a: "3" } }).core.containerEnv), ["B", "a", "b"]);
+  assertCode(() => core({ ...img, containerEnv: { "A=B": "x" } }), "MODEL_VALUE");
+  assertCode(() => core({ ...img, containerEnv: { A: 1 } }), "MODEL_TYPE");
+  assertCode(() => core({ ...img, containerEnv: { A: null } }), "MODEL_TYPE");
+  assert.equal(core({ ...img, remoteEnv: { A: null } }).core.remoteEnv.A, null); // control: null unsets in remoteEnv
+  const secret = "s3cr3t-value-never-shown";
+  const e = assertCode(() => core({ ...img, containerEnv: { TOKEN: `${secret}\${localEnv:TOKEN}` } }), "MANIFEST_REFUSED", "/containerEnv/TOKEN");
+  assert.ok(!JSON.stringify(e.toJSON()).includes(secret));
+  assert.ok(!e.message.includes(secret));
+});
+
+test("substitutions: host variables refused everywhere they are accepted, in any case", () => {
+  const host = ["${localEnv:HOME}", "${env:HOME}", "${localWorkspaceFolder}", "${localWorkspaceFolderBasename}", "${devcontainerId}", "${LOCALENV:HOME}", "${localEnv:X:default}"];
+  for (const v of host) {
+    assertCode(() => core({ image: `x${v}` }), "MANIFEST_REFUSED", "/image");
+    assertCode(() => core({ ...img, containerEnv: { A: `a${v}b` } }), "MANIFEST_REFUSED", "/containerEnv/A");
+    assertCode(() => core({ ...img, remoteEnv: { A: v } }), "MANIFEST_REFUSED", "/remoteEnv/A");
+    assertCode(() => core({ ...img, mounts: [`source=${v},target=/x,type=bind`] }), "MANIFEST_REFUSED", "/mounts/0");
+    assertCode(() => core({ ...img, name: v }), "MANIFEST_REFUSED", "/name");
+    assertCode(() => core({ ...img, customizations: { vscode: { settings: { k: v } } } }), "MANIFEST_REFUSED", "/customizations/vscode/settings/k");
+    assertCode(() => core({ ...img, features: { "ghcr.io/a/f": { version: v } } }), "MANIFEST_REFUSED", "/features/ghcr.io~1a~1f/version");
+  }
+  // Controls: a literal ${...} that no tool resolves is kept as written.
+  assert.equal(core({ ...img, containerEnv: { P: "${PATH}:/x" } }).core.containerEnv.P, "${PATH}:/x");
+});
+
+test("substitutions: ${containerEnv:…} only in remoteEnv; container workspace variables need a declared workspaceFolder", () => {
+  assert.equal(core({ ...img, remoteEnv: { P: "${containerEnv:PATH}:/x" } }).core.remoteEnv.P, "${containerEnv:PATH}:/x");
+  assertCode(() => core({ ...img, containerEnv: { P: "${containerEnv:PATH}" } }), "MANIFEST_REFUSED", "/containerEnv/P");
+  assertCode(() => core({ ...img, containerEnv: { W: "${containerWorkspaceFolder}" } }), "MANIFEST_REFUSED", "/containerEnv/W");
+  const c = core({ ...img, workspaceFolder: "/work/proj/", containerEnv: { W: "${containerWorkspaceFolder}/bin", B: "${containerWorkspaceFolderBasename}" } }).core;
+  assert.equal(c.workspaceFolder, "/work/proj");
+  assert.deepEqual(c.containerEnv, { B: "proj", W: "/work/proj/bin" });
+  // Expanded and literal declarations are the same environment.
+  assert.equal(addr({ ...img, workspaceFolder: "/w", containerEnv: { W: "${containerWorkspaceFolder}" } }), addr({ ...img, workspaceFolder: "/w", containerEnv: { W: "/w" } }));
+  assertCode(() => core({ ...img, workspaceFolder: "/workspaces/${localWorkspaceFolderBasename}" }), "MANIFEST_REFUSED", "/workspaceFolder");
+  assertCode(() => core({ ...img, workspaceFolder: "relative" }), "MODEL_VALUE", "/workspaceFolder");
+});
+
+test("mounts: string and object forms normalize to one tuple; sorted by target", () => {
+  const s = normalizeMount("source=/srv/d/,target=/data/,type=bind,readonly", "/m");
+  assert.deepEqual(s, { ok: true, mount: { source: "/srv/d", target: "/data", kind: "bind", read_only: true } });
+  const aliases = normalizeMount("src=/srv/d,dst=/data,type=bind,ro=true", "/m");
+  assert.deepEqual(aliases, s);
+  assert.deepEqual(normalizeMount({ type: "bind", source: "/srv/d", target: "/data" }, "/m"), { ok: true, mount: { source: "/srv/d", target: "/data", kind: "bind", read_only: false } });
+  assert.equal(addr({ ...img, mounts: ["source=v,target=/v,type=volume"] }), addr({ ...img, mounts: [{ type: "volume", source: "v", target: "/v" }] }));
+  assert.equal(addr({ ...img, mounts: ["type=volume,source=a,target=/b", "type=volume,source=c,target=/a"] }), addr({ ...img, mounts: ["type=volume,source=c,target=/a", "type=volume,source=a,target=/b"] }));
+  assert.deepEqual(core({ ...img, mounts: ["type=volume,source=a,target=/b", "type=volume,source=c,target=/a"] }).core.mounts.map((m) => m.target), ["/a", "/b"]);
+  // consistency is accepted and dropped.
+  assert.equal(addr({ ...img, mounts: ["type=volume,source=a,target=/b,consistency=cached"] }), addr({ ...img, mounts: ["type=volume,source=a,target=/b"] }));
+});
+
+test("mounts: every sandbox-widening or ambiguous form is refused", () => {
+  const refused: JsonModel[] = [
+    "type=volume,source=a,target=/b,volume-opt=type=none",
+    "type=volume,source=a,target=/b,volume-driver=local",
+    "type=bind,source=/srv,target=/b,bind-propagation=rshared",
+    "type=bind,source=/,target=/host",
+    "type=bind,source=/srv/..,target=/host",
+    "type=bind,source=/var/run/docker.sock,target=/var/run/docker.sock",
+    "type=bind,source=/run/podman/podman.sock,target=/s",
+    "type=bind,source=/proc,target=/p",
+    "type=bind,source=relative,target=/b",
+    "type=volume,source=a,target=/b,mystery=1",
+    'type=volume,"source=a,b",target=/c',
+    "type=volume,source=a,source=b,target=/c",
+    "type=volume,source=a,target=/",
+    "type=volume,source=a,target=relative",
+    "type=npipe,source=a,target=/b",
+    "type=tmpfs,source=a,target=/b",
+    { type: "bind", source: "/", target: "/h" },
+    { type: "volume", source: "a", target: "/b", readonly: true },
+    { type: "tmpfs", target: "/b" },
+    42,
+  ];
+  for (const m of refused) {
+    const r = normalizeMount(m, "/mounts/0");
+    assert.equal(r.ok, false, JSON.stringify(m));
+    assertCode(() => core({ ...img, mounts: [m] }), "MANIFEST_REFUSED");
+  }
+  // Two mounts on one target collide.
+  assertCode(() => core({ ...img, mounts: ["type=volume,source=a,target=/x", "type=volume,source=b,target=/x/"] }), "MANIFEST_COLLISION", "/mounts");
+  // Controls.
+  for (const m of ["type=bind,source=/srv/sock-dir,target=/b", "type=tmpfs,target=/t", "type=volume,target=/anon"]) assert.equal(normalizeMount(m, "/m").ok, true, m);
+});
+
+test("references: the OCI grammar, and pinned only for @sha256:<64 lowercase hex>", () => {
+  const ok = (r: string): boolean => parseReference(r).ok;
+  const pinned = (r: string): boolean => {
+    const p = parseReference(r);
+    return p.ok && p.ref.pinned;
+  };
+  assert.ok(pinned(`ubuntu@sha256:${HEX("a")}`));
+  assert.ok(pinned(`localhost:5000/a/b:tag@sha256:${HEX("0")}`));
+  assert.ok(ok("ubuntu") && !pinned("ubuntu"));
+  assert.ok(ok("mcr.microsoft.com/devcontainers/base:ubuntu-24.04") && !pinned("mcr.microsoft.com/devcontainers/base:ubuntu-24.04"));
+  for (const bad of ["", "Ubuntu", `ubuntu@sha256:${HEX("A")}`, `ubuntu@sha256:${"a".repeat(63)}`, `ubuntu@sha512:${HEX("a")}`, "a b", "ubuntu:", "ubuntu@", "-x"]) assert.equal(ok(bad), false, bad);
+  assertCode(() => core({ image: "Not A Reference" }), "MODEL_VALUE", "/image");
+  assertCode(() => core({}), "MODEL_MISSING_FIELD", "/image");
+  assert.deepEqual(normalizeFeatureId("GHCR.IO/A/B:Latest"), { ok: true, id: "ghcr.io/a/b:latest", base: "ghcr.io/a/b", pinned: false });
+  // A long hostile reference is refused quickly (bounded input, no catastrophic backtracking).
+  const t0 = Date.now();
+  assert.equal(ok("a".repeat(400) + "-".repeat(100) + "!"), false);
+  assert.equal(ok("a-".repeat(250) + "!"), false);
+  assert.ok(Date.now() - t0 < 2000);
+});
+
+test("limits: each is named in its error", () => {
+  const features: { [k: string]: JsonModel } = {};
+  for (let i = 0; i < 257; i++) features[`ghcr.io/a/f${i}`] = {};
+  const e = assertCode(() => core({ ...img, features }), "LIMIT_EXCEEDED", "/features");
+  assert.match(e.message, /max_features/);
+  const env: { [k: string]: JsonModel } = {};
+  for (let i = 0; i < 4097; i++) env[`V${i}`] = "x";
+  assert.match(assertCode(() => core({ ...img, containerEnv: env }), "LIMIT_EXCEEDED").message, /max_env_entries/);
+  assert.match(assertCode(() => core({ ...img, name: "x".repeat(70000) }), "LIMIT_EXCEEDED").message, /max_string_length/);
+  delete features["ghcr.io/a/f256"];
+  assert.equal(core({ ...img, features }).core.features.length, 256); // control: at the limit
+});
