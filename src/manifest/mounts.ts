@@ -40,6 +40,7 @@ const TARGET_KEYS = new Set(["target", "destination", "dst"]);
 const READONLY_KEYS = new Set(["readonly", "ro"]);
 const WIDENING_KEYS = new Set(["volume-opt", "volume-driver", "bind-propagation"]);
 const CONSISTENCY = new Set(["consistent", "cached", "delegated", "default"]);
+const VOLUME_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]+$/;
 const FORBIDDEN_SOURCES = new Set(["/", "/run", "/var/run", "/proc", "/sys", "/dev"]);
 
 /** Absolute POSIX path without `.`/`..` segments or a trailing slash. */
@@ -139,6 +140,9 @@ export function normalizeMount(unsafe: JsonModel, path: string): MountResult {
       if (FORBIDDEN_SOURCES.has(source)) problems.push({ path, why: "bind source exposes the host root or its kernel/engine interfaces" });
       else if (source.endsWith(".sock")) problems.push({ path, why: "bind source is a socket (such as the Docker socket), which hands over control of the host" });
     }
+  } else if (kind === "volume" && source !== null && !VOLUME_NAME.test(source)) {
+    // Docker's own rule; a path here would be read as a bind by some engines.
+    problems.push({ path, why: "a volume source must be a volume name ([a-zA-Z0-9][a-zA-Z0-9_.-]+)" });
   } else if (kind === "tmpfs" && source !== null) {
     problems.push({ path, why: "a tmpfs mount has no source" });
   }

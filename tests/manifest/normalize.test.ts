@@ -91,17 +91,17 @@ test("mounts: string and object forms normalize to one tuple; sorted by target",
   const aliases = normalizeMount("src=/srv/d,dst=/data,type=bind,ro=true", "/m");
   assert.deepEqual(aliases, s);
   assert.deepEqual(normalizeMount({ type: "bind", source: "/srv/d", target: "/data" }, "/m"), { ok: true, mount: { source: "/srv/d", target: "/data", kind: "bind", read_only: false } });
-  assert.equal(addr({ ...img, mounts: ["source=v,target=/v,type=volume"] }), addr({ ...img, mounts: [{ type: "volume", source: "v", target: "/v" }] }));
-  assert.equal(addr({ ...img, mounts: ["type=volume,source=a,target=/b", "type=volume,source=c,target=/a"] }), addr({ ...img, mounts: ["type=volume,source=c,target=/a", "type=volume,source=a,target=/b"] }));
-  assert.deepEqual(core({ ...img, mounts: ["type=volume,source=a,target=/b", "type=volume,source=c,target=/a"] }).core.mounts.map((m) => m.target), ["/a", "/b"]);
+  assert.equal(addr({ ...img, mounts: ["source=vol,target=/v,type=volume"] }), addr({ ...img, mounts: [{ type: "volume", source: "vol", target: "/v" }] }));
+  assert.equal(addr({ ...img, mounts: ["type=volume,source=aa,target=/b", "type=volume,source=cc,target=/a"] }), addr({ ...img, mounts: ["type=volume,source=cc,target=/a", "type=volume,source=aa,target=/b"] }));
+  assert.deepEqual(core({ ...img, mounts: ["type=volume,source=aa,target=/b", "type=volume,source=cc,target=/a"] }).core.mounts.map((m) => m.target), ["/a", "/b"]);
   // consistency is accepted and dropped.
-  assert.equal(addr({ ...img, mounts: ["type=volume,source=a,target=/b,consistency=cached"] }), addr({ ...img, mounts: ["type=volume,source=a,target=/b"] }));
+  assert.equal(addr({ ...img, mounts: ["type=volume,source=aa,target=/b,consistency=cached"] }), addr({ ...img, mounts: ["type=volume,source=aa,target=/b"] }));
 });
 
 test("mounts: every sandbox-widening or ambiguous form is refused", () => {
   const refused: JsonModel[] = [
-    "type=volume,source=a,target=/b,volume-opt=type=none",
-    "type=volume,source=a,target=/b,volume-driver=local",
+    "type=volume,source=aa,target=/b,volume-opt=type=none",
+    "type=volume,source=aa,target=/b,volume-driver=local",
     "type=bind,source=/srv,target=/b,bind-propagation=rshared",
     "type=bind,source=/,target=/host",
     "type=bind,source=/srv/..,target=/host",
@@ -109,15 +109,17 @@ test("mounts: every sandbox-widening or ambiguous form is refused", () => {
     "type=bind,source=/run/podman/podman.sock,target=/s",
     "type=bind,source=/proc,target=/p",
     "type=bind,source=relative,target=/b",
-    "type=volume,source=a,target=/b,mystery=1",
-    'type=volume,"source=a,b",target=/c',
-    "type=volume,source=a,source=b,target=/c",
-    "type=volume,source=a,target=/",
-    "type=volume,source=a,target=relative",
-    "type=npipe,source=a,target=/b",
+    "type=volume,source=aa,target=/b,mystery=1",
+    'type=volume,"source=aa,bb",target=/c',
+    "type=volume,source=aa,source=bb,target=/c",
+    "type=volume,source=aa,target=/",
+    "type=volume,source=aa,target=relative",
+    "type=npipe,source=aa,target=/b",
     "type=tmpfs,source=a,target=/b",
+    "type=volume,source=/srv,target=/b",
+    "type=volume,source=x,target=/b",
     { type: "bind", source: "/", target: "/h" },
-    { type: "volume", source: "a", target: "/b", readonly: true },
+    { type: "volume", source: "aa", target: "/b", readonly: true },
     { type: "tmpfs", target: "/b" },
     42,
   ];
@@ -127,7 +129,7 @@ test("mounts: every sandbox-widening or ambiguous form is refused", () => {
     assertCode(() => core({ ...img, mounts: [m] }), "MANIFEST_REFUSED");
   }
   // Two mounts on one target collide.
-  assertCode(() => core({ ...img, mounts: ["type=volume,source=a,target=/x", "type=volume,source=b,target=/x/"] }), "MANIFEST_COLLISION", "/mounts");
+  assertCode(() => core({ ...img, mounts: ["type=volume,source=aa,target=/x", "type=volume,source=bb,target=/x/"] }), "MANIFEST_COLLISION", "/mounts");
   // Controls.
   for (const m of ["type=bind,source=/srv/sock-dir,target=/b", "type=tmpfs,target=/t", "type=volume,target=/anon"]) assert.equal(normalizeMount(m, "/m").ok, true, m);
 });
