@@ -1,0 +1,200 @@
+/**
+ * Layer application: base to top, on the in-memory TreeModel, never on the
+ * host filesystem. File bytes go to the caller's content sink (addressed by
+ * sha256); the tree decides everything else.
+ *
+ * One layer is applied in three steps, so that whiteouts remove only
+ * lower-layer content whatever the member order:
+ *   1. read: every member is parsed, normalized, checked (duplicates,
+ *      whiteout names, setid, hard links) and its file bytes stored; the
+ *      layer's DiffID is verified at the end, before the tree changes;
+ *   2. whiteouts: `.wh.<name>` removes `<name>` and `.wh..wh..opq` empties
+ *      its directory, both against the tree as the lower layers left it;
+ *   3. additions, in archive order: a directory over a directory updates
+ *      its attributes; any other replacement removes and recreates; writing
+ *      beneath a symlink is refused, whichever layer planted it.
+ * Whiteout markers never appear in the result.
+ */
+import { CairnError, type Sha256Digest } from "../../core/index.ts";
+import { DEFAULT_LIMITS, enforce, type WorkloadLimits } from "../limits.ts";
+import type { LayerPolicy } from "../policy.ts";
+import type { CanonicalTree, ContentSink, FsEntry } from "../tree.ts";
+import { IMPLICIT_DIR, TreeModel } from "./model.ts";
+import { ancestors, classifyWhiteout, normalizeMemberPath, type WhiteoutKind } from "./paths.ts";
+import type { GateRecord } from "./tar-gate.ts";
+import { readLayer, type Budget } from "./tar-reader.ts";
+import { layerCompression } from "../oci/media.ts";
+
+/** One layer to apply: the staged blob and what it must hash to. `OciLayer` from the OCI source fits as is. */
+export interface LayerInput {
+  readonly mediaType: string;
+  /** The private staged copy of the blob. */
+  readonly path: string;
+  /** sha256 of the uncompressed tar stream; a mismatch refuses the layer (OCI_DIFFID_MISMATCH). */
+  readonly diffId: Sha256Digest;
+  /** When given, the stored (compressed) bytes are re-hashed and must match. */
+  readonly digest?: Sha256Digest;
+  readonly size?: number;
+}
+
+export interface ApplyLayersOptions {
+  readonly layers: readonly LayerInput[];
+  /** Required: verification is closed by default, and the policy is part of identity. */
+  readonly policy: LayerPolicy;
+  readonly limits?: WorkloadLimits;
+  readonly sink: ContentSink;
+}
+
+export interface ApplyStats {
+  layers: number;
+  /** Tar members read (extended headers included). */
+  members: number;
+  compressedBytes: number;
+  expandedBytes: number;
+  files: number;
+  dirs: number;
+  symlinks: number;
+  /** Sum of regular-file sizes in the result. */
+  contentBytes: number;
+  whiteouts: number;
+  opaques: number;
+  hardlinksCopied: number;
+  setidStripped: number;
+}
+
+export interface ApplyResult {
+  readonly tree: CanonicalTree;
+  readonly stats: ApplyStats;
+}
+
+interface Pending {
+  readonly rec: GateRecord;
+  readonly path: string;
+  readonly where: string;
+  readonly wh: WhiteoutKind;
+  readonly content?: { sha256: Sha256Digest; size: number };
+}
+
+/** Refuses when any ancestor of `path` is a symlink (writing or deleting through it) or not a directory. */
+function checkParents(model: TreeModel, path: string, where: string, create: boolean): void {
+  for (const a of ancestors(path)) {
+    const e = model.get(a);
+    if (e === undefined) {
+      if (!create) return;
+      model.set({ path: a, type: "dir", ...IMPLICIT_DIR });
+    } else if (e.type === "symlink") {
+      throw new CairnError("TAR_THROUGH_SYMLINK", `${path} lies beneath the symlink ${a}`, { path: where, hint: "a layer may not write or delete through a symlink (planted by this or an earlier layer)" });
+    } else if (e.type !== "dir") {
+      throw new CairnError("TAR_INVALID", `${path} lies beneath the regular file ${a}`, { path: where });
+    }
+  }
+}
+
+async function readMembers(model: TreeModel, input: LayerInput, where: string, policy: LayerPolicy, limits: WorkloadLimits, budget: Budget, sink: ContentSink, stats: ApplyStats): Promise<Pending[]> {
+  const pending: Pending[] = [];
+  const seen = new Set<string>();
+  await readLayer(
+    { path: input.path, compression: layerCompression(input.mediaType, `${where}/mediaType`), diffId: input.diffId, digest: input.digest, size: input.size, where },
+    limits,
+    budget,
+    async (rec, data) => {
+      const at = `${where}:${rec.name.slice(0, 200)}`;
+      const path = normalizeMemberPath(rec.name, limits, at);
+      if (seen.has(path)) throw new CairnError("TAR_DUPLICATE", `two members of one layer normalize to ${path}`, { path: at, hint: "a layer must name each path once ('a' and './a//' are the same path)" });
+      seen.add(path);
+      const wh = classifyWhiteout(path, at);
+      if (wh.kind !== "none") {
+        if (rec.type !== "file" || rec.size !== 0) throw new CairnError("TAR_WHITEOUT", "a whiteout marker must be an empty regular file", { path: at });
+        pending.push({ rec, path, where: at, wh });
+        return;
+      }
+      if ((rec.mode & 0o6000) !== 0) {
+        if (policy.setid === "refuse") throw new CairnError("TAR_SETID", `${path} has the setuid or setgid bit`, { path: at, hint: 'name the policy "setid: strip" to clear these bits knowingly' });
+        stats.setidStripped++;
+      }
+      if (rec.type === "hardlink" && policy.hardlinks === "refuse") {
+        throw new CairnError("TAR_HARDLINK", `${path} is a hard link`, { path: at, hint: 'name the policy "hardlinks: copy" to turn in-root hard links into copies' });
+      }
+      if (rec.type === "symlink") enforce(limits, "pathLength", Buffer.byteLength(rec.linkname ?? ""), at);
+      const content = data === undefined ? undefined : await sink.put(data);
+      pending.push({ rec, path, where: at, wh, content });
+    },
+  );
+  return pending;
+}
+
+function applyWhiteouts(model: TreeModel, pending: readonly Pending[], stats: ApplyStats): void {
+  for (const p of pending) {
+    if (p.wh.kind === "whiteout") {
+      checkParents(model, p.wh.target, p.where, false);
+      model.remove(p.wh.target);
+      stats.whiteouts++;
+    } else if (p.wh.kind === "opaque") {
+      checkParents(model, p.wh.dir, p.where, false);
+      const d = model.get(p.wh.dir);
+      if (d?.type === "symlink") throw new CairnError("TAR_THROUGH_SYMLINK", `opaque marker inside the symlink ${p.wh.dir}`, { path: p.where });
+      if (d?.type === "dir") for (const c of model.children(p.wh.dir)) model.remove(c);
+      stats.opaques++;
+    }
+  }
+}
+
+function applyAdditions(model: TreeModel, pending: readonly Pending[], policy: LayerPolicy, limits: WorkloadLimits): void {
+  for (const p of pending) {
+    if (p.wh.kind !== "none") continue;
+    const { rec, path } = p;
+    const mode = policy.setid === "strip" ? rec.mode & ~0o6000 : rec.mode;
+    const attrs = { path, mode, uid: rec.uid, gid: rec.gid, mtime: rec.mtime };
+    if (path === "/") {
+      if (rec.type !== "dir") throw new CairnError("TAR_UNSAFE_PATH", "refusing to change the type of the root directory", { path: p.where });
+      model.set({ ...attrs, type: "dir" });
+      continue;
+    }
+    checkParents(model, path, p.where, true);
+    let entry: FsEntry;
+    if (rec.type === "dir") entry = { ...attrs, type: "dir" };
+    else if (rec.type === "symlink") entry = { ...attrs, mode: 0o777, type: "symlink", target: rec.linkname! };
+    else if (rec.type === "file") entry = { ...attrs, type: "file", size: p.content!.size, sha256: p.content!.sha256 };
+    else {
+      // policy.hardlinks === "copy" (refused earlier otherwise): the copy takes the target's
+      // content and attributes, as the shared inode would have given it.
+      const target = normalizeMemberPath(rec.linkname!, limits, p.where);
+      checkParents(model, target, p.where, false);
+      const t = model.get(target);
+      if (t?.type !== "file" || target === path) {
+        throw new CairnError("TAR_HARDLINK", `hard link ${path} does not point at a regular file already in the tree`, { path: p.where });
+      }
+      entry = { ...t, path };
+    }
+    model.set(entry);
+  }
+}
+
+/** Applies `layers` base to top and returns the complete canonical tree; see the module comment. */
+export async function applyLayers(options: ApplyLayersOptions): Promise<ApplyResult> {
+  const limits = options.limits ?? DEFAULT_LIMITS;
+  const stats: ApplyStats = { layers: 0, members: 0, compressedBytes: 0, expandedBytes: 0, files: 0, dirs: 0, symlinks: 0, contentBytes: 0, whiteouts: 0, opaques: 0, hardlinksCopied: 0, setidStripped: 0 };
+  const budget: Budget = { compressedBytes: 0, expandedBytes: 0, entries: 0 };
+  enforce(limits, "descriptors", options.layers.length, "/layers");
+  const model = new TreeModel();
+  for (const [i, layer] of options.layers.entries()) {
+    const where = `/layers/${i}`;
+    const pending = await readMembers(model, layer, where, options.policy, limits, budget, options.sink, stats);
+    applyWhiteouts(model, pending, stats);
+    applyAdditions(model, pending, options.policy, limits);
+    stats.hardlinksCopied += pending.filter((p) => p.rec.type === "hardlink").length;
+    stats.layers++;
+  }
+  const tree = model.freeze();
+  for (const e of tree.values()) {
+    if (e.type === "file") {
+      stats.files++;
+      stats.contentBytes += e.size;
+    } else if (e.type === "dir") stats.dirs++;
+    else stats.symlinks++;
+  }
+  stats.members = budget.entries;
+  stats.compressedBytes = budget.compressedBytes;
+  stats.expandedBytes = budget.expandedBytes;
+  return { tree, stats };
+}

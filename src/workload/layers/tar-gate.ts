@@ -1,0 +1,370 @@
+/**
+ * The tar gate: a strict, streaming reader of raw tar header blocks that sits
+ * in front of `tar-stream`.
+ *
+ * `tar-stream` frames members and streams their data, but it is lenient in
+ * exactly the places a hostile layer aims at: it decodes names lossily
+ * (invalid UTF-8 becomes U+FFFD), drops NUL-truncated tails, merges global
+ * pax headers silently, ignores pax keys it does not know (xattrs, sparse
+ * maps, atime), parses numbers with `parseInt`, and reads on past the
+ * end-of-archive marker. The gate sees every byte first and decides:
+ *
+ *   - each header's checksum, magic and numeric fields are parsed strictly;
+ *   - names and link names are kept as raw bytes and must be valid UTF-8
+ *     with no NUL;
+ *   - every pax record is parsed strictly and only known keys pass
+ *     (xattrs/ACLs → TAR_XATTR, sparse → TAR_SPARSE, atime/ctime and
+ *     sub-second mtimes → TAR_TIMESTAMP, anything else → TAR_PAX);
+ *   - global pax headers, GNU sparse and every type but file, directory,
+ *     symlink and hard link are refused before tar-stream sees them;
+ *   - at the first zero block the archive ends: only zero bytes may follow
+ *     (TAR_TRAILING), and nothing after it is forwarded.
+ *
+ * It also hashes every uncompressed byte (the DiffID) and enforces the
+ * expanded-bytes, entries, extended-header and file-size limits as bytes
+ * arrive, so a zip bomb stops at the limit. The member records it emits are
+ * the single source of member metadata; tar-stream's view is only
+ * cross-checked against them (see tar-reader.ts).
+ */
+import { CairnError, Sha256Hasher, type Sha256Digest } from "../../core/index.ts";
+import { enforce, type WorkloadLimits } from "../limits.ts";
+
+export type MemberType = "file" | "dir" | "symlink" | "hardlink";
+
+/** One tar member as the gate parsed it (extended headers already applied). */
+export interface GateRecord {
+  /** Ordinal among real members of this layer (extended headers not counted). */
+  readonly ordinal: number;
+  readonly name: string;
+  readonly type: MemberType;
+  readonly mode: number;
+  readonly uid: number;
+  readonly gid: number;
+  readonly mtime: number;
+  readonly size: number;
+  readonly linkname: string | undefined;
+}
+
+const BLOCK = 512;
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/** Running totals shared by all layers of one assembly. */
+export interface GateBudget {
+  expandedBytes: number;
+  entries: number;
+}
+
+const KNOWN_PAX = new Set(["path", "linkpath", "size", "uid", "gid", "mtime", "uname", "gname"]);
+
+function refuse(code: "TAR_INVALID" | "TAR_PAX" | "TAR_XATTR" | "TAR_SPARSE" | "TAR_TIMESTAMP" | "TAR_UNSUPPORTED_TYPE" | "TAR_NAME_UTF8" | "TAR_UNSAFE_PATH" | "TAR_TRAILING", message: string, where: string, hint?: string): CairnError {
+  return new CairnError(code, message, { path: where, hint });
+}
+
+function isZero(b: Uint8Array): boolean {
+  for (let i = 0; i < b.length; i++) if (b[i] !== 0) return false;
+  return true;
+}
+
+/** Strict numeric field: octal digits (leading spaces/zeros allowed, NUL or space terminated) or base-256. */
+function numeric(h: Uint8Array, off: number, len: number, field: string, where: string): number {
+  const f = h.subarray(off, off + len);
+  if ((f[0]! & 0x80) !== 0) {
+    if (f[0] !== 0x80) throw refuse(field === "mtime" ? "TAR_TIMESTAMP" : "TAR_INVALID", `negative or malformed base-256 ${field}`, where);
+    let v = 0;
+    for (let i = 1; i < len; i++) {
+      v = v * 256 + f[i]!;
+      if (!Number.isSafeInteger(v)) throw refuse("TAR_INVALID", `${field} is too large`, where);
+    }
+    return v;
+  }
+  let i = 0;
+  while (i < len && f[i] === 0x20) i++;
+  let v = 0;
+  for (; i < len; i++) {
+    const c = f[i]!;
+    if (c === 0 || c === 0x20) break;
+    if (c < 0x30 || c > 0x37) throw refuse("TAR_INVALID", `${field} is not an octal number`, where);
+    v = v * 8 + (c - 0x30);
+  }
+  for (; i < len; i++) if (f[i] !== 0 && f[i] !== 0x20) throw refuse("TAR_INVALID", `${field} has bytes after its terminator`, where);
+  if (!Number.isSafeInteger(v)) throw refuse("TAR_INVALID", `${field} is too large`, where);
+  return v;
+}
+
+/** Bytes of a NUL-terminated field. */
+function cstr(h: Uint8Array, off: number, len: number): Uint8Array {
+  const f = h.subarray(off, off + len);
+  const end = f.indexOf(0);
+  return end === -1 ? f : f.subarray(0, end);
+}
+
+function text(bytes: Uint8Array, what: string, where: string): string {
+  if (bytes.includes(0)) throw refuse("TAR_UNSAFE_PATH", `${what} contains NUL`, where);
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    throw refuse("TAR_NAME_UTF8", `${what} is not valid UTF-8`, where, "rebuild the layer with UTF-8 file names");
+  }
+}
+
+/** Parses pax records strictly: "<len> <key>=<value>\n", exact lengths, unique keys. */
+function parsePax(body: Uint8Array, where: string): Map<string, Uint8Array> {
+  const out = new Map<string, Uint8Array>();
+  let pos = 0;
+  while (pos < body.length) {
+    const sp = body.indexOf(0x20, pos);
+    const lenText = sp === -1 ? "" : Buffer.from(body.subarray(pos, sp)).toString("latin1");
+    if (!/^[1-9][0-9]{0,8}$/.test(lenText)) throw refuse("TAR_PAX", "malformed pax record length", where);
+    const end = pos + Number(lenText);
+    if (end > body.length || body[end - 1] !== 0x0a) throw refuse("TAR_PAX", "malformed pax record", where);
+    const rec = body.subarray(sp + 1, end - 1);
+    const eq = rec.indexOf(0x3d);
+    if (eq <= 0) throw refuse("TAR_PAX", "pax record without key", where);
+    const key = Buffer.from(rec.subarray(0, eq)).toString("latin1");
+    if (out.has(key)) throw refuse("TAR_PAX", `pax key ${JSON.stringify(key)} repeated`, where);
+    out.set(key, rec.subarray(eq + 1));
+    pos = end;
+  }
+  return out;
+}
+
+/** Which refusal an unsupported pax key earns; the rule for what cairn accepts is KNOWN_PAX. */
+function paxKeyRefusal(key: string, where: string): CairnError {
+  if (key.startsWith("GNU.sparse.")) return refuse("TAR_SPARSE", "sparse member (pax GNU.sparse)", where, "sparse files are refused; rebuild the layer without --sparse");
+  if (/^(SCHILY\.xattr\.|LIBARCHIVE\.xattr\.|SCHILY\.acl\.|RHT\.security\.|SCHILY\.fflags$)/.test(key)) {
+    return refuse("TAR_XATTR", `extended attribute or ACL (pax ${JSON.stringify(key)})`, where, "xattrs, ACLs and file flags are not part of a cairn tree; rebuild the layer without them");
+  }
+  if (key === "atime" || key === "ctime") return refuse("TAR_TIMESTAMP", `extended timestamp (pax ${key})`, where, "cairn keeps whole-second mtimes only");
+  return refuse("TAR_PAX", `unknown pax key ${JSON.stringify(key)}`, where, `cairn accepts the pax keys ${[...KNOWN_PAX].join(", ")}`);
+}
+
+function paxInt(v: Uint8Array, key: string, where: string): number {
+  const s = Buffer.from(v).toString("latin1");
+  if (key === "mtime") {
+    const m = /^(-?)([0-9]{1,15})(?:\.([0-9]+))?$/.exec(s);
+    if (m === null) throw refuse("TAR_TIMESTAMP", "pax mtime is malformed", where);
+    if (m[1] === "-") throw refuse("TAR_TIMESTAMP", "pax mtime is negative", where);
+    if (m[3] !== undefined && /[1-9]/.test(m[3])) throw refuse("TAR_TIMESTAMP", "sub-second mtime", where, "cairn keeps whole-second mtimes; rebuild the layer with whole-second timestamps");
+    return Number(m[2]);
+  }
+  if (!/^[0-9]{1,15}$/.test(s)) throw refuse("TAR_PAX", `pax ${key} is not a decimal integer`, where);
+  return Number(s);
+}
+
+type State = "header" | "data" | "ext" | "eof1" | "end";
+
+/**
+ * Feed uncompressed bytes with `push`; it returns the slices to forward to
+ * tar-stream and queues one `GateRecord` per real member. Call `end()` after
+ * the last chunk, then `diffId()`.
+ */
+export class TarGate {
+  readonly records: GateRecord[] = [];
+  readonly #hasher = new Sha256Hasher();
+  readonly #limits: WorkloadLimits;
+  readonly #budget: GateBudget;
+  readonly #where: string;
+  #state: State = "header";
+  #hdr = Buffer.alloc(BLOCK);
+  #hdrFill = 0;
+  #need = 0; // data or padding bytes still to pass (state "data"), or ext body bytes to collect (state "ext")
+  #ext: { type: string; body: Buffer; fill: number; padded: number } | undefined;
+  #pax: Map<string, Uint8Array> | undefined;
+  #gnuName: Uint8Array | undefined;
+  #gnuLink: Uint8Array | undefined;
+  #ordinal = 0;
+  #offset = 0;
+
+  constructor(limits: WorkloadLimits, budget: GateBudget, where: string) {
+    this.#limits = limits;
+    this.#budget = budget;
+    this.#where = where;
+  }
+
+  /** Where in the layer we are, for messages: "<layer path>@<byte offset>". */
+  #at(): string {
+    return `${this.#where}@${this.#offset}`;
+  }
+
+  push(chunk: Buffer): Buffer[] {
+    this.#budget.expandedBytes += chunk.length;
+    enforce(this.#limits, "expandedBytes", this.#budget.expandedBytes, this.#where);
+    this.#hasher.update(chunk);
+    // Data and extended-header bytes are forwarded as slices of `chunk`; a
+    // member header is forwarded as a copy once all 512 bytes are in; zero
+    // blocks and everything after them are never forwarded.
+    const forward: Buffer[] = [];
+    let pos = 0;
+    while (pos < chunk.length) {
+      switch (this.#state) {
+        case "data": {
+          const n = Math.min(this.#need, chunk.length - pos);
+          forward.push(chunk.subarray(pos, pos + n));
+          pos += n;
+          this.#need -= n;
+          this.#offset += n;
+          if (this.#need === 0) this.#state = "header";
+          break;
+        }
+        case "ext": {
+          const ext = this.#ext!;
+          const n = Math.min(this.#need, chunk.length - pos);
+          const take = Math.max(0, Math.min(n, ext.body.length - ext.fill));
+          chunk.copy(ext.body, ext.fill, pos, pos + take);
+          ext.fill += take;
+          forward.push(chunk.subarray(pos, pos + n));
+          pos += n;
+          this.#need -= n;
+          this.#offset += n;
+          if (this.#need === 0) {
+            this.#state = "header";
+            this.#finishExt(ext);
+          }
+          break;
+        }
+        case "header":
+        case "eof1": {
+          const n = Math.min(BLOCK - this.#hdrFill, chunk.length - pos);
+          chunk.copy(this.#hdr, this.#hdrFill, pos, pos + n);
+          this.#hdrFill += n;
+          pos += n;
+          if (this.#hdrFill < BLOCK) break;
+          this.#hdrFill = 0;
+          if (this.#state === "eof1") {
+            if (!isZero(this.#hdr)) throw refuse("TAR_TRAILING", "data after the end-of-archive zero block", this.#at(), "the archive has members after its end marker; rebuild the layer");
+            this.#offset += BLOCK;
+            this.#state = "end";
+            break;
+          }
+          if (isZero(this.#hdr)) {
+            if (this.#ext !== undefined || this.#pax !== undefined || this.#gnuName !== undefined || this.#gnuLink !== undefined) {
+              throw refuse("TAR_INVALID", "extended header without a member", this.#at());
+            }
+            this.#offset += BLOCK;
+            this.#state = "eof1";
+            break;
+          }
+          forward.push(Buffer.from(this.#hdr));
+          this.#header(this.#hdr);
+          this.#offset += BLOCK;
+          break;
+        }
+        case "end": {
+          const rest = chunk.subarray(pos);
+          if (!isZero(rest)) throw refuse("TAR_TRAILING", "non-zero bytes after the end-of-archive marker", this.#at(), "the archive has data after its end marker; rebuild the layer");
+          this.#offset += rest.length;
+          pos = chunk.length;
+          break;
+        }
+      }
+    }
+    return forward;
+  }
+
+  /** Checks that the stream ended at a complete end-of-archive marker. */
+  end(): void {
+    if (this.#state !== "end" || this.#hdrFill !== 0) {
+      throw refuse("TAR_INVALID", this.#state === "eof1" ? "the end-of-archive marker has one zero block, not two" : "the tar stream ends without an end-of-archive marker (truncated)", this.#at());
+    }
+  }
+
+  diffId(): Sha256Digest {
+    return this.#hasher.digest();
+  }
+
+  #header(h: Buffer): void {
+    const at = this.#at();
+    this.#budget.entries++;
+    enforce(this.#limits, "entries", this.#budget.entries, at);
+    const stored = numeric(h, 148, 8, "checksum", at);
+    let sum = 8 * 0x20;
+    for (let i = 0; i < BLOCK; i++) if (i < 148 || i >= 156) sum += h[i]!;
+    if (stored !== sum) throw refuse("TAR_INVALID", "header checksum mismatch", at, "the layer is corrupt or not a tar stream");
+    const magic = h.subarray(257, 265).toString("latin1");
+    const gnu = magic === "ustar  \0";
+    if (magic !== "ustar\x0000" && !gnu) throw refuse("TAR_INVALID", "header is neither ustar/pax nor GNU format", at, "pre-POSIX (v7) tar headers are not accepted");
+    const flag = String.fromCharCode(h[156]!);
+    const size = numeric(h, 124, 12, "size", at);
+    if (flag === "x" || flag === "L" || flag === "K") {
+      if (this.#ext !== undefined || (flag === "x" && this.#pax !== undefined) || (flag === "L" && this.#gnuName !== undefined) || (flag === "K" && this.#gnuLink !== undefined)) {
+        throw refuse("TAR_PAX", "two extended headers of one kind for one member", at);
+      }
+      enforce(this.#limits, "extendedHeaderBytes", size, at);
+      const padded = Math.ceil(size / BLOCK) * BLOCK;
+      this.#ext = { type: flag, body: Buffer.alloc(size), fill: 0, padded };
+      this.#need = padded;
+      this.#state = padded === 0 ? "header" : "ext";
+      if (padded === 0) this.#finishExt(this.#ext);
+      return;
+    }
+    if (flag === "g") throw refuse("TAR_PAX", "global pax header", at, "global pax headers change every later member invisibly; rebuild the layer without them");
+    if (flag === "S") throw refuse("TAR_SPARSE", "GNU sparse member", at, "sparse files are refused; rebuild the layer without --sparse");
+    const type: MemberType | undefined = flag === "0" || flag === "\0" ? "file" : flag === "5" ? "dir" : flag === "2" ? "symlink" : flag === "1" ? "hardlink" : undefined;
+    if (type === undefined) {
+      const what = flag === "3" || flag === "4" ? "device" : flag === "6" ? "FIFO" : `type ${JSON.stringify(flag)}`;
+      throw refuse("TAR_UNSUPPORTED_TYPE", `${what} member`, at, "cairn trees hold directories, regular files and symlinks only");
+    }
+    const pax = this.#pax;
+    this.#pax = undefined;
+    let nameBytes: Uint8Array = cstr(h, 0, 100);
+    if (!gnu) {
+      const prefix = cstr(h, 345, 155);
+      if (prefix.length > 0) nameBytes = Buffer.concat([prefix, Buffer.from("/"), nameBytes]);
+    } else {
+      // GNU headers keep atime and ctime at 345 and 357; cairn records mtime only.
+      if (numeric(h, 345, 12, "atime", at) !== 0 || numeric(h, 357, 12, "ctime", at) !== 0) {
+        throw refuse("TAR_TIMESTAMP", "extended timestamp (GNU atime/ctime)", at, "cairn keeps whole-second mtimes only");
+      }
+    }
+    if (this.#gnuName !== undefined) nameBytes = this.#gnuName;
+    this.#gnuName = undefined;
+    let linkBytes: Uint8Array | undefined = h[157] === 0 ? undefined : cstr(h, 157, 100);
+    if (this.#gnuLink !== undefined) linkBytes = this.#gnuLink;
+    this.#gnuLink = undefined;
+    let rec = {
+      ordinal: this.#ordinal++,
+      name: "",
+      type,
+      mode: numeric(h, 100, 8, "mode", at) & 0o7777,
+      uid: numeric(h, 108, 8, "uid", at),
+      gid: numeric(h, 116, 8, "gid", at),
+      mtime: numeric(h, 136, 12, "mtime", at),
+      size,
+      linkname: undefined as string | undefined,
+    };
+    if (pax !== undefined) {
+      for (const [key, v] of pax) {
+        if (!KNOWN_PAX.has(key)) throw paxKeyRefusal(key, at);
+        if (key === "path") nameBytes = v;
+        else if (key === "linkpath") linkBytes = v;
+        else if (key === "size" || key === "uid" || key === "gid" || key === "mtime") rec = { ...rec, [key]: paxInt(v, key, at) };
+      }
+    }
+    rec.name = text(nameBytes, "member name", at);
+    if (linkBytes !== undefined) rec.linkname = text(linkBytes, "link name", at);
+    if (rec.name.length === 0) throw refuse("TAR_UNSAFE_PATH", "empty member name", at);
+    if (type === "file" && rec.name.endsWith("/")) throw refuse("TAR_INVALID", "regular-file member whose name ends in /", at);
+    if (type !== "file" && rec.size !== 0) throw refuse("TAR_INVALID", `${type} member with a data size`, at);
+    if ((type === "symlink" || type === "hardlink") && (rec.linkname === undefined || rec.linkname.length === 0)) throw refuse("TAR_INVALID", `${type} member without a target`, at);
+    if (type === "file") enforce(this.#limits, "fileSize", rec.size, at);
+    this.records.push(Object.freeze(rec));
+    const padded = Math.ceil(rec.size / BLOCK) * BLOCK;
+    this.#need = padded;
+    this.#state = padded === 0 ? "header" : "data";
+  }
+
+  #finishExt(ext: { type: string; body: Buffer }): void {
+    this.#ext = undefined;
+    const at = this.#at();
+    if (ext.type === "x") this.#pax = parsePax(ext.body, at);
+    else {
+      // GNU long names end with one or more NULs; a NUL before the end would truncate the name in other readers.
+      let end = ext.body.length;
+      while (end > 0 && ext.body[end - 1] === 0) end--;
+      const bytes = ext.body.subarray(0, end);
+      if (bytes.includes(0)) throw refuse("TAR_UNSAFE_PATH", "GNU long name contains NUL", at);
+      if (ext.type === "L") this.#gnuName = bytes;
+      else this.#gnuLink = bytes;
+    }
+  }
+}
