@@ -1,0 +1,98 @@
+/**
+ * Building layers, folding layers and building formations: the library side of
+ * `cairn layer build`, `cairn layer fold` and `cairn formation build`. Nothing
+ * here reads the clock or the host's identity, so the same directory and
+ * options give the same blob and the same manifest everywhere.
+ */
+import { CairnError, type SigningKey } from "../core/index.ts";
+import { buildLayerBlob, type LayerBlob } from "./blob.ts";
+import type { Capability, Requirement } from "./capability.ts";
+import { readDirectory, type DirLimits, DEFAULT_DIR_LIMITS } from "./dir-source.ts";
+import { formationKey, type Formation } from "./formation.ts";
+import { layerId, type Abi, type InstallLayout, type LayerArch, type LayerManifest, type FoldedFrom } from "./layer-manifest.ts";
+import type { LocalRegistry, SignedDocument } from "./registry.ts";
+import { readLayerBlob } from "./tar-reader.ts";
+import type { TarEntry } from "./tar-writer.ts";
+import { parseVersion } from "./version.ts";
+import { REF_NAME } from "./ref.ts";
+
+export interface LayerSpec {
+  readonly name: string;
+  readonly version: string;
+  readonly arch: LayerArch;
+  readonly abi: Abi;
+  readonly install_layout: InstallLayout;
+  readonly user_selectable: boolean;
+  readonly provides: readonly Capability[];
+  readonly requires: readonly Requirement[];
+  readonly builder: string;
+}
+
+function checkSpec(s: LayerSpec): void {
+  if (!REF_NAME.test(s.name)) throw new CairnError("USAGE", `layer name ${JSON.stringify(s.name).slice(0, 60)} is not valid`, { hint: "lowercase letters, digits, '.', '_', '+', '-'" });
+  parseVersion(s.version, "--version");
+}
+
+export function manifestFor(spec: LayerSpec, blob: LayerBlob, folded_from?: readonly FoldedFrom[]): LayerManifest {
+  checkSpec(spec);
+  return {
+    id: layerId(spec.name, spec.version, spec.abi, spec.arch),
+    name: spec.name, version: spec.version, arch: spec.arch, abi: spec.abi,
+    install_layout: spec.install_layout, user_selectable: spec.user_selectable,
+    sha256: blob.sha256, size: blob.size, content_manifest: blob.content_manifest, symlinks: blob.symlinks,
+    provides: spec.provides, requires: spec.requires,
+    build: { builder: spec.builder, diff_id: blob.diff_id, ...(folded_from ? { folded_from } : {}) },
+  };
+}
+
+/** `prefix` layout installs under opt/<name>/<version>; `rootfs` installs at the root. */
+export function layoutPrefix(spec: LayerSpec): string {
+  return spec.install_layout === "prefix" ? `opt/${spec.name}/${spec.version}` : "";
+}
+
+export function buildLayerFromDirectory(dir: string, spec: LayerSpec, limits: DirLimits = DEFAULT_DIR_LIMITS): { blob: LayerBlob; manifest: LayerManifest } {
+  checkSpec(spec);
+  const blob = buildLayerBlob(readDirectory(dir, layoutPrefix(spec), limits));
+  return { blob, manifest: manifestFor(spec, blob) };
+}
+
+export function publishBuiltLayer(reg: LocalRegistry, built: { blob: LayerBlob; manifest: LayerManifest }, keys: readonly SigningKey[]): SignedDocument<LayerManifest> {
+  return reg.publishLayer(built.blob.blob, built.manifest, keys);
+}
+
+/**
+ * Merges layers into one, later layers over earlier ones (a later file
+ * replaces an earlier one at the same path; a directory never replaces a file
+ * or the reverse). Records `folded_from` with each source's id and blob digest.
+ * Each source blob is verified against its manifest before it is read.
+ */
+export async function foldLayers(reg: LocalRegistry, ids: readonly string[], spec: LayerSpec): Promise<{ blob: LayerBlob; manifest: LayerManifest }> {
+  if (ids.length < 2) throw new CairnError("USAGE", "layer fold needs at least two layers");
+  const merged = new Map<string, TarEntry>();
+  const folded: FoldedFrom[] = [];
+  for (const id of ids) {
+    const doc = reg.readLayer(id);
+    const m = doc.value;
+    const entries = await readLayerBlob(reg.readBlob(m.sha256, m.size), m, reg.blobPath(m.sha256));
+    for (const e of entries) {
+      const prior = merged.get(e.path);
+      if (prior !== undefined && (prior.type === "dir") !== (e.type === "dir")) {
+        throw new CairnError("RESOLVE_CONFLICT", `${id}: ${e.path} is a directory in one layer and not in another`, { path: e.path });
+      }
+      merged.set(e.path, e);
+    }
+    folded.push({ id: m.id, sha256: m.sha256 });
+  }
+  const blob = buildLayerBlob([...merged.values()]);
+  return { blob, manifest: manifestFor(spec, blob, folded) };
+}
+
+/** A formation over published layers, in the given order (which fixes their mount order among themselves). */
+export function formationOf(reg: LocalRegistry, name: string, version: string, ids: readonly string[], description?: string): Formation {
+  if (!REF_NAME.test(name)) throw new CairnError("USAGE", `formation name ${JSON.stringify(name).slice(0, 60)} is not valid`);
+  parseVersion(version, "--version");
+  formationKey(name, version);
+  if (ids.length === 0) throw new CairnError("USAGE", "a formation needs at least one --layer");
+  const layers = ids.map((id) => ({ id, sha256: reg.readLayer(id).value.sha256 }));
+  return { name, version, ...(description !== undefined ? { description } : {}), layers };
+}

@@ -1,0 +1,67 @@
+/**
+ * `lock diff A B`: what changed between two lockfiles, field by field, and
+ * whether their EnvironmentIDs differ. Environment variable values are never
+ * printed (they may be secrets): a changed variable is named, not shown.
+ */
+import { capabilityString, requirementString } from "./capability.ts";
+import { environmentId } from "./env-id.ts";
+import { isFrozen, type LockLayer, type Lockfile } from "./lockfile.ts";
+import { byBytes } from "./blob.ts";
+
+export interface LockChange {
+  readonly path: string;
+  readonly change: "added" | "removed" | "changed";
+  readonly a?: string;
+  readonly b?: string;
+}
+
+export interface LockDiff {
+  readonly id_a: string | null;
+  readonly id_b: string | null;
+  readonly same_id: boolean;
+  readonly changes: readonly LockChange[];
+}
+
+function cmp(out: LockChange[], path: string, a: string | undefined, b: string | undefined, secret = false): void {
+  if (a === b) return;
+  const show = (v: string | undefined): string | undefined => (v === undefined ? undefined : secret ? "(value hidden)" : v);
+  const change = a === undefined ? "added" : b === undefined ? "removed" : "changed";
+  out.push({ path, change, ...(a !== undefined ? { a: show(a)! } : {}), ...(b !== undefined ? { b: show(b)! } : {}) });
+}
+
+function maps(out: LockChange[], path: string, a: ReadonlyMap<string, string>, b: ReadonlyMap<string, string>, secret: boolean): void {
+  for (const k of [...new Set([...a.keys(), ...b.keys()])].sort(byBytes)) cmp(out, `${path}/${k}`, a.get(k), b.get(k), secret);
+}
+
+function layerSummary(l: LockLayer): string {
+  return `${l.sha256 ?? "(no digest)"} at ${l.mount_order ?? "-"}`;
+}
+
+export function diffLocks(a: Lockfile, b: Lockfile): LockDiff {
+  const out: LockChange[] = [];
+  cmp(out, "/base/name", a.base.name, b.base.name);
+  cmp(out, "/base/arch", a.base.arch, b.base.arch);
+  cmp(out, "/base/digest", a.base.digest, b.base.digest);
+  cmp(out, "/base/capabilities", a.base.capabilities.map(capabilityString).join(", "), b.base.capabilities.map(capabilityString).join(", "));
+  const la = new Map(a.layers.map((l) => [l.name, l]));
+  const lb = new Map(b.layers.map((l) => [l.name, l]));
+  for (const name of [...new Set([...la.keys(), ...lb.keys()])].sort(byBytes)) {
+    const x = la.get(name);
+    const y = lb.get(name);
+    cmp(out, `/layers/${name}/version`, x?.version, y?.version);
+    if (x && y) cmp(out, `/layers/${name}`, layerSummary(x), layerSummary(y));
+  }
+  maps(out, "/env", a.env, b.env, true);
+  cmp(out, "/on_ready", JSON.stringify(a.on_ready), JSON.stringify(b.on_ready));
+  maps(out, "/defaults", a.defaults, b.defaults, false);
+  cmp(out, "/packages", JSON.stringify(a.packages), JSON.stringify(b.packages));
+  cmp(out, "/mutable_layer", String(a.mutable_layer), String(b.mutable_layer));
+  cmp(out, "/requires_host", a.requires_host.map(requirementString).join(", "), b.requires_host.map(requirementString).join(", "));
+  cmp(out, "/verification_policy", a.verification_policy, b.verification_policy);
+  cmp(out, "/profile", a.profile, b.profile);
+  cmp(out, "/profile_sha256", a.profile_sha256, b.profile_sha256);
+  cmp(out, "/resolved_at", a.resolved_at, b.resolved_at);
+  const id_a = isFrozen(a) ? environmentId(a) : null;
+  const id_b = isFrozen(b) ? environmentId(b) : null;
+  return { id_a, id_b, same_id: id_a !== null && id_a === id_b, changes: out };
+}

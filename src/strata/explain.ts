@@ -1,0 +1,38 @@
+/** `lock explain`: what a lockfile's EnvironmentID covers and what it does not, from the one definition in env-id.ts. */
+import { ENVIRONMENT_ID_SCHEMA, EXCLUDED, HASHED } from "./env-id.ts";
+
+export interface Explanation {
+  readonly schema: string;
+  readonly hashed: Readonly<Record<string, readonly string[]>>;
+  readonly excluded: Readonly<Record<string, Readonly<Record<string, string>>>>;
+  readonly promises: readonly string[];
+  readonly does_not_promise: readonly string[];
+}
+
+export const PROMISES = [
+  "the same base facts (name, arch, ABI and the probed capabilities behind base.digest)",
+  "the same layer bytes (blob sha256 and size) mounted in the same order",
+  "the same env, on_ready commands, defaults, package requests, mutable-layer switch and host requirements",
+] as const;
+
+export const DOES_NOT_PROMISE = [
+  "what on_ready commands do when they run (network, clock, randomness)",
+  "what a package manager installs for a request without a digest (pip/conda/cran resolve at install time)",
+  "what is written into a mutable upper layer after start",
+  "anything about a base recorded as source: declared (it was not probed)",
+  "who signed: the signatures and verification policy are provenance, shown by lock verify and lock provenance",
+] as const;
+
+export function explainScope(): Explanation {
+  return { schema: ENVIRONMENT_ID_SCHEMA, hashed: HASHED, excluded: EXCLUDED, promises: PROMISES, does_not_promise: DOES_NOT_PROMISE };
+}
+
+export function explainText(): string {
+  const e = explainScope();
+  const lines = [`EnvironmentID = sha256 of the JCS encoding of the ${e.schema} hash input`, "", "covered:"];
+  for (const [obj, fields] of Object.entries(e.hashed)) lines.push(`  ${obj}: ${fields.join(", ")}`);
+  lines.push("", "not covered, and why:");
+  for (const [obj, fields] of Object.entries(e.excluded)) for (const [f, why] of Object.entries(fields)) lines.push(`  ${obj}.${f}: ${why}`);
+  lines.push("", "equal IDs promise:", ...e.promises.map((p) => `  - ${p}`), "", "equal IDs do not promise:", ...e.does_not_promise.map((p) => `  - ${p}`));
+  return lines.join("\n");
+}

@@ -1,0 +1,80 @@
+/**
+ * Lockfiles on disk: `LOCK` holds the YAML, `LOCK.dsse.json` a DSSE envelope
+ * whose payload is exactly the bytes of `LOCK` (so `resolved_at` and every
+ * other field are inside what is signed). Reading with a key verifies the
+ * envelope and then insists that the YAML file is byte-for-byte the signed
+ * payload: an edited lockfile with an old signature is refused.
+ */
+import { existsSync } from "node:fs";
+import {
+  CairnError, parseEnvelope, parseJsonBytes, sha256, signEnvelope, verifyEnvelope, writeFileAtomic, decodeUtf8,
+  type DsseEnvelope, type Sha256Digest, type SigningKey, type VerifyingKey,
+} from "../core/index.ts";
+import { lockfileToYaml, parseLockfileText, type Lockfile } from "./lockfile.ts";
+import { readBounded } from "./registry.ts";
+
+export const LOCK_PAYLOAD_TYPE = "application/vnd.cairn.lock+yaml";
+/** lock.max_bytes */
+export const MAX_LOCK_BYTES = 16 * 1024 * 1024;
+
+export function signaturePath(lockPath: string): string {
+  return `${lockPath}.dsse.json`;
+}
+
+export interface LockSignature {
+  readonly keyid: Sha256Digest;
+  /** sha256 of the envelope file: the reference a citation records. */
+  readonly envelope_sha256: Sha256Digest;
+}
+
+/** Writes the lockfile (0644) and, with a key, its envelope. Atomic, one file after the other. */
+export function writeLockfile(path: string, lock: Lockfile, key?: SigningKey): { bytes: Buffer; signature?: LockSignature } {
+  const bytes = Buffer.from(lockfileToYaml(lock), "utf8");
+  writeFileAtomic(path, bytes, { mode: 0o644 });
+  if (key === undefined) return { bytes };
+  const envelope = signEnvelope(LOCK_PAYLOAD_TYPE, bytes, [key]);
+  const envBytes = Buffer.from(`${JSON.stringify(envelope, null, 2)}\n`);
+  writeFileAtomic(signaturePath(path), envBytes, { mode: 0o644 });
+  return { bytes, signature: { keyid: key.keyId, envelope_sha256: sha256(envBytes) } };
+}
+
+export interface ReadLock {
+  readonly lock: Lockfile;
+  readonly bytes: Buffer;
+  readonly envelope?: DsseEnvelope;
+  readonly signature?: LockSignature;
+}
+
+function readEnvelope(path: string): { envelope: DsseEnvelope; sha: Sha256Digest } | undefined {
+  const sp = signaturePath(path);
+  if (!existsSync(sp)) return undefined;
+  const bytes = readBounded(sp, MAX_LOCK_BYTES * 2, "lock.max_bytes");
+  return { envelope: parseEnvelope(parseJsonBytes(bytes, { source: sp })), sha: sha256(bytes) };
+}
+
+/**
+ * Reads and validates a lockfile. With `keys`, the signature is required and
+ * verified first (nothing is parsed from an unverified lockfile).
+ */
+export function readLockfile(path: string, keys?: readonly VerifyingKey[]): ReadLock {
+  const bytes = readBounded(path, MAX_LOCK_BYTES, "lock.max_bytes");
+  const env = readEnvelope(path);
+  if (keys === undefined) {
+    return { lock: parseLockfileText(decodeUtf8(bytes, path), path), bytes, ...(env ? { envelope: env.envelope } : {}) };
+  }
+  if (env === undefined) {
+    throw new CairnError("SIGNATURE_MISSING", `${path} has no signature (${signaturePath(path)})`, {
+      path,
+      hint: "resolve with --sign KEY to sign the lockfile",
+    });
+  }
+  const { payload, keyId } = verifyEnvelope(env.envelope, LOCK_PAYLOAD_TYPE, keys);
+  if (Buffer.compare(payload, bytes) !== 0) {
+    throw new CairnError("SIGNATURE_INVALID", `${path} is not the signed lockfile: its bytes differ from the signed payload`, {
+      path,
+      hint: "the lockfile was edited after it was signed",
+    });
+  }
+  const lock = parseLockfileText(decodeUtf8(payload, path), path);
+  return { lock, bytes, envelope: env.envelope, signature: { keyid: keyId as Sha256Digest, envelope_sha256: env.sha } };
+}

@@ -1,0 +1,331 @@
+/**
+ * The lockfile: what a profile resolved to, in YAML. It is parsed strictly
+ * (`parseLockfile` is cairn's Validate: every rule below is checked on every
+ * read, including of lockfiles cairn wrote itself):
+ * - unknown fields and null list entries are errors;
+ * - a digest that is present must be well-formed (`sha256:` + 64 lowercase hex);
+ * - a layer id must be one safe path component;
+ * - two layers must not share a mount order;
+ * - `resolved_at` is an RFC 3339 UTC time.
+ * A lockfile whose layers have no digest or mount order yet, or whose base has
+ * no digest, is unfrozen: a valid intermediate state that has no
+ * EnvironmentID (see env-id.ts).
+ */
+import { Checker, childPath, isDigest, parseYamlText, safeComponent, toYamlText, type JsonModel, type JsonObject, type Sha256Digest } from "../core/index.ts";
+import { capabilityString, parseCapability, parseRequirement, requirementString, type Capability, type Requirement } from "./capability.ts";
+import { ARCHES, BASE_NAME, type Arch } from "./platform.ts";
+import { PACKAGE_MANAGERS, type PackageSet } from "./profile.ts";
+import type { LockBase } from "./base.ts";
+import type { Attestation } from "./trust.ts";
+
+export const LOCK_FORMAT = "cairn.lock/1";
+export const VERIFICATION_POLICIES = ["signed", "unsigned-offline"] as const;
+export type VerificationPolicy = (typeof VERIFICATION_POLICIES)[number];
+
+export interface LockLayer {
+  readonly id: string;
+  readonly name: string;
+  readonly version: string;
+  readonly sha256?: Sha256Digest;
+  readonly size?: number;
+  readonly manifest_sha256?: Sha256Digest;
+  readonly mount_order?: number;
+  readonly from_formation?: string;
+  /** requirement → providers ("base" or layer ids). */
+  readonly satisfied_by: ReadonlyMap<string, readonly string[]>;
+  readonly signature?: Attestation;
+  readonly registry?: string;
+}
+
+export interface LockFormation {
+  readonly name: string;
+  readonly version: string;
+  readonly signature: Attestation;
+}
+
+export interface Lockfile {
+  readonly format: typeof LOCK_FORMAT;
+  readonly profile: string;
+  readonly profile_sha256?: Sha256Digest;
+  readonly resolved_at: string;
+  readonly cairn_version: string;
+  readonly verification_policy: VerificationPolicy;
+  readonly base: LockBase;
+  readonly layers: readonly LockLayer[];
+  readonly formations: readonly LockFormation[];
+  readonly env: ReadonlyMap<string, string>;
+  readonly on_ready: readonly string[];
+  readonly defaults: ReadonlyMap<string, string>;
+  readonly packages: readonly PackageSet[];
+  readonly mutable_layer: boolean;
+  readonly requires_host: readonly Requirement[];
+  /** Profile fields recorded but not acted upon (instance, storage). */
+  readonly not_acted_upon?: JsonObject;
+}
+
+/** Every field of each lockfile object, in the order they are written. The EnvironmentID scope classifies each one. */
+export const LOCK_FIELDS = [
+  "format", "profile", "profile_sha256", "resolved_at", "cairn_version", "verification_policy", "base", "layers", "formations",
+  "env", "on_ready", "defaults", "packages", "mutable_layer", "requires_host", "not_acted_upon",
+] as const;
+export const LOCK_BASE_FIELDS = ["name", "arch", "abi", "os_id", "version_id", "capabilities", "source", "image", "digest", "probed_at"] as const;
+export const LOCK_LAYER_FIELDS = ["id", "name", "version", "sha256", "size", "manifest_sha256", "mount_order", "from_formation", "satisfied_by", "signature", "registry"] as const;
+
+const RFC3339_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
+
+function has(o: JsonObject, k: string): boolean {
+  return Object.prototype.hasOwnProperty.call(o, k);
+}
+
+function digest(c: Checker, o: JsonObject, k: string, p: string, required = false): Sha256Digest | undefined {
+  if (!has(o, k)) {
+    if (required) c.add(childPath(p, k), `missing required field "${k}"`, "MODEL_MISSING_FIELD");
+    return undefined;
+  }
+  const v = o[k];
+  if (typeof v !== "string" || !isDigest(v) || !v.startsWith("sha256:")) {
+    c.add(childPath(p, k), "a digest that is present must be sha256:<64 lowercase hex>", "DIGEST_INVALID");
+    return undefined;
+  }
+  return v as Sha256Digest;
+}
+
+function readAttestation(c: Checker, v: JsonModel | undefined, p: string): Attestation | undefined {
+  const o = c.object(v, p, ["status", "keyid", "envelope_sha256"]);
+  if (o === undefined) return undefined;
+  const status = c.string(c.required(o, "status", p), `${p}/status`);
+  const env = digest(c, o, "envelope_sha256", p, true);
+  if (status === "signed") {
+    const keyid = digest(c, o, "keyid", p, true);
+    return keyid && env ? { status, keyid, envelope_sha256: env } : undefined;
+  }
+  if (status === "unsigned-offline") {
+    if (has(o, "keyid")) c.add(`${p}/keyid`, "an unsigned-offline record has no keyid", "LOCK_INVALID");
+    return env ? { status, envelope_sha256: env } : undefined;
+  }
+  if (status !== undefined) c.add(`${p}/status`, "status must be signed or unsigned-offline", "MODEL_VALUE");
+  return undefined;
+}
+
+function caps<T>(c: Checker, v: JsonModel | undefined, p: string, parse: (s: string, sp: string) => T): T[] {
+  const out: T[] = [];
+  c.stringArray(v, p)?.forEach((s, i) => {
+    try {
+      out.push(parse(s, childPath(p, i)));
+    } catch (e) {
+      c.add(childPath(p, i), e instanceof Error ? e.message : String(e), "MODEL_VALUE");
+    }
+  });
+  return out;
+}
+
+function readBase(c: Checker, v: JsonModel | undefined): LockBase | undefined {
+  const p = "/base";
+  const o = c.object(v, p, LOCK_BASE_FIELDS);
+  if (o === undefined) return undefined;
+  const name = c.string(c.required(o, "name", p), `${p}/name`, { pattern: BASE_NAME });
+  const arch = c.string(c.required(o, "arch", p), `${p}/arch`);
+  if (arch !== undefined && !(ARCHES as readonly string[]).includes(arch)) c.add(`${p}/arch`, "unknown arch", "MODEL_VALUE");
+  const abi = c.string(c.required(o, "abi", p), `${p}/abi`);
+  if (abi !== undefined && !["gnu", "musl", "none", "unknown"].includes(abi)) c.add(`${p}/abi`, "abi must be gnu, musl, none or unknown", "MODEL_VALUE");
+  const os_id = has(o, "os_id") ? c.string(o.os_id, `${p}/os_id`) : undefined;
+  const version_id = has(o, "version_id") ? c.string(o.version_id, `${p}/version_id`) : undefined;
+  const capabilities: Capability[] = caps(c, c.required(o, "capabilities", p), `${p}/capabilities`, parseCapability);
+  const source = c.string(c.required(o, "source", p), `${p}/source`, { nonEmpty: true, max: 4096 });
+  const image = digest(c, o, "image", p);
+  const d = digest(c, o, "digest", p);
+  const probed_at = has(o, "probed_at") ? c.string(o.probed_at, `${p}/probed_at`, { pattern: RFC3339_UTC }) : undefined;
+  if (name === undefined || arch === undefined || abi === undefined || source === undefined) return undefined;
+  return {
+    name, arch: arch as Arch, abi: abi as LockBase["abi"], capabilities, source,
+    ...(os_id !== undefined ? { os_id } : {}), ...(version_id !== undefined ? { version_id } : {}),
+    ...(image !== undefined ? { image } : {}), ...(d !== undefined ? { digest: d } : {}), ...(probed_at !== undefined ? { probed_at } : {}),
+  };
+}
+
+function readLayer(c: Checker, v: JsonModel, p: string): LockLayer | undefined {
+  const o = c.object(v, p, LOCK_LAYER_FIELDS);
+  if (o === undefined) return undefined;
+  const id = c.string(c.required(o, "id", p), `${p}/id`);
+  if (id !== undefined) {
+    try {
+      safeComponent(id, `${p}/id`);
+    } catch {
+      c.add(`${p}/id`, "a layer id must be one safe path component", "PATH_UNSAFE");
+    }
+  }
+  const name = c.string(c.required(o, "name", p), `${p}/name`, { nonEmpty: true });
+  const version = c.string(c.required(o, "version", p), `${p}/version`, { nonEmpty: true });
+  const sha = digest(c, o, "sha256", p);
+  const size = has(o, "size") ? c.integer(o.size, `${p}/size`, { min: 0 }) : undefined;
+  const manifest_sha256 = digest(c, o, "manifest_sha256", p);
+  const mount_order = has(o, "mount_order") ? c.integer(o.mount_order, `${p}/mount_order`, { min: 0 }) : undefined;
+  const from_formation = has(o, "from_formation") ? c.string(o.from_formation, `${p}/from_formation`, { nonEmpty: true }) : undefined;
+  const satisfied_by = new Map<string, string[]>();
+  if (has(o, "satisfied_by")) {
+    const so = c.object(o.satisfied_by, `${p}/satisfied_by`);
+    for (const k of Object.keys(so ?? {})) {
+      const providers = c.stringArray(so![k], childPath(`${p}/satisfied_by`, k));
+      if (providers !== undefined) satisfied_by.set(k, providers);
+    }
+  }
+  const signature = has(o, "signature") ? readAttestation(c, o.signature, `${p}/signature`) : undefined;
+  const registry = has(o, "registry") ? c.string(o.registry, `${p}/registry`, { nonEmpty: true }) : undefined;
+  if (id === undefined || name === undefined || version === undefined) return undefined;
+  return {
+    id, name, version, satisfied_by,
+    ...(sha !== undefined ? { sha256: sha } : {}), ...(size !== undefined ? { size } : {}),
+    ...(manifest_sha256 !== undefined ? { manifest_sha256 } : {}), ...(mount_order !== undefined ? { mount_order } : {}),
+    ...(from_formation !== undefined ? { from_formation } : {}), ...(signature !== undefined ? { signature } : {}),
+    ...(registry !== undefined ? { registry } : {}),
+  };
+}
+
+function readPackages(c: Checker, v: JsonModel | undefined): PackageSet[] {
+  const out: PackageSet[] = [];
+  c.array(v, "/packages")?.forEach((s, i) => {
+    const p = `/packages/${i}`;
+    const o = c.object(s, p, ["manager", "packages", "env"]);
+    if (o === undefined) return;
+    const manager = c.string(c.required(o, "manager", p), `${p}/manager`);
+    if (manager !== undefined && !(PACKAGE_MANAGERS as readonly string[]).includes(manager)) c.add(`${p}/manager`, "unknown manager", "MODEL_VALUE");
+    const pkgs: { name: string; version?: string }[] = [];
+    c.array(c.required(o, "packages", p), `${p}/packages`)?.forEach((x, j) => {
+      const xo = c.object(x, `${p}/packages/${j}`, ["name", "version"]);
+      if (xo === undefined) return;
+      const name = c.string(c.required(xo, "name", `${p}/packages/${j}`), `${p}/packages/${j}/name`);
+      const version = has(xo, "version") ? c.string(xo.version, `${p}/packages/${j}/version`) : undefined;
+      if (name !== undefined) pkgs.push({ name, ...(version !== undefined ? { version } : {}) });
+    });
+    const env = has(o, "env") ? c.string(o.env, `${p}/env`) : undefined;
+    if (manager !== undefined) out.push({ manager: manager as PackageSet["manager"], packages: pkgs, ...(env !== undefined ? { env } : {}) });
+  });
+  return out;
+}
+
+/** Validate: reads a lockfile model, checking every rule; LOCK_INVALID (or the single issue's code) lists all issues. */
+export function parseLockfile(v: JsonModel, source = "lockfile"): Lockfile {
+  const c = new Checker("LOCK_INVALID");
+  const o = c.object(v, "", LOCK_FIELDS);
+  c.done(source);
+  const root = o!;
+  const r = (k: string): JsonModel | undefined => c.required(root, k, "");
+  const format = c.string(r("format"), "/format");
+  if (format !== undefined && format !== LOCK_FORMAT) c.add("/format", `format must be ${LOCK_FORMAT}`, "MODEL_VALUE");
+  const profile = c.string(r("profile"), "/profile", { nonEmpty: true });
+  const profile_sha256 = digest(c, root, "profile_sha256", "");
+  const resolved_at = c.string(r("resolved_at"), "/resolved_at", { pattern: RFC3339_UTC });
+  if (resolved_at !== undefined && Number.isNaN(Date.parse(resolved_at))) c.add("/resolved_at", "not a real date", "MODEL_VALUE");
+  const cairn_version = c.string(r("cairn_version"), "/cairn_version", { nonEmpty: true });
+  const policy = c.string(r("verification_policy"), "/verification_policy");
+  if (policy !== undefined && !(VERIFICATION_POLICIES as readonly string[]).includes(policy)) c.add("/verification_policy", "must be signed or unsigned-offline", "MODEL_VALUE");
+  const base = readBase(c, r("base"));
+  const layers: LockLayer[] = [];
+  c.array(r("layers"), "/layers")?.forEach((l, i) => {
+    if (l === null) return;
+    const layer = readLayer(c, l, `/layers/${i}`);
+    if (layer !== undefined) layers.push(layer);
+  });
+  const orders = new Map<number, string>();
+  const ids = new Set<string>();
+  layers.forEach((l, i) => {
+    if (ids.has(l.id)) c.add(`/layers/${i}/id`, `layer ${l.id} is listed twice`, "LOCK_INVALID");
+    ids.add(l.id);
+    if (l.mount_order === undefined) return;
+    const other = orders.get(l.mount_order);
+    if (other !== undefined) c.add(`/layers/${i}/mount_order`, `layers ${other} and ${l.id} share mount order ${l.mount_order}`, "LOCK_INVALID");
+    orders.set(l.mount_order, l.id);
+  });
+  const formations: LockFormation[] = [];
+  if (has(root, "formations")) {
+    c.array(root.formations, "/formations")?.forEach((f, i) => {
+      const p = `/formations/${i}`;
+      const fo = c.object(f, p, ["name", "version", "signature"]);
+      if (fo === undefined) return;
+      const name = c.string(c.required(fo, "name", p), `${p}/name`);
+      const version = c.string(c.required(fo, "version", p), `${p}/version`);
+      const signature = readAttestation(c, c.required(fo, "signature", p), `${p}/signature`);
+      if (name && version && signature) formations.push({ name, version, signature });
+    });
+  }
+  const env = has(root, "env") ? (c.stringMap(root.env, "/env") ?? new Map<string, string>()) : new Map<string, string>();
+  const on_ready = has(root, "on_ready") ? (c.stringArray(root.on_ready, "/on_ready") ?? []) : [];
+  const defaults = has(root, "defaults") ? (c.stringMap(root.defaults, "/defaults") ?? new Map<string, string>()) : new Map<string, string>();
+  const packages = has(root, "packages") ? readPackages(c, root.packages) : [];
+  const mutable_layer = has(root, "mutable_layer") ? c.boolean(root.mutable_layer, "/mutable_layer") : false;
+  const requires_host = has(root, "requires_host") ? caps(c, root.requires_host, "/requires_host", parseRequirement) : [];
+  const not_acted_upon = has(root, "not_acted_upon") ? c.object(root.not_acted_upon, "/not_acted_upon", ["instance", "storage"]) : undefined;
+  c.done(source, "a lockfile is written by `cairn resolve`; do not edit it by hand");
+  return {
+    format: LOCK_FORMAT, profile: profile!, ...(profile_sha256 !== undefined ? { profile_sha256 } : {}),
+    resolved_at: resolved_at!, cairn_version: cairn_version!, verification_policy: policy as VerificationPolicy,
+    base: base!, layers, formations, env, on_ready, defaults, packages, mutable_layer: mutable_layer!, requires_host,
+    ...(not_acted_upon !== undefined ? { not_acted_upon } : {}),
+  };
+}
+
+export function parseLockfileText(text: string, source = "lockfile"): Lockfile {
+  return parseLockfile(parseYamlText(text, source), source);
+}
+
+/** True when every layer has a digest, a size and a mount order, and the base has a digest. */
+export function isFrozen(l: Lockfile): boolean {
+  return l.base.digest !== undefined && l.layers.every((x) => x.sha256 !== undefined && x.size !== undefined && x.mount_order !== undefined);
+}
+
+function sorted<V>(m: ReadonlyMap<string, V>): Record<string, V> {
+  const out: Record<string, V> = {};
+  for (const k of [...m.keys()].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)))) out[k] = m.get(k)!;
+  return out;
+}
+
+function attestationModel(a: Attestation): Record<string, string> {
+  return a.status === "signed" ? { status: a.status, keyid: a.keyid, envelope_sha256: a.envelope_sha256 } : { status: a.status, envelope_sha256: a.envelope_sha256 };
+}
+
+export function baseToModel(b: LockBase): Record<string, unknown> {
+  const out: Record<string, unknown> = { name: b.name, arch: b.arch, abi: b.abi };
+  if (b.os_id !== undefined) out.os_id = b.os_id;
+  if (b.version_id !== undefined) out.version_id = b.version_id;
+  out.capabilities = b.capabilities.map(capabilityString);
+  out.source = b.source;
+  if (b.image !== undefined) out.image = b.image;
+  if (b.digest !== undefined) out.digest = b.digest;
+  if (b.probed_at !== undefined) out.probed_at = b.probed_at;
+  return out;
+}
+
+export function layerToModel(l: LockLayer): Record<string, unknown> {
+  const out: Record<string, unknown> = { id: l.id, name: l.name, version: l.version };
+  if (l.sha256 !== undefined) out.sha256 = l.sha256;
+  if (l.size !== undefined) out.size = l.size;
+  if (l.manifest_sha256 !== undefined) out.manifest_sha256 = l.manifest_sha256;
+  if (l.mount_order !== undefined) out.mount_order = l.mount_order;
+  if (l.from_formation !== undefined) out.from_formation = l.from_formation;
+  out.satisfied_by = sorted(new Map([...l.satisfied_by].map(([k, v]) => [k, [...v]])));
+  if (l.signature !== undefined) out.signature = attestationModel(l.signature);
+  if (l.registry !== undefined) out.registry = l.registry;
+  return out;
+}
+
+/** The lockfile as a plain model in field order. */
+export function lockfileToModel(l: Lockfile): Record<string, unknown> {
+  const out: Record<string, unknown> = { format: l.format, profile: l.profile };
+  if (l.profile_sha256 !== undefined) out.profile_sha256 = l.profile_sha256;
+  Object.assign(out, { resolved_at: l.resolved_at, cairn_version: l.cairn_version, verification_policy: l.verification_policy });
+  out.base = baseToModel(l.base);
+  out.layers = l.layers.map(layerToModel);
+  out.formations = l.formations.map((f) => ({ name: f.name, version: f.version, signature: attestationModel(f.signature) }));
+  out.env = sorted(l.env);
+  out.on_ready = [...l.on_ready];
+  out.defaults = sorted(l.defaults);
+  out.packages = l.packages.map((s) => ({ manager: s.manager, packages: s.packages.map((p) => ({ ...p })), ...(s.env !== undefined ? { env: s.env } : {}) }));
+  out.mutable_layer = l.mutable_layer;
+  out.requires_host = l.requires_host.map(requirementString);
+  if (l.not_acted_upon !== undefined) out.not_acted_upon = l.not_acted_upon;
+  return out;
+}
+
+export function lockfileToYaml(l: Lockfile): string {
+  return toYamlText(lockfileToModel(l));
+}

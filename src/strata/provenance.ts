@@ -1,0 +1,57 @@
+/**
+ * `lock provenance`: a citation-ready record of a verified lockfile — its
+ * EnvironmentID, the profile digest, the base, every layer's digest and
+ * signature reference, and the lockfile's own signature. Built from a lockfile
+ * whose signature was already verified; it restates, it does not check.
+ */
+import type { Sha256Digest } from "../core/index.ts";
+import { capabilityString } from "./capability.ts";
+import { environmentId } from "./env-id.ts";
+import type { LockSignature } from "./lock-io.ts";
+import type { Lockfile } from "./lockfile.ts";
+
+export interface ProvenanceRecord {
+  readonly environment_id: Sha256Digest;
+  readonly profile: string;
+  readonly profile_sha256: string | null;
+  readonly resolved_at: string;
+  readonly cairn_version: string;
+  readonly verification_policy: string;
+  readonly base: { name: string; arch: string; digest: string | null; source: string; capabilities: string[] };
+  readonly layers: { mount_order: number | null; id: string; sha256: string | null; signature: string }[];
+  readonly lockfile_signature: LockSignature;
+}
+
+export function provenanceOf(lock: Lockfile, signature: LockSignature): ProvenanceRecord {
+  return {
+    environment_id: environmentId(lock),
+    profile: lock.profile,
+    profile_sha256: lock.profile_sha256 ?? null,
+    resolved_at: lock.resolved_at,
+    cairn_version: lock.cairn_version,
+    verification_policy: lock.verification_policy,
+    base: { name: lock.base.name, arch: lock.base.arch, digest: lock.base.digest ?? null, source: lock.base.source, capabilities: lock.base.capabilities.map(capabilityString) },
+    layers: lock.layers.map((l) => ({
+      mount_order: l.mount_order ?? null,
+      id: l.id,
+      sha256: l.sha256 ?? null,
+      signature: l.signature === undefined ? "none" : l.signature.status === "signed" ? `signed by ${l.signature.keyid} (envelope ${l.signature.envelope_sha256})` : `unsigned-offline (envelope ${l.signature.envelope_sha256})`,
+    })),
+    lockfile_signature: signature,
+  };
+}
+
+export function provenanceText(p: ProvenanceRecord): string {
+  const lines = [
+    `environment ${p.environment_id}`,
+    `profile     ${p.profile} ${p.profile_sha256 ?? "(no digest)"}`,
+    `resolved    ${p.resolved_at} by cairn ${p.cairn_version}, policy ${p.verification_policy}`,
+    `base        ${p.base.name} ${p.base.arch} ${p.base.digest ?? "(no digest)"} (${p.base.source}${p.base.capabilities.length ? `: ${p.base.capabilities.join(", ")}` : ""})`,
+    "layers",
+    ...p.layers.map((l) => `  ${l.mount_order ?? "-"}  ${l.id}  ${l.sha256 ?? "(no digest)"}  ${l.signature}`),
+    `lockfile signed by ${p.lockfile_signature.keyid} (envelope ${p.lockfile_signature.envelope_sha256})`,
+    "",
+    `cite as: cairn environment ${p.environment_id} (profile ${p.profile}, resolved ${p.resolved_at.slice(0, 10)}, lockfile signature key ${p.lockfile_signature.keyid})`,
+  ];
+  return lines.join("\n");
+}

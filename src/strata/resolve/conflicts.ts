@@ -1,0 +1,54 @@
+/**
+ * Stage 5, conflicts. Two chosen layers conflict when
+ * - both provide a capability of the same name (two pythons: which one is
+ *   `python`?), or
+ * - both hold the same path with different content (a file with another
+ *   digest, a symlink with another target, or a file in one and a symlink in
+ *   the other), or
+ * - they are two versions of the same layer name.
+ * Layers of one formation never conflict with each other: the formation fixed
+ * their order. Every conflict is reported at once.
+ */
+import { CairnError, type Issue } from "../../core/index.ts";
+import { pickId, type Pick } from "./pick.ts";
+
+function sameFormation(a: Pick, b: Pick): boolean {
+  return a.from_formation !== undefined && a.from_formation === b.from_formation;
+}
+
+export function checkConflicts(picks: readonly Pick[]): void {
+  const issues: Issue[] = [];
+  const capOwner = new Map<string, Pick>();
+  const nameOwner = new Map<string, Pick>();
+  const pathOwner = new Map<string, { pick: Pick; content: string }>();
+  const clash = (a: Pick, b: Pick, what: string): void => {
+    issues.push({ code: "RESOLVE_CONFLICT", path: pickId(b), message: `${pickId(a)} and ${pickId(b)} ${what}` });
+  };
+  for (const p of picks) {
+    const m = p.layer.doc.value;
+    const sameName = nameOwner.get(m.name);
+    if (sameName !== undefined && !sameFormation(sameName, p)) clash(sameName, p, `are two versions of ${m.name}`);
+    else nameOwner.set(m.name, p);
+    for (const c of m.provides) {
+      const other = capOwner.get(c.name);
+      if (other !== undefined && other !== p && !sameFormation(other, p)) clash(other, p, `both provide ${c.name}`);
+      else capOwner.set(c.name, p);
+    }
+    const entries: Array<[string, string]> = [
+      ...[...m.content_manifest].map(([path, d]): [string, string] => [path, `file ${d}`]),
+      ...[...m.symlinks].map(([path, t]): [string, string] => [path, `symlink ${t}`]),
+    ];
+    for (const [path, content] of entries) {
+      const other = pathOwner.get(path);
+      if (other === undefined) pathOwner.set(path, { pick: p, content });
+      else if (other.content !== content && !sameFormation(other.pick, p)) clash(other.pick, p, `hold different content at ${path}`);
+    }
+  }
+  if (issues.length > 0) {
+    throw new CairnError("RESOLVE_CONFLICT", `conflicting layers:\n${issues.map((i) => `  ${i.message}`).join("\n")}`, {
+      path: issues[0]!.path,
+      issues,
+      hint: "drop one of the conflicting layers from the profile, or fold them into one formation",
+    });
+  }
+}

@@ -1,0 +1,77 @@
+/**
+ * The resolver: profile + catalog + base → lockfile, one stage at a time
+ *   base → expand formations → resolve refs → requirements → conflicts →
+ *   mount order → attestation policy → lockfile.
+ * Everything it depends on is an argument (the clock included), so the same
+ * inputs give byte-identical lockfiles apart from `resolved_at`.
+ */
+import { canonicalBytes, sha256, type Sha256Digest } from "../../core/index.ts";
+import type { LockBase } from "../base.ts";
+import type { Catalog } from "../catalog.ts";
+import { LOCK_FORMAT, type LockLayer, type Lockfile } from "../lockfile.ts";
+import { NOT_ACTED_UPON, profileToModel, type Profile } from "../profile.ts";
+import { stageBase } from "./base-stage.ts";
+import { expandFormations } from "./formations.ts";
+import { mergePicks, resolveRefs } from "./refs.ts";
+import { checkRequirements } from "./requirements.ts";
+import { checkConflicts } from "./conflicts.ts";
+import { mountOrder } from "./mount-order.ts";
+import { attestLayers } from "./attest-stage.ts";
+import { pickId } from "./pick.ts";
+
+export interface ResolveInput {
+  readonly profile: Profile;
+  readonly catalog: Catalog;
+  /** The probed base, or undefined to record the profile's base as declared. */
+  readonly probedBase?: LockBase;
+  readonly allowUnsignedOffline: boolean;
+  readonly now: Date;
+  readonly cairnVersion: string;
+}
+
+/** The profile digest: sha256 of the JCS encoding of the parsed profile, so comments and layout do not change it. */
+export function profileDigest(p: Profile): Sha256Digest {
+  return sha256(canonicalBytes(profileToModel(p)));
+}
+
+export function resolveProfile(input: ResolveInput): Lockfile {
+  const { profile, catalog } = input;
+  const base = stageBase(profile, input.probedBase);
+  const expanded = expandFormations(profile.software, catalog, base, input.allowUnsignedOffline);
+  const picks = mergePicks(expanded.picks, resolveRefs(profile.software, catalog, base));
+  const satisfiedBy = checkRequirements(picks, base);
+  checkConflicts(picks);
+  const ordered = mountOrder(picks, satisfiedBy);
+  const { signatures, policy } = attestLayers(ordered, expanded.formations, input.allowUnsignedOffline);
+  const layers: LockLayer[] = ordered.map((p, i) => {
+    const m = p.layer.doc.value;
+    return {
+      id: m.id, name: m.name, version: m.version, sha256: m.sha256, size: m.size,
+      manifest_sha256: p.layer.doc.payloadSha256, mount_order: i,
+      ...(p.from_formation !== undefined ? { from_formation: p.from_formation } : {}),
+      satisfied_by: satisfiedBy.get(pickId(p)) ?? new Map(),
+      signature: signatures.get(pickId(p))!,
+      registry: p.layer.source.url,
+    };
+  });
+  const notActed: Record<string, unknown> = {};
+  for (const k of NOT_ACTED_UPON) if (profile[k] !== undefined) notActed[k] = profile[k];
+  return {
+    format: LOCK_FORMAT,
+    profile: profile.name,
+    profile_sha256: profileDigest(profile),
+    resolved_at: input.now.toISOString(),
+    cairn_version: input.cairnVersion,
+    verification_policy: policy,
+    base,
+    layers,
+    formations: [...expanded.formations].sort((a, b) => Buffer.compare(Buffer.from(`${a.name}@${a.version}`), Buffer.from(`${b.name}@${b.version}`))),
+    env: profile.env,
+    on_ready: profile.on_ready,
+    defaults: profile.defaults,
+    packages: profile.packages,
+    mutable_layer: profile.mutable_layer,
+    requires_host: profile.requires_host,
+    ...(Object.keys(notActed).length > 0 ? { not_acted_upon: notActed as Lockfile["not_acted_upon"] & object } : {}),
+  };
+}

@@ -1,0 +1,89 @@
+/**
+ * `lock verify`: the offline check of a lockfile, stopping at the first
+ * failure, in this order: signature (the YAML must be the signed payload) →
+ * Validate and frozen → freshness → verification policy → every layer's
+ * manifest envelope and blob bytes in the registry. Closed by default: an
+ * `unsigned-offline` lockfile is refused unless the caller allows it, and a
+ * check that was not done (no registry given) is reported as not done.
+ */
+import { CairnError, type Sha256Digest, type VerifyingKey } from "../core/index.ts";
+import { attest } from "./trust.ts";
+import { environmentId } from "./env-id.ts";
+import { checkFreshness, type Freshness } from "./freshness.ts";
+import { readLockfile, type LockSignature } from "./lock-io.ts";
+import type { Lockfile, VerificationPolicy } from "./lockfile.ts";
+import { readBounded, type LocalRegistry } from "./registry.ts";
+import { sha256, parseEnvelope, parseJsonBytes } from "../core/index.ts";
+
+export interface VerifyOptions {
+  readonly keys: readonly VerifyingKey[];
+  readonly now: Date;
+  readonly maxAgeMs?: number;
+  readonly maxAgeText?: string;
+  readonly registries: readonly LocalRegistry[];
+  /** Keys to check each layer's own signature with; without them the envelope digest pinned by the signed lockfile is checked. */
+  readonly layerKeys: readonly VerifyingKey[];
+  readonly allowUnsignedOffline: boolean;
+}
+
+export interface VerifyReport {
+  readonly lock: Lockfile;
+  readonly environment_id: Sha256Digest;
+  readonly signature: LockSignature;
+  readonly freshness: Freshness;
+  readonly verification_policy: VerificationPolicy;
+  /** Number of layers whose bytes were checked, or null when no registry was given. */
+  readonly layers_checked: number | null;
+}
+
+function checkPolicy(lock: Lockfile, allowUnsigned: boolean): void {
+  const records = [...lock.layers.map((l) => ({ what: `layer ${l.id}`, a: l.signature })), ...lock.formations.map((f) => ({ what: `formation ${f.name}@${f.version}`, a: f.signature }))];
+  for (const [i, r] of records.entries()) {
+    if (r.a === undefined) throw new CairnError("LOCK_INVALID", `${r.what} has no signature record`, { path: `/layers/${i}/signature` });
+    if (r.a.status !== "signed" && lock.verification_policy === "signed") {
+      throw new CairnError("LOCK_INVALID", `the lockfile claims policy signed, but ${r.what} is ${r.a.status}`, { path: "/verification_policy" });
+    }
+  }
+  if (lock.verification_policy === "unsigned-offline" && !allowUnsigned) {
+    throw new CairnError("TRUST_REFUSED", "the lockfile was resolved with unsigned layers (policy unsigned-offline)", {
+      path: "/verification_policy",
+      hint: "pass --allow-unsigned-offline to accept it knowingly",
+    });
+  }
+}
+
+function checkLayers(lock: Lockfile, opts: VerifyOptions): number {
+  for (const [i, l] of lock.layers.entries()) {
+    const reg = opts.registries.find((r) => r.hasBlob(l.sha256!));
+    if (reg === undefined) {
+      throw new CairnError("STORE_MISSING", `layer ${l.id}: blob ${l.sha256} is in none of the registries`, { path: `/layers/${i}/sha256` });
+    }
+    reg.readBlob(l.sha256!, l.size ?? -1);
+    const envBytes = readBounded(reg.layerPath(l.id), 64 * 1024 * 1024, "registry.max_envelope_bytes");
+    if (l.signature !== undefined && sha256(envBytes) !== l.signature.envelope_sha256) {
+      throw new CairnError("DIGEST_MISMATCH", `layer ${l.id}: the registry's manifest envelope is not the one the lockfile pins`, {
+        path: `/layers/${i}/signature/envelope_sha256`,
+        hint: "the layer manifest or its signature was altered after resolution",
+      });
+    }
+    const doc = reg.readLayer(l.id);
+    if (l.manifest_sha256 !== undefined && doc.payloadSha256 !== l.manifest_sha256) {
+      throw new CairnError("DIGEST_MISMATCH", `layer ${l.id}: manifest differs from the one resolved`, { path: `/layers/${i}/manifest_sha256` });
+    }
+    if (doc.value.sha256 !== l.sha256) throw new CairnError("DIGEST_MISMATCH", `layer ${l.id}: manifest names another blob`, { path: `/layers/${i}/sha256` });
+    if (opts.layerKeys.length > 0 && l.signature?.status === "signed") {
+      attest({ envelope: parseEnvelope(parseJsonBytes(envBytes)), envelopeSha256: sha256(envBytes) }, opts.layerKeys, false, `layer ${l.id}`);
+    }
+  }
+  return lock.layers.length;
+}
+
+export function verifyLock(path: string, opts: VerifyOptions): VerifyReport {
+  const read = readLockfile(path, opts.keys);
+  const lock = read.lock;
+  const environment_id = environmentId(lock); // LOCK_UNFROZEN for an unfrozen lockfile
+  const fresh = checkFreshness(lock.resolved_at, opts.now, opts.maxAgeMs, opts.maxAgeText);
+  checkPolicy(lock, opts.allowUnsignedOffline);
+  const layers_checked = opts.registries.length > 0 ? checkLayers(lock, opts) : null;
+  return { lock, environment_id, signature: read.signature!, freshness: fresh, verification_policy: lock.verification_policy, layers_checked };
+}
