@@ -1,0 +1,112 @@
+// Conformance suite C7: environment manifests. Each file in vectors/ is a
+// group of cases, input (devcontainer.json text) → expected outcome:
+//   expect.address        the exact blake3 address (pins stability across releases)
+//   expect.not_address    an address the input must NOT produce (controls)
+//   expect.core_has       a subset of the expected core, written by hand
+//   expect.pinned / image_pinned / unpinned   the pinning labels
+//   expect.refused        the error code; expect.paths the offending fields
+// Resume cases carry `snapshot` and `offered` inputs and expect
+// {resume:"ok"} or {refused:"RESUME_MISMATCH", paths}.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { CairnError, parseJsonText } from "../../../src/core/index.ts";
+import { checkResume, ingestDevcontainer, manifestText, parseManifest, snapshotRefOf, type EnvManifest } from "../../../src/manifest/index.ts";
+
+interface Expect {
+  address?: string;
+  not_address?: string;
+  core_has?: { [k: string]: unknown };
+  pinned?: boolean;
+  image_pinned?: boolean;
+  unpinned?: string[];
+  refused?: string;
+  paths?: string[];
+  resume?: "ok";
+}
+interface Case {
+  name: string;
+  input?: string;
+  snapshot?: string;
+  offered?: string;
+  expect: Expect;
+}
+
+const VECTORS = fileURLToPath(new URL("./vectors", import.meta.url));
+
+function ingestText(text: string): EnvManifest {
+  return ingestDevcontainer(parseJsonText(text, { jsonc: true })).manifest;
+}
+
+function refusal(fn: () => unknown): CairnError | undefined {
+  try {
+    fn();
+  } catch (e) {
+    if (e instanceof CairnError) return e;
+    throw e;
+  }
+  return undefined;
+}
+
+function pathsOf(e: CairnError): string[] {
+  return e.issues.length > 0 ? [...new Set(e.issues.map((i) => i.path))].sort() : [e.path ?? ""];
+}
+
+function subset(actual: unknown, expected: unknown, where: string): void {
+  if (typeof expected === "object" && expected !== null && !Array.isArray(expected)) {
+    assert.ok(typeof actual === "object" && actual !== null, `${where}: expected an object`);
+    for (const [k, v] of Object.entries(expected)) subset((actual as { [k: string]: unknown })[k], v, `${where}/${k}`);
+  } else assert.deepEqual(actual, expected, where);
+}
+
+function run(c: Case): void {
+  const x = c.expect;
+  if (c.snapshot !== undefined && c.offered !== undefined) {
+    const snap = snapshotRefOf(ingestText(c.snapshot));
+    const e = refusal(() => checkResume(snap, ingestText(c.offered!)));
+    if (x.resume === "ok") assert.equal(e, undefined, e?.message);
+    else {
+      assert.equal(e?.code, x.refused, e?.message);
+      assert.deepEqual(pathsOf(e!), [...(x.paths ?? [])].sort());
+    }
+    return;
+  }
+  const text = c.input!;
+  if (x.refused !== undefined) {
+    const e = refusal(() => ingestText(text));
+    assert.ok(e, "expected a refusal, but the input was accepted");
+    assert.equal(e.code, x.refused, e.message);
+    if (x.paths) assert.deepEqual(pathsOf(e), [...x.paths].sort());
+    return;
+  }
+  const m = ingestText(text);
+  if (x.address !== undefined) assert.equal(m.address, x.address);
+  if (x.not_address !== undefined) assert.notEqual(m.address, x.not_address);
+  if (x.core_has !== undefined) subset(m.core, x.core_has, "core");
+  if (x.pinned !== undefined) assert.equal(m.pinned, x.pinned);
+  if (x.image_pinned !== undefined) assert.equal(m.image_pinned, x.image_pinned);
+  if (x.unpinned !== undefined) assert.deepEqual(m.unpinned, x.unpinned);
+  // Every accepted input also survives its own manifest document.
+  assert.deepEqual(parseManifest(parseJsonText(manifestText(m))), m);
+}
+
+const files = readdirSync(VECTORS).filter((f) => f.endsWith(".json")).sort();
+
+test("C7 vector files are present and cover every required group", () => {
+  const groups = files.map((f) => f.replace(/\.json$/, ""));
+  for (const g of ["determinism", "refused", "parsing", "substitutions", "mounts", "pinning", "resume"]) assert.ok(groups.includes(g), g);
+});
+
+for (const f of files) {
+  const doc = JSON.parse(readFileSync(join(VECTORS, f), "utf8")) as { group: string; cases: Case[] };
+  test(`C7 ${doc.group}`, async (t) => {
+    assert.ok(doc.cases.length > 0);
+    // Every group with refusals also has at least one accepted control.
+    if (doc.cases.some((c) => c.expect.refused !== undefined)) {
+      assert.ok(doc.cases.some((c) => c.expect.refused === undefined), `${doc.group} has no positive control`);
+    }
+    for (const c of doc.cases) await t.test(c.name, () => run(c));
+  });
+}
