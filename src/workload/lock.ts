@@ -16,6 +16,9 @@ export const LOCK_SCHEMA = "cairn.workload-lock/1";
 /** A lock is small (one row per raw object); anything bigger is not a lock. */
 export const LOCK_MAX_BYTES = 4 * 1024 * 1024;
 
+/** Every top-level lock field, for the identity scope test (identity.ts places each one). */
+export const LOCK_FIELDS = ["schema", "workload", "source_kind", "identities", "policy", "raw", "derived", "created", "cairn_version", "lock_digest"] as const;
+
 export interface WorkloadLock {
   readonly kind: SourceKind;
   readonly identities: WorkloadIdentities;
@@ -62,7 +65,7 @@ function digestField(c: Checker, o: JsonObject, key: string, path: string): Sha2
 export function parseLock(bytes: Uint8Array, name: string): WorkloadLock {
   const model = parseJsonBytes(bytes, { source: name });
   const c = new Checker("WORKLOAD_LOCK_INVALID");
-  const o = c.object(model, "", ["schema", "workload", "source_kind", "identities", "policy", "raw", "derived", "created", "cairn_version", "lock_digest"]);
+  const o = c.object(model, "", LOCK_FIELDS);
   c.done(`workload lock ${name} refused`);
   const top = o!;
   if (top.schema !== LOCK_SCHEMA) c.add("/schema", `must be "${LOCK_SCHEMA}"`);

@@ -65,6 +65,9 @@ function requiredString(c: Checker, o: JsonObject, key: string, path: string, ma
 }
 const OCI_KEYS = ["layout", "manifest"] as const;
 
+/** Every field the spec parser accepts, for the identity scope test (identity.ts places each one). */
+export const SPEC_FIELDS = { top: TOP_KEYS, binary: BINARY_KEYS, oci: OCI_KEYS } as const;
+
 function checkBinary(c: Checker, o: JsonObject, path: string): BinarySourceSpec | undefined {
   const unsafePath = requiredString(c, o, "path", path, 4096);
   const args = "args" in o ? c.stringArray(o.args, childPath(path, "args")) : [];

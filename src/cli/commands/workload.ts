@@ -1,0 +1,13 @@
+import type { Command } from "commander";
+import type { Context } from "../main.ts";
+import { registerWorkloadAssemble } from "./workload-assemble.ts";
+import { registerWorkloadShow } from "./workload-show.ts";
+import { registerWorkloadVerify } from "./workload-verify.ts";
+
+/** `cairn workload assemble|verify|show`: static executables and OCI layouts into canonical, locked workloads. */
+export function registerWorkload(program: Command, ctx: Context): void {
+  const workload = program.command("workload").description("workloads: a static executable or an OCI image layout → canonical, content-addressed, locked");
+  registerWorkloadAssemble(workload, ctx);
+  registerWorkloadVerify(workload, ctx);
+  registerWorkloadShow(workload, ctx);
+}

@@ -1,0 +1,107 @@
+/**
+ * `assemble`: spec → verified source bytes → canonical tree, launch and
+ * identities → content store (raw objects, tree contents, derived entry) →
+ * private workload lock. Order of publication is what makes a crash safe:
+ * raw objects and file contents first, the derived entry (which names them)
+ * next, the lock (which names the entry) last. Every step publishes a
+ * complete file atomically, so a SIGKILL at any moment leaves either no lock
+ * or a lock whose whole closure is in the store.
+ */
+import { basename, dirname, extname, join, resolve } from "node:path";
+import { CairnError, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
+import { Store } from "../store/index.ts";
+import { deriveBinary, type Derived } from "./derive.ts";
+import type { SourceKind, WorkloadIdentities } from "./identity.ts";
+import { encodeLock, type WorkloadLock } from "./lock.ts";
+import { readSourceFile } from "./source-file.ts";
+import { parseWorkloadSpec } from "./spec.ts";
+
+/** A spec is a short document; this bounds the read before parsing. */
+export const SPEC_MAX_BYTES = 1024 * 1024;
+
+export interface AssembleOptions {
+  readonly specPath: string;
+  readonly storeDir: string;
+  /** Default: beside the spec, `<spec name without extension>.lock.json`. */
+  readonly lockOut?: string | undefined;
+  readonly cairnVersion: string;
+  /** Wall clock for the lock's `created` provenance (not part of any identity). */
+  readonly now?: () => Date;
+  /** Progress lines for large inputs (the CLI shows them on a TTY). */
+  readonly progress?: ((line: string) => void) | undefined;
+}
+
+export interface AssembleResult {
+  readonly kind: SourceKind;
+  readonly identities: WorkloadIdentities;
+  readonly lockPath: string;
+  readonly derivedDigest: Sha256Digest;
+  readonly files: number;
+  readonly entries: number;
+  readonly treeBytes: number;
+  readonly rawBytes: number;
+  readonly durationMs: number;
+}
+
+export function defaultLockPath(specPath: string): string {
+  const name = basename(specPath, extname(specPath));
+  return join(dirname(specPath), `${name}.lock.json`);
+}
+
+export async function assembleWorkload(opts: AssembleOptions): Promise<AssembleResult> {
+  const started = performance.now();
+  const specPath = resolve(opts.specPath);
+  const specBytes = readSourceFile(specPath, SPEC_MAX_BYTES, "specBytes");
+  const spec = parseWorkloadSpec(specBytes, specPath);
+  const store = new Store(opts.storeDir);
+  let derived: Derived;
+  try {
+    if (spec.source.kind === "binary") {
+      // The path is a locator, resolved against the spec's directory and never recorded.
+      const exePath = resolve(dirname(specPath), spec.source.path);
+      const exe = readSourceFile(exePath, spec.limits.fileSize, "fileSize");
+      derived = deriveBinary(spec, exe, exePath);
+      store.put("objects", exe);
+    } else {
+      const layoutDir = resolve(dirname(specPath), spec.source.layout);
+      // Loaded on demand: the OCI path compiles the image-spec schemas, which a binary workload never needs.
+      const { assembleOci } = await import("./oci-source.ts");
+      derived = await assembleOci(spec, layoutDir, store, opts.progress);
+    }
+    store.put("objects", derived.specBytes);
+    const published = store.put("derived", derived.derivedBytes);
+    if (published !== derived.derivedDigest) throw new CairnError("STORE_CONFLICT", "derived entry digest changed while publishing", { path: published });
+  } finally {
+    store.close();
+  }
+  const lock: WorkloadLock = {
+    kind: derived.kind,
+    identities: derived.identities,
+    policy: derived.policy,
+    raw: derived.raw,
+    derived: { digest: derived.derivedDigest, size: derived.derivedBytes.length },
+    created: (opts.now ?? (() => new Date()))().toISOString(),
+    cairnVersion: opts.cairnVersion,
+  };
+  const lockPath = resolve(opts.lockOut ?? defaultLockPath(specPath));
+  writeFileAtomic(lockPath, encodeLock(lock), { mode: 0o600 });
+  let files = 0;
+  let treeBytes = 0;
+  for (const e of derived.tree.values()) {
+    if (e.type === "file") {
+      files++;
+      treeBytes += e.size;
+    }
+  }
+  return {
+    kind: derived.kind,
+    identities: derived.identities,
+    lockPath,
+    derivedDigest: derived.derivedDigest,
+    files,
+    entries: derived.tree.size,
+    treeBytes,
+    rawBytes: derived.raw.reduce((n, r) => n + r.size, 0),
+    durationMs: Math.round(performance.now() - started),
+  };
+}

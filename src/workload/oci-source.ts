@@ -1,0 +1,109 @@
+/**
+ * OCI workloads: glue between the OCI reader (`oci/`), layer application
+ * (`layers/`) and the store, for both assembly (reading the user's layout)
+ * and verification (reading the store's raw copies through the same reader
+ * code, so verify reparses the selected graph with every check assembly ran).
+ */
+import { constants } from "node:fs";
+import { open } from "node:fs/promises";
+import { join } from "node:path";
+import { CairnError, type Sha256Digest } from "../core/index.ts";
+import type { Store } from "../store/index.ts";
+import type { RawRef } from "./closure.ts";
+import { finishDerivation, type Derived } from "./derive.ts";
+import { applyLayers } from "./layers/index.ts";
+import { launchFromOci } from "./launch.ts";
+import type { WorkloadLock } from "./lock.ts";
+import { readOciSource, type OciObjectReader, type OciSource, type OpenedFile } from "./oci/index.ts";
+import type { WorkloadSpec } from "./spec.ts";
+import type { ContentSink } from "./tree.ts";
+
+/** The raw closure of an OCI source, in lock order. */
+function rawRefs(src: OciSource): RawRef[] {
+  const refs: RawRef[] = [
+    { role: "oci-layout", digest: src.ociLayout.digest, size: src.ociLayout.size },
+    { role: "index", digest: src.index.digest, size: src.index.size },
+    { role: "descriptor", digest: src.descriptor.digest, size: src.descriptor.size },
+    { role: "manifest", digest: src.manifest.digest, size: src.manifest.size },
+    { role: "config", digest: src.config.digest, size: src.config.size },
+  ];
+  for (const l of src.layers) refs.push({ role: "layer", digest: l.digest, size: l.size });
+  return refs;
+}
+
+function storeSink(store: Store, checkExisting: boolean): ContentSink {
+  return {
+    async put(data: Uint8Array) {
+      return { sha256: store.put("objects", data, { checkExisting }), size: data.length };
+    },
+  };
+}
+
+async function deriveFromSource(spec: WorkloadSpec, src: OciSource, store: Store, checkExisting: boolean): Promise<Derived> {
+  if (spec.source.kind !== "oci") throw new CairnError("WORKLOAD_SPEC_INVALID", "not an OCI spec", { path: "/source" });
+  // Launch first: a root or shell-form image is refused before any layer is expanded.
+  const launch = launchFromOci(src.launch);
+  const { tree } = await applyLayers({ layers: src.layers, policy: spec.policy, limits: spec.limits, sink: storeSink(store, checkExisting) });
+  const wd = tree.get(launch.workdir);
+  if (wd !== undefined && wd.type !== "dir") {
+    throw new CairnError("LAUNCH_INVALID", `WorkingDir ${launch.workdir} is not a directory in the image`, { path: "/config/config/WorkingDir" });
+  }
+  return finishDerivation({ spec, tree, launch, source: { kind: "oci", manifest: src.manifest.digest }, raw: rawRefs(src) });
+}
+
+/** Assembly: reads the user's layout into the store's staging, derives, and adopts the raw objects. */
+export async function assembleOci(spec: WorkloadSpec, layoutDir: string, store: Store, progress?: (line: string) => void): Promise<Derived> {
+  if (spec.source.kind !== "oci") throw new CairnError("WORKLOAD_SPEC_INVALID", "not an OCI spec", { path: "/source" });
+  const src = await readOciSource({ layoutDir, manifestDigest: spec.source.manifest, stagingDir: join(store.stagingDir, "oci"), limits: spec.limits });
+  const total = src.layers.reduce((n, l) => n + l.size, 0);
+  progress?.(`applying ${src.layers.length} layer(s), ${total} bytes compressed`);
+  const derived = await deriveFromSource(spec, src, store, false);
+  for (const o of [src.ociLayout, src.index, src.descriptor, src.manifest, src.config]) store.put("objects", o.bytes);
+  const adopted = new Set<Sha256Digest>();
+  for (const l of src.layers) {
+    if (adopted.has(l.digest)) continue;
+    adopted.add(l.digest);
+    store.adopt("objects", l.path, l.digest, l.size);
+  }
+  return derived;
+}
+
+/**
+ * A reader of raw OCI objects from the store, restricted to the lock's raw
+ * closure: anything the lock does not name is missing, so verify cannot be
+ * steered to other store content.
+ */
+function storeReader(lock: WorkloadLock, store: Store): OciObjectReader {
+  const byRole = (role: RawRef["role"]): RawRef => {
+    const r = lock.raw.find((x) => x.role === role);
+    if (r === undefined) throw new CairnError("WORKLOAD_MISMATCH", `the lock's raw closure has no ${role}`, { path: "/raw" });
+    return r;
+  };
+  const named = new Set(lock.raw.filter((r) => r.role === "manifest" || r.role === "config" || r.role === "layer").map((r) => r.digest));
+  const openObject = async (ref: { digest: Sha256Digest; size: number }, locator: string): Promise<OpenedFile> => {
+    store.require("objects", ref.digest, ref.size);
+    const handle = await open(store.pathOf("objects", ref.digest), constants.O_RDONLY | constants.O_NOFOLLOW);
+    const st = await handle.stat();
+    return { handle, size: st.size, locator };
+  };
+  return {
+    async openTop(name) {
+      return openObject(byRole(name === "index.json" ? "index" : "oci-layout"), `store ${name}`);
+    },
+    async openBlob(digest, path) {
+      const ref = lock.raw.find((r) => r.digest === digest);
+      if (!named.has(digest) || ref === undefined) {
+        throw new CairnError("OCI_MISSING_BLOB", `blob ${digest} is not in the lock's raw closure`, { path });
+      }
+      return openObject(ref, `store blob ${digest}`);
+    },
+    async close() {},
+  };
+}
+
+/** Verification: the selected graph reparsed from stored raw objects, layers rechecked against DiffIDs, tree rebuilt. */
+export async function verifyOci(spec: WorkloadSpec, lock: WorkloadLock, store: Store): Promise<Derived> {
+  if (spec.source.kind !== "oci") throw new CairnError("WORKLOAD_SPEC_INVALID", "not an OCI spec", { path: "/source" });
+  const src = await readOciSource({ reader: storeReader(lock, store), manifestDigest: spec.source.manifest, stagingDir: join(store.stagingDir, "oci"), limits: spec.limits });
+  return deriveFromSource(spec, src, store, true);
+}

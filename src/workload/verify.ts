@@ -1,0 +1,157 @@
+/**
+ * Replay preflight: `openVerifiedWorkload(lockPath, storeDir)` is the only way
+ * the run code obtains a workload. It trusts neither the lock's recorded
+ * identities nor the store's files:
+ *  1. the lock parses strictly and matches its lock_digest;
+ *  2. every raw object the lock names is read from the store and checked
+ *     against its digest and size (a missing one fails even when the derived
+ *     entry exists; nothing falls back to the live source);
+ *  3. the canonical spec is reparsed from its raw object and must re-encode
+ *     to the same bytes;
+ *  4. the source is re-derived from raw objects only (binary: the ELF gate
+ *     again; OCI: the selected graph reparsed, every layer rechecked against
+ *     its DiffID, the tree rebuilt), and every identity recomputed;
+ *  5. recomputed values are compared with the lock field by field, in a fixed
+ *     order, and the first difference is refused naming the field (never an
+ *     environment value);
+ *  6. the stored derived entry must be present and byte-identical to the
+ *     rebuilt one; tree file contents are re-put into the store when missing
+ *     or corrupt (they are derived, so they can be rebuilt).
+ * Only then are the tree, a verifying content source and the launch handed out.
+ */
+import { CairnError, ioError, type Sha256Digest } from "../core/index.ts";
+import { Store } from "../store/index.ts";
+import { deriveBinary, type Derived } from "./derive.ts";
+import type { SourceKind, WorkloadIdentities } from "./identity.ts";
+import type { Launch } from "./launch.ts";
+import { LOCK_MAX_BYTES, parseLock, type WorkloadLock } from "./lock.ts";
+import { canonicalSpecBytes } from "./derive.ts";
+import { parseCanonicalSpec, type WorkloadSpec } from "./spec.ts";
+import type { CanonicalTree, ContentSource } from "./tree.ts";
+import { readSourceFile } from "./source-file.ts";
+
+export interface VerifiedWorkload {
+  readonly lock: WorkloadLock;
+  readonly kind: SourceKind;
+  /** The spec as reparsed from its stored canonical form (locators are absent). */
+  readonly spec: WorkloadSpec;
+  /** The spec's raw `run` section for the runs code, undefined when absent. */
+  readonly run: WorkloadSpec["run"];
+  readonly tree: CanonicalTree;
+  /** File bytes by sha256, read from the store and verified on every call. */
+  readonly content: ContentSource;
+  readonly launch: Launch;
+  readonly identities: WorkloadIdentities;
+  readonly derivedDigest: Sha256Digest;
+}
+
+function mismatch(field: string, what: string): never {
+  throw new CairnError("WORKLOAD_MISMATCH", `${what} differs from the lock (${field})`, {
+    path: field,
+    hint: "the store or the lock changed since assembly; assemble again from the original inputs",
+  });
+}
+
+/** Compares re-derived values with the lock; the first incompatible field is refused. */
+function compareWithLock(lock: WorkloadLock, d: Derived): void {
+  if (d.kind !== lock.kind) mismatch("/source_kind", "the source kind");
+  if (d.raw.length !== lock.raw.length) mismatch("/raw", "the raw closure");
+  d.raw.forEach((r, i) => {
+    const l = lock.raw[i]!;
+    if (r.role !== l.role || r.digest !== l.digest || r.size !== l.size) mismatch(`/raw/${i}`, `the raw ${l.role} object`);
+  });
+  if (d.identities.source !== lock.identities.source) mismatch("/identities/source", "the source identity");
+  if (d.identities.fs !== lock.identities.fs) mismatch("/identities/fs", "the canonical filesystem identity");
+  if (d.identities.launch !== lock.identities.launch) mismatch("/identities/launch", "the launch identity");
+  if (d.policy.hardlinks !== lock.policy.hardlinks || d.policy.setid !== lock.policy.setid) mismatch("/policy", "the layer policy");
+  if (d.identities.workload !== lock.identities.workload) mismatch("/workload", "the workload identity");
+  if (d.derivedDigest !== lock.derived.digest || d.derivedBytes.length !== lock.derived.size) mismatch("/derived", "the derived entry");
+}
+
+function readLock(lockPath: string): WorkloadLock {
+  let bytes: Buffer;
+  try {
+    bytes = readSourceFile(lockPath, LOCK_MAX_BYTES, "lockBytes");
+  } catch (e) {
+    if (e instanceof CairnError && e.code === "IO_ERROR") throw e;
+    if (e instanceof CairnError) throw new CairnError("WORKLOAD_LOCK_INVALID", e.message, { path: lockPath, hint: e.hint, cause: e });
+    throw ioError(lockPath, e);
+  }
+  return parseLock(bytes, lockPath);
+}
+
+/** Fully verifies a workload lock against a store and returns only verified data. */
+export async function openVerifiedWorkload(lockPath: string, storeDir: string): Promise<VerifiedWorkload> {
+  const lock = readLock(lockPath);
+  const store = new Store(storeDir, { write: false });
+  // 2. every raw object, in lock order, before anything is parsed
+  const raw = new Map<Sha256Digest, Buffer>();
+  lock.raw.forEach((r) => {
+    if (r.role === "layer") {
+      // Layers can be large: check presence and size here, digest when they are re-applied (step 4).
+      store.require("objects", r.digest, r.size);
+      return;
+    }
+    store.require("objects", r.digest, r.size);
+    raw.set(r.digest, store.read("objects", r.digest, r.size, "rawObjectBytes"));
+  });
+  // 3. the canonical spec, reparsed and re-encoded
+  const specRef = lock.raw[0];
+  if (specRef?.role !== "spec") mismatch("/raw/0/role", "the first raw object (the spec)");
+  const specBytes = raw.get(specRef.digest)!;
+  const spec = parseCanonicalSpec(specBytes, `stored spec ${specRef.digest}`);
+  if (!canonicalSpecBytes(spec).equals(specBytes)) mismatch("/raw/0", "the stored spec's canonical form");
+  if (spec.source.kind !== lock.kind) mismatch("/source_kind", "the spec's source kind");
+  // 4. re-derive from raw objects only
+  let derived: Derived;
+  const writable = new Store(storeDir); // verify may re-put derived file contents; it never writes raw objects
+  try {
+    if (spec.source.kind === "binary") {
+      const exeRef = lock.raw.find((r) => r.role === "executable");
+      if (exeRef === undefined) mismatch("/raw", "the raw closure (no executable)");
+      derived = deriveBinary(spec, raw.get(exeRef.digest)!, `stored executable ${exeRef.digest}`);
+    } else {
+      const { verifyOci } = await import("./oci-source.ts");
+      derived = await verifyOci(spec, lock, writable);
+    }
+    // 5. compare, first incompatible field wins
+    compareWithLock(lock, derived);
+    // 6. the stored derived entry must be exactly the rebuilt one
+    const stored = store.read("derived", lock.derived.digest, lock.derived.size, "derivedBytes");
+    if (!stored.equals(derived.derivedBytes)) mismatch("/derived", "the stored derived entry");
+    for (const e of derived.tree.values()) {
+      if (e.type === "file" && !store.has("objects", e.sha256, e.size)) {
+        throw new CairnError("STORE_MISSING", `file content ${e.sha256} of ${e.path} is not in the store`, { path: e.path, hint: "assemble again into this store" });
+      }
+    }
+  } finally {
+    writable.close();
+  }
+  const sizes = new Map<Sha256Digest, number>();
+  for (const e of derived.tree.values()) if (e.type === "file") sizes.set(e.sha256, e.size);
+  const content: ContentSource = {
+    async get(sha256: Sha256Digest): Promise<Uint8Array> {
+      const size = sizes.get(sha256);
+      if (size === undefined) {
+        throw new CairnError("STORE_MISSING", `${sha256} is not a file of this workload`, { path: sha256 });
+      }
+      return store.read("objects", sha256, size, "fileSize");
+    },
+  };
+  return {
+    lock,
+    kind: lock.kind,
+    spec,
+    run: spec.run,
+    tree: derived.tree,
+    content,
+    launch: derived.launch,
+    identities: derived.identities,
+    derivedDigest: derived.derivedDigest,
+  };
+}
+
+/** Reads a lock without verifying the store (for `workload show`); still checks lock_digest. */
+export function readWorkloadLock(lockPath: string): WorkloadLock {
+  return readLock(lockPath);
+}

@@ -1,0 +1,88 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { sha256 } from "../../src/core/index.ts";
+import { Store } from "../../src/store/index.ts";
+import { openVerifiedWorkload } from "../../src/workload/index.ts";
+import { GCC_SKIP, programBytes } from "./fixtures/static-program.ts";
+import { binaryWorkspace } from "./fixtures/workspace.ts";
+
+const CHILD = fileURLToPath(new URL("./fixtures/assemble-child.ts", import.meta.url));
+
+function runChild(args: string[]): { done: Promise<{ code: number | null; signal: string | null; out: string }>; firstResult: Promise<void>; kill: () => void } {
+  const child = spawn(process.execPath, ["--import", "tsx", CHILD, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  let first!: () => void;
+  const firstResult = new Promise<void>((res) => (first = res));
+  child.stdout.on("data", (d: Buffer) => {
+    out += d.toString();
+    first();
+  });
+  child.stderr.on("data", (d: Buffer) => (out += d.toString()));
+  const done = new Promise<{ code: number | null; signal: string | null; out: string }>((res) => child.on("close", (code, signal) => res({ code, signal, out })));
+  child.on("close", () => first());
+  return { done, firstResult, kill: () => void child.kill("SIGKILL") };
+}
+
+/** Every published file in objects/ and derived/ is complete: its bytes hash to its name. No stray files. */
+function assertStoreWhole(storeDir: string): number {
+  let n = 0;
+  for (const area of ["objects", "derived"]) {
+    const dir = join(storeDir, area, "sha256");
+    if (!existsSync(dir)) continue;
+    for (const name of readdirSync(dir)) {
+      assert.match(name, /^[0-9a-f]{64}$/, `stray file ${area}/${name}`);
+      assert.equal(sha256(readFileSync(join(dir, name))), `sha256:${name}`, `partial ${area}/${name}`);
+      n++;
+    }
+  }
+  return n;
+}
+
+test("SIGKILL at random moments never leaves a published partial entry; the next writer cleans staging", { skip: GCC_SKIP, timeout: 120_000 }, async (t) => {
+  // A padded executable (trailing bytes after the segments are valid ELF) makes each write take a while.
+  const ws = binaryWorkspace();
+  writeFileSync(join(ws.dir, "hello"), Buffer.concat([programBytes("static"), Buffer.alloc(24 * 1024 * 1024, 7)]));
+  const lockBase = join(ws.dir, "crash.lock");
+  const iterations = 6;
+  let killedMidWrite = 0;
+  for (let i = 0; i < iterations; i++) {
+    const c = runChild([ws.specPath, ws.storeDir, lockBase, "loop"]);
+    // Kill at a random moment inside the assembly loop (after the first one, so startup is not what gets killed).
+    await c.firstResult;
+    await new Promise((r) => setTimeout(r, Math.floor(Math.random() * 250)));
+    c.kill();
+    const { signal } = await c.done;
+    assert.equal(signal, "SIGKILL");
+    assertStoreWhole(ws.storeDir);
+    if (readdirSync(join(ws.storeDir, "staging")).length > 0) killedMidWrite++;
+    // Every lock that exists is complete and verifies: the lock is published last.
+    for (const name of readdirSync(ws.dir).filter((f) => /^crash\.lock\.\d+\.json$/.test(f))) {
+      await openVerifiedWorkload(join(ws.dir, name), ws.storeDir);
+    }
+  }
+  const leftovers = readdirSync(join(ws.storeDir, "staging"));
+  t.diagnostic(`kills that landed mid-write (staging left behind): ${killedMidWrite} of ${iterations}`);
+  // The next writer removes dead writers' staging.
+  const s = new Store(ws.storeDir);
+  s.close();
+  assert.deepEqual(readdirSync(join(ws.storeDir, "staging")), [], `leftovers before: ${leftovers.length}`);
+  const final = runChild([ws.specPath, ws.storeDir, ws.lockPath]);
+  assert.equal((await final.done).code, 0);
+  await openVerifiedWorkload(ws.lockPath, ws.storeDir);
+});
+
+test("concurrent assemblers of one workload produce the same bytes and a store that verifies", { skip: GCC_SKIP, timeout: 120_000 }, async () => {
+  const ws = binaryWorkspace();
+  const children = Array.from({ length: 4 }, (_, i) => runChild([ws.specPath, ws.storeDir, join(ws.dir, `c${i}.lock.json`)]));
+  const results = await Promise.all(children.map((c) => c.done));
+  for (const r of results) assert.equal(r.code, 0, r.out);
+  const ids = new Set(results.map((r) => r.out.trim()));
+  assert.equal(ids.size, 1, "every assembler reports the same workload and derived entry");
+  assertStoreWhole(ws.storeDir);
+  for (let i = 0; i < 4; i++) await openVerifiedWorkload(join(ws.dir, `c${i}.lock.json`), ws.storeDir);
+  assert.deepEqual(readdirSync(join(ws.storeDir, "staging")), []);
+});
