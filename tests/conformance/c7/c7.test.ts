@@ -12,8 +12,10 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { CairnError, parseJsonText } from "../../../src/core/index.ts";
-import { checkResume, ingestDevcontainer, manifestText, parseManifest, snapshotRefOf, type EnvManifest } from "../../../src/manifest/index.ts";
+import { Ajv2019 } from "ajv/dist/2019.js";
+import { CairnError, parseJsonText, toJsonValue } from "../../../src/core/index.ts";
+import { checkResume, ingestDevcontainer, manifestText, MANIFEST_FIELD_SCOPE, parseManifest, snapshotRefOf, type EnvManifest } from "../../../src/manifest/index.ts";
+import { skipUnlessVectors, vectorsPath } from "../../helpers/vectors.ts";
 
 interface Expect {
   address?: string;
@@ -110,3 +112,27 @@ for (const f of files) {
     for (const c of doc.cases) await t.test(c.name, () => run(c));
   });
 }
+
+test("C7 every accepted input is valid under the official devcontainer schema (independent oracle)", { skip: skipUnlessVectors("devcontainer", "devContainer.base.schema.json") }, () => {
+  const schema = JSON.parse(readFileSync(vectorsPath("devcontainer", "devContainer.base.schema.json")!, "utf8")) as object;
+  const validate = new Ajv2019({ strict: false, allErrors: true, validateFormats: false }).compile(schema);
+  // Legacy spellings are accepted by cairn but no longer listed by the schema.
+  const legacy = Object.entries(MANIFEST_FIELD_SCOPE).filter(([, v]) => "legacy" in v).map(([k]) => k);
+  let checked = 0;
+  for (const f of files) {
+    const doc = JSON.parse(readFileSync(join(VECTORS, f), "utf8")) as { cases: Case[] };
+    for (const c of doc.cases) {
+      if (c.expect.refused !== undefined) continue;
+      for (const text of [c.input, c.snapshot, c.offered]) {
+        if (text === undefined) continue;
+        const v = toJsonValue(parseJsonText(text, { jsonc: true }));
+        if (legacy.some((k) => typeof v === "object" && v !== null && k in v)) continue;
+        assert.ok(validate(v), `${f} / ${c.name}: ${JSON.stringify(validate.errors?.slice(0, 2))}`);
+        checked++;
+      }
+    }
+  }
+  assert.ok(checked > 30, `only ${checked} inputs checked`);
+  // Control: the schema does reject something (a wrongly typed image).
+  assert.equal(validate({ image: 42 }), false);
+});
