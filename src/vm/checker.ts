@@ -1,0 +1,110 @@
+/**
+ * The host-side checker: application assertions declared in the spec
+ * (`run.expect`), evaluated against the agent's process and byte facts.
+ * Results name what was checked and carry counts, indices and digests —
+ * never output bytes — so they can go into the shareable failure bundle.
+ */
+import { canonicalBytes, sha256, type Sha256Digest } from "../core/index.ts";
+import type { DecodedProtocol, NormalizedEvent } from "./protocol.ts";
+import type { Expectation } from "./scenario.ts";
+
+export interface AssertionResult {
+  readonly invocation: number;
+  readonly check: string;
+  readonly ok: boolean;
+  readonly expected: number | string | null;
+  readonly actual: number | string | null;
+  /** For line checks: the first expected line (0-based) that did not match, or null. */
+  readonly first_mismatch?: number | null;
+}
+
+/** Lines of a stream: split on "\n"; a trailing newline does not add an empty line. */
+export function splitLines(bytes: Buffer): Buffer[] {
+  if (bytes.length === 0) return [];
+  const parts: Buffer[] = [];
+  let start = 0;
+  for (let i = 0; i < bytes.length; i++) {
+    if (bytes[i] === 0x0a) {
+      parts.push(bytes.subarray(start, i));
+      start = i + 1;
+    }
+  }
+  if (start < bytes.length) parts.push(bytes.subarray(start));
+  return parts;
+}
+
+function linesEqual(actual: Buffer[], expected: readonly string[]): number | null {
+  const n = Math.max(actual.length, expected.length);
+  for (let i = 0; i < n; i++) {
+    const a = actual[i];
+    const e = expected[i];
+    if (a === undefined || e === undefined || !a.equals(Buffer.from(e, "utf8"))) return i;
+  }
+  return null;
+}
+
+function linesInclude(actual: Buffer[], expected: readonly string[]): number | null {
+  const have = new Set(actual.map((b) => b.toString("latin1")));
+  for (let i = 0; i < expected.length; i++) {
+    if (!have.has(Buffer.from(expected[i]!, "utf8").toString("latin1"))) return i;
+  }
+  return null;
+}
+
+export function checkAssertions(expect: readonly Expectation[], decoded: DecodedProtocol): AssertionResult[] {
+  const results: AssertionResult[] = [];
+  for (const e of expect) {
+    const inv = e.invocation;
+    const exit = decoded.events.find((x): x is Extract<NormalizedEvent, { event: "exit" }> => x.event === "exit" && x.invocation === inv);
+    const streams = decoded.streams.get(inv) ?? { stdout: Buffer.alloc(0), stderr: Buffer.alloc(0) };
+    if (e.exitCode !== undefined) {
+      const actual = exit?.kind === "exited" ? exit.code : null;
+      results.push({ invocation: inv, check: "exit-code", ok: actual === e.exitCode, expected: e.exitCode, actual });
+    }
+    if (e.signal !== undefined) {
+      const actual = exit?.kind === "signaled" ? exit.code : null;
+      results.push({ invocation: inv, check: "signal", ok: actual === e.signal, expected: e.signal, actual });
+    }
+    for (const name of ["stdout", "stderr"] as const) {
+      const bytes = streams[name];
+      const lines = splitLines(bytes);
+      const exact = name === "stdout" ? e.stdoutLines : e.stderrLines;
+      if (exact !== undefined) {
+        const m = linesEqual(lines, exact);
+        results.push({ invocation: inv, check: `${name}-lines`, ok: m === null, expected: exact.length, actual: lines.length, first_mismatch: m });
+      }
+      const some = name === "stdout" ? e.stdoutIncludes : e.stderrIncludes;
+      if (some !== undefined) {
+        const m = linesInclude(lines, some);
+        results.push({ invocation: inv, check: `${name}-includes`, ok: m === null, expected: some.length, actual: lines.length, first_mismatch: m });
+      }
+      const digest = name === "stdout" ? e.stdoutSha256 : e.stderrSha256;
+      if (digest !== undefined) {
+        const actual: Sha256Digest = sha256(bytes);
+        results.push({ invocation: inv, check: `${name}-sha256`, ok: actual === digest, expected: digest, actual });
+      }
+    }
+  }
+  return results;
+}
+
+export type RunStatus = "passed" | "assertions-failed" | "launch-failed" | "infrastructure-failure";
+
+export function runStatus(events: readonly NormalizedEvent[], results: readonly AssertionResult[]): RunStatus {
+  if (events.some((e) => e.event === "infra-failure" || (e.event === "final" && e.status !== "ok"))) return "infrastructure-failure";
+  if (results.some((r) => !r.ok)) return "assertions-failed";
+  if (events.some((e) => e.event === "launch-failure")) return results.length > 0 ? "passed" : "launch-failed";
+  return "passed";
+}
+
+export const OUTCOME_SCHEMA = "cairn.outcome/1";
+
+/**
+ * The outcome digest: sha256("cairn.outcome/1\0" || JCS({events, assertions})).
+ * It covers the normalized events (lifecycle, stdin offsets, exit status,
+ * per-stream byte counts and digests) and the assertion results; it does not
+ * cover frame boundaries, sequence numbers, timings or host paths.
+ */
+export function outcomeDigest(events: readonly NormalizedEvent[], assertions: readonly AssertionResult[]): Sha256Digest {
+  return sha256(Buffer.concat([Buffer.from(`${OUTCOME_SCHEMA}\0`, "utf8"), canonicalBytes({ events, assertions })]));
+}

@@ -1,0 +1,117 @@
+/**
+ * One guest, from inputs to decoded facts. `prepareGuest` is the single path
+ * from (workload tree, content, launch, scenario, kit) to the exact bytes
+ * QEMU will see and the VM identity that names them; record and replay both
+ * go through it, so a replay rebuilds the same image or is refused.
+ * `bootGuest` runs QEMU once (record, replay or plain) and decodes the
+ * protocol stream; `evaluate` applies the host-side checker.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { CairnError, sha256, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
+import type { CanonicalTree, ContentSource } from "../workload/tree.ts";
+import { checkAssertions, outcomeDigest, runStatus, type AssertionResult, type RunStatus } from "./checker.ts";
+import { buildGuestImage, type GuestImage } from "./initramfs.ts";
+import { encodeInputs, type GuestLaunch } from "./inputs.ts";
+import { readKitObject, type Kit } from "./kit.ts";
+import { decodeProtocol, DEFAULT_PROTOCOL_LIMITS, type DecodedProtocol, type NormalizedEvent } from "./protocol.ts";
+import { runQemu, type QemuResult, type RrMode } from "./qemu.ts";
+import type { Scenario } from "./scenario.ts";
+import { defaultVmIdentity, type VmIdentity } from "./vmid.ts";
+
+export interface GuestInputs {
+  readonly tree: CanonicalTree;
+  readonly content: ContentSource;
+  readonly launch: GuestLaunch;
+  readonly scenario: Scenario;
+}
+
+export interface PreparedGuest {
+  readonly inputs: Buffer;
+  readonly inputsDigest: Sha256Digest;
+  readonly image: GuestImage;
+  readonly vm: VmIdentity;
+  readonly kernelPath: string;
+  readonly scenario: Scenario;
+}
+
+/** Which kernel and agent to use: the kit's current ones (record) or the digests a run names (replay). */
+export interface KitChoice {
+  readonly kit: Kit;
+  readonly qemu: string;
+  readonly kernel?: Sha256Digest;
+  readonly agent?: Sha256Digest;
+}
+
+export async function prepareGuest(g: GuestInputs, choice: KitChoice): Promise<PreparedGuest> {
+  const kernel = readKitObject(choice.kit.dir, "kernels", choice.kernel ?? choice.kit.kernel.digest, "/vm/kernel");
+  const agent = readKitObject(choice.kit.dir, "agents", choice.agent ?? choice.kit.agent.digest, "/vm/agent");
+  const inputs = encodeInputs(g.launch, g.scenario);
+  const image = await buildGuestImage({ agent: agent.bytes, inputs, tree: g.tree, content: g.content });
+  const vm = defaultVmIdentity({ qemu: choice.qemu, kernel: sha256(kernel.bytes), agent: sha256(agent.bytes), initramfs: image.digest });
+  return { inputs, inputsDigest: sha256(inputs), image, vm, kernelPath: kernel.path, scenario: g.scenario };
+}
+
+export interface BootFiles {
+  /** Private directory for the initramfs copy, logs and protocol stream. */
+  readonly dir: string;
+  readonly rrfile: string;
+}
+
+export interface BootResult {
+  readonly qemu: QemuResult;
+  readonly protocolBytes: Buffer;
+  readonly decoded: DecodedProtocol;
+  readonly consoleLog: string;
+  readonly protocolLog: string;
+}
+
+/** QEMU exit statuses the agent produces through isa-debug-exit: (value << 1) | 1. */
+const AGENT_OK = 1;
+const AGENT_INFRA = 3;
+
+export async function bootGuest(p: PreparedGuest, mode: RrMode, files: BootFiles, timeoutMs: number): Promise<BootResult> {
+  const initrdPath = join(files.dir, "initramfs.img");
+  const consoleLog = join(files.dir, "console.log");
+  const protocolLog = join(files.dir, "protocol.bin");
+  writeFileAtomic(initrdPath, p.image.bytes, { mode: 0o600 });
+  writeFileAtomic(consoleLog, "", { mode: 0o600 });
+  writeFileAtomic(protocolLog, "", { mode: 0o600 });
+  const qemu = await runQemu(p.vm, { kernelPath: p.kernelPath, initrdPath, rrfile: files.rrfile, consoleLog, protocolLog }, mode, timeoutMs);
+  if (qemu.timedOut) {
+    throw new CairnError("RUN_TIMEOUT", `QEMU (${mode}) did not finish within ${timeoutMs} ms and was killed with its process group`, {
+      path: consoleLog,
+      hint: mode === "replay" ? "a replay hangs when anything differs from the record; the VM identity check should have caught it" : "raise --timeout, or lower run.limits.time-ms",
+    });
+  }
+  if (qemu.exitCode !== AGENT_OK && qemu.exitCode !== AGENT_INFRA) {
+    throw new CairnError("RUN_INFRASTRUCTURE", `QEMU (${mode}) exited with ${qemu.exitCode ?? qemu.signal} without the agent's status (guest crash or kernel panic)`, {
+      path: consoleLog,
+      hint: `the guest console log is in ${consoleLog} (private)${qemu.stderr ? `; QEMU said: ${qemu.stderr.trim().slice(0, 300)}` : ""}`,
+    });
+  }
+  const protocolBytes = readFileSync(protocolLog);
+  const decoded = decodeProtocol(protocolBytes, { ...DEFAULT_PROTOCOL_LIMITS, frameBytes: p.scenario.limits.frameBytes });
+  const statusOk = decoded.events.some((e) => e.event === "final" && e.status === "ok");
+  if (statusOk !== (qemu.exitCode === AGENT_OK)) {
+    throw new CairnError("RUN_INFRASTRUCTURE", "the QEMU exit status and the agent's final record disagree", { path: protocolLog });
+  }
+  return { qemu, protocolBytes, decoded, consoleLog, protocolLog };
+}
+
+export interface Evaluation {
+  readonly events: readonly NormalizedEvent[];
+  readonly assertions: readonly AssertionResult[];
+  readonly outcome: Sha256Digest;
+  readonly status: RunStatus;
+}
+
+export function evaluate(decoded: DecodedProtocol, scenario: Scenario): Evaluation {
+  const assertions = checkAssertions(scenario.expect, decoded);
+  return {
+    events: decoded.events,
+    assertions,
+    outcome: outcomeDigest(decoded.events, assertions),
+    status: runStatus(decoded.events, assertions),
+  };
+}

@@ -1,0 +1,203 @@
+/**
+ * The guest kit: what every run needs besides the workload — the QEMU
+ * version, the Debian kernel and the guest agent, kept content-addressed so a
+ * replay finds exactly the bytes its VM identity names, even after the kit
+ * was refreshed:
+ *
+ *   <kit>/kit.json                   current kernel, agent and QEMU version
+ *   <kit>/kernels/sha256/<hex>       kernels by digest (0644, never rewritten)
+ *   <kit>/agents/sha256/<hex>        agent builds by digest
+ *
+ * Location: `$CAIRN_KIT`, else `$CAIRN_HOME/kit`, else
+ * `$XDG_CACHE_HOME/cairn/kit`, else `~/.cache/cairn/kit`. No root is needed
+ * once set up; only `setupKit` installs Debian packages, and only as root.
+ */
+import { existsSync, mkdirSync, readFileSync, readdirSync } from "node:fs";
+import { homedir } from "node:os";
+import { isAbsolute, join, resolve } from "node:path";
+import {
+  CairnError,
+  Checker,
+  canonicalize,
+  digestComponents,
+  parseJsonBytes,
+  parseSha256,
+  sha256,
+  verifyDigest,
+  writeFileAtomic,
+  type Sha256Digest,
+} from "../core/index.ts";
+import { AGENT_SOURCE_DIR, buildAgent } from "./agentbuild.ts";
+import { hasTool, runTool } from "./host.ts";
+import { fetchKernel } from "./kernel.ts";
+import { QEMU_BINARY, QEMU_FIX } from "./qemu.ts";
+
+export const KIT_SCHEMA = "cairn.kit/1";
+
+export interface Kit {
+  readonly dir: string;
+  readonly qemu: string;
+  readonly kernel: { readonly digest: Sha256Digest; readonly package: string; readonly file: string };
+  readonly agent: { readonly digest: Sha256Digest; readonly source: Sha256Digest; readonly compiler: string };
+}
+
+export function kitDir(env: NodeJS.ProcessEnv, cwd: string, flag?: string): string {
+  if (flag) return resolve(cwd, flag);
+  if (env.CAIRN_KIT) return resolve(cwd, env.CAIRN_KIT);
+  if (env.CAIRN_HOME) return join(resolve(cwd, env.CAIRN_HOME), "kit");
+  if (env.XDG_CACHE_HOME && isAbsolute(env.XDG_CACHE_HOME)) return join(env.XDG_CACHE_HOME, "cairn", "kit");
+  return join(env.HOME || homedir(), ".cache", "cairn", "kit");
+}
+
+/** The QEMU version string, e.g. "7.2.22 (Debian 1:7.2+dfsg-7+deb12u18+b3)". */
+export function qemuVersion(): string {
+  const r = runTool(QEMU_BINARY, ["--version"], { fix: QEMU_FIX });
+  const m = /QEMU emulator version (\S+(?: \([^)]*\))?)/.exec(r.stdout.toString("utf8"));
+  if (r.status !== 0 || m === null) throw new CairnError("PREREQUISITE_MISSING", "cannot read the QEMU version", { path: QEMU_BINARY, hint: QEMU_FIX });
+  return m[1]!;
+}
+
+/** Digest of the agent sources (sorted names and bytes), to notice an edited agent. */
+export function agentSourceDigest(dir = AGENT_SOURCE_DIR): Sha256Digest {
+  const files = readdirSync(dir).filter((f) => /\.[ch]$/.test(f)).sort();
+  return sha256(canonicalize(files.map((f) => [f, sha256(readFileSync(join(dir, f)))])));
+}
+
+function objectPath(dir: string, area: "kernels" | "agents", digest: Sha256Digest): string {
+  const [alg, hex] = digestComponents(digest);
+  return join(dir, area, alg, hex);
+}
+
+function putObject(dir: string, area: "kernels" | "agents", bytes: Buffer): Sha256Digest {
+  const digest = sha256(bytes);
+  const path = objectPath(dir, area, digest);
+  mkdirSync(join(path, ".."), { recursive: true, mode: 0o755 });
+  if (!existsSync(path)) writeFileAtomic(path, bytes, { mode: 0o644 });
+  return digest;
+}
+
+/** Reads a kit object by digest, verifying it; missing → VM_MISMATCH naming `field`. */
+export function readKitObject(dir: string, area: "kernels" | "agents", digest: Sha256Digest, field: string): { path: string; bytes: Buffer } {
+  const path = objectPath(dir, area, digest);
+  if (!existsSync(path)) {
+    throw new CairnError("VM_MISMATCH", `the kit has no ${area === "kernels" ? "kernel" : "agent"} ${digest}`, {
+      path: field,
+      hint: "this run was recorded with another kit; copy that kit's objects into this one or set CAIRN_KIT",
+    });
+  }
+  const bytes = readFileSync(path);
+  verifyDigest(bytes, digest, path);
+  return { path, bytes };
+}
+
+export function loadKit(dir: string): Kit | undefined {
+  const file = join(dir, "kit.json");
+  if (!existsSync(file)) return undefined;
+  const model = parseJsonBytes(readFileSync(file));
+  const c = new Checker("RUN_INVALID");
+  const o = c.object(model, "", ["schema", "qemu", "kernel", "agent"]);
+  if (!o) return c.done("invalid kit.json"), undefined;
+  if (o.schema !== KIT_SCHEMA) c.add("/schema", `must be "${KIT_SCHEMA}"`);
+  const k = c.object(o.kernel, "/kernel", ["digest", "package", "file"]);
+  const a = c.object(o.agent, "/agent", ["digest", "source", "compiler"]);
+  const qemu = c.string(o.qemu, "/qemu");
+  c.done(`invalid ${file}`, "run `cairn setup` again");
+  const d = (v: unknown, p: string) => parseSha256(v, p);
+  return {
+    dir,
+    qemu: qemu!,
+    kernel: { digest: d(k!.digest, "/kernel/digest"), package: String(k!.package), file: String(k!.file) },
+    agent: { digest: d(a!.digest, "/agent/digest"), source: d(a!.source, "/agent/source"), compiler: String(a!.compiler) },
+  };
+}
+
+function writeKit(kit: Kit): void {
+  const model = {
+    schema: KIT_SCHEMA,
+    qemu: kit.qemu,
+    kernel: kit.kernel,
+    agent: kit.agent,
+  };
+  writeFileAtomic(join(kit.dir, "kit.json"), `${JSON.stringify(model, null, 2)}\n`, { mode: 0o644 });
+}
+
+export interface SetupOptions {
+  readonly dir: string;
+  /** Fetch the kernel again even when the kit has one. */
+  readonly refreshKernel?: boolean;
+  /** Use this kernel file instead of fetching Debian's. */
+  readonly kernelFile?: string;
+  readonly isRoot: boolean;
+  readonly log: (line: string) => void;
+}
+
+/** Debian packages a run needs, with the command that shows they are there. */
+export const HOST_PACKAGES: ReadonlyArray<{ pkg: string; present: () => boolean }> = [
+  { pkg: "qemu-system-x86", present: () => hasTool(QEMU_BINARY) },
+  { pkg: "gcc", present: () => hasTool("gcc") },
+  { pkg: "libc6-dev", present: () => existsSync("/usr/lib/x86_64-linux-gnu/libc.a") },
+];
+
+export function missingPackages(): string[] {
+  return HOST_PACKAGES.filter((p) => !p.present()).map((p) => p.pkg);
+}
+
+function installPackages(missing: string[], isRoot: boolean, log: (line: string) => void): void {
+  const fix = `apt-get install -y --no-install-recommends ${missing.join(" ")}`;
+  if (!isRoot) {
+    throw new CairnError("PREREQUISITE_MISSING", `missing Debian packages: ${missing.join(", ")}`, {
+      path: missing[0],
+      hint: `run: sudo ${fix}   (then cairn setup again)`,
+    });
+  }
+  log(`installing ${missing.join(" ")}`);
+  const env = { PATH: process.env.PATH ?? "/usr/sbin:/usr/bin:/sbin:/bin", DEBIAN_FRONTEND: "noninteractive", LC_ALL: "C" };
+  runTool("apt-get", ["update", "-qq"], { env, fix: "a Debian host with apt-get" });
+  const r = runTool("apt-get", ["install", "-y", "-qq", "--no-install-recommends", ...missing], { env, fix: "a Debian host with apt-get" });
+  if (r.status !== 0) throw new CairnError("PREREQUISITE_MISSING", `apt-get install failed:\n${r.stderr}`, { path: missing[0], hint: fix });
+}
+
+/** Installs what is missing, builds the agent, fetches the kernel, writes kit.json. */
+export async function setupKit(opts: SetupOptions): Promise<Kit> {
+  const missing = missingPackages();
+  if (missing.length > 0) installPackages(missing, opts.isRoot, opts.log);
+  mkdirSync(opts.dir, { recursive: true, mode: 0o755 });
+  const qemu = qemuVersion();
+  const previous = loadKit(opts.dir);
+  opts.log("building the guest agent twice and comparing");
+  const agent = buildAgent();
+  const agentDigest = putObject(opts.dir, "agents", agent.bytes);
+  let kernel = previous?.kernel;
+  if (opts.kernelFile !== undefined) {
+    const bytes = readFileSync(opts.kernelFile);
+    kernel = { digest: putObject(opts.dir, "kernels", bytes), package: "local", file: opts.kernelFile };
+  } else if (kernel === undefined || opts.refreshKernel || !existsSync(objectPath(opts.dir, "kernels", kernel.digest))) {
+    const k = await fetchKernel(opts.log);
+    kernel = { digest: putObject(opts.dir, "kernels", k.bytes), package: k.packageFile, file: k.fileName };
+  }
+  const kit: Kit = {
+    dir: opts.dir,
+    qemu,
+    kernel,
+    agent: { digest: agentDigest, source: agentSourceDigest(), compiler: agent.compiler },
+  };
+  writeKit(kit);
+  return kit;
+}
+
+/**
+ * The kit for a new record: set up when absent, the agent rebuilt when its
+ * sources changed since setup. Never installs packages unless `isRoot`.
+ */
+export async function ensureKit(opts: SetupOptions): Promise<Kit> {
+  const kit = loadKit(opts.dir);
+  if (kit === undefined) return setupKit(opts);
+  if (kit.agent.source !== agentSourceDigest()) {
+    opts.log("the agent sources changed since setup; rebuilding the agent");
+    const agent = buildAgent();
+    const updated: Kit = { ...kit, agent: { digest: putObject(kit.dir, "agents", agent.bytes), source: agentSourceDigest(), compiler: agent.compiler } };
+    writeKit(updated);
+    return updated;
+  }
+  return kit;
+}

@@ -1,0 +1,100 @@
+/**
+ * The run manifest `cairn.run/1` (`run.json` in a run directory): identities
+ * only — no paths, no environment values, no output bytes — so it is safe to
+ * share. This is the single definition of what it records; each field says
+ * whether replay checks it before launch.
+ */
+import { Checker, childPath, parseJsonBytes, parseSha256, type JsonModel, type Sha256Digest } from "../core/index.ts";
+import type { RunStatus } from "./checker.ts";
+import { parseVmIdentity, type VmIdentity } from "./vmid.ts";
+
+export const RUN_SCHEMA = "cairn.run/1";
+
+export interface RunManifest {
+  readonly schema: typeof RUN_SCHEMA;
+  readonly run_id: string;
+  readonly status: RunStatus;
+  readonly workload: {
+    readonly source_kind: string;
+    readonly workload: Sha256Digest;
+    readonly source: Sha256Digest;
+    readonly fs: Sha256Digest;
+    readonly launch: Sha256Digest;
+    readonly derived: Sha256Digest;
+  };
+  readonly guest_image: { readonly initramfs: Sha256Digest; readonly size: number; readonly inputs: Sha256Digest };
+  readonly vm: VmIdentity;
+  readonly vm_digest: Sha256Digest;
+  readonly replay_log: { readonly sha256: Sha256Digest; readonly size: number };
+  readonly outcome: Sha256Digest;
+  /** Provenance only; never compared. */
+  readonly recorded: { readonly at: string; readonly cairn_version: string };
+}
+
+/** Every manifest field and how replay treats it. */
+export const RUN_MANIFEST_FIELDS: Readonly<Record<keyof RunManifest, string>> = {
+  schema: "checked: the reader must know this version",
+  run_id: "names the record; not compared (two records of one workload have different ids)",
+  status: "compared after replay (derived from events and assertions)",
+  workload: "checked before launch: the workload is re-verified from the store and every identity must match",
+  guest_image: "checked before launch: the recorded inputs and the rebuilt initramfs must match byte for byte (by digest)",
+  vm: "checked before launch, field by field; the first difference is refused",
+  vm_digest: "checked before launch: must be the digest of `vm`",
+  replay_log: "checked before launch: size and sha256 of replay.log",
+  outcome: "compared after replay",
+  recorded: "provenance only (wall clock, cairn version); never compared",
+};
+
+function digestAt(c: Checker, o: Record<string, JsonModel>, key: string, path: string): Sha256Digest {
+  try {
+    return parseSha256(c.required(o, key, path), childPath(path, key));
+  } catch {
+    c.add(childPath(path, key), "expected a sha256 digest", "DIGEST_INVALID");
+    return "" as Sha256Digest;
+  }
+}
+
+export function parseRunManifest(bytes: Buffer, file: string): RunManifest {
+  const model = parseJsonBytes(bytes);
+  const c = new Checker("RUN_INVALID");
+  const o = c.object(model, "", Object.keys(RUN_MANIFEST_FIELDS));
+  if (!o) {
+    c.done(`invalid run manifest ${file}`);
+    throw new Error("unreachable");
+  }
+  if (o.schema !== RUN_SCHEMA) c.add("/schema", `must be "${RUN_SCHEMA}"`);
+  const runId = c.string(c.required(o, "run_id", ""), "/run_id", { pattern: /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/ }) ?? "";
+  const status = c.string(c.required(o, "status", ""), "/status", { pattern: /^(passed|assertions-failed|launch-failed|infrastructure-failure)$/ });
+  const w = c.object(c.required(o, "workload", ""), "/workload", ["source_kind", "workload", "source", "fs", "launch", "derived"]) ?? {};
+  const g = c.object(c.required(o, "guest_image", ""), "/guest_image", ["initramfs", "size", "inputs"]) ?? {};
+  const r = c.object(c.required(o, "replay_log", ""), "/replay_log", ["sha256", "size"]) ?? {};
+  const rec = c.object(c.required(o, "recorded", ""), "/recorded", ["at", "cairn_version"]) ?? {};
+  const m: RunManifest = {
+    schema: RUN_SCHEMA,
+    run_id: runId,
+    status: (status ?? "passed") as RunStatus,
+    workload: {
+      source_kind: c.string(c.required(w, "source_kind", "/workload"), "/workload/source_kind") ?? "",
+      workload: digestAt(c, w, "workload", "/workload"),
+      source: digestAt(c, w, "source", "/workload"),
+      fs: digestAt(c, w, "fs", "/workload"),
+      launch: digestAt(c, w, "launch", "/workload"),
+      derived: digestAt(c, w, "derived", "/workload"),
+    },
+    guest_image: {
+      initramfs: digestAt(c, g, "initramfs", "/guest_image"),
+      size: c.integer(c.required(g, "size", "/guest_image"), "/guest_image/size", { min: 0 }) ?? 0,
+      inputs: digestAt(c, g, "inputs", "/guest_image"),
+    },
+    vm: parseVmIdentity(c.required(o, "vm", ""), "/vm"),
+    vm_digest: digestAt(c, o, "vm_digest", ""),
+    replay_log: { sha256: digestAt(c, r, "sha256", "/replay_log"), size: c.integer(c.required(r, "size", "/replay_log"), "/replay_log/size", { min: 0 }) ?? 0 },
+    outcome: digestAt(c, o, "outcome", ""),
+    recorded: {
+      at: c.string(c.required(rec, "at", "/recorded"), "/recorded/at") ?? "",
+      cairn_version: c.string(c.required(rec, "cairn_version", "/recorded"), "/recorded/cairn_version") ?? "",
+    },
+  };
+  c.done(`invalid run manifest ${file}`, "the run directory was edited or written by another cairn version");
+  return m;
+}

@@ -1,0 +1,163 @@
+/**
+ * `cairn run`: assemble or verify the workload, build the guest image, record
+ * under QEMU TCG with the pinned icount, and write the run directory
+ * (rundir.ts). The workload reaches this code only through
+ * `openVerifiedWorkload`, so nothing unverified enters the guest.
+ */
+import { randomBytes } from "node:crypto";
+import { copyFileSync, chmodSync, readFileSync, statSync } from "node:fs";
+import { isAbsolute, join, resolve } from "node:path";
+import { homedir } from "node:os";
+import { CairnError, isCairnError, mkdirPrivate, parseJsonBytes, sha256, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
+import { assembleWorkload } from "../workload/assemble.ts";
+import { openVerifiedWorkload, type VerifiedWorkload } from "../workload/verify.ts";
+import { writeFailureBundle } from "./bundle.ts";
+import { bootGuest, evaluate, prepareGuest, type Evaluation, type PreparedGuest } from "./guest.ts";
+import { qemuVersion, type Kit } from "./kit.ts";
+import { RUN_SCHEMA, type RunManifest } from "./manifest.ts";
+import { dropImage, RUN_FILES, shellQuote, writeEvaluation, writeJsonPublic, writeStreams } from "./rundir.ts";
+import { parseScenario } from "./scenario.ts";
+import { vmDigest } from "./vmid.ts";
+import type { GuestLaunch } from "./inputs.ts";
+
+export const DEFAULT_TIMEOUT_MS = 300_000;
+
+export function defaultRunsDir(env: NodeJS.ProcessEnv, cwd: string, flag?: string): string {
+  if (flag) return resolve(cwd, flag);
+  if (env.CAIRN_HOME) return join(resolve(cwd, env.CAIRN_HOME), "runs");
+  if (env.XDG_DATA_HOME && isAbsolute(env.XDG_DATA_HOME)) return join(env.XDG_DATA_HOME, "cairn", "runs");
+  return join(env.HOME || homedir(), ".local", "share", "cairn", "runs");
+}
+
+export function guestLaunch(w: VerifiedWorkload): GuestLaunch {
+  const l = w.launch;
+  // argv[0] is an absolute path (the launch model refuses anything else): execve'd as is
+  return { path: l.argv[0]!, argv: l.argv, env: l.env, workdir: l.workdir, uid: l.uid, gid: l.gid };
+}
+
+export function workloadFacts(w: VerifiedWorkload): RunManifest["workload"] {
+  return { source_kind: w.kind, ...w.identities, derived: w.derivedDigest };
+}
+
+function isLockFile(path: string): boolean {
+  if (path.endsWith(".lock.json")) return true;
+  try {
+    const head = readFileSync(path).subarray(0, 4 * 1024 * 1024);
+    const m = parseJsonBytes(head);
+    return typeof m === "object" && m !== null && !Array.isArray(m) && (m as Record<string, unknown>).schema === "cairn.workload-lock/1";
+  } catch {
+    return false;
+  }
+}
+
+function newRunId(now: Date): string {
+  const t = now.toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z");
+  return `${t}-${randomBytes(4).toString("hex")}`;
+}
+
+export interface RecordOptions {
+  readonly input: string;
+  readonly storeDir: string;
+  readonly runsDir: string;
+  readonly kit: Kit;
+  readonly cairnVersion: string;
+  readonly timeoutMs?: number;
+  readonly includePrivateStreams?: boolean;
+  readonly now?: () => Date;
+  readonly log?: (line: string) => void;
+}
+
+export interface RecordResult {
+  readonly runDir: string;
+  readonly manifest: RunManifest;
+  readonly evaluation: Evaluation;
+  readonly replayCommand: string;
+  readonly durations: { readonly assembleMs: number; readonly imageMs: number; readonly qemuMs: number };
+  readonly imageSize: number;
+  readonly replayLogSize: number;
+  readonly protocolBytes: number;
+}
+
+export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
+  const log = opts.log ?? (() => {});
+  const now = (opts.now ?? (() => new Date()))();
+  const runId = newRunId(now);
+  mkdirPrivate(opts.runsDir);
+  const runDir = join(opts.runsDir, runId);
+  mkdirPrivate(runDir);
+  const lockPath = join(runDir, RUN_FILES.lock);
+  const t0 = performance.now();
+  const input = resolve(opts.input);
+  try {
+    statSync(input);
+  } catch {
+    throw new CairnError("USAGE", `${opts.input} does not exist`, { path: opts.input, hint: "give a workload spec (.yaml/.json) or a workload lock" });
+  }
+  if (isLockFile(input)) {
+    copyFileSync(input, lockPath);
+    chmodSync(lockPath, 0o600);
+  } else {
+    log(`assembling ${opts.input}`);
+    await assembleWorkload({ specPath: input, storeDir: opts.storeDir, lockOut: lockPath, cairnVersion: opts.cairnVersion, now: () => now });
+  }
+  const w = await openVerifiedWorkload(lockPath, opts.storeDir);
+  const scenario = parseScenario(w.run);
+  const t1 = performance.now();
+  const prepared = await prepareGuest({ tree: w.tree, content: w.content, launch: guestLaunch(w), scenario }, { kit: opts.kit, qemu: qemuVersion() });
+  const t2 = performance.now();
+  log(`recording (guest image ${prepared.image.size} bytes, VM ${vmDigest(prepared.vm)})`);
+  const rrfile = join(runDir, RUN_FILES.replayLog);
+  writeFileAtomic(rrfile, "", { mode: 0o600 });
+  const identities = { ...workloadFacts(w), vm: vmDigest(prepared.vm), initramfs: prepared.image.digest };
+  let boot;
+  try {
+    boot = await bootGuest(prepared, "record", { dir: runDir, rrfile }, opts.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+  } catch (e) {
+    if (isCairnError(e)) writeFailureBundle(runDir, { runId, phase: "record", status: "infrastructure-failure", error: e, identities }, false);
+    throw e;
+  } finally {
+    dropImage(runDir);
+  }
+  const evaluation = evaluate(boot.decoded, scenario);
+  const logBytes = readFileSync(rrfile);
+  const manifest = buildManifest(runId, w, prepared, evaluation, logBytes, now, opts.cairnVersion);
+  writeEvaluation(runDir, evaluation);
+  writeStreams(runDir, boot.decoded.streams);
+  writeJsonPublic(join(runDir, RUN_FILES.manifest), manifest);
+  const replayCommand = `cairn replay ${shellQuote(runDir)} --store ${shellQuote(resolve(opts.storeDir))}`;
+  writeFileAtomic(join(runDir, RUN_FILES.replayCommand), `${replayCommand}\n`, { mode: 0o644 });
+  if (evaluation.status !== "passed") {
+    const { records, frames, bytes } = boot.decoded;
+    writeFailureBundle(
+      runDir,
+      { runId, phase: "record", status: evaluation.status, identities, protocol: { records, frames, bytes }, events: evaluation.events, assertions: evaluation.assertions, streams: boot.decoded.streams },
+      opts.includePrivateStreams === true,
+    );
+  }
+  return {
+    runDir,
+    manifest,
+    evaluation,
+    replayCommand,
+    durations: { assembleMs: t1 - t0, imageMs: t2 - t1, qemuMs: boot.qemu.durationMs },
+    imageSize: prepared.image.size,
+    replayLogSize: logBytes.length,
+    protocolBytes: boot.protocolBytes.length,
+  };
+}
+
+function buildManifest(runId: string, w: VerifiedWorkload, p: PreparedGuest, ev: Evaluation, log: Buffer, now: Date, version: string): RunManifest {
+  const logDigest: Sha256Digest = sha256(log);
+  return {
+    schema: RUN_SCHEMA,
+    run_id: runId,
+    status: ev.status,
+    workload: workloadFacts(w),
+    guest_image: { initramfs: p.image.digest, size: p.image.size, inputs: p.inputsDigest },
+    vm: p.vm,
+    vm_digest: vmDigest(p.vm),
+    replay_log: { sha256: logDigest, size: log.length },
+    outcome: ev.outcome,
+    recorded: { at: now.toISOString(), cairn_version: version },
+  };
+}

@@ -1,0 +1,128 @@
+/**
+ * `cairn replay RUN_DIR`: verify the whole closure before launch, then
+ * replay passively and compare exactly.
+ *
+ * Before QEMU starts, in this order (the first incompatible field is
+ * refused, by name, never with a secret value):
+ *   1. run.json parses strictly and vm_digest is the digest of vm;
+ *   2. replay.log exists with the recorded size and sha256;
+ *   3. the workload lock re-verifies against the store (every raw object,
+ *      every re-derived identity) and its identities equal the manifest's;
+ *   4. the kernel and agent the VM identity names are in the kit, by digest;
+ *   5. the recorded inputs and the rebuilt initramfs have the recorded digests;
+ *   6. the rebuilt VM identity (current QEMU version included) equals the
+ *      recorded one field by field.
+ * The replay has no network, no drives, no host mounts and no host input:
+ * QEMU reads only the kernel, the rebuilt initramfs and the replay log.
+ */
+import { existsSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { CairnError, canonicalize, isCairnError, sha256 } from "../core/index.ts";
+import { openVerifiedWorkload } from "../workload/verify.ts";
+import { writeFailureBundle } from "./bundle.ts";
+import { bootGuest, evaluate, prepareGuest, type Evaluation } from "./guest.ts";
+import { qemuVersion, type Kit } from "./kit.ts";
+import { parseRunManifest, type RunManifest } from "./manifest.ts";
+import { DEFAULT_TIMEOUT_MS, guestLaunch, workloadFacts } from "./record.ts";
+import { dropImage, nextReplayDir, RUN_FILES, writeEvaluation, writeJsonPublic } from "./rundir.ts";
+import { parseScenario } from "./scenario.ts";
+import { firstVmDifference, vmDigest } from "./vmid.ts";
+
+export interface ReplayOptions {
+  readonly runDir: string;
+  readonly storeDir: string;
+  readonly kit: Kit;
+  readonly timeoutMs?: number;
+  readonly includePrivateStreams?: boolean;
+  readonly log?: (line: string) => void;
+}
+
+export interface ReplayResult {
+  readonly runDir: string;
+  readonly replayDir: string;
+  readonly manifest: RunManifest;
+  readonly evaluation: Evaluation;
+  readonly qemuMs: number;
+}
+
+function refuse(code: "REPLAY_MISMATCH" | "WORKLOAD_MISMATCH" | "VM_MISMATCH", path: string, message: string, hint?: string): never {
+  throw new CairnError(code, message, { path, hint: hint ?? "this run cannot be replayed on this host as it is; nothing was launched" });
+}
+
+export function readRunManifest(runDir: string): RunManifest {
+  const file = join(runDir, RUN_FILES.manifest);
+  if (!existsSync(file)) throw new CairnError("RUN_INVALID", `${runDir} is not a run directory (no ${RUN_FILES.manifest})`, { path: file });
+  return parseRunManifest(readFileSync(file), file);
+}
+
+/** Steps 1–6: everything that can be checked before launch. */
+export async function preflight(opts: ReplayOptions) {
+  const m = readRunManifest(opts.runDir);
+  if (vmDigest(m.vm) !== m.vm_digest) refuse("REPLAY_MISMATCH", "/vm_digest", "vm_digest is not the digest of the recorded VM identity");
+  const logPath = join(opts.runDir, RUN_FILES.replayLog);
+  if (!existsSync(logPath)) refuse("REPLAY_MISMATCH", "/replay_log", "the replay log is missing", "a run directory without replay.log cannot be replayed");
+  if (statSync(logPath).size !== m.replay_log.size) refuse("REPLAY_MISMATCH", "/replay_log/size", "the replay log has another size than recorded");
+  if (sha256(readFileSync(logPath)) !== m.replay_log.sha256) refuse("REPLAY_MISMATCH", "/replay_log/sha256", "the replay log's digest differs from the recorded one");
+  const w = await openVerifiedWorkload(join(opts.runDir, RUN_FILES.lock), opts.storeDir);
+  const facts = workloadFacts(w);
+  for (const k of Object.keys(m.workload) as (keyof RunManifest["workload"])[]) {
+    if (facts[k] !== m.workload[k]) refuse("WORKLOAD_MISMATCH", `/workload/${k}`, `the verified workload's ${k} differs from the recorded one`);
+  }
+  const scenario = parseScenario(w.run);
+  const prepared = await prepareGuest(
+    { tree: w.tree, content: w.content, launch: guestLaunch(w), scenario },
+    { kit: opts.kit, qemu: qemuVersion(), kernel: m.vm.kernel, agent: m.vm.agent },
+  );
+  if (prepared.inputsDigest !== m.guest_image.inputs) refuse("REPLAY_MISMATCH", "/guest_image/inputs", "the recorded inputs (launch and scenario) differ");
+  if (prepared.image.digest !== m.guest_image.initramfs) refuse("REPLAY_MISMATCH", "/guest_image/initramfs", "the rebuilt guest image differs from the recorded one");
+  const diff = firstVmDifference(m.vm, prepared.vm);
+  if (diff !== undefined) {
+    refuse("VM_MISMATCH", `/vm/${diff}`, `the VM identity differs in ${diff}`, diff === "qemu" ? "replay needs the QEMU build that recorded the run" : undefined);
+  }
+  return { manifest: m, prepared, scenario, logPath, identities: { ...facts, vm: m.vm_digest, initramfs: m.guest_image.initramfs } };
+}
+
+function firstEventDifference(a: readonly unknown[], b: readonly unknown[]): number {
+  const n = Math.max(a.length, b.length);
+  for (let i = 0; i < n; i++) if (canonicalize(a[i] ?? null) !== canonicalize(b[i] ?? null)) return i;
+  return -1;
+}
+
+export async function replayRun(opts: ReplayOptions): Promise<ReplayResult> {
+  const { manifest, prepared, scenario, logPath, identities } = await preflight(opts);
+  const recordedEvents = JSON.parse(readFileSync(join(opts.runDir, RUN_FILES.events), "utf8")) as unknown[];
+  const recordedAssertions = JSON.parse(readFileSync(join(opts.runDir, RUN_FILES.assertions), "utf8")) as unknown[];
+  const dir = nextReplayDir(opts.runDir);
+  opts.log?.(`replaying ${manifest.run_id} into ${dir}`);
+  let boot;
+  try {
+    boot = await bootGuest(prepared, "replay", { dir, rrfile: logPath }, opts.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+  } catch (e) {
+    if (isCairnError(e)) writeFailureBundle(dir, { runId: manifest.run_id, phase: "replay", status: "infrastructure-failure", error: e, identities }, false);
+    throw e;
+  } finally {
+    dropImage(dir);
+  }
+  const evaluation = evaluate(boot.decoded, scenario);
+  writeEvaluation(dir, evaluation);
+  const result = { run_id: manifest.run_id, outcome: evaluation.outcome, status: evaluation.status, matches: false };
+  let mismatch: CairnError | undefined;
+  const ei = firstEventDifference(recordedEvents, evaluation.events as unknown[]);
+  const ai = firstEventDifference(recordedAssertions, evaluation.assertions as unknown[]);
+  if (ei >= 0) mismatch = new CairnError("REPLAY_MISMATCH", `replayed event ${ei} differs from the record`, { path: `/events/${ei}` });
+  else if (ai >= 0) mismatch = new CairnError("REPLAY_MISMATCH", `replayed assertion ${ai} differs from the record`, { path: `/assertions/${ai}` });
+  else if (evaluation.outcome !== manifest.outcome) mismatch = new CairnError("REPLAY_MISMATCH", "the replayed outcome digest differs", { path: "/outcome" });
+  else if (evaluation.status !== manifest.status) mismatch = new CairnError("REPLAY_MISMATCH", "the replayed status differs", { path: "/status" });
+  result.matches = mismatch === undefined;
+  writeJsonPublic(join(dir, "result.json"), result);
+  if (mismatch) {
+    const { records, frames, bytes } = boot.decoded;
+    writeFailureBundle(
+      dir,
+      { runId: manifest.run_id, phase: "replay", status: "replay-mismatch", error: mismatch, identities, protocol: { records, frames, bytes }, events: evaluation.events, assertions: evaluation.assertions, streams: boot.decoded.streams },
+      opts.includePrivateStreams === true,
+    );
+    throw mismatch;
+  }
+  return { runDir: opts.runDir, replayDir: dir, manifest, evaluation, qemuMs: boot.qemu.durationMs };
+}

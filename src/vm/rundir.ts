@@ -1,0 +1,78 @@
+/**
+ * The run directory (0700):
+ *
+ *   run.json             run manifest: identities only (shareable)
+ *   events.json          normalized events (shareable)
+ *   assertions.json      assertion results (shareable)
+ *   replay-command.txt   the exact command that replays this run
+ *   replay.log           QEMU's record/replay log (private, 0600)
+ *   lock.json            the workload lock (private, 0600)
+ *   console.log          guest console (private)
+ *   protocol.bin         the raw protocol stream, holding output bytes (private)
+ *   streams/N.stdout|stderr   exact output per invocation (private)
+ *   failure-bundle.json  only when the run did not pass (shareable)
+ *   replays/N/           one directory per replay, same layout for its outputs
+ */
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { mkdirPrivate, writeFileAtomic } from "../core/index.ts";
+import type { Evaluation } from "./guest.ts";
+
+export const RUN_FILES = {
+  manifest: "run.json",
+  events: "events.json",
+  assertions: "assertions.json",
+  replayCommand: "replay-command.txt",
+  replayLog: "replay.log",
+  lock: "lock.json",
+  streams: "streams",
+  replays: "replays",
+} as const;
+
+export function writeJsonPublic(path: string, value: unknown): void {
+  writeFileAtomic(path, `${JSON.stringify(value, null, 2)}\n`, { mode: 0o644 });
+}
+
+export function writeEvaluation(dir: string, ev: Evaluation): void {
+  writeJsonPublic(join(dir, RUN_FILES.events), ev.events);
+  writeJsonPublic(join(dir, RUN_FILES.assertions), ev.assertions);
+}
+
+export function writeStreams(dir: string, streams: ReadonlyMap<number, { stdout: Buffer; stderr: Buffer }>): void {
+  const sdir = join(dir, RUN_FILES.streams);
+  mkdirPrivate(sdir);
+  for (const [inv, s] of streams) {
+    writeFileAtomic(join(sdir, `${inv}.stdout`), s.stdout, { mode: 0o600 });
+    writeFileAtomic(join(sdir, `${inv}.stderr`), s.stderr, { mode: 0o600 });
+  }
+}
+
+/** A fresh private directory for the next replay of a run: replays/1, replays/2, ... */
+export function nextReplayDir(runDir: string): string {
+  const base = join(runDir, RUN_FILES.replays);
+  mkdirPrivate(base);
+  const used = readdirSync(base).filter((n) => /^[1-9][0-9]*$/.test(n)).map(Number);
+  for (let n = used.length === 0 ? 1 : Math.max(...used) + 1; ; n++) {
+    const dir = join(base, String(n));
+    try {
+      mkdirSync(dir, { mode: 0o700 });
+      return dir;
+    } catch (e) {
+      if ((e as { code?: string }).code !== "EEXIST") throw e;
+    }
+  }
+}
+
+/** Removes the initramfs copy a boot left behind (replay rebuilds it from the store). */
+export function dropImage(dir: string): void {
+  rmSync(join(dir, "initramfs.img"), { force: true });
+}
+
+export function readIfExists(path: string): Buffer | undefined {
+  return existsSync(path) ? readFileSync(path) : undefined;
+}
+
+/** POSIX shell quoting for the replay command. */
+export function shellQuote(s: string): string {
+  return /^[A-Za-z0-9_./:=+-]+$/.test(s) ? s : `'${s.replaceAll("'", `'\\''`)}'`;
+}
