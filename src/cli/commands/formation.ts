@@ -1,0 +1,44 @@
+import type { Command } from "commander";
+import { formationOf } from "../../strata/index.ts";
+import type { Context } from "../main.ts";
+import { printJson } from "../output.ts";
+import { collect } from "./resolve-options.ts";
+import { openOrInit, signingKeys } from "./layer.ts";
+
+interface FormationOpts {
+  name: string;
+  version: string;
+  layer: string[];
+  description?: string;
+  registry: string;
+  key?: string;
+  unsigned?: boolean;
+  json?: boolean;
+}
+
+/** `cairn formation build --name N --version V --layer ID… --registry REG --key KEY`. */
+export function registerFormation(program: Command, ctx: Context): void {
+  const formation = program.command("formation").description("named, versioned groups of layers");
+  formation
+    .command("build")
+    .description("sign and publish a formation over published layers (their order is their mount order among themselves)")
+    .requiredOption("--name <name>", "formation name")
+    .requiredOption("--version <version>", "formation version")
+    .option("--layer <id>", "a member layer id, lowest first (repeatable)", collect, [])
+    .option("--description <text>", "one line describing the formation")
+    .requiredOption("--registry <dir>", "local directory registry")
+    .option("--key <key>", "Ed25519 private key to sign the formation")
+    .option("--unsigned", "publish without a signature")
+    .option("--json", "print the result as JSON")
+    .action((opts: FormationOpts) => {
+      const keys = signingKeys(opts);
+      const reg = openOrInit(ctx, opts.registry, false);
+      const f = formationOf(reg, opts.name, opts.version, opts.layer, opts.description);
+      const doc = reg.publishFormation(f, keys);
+      if (opts.json) {
+        printJson(ctx.io, { name: f.name, version: f.version, layers: f.layers, envelope_sha256: doc.envelopeSha256, signed: keys.length > 0 });
+        return;
+      }
+      ctx.io.out([`published formation ${f.name}@${f.version} (${keys.length > 0 ? `signed by ${keys[0]!.keyId}` : "UNSIGNED"})`, ...f.layers.map((l) => `  ${l.id}  ${l.sha256}`)].join("\n"));
+    });
+}

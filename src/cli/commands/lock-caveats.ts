@@ -1,0 +1,15 @@
+import type { Lockfile } from "../../strata/index.ts";
+
+/** Notes on what this particular lockfile's ID cannot promise. */
+export function lockCaveats(l: Lockfile): string[] {
+  const out: string[] = [];
+  if (l.base.source === "declared") out.push("the base was declared, not probed: its capabilities and ABI were not checked");
+  const loose = l.packages.flatMap((s) => s.packages.filter((p) => p.version === undefined).map((p) => `${s.manager}:${p.name}`));
+  if (l.packages.length > 0) out.push(`package requests are recorded, not pinned by digest${loose.length ? ` (no version: ${loose.join(", ")})` : ""}`);
+  if (l.on_ready.length > 0) out.push("on_ready commands are covered as text; what they do when run is not");
+  if (l.mutable_layer) out.push("a mutable upper layer is enabled: what is written there is not covered");
+  if (l.verification_policy === "unsigned-offline") out.push("some layers or formations were not signed by a trusted key (unsigned-offline)");
+  if (l.not_acted_upon !== undefined) out.push(`recorded, not acted upon: ${Object.keys(l.not_acted_upon).join(", ")}`);
+  return out;
+}
+

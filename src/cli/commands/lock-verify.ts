@@ -1,0 +1,61 @@
+import type { Command } from "commander";
+import { readVerifyingKey } from "../../core/index.ts";
+import { parseMaxAge, readTrust, verifyLock } from "../../strata/index.ts";
+import type { Context } from "../main.ts";
+import { printJson } from "../output.ts";
+import { clock, collect, openRegistries } from "./resolve-options.ts";
+import { lockCaveats } from "./lock-caveats.ts";
+
+interface VerifyOpts {
+  pub: string;
+  registry: string[];
+  trust: string[];
+  maxAge?: string;
+  allowUnsignedOffline?: boolean;
+  json?: boolean;
+}
+
+export function registerLockVerify(lock: Command, ctx: Context): void {
+  lock
+    .command("verify")
+    .description("verify a signed lockfile offline: signature, Validate, freshness, policy, and every layer's bytes in the registry (exit 1 at the first failure)")
+    .argument("<lock>", "lockfile (its signature is LOCK.dsse.json)")
+    .requiredOption("--pub <key>", "the Ed25519 public key the lockfile must be signed by")
+    .option("--registry <dir>", "check every layer's manifest and blob bytes in this registry (repeatable)", collect, [])
+    .option("--trust <keyfile://PATH>", "also verify each layer manifest's own signature with this key (repeatable)", collect, [])
+    .option("--max-age <age>", "refuse a lockfile older than this: 720h, 30d or 2w")
+    .option("--allow-unsigned-offline", "accept a lockfile whose policy is unsigned-offline")
+    .option("--json", "print the result as JSON")
+    .action((path: string, opts: VerifyOpts) => {
+      const maxAgeMs = opts.maxAge !== undefined ? parseMaxAge(opts.maxAge) : undefined;
+      const regs = opts.registry.length > 0 ? openRegistries(ctx, opts.registry, []) : [];
+      const report = verifyLock(path, {
+        keys: [readVerifyingKey(opts.pub)],
+        now: clock(ctx),
+        ...(maxAgeMs !== undefined ? { maxAgeMs, maxAgeText: opts.maxAge! } : {}),
+        registries: regs.map((r) => r.registry),
+        layerKeys: opts.trust.map((t) => readTrust(t, ctx.cwd)),
+        allowUnsignedOffline: opts.allowUnsignedOffline === true,
+      });
+      const caveats = lockCaveats(report.lock);
+      if (opts.json) {
+        printJson(ctx.io, {
+          verified: true, environment_id: report.environment_id, signed_by: report.signature.keyid,
+          resolved_at: report.lock.resolved_at, age: report.freshness.age, age_seconds: Math.floor(report.freshness.ageMs / 1000),
+          future_dated: report.freshness.future, verification_policy: report.verification_policy,
+          layers_checked: report.layers_checked, layer_signatures_checked: opts.trust.length > 0 && report.layers_checked !== null, caveats,
+        });
+        return;
+      }
+      const lines = [
+        `verified ${path}`,
+        `environment ${report.environment_id}`,
+        `signed by   ${report.signature.keyid}`,
+        `resolved    ${report.lock.resolved_at} (${report.freshness.future ? `FUTURE-DATED: ${report.freshness.age}` : `${report.freshness.age} old`})`,
+        `policy      ${report.verification_policy}`,
+        `layers      ${report.layers_checked === null ? `${report.lock.layers.length}, bytes NOT checked (give --registry to check them)` : `${report.layers_checked} checked: manifests and blob bytes match${opts.trust.length ? ", layer signatures verified" : ""}`}`,
+        ...caveats.map((c) => `  ! ${c}`),
+      ];
+      ctx.io.out(lines.join("\n"));
+    });
+}

@@ -1,0 +1,79 @@
+/**
+ * Flag handling shared by the strata commands: repeatable options, opening
+ * registries with their trust, the clock, and turning `--base` into a probed
+ * base. The library takes all of these as arguments; only the CLI reads the
+ * process's clock (or CAIRN_NOW, an RFC 3339 time, to reproduce a run).
+ */
+import { isAbsolute, resolve as resolvePath } from "node:path";
+import { fileURLToPath } from "node:url";
+import { CairnError, type VerifyingKey } from "../../core/index.ts";
+import {
+  LocalRegistry, directoryView, probeRoot, probedBase, readTrust, type CatalogSource, type LockBase, type Profile,
+} from "../../strata/index.ts";
+import type { Context } from "../main.ts";
+import { probeOciBase } from "./resolve-oci.ts";
+
+export function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+export function clock(ctx: Context): Date {
+  const fixed = ctx.env.CAIRN_NOW;
+  if (fixed === undefined || fixed === "") return new Date();
+  const t = Date.parse(fixed);
+  if (!/^\d{4}-\d{2}-\d{2}T/.test(fixed) || Number.isNaN(t)) throw new CairnError("USAGE", "CAIRN_NOW is not an RFC 3339 time");
+  return new Date(t);
+}
+
+/** A registry location: a path (relative to `baseDir`) or a file:// URL. */
+export function registryPath(url: string, baseDir: string): string {
+  if (url.startsWith("file://")) return fileURLToPath(url);
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) {
+    throw new CairnError("REGISTRY_INVALID", `registry ${url} is not a local directory`, {
+      hint: "this version of cairn reads local directory registries (a path or file:// URL)",
+    });
+  }
+  return isAbsolute(url) ? url : resolvePath(baseDir, url);
+}
+
+export interface OpenedRegistry {
+  readonly registry: LocalRegistry;
+  readonly source: CatalogSource;
+}
+
+/**
+ * The registries to use: those on the command line (trusting the --trust keys,
+ * plus the profile's trust for the same directory), else the profile's own.
+ */
+export function openRegistries(ctx: Context, cliUrls: readonly string[], cliTrust: readonly string[], profile?: Profile, profileDir?: string): OpenedRegistry[] {
+  const cliKeys: VerifyingKey[] = cliTrust.map((t) => readTrust(t, ctx.cwd));
+  const fromProfile = (profile?.registries ?? []).map((r) => ({
+    path: registryPath(r.url, profileDir ?? ctx.cwd),
+    url: r.url,
+    keys: r.trust !== undefined ? [readTrust(r.trust, profileDir ?? ctx.cwd)] : [],
+  }));
+  const chosen =
+    cliUrls.length > 0
+      ? cliUrls.map((u) => {
+          const path = registryPath(u, ctx.cwd);
+          const extra = fromProfile.filter((p) => p.path === path).flatMap((p) => p.keys);
+          return { path, url: u, keys: [...cliKeys, ...extra] };
+        })
+      : fromProfile;
+  if (chosen.length === 0) {
+    throw new CairnError("USAGE", "no registry: give --registry DIR or list registries in the profile");
+  }
+  return chosen.map((c) => ({ registry: LocalRegistry.open(c.path), source: { url: c.url, keys: c.keys } }));
+}
+
+/** `--base host | rootfs:DIR | oci:LAYOUT@sha256:DIGEST` → a probed base; undefined means declared. */
+export async function probeBaseFlag(ctx: Context, flag: string | undefined, now: Date): Promise<LockBase | undefined> {
+  if (flag === undefined) return undefined;
+  if (flag === "host") return probedBase(await probeRoot(directoryView("/"), "host"), "host", now);
+  if (flag.startsWith("rootfs:")) {
+    const dir = resolvePath(ctx.cwd, flag.slice("rootfs:".length));
+    return probedBase(await probeRoot(directoryView(dir), dir), `rootfs:${dir}`, now);
+  }
+  if (flag.startsWith("oci:")) return probeOciBase(ctx, flag.slice("oci:".length), now);
+  throw new CairnError("USAGE", `--base ${JSON.stringify(flag).slice(0, 60)} is not host, rootfs:DIR or oci:LAYOUT@sha256:DIGEST`);
+}

@@ -1,0 +1,67 @@
+import { dirname, resolve as resolvePath } from "node:path";
+import type { Command } from "commander";
+import { readSigningKey } from "../../core/index.ts";
+import { catalogFromRegistries, environmentId, resolveProfile, writeLockfile } from "../../strata/index.ts";
+import type { Context } from "../main.ts";
+import { printJson } from "../output.ts";
+import { CAIRN_VERSION } from "../version.ts";
+import { notActedUpon, readProfile } from "./profile.ts";
+import { clock, collect, openRegistries, probeBaseFlag } from "./resolve-options.ts";
+
+interface ResolveOpts {
+  registry: string[];
+  trust: string[];
+  base?: string;
+  allowUnsignedOffline?: boolean;
+  sign?: string;
+  out: string;
+  json?: boolean;
+}
+
+/** `cairn resolve P --registry REG [--base …] [--allow-unsigned-offline] [--sign KEY] --out LOCK`. */
+export function registerResolve(program: Command, ctx: Context): void {
+  program
+    .command("resolve")
+    .description("resolve a profile against layer registries into a (signed) lockfile")
+    .argument("<profile>", "profile YAML file")
+    .option("--registry <dir>", "a local directory registry (repeatable; default: the profile's registries)", collect, [])
+    .option("--trust <keyfile://PATH>", "an Ed25519 public key trusted for the --registry layers (repeatable)", collect, [])
+    .option("--base <base>", "probe the base: host, rootfs:DIR or oci:LAYOUT@sha256:DIGEST (default: record the profile's base as declared, unprobed)")
+    .option("--allow-unsigned-offline", "accept layers and formations not signed by a trusted key; the lockfile says unsigned-offline")
+    .option("--sign <key>", "sign the lockfile with this Ed25519 private key (writes LOCK.dsse.json)")
+    .requiredOption("--out <lock>", "where to write the lockfile")
+    .option("--json", "print the result as JSON")
+    .action(async (path: string, opts: ResolveOpts) => {
+      const profile = readProfile(path);
+      const now = clock(ctx);
+      const key = opts.sign !== undefined ? readSigningKey(opts.sign) : undefined;
+      const regs = openRegistries(ctx, opts.registry, opts.trust, profile, dirname(resolvePath(ctx.cwd, path)));
+      const catalog = catalogFromRegistries(regs);
+      const probed = await probeBaseFlag(ctx, opts.base, now);
+      const lock = resolveProfile({
+        profile, catalog, ...(probed ? { probedBase: probed } : {}),
+        allowUnsignedOffline: opts.allowUnsignedOffline === true, now, cairnVersion: CAIRN_VERSION,
+      });
+      const out = resolvePath(ctx.cwd, opts.out);
+      const written = writeLockfile(out, lock, key);
+      const id = environmentId(lock);
+      const ignored = notActedUpon(profile);
+      if (opts.json) {
+        printJson(ctx.io, {
+          lockfile: out, environment_id: id, verification_policy: lock.verification_policy, base: { name: lock.base.name, source: lock.base.source },
+          layers: lock.layers.map((l) => ({ id: l.id, mount_order: l.mount_order, from_formation: l.from_formation ?? null })),
+          signature: written.signature ?? null, not_acted_upon: ignored,
+        });
+        return;
+      }
+      const lines = [
+        `resolved ${profile.name}: ${lock.layers.length} layer(s) on ${lock.base.name} ${lock.base.arch} (base ${lock.base.source === "declared" ? "declared, not probed" : `probed from ${lock.base.source}`})`,
+        ...lock.layers.map((l) => `  ${l.mount_order}  ${l.id}${l.from_formation ? `  (formation ${l.from_formation})` : ""}`),
+        `policy      ${lock.verification_policy}`,
+        `environment ${id}`,
+        `wrote ${out}${written.signature ? ` and ${out}.dsse.json (signed by ${written.signature.keyid})` : " (unsigned: pass --sign KEY to sign it)"}`,
+      ];
+      if (ignored.length > 0) lines.push(`recorded, not acted upon: ${ignored.join(", ")}`);
+      ctx.io.out(lines.join("\n"));
+    });
+}

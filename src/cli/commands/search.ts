@@ -1,0 +1,27 @@
+import type { Command } from "commander";
+import { searchRegistries } from "../../strata/index.ts";
+import type { Context } from "../main.ts";
+import { printJson } from "../output.ts";
+import { collect, openRegistries } from "./resolve-options.ts";
+
+/** `cairn search TERM --registry REG`. */
+export function registerSearch(program: Command, ctx: Context): void {
+  program
+    .command("search")
+    .description("list user-selectable layers and formations whose name contains TERM, with their versions")
+    .argument("<term>", "part of a name ('' lists everything)")
+    .option("--registry <dir>", "a local directory registry (repeatable)", collect, [])
+    .option("--json", "print the result as JSON")
+    .action((term: string, opts: { registry: string[]; json?: boolean }) => {
+      const hits = searchRegistries(openRegistries(ctx, opts.registry, []).map((r) => r.registry), term);
+      if (opts.json) {
+        printJson(ctx.io, { hits });
+        return;
+      }
+      if (hits.length === 0) {
+        ctx.io.out(`nothing matches ${JSON.stringify(term)}`);
+        return;
+      }
+      ctx.io.out(hits.map((h) => `${h.kind === "formation" ? "formation:" : ""}${h.name}  ${h.versions.join(", ")}${h.provides.length ? `  provides ${h.provides.join(", ")}` : ""}`).join("\n"));
+    });
+}
