@@ -3,3 +3,4 @@ export * from "./core/index.ts";
 export * from "./manifest/index.ts";
 export * from "./workload/index.ts";
 export * from "./store/index.ts";
+export * from "./strata/index.ts";
