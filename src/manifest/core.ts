@@ -9,7 +9,7 @@
  * no numbers at all), so its JCS bytes are well defined.
  */
 import { posix } from "node:path";
-import { Checker, childPath, isJsonObject, type JsonModel, type JsonObject } from "../core/index.ts";
+import { CairnError, Checker, childPath, isJsonObject, type JsonModel, type JsonObject } from "../core/index.ts";
 import { DEFAULT_MANIFEST_LIMITS, compareUtf8, readText, withinLimit, type IngestContext, type ManifestLimits } from "./declared.ts";
 import { normalizeFeatures, normalizeInstallOrder, type FeatureEntry, type NormalizedFeatures } from "./features.ts";
 import { normalizeMount, type NormalizedMount } from "./mounts.ts";
@@ -248,11 +248,10 @@ function checkExcluded(s: BuildState, scope: FieldScope, v: JsonModel, path: str
  */
 export function buildCore(unsafeModel: JsonModel, limits: ManifestLimits = DEFAULT_MANIFEST_LIMITS): BuiltCore {
   const checker = new Checker("MANIFEST_REFUSED");
-  const root = checker.object(unsafeModel, "");
-  if (root === undefined) {
-    checker.done("devcontainer.json refused");
-    throw new Error("unreachable");
+  if (!isJsonObject(unsafeModel)) {
+    throw new CairnError("MODEL_TYPE", "devcontainer.json refused: the top level must be an object", { path: "" });
   }
+  const root = unsafeModel;
   const ctx: IngestContext = { checker, limits, workspaceFolder: readWorkspaceFolder(checker, root.workspaceFolder) };
   const s: BuildState = { ctx, core: { schema: MANIFEST_SCHEMA, ...structuredClone(LIST_DEFAULTS) }, features: undefined };
   const excluded: string[] = [];
@@ -296,5 +295,3 @@ function inDisplayOrder(core: EnvCore): EnvCore {
   return out as unknown as EnvCore;
 }
 
-/** Every scoped field, for tests and docs. */
-export const SCOPED_FIELDS: readonly string[] = Object.keys(FIELD_SCOPE);

@@ -127,6 +127,7 @@ export const MANIFEST_SCHEMA = "cairn.env-manifest/1";
  */
 export const NOT_COVERED: readonly string[] = [
   "mount contents: only each mount's source, target, kind and read-only flag are covered, never the bytes behind the source",
+  "the workspace: the host folder a tool mounts by default when workspaceMount is absent, and the contents of any workspace mount",
   "bytes behind unpinned references: an image or feature addressed by tag or URL may resolve to different bytes later",
   "image-label metadata (devcontainer.metadata) and feature-contributed metadata (env, mounts, entrypoints, capabilities a feature declares)",
   "the host: kernel, container engine, CPU, and the host user's UID/GID when updateRemoteUserUID applies",

@@ -82,11 +82,3 @@ export function substitute(unsafeValue: string, ctx: SubstitutionContext): Subst
   return refused ? { ok: false, ...refused } : { ok: true, value };
 }
 
-/** True when `unsafeValue` holds any substitution the CLI would resolve (used where none is allowed). */
-export function hasSubstitution(unsafeValue: string): string | undefined {
-  for (const m of unsafeValue.matchAll(VARIABLE)) {
-    const { name, cls } = classifyVariable(m[1] ?? "");
-    if (cls !== "literal") return name;
-  }
-  return undefined;
-}
