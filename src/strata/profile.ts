@@ -117,13 +117,13 @@ function readPackageSet(c: Checker, v: JsonModel, p: string): PackageSet | undef
 export function parseProfileModel(v: JsonModel, source = "profile"): Profile {
   const c = new Checker("PROFILE_INVALID");
   const o = c.object(v, "", PROFILE_FIELDS);
-  c.done(source);
+  if (o === undefined) c.done(source);
   const root = o!;
   const name = c.string(c.required(root, "name", ""), "/name", { pattern: REF_NAME });
   const description = has(root, "description") ? c.string(root.description, "/description", { max: 4096 }) : undefined;
   const version = has(root, "version") ? c.string(root.version, "/version") : undefined;
   if (version !== undefined && !isVersion(version)) c.add("/version", "not a version", "MODEL_VALUE");
-  const bo = c.object(c.required(root, "base", ""), "/base", ["os", "arch"]);
+  const bo = has(root, "base") ? c.object(root.base, "/base", ["os", "arch"]) : void c.required(root, "base", "");
   let base: Profile["base"] | undefined;
   if (bo !== undefined) {
     const os = c.string(c.required(bo, "os", "/base"), "/base/os", { pattern: BASE_NAME });

@@ -6,6 +6,7 @@
  * normalized path that appears once. PAX keys other than path/linkpath are
  * refused, since cairn's own writer never emits them.
  */
+import { kMaxLength } from "node:buffer";
 import { gunzipSync } from "node:zlib";
 import { extract } from "tar-stream";
 import { CairnError, checkLimit, sha256, type Sha256Digest } from "../core/index.ts";
@@ -28,7 +29,7 @@ export async function readLayerBlob(blob: Uint8Array, expected: { sha256: Sha256
   if (sha256(blob) !== expected.sha256) throw new CairnError("DIGEST_MISMATCH", `${where}: blob does not match its sha256`, { path: where });
   let tar: Buffer;
   try {
-    tar = gunzipSync(blob, { maxOutputLength: maxUnpacked });
+    tar = gunzipSync(blob, { maxOutputLength: Math.min(maxUnpacked, kMaxLength) });
   } catch (cause) {
     if ((cause as { code?: string }).code === "ERR_BUFFER_TOO_LARGE") checkLimit("layer.max_unpacked_bytes", maxUnpacked + 1, maxUnpacked, where, "bytes");
     throw new CairnError("TAR_INVALID", `${where}: not a gzip stream`, { path: where, cause });

@@ -1,0 +1,121 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { chmodSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { gunzipSync } from "node:zlib";
+import { buildLayerBlob, readDirectory, readLayerBlob, sha256 } from "../../src/index.ts";
+import { assertCode, assertCodeAsync } from "../helpers/errors.ts";
+
+const FILES: Array<[string, string, number]> = [
+  ["b/z.txt", "zed\n", 0o644],
+  ["a/run.sh", "#!/bin/sh\necho hi\n", 0o755],
+  ["a/ü-ñame.txt", "unicode\n", 0o600],
+  ["B/upper", "upper\n", 0o640],
+  [`deep/${"d".repeat(90)}/${"f".repeat(90)}.txt`, "long name\n", 0o644],
+];
+
+function makeTree(order: number[], umask: number): string {
+  const old = process.umask(umask);
+  try {
+    const root = mkdtempSync(join(tmpdir(), "cairn-blob-"));
+    for (const i of order) {
+      const [rel, content, mode] = FILES[i]!;
+      mkdirSync(join(root, rel, ".."), { recursive: true });
+      writeFileSync(join(root, rel), content);
+      chmodSync(join(root, rel), mode & ~umask);
+    }
+    symlinkSync("../a/run.sh", join(root, "b/link"));
+    return root;
+  } finally {
+    process.umask(old);
+  }
+}
+
+test("layer blobs are byte-identical across umask and directory creation order", () => {
+  const a = buildLayerBlob(readDirectory(makeTree([0, 1, 2, 3, 4], 0o022)));
+  const b = buildLayerBlob(readDirectory(makeTree([4, 3, 2, 1, 0], 0o077)));
+  const c = buildLayerBlob(readDirectory(makeTree([2, 0, 4, 1, 3], 0o002)));
+  assert.equal(a.sha256, b.sha256);
+  assert.equal(a.sha256, c.sha256);
+  assert.ok(a.blob.equals(b.blob));
+  // control: one changed byte of content changes the blob
+  const d = makeTree([0, 1, 2, 3, 4], 0o022);
+  writeFileSync(join(d, "b/z.txt"), "zee\n");
+  assert.notEqual(buildLayerBlob(readDirectory(d)).sha256, a.sha256);
+  // control: an execute bit is content too
+  const e = makeTree([0, 1, 2, 3, 4], 0o022);
+  chmodSync(join(e, "b/z.txt"), 0o755);
+  assert.notEqual(buildLayerBlob(readDirectory(e)).sha256, a.sha256);
+});
+
+test("the gzip header is fixed: no mtime, no name, OS byte 255", () => {
+  const { blob } = buildLayerBlob(readDirectory(makeTree([0, 1, 2, 3, 4], 0o022)));
+  assert.equal(blob[0], 0x1f);
+  assert.equal(blob[1], 0x8b);
+  assert.equal(blob[3], 0, "no FNAME/FCOMMENT/FHCRC flags");
+  assert.equal(blob.readUInt32LE(4), 0, "mtime 0");
+  assert.equal(blob[9], 0xff, "OS unknown");
+});
+
+test("tar entries are sorted by bytes, owned by 0:0 at mtime 0 with normalized modes, and read back", async () => {
+  const built = buildLayerBlob(readDirectory(makeTree([0, 1, 2, 3, 4], 0o077)));
+  const tar = gunzipSync(built.blob);
+  assert.equal(sha256(tar), built.diff_id);
+  const entries = await readLayerBlob(built.blob, built, "test");
+  const paths = entries.map((e) => e.path);
+  assert.deepEqual(paths, [...paths].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y))));
+  assert.ok(paths.indexOf("B") < paths.indexOf("a"), "byte order puts uppercase first, whatever the locale");
+  const modes = new Map(entries.map((e) => [e.path, e.type === "symlink" ? -1 : e.mode]));
+  assert.equal(modes.get("a/run.sh"), 0o755);
+  assert.equal(modes.get("a/ü-ñame.txt"), 0o644, "0600 normalizes to 0644: the umask leaves no trace");
+  assert.equal(modes.get("a"), 0o755);
+  assert.ok(paths.some((p) => p.length > 150), "a long name survives through PAX");
+  const link = entries.find((e) => e.path === "b/link");
+  assert.equal(link?.type === "symlink" ? link.target : undefined, "../a/run.sh");
+  // Header fields, straight from the bytes: uid, gid, mtime, uname all zero/empty
+  for (let off = 0; off + 512 <= tar.length; off += 512) {
+    const h = tar.subarray(off, off + 512);
+    if (h.every((b) => b === 0)) break;
+    if (h.toString("latin1", 257, 262) !== "ustar") continue;
+    assert.equal(h.toString("latin1", 108, 115), "0000000");
+    assert.equal(h.toString("latin1", 116, 123), "0000000");
+    assert.equal(h.toString("latin1", 136, 147), "00000000000");
+    assert.equal(h[265], 0, "no user name");
+    const size = parseInt(h.toString("latin1", 124, 135), 8);
+    off += Math.ceil(size / 512) * 512;
+  }
+  assert.ok(built.content_manifest.has("/a/run.sh"));
+  assert.equal(built.symlinks.get("/b/link"), "../a/run.sh");
+});
+
+test("the system tar reads cairn's blobs (independent oracle)", () => {
+  const root = makeTree([0, 1, 2, 3, 4], 0o022);
+  const built = buildLayerBlob(readDirectory(root));
+  const file = join(root, "..", `${root.split("/").pop()}.tgz`);
+  writeFileSync(file, built.blob);
+  const listing = execFileSync("tar", ["-tzvf", file], { encoding: "utf8", env: { ...process.env, LC_ALL: "C" } });
+  assert.match(listing, /root\/root|0\/0/);
+  assert.match(listing, /a\/run\.sh/);
+  assert.match(listing, /f{90}\.txt/);
+});
+
+test("hostile blobs are refused before and while reading; control reads", async () => {
+  const built = buildLayerBlob([{ type: "file", path: "x", mode: 0o644, data: Buffer.from("x") }]);
+  assert.equal((await readLayerBlob(built.blob, built, "ok")).length, 1);
+  const tampered = Buffer.from(built.blob);
+  tampered[tampered.length - 9] ^= 1;
+  await assertCodeAsync(() => readLayerBlob(tampered, built, "t"), "DIGEST_MISMATCH");
+  await assertCodeAsync(() => readLayerBlob(built.blob, { ...built, size: built.size + 1 }, "t"), "SIZE_MISMATCH");
+  const evil = buildLayerBlob([{ type: "file", path: "../escape", mode: 0o644, data: Buffer.from("x") }]);
+  await assertCodeAsync(() => readLayerBlob(evil.blob, evil, "t"), "TAR_UNSAFE_PATH");
+});
+
+test("sockets, FIFOs and devices are refused when building", () => {
+  const root = mkdtempSync(join(tmpdir(), "cairn-fifo-"));
+  writeFileSync(join(root, "ok"), "ok");
+  assert.equal(readDirectory(root).length, 1);
+  execFileSync("mkfifo", [join(root, "pipe")]);
+  assertCode(() => readDirectory(root), "SOURCE_NOT_REGULAR");
+});
