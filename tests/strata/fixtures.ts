@@ -1,0 +1,21 @@
+/** Test fixtures for strata: the example registry in a temp dir, plus helpers to load a catalog from it. */
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { buildExampleRegistry, type ExampleRegistry } from "../../examples/strata/build-registry.ts";
+import { Catalog, LocalRegistry, catalogFromRegistries, directoryView, probeRoot, probedBase, type LockBase } from "../../src/strata/index.ts";
+import type { VerifyingKey } from "../../src/core/index.ts";
+
+export function exampleRegistry(): ExampleRegistry {
+  return buildExampleRegistry(mkdtempSync(join(tmpdir(), "cairn-strata-")));
+}
+
+export function catalogOf(ex: ExampleRegistry, keys: readonly VerifyingKey[] = [ex.registryKey]): Catalog {
+  return catalogFromRegistries([{ registry: LocalRegistry.open(ex.registry), source: { url: ex.registry, keys } }]);
+}
+
+export const NOW = new Date("2026-03-01T12:00:00.000Z");
+
+export async function probedExampleBase(ex: ExampleRegistry, now = NOW): Promise<LockBase> {
+  return probedBase(await probeRoot(directoryView(ex.rootfs), ex.rootfs), "rootfs:example", now);
+}

@@ -1,0 +1,110 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync, writeFileSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { generateSigningKey, parseEnvelope, parseJsonBytes } from "../../src/core/index.ts";
+import { LocalRegistry, attest, buildLayerBlob, buildLayerFromDirectory, manifestFor, readTrust, searchRegistries, foldLayers } from "../../src/strata/index.ts";
+import { exampleRegistry } from "./fixtures.ts";
+import { toySpec, TOY_LAYERS } from "../../examples/strata/build-registry.ts";
+import { assertCode, assertCodeAsync } from "../helpers/errors.ts";
+
+function allFiles(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, encoding: "utf8" }).sort();
+}
+
+test("the registry layout is as documented and holds no temporary files after publishing", () => {
+  const ex = exampleRegistry();
+  const files = allFiles(ex.registry);
+  assert.ok(files.includes("cairn-registry.json"));
+  assert.ok(files.includes("layers/python-3.12.4-gnu-x86_64.json"));
+  assert.ok(files.includes("formations/bio-seq-2026.03.json"));
+  assert.ok(files.some((f) => /^blobs\/sha256\/[0-9a-f]{64}$/.test(f)));
+  assert.ok(!files.some((f) => f.split("/").pop()!.startsWith(".")), "no leftovers");
+});
+
+test("republishing identical bytes is accepted; different content under the same id is refused", () => {
+  const ex = exampleRegistry();
+  const reg = LocalRegistry.open(ex.registry);
+  const spec = toySpec(TOY_LAYERS[5]!);
+  const again = buildLayerFromDirectory(join(ex.root, "src", "tool-a-1.0"), spec);
+  const blob = again.blob;
+  reg.publishLayer(blob.blob, again.manifest, [ex.registryKey]);
+  const other = buildLayerBlob([{ type: "file", path: "usr/local/bin/tool", mode: 0o755, data: Buffer.from("different") }]);
+  assertCode(() => reg.publishLayer(other.blob, manifestFor(spec, other), [ex.registryKey]), "REGISTRY_INVALID");
+  assertCode(() => reg.publishLayer(blob.blob, manifestFor(spec, other), [ex.registryKey]), "DIGEST_MISMATCH");
+});
+
+test("ids and digests that would escape the registry are refused before any path is built", () => {
+  const ex = exampleRegistry();
+  const reg = LocalRegistry.open(ex.registry);
+  for (const id of ["../x", "a/b", ".hidden", "", "a/../../b"]) assertCode(() => reg.layerPath(id), "PATH_UNSAFE");
+  assertCode(() => reg.blobPath("sha256:../../etc/passwd" as never), "DIGEST_INVALID");
+  assert.ok(reg.layerPath("python-3.12.4-gnu-x86_64").endsWith("layers/python-3.12.4-gnu-x86_64.json"));
+  assertCode(() => LocalRegistry.open(mkdtempSync(join(tmpdir(), "cairn-notreg-"))), "REGISTRY_INVALID");
+});
+
+test("trust: a signed manifest verifies; a tampered one is SIGNATURE_INVALID even with --allow-unsigned-offline; unsigned needs the flag", () => {
+  const ex = exampleRegistry();
+  const reg = LocalRegistry.open(ex.registry);
+  const doc = reg.readLayer("numpy-2.0.1-none-noarch");
+  assert.equal(attest(doc, [ex.registryKey], false, "numpy").status, "signed");
+  // Tamper: change the payload, keep the signature.
+  const path = reg.layerPath("numpy-2.0.1-none-noarch");
+  const env = JSON.parse(readFileSync(path, "utf8")) as { payload: string };
+  const payload = JSON.parse(Buffer.from(env.payload, "base64").toString()) as { provides: string[] };
+  payload.provides = ["numpy@9.9"];
+  env.payload = Buffer.from(JSON.stringify(payload)).toString("base64");
+  writeFileSync(path, JSON.stringify(env));
+  const tampered = reg.readLayer("numpy-2.0.1-none-noarch");
+  assertCode(() => attest(tampered, [ex.registryKey], true, "numpy"), "SIGNATURE_INVALID");
+  // A key nobody trusts makes the layer unsigned, not valid.
+  const stranger = generateSigningKey();
+  assertCode(() => attest(doc, [stranger], false, "numpy"), "TRUST_REFUSED");
+  assert.equal(attest(doc, [stranger], true, "numpy").status, "unsigned-offline");
+  assertCode(() => attest(doc, [], false, "numpy"), "TRUST_REFUSED");
+});
+
+test("trust is only keyfile://", () => {
+  const ex = exampleRegistry();
+  assert.equal(readTrust(`keyfile://${ex.root}/registry.pub`, "/").keyId, ex.registryKey.keyId);
+  assert.equal(readTrust("keyfile://registry.pub", ex.root).keyId, ex.registryKey.keyId, "relative to the base dir");
+  assertCode(() => readTrust("https://example.com/key", ex.root), "TRUST_REFUSED");
+  assertCode(() => readTrust(ex.root + "/registry.pub", ex.root), "TRUST_REFUSED");
+});
+
+test("search lists user-selectable layers and formations with versions, highest first", () => {
+  const ex = exampleRegistry();
+  const hits = searchRegistries([LocalRegistry.open(ex.registry)], "");
+  const python = hits.find((h) => h.name === "python");
+  assert.deepEqual(python?.versions, ["3.12.4", "3.11.9"]);
+  assert.ok(hits.some((h) => h.kind === "formation" && h.name === "bio-seq"));
+  assert.ok(!hits.some((h) => h.name === "samtools"), "internal layers are not listed");
+  assert.deepEqual(searchRegistries([LocalRegistry.open(ex.registry)], "num").map((h) => h.name), ["numpy"]);
+});
+
+test("layer fold merges layers (later wins), records folded_from, and verifies sources first", async () => {
+  const ex = exampleRegistry();
+  const reg = LocalRegistry.open(ex.registry);
+  const spec = { ...toySpec(TOY_LAYERS[5]!), name: "tools", version: "1.0" };
+  const folded = await foldLayers(reg, ["tool-a-1.0-none-noarch", "tool-b-1.0-none-noarch"], spec);
+  assert.deepEqual(folded.manifest.build.folded_from?.map((f) => f.id), ["tool-a-1.0-none-noarch", "tool-b-1.0-none-noarch"]);
+  const b = reg.readLayer("tool-b-1.0-none-noarch").value;
+  assert.equal(folded.manifest.content_manifest.get("/usr/local/bin/tool"), b.content_manifest.get("/usr/local/bin/tool"));
+  const doc = reg.publishLayer(folded.blob.blob, folded.manifest, [ex.registryKey]);
+  assert.equal(reg.readLayer(doc.value.id).value.build.folded_from?.length, 2);
+  // Tamper with a source blob: folding refuses.
+  const blobPath = reg.blobPath(b.sha256);
+  const bytes = readFileSync(blobPath);
+  bytes[20] ^= 0xff;
+  writeFileSync(blobPath, bytes);
+  await assertCodeAsync(() => foldLayers(reg, ["tool-a-1.0-none-noarch", "tool-b-1.0-none-noarch"], spec), "DIGEST_MISMATCH");
+});
+
+test("envelopes in the registry are strict DSSE", () => {
+  const ex = exampleRegistry();
+  const reg = LocalRegistry.open(ex.registry);
+  const env = parseEnvelope(parseJsonBytes(readFileSync(reg.layerPath("bwa-0.7.18-gnu-x86_64"))));
+  assert.equal(env.payloadType, "application/vnd.cairn.layer-manifest+json");
+  assert.equal(env.signatures[0]?.keyid, ex.registryKey.keyId);
+});
