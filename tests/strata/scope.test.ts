@@ -1,0 +1,88 @@
+/**
+ * The EnvironmentID scope test: every lockfile field is either hashed or
+ * excluded with a named reason, never both, never neither. Adding a field to
+ * the lockfile (its parser's field lists) without placing it fails here.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { EXCLUDED, HASHED, environmentId, environmentIdInput, lockfileToModel, parseLockfile, resolveProfile, parseProfileText, type Lockfile } from "../../src/strata/index.ts";
+import { LOCK_BASE_FIELDS, LOCK_FIELDS, LOCK_LAYER_FIELDS } from "../../src/strata/lockfile.ts";
+import { catalogOf, exampleRegistry, NOW, probedExampleBase } from "./fixtures.ts";
+
+const OBJECTS = { lockfile: LOCK_FIELDS, base: LOCK_BASE_FIELDS, layer: LOCK_LAYER_FIELDS } as const;
+
+test("every lockfile field is hashed or excluded with a reason, exactly once", () => {
+  for (const [obj, fields] of Object.entries(OBJECTS) as [keyof typeof OBJECTS, readonly string[]][]) {
+    const hashed = HASHED[obj] as readonly string[];
+    const excluded = Object.keys(EXCLUDED[obj]);
+    for (const f of fields) {
+      const h = hashed.includes(f);
+      const x = excluded.includes(f);
+      assert.ok(h !== x, `${obj}.${f} must be in exactly one of HASHED and EXCLUDED (hashed=${h}, excluded=${x})`);
+    }
+    for (const f of [...hashed, ...excluded]) assert.ok(fields.includes(f), `${obj}.${f} is classified but is not a lockfile field`);
+    for (const [f, why] of Object.entries(EXCLUDED[obj])) assert.ok(typeof why === "string" && why.length > 10, `${obj}.${f} needs a named reason`);
+  }
+});
+
+async function fullLock(): Promise<Lockfile> {
+  const ex = exampleRegistry();
+  const profile = parseProfileText(`name: full
+base: {os: debian12}
+software: [python, numpy, "formation:bio-seq"]
+env: {A: "1"}
+on_ready: [echo]
+defaults: {shell: sh}
+packages: [{manager: pip, packages: [{name: x, version: "1"}]}]
+mutable_layer: true
+requires_host: [gpu]
+instance: {cpus: 2}
+storage: {size: 1}
+`);
+  return resolveProfile({ profile, catalog: catalogOf(ex), probedBase: await probedExampleBase(ex), allowUnsignedOffline: false, now: NOW, cairnVersion: "t" });
+}
+
+test("what the writer emits is exactly the listed fields (so the lists are the real lockfile)", async () => {
+  const model = lockfileToModel(await fullLock());
+  assert.deepEqual(Object.keys(model).sort(), [...LOCK_FIELDS].sort());
+  assert.deepEqual(Object.keys(model.base as object).sort(), [...LOCK_BASE_FIELDS].filter((f) => f !== "image").sort());
+  const layers = model.layers as Record<string, unknown>[];
+  const seen = new Set(layers.flatMap((l) => Object.keys(l)));
+  assert.deepEqual([...seen].sort(), [...LOCK_LAYER_FIELDS].sort());
+});
+
+function mutate(lock: Lockfile, obj: string, field: string): Lockfile {
+  const m = lockfileToModel(lock) as Record<string, unknown>;
+  const bump = (o: Record<string, unknown>, f: string): void => {
+    const v = o[f];
+    if (typeof v === "string") o[f] = v.startsWith("sha256:") ? `sha256:${"b".repeat(64)}` : f === "resolved_at" || f === "probed_at" ? "2001-01-01T00:00:00Z" : f === "name" && obj === "base" ? "debian13" : f === "arch" ? "aarch64" : f === "abi" ? "musl" : f === "verification_policy" ? "unsigned-offline" : `${v}x`;
+    else if (typeof v === "number") o[f] = v + 100;
+    else if (typeof v === "boolean") o[f] = !v;
+    else if (Array.isArray(v)) o[f] = f === "capabilities" ? [...v, "extra@1"] : f === "requires_host" ? [...v, "kvm"] : f === "on_ready" ? [...v, "more"] : f === "layers" ? v.slice(1).map((l: Record<string, unknown>, i) => ({ ...l, mount_order: i })) : f === "formations" ? [] : [...v, { manager: "conda", packages: [] }];
+    else if (v && typeof v === "object") o[f] = f === "satisfied_by" ? {} : f === "signature" ? { status: "unsigned-offline", envelope_sha256: `sha256:${"c".repeat(64)}` } : f === "not_acted_upon" ? { instance: { cpus: 9 } } : f === "base" ? { ...(v as object), digest: `sha256:${"e".repeat(64)}` } : { ...(v as object), ZZ: "new" };
+    else o[f] = obj === "base" && f === "image" ? `sha256:${"d".repeat(64)}` : "x";
+  };
+  if (obj === "lockfile") bump(m, field);
+  else if (obj === "base") bump(m.base as Record<string, unknown>, field);
+  else bump((m.layers as Record<string, unknown>[])[0]!, field);
+  return parseLockfile(JSON.parse(JSON.stringify(m)));
+}
+
+test("changing a hashed field changes the ID; changing an excluded field does not", async () => {
+  const lock = await fullLock();
+  const id = environmentId(lock);
+  for (const obj of Object.keys(OBJECTS) as (keyof typeof OBJECTS)[]) {
+    for (const f of HASHED[obj]) assert.notEqual(environmentId(mutate(lock, obj, f)), id, `${obj}.${f} is hashed, so changing it must change the ID`);
+    for (const f of Object.keys(EXCLUDED[obj])) {
+      if (obj === "lockfile" && f === "format") continue; // one valid value: it cannot be changed and still parse
+      assert.equal(environmentId(mutate(lock, obj, f)), id, `${obj}.${f} is excluded, so changing it must not change the ID`);
+    }
+  }
+});
+
+test("the hash input is tagged and has layers in mount order", async () => {
+  const input = environmentIdInput(await fullLock());
+  assert.equal(input.schema, "cairn.environment/1");
+  const orders = (input.layers as { mount_order: number }[]).map((l) => l.mount_order);
+  assert.deepEqual(orders, [...orders].sort((a, b) => a - b));
+});
