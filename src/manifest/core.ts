@@ -55,6 +55,7 @@ const LIST_DEFAULTS = { features: [], overrideFeatureInstallOrder: [], container
 
 interface BuildState {
   ctx: IngestContext;
+  root: JsonObject;
   core: Partial<EnvCore>;
   features: NormalizedFeatures | undefined;
 }
@@ -73,8 +74,15 @@ function envMap(s: BuildState, v: JsonModel, path: string, allowNull: boolean): 
   let ok = true;
   for (const name of names) {
     const p = childPath(path, name);
-    if (name.length === 0 || name.includes("=") || name.includes("\u0000")) {
-      c.add(p, "variable name must be non-empty without '=' or NUL", "MODEL_VALUE");
+    if (name.length === 0 || name.includes("=")) {
+      c.add(p, "variable name must be non-empty without '='", "MODEL_VALUE");
+      ok = false;
+      continue;
+    }
+    const literal = readText(s.ctx, name, p, { what: "variable name" });
+    if (literal !== name) {
+      // undefined: already reported; a different string: a substitution would rename the variable.
+      if (literal !== undefined) c.add(p, "variable name must be literal (no substitutions)", "MANIFEST_REFUSED");
       ok = false;
       continue;
     }
@@ -119,8 +127,11 @@ const NORMALIZERS: { readonly [K in IdentityField]: Normalizer } = {
     s.features = normalizeFeatures(s.ctx, v, path);
     if (s.features) s.core.features = s.features.features;
   },
-  overrideFeatureInstallOrder() {
-    // Needs the declared features; resolved after every other field (see buildCore).
+  overrideFeatureInstallOrder(s, v, path) {
+    // Needs the declared features, so buildCore calls this after every other field.
+    const declared = s.root.features === undefined ? { features: [], bases: new Set<string>() } : s.features;
+    const order = normalizeInstallOrder(s.ctx, v, path, declared);
+    if (order) s.core.overrideFeatureInstallOrder = order;
   },
   containerEnv(s, v, path) {
     const env = envMap(s, v, path, false);
@@ -144,9 +155,11 @@ const NORMALIZERS: { readonly [K in IdentityField]: Normalizer } = {
     if (typeof v !== "string") s.ctx.checker.add(path, "workspaceMount must be a mount string", "MODEL_TYPE");
     else s.core.workspaceMount = mountOf(s, v, path);
   },
-  workspaceFolder(s) {
-    // Read before every other field (it feeds ${containerWorkspaceFolder}); see readWorkspaceFolder.
-    if (s.ctx.workspaceFolder !== undefined) s.core.workspaceFolder = s.ctx.workspaceFolder;
+  workspaceFolder(s, v, path) {
+    // Already read into the context (it feeds ${containerWorkspaceFolder}); report it here.
+    const r = readWorkspaceFolder(v);
+    if (r.ok) s.core.workspaceFolder = r.value;
+    else s.ctx.checker.add(path, r.why, r.code);
   },
   containerUser(s, v, path) {
     s.core.containerUser = user(s, v, path);
@@ -192,20 +205,36 @@ function mountOf(s: BuildState, item: JsonModel, path: string): NormalizedMount 
   return undefined;
 }
 
-/** workspaceFolder is read first: absolute, substitution-free, normalized. */
-function readWorkspaceFolder(checker: Checker, v: JsonModel | undefined): string | undefined {
-  if (v === undefined) return undefined;
+/**
+ * Runs one field's normalizer and fails closed: a present field that leaves
+ * no value in the core and no issue behind would silently drop out of the
+ * address, so that is an issue too.
+ */
+function normalizeField(s: BuildState, key: IdentityField, value: JsonModel, path: string): void {
+  if (key === "overrideFeatureInstallOrder") return; // resolved after every other field (see buildCore)
+  const before = s.ctx.checker.issues.length;
+  const core = s.core as { [k: string]: unknown };
+  delete core[key];
+  NORMALIZERS[key](s, value, path);
+  if (core[key] === undefined && s.ctx.checker.issues.length === before) {
+    s.ctx.checker.add(path, `"${key}" could not be normalized`, "MANIFEST_REFUSED");
+  }
+}
+
+type FolderResult = { ok: true; value: string | undefined } | { ok: false; why: string; code: "MODEL_VALUE" | "MANIFEST_REFUSED" };
+
+/** workspaceFolder is read before every other field: absolute, substitution-free, normalized. */
+function readWorkspaceFolder(v: JsonModel | undefined): FolderResult {
+  if (v === undefined) return { ok: true, value: undefined };
   if (typeof v !== "string" || !v.startsWith("/") || v.includes("\u0000")) {
-    checker.add("/workspaceFolder", "workspaceFolder must be an absolute path", "MODEL_VALUE");
-    return undefined;
+    return { ok: false, why: "workspaceFolder must be an absolute path", code: "MODEL_VALUE" };
   }
   for (const m of v.matchAll(/\$\{(.*?)\}/g)) {
     const { name } = classifyVariable(m[1] ?? "");
-    checker.add("/workspaceFolder", `\${${name}} is refused in workspaceFolder: it must be a literal path`, "MANIFEST_REFUSED");
-    return undefined;
+    return { ok: false, why: `\${${name}} is refused in workspaceFolder: it must be a literal path`, code: "MANIFEST_REFUSED" };
   }
   const n = posix.normalize(v);
-  return n.length > 1 && n.endsWith("/") ? n.slice(0, -1) : n;
+  return { ok: true, value: n.length > 1 && n.endsWith("/") ? n.slice(0, -1) : n };
 }
 
 function kindOf(v: JsonModel): JsonKind | "null" | "number" {
@@ -252,8 +281,9 @@ export function buildCore(unsafeModel: JsonModel, limits: ManifestLimits = DEFAU
     throw new CairnError("MODEL_TYPE", "devcontainer.json refused: the top level must be an object", { path: "" });
   }
   const root = unsafeModel;
-  const ctx: IngestContext = { checker, limits, workspaceFolder: readWorkspaceFolder(checker, root.workspaceFolder) };
-  const s: BuildState = { ctx, core: { schema: MANIFEST_SCHEMA, ...structuredClone(LIST_DEFAULTS) }, features: undefined };
+  const folder = readWorkspaceFolder(root.workspaceFolder);
+  const ctx: IngestContext = { checker, limits, workspaceFolder: folder.ok ? folder.value : undefined };
+  const s: BuildState = { ctx, root, core: { schema: MANIFEST_SCHEMA, ...structuredClone(LIST_DEFAULTS) }, features: undefined };
   const excluded: string[] = [];
   for (const key of Object.keys(root)) {
     const path = childPath("", key);
@@ -264,16 +294,19 @@ export function buildCore(unsafeModel: JsonModel, limits: ManifestLimits = DEFAU
     else if (scope.class === "excluded") {
       excluded.push(key);
       checkExcluded(s, scope, value, path);
-    } else NORMALIZERS[key as IdentityField](s, value, path);
+    } else normalizeField(s, key as IdentityField, value, path);
   }
   if (root.image === undefined) {
     checker.add("/image", "image is required", "MODEL_MISSING_FIELD");
   }
   if (root.overrideFeatureInstallOrder !== undefined) {
     // Absent features mean none are declared; invalid ones skip the cross-check (already reported).
-    const declared = root.features === undefined ? { features: [], bases: new Set<string>() } : s.features;
-    const order = normalizeInstallOrder(ctx, root.overrideFeatureInstallOrder, "/overrideFeatureInstallOrder", declared);
-    if (order) s.core.overrideFeatureInstallOrder = order;
+    const before = checker.issues.length;
+    delete s.core.overrideFeatureInstallOrder;
+    NORMALIZERS.overrideFeatureInstallOrder(s, root.overrideFeatureInstallOrder, "/overrideFeatureInstallOrder");
+    if (s.core.overrideFeatureInstallOrder === undefined && checker.issues.length === before) {
+      checker.add("/overrideFeatureInstallOrder", "could not be normalized", "MANIFEST_REFUSED");
+    }
   }
   const targets = new Map<string, string>();
   const allMounts = [...(s.core.mounts ?? []), ...(s.core.workspaceMount ? [s.core.workspaceMount] : [])];

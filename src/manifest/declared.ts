@@ -17,6 +17,8 @@ export interface ManifestLimits {
   readonly max_env_entries: number;
   /** Characters in any single declared string (names, values, paths). */
   readonly max_string_length: number;
+  /** Nesting of objects and lists, checked before the recursive parser runs. */
+  readonly max_depth: number;
 }
 
 export const DEFAULT_MANIFEST_LIMITS: ManifestLimits = {
@@ -26,6 +28,7 @@ export const DEFAULT_MANIFEST_LIMITS: ManifestLimits = {
   max_mounts: 256,
   max_env_entries: 4096,
   max_string_length: 65536,
+  max_depth: 64,
 };
 
 export interface IngestContext {

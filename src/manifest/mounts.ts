@@ -65,7 +65,7 @@ function parseString(unsafe: string, path: string, problems: { path: string; why
   const seen = new Set<string>();
   for (const part of unsafe.split(",")) {
     const eq = part.indexOf("=");
-    const key = (eq < 0 ? part : part.slice(0, eq)).toLowerCase();
+    const key = eq < 0 ? part : part.slice(0, eq);
     const value = eq < 0 ? undefined : part.slice(eq + 1);
     const canonicalKey = SOURCE_KEYS.has(key) ? "source" : TARGET_KEYS.has(key) ? "target" : READONLY_KEYS.has(key) ? "readonly" : key;
     if (seen.has(canonicalKey)) {

@@ -18,9 +18,6 @@ const OPEN_BRACKET = 3;
 const CLOSE_BRACKET = 4;
 const EOF = 17;
 
-/** Deepest nesting of objects and lists accepted in any input (devcontainer files nest a few levels). */
-export const MAX_DEPTH = 64;
-
 export function readBounded(path: string, maxBytes: number): Buffer {
   let fd: number;
   try {
@@ -37,14 +34,14 @@ export function readBounded(path: string, maxBytes: number): Buffer {
         hint: "raise the limit max_input_bytes explicitly if this input is expected",
       });
     }
-    // Read at most one byte past the limit: the file may grow between fstat and read.
-    const buf = Buffer.alloc(maxBytes + 1);
+    // One byte more than fstat reported: a file that grows while it is read is refused, not truncated.
+    const buf = Buffer.alloc(st.size + 1);
     let n = 0;
     for (;;) {
       const r = readSync(fd, buf, n, buf.length - n, null);
       if (r === 0) break;
       n += r;
-      if (n > maxBytes) throw new CairnError("LIMIT_EXCEEDED", `limit max_input_bytes exceeded (file grew while read)`, { path });
+      if (n > st.size) throw new CairnError("IO_ERROR", `${path} changed while it was read`, { path });
     }
     return buf.subarray(0, n);
   } catch (cause) {
@@ -72,13 +69,13 @@ export function checkDepth(text: string, max: number, source: string): void {
 }
 
 /** Parses input text (JSONC: devcontainer.json allows comments) within the depth limit. */
-export function parseInputText(text: string, source: string): JsonModel {
-  checkDepth(text, MAX_DEPTH, source);
+export function parseInputText(text: string, source: string, limits: ManifestLimits = DEFAULT_MANIFEST_LIMITS): JsonModel {
+  checkDepth(text, limits.max_depth, source);
   return parseJsonText(text, { jsonc: true, source });
 }
 
 export function readInputFile(path: string, limits: ManifestLimits = DEFAULT_MANIFEST_LIMITS): JsonModel {
-  return parseInputText(decodeUtf8(readBounded(path, limits.max_input_bytes), path), path);
+  return parseInputText(decodeUtf8(readBounded(path, limits.max_input_bytes), path), path, limits);
 }
 
 /** Reads a manifest file and recomputes everything in it (see document.ts). */

@@ -122,7 +122,9 @@ export type IdentityField = { [K in ScopedField]: (typeof FIELD_SCOPE)[K]["class
 export const MANIFEST_SCHEMA = "cairn.env-manifest/1";
 
 /**
- * What the address does not cover, even for identity fields. Stated in the
+ * What the address does not cover, even for identity fields. Frozen for
+ * `cairn.env-manifest/1`: readers compare a document's `not_covered` with this
+ * list, so changing it means a new schema tag. Stated in the
  * manifest document (`not_covered`) and in docs/manifest.md.
  */
 export const NOT_COVERED: readonly string[] = [

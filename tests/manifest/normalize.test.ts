@@ -48,6 +48,8 @@ test("containerEnv and remoteEnv: sorted, order-independent; bad names refused; 
   assert.equal(addr({ ...img, containerEnv: { B: "2", A: "1" } }), addr({ ...img, containerEnv: { A: "1", B: "2" } }));
   assert.deepEqual(Object.keys(core({ ...img, containerEnv: { b: "1", B: "2", a: "3" } }).core.containerEnv), ["B", "a", "b"]);
   assertCode(() => core({ ...img, containerEnv: { "A=B": "x" } }), "MODEL_VALUE");
+  assertCode(() => core({ ...img, containerEnv: { "${localEnv:NAME}": "x" } }), "MANIFEST_REFUSED");
+  assertCode(() => core({ ...img, workspaceFolder: "/w", containerEnv: { "${containerWorkspaceFolder}": "x" } }), "MANIFEST_REFUSED");
   assertCode(() => core({ ...img, containerEnv: { A: 1 } }), "MODEL_TYPE");
   assertCode(() => core({ ...img, containerEnv: { A: null } }), "MODEL_TYPE");
   assert.equal(core({ ...img, remoteEnv: { A: null } }).core.remoteEnv.A, null); // control: null unsets in remoteEnv
@@ -117,6 +119,7 @@ test("mounts: every sandbox-widening or ambiguous form is refused", () => {
     "type=npipe,source=aa,target=/b",
     "type=tmpfs,source=a,target=/b",
     "type=volume,source=/srv,target=/b",
+    "Type=volume,source=vol,target=/b",
     "type=volume,source=x,target=/b",
     { type: "bind", source: "/", target: "/h" },
     { type: "volume", source: "aa", target: "/b", readonly: true },
