@@ -1,0 +1,144 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { generateSigningKey } from "../../src/core/index.ts";
+import {
+  checkFreshness, environmentId, formatDuration, freshness, isFrozen, lockfileToModel, lockfileToYaml, parseLockfile,
+  parseLockfileText, parseMaxAge, parseProfileText, readLockfile, resolveProfile, writeLockfile, type Lockfile,
+} from "../../src/strata/index.ts";
+import { catalogOf, exampleRegistry, NOW, probedExampleBase } from "./fixtures.ts";
+import { assertCode } from "../helpers/errors.ts";
+
+const ex = exampleRegistry();
+
+async function lock(): Promise<Lockfile> {
+  const profile = parseProfileText("name: t\nbase: {os: debian12}\nsoftware: [python, numpy, \"formation:bio-seq\"]\nenv: {SECRET_TOKEN: hunter2}\n");
+  return resolveProfile({ profile, catalog: catalogOf(ex), probedBase: await probedExampleBase(ex), allowUnsignedOffline: false, now: NOW, cairnVersion: "t" });
+}
+
+function edit(l: Lockfile, f: (m: Record<string, any>) => void): Record<string, unknown> {
+  const m = JSON.parse(JSON.stringify(lockfileToModel(l))) as Record<string, any>;
+  f(m);
+  return m;
+}
+
+test("a resolved lockfile writes and reads back equal (Validate passes on what cairn writes)", async () => {
+  const l = await lock();
+  const again = parseLockfileText(lockfileToYaml(l));
+  assert.equal(lockfileToYaml(again), lockfileToYaml(l));
+  assert.equal(environmentId(again), environmentId(l));
+});
+
+test("Validate: a present-but-malformed digest is an error, wherever it is", async () => {
+  const l = await lock();
+  const bad = "sha256:XYZ";
+  for (const [path, f] of [
+    ["/layers/0/sha256", (m: any) => void (m.layers[0].sha256 = bad)],
+    ["/layers/0/manifest_sha256", (m: any) => void (m.layers[0].manifest_sha256 = `sha256:${"A".repeat(64)}`)],
+    ["/base/digest", (m: any) => void (m.base.digest = "")],
+    ["/profile_sha256", (m: any) => void (m.profile_sha256 = "md5:abc")],
+    ["/layers/0/signature/envelope_sha256", (m: any) => void (m.layers[0].signature.envelope_sha256 = bad)],
+    ["/layers/0/signature/keyid", (m: any) => void (m.layers[0].signature.keyid = 5)],
+  ] as const) {
+    const e = assertCode(() => parseLockfile(edit(l, f)), "DIGEST_INVALID");
+    assert.equal(e.path, path);
+  }
+});
+
+test("Validate: an unsafe layer id is an error", async () => {
+  const l = await lock();
+  for (const id of ["../../etc", "a/b", ".x", ""]) {
+    assert.throws(() => parseLockfile(edit(l, (m) => void (m.layers[0].id = id))), (e: any) => ["PATH_UNSAFE", "MODEL_VALUE", "LOCK_INVALID"].includes(e.code), id);
+  }
+  assertCode(() => parseLockfile(edit(l, (m) => void (m.layers[0].id = "../../etc"))), "PATH_UNSAFE", "/layers/0/id");
+});
+
+test("Validate: two layers sharing a mount order is an error", async () => {
+  const l = await lock();
+  const e = assertCode(() => parseLockfile(edit(l, (m) => void (m.layers[1].mount_order = m.layers[0].mount_order))), "LOCK_INVALID");
+  assert.equal(e.path, "/layers/1/mount_order");
+  assertCode(() => parseLockfile(edit(l, (m) => void m.layers.push({ ...m.layers[0], mount_order: 99 }))), "LOCK_INVALID");
+});
+
+test("Validate: null entries and unknown fields are errors with their paths", async () => {
+  const l = await lock();
+  assertCode(() => parseLockfile(edit(l, (m) => void m.layers.push(null))), "MODEL_NULL_ENTRY");
+  assertCode(() => parseLockfile(edit(l, (m) => void (m.layers[0].extra = 1))), "MODEL_UNKNOWN_FIELD", "/layers/0/extra");
+  assertCode(() => parseLockfile(edit(l, (m) => void (m.base.kernel = "6"))), "MODEL_UNKNOWN_FIELD", "/base/kernel");
+  assertCode(() => parseLockfile(edit(l, (m) => void (m.surprise = true))), "MODEL_UNKNOWN_FIELD", "/surprise");
+  assertCode(() => parseLockfile(edit(l, (m) => void (m.resolved_at = "yesterday"))), "MODEL_VALUE", "/resolved_at");
+  const text = lockfileToYaml(l).replace("on_ready: []", "on_ready:\n  -\n");
+  assertCode(() => parseLockfileText(text), "MODEL_NULL_ENTRY");
+});
+
+test("an unfrozen lockfile is valid but has no EnvironmentID (an error, never an empty string)", async () => {
+  const l = await lock();
+  const unfrozen = parseLockfile(edit(l, (m) => {
+    delete m.layers[0].sha256;
+    delete m.layers[0].mount_order;
+  }));
+  assert.equal(isFrozen(unfrozen), false);
+  assertCode(() => environmentId(unfrozen), "LOCK_UNFROZEN");
+  const noBase = parseLockfile(edit(l, (m) => void delete m.base.digest));
+  assertCode(() => environmentId(noBase), "LOCK_UNFROZEN");
+  assert.match(environmentId(l), /^sha256:[0-9a-f]{64}$/, "control: frozen has an ID");
+});
+
+test("freshness: ages in days, future-dated flagged, --max-age refuses naming age, date and bound", () => {
+  const resolved = "2025-01-14T00:00:00.000Z";
+  const now = new Date("2026-03-02T00:00:00.000Z");
+  const f = freshness(resolved, now);
+  assert.equal(f.age, "412 days");
+  assert.equal(f.future, false);
+  assert.equal(formatDuration(3 * 3_600_000 + 5), "3 hours");
+  assert.equal(formatDuration(86_400_000), "1 day");
+  assert.equal(formatDuration(59_000), "0 minutes");
+  assert.equal(parseMaxAge("30d"), 30 * 86_400_000);
+  assert.equal(parseMaxAge("2w"), 14 * 86_400_000);
+  assert.equal(parseMaxAge("720h"), 720 * 3_600_000);
+  for (const bad of ["30", "d", "-1d", "1.5d", "30D", "1y", "0d"]) assertCode(() => parseMaxAge(bad), "USAGE");
+  const e = assertCode(() => checkFreshness(resolved, now, parseMaxAge("30d"), "30d"), "LOCK_STALE");
+  assert.match(e.message, /412 days/);
+  assert.match(e.message, /2025-01-14/);
+  assert.match(e.message, /30d/);
+  assert.doesNotThrow(() => checkFreshness(resolved, now, parseMaxAge("413d")), "control: within the bound");
+  assert.doesNotThrow(() => checkFreshness(resolved, now, undefined), "no bound: shown, not refused");
+  const future = freshness("2026-03-04T00:00:00.000Z", now);
+  assert.equal(future.future, true);
+  assert.equal(future.age, "in the future by 2 days");
+  assertCode(() => checkFreshness("2026-03-04T00:00:00.000Z", now, undefined), "LOCK_STALE");
+  assert.equal(checkFreshness("2026-03-02T00:01:00.000Z", now, undefined).future, true, "clock skew within 5 minutes: flagged, not refused");
+});
+
+test("signed lockfile: resolved_at is inside the payload; edits, a wrong key and a swapped signature are refused", async () => {
+  const l = await lock();
+  const dir = mkdtempSync(join(tmpdir(), "cairn-lock-"));
+  const path = join(dir, "env.lock");
+  const written = writeLockfile(path, l, ex.lockKey);
+  const read = readLockfile(path, [ex.lockKey]);
+  assert.equal(read.signature?.keyid, ex.lockKey.keyId);
+  assert.equal(read.signature?.envelope_sha256, written.signature?.envelope_sha256);
+  const env = JSON.parse(readFileSync(`${path}.dsse.json`, "utf8")) as { payload: string };
+  assert.match(Buffer.from(env.payload, "base64").toString(), /resolved_at: 2026-03-01T12:00:00.000Z/);
+  // Edit resolved_at in the YAML only.
+  const original = readFileSync(path, "utf8");
+  writeFileSync(path, original.replace("2026-03-01T12:00:00.000Z", "2026-09-01T12:00:00.000Z"));
+  assertCode(() => readLockfile(path, [ex.lockKey]), "SIGNATURE_INVALID");
+  writeFileSync(path, original);
+  assert.doesNotThrow(() => readLockfile(path, [ex.lockKey]), "control: restored bytes verify");
+  assertCode(() => readLockfile(path, [generateSigningKey()]), "SIGNATURE_INVALID");
+  // Swap in a signature made over other bytes with the right key.
+  const other = join(dir, "other.lock");
+  writeLockfile(other, { ...l, resolved_at: "2027-01-01T00:00:00.000Z" }, ex.lockKey);
+  writeFileSync(`${path}.dsse.json`, readFileSync(`${other}.dsse.json`));
+  assertCode(() => readLockfile(path, [ex.lockKey]), "SIGNATURE_INVALID");
+  writeFileSync(join(dir, "unsigned.lock"), original);
+  assertCode(() => readLockfile(join(dir, "unsigned.lock"), [ex.lockKey]), "SIGNATURE_MISSING");
+});
+
+test("the base probe time is the resolution clock, so the same inputs give the same bytes", async () => {
+  const text = lockfileToYaml(await lock());
+  assert.ok(!/probed_at: (?!2026-03-01T12:00:00.000Z)/.test(text), "the probe time is the resolution clock");
+});
