@@ -1,0 +1,169 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { copyFileSync, readFileSync, writeFileSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { runCli } from "../helpers/cli.ts";
+import { PROJECT_ROOT } from "../helpers/vectors.ts";
+import { exampleRegistry } from "./fixtures.ts";
+
+const ex = exampleRegistry();
+const PROFILE = join(PROJECT_ROOT, "examples/strata/profile.yaml");
+const env = (now: string): NodeJS.ProcessEnv => ({ ...process.env, CAIRN_NOW: now });
+const NOW = "2026-03-01T12:00:00.000Z";
+
+async function resolveTo(out: string, extra: string[] = []): Promise<void> {
+  const r = await runCli(["resolve", PROFILE, "--registry", ex.registry, "--trust", `keyfile://${ex.root}/registry.pub`, "--base", `rootfs:${ex.rootfs}`, "--sign", join(ex.root, "lock.key"), "--out", out, ...extra], env(NOW));
+  assert.equal(r.code, 0, r.stderr);
+}
+
+test("quickstart: resolve the example profile, verify offline, see age and policy", async () => {
+  const lock = join(ex.root, "q.lock");
+  await resolveTo(lock);
+  const v = await runCli(["lock", "verify", lock, "--pub", join(ex.root, "lock.pub"), "--registry", ex.registry, "--max-age", "30d"], env("2026-03-11T12:00:00.000Z"));
+  assert.equal(v.code, 0, v.stderr);
+  assert.match(v.stdout, /10 days old/);
+  assert.match(v.stdout, /policy {6}signed/);
+  assert.match(v.stdout, /4 checked/);
+  const j = await runCli(["lock", "verify", lock, "--pub", join(ex.root, "lock.pub"), "--registry", ex.registry, "--trust", `keyfile://${ex.root}/registry.pub`, "--json"], env("2027-04-17T12:00:00.000Z"));
+  const out = JSON.parse(j.stdout) as { verified: boolean; age: string; layers_checked: number; layer_signatures_checked: boolean; environment_id: string };
+  assert.equal(out.verified, true);
+  assert.equal(out.age, "412 days");
+  assert.equal(out.layers_checked, 4);
+  assert.equal(out.layer_signatures_checked, true);
+  const id = await runCli(["lock", "id", lock]);
+  assert.equal(id.stdout.trim(), out.environment_id);
+});
+
+test("--max-age refuses an old lockfile naming age, date and bound; a future-dated one is refused", async () => {
+  const lock = join(ex.root, "old.lock");
+  await resolveTo(lock);
+  const r = await runCli(["lock", "verify", lock, "--pub", join(ex.root, "lock.pub"), "--max-age", "2w", "--json"], env("2027-04-17T12:00:00.000Z"));
+  assert.equal(r.code, 1);
+  const e = (JSON.parse(r.stdout) as { error: { code: string; message: string } }).error;
+  assert.equal(e.code, "LOCK_STALE");
+  assert.match(e.message, /412 days old \(resolved 2026-03-01T12:00:00.000Z\), more than --max-age 2w/);
+  const f = await runCli(["lock", "verify", lock, "--pub", join(ex.root, "lock.pub")], env("2026-02-01T12:00:00.000Z"));
+  assert.equal(f.code, 1);
+  assert.match(f.stderr, /LOCK_STALE/);
+  assert.match(f.stderr, /future/);
+  const bad = await runCli(["lock", "verify", lock, "--pub", join(ex.root, "lock.pub"), "--max-age", "30"], env(NOW));
+  assert.equal(bad.code, 2, "a malformed duration is a usage error");
+});
+
+test("tampering is refused by lock verify: layer blob, layer manifest, lockfile, signature", async () => {
+  const work = join(ex.root, "tamper");
+  mkdirSync(work, { recursive: true });
+  const lock = join(work, "t.lock");
+  await resolveTo(lock);
+  const pub = join(ex.root, "lock.pub");
+  const verify = async (): Promise<{ code: number; err: string }> => {
+    const r = await runCli(["lock", "verify", lock, "--pub", pub, "--registry", ex.registry, "--json"], env(NOW));
+    return { code: r.code, err: r.code === 0 ? "" : (JSON.parse(r.stdout) as { error: { code: string } }).error.code };
+  };
+  assert.deepEqual(await verify(), { code: 0, err: "" }, "control");
+  const text = readFileSync(lock, "utf8");
+  const blobHex = /\n {4}sha256: sha256:([0-9a-f]{64})/.exec(text)![1]!;
+  const blob = join(ex.registry, "blobs/sha256", blobHex);
+  const saved = readFileSync(blob);
+  const bytes = Buffer.from(saved);
+  bytes[bytes.length - 20] ^= 1;
+  writeFileSync(blob, bytes);
+  assert.deepEqual(await verify(), { code: 1, err: "DIGEST_MISMATCH" }, "blob");
+  writeFileSync(blob, saved);
+  const layerId = /- id: (\S+)/.exec(text)![1]!;
+  const manifest = join(ex.registry, "layers", `${layerId}.json`);
+  const savedManifest = readFileSync(manifest);
+  writeFileSync(manifest, savedManifest.toString().replace('"keyid"', ' "keyid"'));
+  assert.deepEqual(await verify(), { code: 1, err: "DIGEST_MISMATCH" }, "manifest envelope");
+  writeFileSync(manifest, savedManifest);
+  writeFileSync(lock, text.replace("LC_ALL: C.UTF-8", "LC_ALL: POSIX"));
+  assert.deepEqual(await verify(), { code: 1, err: "SIGNATURE_INVALID" }, "lockfile");
+  writeFileSync(lock, text);
+  const sig = JSON.parse(readFileSync(`${lock}.dsse.json`, "utf8")) as { signatures: { sig: string }[] };
+  const raw = Buffer.from(sig.signatures[0]!.sig, "base64");
+  raw[0]! ^= 1;
+  sig.signatures[0]!.sig = raw.toString("base64");
+  const savedSig = readFileSync(`${lock}.dsse.json`);
+  writeFileSync(`${lock}.dsse.json`, JSON.stringify(sig));
+  assert.deepEqual(await verify(), { code: 1, err: "SIGNATURE_INVALID" }, "signature");
+  writeFileSync(`${lock}.dsse.json`, savedSig);
+  assert.deepEqual(await verify(), { code: 0, err: "" }, "restored");
+});
+
+test("conflicting layers are refused by resolve; unsigned layers need --allow-unsigned-offline and are labelled", async () => {
+  const p = join(ex.root, "conflict.yaml");
+  writeFileSync(p, "name: c\nbase: {os: debian12}\nsoftware: [tool-a, tool-b]\n");
+  const r = await runCli(["resolve", p, "--registry", ex.registry, "--trust", `keyfile://${ex.root}/registry.pub`, "--out", join(ex.root, "c.lock"), "--json"]);
+  assert.equal(r.code, 1);
+  assert.equal((JSON.parse(r.stdout) as { error: { code: string } }).error.code, "RESOLVE_CONFLICT");
+  const u = await runCli(["resolve", p.replace("conflict", "x"), "--registry", ex.registry, "--out", join(ex.root, "u.lock")]);
+  assert.equal(u.code, 1, "missing profile file");
+  writeFileSync(join(ex.root, "u.yaml"), "name: u\nbase: {os: debian12}\nsoftware: [tool-a]\n");
+  const noTrust = await runCli(["resolve", join(ex.root, "u.yaml"), "--registry", ex.registry, "--out", join(ex.root, "u.lock"), "--json"]);
+  assert.equal((JSON.parse(noTrust.stdout) as { error: { code: string } }).error.code, "TRUST_REFUSED");
+  const allowed = await runCli(["resolve", join(ex.root, "u.yaml"), "--registry", ex.registry, "--allow-unsigned-offline", "--sign", join(ex.root, "lock.key"), "--out", join(ex.root, "u.lock")]);
+  assert.equal(allowed.code, 0, allowed.stderr);
+  assert.match(readFileSync(join(ex.root, "u.lock"), "utf8"), /verification_policy: unsigned-offline/);
+  const v = await runCli(["lock", "verify", join(ex.root, "u.lock"), "--pub", join(ex.root, "lock.pub")]);
+  assert.equal(v.code, 1, "closed by default");
+  assert.match(v.stderr, /TRUST_REFUSED/);
+  const v2 = await runCli(["lock", "verify", join(ex.root, "u.lock"), "--pub", join(ex.root, "lock.pub"), "--allow-unsigned-offline"]);
+  assert.equal(v2.code, 0);
+  assert.match(v2.stdout, /unsigned-offline/);
+});
+
+test("lock diff, explain and provenance", async () => {
+  const a = join(ex.root, "a.lock");
+  await resolveTo(a);
+  const pb = join(ex.root, "b.yaml");
+  writeFileSync(pb, readFileSync(PROFILE, "utf8").replace("python@3.12", "python@3.11").replace("C.UTF-8", "SECRET-VALUE"));
+  const b = join(ex.root, "b.lock");
+  const r = await runCli(["resolve", pb, "--registry", ex.registry, "--trust", `keyfile://${ex.root}/registry.pub`, "--base", `rootfs:${ex.rootfs}`, "--out", b], env(NOW));
+  assert.equal(r.code, 0, r.stderr);
+  const d = await runCli(["lock", "diff", a, b]);
+  assert.equal(d.code, 1, "different IDs");
+  assert.match(d.stdout, /~ \/layers\/python\/version: 3\.12\.4 → 3\.11\.9/);
+  assert.match(d.stdout, /\/env\/LC_ALL: \(value hidden\)/);
+  assert.ok(!d.stdout.includes("SECRET-VALUE"), "env values are never printed");
+  const same = await runCli(["lock", "diff", a, a]);
+  assert.equal(same.code, 0);
+  const x = await runCli(["lock", "explain", a]);
+  assert.match(x.stdout, /resolved_at: wall-clock/);
+  assert.match(x.stdout, /package requests are recorded, not pinned/);
+  const p = await runCli(["lock", "provenance", a, "--pub", join(ex.root, "lock.pub")]);
+  assert.equal(p.code, 0, p.stderr);
+  assert.match(p.stdout, /cite as: cairn environment sha256:[0-9a-f]{64}/);
+  assert.match(p.stdout, /samtools-1\.20-gnu-x86_64 {2}sha256:[0-9a-f]{64} {2}signed by sha256:/);
+  const unsigned = await runCli(["lock", "provenance", b, "--pub", join(ex.root, "lock.pub")]);
+  assert.equal(unsigned.code, 1, "provenance needs a signed lockfile");
+});
+
+test("profile validate, search, layer build and formation build through the CLI", async () => {
+  const v = await runCli(["profile", "validate", PROFILE]);
+  assert.equal(v.code, 0, v.stderr);
+  assert.match(v.stdout, /recorded, not acted upon: instance/);
+  const bad = join(ex.root, "bad.yaml");
+  writeFileSync(bad, "name: b\nbase: {os: debian12}\nsoftware:\n  - python\n  -\n");
+  const vb = await runCli(["profile", "validate", bad, "--json"]);
+  assert.equal(vb.code, 1);
+  assert.equal((JSON.parse(vb.stdout) as { error: { path: string } }).error.path, "/software/1");
+  const s = await runCli(["search", "py", "--registry", ex.registry]);
+  assert.match(s.stdout, /python {2}3\.12\.4, 3\.11\.9/);
+  const src = join(ex.root, "src", "numpy-2.0.1");
+  const reg2 = join(ex.root, "reg2");
+  const build = async (): Promise<string> => {
+    const r = await runCli(["layer", "build", src, "--name", "numpy", "--version", "2.0.1", "--provides", "numpy@2.0.1", "--requires", "python>=3.10,<3.13", "--registry", reg2, "--init-registry", "--key", join(ex.root, "registry.key"), "--json"]);
+    assert.equal(r.code, 0, r.stderr + r.stdout);
+    return r.stdout;
+  };
+  const first = JSON.parse(await build()) as { sha256: string; id: string };
+  const again = JSON.parse(await build()) as { sha256: string };
+  assert.equal(again.sha256, first.sha256, "rebuilding is byte-identical and republishing identical bytes is fine");
+  const orig = (JSON.parse(readFileSync(join(ex.registry, "layers/numpy-2.0.1-none-noarch.json"), "utf8")) as { payload: string }).payload;
+  assert.equal(JSON.parse(Buffer.from(orig, "base64").toString()).sha256, first.sha256, "same blob as the example builder made");
+  const noKey = await runCli(["layer", "build", src, "--name", "x", "--version", "1", "--registry", reg2]);
+  assert.equal(noKey.code, 2, "signing is closed by default");
+  const f = await runCli(["formation", "build", "--name", "np", "--version", "1.0", "--layer", first.id, "--registry", reg2, "--key", join(ex.root, "registry.key")]);
+  assert.equal(f.code, 0, f.stderr);
+  copyFileSync(join(ex.root, "registry.pub"), join(ex.root, "copy.pub"));
+});
