@@ -63,8 +63,12 @@ test("verify fails with exit 1 on any mismatch: edited core, other key, unsigned
   const unsigned = await runCli(["manifest", "verify", unsignedOut, "--pub", `${keyPrefix}.pub`, "--json"]);
   assert.equal(unsigned.code, 1);
   assert.equal(JSON.parse(unsigned.stdout).error.code, "SIGNATURE_MISSING");
-  // Usage: --pub is required.
+  // Usage: --pub is required unless integrity-only checking is asked for by name.
   assert.equal((await runCli(["manifest", "verify", out])).code, 2);
+  const integrity = await runCli(["manifest", "verify", unsignedOut, "--allow-unsigned", "--json"]);
+  assert.equal(integrity.code, 0, integrity.stdout);
+  assert.match(JSON.parse(integrity.stdout).signature, /NOT CHECKED/);
+  assert.equal((await runCli(["manifest", "verify", edited, "--allow-unsigned"])).code, 1); // still checks the address
 });
 
 test("a refused input exits 1, lists every field, writes nothing and never prints env values", async () => {
