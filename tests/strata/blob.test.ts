@@ -105,7 +105,7 @@ test("hostile blobs are refused before and while reading; control reads", async 
   const built = buildLayerBlob([{ type: "file", path: "x", mode: 0o644, data: Buffer.from("x") }]);
   assert.equal((await readLayerBlob(built.blob, built, "ok")).length, 1);
   const tampered = Buffer.from(built.blob);
-  tampered[tampered.length - 9] ^= 1;
+  tampered[tampered.length - 9]! ^= 1;
   await assertCodeAsync(() => readLayerBlob(tampered, built, "t"), "DIGEST_MISMATCH");
   await assertCodeAsync(() => readLayerBlob(built.blob, { ...built, size: built.size + 1 }, "t"), "SIZE_MISMATCH");
   const evil = buildLayerBlob([{ type: "file", path: "../escape", mode: 0o644, data: Buffer.from("x") }]);

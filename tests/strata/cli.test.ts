@@ -66,7 +66,7 @@ test("tampering is refused by lock verify: layer blob, layer manifest, lockfile,
   const blob = join(ex.registry, "blobs/sha256", blobHex);
   const saved = readFileSync(blob);
   const bytes = Buffer.from(saved);
-  bytes[bytes.length - 20] ^= 1;
+  bytes[bytes.length - 20]! ^= 1;
   writeFileSync(blob, bytes);
   assert.deepEqual(await verify(), { code: 1, err: "DIGEST_MISMATCH" }, "blob");
   writeFileSync(blob, saved);

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { generateSigningKey } from "../../src/core/index.ts";
+import { generateSigningKey, type JsonModel } from "../../src/core/index.ts";
 import {
   checkFreshness, environmentId, formatDuration, freshness, isFrozen, lockfileToModel, lockfileToYaml, parseLockfile,
   parseLockfileText, parseMaxAge, parseProfileText, readLockfile, resolveProfile, writeLockfile, type Lockfile,
@@ -18,10 +18,10 @@ async function lock(): Promise<Lockfile> {
   return resolveProfile({ profile, catalog: catalogOf(ex), probedBase: await probedExampleBase(ex), allowUnsignedOffline: false, now: NOW, cairnVersion: "t" });
 }
 
-function edit(l: Lockfile, f: (m: Record<string, any>) => void): Record<string, unknown> {
+function edit(l: Lockfile, f: (m: Record<string, any>) => void): JsonModel {
   const m = JSON.parse(JSON.stringify(lockfileToModel(l))) as Record<string, any>;
   f(m);
-  return m;
+  return m as JsonModel;
 }
 
 test("a resolved lockfile writes and reads back equal (Validate passes on what cairn writes)", async () => {

@@ -96,7 +96,7 @@ test("layer fold merges layers (later wins), records folded_from, and verifies s
   // Tamper with a source blob: folding refuses.
   const blobPath = reg.blobPath(b.sha256);
   const bytes = readFileSync(blobPath);
-  bytes[20] ^= 0xff;
+  bytes[20]! ^= 0xff;
   writeFileSync(blobPath, bytes);
   await assertCodeAsync(() => foldLayers(reg, ["tool-a-1.0-none-noarch", "tool-b-1.0-none-noarch"], spec), "DIGEST_MISMATCH");
 });
