@@ -1,0 +1,117 @@
+/**
+ * The agent's C side against independent oracles: its SHA-256 against
+ * node:crypto, its wire constants against src/vm/wire.ts, its build
+ * reproducibility, and the inputs encoder against the agent's own parser
+ * (exercised through a small harness that links agent/inputs.c).
+ */
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, it } from "node:test";
+import { AGENT_SOURCE_DIR, buildAgent, DEFAULT_LIMITS, encodeInputs, parseScenario } from "../../src/vm/index.ts";
+import { INFRA_REASONS, LAUNCH_STAGES, RECORD } from "../../src/vm/wire.ts";
+import { GCC_SKIP } from "../workload/fixtures/static-program.ts";
+
+const header = readFileSync(join(AGENT_SOURCE_DIR, "agent.h"), "utf8");
+
+function enumValue(name: string): number {
+  const m = new RegExp(`\\b${name} = (\\d+)`).exec(header);
+  assert.ok(m, `${name} in agent.h`);
+  return Number(m[1]);
+}
+
+const HARNESS = `
+#include <stdio.h>
+#include <string.h>
+#include "agent.h"
+void diag(const char *fmt, ...) { (void)fmt; }
+int main(int argc, char **argv) {
+  if (!strcmp(argv[1], "sha")) {
+    static unsigned char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf, stdin);
+    sha256_ctx c; uint8_t out[32];
+    sha256_init(&c);
+    for (size_t i = 0; i < n; i += 7) sha256_update(&c, buf + i, n - i < 7 ? n - i : 7);
+    sha256_final(&c, out);
+    for (int i = 0; i < 32; i++) printf("%02x", out[i]);
+    return 0;
+  }
+  struct inputs in;
+  if (inputs_load(argv[2], &in) < 0) { printf("refused\\n"); return 0; }
+  printf("uid=%u gid=%u path=%s workdir=%s out=%llu time=%llu frame=%u\\n", in.uid, in.gid, in.path, in.workdir,
+         (unsigned long long)in.output_limit, (unsigned long long)in.time_limit_ms, in.frame_bytes);
+  for (char **a = in.argv; *a; a++) printf("argv=%s\\n", *a);
+  for (char **e = in.envp; *e; e++) printf("env=%s\\n", *e);
+  for (unsigned i = 0; i < in.nsteps; i++)
+    printf("step=%u trig=%u arg=%u pat=%.*s off=%llu data=%.*s\\n", in.steps[i].action, in.steps[i].trigger, in.steps[i].trigger_arg,
+           (int)in.steps[i].pattern_len, in.steps[i].pattern, (unsigned long long)in.steps[i].offset, (int)in.steps[i].data_len, in.steps[i].data);
+  return 0;
+}`;
+
+function harness(): string {
+  const dir = mkdtempSync(join(tmpdir(), "cairn-agent-harness-"));
+  writeFileSync(join(dir, "harness.c"), HARNESS);
+  const exe = join(dir, "harness");
+  execFileSync("gcc", ["-O2", "-I", AGENT_SOURCE_DIR, "-o", exe, join(dir, "harness.c"), join(AGENT_SOURCE_DIR, "sha256.c"), join(AGENT_SOURCE_DIR, "inputs.c")], { stdio: "pipe" });
+  return exe;
+}
+
+describe("guest agent sources", { skip: GCC_SKIP }, () => {
+  const exe = harness();
+
+  it("computes SHA-256 like node:crypto", () => {
+    for (const n of [0, 1, 55, 56, 63, 64, 65, 1000, 100_003]) {
+      const data = Buffer.alloc(n);
+      for (let i = 0; i < n; i++) data[i] = (i * 31 + 7) & 0xff;
+      const got = execFileSync(exe, ["sha"], { input: data }).toString();
+      assert.equal(got, createHash("sha256").update(data).digest("hex"), `length ${n}`);
+    }
+  });
+
+  it("shares every wire number with src/vm/wire.ts", () => {
+    const rec: Record<string, string> = {
+      hello: "REC_HELLO", start: "REC_START", frame: "REC_FRAME", "input-accepted": "REC_INPUT_ACCEPTED", "stdin-closed": "REC_STDIN_CLOSED",
+      "requested-termination": "REC_TERMINATE_REQUESTED", exit: "REC_EXIT", "launch-failure": "REC_LAUNCH_FAILURE", "cleanup-complete": "REC_CLEANUP_COMPLETE",
+      "infra-failure": "REC_INFRA_FAILURE", final: "REC_FINAL", "input-rejected": "REC_INPUT_REJECTED",
+    };
+    for (const [k, v] of Object.entries(RECORD)) assert.equal(enumValue(rec[k]!), v, k);
+    for (const [n, name] of Object.entries(LAUNCH_STAGES)) assert.equal(enumValue(`STAGE_${name.toUpperCase().replaceAll("-", "_")}`), Number(n), name);
+    const infra: Record<string, string> = { "stdin-queue-limit": "INFRA_STDIN_QUEUE_LIMIT", "bad-input-offset": "INFRA_BAD_INPUT_OFFSET", "scenario-stuck": "INFRA_SCENARIO_STUCK", "inputs-malformed": "INFRA_INPUTS_MALFORMED", "no-invocation": "INFRA_NO_INVOCATION" };
+    for (const [n, name] of Object.entries(INFRA_REASONS)) assert.equal(enumValue(infra[name] ?? `INFRA_${name.toUpperCase().replaceAll("-", "_")}`), Number(n), name);
+  });
+
+  it("parses exactly what the host encodes, and refuses a truncated or trailing-garbage file", () => {
+    const scenario = parseScenario({ steps: [{ action: "start" }, { action: "write-stdin", data: "hi", after: { output: "stderr", contains: "go" } }, { action: "close-stdin", after: { event: "input-accepted" } }], limits: { "output-bytes": 99 } });
+    const bytes = encodeInputs({ path: "/bin/x", argv: ["/bin/x", "a b"], env: ["K=v w"], workdir: "/w", uid: 7, gid: 8 }, scenario);
+    const dir = mkdtempSync(join(tmpdir(), "cairn-inputs-"));
+    const f = join(dir, "inputs");
+    writeFileSync(f, bytes);
+    assert.equal(
+      execFileSync(exe, ["inputs", f]).toString(),
+      [
+        `uid=7 gid=8 path=/bin/x workdir=/w out=99 time=${DEFAULT_LIMITS.timeMs} frame=4096`,
+        "argv=/bin/x",
+        "argv=a b",
+        "env=K=v w",
+        "step=1 trig=0 arg=0 pat= off=0 data=",
+        "step=2 trig=2 arg=2 pat=go off=0 data=hi",
+        `step=3 trig=1 arg=${RECORD["input-accepted"]} pat= off=0 data=`,
+        "",
+      ].join("\n"),
+    );
+    writeFileSync(f, bytes.subarray(0, bytes.length - 1));
+    assert.equal(execFileSync(exe, ["inputs", f]).toString(), "refused\n");
+    writeFileSync(f, Buffer.concat([bytes, Buffer.from([0])]));
+    assert.equal(execFileSync(exe, ["inputs", f]).toString(), "refused\n");
+  });
+
+  it("builds reproducibly: two builds in different directories are byte-identical", () => {
+    const a = buildAgent();
+    const b = buildAgent();
+    assert.equal(a.digest, b.digest);
+    assert.equal(a.bytes.subarray(0, 4).toString("latin1"), "\x7fELF");
+  });
+});

@@ -1,0 +1,88 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { Sha256Digest } from "../../src/core/index.ts";
+import {
+  defaultVmIdentity,
+  firstVmDifference,
+  parseRunManifest,
+  parseVmIdentity,
+  qemuArgs,
+  RUN_MANIFEST_FIELDS,
+  VM_IDENTITY_COVERS,
+  VM_IDENTITY_EXCLUDES,
+  vmDigest,
+  type QemuPaths,
+} from "../../src/vm/index.ts";
+
+const d = (c: string) => `sha256:${c.repeat(64)}` as Sha256Digest;
+const id = defaultVmIdentity({ qemu: "7.2.22 (Debian test)", kernel: d("a"), agent: d("b"), initramfs: d("c") });
+const paths: QemuPaths = { kernelPath: "/k/vmlinuz", initrdPath: "/r/init,rd", rrfile: "/r/replay.log", consoleLog: "/r/console.log", protocolLog: "/r/protocol.bin" };
+
+describe("VM identity cairn.vm/1", () => {
+  it("classifies every field: the model's keys are exactly the covered list", () => {
+    assert.deepEqual(Object.keys(id).sort(), Object.keys(VM_IDENTITY_COVERS).sort());
+  });
+
+  it("classifies every host path the command line uses as excluded, with a reason", () => {
+    for (const k of Object.keys(paths)) assert.ok(k in VM_IDENTITY_EXCLUDES, `${k} must be listed in VM_IDENTITY_EXCLUDES`);
+  });
+
+  it("builds the measured command line; record and replay differ only in rr mode", () => {
+    const rec = qemuArgs(id, paths, "record");
+    const rep = qemuArgs(id, paths, "replay");
+    const diff = rec.map((a, i) => [a, rep[i]]).filter(([a, b]) => a !== b);
+    assert.deepEqual(diff, [["shift=3,sleep=off,rr=record,rrfile=/r/replay.log", "shift=3,sleep=off,rr=replay,rrfile=/r/replay.log"]]);
+    const line = rec.join(" ");
+    for (const part of ["-nodefaults", "-no-user-config", "-machine q35,accel=tcg", "-cpu max", "-m 256", "-no-reboot", "-rtc base=2020-01-01T00:00:00,clock=vm", "-device isa-debug-exit,iobase=0xf4,iosize=0x04", "-append console=ttyS0 panic=-1 quiet"]) {
+      assert.ok(line.includes(part), part);
+    }
+    assert.ok(rec.includes("file,id=s0,path=/r/console.log") && rec.includes("file,id=s1,path=/r/protocol.bin"));
+    assert.equal(rec[rec.indexOf("-initrd") + 1], "/r/init,rd", "paths go as separate argv entries");
+  });
+
+  it("changes its digest with any covered field and names the first difference", () => {
+    const base = vmDigest(id);
+    assert.equal(vmDigest({ ...id }), base);
+    for (const k of Object.keys(VM_IDENTITY_COVERS) as (keyof typeof id)[]) {
+      if (k === "schema") continue;
+      const v = id[k];
+      const changed = { ...id, [k]: typeof v === "number" ? v + 1 : typeof v === "boolean" ? !v : Array.isArray(v) ? [...v, "x"] : k === "kernel" || k === "agent" || k === "initramfs" ? d("f") : `${String(v)}x` };
+      assert.notEqual(vmDigest(changed), base, k);
+      assert.equal(firstVmDifference(id, changed), k);
+    }
+    assert.equal(firstVmDifference(id, { ...id }), undefined);
+  });
+
+  it("parses a recorded identity strictly (control: the round trip is exact)", () => {
+    const model = JSON.parse(JSON.stringify(id));
+    assert.deepEqual(parseVmIdentity(model, "/vm"), id);
+    assert.throws(() => parseVmIdentity({ ...model, extra: 1 }, "/vm"), /unknown field/);
+    assert.throws(() => parseVmIdentity({ ...model, kernel: "md5:1" }, "/vm"), /digest/);
+  });
+});
+
+describe("run manifest cairn.run/1", () => {
+  const manifest = {
+    schema: "cairn.run/1",
+    run_id: "20260101T000000Z-0011aabb",
+    status: "passed",
+    workload: { source_kind: "binary", workload: d("1"), source: d("2"), fs: d("3"), launch: d("4"), derived: d("5") },
+    guest_image: { initramfs: d("c"), size: 512, inputs: d("6") },
+    vm: id,
+    vm_digest: vmDigest(id),
+    replay_log: { sha256: d("7"), size: 100 },
+    outcome: d("8"),
+    recorded: { at: "2026-01-01T00:00:00.000Z", cairn_version: "0.1.0" },
+  };
+
+  it("classifies every field it records", () => {
+    assert.deepEqual(Object.keys(manifest).sort(), Object.keys(RUN_MANIFEST_FIELDS).sort());
+    assert.deepEqual(parseRunManifest(Buffer.from(JSON.stringify(manifest)), "run.json"), manifest);
+  });
+
+  it("refuses unknown fields and bad digests", () => {
+    assert.throws(() => parseRunManifest(Buffer.from(JSON.stringify({ ...manifest, secret: "x" })), "run.json"), /unknown field/);
+    assert.throws(() => parseRunManifest(Buffer.from(JSON.stringify({ ...manifest, outcome: "x" })), "run.json"), /digest/);
+    assert.throws(() => parseRunManifest(Buffer.from(JSON.stringify({ ...manifest, run_id: "../x" })), "run.json"));
+  });
+});

@@ -1,0 +1,64 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { sha256, type Sha256Digest } from "../../src/core/index.ts";
+import type { FsEntry } from "../../src/workload/tree.ts";
+import { buildGuestImage, DEFAULT_SCENARIO, encodeInputs, S_IFCHR, S_IFDIR, S_IFLNK, S_IFREG } from "../../src/vm/index.ts";
+import { assertCodeAsync } from "../helpers/errors.ts";
+import { readNewc } from "./fixtures/newc.ts";
+
+const exe = Buffer.from("\x7fELF pretend");
+const blobs = new Map<string, Buffer>([[sha256(exe), exe]]);
+const content = { get: async (d: Sha256Digest) => blobs.get(d)! };
+const entries: FsEntry[] = [
+  { type: "dir", path: "/", mode: 0o755, uid: 0, gid: 0, mtime: 10 },
+  { type: "dir", path: "/a-b", mode: 0o700, uid: 5, gid: 6, mtime: 11 },
+  { type: "dir", path: "/a", mode: 0o1777, uid: 0, gid: 0, mtime: 12 },
+  { type: "file", path: "/a/x", mode: 0o750, uid: 1000, gid: 1000, mtime: 13, size: exe.length, sha256: sha256(exe) },
+  { type: "symlink", path: "/a/l", mode: 0o777, uid: 3, gid: 4, mtime: 14, target: "x" },
+  { type: "dir", path: "/tmp", mode: 0o1777, uid: 0, gid: 0, mtime: 15 },
+];
+const launch = { path: "/a/x", argv: ["/a/x"], env: ["K=v"], workdir: "/", uid: 1000, gid: 1000 };
+const agent = Buffer.from("agent bytes");
+const inputs = encodeInputs(launch, DEFAULT_SCENARIO);
+
+async function image(list: FsEntry[]) {
+  return buildGuestImage({ agent, inputs, tree: new Map(list.map((e) => [e.path, e])), content });
+}
+
+describe("guest image", () => {
+  it("is byte-identical for the same workload, whatever the tree's insertion order", async () => {
+    const a = await image(entries);
+    const b = await image([...entries].reverse());
+    assert.equal(a.digest, b.digest);
+    assert.ok(a.bytes.equals(b.bytes));
+    assert.equal(a.digest, sha256(a.bytes));
+  });
+
+  it("puts the agent and inputs outside the template and the tree's metadata on the template", async () => {
+    const { entries: got } = readNewc((await image(entries)).bytes);
+    const by = new Map(got.map((e) => [e.name, e]));
+    assert.deepEqual(got.slice(0, 6).map((e) => e.name), ["cairn", "cairn/inputs", "dev", "dev/console", "init", "cairn/template"]);
+    assert.ok(by.get("init")!.data.equals(agent));
+    assert.ok(by.get("cairn/inputs")!.data.equals(inputs));
+    assert.equal(by.get("dev/console")!.mode, S_IFCHR | 0o600);
+    assert.deepEqual([by.get("cairn/template")!.mode, by.get("cairn/template")!.mtime], [S_IFDIR | 0o755, 10]);
+    // sorted by UTF-8 bytes: "/a" < "/a-b"? no — "-" (0x2d) < "/" (0x2f), so /a, /a-b, /a/l, /a/x
+    assert.deepEqual(got.slice(6).map((e) => e.name), ["cairn/template/a", "cairn/template/a-b", "cairn/template/a/l", "cairn/template/a/x", "cairn/template/tmp"]);
+    const x = by.get("cairn/template/a/x")!;
+    assert.deepEqual([x.mode, x.uid, x.gid, x.mtime, x.data.equals(exe)], [S_IFREG | 0o750, 1000, 1000, 13, true]);
+    const l = by.get("cairn/template/a/l")!;
+    assert.deepEqual([l.mode, l.uid, l.gid, l.mtime, l.data.toString()], [S_IFLNK | 0o777, 3, 4, 14, "x"]);
+    assert.deepEqual([by.get("cairn/template/a")!.mode, by.get("cairn/template/a-b")!.uid], [S_IFDIR | 0o1777, 5]);
+  });
+
+  it("refuses trees that collide with the runtime overlay (control: an empty /tmp directory is fine)", async () => {
+    await image(entries);
+    await assertCodeAsync(() => image([...entries, { type: "file", path: "/tmp/x", mode: 0o644, uid: 0, gid: 0, mtime: 0, size: exe.length, sha256: sha256(exe) }]), "RUN_INVALID");
+    await assertCodeAsync(() => image([...entries, { type: "symlink", path: "/dev", mode: 0o777, uid: 0, gid: 0, mtime: 0, target: "/x" }]), "RUN_INVALID");
+  });
+
+  it("refuses content whose size differs from the tree", async () => {
+    const wrong = { get: async () => Buffer.from("short") };
+    await assertCodeAsync(() => buildGuestImage({ agent, inputs, tree: new Map(entries.map((e) => [e.path, e])), content: wrong }), "SIZE_MISMATCH");
+  });
+});

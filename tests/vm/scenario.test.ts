@@ -1,0 +1,75 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { CairnError, parseYamlText } from "../../src/core/index.ts";
+import { checkAssertions, DEFAULT_LIMITS, DEFAULT_SCENARIO, parseScenario, splitLines } from "../../src/vm/index.ts";
+import { oneRun } from "./fixtures/records.ts";
+import { decodeProtocol } from "../../src/vm/index.ts";
+
+const good = `
+steps:
+  - action: start
+  - action: write-stdin
+    data: "ping\\n"
+    after: {output: stdout, contains: ready}
+  - action: write-stdin
+    data: "more\\n"
+    offset: 5
+  - action: close-stdin
+    after: {event: input-accepted}
+  - action: start
+  - action: terminate
+    after: {event: start}
+expect:
+  - exit-code: 0
+    stdout-lines: [pong]
+  - invocation: 2
+    signal: 9
+limits: {output-bytes: 4096, time-ms: 1000}
+`;
+
+describe("run section", () => {
+  it("parses steps, triggers, computed offsets, expectations and limits", () => {
+    const s = parseScenario(parseYamlText(good));
+    assert.deepEqual(s.steps.map((x) => x.action), ["start", "write-stdin", "write-stdin", "close-stdin", "start", "terminate"]);
+    assert.deepEqual(s.steps[1]!.after, { kind: "output", stream: "stdout", contains: "ready" });
+    const w = s.steps[2]!;
+    assert.ok(w.action === "write-stdin" && w.offset === 5);
+    assert.deepEqual(s.steps[4]!.after, { kind: "event", event: "cleanup-complete" }, "a restart waits for cleanup by default");
+    assert.deepEqual(s.expect, [{ invocation: 1, exitCode: 0, stdoutLines: ["pong"] }, { invocation: 2, signal: 9 }]);
+    assert.deepEqual(s.limits, { ...DEFAULT_LIMITS, outputBytes: 4096, timeMs: 1000 });
+    assert.equal(parseScenario(undefined), DEFAULT_SCENARIO);
+  });
+
+  it("refuses malformed sections with the offending path (control: the good one parses)", () => {
+    parseScenario(parseYamlText(good));
+    const bad: Array<[string, string]> = [
+      ["steps: [{action: start, colour: red}]", "/run/steps/0/colour"],
+      ["steps: [{action: write-stdin, data: x}]", "/run/steps/0/action"],
+      ["steps: [{action: start}, {action: write-stdin, data: x, offset: 3}]", "/run/steps/1/offset"],
+      ["steps: [{action: start}, {action: close-stdin, after: {event: exploded}}]", "/run/steps/1/after/event"],
+      ["steps: [{action: start}, {action: close-stdin, after: {output: stdin, contains: x}}]", "/run/steps/1/after/output"],
+      ["steps: [{action: start, data: x}]", "/run/steps/0"],
+      ["steps: [{action: start}]\nexpect: [{invocation: 2, exit-code: 0}]", "/run/expect/0/invocation"],
+      ["steps: [{action: start}]\nlimits: {frame-bytes: 8192}", "/run/limits/frame-bytes"],
+      ["steps: [{action: start}]\nexpect: [{stdout-sha256: nope}]", "/run/expect/0/stdout-sha256"],
+      ["steps: []", "/run/steps"],
+    ];
+    for (const [yaml, path] of bad) {
+      assert.throws(
+        () => parseScenario(parseYamlText(yaml)),
+        (e: unknown) => e instanceof CairnError && e.exitCode === 1 && e.issues.some((i) => i.path === path),
+        `${yaml}: expected a refusal with an issue at ${path}`,
+      );
+    }
+  });
+
+  it("checks assertions on lines and digests without copying output into results", () => {
+    const d = decodeProtocol(oneRun(Buffer.from("pong\nsecret-output\n"), Buffer.alloc(0), 3));
+    const r = checkAssertions([{ invocation: 1, exitCode: 0, stdoutLines: ["pong", "secret-output"], stdoutIncludes: ["missing"] }], d);
+    assert.deepEqual(r.map((x) => [x.check, x.ok]), [["exit-code", true], ["stdout-lines", true], ["stdout-includes", false]]);
+    assert.ok(!JSON.stringify(r).includes("secret"));
+    assert.deepEqual(splitLines(Buffer.from("a\n\nb")).map(String), ["a", "", "b"]);
+    assert.deepEqual(splitLines(Buffer.from("a\n")).map(String), ["a"]);
+  });
+});
+
