@@ -15,6 +15,7 @@ import { normalizeFeatures, normalizeInstallOrder, type FeatureEntry, type Norma
 import { normalizeMount, type NormalizedMount } from "./mounts.ts";
 import { parseReference } from "./reference.ts";
 import { FIELD_SCOPE, MANIFEST_SCHEMA, scopeOf, type FieldScope, type IdentityField, type JsonKind } from "./scope.ts";
+import { ownModel } from "./own.ts";
 import { classifyVariable } from "./substitution.ts";
 
 /** The manifest core: the exact model whose JCS bytes are addressed and signed. */
@@ -275,8 +276,9 @@ function checkExcluded(s: BuildState, scope: FieldScope, v: JsonModel, path: str
  * error (MANIFEST_REFUSED, or the single issue's own code) listing every
  * problem.
  */
-export function buildCore(unsafeModel: JsonModel, limits: ManifestLimits = DEFAULT_MANIFEST_LIMITS): BuiltCore {
+export function buildCore(unsafeInput: unknown, limits: ManifestLimits = DEFAULT_MANIFEST_LIMITS): BuiltCore {
   const checker = new Checker("MANIFEST_REFUSED");
+  const unsafeModel = ownModel(unsafeInput, limits.max_depth);
   if (!isJsonObject(unsafeModel)) {
     throw new CairnError("MODEL_TYPE", "devcontainer.json refused: the top level must be an object", { path: "" });
   }

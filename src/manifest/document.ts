@@ -12,6 +12,8 @@ import { CairnError, Checker, blake3, canonicalBytes, canonicalize, childPath, i
 import { buildCore, type EnvCore } from "./core.ts";
 import { manifestOf, type EnvManifest, type ManifestSignature } from "./manifest.ts";
 import { mountToString, normalizeMount } from "./mounts.ts";
+import { DEFAULT_MANIFEST_LIMITS } from "./declared.ts";
+import { ownModel } from "./own.ts";
 import { MANIFEST_SCHEMA } from "./scope.ts";
 
 const DOCUMENT_FIELDS = ["schema", "address", "pinned", "image_pinned", "unpinned", "core", "not_covered", "signature"] as const;
@@ -57,7 +59,8 @@ function declarationOf(core: JsonObject): JsonObject {
 }
 
 /** Validates a core model by rebuilding it; returns the typed core when it is canonical. */
-export function parseCore(unsafeCore: JsonModel | undefined, path = "/core"): EnvCore {
+export function parseCore(unsafeInput: unknown, path = "/core"): EnvCore {
+  const unsafeCore = ownModel(unsafeInput ?? null, DEFAULT_MANIFEST_LIMITS.max_depth, path);
   if (!isJsonObject(unsafeCore)) throw new CairnError("MANIFEST_MISMATCH", "core must be an object", { path });
   if (unsafeCore.schema !== MANIFEST_SCHEMA) {
     throw new CairnError("MANIFEST_MISMATCH", `core schema must be "${MANIFEST_SCHEMA}"`, { path: `${path}/schema`, hint: "this cairn reads only cairn.env-manifest/1" });
@@ -81,9 +84,9 @@ export function parseCore(unsafeCore: JsonModel | undefined, path = "/core"): En
 }
 
 /** Reads a manifest document strictly; see the module comment for what is recomputed. */
-export function parseManifest(unsafeDoc: JsonModel): EnvManifest {
+export function parseManifest(unsafeInput: unknown): EnvManifest {
   const c = new Checker("MANIFEST_MISMATCH");
-  const doc = c.object(unsafeDoc, "", DOCUMENT_FIELDS);
+  const doc = c.object(ownModel(unsafeInput, DEFAULT_MANIFEST_LIMITS.max_depth), "", DOCUMENT_FIELDS);
   c.done("manifest refused");
   if (doc === undefined) throw new CairnError("MANIFEST_MISMATCH", "manifest must be an object", { path: "" });
   if (doc.schema !== MANIFEST_SCHEMA) {

@@ -17,7 +17,6 @@ import {
   verifyBytes,
   CairnError,
   type Blake3Digest,
-  type JsonModel,
   type Sha256Digest,
   type SigningKey,
   type VerifyingKey,
@@ -90,7 +89,7 @@ export interface IngestResult {
 }
 
 /** devcontainer.json model → manifest, signed when a key is given. */
-export function ingestDevcontainer(unsafeModel: JsonModel, options: { key?: SigningKey; limits?: ManifestLimits } = {}): IngestResult {
+export function ingestDevcontainer(unsafeModel: unknown, options: { key?: SigningKey; limits?: ManifestLimits } = {}): IngestResult {
   const { core, excluded } = buildCore(unsafeModel, options.limits ?? DEFAULT_MANIFEST_LIMITS);
   const manifest = manifestOf(core);
   return { manifest: options.key ? signManifest(manifest, options.key) : manifest, excluded };

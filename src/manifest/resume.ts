@@ -4,10 +4,12 @@
  * manifest; `checkResume` refuses any other address and names every core
  * field that differs — never a value, since env values may be secrets.
  */
-import { CairnError, isJsonObject, parseDigest, type Blake3Digest, type Issue, type JsonModel } from "../core/index.ts";
+import { CairnError, isJsonObject, parseDigest, type Blake3Digest, type Issue } from "../core/index.ts";
 import type { EnvCore } from "./core.ts";
 import { diffCores } from "./diff.ts";
+import { DEFAULT_MANIFEST_LIMITS } from "./declared.ts";
 import { parseCore } from "./document.ts";
+import { ownModel } from "./own.ts";
 import { addressOf, type EnvManifest } from "./manifest.ts";
 
 export const SNAPSHOT_REF_SCHEMA = "cairn.snapshot-ref/1";
@@ -32,7 +34,8 @@ function checkConsistent(core: EnvCore, address: Blake3Digest, what: string): vo
 }
 
 /** Reads a stored snapshot reference strictly; the address is recomputed from the core. */
-export function parseSnapshotRef(unsafe: JsonModel): SnapshotRef {
+export function parseSnapshotRef(unsafeInput: unknown): SnapshotRef {
+  const unsafe = ownModel(unsafeInput, DEFAULT_MANIFEST_LIMITS.max_depth);
   if (!isJsonObject(unsafe) || unsafe.schema !== SNAPSHOT_REF_SCHEMA) {
     throw new CairnError("MANIFEST_MISMATCH", `not a ${SNAPSHOT_REF_SCHEMA} document`, { path: "/schema" });
   }

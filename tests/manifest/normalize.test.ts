@@ -170,3 +170,25 @@ test("limits: each is named in its error", () => {
   delete features["ghcr.io/a/f256"];
   assert.equal(core({ ...img, features }).core.features.length, 256); // control: at the limit
 });
+
+test("library input: prototype-supplied fields are never read; non-JSON values are refused", () => {
+  // A field that only exists on the prototype (a polluted Object.prototype, or a literal built with __proto__).
+  const inherited = Object.create({ image: PINNED_IMAGE, privileged: true }) as JsonModel;
+  assertCode(() => core(inherited), "MODEL_TYPE", "");
+  Object.defineProperty(Object.prototype, "image", { value: PINNED_IMAGE, configurable: true, enumerable: false });
+  try {
+    assertCode(() => core({} as JsonModel), "MODEL_MISSING_FIELD", "/image");
+  } finally {
+    delete (Object.prototype as { image?: unknown }).image;
+  }
+  // JSON.parse makes "__proto__" an own key: refused as smuggling.
+  assertCode(() => core(JSON.parse(`{"image":"${PINNED_IMAGE}","__proto__":{"privileged":true}}`) as JsonModel), "JSON_PROTO_KEY", "/__proto__");
+  assertCode(() => core({ image: PINNED_IMAGE, name: (() => 1) as unknown as JsonModel }), "MODEL_TYPE", "/name");
+  assertCode(() => core({ image: PINNED_IMAGE, devPort: Number.NaN }), "JSON_NUMBER", "/devPort");
+  assertCode(() => core({ image: PINNED_IMAGE, customizations: new Map() as unknown as JsonModel }), "MODEL_TYPE", "/customizations");
+  let deep: JsonModel = [];
+  for (let i = 0; i < 100; i++) deep = [deep];
+  assertCode(() => core({ image: PINNED_IMAGE, customizations: { x: deep } }), "LIMIT_EXCEEDED");
+  // Control: an ordinary JSON.parse object is accepted.
+  assert.equal(core(JSON.parse(`{"image":"${PINNED_IMAGE}"}`) as JsonModel).core.image, PINNED_IMAGE);
+});
