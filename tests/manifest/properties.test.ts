@@ -156,3 +156,30 @@ test("property: a manifest document round-trips and re-verifies its address and 
     { numRuns: 150 },
   );
 });
+
+test("property (robustness): any JSON under any known key is refused with a typed error or ingested into a document that round-trips", async () => {
+  const { CairnError } = await import("../../src/core/index.ts");
+  const { FIELD_SCOPE } = await import("../../src/manifest/scope.ts");
+  const keys = [...Object.keys(FIELD_SCOPE), "unknownField"];
+  const value = fc.oneof(
+    fc.jsonValue({ maxDepth: 3 }),
+    fc.constantFrom("${localEnv:X}", "type=bind,source=/,target=/h", "source=vol1,target=/v,type=volume", `ubuntu@sha256:${"a".repeat(64)}`, "/abs/path"),
+  ) as fc.Arbitrary<JsonModel>;
+  const decl = fc.dictionary(fc.constantFrom(...keys), value, { maxKeys: 6 }).map((d) => ({ image: "ubuntu:24.04", ...d }));
+  let accepted = 0;
+  fc.assert(
+    fc.property(decl, (d) => {
+      let m;
+      try {
+        m = ingestDevcontainer(JSON.parse(JSON.stringify(d)) as JsonModel).manifest;
+      } catch (e) {
+        assert.ok(e instanceof CairnError, `untyped error: ${String(e)}`);
+        return;
+      }
+      accepted++;
+      assert.deepEqual(parseManifest(parseJsonText(manifestText(m))), m);
+    }),
+    { numRuns: 400 },
+  );
+  assert.ok(accepted > 0, "no random input was accepted; the property checked nothing on the accepting side");
+});
