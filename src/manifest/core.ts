@@ -129,7 +129,7 @@ const NORMALIZERS: { readonly [K in IdentityField]: Normalizer } = {
     if (s.features) s.core.features = s.features.features;
   },
   overrideFeatureInstallOrder(s, v, path) {
-    // Needs the declared features, so buildCore calls this after every other field.
+    // Absent features mean none are declared; invalid ones skip the cross-check (already reported).
     const declared = s.root.features === undefined ? { features: [], bases: new Set<string>() } : s.features;
     const order = normalizeInstallOrder(s.ctx, v, path, declared);
     if (order) s.core.overrideFeatureInstallOrder = order;
@@ -212,7 +212,6 @@ function mountOf(s: BuildState, item: JsonModel, path: string): NormalizedMount 
  * address, so that is an issue too.
  */
 function normalizeField(s: BuildState, key: IdentityField, value: JsonModel, path: string): void {
-  if (key === "overrideFeatureInstallOrder") return; // resolved after every other field (see buildCore)
   const before = s.ctx.checker.issues.length;
   const core = s.core as { [k: string]: unknown };
   delete core[key];
@@ -296,19 +295,14 @@ export function buildCore(unsafeInput: unknown, limits: ManifestLimits = DEFAULT
     else if (scope.class === "excluded") {
       excluded.push(key);
       checkExcluded(s, scope, value, path);
-    } else normalizeField(s, key as IdentityField, value, path);
+    } else if (key !== "overrideFeatureInstallOrder") normalizeField(s, key as IdentityField, value, path);
   }
   if (root.image === undefined) {
     checker.add("/image", "image is required", "MODEL_MISSING_FIELD");
   }
   if (root.overrideFeatureInstallOrder !== undefined) {
-    // Absent features mean none are declared; invalid ones skip the cross-check (already reported).
-    const before = checker.issues.length;
-    delete s.core.overrideFeatureInstallOrder;
-    NORMALIZERS.overrideFeatureInstallOrder(s, root.overrideFeatureInstallOrder, "/overrideFeatureInstallOrder");
-    if (s.core.overrideFeatureInstallOrder === undefined && checker.issues.length === before) {
-      checker.add("/overrideFeatureInstallOrder", "could not be normalized", "MANIFEST_REFUSED");
-    }
+    // After every other field: it is checked against the declared features.
+    normalizeField(s, "overrideFeatureInstallOrder", root.overrideFeatureInstallOrder, "/overrideFeatureInstallOrder");
   }
   const targets = new Map<string, string>();
   const allMounts = [...(s.core.mounts ?? []), ...(s.core.workspaceMount ? [s.core.workspaceMount] : [])];
