@@ -6,20 +6,19 @@
  *     derived/sha256/<hex>        0600  derived entries (canonical trees), named by the sha256 of their bytes
  *     staging/<pid>-<random>/     0700  one writer's private staging
  *
- * Every file is published by link(2) of a complete, fsynced file from the
- * writer's staging directory, so a reader sees a whole file or none, and a
- * SIGKILL at any moment leaves at most a staging leftover. Because names are
- * digests of contents, concurrent writers of the same object write the same
- * bytes; the first link wins and the others find it in place. A file already
- * published is never replaced, except one whose size shows it is not what
- * its name says (then it is corrupt, not verified, and is repaired).
+ * Every file is published by rename(2) of a complete file from the writer's
+ * staging directory, so a reader sees a whole file or none, and a SIGKILL at
+ * any moment leaves at most a staging leftover. Because names are digests of
+ * contents, concurrent writers of the same object write the same bytes, and
+ * a verified file is never replaced by different bytes; a file that does not
+ * match its name is corrupt, not verified, and may be repaired.
  *
  * Reads are bounded, refuse symlinks and non-regular files, and verify the
  * digest of the bytes against the name before returning them: the store is
  * hostile input too.
  */
-import { closeSync, constants, fstatSync, fsyncSync, linkSync, lstatSync, openSync, readSync, renameSync, rmSync, writeSync, chmodSync } from "node:fs";
-import { join } from "node:path";
+import { closeSync, constants, fstatSync, fsyncSync, lstatSync, openSync, readSync, renameSync, rmSync, writeSync, chmodSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { CairnError, digestComponents, ioError, mkdirPrivate, sha256, type Sha256Digest } from "../core/index.ts";
 import { cleanStaging, createStaging, type Staging } from "./staging.ts";
 
@@ -28,6 +27,19 @@ export type StoreArea = "objects" | "derived";
 export interface StoreOptions {
   /** Create the store if missing and clean dead writers' staging (default true). */
   write?: boolean;
+}
+
+function fsyncDir(dir: string): void {
+  try {
+    const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
+    try {
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    // Some filesystems refuse fsync on a directory; the rename is still atomic.
+  }
 }
 
 function writeFully(fd: number, data: Uint8Array): void {
@@ -111,8 +123,18 @@ export class Store {
     }
   }
 
-  /** Stores `data`, returns its digest. Idempotent; safe against concurrent writers and SIGKILL. */
-  put(area: StoreArea, data: Uint8Array, options: { checkExisting?: boolean } = {}): Sha256Digest {
+  /**
+   * Stores `data`, returns its digest. Idempotent; safe against concurrent
+   * writers and SIGKILL (the file is complete before it gets its name).
+   *
+   * `durable` (default true) also fsyncs the file and its directory, so it
+   * survives a power loss. Tree file contents are written with
+   * `durable: false`: they are derived data that verify rebuilds from the
+   * (durable) raw layers when one is missing or corrupt, and an fsync per
+   * file would make a 20,000-file layer take a minute. `checkExisting`
+   * re-reads a present file and repairs it when it does not match its name.
+   */
+  put(area: StoreArea, data: Uint8Array, options: { checkExisting?: boolean; durable?: boolean } = {}): Sha256Digest {
     const digest = sha256(data);
     if (this.has(area, digest, data.length)) {
       if (options.checkExisting !== true) return digest;
@@ -129,10 +151,11 @@ export class Store {
     try {
       fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
       writeFully(fd, data);
-      fsyncSync(fd);
+      const durable = options.durable ?? true;
+      if (durable) fsyncSync(fd);
       closeSync(fd);
       fd = undefined;
-      this.#publish(area, tmp, digest, data.length);
+      this.#publish(area, tmp, digest, durable);
     } catch (cause) {
       if (fd !== undefined) closeSync(fd);
       rmSync(tmp, { force: true });
@@ -164,7 +187,7 @@ export class Store {
         closeSync(fd);
       }
       chmodSync(stagedPath, 0o600);
-      this.#publish(area, stagedPath, digest, size);
+      this.#publish(area, stagedPath, digest, true);
     } catch (cause) {
       rmSync(stagedPath, { force: true });
       if (cause instanceof CairnError) throw cause;
@@ -172,24 +195,16 @@ export class Store {
     }
   }
 
-  #publish(area: StoreArea, tmp: string, digest: Sha256Digest, size: number): void {
+  /**
+   * Gives a complete staged file its final name with rename(2), atomic for
+   * every reader. Callers publish only after finding no valid file under the
+   * name; if another writer got there in between, the name is a digest of
+   * the content, so identical bytes replace identical bytes.
+   */
+  #publish(area: StoreArea, tmp: string, digest: Sha256Digest, durable: boolean): void {
     const target = this.pathOf(area, digest);
-    try {
-      linkSync(tmp, target); // never replaces: EEXIST if someone published first
-    } catch (e) {
-      if ((e as { code?: string }).code !== "EEXIST") throw e;
-      if (!this.has(area, digest, size) || this.#corrupt(area, digest, size)) renameSync(tmp, target); // corrupt: repair it
-    }
-    rmSync(tmp, { force: true });
-  }
-
-  #corrupt(area: StoreArea, digest: Sha256Digest, size: number): boolean {
-    try {
-      this.read(area, digest, size);
-      return false;
-    } catch {
-      return true;
-    }
+    renameSync(tmp, target);
+    if (durable) fsyncDir(dirname(target));
   }
 
   /** Reads and verifies one stored file; STORE_MISSING when absent, STORE_CORRUPT when its bytes do not match its name. */

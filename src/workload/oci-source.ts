@@ -34,7 +34,8 @@ function rawRefs(src: OciSource): RawRef[] {
 function storeSink(store: Store, checkExisting: boolean): ContentSink {
   return {
     async put(data: Uint8Array) {
-      return { sha256: store.put("objects", data, { checkExisting }), size: data.length };
+      // Tree contents are derived: rebuilt from the durable raw layers if lost, so no fsync per file.
+      return { sha256: store.put("objects", data, { checkExisting, durable: false }), size: data.length };
     },
   };
 }
