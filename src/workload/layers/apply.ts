@@ -32,7 +32,7 @@ export interface LayerInput {
   readonly path: string;
   /** sha256 of the uncompressed tar stream; a mismatch refuses the layer (OCI_DIFFID_MISMATCH). */
   readonly diffId: Sha256Digest;
-  /** When given, the stored (compressed) bytes are re-hashed and must match. */
+  /** The stored blob's digest and size; re-checked while reading when `recheckStored` is set. */
   readonly digest?: Sha256Digest;
   readonly size?: number;
 }
@@ -43,6 +43,13 @@ export interface ApplyLayersOptions {
   readonly policy: LayerPolicy;
   readonly limits?: WorkloadLimits;
   readonly sink: ContentSink;
+  /**
+   * Re-hash each stored blob against its `digest` and `size` while reading it.
+   * Staged copies made by `readOciSource` were verified when they were copied
+   * and are private, so assembly leaves this off; set it for blobs that did
+   * not come through `readOciSource`.
+   */
+  readonly recheckStored?: boolean;
 }
 
 export interface ApplyStats {
@@ -72,8 +79,11 @@ interface Pending {
   readonly path: string;
   readonly where: string;
   readonly wh: WhiteoutKind;
-  readonly content?: { sha256: Sha256Digest; size: number };
+  content?: { sha256: Sha256Digest; size: number };
 }
+
+/** Sink writes in flight at once: file bytes are handed on while the next member is parsed. */
+const SINK_WINDOW = 32;
 
 /** Refuses when any ancestor of `path` is a symlink (writing or deleting through it) or not a directory. */
 function checkParents(model: TreeModel, path: string, where: string, create: boolean): void {
@@ -90,11 +100,18 @@ function checkParents(model: TreeModel, path: string, where: string, create: boo
   }
 }
 
-async function readMembers(model: TreeModel, input: LayerInput, where: string, policy: LayerPolicy, limits: WorkloadLimits, budget: Budget, sink: ContentSink, stats: ApplyStats): Promise<Pending[]> {
+async function readMembers(input: LayerInput, where: string, options: ApplyLayersOptions, limits: WorkloadLimits, budget: Budget, stats: ApplyStats): Promise<Pending[]> {
+  const { policy, sink } = options;
   const pending: Pending[] = [];
   const seen = new Set<string>();
-  await readLayer(
-    { path: input.path, compression: layerCompression(input.mediaType, `${where}/mediaType`), diffId: input.diffId, digest: input.digest, size: input.size, where },
+  const inflight: Promise<void>[] = [];
+  if (options.recheckStored && (input.digest === undefined || input.size === undefined)) {
+    throw new CairnError("USAGE", "recheckStored needs each layer's digest and size", { path: where });
+  }
+  const recheck = options.recheckStored ? { digest: input.digest, size: input.size } : {};
+  try {
+    await readLayer(
+    { path: input.path, compression: layerCompression(input.mediaType, `${where}/mediaType`), diffId: input.diffId, ...recheck, where },
     limits,
     budget,
     async (rec, data) => {
@@ -116,10 +133,23 @@ async function readMembers(model: TreeModel, input: LayerInput, where: string, p
         throw new CairnError("TAR_HARDLINK", `${path} is a hard link`, { path: at, hint: 'name the policy "hardlinks: copy" to turn in-root hard links into copies' });
       }
       if (rec.type === "symlink") enforce(limits, "pathLength", Buffer.byteLength(rec.linkname ?? ""), at);
-      const content = data === undefined ? undefined : await sink.put(data);
-      pending.push({ rec, path, where: at, wh, content });
+      const p: Pending = { rec, path, where: at, wh };
+      pending.push(p);
+      if (data === undefined) return;
+      const write = sink.put(data).then((c) => {
+        p.content = c;
+      });
+      write.catch(() => undefined); // handled below (allSettled) or by readLayer; never an unhandled rejection
+      inflight.push(write);
+      if (inflight.length >= SINK_WINDOW) return inflight.shift();
     },
-  );
+    );
+  } finally {
+    // Every sink write settles before the layer is applied or the refusal propagates.
+    const settled = await Promise.allSettled(inflight);
+    const failed = settled.find((r) => r.status === "rejected");
+    if (failed !== undefined && failed.status === "rejected") throw failed.reason;
+  }
   return pending;
 }
 
@@ -179,7 +209,7 @@ export async function applyLayers(options: ApplyLayersOptions): Promise<ApplyRes
   const model = new TreeModel();
   for (const [i, layer] of options.layers.entries()) {
     const where = `/layers/${i}`;
-    const pending = await readMembers(model, layer, where, options.policy, limits, budget, options.sink, stats);
+    const pending = await readMembers(layer, where, options, limits, budget, stats);
     applyWhiteouts(model, pending, stats);
     applyAdditions(model, pending, options.policy, limits);
     stats.hardlinksCopied += pending.filter((p) => p.rec.type === "hardlink").length;

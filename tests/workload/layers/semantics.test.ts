@@ -129,7 +129,7 @@ describe("integrity of each layer", () => {
     const err = await assertCodeAsync(() => runLayers([[]], { stored: { 0: huge }, limits: { expandedBytes: 1024 * 1024 } }), "LIMIT_EXCEEDED");
     assert.match(err.message, /expandedBytes/);
   });
-  it("the stored blob is re-hashed when its digest is given", async () => {
+  it("the stored blob is re-hashed with recheckStored", async () => {
     const d = tmp();
     const tar = writeTar([file("a", "A")]);
     const blob = gzipSync(tar);
@@ -137,12 +137,29 @@ describe("integrity of each layer", () => {
     writeFileSync(path, blob);
     const hex = (b: Uint8Array): string => createHash("sha256").update(b).digest("hex");
     const layer = { mediaType: MEDIA.layerGzip, path, diffId: parseSha256(`sha256:${hex(tar)}`), digest: parseSha256(`sha256:${hex(blob)}`), size: blob.length };
-    await applyLayers({ layers: [layer], policy: STRICT_POLICY, sink: new MemorySink() });
-    await assertCodeAsync(() => applyLayers({ layers: [{ ...layer, digest: parseSha256(`sha256:${"1".repeat(64)}`) }], policy: STRICT_POLICY, sink: new MemorySink() }), "DIGEST_MISMATCH");
-    await assertCodeAsync(() => applyLayers({ layers: [{ ...layer, size: blob.length + 1 }], policy: STRICT_POLICY, sink: new MemorySink() }), "SIZE_MISMATCH");
+    const wrong = { ...layer, digest: parseSha256(`sha256:${"1".repeat(64)}`) };
+    await applyLayers({ layers: [layer], policy: STRICT_POLICY, sink: new MemorySink(), recheckStored: true });
+    await applyLayers({ layers: [wrong], policy: STRICT_POLICY, sink: new MemorySink() }); // not rechecked unless asked
+    await assertCodeAsync(() => applyLayers({ layers: [wrong], policy: STRICT_POLICY, sink: new MemorySink(), recheckStored: true }), "DIGEST_MISMATCH");
+    await assertCodeAsync(() => applyLayers({ layers: [{ ...layer, size: blob.length + 1 }], policy: STRICT_POLICY, sink: new MemorySink(), recheckStored: true }), "SIZE_MISMATCH");
   });
   it("zstd and unknown layer media types are refused", async () => {
     await assertCodeAsync(() => applyLayers({ layers: [{ mediaType: MEDIA.layerZstd, path: "/nonexistent", diffId: parseSha256(`sha256:${"0".repeat(64)}`) }], policy: STRICT_POLICY, sink: new MemorySink() }), "OCI_MEDIA_TYPE");
+  });
+});
+
+describe("content sink", () => {
+  it("a failing sink refuses the layer with the sink's error, and nothing is left pending", async () => {
+    const d = tmp();
+    const tar = writeTar(Array.from({ length: 100 }, (_, i) => file(`f${i}`, `content ${i}`)));
+    const path = join(d, "l");
+    writeFileSync(path, tar);
+    const diffId = parseSha256(`sha256:${createHash("sha256").update(tar).digest("hex")}`);
+    let n = 0;
+    const sink = { put: async (data: Uint8Array) => { if (++n === 50) throw new Error("disk full"); return new MemorySink().put(data); } };
+    await assert.rejects(applyLayers({ layers: [{ mediaType: MEDIA.layerTar, path, diffId }], policy: STRICT_POLICY, sink }), /disk full/);
+    const ok = await applyLayers({ layers: [{ mediaType: MEDIA.layerTar, path, diffId }], policy: STRICT_POLICY, sink: new MemorySink() });
+    assert.equal(ok.stats.files, 100);
   });
 });
 
