@@ -1,0 +1,134 @@
+/**
+ * Replay refuses before launch (issue 5, parts 5 and 7): missing or altered
+ * raw content, altered derived content, an altered replay log, an altered
+ * lock, a VM identity that differs in any field, altered recorded inputs, a
+ * kit without the recorded kernel. Each refusal names the first
+ * incompatible field, never a secret value, and launches nothing. One
+ * recording is shared; the control is a full replay of the untouched run.
+ */
+import assert from "node:assert/strict";
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { before, describe, it } from "node:test";
+import { CairnError, digestHex, type ErrorCode } from "../../src/core/index.ts";
+import { recordRun, replayRun, vmDigest, type Kit, type RecordResult, type VmIdentity } from "../../src/vm/index.ts";
+import { testKit, VM_SKIP } from "./fixtures/kit.ts";
+import { binaryWorkspace, SECRET, type Workspace } from "./fixtures/workloads.ts";
+
+let ws: Workspace;
+let rec: RecordResult;
+let kit: Kit;
+
+function copy(): { runDir: string; storeDir: string } {
+  const root = mkdtempSync(join(tmpdir(), "cairn-refuse-"));
+  cpSync(rec.runDir, join(root, "run"), { recursive: true });
+  rmSync(join(root, "run", "replays"), { recursive: true, force: true });
+  cpSync(ws.storeDir, join(root, "store"), { recursive: true });
+  return { runDir: join(root, "run"), storeDir: join(root, "store") };
+}
+
+function editManifest(runDir: string, edit: (m: { vm: VmIdentity; vm_digest: string; guest_image: { inputs: string } }) => void): void {
+  const file = join(runDir, "run.json");
+  const m = JSON.parse(readFileSync(file, "utf8"));
+  edit(m);
+  writeFileSync(file, JSON.stringify(m, null, 2));
+}
+
+async function refused(c: { runDir: string; storeDir: string }, code: ErrorCode, path?: string, useKit: Kit = kit): Promise<CairnError> {
+  try {
+    await replayRun({ runDir: c.runDir, storeDir: c.storeDir, kit: useKit, timeoutMs: 60_000 });
+  } catch (e) {
+    assert.ok(e instanceof CairnError, String(e));
+    assert.equal(e.code, code, e.message);
+    if (path !== undefined) assert.equal(e.path, path);
+    assert.ok(!e.message.includes(SECRET) && !(e.hint ?? "").includes(SECRET), "never the secret value");
+    assert.ok(!existsSync(join(c.runDir, "replays", "1", "protocol.bin")), "nothing was launched");
+    return e;
+  }
+  assert.fail(`expected ${code}`);
+}
+
+describe("replay refuses before launch", { skip: VM_SKIP }, () => {
+  before(async () => {
+    kit = await testKit();
+    ws = binaryWorkspace();
+    rec = await recordRun({ input: ws.specPath, storeDir: ws.storeDir, runsDir: ws.runsDir, kit, cairnVersion: "test" });
+  });
+
+  it("control: the untouched copy replays and matches", async () => {
+    const c = copy();
+    const r = await replayRun({ runDir: c.runDir, storeDir: c.storeDir, kit });
+    assert.equal(r.evaluation.outcome, rec.manifest.outcome);
+  });
+
+  it("an altered or missing replay log", async () => {
+    const c = copy();
+    const log = readFileSync(join(c.runDir, "replay.log"));
+    log[log.length - 1] = log[log.length - 1]! ^ 1;
+    writeFileSync(join(c.runDir, "replay.log"), log);
+    await refused(c, "REPLAY_MISMATCH", "/replay_log/sha256");
+    rmSync(join(c.runDir, "replay.log"));
+    await refused(c, "REPLAY_MISMATCH", "/replay_log");
+  });
+
+  it("missing raw content in the store", async () => {
+    const c = copy();
+    const lock = JSON.parse(readFileSync(join(c.runDir, "lock.json"), "utf8")) as { raw: { role: string; digest: string }[] };
+    const exe = lock.raw.find((r) => r.role === "executable")!;
+    rmSync(join(c.storeDir, "objects", "sha256", digestHex(exe.digest as never)));
+    await refused(c, "STORE_MISSING");
+  });
+
+  it("altered raw and derived content in the store", async () => {
+    const c = copy();
+    const lock = JSON.parse(readFileSync(join(c.runDir, "lock.json"), "utf8")) as { raw: { role: string; digest: string }[]; derived: { digest: string } };
+    const spec = join(c.storeDir, "objects", "sha256", digestHex(lock.raw[0]!.digest as never));
+    const b = readFileSync(spec);
+    b[b.length - 2] = b[b.length - 2]! ^ 1;
+    writeFileSync(spec, b);
+    const e1 = await refused(c, "STORE_CORRUPT");
+    const d = copy();
+    const derived = join(d.storeDir, "derived", "sha256", digestHex(lock.derived.digest as never));
+    const db = readFileSync(derived);
+    db[db.length - 2] = db[db.length - 2]! ^ 1;
+    writeFileSync(derived, db);
+    const e2 = await refused(d, "STORE_CORRUPT");
+    assert.ok(e1.path !== undefined && e2.path !== undefined);
+  });
+
+  it("an edited lock", async () => {
+    const c = copy();
+    const file = join(c.runDir, "lock.json");
+    writeFileSync(file, readFileSync(file, "utf8").replace('"cairn_version": "test"', '"cairn_version": "tampered"'));
+    await refused(c, "WORKLOAD_LOCK_INVALID");
+  });
+
+  it("any difference in the VM identity, named by field", async () => {
+    for (const [field, edit] of [
+      ["memory_mib", (vm: VmIdentity) => ({ ...vm, memory_mib: 512 })],
+      ["qemu", (vm: VmIdentity) => ({ ...vm, qemu: "8.0.0" })],
+      ["icount_shift", (vm: VmIdentity) => ({ ...vm, icount_shift: 4 })],
+      ["cmdline", (vm: VmIdentity) => ({ ...vm, cmdline: `${vm.cmdline} x` })],
+    ] as const) {
+      const c = copy();
+      editManifest(c.runDir, (m) => {
+        m.vm = edit(m.vm);
+        m.vm_digest = vmDigest(m.vm);
+      });
+      await refused(c, "VM_MISMATCH", `/vm/${field}`);
+    }
+    const c = copy();
+    editManifest(c.runDir, (m) => void (m.vm = { ...m.vm, memory_mib: 128 }));
+    await refused(c, "REPLAY_MISMATCH", "/vm_digest");
+  });
+
+  it("altered recorded inputs and a kit without the recorded kernel", async () => {
+    const c = copy();
+    editManifest(c.runDir, (m) => void (m.guest_image.inputs = `sha256:${"0".repeat(64)}`));
+    await refused(c, "REPLAY_MISMATCH", "/guest_image/inputs");
+    const d = copy();
+    const empty = mkdtempSync(join(tmpdir(), "cairn-emptykit-"));
+    await refused(d, "VM_MISMATCH", "/vm/kernel", { ...kit, dir: empty });
+  });
+});
