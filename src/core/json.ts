@@ -15,13 +15,19 @@
 import { parseTree, printParseErrorCode, type Node, type ParseError } from "jsonc-parser";
 import { CairnError } from "./errors.ts";
 import { escapePointer, hasLoneSurrogate, type JsonValue } from "./jcs.ts";
+import { checkLimit } from "./limits.ts";
 
 export type JsonObject = { [key: string]: JsonModel };
 export type JsonModel = null | boolean | number | string | JsonModel[] | JsonObject;
 
+/** Default bound on array/object nesting (limit name `json_depth`). */
+export const DEFAULT_JSON_DEPTH = 256;
+
 export interface ReadJsonOptions {
   /** Allow comments and trailing commas. */
   jsonc?: boolean;
+  /** Maximum nesting of arrays and objects (limit `json_depth`). */
+  maxDepth?: number;
   /** Name of the source for messages (a file path). */
   source?: string;
 }
@@ -130,10 +136,42 @@ function convert(node: Node, text: string, path: string): JsonModel {
   }
 }
 
+/**
+ * The deepest nesting of brackets outside strings and comments. Checked before
+ * parsing because the tree builder and converter recurse: a few kilobytes of
+ * `[` would otherwise overflow the stack instead of failing with a named limit.
+ */
+export function nestingDepth(text: string): number {
+  let depth = 0;
+  let max = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      // skip a string, honouring escapes
+      for (i++; i < text.length; i++) {
+        const d = text.charCodeAt(i);
+        if (d === 0x5c) i++;
+        else if (d === 0x22) break;
+      }
+    } else if (c === 0x2f && text.charCodeAt(i + 1) === 0x2f) {
+      while (i < text.length && text.charCodeAt(i) !== 0x0a) i++;
+    } else if (c === 0x2f && text.charCodeAt(i + 1) === 0x2a) {
+      const end = text.indexOf("*/", i + 2);
+      i = end < 0 ? text.length : end + 1;
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) max = depth;
+    } else if (c === 0x5d || c === 0x7d) {
+      depth--;
+    }
+  }
+  return max;
+}
+
 /** Parses JSON (or JSONC) text strictly; see the module comment for what is refused. */
 export function parseJsonText(text: string, options: ReadJsonOptions = {}): JsonModel {
   const source = options.source ?? "input";
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+  checkLimit("json_depth", nestingDepth(text), options.maxDepth ?? DEFAULT_JSON_DEPTH);
   const errors: ParseError[] = [];
   const root = parseTree(text, errors, {
     disallowComments: !options.jsonc,

@@ -11,6 +11,7 @@ import { isAlias, isMap, isPair, isScalar, isSeq, parseAllDocuments, stringify, 
 import { CairnError } from "./errors.ts";
 import { escapePointer, hasLoneSurrogate } from "./jcs.ts";
 import { decodeUtf8, type JsonModel, type JsonObject } from "./json.ts";
+import { checkLimit } from "./limits.ts";
 
 function where(text: string, node: { range?: [number, number, number] | null } | null | undefined): string {
   const offset = node?.range?.[0];
@@ -88,9 +89,48 @@ function convert(node: unknown, text: string, path: string): JsonModel {
   throw new CairnError("YAML_UNSUPPORTED", "unsupported YAML node", { path });
 }
 
+/**
+ * An upper estimate of the nesting depth of a YAML text: indentation levels
+ * plus flow brackets (outside quoted scalars and comments). The `yaml` parser
+ * recurses; deep flow nesting exhausts memory in the process instead of
+ * throwing, so this is checked first against the named limit `yaml_depth`.
+ */
+export function yamlNestingDepth(text: string): number {
+  let max = 0;
+  const indents: number[] = [];
+  for (const line of text.split("\n")) {
+    const body = line.trimStart();
+    if (body === "" || body.startsWith("#")) continue;
+    const indent = line.length - body.length;
+    while (indents.length > 0 && indents[indents.length - 1]! >= indent) indents.pop();
+    indents.push(indent);
+    let flow = 0;
+    let quote = "";
+    for (let i = 0; i < body.length; i++) {
+      const c = body[i]!;
+      if (quote === '"') {
+        if (c === "\\") i++;
+        else if (c === '"') quote = "";
+      } else if (quote === "'") {
+        if (c === "'") quote = "";
+      } else if (c === '"' || c === "'") quote = c;
+      else if (c === "#" && (i === 0 || body[i - 1] === " ")) break;
+      else if (c === "[" || c === "{" || c === "-" || c === ":") {
+        if (c === "[" || c === "{" || body[i + 1] === " " || i + 1 === body.length) flow++;
+      }
+    }
+    max = Math.max(max, indents.length + flow);
+  }
+  return max;
+}
+
+/** Default bound on YAML nesting (limit name `yaml_depth`). */
+export const DEFAULT_YAML_DEPTH = 256;
+
 /** Parses one YAML document strictly into a null-prototype model. */
-export function parseYamlText(text: string, source = "input"): JsonModel {
+export function parseYamlText(text: string, source = "input", maxDepth = DEFAULT_YAML_DEPTH): JsonModel {
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+  checkLimit("yaml_depth", yamlNestingDepth(text), maxDepth);
   const docs = parseAllDocuments(text, {
     version: "1.2",
     schema: "core",

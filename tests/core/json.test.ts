@@ -64,3 +64,17 @@ test("YAML: aliases, duplicate keys, null entries and __proto__ are refused; a c
   assertCode(() => parseYamlText("a: 1\n---\nb: 2\n"), "YAML_SYNTAX");
   assertCode(() => parseYamlText("a: !!binary aGk=\n"), "YAML_UNSUPPORTED");
 });
+
+test("nesting depth is a named limit, checked before the recursive parsers run", () => {
+  const deep = (n: number) => "[".repeat(n) + "]".repeat(n);
+  assert.doesNotThrow(() => parseJsonText(deep(200)));
+  assertCode(() => parseJsonText(deep(100_000)), "LIMIT_EXCEEDED");
+  // brackets inside strings and comments do not count (control)
+  assert.doesNotThrow(() => parseJsonText(`{"s": "${"[".repeat(1000)}"} // ${"{".repeat(1000)}`, { jsonc: true }));
+  assert.doesNotThrow(() => parseYamlText(`a: ${deep(200)}\n`));
+  assertCode(() => parseYamlText(`a: ${deep(100_000)}\n`), "LIMIT_EXCEEDED");
+  let block = "";
+  for (let i = 0; i < 1000; i++) block += `${" ".repeat(i)}k:\n`;
+  assertCode(() => parseYamlText(block), "LIMIT_EXCEEDED");
+  assert.doesNotThrow(() => parseYamlText(`s: "${"[".repeat(1000)}"\n`));
+});
