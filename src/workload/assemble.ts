@@ -14,10 +14,7 @@ import { deriveBinary, type Derived } from "./derive.ts";
 import type { SourceKind, WorkloadIdentities } from "./identity.ts";
 import { encodeLock, type WorkloadLock } from "./lock.ts";
 import { readSourceFile } from "./source-file.ts";
-import { parseWorkloadSpec } from "./spec.ts";
-
-/** A spec is a short document; this bounds the read before parsing. */
-export const SPEC_MAX_BYTES = 1024 * 1024;
+import { parseWorkloadSpec, SPEC_MAX_BYTES } from "./spec.ts";
 
 export interface AssembleOptions {
   readonly specPath: string;

@@ -23,6 +23,9 @@ import { parsePolicy, policyModel, type LayerPolicy } from "./policy.ts";
 
 export const WORKLOAD_SPEC_SCHEMA = "cairn.workload/1";
 
+/** A spec is a short document; this bounds its read (limit "specBytes") before parsing. */
+export const SPEC_MAX_BYTES = 1024 * 1024;
+
 export interface BinarySourceSpec {
   readonly kind: "binary";
   /** Locator: the executable, relative to the spec's directory. */

@@ -3,11 +3,12 @@
  * the run code obtains a workload. It trusts neither the lock's recorded
  * identities nor the store's files:
  *  1. the lock parses strictly and matches its lock_digest;
- *  2. every raw object the lock names is read from the store and checked
- *     against its digest and size (a missing one fails even when the derived
- *     entry exists; nothing falls back to the live source);
- *  3. the canonical spec is reparsed from its raw object and must re-encode
- *     to the same bytes;
+ *  2. every raw object the lock names must be in the store with its recorded
+ *     size (a missing one fails even when the derived entry exists; nothing
+ *     falls back to the live source);
+ *  3. the canonical spec is read (digest-checked), reparsed and must
+ *     re-encode to the same bytes; then every other raw object is read and
+ *     digest-checked, bounded by the spec's limits;
  *  4. the source is re-derived from raw objects only (binary: the ELF gate
  *     again; OCI: the selected graph reparsed, every layer rechecked against
  *     its DiffID, the tree rebuilt), and every identity recomputed;
@@ -26,7 +27,7 @@ import type { SourceKind, WorkloadIdentities } from "./identity.ts";
 import type { Launch } from "./launch.ts";
 import { LOCK_MAX_BYTES, parseLock, type WorkloadLock } from "./lock.ts";
 import { canonicalSpecBytes } from "./derive.ts";
-import { parseCanonicalSpec, type WorkloadSpec } from "./spec.ts";
+import { parseCanonicalSpec, SPEC_MAX_BYTES, type WorkloadSpec } from "./spec.ts";
 import type { CanonicalTree, ContentSource } from "./tree.ts";
 import { readSourceFile } from "./source-file.ts";
 
@@ -84,23 +85,22 @@ function readLock(lockPath: string): WorkloadLock {
 export async function openVerifiedWorkload(lockPath: string, storeDir: string): Promise<VerifiedWorkload> {
   const lock = readLock(lockPath);
   const store = new Store(storeDir, { write: false });
-  // 2. every raw object, in lock order, before anything is parsed
-  const raw = new Map<Sha256Digest, Buffer>();
-  lock.raw.forEach((r) => {
-    if (r.role === "layer") {
-      // Layers can be large: check presence and size here, digest when they are re-applied (step 4).
-      store.require("objects", r.digest, r.size);
-      return;
-    }
-    store.require("objects", r.digest, r.size);
-    raw.set(r.digest, store.read("objects", r.digest, r.size, "rawObjectBytes"));
-  });
-  // 3. the canonical spec, reparsed and re-encoded
+  // 2. every raw object present with its recorded size, in lock order, before anything is parsed
+  for (const r of lock.raw) store.require("objects", r.digest, r.size);
+  // 3. the canonical spec (bounded like a spec file), reparsed and re-encoded
   const specRef = lock.raw[0];
   if (specRef?.role !== "spec") mismatch("/raw/0/role", "the first raw object (the spec)");
-  const specBytes = raw.get(specRef.digest)!;
+  const specBytes = store.read("objects", specRef.digest, Math.min(specRef.size, SPEC_MAX_BYTES), "specBytes");
   const spec = parseCanonicalSpec(specBytes, `stored spec ${specRef.digest}`);
   if (!canonicalSpecBytes(spec).equals(specBytes)) mismatch("/raw/0", "the stored spec's canonical form");
+  // ... then every other raw object's bytes, bounded by the spec's own limits. Layers are
+  // large: their digest is checked when they are re-read and re-applied (step 4).
+  const raw = new Map<Sha256Digest, Buffer>();
+  for (const r of lock.raw.slice(1)) {
+    if (r.role === "layer") continue;
+    const max = r.role === "executable" ? spec.limits.fileSize : spec.limits.ociJsonBytes;
+    raw.set(r.digest, store.read("objects", r.digest, Math.min(r.size, max), r.role === "executable" ? "fileSize" : "ociJsonBytes"));
+  }
   if (spec.source.kind !== lock.kind) mismatch("/source_kind", "the spec's source kind");
   // 4. re-derive from raw objects only
   let derived: Derived;
