@@ -71,8 +71,18 @@ const OCI_KEYS = ["layout", "manifest"] as const;
 /** Every field the spec parser accepts, for the identity scope test (identity.ts places each one). */
 export const SPEC_FIELDS = { top: TOP_KEYS, binary: BINARY_KEYS, oci: OCI_KEYS } as const;
 
-function checkBinary(c: Checker, o: JsonObject, path: string): BinarySourceSpec | undefined {
-  const unsafePath = requiredString(c, o, "path", path, 4096);
+/** `file`: a spec a user wrote (locators required). `stored`: a canonical spec from the store (locators refused). */
+type SpecForm = "file" | "stored";
+
+/** The locator field: required in a spec file; in a stored canonical spec its presence means it was edited. */
+function locator(c: Checker, o: JsonObject, key: string, path: string, form: SpecForm): string | undefined {
+  if (form === "file") return requiredString(c, o, key, path, 4096);
+  if (key in o) c.add(childPath(path, key), "a canonical spec holds no locator", "MODEL_UNKNOWN_FIELD");
+  return "";
+}
+
+function checkBinary(c: Checker, o: JsonObject, path: string, form: SpecForm): BinarySourceSpec | undefined {
+  const unsafePath = locator(c, o, "path", path, form);
   const args = "args" in o ? c.stringArray(o.args, childPath(path, "args")) : [];
   const env = "env" in o ? c.stringMap(o.env, childPath(path, "env")) : new Map<string, string>();
   const workdir = "workdir" in o ? c.string(o.workdir, childPath(path, "workdir"), { nonEmpty: true }) : "/";
@@ -81,16 +91,15 @@ function checkBinary(c: Checker, o: JsonObject, path: string): BinarySourceSpec 
   return { kind: "binary", path: unsafePath, args, env, workdir, user };
 }
 
-function checkOci(c: Checker, o: JsonObject, path: string): OciSourceSpec | undefined {
-  const layout = requiredString(c, o, "layout", path, 4096);
+function checkOci(c: Checker, o: JsonObject, path: string, form: SpecForm): OciSourceSpec | undefined {
+  const layout = locator(c, o, "layout", path, form);
   const unsafeManifest = c.required(o, "manifest", path);
   let manifest: Sha256Digest | undefined;
   if (unsafeManifest !== undefined) {
     try {
       manifest = parseSha256(unsafeManifest, childPath(path, "manifest"));
-    } catch (e) {
+    } catch {
       c.add(childPath(path, "manifest"), "must be sha256:<64 lowercase hex>", "DIGEST_INVALID");
-      void e;
     }
   }
   if (layout === undefined || manifest === undefined) return undefined;
@@ -98,7 +107,7 @@ function checkOci(c: Checker, o: JsonObject, path: string): OciSourceSpec | unde
 }
 
 /** Checks a parsed model against `cairn.workload/1`; throws one error listing every problem. */
-export function checkWorkloadSpec(model: JsonModel): WorkloadSpec {
+export function checkWorkloadSpec(model: JsonModel, form: SpecForm = "file"): WorkloadSpec {
   const c = new Checker("WORKLOAD_SPEC_INVALID");
   const top = c.object(model, "", TOP_KEYS);
   let source: SourceSpec | undefined;
@@ -115,10 +124,10 @@ export function checkWorkloadSpec(model: JsonModel): WorkloadSpec {
         c.add("/source", "must hold exactly one of binary or oci", "WORKLOAD_SPEC_INVALID");
       } else if (kinds[0] === "binary") {
         const b = c.object(src.binary, "/source/binary", BINARY_KEYS);
-        if (b !== undefined) source = checkBinary(c, b, "/source/binary");
+        if (b !== undefined) source = checkBinary(c, b, "/source/binary", form);
       } else {
         const o = c.object(src.oci, "/source/oci", OCI_KEYS);
-        if (o !== undefined) source = checkOci(c, o, "/source/oci");
+        if (o !== undefined) source = checkOci(c, o, "/source/oci", form);
       }
     }
     unsafePolicy = top.policy;
@@ -169,30 +178,9 @@ export function canonicalSpecModel(spec: WorkloadSpec): JsonObject {
 }
 
 /**
- * Parses a canonical spec read back from the store. Locators are absent
- * there, so they are filled with the empty string and must not be used.
+ * Parses a canonical spec read back from the store: the same rules, except
+ * that locators must be absent (they are returned as "" and never used).
  */
 export function parseCanonicalSpec(bytes: Uint8Array, name: string): WorkloadSpec {
-  const model = parseJsonBytes(bytes, { source: name });
-  const c = new Checker("WORKLOAD_SPEC_INVALID");
-  const top = c.object(model, "", TOP_KEYS);
-  const src = top === undefined ? undefined : c.object(top.source, "/source", ["binary", "oci"]);
-  c.done("stored canonical spec refused");
-  const copy: JsonObject = Object.create(null) as JsonObject;
-  for (const k of Object.keys(top!)) copy[k] = top![k]!;
-  const srcCopy: JsonObject = Object.create(null) as JsonObject;
-  for (const k of Object.keys(src!)) {
-    const inner = src![k];
-    const innerCopy: JsonObject = Object.create(null) as JsonObject;
-    if (inner !== null && typeof inner === "object" && !Array.isArray(inner)) Object.assign(innerCopy, inner);
-    // A stored canonical spec never holds a locator; one present means it was edited.
-    if ("path" in innerCopy || "layout" in innerCopy) {
-      c.add(childPath("/source", k), "a canonical spec holds no locator");
-    }
-    innerCopy[k === "binary" ? "path" : "layout"] = "(stored)";
-    srcCopy[k] = innerCopy;
-  }
-  c.done("stored canonical spec refused");
-  copy.source = srcCopy;
-  return checkWorkloadSpec(copy);
+  return checkWorkloadSpec(parseJsonBytes(bytes, { source: name }), "stored");
 }

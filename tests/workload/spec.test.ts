@@ -67,5 +67,5 @@ test("a stored canonical spec round-trips and refuses locators", () => {
     assert.ok(canonicalSpecBytes(again).equals(bytes));
   }
   const withPath = Buffer.from(canonize(BIN).replace('"args"', '"path":"x","args"'));
-  assertCode(() => parseCanonicalSpec(withPath, "stored"), "WORKLOAD_SPEC_INVALID");
+  assertCode(() => parseCanonicalSpec(withPath, "stored"), "MODEL_UNKNOWN_FIELD");
 });
