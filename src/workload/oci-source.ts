@@ -31,20 +31,31 @@ function rawRefs(src: OciSource): RawRef[] {
   return refs;
 }
 
-function storeSink(store: Store, checkExisting: boolean): ContentSink {
+const PROGRESS_STEP = 64 * 1024 * 1024;
+
+function storeSink(store: Store, checkExisting: boolean, progress?: (line: string) => void): ContentSink {
+  let bytes = 0;
+  let files = 0;
+  let next = PROGRESS_STEP;
   return {
     async put(data: Uint8Array) {
+      bytes += data.length;
+      files++;
+      if (progress !== undefined && bytes >= next) {
+        next = bytes + PROGRESS_STEP;
+        progress(`  ${files} files, ${(bytes / 1024 / 1024).toFixed(0)} MiB written`);
+      }
       // Tree contents are derived: rebuilt from the durable raw layers if lost, so no fsync per file.
       return { sha256: store.put("objects", data, { checkExisting, durable: false }), size: data.length };
     },
   };
 }
 
-async function deriveFromSource(spec: WorkloadSpec, src: OciSource, store: Store, checkExisting: boolean): Promise<Derived> {
+async function deriveFromSource(spec: WorkloadSpec, src: OciSource, store: Store, checkExisting: boolean, progress?: (line: string) => void): Promise<Derived> {
   if (spec.source.kind !== "oci") throw new CairnError("WORKLOAD_SPEC_INVALID", "not an OCI spec", { path: "/source" });
   // Launch first: a root or shell-form image is refused before any layer is expanded.
   const launch = launchFromOci(src.launch);
-  const { tree } = await applyLayers({ layers: src.layers, policy: spec.policy, limits: spec.limits, sink: storeSink(store, checkExisting) });
+  const { tree } = await applyLayers({ layers: src.layers, policy: spec.policy, limits: spec.limits, sink: storeSink(store, checkExisting, progress) });
   const wd = tree.get(launch.workdir);
   if (wd !== undefined && wd.type !== "dir") {
     throw new CairnError("LAUNCH_INVALID", `WorkingDir ${launch.workdir} is not a directory in the image`, { path: "/config/config/WorkingDir" });
@@ -58,7 +69,7 @@ export async function assembleOci(spec: WorkloadSpec, layoutDir: string, store: 
   const src = await readOciSource({ layoutDir, manifestDigest: spec.source.manifest, stagingDir: join(store.stagingDir, "oci"), limits: spec.limits });
   const total = src.layers.reduce((n, l) => n + l.size, 0);
   progress?.(`applying ${src.layers.length} layer(s), ${total} bytes compressed`);
-  const derived = await deriveFromSource(spec, src, store, false);
+  const derived = await deriveFromSource(spec, src, store, false, progress);
   for (const o of [src.ociLayout, src.index, src.descriptor, src.manifest, src.config]) store.put("objects", o.bytes);
   const adopted = new Set<Sha256Digest>();
   for (const l of src.layers) {

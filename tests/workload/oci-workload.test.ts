@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { sha256 } from "../../src/core/index.ts";
-import { openVerifiedWorkload } from "../../src/workload/index.ts";
+import { assembleWorkload, openVerifiedWorkload } from "../../src/workload/index.ts";
 import { assertCodeAsync } from "../helpers/errors.ts";
 import { GCC_SKIP, programBytes } from "./fixtures/static-program.ts";
 import type { LaunchConfig } from "./fixtures/oci-writer.ts";
@@ -178,4 +178,15 @@ test("a corrupt tree content object is rebuilt from the verified layer by verify
   writeFileSync(objectPath(ws, motd), "HELLO\n");
   const w = await openVerifiedWorkload(ws.lockPath, ws.storeDir);
   assert.equal(Buffer.from(await w.content.get(motd)).toString(), "hello\n");
+});
+
+test("assemble reports progress lines when asked (the CLI asks on a TTY only)", opts, async () => {
+  const ws = ociWorkspace();
+  const lines: string[] = [];
+  await assembleWorkload({ specPath: ws.specPath, storeDir: ws.storeDir, lockOut: ws.lockPath, cairnVersion: "test", progress: (l) => lines.push(l) });
+  assert.match(lines[0] ?? "", /applying 1 layer/);
+  const quiet = ociWorkspace();
+  const none: string[] = [];
+  await assembleWorkload({ specPath: quiet.specPath, storeDir: quiet.storeDir, lockOut: quiet.lockPath, cairnVersion: "test" });
+  assert.deepEqual(none, []);
 });
