@@ -37,38 +37,43 @@ export function registerRun(program: Command, ctx: Context): void {
         log,
       });
       const failed = r.evaluation.assertions.filter((a) => !a.ok).length;
+      const summary = {
+        run_dir: r.runDir,
+        run_id: r.manifest.run_id,
+        status: r.manifest.status,
+        outcome: r.manifest.outcome,
+        vm: r.manifest.vm_digest,
+        workload: r.manifest.workload.workload,
+        assertions: { total: r.evaluation.assertions.length, failed },
+        replay_command: r.replayCommand,
+        qemu_ms: Math.round(r.durations.qemuMs),
+      };
+      const failure =
+        r.manifest.status === "passed"
+          ? undefined
+          : new CairnError(
+              r.manifest.status === "assertions-failed" ? "ASSERTION_FAILED" : r.manifest.status === "launch-failed" ? "RUN_LAUNCH_FAILED" : "RUN_INFRASTRUCTURE",
+              `the run was recorded but did not pass: ${r.manifest.status}`,
+              { path: r.runDir, hint: "see failure-bundle.json in the run directory (shareable) and streams/ (private); the run still replays" },
+            );
       if (opts.json) {
-        printJson(ctx.io, {
-          run_dir: r.runDir,
-          run_id: r.manifest.run_id,
-          status: r.manifest.status,
-          outcome: r.manifest.outcome,
-          vm: r.manifest.vm_digest,
-          workload: r.manifest.workload.workload,
-          assertions: { total: r.evaluation.assertions.length, failed },
-          replay_command: r.replayCommand,
-          qemu_ms: Math.round(r.durations.qemuMs),
-        });
-      } else {
-        ctx.io.out(
-          [
-            `run      ${r.manifest.run_id}  ${r.manifest.status}`,
-            `dir      ${r.runDir}`,
-            `workload ${r.manifest.workload.workload}`,
-            `vm       ${r.manifest.vm_digest}`,
-            `outcome  ${r.manifest.outcome}`,
-            `asserts  ${r.evaluation.assertions.length - failed}/${r.evaluation.assertions.length} passed`,
-            `recorded in ${(r.durations.qemuMs / 1000).toFixed(1)} s; replay with:`,
-            `  ${r.replayCommand}`,
-          ].join("\n"),
-        );
+        // one JSON document: the error (as every --json failure) and the recorded run
+        printJson(ctx.io, failure ? { error: failure.toJSON(), run: summary } : summary);
+        if (failure) ctx.exitCode = failure.exitCode;
+        return;
       }
-      if (r.manifest.status !== "passed") {
-        const code = r.manifest.status === "assertions-failed" ? "ASSERTION_FAILED" : r.manifest.status === "launch-failed" ? "RUN_LAUNCH_FAILED" : "RUN_INFRASTRUCTURE";
-        throw new CairnError(code, `the run was recorded but did not pass: ${r.manifest.status}`, {
-          path: r.runDir,
-          hint: "see failure-bundle.json in the run directory (shareable) and streams/ (private)",
-        });
-      }
+      ctx.io.out(
+        [
+          `run      ${r.manifest.run_id}  ${r.manifest.status}`,
+          `dir      ${r.runDir}`,
+          `workload ${r.manifest.workload.workload}`,
+          `vm       ${r.manifest.vm_digest}`,
+          `outcome  ${r.manifest.outcome}`,
+          `asserts  ${r.evaluation.assertions.length - failed}/${r.evaluation.assertions.length} passed`,
+          `recorded in ${(r.durations.qemuMs / 1000).toFixed(1)} s; replay with:`,
+          `  ${r.replayCommand}`,
+        ].join("\n"),
+      );
+      if (failure) throw failure;
     });
 }

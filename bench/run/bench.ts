@@ -1,0 +1,112 @@
+/**
+ * Run measurements (issue 5, part 8), side by side in one process:
+ * the same guest booted under plain TCG (same icount, no record), recorded,
+ * and replayed, reported as ratios; guest image size and build time as the
+ * workload grows; replay-log size; output volume through the protocol port;
+ * and any divergence between the three modes' normalized events.
+ *
+ *   node --import tsx bench/run/bench.ts [--quick]
+ *
+ * Goals from the issue: record ≤ 1.5× plain, replay ≤ 1.2× record.
+ */
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { canonicalize, sha256, type Sha256Digest } from "../../src/core/index.ts";
+import type { FsEntry } from "../../src/workload/tree.ts";
+import { assembleWorkload } from "../../src/workload/assemble.ts";
+import { bootGuest, DEFAULT_LIMITS, evaluate, prepareGuest, qemuVersion, type Scenario } from "../../src/vm/index.ts";
+import { probeBytes, probePath } from "../../tests/vm/fixtures/programs.ts";
+import { testKit } from "../../tests/vm/fixtures/kit.ts";
+import { PROBE_LAUNCH } from "../../tests/vm/fixtures/guest.ts";
+
+const quick = process.argv.includes("--quick");
+const MiB = 1024 * 1024;
+
+function scenario(commands: string): Scenario {
+  return {
+    steps: [
+      { action: "start", after: { kind: "none" } },
+      { action: "write-stdin", data: Buffer.from(commands), offset: 0, after: { kind: "output", stream: "stdout", contains: "ready" } },
+      { action: "close-stdin", after: { kind: "event", event: "input-accepted" } },
+    ],
+    expect: [{ invocation: 1, exitCode: 0 }],
+    limits: { ...DEFAULT_LIMITS, outputBytes: 64 * MiB },
+  };
+}
+
+async function measure(payloadBytes: number, commands: string) {
+  const kit = await testKit();
+  const probe = probeBytes("static");
+  const payload = randomBytes(payloadBytes);
+  const blobs = new Map<string, Buffer>([[sha256(probe), probe], [sha256(payload), payload]]);
+  const e = (x: FsEntry) => [x.path, x] as const;
+  const tree = new Map<string, FsEntry>([
+    e({ type: "dir", path: "/", mode: 0o755, uid: 0, gid: 0, mtime: 0 }),
+    e({ type: "dir", path: "/bin", mode: 0o755, uid: 0, gid: 0, mtime: 0 }),
+    e({ type: "file", path: "/bin/probe", mode: 0o755, uid: 0, gid: 0, mtime: 0, size: probe.length, sha256: sha256(probe) }),
+    e({ type: "dir", path: "/home", mode: 0o755, uid: 0, gid: 0, mtime: 0 }),
+    e({ type: "dir", path: "/home/u", mode: 0o755, uid: 1000, gid: 1000, mtime: 0 }),
+    e({ type: "file", path: "/payload", mode: 0o644, uid: 0, gid: 0, mtime: 0, size: payload.length, sha256: sha256(payload) }),
+  ]);
+  const sc = scenario(commands);
+  const t0 = performance.now();
+  const p = await prepareGuest({ tree, content: { get: async (d: Sha256Digest) => blobs.get(d)! }, launch: PROBE_LAUNCH, scenario: sc }, { kit, qemu: qemuVersion() });
+  const imageMs = performance.now() - t0;
+  const dir = mkdtempSync(join(tmpdir(), "cairn-bench-"));
+  const rrfile = join(dir, "replay.log");
+  const results: Record<string, { ms: number; outcome: string; events: string; protocol: number }> = {};
+  for (const mode of ["none", "record", "replay"] as const) {
+    const b = await bootGuest(p, mode, { dir, rrfile }, 600_000);
+    const ev = evaluate(b.decoded, sc);
+    results[mode] = { ms: b.qemu.durationMs, outcome: ev.outcome, events: canonicalize(ev.events), protocol: b.protocolBytes.length };
+  }
+  const log = statSync(rrfile).size;
+  rmSync(dir, { recursive: true, force: true });
+  const diverged = results.none!.events !== results.record!.events || results.record!.events !== results.replay!.events;
+  return {
+    payloadMiB: payloadBytes / MiB,
+    imageMiB: p.image.size / MiB,
+    imageMs,
+    plainS: results.none!.ms / 1000,
+    recordS: results.record!.ms / 1000,
+    replayS: results.replay!.ms / 1000,
+    recordOverPlain: results.record!.ms / results.none!.ms,
+    replayOverRecord: results.replay!.ms / results.record!.ms,
+    replayLogKiB: log / 1024,
+    protocolKiB: results.record!.protocol / 1024,
+    diverged,
+  };
+}
+
+async function assemblyFigures() {
+  const dir = mkdtempSync(join(tmpdir(), "cairn-bench-asm-"));
+  writeFileSync(join(dir, "probe"), readFileSync(probePath("static")));
+  writeFileSync(join(dir, "spec.json"), JSON.stringify({ schema: "cairn.workload/1", source: { binary: { path: "probe", user: "1000:1000" } } }));
+  const r = await assembleWorkload({ specPath: join(dir, "spec.json"), storeDir: join(dir, "store"), lockOut: join(dir, "lock.json"), cairnVersion: "bench" });
+  rmSync(dir, { recursive: true, force: true });
+  return { assemblyMs: r.durationMs, treeKiB: r.treeBytes / 1024, rawKiB: r.rawBytes / 1024 };
+}
+
+const rows: Awaited<ReturnType<typeof measure>>[] = [];
+const cases: Array<[number, string, string]> = quick
+  ? [[0, "echo x\nexit 0\n", "tiny"]]
+  : [
+      [0, "echo x\nexit 0\n", "tiny workload"],
+      [16 * MiB, "echo x\nexit 0\n", "+16 MiB file"],
+      [64 * MiB, "echo x\nexit 0\n", "+64 MiB file"],
+      [0, "flood 262144\nexit 0\n", "256 KiB output"],
+      [0, "flood 1048576\nexit 0\n", "1 MiB output"],
+    ];
+const asm = await assemblyFigures();
+console.log(`assembly of the static probe as a binary spec: ${asm.assemblyMs} ms, tree ${asm.treeKiB.toFixed(0)} KiB, raw closure ${asm.rawKiB.toFixed(0)} KiB`);
+console.log("| case | image MiB | image build ms | plain s | record s | replay s | record/plain | replay/record | replay log KiB | protocol KiB | divergence |");
+console.log("|---|---|---|---|---|---|---|---|---|---|---|");
+for (const [payload, commands, label] of cases) {
+  const r = await measure(payload, commands);
+  rows.push(r);
+  console.log(
+    `| ${label} | ${r.imageMiB.toFixed(1)} | ${r.imageMs.toFixed(0)} | ${r.plainS.toFixed(1)} | ${r.recordS.toFixed(1)} | ${r.replayS.toFixed(1)} | ${r.recordOverPlain.toFixed(2)} | ${r.replayOverRecord.toFixed(2)} | ${r.replayLogKiB.toFixed(0)} | ${r.protocolKiB.toFixed(1)} | ${r.diverged ? "DIVERGED" : "none"} |`,
+  );
+}

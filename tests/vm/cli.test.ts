@@ -1,0 +1,87 @@
+/**
+ * The run commands end to end through the CLI: a recorded run whose
+ * assertions fail (exit 1, ASSERTION_FAILED) leaves a replayable run
+ * directory and a shareable failure bundle without private content; the
+ * private-streams opt-in; the replay command printed by `cairn run`; usage
+ * and prerequisite errors with their exit codes.
+ */
+import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, it } from "node:test";
+import { setupKit } from "../../src/vm/index.ts";
+import { runCli } from "../helpers/cli.ts";
+import { assertCodeAsync } from "../helpers/errors.ts";
+import { TEST_KIT_DIR, testKit, VM_SKIP } from "./fixtures/kit.ts";
+import { binaryWorkspace, SECRET } from "./fixtures/workloads.ts";
+
+describe("cairn setup / run / replay", () => {
+  it("has help for every command", async () => {
+    for (const cmd of ["setup", "run", "replay"]) {
+      const r = await runCli([cmd, "--help"]);
+      assert.equal(r.code, 0);
+      assert.match(r.stdout, /--json/);
+    }
+  });
+
+  it("exits 3 naming the install command when a prerequisite is missing", async () => {
+    const empty = mkdtempSync(join(tmpdir(), "cairn-nokit-"));
+    const r = await runCli(["replay", empty, "--kit", join(empty, "kit"), "--json"]);
+    assert.equal(r.code, 3);
+    assert.equal(JSON.parse(r.stdout).error.code, "PREREQUISITE_MISSING");
+    const path = process.env.PATH;
+    process.env.PATH = empty; // no qemu, no gcc, not even sh
+    try {
+      const e = await assertCodeAsync(() => setupKit({ dir: join(empty, "kit"), isRoot: false, log: () => {} }), "PREREQUISITE_MISSING");
+      assert.match(e.hint ?? "", /apt-get install -y .*qemu-system-x86/);
+      assert.equal(e.exitCode, 3);
+    } finally {
+      process.env.PATH = path;
+    }
+  });
+
+  it("refuses a directory that is not a run (control: exit 1 with a typed JSON error)", async () => {
+    await testKit();
+    const r = await runCli(["replay", mkdtempSync(join(tmpdir(), "cairn-notrun-")), "--kit", TEST_KIT_DIR, "--json"]);
+    assert.equal(r.code, 1);
+    assert.equal(JSON.parse(r.stdout).error.code, "RUN_INVALID");
+    assert.equal((await runCli(["run", "/nonexistent/spec.yaml", "--kit", TEST_KIT_DIR, "--json"])).code, 2);
+  });
+
+  it("records a failing run, writes a shareable bundle, and replays it with the printed command", { skip: VM_SKIP }, async () => {
+    await testKit();
+    const ws = binaryWorkspace();
+    const spec = JSON.parse(readFileSync(ws.specPath, "utf8"));
+    spec.run.expect = [{ "exit-code": 5, "stdout-lines": ["not what it prints"] }];
+    writeFileSync(ws.specPath, JSON.stringify(spec));
+    const common = ["--store", ws.storeDir, "--runs", ws.runsDir, "--kit", TEST_KIT_DIR, "--json"];
+    const r = await runCli(["run", ws.specPath, ...common]);
+    assert.equal(r.code, 1, r.stderr);
+    const err = JSON.parse(r.stdout).error;
+    assert.equal(err.code, "ASSERTION_FAILED");
+    const runDir: string = err.path;
+    assert.equal(statSync(runDir).mode & 0o777, 0o700);
+    for (const f of ["replay.log", "lock.json", "protocol.bin", "streams/1.stdout"]) assert.equal(statSync(join(runDir, f)).mode & 0o777, 0o600, f);
+    const bundleText = readFileSync(join(runDir, "failure-bundle.json"), "utf8");
+    const bundle = JSON.parse(bundleText);
+    assert.equal(bundle.status, "assertions-failed");
+    assert.deepEqual(bundle.assertions.map((a: { check: string; ok: boolean }) => [a.check, a.ok]), [["exit-code", false], ["stdout-lines", false]]);
+    assert.ok(bundle.protocol.records > 0 && bundle.protocol.bytes > 0);
+    for (const secret of [SECRET, "hello from the workload", "GREETING"]) assert.ok(!bundleText.includes(secret), `bundle must not contain ${secret}`);
+    assert.equal(bundle.private_streams, undefined);
+
+    const replayCmd = readFileSync(join(runDir, "replay-command.txt"), "utf8").trim().split(" ");
+    assert.deepEqual(replayCmd.slice(0, 2), ["cairn", "replay"]);
+    const p = await runCli([...replayCmd.slice(1), "--kit", TEST_KIT_DIR, "--json"]);
+    assert.equal(p.code, 0, p.stdout + p.stderr);
+    assert.deepEqual([JSON.parse(p.stdout).matches, JSON.parse(p.stdout).status], [true, "assertions-failed"]);
+
+    const q = await runCli(["run", ws.specPath, ...common, "--include-private-streams"]);
+    const privateDir: string = JSON.parse(q.stdout).error.path;
+    const priv = join(privateDir, "failure-bundle.private.json");
+    assert.equal(statSync(priv).mode & 0o777, 0o600);
+    const streams = JSON.parse(readFileSync(priv, "utf8")).private_streams;
+    assert.match(Buffer.from(streams[0].stdout_base64, "base64").toString(), /hello from the workload/);
+  });
+});
