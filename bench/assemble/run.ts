@@ -8,16 +8,21 @@
  *             content-addressed directory: the whole OCI side of assemble.
  *   umoci     `umoci raw unpack` of the same layout into a fresh directory
  *             (it also verifies digests and writes every file).
+ *   cairn, no writes   the same with a sink that hashes file bytes but
+ *             writes nothing (the floor writes nothing either).
  *   floor     Node's createGunzip + sha256 of the same compressed bytes:
  *             the least any verifying reader of a gzip layer must do.
  *
- * Prints medians of N runs and the ratios cairn/umoci and cairn/floor.
+ * Prints medians of N runs (wall time, and CPU time: user+system of this
+ * process, zlib's worker threads included, or of the umoci child) and the
+ * ratios cairn/umoci and cairn/floor. CPU time is the steadier figure on a
+ * shared machine; wall time is what a user waits.
  *
  *   node --import tsx bench/assemble/run.ts [N] [--keep DIR]
  */
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { createReadStream, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { createReadStream, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -36,6 +41,13 @@ const N = Number(process.argv[2] ?? 3);
 const work = mkdtempSync(join(tmpdir(), "cairn-bench-assemble-"));
 const rootless = process.getuid?.() === 0 ? [] : ["--rootless"];
 
+/** Hashes file bytes as a store would, writes nothing: isolates decoding from file-creation cost. */
+const hashSink: ContentSink = {
+  async put(data) {
+    return { sha256: sha256(data), size: data.length };
+  },
+};
+
 /** Content-addressed file output, like a store's object directory. */
 function dirSink(root: string): ContentSink {
   mkdirSync(root, { recursive: true, mode: 0o700 });
@@ -52,13 +64,28 @@ function dirSink(root: string): ContentSink {
   };
 }
 
-async function timed(fn: () => Promise<unknown> | unknown): Promise<number> {
-  const t0 = process.hrtime.bigint();
-  await fn();
-  return Number(process.hrtime.bigint() - t0) / 1e6;
+interface Sample {
+  wall: number;
+  cpu: number;
 }
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+/** User+system CPU of waited-for children (fields 16 and 17 of /proc/self/stat), in ms. */
+function childCpu(): number {
+  const fields = readFileSync("/proc/self/stat", "utf8").replace(/^.*\) /, "").split(" ");
+  return ((Number(fields[13]) + Number(fields[14])) * 1000) / 100; // USER_HZ is 100 on Linux
+}
+
+async function timed(fn: () => Promise<unknown> | unknown, child = false): Promise<Sample> {
+  const c0 = child ? childCpu() : 0;
+  const u0 = process.cpuUsage();
+  const t0 = process.hrtime.bigint();
+  await fn();
+  const wall = Number(process.hrtime.bigint() - t0) / 1e6;
+  const u = process.cpuUsage(u0);
+  return { wall, cpu: child ? childCpu() - c0 : (u.user + u.system) / 1000 };
+}
+
+const median = (xs: Sample[], k: keyof Sample): number => xs.map((x) => x[k]).sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function floor(blob: string): Promise<void> {
   const h = createHash("sha256");
@@ -73,7 +100,7 @@ async function bench(name: string, write: (dir: string) => { manifestDigest: str
   const compressed = img.layers.reduce((n, l) => n + l.size, 0);
   const blob = blobPath(layout, img.layers[0]!.digest);
   for (const l of img.layers) l.tar = Buffer.alloc(0); // let the generator's copy go
-  const times = { cairn: [] as number[], apply: [] as number[], umoci: [] as number[], floor: [] as number[] };
+  const times = { cairn: [] as Sample[], decode: [] as Sample[], umoci: [] as Sample[], floor: [] as Sample[] };
   let files = 0;
   for (let i = 0; i < N; i++) {
     const out = join(work, `${name}-run${i}`);
@@ -81,26 +108,33 @@ async function bench(name: string, write: (dir: string) => { manifestDigest: str
     times.cairn.push(
       await timed(async () => {
         const src = await readOciSource({ layoutDir: layout, manifestDigest: img.manifestDigest, stagingDir: join(out, "staging") });
-        const t = process.hrtime.bigint();
         const r = await applyLayers({ layers: src.layers, policy: STRICT_POLICY, sink: dirSink(join(out, "objects")) });
-        times.apply.push(Number(process.hrtime.bigint() - t) / 1e6);
         files = r.stats.files;
       }),
     );
-    times.umoci.push(await timed(() => execFileSync("umoci", ["raw", "unpack", ...rootless, "--image", `${layout}:latest`, join(out, "umoci")], { stdio: "ignore" })));
+    times.decode.push(
+      await timed(async () => {
+        const src = await readOciSource({ layoutDir: layout, manifestDigest: img.manifestDigest, stagingDir: join(out, "staging2") });
+        await applyLayers({ layers: src.layers, policy: STRICT_POLICY, sink: hashSink });
+      }),
+    );
+    times.umoci.push(await timed(() => execFileSync("umoci", ["raw", "unpack", ...rootless, "--image", `${layout}:latest`, join(out, "umoci")], { stdio: "ignore" }), true));
     rmSync(out, { recursive: true, force: true });
   }
-  const c = median(times.cairn);
-  const a = median(times.apply);
-  const u = median(times.umoci);
-  const f = median(times.floor);
   const mb = expanded / 1e6;
+  const row = (label: string, xs: Sample[]): void => {
+    const w = median(xs, "wall");
+    const c = median(xs, "cpu");
+    console.log(`  ${label.padEnd(34)} wall ${w.toFixed(0).padStart(6)} ms (${(mb / (w / 1000)).toFixed(0).padStart(4)} MB/s)   cpu ${c.toFixed(0).padStart(6)} ms`);
+  };
   console.log(`\n${name}: ${files} files, ${(compressed / 1e6).toFixed(1)} MB gzip → ${mb.toFixed(1)} MB tar; median of ${N}`);
-  console.log(`  cairn read+stage+apply+write   ${c.toFixed(0).padStart(7)} ms  ${(mb / (c / 1000)).toFixed(0).padStart(5)} MB/s`);
-  console.log(`    of which applyLayers         ${a.toFixed(0).padStart(7)} ms  ${(mb / (a / 1000)).toFixed(0).padStart(5)} MB/s`);
-  console.log(`  umoci raw unpack               ${u.toFixed(0).padStart(7)} ms  ${(mb / (u / 1000)).toFixed(0).padStart(5)} MB/s`);
-  console.log(`  floor: node gunzip+sha256      ${f.toFixed(0).padStart(7)} ms  ${(mb / (f / 1000)).toFixed(0).padStart(5)} MB/s`);
-  console.log(`  ratio cairn/umoci ${(c / u).toFixed(2)}x (goal < 1)   cairn/floor ${(c / f).toFixed(2)}x, applyLayers/floor ${(a / f).toFixed(2)}x (goal ≤ 1.5)`);
+  row("cairn read+verify+stage+apply+write", times.cairn);
+  row("cairn, same but writing no files", times.decode);
+  row("umoci raw unpack", times.umoci);
+  row("floor: node gunzip+sha256", times.floor);
+  const r = (a: Sample[], b: Sample[], k: keyof Sample): string => (median(a, k) / median(b, k)).toFixed(2);
+  console.log(`  cairn/umoci  wall ${r(times.cairn, times.umoci, "wall")}x  cpu ${r(times.cairn, times.umoci, "cpu")}x   (goal < 1)`);
+  console.log(`  cairn/floor  wall ${r(times.cairn, times.floor, "wall")}x  cpu ${r(times.cairn, times.floor, "cpu")}x;  without file writes: wall ${r(times.decode, times.floor, "wall")}x  cpu ${r(times.decode, times.floor, "cpu")}x   (goal ≤ 1.5)`);
 }
 
 try {
