@@ -1,6 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import { WORKLOAD_SCOPE } from "../../src/workload/identity.ts";
 import { LOCK_FIELDS } from "../../src/workload/lock.ts";
@@ -39,4 +41,17 @@ test("not-covered fields leave the workload identity unchanged; covered ones cha
   for (const over of [{ args: ["x"] }, { env: { A: "1" } }, { workdir: "/srv" }, { user: "2000:2000" }]) {
     assert.notEqual((await assemble(binaryWorkspace(binarySpec(over)))).identities.workload, base.identities.workload, JSON.stringify(over));
   }
+});
+
+test("identities do not depend on umask, time zone or locale (assembled in child processes)", { skip: GCC_SKIP, timeout: 60_000 }, async () => {
+  const child = fileURLToPath(new URL("./fixtures/assemble-child.ts", import.meta.url));
+  const outputs = new Set<string>();
+  for (const [umask, tz, lang] of [["022", "UTC", "C"], ["077", "Pacific/Kiritimati", "tr_TR.UTF-8"], ["002", "America/St_Johns", "de_DE.UTF-8"]]) {
+    const ws = binaryWorkspace();
+    const out = execFileSync("sh", ["-c", `umask ${umask}; exec "$0" --import tsx "$@"`, process.execPath, child, ws.specPath, ws.storeDir, ws.lockPath], {
+      env: { ...process.env, TZ: tz, LANG: lang, LC_ALL: lang },
+    });
+    outputs.add(out.toString().trim());
+  }
+  assert.equal(outputs.size, 1, [...outputs].join("\n"));
 });
