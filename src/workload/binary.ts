@@ -29,6 +29,12 @@ export interface BinaryWorkload {
 /** Builds the tree and launch of a binary workload from checked executable bytes. */
 export function buildBinaryWorkload(source: BinarySourceSpec, exe: { bytes: Uint8Array; sha256: Sha256Digest }, where: string): BinaryWorkload {
   checkStaticExecutable(exe.bytes, where);
+  for (const name of source.env.keys()) {
+    // "A=B": "c" would launch as A with value "B=c": refuse instead of reinterpreting.
+    if (name === "" || name.includes("=")) {
+      throw new CairnError("LAUNCH_INVALID", `environment variable name ${JSON.stringify(name)} is empty or holds "="`, { path: "/source/binary/env" });
+    }
+  }
   const env = [...source.env].map(([k, v]) => `${k}=${v}`);
   const launch = makeLaunch({ argv: [BINARY_INSTALL_PATH, ...source.args], env, workdir: source.workdir, user: source.user }, "/source/binary");
   const tree = new Map<string, FsEntry>();

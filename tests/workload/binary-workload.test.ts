@@ -49,6 +49,9 @@ test("refusals surface from assemble: static PIE, dynamic, root user, symlinked 
   writeFileSync(join(dyn.dir, "hello"), programBytes("dynamic"));
   await assertCodeAsync(() => assemble(dyn), "ELF_DYNAMIC");
   await assertCodeAsync(() => assemble(binaryWorkspace(binarySpec({ user: "0:0" }))), "LAUNCH_INVALID");
+  await assertCodeAsync(() => assemble(binaryWorkspace(binarySpec({ env: { "A=B": "c" } }))), "LAUNCH_INVALID");
+  await assertCodeAsync(() => assemble(binaryWorkspace(binarySpec({ workdir: "/bin/app/x" }))), "LAUNCH_INVALID");
+  await assertCodeAsync(() => assemble(binaryWorkspace(binarySpec({ workdir: "/bin/app" }))), "LAUNCH_INVALID");
   await assertCodeAsync(() => assemble(binaryWorkspace(binarySpec({ path: "/dev/zero" }))), "SOURCE_NOT_REGULAR");
 });
 
