@@ -54,7 +54,23 @@ export interface GateBudget {
   entries: number;
 }
 
-const KNOWN_PAX = new Set(["path", "linkpath", "size", "uid", "gid", "mtime", "uname", "gname"]);
+/**
+ * The single list of pax keys cairn accepts, each with what happens to it.
+ * Everything else is refused (see paxKeyRefusal). A key is either recorded
+ * into the member (and so into the tree) or deliberately dropped.
+ */
+export const PAX_KEYS: Readonly<Record<string, { readonly use: "recorded" | "dropped"; readonly why: string }>> = Object.freeze({
+  path: { use: "recorded", why: "the member name (long or non-ASCII names)" },
+  linkpath: { use: "recorded", why: "the symlink or hard-link target" },
+  size: { use: "recorded", why: "the data size (files over 8 GiB)" },
+  uid: { use: "recorded", why: "the numeric owner" },
+  gid: { use: "recorded", why: "the numeric group" },
+  mtime: { use: "recorded", why: "the whole-second modification time" },
+  uname: { use: "dropped", why: "owner names depend on the host's user database; cairn records numeric owners only" },
+  gname: { use: "dropped", why: "group names depend on the host's group database; cairn records numeric groups only" },
+});
+
+const KNOWN_PAX = new Set(Object.keys(PAX_KEYS));
 
 function refuse(code: "TAR_INVALID" | "TAR_PAX" | "TAR_XATTR" | "TAR_SPARSE" | "TAR_TIMESTAMP" | "TAR_UNSUPPORTED_TYPE" | "TAR_NAME_UTF8" | "TAR_UNSAFE_PATH" | "TAR_TRAILING", message: string, where: string, hint?: string): CairnError {
   return new CairnError(code, message, { path: where, hint });
