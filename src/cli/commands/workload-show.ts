@@ -1,16 +1,36 @@
 import type { Command } from "commander";
-import { readWorkloadLock } from "../../workload/index.ts";
+import { defaultStoreDir } from "../../store/index.ts";
+import { openVerifiedWorkload, readWorkloadLock, type FsEntry } from "../../workload/index.ts";
 import type { Context } from "../main.ts";
 import { printJson } from "../output.ts";
+
+const TYPE_CHAR = { dir: "d", file: "-", symlink: "l" } as const;
+
+function modeString(e: FsEntry): string {
+  const bits = "rwxrwxrwx";
+  let out = TYPE_CHAR[e.type];
+  for (let i = 0; i < 9; i++) out += e.mode & (1 << (8 - i)) ? bits[i] : "-";
+  if (e.mode & 0o1000) out = out.slice(0, 9) + (e.mode & 1 ? "t" : "T");
+  return out;
+}
+
+function treeLine(e: FsEntry): string {
+  const size = e.type === "file" ? String(e.size) : "-";
+  return `${modeString(e)} ${`${e.uid}:${e.gid}`.padEnd(11)} ${size.padStart(10)} ${String(e.mtime).padStart(10)} ${e.path}${e.type === "symlink" ? ` -> ${e.target}` : ""}`;
+}
 
 export function registerWorkloadShow(parent: Command, ctx: Context): void {
   parent
     .command("show")
-    .description("print what a workload lock names (checks the lock's own digest; does not verify the store — use verify)")
+    .description("print what a workload lock names; with --tree, verify it against the store and list the canonical tree")
     .argument("<lock>", "workload lock")
-    .option("--json", "print the lock's fields as JSON")
-    .action((lockPath: string, opts: { json?: boolean }) => {
+    .option("--tree", "verify the lock against the store (as `verify` does) and list every tree entry")
+    .option("--store <dir>", "content store for --tree (default $CAIRN_HOME/store or $XDG_CACHE_HOME/cairn/store)")
+    .option("--json", "print as JSON")
+    .action(async (lockPath: string, opts: { tree?: boolean; store?: string; json?: boolean }) => {
       const l = readWorkloadLock(lockPath);
+      const w = opts.tree ? await openVerifiedWorkload(lockPath, defaultStoreDir(ctx.env, ctx.cwd, opts.store)) : undefined;
+      const entries = w === undefined ? undefined : [...w.tree.values()].sort((a, b) => Buffer.compare(Buffer.from(a.path), Buffer.from(b.path)));
       const model = {
         source_kind: l.kind,
         workload: l.identities.workload,
@@ -20,11 +40,14 @@ export function registerWorkloadShow(parent: Command, ctx: Context): void {
         derived: l.derived,
         created: l.created,
         cairn_version: l.cairnVersion,
-        verified: false,
+        verified: w !== undefined,
+        ...(w === undefined
+          ? {}
+          : { launch: { argv: w.launch.argv, workdir: w.launch.workdir, uid: w.launch.uid, gid: w.launch.gid, env_names: w.launch.env.map((e) => e.slice(0, e.indexOf("="))) }, tree: entries }),
       };
       if (opts.json) return printJson(ctx.io, model);
       const lines = [
-        `${l.kind} workload ${l.identities.workload} (not verified; run \`cairn workload verify\`)`,
+        `${l.kind} workload ${l.identities.workload}${w ? " (verified)" : " (not verified; run `cairn workload verify` or add --tree)"}`,
         `fs        ${l.identities.fs}`,
         `launch    ${l.identities.launch}`,
         `source    ${l.identities.source}`,
@@ -34,6 +57,13 @@ export function registerWorkloadShow(parent: Command, ctx: Context): void {
         "raw closure:",
         ...l.raw.map((r) => `  ${r.role.padEnd(10)} ${r.digest} ${r.size}`),
       ];
+      if (w !== undefined && entries !== undefined) {
+        lines.push(
+          `launch: argv ${JSON.stringify(w.launch.argv)}, workdir ${w.launch.workdir}, uid:gid ${w.launch.uid}:${w.launch.gid}, env names ${JSON.stringify(w.launch.env.map((e) => e.slice(0, e.indexOf("="))))} (values not shown)`,
+          `tree (${entries.length} entries):`,
+          ...entries.map(treeLine),
+        );
+      }
       ctx.io.out(lines.join("\n"));
     });
 }
