@@ -4,3 +4,4 @@ export * from "./manifest/index.ts";
 export * from "./workload/index.ts";
 export * from "./store/index.ts";
 export * from "./strata/index.ts";
+export * from "./vm/index.ts";

@@ -16,7 +16,7 @@ import { join } from "node:path";
 import { canonicalize, sha256, type Sha256Digest } from "../../src/core/index.ts";
 import type { FsEntry } from "../../src/workload/tree.ts";
 import { assembleWorkload } from "../../src/workload/assemble.ts";
-import { bootGuest, DEFAULT_LIMITS, evaluate, prepareGuest, qemuVersion, type Scenario } from "../../src/vm/index.ts";
+import { bootGuest, DEFAULT_RUN_LIMITS, evaluate, prepareGuest, qemuVersion, type Scenario } from "../../src/vm/index.ts";
 import { probeBytes, probePath } from "../../tests/vm/fixtures/programs.ts";
 import { testKit } from "../../tests/vm/fixtures/kit.ts";
 import { PROBE_LAUNCH } from "../../tests/vm/fixtures/guest.ts";
@@ -32,7 +32,7 @@ function scenario(commands: string): Scenario {
       { action: "close-stdin", after: { kind: "event", event: "input-accepted" } },
     ],
     expect: [{ invocation: 1, exitCode: 0 }],
-    limits: { ...DEFAULT_LIMITS, outputBytes: 64 * MiB },
+    limits: { ...DEFAULT_RUN_LIMITS, outputBytes: 64 * MiB },
   };
 }
 

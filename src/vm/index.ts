@@ -5,7 +5,7 @@ export { buildGuestImage, checkOverlay, TEMPLATE_DIR, OVERLAY_DIRS } from "./ini
 export type { GuestImage, GuestImageParts } from "./initramfs.ts";
 export { encodeInputs } from "./inputs.ts";
 export type { GuestLaunch } from "./inputs.ts";
-export { parseScenario, DEFAULT_SCENARIO, DEFAULT_LIMITS, EVENT_NAMES } from "./scenario.ts";
+export { parseScenario, DEFAULT_SCENARIO, DEFAULT_RUN_LIMITS, EVENT_NAMES } from "./scenario.ts";
 export type { Scenario, Step, Trigger, Expectation, RunLimits, EventName, StreamName } from "./scenario.ts";
 export { decodeProtocol, DEFAULT_PROTOCOL_LIMITS } from "./protocol.ts";
 export type { DecodedProtocol, NormalizedEvent, ProtocolLimits, StreamFacts } from "./protocol.ts";

@@ -14,7 +14,7 @@
  * canonical tree only.
  */
 import { CairnError, Sha256Hasher, type Sha256Digest } from "../core/index.ts";
-import type { CanonicalTree, ContentSource, FsEntry } from "../workload/tree.ts";
+import type { CanonicalTree, ContentSource, FsEntry } from "../workload/index.ts";
 import { CpioWriter, S_IFCHR, S_IFDIR, S_IFLNK, S_IFREG } from "./cpio.ts";
 
 export const TEMPLATE_DIR = "cairn/template";

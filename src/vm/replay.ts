@@ -18,7 +18,7 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { CairnError, canonicalize, isCairnError, sha256 } from "../core/index.ts";
-import { openVerifiedWorkload } from "../workload/verify.ts";
+import { openVerifiedWorkload } from "../workload/index.ts";
 import { writeFailureBundle } from "./bundle.ts";
 import { bootGuest, evaluate, prepareGuest, type Evaluation } from "./guest.ts";
 import { qemuVersion, type Kit } from "./kit.ts";

@@ -69,7 +69,7 @@ export interface RunLimits {
   readonly frameBytes: number;
 }
 
-export const DEFAULT_LIMITS: RunLimits = {
+export const DEFAULT_RUN_LIMITS: RunLimits = {
   outputBytes: 16 * 1024 * 1024,
   timeMs: 60_000,
   stdinQueueBytes: 1024 * 1024,
@@ -92,7 +92,7 @@ export const DEFAULT_SCENARIO: Scenario = {
     { action: "close-stdin", after: { kind: "none" } },
   ],
   expect: [{ invocation: 1, exitCode: 0 }],
-  limits: DEFAULT_LIMITS,
+  limits: DEFAULT_RUN_LIMITS,
 };
 
 const STEP_KEYS = ["action", "after", "data", "offset"];
@@ -213,16 +213,16 @@ function parseExpect(c: Checker, v: JsonModel | undefined, path: string, invocat
 }
 
 function parseLimits(c: Checker, v: JsonModel | undefined, path: string): RunLimits {
-  if (v === undefined) return DEFAULT_LIMITS;
+  if (v === undefined) return DEFAULT_RUN_LIMITS;
   const o = c.object(v, path, LIMIT_KEYS);
-  if (!o) return DEFAULT_LIMITS;
+  if (!o) return DEFAULT_RUN_LIMITS;
   const get = (key: string, fallback: number, max: number): number =>
     o[key] === undefined ? fallback : (c.integer(o[key], childPath(path, key), { min: 1, max }) ?? fallback);
   return {
-    outputBytes: get("output-bytes", DEFAULT_LIMITS.outputBytes, 1024 * 1024 * 1024),
-    timeMs: get("time-ms", DEFAULT_LIMITS.timeMs, 24 * 3600 * 1000),
-    stdinQueueBytes: get("stdin-queue-bytes", DEFAULT_LIMITS.stdinQueueBytes, 64 * 1024 * 1024),
-    frameBytes: get("frame-bytes", DEFAULT_LIMITS.frameBytes, MAX_FRAME_BYTES),
+    outputBytes: get("output-bytes", DEFAULT_RUN_LIMITS.outputBytes, 1024 * 1024 * 1024),
+    timeMs: get("time-ms", DEFAULT_RUN_LIMITS.timeMs, 24 * 3600 * 1000),
+    stdinQueueBytes: get("stdin-queue-bytes", DEFAULT_RUN_LIMITS.stdinQueueBytes, 64 * 1024 * 1024),
+    frameBytes: get("frame-bytes", DEFAULT_RUN_LIMITS.frameBytes, MAX_FRAME_BYTES),
   };
 }
 

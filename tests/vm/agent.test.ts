@@ -11,7 +11,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { AGENT_SOURCE_DIR, buildAgent, DEFAULT_LIMITS, encodeInputs, parseScenario } from "../../src/vm/index.ts";
+import { AGENT_SOURCE_DIR, buildAgent, DEFAULT_RUN_LIMITS, encodeInputs, parseScenario } from "../../src/vm/index.ts";
 import { INFRA_REASONS, LAUNCH_STAGES, RECORD } from "../../src/vm/wire.ts";
 import { GCC_SKIP } from "../workload/fixtures/static-program.ts";
 
@@ -92,7 +92,7 @@ describe("guest agent sources", { skip: GCC_SKIP }, () => {
     assert.equal(
       execFileSync(exe, ["inputs", f]).toString(),
       [
-        `uid=7 gid=8 path=/bin/x workdir=/w out=99 time=${DEFAULT_LIMITS.timeMs} frame=4096`,
+        `uid=7 gid=8 path=/bin/x workdir=/w out=99 time=${DEFAULT_RUN_LIMITS.timeMs} frame=4096`,
         "argv=/bin/x",
         "argv=a b",
         "env=K=v w",

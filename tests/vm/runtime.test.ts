@@ -12,7 +12,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { DEFAULT_LIMITS, prepareGuest, qemuVersion, runQemu, type NormalizedEvent, type Scenario, type Step, type Trigger } from "../../src/vm/index.ts";
+import { DEFAULT_RUN_LIMITS, prepareGuest, qemuVersion, runQemu, type NormalizedEvent, type Scenario, type Step, type Trigger } from "../../src/vm/index.ts";
 import { bootProbe, PROBE_LAUNCH, probeWorld } from "./fixtures/guest.ts";
 import { testKit, VM_SKIP } from "./fixtures/kit.ts";
 
@@ -21,7 +21,7 @@ const ready: Trigger = { kind: "output", stream: "stdout", contains: "ready" };
 const afterCleanup: Trigger = { kind: "event", event: "cleanup-complete" };
 const start = (after: Trigger = none): Step => ({ action: "start", after });
 const write = (text: string, offset: number, after: Trigger = none): Step => ({ action: "write-stdin", data: Buffer.from(text), offset, after });
-const scenario = (steps: Step[], limits = DEFAULT_LIMITS): Scenario => ({ steps, expect: [], limits });
+const scenario = (steps: Step[], limits = DEFAULT_RUN_LIMITS): Scenario => ({ steps, expect: [], limits });
 
 function of<E extends NormalizedEvent["event"]>(events: readonly NormalizedEvent[], inv: number, event: E): Extract<NormalizedEvent, { event: E }>[] {
   return events.filter((e) => e.invocation === inv && e.event === event) as Extract<NormalizedEvent, { event: E }>[];
@@ -120,7 +120,7 @@ describe("guest agent at run time", { skip: VM_SKIP }, () => {
   });
 
   it("turns output over the limit into an infrastructure failure, never a silent truncation", async () => {
-    const limits = { ...DEFAULT_LIMITS, outputBytes: 20_000 };
+    const limits = { ...DEFAULT_RUN_LIMITS, outputBytes: 20_000 };
     const b = await bootProbe(scenario([start(), write("flood 60000\n", 0, ready)], limits));
     const ev = b.evaluation.events;
     assert.deepEqual(of(ev, 1, "infra-failure").map((e) => e.reason), ["output-limit"]);

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { CairnError, parseYamlText } from "../../src/core/index.ts";
-import { checkAssertions, DEFAULT_LIMITS, DEFAULT_SCENARIO, parseScenario, splitLines } from "../../src/vm/index.ts";
+import { checkAssertions, DEFAULT_RUN_LIMITS, DEFAULT_SCENARIO, parseScenario, splitLines } from "../../src/vm/index.ts";
 import { oneRun } from "./fixtures/records.ts";
 import { decodeProtocol } from "../../src/vm/index.ts";
 
@@ -36,7 +36,7 @@ describe("run section", () => {
     assert.ok(w.action === "write-stdin" && w.offset === 5);
     assert.deepEqual(s.steps[4]!.after, { kind: "event", event: "cleanup-complete" }, "a restart waits for cleanup by default");
     assert.deepEqual(s.expect, [{ invocation: 1, exitCode: 0, stdoutLines: ["pong"] }, { invocation: 2, signal: 9 }]);
-    assert.deepEqual(s.limits, { ...DEFAULT_LIMITS, outputBytes: 4096, timeMs: 1000 });
+    assert.deepEqual(s.limits, { ...DEFAULT_RUN_LIMITS, outputBytes: 4096, timeMs: 1000 });
     assert.equal(parseScenario(undefined), DEFAULT_SCENARIO);
   });
 
