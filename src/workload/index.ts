@@ -23,3 +23,7 @@ export type { LayerPolicy } from "./policy.ts";
 export { parseLimits, DEFAULT_LIMITS, LIMIT_DEFAULTS } from "./limits.ts";
 export type { WorkloadLimits, LimitName } from "./limits.ts";
 export type { CanonicalTree, FsEntry, FileEntry, DirEntry, SymlinkEntry, ContentSource, ContentSink } from "./tree.ts";
+export { readOciSource } from "./oci/index.ts";
+export type { OciSource, OciLayer, ReadOciSourceOptions } from "./oci/index.ts";
+export { applyLayers } from "./layers/index.ts";
+export type { ApplyLayersOptions, ApplyResult, ApplyStats } from "./layers/index.ts";
