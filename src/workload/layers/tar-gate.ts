@@ -206,16 +206,21 @@ export class TarGate {
     this.#budget.expandedBytes += chunk.length;
     enforce(this.#limits, "expandedBytes", this.#budget.expandedBytes, this.#where);
     this.#hasher.update(chunk);
-    // Data and extended-header bytes are forwarded as slices of `chunk`; a
-    // member header is forwarded as a copy once all 512 bytes are in; zero
-    // blocks and everything after them are never forwarded.
+    // What is forwarded: every accepted byte up to the first zero block, as
+    // few, large slices of `chunk` as possible (tar-stream's cost is per
+    // write). A header split across chunks is held back and forwarded as one
+    // copy once complete and accepted; nothing from the end-of-archive
+    // marker on is forwarded.
     const forward: Buffer[] = [];
+    let run = this.#state === "eof1" || this.#state === "end" ? -1 : 0; // start of the unforwarded run, -1 when not forwarding
+    const flush = (to: number): void => {
+      if (run >= 0 && to > run) forward.push(chunk.subarray(run, to));
+    };
     let pos = 0;
     while (pos < chunk.length) {
       switch (this.#state) {
         case "data": {
           const n = Math.min(this.#need, chunk.length - pos);
-          forward.push(chunk.subarray(pos, pos + n));
           pos += n;
           this.#need -= n;
           this.#offset += n;
@@ -228,7 +233,6 @@ export class TarGate {
           const take = Math.max(0, Math.min(n, ext.body.length - ext.fill));
           chunk.copy(ext.body, ext.fill, pos, pos + take);
           ext.fill += take;
-          forward.push(chunk.subarray(pos, pos + n));
           pos += n;
           this.#need -= n;
           this.#offset += n;
@@ -240,29 +244,47 @@ export class TarGate {
         }
         case "header":
         case "eof1": {
-          const n = Math.min(BLOCK - this.#hdrFill, chunk.length - pos);
-          chunk.copy(this.#hdr, this.#hdrFill, pos, pos + n);
-          this.#hdrFill += n;
-          pos += n;
-          if (this.#hdrFill < BLOCK) break;
-          this.#hdrFill = 0;
+          let block: Buffer;
+          const start = pos;
+          const split = this.#hdrFill > 0;
+          if (!split && chunk.length - pos >= BLOCK) {
+            block = chunk.subarray(pos, pos + BLOCK);
+            pos += BLOCK;
+          } else {
+            if (!split) {
+              flush(pos); // hold the partial header back
+              run = -1;
+            }
+            const n = Math.min(BLOCK - this.#hdrFill, chunk.length - pos);
+            chunk.copy(this.#hdr, this.#hdrFill, pos, pos + n);
+            this.#hdrFill += n;
+            pos += n;
+            if (this.#hdrFill < BLOCK) break;
+            this.#hdrFill = 0;
+            block = this.#hdr;
+          }
           if (this.#state === "eof1") {
-            if (!isZero(this.#hdr)) throw refuse("TAR_TRAILING", "data after the end-of-archive zero block", this.#at(), "the archive has members after its end marker; rebuild the layer");
+            if (!isZero(block)) throw refuse("TAR_TRAILING", "data after the end-of-archive zero block", this.#at(), "the archive has members after its end marker; rebuild the layer");
             this.#offset += BLOCK;
             this.#state = "end";
             break;
           }
-          if (isZero(this.#hdr)) {
+          if (isZero(block)) {
             if (this.#ext !== undefined || this.#pax !== undefined || this.#gnuName !== undefined || this.#gnuLink !== undefined) {
               throw refuse("TAR_INVALID", "extended header without a member", this.#at());
             }
+            if (!split) flush(start);
+            run = -1;
             this.#offset += BLOCK;
             this.#state = "eof1";
             break;
           }
-          forward.push(Buffer.from(this.#hdr));
-          this.#header(this.#hdr);
+          this.#header(block);
           this.#offset += BLOCK;
+          if (split) {
+            forward.push(Buffer.from(block));
+            run = pos;
+          }
           break;
         }
         case "end": {
@@ -274,6 +296,7 @@ export class TarGate {
         }
       }
     }
+    if (this.#hdrFill === 0) flush(chunk.length);
     return forward;
   }
 
