@@ -11,7 +11,9 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import { sha256 } from "../../../src/core/index.ts";
 import { applyLayers } from "../../../src/workload/layers/index.ts";
-import { readOciSource } from "../../../src/workload/oci/index.ts";
+import { openLayoutDir, readOciSource, type OciObjectReader } from "../../../src/workload/oci/index.ts";
+import { assertCodeAsync } from "../../helpers/errors.ts";
+import { appendFileSync, truncateSync } from "node:fs";
 import { STRICT_POLICY } from "../../../src/workload/policy.ts";
 import { MemorySink } from "../fixtures/memory-sink.ts";
 import { writeCase } from "../fixtures/oci-refusals.ts";
@@ -79,5 +81,31 @@ describe("OCI source", () => {
     assert.equal(src.layers.length, 3);
     assert.equal(src.layers[0]!.path, src.layers[2]!.path);
     await applyLayers({ layers: src.layers, policy: STRICT_POLICY, sink: new MemorySink() });
+  });
+
+  it("a blob that grows or shrinks after its size was taken is SOURCE_CHANGED (control: unchanged)", async () => {
+    for (const change of ["grow", "shrink", "none"] as const) {
+      const d = tmp();
+      const layout = join(d, "layout");
+      const img = writeCase(layout);
+      const inner = await openLayoutDir(layout);
+      const target = img.layers[1]!;
+      // A reader that took the blob's size before someone changed the file under it.
+      const reader: OciObjectReader = {
+        openTop: (n) => inner.openTop(n),
+        async openBlob(digest, path) {
+          const f = await inner.openBlob(digest, path);
+          if (digest !== target.digest || change === "none") return f;
+          if (change === "grow") appendFileSync(blobPath(layout, digest), "more");
+          else truncateSync(blobPath(layout, digest), f.size - 10);
+          return f;
+        },
+        close: () => inner.close(),
+      };
+      const read = (): Promise<unknown> => readOciSource({ reader, manifestDigest: img.manifestDigest, stagingDir: join(d, "staging") });
+      if (change === "none") await read();
+      else await assertCodeAsync(read, "SOURCE_CHANGED");
+      await inner.close();
+    }
   });
 });
