@@ -141,6 +141,16 @@ describe("guest agent at run time", { skip: VM_SKIP }, () => {
     assert.equal(b.evaluation.status, "infrastructure-failure");
   });
 
+  it("ends a hung invocation at the guest time limit, deterministically in virtual time", async () => {
+    const limits = { ...DEFAULT_RUN_LIMITS, timeMs: 3000 };
+    const b = await bootProbe(scenario([start(), write("hang\n", 0, ready)], limits));
+    const ev = b.evaluation.events;
+    assert.ok(b.stdout(1).includes("hang"), "control: the workload ran and hung");
+    assert.deepEqual(of(ev, 1, "infra-failure").map((e) => [e.reason, e.detail]), [["time-limit", 3000]]);
+    assert.deepEqual(of(ev, 1, "exit").map((e) => [e.kind, e.code]), [["signaled", 9]]);
+    assert.ok(b.boot.qemu.durationMs < 60_000, "idle guest time is skipped (icount sleep=off), not waited");
+  });
+
   it("kills QEMU's whole process group when the wall-clock timeout passes", async () => {
     const kit = await testKit();
     const world = probeWorld();
