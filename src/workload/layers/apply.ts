@@ -50,6 +50,12 @@ export interface ApplyLayersOptions {
    * not come through `readOciSource`.
    */
   readonly recheckStored?: boolean;
+  /**
+   * Progress for large layers: called as stored bytes are read (about once
+   * per MiB) with the layer index, its stored size when known, and the
+   * running totals. The caller throttles and draws (on a TTY only).
+   */
+  readonly onProgress?: (p: { layer: number; layers: number; layerSize: number | undefined; compressedBytes: number; expandedBytes: number }) => void;
 }
 
 export interface ApplyStats {
@@ -205,10 +211,12 @@ export async function applyLayers(options: ApplyLayersOptions): Promise<ApplyRes
   const limits = options.limits ?? DEFAULT_LIMITS;
   const stats: ApplyStats = { layers: 0, members: 0, compressedBytes: 0, expandedBytes: 0, files: 0, dirs: 0, symlinks: 0, contentBytes: 0, whiteouts: 0, opaques: 0, hardlinksCopied: 0, setidStripped: 0 };
   const budget: Budget = { compressedBytes: 0, expandedBytes: 0, entries: 0 };
+  const report = options.onProgress;
   enforce(limits, "descriptors", options.layers.length, "/layers");
   const model = new TreeModel();
   for (const [i, layer] of options.layers.entries()) {
     const where = `/layers/${i}`;
+    if (report) budget.onProgress = (t) => report({ layer: i, layers: options.layers.length, layerSize: layer.size, ...t });
     const pending = await readMembers(layer, where, options, limits, budget, stats);
     applyWhiteouts(model, pending, stats);
     applyAdditions(model, pending, options.policy, limits);

@@ -30,6 +30,8 @@ export interface LayerStreamInput {
 
 export interface Budget extends GateBudget {
   compressedBytes: number;
+  /** Called after each stored chunk is read, with the running totals (for progress displays). */
+  onProgress?: (totals: { compressedBytes: number; expandedBytes: number }) => void;
 }
 
 const TAR_TYPE: Record<GateRecord["type"], string> = { file: "file", dir: "directory", symlink: "symlink", hardlink: "link" };
@@ -48,6 +50,7 @@ function storedStream(input: LayerStreamInput, limits: WorkloadLimits, budget: B
         return;
       }
       hasher?.update(chunk);
+      budget.onProgress?.({ compressedBytes: budget.compressedBytes, expandedBytes: budget.expandedBytes });
       cb(null, chunk);
     },
     flush(cb) {

@@ -148,6 +148,21 @@ describe("integrity of each layer", () => {
   });
 });
 
+describe("progress", () => {
+  it("reports running totals per layer, ending at the stats' totals", async () => {
+    const d = tmp();
+    const tar = writeTar([file("big", Buffer.alloc(3 * 1024 * 1024, 7))]);
+    const path = join(d, "l");
+    writeFileSync(path, tar);
+    const diffId = parseSha256(`sha256:${createHash("sha256").update(tar).digest("hex")}`);
+    const seen: { layer: number; compressedBytes: number }[] = [];
+    const r = await applyLayers({ layers: [{ mediaType: MEDIA.layerTar, path, diffId, size: tar.length }], policy: STRICT_POLICY, sink: new MemorySink(), onProgress: (p) => seen.push(p) });
+    assert.ok(seen.length >= 3);
+    assert.equal(seen.at(-1)!.compressedBytes, r.stats.compressedBytes);
+    assert.ok(seen.every((p, i) => p.layer === 0 && (i === 0 || p.compressedBytes > seen[i - 1]!.compressedBytes)));
+  });
+});
+
 describe("content sink", () => {
   it("a failing sink refuses the layer with the sink's error, and nothing is left pending", async () => {
     const d = tmp();
