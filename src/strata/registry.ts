@@ -109,8 +109,8 @@ export class LocalRegistry {
   /** Writes `data` at `path` unless identical bytes are already there; refuses different bytes. */
   private publishOnce(path: string, data: Uint8Array, what: string): void {
     if (existsSync(path)) {
-      const existing = readBounded(path, Math.max(data.length, 1) + 1, "registry.max_envelope_bytes");
-      if (Buffer.compare(existing, Buffer.from(data)) !== 0) {
+      const sameSize = statSync(path).size === data.length;
+      if (!sameSize || Buffer.compare(readBounded(path, data.length, "registry.max_envelope_bytes"), Buffer.from(data)) !== 0) {
         throw new CairnError("REGISTRY_INVALID", `${what} is already published with different content`, {
           path,
           hint: "publish a new version instead of replacing a published one",

@@ -1,7 +1,8 @@
 /**
  * `lock verify`: the offline check of a lockfile, stopping at the first
  * failure, in this order: signature (the YAML must be the signed payload) →
- * Validate and frozen → freshness → verification policy → every layer's
+ * Validate and frozen → freshness → verification policy → the base, when the
+ * caller re-probed one (its digest must equal the lockfile's) → every layer's
  * manifest envelope and blob bytes in the registry. Closed by default: an
  * `unsigned-offline` lockfile is refused unless the caller allows it, and a
  * check that was not done (no registry given) is reported as not done.
@@ -14,6 +15,8 @@ import { readLockfile, type LockSignature } from "./lock-io.ts";
 import type { Lockfile, VerificationPolicy } from "./lockfile.ts";
 import { readBounded, type LocalRegistry } from "./registry.ts";
 import { sha256, parseEnvelope, parseJsonBytes } from "../core/index.ts";
+import type { LockBase } from "./base.ts";
+import { capabilityString } from "./capability.ts";
 
 export interface VerifyOptions {
   readonly keys: readonly VerifyingKey[];
@@ -24,6 +27,8 @@ export interface VerifyOptions {
   /** Keys to check each layer's own signature with; without them the envelope digest pinned by the signed lockfile is checked. */
   readonly layerKeys: readonly VerifyingKey[];
   readonly allowUnsignedOffline: boolean;
+  /** A base probed now, to compare with the lockfile's. */
+  readonly probedBase?: LockBase;
 }
 
 export interface VerifyReport {
@@ -34,6 +39,27 @@ export interface VerifyReport {
   readonly verification_policy: VerificationPolicy;
   /** Number of layers whose bytes were checked, or null when no registry was given. */
   readonly layers_checked: number | null;
+  /** Whether a freshly probed base was compared with the lockfile's. */
+  readonly base_checked: boolean;
+}
+
+function checkBase(lock: Lockfile, probed: LockBase): void {
+  if (probed.digest === lock.base.digest) return;
+  const declared = lock.base.source === "declared";
+  const differs = [
+    probed.name !== lock.base.name ? `name ${lock.base.name} → ${probed.name}` : "",
+    probed.arch !== lock.base.arch ? `arch ${lock.base.arch} → ${probed.arch}` : "",
+    capabilityList(probed) !== capabilityList(lock.base) ? `capabilities [${capabilityList(lock.base)}] → [${capabilityList(probed)}]` : "",
+    probed.image !== lock.base.image ? "image digest" : "",
+  ].filter((x) => x !== "");
+  throw new CairnError("BASE_MISMATCH", `the base probed now is not the lockfile's base${differs.length ? `: ${differs.join("; ")}` : ""}`, {
+    path: "/base/digest",
+    hint: declared ? "the lockfile's base was declared, not probed: resolve with --base to record a probed base" : "the base changed since resolution; resolve again on this base",
+  });
+}
+
+function capabilityList(b: LockBase): string {
+  return b.capabilities.map(capabilityString).sort().join(", ");
 }
 
 function checkPolicy(lock: Lockfile, allowUnsigned: boolean): void {
@@ -84,6 +110,7 @@ export function verifyLock(path: string, opts: VerifyOptions): VerifyReport {
   const environment_id = environmentId(lock); // LOCK_UNFROZEN for an unfrozen lockfile
   const fresh = checkFreshness(lock.resolved_at, opts.now, opts.maxAgeMs, opts.maxAgeText);
   checkPolicy(lock, opts.allowUnsignedOffline);
+  if (opts.probedBase !== undefined) checkBase(lock, opts.probedBase);
   const layers_checked = opts.registries.length > 0 ? checkLayers(lock, opts) : null;
-  return { lock, environment_id, signature: read.signature!, freshness: fresh, verification_policy: lock.verification_policy, layers_checked };
+  return { lock, environment_id, signature: read.signature!, freshness: fresh, verification_policy: lock.verification_policy, layers_checked, base_checked: opts.probedBase !== undefined };
 }

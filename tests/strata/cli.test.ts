@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { runCli } from "../helpers/cli.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
 import { exampleRegistry } from "./fixtures.ts";
+import { writeToyRootfs } from "../../examples/strata/build-registry.ts";
 
 const ex = exampleRegistry();
 const PROFILE = join(PROJECT_ROOT, "examples/strata/profile.yaml");
@@ -166,4 +167,20 @@ test("profile validate, search, layer build and formation build through the CLI"
   const f = await runCli(["formation", "build", "--name", "np", "--version", "1.0", "--layer", first.id, "--registry", reg2, "--key", join(ex.root, "registry.key")]);
   assert.equal(f.code, 0, f.stderr);
   copyFileSync(join(ex.root, "registry.pub"), join(ex.root, "copy.pub"));
+});
+
+test("lock verify --base re-probes the base and refuses one that changed", async () => {
+  const lock = join(ex.root, "base.lock");
+  await resolveTo(lock);
+  const pub = join(ex.root, "lock.pub");
+  const same = await runCli(["lock", "verify", lock, "--pub", pub, "--base", `rootfs:${ex.rootfs}`, "--json"], env(NOW));
+  assert.equal(same.code, 0, same.stdout);
+  assert.equal((JSON.parse(same.stdout) as { base_checked: boolean }).base_checked, true);
+  const changed = join(ex.root, "rootfs-2.31");
+  writeToyRootfs(changed, { glibc: "2.31" });
+  const r = await runCli(["lock", "verify", lock, "--pub", pub, "--base", `rootfs:${changed}`, "--json"], env(NOW));
+  assert.equal(r.code, 1);
+  const e = (JSON.parse(r.stdout) as { error: { code: string; message: string } }).error;
+  assert.equal(e.code, "BASE_MISMATCH");
+  assert.match(e.message, /glibc@2\.36.*glibc@2\.31/);
 });

@@ -3,7 +3,7 @@ import { readVerifyingKey } from "../../core/index.ts";
 import { parseMaxAge, readTrust, verifyLock } from "../../strata/index.ts";
 import type { Context } from "../main.ts";
 import { printJson } from "../output.ts";
-import { clock, collect, openRegistries } from "./resolve-options.ts";
+import { clock, collect, openRegistries, probeBaseFlag } from "./resolve-options.ts";
 import { lockCaveats } from "./lock-caveats.ts";
 
 interface VerifyOpts {
@@ -12,6 +12,7 @@ interface VerifyOpts {
   trust: string[];
   maxAge?: string;
   allowUnsignedOffline?: boolean;
+  base?: string;
   json?: boolean;
 }
 
@@ -25,13 +26,17 @@ export function registerLockVerify(lock: Command, ctx: Context): void {
     .option("--trust <keyfile://PATH>", "also verify each layer manifest's own signature with this key (repeatable)", collect, [])
     .option("--max-age <age>", "refuse a lockfile older than this: 720h, 30d or 2w")
     .option("--allow-unsigned-offline", "accept a lockfile whose policy is unsigned-offline")
+    .option("--base <base>", "probe the base now (host, rootfs:DIR or oci:LAYOUT@sha256:DIGEST) and require the lockfile's base digest")
     .option("--json", "print the result as JSON")
-    .action((path: string, opts: VerifyOpts) => {
+    .action(async (path: string, opts: VerifyOpts) => {
+      const now = clock(ctx);
+      const probed = await probeBaseFlag(ctx, opts.base, now);
       const maxAgeMs = opts.maxAge !== undefined ? parseMaxAge(opts.maxAge) : undefined;
       const regs = opts.registry.length > 0 ? openRegistries(ctx, opts.registry, []) : [];
       const report = verifyLock(path, {
         keys: [readVerifyingKey(opts.pub)],
-        now: clock(ctx),
+        now,
+        ...(probed !== undefined ? { probedBase: probed } : {}),
         ...(maxAgeMs !== undefined ? { maxAgeMs, maxAgeText: opts.maxAge! } : {}),
         registries: regs.map((r) => r.registry),
         layerKeys: opts.trust.map((t) => readTrust(t, ctx.cwd)),
@@ -43,7 +48,7 @@ export function registerLockVerify(lock: Command, ctx: Context): void {
           verified: true, environment_id: report.environment_id, signed_by: report.signature.keyid,
           resolved_at: report.lock.resolved_at, age: report.freshness.age, age_seconds: Math.floor(report.freshness.ageMs / 1000),
           future_dated: report.freshness.future, verification_policy: report.verification_policy,
-          layers_checked: report.layers_checked, layer_signatures_checked: opts.trust.length > 0 && report.layers_checked !== null, caveats,
+          layers_checked: report.layers_checked, base_checked: report.base_checked, layer_signatures_checked: opts.trust.length > 0 && report.layers_checked !== null, caveats,
         });
         return;
       }
@@ -53,6 +58,7 @@ export function registerLockVerify(lock: Command, ctx: Context): void {
         `signed by   ${report.signature.keyid}`,
         `resolved    ${report.lock.resolved_at} (${report.freshness.future ? `FUTURE-DATED: ${report.freshness.age}` : `${report.freshness.age} old`})`,
         `policy      ${report.verification_policy}`,
+        `base        ${report.lock.base.name} ${report.lock.base.arch} (${report.base_checked ? "re-probed: digest matches" : `${report.lock.base.source === "declared" ? "declared" : `probed from ${report.lock.base.source}`} at resolution; not re-probed (give --base to check it)`})`,
         `layers      ${report.layers_checked === null ? `${report.lock.layers.length}, bytes NOT checked (give --registry to check them)` : `${report.layers_checked} checked: manifests and blob bytes match${opts.trust.length ? ", layer signatures verified" : ""}`}`,
         ...caveats.map((c) => `  ! ${c}`),
       ];
