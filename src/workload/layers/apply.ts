@@ -20,7 +20,7 @@ import { DEFAULT_LIMITS, enforce, type WorkloadLimits } from "../limits.ts";
 import type { LayerPolicy } from "../policy.ts";
 import type { CanonicalTree, ContentSink, FsEntry } from "../tree.ts";
 import { IMPLICIT_DIR, TreeModel } from "./model.ts";
-import { ancestors, classifyWhiteout, normalizeMemberPath, type WhiteoutKind } from "./paths.ts";
+import { ancestors, classifyWhiteout, normalizeMemberPath, parentOf, type WhiteoutKind } from "./paths.ts";
 import type { GateRecord } from "./tar-gate.ts";
 import { readLayer, type Budget } from "./tar-reader.ts";
 import { layerCompression } from "../oci/media.ts";
@@ -93,6 +93,9 @@ const SINK_WINDOW = 32;
 
 /** Refuses when any ancestor of `path` is a symlink (writing or deleting through it) or not a directory. */
 function checkParents(model: TreeModel, path: string, where: string, create: boolean): void {
+  // Fast path: the model keeps every ancestor of an entry a directory (see
+  // TreeModel), so a directory parent means the whole chain is directories.
+  if (model.get(parentOf(path))?.type === "dir") return;
   for (const a of ancestors(path)) {
     const e = model.get(a);
     if (e === undefined) {
@@ -180,17 +183,18 @@ function applyAdditions(model: TreeModel, pending: readonly Pending[], policy: L
     if (p.wh.kind !== "none") continue;
     const { rec, path } = p;
     const mode = policy.setid === "strip" ? rec.mode & ~0o6000 : rec.mode;
-    const attrs = { path, mode, uid: rec.uid, gid: rec.gid, mtime: rec.mtime };
+    const { uid, gid, mtime } = rec;
     if (path === "/") {
       if (rec.type !== "dir") throw new CairnError("TAR_UNSAFE_PATH", "refusing to change the type of the root directory", { path: p.where });
-      model.set({ ...attrs, type: "dir" });
+      model.set({ path, type: "dir", mode, uid, gid, mtime });
       continue;
     }
     checkParents(model, path, p.where, true);
+    // Entries are built field by field (no spreads): this loop runs once per member.
     let entry: FsEntry;
-    if (rec.type === "dir") entry = { ...attrs, type: "dir" };
-    else if (rec.type === "symlink") entry = { ...attrs, mode: 0o777, type: "symlink", target: rec.linkname! };
-    else if (rec.type === "file") entry = { ...attrs, type: "file", size: p.content!.size, sha256: p.content!.sha256 };
+    if (rec.type === "dir") entry = { path, type: "dir", mode, uid, gid, mtime };
+    else if (rec.type === "symlink") entry = { path, type: "symlink", mode: 0o777, uid, gid, mtime, target: rec.linkname! };
+    else if (rec.type === "file") entry = { path, type: "file", mode, uid, gid, mtime, size: p.content!.size, sha256: p.content!.sha256 };
     else {
       // policy.hardlinks === "copy" (refused earlier otherwise): the copy takes the target's
       // content and attributes, as the shared inode would have given it.
@@ -220,7 +224,7 @@ export async function applyLayers(options: ApplyLayersOptions): Promise<ApplyRes
     const pending = await readMembers(layer, where, options, limits, budget, stats);
     applyWhiteouts(model, pending, stats);
     applyAdditions(model, pending, options.policy, limits);
-    stats.hardlinksCopied += pending.filter((p) => p.rec.type === "hardlink").length;
+    for (const p of pending) if (p.rec.type === "hardlink") stats.hardlinksCopied++;
     stats.layers++;
   }
   const tree = model.freeze();

@@ -1,6 +1,9 @@
 /**
  * The mutable in-memory tree that layer application edits, base layer to
- * top, before anything is written anywhere. It keeps a child index so that
+ * top, before anything is written anywhere. Invariant: every ancestor of an
+ * entry is a directory entry (callers put entries only under directories,
+ * and replacing a directory by anything else removes its subtree), which
+ * lets parent checks stop at the parent. It keeps a child index so that
  * removing a subtree (replacement, whiteout, opaque directory) costs the
  * size of that subtree, not of the whole tree. It never touches the host
  * filesystem; `freeze()` yields the canonical tree (sorted by UTF-8 path
@@ -43,7 +46,7 @@ export class TreeModel {
   set(entry: FsEntry): void {
     const old = this.#entries.get(entry.path);
     if (old !== undefined && !(old.type === "dir" && entry.type === "dir")) this.remove(entry.path);
-    this.#entries.set(entry.path, Object.freeze(entry));
+    this.#entries.set(entry.path, entry);
     if (entry.type === "dir" && !this.#children.has(entry.path)) this.#children.set(entry.path, new Set());
     if (entry.path !== "/") this.#children.get(parentOf(entry.path))?.add(entry.path);
   }

@@ -46,6 +46,13 @@ export interface GateRecord {
 }
 
 const BLOCK = 512;
+const USTAR_MAGIC = Buffer.from("ustar\x0000", "latin1");
+const GNU_MAGIC = Buffer.from("ustar  \0", "latin1");
+
+function matches(h: Uint8Array, off: number, magic: Uint8Array): boolean {
+  for (let i = 0; i < magic.length; i++) if (h[off + i] !== magic[i]) return false;
+  return true;
+}
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 /** Running totals shared by all layers of one assembly. */
@@ -81,28 +88,28 @@ function isZero(b: Uint8Array): boolean {
   return true;
 }
 
-/** Strict numeric field: octal digits (leading spaces/zeros allowed, NUL or space terminated) or base-256. */
+/** Strict numeric field: octal digits (leading spaces/zeros allowed, NUL or space terminated) or base-256. Reads `h` in place (once per field of every header, so no subarray). */
 function numeric(h: Uint8Array, off: number, len: number, field: string, where: string): number {
-  const f = h.subarray(off, off + len);
-  if ((f[0]! & 0x80) !== 0) {
-    if (f[0] !== 0x80) throw refuse(field === "mtime" ? "TAR_TIMESTAMP" : "TAR_INVALID", `negative or malformed base-256 ${field}`, where);
+  const end = off + len;
+  if ((h[off]! & 0x80) !== 0) {
+    if (h[off] !== 0x80) throw refuse(field === "mtime" ? "TAR_TIMESTAMP" : "TAR_INVALID", `negative or malformed base-256 ${field}`, where);
     let v = 0;
-    for (let i = 1; i < len; i++) {
-      v = v * 256 + f[i]!;
+    for (let i = off + 1; i < end; i++) {
+      v = v * 256 + h[i]!;
       if (!Number.isSafeInteger(v)) throw refuse("TAR_INVALID", `${field} is too large`, where);
     }
     return v;
   }
-  let i = 0;
-  while (i < len && f[i] === 0x20) i++;
+  let i = off;
+  while (i < end && h[i] === 0x20) i++;
   let v = 0;
-  for (; i < len; i++) {
-    const c = f[i]!;
+  for (; i < end; i++) {
+    const c = h[i]!;
     if (c === 0 || c === 0x20) break;
     if (c < 0x30 || c > 0x37) throw refuse("TAR_INVALID", `${field} is not an octal number`, where);
     v = v * 8 + (c - 0x30);
   }
-  for (; i < len; i++) if (f[i] !== 0 && f[i] !== 0x20) throw refuse("TAR_INVALID", `${field} has bytes after its terminator`, where);
+  for (; i < end; i++) if (h[i] !== 0 && h[i] !== 0x20) throw refuse("TAR_INVALID", `${field} has bytes after its terminator`, where);
   if (!Number.isSafeInteger(v)) throw refuse("TAR_INVALID", `${field} is too large`, where);
   return v;
 }
@@ -319,9 +326,8 @@ export class TarGate {
     let sum = 8 * 0x20;
     for (let i = 0; i < BLOCK; i++) if (i < 148 || i >= 156) sum += h[i]!;
     if (stored !== sum) throw refuse("TAR_INVALID", "header checksum mismatch", at, "the layer is corrupt or not a tar stream");
-    const magic = h.subarray(257, 265).toString("latin1");
-    const gnu = magic === "ustar  \0";
-    if (magic !== "ustar\x0000" && !gnu) throw refuse("TAR_INVALID", "header is neither ustar/pax nor GNU format", at, "pre-POSIX (v7) tar headers are not accepted");
+    const gnu = matches(h, 257, GNU_MAGIC);
+    if (!gnu && !matches(h, 257, USTAR_MAGIC)) throw refuse("TAR_INVALID", "header is neither ustar/pax nor GNU format", at, "pre-POSIX (v7) tar headers are not accepted");
     const flag = String.fromCharCode(h[156]!);
     const size = numeric(h, 124, 12, "size", at);
     if (flag === "x" || flag === "L" || flag === "K") {
