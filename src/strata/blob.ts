@@ -14,6 +14,7 @@
 import { gzipSync, constants as zc } from "node:zlib";
 import { sha256, type Sha256Digest } from "../core/index.ts";
 import { writeTar, type TarEntry } from "./tar-writer.ts";
+import { byBytes } from "./order.ts";
 
 export interface LayerBlob {
   readonly blob: Buffer;
@@ -28,10 +29,6 @@ export function normalizeMode(type: TarEntry["type"], mode: number): number {
   if (type === "dir") return 0o755;
   if (type === "symlink") return 0o777;
   return (mode & 0o111) !== 0 ? 0o755 : 0o644;
-}
-
-export function byBytes(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
 }
 
 /** gzip with a fixed header: mtime 0, no name, XFL from the fixed level, OS byte 255. */

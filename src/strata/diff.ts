@@ -6,7 +6,7 @@
 import { capabilityString, requirementString } from "./capability.ts";
 import { environmentId } from "./env-id.ts";
 import { isFrozen, type LockLayer, type Lockfile } from "./lockfile.ts";
-import { byBytes } from "./blob.ts";
+import { byBytes } from "./order.ts";
 
 export interface LockChange {
   readonly path: string;

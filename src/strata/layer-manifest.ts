@@ -13,6 +13,7 @@ import { capabilityString, parseCapability, parseRequirement, requirementString,
 import { ARCHES, type Arch } from "./platform.ts";
 import { REF_NAME } from "./ref.ts";
 import { isVersion } from "./version.ts";
+import { sortedRecord } from "./order.ts";
 
 export const LAYER_MANIFEST_TYPE = "application/vnd.cairn.layer-manifest+json";
 export const INSTALL_LAYOUTS = ["rootfs", "prefix"] as const;
@@ -173,12 +174,6 @@ export function parseLayerManifest(v: JsonModel, source = "layer manifest"): Lay
     user_selectable: user_selectable!, sha256: sha256!, size: size!, content_manifest, symlinks,
     provides, requires, build: build!,
   };
-}
-
-function sortedRecord<V>(m: ReadonlyMap<string, V>): Record<string, V> {
-  const out: Record<string, V> = {};
-  for (const k of [...m.keys()].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)))) out[k] = m.get(k)!;
-  return out;
 }
 
 /** The manifest as a plain model (the signed payload is its JCS bytes). */

@@ -17,6 +17,7 @@ import { ARCHES, BASE_NAME, type Arch } from "./platform.ts";
 import { PACKAGE_MANAGERS, type PackageSet } from "./profile.ts";
 import type { LockBase } from "./base.ts";
 import type { Attestation } from "./trust.ts";
+import { sortedRecord } from "./order.ts";
 
 export const LOCK_FORMAT = "cairn.lock/1";
 export const VERIFICATION_POLICIES = ["signed", "unsigned-offline"] as const;
@@ -273,12 +274,6 @@ export function isFrozen(l: Lockfile): boolean {
   return l.base.digest !== undefined && l.layers.every((x) => x.sha256 !== undefined && x.size !== undefined && x.mount_order !== undefined);
 }
 
-function sorted<V>(m: ReadonlyMap<string, V>): Record<string, V> {
-  const out: Record<string, V> = {};
-  for (const k of [...m.keys()].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)))) out[k] = m.get(k)!;
-  return out;
-}
-
 function attestationModel(a: Attestation): Record<string, string> {
   return a.status === "signed" ? { status: a.status, keyid: a.keyid, envelope_sha256: a.envelope_sha256 } : { status: a.status, envelope_sha256: a.envelope_sha256 };
 }
@@ -302,7 +297,7 @@ export function layerToModel(l: LockLayer): Record<string, unknown> {
   if (l.manifest_sha256 !== undefined) out.manifest_sha256 = l.manifest_sha256;
   if (l.mount_order !== undefined) out.mount_order = l.mount_order;
   if (l.from_formation !== undefined) out.from_formation = l.from_formation;
-  out.satisfied_by = sorted(new Map([...l.satisfied_by].map(([k, v]) => [k, [...v]])));
+  out.satisfied_by = sortedRecord(new Map([...l.satisfied_by].map(([k, v]) => [k, [...v]])));
   if (l.signature !== undefined) out.signature = attestationModel(l.signature);
   if (l.registry !== undefined) out.registry = l.registry;
   return out;
@@ -316,9 +311,9 @@ export function lockfileToModel(l: Lockfile): Record<string, unknown> {
   out.base = baseToModel(l.base);
   out.layers = l.layers.map(layerToModel);
   out.formations = l.formations.map((f) => ({ name: f.name, version: f.version, signature: attestationModel(f.signature) }));
-  out.env = sorted(l.env);
+  out.env = sortedRecord(l.env);
   out.on_ready = [...l.on_ready];
-  out.defaults = sorted(l.defaults);
+  out.defaults = sortedRecord(l.defaults);
   out.packages = l.packages.map((s) => ({ manager: s.manager, packages: s.packages.map((p) => ({ ...p })), ...(s.env !== undefined ? { env: s.env } : {}) }));
   out.mutable_layer = l.mutable_layer;
   out.requires_host = l.requires_host.map(requirementString);

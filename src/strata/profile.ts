@@ -12,6 +12,7 @@ import { readRef, refToModel, REF_NAME, type SoftwareRef } from "./ref.ts";
 import { isVersion } from "./version.ts";
 import { parseRequirement, requirementString, type Requirement } from "./capability.ts";
 import { ARCHES, BASE_NAME, type Arch } from "./platform.ts";
+import { sortedRecord } from "./order.ts";
 
 export const PACKAGE_MANAGERS = ["pip", "conda", "cran"] as const;
 export type PackageManager = (typeof PACKAGE_MANAGERS)[number];
@@ -177,12 +178,6 @@ export function parseProfileText(text: string, source = "profile"): Profile {
   return parseProfileModel(parseYamlText(text, source), source);
 }
 
-function sortedObject(m: ReadonlyMap<string, string>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const k of [...m.keys()].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)))) out[k] = m.get(k)!;
-  return out;
-}
-
 /** The profile as a plain model, in field order; reads back equal through `parseProfileModel`. */
 export function profileToModel(p: Profile): Record<string, unknown> {
   const out: Record<string, unknown> = { name: p.name };
@@ -191,9 +186,9 @@ export function profileToModel(p: Profile): Record<string, unknown> {
   out.base = { os: p.base.os, arch: p.base.arch };
   out.software = p.software.map(refToModel);
   if (p.registries.length > 0) out.registries = p.registries.map((r) => ({ ...r }));
-  if (p.env.size > 0) out.env = sortedObject(p.env);
+  if (p.env.size > 0) out.env = sortedRecord(p.env);
   if (p.on_ready.length > 0) out.on_ready = [...p.on_ready];
-  if (p.defaults.size > 0) out.defaults = sortedObject(p.defaults);
+  if (p.defaults.size > 0) out.defaults = sortedRecord(p.defaults);
   if (p.packages.length > 0) {
     out.packages = p.packages.map((s) => ({
       manager: s.manager,

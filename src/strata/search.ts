@@ -1,7 +1,7 @@
 /** `cairn search`: user-selectable layers and formations whose name contains a term, with every version (highest first). */
 import type { LocalRegistry } from "./registry.ts";
 import { compareVersions } from "./version.ts";
-import { byBytes } from "./blob.ts";
+import { byBytes } from "./order.ts";
 
 export interface SearchHit {
   readonly kind: "layer" | "formation";

@@ -7,7 +7,7 @@
  * the layers in it.
  */
 import { CairnError } from "../../core/index.ts";
-import { byBytes } from "../blob.ts";
+import { byBytes } from "../order.ts";
 import { BASE_PROVIDER, type SatisfiedBy } from "./requirements.ts";
 import { pickId, type Pick } from "./pick.ts";
 

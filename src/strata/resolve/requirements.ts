@@ -9,7 +9,7 @@
 import { CairnError, type Issue } from "../../core/index.ts";
 import { requirementString, satisfies, capabilityString } from "../capability.ts";
 import type { LockBase } from "../base.ts";
-import { byBytes } from "../blob.ts";
+import { byBytes } from "../order.ts";
 import { pickId, type Pick } from "./pick.ts";
 
 export const BASE_PROVIDER = "base";

@@ -18,6 +18,7 @@ import { checkConflicts } from "./conflicts.ts";
 import { mountOrder } from "./mount-order.ts";
 import { attestLayers } from "./attest-stage.ts";
 import { pickId } from "./pick.ts";
+import { byBytes } from "../order.ts";
 
 export interface ResolveInput {
   readonly profile: Profile;
@@ -65,7 +66,7 @@ export function resolveProfile(input: ResolveInput): Lockfile {
     verification_policy: policy,
     base,
     layers,
-    formations: [...expanded.formations].sort((a, b) => Buffer.compare(Buffer.from(`${a.name}@${a.version}`), Buffer.from(`${b.name}@${b.version}`))),
+    formations: [...expanded.formations].sort((a, b) => byBytes(`${a.name}@${a.version}`, `${b.name}@${b.version}`)),
     env: profile.env,
     on_ready: profile.on_ready,
     defaults: profile.defaults,
