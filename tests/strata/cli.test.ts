@@ -184,3 +184,17 @@ test("lock verify --base re-probes the base and refuses one that changed", async
   assert.equal(e.code, "BASE_MISMATCH");
   assert.match(e.message, /glibc@2\.36.*glibc@2\.31/);
 });
+
+test("a profile's own registries and trust are used (paths relative to the profile) when no --registry is given", async () => {
+  const p = join(ex.root, "own.yaml");
+  writeFileSync(p, "name: own\nbase: {os: debian12}\nsoftware: [tool-a]\nregistries:\n  - {url: ./registry, trust: \"keyfile://registry.pub\"}\n");
+  const r = await runCli(["resolve", p, "--out", join(ex.root, "own.lock"), "--json"]);
+  assert.equal(r.code, 0, r.stdout);
+  assert.equal((JSON.parse(r.stdout) as { verification_policy: string }).verification_policy, "signed");
+  writeFileSync(p, "name: own\nbase: {os: debian12}\nsoftware: [tool-a]\nregistries:\n  - {url: ./registry}\n");
+  const untrusted = await runCli(["resolve", p, "--out", join(ex.root, "own.lock"), "--json"]);
+  assert.equal((JSON.parse(untrusted.stdout) as { error: { code: string } }).error.code, "TRUST_REFUSED", "no trust listed: nothing is trusted");
+  writeFileSync(p, "name: own\nbase: {os: debian12}\nsoftware: [tool-a]\nregistries:\n  - {url: \"https://example.com/reg\"}\n");
+  const remote = await runCli(["resolve", p, "--out", join(ex.root, "own.lock"), "--json"]);
+  assert.equal((JSON.parse(remote.stdout) as { error: { code: string } }).error.code, "REGISTRY_INVALID");
+});
