@@ -62,14 +62,11 @@ test("cairn.fs/1 agrees with the independent encoder on random trees", () => {
     fc.property(fc.array(fc.tuple(fc.array(name, { minLength: 1, maxLength: 3 }), leaf), { maxLength: 25 }), (items) => {
       const tree = new Map<string, FsEntry>([["/", D("/")]]);
       for (const [parts, l] of items) {
-        let p = "";
-        for (const part of parts.slice(0, -1)) {
-          p += `/${part}`;
-          if (!tree.has(p)) tree.set(p, D(p));
-        }
-        const path = `${p}/${parts[parts.length - 1]}`;
-        if (tree.has(path) || [...tree.values()].some((e) => e.type !== "dir" && path.startsWith(`${e.path}/`))) continue;
-        if ([...tree.keys()].some((k) => k.startsWith(`${path}/`))) continue;
+        const parents = parts.slice(0, -1).map((_, i) => `/${parts.slice(0, i + 1).join("/")}`);
+        const path = `/${parts.join("/")}`;
+        // Keep the tree valid: no entry under a non-directory, no path twice.
+        if (tree.has(path) || parents.some((q) => tree.has(q) && tree.get(q)!.type !== "dir")) continue;
+        for (const q of parents) if (!tree.has(q)) tree.set(q, D(q));
         const base = { path, mode: l.mode, uid: l.uid, gid: l.gid, mtime: l.mtime };
         if (l.type === "file") tree.set(path, { ...base, type: "file", size: Buffer.byteLength(l.data), sha256: sha256(l.data) });
         else if (l.type === "symlink") tree.set(path, { ...base, type: "symlink", target: l.data || "x" });
