@@ -1,11 +1,13 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { sha256 } from "../../src/core/index.ts";
 import { assembleWorkload, openVerifiedWorkload } from "../../src/workload/index.ts";
 import { assertCodeAsync } from "../helpers/errors.ts";
 import { GCC_SKIP, programBytes } from "./fixtures/static-program.ts";
-import type { LaunchConfig } from "./fixtures/oci-writer.ts";
+import { writeOciLayout, type LaunchConfig } from "./fixtures/oci-writer.ts";
 import { dir, file, opaque, symlink, whiteout } from "./fixtures/tar-writer.ts";
 import { assemble, helloImage, objectPath, ociWorkspace, rawDigest, readLockJson, substituteOci } from "./fixtures/workspace.ts";
 
@@ -168,6 +170,12 @@ for (const [field, config] of launchVariants) {
   test(`tamper: ${field} in the image config, self-consistently substituted`, opts, async () => {
     const e = await tampered((ws) => substituteOci(ws, helloImage({ config })), "WORKLOAD_MISMATCH");
     assert.ok(!e.message.includes("secret"), "a refusal never prints an env value");
+  });
+  test(`tamper: ${field} in the image config, stored config overwritten in place (lock fixed)`, opts, async () => {
+    await tampered((ws) => {
+      const variant = writeOciLayout(mkdtempSync(join(tmpdir(), "cairn-variant-")), helloImage({ config }));
+      writeFileSync(objectPath(ws, rawDigest(ws, "config")), readFileSync(join(variant.dir, "blobs", "sha256", variant.configDigest.slice(7))));
+    }, "STORE_CORRUPT");
   });
 }
 
