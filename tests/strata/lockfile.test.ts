@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { generateSigningKey, type JsonModel } from "../../src/core/index.ts";
 import {
   checkFreshness, environmentId, formatDuration, freshness, isFrozen, lockfileToModel, lockfileToYaml, parseLockfile,
-  parseLockfileText, parseMaxAge, parseProfileText, readLockfile, resolveProfile, writeLockfile, type Lockfile,
+  parseLockfileText, parseMaxAge, parseProfileText, readLockfile, resolveProfile, verifyLock, writeLockfile, type Lockfile,
 } from "../../src/strata/index.ts";
 import { catalogOf, exampleRegistry, NOW, probedExampleBase } from "./fixtures.ts";
 import { assertCode } from "../helpers/errors.ts";
@@ -141,4 +141,22 @@ test("signed lockfile: resolved_at is inside the payload; edits, a wrong key and
 test("the base probe time is the resolution clock, so the same inputs give the same bytes", async () => {
   const text = lockfileToYaml(await lock());
   assert.ok(!/probed_at: (?!2026-03-01T12:00:00.000Z)/.test(text), "the probe time is the resolution clock");
+});
+
+test("verify refuses a signed lockfile whose policy claims more than its layer records", async () => {
+  const l = await lock();
+  const dir = mkdtempSync(join(tmpdir(), "cairn-policy-"));
+  const honest = join(dir, "honest.lock");
+  writeLockfile(honest, l, ex.lockKey);
+  const opts = { keys: [ex.lockKey], now: NOW, registries: [], layerKeys: [], allowUnsignedOffline: false };
+  assert.equal(verifyLock(honest, opts).verification_policy, "signed", "control");
+  const first = l.layers[0]!;
+  const forged: Lockfile = { ...l, layers: [{ ...first, signature: { status: "unsigned-offline", envelope_sha256: first.signature!.envelope_sha256 } }, ...l.layers.slice(1)] };
+  const path = join(dir, "forged.lock");
+  writeLockfile(path, forged, ex.lockKey);
+  assertCode(() => verifyLock(path, opts), "LOCK_INVALID");
+  const unsigned: Lockfile = { ...forged, verification_policy: "unsigned-offline" };
+  writeLockfile(path, unsigned, ex.lockKey);
+  assertCode(() => verifyLock(path, opts), "TRUST_REFUSED");
+  assert.equal(verifyLock(path, { ...opts, allowUnsignedOffline: true }).verification_policy, "unsigned-offline");
 });

@@ -1,8 +1,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import fc from "fast-check";
 import { writeFileSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { parseProfileText, resolveProfile, lockfileToYaml, environmentId, declaredBase, LocalRegistry, catalogFromRegistries, buildLayerFromDirectory, type Profile } from "../../src/strata/index.ts";
+import { Catalog, parseProfileText, resolveProfile, lockfileToYaml, environmentId, declaredBase, LocalRegistry, catalogFromRegistries, buildLayerFromDirectory, type Profile } from "../../src/strata/index.ts";
 import { stageBase } from "../../src/strata/resolve/base-stage.ts";
 import { expandFormations } from "../../src/strata/resolve/formations.ts";
 import { resolveRefs } from "../../src/strata/resolve/refs.ts";
@@ -150,4 +151,24 @@ test("an unsigned layer anywhere makes the lockfile unsigned-offline", async () 
   assert.equal(lock.layers.find((l) => l.name === "python")?.signature?.status, "signed");
   writeFileSync(join(local.root, "u.lock"), lockfileToYaml(lock));
   assert.match(readFileSync(join(local.root, "u.lock"), "utf8"), /verification_policy: unsigned-offline/);
+});
+
+test("property: any order of catalog insertion and of software refs gives the same lockfile", async () => {
+  const base = await probedExampleBase(ex);
+  const reg = LocalRegistry.open(ex.registry);
+  const layers = reg.listLayers();
+  const formations = reg.listFormations();
+  const refs = ["python@3.12", "numpy", "formation:bio-seq@2026.03"];
+  const source = { url: ex.registry, keys: [ex.registryKey] };
+  const resolveWith = (layerOrder: number[], refOrder: number[]): string => {
+    const catalog = new Catalog();
+    for (const i of layerOrder) catalog.addLayer({ doc: layers[i]!, source });
+    for (const f of formations) catalog.addFormation({ doc: f, source });
+    catalog.seal();
+    const lock = resolveProfile({ profile: profile(refOrder.map((i) => refs[i]!)), catalog, probedBase: base, allowUnsignedOffline: false, now: NOW, cairnVersion: "t" });
+    return lockfileToYaml(lock).replace(/^profile_sha256: .*$/m, "");
+  };
+  const reference = resolveWith(layers.map((_, i) => i), [0, 1, 2]);
+  const perm = (n: number) => fc.shuffledSubarray([...Array(n).keys()], { minLength: n, maxLength: n });
+  fc.assert(fc.property(perm(layers.length), perm(refs.length), (lo, ro) => resolveWith(lo, ro) === reference), { numRuns: 60 });
 });
