@@ -118,47 +118,47 @@ async function readMembers(input: LayerInput, where: string, options: ApplyLayer
     throw new CairnError("USAGE", "recheckStored needs each layer's digest and size", { path: where });
   }
   const recheck = options.recheckStored ? { digest: input.digest, size: input.size } : {};
+  const stream = { path: input.path, compression: layerCompression(input.mediaType, `${where}/mediaType`), diffId: input.diffId, ...recheck, where };
+  // Not async: most members return synchronously, and readLayer moves on without a microtask.
+  const onMember = (rec: GateRecord, data: Buffer | undefined): Promise<void> | void => {
+    const at = `${where}:${rec.name.slice(0, 200)}`;
+    const path = normalizeMemberPath(rec.name, limits, at);
+    if (seen.has(path)) throw new CairnError("TAR_DUPLICATE", `two members of one layer normalize to ${path}`, { path: at, hint: "a layer must name each path once ('a' and './a//' are the same path)" });
+    seen.add(path);
+    const wh = classifyWhiteout(path, at);
+    if (wh.kind !== "none") {
+      if (rec.type !== "file" || rec.size !== 0) throw new CairnError("TAR_WHITEOUT", "a whiteout marker must be an empty regular file", { path: at });
+      pending.push({ rec, path, where: at, wh });
+      return;
+    }
+    if ((rec.mode & 0o6000) !== 0) {
+      if (policy.setid === "refuse") throw new CairnError("TAR_SETID", `${path} has the setuid or setgid bit`, { path: at, hint: 'name the policy "setid: strip" to clear these bits knowingly' });
+      stats.setidStripped++;
+    }
+    if (rec.type === "hardlink" && policy.hardlinks === "refuse") {
+      throw new CairnError("TAR_HARDLINK", `${path} is a hard link`, { path: at, hint: 'name the policy "hardlinks: copy" to turn in-root hard links into copies' });
+    }
+    if (rec.type === "symlink") enforce(limits, "pathLength", Buffer.byteLength(rec.linkname ?? ""), at);
+    const p: Pending = { rec, path, where: at, wh };
+    pending.push(p);
+    if (data === undefined) return;
+    const write = sink.put(data).then((c) => {
+      p.content = c;
+    });
+    write.catch(() => undefined); // observed below (allSettled) or by readLayer; never an unhandled rejection
+    inflight.push(write);
+    if (inflight.length >= SINK_WINDOW) return inflight.shift();
+  };
+  let failure: unknown;
   try {
-    await readLayer(
-    { path: input.path, compression: layerCompression(input.mediaType, `${where}/mediaType`), diffId: input.diffId, ...recheck, where },
-    limits,
-    budget,
-    async (rec, data) => {
-      const at = `${where}:${rec.name.slice(0, 200)}`;
-      const path = normalizeMemberPath(rec.name, limits, at);
-      if (seen.has(path)) throw new CairnError("TAR_DUPLICATE", `two members of one layer normalize to ${path}`, { path: at, hint: "a layer must name each path once ('a' and './a//' are the same path)" });
-      seen.add(path);
-      const wh = classifyWhiteout(path, at);
-      if (wh.kind !== "none") {
-        if (rec.type !== "file" || rec.size !== 0) throw new CairnError("TAR_WHITEOUT", "a whiteout marker must be an empty regular file", { path: at });
-        pending.push({ rec, path, where: at, wh });
-        return;
-      }
-      if ((rec.mode & 0o6000) !== 0) {
-        if (policy.setid === "refuse") throw new CairnError("TAR_SETID", `${path} has the setuid or setgid bit`, { path: at, hint: 'name the policy "setid: strip" to clear these bits knowingly' });
-        stats.setidStripped++;
-      }
-      if (rec.type === "hardlink" && policy.hardlinks === "refuse") {
-        throw new CairnError("TAR_HARDLINK", `${path} is a hard link`, { path: at, hint: 'name the policy "hardlinks: copy" to turn in-root hard links into copies' });
-      }
-      if (rec.type === "symlink") enforce(limits, "pathLength", Buffer.byteLength(rec.linkname ?? ""), at);
-      const p: Pending = { rec, path, where: at, wh };
-      pending.push(p);
-      if (data === undefined) return;
-      const write = sink.put(data).then((c) => {
-        p.content = c;
-      });
-      write.catch(() => undefined); // handled below (allSettled) or by readLayer; never an unhandled rejection
-      inflight.push(write);
-      if (inflight.length >= SINK_WINDOW) return inflight.shift();
-    },
-    );
-  } finally {
-    // Every sink write settles before the layer is applied or the refusal propagates.
-    const settled = await Promise.allSettled(inflight);
-    const failed = settled.find((r) => r.status === "rejected");
-    if (failed !== undefined && failed.status === "rejected") throw failed.reason;
+    await readLayer(stream, limits, budget, onMember);
+  } catch (e) {
+    failure = e;
   }
+  // Every sink write settles before the layer is applied or a refusal propagates; the first refusal wins.
+  const settled = await Promise.allSettled(inflight);
+  if (failure !== undefined) throw failure;
+  for (const r of settled) if (r.status === "rejected") throw r.reason;
   return pending;
 }
 
