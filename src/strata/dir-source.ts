@@ -84,7 +84,7 @@ export function readDirectory(root: string, prefix = "", limits: DirLimits = DEF
       checkLimit("layer.max_entries", out.length + 1, limits.maxEntries, childAbs);
       const cst = lstatSync(childAbs);
       if (cst.isSymbolicLink()) {
-        out.push({ type: "symlink", path: childRel, target: readlinkSync(childAbs, "utf8") });
+        out.push({ type: "symlink", path: childRel, target: decodeUtf8(readlinkSync(childAbs, { encoding: "buffer" }), childAbs) });
       } else if (cst.isDirectory()) {
         out.push({ type: "dir", path: childRel, mode: cst.mode & 0o7777 });
         walk(childAbs, childRel);
