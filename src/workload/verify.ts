@@ -69,6 +69,16 @@ function compareWithLock(lock: WorkloadLock, d: Derived): void {
   if (d.derivedDigest !== lock.derived.digest || d.derivedBytes.length !== lock.derived.size) mismatch("/derived", "the derived entry");
 }
 
+/** Runs a store check for one lock field; a store refusal keeps its code but names the lock field and role. */
+function atField<T>(field: string, role: string, fn: () => T): T {
+  try {
+    return fn();
+  } catch (e) {
+    if (!(e instanceof CairnError) || (e.code !== "STORE_MISSING" && e.code !== "STORE_CORRUPT")) throw e;
+    throw new CairnError(e.code, `${role} (${field}): ${e.message}`, { path: field, hint: e.hint, cause: e });
+  }
+}
+
 function readLock(lockPath: string): WorkloadLock {
   let bytes: Buffer;
   try {
@@ -86,21 +96,21 @@ export async function openVerifiedWorkload(lockPath: string, storeDir: string): 
   const lock = readLock(lockPath);
   const store = new Store(storeDir, { write: false });
   // 2. every raw object present with its recorded size, in lock order, before anything is parsed
-  for (const r of lock.raw) store.require("objects", r.digest, r.size);
+  lock.raw.forEach((r, i) => atField(`/raw/${i}`, r.role, () => store.require("objects", r.digest, r.size)));
   // 3. the canonical spec (bounded like a spec file), reparsed and re-encoded
   const specRef = lock.raw[0];
   if (specRef?.role !== "spec") mismatch("/raw/0/role", "the first raw object (the spec)");
-  const specBytes = store.read("objects", specRef.digest, Math.min(specRef.size, SPEC_MAX_BYTES), "specBytes");
+  const specBytes = atField("/raw/0", "spec", () => store.read("objects", specRef.digest, Math.min(specRef.size, SPEC_MAX_BYTES), "specBytes"));
   const spec = parseCanonicalSpec(specBytes, `stored spec ${specRef.digest}`);
   if (!canonicalSpecBytes(spec).equals(specBytes)) mismatch("/raw/0", "the stored spec's canonical form");
   // ... then every other raw object's bytes, bounded by the spec's own limits. Layers are
   // large: their digest is checked when they are re-read and re-applied (step 4).
   const raw = new Map<Sha256Digest, Buffer>();
-  for (const r of lock.raw.slice(1)) {
-    if (r.role === "layer") continue;
+  lock.raw.forEach((r, i) => {
+    if (i === 0 || r.role === "layer") return;
     const max = r.role === "executable" ? spec.limits.fileSize : spec.limits.ociJsonBytes;
-    raw.set(r.digest, store.read("objects", r.digest, Math.min(r.size, max), r.role === "executable" ? "fileSize" : "ociJsonBytes"));
-  }
+    raw.set(r.digest, atField(`/raw/${i}`, r.role, () => store.read("objects", r.digest, Math.min(r.size, max), r.role === "executable" ? "fileSize" : "ociJsonBytes")));
+  });
   if (spec.source.kind !== lock.kind) mismatch("/source_kind", "the spec's source kind");
   // 4. re-derive from raw objects only
   let derived: Derived;
@@ -117,7 +127,7 @@ export async function openVerifiedWorkload(lockPath: string, storeDir: string): 
     // 5. compare, first incompatible field wins
     compareWithLock(lock, derived);
     // 6. the stored derived entry must be exactly the rebuilt one
-    const stored = store.read("derived", lock.derived.digest, lock.derived.size, "derivedBytes");
+    const stored = atField("/derived", "derived entry", () => store.read("derived", lock.derived.digest, lock.derived.size, "derivedBytes"));
     if (!stored.equals(derived.derivedBytes)) mismatch("/derived", "the stored derived entry");
     for (const e of derived.tree.values()) {
       if (e.type === "file" && !store.has("objects", e.sha256, e.size)) {

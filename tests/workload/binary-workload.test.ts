@@ -116,7 +116,8 @@ for (const [field, spec] of [
 }
 
 test("tamper: missing raw executable fails even though the derived entry exists", opts, async () => {
-  await tampered((ws) => rmSync(objectPath(ws, rawDigest(ws, "executable"))), "STORE_MISSING");
+  const e = await tampered((ws) => rmSync(objectPath(ws, rawDigest(ws, "executable"))), "STORE_MISSING");
+  assert.equal(e.path, "/raw/1", "the refusal names the lock field");
 });
 
 test("tamper: missing derived entry", opts, async () => {
