@@ -83,16 +83,21 @@ function timeIt(fn: () => void): number {
   return Number(process.hrtime.bigint() - t0) / 1e6;
 }
 
-function inMemory(n: number): () => void {
+/** Catalog indexing and resolution of one size, timed apart (indexing grows with the catalog; resolution mostly with the profile). */
+function inMemory(n: number, split: { index: number[]; resolve: number[] }): () => void {
   const docs = docsFor(n);
   const profile = profileFor(n);
   const base: LockBase = declaredBase("debian12", "x86_64");
   const source = { url: "bench", keys: [key] };
   return () => {
+    const t0 = process.hrtime.bigint();
     const c = new Catalog();
     for (const doc of docs) c.addLayer({ doc, source });
     c.seal();
+    const t1 = process.hrtime.bigint();
     const lock = resolveProfile({ profile, catalog: c, probedBase: base, allowUnsignedOffline: false, now, cairnVersion: "bench" });
+    split.index.push(Number(t1 - t0) / 1e6);
+    split.resolve.push(Number(process.hrtime.bigint() - t1) / 1e6);
     if (lock.layers.length !== REFS) throw new Error(`expected ${REFS} layers, got ${lock.layers.length}`);
   };
 }
@@ -130,8 +135,11 @@ function fromDisk(n: number, dirs: string[]): { write: number; run: () => void }
 }
 
 console.log(`resolver bench: ${REFS}-ref profile, ${VERSIONS} versions per name, median of ${RUNS} runs, node ${process.version}`);
-const [mem10, mem20] = alternate(inMemory(10_000), inMemory(20_000), RUNS);
+const s10 = { index: [] as number[], resolve: [] as number[] };
+const s20 = { index: [] as number[], resolve: [] as number[] };
+const [mem10, mem20] = alternate(inMemory(10_000, s10), inMemory(20_000, s20), RUNS);
 console.log(`in-memory  10k layers: ${mem10.toFixed(1)} ms   20k layers: ${mem20.toFixed(1)} ms   ratio 20k/10k: ${(mem20 / mem10).toFixed(2)}`);
+console.log(`  of which catalog indexing: ${median(s10.index).toFixed(1)} / ${median(s20.index).toFixed(1)} ms (ratio ${(median(s20.index) / median(s10.index)).toFixed(2)}); resolution stages: ${median(s10.resolve).toFixed(1)} / ${median(s20.resolve).toFixed(1)} ms (ratio ${(median(s20.resolve) / median(s10.resolve)).toFixed(2)}; mostly the 100 signature checks)`);
 const dirs: string[] = [];
 try {
   const d10 = fromDisk(10_000, dirs);
