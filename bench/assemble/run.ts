@@ -4,8 +4,8 @@
  *
  *   cairn     readOciSource (bounded read, sha256 verify, private staging copy)
  *             + applyLayers (gunzip, strict tar gate, tar-stream, DiffID,
- *             in-memory tree) with every file's bytes written to a
- *             content-addressed directory: the whole OCI side of assemble.
+ *             in-memory tree) with every file's bytes written into cairn's
+ *             content store as assemble writes them: the OCI side of assemble.
  *   umoci     `umoci raw unpack` of the same layout into a fresh directory
  *             (it also verifies digests and writes every file).
  *   cairn, no writes   the same with a sink that hashes file bytes but
@@ -22,14 +22,14 @@
  */
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { createReadStream, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { writeFile } from "node:fs/promises";
+import { createReadStream, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pipeline } from "node:stream/promises";
 import { Writable } from "node:stream";
 import { createGunzip } from "node:zlib";
-import { sha256, type Sha256Digest } from "../../src/core/index.ts";
+import { sha256 } from "../../src/core/index.ts";
+import { Store } from "../../src/store/index.ts";
 import { applyLayers } from "../../src/workload/layers/index.ts";
 import { readOciSource } from "../../src/workload/oci/index.ts";
 import { STRICT_POLICY } from "../../src/workload/policy.ts";
@@ -48,18 +48,12 @@ const hashSink: ContentSink = {
   },
 };
 
-/** Content-addressed file output, like a store's object directory. */
-function dirSink(root: string): ContentSink {
-  mkdirSync(root, { recursive: true, mode: 0o700 });
+/** File bytes into cairn's content store, exactly as `cairn workload assemble` stores them. */
+function storeSink(root: string): ContentSink {
+  const store = new Store(root);
   return {
     async put(data) {
-      const d = sha256(data);
-      try {
-        await writeFile(join(root, d.slice(7)), data, { flag: "wx", mode: 0o600 });
-      } catch (e) {
-        if ((e as { code?: string }).code !== "EEXIST") throw e;
-      }
-      return { sha256: d as Sha256Digest, size: data.length };
+      return { sha256: store.put("objects", data, { durable: false }), size: data.length };
     },
   };
 }
@@ -108,7 +102,7 @@ async function bench(name: string, write: (dir: string) => { manifestDigest: str
     times.cairn.push(
       await timed(async () => {
         const src = await readOciSource({ layoutDir: layout, manifestDigest: img.manifestDigest, stagingDir: join(out, "staging") });
-        const r = await applyLayers({ layers: src.layers, policy: STRICT_POLICY, sink: dirSink(join(out, "objects")) });
+        const r = await applyLayers({ layers: src.layers, policy: STRICT_POLICY, sink: storeSink(join(out, "store")) });
         files = r.stats.files;
       }),
     );
