@@ -108,3 +108,16 @@ test("envelopes in the registry are strict DSSE", () => {
   assert.equal(env.payloadType, "application/vnd.cairn.layer-manifest+json");
   assert.equal(env.signatures[0]?.keyid, ex.registryKey.keyId);
 });
+
+test("a crash's leftover (a hidden temporary file) is invisible to readers; a visible half-written manifest is refused", () => {
+  const ex = exampleRegistry();
+  const reg = LocalRegistry.open(ex.registry);
+  const before = reg.listLayers().length;
+  writeFileSync(join(ex.registry, "layers", ".python-9.9-gnu-x86_64.json.123.abc.tmp"), '{"payloadType":');
+  writeFileSync(join(ex.registry, "blobs", "sha256", `.${"0".repeat(64)}.1.tmp`), "partial");
+  assert.equal(reg.listLayers().length, before);
+  assert.equal(searchRegistries([reg], "python")[0]?.versions.length, 2);
+  // A truncated manifest at a real name (not something cairn writes) is refused, not skipped.
+  writeFileSync(join(ex.registry, "layers", "python-9.9-gnu-x86_64.json"), '{"payloadType":');
+  assertCode(() => reg.listLayers(), "JSON_SYNTAX");
+});
