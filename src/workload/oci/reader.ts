@@ -16,7 +16,7 @@
 import { constants, type Stats } from "node:fs";
 import { lstat, open, rename, rm, type FileHandle } from "node:fs/promises";
 import { existsSync } from "node:fs";
-import { CairnError, Sha256Hasher, digestHex, ioError, tempSibling, type Sha256Digest } from "../../core/index.ts";
+import { CairnError, Sha256Hasher, digestComponents, ioError, tempSibling, type Sha256Digest } from "../../core/index.ts";
 
 /** An open regular file and its size at open time. */
 export interface OpenedFile {
@@ -126,7 +126,7 @@ export async function openLayoutDir(layoutDir: string): Promise<OciObjectReader>
       return opened(h, locator);
     },
     async openBlob(digest, path) {
-      const hex = digestHex(digest);
+      const [, hex] = digestComponents(digest, path); // the one validated way from a digest to a path component
       const locator = `${layoutDir}/blobs/sha256/${hex}`;
       const dir = await blobsDir();
       const h = await openChecked(procPath(dir, hex), locator, "file", () => new CairnError("OCI_MISSING_BLOB", `blob ${digest} is not in the layout`, { path, hint: `expected ${locator}` }));

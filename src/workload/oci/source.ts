@@ -23,7 +23,7 @@ import {
   parseSha256,
   sha256,
   toJsonValue,
-  digestHex,
+  digestComponents,
   writeFileAtomic,
   type JsonModel,
   type JsonObject,
@@ -130,7 +130,7 @@ export async function readOciSource(options: ReadOciSourceOptions): Promise<OciS
   mkdirPrivate(staging);
   mkdirPrivate(join(staging, "blobs", "sha256"));
   const reader = options.reader ?? (await openLayoutDir(options.layoutDir!));
-  const blobDest = (d: Sha256Digest): string => join(staging, "blobs", "sha256", digestHex(d));
+  const blobDest = (d: Sha256Digest): string => join(staging, "blobs", ...digestComponents(d));
   const stageBytes = (name: string, bytes: Uint8Array): StagedObject => {
     const path = join(staging, name);
     writeFileAtomic(path, bytes, { mode: 0o600 });
