@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { buildLayerBlob, readDirectory, readLayerBlob, sha256 } from "../../src/index.ts";
 import { assertCode, assertCodeAsync } from "../helpers/errors.ts";
+import { PROJECT_ROOT } from "../helpers/vectors.ts";
 
 const FILES: Array<[string, string, number]> = [
   ["b/z.txt", "zed\n", 0o644],
@@ -118,4 +119,21 @@ test("sockets, FIFOs and devices are refused when building", () => {
   assert.equal(readDirectory(root).length, 1);
   execFileSync("mkfifo", [join(root, "pipe")]);
   assertCode(() => readDirectory(root), "SOURCE_NOT_REGULAR");
+});
+
+test("cairn layer build gives the same blob under another locale, time zone and umask (separate processes)", () => {
+  const src = makeTree([0, 1, 2, 3, 4], 0o022);
+  const cairn = join(PROJECT_ROOT, "bin", "cairn.js");
+  const build = (envExtra: Record<string, string>, umask: string): string => {
+    const reg = mkdtempSync(join(tmpdir(), "cairn-blob-reg-"));
+    const out = execFileSync("sh", ["-c", `umask ${umask}; exec "$0" "$@"`, process.execPath, cairn, "layer", "build", src, "--name", "t", "--version", "1", "--registry", reg, "--init-registry", "--unsigned", "--json"], {
+      encoding: "utf8",
+      env: { ...process.env, ...envExtra },
+    });
+    return (JSON.parse(out) as { sha256: string }).sha256;
+  };
+  const a = build({ LC_ALL: "C", TZ: "UTC" }, "022");
+  const b = build({ LC_ALL: "tr_TR.UTF-8", LANG: "tr_TR.UTF-8", TZ: "Pacific/Chatham" }, "077");
+  assert.equal(a, b);
+  assert.equal(a, buildLayerBlob(readDirectory(src)).sha256, "the CLI and the library agree");
 });
