@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { copyFileSync, readFileSync, writeFileSync, mkdirSync } from "node:fs";
+import { copyFileSync, existsSync, readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { runCli } from "../helpers/cli.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
@@ -97,6 +97,7 @@ test("conflicting layers are refused by resolve; unsigned layers need --allow-un
   const r = await runCli(["resolve", p, "--registry", ex.registry, "--trust", `keyfile://${ex.root}/registry.pub`, "--out", join(ex.root, "c.lock"), "--json"]);
   assert.equal(r.code, 1);
   assert.equal((JSON.parse(r.stdout) as { error: { code: string } }).error.code, "RESOLVE_CONFLICT");
+  assert.ok(!existsSync(join(ex.root, "c.lock")), "a refused resolve writes nothing");
   const u = await runCli(["resolve", p.replace("conflict", "x"), "--registry", ex.registry, "--out", join(ex.root, "u.lock")]);
   assert.equal(u.code, 1, "missing profile file");
   writeFileSync(join(ex.root, "u.yaml"), "name: u\nbase: {os: debian12}\nsoftware: [tool-a]\n");
