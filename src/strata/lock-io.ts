@@ -5,7 +5,7 @@
  * envelope and then insists that the YAML file is byte-for-byte the signed
  * payload: an edited lockfile with an old signature is refused.
  */
-import { existsSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
 import {
   CairnError, parseEnvelope, parseJsonBytes, sha256, signEnvelope, verifyEnvelope, writeFileAtomic, decodeUtf8,
   type DsseEnvelope, type Sha256Digest, type SigningKey, type VerifyingKey,
@@ -30,6 +30,9 @@ export interface LockSignature {
 /** Writes the lockfile (0644) and, with a key, its envelope. Atomic, one file after the other. */
 export function writeLockfile(path: string, lock: Lockfile, key?: SigningKey): { bytes: Buffer; signature?: LockSignature } {
   const bytes = Buffer.from(lockfileToYaml(lock), "utf8");
+  // An envelope left from an earlier signed lockfile at this path would not
+  // verify against the new bytes; remove it so "unsigned" is what a reader sees.
+  if (key === undefined) rmSync(signaturePath(path), { force: true });
   writeFileAtomic(path, bytes, { mode: 0o644 });
   if (key === undefined) return { bytes };
   const envelope = signEnvelope(LOCK_PAYLOAD_TYPE, bytes, [key]);
