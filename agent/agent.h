@@ -4,7 +4,7 @@
  * The agent reads the run's recorded inputs (launch values, scenario steps,
  * limits) from /cairn/inputs inside the initramfs, starts the workload in a
  * fresh RAM root built from the immutable template /cairn/template, and
- * reports process and byte facts on /dev/ttyS1 in the cairn protocol
+ * reports process and byte facts on the virtio-serial port (/dev/vport*) in the cairn protocol
  * (docs/protocol.md). It never interprets application meaning.
  */
 #ifndef CAIRN_AGENT_H

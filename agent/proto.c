@@ -1,4 +1,4 @@
-/* The protocol writer: every record goes to the protocol serial port as
+/* The protocol writer: every record goes to the protocol port (virtio-serial) as
    u32 length | u8 type | u64 sequence | u32 invocation | body, little-endian,
    after an 8-byte magic. The sequence is one monotonic counter across all
    records and streams. The final record carries the sha256 of every byte
@@ -33,11 +33,11 @@ static int put_all(const uint8_t *p, size_t n) {
   return 0;
 }
 
-int proto_open(const char *tty) {
-  fd = open(tty, O_RDWR | O_NOCTTY | O_CLOEXEC);
+int proto_open(const char *port) {
+  fd = open(port, O_RDWR | O_NOCTTY | O_CLOEXEC);
   if (fd < 0) return -1;
   struct termios t;
-  if (tcgetattr(fd, &t) == 0) {
+  if (tcgetattr(fd, &t) == 0) { /* should the port ever be a tty, it must be raw */
     cfmakeraw(&t);
     cfsetispeed(&t, B115200);
     cfsetospeed(&t, B115200);
@@ -124,6 +124,6 @@ int rec_final(uint8_t status, uint32_t invocations) {
   sha256_ctx copy = stream;
   sha256_final(&copy, b + 5);
   int r = record(REC_FINAL, 0, b, sizeof b, NULL, 0);
-  if (fd >= 0) tcdrain(fd);
+  if (fd >= 0 && tcdrain(fd) < 0) fsync(fd);
   return r;
 }

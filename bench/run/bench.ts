@@ -5,7 +5,7 @@
  * workload grows; replay-log size; output volume through the protocol port;
  * and any divergence between the three modes' normalized events.
  *
- *   node --import tsx bench/run/bench.ts [--quick]
+ *   node --import tsx bench/run/bench.ts [--quick] [--only=<case label part>]
  *
  * Goals from the issue: record ≤ 1.5× plain, replay ≤ 1.2× record.
  */
@@ -22,6 +22,7 @@ import { testKit } from "../../tests/vm/fixtures/kit.ts";
 import { PROBE_LAUNCH } from "../../tests/vm/fixtures/guest.ts";
 
 const quick = process.argv.includes("--quick");
+const only = process.argv.find((a) => a.startsWith("--only="))?.slice("--only=".length);
 const MiB = 1024 * 1024;
 
 function scenario(commands: string): Scenario {
@@ -103,7 +104,7 @@ const asm = await assemblyFigures();
 console.log(`assembly of the static probe as a binary spec: ${asm.assemblyMs} ms, tree ${asm.treeKiB.toFixed(0)} KiB, raw closure ${asm.rawKiB.toFixed(0)} KiB`);
 console.log("| case | image MiB | image build ms | plain s | record s | replay s | record/plain | replay/record | replay log KiB | protocol KiB | divergence |");
 console.log("|---|---|---|---|---|---|---|---|---|---|---|");
-for (const [payload, commands, label] of cases) {
+for (const [payload, commands, label] of cases.filter((c) => only === undefined || c[2].includes(only))) {
   const r = await measure(payload, commands);
   rows.push(r);
   console.log(

@@ -35,20 +35,23 @@ export interface PreparedGuest {
   readonly scenario: Scenario;
 }
 
-/** Which kernel and agent to use: the kit's current ones (record) or the digests a run names (replay). */
+/** Which kernel, modules and agent to use: the kit's current ones (record) or those a run names (replay). */
 export interface KitChoice {
   readonly kit: Kit;
   readonly qemu: string;
   readonly kernel?: Sha256Digest;
+  readonly modules?: ReadonlyArray<{ readonly name: string; readonly digest: Sha256Digest }>;
   readonly agent?: Sha256Digest;
 }
 
 export async function prepareGuest(g: GuestInputs, choice: KitChoice): Promise<PreparedGuest> {
   const kernel = readKitObject(choice.kit.dir, "kernels", choice.kernel ?? choice.kit.kernel.digest, "/vm/kernel");
+  const moduleRefs = choice.modules ?? choice.kit.kernel.modules;
+  const modules = moduleRefs.map((m, i) => ({ name: m.name, digest: m.digest, bytes: readKitObject(choice.kit.dir, "kernels", m.digest, `/vm/kernel_modules/${i}`).bytes }));
   const agent = readKitObject(choice.kit.dir, "agents", choice.agent ?? choice.kit.agent.digest, "/vm/agent");
   const inputs = encodeInputs(g.launch, g.scenario);
-  const image = await buildGuestImage({ agent: agent.bytes, inputs, tree: g.tree, content: g.content });
-  const vm = defaultVmIdentity({ qemu: choice.qemu, kernel: sha256(kernel.bytes), agent: sha256(agent.bytes), initramfs: image.digest });
+  const image = await buildGuestImage({ agent: agent.bytes, inputs, modules, tree: g.tree, content: g.content });
+  const vm = defaultVmIdentity({ qemu: choice.qemu, kernel: sha256(kernel.bytes), modules, agent: sha256(agent.bytes), initramfs: image.digest });
   return { inputs, inputsDigest: sha256(inputs), image, vm, kernelPath: kernel.path, scenario: g.scenario };
 }
 

@@ -5,6 +5,7 @@
  *   /dev, /dev/console    mount point for devtmpfs; the kernel's console
  *   /cairn                0700, the agent's own files, outside the workload root
  *   /cairn/inputs         the recorded inputs (launch + scenario), 0400
+ *   /cairn/modules/NN-name.ko   kernel modules the agent loads in name order, 0400
  *   /cairn/template/...   the immutable workload template: the canonical tree,
  *                         with the metadata of its "/" on /cairn/template itself
  *
@@ -13,7 +14,7 @@
  * bytes on any host. Modes, owners, mtimes and symlink targets come from the
  * canonical tree only.
  */
-import { CairnError, Sha256Hasher, type Sha256Digest } from "../core/index.ts";
+import { CairnError, safeComponent, Sha256Hasher, type Sha256Digest } from "../core/index.ts";
 import type { CanonicalTree, ContentSource, FsEntry } from "../workload/index.ts";
 import { CpioWriter, S_IFCHR, S_IFDIR, S_IFLNK, S_IFREG } from "./cpio.ts";
 
@@ -24,6 +25,8 @@ export const OVERLAY_DIRS = ["/tmp", "/dev"] as const;
 export interface GuestImageParts {
   readonly agent: Uint8Array;
   readonly inputs: Uint8Array;
+  /** Kernel modules in load order. */
+  readonly modules: ReadonlyArray<{ readonly name: string; readonly bytes: Uint8Array }>;
   readonly tree: CanonicalTree;
   readonly content: ContentSource;
 }
@@ -84,6 +87,10 @@ export async function buildGuestImage(parts: GuestImageParts): Promise<GuestImag
   const sys = { uid: 0, gid: 0, mtime: 0 };
   w.add({ name: "cairn", mode: S_IFDIR | 0o700, ...sys });
   w.add({ name: "cairn/inputs", mode: S_IFREG | 0o400, ...sys, data: parts.inputs });
+  w.add({ name: "cairn/modules", mode: S_IFDIR | 0o700, ...sys });
+  parts.modules.forEach((m, i) => {
+    w.add({ name: `cairn/modules/${String(i).padStart(2, "0")}-${safeComponent(m.name)}.ko`, mode: S_IFREG | 0o400, ...sys, data: m.bytes });
+  });
   w.add({ name: "dev", mode: S_IFDIR | 0o755, ...sys });
   w.add({ name: "dev/console", mode: S_IFCHR | 0o600, ...sys, rdevMajor: 5, rdevMinor: 1 });
   w.add({ name: "init", mode: S_IFREG | 0o755, ...sys, data: parts.agent });
@@ -105,5 +112,5 @@ export async function buildGuestImage(parts: GuestImageParts): Promise<GuestImag
     }
   }
   w.finish();
-  return { bytes: Buffer.concat(chunks), digest: hasher.digest(), size: w.size, entries: entries.length + 6 };
+  return { bytes: Buffer.concat(chunks), digest: hasher.digest(), size: w.size, entries: entries.length + 7 + parts.modules.length };
 }

@@ -1,14 +1,15 @@
 /**
  * Fetches the guest kernel from Debian's archive: resolves the ABI package
  * that `linux-image-cloud-amd64` depends on (it changes with updates), runs
- * `apt-get download` into a private temporary directory, and reads
- * `./boot/vmlinuz-*` out of the package's data tar (`dpkg-deb --fsys-tarfile`,
+ * `apt-get download` into a private temporary directory (or takes a local
+ * .deb), and reads `./boot/vmlinuz-*` and the virtio modules the protocol
+ * port needs out of the package's data tar (`dpkg-deb --fsys-tarfile`,
  * parsed with tar-stream; no tar process, nothing written outside the kit).
- * The kernel is Debian's own signed-archive package, not a workload input.
+ * The kernel is Debian's own archive package, not a workload input.
  */
-import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { copyFileSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { Readable } from "node:stream";
 import tarStream from "tar-stream";
 import { CairnError } from "../core/index.ts";
@@ -17,6 +18,22 @@ import { runTool } from "./host.ts";
 export const KERNEL_META_PACKAGE = "linux-image-cloud-amd64";
 const APT_FIX = "cairn setup needs Debian's apt-get and dpkg-deb (a Debian 12 host) to fetch the guest kernel";
 const KERNEL_MAX = 256 * 1024 * 1024;
+
+/**
+ * The kernel modules the agent loads, in load order (each after the ones its
+ * `depends=` names). Debian's cloud kernel builds virtio as modules only;
+ * these give the guest a virtio-serial port for the protocol, whose writes
+ * QEMU's record/replay logs once per buffer instead of once per byte (the
+ * 8250 UART costs about 14 bytes of replay log per byte of output).
+ */
+export const GUEST_MODULES = [
+  ["virtio_ring", "drivers/virtio"],
+  ["virtio", "drivers/virtio"],
+  ["virtio_pci_modern_dev", "drivers/virtio"],
+  ["virtio_pci_legacy_dev", "drivers/virtio"],
+  ["virtio_pci", "drivers/virtio"],
+  ["virtio_console", "drivers/char"],
+] as const;
 
 /** The ABI package name, e.g. linux-image-6.1.0-57-cloud-amd64. */
 export function resolveKernelPackage(): string {
@@ -32,28 +49,34 @@ export function resolveKernelPackage(): string {
 }
 
 export interface FetchedKernel {
-  readonly packageName: string;
   readonly packageFile: string;
   readonly fileName: string;
   readonly bytes: Buffer;
+  /** In GUEST_MODULES order. */
+  readonly modules: ReadonlyArray<{ readonly name: string; readonly bytes: Buffer }>;
 }
 
-async function extractVmlinuz(tarBytes: Buffer): Promise<{ name: string; bytes: Buffer } | undefined> {
+async function extractFromTar(tarBytes: Buffer, deb: string): Promise<Omit<FetchedKernel, "packageFile">> {
   const extract = tarStream.extract();
-  let found: { name: string; bytes: Buffer } | undefined;
+  let kernel: { name: string; bytes: Buffer } | undefined;
+  const modules = new Map<string, Buffer>();
+  const moduleRe = /^\.\/lib\/modules\/[^/]+\/kernel\/(drivers\/(?:virtio|char))\/([a-z_]+)\.ko$/;
   const done = new Promise<void>((resolve, reject) => {
     extract.on("entry", (header, stream, next) => {
       const chunks: Buffer[] = [];
       let size = 0;
-      const want = header.type === "file" && /^\.\/boot\/vmlinuz-[^/]+$/.test(header.name) && found === undefined;
+      const isKernel = header.type === "file" && /^\.\/boot\/vmlinuz-[^/]+$/.test(header.name) && kernel === undefined;
+      const m = header.type === "file" ? moduleRe.exec(header.name) : null;
+      const isModule = m !== null && GUEST_MODULES.some(([n, d]) => n === m[2] && d === m[1]);
       stream.on("data", (c: unknown) => {
-        if (!want) return;
+        if (!isKernel && !isModule) return;
         size += (c as Buffer).length;
         if (size > KERNEL_MAX) reject(new CairnError("LIMIT_EXCEEDED", "limit kit.kernel-bytes exceeded", { path: header.name }));
         else chunks.push(c as Buffer);
       });
       stream.on("end", () => {
-        if (want) found = { name: header.name.slice("./boot/".length), bytes: Buffer.concat(chunks) };
+        if (isKernel) kernel = { name: header.name.slice("./boot/".length), bytes: Buffer.concat(chunks) };
+        if (isModule) modules.set(m[2]!, Buffer.concat(chunks));
         next();
       });
       stream.resume();
@@ -63,27 +86,40 @@ async function extractVmlinuz(tarBytes: Buffer): Promise<{ name: string; bytes: 
   });
   Readable.from([tarBytes]).pipe(extract);
   await done;
-  return found;
+  if (kernel === undefined) throw new CairnError("PREREQUISITE_MISSING", `${deb} holds no ./boot/vmlinuz-*`, { path: deb });
+  const missing = GUEST_MODULES.filter(([n]) => !modules.has(n)).map(([n]) => n);
+  if (missing.length > 0) {
+    throw new CairnError("PREREQUISITE_MISSING", `${deb} lacks the kernel modules ${missing.join(", ")}`, {
+      path: deb,
+      hint: "use a Debian cloud kernel package (linux-image-*-cloud-amd64), which builds virtio as modules",
+    });
+  }
+  return { fileName: kernel.name, bytes: kernel.bytes, modules: GUEST_MODULES.map(([n]) => ({ name: n, bytes: modules.get(n)! })) };
 }
 
-export async function fetchKernel(log: (line: string) => void): Promise<FetchedKernel> {
-  const packageName = resolveKernelPackage();
+/** Downloads the current cloud kernel package, or reads `localDeb`, and extracts the kernel and modules. */
+export async function fetchKernel(log: (line: string) => void, localDeb?: string): Promise<FetchedKernel> {
   const work = mkdtempSync(join(tmpdir(), "cairn-kernel-"));
   try {
-    log(`downloading ${packageName} from the Debian archive`);
-    const dl = runTool("apt-get", ["download", "-q", packageName], { cwd: work, fix: APT_FIX });
-    const deb = readdirSync(work).find((f) => f.endsWith(".deb"));
-    if (dl.status !== 0 || deb === undefined) {
-      throw new CairnError("PREREQUISITE_MISSING", `apt-get download ${packageName} failed:\n${dl.stderr}`, {
-        path: packageName,
-        hint: "check network access to the Debian archive, or run `apt-get update` as root first",
-      });
+    let deb: string | undefined;
+    if (localDeb !== undefined) {
+      deb = basename(localDeb);
+      copyFileSync(localDeb, join(work, deb));
+    } else {
+      const packageName = resolveKernelPackage();
+      log(`downloading ${packageName} from the Debian archive`);
+      const dl = runTool("apt-get", ["download", "-q", packageName], { cwd: work, fix: APT_FIX });
+      deb = readdirSync(work).find((f) => f.endsWith(".deb"));
+      if (dl.status !== 0 || deb === undefined) {
+        throw new CairnError("PREREQUISITE_MISSING", `apt-get download ${packageName} failed:\n${dl.stderr}`, {
+          path: packageName,
+          hint: "check network access to the Debian archive, or run `apt-get update` as root first",
+        });
+      }
     }
     const tar = runTool("dpkg-deb", ["--fsys-tarfile", join(work, deb)], { fix: APT_FIX });
     if (tar.status !== 0) throw new CairnError("PREREQUISITE_MISSING", `dpkg-deb could not read ${deb}: ${tar.stderr}`, { path: deb });
-    const k = await extractVmlinuz(tar.stdout);
-    if (k === undefined) throw new CairnError("PREREQUISITE_MISSING", `${deb} holds no ./boot/vmlinuz-*`, { path: deb });
-    return { packageName, packageFile: deb, fileName: k.name, bytes: k.bytes };
+    return { packageFile: deb, ...(await extractFromTar(tar.stdout, deb)) };
   } finally {
     rmSync(work, { recursive: true, force: true });
   }

@@ -5,7 +5,7 @@
  * was refreshed:
  *
  *   <kit>/kit.json                   current kernel, agent and QEMU version
- *   <kit>/kernels/sha256/<hex>       kernels by digest (0644, never rewritten)
+ *   <kit>/kernels/sha256/<hex>       kernels and their virtio modules by digest (0644, never rewritten)
  *   <kit>/agents/sha256/<hex>        agent builds by digest
  *
  * Location: `$CAIRN_KIT`, else `$CAIRN_HOME/kit`, else
@@ -32,12 +32,20 @@ import { hasTool, runTool } from "./host.ts";
 import { fetchKernel } from "./kernel.ts";
 import { QEMU_BINARY, QEMU_FIX } from "./qemu.ts";
 
-export const KIT_SCHEMA = "cairn.kit/1";
+export const KIT_SCHEMA = "cairn.kit/2";
+/** Kits written before the guest carried kernel modules; treated as absent (set up again). */
+const OLD_KIT_SCHEMAS = ["cairn.kit/1"];
 
 export interface Kit {
   readonly dir: string;
   readonly qemu: string;
-  readonly kernel: { readonly digest: Sha256Digest; readonly package: string; readonly file: string };
+  readonly kernel: {
+    readonly digest: Sha256Digest;
+    readonly package: string;
+    readonly file: string;
+    /** The virtio modules in load order (GUEST_MODULES), by digest. */
+    readonly modules: ReadonlyArray<{ readonly name: string; readonly digest: Sha256Digest }>;
+  };
   readonly agent: { readonly digest: Sha256Digest; readonly source: Sha256Digest; readonly compiler: string };
 }
 
@@ -80,7 +88,7 @@ function putObject(dir: string, area: "kernels" | "agents", bytes: Buffer): Sha2
 export function readKitObject(dir: string, area: "kernels" | "agents", digest: Sha256Digest, field: string): { path: string; bytes: Buffer } {
   const path = objectPath(dir, area, digest);
   if (!existsSync(path)) {
-    throw new CairnError("VM_MISMATCH", `the kit has no ${area === "kernels" ? "kernel" : "agent"} ${digest}`, {
+    throw new CairnError("VM_MISMATCH", `the kit has no ${area === "kernels" ? "kernel object" : "agent"} ${digest}`, {
       path: field,
       hint: "this run was recorded with another kit; copy that kit's objects into this one or set CAIRN_KIT",
     });
@@ -97,8 +105,14 @@ export function loadKit(dir: string): Kit | undefined {
   const c = new Checker("RUN_INVALID");
   const o = c.object(model, "", ["schema", "qemu", "kernel", "agent"]);
   if (!o) return c.done("invalid kit.json"), undefined;
+  if (typeof o.schema === "string" && OLD_KIT_SCHEMAS.includes(o.schema)) return undefined;
   if (o.schema !== KIT_SCHEMA) c.add("/schema", `must be "${KIT_SCHEMA}"`);
-  const k = c.object(o.kernel, "/kernel", ["digest", "package", "file"]);
+  const k = c.object(o.kernel, "/kernel", ["digest", "package", "file", "modules"]);
+  const mods = (k ? c.array(k.modules, "/kernel/modules") : undefined) ?? [];
+  const modules = mods.map((m, i) => {
+    const mo = c.object(m, `/kernel/modules/${i}`, ["name", "digest"]);
+    return { name: c.string(mo?.name, `/kernel/modules/${i}/name`) ?? "", digest: mo?.digest };
+  });
   const a = c.object(o.agent, "/agent", ["digest", "source", "compiler"]);
   const qemu = c.string(o.qemu, "/qemu");
   c.done(`invalid ${file}`, "run `cairn setup` again");
@@ -106,7 +120,12 @@ export function loadKit(dir: string): Kit | undefined {
   return {
     dir,
     qemu: qemu!,
-    kernel: { digest: d(k!.digest, "/kernel/digest"), package: String(k!.package), file: String(k!.file) },
+    kernel: {
+      digest: d(k!.digest, "/kernel/digest"),
+      package: String(k!.package),
+      file: String(k!.file),
+      modules: modules.map((m, i) => ({ name: m.name, digest: d(m.digest, `/kernel/modules/${i}/digest`) })),
+    },
     agent: { digest: d(a!.digest, "/agent/digest"), source: d(a!.source, "/agent/source"), compiler: String(a!.compiler) },
   };
 }
@@ -125,8 +144,8 @@ export interface SetupOptions {
   readonly dir: string;
   /** Fetch the kernel again even when the kit has one. */
   readonly refreshKernel?: boolean;
-  /** Use this kernel file instead of fetching Debian's. */
-  readonly kernelFile?: string;
+  /** Use this local Debian kernel package (.deb) instead of downloading one. */
+  readonly kernelDeb?: string;
   readonly isRoot: boolean;
   readonly log: (line: string) => void;
 }
@@ -168,13 +187,17 @@ export async function setupKit(opts: SetupOptions): Promise<Kit> {
   const agent = buildAgent();
   const agentDigest = putObject(opts.dir, "agents", agent.bytes);
   let kernel = previous?.kernel;
-  if (opts.kernelFile !== undefined) {
-    const bytes = readFileSync(opts.kernelFile);
-    kernel = { digest: putObject(opts.dir, "kernels", bytes), package: "local", file: opts.kernelFile };
-  } else if (kernel === undefined || opts.refreshKernel || !existsSync(objectPath(opts.dir, "kernels", kernel.digest))) {
-    const k = await fetchKernel(opts.log);
-    kernel = { digest: putObject(opts.dir, "kernels", k.bytes), package: k.packageFile, file: k.fileName };
+  const complete = kernel !== undefined && [kernel.digest, ...kernel.modules.map((m) => m.digest)].every((d) => existsSync(objectPath(opts.dir, "kernels", d)));
+  if (opts.kernelDeb !== undefined || opts.refreshKernel || !complete) {
+    const k = await fetchKernel(opts.log, opts.kernelDeb);
+    kernel = {
+      digest: putObject(opts.dir, "kernels", k.bytes),
+      package: k.packageFile,
+      file: k.fileName,
+      modules: k.modules.map((m) => ({ name: m.name, digest: putObject(opts.dir, "kernels", m.bytes) })),
+    };
   }
+  if (kernel === undefined) throw new Error("unreachable: a kernel was just fetched");
   const kit: Kit = {
     dir: opts.dir,
     qemu,

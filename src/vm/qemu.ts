@@ -46,12 +46,23 @@ export function qemuArgs(id: VmIdentity, paths: QemuPaths, mode: RrMode): string
     "-rtc", `base=${id.rtc_base},clock=${id.rtc_clock}`,
     "-icount", icount.join(","),
   ];
-  const files: Record<string, string> = { console: paths.consoleLog, protocol: paths.protocolLog };
+  const files: Record<string, string> = { console: paths.consoleLog };
   id.serial.forEach((role, i) => {
     const file = files[role];
     if (file === undefined) throw new CairnError("VM_MISMATCH", `unknown serial port role "${role}"`, { path: `/vm/serial/${i}` });
     args.push("-chardev", `file,id=s${i},path=${optValue(file)}`, "-serial", `chardev:s${i}`);
   });
+  // the protocol: a virtio-serial port backed by a file ("virtio-serial-pci,ioeventfd=off;virtserialport,name=N")
+  const port = /^virtio-serial-pci,ioeventfd=off;virtserialport,name=([a-z.]+)$/.exec(id.protocol_port);
+  if (port === null) throw new CairnError("VM_MISMATCH", `unsupported protocol port "${id.protocol_port}"`, { path: "/vm/protocol_port" });
+  args.push(
+    // ioeventfd=off: the guest's kick is handled synchronously in the vCPU thread, so every
+    // record reaches the file before the agent's isa-debug-exit ends QEMU (with the default
+    // ioeventfd the main loop drained the queue later and the last records could be lost)
+    "-device", "virtio-serial-pci,id=vs,ioeventfd=off",
+    "-chardev", `file,id=proto,path=${optValue(paths.protocolLog)}`,
+    "-device", `virtserialport,bus=vs.0,chardev=proto,name=${port[1]}`,
+  );
   args.push("-device", id.debug_exit);
   return args;
 }

@@ -26,7 +26,7 @@ import { parseRunManifest, type RunManifest } from "./manifest.ts";
 import { DEFAULT_TIMEOUT_MS, guestLaunch, workloadFacts } from "./record.ts";
 import { dropImage, nextReplayDir, RUN_FILES, writeEvaluation, writeJsonPublic } from "./rundir.ts";
 import { parseScenario } from "./scenario.ts";
-import { firstVmDifference, vmDigest } from "./vmid.ts";
+import { firstVmDifference, parseModuleEntries, vmDigest } from "./vmid.ts";
 
 export interface ReplayOptions {
   readonly runDir: string;
@@ -71,7 +71,7 @@ export async function preflight(opts: ReplayOptions) {
   const scenario = parseScenario(w.run);
   const prepared = await prepareGuest(
     { tree: w.tree, content: w.content, launch: guestLaunch(w), scenario },
-    { kit: opts.kit, qemu: qemuVersion(), kernel: m.vm.kernel, agent: m.vm.agent },
+    { kit: opts.kit, qemu: qemuVersion(), kernel: m.vm.kernel, modules: parseModuleEntries(m.vm.kernel_modules, "/vm/kernel_modules"), agent: m.vm.agent },
   );
   if (prepared.inputsDigest !== m.guest_image.inputs) refuse("REPLAY_MISMATCH", "/guest_image/inputs", "the recorded inputs (launch and scenario) differ");
   if (prepared.image.digest !== m.guest_image.initramfs) refuse("REPLAY_MISMATCH", "/guest_image/initramfs", "the rebuilt guest image differs from the recorded one");

@@ -8,7 +8,7 @@
  * digest = sha256("cairn.vm/1\0" || JCS(model))
  */
 import { Buffer } from "node:buffer";
-import { canonicalBytes, Checker, childPath, parseSha256, sha256, type JsonModel, type Sha256Digest } from "../core/index.ts";
+import { CairnError, canonicalBytes, Checker, childPath, parseSha256, sha256, type JsonModel, type Sha256Digest } from "../core/index.ts";
 
 export const VM_SCHEMA = "cairn.vm/1";
 
@@ -26,11 +26,15 @@ export interface VmIdentity {
   readonly rtc_base: string;
   readonly rtc_clock: string;
   readonly kernel: Sha256Digest;
+  /** Kernel modules the agent loads, in load order: "name=sha256:…". */
+  readonly kernel_modules: readonly string[];
   readonly cmdline: string;
   readonly agent: Sha256Digest;
   readonly initramfs: Sha256Digest;
-  /** Serial ports in order: the console and the protocol port. */
+  /** Serial ports in order (the 8250 console). */
   readonly serial: readonly string[];
+  /** The device carrying the agent protocol. */
+  readonly protocol_port: string;
   readonly debug_exit: string;
   readonly protocol: string;
 }
@@ -49,10 +53,12 @@ export const VM_IDENTITY_COVERS: Readonly<Record<keyof VmIdentity, string>> = {
   rtc_base: "the guest wall clock at boot",
   rtc_clock: "the RTC follows virtual time",
   kernel: "the guest kernel bytes",
+  kernel_modules: "the virtio modules (and their order) the agent loads for the protocol port",
   cmdline: "the kernel command line",
   agent: "the guest agent (PID 1) bytes",
   initramfs: "the whole guest image: agent, recorded inputs, workload template",
   serial: "which serial ports exist and what each carries",
+  protocol_port: "the virtio-serial device and port the protocol travels on",
   debug_exit: "the status device the agent reports through",
   protocol: "the agent protocol version",
 };
@@ -70,7 +76,15 @@ export const VM_IDENTITY_EXCLUDES: Readonly<Record<string, string>> = {
 
 export const GUEST_CMDLINE = "console=ttyS0 panic=-1 quiet";
 
-export function defaultVmIdentity(parts: { qemu: string; kernel: Sha256Digest; agent: Sha256Digest; initramfs: Sha256Digest }): VmIdentity {
+export const PROTOCOL_PORT_NAME = "cairn.protocol";
+
+export function defaultVmIdentity(parts: {
+  qemu: string;
+  kernel: Sha256Digest;
+  modules: ReadonlyArray<{ name: string; digest: Sha256Digest }>;
+  agent: Sha256Digest;
+  initramfs: Sha256Digest;
+}): VmIdentity {
   return {
     schema: VM_SCHEMA,
     qemu: parts.qemu,
@@ -84,10 +98,12 @@ export function defaultVmIdentity(parts: { qemu: string; kernel: Sha256Digest; a
     rtc_base: "2020-01-01T00:00:00",
     rtc_clock: "vm",
     kernel: parts.kernel,
+    kernel_modules: parts.modules.map((m) => `${m.name}=${m.digest}`),
     cmdline: GUEST_CMDLINE,
     agent: parts.agent,
     initramfs: parts.initramfs,
-    serial: ["console", "protocol"],
+    serial: ["console"],
+    protocol_port: `virtio-serial-pci,ioeventfd=off;virtserialport,name=${PROTOCOL_PORT_NAME}`,
     debug_exit: "isa-debug-exit,iobase=0xf4,iosize=0x04",
     protocol: "cairn.protocol/1",
   };
@@ -130,15 +146,26 @@ export function parseVmIdentity(unsafe: JsonModel | undefined, path: string): Vm
     rtc_base: s("rtc_base"),
     rtc_clock: s("rtc_clock"),
     kernel: d("kernel"),
+    kernel_modules: c.stringArray(c.required(o, "kernel_modules", path), childPath(path, "kernel_modules")) ?? [],
     cmdline: s("cmdline"),
     agent: d("agent"),
     initramfs: d("initramfs"),
     serial: c.stringArray(c.required(o, "serial", path), childPath(path, "serial")) ?? [],
+    protocol_port: s("protocol_port"),
     debug_exit: s("debug_exit"),
     protocol: s("protocol"),
   };
   c.done("invalid VM identity");
   return id;
+}
+
+/** Splits "name=sha256:…" module entries; refuses anything else. */
+export function parseModuleEntries(entries: readonly string[], path: string): Array<{ name: string; digest: Sha256Digest }> {
+  return entries.map((e, i) => {
+    const m = /^([a-z0-9_]{1,64})=(sha256:[0-9a-f]{64})$/.exec(e);
+    if (m === null) throw new CairnError("RUN_INVALID", "a kernel module entry is not name=sha256:<hex>", { path: `${path}/${i}` });
+    return { name: m[1]!, digest: parseSha256(m[2], `${path}/${i}`) };
+  });
 }
 
 /** The first field where two identities differ (in the covers order), or undefined. */

@@ -4,6 +4,7 @@ import type { Sha256Digest } from "../../src/core/index.ts";
 import {
   defaultVmIdentity,
   firstVmDifference,
+  parseModuleEntries,
   parseRunManifest,
   parseVmIdentity,
   qemuArgs,
@@ -15,7 +16,7 @@ import {
 } from "../../src/vm/index.ts";
 
 const d = (c: string) => `sha256:${c.repeat(64)}` as Sha256Digest;
-const id = defaultVmIdentity({ qemu: "7.2.22 (Debian test)", kernel: d("a"), agent: d("b"), initramfs: d("c") });
+const id = defaultVmIdentity({ qemu: "7.2.22 (Debian test)", kernel: d("a"), modules: [{ name: "virtio_ring", digest: d("d") }, { name: "virtio", digest: d("e") }], agent: d("b"), initramfs: d("c") });
 const paths: QemuPaths = { kernelPath: "/k/vmlinuz", initrdPath: "/r/init,rd", rrfile: "/r/replay.log", consoleLog: "/r/console.log", protocolLog: "/r/protocol.bin" };
 
 describe("VM identity cairn.vm/1", () => {
@@ -36,7 +37,8 @@ describe("VM identity cairn.vm/1", () => {
     for (const part of ["-nodefaults", "-no-user-config", "-machine q35,accel=tcg", "-cpu max", "-m 256", "-no-reboot", "-rtc base=2020-01-01T00:00:00,clock=vm", "-device isa-debug-exit,iobase=0xf4,iosize=0x04", "-append console=ttyS0 panic=-1 quiet"]) {
       assert.ok(line.includes(part), part);
     }
-    assert.ok(rec.includes("file,id=s0,path=/r/console.log") && rec.includes("file,id=s1,path=/r/protocol.bin"));
+    assert.ok(rec.includes("file,id=s0,path=/r/console.log") && rec.includes("file,id=proto,path=/r/protocol.bin"));
+    assert.ok(line.includes("-device virtio-serial-pci,id=vs,ioeventfd=off") && line.includes("-device virtserialport,bus=vs.0,chardev=proto,name=cairn.protocol"));
     assert.equal(rec[rec.indexOf("-initrd") + 1], "/r/init,rd", "paths go as separate argv entries");
   });
 
@@ -58,6 +60,8 @@ describe("VM identity cairn.vm/1", () => {
     assert.deepEqual(parseVmIdentity(model, "/vm"), id);
     assert.throws(() => parseVmIdentity({ ...model, extra: 1 }, "/vm"), /unknown field/);
     assert.throws(() => parseVmIdentity({ ...model, kernel: "md5:1" }, "/vm"), /digest/);
+    assert.deepEqual(parseModuleEntries(id.kernel_modules, "/vm/kernel_modules"), [{ name: "virtio_ring", digest: d("d") }, { name: "virtio", digest: d("e") }]);
+    assert.throws(() => parseModuleEntries(["../x=sha256:00"], "/vm/kernel_modules"), /name=sha256/);
   });
 });
 

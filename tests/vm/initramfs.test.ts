@@ -19,10 +19,11 @@ const entries: FsEntry[] = [
 ];
 const launch = { path: "/a/x", argv: ["/a/x"], env: ["K=v"], workdir: "/", uid: 1000, gid: 1000 };
 const agent = Buffer.from("agent bytes");
+const modules = [{ name: "virtio_ring", bytes: Buffer.from("m1") }, { name: "virtio", bytes: Buffer.from("m2") }];
 const inputs = encodeInputs(launch, DEFAULT_SCENARIO);
 
 async function image(list: FsEntry[]) {
-  return buildGuestImage({ agent, inputs, tree: new Map(list.map((e) => [e.path, e])), content });
+  return buildGuestImage({ agent, inputs, modules, tree: new Map(list.map((e) => [e.path, e])), content });
 }
 
 describe("guest image", () => {
@@ -37,13 +38,14 @@ describe("guest image", () => {
   it("puts the agent and inputs outside the template and the tree's metadata on the template", async () => {
     const { entries: got } = readNewc((await image(entries)).bytes);
     const by = new Map(got.map((e) => [e.name, e]));
-    assert.deepEqual(got.slice(0, 6).map((e) => e.name), ["cairn", "cairn/inputs", "dev", "dev/console", "init", "cairn/template"]);
+    assert.deepEqual(got.slice(0, 9).map((e) => e.name), ["cairn", "cairn/inputs", "cairn/modules", "cairn/modules/00-virtio_ring.ko", "cairn/modules/01-virtio.ko", "dev", "dev/console", "init", "cairn/template"]);
+    assert.ok(by.get("cairn/modules/01-virtio.ko")!.data.equals(Buffer.from("m2")));
     assert.ok(by.get("init")!.data.equals(agent));
     assert.ok(by.get("cairn/inputs")!.data.equals(inputs));
     assert.equal(by.get("dev/console")!.mode, S_IFCHR | 0o600);
     assert.deepEqual([by.get("cairn/template")!.mode, by.get("cairn/template")!.mtime], [S_IFDIR | 0o755, 10]);
     // sorted by UTF-8 bytes: "/a" < "/a-b"? no — "-" (0x2d) < "/" (0x2f), so /a, /a-b, /a/l, /a/x
-    assert.deepEqual(got.slice(6).map((e) => e.name), ["cairn/template/a", "cairn/template/a-b", "cairn/template/a/l", "cairn/template/a/x", "cairn/template/tmp"]);
+    assert.deepEqual(got.slice(9).map((e) => e.name), ["cairn/template/a", "cairn/template/a-b", "cairn/template/a/l", "cairn/template/a/x", "cairn/template/tmp"]);
     const x = by.get("cairn/template/a/x")!;
     assert.deepEqual([x.mode, x.uid, x.gid, x.mtime, x.data.equals(exe)], [S_IFREG | 0o750, 1000, 1000, 13, true]);
     const l = by.get("cairn/template/a/l")!;
@@ -59,6 +61,6 @@ describe("guest image", () => {
 
   it("refuses content whose size differs from the tree", async () => {
     const wrong = { get: async () => Buffer.from("short") };
-    await assertCodeAsync(() => buildGuestImage({ agent, inputs, tree: new Map(entries.map((e) => [e.path, e])), content: wrong }), "SIZE_MISMATCH");
+    await assertCodeAsync(() => buildGuestImage({ agent, inputs, modules, tree: new Map(entries.map((e) => [e.path, e])), content: wrong }), "SIZE_MISMATCH");
   });
 });
