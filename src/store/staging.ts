@@ -1,21 +1,30 @@
 /**
  * Private staging for one store writer. Each writer works in
- * `staging/<pid>-<random>/` (0700); everything it publishes is written there
- * first, fsynced, then linked into place. A writer killed at any moment (even
+ * `staging/<host>-<pid>-<random>/` (0700); everything it publishes is written
+ * there first, then renamed into place. A writer killed at any moment (even
  * by SIGKILL) leaves only its staging directory behind, never a partial
- * object: publication is a single link(2) or rename(2) of a complete file.
+ * object: publication is a single rename(2) of a complete file.
  *
- * The next writer removes staging directories whose owning process is gone.
- * A directory whose pid is alive is left alone, because it may be a
- * concurrent assembler; pid reuse can only delay a cleanup, never remove a
- * live writer's files.
+ * The next writer removes staging directories whose owner is gone: same
+ * host tag and a pid that is no longer alive. A directory from another host
+ * tag (another machine or container sharing the store, where our pid
+ * numbers mean nothing) is removed only once it is older than
+ * `FOREIGN_STAGING_MAX_AGE_MS`. A live pid's directory is left alone: it may
+ * be a concurrent assembler; pid reuse can only delay a cleanup.
  */
-import { readdirSync, rmSync } from "node:fs";
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
+import { lstatSync, readdirSync, rmSync } from "node:fs";
+import { hostname } from "node:os";
 import { join } from "node:path";
 import { mkdirPrivate } from "../core/index.ts";
 
-const STAGING_NAME = /^([1-9][0-9]{0,9})-[0-9a-f]{16}$/;
+const STAGING_NAME = /^([0-9a-f]{8})-([1-9][0-9]{0,9})-[0-9a-f]{16}$/;
+export const FOREIGN_STAGING_MAX_AGE_MS = 24 * 60 * 60 * 1000;
+
+/** A short tag for this host (or container): pids are only comparable under the same tag. */
+function hostTag(): string {
+  return createHash("sha256").update(hostname()).digest("hex").slice(0, 8);
+}
 
 function processAlive(pid: number): boolean {
   if (pid === process.pid) return true;
@@ -27,8 +36,19 @@ function processAlive(pid: number): boolean {
   }
 }
 
+function abandoned(stagingRoot: string, name: string, now: number): boolean {
+  const m = STAGING_NAME.exec(name);
+  if (m === null) return true; // not a writer's directory: nothing of ours, a leftover
+  if (m[1] === hostTag()) return !processAlive(Number(m[2]));
+  try {
+    return now - lstatSync(join(stagingRoot, name)).mtimeMs > FOREIGN_STAGING_MAX_AGE_MS;
+  } catch {
+    return false;
+  }
+}
+
 /** Removes leftovers of dead writers under `stagingRoot`; returns how many were removed. */
-export function cleanStaging(stagingRoot: string): number {
+export function cleanStaging(stagingRoot: string, now = Date.now()): number {
   let removed = 0;
   let names: string[];
   try {
@@ -37,9 +57,7 @@ export function cleanStaging(stagingRoot: string): number {
     return 0;
   }
   for (const name of names) {
-    const m = STAGING_NAME.exec(name);
-    if (m !== null && processAlive(Number(m[1]))) continue;
-    // Anything else under staging/ is a leftover: either a dead writer's or not ours.
+    if (!abandoned(stagingRoot, name, now)) continue;
     rmSync(join(stagingRoot, name), { recursive: true, force: true });
     removed++;
   }
@@ -54,7 +72,7 @@ export interface Staging {
 
 /** Creates a fresh private staging directory owned by this process. */
 export function createStaging(stagingRoot: string): Staging {
-  const dir = join(stagingRoot, `${process.pid}-${randomBytes(8).toString("hex")}`);
+  const dir = join(stagingRoot, `${hostTag()}-${process.pid}-${randomBytes(8).toString("hex")}`);
   mkdirPrivate(dir);
   return { dir, dispose: () => rmSync(dir, { recursive: true, force: true }) };
 }
