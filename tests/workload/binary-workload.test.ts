@@ -41,6 +41,17 @@ test("identities do not depend on locators, the lock path, the store or the cloc
   assert.notEqual((await assemble(c)).identities.workload, ra.identities.workload);
 });
 
+test("a spec over specBytes and a lock over lockBytes are refused naming the limit", opts, async () => {
+  const big = binaryWorkspace(binarySpec({ args: ["x".repeat(1024 * 1024)] }));
+  const e = await assertCodeAsync(() => assemble(big), "SOURCE_OVERSIZED");
+  assert.match(e.message, /specBytes/);
+  const ws = binaryWorkspace();
+  await assemble(ws);
+  writeFileSync(ws.lockPath, " ".repeat(4 * 1024 * 1024 + 1));
+  const l = await assertCodeAsync(() => openVerifiedWorkload(ws.lockPath, ws.storeDir), "WORKLOAD_LOCK_INVALID");
+  assert.match(l.message, /lockBytes/);
+});
+
 test("refusals surface from assemble: static PIE, dynamic, root user, symlinked executable", opts, async () => {
   const pie = binaryWorkspace();
   writeFileSync(join(pie.dir, "hello"), programBytes("static-pie"));
