@@ -5,7 +5,7 @@
  * `openVerifiedWorkload`, so nothing unverified enters the guest.
  */
 import { randomBytes } from "node:crypto";
-import { copyFileSync, chmodSync, readFileSync, statSync } from "node:fs";
+import { copyFileSync, chmodSync, readFileSync, rmSync, statSync } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
 import { homedir } from "node:os";
 import { CairnError, isCairnError, mkdirPrivate, parseJsonBytes, sha256, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
@@ -15,7 +15,7 @@ import { bootGuest, evaluate, prepareGuest, type Evaluation, type PreparedGuest 
 import { qemuVersion, type Kit } from "./kit.ts";
 import { RUN_SCHEMA, type RunManifest } from "./manifest.ts";
 import { dropImage, RUN_FILES, shellQuote, writeEvaluation, writeJsonPublic, writeStreams } from "./rundir.ts";
-import { parseScenario } from "./scenario.ts";
+import { parseScenario, type Scenario } from "./scenario.ts";
 import { vmDigest } from "./vmid.ts";
 import type { GuestLaunch } from "./inputs.ts";
 
@@ -81,28 +81,38 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
   const log = opts.log ?? (() => {});
   const now = (opts.now ?? (() => new Date()))();
   const runId = newRunId(now);
-  mkdirPrivate(opts.runsDir);
-  const runDir = join(opts.runsDir, runId);
-  mkdirPrivate(runDir);
-  const lockPath = join(runDir, RUN_FILES.lock);
-  const t0 = performance.now();
   const input = resolve(opts.input);
   try {
     statSync(input);
   } catch {
     throw new CairnError("USAGE", `${opts.input} does not exist`, { path: opts.input, hint: "give a workload spec (.yaml/.json) or a workload lock" });
   }
-  if (isLockFile(input)) {
-    copyFileSync(input, lockPath);
-    chmodSync(lockPath, 0o600);
-  } else {
-    log(`assembling ${opts.input}`);
-    await assembleWorkload({ specPath: input, storeDir: opts.storeDir, lockOut: lockPath, cairnVersion: opts.cairnVersion, now: () => now });
+  mkdirPrivate(opts.runsDir);
+  const runDir = join(opts.runsDir, runId);
+  mkdirPrivate(runDir);
+  const lockPath = join(runDir, RUN_FILES.lock);
+  const t0 = performance.now();
+  let w: VerifiedWorkload;
+  let scenario: Scenario;
+  let prepared: PreparedGuest;
+  let t1: number;
+  try {
+    if (isLockFile(input)) {
+      copyFileSync(input, lockPath);
+      chmodSync(lockPath, 0o600);
+    } else {
+      log(`assembling ${opts.input}`);
+      await assembleWorkload({ specPath: input, storeDir: opts.storeDir, lockOut: lockPath, cairnVersion: opts.cairnVersion, now: () => now });
+    }
+    w = await openVerifiedWorkload(lockPath, opts.storeDir);
+    scenario = parseScenario(w.run);
+    t1 = performance.now();
+    prepared = await prepareGuest({ tree: w.tree, content: w.content, launch: guestLaunch(w), scenario }, { kit: opts.kit, qemu: qemuVersion() });
+  } catch (e) {
+    // refused before anything ran: leave no half-written run directory behind
+    rmSync(runDir, { recursive: true, force: true });
+    throw e;
   }
-  const w = await openVerifiedWorkload(lockPath, opts.storeDir);
-  const scenario = parseScenario(w.run);
-  const t1 = performance.now();
-  const prepared = await prepareGuest({ tree: w.tree, content: w.content, launch: guestLaunch(w), scenario }, { kit: opts.kit, qemu: qemuVersion() });
   const t2 = performance.now();
   log(`recording (guest image ${prepared.image.size} bytes, VM ${vmDigest(prepared.vm)})`);
   const rrfile = join(runDir, RUN_FILES.replayLog);

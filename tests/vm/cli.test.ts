@@ -6,7 +6,7 @@
  * and prerequisite errors with their exit codes.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
@@ -47,6 +47,17 @@ describe("cairn setup / run / replay", () => {
     assert.equal(r.code, 1);
     assert.equal(JSON.parse(r.stdout).error.code, "RUN_INVALID");
     assert.equal((await runCli(["run", "/nonexistent/spec.yaml", "--kit", TEST_KIT_DIR, "--json"])).code, 2);
+  });
+
+  it("refuses an invalid run section before anything runs, leaving no run directory", async () => {
+    const ws = binaryWorkspace();
+    const spec = JSON.parse(readFileSync(ws.specPath, "utf8"));
+    spec.run.steps.push({ action: "explode" });
+    writeFileSync(ws.specPath, JSON.stringify(spec));
+    const r = await runCli(["run", ws.specPath, "--store", ws.storeDir, "--runs", ws.runsDir, "--kit", TEST_KIT_DIR, "--json"]);
+    assert.equal(r.code, 1);
+    assert.equal(JSON.parse(r.stdout).error.path, "/run/steps/3/action");
+    assert.deepEqual(readdirSync(ws.runsDir), []);
   });
 
   it("records a failing run, writes a shareable bundle, and replays it with the printed command", { skip: VM_SKIP }, async () => {
