@@ -6,7 +6,7 @@
  * writing children in an order of its own).
  */
 import assert from "node:assert/strict";
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
@@ -96,7 +96,6 @@ describe("umoci peer", { skip }, () => {
     const d = tmp();
     const layout = join(d, "layout");
     umociBuild(layout, "t", d, [(r) => writeFileSync(join(r, "hello"), "hi")]);
-    const { readFileSync } = await import("node:fs");
     const manifest = (JSON.parse(readFileSync(join(layout, "index.json"), "utf8")) as { manifests: { digest: string }[] }).manifests[0]!.digest;
     await assertCodeAsync(() => cairnTree(layout, manifest, join(d, "s1")), "OCI_PLATFORM");
     addPlatform(layout);
