@@ -141,6 +141,12 @@ pid_t child_start(const struct inputs *in, const char *root, struct launch_pipes
    and stores main_pid's wait status in *main_status if it is reaped here. -1 if processes remain. */
 int cleanup_all(pid_t main_pid, int *main_status, int *main_reaped);
 
+/* ---- boot.c ---- */
+/* Loads the kernel modules in /cairn/modules and opens the protocol port. */
+int boot_transport(void);
+/* Reports `status` through isa-debug-exit (QEMU exits with status*2+1), then powers off. */
+void power_off(int status) __attribute__((noreturn));
+
 void diag(const char *fmt, ...);
 
 #endif

@@ -1,5 +1,5 @@
-/* PID 1 of the run VM: boot, the scenario step machine, the output pump,
-   and the final status (protocol FINAL record + isa-debug-exit). */
+/* PID 1 of the run VM: the scenario step machine, the output pump and the
+   final status (protocol FINAL record + isa-debug-exit, see boot.c). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -9,14 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/io.h>
 #include <sys/mount.h>
-#include <sys/reboot.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <sys/syscall.h>
-#include <dirent.h>
 #include <time.h>
 #include <unistd.h>
 #include "agent.h"
@@ -255,8 +251,6 @@ static void do_start(void) {
   mark(REC_START);
 }
 
-static int name_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
 static int trigger_met(const struct step *s) {
   if (s->trigger == TRIG_NONE) return 1;
   if (s->trigger == TRIG_EVENT) {
@@ -362,59 +356,6 @@ static void run_steps(void) {
   if (cur.active) finish_invocation();
 }
 
-/* Loads /cairn/modules/NN-name.ko in name order (the host wrote them in
-   dependency order). Returns 0, or -1 after the first failure. */
-static int load_modules(void) {
-  DIR *d = opendir("/cairn/modules");
-  if (!d) return -1;
-  char *names[64];
-  int n = 0;
-  struct dirent *e;
-  while ((e = readdir(d)) && n < 64)
-    if (e->d_name[0] != '.') names[n++] = strdup(e->d_name);
-  closedir(d);
-  qsort(names, (size_t)n, sizeof *names, name_cmp);
-  int rc = 0;
-  for (int i = 0; i < n; i++) {
-    char path[320];
-    snprintf(path, sizeof path, "/cairn/modules/%s", names[i]);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (rc == 0 && (fd < 0 || syscall(SYS_finit_module, fd, "", 0) < 0)) {
-      diag("cannot load %s (errno %d)", names[i], errno);
-      rc = -1;
-    }
-    if (fd >= 0) close(fd);
-    free(names[i]);
-  }
-  return rc;
-}
-
-/* Finds and opens the virtio-serial protocol port. Its device node appears
-   (devtmpfs) and becomes openable shortly after the driver probes; the wait
-   is in guest time, so it is the same in record and replay. */
-static int open_port(void) {
-  char port[300] = "";
-  for (int i = 0; i < 5000; i++) {
-    DIR *d = opendir("/dev");
-    struct dirent *e;
-    while (d && (e = readdir(d)))
-      if (!strncmp(e->d_name, "vport", 5)) snprintf(port, sizeof port, "/dev/%s", e->d_name);
-    if (d) closedir(d);
-    if (port[0] && proto_open(port) == 0) return 0;
-    struct timespec ts = {0, 1000000};
-    nanosleep(&ts, NULL);
-  }
-  diag("no protocol port (%s)", port[0] ? port : "no /dev/vport*");
-  return -1;
-}
-
-static void power_off(int status) {
-  /* isa-debug-exit: QEMU exits with (value << 1) | 1 */
-  if (ioperm(0xf4, 4, 1) == 0) outb((unsigned char)status, 0xf4);
-  reboot(RB_POWER_OFF);
-  for (;;) pause();
-}
-
 int main(void) {
   umask(0);
   signal(SIGPIPE, SIG_IGN);
@@ -427,7 +368,7 @@ int main(void) {
   /* private /proc outside the workload root, only for process enumeration */
   mount("proc", "/cairn/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=0");
   mkdir("/cairn/run", 0700);
-  if (load_modules() < 0 || open_port() < 0) power_off(2);
+  if (boot_transport() < 0) power_off(2);
   rec_hello();
   sigset_t chld;
   sigemptyset(&chld);
