@@ -22,9 +22,9 @@ function replaceAt(doc: JsonObj, picks: number[], value: Json): void {
   let cur: Json = doc;
   for (let i = 0; i < picks.length; i++) {
     if (cur === null || typeof cur !== "object") return;
-    const keys = Array.isArray(cur) ? cur.map((_, j) => j) : Object.keys(cur);
+    const keys: (string | number)[] = Array.isArray(cur) ? cur.map((_, j) => j) : Object.keys(cur);
     if (keys.length === 0) return;
-    const k = keys[picks[i]! % keys.length]!;
+    const k: string | number = keys[picks[i]! % keys.length]!;
     const next: Json = (cur as Record<string | number, Json>)[k]!;
     if (i === picks.length - 1 || next === null || typeof next !== "object") {
       (cur as Record<string | number, Json>)[k] = value;
