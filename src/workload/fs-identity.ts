@@ -20,8 +20,7 @@
  * can differ in them): inode numbers, link counts, atime/ctime, sub-second
  * times, xattrs/ACLs, device numbers, host user names, enumeration order.
  */
-import { CairnError, digestHex, type Sha256Digest } from "../core/index.ts";
-import { taggedDigest } from "./tagged.ts";
+import { CairnError, Sha256Hasher, digestHex, type Sha256Digest } from "../core/index.ts";
 import type { CanonicalTree, FsEntry } from "./tree.ts";
 
 export const FS_IDENTITY_TAG = "cairn.fs/1";
@@ -69,7 +68,10 @@ export function sortedEntries(tree: CanonicalTree): FsEntry[] {
     if (e.type === "symlink" && (e.target.length === 0 || e.target.includes("\0"))) refuse(e.path, "symlink target empty or holds NUL");
     out.push(e);
   }
-  return out.sort((a, b) => Buffer.compare(Buffer.from(a.path, "utf8"), Buffer.from(b.path, "utf8")));
+  // Encode each path once, then compare bytes (memcmp order).
+  const keyed = out.map((e) => ({ e, key: Buffer.from(e.path, "utf8") }));
+  keyed.sort((a, b) => Buffer.compare(a.key, b.key));
+  return keyed.map((k) => k.e);
 }
 
 function str(s: string): Buffer {
@@ -106,7 +108,14 @@ export function frameTree(tree: CanonicalTree): Buffer {
   return Buffer.concat([count, ...entries.map(frameEntry)]);
 }
 
-/** The `cairn.fs/1` identity of a tree. */
+/** The `cairn.fs/1` identity of a tree (streamed into the hash; equal to hashing the tag and `frameTree`). */
 export function fsIdentity(tree: CanonicalTree): Sha256Digest {
-  return taggedDigest(FS_IDENTITY_TAG, frameTree(tree));
+  const entries = sortedEntries(tree);
+  const h = new Sha256Hasher();
+  h.update(Buffer.from(`${FS_IDENTITY_TAG}\0`, "utf8"));
+  const count = Buffer.alloc(8);
+  count.writeBigUInt64BE(BigInt(entries.length));
+  h.update(count);
+  for (const e of entries) h.update(frameEntry(e));
+  return h.digest();
 }
