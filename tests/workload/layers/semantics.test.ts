@@ -124,6 +124,13 @@ describe("integrity of each layer", () => {
     await assertCodeAsync(() => runLayers([[file("a", "A")]], { stored: { 0: bad } }), "TAR_INVALID");
     await runLayers([[file("a", "A")]], { stored: { 0: good } });
   });
+  it("bytes after the gzip stream are TAR_INVALID; zero padding and concatenated members are accepted", async () => {
+    const tar = writeTar([file("a", "A")]);
+    const gz = gzipSync(tar);
+    await assertCodeAsync(() => runLayers([tar], { stored: { 0: Buffer.concat([gz, Buffer.from("garbage!")]) } }), "TAR_INVALID");
+    await runLayers([tar], { stored: { 0: Buffer.concat([gz, Buffer.alloc(64)]) } });
+    await runLayers([tar], { stored: { 0: Buffer.concat([gzipSync(tar.subarray(0, 512)), gzipSync(tar.subarray(512))]) } });
+  });
   it("a gzip bomb stops at expandedBytes without expanding it all", async () => {
     const huge = gzipSync(Buffer.concat([writeTar([file("z", Buffer.alloc(64 * 1024 * 1024))])]));
     const err = await assertCodeAsync(() => runLayers([[]], { stored: { 0: huge }, limits: { expandedBytes: 1024 * 1024 } }), "LIMIT_EXCEEDED");
