@@ -1,8 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { chmodSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
+import { tempDir } from "./fixtures.ts";
+import { chmodSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { execFileSync } from "node:child_process";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { buildLayerBlob, readDirectory, readLayerBlob, sha256 } from "../../src/index.ts";
@@ -20,7 +20,7 @@ const FILES: Array<[string, string, number]> = [
 function makeTree(order: number[], umask: number): string {
   const old = process.umask(umask);
   try {
-    const root = mkdtempSync(join(tmpdir(), "cairn-blob-"));
+    const root = tempDir("cairn-blob-");
     for (const i of order) {
       const [rel, content, mode] = FILES[i]!;
       mkdirSync(join(root, rel, ".."), { recursive: true });
@@ -114,7 +114,7 @@ test("hostile blobs are refused before and while reading; control reads", async 
 });
 
 test("sockets, FIFOs and devices are refused when building", () => {
-  const root = mkdtempSync(join(tmpdir(), "cairn-fifo-"));
+  const root = tempDir("cairn-fifo-");
   writeFileSync(join(root, "ok"), "ok");
   assert.equal(readDirectory(root).length, 1);
   execFileSync("mkfifo", [join(root, "pipe")]);
@@ -125,7 +125,7 @@ test("cairn layer build gives the same blob under another locale, time zone and 
   const src = makeTree([0, 1, 2, 3, 4], 0o022);
   const cairn = join(PROJECT_ROOT, "bin", "cairn.js");
   const build = (envExtra: Record<string, string>, umask: string): string => {
-    const reg = mkdtempSync(join(tmpdir(), "cairn-blob-reg-"));
+    const reg = tempDir("cairn-blob-reg-");
     const out = execFileSync("sh", ["-c", `umask ${umask}; exec "$0" "$@"`, process.execPath, cairn, "layer", "build", src, "--name", "t", "--version", "1", "--registry", reg, "--init-registry", "--unsigned", "--json"], {
       encoding: "utf8",
       env: { ...process.env, ...envExtra },

@@ -1,13 +1,26 @@
 /** Test fixtures for strata: the example registry in a temp dir, plus helpers to load a catalog from it. */
-import { mkdtempSync } from "node:fs";
+import { after } from "node:test";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildExampleRegistry, type ExampleRegistry } from "../../examples/strata/build-registry.ts";
 import { Catalog, LocalRegistry, catalogFromRegistries, directoryView, probeRoot, probedBase, type LockBase } from "../../src/strata/index.ts";
 import type { VerifyingKey } from "../../src/core/index.ts";
 
+const created: string[] = [];
+after(() => {
+  for (const d of created) rmSync(d, { recursive: true, force: true });
+});
+
+/** A fresh temporary directory, removed when the test file ends. */
+export function tempDir(prefix: string): string {
+  const d = mkdtempSync(join(tmpdir(), prefix));
+  created.push(d);
+  return d;
+}
+
 export function exampleRegistry(): ExampleRegistry {
-  return buildExampleRegistry(mkdtempSync(join(tmpdir(), "cairn-strata-")));
+  return buildExampleRegistry(tempDir("cairn-strata-"));
 }
 
 export function catalogOf(ex: ExampleRegistry, keys: readonly VerifyingKey[] = [ex.registryKey]): Catalog {

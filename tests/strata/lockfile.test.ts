@@ -1,14 +1,13 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { generateSigningKey, type JsonModel } from "../../src/core/index.ts";
 import {
   checkFreshness, environmentId, formatDuration, freshness, isFrozen, lockfileToModel, lockfileToYaml, parseLockfile,
   parseLockfileText, parseMaxAge, parseProfileText, readLockfile, resolveProfile, verifyLock, writeLockfile, type Lockfile,
 } from "../../src/strata/index.ts";
-import { catalogOf, exampleRegistry, NOW, probedExampleBase } from "./fixtures.ts";
+import { catalogOf, exampleRegistry, NOW, probedExampleBase, tempDir } from "./fixtures.ts";
 import { assertCode } from "../helpers/errors.ts";
 
 const ex = exampleRegistry();
@@ -114,7 +113,7 @@ test("freshness: ages in days, future-dated flagged, --max-age refuses naming ag
 
 test("signed lockfile: resolved_at is inside the payload; edits, a wrong key and a swapped signature are refused", async () => {
   const l = await lock();
-  const dir = mkdtempSync(join(tmpdir(), "cairn-lock-"));
+  const dir = tempDir("cairn-lock-");
   const path = join(dir, "env.lock");
   const written = writeLockfile(path, l, ex.lockKey);
   const read = readLockfile(path, [ex.lockKey]);
@@ -145,7 +144,7 @@ test("the base probe time is the resolution clock, so the same inputs give the s
 
 test("verify refuses a signed lockfile whose policy claims more than its layer records", async () => {
   const l = await lock();
-  const dir = mkdtempSync(join(tmpdir(), "cairn-policy-"));
+  const dir = tempDir("cairn-policy-");
   const honest = join(dir, "honest.lock");
   writeLockfile(honest, l, ex.lockKey);
   const opts = { keys: [ex.lockKey], now: NOW, registries: [], layerKeys: [], allowUnsignedOffline: false };

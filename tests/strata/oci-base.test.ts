@@ -1,7 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { writeToyRootfs } from "../../examples/strata/build-registry.ts";
@@ -9,11 +8,11 @@ import { buildLayerBlob, readDirectory } from "../../src/strata/index.ts";
 import { writeOciLayout } from "../workload/fixtures/oci-writer.ts";
 import { runCli } from "../helpers/cli.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
-import { exampleRegistry } from "./fixtures.ts";
+import { exampleRegistry, tempDir } from "./fixtures.ts";
 
 function imageOf(rootfs: string): { dir: string; manifest: string } {
   const tar = gunzipSync(buildLayerBlob(readDirectory(rootfs)).blob);
-  const dir = mkdtempSync(join(tmpdir(), "cairn-oci-base-"));
+  const dir = tempDir("cairn-oci-base-");
   const img = writeOciLayout(dir, { layers: [{ tar }], config: { Cmd: ["/bin/sh"], User: "1000" } });
   return { dir, manifest: img.manifestDigest };
 }
@@ -47,7 +46,7 @@ test("--base oci: with a digest the layout does not hold is refused; a malformed
   assert.match((JSON.parse(missing.stdout) as { error: { code: string } }).error.code, /^OCI_/);
   const usage = await runCli(args(`oci:${img.dir}`));
   assert.equal(usage.code, 2);
-  const other = mkdtempSync(join(tmpdir(), "cairn-ubuntu-"));
+  const other = tempDir("cairn-ubuntu-");
   writeToyRootfs(other, { id: "ubuntu", versionId: "24.04" });
   const ubuntu = imageOf(other);
   const mismatch = await runCli(args(`oci:${ubuntu.dir}@${ubuntu.manifest}`));

@@ -1,14 +1,14 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { tempDir } from "./fixtures.ts";
+import { mkdirSync, symlinkSync, writeFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { writeToyRootfs } from "../../examples/strata/build-registry.ts";
 import { baseDigest, directoryView, glibcVersionFromBytes, parseOsRelease, probeRoot, probedBase, resolveInRoot, type RootView } from "../../src/strata/index.ts";
 import { assertCodeAsync } from "../helpers/errors.ts";
 
 function rootfs(opts: Parameters<typeof writeToyRootfs>[1] = {}): string {
-  const dir = mkdtempSync(join(tmpdir(), "cairn-rootfs-"));
+  const dir = tempDir("cairn-rootfs-");
   writeToyRootfs(dir, opts);
   return dir;
 }
@@ -48,7 +48,7 @@ test("os-release parsing handles quotes and ignores junk", () => {
 
 test("symlinks resolve inside the root: an absolute or ../ link cannot leave it", async () => {
   const dir = rootfs();
-  const outside = mkdtempSync(join(tmpdir(), "cairn-outside-"));
+  const outside = tempDir("cairn-outside-");
   writeFileSync(join(outside, "os-release"), "ID=evil\nVERSION_ID=1\n");
   rmSync(join(dir, "etc/os-release"));
   symlinkSync(`../../../../../../../..${outside}/os-release`, join(dir, "etc/os-release"));
@@ -68,9 +68,9 @@ test("a symlink loop is a named limit, not a hang", async () => {
 });
 
 test("a root without os-release or without a known arch is refused", async () => {
-  const empty = mkdtempSync(join(tmpdir(), "cairn-empty-"));
+  const empty = tempDir("cairn-empty-");
   await assertCodeAsync(() => probeRoot(directoryView(empty), "x"), "BASE_PROBE_FAILED");
-  const noArch = mkdtempSync(join(tmpdir(), "cairn-noarch-"));
+  const noArch = tempDir("cairn-noarch-");
   mkdirSync(join(noArch, "etc"));
   writeFileSync(join(noArch, "etc/os-release"), "ID=debian\nVERSION_ID=12\n");
   await assertCodeAsync(() => probeRoot(directoryView(noArch), "x"), "BASE_PROBE_FAILED");

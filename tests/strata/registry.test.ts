@@ -1,11 +1,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync, writeFileSync, mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { generateSigningKey, parseEnvelope, parseJsonBytes } from "../../src/core/index.ts";
 import { LocalRegistry, attest, buildLayerBlob, buildLayerFromDirectory, manifestFor, readTrust, searchRegistries, foldLayers } from "../../src/strata/index.ts";
-import { exampleRegistry } from "./fixtures.ts";
+import { exampleRegistry, tempDir } from "./fixtures.ts";
 import { toySpec, TOY_LAYERS } from "../../examples/strata/build-registry.ts";
 import { assertCode, assertCodeAsync } from "../helpers/errors.ts";
 
@@ -41,7 +40,7 @@ test("ids and digests that would escape the registry are refused before any path
   for (const id of ["../x", "a/b", ".hidden", "", "a/../../b"]) assertCode(() => reg.layerPath(id), "PATH_UNSAFE");
   assertCode(() => reg.blobPath("sha256:../../etc/passwd" as never), "DIGEST_INVALID");
   assert.ok(reg.layerPath("python-3.12.4-gnu-x86_64").endsWith("layers/python-3.12.4-gnu-x86_64.json"));
-  assertCode(() => LocalRegistry.open(mkdtempSync(join(tmpdir(), "cairn-notreg-"))), "REGISTRY_INVALID");
+  assertCode(() => LocalRegistry.open(tempDir("cairn-notreg-")), "REGISTRY_INVALID");
 });
 
 test("trust: a signed manifest verifies; a tampered one is SIGNATURE_INVALID even with --allow-unsigned-offline; unsigned needs the flag", () => {
