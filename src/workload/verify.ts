@@ -22,11 +22,10 @@
  */
 import { CairnError, ioError, type Sha256Digest } from "../core/index.ts";
 import { Store } from "../store/index.ts";
-import { deriveBinary, type Derived } from "./derive.ts";
+import { canonicalSpecBytes, deriveBinary, type Derived } from "./derive.ts";
 import type { SourceKind, WorkloadIdentities } from "./identity.ts";
 import type { Launch } from "./launch.ts";
 import { LOCK_MAX_BYTES, parseLock, type WorkloadLock } from "./lock.ts";
-import { canonicalSpecBytes } from "./derive.ts";
 import { parseCanonicalSpec, SPEC_MAX_BYTES, type WorkloadSpec } from "./spec.ts";
 import type { CanonicalTree, ContentSource } from "./tree.ts";
 import { readSourceFile } from "./source-file.ts";
