@@ -155,22 +155,17 @@ export class LocalRegistry {
   }
 
   private readSigned<T>(path: string, type: string, parse: (m: ReturnType<typeof parseJsonBytes>, src: string) => T): SignedDocument<T> {
-    const bytes = readBounded(path, MAX_ENVELOPE_BYTES, "registry.max_envelope_bytes");
-    const envelope = parseEnvelope(parseJsonBytes(bytes, { source: path }));
-    if (envelope.payloadType !== type) {
-      throw new CairnError("REGISTRY_INVALID", `${path} has payload type ${JSON.stringify(envelope.payloadType)}, expected ${type}`, { path });
-    }
-    // The payload is parsed only to index the catalog; trust is decided by
-    // the attestation stage, which verifies the envelope before a lockfile
-    // names this document.
-    const payload = Buffer.from(envelope.payload, "base64");
-    const value = parse(parseJsonBytes(payload, { source: `${path} payload` }), path);
-    return { value, envelope, envelopeSha256: sha256(bytes), payloadSha256: sha256(payload) };
+    return parseSigned(readBounded(path, MAX_ENVELOPE_BYTES, "registry.max_envelope_bytes"), path, type, parse);
   }
 
   readLayer(id: string): SignedDocument<LayerManifest> {
+    return this.layerFromBytes(id, readBounded(this.layerPath(id), MAX_ENVELOPE_BYTES, "registry.max_envelope_bytes"));
+  }
+
+  /** Parses envelope bytes the caller already read (and, for verify, already checked against a pinned digest). */
+  layerFromBytes(id: string, bytes: Buffer): SignedDocument<LayerManifest> {
     const path = this.layerPath(id);
-    const doc = this.readSigned(path, LAYER_MANIFEST_TYPE, (m, src) => parseLayerManifest(m, src));
+    const doc = parseSigned(bytes, path, LAYER_MANIFEST_TYPE, (m, src) => parseLayerManifest(m, src));
     if (doc.value.id !== id) throw new CairnError("REGISTRY_INVALID", `${path} holds layer ${doc.value.id}`, { path });
     return doc;
   }
@@ -220,6 +215,19 @@ export class LocalRegistry {
       return false;
     }
   }
+}
+
+function parseSigned<T>(bytes: Buffer, path: string, type: string, parse: (m: ReturnType<typeof parseJsonBytes>, src: string) => T): SignedDocument<T> {
+  const envelope = parseEnvelope(parseJsonBytes(bytes, { source: path }));
+  if (envelope.payloadType !== type) {
+    throw new CairnError("REGISTRY_INVALID", `${path} has payload type ${JSON.stringify(envelope.payloadType)}, expected ${type}`, { path });
+  }
+  // The payload is parsed only to index the catalog; trust is decided by
+  // the attestation stage, which verifies the envelope before a lockfile
+  // names this document.
+  const payload = Buffer.from(envelope.payload, "base64");
+  const value = parse(parseJsonBytes(payload, { source: `${path} payload` }), path);
+  return { value, envelope, envelopeSha256: sha256(bytes), payloadSha256: sha256(payload) };
 }
 
 /** Exposed for tests: the bytes a manifest's envelope signs. */

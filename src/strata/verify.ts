@@ -13,8 +13,8 @@ import { environmentId } from "./env-id.ts";
 import { checkFreshness, type Freshness } from "./freshness.ts";
 import { readLockfile, type LockSignature } from "./lock-io.ts";
 import type { Lockfile, VerificationPolicy } from "./lockfile.ts";
-import { readBounded, type LocalRegistry } from "./registry.ts";
-import { sha256, parseEnvelope, parseJsonBytes } from "../core/index.ts";
+import { MAX_ENVELOPE_BYTES, readBounded, type LocalRegistry } from "./registry.ts";
+import { sha256 } from "../core/index.ts";
 import type { LockBase } from "./base.ts";
 import { capabilityString } from "./capability.ts";
 
@@ -85,20 +85,21 @@ function checkLayers(lock: Lockfile, opts: VerifyOptions): number {
       throw new CairnError("STORE_MISSING", `layer ${l.id}: blob ${l.sha256} is in none of the registries`, { path: `/layers/${i}/sha256` });
     }
     reg.readBlob(l.sha256!, l.size ?? -1);
-    const envBytes = readBounded(reg.layerPath(l.id), 64 * 1024 * 1024, "registry.max_envelope_bytes");
+    // Read once, check the pinned digest, then parse those same bytes (no second read to race with).
+    const envBytes = readBounded(reg.layerPath(l.id), MAX_ENVELOPE_BYTES, "registry.max_envelope_bytes");
     if (l.signature !== undefined && sha256(envBytes) !== l.signature.envelope_sha256) {
       throw new CairnError("DIGEST_MISMATCH", `layer ${l.id}: the registry's manifest envelope is not the one the lockfile pins`, {
         path: `/layers/${i}/signature/envelope_sha256`,
         hint: "the layer manifest or its signature was altered after resolution",
       });
     }
-    const doc = reg.readLayer(l.id);
+    const doc = reg.layerFromBytes(l.id, envBytes);
     if (l.manifest_sha256 !== undefined && doc.payloadSha256 !== l.manifest_sha256) {
       throw new CairnError("DIGEST_MISMATCH", `layer ${l.id}: manifest differs from the one resolved`, { path: `/layers/${i}/manifest_sha256` });
     }
     if (doc.value.sha256 !== l.sha256) throw new CairnError("DIGEST_MISMATCH", `layer ${l.id}: manifest names another blob`, { path: `/layers/${i}/sha256` });
     if (opts.layerKeys.length > 0 && l.signature?.status === "signed") {
-      attest({ envelope: parseEnvelope(parseJsonBytes(envBytes)), envelopeSha256: sha256(envBytes) }, opts.layerKeys, false, `layer ${l.id}`);
+      attest(doc, opts.layerKeys, false, `layer ${l.id}`);
     }
   }
   return lock.layers.length;
