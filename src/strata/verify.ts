@@ -7,14 +7,13 @@
  * `unsigned-offline` lockfile is refused unless the caller allows it, and a
  * check that was not done (no registry given) is reported as not done.
  */
-import { CairnError, type Sha256Digest, type VerifyingKey } from "../core/index.ts";
+import { CairnError, sha256, type Sha256Digest, type VerifyingKey } from "../core/index.ts";
 import { attest } from "./trust.ts";
 import { environmentId } from "./env-id.ts";
 import { checkFreshness, type Freshness } from "./freshness.ts";
 import { readLockfile, type LockSignature } from "./lock-io.ts";
 import type { Lockfile, VerificationPolicy } from "./lockfile.ts";
 import { MAX_ENVELOPE_BYTES, readBounded, type LocalRegistry } from "./registry.ts";
-import { sha256 } from "../core/index.ts";
 import type { LockBase } from "./base.ts";
 import { capabilityString } from "./capability.ts";
 
