@@ -6,7 +6,8 @@
  */
 import { CairnError, type SigningKey } from "../core/index.ts";
 import { buildLayerBlob, type LayerBlob } from "./blob.ts";
-import type { Capability, Requirement } from "./capability.ts";
+import { capabilityString, requirementString, satisfies, type Capability, type Requirement } from "./capability.ts";
+import { byBytes } from "./order.ts";
 import { readDirectory, type DirLimits, DEFAULT_DIR_LIMITS } from "./dir-source.ts";
 import { formationKey, type Formation } from "./formation.ts";
 import { layerId, type Abi, type InstallLayout, type LayerArch, type LayerManifest, type FoldedFrom } from "./layer-manifest.ts";
@@ -66,13 +67,20 @@ export function publishBuiltLayer(reg: LocalRegistry, built: { blob: LayerBlob; 
  * or the reverse). Records `folded_from` with each source's id and blob digest.
  * Each source blob is verified against its manifest before it is read.
  */
-export async function foldLayers(reg: LocalRegistry, ids: readonly string[], spec: LayerSpec): Promise<{ blob: LayerBlob; manifest: LayerManifest }> {
+export async function foldLayers(
+  reg: LocalRegistry,
+  ids: readonly string[],
+  spec: LayerSpec,
+  inheritCapabilities = false,
+): Promise<{ blob: LayerBlob; manifest: LayerManifest }> {
   if (ids.length < 2) throw new CairnError("USAGE", "layer fold needs at least two layers");
   const merged = new Map<string, TarEntry>();
   const folded: FoldedFrom[] = [];
+  const sources: LayerManifest[] = [];
   for (const id of ids) {
     const doc = reg.readLayer(id);
     const m = doc.value;
+    sources.push(m);
     const entries = await readLayerBlob(reg.readBlob(m.sha256, m.size), m, reg.blobPath(m.sha256));
     for (const e of entries) {
       const prior = merged.get(e.path);
@@ -84,7 +92,26 @@ export async function foldLayers(reg: LocalRegistry, ids: readonly string[], spe
     folded.push({ id: m.id, sha256: m.sha256 });
   }
   const blob = buildLayerBlob([...merged.values()]);
-  return { blob, manifest: manifestFor(spec, blob, folded) };
+  const finalSpec = inheritCapabilities ? { ...spec, ...inheritedCapabilities(sources) } : spec;
+  return { blob, manifest: manifestFor(finalSpec, blob, folded) };
+}
+
+/**
+ * What a folded layer provides and requires when the user does not say: the
+ * union of what its sources provide, and every source requirement that no
+ * source satisfies (a requirement met inside the fold is no longer external).
+ */
+export function inheritedCapabilities(sources: readonly LayerManifest[]): { provides: Capability[]; requires: Requirement[] } {
+  const provides = new Map<string, Capability>();
+  for (const m of sources) for (const c of m.provides) provides.set(capabilityString(c), c);
+  const requires = new Map<string, Requirement>();
+  for (const m of sources) {
+    for (const r of m.requires) {
+      if (![...provides.values()].some((c) => satisfies(c, r))) requires.set(requirementString(r), r);
+    }
+  }
+  const byKey = <T>(m: Map<string, T>): T[] => [...m.keys()].sort(byBytes).map((k) => m.get(k)!);
+  return { provides: byKey(provides), requires: byKey(requires) };
 }
 
 /** A formation over published layers, in the given order (which fixes their mount order among themselves). */

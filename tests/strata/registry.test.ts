@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { generateSigningKey, parseEnvelope, parseJsonBytes } from "../../src/core/index.ts";
-import { LocalRegistry, attest, buildLayerBlob, buildLayerFromDirectory, manifestFor, readTrust, searchRegistries, foldLayers } from "../../src/strata/index.ts";
+import { LocalRegistry, attest, buildLayerBlob, buildLayerFromDirectory, requirementString, manifestFor, readTrust, searchRegistries, foldLayers } from "../../src/strata/index.ts";
 import { exampleRegistry, tempDir } from "./fixtures.ts";
 import { toySpec, TOY_LAYERS } from "../../examples/strata/build-registry.ts";
 import { assertCode, assertCodeAsync } from "../helpers/errors.ts";
@@ -119,4 +119,15 @@ test("a crash's leftover (a hidden temporary file) is invisible to readers; a vi
   // A truncated manifest at a real name (not something cairn writes) is refused, not skipped.
   writeFileSync(join(ex.registry, "layers", "python-9.9-gnu-x86_64.json"), '{"payloadType":');
   assertCode(() => reg.listLayers(), "JSON_SYNTAX");
+});
+
+test("a fold without --provides/--requires inherits its sources' capabilities; requirements met inside the fold drop out", async () => {
+  const ex = exampleRegistry();
+  const reg = LocalRegistry.open(ex.registry);
+  const spec = { ...toySpec(TOY_LAYERS[3]!), name: "bio", version: "1.0", provides: [], requires: [] };
+  const folded = await foldLayers(reg, ["samtools-1.20-gnu-x86_64", "bwa-0.7.18-gnu-x86_64"], spec, true);
+  assert.deepEqual(folded.manifest.provides.map((c) => `${c.name}@${c.version}`), ["bwa@0.7.18", "samtools@1.20"]);
+  assert.deepEqual(folded.manifest.requires.map((r) => requirementString(r)), ["glibc>=2.28"], "samtools>=1.0 is met by the fold itself");
+  const explicit = await foldLayers(reg, ["samtools-1.20-gnu-x86_64", "bwa-0.7.18-gnu-x86_64"], spec, false);
+  assert.deepEqual(explicit.manifest.provides, [], "control: given (empty) capabilities are kept as given");
 });

@@ -117,13 +117,14 @@ export function registerLayer(program: Command, ctx: Context): void {
   withSpecOptions(
     layer
       .command("fold")
-      .description("merge published layers into one (later layers win at the same path), recording folded_from")
+      .description("merge published layers into one (later layers win at the same path), recording folded_from; without --provides/--requires it inherits its sources' capabilities")
       .argument("<ids...>", "layer ids, lowest first"),
   ).action(async (ids: string[], opts: SpecOpts) => {
     const spec = specFrom(opts);
     const keys = signingKeys(opts);
     const reg = openOrInit(ctx, opts.registry, opts.initRegistry);
-    const built = await foldLayers(reg, ids, spec);
+    // Without --provides/--requires the folded layer inherits its sources' capabilities.
+    const built = await foldLayers(reg, ids, spec, opts.provides.length === 0 && opts.requires.length === 0);
     report(ctx, reg.publishLayer(built.blob.blob, built.manifest, keys), opts.json, "folded");
   });
 }
