@@ -26,16 +26,18 @@ import { dir, file, type TarMember } from "../../tests/workload/fixtures/tar-wri
 import { content } from "../assemble/layouts.ts";
 
 const N = Number(process.argv[2] ?? 3);
-const config = { Entrypoint: ["/bin/true"], User: "1000:1000" };
+const config = { Entrypoint: ["/bin/app"], User: "1000:1000" };
+// assemble checks that the program exists in the image; these bytes are never run.
+const program = (): TarMember[] => [dir("bin"), file("bin/app", "placeholder program", { mode: 0o755 })];
 
 function large(): TarMember[] {
-  const m: TarMember[] = [dir("data")];
+  const m: TarMember[] = [...program(), dir("data")];
   for (let i = 0; i < 8; i++) m.push(file(`data/blob-${i}.bin`, content(25 * 1024 * 1024, 1000 + i), { mode: 0o644, mtime: 1_700_000_000 }));
   return m;
 }
 
 function small(): TarMember[] {
-  const m: TarMember[] = [dir("usr"), dir("usr/share")];
+  const m: TarMember[] = [...program(), dir("usr"), dir("usr/share")];
   for (let d = 0; d < 200; d++) m.push(dir(`usr/share/d${d}`, { mtime: 1_700_000_000 }));
   for (let i = 0; i < 20_000; i++) m.push(file(`usr/share/d${i % 200}/f${i}.txt`, content(512 + ((i * 7919) % 7680), i), { mode: 0o644, mtime: 1_700_000_000 }));
   return m;

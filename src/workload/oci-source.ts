@@ -13,6 +13,7 @@ import type { RawRef } from "./closure.ts";
 import { finishDerivation, type Derived } from "./derive.ts";
 import { applyLayers } from "./layers/index.ts";
 import { launchFromOci } from "./launch.ts";
+import { resolveInTree } from "./tree-resolve.ts";
 import type { WorkloadLock } from "./lock.ts";
 import { readOciSource, type OciObjectReader, type OciSource, type OpenedFile } from "./oci/index.ts";
 import type { WorkloadSpec } from "./spec.ts";
@@ -56,9 +57,17 @@ async function deriveFromSource(spec: WorkloadSpec, src: OciSource, store: Store
   // Launch first: a root or shell-form image is refused before any layer is expanded.
   const launch = launchFromOci(src.launch);
   const { tree } = await applyLayers({ layers: src.layers, policy: spec.policy, limits: spec.limits, sink: storeSink(store, checkExisting, progress) });
-  const wd = tree.get(launch.workdir);
+  const wd = resolveInTree(tree, launch.workdir);
   if (wd !== undefined && wd.type !== "dir") {
     throw new CairnError("LAUNCH_INVALID", `WorkingDir ${launch.workdir} is not a directory in the image`, { path: "/config/config/WorkingDir" });
+  }
+  // No shell, no PATH: the program must be a regular file with an execute bit, in the image.
+  const program = resolveInTree(tree, launch.argv[0]!);
+  if (program?.type !== "file" || (program.mode & 0o111) === 0) {
+    throw new CairnError("LAUNCH_INVALID", `the program ${launch.argv[0]} is not an executable file in the image`, {
+      path: "/config/config/Entrypoint",
+      hint: "Entrypoint (or Cmd) must name an executable file the layers create, by absolute path",
+    });
   }
   return finishDerivation({ spec, tree, launch, source: { kind: "oci", manifest: src.manifest.digest }, raw: rawRefs(src) });
 }
