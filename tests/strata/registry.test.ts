@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { generateSigningKey, parseEnvelope, parseJsonBytes } from "../../src/core/index.ts";
-import { LocalRegistry, attest, buildLayerBlob, buildLayerFromDirectory, requirementString, manifestFor, readTrust, searchRegistries, foldLayers } from "../../src/strata/index.ts";
+import { LocalRegistry, attest, buildLayerBlob, buildLayerFromDirectory, requirementString, parseLayerManifest, layerManifestToModel, manifestFor, readTrust, searchRegistries, foldLayers } from "../../src/strata/index.ts";
 import { exampleRegistry, tempDir } from "./fixtures.ts";
 import { toySpec, TOY_LAYERS } from "../../examples/strata/build-registry.ts";
 import { assertCode, assertCodeAsync } from "../helpers/errors.ts";
@@ -130,4 +130,22 @@ test("a fold without --provides/--requires inherits its sources' capabilities; r
   assert.deepEqual(folded.manifest.requires.map((r) => requirementString(r)), ["glibc>=2.28"], "samtools>=1.0 is met by the fold itself");
   const explicit = await foldLayers(reg, ["samtools-1.20-gnu-x86_64", "bwa-0.7.18-gnu-x86_64"], spec, false);
   assert.deepEqual(explicit.manifest.provides, [], "control: given (empty) capabilities are kept as given");
+});
+
+test("layer manifests are strict: a forged id, an unsafe path, a bad digest, unknown fields are refused", () => {
+  const ex = exampleRegistry();
+  const good = JSON.parse(JSON.stringify(layerManifestToModel(LocalRegistry.open(ex.registry).readLayer("numpy-2.0.1-none-noarch").value))) as Record<string, any>;
+  assert.doesNotThrow(() => parseLayerManifest(good), "control");
+  const variant = (f: (m: Record<string, any>) => void): Record<string, any> => {
+    const m = JSON.parse(JSON.stringify(good)) as Record<string, any>;
+    f(m);
+    return m;
+  };
+  assertCode(() => parseLayerManifest(variant((m) => void (m.id = "numpy-9-none-noarch"))), "LAYER_INVALID");
+  assertCode(() => parseLayerManifest(variant((m) => void (m.content_manifest["/opt/../etc/passwd"] = m.sha256))), "PATH_UNSAFE");
+  assertCode(() => parseLayerManifest(variant((m) => void (m.content_manifest["relative/path"] = m.sha256))), "PATH_UNSAFE");
+  assertCode(() => parseLayerManifest(variant((m) => void (m.sha256 = "sha256:XYZ"))), "DIGEST_INVALID");
+  assertCode(() => parseLayerManifest(variant((m) => void (m.extra = 1))), "MODEL_UNKNOWN_FIELD");
+  assertCode(() => parseLayerManifest(variant((m) => void (m.provides = ["numpy"]))), "MODEL_VALUE");
+  assertCode(() => parseLayerManifest(variant((m) => void (m.arch = "i386"))), "MODEL_VALUE");
 });
