@@ -3,10 +3,12 @@
  * failure, in this order: signature (the YAML must be the signed payload) →
  * Validate and frozen → freshness → verification policy → the base, when the
  * caller re-probed one (its digest must equal the lockfile's) → every layer's
- * manifest envelope and blob bytes in the registry. Closed by default: an
+ * manifest envelope and blob bytes, and every formation's envelope, in the
+ * registries. Closed by default: an
  * `unsigned-offline` lockfile is refused unless the caller allows it, and a
  * check that was not done (no registry given) is reported as not done.
  */
+import { existsSync } from "node:fs";
 import { CairnError, sha256, type Sha256Digest, type VerifyingKey } from "../core/index.ts";
 import { attest } from "./trust.ts";
 import { environmentId } from "./env-id.ts";
@@ -99,6 +101,19 @@ function checkLayers(lock: Lockfile, opts: VerifyOptions): number {
     if (doc.value.sha256 !== l.sha256) throw new CairnError("DIGEST_MISMATCH", `layer ${l.id}: manifest names another blob`, { path: `/layers/${i}/sha256` });
     if (opts.layerKeys.length > 0 && l.signature?.status === "signed") {
       attest(doc, opts.layerKeys, false, `layer ${l.id}`);
+    }
+  }
+  for (const [i, f] of lock.formations.entries()) {
+    // The formation envelope must be the one resolution saw, in some registry.
+    const found = opts.registries.some((r) => {
+      const path = r.formationPath(f.name, f.version);
+      return existsSync(path) && sha256(readBounded(path, MAX_ENVELOPE_BYTES, "registry.max_envelope_bytes")) === f.signature.envelope_sha256;
+    });
+    if (!found) {
+      throw new CairnError("DIGEST_MISMATCH", `formation ${f.name}@${f.version}: no registry holds the envelope the lockfile pins`, {
+        path: `/formations/${i}/signature/envelope_sha256`,
+        hint: "the formation was altered or removed after resolution",
+      });
     }
   }
   return lock.layers.length;

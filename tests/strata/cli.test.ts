@@ -51,7 +51,7 @@ test("--max-age refuses an old lockfile naming age, date and bound; a future-dat
   assert.equal(bad.code, 2, "a malformed duration is a usage error");
 });
 
-test("tampering is refused by lock verify: layer blob, layer manifest, lockfile, signature", async () => {
+test("tampering is refused by lock verify: layer blob, layer manifest, formation, lockfile, signature", async () => {
   const work = join(ex.root, "tamper");
   mkdirSync(work, { recursive: true });
   const lock = join(work, "t.lock");
@@ -77,6 +77,11 @@ test("tampering is refused by lock verify: layer blob, layer manifest, lockfile,
   writeFileSync(manifest, savedManifest.toString().replace('"keyid"', ' "keyid"'));
   assert.deepEqual(await verify(), { code: 1, err: "DIGEST_MISMATCH" }, "manifest envelope");
   writeFileSync(manifest, savedManifest);
+  const formation = join(ex.registry, "formations", "bio-seq-2026.03.json");
+  const savedFormation = readFileSync(formation);
+  writeFileSync(formation, savedFormation.toString().replace('"keyid"', ' "keyid"'));
+  assert.deepEqual(await verify(), { code: 1, err: "DIGEST_MISMATCH" }, "formation envelope");
+  writeFileSync(formation, savedFormation);
   writeFileSync(lock, text.replace("LC_ALL: C.UTF-8", "LC_ALL: POSIX"));
   assert.deepEqual(await verify(), { code: 1, err: "SIGNATURE_INVALID" }, "lockfile");
   writeFileSync(lock, text);
