@@ -86,3 +86,16 @@ test("the base digest excludes the probe time and the source, and covers every f
   assert.notEqual(probedBase(older, "host", new Date()).digest, a.digest, "control: another glibc is another base");
   assert.notEqual(baseDigest({ ...a, image: `sha256:${"a".repeat(64)}` as never }), a.digest, "an image digest is covered");
 });
+
+test("a musl root (Alpine-like) has ABI musl and no glibc capability; aarch64 comes from the loader name", async () => {
+  const dir = tempDir("cairn-alpine-");
+  mkdirSync(join(dir, "etc"), { recursive: true });
+  mkdirSync(join(dir, "lib"), { recursive: true });
+  writeFileSync(join(dir, "etc/os-release"), 'NAME="Alpine Linux"\nID=alpine\nVERSION_ID=3.20.1\n');
+  writeFileSync(join(dir, "lib/ld-musl-aarch64.so.1"), "loader");
+  const r = await probeRoot(directoryView(dir), "x");
+  assert.equal(r.name, "alpine3");
+  assert.equal(r.abi, "musl");
+  assert.equal(r.arch, "aarch64");
+  assert.ok(!r.capabilities.some((c) => c.name === "glibc"));
+});
