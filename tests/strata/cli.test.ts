@@ -204,3 +204,20 @@ test("a profile's own registries and trust are used (paths relative to the profi
   const remote = await runCli(["resolve", p, "--out", join(ex.root, "own.lock"), "--json"]);
   assert.equal((JSON.parse(remote.stdout) as { error: { code: string } }).error.code, "REGISTRY_INVALID");
 });
+
+test("the default registry is $CAIRN_HOME/registry when nothing names one; trust is never defaulted", async () => {
+  const home = join(ex.root, "home");
+  const henv = { ...process.env, CAIRN_HOME: home };
+  const src = join(ex.root, "src", "tool-a-1.0");
+  const b = await runCli(["layer", "build", src, "--name", "tool-a", "--version", "1.0", "--init-registry", "--key", join(ex.root, "registry.key")], henv);
+  assert.equal(b.code, 0, b.stderr);
+  assert.ok(existsSync(join(home, "registry", "cairn-registry.json")));
+  const s = await runCli(["search", "tool", "--json"], henv);
+  assert.deepEqual((JSON.parse(s.stdout) as { hits: { name: string }[] }).hits.map((h) => h.name), ["tool-a"]);
+  const p = join(ex.root, "home.yaml");
+  writeFileSync(p, "name: h\nbase: {os: debian12}\nsoftware: [tool-a]\n");
+  const untrusted = await runCli(["resolve", p, "--out", join(ex.root, "home.lock"), "--json"], henv);
+  assert.equal((JSON.parse(untrusted.stdout) as { error: { code: string } }).error.code, "TRUST_REFUSED");
+  const trusted = await runCli(["resolve", p, "--trust", `keyfile://${ex.root}/registry.pub`, "--out", join(ex.root, "home.lock")], henv);
+  assert.equal(trusted.code, 0, trusted.stderr);
+});

@@ -10,7 +10,7 @@ interface FormationOpts {
   version: string;
   layer: string[];
   description?: string;
-  registry: string;
+  registry?: string;
   key?: string;
   unsigned?: boolean;
   json?: boolean;
@@ -26,7 +26,7 @@ export function registerFormation(program: Command, ctx: Context): void {
     .requiredOption("--version <version>", "formation version")
     .option("--layer <id>", "a member layer id, lowest first (repeatable)", collect, [])
     .option("--description <text>", "one line describing the formation")
-    .requiredOption("--registry <dir>", "local directory registry")
+    .option("--registry <dir>", "local directory registry (default $CAIRN_HOME/registry or $XDG_DATA_HOME/cairn/registry)")
     .option("--key <key>", "Ed25519 private key to sign the formation")
     .option("--unsigned", "publish without a signature")
     .option("--json", "print the result as JSON")

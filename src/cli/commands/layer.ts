@@ -8,7 +8,7 @@ import {
 import type { Context } from "../main.ts";
 import { printJson } from "../output.ts";
 import { CAIRN_VERSION } from "../version.ts";
-import { collect } from "./resolve-options.ts";
+import { collect, defaultRegistryDir } from "./resolve-options.ts";
 
 interface SpecOpts {
   name: string;
@@ -19,7 +19,7 @@ interface SpecOpts {
   abi: string;
   installLayout: string;
   internal?: boolean;
-  registry: string;
+  registry?: string;
   key?: string;
   unsigned?: boolean;
   initRegistry?: boolean;
@@ -52,8 +52,8 @@ export function signingKeys(o: { key?: string; unsigned?: boolean }): SigningKey
   throw new CairnError("USAGE", "give --key KEY to sign, or --unsigned to publish an unsigned document knowingly");
 }
 
-export function openOrInit(ctx: Context, dir: string, init: boolean | undefined): LocalRegistry {
-  const p = resolvePath(ctx.cwd, dir);
+export function openOrInit(ctx: Context, dir: string | undefined, init: boolean | undefined): LocalRegistry {
+  const p = dir === undefined ? defaultRegistryDir(ctx) : resolvePath(ctx.cwd, dir);
   return init ? LocalRegistry.init(p) : LocalRegistry.open(p);
 }
 
@@ -67,7 +67,7 @@ function withSpecOptions(c: Command): Command {
     .option("--abi <abi>", `ABI: ${ABIS.join(", ")} (none = no native code)`, "none")
     .option("--install-layout <layout>", "rootfs (paths as in the directory) or prefix (under opt/NAME/VERSION)", "rootfs")
     .option("--internal", "not user-selectable: only reachable through a formation")
-    .requiredOption("--registry <dir>", "local directory registry to publish to")
+    .option("--registry <dir>", "local directory registry to publish to (default $CAIRN_HOME/registry or $XDG_DATA_HOME/cairn/registry)")
     .option("--init-registry", "create the registry if it does not exist")
     .option("--key <key>", "Ed25519 private key to sign the layer manifest")
     .option("--unsigned", "publish without a signature (resolving it then needs --allow-unsigned-offline)")

@@ -4,7 +4,8 @@
  * base. The library takes all of these as arguments; only the CLI reads the
  * process's clock (or CAIRN_NOW, an RFC 3339 time, to reproduce a run).
  */
-import { isAbsolute, resolve as resolvePath } from "node:path";
+import { homedir } from "node:os";
+import { isAbsolute, join, resolve as resolvePath } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CairnError, type VerifyingKey } from "../../core/index.ts";
 import {
@@ -25,6 +26,18 @@ export function clock(ctx: Context): Date {
   return new Date(t);
 }
 
+/**
+ * The embedded default registry: `$CAIRN_HOME/registry`, else
+ * `$XDG_DATA_HOME/cairn/registry`, else `~/.local/share/cairn/registry`. It is
+ * used when neither the command line nor the profile names one. Trust is
+ * never defaulted.
+ */
+export function defaultRegistryDir(ctx: Context): string {
+  if (ctx.env.CAIRN_HOME) return join(resolvePath(ctx.cwd, ctx.env.CAIRN_HOME), "registry");
+  const data = ctx.env.XDG_DATA_HOME ? resolvePath(ctx.cwd, ctx.env.XDG_DATA_HOME) : join(ctx.env.HOME ?? homedir(), ".local", "share");
+  return join(data, "cairn", "registry");
+}
+
 /** A registry location: a path (relative to `baseDir`) or a file:// URL. */
 export function registryPath(url: string, baseDir: string): string {
   if (url.startsWith("file://")) return fileURLToPath(url);
@@ -43,7 +56,8 @@ export interface OpenedRegistry {
 
 /**
  * The registries to use: those on the command line (trusting the --trust keys,
- * plus the profile's trust for the same directory), else the profile's own.
+ * plus the profile's trust for the same directory), else the profile's own,
+ * else the default registry (trusting only the --trust keys).
  */
 export function openRegistries(ctx: Context, cliUrls: readonly string[], cliTrust: readonly string[], profile?: Profile, profileDir?: string): OpenedRegistry[] {
   const cliKeys: VerifyingKey[] = cliTrust.map((t) => readTrust(t, ctx.cwd));
@@ -52,7 +66,7 @@ export function openRegistries(ctx: Context, cliUrls: readonly string[], cliTrus
     url: r.url,
     keys: r.trust !== undefined ? [readTrust(r.trust, profileDir ?? ctx.cwd)] : [],
   }));
-  const chosen =
+  const chosen: { path: string; url: string; keys: VerifyingKey[] }[] =
     cliUrls.length > 0
       ? cliUrls.map((u) => {
           const path = registryPath(u, ctx.cwd);
@@ -61,7 +75,8 @@ export function openRegistries(ctx: Context, cliUrls: readonly string[], cliTrus
         })
       : fromProfile;
   if (chosen.length === 0) {
-    throw new CairnError("USAGE", "no registry: give --registry DIR or list registries in the profile");
+    const dir = defaultRegistryDir(ctx);
+    chosen.push({ path: dir, url: dir, keys: cliKeys });
   }
   return chosen.map((c) => ({ registry: LocalRegistry.open(c.path), source: { url: c.url, keys: c.keys } }));
 }

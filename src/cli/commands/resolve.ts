@@ -24,7 +24,7 @@ export function registerResolve(program: Command, ctx: Context): void {
     .command("resolve")
     .description("resolve a profile against layer registries into a (signed) lockfile")
     .argument("<profile>", "profile YAML file")
-    .option("--registry <dir>", "a local directory registry (repeatable; default: the profile's registries)", collect, [])
+    .option("--registry <dir>", "a local directory registry (repeatable; default: the profile's registries, else $CAIRN_HOME/registry or $XDG_DATA_HOME/cairn/registry)", collect, [])
     .option("--trust <keyfile://PATH>", "an Ed25519 public key trusted for the --registry layers (repeatable)", collect, [])
     .option("--base <base>", "probe the base: host, rootfs:DIR or oci:LAYOUT@sha256:DIGEST (default: record the profile's base as declared, unprobed)")
     .option("--allow-unsigned-offline", "accept layers and formations not signed by a trusted key; the lockfile says unsigned-offline")

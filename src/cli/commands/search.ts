@@ -10,7 +10,7 @@ export function registerSearch(program: Command, ctx: Context): void {
     .command("search")
     .description("list user-selectable layers and formations whose name contains TERM, with their versions")
     .argument("<term>", "part of a name ('' lists everything)")
-    .option("--registry <dir>", "a local directory registry (repeatable)", collect, [])
+    .option("--registry <dir>", "a local directory registry (repeatable; default $CAIRN_HOME/registry or $XDG_DATA_HOME/cairn/registry)", collect, [])
     .option("--json", "print the result as JSON")
     .action((term: string, opts: { registry: string[]; json?: boolean }) => {
       const hits = searchRegistries(openRegistries(ctx, opts.registry, []).map((r) => r.registry), term);
