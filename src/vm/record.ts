@@ -8,8 +8,11 @@ import { randomBytes } from "node:crypto";
 import { copyFileSync, chmodSync, readFileSync, rmSync, statSync } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
 import { homedir } from "node:os";
-import { CairnError, isCairnError, mkdirPrivate, parseJsonBytes, sha256, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
-import { assembleWorkload, openVerifiedWorkload, type VerifiedWorkload } from "../workload/index.ts";
+import { CairnError, isCairnError, isJsonObject, mkdirPrivate, parseJsonBytes, sha256, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
+import { assembleWorkload, LOCK_SCHEMA, openVerifiedWorkload, type VerifiedWorkload } from "../workload/index.ts";
+
+/** A lock is small; a bigger file is not taken for one (the workload layer bounds its own read too). */
+const LOCK_SNIFF_BYTES = 4 * 1024 * 1024;
 import { writeFailureBundle } from "./bundle.ts";
 import { bootGuest, evaluate, prepareGuest, type Evaluation, type PreparedGuest } from "./guest.ts";
 import { qemuVersion, type Kit } from "./kit.ts";
@@ -38,12 +41,13 @@ export function workloadFacts(w: VerifiedWorkload): RunManifest["workload"] {
   return { source_kind: w.kind, ...w.identities, derived: w.derivedDigest };
 }
 
+/** A workload lock (by name or by its schema); anything else is treated as a spec. */
 function isLockFile(path: string): boolean {
   if (path.endsWith(".lock.json")) return true;
   try {
-    const head = readFileSync(path).subarray(0, 4 * 1024 * 1024);
-    const m = parseJsonBytes(head);
-    return typeof m === "object" && m !== null && !Array.isArray(m) && (m as Record<string, unknown>).schema === "cairn.workload-lock/1";
+    if (statSync(path).size > LOCK_SNIFF_BYTES) return false;
+    const m = parseJsonBytes(readFileSync(path));
+    return isJsonObject(m) && m.schema === LOCK_SCHEMA;
   } catch {
     return false;
   }

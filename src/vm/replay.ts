@@ -17,7 +17,7 @@
  */
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { CairnError, canonicalize, isCairnError, sha256 } from "../core/index.ts";
+import { CairnError, canonicalize, isCairnError, parseJsonBytes, sha256 } from "../core/index.ts";
 import { openVerifiedWorkload } from "../workload/index.ts";
 import { writeFailureBundle } from "./bundle.ts";
 import { bootGuest, evaluate, prepareGuest, type Evaluation } from "./guest.ts";
@@ -82,6 +82,14 @@ export async function preflight(opts: ReplayOptions) {
   return { manifest: m, prepared, scenario, logPath, identities: { ...facts, vm: m.vm_digest, initramfs: m.guest_image.initramfs } };
 }
 
+/** A recorded events or assertions file: a strict JSON list (compared, never interpreted). */
+function readRecordedList(file: string): unknown[] {
+  if (!existsSync(file)) throw new CairnError("RUN_INVALID", `the run directory has no ${file}`, { path: file, hint: "the run directory is incomplete; record again" });
+  const model = parseJsonBytes(readFileSync(file));
+  if (!Array.isArray(model)) throw new CairnError("RUN_INVALID", `${file} is not a list`, { path: file });
+  return model;
+}
+
 function firstEventDifference(a: readonly unknown[], b: readonly unknown[]): number {
   const n = Math.max(a.length, b.length);
   for (let i = 0; i < n; i++) if (canonicalize(a[i] ?? null) !== canonicalize(b[i] ?? null)) return i;
@@ -90,8 +98,8 @@ function firstEventDifference(a: readonly unknown[], b: readonly unknown[]): num
 
 export async function replayRun(opts: ReplayOptions): Promise<ReplayResult> {
   const { manifest, prepared, scenario, logPath, identities } = await preflight(opts);
-  const recordedEvents = JSON.parse(readFileSync(join(opts.runDir, RUN_FILES.events), "utf8")) as unknown[];
-  const recordedAssertions = JSON.parse(readFileSync(join(opts.runDir, RUN_FILES.assertions), "utf8")) as unknown[];
+  const recordedEvents = readRecordedList(join(opts.runDir, RUN_FILES.events));
+  const recordedAssertions = readRecordedList(join(opts.runDir, RUN_FILES.assertions));
   const dir = nextReplayDir(opts.runDir);
   opts.log?.(`replaying ${manifest.run_id} into ${dir}`);
   let boot;
