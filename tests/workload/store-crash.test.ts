@@ -1,14 +1,15 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { sha256 } from "../../src/core/index.ts";
 import { Store } from "../../src/store/index.ts";
 import { openVerifiedWorkload } from "../../src/workload/index.ts";
 import { GCC_SKIP, programBytes } from "./fixtures/static-program.ts";
-import { binaryWorkspace } from "./fixtures/workspace.ts";
+import { dir, file } from "./fixtures/tar-writer.ts";
+import { binaryWorkspace, helloImage, ociWorkspace } from "./fixtures/workspace.ts";
 
 const CHILD = fileURLToPath(new URL("./fixtures/assemble-child.ts", import.meta.url));
 
@@ -73,6 +74,33 @@ test("SIGKILL at random moments never leaves a published partial entry; the next
   const final = runChild([ws.specPath, ws.storeDir, ws.lockPath]);
   assert.equal((await final.done).code, 0);
   await openVerifiedWorkload(ws.lockPath, ws.storeDir);
+});
+
+test("SIGKILL during OCI layer application leaves no partial entry and no lock; a later assembly verifies", { skip: GCC_SKIP, timeout: 120_000 }, async (t) => {
+  const many = Array.from({ length: 3000 }, (_, i) => file(`data/f${i}`, `content ${i}\n`.repeat(20), { mode: 0o644 }));
+  const base = helloImage();
+  const ws = ociWorkspace({ ...base, layers: [...base.layers, { entries: [dir("data/"), ...many] }] });
+  let midway = 0;
+  for (let i = 0; i < 4; i++) {
+    const c = runChild([ws.specPath, ws.storeDir, ws.lockPath, "announce"]);
+    await c.firstResult;
+    await new Promise((r) => setTimeout(r, 200 + Math.floor(Math.random() * 800)));
+    c.kill();
+    const { signal } = await c.done;
+    assertStoreWhole(ws.storeDir);
+    if (signal === "SIGKILL") {
+      midway++;
+      assert.ok(!existsSync(ws.lockPath), "a killed assembly never leaves a lock");
+    } else {
+      await openVerifiedWorkload(ws.lockPath, ws.storeDir); // it finished before the kill
+      rmSync(ws.lockPath);
+    }
+  }
+  t.diagnostic(`${midway} of 4 kills landed before the lock was written`);
+  const final = runChild([ws.specPath, ws.storeDir, ws.lockPath]);
+  assert.equal((await final.done).code, 0);
+  await openVerifiedWorkload(ws.lockPath, ws.storeDir);
+  assert.deepEqual(readdirSync(join(ws.storeDir, "staging")), [], "dead writers' staging was cleaned");
 });
 
 test("concurrent assemblers of one workload produce the same bytes and a store that verifies", { skip: GCC_SKIP, timeout: 120_000 }, async () => {
