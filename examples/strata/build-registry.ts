@@ -11,7 +11,7 @@
  * (lockfile signing). Then resolve examples/strata/profile.yaml against it
  * (see docs/strata.md).
  */
-import { chmodSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { generateSigningKey, writeKeyPair, type SigningKey } from "../../src/core/index.ts";
@@ -104,6 +104,10 @@ export interface ExampleRegistry {
 
 export function buildExampleRegistry(out: string): ExampleRegistry {
   const registryDir = join(out, "registry");
+  if (existsSync(registryDir)) {
+    // New keys would sign the same layer ids differently, which a registry refuses; start clean instead.
+    throw new Error(`${out} already holds an example registry; remove it or choose another directory`);
+  }
   const reg = LocalRegistry.init(registryDir);
   const registryKey = generateSigningKey();
   const lockKey = generateSigningKey();
@@ -127,6 +131,12 @@ if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(
     process.stderr.write("usage: node --import tsx examples/strata/build-registry.ts OUT\n");
     process.exit(2);
   }
-  const ex = buildExampleRegistry(resolve(out));
+  let ex: ExampleRegistry;
+  try {
+    ex = buildExampleRegistry(resolve(out));
+  } catch (e) {
+    process.stderr.write(`build-registry: ${e instanceof Error ? e.message : String(e)}\n`);
+    process.exit(1);
+  }
   process.stdout.write(`registry ${ex.registry}\nrootfs   ${ex.rootfs}\nkeys     ${join(ex.root, "registry.pub")} (layers), ${join(ex.root, "lock.key")} (lockfile)\n`);
 }
