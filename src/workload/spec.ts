@@ -60,13 +60,13 @@ export interface WorkloadSpec {
 
 const TOP_KEYS = ["schema", "source", "policy", "limits", "run"] as const;
 const BINARY_KEYS = ["path", "args", "env", "workdir", "user"] as const;
+const OCI_KEYS = ["layout", "manifest"] as const;
 
 /** A required string field: one issue when missing, one when mistyped, never both. */
 function requiredString(c: Checker, o: JsonObject, key: string, path: string, max?: number): string | undefined {
   const v = c.required(o, key, path);
   return v === undefined ? undefined : c.string(v, childPath(path, key), { nonEmpty: true, max });
 }
-const OCI_KEYS = ["layout", "manifest"] as const;
 
 /** Every field the spec parser accepts, for the identity scope test (identity.ts places each one). */
 export const SPEC_FIELDS = { top: TOP_KEYS, binary: BINARY_KEYS, oci: OCI_KEYS } as const;
