@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { PAX_KEYS } from "../../../src/workload/layers/tar-gate.ts";
+import { PAX_KEYS } from "../../../src/workload/layers/pax.ts";
 import { DEFAULT_LIMITS, LIMIT_NAMES, parseLimits } from "../../../src/workload/limits.ts";
 import { POLICY_VERSION, STRICT_POLICY, isStrictPolicy, parsePolicy, policyModel } from "../../../src/workload/policy.ts";
 import { assertCode } from "../../helpers/errors.ts";
