@@ -6,13 +6,13 @@
  * writing children in an order of its own).
  */
 import assert from "node:assert/strict";
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { applyLayers } from "../../../src/workload/layers/index.ts";
 import { readOciSource } from "../../../src/workload/oci/index.ts";
-import { STRICT_POLICY } from "../../../src/workload/policy.ts";
+import { STRICT_POLICY, parsePolicy, type LayerPolicy } from "../../../src/workload/policy.ts";
 import type { CanonicalTree } from "../../../src/workload/tree.ts";
 import { assertCodeAsync } from "../../helpers/errors.ts";
 import { writeConformanceLayout } from "../fixtures/conformance.ts";
@@ -28,9 +28,9 @@ function rows(tree: CanonicalTree, owners: boolean): PeerRow[] {
 }
 const ownerless = (r: PeerRow[], owners: boolean): PeerRow[] => (owners ? r : r.map(([p, t, m, , , c]) => [p, t, m, 0, 0, c] as const));
 
-async function cairnTree(layoutDir: string, manifest: string, staging: string): Promise<CanonicalTree> {
+async function cairnTree(layoutDir: string, manifest: string, staging: string, policy: LayerPolicy = STRICT_POLICY): Promise<CanonicalTree> {
   const src = await readOciSource({ layoutDir, manifestDigest: manifest, stagingDir: staging });
-  return (await applyLayers({ layers: src.layers, policy: STRICT_POLICY, sink: new MemorySink() })).tree;
+  return (await applyLayers({ layers: src.layers, policy, sink: new MemorySink() })).tree;
 }
 
 function compare(cairn: CanonicalTree, rootfs: string): void {
@@ -101,5 +101,25 @@ describe("umoci peer", { skip }, () => {
     addPlatform(layout);
     const tree = await cairnTree(layout, manifest, join(d, "s2"));
     assert.equal(tree.get("/hello")?.type, "file");
+  });
+
+  it("umoci's hard links are refused strictly; under hardlinks: copy the tree equals umoci's (a copy per link)", async () => {
+    const d = tmp();
+    const layout = join(d, "layout");
+    umociBuild(layout, "t", d, [
+      (r) => {
+        mkdirSync(join(r, "bin"));
+        writeFileSync(join(r, "bin", "busybox"), "multi-call binary");
+        chmodSync(join(r, "bin", "busybox"), 0o755);
+        linkSync(join(r, "bin", "busybox"), join(r, "bin", "sh"));
+        linkSync(join(r, "bin", "busybox"), join(r, "bin", "ls"));
+      },
+    ]);
+    const manifest = addPlatform(layout);
+    await assertCodeAsync(() => cairnTree(layout, manifest, join(d, "s1")), "TAR_HARDLINK");
+    const tree = await cairnTree(layout, manifest, join(d, "s2"), parsePolicy({ hardlinks: "copy" }));
+    umociRawUnpack(layout, "t", join(d, "rootfs"));
+    compare(tree, join(d, "rootfs"));
+    assert.equal(tree.get("/bin/sh")?.type, "file");
   });
 });
