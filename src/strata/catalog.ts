@@ -1,11 +1,10 @@
 /**
  * The catalog: every layer and formation the resolver may choose from,
- * indexed by name, id and provided capability, with the registry (and its
+ * indexed by name and id, with the registry (and its
  * trusted keys) each came from. Building it parses manifests but decides no
  * trust; the attestation stage does that for what is chosen.
  */
 import { CairnError, type VerifyingKey } from "../core/index.ts";
-import type { Capability } from "./capability.ts";
 import type { Formation } from "./formation.ts";
 import type { LayerManifest } from "./layer-manifest.ts";
 import type { SignedDocument } from "./registry.ts";
@@ -32,7 +31,6 @@ export class Catalog {
   readonly byId = new Map<string, CatalogLayer>();
   /** Layers by name, highest version first. */
   readonly byName = new Map<string, CatalogLayer[]>();
-  readonly providers = new Map<string, { layer: CatalogLayer; capability: Capability }[]>();
   /** Formations by name, highest version first. */
   readonly formations = new Map<string, CatalogFormation[]>();
 
@@ -50,11 +48,6 @@ export class Catalog {
     const list = this.byName.get(m.name) ?? [];
     list.push(layer);
     this.byName.set(m.name, list);
-    for (const capability of m.provides) {
-      const p = this.providers.get(capability.name) ?? [];
-      p.push({ layer, capability });
-      this.providers.set(capability.name, p);
-    }
   }
 
   addFormation(f: CatalogFormation): void {
