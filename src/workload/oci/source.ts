@@ -82,7 +82,11 @@ export interface ReadOciSourceOptions {
   readonly reader?: OciObjectReader;
   /** The image manifest to select from `index.json` (selects content; verified, never trusted). */
   readonly manifestDigest: string;
-  /** A new or empty directory; created 0700. */
+  /**
+   * A new or empty directory; created 0700. The caller owns it: on a refusal
+   * it may hold verified copies made before the refusal (never an unverified
+   * one: copies are renamed into place only after their digest matched).
+   */
   readonly stagingDir: string;
   readonly limits?: WorkloadLimits;
 }
