@@ -197,6 +197,9 @@ test("a profile's own registries and trust are used (paths relative to the profi
   const r = await runCli(["resolve", p, "--out", join(ex.root, "own.lock"), "--json"]);
   assert.equal(r.code, 0, r.stdout);
   assert.equal((JSON.parse(r.stdout) as { verification_policy: string }).verification_policy, "signed");
+  writeFileSync(p, `name: own\nbase: {os: debian12}\nsoftware: [tool-a]\nregistries:\n  - {url: "file://${ex.registry}", trust: "keyfile://${ex.root}/registry.pub"}\n`);
+  const fileUrl = await runCli(["resolve", p, "--out", join(ex.root, "own.lock")]);
+  assert.equal(fileUrl.code, 0, fileUrl.stderr);
   writeFileSync(p, "name: own\nbase: {os: debian12}\nsoftware: [tool-a]\nregistries:\n  - {url: ./registry}\n");
   const untrusted = await runCli(["resolve", p, "--out", join(ex.root, "own.lock"), "--json"]);
   assert.equal((JSON.parse(untrusted.stdout) as { error: { code: string } }).error.code, "TRUST_REFUSED", "no trust listed: nothing is trusted");
