@@ -171,6 +171,31 @@ describe("progress", () => {
 });
 
 describe("content sink", () => {
+  it("a slow sink applies backpressure and every file still arrives, in any completion order", async () => {
+    const d = tmp();
+    const tar = writeTar(Array.from({ length: 200 }, (_, i) => file(`f${i}`, Buffer.alloc(20_000, i % 251))));
+    const path = join(d, "l");
+    writeFileSync(path, gzipSync(tar));
+    const diffId = parseSha256(`sha256:${createHash("sha256").update(tar).digest("hex")}`);
+    const mem = new MemorySink();
+    let open = 0;
+    let peak = 0;
+    const sink = {
+      put: async (data: Uint8Array) => {
+        peak = Math.max(peak, ++open);
+        await new Promise((r) => setTimeout(r, (data[0]! * 7) % 5));
+        open--;
+        return mem.put(data);
+      },
+    };
+    const r = await applyLayers({ layers: [{ mediaType: MEDIA.layerGzip, path, diffId }], policy: STRICT_POLICY, sink });
+    assert.equal(r.stats.files, 200);
+    for (let i = 0; i < 200; i++) {
+      const e = r.tree.get(`/f${i}`);
+      assert.ok(e?.type === "file" && mem.blobs.get(e.sha256)?.[0] === i % 251);
+    }
+    assert.ok(peak > 1 && peak <= 33, `writes in flight are bounded (peak ${peak})`);
+  });
   it("a failing sink refuses the layer with the sink's error, and nothing is left pending", async () => {
     const d = tmp();
     const tar = writeTar(Array.from({ length: 100 }, (_, i) => file(`f${i}`, `content ${i}`)));
