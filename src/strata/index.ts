@@ -37,7 +37,8 @@ export { environmentId, environmentIdInput, ENVIRONMENT_ID_SCHEMA, HASHED, EXCLU
 export { freshness, checkFreshness, parseMaxAge, formatDuration } from "./freshness.ts";
 export type { Freshness } from "./freshness.ts";
 export { writeLockfile, readLockfile, signaturePath, LOCK_PAYLOAD_TYPE } from "./lock-io.ts";
-export { verifyLock } from "./verify.ts";
+export { verifyLock, verifyLockContents } from "./verify.ts";
+export { checkLayerContents } from "./contents.ts";
 export type { VerifyReport, VerifyOptions } from "./verify.ts";
 export { provenanceOf, provenanceText } from "./provenance.ts";
 export type { ProvenanceRecord } from "./provenance.ts";

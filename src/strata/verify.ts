@@ -18,6 +18,7 @@ import type { Lockfile, VerificationPolicy } from "./lockfile.ts";
 import { MAX_ENVELOPE_BYTES, readBounded, type LocalRegistry } from "./registry.ts";
 import type { LockBase } from "./base.ts";
 import { capabilityString } from "./capability.ts";
+import { checkLayerContents } from "./contents.ts";
 
 export interface VerifyOptions {
   readonly keys: readonly VerifyingKey[];
@@ -115,6 +116,20 @@ function checkLayers(lock: Lockfile, opts: VerifyOptions): number {
         hint: "the formation was altered or removed after resolution",
       });
     }
+  }
+  return lock.layers.length;
+}
+
+/**
+ * `lock verify --contents`: after verifyLock passed, unpack every layer blob
+ * and check it holds exactly the files and symlinks its manifest lists.
+ */
+export async function verifyLockContents(lock: Lockfile, registries: readonly LocalRegistry[]): Promise<number> {
+  for (const [i, l] of lock.layers.entries()) {
+    const reg = registries.find((r) => r.hasBlob(l.sha256!));
+    if (reg === undefined) throw new CairnError("STORE_MISSING", `layer ${l.id}: blob ${l.sha256} is in none of the registries`, { path: `/layers/${i}/sha256` });
+    const doc = reg.readLayer(l.id);
+    await checkLayerContents(reg.readBlob(l.sha256!, l.size!), doc.value, `/layers/${i}`);
   }
   return lock.layers.length;
 }

@@ -25,8 +25,9 @@ test("quickstart: resolve the example profile, verify offline, see age and polic
   assert.match(v.stdout, /10 days old/);
   assert.match(v.stdout, /policy {6}signed/);
   assert.match(v.stdout, /4 checked/);
-  const j = await runCli(["lock", "verify", lock, "--pub", join(ex.root, "lock.pub"), "--registry", ex.registry, "--trust", `keyfile://${ex.root}/registry.pub`, "--json"], env("2027-04-17T12:00:00.000Z"));
-  const out = JSON.parse(j.stdout) as { verified: boolean; age: string; layers_checked: number; layer_signatures_checked: boolean; environment_id: string };
+  const j = await runCli(["lock", "verify", lock, "--pub", join(ex.root, "lock.pub"), "--registry", ex.registry, "--trust", `keyfile://${ex.root}/registry.pub`, "--contents", "--json"], env("2027-04-17T12:00:00.000Z"));
+  const out = JSON.parse(j.stdout) as { verified: boolean; age: string; layers_checked: number; contents_checked: number; layer_signatures_checked: boolean; environment_id: string };
+  assert.equal(out.contents_checked, 4);
   assert.equal(out.verified, true);
   assert.equal(out.age, "412 days");
   assert.equal(out.layers_checked, 4);

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { generateSigningKey, parseEnvelope, parseJsonBytes } from "../../src/core/index.ts";
-import { LocalRegistry, attest, buildLayerBlob, buildLayerFromDirectory, requirementString, parseLayerManifest, layerManifestToModel, manifestFor, readTrust, searchRegistries, foldLayers } from "../../src/strata/index.ts";
+import { LocalRegistry, attest, buildLayerBlob, buildLayerFromDirectory, checkLayerContents, requirementString, parseLayerManifest, layerManifestToModel, manifestFor, readTrust, searchRegistries, foldLayers } from "../../src/strata/index.ts";
 import { exampleRegistry, tempDir } from "./fixtures.ts";
 import { toySpec, TOY_LAYERS } from "../../examples/strata/build-registry.ts";
 import { assertCode, assertCodeAsync } from "../helpers/errors.ts";
@@ -148,4 +148,19 @@ test("layer manifests are strict: a forged id, an unsafe path, a bad digest, unk
   assertCode(() => parseLayerManifest(variant((m) => void (m.extra = 1))), "MODEL_UNKNOWN_FIELD");
   assertCode(() => parseLayerManifest(variant((m) => void (m.provides = ["numpy"]))), "MODEL_VALUE");
   assertCode(() => parseLayerManifest(variant((m) => void (m.arch = "i386"))), "MODEL_VALUE");
+});
+
+test("--contents: a blob must hold exactly what its manifest lists (an under-reporting manifest could hide a conflict)", async () => {
+  const ex = exampleRegistry();
+  const reg = LocalRegistry.open(ex.registry);
+  const m = reg.readLayer("bwa-0.7.18-gnu-x86_64").value;
+  const blob = reg.readBlob(m.sha256, m.size);
+  await checkLayerContents(blob, m, "control");
+  const hidden = new Map(m.content_manifest);
+  hidden.delete("/usr/local/share/bio/README");
+  await assertCodeAsync(() => checkLayerContents(blob, { ...m, content_manifest: hidden }, "hidden"), "DIGEST_MISMATCH");
+  const wrong = new Map(m.content_manifest);
+  wrong.set("/usr/local/share/bio/README", m.sha256);
+  await assertCodeAsync(() => checkLayerContents(blob, { ...m, content_manifest: wrong }, "wrong"), "DIGEST_MISMATCH");
+  await assertCodeAsync(() => checkLayerContents(blob, { ...m, symlinks: new Map([["/x", "y"]]) }, "link"), "DIGEST_MISMATCH");
 });

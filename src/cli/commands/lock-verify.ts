@@ -1,6 +1,6 @@
 import type { Command } from "commander";
-import { readVerifyingKey } from "../../core/index.ts";
-import { parseMaxAge, readTrust, verifyLock } from "../../strata/index.ts";
+import { CairnError, readVerifyingKey } from "../../core/index.ts";
+import { parseMaxAge, readTrust, verifyLock, verifyLockContents } from "../../strata/index.ts";
 import type { Context } from "../main.ts";
 import { printJson } from "../output.ts";
 import { clock, collect, openRegistries, probeBaseFlag } from "./resolve-options.ts";
@@ -13,6 +13,7 @@ interface VerifyOpts {
   maxAge?: string;
   allowUnsignedOffline?: boolean;
   base?: string;
+  contents?: boolean;
   json?: boolean;
 }
 
@@ -27,6 +28,7 @@ export function registerLockVerify(lock: Command, ctx: Context): void {
     .option("--max-age <age>", "refuse a lockfile older than this: 720h, 30d or 2w")
     .option("--allow-unsigned-offline", "accept a lockfile whose policy is unsigned-offline")
     .option("--base <base>", "probe the base now (host, rootfs:DIR or oci:LAYOUT@sha256:DIGEST) and require the lockfile's base digest")
+    .option("--contents", "with --registry: also unpack every layer and check it holds exactly the files its manifest lists")
     .option("--json", "print the result as JSON")
     .action(async (path: string, opts: VerifyOpts) => {
       const now = clock(ctx);
@@ -42,13 +44,15 @@ export function registerLockVerify(lock: Command, ctx: Context): void {
         layerKeys: opts.trust.map((t) => readTrust(t, ctx.cwd)),
         allowUnsignedOffline: opts.allowUnsignedOffline === true,
       });
+      if (opts.contents && regs.length === 0) throw new CairnError("USAGE", "--contents needs --registry");
+      const contentsChecked = opts.contents ? await verifyLockContents(report.lock, regs.map((r) => r.registry)) : null;
       const caveats = lockCaveats(report.lock);
       if (opts.json) {
         printJson(ctx.io, {
           verified: true, environment_id: report.environment_id, signed_by: report.signature.keyid,
           resolved_at: report.lock.resolved_at, age: report.freshness.age, age_seconds: Math.floor(report.freshness.ageMs / 1000),
           future_dated: report.freshness.future, verification_policy: report.verification_policy,
-          layers_checked: report.layers_checked, base_checked: report.base_checked, layer_signatures_checked: opts.trust.length > 0 && report.layers_checked !== null, caveats,
+          layers_checked: report.layers_checked, contents_checked: contentsChecked, base_checked: report.base_checked, layer_signatures_checked: opts.trust.length > 0 && report.layers_checked !== null, caveats,
         });
         return;
       }
@@ -59,7 +63,7 @@ export function registerLockVerify(lock: Command, ctx: Context): void {
         `resolved    ${report.lock.resolved_at} (${report.freshness.future ? `FUTURE-DATED: ${report.freshness.age}` : `${report.freshness.age} old`})`,
         `policy      ${report.verification_policy}`,
         `base        ${report.lock.base.name} ${report.lock.base.arch} (${report.base_checked ? "re-probed: digest matches" : `${report.lock.base.source === "declared" ? "declared" : `probed from ${report.lock.base.source}`} at resolution; not re-probed (give --base to check it)`})`,
-        `layers      ${report.layers_checked === null ? `${report.lock.layers.length}, bytes NOT checked (give --registry to check them)` : `${report.layers_checked} checked: manifests and blob bytes match${opts.trust.length ? ", layer signatures verified" : ""}`}`,
+        `layers      ${report.layers_checked === null ? `${report.lock.layers.length}, bytes NOT checked (give --registry to check them)` : `${report.layers_checked} checked: manifests and blob bytes match${opts.trust.length ? ", layer signatures verified" : ""}${contentsChecked !== null ? ", unpacked contents match their manifests" : ""}`}`,
         ...caveats.map((c) => `  ! ${c}`),
       ];
       ctx.io.out(lines.join("\n"));

@@ -1,0 +1,31 @@
+/**
+ * Deep check of a layer: its blob, unpacked (bounded, path-checked), holds
+ * exactly the regular files and symlinks its manifest lists in
+ * `content_manifest` and `symlinks`. Conflict detection relies on those lists,
+ * so a manifest that under-reports a file could hide a conflict; this check
+ * (run by `lock verify --contents`) makes the lists a verified fact rather
+ * than the signer's claim.
+ */
+import { CairnError, sha256 } from "../core/index.ts";
+import type { LayerManifest } from "./layer-manifest.ts";
+import { readLayerBlob } from "./tar-reader.ts";
+
+export async function checkLayerContents(blob: Uint8Array, m: LayerManifest, where: string): Promise<void> {
+  const entries = await readLayerBlob(blob, m, where);
+  const files = new Map<string, string>();
+  const links = new Map<string, string>();
+  for (const e of entries) {
+    if (e.type === "file") files.set(`/${e.path}`, sha256(e.data));
+    else if (e.type === "symlink") links.set(`/${e.path}`, e.target);
+  }
+  const mismatch = (what: string, path: string): never => {
+    throw new CairnError("DIGEST_MISMATCH", `${m.id}: ${what} ${path}`, {
+      path: where,
+      hint: "the layer manifest does not describe its blob; rebuild the layer with cairn layer build",
+    });
+  };
+  for (const [p, d] of m.content_manifest) if (files.get(p) !== d) mismatch(files.has(p) ? "content differs from the manifest at" : "the blob lacks the listed file", p);
+  for (const p of files.keys()) if (!m.content_manifest.has(p)) mismatch("the manifest does not list the file", p);
+  for (const [p, t] of m.symlinks) if (links.get(p) !== t) mismatch("symlink differs from the manifest at", p);
+  for (const p of links.keys()) if (!m.symlinks.has(p)) mismatch("the manifest does not list the symlink", p);
+}
