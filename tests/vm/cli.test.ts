@@ -10,7 +10,7 @@ import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { setupKit } from "../../src/vm/index.ts";
+import { setupKit, writeFailureBundle } from "../../src/vm/index.ts";
 import { runCli } from "../helpers/cli.ts";
 import { assertCodeAsync } from "../helpers/errors.ts";
 import { TEST_KIT_DIR, testKit, VM_SKIP } from "./fixtures/kit.ts";
@@ -88,11 +88,13 @@ describe("cairn setup / run / replay", () => {
     assert.equal(p.code, 0, p.stdout + p.stderr);
     assert.deepEqual([JSON.parse(p.stdout).matches, JSON.parse(p.stdout).status], [true, "assertions-failed"]);
 
-    const q = await runCli(["run", ws.specPath, ...common, "--include-private-streams"]);
-    const privateDir: string = JSON.parse(q.stdout).error.path;
-    const priv = join(privateDir, "failure-bundle.private.json");
-    assert.equal(statSync(priv).mode & 0o777, 0o600);
-    const streams = JSON.parse(readFileSync(priv, "utf8")).private_streams;
-    assert.match(Buffer.from(streams[0].stdout_base64, "base64").toString(), /hello from the workload/);
+    // the opt-in, on the same recorded facts (no second boot): streams only in an owner-only private bundle
+    const streams = new Map([[1, { stdout: readFileSync(join(runDir, "streams", "1.stdout")), stderr: readFileSync(join(runDir, "streams", "1.stderr")) }]]);
+    const file = writeFailureBundle(runDir, { runId: bundle.run_id, phase: "record", status: bundle.status, identities: bundle.identities, streams }, true);
+    assert.equal(file, join(runDir, "failure-bundle.private.json"));
+    assert.equal(statSync(file).mode & 0o777, 0o600);
+    const priv = JSON.parse(readFileSync(file, "utf8")).private_streams;
+    assert.match(Buffer.from(priv[0].stdout_base64, "base64").toString(), /hello from the workload/);
+    assert.equal(readFileSync(join(runDir, "failure-bundle.json"), "utf8"), bundleText, "the shareable bundle is untouched");
   });
 });
