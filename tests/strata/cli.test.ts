@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { runCli } from "../helpers/cli.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
 import { exampleRegistry } from "./fixtures.ts";
+import { directoryView, probeRoot } from "../../src/strata/index.ts";
 import { writeToyRootfs } from "../../examples/strata/build-registry.ts";
 
 const ex = exampleRegistry();
@@ -224,4 +225,13 @@ test("the default registry is $CAIRN_HOME/registry when nothing names one; trust
   assert.equal((JSON.parse(untrusted.stdout) as { error: { code: string } }).error.code, "TRUST_REFUSED");
   const trusted = await runCli(["resolve", p, "--trust", `keyfile://${ex.root}/registry.pub`, "--out", join(ex.root, "home.lock")], henv);
   assert.equal(trusted.code, 0, trusted.stderr);
+});
+
+test("--base host probes this machine (profile written for whatever this host is)", { skip: existsSync("/etc/os-release") || existsSync("/usr/lib/os-release") ? false : "no os-release on this host" }, async () => {
+  const host = await probeRoot(directoryView("/"), "host");
+  const p = join(ex.root, "host.yaml");
+  writeFileSync(p, `name: h\nbase: {os: ${host.name}, arch: ${host.arch}}\nsoftware: [tool-a]\n`);
+  const r = await runCli(["resolve", p, "--registry", ex.registry, "--trust", `keyfile://${ex.root}/registry.pub`, "--base", "host", "--out", join(ex.root, "host.lock"), "--json"]);
+  assert.equal(r.code, 0, r.stdout);
+  assert.match(readFileSync(join(ex.root, "host.lock"), "utf8"), /source: host/);
 });
