@@ -131,4 +131,21 @@ describe("replay refuses before launch", { skip: VM_SKIP }, () => {
     const empty = mkdtempSync(join(tmpdir(), "cairn-emptykit-"));
     await refused(d, "VM_MISMATCH", "/vm/kernel", { ...kit, dir: empty });
   });
+
+  it("after launch, compares exactly: a recorded event or outcome that differs is a mismatch naming it", async () => {
+    const c = copy();
+    const file = join(c.runDir, "events.json");
+    const events = JSON.parse(readFileSync(file, "utf8")) as Array<{ event: string; code?: number }>;
+    const i = events.findIndex((e) => e.event === "exit");
+    events[i]!.code = 42;
+    writeFileSync(file, JSON.stringify(events, null, 2));
+    const e = await replayRun({ runDir: c.runDir, storeDir: c.storeDir, kit }).then(() => undefined, (x: unknown) => x);
+    assert.ok(e instanceof CairnError && e.code === "REPLAY_MISMATCH" && e.path === `/events/${i}`, String(e));
+    const bundle = JSON.parse(readFileSync(join(c.runDir, "replays", "1", "failure-bundle.json"), "utf8"));
+    assert.deepEqual([bundle.status, bundle.error.path], ["replay-mismatch", `/events/${i}`]);
+    const d = copy();
+    editManifest(d.runDir, (m) => void ((m as unknown as { outcome: string }).outcome = `sha256:${"1".repeat(64)}`));
+    const f = await replayRun({ runDir: d.runDir, storeDir: d.storeDir, kit }).then(() => undefined, (x: unknown) => x);
+    assert.ok(f instanceof CairnError && f.code === "REPLAY_MISMATCH" && f.path === "/outcome", String(f));
+  });
 });
