@@ -1,8 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { tempDir } from "./fixtures.ts";
-import { chmodSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
-import { execFileSync } from "node:child_process";
+import { chmodSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { execFile, execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { buildLayerBlob, readDirectory, readLayerBlob, sha256 } from "../../src/index.ts";
@@ -136,4 +136,24 @@ test("cairn layer build gives the same blob under another locale, time zone and 
   const b = build({ LC_ALL: "tr_TR.UTF-8", LANG: "tr_TR.UTF-8", TZ: "Pacific/Chatham" }, "077");
   assert.equal(a, b);
   assert.equal(a, buildLayerBlob(readDirectory(src)).sha256, "the CLI and the library agree");
+});
+
+test("concurrent publishers of the same layer all succeed with one identical result", async () => {
+  const src = makeTree([0, 1, 2, 3, 4], 0o022);
+  const reg = tempDir("cairn-blob-race-");
+  const cairn = join(PROJECT_ROOT, "bin", "cairn.js");
+  const key = join(tempDir("cairn-blob-key-"), "k");
+  execFileSync(process.execPath, [cairn, "keygen", "--out", key]);
+  execFileSync(process.execPath, [cairn, "layer", "build", src, "--name", "seed", "--version", "1", "--registry", reg, "--init-registry", "--key", `${key}.key`]);
+  const one = (): Promise<{ code: number; out: string }> =>
+    new Promise((resolve) => {
+      execFile(process.execPath, [cairn, "layer", "build", src, "--name", "race", "--version", "1", "--registry", reg, "--key", `${key}.key`, "--json"], (err, stdout) => {
+        resolve({ code: err ? 1 : 0, out: stdout });
+      });
+    });
+  const results = await Promise.all([one(), one(), one(), one()]);
+  assert.deepEqual(results.map((r) => r.code), [0, 0, 0, 0]);
+  assert.equal(new Set(results.map((r) => (JSON.parse(r.out) as { envelope_sha256: string }).envelope_sha256)).size, 1);
+  const names = readdirSync(join(reg, "layers"));
+  assert.deepEqual(names.sort(), ["race-1-none-noarch.json", "seed-1-none-noarch.json"], "no temporary file left behind");
 });
