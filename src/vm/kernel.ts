@@ -97,8 +97,20 @@ async function extractFromTar(tarBytes: Buffer, deb: string): Promise<Omit<Fetch
   return { fileName: kernel.name, bytes: kernel.bytes, modules: GUEST_MODULES.map(([n]) => ({ name: n, bytes: modules.get(n)! })) };
 }
 
+/** The ABI package name; as root, refreshes apt's package lists once when they do not know it yet. */
+function resolveWithUpdate(isRoot: boolean, log: (line: string) => void): string {
+  try {
+    return resolveKernelPackage();
+  } catch (e) {
+    if (!isRoot) throw e;
+    log("apt does not know the kernel package yet; running apt-get update");
+    runTool("apt-get", ["update", "-qq"], { fix: APT_FIX, env: { PATH: process.env.PATH ?? "/usr/sbin:/usr/bin:/sbin:/bin", LC_ALL: "C", DEBIAN_FRONTEND: "noninteractive" } });
+    return resolveKernelPackage();
+  }
+}
+
 /** Downloads the current cloud kernel package, or reads `localDeb`, and extracts the kernel and modules. */
-export async function fetchKernel(log: (line: string) => void, localDeb?: string): Promise<FetchedKernel> {
+export async function fetchKernel(log: (line: string) => void, localDeb?: string, isRoot = false): Promise<FetchedKernel> {
   const work = mkdtempSync(join(tmpdir(), "cairn-kernel-"));
   try {
     let deb: string | undefined;
@@ -106,7 +118,7 @@ export async function fetchKernel(log: (line: string) => void, localDeb?: string
       deb = basename(localDeb);
       copyFileSync(localDeb, join(work, deb));
     } else {
-      const packageName = resolveKernelPackage();
+      const packageName = resolveWithUpdate(isRoot, log);
       log(`downloading ${packageName} from the Debian archive`);
       const dl = runTool("apt-get", ["download", "-q", packageName], { cwd: work, fix: APT_FIX });
       deb = readdirSync(work).find((f) => f.endsWith(".deb"));

@@ -189,7 +189,7 @@ export async function setupKit(opts: SetupOptions): Promise<Kit> {
   let kernel = previous?.kernel;
   const complete = kernel !== undefined && [kernel.digest, ...kernel.modules.map((m) => m.digest)].every((d) => existsSync(objectPath(opts.dir, "kernels", d)));
   if (opts.kernelDeb !== undefined || opts.refreshKernel || !complete) {
-    const k = await fetchKernel(opts.log, opts.kernelDeb);
+    const k = await fetchKernel(opts.log, opts.kernelDeb, opts.isRoot);
     kernel = {
       digest: putObject(opts.dir, "kernels", k.bytes),
       package: k.packageFile,
