@@ -8,7 +8,7 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { CairnError, sha256, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
+import { CairnError, checkLimit, sha256, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
 import type { CanonicalTree, ContentSource } from "../workload/index.ts";
 import { checkAssertions, outcomeDigest, runStatus, type AssertionResult, type RunStatus } from "./checker.ts";
 import { buildGuestImage, type GuestImage } from "./initramfs.ts";
@@ -44,13 +44,25 @@ export interface KitChoice {
   readonly agent?: Sha256Digest;
 }
 
+/**
+ * Named limit `vm.image-bytes`: the guest's 256 MiB of RAM hold the kernel,
+ * the unpacked image (rootfs) and a fresh tmpfs copy of the template per
+ * start, so an image above this would fail inside the guest; it is refused
+ * before launch instead. (A 64 MiB payload, 66 MiB image, runs.)
+ */
+export const IMAGE_BYTES_MAX = 100 * 1024 * 1024;
+
 export async function prepareGuest(g: GuestInputs, choice: KitChoice): Promise<PreparedGuest> {
+  let treeBytes = 0;
+  for (const e of g.tree.values()) if (e.type === "file") treeBytes += e.size;
+  checkLimit("vm.image-bytes", treeBytes, IMAGE_BYTES_MAX, "/tree", "bytes");
   const kernel = readKitObject(choice.kit.dir, "kernels", choice.kernel ?? choice.kit.kernel.digest, "/vm/kernel");
   const moduleRefs = choice.modules ?? choice.kit.kernel.modules;
   const modules = moduleRefs.map((m, i) => ({ name: m.name, digest: m.digest, bytes: readKitObject(choice.kit.dir, "kernels", m.digest, `/vm/kernel_modules/${i}`).bytes }));
   const agent = readKitObject(choice.kit.dir, "agents", choice.agent ?? choice.kit.agent.digest, "/vm/agent");
   const inputs = encodeInputs(g.launch, g.scenario);
   const image = await buildGuestImage({ agent: agent.bytes, inputs, modules, tree: g.tree, content: g.content });
+  checkLimit("vm.image-bytes", image.size, IMAGE_BYTES_MAX, "/guest_image", "bytes");
   const vm = defaultVmIdentity({ qemu: choice.qemu, kernel: sha256(kernel.bytes), modules, agent: sha256(agent.bytes), initramfs: image.digest });
   return { inputs, inputsDigest: sha256(inputs), image, vm, kernelPath: kernel.path, scenario: g.scenario };
 }

@@ -20,7 +20,7 @@ export type { BuiltAgent } from "./agentbuild.ts";
 export { kitDir, loadKit, setupKit, ensureKit, qemuVersion, missingPackages, KIT_SCHEMA } from "./kit.ts";
 export { GUEST_MODULES } from "./kernel.ts";
 export type { Kit, SetupOptions } from "./kit.ts";
-export { prepareGuest, bootGuest, evaluate } from "./guest.ts";
+export { prepareGuest, bootGuest, evaluate, IMAGE_BYTES_MAX } from "./guest.ts";
 export type { GuestInputs, PreparedGuest, BootResult, Evaluation, KitChoice } from "./guest.ts";
 export { recordRun, defaultRunsDir, DEFAULT_TIMEOUT_MS } from "./record.ts";
 export type { RecordOptions, RecordResult } from "./record.ts";

@@ -2,7 +2,11 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { sha256, type Sha256Digest } from "../../src/core/index.ts";
 import type { FsEntry } from "../../src/workload/tree.ts";
-import { buildGuestImage, DEFAULT_SCENARIO, encodeInputs, S_IFCHR, S_IFDIR, S_IFLNK, S_IFREG } from "../../src/vm/index.ts";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { buildGuestImage, DEFAULT_SCENARIO, encodeInputs, IMAGE_BYTES_MAX, prepareGuest, S_IFCHR, S_IFDIR, S_IFLNK, S_IFREG } from "../../src/vm/index.ts";
+
 import { assertCodeAsync } from "../helpers/errors.ts";
 import { readNewc } from "./fixtures/newc.ts";
 
@@ -62,5 +66,18 @@ describe("guest image", () => {
   it("refuses content whose size differs from the tree", async () => {
     const wrong = { get: async () => Buffer.from("short") };
     await assertCodeAsync(() => buildGuestImage({ agent, inputs, modules, tree: new Map(entries.map((e) => [e.path, e])), content: wrong }), "SIZE_MISMATCH");
+  });
+});
+
+describe("guest image size", () => {
+  it("is refused before anything else above the named limit vm.image-bytes", async () => {
+    assert.equal(IMAGE_BYTES_MAX, 100 * 1024 * 1024);
+    const fakeKit = { dir: mkdtempSync(join(tmpdir(), "cairn-nokit-")), qemu: "x", kernel: { digest: sha256("k"), package: "p", file: "f", modules: [] }, agent: { digest: sha256("a"), source: sha256("s"), compiler: "c" } };
+    const prepare = (list: FsEntry[]) => prepareGuest({ tree: new Map(list.map((e) => [e.path, e])), content, launch, scenario: DEFAULT_SCENARIO }, { kit: fakeKit, qemu: "x" });
+    const big: FsEntry = { type: "file", path: "/big", mode: 0o644, uid: 0, gid: 0, mtime: 0, size: IMAGE_BYTES_MAX + 1, sha256: sha256(exe) };
+    const e = await assertCodeAsync(() => prepare([...entries, big]), "LIMIT_EXCEEDED");
+    assert.match(e.message, /vm\.image-bytes/);
+    // control: a tree within the limit gets past it (and stops at the empty kit)
+    await assertCodeAsync(() => prepare(entries), "VM_MISMATCH");
   });
 });
