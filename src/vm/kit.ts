@@ -12,7 +12,7 @@
  * `$XDG_CACHE_HOME/cairn/kit`, else `~/.cache/cairn/kit`. No root is needed
  * once set up; only `setupKit` installs Debian packages, and only as root.
  */
-import { existsSync, mkdirSync, readFileSync, readdirSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, writeSync } from "node:fs";
 import { homedir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
 import {
@@ -208,12 +208,56 @@ export async function setupKit(opts: SetupOptions): Promise<Kit> {
   return kit;
 }
 
+const LOCK_WAIT_MS = 15 * 60 * 1000;
+
+/**
+ * Runs `fn` holding `<kit>/.setup.lock` (O_EXCL, holding our pid), so two
+ * processes setting up one kit (parallel test files, two shells) do not both
+ * download the kernel or race apt. A lock whose pid is gone is stale.
+ */
+async function withSetupLock<T>(dir: string, fn: () => Promise<T>): Promise<T> {
+  mkdirSync(dir, { recursive: true, mode: 0o755 });
+  const lock = join(dir, ".setup.lock");
+  const started = Date.now();
+  for (;;) {
+    try {
+      const fd = openSync(lock, "wx", 0o644);
+      writeSync(fd, String(process.pid));
+      closeSync(fd);
+      break;
+    } catch (e) {
+      if ((e as { code?: string }).code !== "EEXIST") throw e;
+      const pid = Number(readFileSync(lock, "utf8") || "0");
+      let alive = pid > 0;
+      try {
+        if (alive) process.kill(pid, 0);
+      } catch {
+        alive = false;
+      }
+      if (!alive) rmSync(lock, { force: true });
+      else if (Date.now() - started > LOCK_WAIT_MS) throw new CairnError("RUN_INFRASTRUCTURE", `another process (pid ${pid}) holds ${lock}`, { path: lock });
+      else await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+  try {
+    return await fn();
+  } finally {
+    rmSync(lock, { force: true });
+  }
+}
+
 /**
  * The kit for a new record: set up when absent, the agent rebuilt when its
  * sources changed since setup. Never installs packages unless `isRoot`.
  */
 export async function ensureKit(opts: SetupOptions): Promise<Kit> {
-  const kit = loadKit(opts.dir);
+  const current = loadKit(opts.dir);
+  if (current !== undefined && current.agent.source === agentSourceDigest()) return current;
+  return withSetupLock(opts.dir, () => ensureKitLocked(opts));
+}
+
+async function ensureKitLocked(opts: SetupOptions): Promise<Kit> {
+  const kit = loadKit(opts.dir); // another process may have finished while we waited
   if (kit === undefined) return setupKit(opts);
   if (kit.agent.source !== agentSourceDigest()) {
     opts.log("the agent sources changed since setup; rebuilding the agent");
