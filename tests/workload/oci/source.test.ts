@@ -13,7 +13,8 @@ import { sha256 } from "../../../src/core/index.ts";
 import { applyLayers } from "../../../src/workload/layers/index.ts";
 import { openLayoutDir, readOciSource, type OciObjectReader } from "../../../src/workload/oci/index.ts";
 import { assertCodeAsync } from "../../helpers/errors.ts";
-import { appendFileSync, truncateSync } from "node:fs";
+import { appendFileSync, rmSync, truncateSync } from "node:fs";
+import { execFileSync } from "node:child_process";
 import { STRICT_POLICY } from "../../../src/workload/policy.ts";
 import { MemorySink } from "../fixtures/memory-sink.ts";
 import { writeCase } from "../fixtures/oci-refusals.ts";
@@ -107,5 +108,15 @@ describe("OCI source", () => {
       else await assertCodeAsync(read, "SOURCE_CHANGED");
       await inner.close();
     }
+  });
+
+  it("a device node in the layout is refused without being opened (root only: mknod)", { skip: process.getuid?.() === 0 ? false : "creating a device node needs root" }, async () => {
+    const d = tmp();
+    const layout = join(d, "layout");
+    const img = writeCase(layout);
+    const p = blobPath(layout, img.layers[0]!.digest);
+    rmSync(p);
+    execFileSync("mknod", [p, "c", "1", "3"]);
+    await assertCodeAsync(() => readOciSource({ layoutDir: layout, manifestDigest: img.manifestDigest, stagingDir: join(d, "staging") }), "SOURCE_NOT_REGULAR");
   });
 });
