@@ -15,7 +15,7 @@ import { buildProgram, GCC_SKIP } from "../workload/fixtures/static-program.ts";
 import { TEST_KIT_DIR, testKit, VM_SKIP } from "./fixtures/kit.ts";
 
 describe("bundled example", { skip: VM_SKIP || GCC_SKIP }, () => {
-  it("records, then replays twice with the printed command, matching both times", async () => {
+  it("records, then replays twice with the printed command, matching both times; a second record is identical", async () => {
     await testKit();
     const dir = mkdtempSync(join(tmpdir(), "cairn-example-"));
     copyFileSync(join(PROJECT_ROOT, "examples", "workload", "hello.yaml"), join(dir, "hello.yaml"));
@@ -35,5 +35,10 @@ describe("bundled example", { skip: VM_SKIP || GCC_SKIP }, () => {
     }
     const runDir = command.split(" ")[2]!;
     assert.match(readFileSync(join(runDir, "streams", "1.stdout"), "utf8"), /^hello from \/bin\/app world\ncwd=\/home\/app uid=1000 gid=1000\n$/);
+    // a second, independent record executes identically (its replay log may differ: QEMU logs host-side timing)
+    const again = await runCli(["run", join(dir, "hello.yaml"), "--json"], env);
+    const second = JSON.parse(again.stdout) as { run_dir: string; outcome: string };
+    assert.equal(second.outcome, outcome);
+    assert.ok(readFileSync(join(second.run_dir, "protocol.bin")).equals(readFileSync(join(runDir, "protocol.bin"))));
   });
 });
