@@ -13,11 +13,20 @@ export interface ToolResult {
 
 const TOOL_OUTPUT_MAX = 256 * 1024 * 1024;
 
+/** Host settings a tool may need (apt behind a proxy); nothing else of the caller's environment is passed. */
+const PASS_THROUGH = ["http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"];
+
+export function toolEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? "/usr/sbin:/usr/bin:/sbin:/bin", LC_ALL: "C" };
+  for (const k of PASS_THROUGH) if (process.env[k] !== undefined) env[k] = process.env[k];
+  return { ...env, ...extra };
+}
+
 /** Runs `cmd args` to completion; a missing executable is PREREQUISITE_MISSING with `fix`. */
 export function runTool(cmd: string, args: readonly string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv; fix: string; timeoutMs?: number }): ToolResult {
   const r = spawnSync(cmd, args, {
     cwd: opts.cwd,
-    env: opts.env ?? { PATH: process.env.PATH ?? "/usr/sbin:/usr/bin:/sbin:/bin", LC_ALL: "C" },
+    env: opts.env ?? toolEnv(),
     maxBuffer: TOOL_OUTPUT_MAX,
     timeout: opts.timeoutMs ?? 600_000,
     killSignal: "SIGKILL",

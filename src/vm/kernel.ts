@@ -13,7 +13,7 @@ import { basename, join } from "node:path";
 import { Readable } from "node:stream";
 import tarStream from "tar-stream";
 import { CairnError } from "../core/index.ts";
-import { runTool } from "./host.ts";
+import { runTool, toolEnv } from "./host.ts";
 
 export const KERNEL_META_PACKAGE = "linux-image-cloud-amd64";
 const APT_FIX = "cairn setup needs Debian's apt-get and dpkg-deb (a Debian 12 host) to fetch the guest kernel";
@@ -104,7 +104,7 @@ function resolveWithUpdate(isRoot: boolean, log: (line: string) => void): string
   } catch (e) {
     if (!isRoot) throw e;
     log("apt does not know the kernel package yet; running apt-get update");
-    runTool("apt-get", ["update", "-qq"], { fix: APT_FIX, env: { PATH: process.env.PATH ?? "/usr/sbin:/usr/bin:/sbin:/bin", LC_ALL: "C", DEBIAN_FRONTEND: "noninteractive" } });
+    runTool("apt-get", ["update", "-qq"], { fix: APT_FIX, env: toolEnv({ DEBIAN_FRONTEND: "noninteractive" }) });
     return resolveKernelPackage();
   }
 }

@@ -28,7 +28,7 @@ import {
   type Sha256Digest,
 } from "../core/index.ts";
 import { AGENT_SOURCE_DIR, buildAgent } from "./agentbuild.ts";
-import { hasTool, runTool } from "./host.ts";
+import { hasTool, runTool, toolEnv } from "./host.ts";
 import { fetchKernel } from "./kernel.ts";
 import { QEMU_BINARY, QEMU_FIX } from "./qemu.ts";
 
@@ -170,7 +170,7 @@ function installPackages(missing: string[], isRoot: boolean, log: (line: string)
     });
   }
   log(`installing ${missing.join(" ")}`);
-  const env = { PATH: process.env.PATH ?? "/usr/sbin:/usr/bin:/sbin:/bin", DEBIAN_FRONTEND: "noninteractive", LC_ALL: "C" };
+  const env = toolEnv({ DEBIAN_FRONTEND: "noninteractive" });
   runTool("apt-get", ["update", "-qq"], { env, fix: "a Debian host with apt-get" });
   const r = runTool("apt-get", ["install", "-y", "-qq", "--no-install-recommends", ...missing], { env, fix: "a Debian host with apt-get" });
   if (r.status !== 0) throw new CairnError("PREREQUISITE_MISSING", `apt-get install failed:\n${r.stderr}`, { path: missing[0], hint: fix });
