@@ -4,7 +4,7 @@
  * the target, and the directory is fsynced. Nothing here follows a symlink at
  * the temporary name (O_EXCL), and a failure removes the temporary file.
  */
-import { closeSync, constants, fsyncSync, mkdirSync, openSync, renameSync, rmSync, statSync, writeSync, chmodSync, linkSync, unlinkSync } from "node:fs";
+import { closeSync, constants, fsyncSync, mkdirSync, openSync, readSync, renameSync, rmSync, statSync, writeSync, chmodSync, linkSync, unlinkSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { dirname, basename, join } from "node:path";
 import { CairnError, ioError } from "./errors.ts";
@@ -16,7 +16,8 @@ export interface WriteOptions {
   overwrite?: boolean;
 }
 
-function fsyncDir(dir: string): void {
+/** Fsyncs a directory so a rename inside it is durable; a filesystem that refuses is tolerated. */
+export function fsyncDir(dir: string): void {
   try {
     const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
     try {
@@ -85,4 +86,20 @@ export function mkdirPrivate(dir: string): void {
     if (cause instanceof CairnError) throw cause;
     throw ioError(dir, cause, "create");
   }
+}
+
+/**
+ * Reads up to `size` bytes from the start of an open file. It returns fewer
+ * only when the file ends first; whether that means the file changed under
+ * the reader is the caller's decision, so callers compare the length.
+ */
+export function readPrefix(fd: number, size: number): Buffer {
+  const buf = Buffer.alloc(size);
+  let off = 0;
+  while (off < size) {
+    const n = readSync(fd, buf, off, size - off, off);
+    if (n === 0) break;
+    off += n;
+  }
+  return off === size ? buf : buf.subarray(0, off);
 }

@@ -5,9 +5,9 @@
  * stated size. Sockets, FIFOs and devices are refused (they have no place in
  * a layer). Names must be valid UTF-8 so the sorted byte order is defined.
  */
-import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readlinkSync, readSync } from "node:fs";
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readlinkSync } from "node:fs";
 import { join } from "node:path";
-import { CairnError, checkLimit, decodeUtf8, ioError } from "../core/index.ts";
+import { CairnError, checkLimit, decodeUtf8, ioError, readPrefix } from "../core/index.ts";
 import type { TarEntry } from "./tar-writer.ts";
 
 export interface DirLimits {
@@ -38,13 +38,8 @@ function readRegular(abs: string, expectedSize: number, maxFileBytes: number): B
       throw new CairnError("SOURCE_CHANGED", `${abs} changed while it was being read`, { path: abs, hint: "build from a directory nothing else is writing to" });
     }
     checkLimit("layer.max_file_bytes", st.size, maxFileBytes, abs, "bytes");
-    const buf = Buffer.alloc(st.size);
-    let off = 0;
-    while (off < buf.length) {
-      const n = readSync(fd, buf, off, buf.length - off, off);
-      if (n === 0) throw new CairnError("SOURCE_CHANGED", `${abs} shrank while it was being read`, { path: abs });
-      off += n;
-    }
+    const buf = readPrefix(fd, st.size);
+    if (buf.length !== st.size) throw new CairnError("SOURCE_CHANGED", `${abs} shrank while it was being read`, { path: abs });
     return buf;
   } finally {
     closeSync(fd);

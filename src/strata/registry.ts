@@ -17,10 +17,10 @@
  * Every name that becomes a path goes through `safeComponent` or
  * `digestComponents`, because `path.join` resolves `..` instead of refusing it.
  */
-import { existsSync, mkdirSync, readdirSync, statSync, openSync, closeSync, readSync, fstatSync, constants } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, statSync, openSync, closeSync, fstatSync, constants } from "node:fs";
 import { join } from "node:path";
 import {
-  CairnError, canonicalBytes, checkLimit, digestComponents, ioError, parseEnvelope, parseJsonBytes, safeComponent, sha256,
+  CairnError, canonicalBytes, checkLimit, digestComponents, ioError, parseEnvelope, parseJsonBytes, readPrefix, safeComponent, sha256,
   signEnvelope, writeFileAtomic, type DsseEnvelope, type SigningKey, type Sha256Digest,
 } from "../core/index.ts";
 import { LAYER_MANIFEST_TYPE, layerManifestToModel, parseLayerManifest, type LayerManifest } from "./layer-manifest.ts";
@@ -53,14 +53,7 @@ export function readBounded(path: string, max: number, limit: string): Buffer {
     const st = fstatSync(fd);
     if (!st.isFile()) throw new CairnError("REGISTRY_INVALID", `${path} is not a regular file`, { path });
     checkLimit(limit, st.size, max, path, "bytes");
-    const buf = Buffer.alloc(st.size);
-    let off = 0;
-    while (off < buf.length) {
-      const n = readSync(fd, buf, off, buf.length - off, off);
-      if (n === 0) break;
-      off += n;
-    }
-    return buf.subarray(0, off);
+    return readPrefix(fd, st.size);
   } finally {
     closeSync(fd);
   }

@@ -7,9 +7,9 @@
  * resolves them inside the root (`resolveInRoot`), clamping `..` at `/` the
  * way a chroot does, so a link can never lead the probe out of the root.
  */
-import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readlinkSync, readSync } from "node:fs";
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readlinkSync } from "node:fs";
 import { join } from "node:path";
-import { CairnError } from "../core/index.ts";
+import { CairnError, readPrefix } from "../core/index.ts";
 
 export interface RootView {
   /** The bytes of the regular file at `path` (no symlink in it), at most `maxBytes`; undefined when absent or not a file. */
@@ -64,14 +64,7 @@ export function directoryView(root: string): RootView {
       try {
         const st = fstatSync(fd);
         if (!st.isFile()) return undefined;
-        const buf = Buffer.alloc(Math.min(st.size, maxBytes));
-        let off = 0;
-        while (off < buf.length) {
-          const n = readSync(fd, buf, off, buf.length - off, off);
-          if (n === 0) break;
-          off += n;
-        }
-        return buf.subarray(0, off);
+        return readPrefix(fd, Math.min(st.size, maxBytes));
       } finally {
         closeSync(fd);
       }
