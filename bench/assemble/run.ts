@@ -8,6 +8,9 @@
  *             content store as assemble writes them: the OCI side of assemble.
  *   umoci     `umoci raw unpack` of the same layout into a fresh directory
  *             (it also verifies digests and writes every file).
+ *   cairn, loose objects   the same, with each distinct content in its own
+ *             store file (the store format before content packs), for
+ *             comparison in the same run.
  *   cairn, no writes   the same with a sink that hashes file bytes but
  *             writes nothing (the floor writes nothing either).
  *   floor     Node's createGunzip + sha256 of the same compressed bytes:
@@ -29,7 +32,7 @@ import { pipeline } from "node:stream/promises";
 import { Transform, Writable } from "node:stream";
 import { createGunzip } from "node:zlib";
 import { sha256 } from "../../src/core/index.ts";
-import { Store } from "../../src/store/index.ts";
+import { PackWriter, Store } from "../../src/store/index.ts";
 import { applyLayers } from "../../src/workload/layers/index.ts";
 import { readOciSource } from "../../src/workload/oci/index.ts";
 import { STRICT_POLICY } from "../../src/workload/policy.ts";
@@ -48,13 +51,25 @@ const hashSink: ContentSink = {
   },
 };
 
-/** File bytes into cairn's content store, exactly as `cairn workload assemble` stores them. */
-function storeSink(root: string): ContentSink {
+/** File bytes into cairn's content store, exactly as `cairn workload assemble` stores them (one content pack). */
+function storeSink(root: string): { sink: ContentSink; finish: () => void } {
+  const store = new Store(root);
+  const pack = new PackWriter(store);
+  return {
+    sink: { async put(data) { return pack.add(data); } },
+    finish: () => {
+      pack.finish();
+      store.close();
+    },
+  };
+}
+
+/** The previous format, kept for comparison: one loose store object per distinct content. */
+function looseSink(root: string): { sink: ContentSink; finish: () => void } {
   const store = new Store(root);
   return {
-    async put(data) {
-      return { sha256: store.put("objects", data, { durable: false }), size: data.length };
-    },
+    sink: { async put(data) { return { sha256: store.put("objects", data, { durable: false }), size: data.length }; } },
+    finish: () => store.close(),
   };
 }
 
@@ -111,7 +126,7 @@ async function bench(name: string, write: (dir: string) => { manifestDigest: str
   const compressed = img.layers.reduce((n, l) => n + l.size, 0);
   const blob = blobPath(layout, img.layers[0]!.digest);
   for (const l of img.layers) l.tar = Buffer.alloc(0); // let the generator's copy go
-  const times = { cairn: [] as Sample[], decode: [] as Sample[], umoci: [] as Sample[], floor: [] as Sample[], vfloor: [] as Sample[] };
+  const times = { cairn: [] as Sample[], loose: [] as Sample[], decode: [] as Sample[], umoci: [] as Sample[], floor: [] as Sample[], vfloor: [] as Sample[] };
   let files = 0;
   for (let i = 0; i < N; i++) {
     const out = join(work, `${name}-run${i}`);
@@ -120,8 +135,18 @@ async function bench(name: string, write: (dir: string) => { manifestDigest: str
     times.cairn.push(
       await timed(async () => {
         const src = await readOciSource({ layoutDir: layout, manifestDigest: img.manifestDigest, stagingDir: join(out, "staging") });
-        const r = await applyLayers({ layers: src.layers, policy: STRICT_POLICY, sink: storeSink(join(out, "store")) });
+        const store = storeSink(join(out, "store"));
+        const r = await applyLayers({ layers: src.layers, policy: STRICT_POLICY, sink: store.sink });
+        store.finish();
         files = r.stats.files;
+      }),
+    );
+    times.loose.push(
+      await timed(async () => {
+        const src = await readOciSource({ layoutDir: layout, manifestDigest: img.manifestDigest, stagingDir: join(out, "staging3") });
+        const store = looseSink(join(out, "store3"));
+        await applyLayers({ layers: src.layers, policy: STRICT_POLICY, sink: store.sink });
+        store.finish();
       }),
     );
     times.decode.push(
@@ -141,6 +166,7 @@ async function bench(name: string, write: (dir: string) => { manifestDigest: str
   };
   console.log(`\n${name}: ${files} files, ${(compressed / 1e6).toFixed(1)} MB gzip → ${mb.toFixed(1)} MB tar; median of ${N}`);
   row("cairn read+verify+stage+apply+write", times.cairn);
+  row("cairn, loose objects (old format)", times.loose);
   row("cairn, same but writing no files", times.decode);
   row("umoci raw unpack", times.umoci);
   row("floor: node gunzip+sha256", times.floor);

@@ -4,6 +4,7 @@
  *   <root>/                       0700
  *     objects/sha256/<hex>        0600  raw objects and tree file contents, named by the sha256 of their bytes
  *     derived/sha256/<hex>        0600  derived entries (canonical trees), named by the sha256 of their bytes
+ *     packs/sha256/<hex>          0600  tree file contents, one pack per derived tree (see pack.ts for its name)
  *     staging/<pid>-<random>/     0700  one writer's private staging
  *
  * Every file is published by rename(2) of a complete file from the writer's
@@ -22,7 +23,7 @@ import { dirname, join } from "node:path";
 import { CairnError, digestComponents, ioError, mkdirPrivate, sha256, type Sha256Digest } from "../core/index.ts";
 import { cleanStaging, createStaging, type Staging } from "./staging.ts";
 
-export type StoreArea = "objects" | "derived";
+export type StoreArea = "objects" | "derived" | "packs";
 
 export interface StoreOptions {
   /** Create the store if missing and clean dead writers' staging (default true). */
@@ -56,7 +57,7 @@ export class Store {
     this.root = root;
     const write = options.write ?? true;
     if (write) {
-      for (const d of [root, join(root, "objects"), join(root, "objects", "sha256"), join(root, "derived"), join(root, "derived", "sha256"), join(root, "staging")]) {
+      for (const d of [root, join(root, "objects"), join(root, "objects", "sha256"), join(root, "derived"), join(root, "derived", "sha256"), join(root, "packs"), join(root, "packs", "sha256"), join(root, "staging")]) {
         mkdirPrivate(d);
       }
       cleanStaging(join(root, "staging"));
@@ -168,10 +169,13 @@ export class Store {
   /**
    * Moves a file the caller staged in this store's staging directory and
    * already verified against `digest` and `size` into place (large layer
-   * blobs: no second copy). The file is made 0600 and fsynced first.
+   * blobs: no second copy). The file is made 0600 and, unless `durable` is
+   * false, fsynced first. A present file is kept, unless `replace` is set
+   * (the caller found it corrupt).
    */
-  adopt(area: StoreArea, stagedPath: string, digest: Sha256Digest, size: number): void {
-    if (this.has(area, digest, size)) {
+  adopt(area: StoreArea, stagedPath: string, digest: Sha256Digest, size: number, options: { durable?: boolean; replace?: boolean } = {}): void {
+    const durable = options.durable ?? true;
+    if (options.replace !== true && this.has(area, digest, size)) {
       rmSync(stagedPath, { force: true });
       return;
     }
@@ -182,12 +186,12 @@ export class Store {
         if (!st.isFile() || st.size !== size) {
           throw new CairnError("SIZE_MISMATCH", `staged file for ${digest} has ${st.size} bytes, expected ${size}`, { path: stagedPath });
         }
-        fsyncSync(fd);
+        if (durable) fsyncSync(fd);
       } finally {
         closeSync(fd);
       }
       chmodSync(stagedPath, 0o600);
-      this.#publish(area, stagedPath, digest, true);
+      this.#publish(area, stagedPath, digest, durable);
     } catch (cause) {
       rmSync(stagedPath, { force: true });
       if (cause instanceof CairnError) throw cause;

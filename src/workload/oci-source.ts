@@ -8,7 +8,7 @@ import { constants } from "node:fs";
 import { open } from "node:fs/promises";
 import { join } from "node:path";
 import { CairnError, type Sha256Digest } from "../core/index.ts";
-import type { Store } from "../store/index.ts";
+import { PackWriter, type PackIndex, type Store } from "../store/index.ts";
 import type { RawRef } from "./closure.ts";
 import { finishDerivation, type Derived } from "./derive.ts";
 import { applyLayers } from "./layers/index.ts";
@@ -34,7 +34,8 @@ function rawRefs(src: OciSource): RawRef[] {
 
 const PROGRESS_STEP = 64 * 1024 * 1024;
 
-function storeSink(store: Store, checkExisting: boolean, progress?: (line: string) => void): ContentSink {
+/** File bytes into one content pack (see store/pack.ts): one staged file instead of one file per content. */
+function packSink(pack: PackWriter, progress?: (line: string) => void): ContentSink {
   let bytes = 0;
   let files = 0;
   let next = PROGRESS_STEP;
@@ -46,17 +47,39 @@ function storeSink(store: Store, checkExisting: boolean, progress?: (line: strin
         next = bytes + PROGRESS_STEP;
         progress(`  ${files} files, ${(bytes / 1024 / 1024).toFixed(0)} MiB written`);
       }
-      // Tree contents are derived: rebuilt from the durable raw layers if lost, so no fsync per file.
-      return { sha256: store.put("objects", data, { checkExisting, durable: false }), size: data.length };
+      return pack.add(data);
     },
   };
 }
 
-async function deriveFromSource(spec: WorkloadSpec, src: OciSource, store: Store, checkExisting: boolean, progress?: (line: string) => void): Promise<Derived> {
+/** A derived OCI workload and the pack holding its tree's file contents. */
+export interface DerivedOci {
+  readonly derived: Derived;
+  readonly contents: PackIndex;
+}
+
+/**
+ * Applies the layers with every file's bytes going into one pack, which is
+ * published only when the whole derivation succeeded (a refused workload
+ * leaves nothing in the store). `checkExisting` (verify) replaces a present
+ * pack that does not hold exactly the rebuilt bytes.
+ */
+async function deriveAndPack(spec: WorkloadSpec, src: OciSource, store: Store, checkExisting: boolean, progress?: (line: string) => void): Promise<DerivedOci> {
+  const pack = new PackWriter(store);
+  try {
+    const derived = await deriveFromSource(spec, src, packSink(pack, progress));
+    return { derived, contents: pack.finish({ checkExisting }) };
+  } catch (e) {
+    pack.abort();
+    throw e;
+  }
+}
+
+async function deriveFromSource(spec: WorkloadSpec, src: OciSource, sink: ContentSink): Promise<Derived> {
   if (spec.source.kind !== "oci") throw new CairnError("WORKLOAD_SPEC_INVALID", "not an OCI spec", { path: "/source" });
   // Launch first: a root or shell-form image is refused before any layer is expanded.
   const launch = launchFromOci(src.launch);
-  const { tree } = await applyLayers({ layers: src.layers, policy: spec.policy, limits: spec.limits, sink: storeSink(store, checkExisting, progress) });
+  const { tree } = await applyLayers({ layers: src.layers, policy: spec.policy, limits: spec.limits, sink });
   const wd = resolveInTree(tree, launch.workdir);
   if (wd !== undefined && wd.type !== "dir") {
     throw new CairnError("LAUNCH_INVALID", `WorkingDir ${launch.workdir} is not a directory in the image`, { path: "/config/config/WorkingDir" });
@@ -78,7 +101,7 @@ export async function assembleOci(spec: WorkloadSpec, layoutDir: string, store: 
   const src = await readOciSource({ layoutDir, manifestDigest: spec.source.manifest, stagingDir: join(store.stagingDir, "oci"), limits: spec.limits });
   const total = src.layers.reduce((n, l) => n + l.size, 0);
   progress?.(`applying ${src.layers.length} layer(s), ${total} bytes compressed`);
-  const derived = await deriveFromSource(spec, src, store, false, progress);
+  const { derived } = await deriveAndPack(spec, src, store, false, progress);
   for (const o of [src.ociLayout, src.index, src.descriptor, src.manifest, src.config]) store.put("objects", o.bytes);
   const adopted = new Set<Sha256Digest>();
   for (const l of src.layers) {
@@ -122,9 +145,13 @@ function storeReader(lock: WorkloadLock, store: Store): OciObjectReader {
   };
 }
 
-/** Verification: the selected graph reparsed from stored raw objects, layers rechecked against DiffIDs, tree rebuilt. */
-export async function verifyOci(spec: WorkloadSpec, lock: WorkloadLock, store: Store): Promise<Derived> {
+/**
+ * Verification: the selected graph reparsed from stored raw objects, layers
+ * rechecked against DiffIDs, tree rebuilt, and its content pack rebuilt (a
+ * missing or corrupt stored pack is replaced).
+ */
+export async function verifyOci(spec: WorkloadSpec, lock: WorkloadLock, store: Store): Promise<DerivedOci> {
   if (spec.source.kind !== "oci") throw new CairnError("WORKLOAD_SPEC_INVALID", "not an OCI spec", { path: "/source" });
   const src = await readOciSource({ reader: storeReader(lock, store), manifestDigest: spec.source.manifest, stagingDir: join(store.stagingDir, "oci"), limits: spec.limits });
-  return deriveFromSource(spec, src, store, true);
+  return deriveAndPack(spec, src, store, true);
 }

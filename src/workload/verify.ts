@@ -16,12 +16,13 @@
  *     order, and the first difference is refused naming the field (never an
  *     environment value);
  *  6. the stored derived entry must be present and byte-identical to the
- *     rebuilt one; tree file contents are re-put into the store when missing
- *     or corrupt (they are derived, so they can be rebuilt).
+ *     rebuilt one; an OCI tree's content pack is rebuilt with the tree and
+ *     replaces a missing or corrupt stored pack (it is derived data); a
+ *     binary tree's one file is the stored executable.
  * Only then are the tree, a verifying content source and the launch handed out.
  */
 import { CairnError, ioError, type Sha256Digest } from "../core/index.ts";
-import { Store } from "../store/index.ts";
+import { readPacked, Store, type PackIndex } from "../store/index.ts";
 import { canonicalSpecBytes, deriveBinary, type Derived } from "./derive.ts";
 import type { SourceKind, WorkloadIdentities } from "./identity.ts";
 import type { Launch } from "./launch.ts";
@@ -113,7 +114,8 @@ export async function openVerifiedWorkload(lockPath: string, storeDir: string): 
   if (spec.source.kind !== lock.kind) mismatch("/source_kind", "the spec's source kind");
   // 4. re-derive from raw objects only
   let derived: Derived;
-  const writable = new Store(storeDir); // verify may re-put derived file contents; it never writes raw objects
+  let pack: PackIndex | undefined;
+  const writable = new Store(storeDir); // verify may rebuild the content pack; it never writes raw objects
   try {
     if (spec.source.kind === "binary") {
       const exeRef = lock.raw.find((r) => r.role === "executable");
@@ -121,7 +123,7 @@ export async function openVerifiedWorkload(lockPath: string, storeDir: string): 
       derived = deriveBinary(spec, raw.get(exeRef.digest)!, `stored executable ${exeRef.digest}`);
     } else {
       const { verifyOci } = await import("./oci-source.ts");
-      derived = await verifyOci(spec, lock, writable);
+      ({ derived, contents: pack } = await verifyOci(spec, lock, writable));
     }
     // 5. compare, first incompatible field wins
     compareWithLock(lock, derived);
@@ -129,7 +131,7 @@ export async function openVerifiedWorkload(lockPath: string, storeDir: string): 
     const stored = atField("/derived", "derived entry", () => store.read("derived", lock.derived.digest, lock.derived.size, "derivedBytes"));
     if (!stored.equals(derived.derivedBytes)) mismatch("/derived", "the stored derived entry");
     for (const e of derived.tree.values()) {
-      if (e.type === "file" && !store.has("objects", e.sha256, e.size)) {
+      if (e.type === "file" && !(pack !== undefined ? pack.entries.has(e.sha256) : store.has("objects", e.sha256, e.size))) {
         throw new CairnError("STORE_MISSING", `file content ${e.sha256} of ${e.path} is not in the store`, { path: e.path, hint: "assemble again into this store" });
       }
     }
@@ -138,13 +140,15 @@ export async function openVerifiedWorkload(lockPath: string, storeDir: string): 
   }
   const sizes = new Map<Sha256Digest, number>();
   for (const e of derived.tree.values()) if (e.type === "file") sizes.set(e.sha256, e.size);
+  const contents = pack;
   const content: ContentSource = {
     async get(sha256: Sha256Digest): Promise<Uint8Array> {
       const size = sizes.get(sha256);
       if (size === undefined) {
         throw new CairnError("STORE_MISSING", `${sha256} is not a file of this workload`, { path: sha256 });
       }
-      return store.read("objects", sha256, size, "fileSize");
+      // Both reads verify the bytes against the digest before returning them.
+      return contents !== undefined ? readPacked(store, contents, sha256, size) : store.read("objects", sha256, size, "fileSize");
     },
   };
   return {

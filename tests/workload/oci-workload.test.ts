@@ -1,9 +1,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { sha256 } from "../../src/core/index.ts";
+import { sha256, type Sha256Digest } from "../../src/core/index.ts";
+import { inspectPack, Store } from "../../src/store/index.ts";
 import { assembleWorkload, openVerifiedWorkload } from "../../src/workload/index.ts";
 import { assertCodeAsync } from "../helpers/errors.ts";
 import { GCC_SKIP, programBytes } from "./fixtures/static-program.ts";
@@ -179,13 +180,47 @@ for (const [field, config] of launchVariants) {
   });
 }
 
-test("a corrupt tree content object is rebuilt from the verified layer by verify", opts, async () => {
+/** The one content pack of a workspace's store, and the offset of the content `digest` in it. */
+function packOf(ws: ReturnType<typeof ociWorkspace>, digest: Sha256Digest): { path: string; at: number } {
+  const dir = join(ws.storeDir, "packs", "sha256");
+  const names = readdirSync(dir);
+  assert.equal(names.length, 1);
+  const index = inspectPack(new Store(ws.storeDir, { write: false }), `sha256:${names[0]!}`, Number.MAX_SAFE_INTEGER);
+  const entry = index.entries.get(digest);
+  assert.ok(entry !== undefined);
+  return { path: join(dir, names[0]!), at: entry.offset };
+}
+
+function overwrite(path: string, at: number, text: string): void {
+  const b = readFileSync(path);
+  b.write(text, at);
+  writeFileSync(path, b);
+}
+
+test("a corrupt or missing content pack is rebuilt from the verified layer by verify", opts, async () => {
   const ws = ociWorkspace();
   await assemble(ws);
   const motd = sha256("hello\n");
-  writeFileSync(objectPath(ws, motd), "HELLO\n");
+  const { path, at } = packOf(ws, motd);
+  overwrite(path, at, "HELLO\n");
   const w = await openVerifiedWorkload(ws.lockPath, ws.storeDir);
   assert.equal(Buffer.from(await w.content.get(motd)).toString(), "hello\n");
+  rmSync(path);
+  const again = await openVerifiedWorkload(ws.lockPath, ws.storeDir);
+  assert.equal(Buffer.from(await again.content.get(motd)).toString(), "hello\n");
+});
+
+test("a content pack tampered after verify is refused on read, never handed out", opts, async () => {
+  const ws = ociWorkspace();
+  await assemble(ws);
+  const motd = sha256("hello\n");
+  const w = await openVerifiedWorkload(ws.lockPath, ws.storeDir);
+  assert.equal(Buffer.from(await w.content.get(motd)).toString(), "hello\n"); // control
+  const { path, at } = packOf(ws, motd);
+  overwrite(path, at, "HELLO\n");
+  await assertCodeAsync(() => w.content.get(motd), "STORE_CORRUPT");
+  rmSync(path);
+  await assertCodeAsync(() => w.content.get(motd), "STORE_MISSING");
 });
 
 test("assemble reports progress lines when asked (the CLI asks on a TTY only)", opts, async () => {

@@ -5,7 +5,7 @@ import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "no
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { sha256 } from "../../src/core/index.ts";
-import { Store } from "../../src/store/index.ts";
+import { inspectPack, Store } from "../../src/store/index.ts";
 import { openVerifiedWorkload } from "../../src/workload/index.ts";
 import { GCC_SKIP, programBytes } from "./fixtures/static-program.ts";
 import { dir, file } from "./fixtures/tar-writer.ts";
@@ -28,7 +28,7 @@ function runChild(args: string[]): { done: Promise<{ code: number | null; signal
   return { done, firstResult, kill: () => void child.kill("SIGKILL") };
 }
 
-/** Every published file in objects/ and derived/ is complete: its bytes hash to its name. No stray files. */
+/** Every published file in objects/, derived/ and packs/ is complete and matches its name. No stray files. */
 function assertStoreWhole(storeDir: string): number {
   let n = 0;
   for (const area of ["objects", "derived"]) {
@@ -37,6 +37,16 @@ function assertStoreWhole(storeDir: string): number {
     for (const name of readdirSync(dir)) {
       assert.match(name, /^[0-9a-f]{64}$/, `stray file ${area}/${name}`);
       assert.equal(sha256(readFileSync(join(dir, name))), `sha256:${name}`, `partial ${area}/${name}`);
+      n++;
+    }
+  }
+  // A content pack is named by its index (not its bytes): inspectPack checks the name and every content.
+  const packs = join(storeDir, "packs", "sha256");
+  if (existsSync(packs)) {
+    const store = new Store(storeDir, { write: false });
+    for (const name of readdirSync(packs)) {
+      assert.match(name, /^[0-9a-f]{64}$/, `stray file packs/${name}`);
+      inspectPack(store, `sha256:${name}`, Number.MAX_SAFE_INTEGER);
       n++;
     }
   }

@@ -1,0 +1,276 @@
+/**
+ * Content packs `cairn.pack/1`: the file contents of one derived tree, in one
+ * store file instead of one file per content. Creating a file costs the
+ * kernel far more than writing a few KiB into it, so a 20,000-file layer
+ * stored as loose objects spent most of its time creating files; as a pack
+ * it is one staged file, written sequentially and published by one rename.
+ *
+ * Format (all integers unsigned big-endian):
+ *
+ *   body   the distinct contents, concatenated in the order they were added
+ *   index  per content: its sha256 (32 bytes) and size (8 bytes)
+ *   count  number of index entries (8 bytes)
+ *   magic  "cairn.pack/1" (12 bytes)
+ *
+ * A content's offset is the sum of the sizes before it. The pack is named
+ * `packs/sha256/<hex>`, where hex is the sha256 of everything after the body
+ * (index, count, magic). Each content's bytes are pinned by its own sha256,
+ * so the name pins every byte of the pack without a second hash pass over
+ * the body, and a pack can be checked from its bytes alone (`inspectPack`).
+ * The magic ends the hashed bytes, so a pack name cannot collide with the
+ * digest of a differently framed document.
+ *
+ * Reads (`readPacked`) take one content's range and verify it against the
+ * content's sha256 before returning it: a tampered pack yields STORE_CORRUPT,
+ * never wrong bytes.
+ */
+import { closeSync, constants, fstatSync, openSync, readSync, rmSync, writeSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { join } from "node:path";
+import { CairnError, ioError, sha256, type Sha256Digest } from "../core/index.ts";
+import type { Store } from "./store.ts";
+
+export const PACK_MAGIC = Buffer.from("cairn.pack/1", "latin1");
+const ENTRY_BYTES = 40;
+const TRAILER_BYTES = 8 + PACK_MAGIC.length;
+const WRITE_BUFFER = 1 << 20;
+
+export interface PackEntry {
+  readonly offset: number;
+  readonly size: number;
+}
+
+/** Where each content of a pack lies; `size` is the pack file's size. */
+export interface PackIndex {
+  readonly digest: Sha256Digest;
+  readonly size: number;
+  readonly entries: ReadonlyMap<Sha256Digest, PackEntry>;
+}
+
+function writeFully(fd: number, data: Uint8Array): void {
+  let off = 0;
+  while (off < data.length) off += writeSync(fd, data, off, data.length - off);
+}
+
+function readFully(fd: number, buf: Buffer, position: number): number {
+  let off = 0;
+  while (off < buf.length) {
+    const n = readSync(fd, buf, off, buf.length - off, position + off);
+    if (n === 0) break;
+    off += n;
+  }
+  return off;
+}
+
+/** The bytes after the body: index, count, magic. Their sha256 names the pack. */
+function encodeTail(order: readonly Sha256Digest[], entries: ReadonlyMap<Sha256Digest, PackEntry>): Buffer {
+  const tail = Buffer.alloc(order.length * ENTRY_BYTES + TRAILER_BYTES);
+  order.forEach((d, i) => {
+    tail.write(d.slice("sha256:".length), i * ENTRY_BYTES, "hex");
+    tail.writeBigUInt64BE(BigInt(entries.get(d)!.size), i * ENTRY_BYTES + 32);
+  });
+  tail.writeBigUInt64BE(BigInt(order.length), order.length * ENTRY_BYTES);
+  PACK_MAGIC.copy(tail, order.length * ENTRY_BYTES + 8);
+  return tail;
+}
+
+function corrupt(digest: string, what: string): CairnError {
+  return new CairnError("STORE_CORRUPT", `stored pack ${digest} ${what}`, { path: digest, hint: "the store was modified; verify the workload again to rebuild the pack" });
+}
+
+/** True when two files hold the same bytes (both of `size` bytes). */
+function sameBytes(a: string, b: string, size: number): boolean {
+  let fa: number | undefined;
+  let fb: number | undefined;
+  try {
+    fa = openSync(a, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    fb = openSync(b, constants.O_RDONLY | constants.O_NOFOLLOW);
+    if (!fstatSync(fa).isFile() || fstatSync(fa).size !== size) return false;
+    const ba = Buffer.allocUnsafe(WRITE_BUFFER);
+    const bb = Buffer.allocUnsafe(WRITE_BUFFER);
+    for (let at = 0; at < size; at += WRITE_BUFFER) {
+      const n = Math.min(WRITE_BUFFER, size - at);
+      if (readFully(fa, ba.subarray(0, n), at) !== n || readFully(fb, bb.subarray(0, n), at) !== n) return false;
+      if (!ba.subarray(0, n).equals(bb.subarray(0, n))) return false;
+    }
+    return true;
+  } catch {
+    return false;
+  } finally {
+    if (fa !== undefined) closeSync(fa);
+    if (fb !== undefined) closeSync(fb);
+  }
+}
+
+/**
+ * Writes one pack into the store's staging: `add` each content (hashed,
+ * deduplicated, buffered), then `finish` publishes the complete pack with a
+ * single rename, or `abort` drops it. Until `finish` returns, nothing is
+ * published: a SIGKILL leaves only the staging file.
+ */
+export class PackWriter {
+  readonly #store: Store;
+  readonly #tmp: string;
+  #fd: number | undefined;
+  readonly #entries = new Map<Sha256Digest, PackEntry>();
+  readonly #order: Sha256Digest[] = [];
+  #offset = 0;
+  readonly #buf = Buffer.allocUnsafe(WRITE_BUFFER);
+  #fill = 0;
+
+  constructor(store: Store) {
+    this.#store = store;
+    this.#tmp = join(store.stagingDir, `pack-${randomBytes(8).toString("hex")}`);
+    try {
+      this.#fd = openSync(this.#tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    } catch (cause) {
+      throw ioError(this.#tmp, cause, "write");
+    }
+  }
+
+  /** Adds one content (copied; the caller may reuse `data`) and returns its address. */
+  add(data: Uint8Array): { sha256: Sha256Digest; size: number } {
+    const digest = sha256(data);
+    if (!this.#entries.has(digest)) {
+      this.#entries.set(digest, { offset: this.#offset, size: data.length });
+      this.#order.push(digest);
+      this.#offset += data.length;
+      this.#write(data);
+    }
+    return { sha256: digest, size: data.length };
+  }
+
+  #write(data: Uint8Array): void {
+    const fd = this.#fd;
+    if (fd === undefined) throw new CairnError("USAGE", "pack writer already finished", { path: this.#tmp });
+    try {
+      if (this.#fill + data.length > WRITE_BUFFER) this.#flush(fd);
+      if (data.length >= WRITE_BUFFER) writeFully(fd, data);
+      else {
+        this.#buf.set(data, this.#fill);
+        this.#fill += data.length;
+      }
+    } catch (cause) {
+      throw ioError(this.#tmp, cause, "write");
+    }
+  }
+
+  #flush(fd: number): void {
+    writeFully(fd, this.#buf.subarray(0, this.#fill));
+    this.#fill = 0;
+  }
+
+  /**
+   * Completes the pack and publishes it (not fsynced: a pack is derived data
+   * that verify rebuilds from the durable layers). A present pack of the same
+   * name and size is kept; with `checkExisting` it must also hold exactly the
+   * bytes just written, or it is replaced (repair).
+   */
+  finish(options: { checkExisting?: boolean } = {}): PackIndex {
+    const fd = this.#fd;
+    if (fd === undefined) throw new CairnError("USAGE", "pack writer already finished", { path: this.#tmp });
+    const tail = encodeTail(this.#order, this.#entries);
+    const digest = sha256(tail);
+    const size = this.#offset + tail.length;
+    try {
+      this.#flush(fd);
+      writeFully(fd, tail);
+      closeSync(fd);
+      this.#fd = undefined;
+    } catch (cause) {
+      this.abort();
+      throw ioError(this.#tmp, cause, "write");
+    }
+    const present = this.#store.has("packs", digest, size);
+    if (present && (options.checkExisting !== true || sameBytes(this.#store.pathOf("packs", digest), this.#tmp, size))) {
+      rmSync(this.#tmp, { force: true });
+    } else {
+      this.#store.adopt("packs", this.#tmp, digest, size, { durable: false, replace: present });
+    }
+    return { digest, size, entries: this.#entries };
+  }
+
+  /** Drops the staged pack (after a refusal). Safe to call more than once. */
+  abort(): void {
+    if (this.#fd !== undefined) closeSync(this.#fd);
+    this.#fd = undefined;
+    rmSync(this.#tmp, { force: true });
+  }
+}
+
+function openPack(store: Store, digest: Sha256Digest): number {
+  const path = store.pathOf("packs", digest);
+  try {
+    return openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (cause) {
+    const code = (cause as { code?: string }).code;
+    if (code === "ENOENT") {
+      throw new CairnError("STORE_MISSING", `pack ${digest} is not in the store`, { path: digest, cause, hint: "verify the workload again to rebuild it" });
+    }
+    if (code === "ELOOP") throw corrupt(digest, "is a symlink");
+    throw ioError(path, cause);
+  }
+}
+
+/**
+ * Reads one content from a pack and verifies it against its sha256.
+ * STORE_MISSING when the pack does not hold it or is absent; STORE_CORRUPT
+ * when the pack is not the expected regular file or the bytes do not match.
+ */
+export function readPacked(store: Store, pack: PackIndex, digest: Sha256Digest, maxBytes: number, limitName = "fileSize"): Buffer {
+  const e = pack.entries.get(digest);
+  if (e === undefined) throw new CairnError("STORE_MISSING", `${digest} is not in pack ${pack.digest}`, { path: digest });
+  if (e.size > maxBytes) throw new CairnError("LIMIT_EXCEEDED", `limit ${limitName} exceeded by stored ${digest}`, { path: digest, hint: `raise the limit "${limitName}"` });
+  const fd = openPack(store, pack.digest);
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile() || st.size !== pack.size) throw corrupt(pack.digest, `is not a regular file of ${pack.size} bytes`);
+    const buf = Buffer.alloc(e.size);
+    if (readFully(fd, buf, e.offset) !== e.size || sha256(buf) !== digest) throw corrupt(pack.digest, `holds wrong bytes for ${digest}`);
+    return buf;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Checks a stored pack from its bytes alone (the name against the index, and
+ * every content against its sha256) and returns its index. `maxBytes` bounds
+ * the pack's size. The digest is validated (it may come from a directory
+ * listing) and, once the index hashes to it, is known to be a sha256.
+ */
+export function inspectPack(store: Store, unsafeDigest: string, maxBytes: number): PackIndex {
+  store.pathOf("packs", unsafeDigest); // validates the digest before it names a file
+  const digest = unsafeDigest as Sha256Digest;
+  const fd = openPack(store, digest);
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw corrupt(digest, "is not a regular file");
+    if (st.size > maxBytes) throw new CairnError("LIMIT_EXCEEDED", `limit storeObjectBytes exceeded by pack ${digest}`, { path: digest });
+    if (st.size < TRAILER_BYTES) throw corrupt(digest, "is too short");
+    const trailer = Buffer.alloc(TRAILER_BYTES);
+    readFully(fd, trailer, st.size - TRAILER_BYTES);
+    if (!trailer.subarray(8).equals(PACK_MAGIC)) throw corrupt(digest, "does not end with the pack magic");
+    const count = trailer.readBigUInt64BE(0);
+    const tailBytes = count * BigInt(ENTRY_BYTES) + BigInt(TRAILER_BYTES);
+    if (tailBytes > BigInt(st.size)) throw corrupt(digest, "has an index longer than itself");
+    const tail = Buffer.alloc(Number(tailBytes));
+    readFully(fd, tail, st.size - tail.length);
+    if (sha256(tail) !== digest) throw corrupt(digest, "does not match its name");
+    const entries = new Map<Sha256Digest, PackEntry>();
+    let offset = 0;
+    for (let i = 0; i < Number(count); i++) {
+      const d = `sha256:${tail.toString("hex", i * ENTRY_BYTES, i * ENTRY_BYTES + 32)}` as Sha256Digest;
+      const size = Number(tail.readBigUInt64BE(i * ENTRY_BYTES + 32));
+      if (entries.has(d) || offset + size > st.size - tail.length) throw corrupt(digest, "has a malformed index");
+      entries.set(d, { offset, size });
+      offset += size;
+    }
+    if (offset !== st.size - tail.length) throw corrupt(digest, "has a body of another length than its index");
+    const index: PackIndex = { digest, size: st.size, entries };
+    for (const d of entries.keys()) readPacked(store, index, d, Number.MAX_SAFE_INTEGER);
+    return index;
+  } finally {
+    closeSync(fd);
+  }
+}

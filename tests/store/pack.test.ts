@@ -1,0 +1,128 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { sha256 } from "../../src/core/index.ts";
+import { inspectPack, PackWriter, readPacked, Store, type PackIndex } from "../../src/store/index.ts";
+import { assertCode } from "../helpers/errors.ts";
+
+const fresh = () => new Store(join(mkdtempSync(join(tmpdir(), "cairn-pack-")), "store"));
+const CONTENTS = ["alpha\n", "", "beta beta\n", "alpha\n", "x".repeat(3 << 20), "gamma"].map((s) => Buffer.from(s));
+
+function writePack(store: Store, contents: readonly Buffer[] = CONTENTS, options: { checkExisting?: boolean } = {}): PackIndex {
+  const w = new PackWriter(store);
+  for (const c of contents) assert.deepEqual(w.add(c), { sha256: sha256(c), size: c.length });
+  return w.finish(options);
+}
+
+function flipByte(path: string, at: number): void {
+  const b = readFileSync(path);
+  b.writeUInt8(b.readUInt8(at) ^ 1, at);
+  writeFileSync(path, b);
+}
+
+test("a pack holds each distinct content once, is private, and reads back verified", () => {
+  const store = fresh();
+  const pack = writePack(store);
+  assert.equal(pack.entries.size, 5, "the repeated content is stored once");
+  const path = store.pathOf("packs", pack.digest);
+  assert.equal(statSync(path).mode & 0o777, 0o600);
+  assert.equal(statSync(join(store.root, "packs", "sha256")).mode & 0o777, 0o700);
+  assert.equal(statSync(path).size, pack.size);
+  for (const c of CONTENTS) assert.ok(readPacked(store, pack, sha256(c), c.length).equals(c));
+  store.close();
+  assert.deepEqual(readdirSync(join(store.root, "staging")), [], "nothing left in staging");
+});
+
+test("the pack name is a function of the contents and their order, and pins every byte", () => {
+  const a = writePack(fresh());
+  const b = writePack(fresh());
+  assert.equal(a.digest, b.digest);
+  assert.deepEqual([...a.entries], [...b.entries]);
+  const reordered = writePack(fresh(), [...CONTENTS].reverse());
+  assert.notEqual(reordered.digest, a.digest, "control: another order is another pack");
+  const store = fresh();
+  const p = writePack(store);
+  assert.equal(inspectPack(store, p.digest, Number.MAX_SAFE_INTEGER).digest, p.digest);
+  assert.deepEqual([...inspectPack(store, p.digest, Number.MAX_SAFE_INTEGER).entries], [...p.entries]);
+});
+
+test("an empty pack is valid", () => {
+  const store = fresh();
+  const p = writePack(store, []);
+  assert.equal(p.entries.size, 0);
+  assert.equal(inspectPack(store, p.digest, 1000).size, p.size);
+});
+
+test("reads refuse tampered, truncated, grown, symlinked and missing packs, and unknown contents", () => {
+  const store = fresh();
+  const pack = writePack(store);
+  const path = store.pathOf("packs", pack.digest);
+  const beta = sha256(Buffer.from("beta beta\n"));
+  const gamma = sha256(Buffer.from("gamma"));
+  assert.equal(readPacked(store, pack, beta, 100).toString(), "beta beta\n"); // control
+  flipByte(path, pack.entries.get(beta)!.offset);
+  assertCode(() => readPacked(store, pack, beta, 100), "STORE_CORRUPT");
+  assert.equal(readPacked(store, pack, gamma, 100).toString(), "gamma", "other contents still read");
+  assertCode(() => readPacked(store, pack, sha256("not packed"), 100), "STORE_MISSING");
+  assertCode(() => readPacked(store, pack, gamma, 2), "LIMIT_EXCEEDED");
+  writeFileSync(path, Buffer.concat([readFileSync(path), Buffer.from("more")]));
+  assertCode(() => readPacked(store, pack, gamma, 100), "STORE_CORRUPT");
+  rmSync(path);
+  assertCode(() => readPacked(store, pack, gamma, 100), "STORE_MISSING");
+  writeFileSync(join(store.root, "elsewhere"), "gamma");
+  symlinkSync(join(store.root, "elsewhere"), path);
+  assertCode(() => readPacked(store, pack, gamma, 100), "STORE_CORRUPT");
+});
+
+const packEdits: Array<[string, (path: string, p: PackIndex) => void]> = [
+  ["a body byte", (path, p) => flipByte(path, p.entries.get(sha256(Buffer.from("gamma")))!.offset)],
+  ["an index digest byte", (path, p) => flipByte(path, p.size - 20 - 40 * 5 + 2)],
+  ["an index size byte", (path, p) => flipByte(path, p.size - 20 - 40 * 4 + 39)],
+  ["the entry count", (path, p) => flipByte(path, p.size - 13)],
+  ["the magic", (path, p) => flipByte(path, p.size - 1)],
+];
+for (const [what, edit] of packEdits) {
+  test(`inspectPack refuses a pack with ${what} changed`, () => {
+    const store = fresh();
+    const p = writePack(store);
+    inspectPack(store, p.digest, Number.MAX_SAFE_INTEGER); // control
+    edit(store.pathOf("packs", p.digest), p);
+    assertCode(() => inspectPack(store, p.digest, Number.MAX_SAFE_INTEGER), "STORE_CORRUPT");
+  });
+}
+
+test("inspectPack bounds the pack and validates the name it is given", () => {
+  const store = fresh();
+  const p = writePack(store);
+  assertCode(() => inspectPack(store, p.digest, p.size - 1), "LIMIT_EXCEEDED");
+  assertCode(() => inspectPack(store, "../../etc/passwd", 100), "DIGEST_INVALID");
+});
+
+test("finish keeps a present pack, and replaces a corrupt one only when checking existing packs", () => {
+  const store = fresh();
+  const p = writePack(store);
+  const path = store.pathOf("packs", p.digest);
+  const ino = statSync(path).ino;
+  writePack(store, CONTENTS, { checkExisting: true });
+  assert.equal(statSync(path).ino, ino, "a pack holding the same bytes is left in place");
+  flipByte(path, 0); // same size, wrong bytes
+  writePack(store);
+  assertCode(() => inspectPack(store, p.digest, Number.MAX_SAFE_INTEGER), "STORE_CORRUPT"); // control: a plain finish trusts the size
+  writePack(store, CONTENTS, { checkExisting: true });
+  inspectPack(store, p.digest, Number.MAX_SAFE_INTEGER);
+  store.close();
+  assert.deepEqual(readdirSync(join(store.root, "staging")), []);
+});
+
+test("an aborted pack publishes nothing", () => {
+  const store = fresh();
+  const w = new PackWriter(store);
+  w.add(Buffer.from("partial"));
+  w.abort();
+  w.abort();
+  assert.deepEqual(readdirSync(join(store.root, "packs", "sha256")), []);
+  assert.deepEqual(readdirSync(store.stagingDir), []);
+  assertCode(() => w.add(Buffer.from("more")), "USAGE");
+});
