@@ -29,4 +29,4 @@ export type { DsseEnvelope, DsseSignature } from "./dsse.ts";
 export { writeFileAtomic, mkdirPrivate, tempSibling, fsyncDir, readPrefix } from "./files.ts";
 export type { WriteOptions } from "./files.ts";
 export { safeComponent, digestComponents } from "./safepath.ts";
-export { checkLimit, formatBytes } from "./limits.ts";
+export { checkLimit, formatBytes, FIXED_LIMIT_HINT } from "./limits.ts";

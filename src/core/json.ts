@@ -15,7 +15,7 @@
 import { parseTree, printParseErrorCode, type Node, type ParseError } from "jsonc-parser";
 import { CairnError } from "./errors.ts";
 import { escapePointer, hasLoneSurrogate, type JsonValue } from "./jcs.ts";
-import { checkLimit } from "./limits.ts";
+import { checkLimit, FIXED_LIMIT_HINT } from "./limits.ts";
 
 export type JsonObject = { [key: string]: JsonModel };
 export type JsonModel = null | boolean | number | string | JsonModel[] | JsonObject;
@@ -171,7 +171,7 @@ export function nestingDepth(text: string): number {
 export function parseJsonText(text: string, options: ReadJsonOptions = {}): JsonModel {
   const source = options.source ?? "input";
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
-  checkLimit("json_depth", nestingDepth(text), options.maxDepth ?? DEFAULT_JSON_DEPTH);
+  checkLimit("json_depth", nestingDepth(text), options.maxDepth ?? DEFAULT_JSON_DEPTH, "", "count", FIXED_LIMIT_HINT);
   const errors: ParseError[] = [];
   const root = parseTree(text, errors, {
     disallowComments: !options.jsonc,

@@ -13,12 +13,15 @@ export function formatBytes(n: number): string {
 }
 
 /** Throws LIMIT_EXCEEDED naming `limit` when `value` is over `max`. */
-export function checkLimit(limit: string, value: number, max: number, path = "", unit: "bytes" | "count" = "count"): void {
+export function checkLimit(limit: string, value: number, max: number, path = "", unit: "bytes" | "count" = "count", hint?: string): void {
   if (value > max) {
     const shown = unit === "bytes" ? `${formatBytes(value)} > ${formatBytes(max)}` : `${value} > ${max}`;
     throw new CairnError("LIMIT_EXCEEDED", `limit ${limit} exceeded (${shown})`, {
       path,
-      hint: `raise the limit "${limit}" explicitly if this input is expected`,
+      hint: hint ?? `"${limit}" bounds hostile input; if this input is expected, raise it where the spec or command allows (docs list each limit)`,
     });
   }
 }
+
+/** The hint for a limit that this version of cairn does not let a user raise. */
+export const FIXED_LIMIT_HINT = "this limit is fixed in this version of cairn; the input is larger than cairn accepts";

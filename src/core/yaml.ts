@@ -11,7 +11,7 @@ import { isAlias, isMap, isPair, isScalar, isSeq, parseAllDocuments, stringify, 
 import { CairnError } from "./errors.ts";
 import { escapePointer, hasLoneSurrogate } from "./jcs.ts";
 import { decodeUtf8, type JsonModel, type JsonObject } from "./json.ts";
-import { checkLimit } from "./limits.ts";
+import { checkLimit, FIXED_LIMIT_HINT } from "./limits.ts";
 
 function where(text: string, node: { range?: [number, number, number] | null } | null | undefined): string {
   const offset = node?.range?.[0];
@@ -130,7 +130,7 @@ export const DEFAULT_YAML_DEPTH = 256;
 /** Parses one YAML document strictly into a null-prototype model. */
 export function parseYamlText(text: string, source = "input", maxDepth = DEFAULT_YAML_DEPTH): JsonModel {
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
-  checkLimit("yaml_depth", yamlNestingDepth(text), maxDepth);
+  checkLimit("yaml_depth", yamlNestingDepth(text), maxDepth, "", "count", FIXED_LIMIT_HINT);
   const docs = parseAllDocuments(text, {
     version: "1.2",
     schema: "core",

@@ -7,7 +7,7 @@
  */
 import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readlinkSync } from "node:fs";
 import { join } from "node:path";
-import { CairnError, checkLimit, decodeUtf8, ioError, readPrefix } from "../core/index.ts";
+import { CairnError, checkLimit, FIXED_LIMIT_HINT, decodeUtf8, ioError, readPrefix } from "../core/index.ts";
 import type { TarEntry } from "./tar-writer.ts";
 
 export interface DirLimits {
@@ -37,7 +37,7 @@ function readRegular(abs: string, expectedSize: number, maxFileBytes: number): B
     if (!st.isFile() || st.size !== expectedSize) {
       throw new CairnError("SOURCE_CHANGED", `${abs} changed while it was being read`, { path: abs, hint: "build from a directory nothing else is writing to" });
     }
-    checkLimit("layer.max_file_bytes", st.size, maxFileBytes, abs, "bytes");
+    checkLimit("layer.max_file_bytes", st.size, maxFileBytes, abs, "bytes", FIXED_LIMIT_HINT);
     const buf = readPrefix(fd, st.size);
     if (buf.length !== st.size) throw new CairnError("SOURCE_CHANGED", `${abs} shrank while it was being read`, { path: abs });
     return buf;
@@ -76,7 +76,7 @@ export function readDirectory(root: string, prefix = "", limits: DirLimits = DEF
       const name = decodeUtf8(raw, join(abs, raw.toString("latin1")));
       const childAbs = join(abs, name);
       const childRel = rel === "" ? name : `${rel}/${name}`;
-      checkLimit("layer.max_entries", out.length + 1, limits.maxEntries, childAbs);
+      checkLimit("layer.max_entries", out.length + 1, limits.maxEntries, childAbs, "count", FIXED_LIMIT_HINT);
       const cst = lstatSync(childAbs);
       if (cst.isSymbolicLink()) {
         out.push({ type: "symlink", path: childRel, target: decodeUtf8(readlinkSync(childAbs, { encoding: "buffer" }), childAbs) });
@@ -85,7 +85,7 @@ export function readDirectory(root: string, prefix = "", limits: DirLimits = DEF
         walk(childAbs, childRel);
       } else if (cst.isFile()) {
         total += cst.size;
-        checkLimit("layer.max_total_bytes", total, limits.maxTotalBytes, childAbs, "bytes");
+        checkLimit("layer.max_total_bytes", total, limits.maxTotalBytes, childAbs, "bytes", FIXED_LIMIT_HINT);
         out.push({ type: "file", path: childRel, mode: cst.mode & 0o7777, data: readRegular(childAbs, cst.size, limits.maxFileBytes) });
       } else {
         throw new CairnError("SOURCE_NOT_REGULAR", `${childAbs} is a socket, FIFO or device; a layer holds only files, directories and symlinks`, {

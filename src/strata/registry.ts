@@ -20,7 +20,7 @@
 import { existsSync, mkdirSync, readdirSync, statSync, openSync, closeSync, fstatSync, constants } from "node:fs";
 import { join } from "node:path";
 import {
-  CairnError, canonicalBytes, checkLimit, digestComponents, ioError, parseEnvelope, parseJsonBytes, readPrefix, safeComponent, sha256,
+  CairnError, canonicalBytes, checkLimit, FIXED_LIMIT_HINT, digestComponents, ioError, parseEnvelope, parseJsonBytes, readPrefix, safeComponent, sha256,
   signEnvelope, writeFileAtomic, type DsseEnvelope, type SigningKey, type Sha256Digest,
 } from "../core/index.ts";
 import { LAYER_MANIFEST_TYPE, layerManifestToModel, parseLayerManifest, type LayerManifest } from "./layer-manifest.ts";
@@ -52,7 +52,7 @@ export function readBounded(path: string, max: number, limit: string): Buffer {
   try {
     const st = fstatSync(fd);
     if (!st.isFile()) throw new CairnError("REGISTRY_INVALID", `${path} is not a regular file`, { path });
-    checkLimit(limit, st.size, max, path, "bytes");
+    checkLimit(limit, st.size, max, path, "bytes", FIXED_LIMIT_HINT);
     return readPrefix(fd, st.size);
   } finally {
     closeSync(fd);

@@ -9,7 +9,7 @@
 import { kMaxLength } from "node:buffer";
 import { gunzipSync } from "node:zlib";
 import { extract } from "tar-stream";
-import { CairnError, checkLimit, sha256, type Sha256Digest } from "../core/index.ts";
+import { CairnError, checkLimit, FIXED_LIMIT_HINT, sha256, type Sha256Digest } from "../core/index.ts";
 import type { TarEntry } from "./tar-writer.ts";
 
 export const DEFAULT_MAX_UNPACKED_BYTES = 8 * 1024 * 1024 * 1024;
@@ -31,7 +31,7 @@ export async function readLayerBlob(blob: Uint8Array, expected: { sha256: Sha256
   try {
     tar = gunzipSync(blob, { maxOutputLength: Math.min(maxUnpacked, kMaxLength) });
   } catch (cause) {
-    if ((cause as { code?: string }).code === "ERR_BUFFER_TOO_LARGE") checkLimit("layer.max_unpacked_bytes", maxUnpacked + 1, maxUnpacked, where, "bytes");
+    if ((cause as { code?: string }).code === "ERR_BUFFER_TOO_LARGE") checkLimit("layer.max_unpacked_bytes", maxUnpacked + 1, maxUnpacked, where, "bytes", FIXED_LIMIT_HINT);
     throw new CairnError("TAR_INVALID", `${where}: not a gzip stream`, { path: where, cause });
   }
   const entries: TarEntry[] = [];
