@@ -124,3 +124,20 @@ test("concurrent assemblers of one workload produce the same bytes and a store t
   for (let i = 0; i < 4; i++) await openVerifiedWorkload(join(ws.dir, `c${i}.lock.json`), ws.storeDir);
   assert.deepEqual(readdirSync(join(ws.storeDir, "staging")), []);
 });
+
+test("concurrent OCI assemblers publish one identical content pack and a store that verifies", { skip: GCC_SKIP, timeout: 120_000 }, async () => {
+  const many = Array.from({ length: 2000 }, (_, i) => file(`data/f${i}`, `content ${i}\n`.repeat(10), { mode: 0o644 }));
+  const base = helloImage();
+  const ws = ociWorkspace({ ...base, layers: [...base.layers, { entries: [dir("data/"), ...many] }] });
+  const children = Array.from({ length: 3 }, (_, i) => runChild([ws.specPath, ws.storeDir, join(ws.dir, `c${i}.lock.json`)]));
+  const results = await Promise.all(children.map((c) => c.done));
+  for (const r of results) assert.equal(r.code, 0, r.out);
+  assert.equal(new Set(results.map((r) => r.out.trim())).size, 1, "every assembler reports the same workload and derived entry");
+  assertStoreWhole(ws.storeDir);
+  assert.equal(readdirSync(join(ws.storeDir, "packs", "sha256")).length, 1, "one pack: the same bytes under the same name");
+  for (let i = 0; i < 3; i++) {
+    const w = await openVerifiedWorkload(join(ws.dir, `c${i}.lock.json`), ws.storeDir);
+    assert.equal(Buffer.from(await w.content.get(sha256("content 7\n".repeat(10)))).toString(), "content 7\n".repeat(10));
+  }
+  assert.deepEqual(readdirSync(join(ws.storeDir, "staging")), []);
+});
