@@ -3,5 +3,5 @@ export type { StoreArea, StoreOptions } from "./store.ts";
 export { cleanStaging, createStaging } from "./staging.ts";
 export type { Staging } from "./staging.ts";
 export { defaultStoreDir } from "./location.ts";
-export { PackWriter, inspectPack, readPacked, PACK_MAGIC } from "./pack.ts";
+export { PackCheck, PackWriter, inspectPack, readPacked, PACK_MAGIC } from "./pack.ts";
 export type { PackEntry, PackIndex } from "./pack.ts";

@@ -102,6 +102,31 @@ function sameBytes(a: string, b: string, size: number): boolean {
   }
 }
 
+/** The index of a pack being built: each distinct content once, in the order added. */
+class PackPlan {
+  readonly entries = new Map<Sha256Digest, PackEntry>();
+  readonly order: Sha256Digest[] = [];
+  offset = 0;
+
+  /** Records `data`; returns its address and whether it is new to the pack. */
+  add(data: Uint8Array): { sha256: Sha256Digest; size: number; fresh: boolean } {
+    const digest = sha256(data);
+    const fresh = !this.entries.has(digest);
+    if (fresh) {
+      this.entries.set(digest, { offset: this.offset, size: data.length });
+      this.order.push(digest);
+      this.offset += data.length;
+    }
+    return { sha256: digest, size: data.length, fresh };
+  }
+
+  /** The tail (index, count, magic), the pack's name and its size. */
+  seal(): { tail: Buffer; digest: Sha256Digest; size: number } {
+    const tail = encodeTail(this.order, this.entries);
+    return { tail, digest: sha256(tail), size: this.offset + tail.length };
+  }
+}
+
 /**
  * Writes one pack into the store's staging: `add` each content (hashed,
  * deduplicated, buffered), then `finish` publishes the complete pack with a
@@ -112,9 +137,7 @@ export class PackWriter {
   readonly #store: Store;
   readonly #tmp: string;
   #fd: number | undefined;
-  readonly #entries = new Map<Sha256Digest, PackEntry>();
-  readonly #order: Sha256Digest[] = [];
-  #offset = 0;
+  readonly #plan = new PackPlan();
   readonly #buf = Buffer.allocUnsafe(WRITE_BUFFER);
   #fill = 0;
 
@@ -130,14 +153,9 @@ export class PackWriter {
 
   /** Adds one content (copied; the caller may reuse `data`) and returns its address. */
   add(data: Uint8Array): { sha256: Sha256Digest; size: number } {
-    const digest = sha256(data);
-    if (!this.#entries.has(digest)) {
-      this.#entries.set(digest, { offset: this.#offset, size: data.length });
-      this.#order.push(digest);
-      this.#offset += data.length;
-      this.#write(data);
-    }
-    return { sha256: digest, size: data.length };
+    const { sha256: digest, size, fresh } = this.#plan.add(data);
+    if (fresh) this.#write(data);
+    return { sha256: digest, size };
   }
 
   #write(data: Uint8Array): void {
@@ -169,9 +187,7 @@ export class PackWriter {
   finish(options: { checkExisting?: boolean } = {}): PackIndex {
     const fd = this.#fd;
     if (fd === undefined) throw new CairnError("USAGE", "pack writer already finished", { path: this.#tmp });
-    const tail = encodeTail(this.#order, this.#entries);
-    const digest = sha256(tail);
-    const size = this.#offset + tail.length;
+    const { tail, digest, size } = this.#plan.seal();
     try {
       this.#flush(fd);
       writeFully(fd, tail);
@@ -187,7 +203,7 @@ export class PackWriter {
     } else {
       this.#store.adopt("packs", this.#tmp, digest, size, { durable: false, replace: present });
     }
-    return { digest, size, entries: this.#entries };
+    return { digest, size, entries: this.#plan.entries };
   }
 
   /** Drops the staged pack (after a refusal). Safe to call more than once. */
@@ -195,6 +211,49 @@ export class PackWriter {
     if (this.#fd !== undefined) closeSync(this.#fd);
     this.#fd = undefined;
     rmSync(this.#tmp, { force: true });
+  }
+}
+
+/**
+ * Verify's pass over a tree's contents: builds the same index a PackWriter
+ * would, writes nothing, and `finish` checks the stored pack against it
+ * (name, size, every content's sha256, the tail). Undefined means the stored
+ * pack is missing or differs and must be rebuilt with a PackWriter; the
+ * common case, an intact pack, costs one read and no writes.
+ */
+export class PackCheck {
+  readonly #store: Store;
+  readonly #plan = new PackPlan();
+
+  constructor(store: Store) {
+    this.#store = store;
+  }
+
+  add(data: Uint8Array): { sha256: Sha256Digest; size: number } {
+    const { sha256: digest, size } = this.#plan.add(data);
+    return { sha256: digest, size };
+  }
+
+  finish(): PackIndex | undefined {
+    const { tail, digest, size } = this.#plan.seal();
+    if (!this.#store.has("packs", digest, size)) return undefined;
+    let fd: number | undefined;
+    try {
+      fd = openPack(this.#store, digest);
+      if (!fstatSync(fd).isFile() || fstatSync(fd).size !== size) return undefined;
+      for (const d of this.#plan.order) {
+        const e = this.#plan.entries.get(d)!;
+        const buf = Buffer.allocUnsafe(e.size);
+        if (readFully(fd, buf, e.offset) !== e.size || sha256(buf) !== d) return undefined;
+      }
+      const stored = Buffer.allocUnsafe(tail.length);
+      if (readFully(fd, stored, this.#plan.offset) !== tail.length || !stored.equals(tail)) return undefined;
+      return { digest, size, entries: this.#plan.entries };
+    } catch {
+      return undefined;
+    } finally {
+      if (fd !== undefined) closeSync(fd);
+    }
   }
 }
 

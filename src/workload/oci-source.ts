@@ -8,7 +8,7 @@ import { constants } from "node:fs";
 import { open } from "node:fs/promises";
 import { join } from "node:path";
 import { CairnError, type Sha256Digest } from "../core/index.ts";
-import { PackWriter, type PackIndex, type Store } from "../store/index.ts";
+import { PackCheck, PackWriter, type PackIndex, type Store } from "../store/index.ts";
 import type { RawRef } from "./closure.ts";
 import { finishDerivation, type Derived } from "./derive.ts";
 import { applyLayers } from "./layers/index.ts";
@@ -35,7 +35,7 @@ function rawRefs(src: OciSource): RawRef[] {
 const PROGRESS_STEP = 64 * 1024 * 1024;
 
 /** File bytes into one content pack (see store/pack.ts): one staged file instead of one file per content. */
-function packSink(pack: PackWriter, progress?: (line: string) => void): ContentSink {
+function packSink(pack: PackWriter | PackCheck, progress?: (line: string) => void): ContentSink {
   let bytes = 0;
   let files = 0;
   let next = PROGRESS_STEP;
@@ -147,11 +147,16 @@ function storeReader(lock: WorkloadLock, store: Store): OciObjectReader {
 
 /**
  * Verification: the selected graph reparsed from stored raw objects, layers
- * rechecked against DiffIDs, tree rebuilt, and its content pack rebuilt (a
- * missing or corrupt stored pack is replaced).
+ * rechecked against DiffIDs, tree rebuilt, and the stored content pack
+ * checked against the rebuilt index. Only when the pack is missing or differs
+ * are the layers applied a second time, writing a new pack that replaces it.
  */
 export async function verifyOci(spec: WorkloadSpec, lock: WorkloadLock, store: Store): Promise<DerivedOci> {
   if (spec.source.kind !== "oci") throw new CairnError("WORKLOAD_SPEC_INVALID", "not an OCI spec", { path: "/source" });
   const src = await readOciSource({ reader: storeReader(lock, store), manifestDigest: spec.source.manifest, stagingDir: join(store.stagingDir, "oci"), limits: spec.limits });
+  const check = new PackCheck(store);
+  const derived = await deriveFromSource(spec, src, packSink(check));
+  const contents = check.finish();
+  if (contents !== undefined) return { derived, contents };
   return deriveAndPack(spec, src, store, true);
 }

@@ -4,7 +4,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sha256 } from "../../src/core/index.ts";
-import { inspectPack, PackWriter, readPacked, Store, type PackIndex } from "../../src/store/index.ts";
+import { inspectPack, PackCheck, PackWriter, readPacked, Store, type PackIndex } from "../../src/store/index.ts";
 import { assertCode } from "../helpers/errors.ts";
 
 const fresh = () => new Store(join(mkdtempSync(join(tmpdir(), "cairn-pack-")), "store"));
@@ -126,3 +126,38 @@ test("an aborted pack publishes nothing", () => {
   assert.deepEqual(readdirSync(store.stagingDir), []);
   assertCode(() => w.add(Buffer.from("more")), "USAGE");
 });
+
+function checkPack(store: Store, contents: readonly Buffer[] = CONTENTS): PackIndex | undefined {
+  const c = new PackCheck(store);
+  for (const d of contents) assert.deepEqual(c.add(d), { sha256: sha256(d), size: d.length });
+  return c.finish();
+}
+
+test("PackCheck accepts exactly the stored pack its contents name, and writes nothing", () => {
+  const store = fresh();
+  assert.equal(checkPack(store), undefined, "no pack stored yet");
+  const p = writePack(store);
+  const ok = checkPack(store);
+  assert.ok(ok !== undefined);
+  assert.equal(ok.digest, p.digest);
+  assert.deepEqual([...ok.entries], [...p.entries]);
+  assert.equal(checkPack(store, CONTENTS.slice(1)), undefined, "other contents name another pack");
+  assert.deepEqual(readdirSync(store.stagingDir), []);
+});
+
+const checkEdits: Array<[string, (path: string, p: PackIndex) => void]> = [
+  ["a body byte changed", (path, p) => flipByte(path, p.entries.get(sha256(Buffer.from("gamma")))!.offset)],
+  ["the first byte changed", (path) => flipByte(path, 0)],
+  ["the magic changed", (path, p) => flipByte(path, p.size - 1)],
+  ["removed", (path) => rmSync(path)],
+  ["grown", (path) => writeFileSync(path, Buffer.concat([readFileSync(path), Buffer.from("x")]))],
+];
+for (const [what, edit] of checkEdits) {
+  test(`PackCheck refuses a stored pack with ${what}`, () => {
+    const store = fresh();
+    const p = writePack(store);
+    assert.ok(checkPack(store) !== undefined); // control
+    edit(store.pathOf("packs", p.digest), p);
+    assert.equal(checkPack(store), undefined);
+  });
+}
