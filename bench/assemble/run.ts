@@ -99,7 +99,7 @@ const median = (xs: Sample[], k: keyof Sample): number => xs.map((x) => x[k]).so
 
 async function floor(blob: string): Promise<void> {
   const h = createHash("sha256");
-  await pipeline(createReadStream(blob, { highWaterMark: 1 << 20 }), createGunzip({ chunkSize: 1 << 17 }), new Writable({ write(c: Buffer, _e, cb) { h.update(c); cb(); } }));
+  await pipeline(createReadStream(blob, { highWaterMark: 1 << 20 }), createGunzip({ chunkSize: 1 << 20 }), new Writable({ write(c: Buffer, _e, cb) { h.update(c); cb(); } }));
   h.digest();
 }
 
@@ -114,7 +114,7 @@ async function verifyingFloor(blob: string): Promise<void> {
   const diff = createHash("sha256");
   const content = createHash("sha256");
   const counted = new Transform({ transform(c: Buffer, _e, cb) { stored.update(c); cb(null, c); } });
-  await pipeline(createReadStream(blob, { highWaterMark: 1 << 20 }), counted, createGunzip({ chunkSize: 1 << 17 }), new Writable({ write(c: Buffer, _e, cb) { diff.update(c); content.update(c); cb(); } }));
+  await pipeline(createReadStream(blob, { highWaterMark: 1 << 20 }), counted, createGunzip({ chunkSize: 1 << 20 }), new Writable({ write(c: Buffer, _e, cb) { diff.update(c); content.update(c); cb(); } }));
   stored.digest();
   diff.digest();
   content.digest();

@@ -69,7 +69,7 @@ function storedStream(input: LayerStreamInput, limits: WorkloadLimits, budget: B
   const raw = createReadStream(input.path, { highWaterMark: 1 << 20 });
   const done = (): void => undefined; // errors surface through the returned stream
   if (input.compression === "gzip") {
-    return pipeline(raw, counter, createGunzip({ chunkSize: 1 << 17 }), done);
+    return pipeline(raw, counter, createGunzip({ chunkSize: 1 << 20 }), done);
   }
   return pipeline(raw, counter, done);
 }
