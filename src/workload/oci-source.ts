@@ -56,6 +56,8 @@ function packSink(pack: PackWriter | PackCheck, progress?: (line: string) => voi
 export interface DerivedOci {
   readonly derived: Derived;
   readonly contents: PackIndex;
+  /** True when verification found the pack missing or different and wrote a new one. */
+  readonly repaired?: boolean;
 }
 
 /**
@@ -158,5 +160,5 @@ export async function verifyOci(spec: WorkloadSpec, lock: WorkloadLock, store: S
   const derived = await deriveFromSource(spec, src, packSink(check));
   const contents = check.finish();
   if (contents !== undefined) return { derived, contents };
-  return deriveAndPack(spec, src, store, true);
+  return { ...(await deriveAndPack(spec, src, store, true)), repaired: true };
 }

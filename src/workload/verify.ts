@@ -44,6 +44,12 @@ export interface VerifiedWorkload {
   readonly launch: Launch;
   readonly identities: WorkloadIdentities;
   readonly derivedDigest: Sha256Digest;
+  /**
+   * Derived data that verification found missing or different and rebuilt
+   * from the verified raw objects (an OCI content pack). Empty when nothing
+   * was rewritten. Raw objects are never repaired: those failures refuse.
+   */
+  readonly repaired: readonly string[];
 }
 
 function mismatch(field: string, what: string): never {
@@ -115,6 +121,7 @@ export async function openVerifiedWorkload(lockPath: string, storeDir: string): 
   // 4. re-derive from raw objects only
   let derived: Derived;
   let pack: PackIndex | undefined;
+  const repaired: string[] = [];
   const writable = new Store(storeDir); // verify may rebuild the content pack; it never writes raw objects
   try {
     if (spec.source.kind === "binary") {
@@ -123,7 +130,9 @@ export async function openVerifiedWorkload(lockPath: string, storeDir: string): 
       derived = deriveBinary(spec, raw.get(exeRef.digest)!, `stored executable ${exeRef.digest}`);
     } else {
       const { verifyOci } = await import("./oci-source.ts");
-      ({ derived, contents: pack } = await verifyOci(spec, lock, writable));
+      const oci = await verifyOci(spec, lock, writable);
+      ({ derived, contents: pack } = oci);
+      if (oci.repaired) repaired.push(`content pack ${oci.contents.digest}`);
     }
     // 5. compare, first incompatible field wins
     compareWithLock(lock, derived);
@@ -161,6 +170,7 @@ export async function openVerifiedWorkload(lockPath: string, storeDir: string): 
     launch: derived.launch,
     identities: derived.identities,
     derivedDigest: derived.derivedDigest,
+    repaired,
   };
 }
 

@@ -201,13 +201,17 @@ test("a corrupt or missing content pack is rebuilt from the verified layer by ve
   const ws = ociWorkspace();
   await assemble(ws);
   const motd = sha256("hello\n");
+  // control: an intact pack is checked, not rewritten, and verify says nothing was repaired
+  assert.deepEqual((await openVerifiedWorkload(ws.lockPath, ws.storeDir)).repaired, []);
   const { path, at } = packOf(ws, motd);
   overwrite(path, at, "HELLO\n");
   const w = await openVerifiedWorkload(ws.lockPath, ws.storeDir);
   assert.equal(Buffer.from(await w.content.get(motd)).toString(), "hello\n");
+  assert.equal(w.repaired.length, 1, "the rebuild is reported");
   rmSync(path);
   const again = await openVerifiedWorkload(ws.lockPath, ws.storeDir);
   assert.equal(Buffer.from(await again.content.get(motd)).toString(), "hello\n");
+  assert.match(again.repaired[0] ?? "", /^content pack sha256:/);
 });
 
 test("a content pack tampered after verify is refused on read, never handed out", opts, async () => {
