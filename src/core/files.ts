@@ -42,9 +42,7 @@ export function writeFileAtomic(path: string, data: string | Uint8Array, options
   let fd: number | undefined;
   try {
     fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
-    const buf = typeof data === "string" ? Buffer.from(data, "utf8") : data;
-    let off = 0;
-    while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off);
+    writeFully(fd, typeof data === "string" ? Buffer.from(data, "utf8") : data);
     chmodSync(tmp, mode); // the umask must not widen or narrow what we promised
     fsyncSync(fd);
     closeSync(fd);
@@ -88,18 +86,30 @@ export function mkdirPrivate(dir: string): void {
   }
 }
 
-/**
- * Reads up to `size` bytes from the start of an open file. It returns fewer
- * only when the file ends first; whether that means the file changed under
- * the reader is the caller's decision, so callers compare the length.
- */
-export function readPrefix(fd: number, size: number): Buffer {
-  const buf = Buffer.alloc(size);
+/** Writes all of `data` at the file's current position (a short write is retried, never dropped). */
+export function writeFully(fd: number, data: Uint8Array): void {
   let off = 0;
-  while (off < size) {
-    const n = readSync(fd, buf, off, size - off, off);
+  while (off < data.length) off += writeSync(fd, data, off, data.length - off);
+}
+
+/**
+ * Fills `buf` from `position` of an open file. It returns how many bytes it
+ * read, fewer only when the file ends first; whether that means the file
+ * changed under the reader is the caller's decision.
+ */
+export function readFullyAt(fd: number, buf: Uint8Array, position: number): number {
+  let off = 0;
+  while (off < buf.length) {
+    const n = readSync(fd, buf, off, buf.length - off, position + off);
     if (n === 0) break;
     off += n;
   }
-  return off === size ? buf : buf.subarray(0, off);
+  return off;
+}
+
+/** Reads up to `size` bytes from the start of an open file (fewer only at end of file). */
+export function readPrefix(fd: number, size: number): Buffer {
+  const buf = Buffer.alloc(size);
+  const n = readFullyAt(fd, buf, 0);
+  return n === size ? buf : buf.subarray(0, n);
 }

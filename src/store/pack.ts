@@ -24,10 +24,10 @@
  * content's sha256 before returning it: a tampered pack yields STORE_CORRUPT,
  * never wrong bytes.
  */
-import { closeSync, constants, fstatSync, openSync, readSync, rmSync, writeSync } from "node:fs";
+import { closeSync, constants, fstatSync, openSync, rmSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
-import { CairnError, ioError, sha256, type Sha256Digest } from "../core/index.ts";
+import { CairnError, ioError, readFullyAt, sha256, writeFully, type Sha256Digest } from "../core/index.ts";
 import type { Store } from "./store.ts";
 
 export const PACK_MAGIC = Buffer.from("cairn.pack/1", "latin1");
@@ -47,20 +47,7 @@ export interface PackIndex {
   readonly entries: ReadonlyMap<Sha256Digest, PackEntry>;
 }
 
-function writeFully(fd: number, data: Uint8Array): void {
-  let off = 0;
-  while (off < data.length) off += writeSync(fd, data, off, data.length - off);
-}
 
-function readFully(fd: number, buf: Buffer, position: number): number {
-  let off = 0;
-  while (off < buf.length) {
-    const n = readSync(fd, buf, off, buf.length - off, position + off);
-    if (n === 0) break;
-    off += n;
-  }
-  return off;
-}
 
 /** The bytes after the body: index, count, magic. Their sha256 names the pack. */
 function encodeTail(order: readonly Sha256Digest[], entries: ReadonlyMap<Sha256Digest, PackEntry>): Buffer {
@@ -90,7 +77,7 @@ function sameBytes(a: string, b: string, size: number): boolean {
     const bb = Buffer.allocUnsafe(WRITE_BUFFER);
     for (let at = 0; at < size; at += WRITE_BUFFER) {
       const n = Math.min(WRITE_BUFFER, size - at);
-      if (readFully(fa, ba.subarray(0, n), at) !== n || readFully(fb, bb.subarray(0, n), at) !== n) return false;
+      if (readFullyAt(fa, ba.subarray(0, n), at) !== n || readFullyAt(fb, bb.subarray(0, n), at) !== n) return false;
       if (!ba.subarray(0, n).equals(bb.subarray(0, n))) return false;
     }
     return true;
@@ -244,10 +231,10 @@ export class PackCheck {
       for (const d of this.#plan.order) {
         const e = this.#plan.entries.get(d)!;
         const buf = Buffer.allocUnsafe(e.size);
-        if (readFully(fd, buf, e.offset) !== e.size || sha256(buf) !== d) return undefined;
+        if (readFullyAt(fd, buf, e.offset) !== e.size || sha256(buf) !== d) return undefined;
       }
       const stored = Buffer.allocUnsafe(tail.length);
-      if (readFully(fd, stored, this.#plan.offset) !== tail.length || !stored.equals(tail)) return undefined;
+      if (readFullyAt(fd, stored, this.#plan.offset) !== tail.length || !stored.equals(tail)) return undefined;
       return { digest, size, entries: this.#plan.entries };
     } catch {
       return undefined;
@@ -285,7 +272,7 @@ export function readPacked(store: Store, pack: PackIndex, digest: Sha256Digest, 
     const st = fstatSync(fd);
     if (!st.isFile() || st.size !== pack.size) throw corrupt(pack.digest, `is not a regular file of ${pack.size} bytes`);
     const buf = Buffer.alloc(e.size);
-    if (readFully(fd, buf, e.offset) !== e.size || sha256(buf) !== digest) throw corrupt(pack.digest, `holds wrong bytes for ${digest}`);
+    if (readFullyAt(fd, buf, e.offset) !== e.size || sha256(buf) !== digest) throw corrupt(pack.digest, `holds wrong bytes for ${digest}`);
     return buf;
   } finally {
     closeSync(fd);
@@ -308,13 +295,13 @@ export function inspectPack(store: Store, unsafeDigest: string, maxBytes: number
     if (st.size > maxBytes) throw new CairnError("LIMIT_EXCEEDED", `limit storeObjectBytes exceeded by pack ${digest}`, { path: digest });
     if (st.size < TRAILER_BYTES) throw corrupt(digest, "is too short");
     const trailer = Buffer.alloc(TRAILER_BYTES);
-    readFully(fd, trailer, st.size - TRAILER_BYTES);
+    readFullyAt(fd, trailer, st.size - TRAILER_BYTES);
     if (!trailer.subarray(8).equals(PACK_MAGIC)) throw corrupt(digest, "does not end with the pack magic");
     const count = trailer.readBigUInt64BE(0);
     const tailBytes = count * BigInt(ENTRY_BYTES) + BigInt(TRAILER_BYTES);
     if (tailBytes > BigInt(st.size)) throw corrupt(digest, "has an index longer than itself");
     const tail = Buffer.alloc(Number(tailBytes));
-    readFully(fd, tail, st.size - tail.length);
+    readFullyAt(fd, tail, st.size - tail.length);
     if (sha256(tail) !== digest) throw corrupt(digest, "does not match its name");
     const entries = new Map<Sha256Digest, PackEntry>();
     let offset = 0;

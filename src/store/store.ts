@@ -18,9 +18,9 @@
  * digest of the bytes against the name before returning them: the store is
  * hostile input too.
  */
-import { closeSync, constants, fstatSync, fsyncSync, lstatSync, openSync, readSync, renameSync, rmSync, writeSync, chmodSync } from "node:fs";
+import { closeSync, constants, fstatSync, fsyncSync, lstatSync, openSync, renameSync, rmSync, chmodSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { CairnError, digestComponents, ioError, mkdirPrivate, sha256, type Sha256Digest } from "../core/index.ts";
+import { CairnError, digestComponents, fsyncDir, ioError, mkdirPrivate, readPrefix, sha256, writeFully, type Sha256Digest } from "../core/index.ts";
 import { cleanStaging, createStaging, type Staging } from "./staging.ts";
 
 export type StoreArea = "objects" | "derived" | "packs";
@@ -30,23 +30,7 @@ export interface StoreOptions {
   write?: boolean;
 }
 
-function fsyncDir(dir: string): void {
-  try {
-    const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
-    try {
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-  } catch {
-    // Some filesystems refuse fsync on a directory; the rename is still atomic.
-  }
-}
 
-function writeFully(fd: number, data: Uint8Array): void {
-  let off = 0;
-  while (off < data.length) off += writeSync(fd, data, off, data.length - off);
-}
 
 export class Store {
   readonly root: string;
@@ -235,14 +219,8 @@ export class Store {
       if (st.size > maxBytes) {
         throw new CairnError("LIMIT_EXCEEDED", `limit ${limitName} exceeded by stored ${digest}`, { path: digest, hint: `raise the limit "${limitName}"` });
       }
-      const buf = Buffer.alloc(st.size);
-      let off = 0;
-      while (off < buf.length) {
-        const n = readSync(fd, buf, off, buf.length - off, off);
-        if (n === 0) break;
-        off += n;
-      }
-      if (off !== buf.length || sha256(buf) !== digest) {
+      const buf = readPrefix(fd, st.size);
+      if (buf.length !== st.size || sha256(buf) !== digest) {
         throw new CairnError("STORE_CORRUPT", `stored ${area === "objects" ? "object" : "derived entry"} ${digest} does not match its digest`, {
           path: digest,
           hint: "the store was modified; remove the file and assemble again",
