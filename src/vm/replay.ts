@@ -92,7 +92,8 @@ function readRecordedList(file: string): unknown[] {
 
 function firstEventDifference(a: readonly unknown[], b: readonly unknown[]): number {
   const n = Math.max(a.length, b.length);
-  for (let i = 0; i < n; i++) if (canonicalize(a[i] ?? null) !== canonicalize(b[i] ?? null)) return i;
+  // An index past either end is a difference (a null entry must not stand in for a missing one).
+  for (let i = 0; i < n; i++) if (i >= a.length || i >= b.length || canonicalize(a[i]) !== canonicalize(b[i])) return i;
   return -1;
 }
 

@@ -148,4 +148,13 @@ describe("replay refuses before launch", { skip: VM_SKIP }, () => {
     const f = await replayRun({ runDir: d.runDir, storeDir: d.storeDir, kit }).then(() => undefined, (x: unknown) => x);
     assert.ok(f instanceof CairnError && f.code === "REPLAY_MISMATCH" && f.path === "/outcome", String(f));
   });
+
+  it("after launch, a recorded list longer than the replayed one is a mismatch, even when the extra entry is null", async () => {
+    const c = copy();
+    const file = join(c.runDir, "events.json");
+    const events = JSON.parse(readFileSync(file, "utf8")) as unknown[];
+    writeFileSync(file, JSON.stringify([...events, null], null, 2));
+    const e = await replayRun({ runDir: c.runDir, storeDir: c.storeDir, kit }).then(() => undefined, (x: unknown) => x);
+    assert.ok(e instanceof CairnError && e.code === "REPLAY_MISMATCH" && e.path === `/events/${events.length}`, String(e));
+  });
 });
