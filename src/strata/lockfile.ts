@@ -6,6 +6,7 @@
  * - a digest that is present must be well-formed (`sha256:` + 64 lowercase hex);
  * - a layer id must be one safe path component;
  * - two layers must not share a mount order;
+ * - a base digest that is present must match the base facts;
  * - `resolved_at` is an RFC 3339 UTC time.
  * A lockfile whose layers have no digest or mount order yet, or whose base has
  * no digest, is unfrozen: a valid intermediate state that has no
@@ -15,7 +16,7 @@ import { Checker, childPath, isDigest, parseYamlText, safeComponent, toYamlText,
 import { capabilityString, parseCapability, parseRequirement, requirementString, type Capability, type Requirement } from "./capability.ts";
 import { ARCHES, BASE_NAME, type Arch } from "./platform.ts";
 import { PACKAGE_MANAGERS, type PackageSet } from "./profile.ts";
-import type { LockBase } from "./base.ts";
+import { baseDigest, type LockBase } from "./base.ts";
 import type { Attestation } from "./trust.ts";
 import { sortedRecord } from "./order.ts";
 
@@ -137,6 +138,9 @@ function readBase(c: Checker, v: JsonModel | undefined): LockBase | undefined {
   const d = digest(c, o, "digest", p);
   const probed_at = has(o, "probed_at") ? c.string(o.probed_at, `${p}/probed_at`, { pattern: RFC3339_UTC }) : undefined;
   if (name === undefined || arch === undefined || abi === undefined || source === undefined) return undefined;
+  // The EnvironmentID hashes base.digest in place of the facts, so a digest that does not match them would let two different bases share an ID.
+  const facts = { name, arch: arch as Arch, abi: abi as LockBase["abi"], capabilities, ...(os_id !== undefined ? { os_id } : {}), ...(version_id !== undefined ? { version_id } : {}), ...(image !== undefined ? { image } : {}) };
+  if (d !== undefined && baseDigest(facts) !== d) c.add(`${p}/digest`, "does not match the base facts (name, arch, abi, os_id, version_id, capabilities, image)", "BASE_MISMATCH");
   return {
     name, arch: arch as Arch, abi: abi as LockBase["abi"], capabilities, source,
     ...(os_id !== undefined ? { os_id } : {}), ...(version_id !== undefined ? { version_id } : {}),

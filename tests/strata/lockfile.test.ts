@@ -61,6 +61,22 @@ test("Validate: two layers sharing a mount order is an error", async () => {
   assertCode(() => parseLockfile(edit(l, (m) => void m.layers.push({ ...m.layers[0], mount_order: 99 }))), "LOCK_INVALID");
 });
 
+test("Validate: a base digest that does not match the base facts is an error (the ID relies on it)", async () => {
+  const l = await lock();
+  // Control: the untouched base reads back.
+  assert.equal(parseLockfile(edit(l, () => {})).base.digest, l.base.digest);
+  for (const f of [
+    (m: any) => void (m.base.capabilities = m.base.capabilities.map((c: string) => c.replace(/^glibc@.*/, "glibc@9.99"))),
+    (m: any) => void (m.base.version_id = "99"),
+    (m: any) => void (m.base.os_id = "alpine"),
+    (m: any) => void (m.base.abi = "musl"),
+  ]) {
+    assertCode(() => parseLockfile(edit(l, f)), "BASE_MISMATCH", "/base/digest");
+  }
+  // Provenance outside the digest may change without breaking it.
+  assert.equal(parseLockfile(edit(l, (m) => void (m.base.probed_at = "2020-01-01T00:00:00Z"))).base.digest, l.base.digest);
+});
+
 test("Validate: null entries and unknown fields are errors with their paths", async () => {
   const l = await lock();
   assertCode(() => parseLockfile(edit(l, (m) => void m.layers.push(null))), "MODEL_NULL_ENTRY");
