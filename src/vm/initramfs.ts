@@ -14,7 +14,7 @@
  * bytes on any host. Modes, owners, mtimes and symlink targets come from the
  * canonical tree only.
  */
-import { CairnError, safeComponent, Sha256Hasher, type Sha256Digest } from "../core/index.ts";
+import { CairnError, checkLimit, FIXED_LIMIT_HINT, safeComponent, Sha256Hasher, type Sha256Digest } from "../core/index.ts";
 import type { CanonicalTree, ContentSource, FsEntry } from "../workload/index.ts";
 import { CpioWriter, S_IFCHR, S_IFDIR, S_IFLNK, S_IFREG } from "./cpio.ts";
 
@@ -65,12 +65,33 @@ export function checkOverlay(tree: CanonicalTree): void {
   }
 }
 
+/**
+ * Fixed limits of what Linux can hold (named limits, not raisable): a name
+ * of at most NAME_MAX (255) bytes, a symlink target of at most PATH_MAX - 1
+ * (4095) bytes, and an archive name "cairn/template/..." of at most PATH_MAX
+ * (4096) bytes with its NUL. The kernel's initramfs unpacker skips an entry
+ * beyond these without any error, so the guest would silently see another
+ * tree than the one the workload identity names; cairn refuses it instead.
+ */
+export const LINUX_LIMITS = { "vm.name-bytes": 255, "vm.symlink-target-bytes": 4095, "vm.path-bytes": 4096 } as const;
+
+export function checkLinuxNames(tree: CanonicalTree): void {
+  for (const e of tree.values()) {
+    if (e.path === "/") continue;
+    const hint = `${FIXED_LIMIT_HINT}: Linux cannot create this entry, and the guest would silently lack it`;
+    for (const part of e.path.slice(1).split("/")) checkLimit("vm.name-bytes", Buffer.byteLength(part), LINUX_LIMITS["vm.name-bytes"], e.path, "bytes", hint);
+    checkLimit("vm.path-bytes", Buffer.byteLength(`${TEMPLATE_DIR}${e.path}`) + 1, LINUX_LIMITS["vm.path-bytes"], e.path, "bytes", hint);
+    if (e.type === "symlink") checkLimit("vm.symlink-target-bytes", Buffer.byteLength(e.target), LINUX_LIMITS["vm.symlink-target-bytes"], e.path, "bytes", hint);
+  }
+}
+
 function byPathBytes(a: FsEntry, b: FsEntry): number {
   return Buffer.compare(Buffer.from(a.path, "utf8"), Buffer.from(b.path, "utf8"));
 }
 
 export async function buildGuestImage(parts: GuestImageParts): Promise<GuestImage> {
   checkOverlay(parts.tree);
+  checkLinuxNames(parts.tree);
   const root = parts.tree.get("/");
   if (root === undefined || root.type !== "dir") {
     throw new CairnError("RUN_INVALID", "the canonical tree has no root directory", { path: "/" });

@@ -63,6 +63,35 @@ describe("guest image", () => {
     await assertCodeAsync(() => image([...entries, { type: "symlink", path: "/dev", mode: 0o777, uid: 0, gid: 0, mtime: 0, target: "/x" }]), "RUN_INVALID");
   });
 
+  it("refuses entries Linux cannot create, which the kernel's initramfs unpacker would skip silently (controls: the largest that fit)", async () => {
+    const dir = (path: string): FsEntry => ({ type: "dir", path, mode: 0o755, uid: 0, gid: 0, mtime: 0 });
+    const link = (target: string): FsEntry => ({ type: "symlink", path: "/a/t", mode: 0o777, uid: 0, gid: 0, mtime: 0, target });
+    // a symlink target holds at most 4095 bytes (PATH_MAX with its NUL)
+    await image([...entries, link("x".repeat(4095))]);
+    const t = await assertCodeAsync(() => image([...entries, link("x".repeat(4096))]), "LIMIT_EXCEEDED");
+    assert.match(t.message, /vm\.symlink-target-bytes/);
+    assert.equal(t.path, "/a/t");
+    // a name holds at most 255 bytes (NAME_MAX)
+    await image([...entries, dir(`/${"n".repeat(255)}`)]);
+    const n = await assertCodeAsync(() => image([...entries, dir(`/${"n".repeat(256)}`)]), "LIMIT_EXCEEDED");
+    assert.match(n.message, /vm\.name-bytes/);
+    // the archive name "cairn/template/..." with its NUL holds at most 4096 bytes (PATH_MAX)
+    const deep = (total: number): FsEntry[] => {
+      const out: FsEntry[] = [];
+      let p = "";
+      while (`cairn/template${p}`.length + 1 < total) {
+        const room = total - (`cairn/template${p}`.length + 1) - 1;
+        p += `/${"d".repeat(Math.min(200, room))}`;
+        out.push(dir(p));
+      }
+      assert.equal(`cairn/template${p}`.length + 1, total);
+      return out;
+    };
+    await image([...entries, ...deep(4096)]);
+    const d = await assertCodeAsync(() => image([...entries, ...deep(4097)]), "LIMIT_EXCEEDED");
+    assert.match(d.message, /vm\.path-bytes/);
+  });
+
   it("refuses content whose size differs from the tree", async () => {
     const wrong = { get: async () => Buffer.from("short") };
     await assertCodeAsync(() => buildGuestImage({ agent, inputs, modules, tree: new Map(entries.map((e) => [e.path, e])), content: wrong }), "SIZE_MISMATCH");
