@@ -9,6 +9,8 @@ import { expandFormations } from "../../src/strata/resolve/formations.ts";
 import { resolveRefs } from "../../src/strata/resolve/refs.ts";
 import { checkRequirements } from "../../src/strata/resolve/requirements.ts";
 import { checkConflicts } from "../../src/strata/resolve/conflicts.ts";
+import type { Pick } from "../../src/strata/resolve/pick.ts";
+import type { CatalogLayer } from "../../src/strata/catalog.ts";
 import { mountOrder } from "../../src/strata/resolve/mount-order.ts";
 import { attestLayers } from "../../src/strata/resolve/attest-stage.ts";
 import { toySpec, TOY_LAYERS } from "../../examples/strata/build-registry.ts";
@@ -86,6 +88,22 @@ test("stage conflicts: same path different content, same capability; allowed ins
   assertCode(() => checkConflicts([{ layer: py }, { layer: other }]), "RESOLVE_CONFLICT");
   assert.ok(reg.hasBlob(py.doc.value.sha256));
   assert.doesNotThrow(() => checkConflicts([{ layer: py }]), "control");
+});
+
+test("stage conflicts: a layer outside a formation is checked against every member, in any pick order", () => {
+  const d = (c: string): string => `sha256:${c.repeat(64)}`;
+  const layer = (id: string, files: Record<string, string>): CatalogLayer =>
+    ({ doc: { value: { id, name: id, provides: [], content_manifest: new Map(Object.entries(files)), symlinks: new Map() } } }) as unknown as CatalogLayer;
+  // A and B are members of one formation and may overlap; C is not: which /x is visible depends on where C mounts relative to B.
+  const a: Pick = { layer: layer("a", { "/x": d("1") }), from_formation: "f@1" };
+  const b: Pick = { layer: layer("b", { "/x": d("2") }), from_formation: "f@1", after_in_formation: "a" };
+  const c: Pick = { layer: layer("c", { "/x": d("1") }) };
+  for (const order of [[a, b, c], [a, c, b], [b, a, c], [b, c, a], [c, a, b], [c, b, a]]) {
+    assertCode(() => checkConflicts(order), "RESOLVE_CONFLICT");
+  }
+  // Controls: the formation alone, and C beside it at another path.
+  assert.doesNotThrow(() => checkConflicts([a, b]));
+  assert.doesNotThrow(() => checkConflicts([a, b, { layer: layer("c", { "/y": d("1") }) }]));
 });
 
 test("stage mount order: providers first, formation order kept, ties by content; a cycle is named", async () => {

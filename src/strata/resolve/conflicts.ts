@@ -20,7 +20,8 @@ export function checkConflicts(picks: readonly Pick[]): void {
   const issues: Issue[] = [];
   const capOwner = new Map<string, Pick>();
   const nameOwner = new Map<string, Pick>();
-  const pathOwner = new Map<string, { pick: Pick; content: string }>();
+  // Every owner of a path, not only the first: members of one formation may differ among themselves, and a layer outside it must be checked against each of them.
+  const pathOwners = new Map<string, { pick: Pick; content: string }[]>();
   const clash = (a: Pick, b: Pick, what: string): void => {
     issues.push({ code: "RESOLVE_CONFLICT", path: pickId(b), message: `${pickId(a)} and ${pickId(b)} ${what}` });
   };
@@ -39,9 +40,11 @@ export function checkConflicts(picks: readonly Pick[]): void {
       ...[...m.symlinks].map(([path, t]): [string, string] => [path, `symlink ${t}`]),
     ];
     for (const [path, content] of entries) {
-      const other = pathOwner.get(path);
-      if (other === undefined) pathOwner.set(path, { pick: p, content });
-      else if (other.content !== content && !sameFormation(other.pick, p)) clash(other.pick, p, `hold different content at ${path}`);
+      const owners = pathOwners.get(path) ?? [];
+      const other = owners.find((o) => o.content !== content && !sameFormation(o.pick, p));
+      if (other !== undefined) clash(other.pick, p, `hold different content at ${path}`);
+      owners.push({ pick: p, content });
+      pathOwners.set(path, owners);
     }
   }
   if (issues.length > 0) {
