@@ -45,7 +45,8 @@ struct inv {
   uint8_t seen[16];       /* which event records this invocation has emitted */
   uint64_t deadline_ms;
   uint32_t reaped;
-  /* output trigger matching: bytes since the last executed step (bounded tail) */
+  /* output trigger matching: bytes since the last executed step (bounded tail),
+     and whether the waiting step's pattern was seen in any of them */
   uint8_t tail[2][PATTERN_MAX * 2];
   size_t tail_len[2];
   int matched[2];
@@ -54,6 +55,7 @@ struct inv {
 
 static struct inputs in;
 static struct inv cur;
+static const struct step *waiting; /* the next step to run, whose trigger is pending */
 static uint32_t invocations;
 static int infra;     /* an infrastructure failure ended the run */
 static int sigfd = -1;
@@ -80,6 +82,22 @@ static int on_output(int s, const uint8_t *buf, size_t n) {
   if (rec_frame(cur.id, (uint8_t)(s + 1), cur.total[s], buf, (uint32_t)n) < 0) return -1;
   sha256_update(&cur.digest[s], buf, n);
   cur.total[s] += n;
+  /* the waiting step's pattern anywhere in this read, or across its start:
+     how the bytes were split into reads must not decide whether it matches */
+  const struct step *w = waiting;
+  if (w && w->trigger == TRIG_OUTPUT && w->trigger_arg - 1 == s && !cur.matched[s]) {
+    size_t p = w->pattern_len;
+    if (memmem(buf, n, w->pattern, p)) {
+      cur.matched[s] = 1;
+    } else if (p > 1) {
+      uint8_t seam[PATTERN_MAX * 2];
+      size_t a = cur.tail_len[s] < p - 1 ? cur.tail_len[s] : p - 1;
+      size_t b = n < p - 1 ? n : p - 1;
+      memcpy(seam, cur.tail[s] + cur.tail_len[s] - a, a);
+      memcpy(seam + a, buf, b);
+      if (memmem(seam, a + b, w->pattern, p)) cur.matched[s] = 1;
+    }
+  }
   /* keep the bytes since the last step, bounded to twice the largest pattern */
   size_t keep = sizeof cur.tail[s];
   if (n >= keep) {
@@ -259,6 +277,7 @@ static int trigger_met(const struct step *s) {
     return 1;
   }
   int st = s->trigger_arg - 1;
+  if (cur.matched[st]) return 1;
   if (cur.tail_len[st] < s->pattern_len) return 0;
   return memmem(cur.tail[st], cur.tail_len[st], s->pattern, s->pattern_len) != NULL;
 }
@@ -302,6 +321,7 @@ static void exec_step(const struct step *s) {
   }
   /* output triggers look only at bytes after the step that precedes them */
   cur.tail_len[0] = cur.tail_len[1] = 0;
+  cur.matched[0] = cur.matched[1] = 0;
 }
 
 /* One round of waiting: output, stdin, child exit, deadline. */
@@ -343,6 +363,7 @@ static void run_steps(void) {
   while (!infra && !proto_failed()) {
     while (i < in.nsteps && trigger_met(&in.steps[i]) && !infra) exec_step(&in.steps[i++]);
     if (infra || proto_failed()) break;
+    waiting = i < in.nsteps ? &in.steps[i] : NULL;
     if (cur.active && (cur.exited || cur.seen[REC_TERMINATE_REQUESTED])) {
       finish_invocation();
       continue; /* exit and cleanup-complete may satisfy the next trigger */

@@ -103,6 +103,15 @@ describe("guest agent at run time", { skip: VM_SKIP }, () => {
     assert.equal(b.boot.qemu.exitCode, 1);
   });
 
+  it("fires an output trigger whose pattern is followed by more bytes than the agent keeps, in one read (control: invocation 5 above, pattern at the end)", async () => {
+    // "echo a yyyy…\n" reaches the agent as one read of about 1 KiB; the pattern sits at its start
+    const b = await bootProbe(scenario([start(), write(`echo a${"y".repeat(1000)}\n`, 0, ready), { action: "terminate", after: { kind: "output", stream: "stdout", contains: "echo a" } }], { ...DEFAULT_RUN_LIMITS, timeMs: 5000 }));
+    const ev = b.evaluation.events;
+    assert.deepEqual(of(ev, 1, "infra-failure").map((e) => e.reason), []);
+    assert.equal(of(ev, 1, "requested-termination").length, 1);
+    assert.deepEqual(of(ev, 1, "exit").map((e) => [e.kind, e.code]), [["signaled", 9]]);
+  });
+
   it("refuses a privileged launch before any workload code runs", async () => {
     const b = await bootProbe(scenario([start(), write("echo x\n", 0, none)]), { ...PROBE_LAUNCH, uid: 0, gid: 0 });
     const ev = b.evaluation.events;
