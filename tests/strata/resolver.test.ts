@@ -106,6 +106,22 @@ test("stage conflicts: a layer outside a formation is checked against every memb
   assert.doesNotThrow(() => checkConflicts([a, b, { layer: layer("c", { "/y": d("1") }) }]));
 });
 
+test("stage conflicts: a path that is a file or symlink in one layer and a directory in another is a conflict", () => {
+  const d = (c: string): string => `sha256:${c.repeat(64)}`;
+  const layer = (id: string, files: Record<string, string>, links: Record<string, string> = {}): Pick =>
+    ({ layer: { doc: { value: { id, name: id, provides: [], content_manifest: new Map(Object.entries(files)), symlinks: new Map(Object.entries(links)) } } } }) as unknown as Pick;
+  const fileAtTool = layer("a", { "/opt/tool": d("1") });
+  const dirAtTool = layer("b", { "/opt/tool/bin/x": d("2") });
+  const linkAtLib = layer("c", {}, { "/lib": "usr/lib" });
+  const dirAtLib = layer("d", { "/lib/libfoo.so": d("3") });
+  for (const pair of [[fileAtTool, dirAtTool], [dirAtTool, fileAtTool], [linkAtLib, dirAtLib], [dirAtLib, linkAtLib]]) {
+    assertCode(() => checkConflicts(pair), "RESOLVE_CONFLICT");
+  }
+  // Controls: layers sharing a directory, and the same shape inside one formation.
+  assert.doesNotThrow(() => checkConflicts([dirAtTool, layer("e", { "/opt/tool/bin/y": d("4") })]));
+  assert.doesNotThrow(() => checkConflicts([{ ...fileAtTool, from_formation: "f@1" }, { ...dirAtTool, from_formation: "f@1" }]));
+});
+
 test("stage mount order: providers first, formation order kept, ties by content; a cycle is named", async () => {
   const base = await probedExampleBase(ex);
   const cat = catalogOf(ex);

@@ -4,7 +4,8 @@
  *   `python`?), or
  * - both hold the same path with different content (a file with another
  *   digest, a symlink with another target, or a file in one and a symlink in
- *   the other), or
+ *   the other; or a file or symlink in one where the other has files
+ *   below, i.e. a directory: which one an overlay shows depends on the order), or
  * - they are two versions of the same layer name.
  * Layers of one formation never conflict with each other: the formation fixed
  * their order. Every conflict is reported at once.
@@ -22,7 +23,13 @@ export function checkConflicts(picks: readonly Pick[]): void {
   const nameOwner = new Map<string, Pick>();
   // Every owner of a path, not only the first: members of one formation may differ among themselves, and a layer outside it must be checked against each of them.
   const pathOwners = new Map<string, { pick: Pick; content: string }[]>();
+  // Directories are implied by the paths below them (manifests list only files and symlinks).
+  const dirOwners = new Map<string, Set<Pick>>();
+  const reported = new Set<string>();
   const clash = (a: Pick, b: Pick, what: string): void => {
+    const key = `${pickId(a)}\0${pickId(b)}\0${what}`;
+    if (reported.has(key)) return; // one directory clash would otherwise repeat for every file below it
+    reported.add(key);
     issues.push({ code: "RESOLVE_CONFLICT", path: pickId(b), message: `${pickId(a)} and ${pickId(b)} ${what}` });
   };
   for (const p of picks) {
@@ -45,6 +52,17 @@ export function checkConflicts(picks: readonly Pick[]): void {
       if (other !== undefined) clash(other.pick, p, `hold different content at ${path}`);
       owners.push({ pick: p, content });
       pathOwners.set(path, owners);
+      const differs = (o: Pick): boolean => o !== p && !sameFormation(o, p);
+      const asDir = [...(dirOwners.get(path) ?? [])].find(differs);
+      if (asDir !== undefined) clash(asDir, p, `disagree on ${path}: a directory in one, not in the other`);
+      for (let i = path.lastIndexOf("/"); i > 0; i = path.lastIndexOf("/", i - 1)) {
+        const dir = path.slice(0, i);
+        const notDir = (pathOwners.get(dir) ?? []).find((o) => differs(o.pick));
+        if (notDir !== undefined) clash(notDir.pick, p, `disagree on ${dir}: a directory in one, not in the other`);
+        const dirs = dirOwners.get(dir) ?? new Set<Pick>();
+        dirs.add(p);
+        dirOwners.set(dir, dirs);
+      }
     }
   }
   if (issues.length > 0) {
