@@ -45,7 +45,8 @@ export interface SignedDocument<T> {
 export function readBounded(path: string, max: number, limit: string): Buffer {
   let fd: number;
   try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+    // O_NONBLOCK: opening a FIFO planted in a registry would otherwise block until a writer appears (no effect on regular files).
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (cause) {
     throw ioError(path, cause);
   }

@@ -1,6 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { execFileSync, spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { generateSigningKey, parseEnvelope, parseJsonBytes } from "../../src/core/index.ts";
 import { LocalRegistry, attest, buildLayerBlob, buildLayerFromDirectory, checkLayerContents, requirementString, parseLayerManifest, layerManifestToModel, manifestFor, readTrust, searchRegistries, foldLayers } from "../../src/strata/index.ts";
@@ -163,4 +164,20 @@ test("--contents: a blob must hold exactly what its manifest lists (an under-rep
   wrong.set("/usr/local/share/bio/README", m.sha256);
   await assertCodeAsync(() => checkLayerContents(blob, { ...m, content_manifest: wrong }, "wrong"), "DIGEST_MISMATCH");
   await assertCodeAsync(() => checkLayerContents(blob, { ...m, symlinks: new Map([["/x", "y"]]) }, "link"), "DIGEST_MISMATCH");
+});
+
+test("a FIFO in a registry is refused as not a regular file instead of blocking the reader forever", () => {
+  const dir = tempDir("cairn-fifo-");
+  const fifo = join(dir, "x.json");
+  const plain = join(dir, "y.json");
+  execFileSync("mkfifo", [fifo]);
+  writeFileSync(plain, "{}");
+  // In a child with a timeout: opening a FIFO for reading blocks the thread, so an in-process test could not fail, only hang.
+  const probe = (p: string): string => {
+    const code = `import(${JSON.stringify(new URL("../../src/strata/registry.ts", import.meta.url).href)}).then((m) => { try { m.readBounded(${JSON.stringify(p)}, 1024, "x"); console.log("read"); } catch (e) { console.log(e.code); } });`;
+    const r = spawnSync(process.execPath, ["--import", "tsx", "-e", code], { timeout: 20_000, encoding: "utf8" });
+    return r.error !== undefined || r.signal !== null ? "hung" : r.stdout.trim();
+  };
+  assert.equal(probe(plain), "read", "control: a regular file is read");
+  assert.equal(probe(fifo), "REGISTRY_INVALID");
 });
