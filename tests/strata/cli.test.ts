@@ -235,3 +235,18 @@ test("--base host probes this machine (profile written for whatever this host is
   assert.equal(r.code, 0, r.stdout);
   assert.match(readFileSync(join(ex.root, "host.lock"), "utf8"), /source: host/);
 });
+
+test("a profile is read with a bound: an oversized file or a device is refused, not read to the end", async () => {
+  const ok = join(ex.root, "bounded-ok.yaml");
+  writeFileSync(ok, "name: ok\nbase: {os: debian12}\n");
+  assert.equal((await runCli(["profile", "validate", ok, "--json"])).code, 0, "control: a small profile is read");
+  const big = join(ex.root, "bounded-big.yaml");
+  writeFileSync(big, `name: big\nbase: {os: debian12}\ndescription: "${"x".repeat(2 * 1024 * 1024)}"\n`);
+  const r = await runCli(["profile", "validate", big, "--json"]);
+  assert.equal(r.code, 1);
+  assert.equal(JSON.parse(r.stdout).error.code, "LIMIT_EXCEEDED");
+  assert.match(JSON.parse(r.stdout).error.message, /profile\.max_bytes/);
+  const dev = await runCli(["profile", "validate", "/dev/zero", "--json"]);
+  assert.equal(dev.code, 1);
+  assert.equal(JSON.parse(dev.stdout).error.code, "IO_ERROR");
+});

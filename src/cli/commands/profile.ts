@@ -1,17 +1,29 @@
-import { readFileSync } from "node:fs";
+import { closeSync, constants, fstatSync, openSync } from "node:fs";
 import type { Command } from "commander";
-import { decodeUtf8, ioError } from "../../core/index.ts";
+import { CairnError, checkLimit, decodeUtf8, FIXED_LIMIT_HINT, ioError, readPrefix } from "../../core/index.ts";
 import { NOT_ACTED_UPON, parseProfileText, profileDigest, profileToModel, refString, type Profile } from "../../strata/index.ts";
 import type { Context } from "../main.ts";
 import { printJson } from "../output.ts";
 
-/** Reads and parses a profile file strictly. */
+/** profile.max_bytes: a profile is a short declaration; anything larger is refused before it is read. */
+export const MAX_PROFILE_BYTES = 1024 * 1024;
+
+/** Reads (bounded, regular files only) and parses a profile file strictly. */
 export function readProfile(path: string): Profile {
-  let bytes: Buffer;
+  let fd: number;
   try {
-    bytes = readFileSync(path);
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch (cause) {
     throw ioError(path, cause);
+  }
+  let bytes: Buffer;
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw new CairnError("IO_ERROR", `${path} is not a regular file`, { path });
+    checkLimit("profile.max_bytes", st.size, MAX_PROFILE_BYTES, path, "bytes", FIXED_LIMIT_HINT);
+    bytes = readPrefix(fd, st.size);
+  } finally {
+    closeSync(fd);
   }
   return parseProfileText(decodeUtf8(bytes, path), path);
 }
