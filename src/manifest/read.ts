@@ -4,7 +4,7 @@
  * with a flat token scan before the recursive parser sees the text (limit
  * max_depth), so a hostile file cannot exhaust memory or the stack.
  */
-import { closeSync, fstatSync, openSync, readSync } from "node:fs";
+import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
 import { createScanner } from "jsonc-parser";
 import { CairnError, decodeUtf8, ioError, parseJsonText, type JsonModel } from "../core/index.ts";
 import { DEFAULT_MANIFEST_LIMITS, type ManifestLimits } from "./declared.ts";
@@ -21,7 +21,8 @@ const EOF = 17;
 export function readBounded(path: string, maxBytes: number): Buffer {
   let fd: number;
   try {
-    fd = openSync(path, "r");
+    // O_NONBLOCK: a FIFO would otherwise block the open until a writer appears (no effect on regular files).
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch (cause) {
     throw ioError(path, cause);
   }

@@ -3,6 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { execFileSync, spawnSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runCli } from "../helpers/cli.ts";
@@ -150,4 +151,21 @@ test("input limits: oversized and deeply nested files are refused naming the lim
   assert.match(d.error.message, /max_depth/);
   const missing = await runCli(["manifest", "ingest", join(dir, "nope.json"), "--json"]);
   assert.equal(JSON.parse(missing.stdout).error.code, "IO_ERROR");
+});
+
+test("manifest ingest refuses a FIFO as not a regular file instead of blocking forever", () => {
+  const dir = mkdtempSync(join(tmpdir(), "cairn-manifest-fifo-"));
+  const fifo = join(dir, "devcontainer.json");
+  const plain = join(dir, "plain.json");
+  execFileSync("mkfifo", [fifo]);
+  writeFileSync(plain, JSON.stringify({ image: PINNED_IMAGE }));
+  // A child with a timeout: opening a FIFO blocks the thread, so an in-process test could only hang, never fail.
+  const ingest = (p: string): string => {
+    const r = spawnSync(process.execPath, [join(PROJECT_ROOT, "bin/cairn.js"), "manifest", "ingest", p, "--json"], { timeout: 20_000, encoding: "utf8" });
+    if (r.error !== undefined || r.signal !== null) return "hung";
+    const out = JSON.parse(r.stdout) as { error?: { code: string }; address?: string };
+    return out.error?.code ?? (out.address !== undefined ? "ok" : "?");
+  };
+  assert.equal(ingest(plain), "ok", "control: a regular file is ingested");
+  assert.equal(ingest(fifo), "IO_ERROR");
 });
