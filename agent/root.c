@@ -72,19 +72,22 @@ static int copy_dir(int sfd, int dfd) {
   char **names = NULL;
   size_t n = 0, cap = 0;
   struct dirent *e;
+  int rc = 0;
   while ((e = readdir(d))) {
     if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
     if (n == cap) {
       cap = cap ? cap * 2 : 32;
       char **grown = realloc(names, cap * sizeof *names);
-      if (!grown) break;
+      if (!grown) {
+        rc = -1; /* out of memory: a partial copy must fail, never pass as the whole root */
+        break;
+      }
       names = grown;
     }
     names[n++] = strdup(e->d_name);
   }
   closedir(d);
   if (n) qsort(names, n, sizeof *names, cmp);
-  int rc = 0;
   for (size_t i = 0; i < n && rc == 0; i++) {
     const char *name = names[i];
     struct stat st;
