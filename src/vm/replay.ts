@@ -15,9 +15,9 @@
  * The replay has no network, no drives, no host mounts and no host input:
  * QEMU reads only the kernel, the rebuilt initramfs and the replay log.
  */
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { CairnError, canonicalize, isCairnError, parseJsonBytes, sha256 } from "../core/index.ts";
+import { CairnError, canonicalize, isCairnError, parseJsonBytes, readFileBounded, sha256 } from "../core/index.ts";
 import { openVerifiedWorkload } from "../workload/index.ts";
 import { writeFailureBundle } from "./bundle.ts";
 import { bootGuest, evaluate, prepareGuest, type Evaluation } from "./guest.ts";
@@ -45,6 +45,17 @@ export interface ReplayResult {
   readonly qemuMs: number;
 }
 
+/**
+ * Bounds on what replay reads from a run directory, which is hostile input
+ * like any other: a padded file must fail with a named limit, not exhaust
+ * memory. Recorded logs are about 100 KB and events a few KB.
+ */
+export const RUN_READ_LIMITS = {
+  "run.manifest-bytes": 1024 * 1024,
+  "run.recorded-list-bytes": 64 * 1024 * 1024,
+  "run.replay-log-bytes": 1024 * 1024 * 1024,
+} as const;
+
 function refuse(code: "REPLAY_MISMATCH" | "WORKLOAD_MISMATCH" | "VM_MISMATCH", path: string, message: string, hint?: string): never {
   throw new CairnError(code, message, { path, hint: hint ?? "this run cannot be replayed on this host as it is; nothing was launched" });
 }
@@ -52,7 +63,7 @@ function refuse(code: "REPLAY_MISMATCH" | "WORKLOAD_MISMATCH" | "VM_MISMATCH", p
 export function readRunManifest(runDir: string): RunManifest {
   const file = join(runDir, RUN_FILES.manifest);
   if (!existsSync(file)) throw new CairnError("RUN_INVALID", `${runDir} is not a run directory (no ${RUN_FILES.manifest})`, { path: file });
-  return parseRunManifest(readFileSync(file), file);
+  return parseRunManifest(readFileBounded(file, RUN_READ_LIMITS["run.manifest-bytes"], "run.manifest-bytes"), file);
 }
 
 /** Steps 1–6: everything that can be checked before launch. */
@@ -62,7 +73,7 @@ export async function preflight(opts: ReplayOptions) {
   const logPath = join(opts.runDir, RUN_FILES.replayLog);
   if (!existsSync(logPath)) refuse("REPLAY_MISMATCH", "/replay_log", "the replay log is missing", "a run directory without replay.log cannot be replayed");
   if (statSync(logPath).size !== m.replay_log.size) refuse("REPLAY_MISMATCH", "/replay_log/size", "the replay log has another size than recorded");
-  if (sha256(readFileSync(logPath)) !== m.replay_log.sha256) refuse("REPLAY_MISMATCH", "/replay_log/sha256", "the replay log's digest differs from the recorded one");
+  if (sha256(readFileBounded(logPath, RUN_READ_LIMITS["run.replay-log-bytes"], "run.replay-log-bytes")) !== m.replay_log.sha256) refuse("REPLAY_MISMATCH", "/replay_log/sha256", "the replay log's digest differs from the recorded one");
   const w = await openVerifiedWorkload(join(opts.runDir, RUN_FILES.lock), opts.storeDir);
   const facts = workloadFacts(w);
   for (const k of Object.keys(m.workload) as (keyof RunManifest["workload"])[]) {
@@ -85,7 +96,7 @@ export async function preflight(opts: ReplayOptions) {
 /** A recorded events or assertions file: a strict JSON list (compared, never interpreted). */
 function readRecordedList(file: string): unknown[] {
   if (!existsSync(file)) throw new CairnError("RUN_INVALID", `the run directory has no ${file}`, { path: file, hint: "the run directory is incomplete; record again" });
-  const model = parseJsonBytes(readFileSync(file));
+  const model = parseJsonBytes(readFileBounded(file, RUN_READ_LIMITS["run.recorded-list-bytes"], "run.recorded-list-bytes"));
   if (!Array.isArray(model)) throw new CairnError("RUN_INVALID", `${file} is not a list`, { path: file });
   return model;
 }

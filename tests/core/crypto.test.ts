@@ -82,3 +82,17 @@ test("safe path components refuse traversal; a control passes", () => {
   assert.deepEqual(digestComponents(`sha256:${HEX}`), ["sha256", HEX]);
   assertCode(() => digestComponents(`sha256:../${HEX.slice(3)}`), "DIGEST_INVALID");
 });
+
+test("bounded whole-file reads: over the limit, a symlink, a directory are refused; a control reads", async () => {
+  const { readFileBounded } = await import("../../src/core/index.ts");
+  const { symlinkSync, mkdirSync } = await import("node:fs");
+  const dir = mkdtempSync(join(tmpdir(), "cairn-bounded-"));
+  writeFileAtomic(join(dir, "f"), "0123456789");
+  assert.equal(readFileBounded(join(dir, "f"), 10, "test.bytes").toString(), "0123456789");
+  const e = assertCode(() => readFileBounded(join(dir, "f"), 9, "test.bytes"), "LIMIT_EXCEEDED");
+  assert.match(e.message, /test\.bytes/);
+  symlinkSync(join(dir, "f"), join(dir, "link"));
+  assertCode(() => readFileBounded(join(dir, "link"), 100, "test.bytes"), "IO_ERROR");
+  mkdirSync(join(dir, "d"));
+  assertCode(() => readFileBounded(join(dir, "d"), 100, "test.bytes"), "IO_ERROR");
+});
