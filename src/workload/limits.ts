@@ -54,8 +54,25 @@ const BYTE_LIMITS: ReadonlySet<LimitName> = new Set<LimitName>([
 
 export const DEFAULT_LIMITS: WorkloadLimits = LIMIT_DEFAULTS;
 
-/** No limit may be raised beyond this (the largest integer a JSON model carries safely). */
-const HARD_CEILING = Number.MAX_SAFE_INTEGER;
+/**
+ * How far a spec may raise each limit. Limits on bytes that are held in one
+ * buffer (a JSON document, one file, one extended header) stop below what
+ * Node can allocate or decode, so raising them yields a typed refusal here
+ * rather than a RangeError deep in a read; the others stop at the largest
+ * integer a JSON model carries safely.
+ */
+export const LIMIT_CEILINGS: { readonly [K in LimitName]: number } = Object.freeze({
+  ociJsonBytes: 256 * MiB,
+  descriptors: Number.MAX_SAFE_INTEGER,
+  compressedBytes: Number.MAX_SAFE_INTEGER,
+  expandedBytes: Number.MAX_SAFE_INTEGER,
+  entries: Number.MAX_SAFE_INTEGER,
+  pathLength: 1 * MiB,
+  componentLength: 1 * MiB,
+  depth: 1_000_000,
+  fileSize: 2048 * MiB,
+  extendedHeaderBytes: 16 * MiB,
+});
 
 /**
  * Parses the spec's optional `limits` object: `{ <name>: <positive integer> }`
@@ -69,7 +86,7 @@ export function parseLimits(unsafeValue: JsonModel | undefined, path = "/limits"
   if (obj !== undefined) {
     for (const name of LIMIT_NAMES) {
       if (obj[name] === undefined) continue;
-      const v = c.integer(obj[name], childPath(path, name), { min: 1, max: HARD_CEILING });
+      const v = c.integer(obj[name], childPath(path, name), { min: 1, max: LIMIT_CEILINGS[name] });
       if (v !== undefined) out[name] = v;
     }
   }

@@ -67,3 +67,15 @@ describe("pax keys", () => {
     assert.deepEqual(Object.keys(PAX_KEYS).sort(), ["gid", "gname", "linkpath", "mtime", "path", "size", "uid", "uname"]);
   });
 });
+
+describe("limit ceilings", () => {
+  it("a limit raised past what one buffer can hold is refused at parse time; raising to the ceiling is accepted (control)", async () => {
+    const { LIMIT_CEILINGS } = await import("../../../src/workload/limits.ts");
+    for (const name of LIMIT_NAMES) {
+      const ceiling = LIMIT_CEILINGS[name];
+      assert.equal(parseLimits({ [name]: ceiling })[name], ceiling, `${name} at its ceiling`);
+      if (ceiling < Number.MAX_SAFE_INTEGER) assertCode(() => parseLimits({ [name]: ceiling + 1 }), "MODEL_VALUE");
+    }
+    assertCode(() => parseLimits({ ociJsonBytes: Number.MAX_SAFE_INTEGER }), "MODEL_VALUE");
+  });
+});
