@@ -61,6 +61,10 @@ export function checkAssertions(expect: readonly Expectation[], decoded: Decoded
       const actual = exit?.kind === "exited" ? exit.code : null;
       results.push({ invocation: inv, check: "exit-code", ok: actual === e.exitCode, expected: e.exitCode, actual });
     }
+    if (e.launchFailure !== undefined) {
+      const failed = decoded.events.find((x): x is Extract<NormalizedEvent, { event: "launch-failure" }> => x.event === "launch-failure" && x.invocation === inv);
+      results.push({ invocation: inv, check: "launch-failure", ok: failed?.stage === e.launchFailure, expected: e.launchFailure, actual: failed?.stage ?? null });
+    }
     if (e.signal !== undefined) {
       const actual = exit?.kind === "signaled" ? exit.code : null;
       results.push({ invocation: inv, check: "signal", ok: actual === e.signal, expected: e.signal, actual });
@@ -93,7 +97,9 @@ export type RunStatus = "passed" | "assertions-failed" | "launch-failed" | "infr
 export function runStatus(events: readonly NormalizedEvent[], results: readonly AssertionResult[]): RunStatus {
   if (events.some((e) => e.event === "infra-failure" || (e.event === "final" && e.status !== "ok"))) return "infrastructure-failure";
   if (results.some((r) => !r.ok)) return "assertions-failed";
-  if (events.some((e) => e.event === "launch-failure")) return results.length > 0 ? "passed" : "launch-failed";
+  // A launch failure fails the run unless the spec expected exactly it for that invocation.
+  const expected = (inv: number) => results.some((r) => r.invocation === inv && r.check === "launch-failure" && r.ok);
+  if (events.some((e) => e.event === "launch-failure" && !expected(e.invocation))) return "launch-failed";
   return "passed";
 }
 

@@ -20,6 +20,7 @@
  *     limits: { output-bytes: 1048576, time-ms: 60000 }
  */
 import { Checker, childPath, parseSha256, type JsonModel, type Sha256Digest } from "../core/index.ts";
+import { LAUNCH_STAGES } from "./wire.ts";
 
 export const EVENT_NAMES = [
   "start",
@@ -55,6 +56,8 @@ export interface Expectation {
   readonly stderrIncludes?: readonly string[];
   readonly stdoutSha256?: Sha256Digest;
   readonly stderrSha256?: Sha256Digest;
+  /** The stage at which this invocation is expected to fail to launch (a launch failure not expected fails the run). */
+  readonly launchFailure?: string;
 }
 
 /** Named limits of one run, each with a default (docs/runs.md lists them). */
@@ -106,6 +109,7 @@ const EXPECT_KEYS = [
   "stderr-includes",
   "stdout-sha256",
   "stderr-sha256",
+  "launch-failure",
 ];
 const LIMIT_KEYS = ["output-bytes", "time-ms", "stdin-queue-bytes", "frame-bytes"];
 
@@ -206,6 +210,12 @@ function parseExpect(c: Checker, v: JsonModel | undefined, path: string, invocat
     e.stderrIncludes = lines(c, o["stderr-includes"], childPath(p, "stderr-includes"));
     e.stdoutSha256 = digest(c, o["stdout-sha256"], childPath(p, "stdout-sha256"));
     e.stderrSha256 = digest(c, o["stderr-sha256"], childPath(p, "stderr-sha256"));
+    if (o["launch-failure"] !== undefined) {
+      const stages = Object.values(LAUNCH_STAGES);
+      const stage = c.string(o["launch-failure"], childPath(p, "launch-failure"));
+      if (stage !== undefined && !stages.includes(stage)) c.add(childPath(p, "launch-failure"), `unknown launch stage; expected one of ${stages.join(", ")}`, "MODEL_VALUE");
+      else e.launchFailure = stage;
+    }
     for (const k of Object.keys(e) as (keyof Expectation)[]) if (e[k] === undefined) delete e[k];
     out.push(e);
   });
