@@ -66,5 +66,11 @@ export function normalizeFeatureId(unsafeId: string): FeatureIdResult {
   if (/^[a-z][a-z0-9+.-]*:\/\//.test(id)) return { ok: false, why: "uses a URL scheme other than https" };
   const r = parseReference(id);
   if (!r.ok) return r;
+  // Lowercasing is for the name; a digest must already be lowercase hex, or an
+  // invalid `@sha256:ABC…` would become a valid pin and be reported as pinned.
+  const at = unsafeId.lastIndexOf("@");
+  if (r.ref.digest !== undefined && at >= 0 && !SHA256_DIGEST.test(unsafeId.slice(at + 1))) {
+    return { ok: false, why: "has a digest that is not sha256:<64 lowercase hex>" };
+  }
   return { ok: true, id, base: r.ref.name, pinned: r.ref.pinned };
 }
