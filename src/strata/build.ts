@@ -4,7 +4,7 @@
  * here reads the clock or the host's identity, so the same directory and
  * options give the same blob and the same manifest everywhere.
  */
-import { CairnError, type SigningKey } from "../core/index.ts";
+import { CairnError, type SigningKey, type VerifyingKey } from "../core/index.ts";
 import { buildLayerBlob, type LayerBlob } from "./blob.ts";
 import { capabilityString, requirementString, satisfies, type Capability, type Requirement } from "./capability.ts";
 import { byBytes } from "./order.ts";
@@ -16,6 +16,7 @@ import { readLayerBlob } from "./tar-reader.ts";
 import type { TarEntry } from "./tar-writer.ts";
 import { parseVersion } from "./version.ts";
 import { REF_NAME } from "./ref.ts";
+import { attest } from "./trust.ts";
 
 export interface LayerSpec {
   readonly name: string;
@@ -67,10 +68,24 @@ export function publishBuiltLayer(reg: LocalRegistry, built: { blob: LayerBlob; 
  * or the reverse). Records `folded_from` with each source's id and blob digest.
  * Each source blob is verified against its manifest before it is read.
  */
+/** Whose signatures a fold accepts on its source layers (closed by default, like resolve). */
+export interface SourceTrust {
+  readonly keys: readonly VerifyingKey[];
+  /** Fold unsigned or untrusted sources knowingly (the user's key then signs what nobody vouched for). */
+  readonly allowUnsignedOffline: boolean;
+}
+
+/**
+ * Merges published layers into one. Each source manifest's signature is
+ * checked against `trust` before its blob is read: folding re-signs the
+ * result with the user's key, so an unverified source would come out
+ * looking vouched for.
+ */
 export async function foldLayers(
   reg: LocalRegistry,
   ids: readonly string[],
   spec: LayerSpec,
+  trust: SourceTrust,
   inheritCapabilities = false,
 ): Promise<{ blob: LayerBlob; manifest: LayerManifest }> {
   if (ids.length < 2) throw new CairnError("USAGE", "layer fold needs at least two layers");
@@ -79,6 +94,7 @@ export async function foldLayers(
   const sources: LayerManifest[] = [];
   for (const id of ids) {
     const doc = reg.readLayer(id);
+    attest(doc, trust.keys, trust.allowUnsignedOffline, `layer ${id}`);
     const m = doc.value;
     sources.push(m);
     const entries = await readLayerBlob(reg.readBlob(m.sha256, m.size), m, reg.blobPath(m.sha256));

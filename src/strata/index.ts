@@ -46,6 +46,6 @@ export { diffLocks } from "./diff.ts";
 export type { LockDiff } from "./diff.ts";
 export { explainScope, explainText } from "./explain.ts";
 export { buildLayerFromDirectory, foldLayers, formationOf, manifestFor } from "./build.ts";
-export type { LayerSpec } from "./build.ts";
+export type { LayerSpec, SourceTrust } from "./build.ts";
 export { searchRegistries } from "./search.ts";
 export type { SearchHit } from "./search.ts";

@@ -87,7 +87,12 @@ test("layer fold merges layers (later wins), records folded_from, and verifies s
   const ex = exampleRegistry();
   const reg = LocalRegistry.open(ex.registry);
   const spec = { ...toySpec(TOY_LAYERS[5]!), name: "tools", version: "1.0" };
-  const folded = await foldLayers(reg, ["tool-a-1.0-none-noarch", "tool-b-1.0-none-noarch"], spec);
+  const trusted = { keys: [ex.registryKey], allowUnsignedOffline: false };
+  // Sources are verified before anything is read: no trusted key, or the wrong one, refuses.
+  await assertCodeAsync(() => foldLayers(reg, ["tool-a-1.0-none-noarch", "tool-b-1.0-none-noarch"], spec, { keys: [], allowUnsignedOffline: false }), "TRUST_REFUSED");
+  await assertCodeAsync(() => foldLayers(reg, ["tool-a-1.0-none-noarch", "tool-b-1.0-none-noarch"], spec, { keys: [generateSigningKey()], allowUnsignedOffline: false }), "TRUST_REFUSED");
+  assert.ok(await foldLayers(reg, ["tool-a-1.0-none-noarch", "tool-b-1.0-none-noarch"], spec, { keys: [], allowUnsignedOffline: true }), "named opt-in");
+  const folded = await foldLayers(reg, ["tool-a-1.0-none-noarch", "tool-b-1.0-none-noarch"], spec, trusted);
   assert.deepEqual(folded.manifest.build.folded_from?.map((f) => f.id), ["tool-a-1.0-none-noarch", "tool-b-1.0-none-noarch"]);
   const b = reg.readLayer("tool-b-1.0-none-noarch").value;
   assert.equal(folded.manifest.content_manifest.get("/usr/local/bin/tool"), b.content_manifest.get("/usr/local/bin/tool"));
@@ -98,7 +103,7 @@ test("layer fold merges layers (later wins), records folded_from, and verifies s
   const bytes = readFileSync(blobPath);
   bytes[20]! ^= 0xff;
   writeFileSync(blobPath, bytes);
-  await assertCodeAsync(() => foldLayers(reg, ["tool-a-1.0-none-noarch", "tool-b-1.0-none-noarch"], spec), "DIGEST_MISMATCH");
+  await assertCodeAsync(() => foldLayers(reg, ["tool-a-1.0-none-noarch", "tool-b-1.0-none-noarch"], spec, trusted), "DIGEST_MISMATCH");
 });
 
 test("envelopes in the registry are strict DSSE", () => {
@@ -126,10 +131,11 @@ test("a fold without --provides/--requires inherits its sources' capabilities; r
   const ex = exampleRegistry();
   const reg = LocalRegistry.open(ex.registry);
   const spec = { ...toySpec(TOY_LAYERS[3]!), name: "bio", version: "1.0", provides: [], requires: [] };
-  const folded = await foldLayers(reg, ["samtools-1.20-gnu-x86_64", "bwa-0.7.18-gnu-x86_64"], spec, true);
+  const trusted = { keys: [ex.registryKey], allowUnsignedOffline: false };
+  const folded = await foldLayers(reg, ["samtools-1.20-gnu-x86_64", "bwa-0.7.18-gnu-x86_64"], spec, trusted, true);
   assert.deepEqual(folded.manifest.provides.map((c) => `${c.name}@${c.version}`), ["bwa@0.7.18", "samtools@1.20"]);
   assert.deepEqual(folded.manifest.requires.map((r) => requirementString(r)), ["glibc>=2.28"], "samtools>=1.0 is met by the fold itself");
-  const explicit = await foldLayers(reg, ["samtools-1.20-gnu-x86_64", "bwa-0.7.18-gnu-x86_64"], spec, false);
+  const explicit = await foldLayers(reg, ["samtools-1.20-gnu-x86_64", "bwa-0.7.18-gnu-x86_64"], spec, trusted, false);
   assert.deepEqual(explicit.manifest.provides, [], "control: given (empty) capabilities are kept as given");
 });
 

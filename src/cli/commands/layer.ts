@@ -2,7 +2,7 @@ import { resolve as resolvePath } from "node:path";
 import type { Command } from "commander";
 import { CairnError, readSigningKey, type SigningKey } from "../../core/index.ts";
 import {
-  ABIS, ARCHES, INSTALL_LAYOUTS, LocalRegistry, buildLayerFromDirectory, foldLayers, parseCapability, parseRequirement,
+  ABIS, ARCHES, INSTALL_LAYOUTS, LocalRegistry, buildLayerFromDirectory, foldLayers, parseCapability, parseRequirement, readTrust,
   type Abi, type InstallLayout, type LayerArch, type LayerManifest, type LayerSpec, type SignedDocument,
 } from "../../strata/index.ts";
 import type { Context } from "../main.ts";
@@ -118,13 +118,16 @@ export function registerLayer(program: Command, ctx: Context): void {
     layer
       .command("fold")
       .description("merge published layers into one (later layers win at the same path), recording folded_from; without --provides/--requires it inherits its sources' capabilities")
-      .argument("<ids...>", "layer ids, lowest first"),
-  ).action(async (ids: string[], opts: SpecOpts) => {
+      .argument("<ids...>", "layer ids, lowest first")
+      .option("--trust <keyfile>", "keyfile://PATH of a key whose signatures on the source layers are accepted (repeatable)", collect, [])
+      .option("--allow-unsigned-offline", "fold sources that no trusted key signed (your key then signs what nobody vouched for)"),
+  ).action(async (ids: string[], opts: SpecOpts & { trust: string[]; allowUnsignedOffline?: boolean }) => {
     const spec = specFrom(opts);
     const keys = signingKeys(opts);
     const reg = openOrInit(ctx, opts.registry, opts.initRegistry);
+    const trust = { keys: opts.trust.map((t) => readTrust(t, ctx.cwd)), allowUnsignedOffline: opts.allowUnsignedOffline === true };
     // Without --provides/--requires the folded layer inherits its sources' capabilities.
-    const built = await foldLayers(reg, ids, spec, opts.provides.length === 0 && opts.requires.length === 0);
+    const built = await foldLayers(reg, ids, spec, trust, opts.provides.length === 0 && opts.requires.length === 0);
     report(ctx, reg.publishLayer(built.blob.blob, built.manifest, keys), opts.json, "folded");
   });
 }
