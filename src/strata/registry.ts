@@ -17,10 +17,10 @@
  * Every name that becomes a path goes through `safeComponent` or
  * `digestComponents`, because `path.join` resolves `..` instead of refusing it.
  */
-import { existsSync, mkdirSync, readdirSync, statSync, openSync, closeSync, fstatSync, constants } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import {
-  CairnError, canonicalBytes, checkLimit, FIXED_LIMIT_HINT, digestComponents, ioError, parseEnvelope, parseJsonBytes, readPrefix, safeComponent, sha256,
+  CairnError, canonicalBytes, FIXED_LIMIT_HINT, digestComponents, ioError, parseEnvelope, parseJsonBytes, readFileBounded, safeComponent, sha256,
   signEnvelope, writeFileAtomic, type DsseEnvelope, type SigningKey, type Sha256Digest,
 } from "../core/index.ts";
 import { LAYER_MANIFEST_TYPE, layerManifestToModel, parseLayerManifest, type LayerManifest } from "./layer-manifest.ts";
@@ -41,23 +41,9 @@ export interface SignedDocument<T> {
   readonly payloadSha256: Sha256Digest;
 }
 
-/** Reads a file of at most `max` bytes, naming `limit` when it is larger. */
+/** Reads a registry file of at most `max` bytes, naming `limit` when it is larger (registry limits are fixed). */
 export function readBounded(path: string, max: number, limit: string): Buffer {
-  let fd: number;
-  try {
-    // O_NONBLOCK: opening a FIFO planted in a registry would otherwise block until a writer appears (no effect on regular files).
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch (cause) {
-    throw ioError(path, cause);
-  }
-  try {
-    const st = fstatSync(fd);
-    if (!st.isFile()) throw new CairnError("REGISTRY_INVALID", `${path} is not a regular file`, { path });
-    checkLimit(limit, st.size, max, path, "bytes", FIXED_LIMIT_HINT);
-    return readPrefix(fd, st.size);
-  } finally {
-    closeSync(fd);
-  }
+  return readFileBounded(path, max, limit, { notRegular: "REGISTRY_INVALID", limitHint: FIXED_LIMIT_HINT });
 }
 
 export class LocalRegistry {
