@@ -1,5 +1,6 @@
 /**
- * Named limits for workload assembly. Every bound on a hostile OCI layout or
+ * Named limits for reading OCI layouts and applying layers (workload assembly,
+ * the base probe, strata blobs). Every bound on a hostile OCI layout or
  * tar stream is listed here with its default and unit, and exceeding one
  * raises LIMIT_EXCEEDED naming it (see core `checkLimit`).
  *

@@ -24,7 +24,7 @@
  * expanded-bytes, entries, extended-header and file-size limits as bytes
  * arrive, so a zip bomb stops at the limit. The member records it emits are
  * the single source of member metadata; tar-stream's view is only
- * cross-checked against them (see tar-reader.ts).
+ * cross-checked against them (see layer-reader.ts).
  */
 import { CairnError, Sha256Hasher, type Sha256Digest } from "../core/index.ts";
 import { enforceLimit, type LayerLimits } from "./layer-limits.ts";
