@@ -34,10 +34,10 @@ import { Transform, Writable } from "node:stream";
 import { createGunzip } from "node:zlib";
 import { sha256 } from "../../src/core/index.ts";
 import { PackWriter, Store } from "../../src/store/index.ts";
-import { applyLayers } from "../../src/workload/layers/index.ts";
-import { readOciSource } from "../../src/workload/oci/index.ts";
-import { STRICT_POLICY } from "../../src/workload/policy.ts";
-import type { ContentSink } from "../../src/workload/tree.ts";
+import { applyLayers } from "../../src/tree/index.ts";
+import { readOciSource } from "../../src/oci/index.ts";
+import { STRICT_POLICY } from "../../src/tree/layer-policy.ts";
+import type { ContentSink } from "../../src/tree/entries.ts";
 import { blobPath } from "../../tests/workload/fixtures/oci-writer.ts";
 import { writeLargeLayout, writeSmallLayout } from "./layouts.ts";
 

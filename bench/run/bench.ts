@@ -16,7 +16,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { canonicalize, sha256, type Sha256Digest } from "../../src/core/index.ts";
-import type { FsEntry } from "../../src/workload/tree.ts";
+import type { FsEntry } from "../../src/tree/entries.ts";
 import { assembleWorkload } from "../../src/workload/assemble.ts";
 import { bootGuest, DEFAULT_RUN_LIMITS, evaluate, prepareGuest, qemuVersion, type Scenario } from "../../src/vm/index.ts";
 import { probeBytes, probePath } from "../../tests/vm/fixtures/programs.ts";

@@ -13,7 +13,7 @@
  */
 import { gzipSync, constants as zc } from "node:zlib";
 import { sha256, type Sha256Digest } from "../core/index.ts";
-import { writeTar, type TarEntry } from "./tar-writer.ts";
+import { writeTar, type TarEntry } from "../tree/index.ts";
 import { byBytes } from "./order.ts";
 
 export interface LayerBlob {

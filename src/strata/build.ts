@@ -12,8 +12,7 @@ import { readDirectory, type DirLimits, DEFAULT_DIR_LIMITS } from "./dir-source.
 import { formationKey, type Formation } from "./formation.ts";
 import { layerId, type Abi, type InstallLayout, type LayerArch, type LayerManifest, type FoldedFrom } from "./layer-manifest.ts";
 import type { LocalRegistry, SignedDocument } from "./registry.ts";
-import { readLayerBlob } from "./tar-reader.ts";
-import type { TarEntry } from "./tar-writer.ts";
+import { readLayerBlobs, treeToTarEntries, type BlobInput } from "./blob-reader.ts";
 import { parseVersion } from "./version.ts";
 import { REF_NAME } from "./ref.ts";
 import { attest } from "./trust.ts";
@@ -66,7 +65,8 @@ export function publishBuiltLayer(reg: LocalRegistry, built: { blob: LayerBlob; 
  * Merges layers into one, later layers over earlier ones (a later file
  * replaces an earlier one at the same path; a directory never replaces a file
  * or the reverse). Records `folded_from` with each source's id and blob digest.
- * Each source blob is verified against its manifest before it is read.
+ * Each source blob is verified against its manifest before it is read, and
+ * read through the strict tar gate (blob-reader.ts).
  */
 /** Whose signatures a fold accepts on its source layers (closed by default, like resolve). */
 export interface SourceTrust {
@@ -89,25 +89,28 @@ export async function foldLayers(
   inheritCapabilities = false,
 ): Promise<{ blob: LayerBlob; manifest: LayerManifest }> {
   if (ids.length < 2) throw new CairnError("USAGE", "layer fold needs at least two layers");
-  const merged = new Map<string, TarEntry>();
   const folded: FoldedFrom[] = [];
   const sources: LayerManifest[] = [];
+  const blobs: BlobInput[] = [];
   for (const id of ids) {
     const doc = reg.readLayer(id);
     attest(doc, trust.keys, trust.allowUnsignedOffline, `layer ${id}`);
     const m = doc.value;
     sources.push(m);
-    const entries = await readLayerBlob(reg.readBlob(m.sha256, m.size), m, reg.blobPath(m.sha256));
-    for (const e of entries) {
-      const prior = merged.get(e.path);
-      if (prior !== undefined && (prior.type === "dir") !== (e.type === "dir")) {
-        throw new CairnError("RESOLVE_CONFLICT", `${id}: ${e.path} is a directory in one layer and not in another`, { path: e.path });
-      }
-      merged.set(e.path, e);
-    }
+    blobs.push({ blob: reg.readBlob(m.sha256, m.size), expected: m, where: reg.blobPath(m.sha256) });
     folded.push({ id: m.id, sha256: m.sha256 });
   }
-  const blob = buildLayerBlob([...merged.values()]);
+  // The sources are applied in order on one tree, as the layers would be
+  // mounted: a later file replaces an earlier one, and a later member beneath
+  // an earlier source's symlink is refused (TAR_THROUGH_SYMLINK).
+  const merged = await readLayerBlobs(blobs, {
+    onReplace(old, next, where) {
+      if ((old.type === "dir") !== (next.type === "dir")) {
+        throw new CairnError("RESOLVE_CONFLICT", `${next.path} is a directory in one layer and not in another`, { path: where, hint: "a fold never replaces a directory by a file or symlink, or the reverse" });
+      }
+    },
+  });
+  const blob = buildLayerBlob(treeToTarEntries(merged));
   const finalSpec = inheritCapabilities ? { ...spec, ...inheritedCapabilities(sources) } : spec;
   return { blob, manifest: manifestFor(finalSpec, blob, folded) };
 }

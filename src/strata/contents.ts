@@ -1,22 +1,24 @@
 /**
- * Deep check of a layer: its blob, unpacked (bounded, path-checked), holds
+ * Deep check of a layer: its blob, read through the strict tar gate (see
+ * blob-reader.ts: bounded, path-checked, no member through a symlink, every
+ * parent present), holds
  * exactly the regular files and symlinks its manifest lists in
  * `content_manifest` and `symlinks`. Conflict detection relies on those lists,
  * so a manifest that under-reports a file could hide a conflict; this check
  * (run by `lock verify --contents`) makes the lists a verified fact rather
  * than the signer's claim.
  */
-import { CairnError, sha256 } from "../core/index.ts";
+import { CairnError } from "../core/index.ts";
 import type { LayerManifest } from "./layer-manifest.ts";
-import { readLayerBlob } from "./tar-reader.ts";
+import { readLayerBlobs } from "./blob-reader.ts";
 
 export async function checkLayerContents(blob: Uint8Array, m: LayerManifest, where: string): Promise<void> {
-  const entries = await readLayerBlob(blob, m, where);
+  const { tree } = await readLayerBlobs([{ blob, expected: m, where }]);
   const files = new Map<string, string>();
   const links = new Map<string, string>();
-  for (const e of entries) {
-    if (e.type === "file") files.set(`/${e.path}`, sha256(e.data));
-    else if (e.type === "symlink") links.set(`/${e.path}`, e.target);
+  for (const e of tree.values()) {
+    if (e.type === "file") files.set(e.path, e.sha256);
+    else if (e.type === "symlink") links.set(e.path, e.target);
   }
   const mismatch = (what: string, path: string): never => {
     throw new CairnError("DIGEST_MISMATCH", `${m.id}: ${what} ${path}`, {

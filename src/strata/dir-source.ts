@@ -8,7 +8,7 @@
 import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readlinkSync } from "node:fs";
 import { join } from "node:path";
 import { CairnError, checkLimit, FIXED_LIMIT_HINT, decodeUtf8, ioError, readPrefix } from "../core/index.ts";
-import type { TarEntry } from "./tar-writer.ts";
+import type { TarEntry } from "../tree/index.ts";
 
 export interface DirLimits {
   /** layer.max_entries */

@@ -18,7 +18,7 @@ import { CairnError } from "../core/index.ts";
 import type { Capability } from "./capability.ts";
 import { compareVersions, isVersion } from "./version.ts";
 import { baseNameOf, type Arch } from "./platform.ts";
-import { resolveInRoot, type RootView } from "./rootview.ts";
+import { resolveInRoot, type RootView } from "../tree/index.ts";
 
 export interface ProbeResult {
   readonly name: string;
@@ -40,8 +40,14 @@ const LOADER_ARCH: ReadonlyArray<[RegExp, Arch]> = [
 ];
 const LIB_DIRS = ["/lib64", "/lib", "/usr/lib64", "/usr/lib", "/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu"];
 
+/** `path` resolved inside the view's root (tree.max_symlink_hops applies), or undefined when it names nothing. */
+function resolved(view: RootView, path: string): Promise<string | undefined> {
+  return resolveInRoot((p) => view.lookup(p), path);
+}
+
 async function readResolved(view: RootView, path: string, max: number): Promise<Uint8Array | undefined> {
-  return view.readFile(await resolveInRoot(view, path), max);
+  const real = await resolved(view, path);
+  return real === undefined ? undefined : view.readFile(real, max);
 }
 
 /** Parses os-release text: KEY=value lines, values optionally quoted. */
@@ -86,7 +92,7 @@ async function probeLibc(view: RootView): Promise<{ abi: ProbeResult["abi"]; gli
   let glibc: string | undefined;
   let musl = false;
   for (const dir of LIB_DIRS) {
-    const real = await resolveInRoot(view, dir).catch(() => undefined);
+    const real = await resolved(view, dir).catch(() => undefined);
     const names = real === undefined ? undefined : await view.list(real);
     if (names === undefined) continue;
     for (const n of names) {
@@ -99,8 +105,8 @@ async function probeLibc(view: RootView): Promise<{ abi: ProbeResult["abi"]; gli
       if (old && glibc === undefined) glibc = old[1];
     }
     if (glibc === undefined && names.includes("libc.so.6")) {
-      const link = await view.readlink(`${real}/libc.so.6`);
-      const fromName = link === undefined ? undefined : /libc-(\d+\.\d+(?:\.\d+)?)\.so$/.exec(link)?.[1];
+      const node = await view.lookup(`${real}/libc.so.6`);
+      const fromName = node?.type !== "symlink" ? undefined : /libc-(\d+\.\d+(?:\.\d+)?)\.so$/.exec(node.target)?.[1];
       if (fromName !== undefined) glibc = fromName;
       else {
         const bytes = await readResolved(view, `${real}/libc.so.6`, PROBE_LIMITS.libcBytes);
@@ -115,12 +121,13 @@ async function probeLibc(view: RootView): Promise<{ abi: ProbeResult["abi"]; gli
 async function probeGcc(view: RootView): Promise<string | undefined> {
   let present = false;
   for (const p of ["/usr/bin/gcc", "/usr/bin/cc"]) {
-    const real = await resolveInRoot(view, p).catch(() => undefined);
+    const real = await resolved(view, p).catch(() => undefined);
     if (real !== undefined && (await view.readFile(real, 4)) !== undefined) present = true;
   }
   if (!present) return undefined;
   let best: string | undefined;
-  const root = await resolveInRoot(view, "/usr/lib/gcc");
+  const root = await resolved(view, "/usr/lib/gcc");
+  if (root === undefined) return undefined;
   for (const triplet of (await view.list(root)) ?? []) {
     for (const v of (await view.list(`${root}/${triplet}`)) ?? []) {
       if (isVersion(v) && /^\d/.test(v) && (best === undefined || compareVersions(v, best) > 0)) best = v;

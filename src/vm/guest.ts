@@ -9,7 +9,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { CairnError, checkLimit, sha256, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
-import type { CanonicalTree, ContentSource } from "../workload/index.ts";
+import type { CanonicalTree, ContentSource } from "../tree/index.ts";
 import { checkAssertions, outcomeDigest, runStatus, type AssertionResult, type RunStatus } from "./checker.ts";
 import { buildGuestImage, type GuestImage } from "./initramfs.ts";
 import { encodeInputs, type GuestLaunch } from "./inputs.ts";

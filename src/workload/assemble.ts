@@ -62,7 +62,7 @@ export async function assembleWorkload(opts: AssembleOptions): Promise<AssembleR
     } else {
       const layoutDir = resolve(dirname(specPath), spec.source.layout);
       // Loaded on demand: the OCI path compiles the image-spec schemas, which a binary workload never needs.
-      const { assembleOci } = await import("./oci-source.ts");
+      const { assembleOci } = await import("./oci-workload.ts");
       derived = await assembleOci(spec, layoutDir, store, opts.progress);
     }
     store.put("objects", derived.specBytes);

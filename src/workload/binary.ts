@@ -14,10 +14,10 @@
  */
 import { CairnError, type Sha256Digest } from "../core/index.ts";
 import { checkStaticExecutable } from "./elf.ts";
-import { parentOf } from "./fs-identity.ts";
+import { parentOf } from "../tree/index.ts";
 import { makeLaunch, type Launch } from "./launch.ts";
 import type { BinarySourceSpec } from "./spec.ts";
-import type { CanonicalTree, FsEntry } from "./tree.ts";
+import type { CanonicalTree, FsEntry } from "../tree/index.ts";
 
 export const BINARY_INSTALL_PATH = "/bin/app";
 

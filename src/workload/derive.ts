@@ -9,12 +9,12 @@ import { CairnError, canonicalBytes, sha256, type Sha256Digest } from "../core/i
 import { buildBinaryWorkload } from "./binary.ts";
 import type { RawRef } from "./closure.ts";
 import { encodeDerived } from "./derived.ts";
-import { fsIdentity } from "./fs-identity.ts";
+import { fsIdentity } from "../tree/index.ts";
 import { sourceIdentity, workloadIdentity, type SourceFacts, type SourceKind, type WorkloadIdentities } from "./identity.ts";
 import { launchIdentity, type Launch } from "./launch.ts";
-import type { LayerPolicy } from "./policy.ts";
+import type { LayerPolicy } from "../tree/index.ts";
 import { canonicalSpecModel, type BinarySourceSpec, type WorkloadSpec } from "./spec.ts";
-import type { CanonicalTree } from "./tree.ts";
+import type { CanonicalTree } from "../tree/index.ts";
 
 export interface Derived {
   readonly kind: SourceKind;

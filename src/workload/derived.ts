@@ -13,9 +13,7 @@ import { canonicalBytes } from "../core/index.ts";
 import { rawModel, type RawRef } from "./closure.ts";
 import type { SourceKind, WorkloadIdentities } from "./identity.ts";
 import { launchModel, type Launch } from "./launch.ts";
-import { policyModel, type LayerPolicy } from "./policy.ts";
-import { sortedEntries } from "./fs-identity.ts";
-import type { CanonicalTree, FsEntry } from "./tree.ts";
+import { policyModel, sortedEntries, type CanonicalTree, type FsEntry, type LayerPolicy } from "../tree/index.ts";
 
 export const DERIVED_SCHEMA = "cairn.derived/1";
 

@@ -13,7 +13,7 @@
  * real models and fails when a field appears that is in neither list.
  */
 import type { Sha256Digest } from "../core/index.ts";
-import { policyModel, type LayerPolicy } from "./policy.ts";
+import { policyModel, type LayerPolicy } from "../tree/index.ts";
 import { taggedJsonDigest } from "./tagged.ts";
 
 export const WORKLOAD_IDENTITY_TAG = "cairn.workload.identity/1";

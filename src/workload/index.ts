@@ -1,9 +1,9 @@
 // The workload area's public surface: specs, identities, the lock, assembly and verification.
+// The canonical tree, layer policy and limits live in tree/; OCI reading in oci/.
 export { parseWorkloadSpec, checkWorkloadSpec, canonicalSpecModel, WORKLOAD_SPEC_SCHEMA } from "./spec.ts";
 export type { WorkloadSpec, SourceSpec, BinarySourceSpec, OciSourceSpec } from "./spec.ts";
 export { checkStaticExecutable } from "./elf.ts";
 export type { ElfFacts } from "./elf.ts";
-export { fsIdentity, frameTree, frameEntry, FS_IDENTITY_TAG } from "./fs-identity.ts";
 export { launchIdentity, launchFromOci, makeLaunch, parseUser, LAUNCH_IDENTITY_TAG, LAUNCH_LIMITS } from "./launch.ts";
 export type { Launch, OciLaunchFields } from "./launch.ts";
 export { workloadIdentity, sourceIdentity, WORKLOAD_IDENTITY_TAG, SOURCE_IDENTITY_TAG, WORKLOAD_SCOPE } from "./identity.ts";
@@ -18,12 +18,3 @@ export { assembleWorkload, defaultLockPath } from "./assemble.ts";
 export type { AssembleOptions, AssembleResult } from "./assemble.ts";
 export { openVerifiedWorkload, readWorkloadLock } from "./verify.ts";
 export type { VerifiedWorkload } from "./verify.ts";
-export { parsePolicy, STRICT_POLICY, POLICY_VERSION } from "./policy.ts";
-export type { LayerPolicy } from "./policy.ts";
-export { parseLimits, DEFAULT_LIMITS, LIMIT_DEFAULTS } from "./limits.ts";
-export type { WorkloadLimits, LimitName } from "./limits.ts";
-export type { CanonicalTree, FsEntry, FileEntry, DirEntry, SymlinkEntry, ContentSource, ContentSink } from "./tree.ts";
-export { readOciSource } from "./oci/index.ts";
-export type { OciSource, OciLayer, ReadOciSourceOptions } from "./oci/index.ts";
-export { applyLayers } from "./layers/index.ts";
-export type { ApplyLayersOptions, ApplyResult, ApplyStats } from "./layers/index.ts";

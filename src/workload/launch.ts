@@ -14,7 +14,7 @@
  * Env values are secrets for error purposes: messages name the variable, never its value.
  */
 import { CairnError, checkLimit, type Sha256Digest } from "../core/index.ts";
-import { isCanonicalPath } from "./fs-identity.ts";
+import { isCanonicalPath } from "../tree/index.ts";
 import { taggedJsonDigest } from "./tagged.ts";
 
 export const LAUNCH_IDENTITY_TAG = "cairn.launch/1";

@@ -10,7 +10,7 @@
 import { Checker, CairnError, canonicalBytes, childPath, parseJsonBytes, parseSha256, sha256, type JsonObject, type Sha256Digest } from "../core/index.ts";
 import { checkRaw, rawModel, type RawRef } from "./closure.ts";
 import type { SourceKind, WorkloadIdentities } from "./identity.ts";
-import { POLICY_VERSION, policyModel, type LayerPolicy } from "./policy.ts";
+import { POLICY_VERSION, policyModel, type LayerPolicy } from "../tree/index.ts";
 
 export const LOCK_SCHEMA = "cairn.workload-lock/1";
 /** A lock is small (one row per raw object); anything bigger is not a lock. */

@@ -18,8 +18,7 @@
  * content and is then verified against the bytes, never trusted.
  */
 import { Checker, childPath, parseJsonBytes, parseYamlBytes, parseSha256, type JsonModel, type JsonObject, type Sha256Digest } from "../core/index.ts";
-import { limitsModel, parseLimits, type WorkloadLimits } from "./limits.ts";
-import { parsePolicy, policyModel, type LayerPolicy } from "./policy.ts";
+import { limitsModel, parseLimits, parsePolicy, policyModel, type LayerLimits, type LayerPolicy } from "../tree/index.ts";
 
 export const WORKLOAD_SPEC_SCHEMA = "cairn.workload/1";
 
@@ -53,7 +52,7 @@ export interface WorkloadSpec {
   /** The layer policy (the strict profile when the spec names none). */
   readonly policy: LayerPolicy;
   /** The effective named limits (defaults where the spec names none). */
-  readonly limits: WorkloadLimits;
+  readonly limits: LayerLimits;
   /** The raw `run` section for the runs code; never part of the workload identity. */
   readonly run: JsonObject | undefined;
 }

@@ -28,7 +28,7 @@ import type { SourceKind, WorkloadIdentities } from "./identity.ts";
 import type { Launch } from "./launch.ts";
 import { LOCK_MAX_BYTES, parseLock, type WorkloadLock } from "./lock.ts";
 import { parseCanonicalSpec, SPEC_MAX_BYTES, type WorkloadSpec } from "./spec.ts";
-import type { CanonicalTree, ContentSource } from "./tree.ts";
+import type { CanonicalTree, ContentSource } from "../tree/index.ts";
 import { readSourceFile } from "./source-file.ts";
 
 export interface VerifiedWorkload {
@@ -129,7 +129,7 @@ export async function openVerifiedWorkload(lockPath: string, storeDir: string): 
       if (exeRef === undefined) mismatch("/raw", "the raw closure (no executable)");
       derived = deriveBinary(spec, raw.get(exeRef.digest)!, `stored executable ${exeRef.digest}`);
     } else {
-      const { verifyOci } = await import("./oci-source.ts");
+      const { verifyOci } = await import("./oci-workload.ts");
       const oci = await verifyOci(spec, lock, writable);
       ({ derived, contents: pack } = oci);
       if (oci.repaired) repaired.push(`content pack ${oci.contents.digest}`);

@@ -5,7 +5,8 @@ import { join } from "node:path";
 import { runCli } from "../helpers/cli.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
 import { exampleRegistry } from "./fixtures.ts";
-import { directoryView, probeRoot } from "../../src/strata/index.ts";
+import { probeRoot } from "../../src/strata/index.ts";
+import { directoryView } from "../../src/tree/index.ts";
 import { writeToyRootfs } from "../../examples/strata/build-registry.ts";
 
 const ex = exampleRegistry();

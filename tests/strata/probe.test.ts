@@ -4,7 +4,8 @@ import { tempDir } from "./fixtures.ts";
 import { mkdirSync, symlinkSync, writeFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { writeToyRootfs } from "../../examples/strata/build-registry.ts";
-import { baseDigest, directoryView, glibcVersionFromBytes, parseOsRelease, probeRoot, probedBase, resolveInRoot, type RootView } from "../../src/strata/index.ts";
+import { baseDigest, glibcVersionFromBytes, parseOsRelease, probeRoot, probedBase } from "../../src/strata/index.ts";
+import { directoryView, resolveInRoot, type RootView } from "../../src/tree/index.ts";
 import { assertCodeAsync } from "../helpers/errors.ts";
 
 function rootfs(opts: Parameters<typeof writeToyRootfs>[1] = {}): string {
@@ -55,16 +56,21 @@ test("symlinks resolve inside the root: an absolute or ../ link cannot leave it"
   // The link is clamped at the root, so it names a path inside the root that does not exist; the probe falls back to /usr/lib/os-release.
   const r = await probeRoot(directoryView(dir), "x");
   assert.equal(r.os_id, "debian");
-  assert.equal(await resolveInRoot(directoryView(dir), "/etc/os-release"), `${outside}/os-release`);
+  // The clamped target does not exist inside the root: "not found", never the outside file.
+  const view = directoryView(dir);
+  assert.equal(await resolveInRoot((p) => view.lookup(p), "/etc/os-release"), undefined);
+  // control: the same kind of link to a path that exists inside the root resolves to it
+  symlinkSync("../../../../usr/lib/os-release", join(dir, "etc/os-release2"));
+  assert.equal(await resolveInRoot((p) => view.lookup(p), "/etc/os-release2"), "/usr/lib/os-release");
 });
 
 test("a symlink loop is a named limit, not a hang", async () => {
   const view: RootView = {
     readFile: async () => undefined,
-    readlink: async (p) => (p === "/a" ? "/b" : p === "/b" ? "/a" : undefined),
+    lookup: async (p) => (p === "/a" ? { type: "symlink", target: "/b" } : p === "/b" ? { type: "symlink", target: "/a" } : undefined),
     list: async () => undefined,
   };
-  await assertCodeAsync(() => resolveInRoot(view, "/a/x"), "LIMIT_EXCEEDED");
+  await assertCodeAsync(() => resolveInRoot((p) => view.lookup(p), "/a/x"), "LIMIT_EXCEEDED");
 });
 
 test("a root without os-release or without a known arch is refused", async () => {

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { sha256, type Sha256Digest } from "../../src/core/index.ts";
-import type { FsEntry } from "../../src/workload/tree.ts";
+import type { FsEntry } from "../../src/tree/entries.ts";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

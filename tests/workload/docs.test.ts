@@ -3,10 +3,10 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { sha256 } from "../../src/core/index.ts";
-import { fsIdentity, frameTree } from "../../src/workload/fs-identity.ts";
+import { fsIdentity, frameTree } from "../../src/tree/fs-digest.ts";
 import { WORKLOAD_SCOPE } from "../../src/workload/identity.ts";
 import { launchIdentity, makeLaunch } from "../../src/workload/launch.ts";
-import type { FsEntry } from "../../src/workload/tree.ts";
+import type { FsEntry } from "../../src/tree/entries.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
 
 const doc = readFileSync(join(PROJECT_ROOT, "docs", "workload.md"), "utf8");

@@ -3,11 +3,11 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { CairnError, sha256 } from "../../src/core/index.ts";
 import { checkStaticExecutable } from "../../src/workload/elf.ts";
-import { fsIdentity } from "../../src/workload/fs-identity.ts";
+import { fsIdentity } from "../../src/tree/fs-digest.ts";
 import { encodeLock, parseLock } from "../../src/workload/lock.ts";
-import { STRICT_POLICY } from "../../src/workload/policy.ts";
+import { STRICT_POLICY } from "../../src/tree/layer-policy.ts";
 import { parseWorkloadSpec } from "../../src/workload/spec.ts";
-import type { FsEntry } from "../../src/workload/tree.ts";
+import type { FsEntry } from "../../src/tree/entries.ts";
 import { GCC_SKIP, programBytes } from "./fixtures/static-program.ts";
 
 const ELF_CODES = new Set(["ELF_DYNAMIC", "ELF_STATIC_PIE", "ELF_WRONG_ARCH", "ELF_MALFORMED"]);

@@ -8,11 +8,11 @@ import { homedir } from "node:os";
 import { isAbsolute, join, resolve as resolvePath } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CairnError, type VerifyingKey } from "../../core/index.ts";
+import { directoryView } from "../../tree/index.ts";
 import {
-  LocalRegistry, directoryView, probeRoot, probedBase, readTrust, type CatalogSource, type LockBase, type Profile,
+  LocalRegistry, probeOciBase, probeRoot, probedBase, readTrust, type CatalogSource, type LockBase, type Profile,
 } from "../../strata/index.ts";
 import type { Context } from "../main.ts";
-import { probeOciBase } from "./resolve-oci.ts";
 
 export function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
@@ -89,6 +89,10 @@ export async function probeBaseFlag(ctx: Context, flag: string | undefined, now:
     const dir = resolvePath(ctx.cwd, flag.slice("rootfs:".length));
     return probedBase(await probeRoot(directoryView(dir), dir), `rootfs:${dir}`, now);
   }
-  if (flag.startsWith("oci:")) return probeOciBase(ctx, flag.slice("oci:".length), now);
+  if (flag.startsWith("oci:")) {
+    const m = /^(.+)@(sha256:[0-9a-f]{64})$/.exec(flag.slice("oci:".length));
+    if (m === null) throw new CairnError("USAGE", "--base oci: needs LAYOUT@sha256:DIGEST (the image manifest digest)");
+    return probeOciBase({ layoutDir: resolvePath(ctx.cwd, m[1]!), manifestDigest: m[2]!, now });
+  }
   throw new CairnError("USAGE", `--base ${JSON.stringify(flag).slice(0, 60)} is not host, rootfs:DIR or oci:LAYOUT@sha256:DIGEST`);
 }

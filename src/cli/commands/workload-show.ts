@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { defaultStoreDir } from "../../store/index.ts";
-import { openVerifiedWorkload, readWorkloadLock, type FsEntry } from "../../workload/index.ts";
+import type { FsEntry } from "../../tree/index.ts";
+import { openVerifiedWorkload, readWorkloadLock } from "../../workload/index.ts";
 import type { Context } from "../main.ts";
 import { printJson } from "../output.ts";
 

@@ -1,0 +1,204 @@
+/**
+ * The OCI source: from an image layout (or any reader of raw OCI objects) to
+ * verified, privately staged raw objects and the parsed values assembly needs.
+ *
+ * Order matters and is the point of this module. For every object: its
+ * descriptor is checked (media type, sha256, size within limits, no `urls`,
+ * no `data`), then exactly `size` bytes are read and hashed, then the bytes
+ * are copied into private staging, and only then are they parsed (JSON) or
+ * handed on for decompression (layers, from the staged copy only). Nothing
+ * is ever re-read from the source.
+ *
+ * The staging directory is itself a minimal OCI layout holding the selected
+ * closure (`oci-layout`, `index.json`, `blobs/sha256/<manifest|config|layers>`),
+ * plus `descriptor.json`, the JCS bytes of the selected descriptor.
+ */
+import { join } from "node:path";
+import {
+  CairnError,
+  canonicalBytes,
+  isJsonObject,
+  mkdirPrivate,
+  parseJsonBytes,
+  parseSha256,
+  sha256,
+  toJsonValue,
+  digestComponents,
+  writeFileAtomic,
+  type JsonModel,
+  type JsonObject,
+  type Sha256Digest,
+} from "../core/index.ts";
+import { DEFAULT_LIMITS, enforceLimit, type LayerCompression, type LayerLimits } from "../tree/index.ts";
+import { checkConfig, checkDescriptor, checkPlatform, type Descriptor, type OciLaunchConfig } from "./documents.ts";
+import { OCI_CONFIG, OCI_INDEX, OCI_MANIFEST, layerCompression, requireMediaType } from "./media-types.ts";
+import { copyVerified, openLayoutDir, readVerified, type OciObjectReader } from "./layout-reader.ts";
+import { validateOciDocument } from "./schemas.ts";
+
+/** One raw object as staged: its verified bytes (JSON documents only), digest, size and private path. */
+export interface StagedObject {
+  readonly digest: Sha256Digest;
+  readonly size: number;
+  /** The private staged copy (0600). */
+  readonly path: string;
+  readonly bytes: Uint8Array;
+}
+
+/** One layer of the selected image, staged and ready for `applyLayers`. */
+export interface OciLayer {
+  /** Position in the manifest, base layer 0. */
+  readonly index: number;
+  readonly mediaType: string;
+  readonly compression: LayerCompression;
+  /** Digest and size of the blob as stored (compressed). */
+  readonly digest: Sha256Digest;
+  readonly size: number;
+  /** sha256 of the uncompressed tar stream, from the config's `rootfs.diff_ids`. */
+  readonly diffId: Sha256Digest;
+  /** The private staged copy of the blob (0600); the only copy used from here on. */
+  readonly path: string;
+}
+
+export interface OciSource {
+  readonly stagingDir: string;
+  readonly ociLayout: StagedObject;
+  readonly index: StagedObject;
+  /** The selected `index.json` descriptor as JCS bytes (`descriptor.json` in staging). */
+  readonly descriptor: StagedObject;
+  readonly manifest: StagedObject;
+  readonly config: StagedObject;
+  /** Always linux/amd64 (anything else is refused). */
+  readonly platform: { readonly os: "linux"; readonly architecture: "amd64" };
+  /** Entrypoint, Cmd, Env, WorkingDir, User as the config gives them. */
+  readonly launch: OciLaunchConfig;
+  readonly diffIds: readonly Sha256Digest[];
+  readonly layers: readonly OciLayer[];
+}
+
+export interface ReadOciSourceOptions {
+  /** An OCI image layout directory. Give this or `reader`. */
+  readonly layoutDir?: string;
+  /** Any reader of raw OCI objects (e.g. the content store's copies). */
+  readonly reader?: OciObjectReader;
+  /** The image manifest to select from `index.json` (selects content; verified, never trusted). */
+  readonly manifestDigest: string;
+  /**
+   * A new or empty directory; created 0700. The caller owns it: on a refusal
+   * it may hold verified copies made before the refusal (never an unverified
+   * one: copies are renamed into place only after their digest matched).
+   */
+  readonly stagingDir: string;
+  readonly limits?: LayerLimits;
+}
+
+function parseDoc(bytes: Uint8Array, source: string, kind: "layout" | "index" | "manifest" | "config"): JsonObject {
+  const doc = parseJsonBytes(bytes, { source });
+  validateOciDocument(kind, doc, source);
+  if (!isJsonObject(doc)) throw new CairnError("OCI_INVALID", `${source} is not a JSON object`, { path: "" });
+  return doc;
+}
+
+/** Finds the one direct image-manifest descriptor with `wanted` in `index.json`. */
+function selectDescriptor(index: JsonObject, wanted: Sha256Digest): { model: JsonModel; descriptor: Descriptor; path: string } {
+  const manifests = Array.isArray(index.manifests) ? index.manifests : [];
+  const hits = manifests.map((m, i) => ({ m, i })).filter(({ m }) => isJsonObject(m) && m.digest === wanted);
+  if (hits.length === 0) {
+    throw new CairnError("OCI_SELECTION", `index.json has no descriptor for ${wanted}`, { path: "/manifests", hint: "check the manifest digest in the spec against the layout's index.json" });
+  }
+  if (hits.length > 1) {
+    throw new CairnError("OCI_SELECTION", `index.json lists ${wanted} ${hits.length} times`, { path: `/manifests/${hits[1]?.i}`, hint: "an ambiguous selection is refused; keep one descriptor per manifest" });
+  }
+  const { m, i } = hits[0]!;
+  const path = `/manifests/${i}`;
+  const descriptor = checkDescriptor(m, path);
+  if (descriptor.mediaType === OCI_INDEX) {
+    throw new CairnError("OCI_SELECTION", "the selected descriptor is a nested index, not an image manifest", { path: `${path}/mediaType`, hint: "select the linux/amd64 image manifest's digest directly" });
+  }
+  requireMediaType(descriptor.mediaType, OCI_MANIFEST, `${path}/mediaType`);
+  const platform = isJsonObject(m) ? m.platform : undefined;
+  if (!isJsonObject(platform)) {
+    throw new CairnError("OCI_PLATFORM", "the selected descriptor declares no platform", { path: `${path}/platform`, hint: 'cairn needs "platform": {"os": "linux", "architecture": "amd64"} on the selected descriptor' });
+  }
+  checkPlatform(platform, `${path}/platform`);
+  return { model: m!, descriptor, path };
+}
+
+/** Reads, verifies, stages and selects; see the module comment for the order of checks. */
+export async function readOciSource(options: ReadOciSourceOptions): Promise<OciSource> {
+  const limits = options.limits ?? DEFAULT_LIMITS;
+  const wanted = parseSha256(options.manifestDigest, "/source/oci/manifest");
+  if ((options.layoutDir === undefined) === (options.reader === undefined)) {
+    throw new CairnError("USAGE", "readOciSource needs exactly one of layoutDir or reader");
+  }
+  const staging = options.stagingDir;
+  mkdirPrivate(staging);
+  mkdirPrivate(join(staging, "blobs", "sha256"));
+  const reader = options.reader ?? (await openLayoutDir(options.layoutDir!));
+  const blobDest = (d: Sha256Digest): string => join(staging, "blobs", ...digestComponents(d));
+  const stageBytes = (name: string, bytes: Uint8Array): StagedObject => {
+    const path = join(staging, name);
+    writeFileAtomic(path, bytes, { mode: 0o600 });
+    return { digest: sha256(bytes), size: bytes.length, path, bytes };
+  };
+  try {
+    const top = async (name: "oci-layout" | "index.json"): Promise<StagedObject> => {
+      const f = await reader.openTop(name);
+      enforceLimit(limits, "ociJsonBytes", f.size, name);
+      return stageBytes(name, await readVerified(f, f.size, undefined, name));
+    };
+    const ociLayout = await top("oci-layout");
+    parseDoc(ociLayout.bytes, "oci-layout", "layout");
+    const indexObj = await top("index.json");
+    const index = parseDoc(indexObj.bytes, "index.json", "index");
+    if (typeof index.mediaType === "string") requireMediaType(index.mediaType, OCI_INDEX, "/mediaType");
+    enforceLimit(limits, "descriptors", Array.isArray(index.manifests) ? index.manifests.length : 0, "/manifests");
+
+    const selected = selectDescriptor(index, wanted);
+    const descriptor = stageBytes("descriptor.json", canonicalBytes(toJsonValue(selected.model)));
+
+    const jsonBlob = async (d: Descriptor, path: string): Promise<StagedObject> => {
+      enforceLimit(limits, "ociJsonBytes", d.size, `${path}/size`);
+      const bytes = await readVerified(await reader.openBlob(d.digest, path), d.size, d.digest, path);
+      const dest = blobDest(d.digest);
+      writeFileAtomic(dest, bytes, { mode: 0o600 });
+      return { digest: d.digest, size: d.size, path: dest, bytes };
+    };
+    const manifest = await jsonBlob(selected.descriptor, selected.path);
+    const m = parseDoc(manifest.bytes, `manifest ${wanted}`, "manifest");
+    if (typeof m.mediaType === "string") requireMediaType(m.mediaType, OCI_MANIFEST, "/mediaType");
+    const configDesc = checkDescriptor(m.config, "/config");
+    requireMediaType(configDesc.mediaType, OCI_CONFIG, "/config/mediaType");
+    const unsafeLayers = Array.isArray(m.layers) ? m.layers : [];
+    enforceLimit(limits, "descriptors", unsafeLayers.length, "/layers");
+    const layerDescs = unsafeLayers.map((l, i) => {
+      const d = checkDescriptor(l, `/layers/${i}`);
+      return { d, compression: layerCompression(d.mediaType, `/layers/${i}/mediaType`) };
+    });
+    enforceLimit(limits, "compressedBytes", layerDescs.reduce((n, l) => n + l.d.size, 0), "/layers");
+
+    const config = await jsonBlob(configDesc, "/config");
+    const checked = checkConfig(parseDoc(config.bytes, `config ${configDesc.digest}`, "config"), layerDescs.length);
+
+    const layers: OciLayer[] = [];
+    for (const [i, { d, compression }] of layerDescs.entries()) {
+      const path = `/layers/${i}`;
+      const dest = blobDest(d.digest);
+      if (!layers.some((l) => l.digest === d.digest)) await copyVerified(await reader.openBlob(d.digest, path), d.size, d.digest, dest, path);
+      layers.push(Object.freeze({ index: i, mediaType: d.mediaType, compression, digest: d.digest, size: d.size, diffId: checked.diffIds[i]!, path: dest }));
+    }
+    return Object.freeze({
+      stagingDir: staging,
+      ociLayout,
+      index: indexObj,
+      descriptor,
+      manifest,
+      config,
+      platform: Object.freeze({ os: "linux", architecture: "amd64" }),
+      launch: checked.launch,
+      diffIds: checked.diffIds,
+      layers: Object.freeze(layers),
+    });
+  } finally {
+    if (options.reader === undefined) await reader.close();
+  }
+}

@@ -1,0 +1,97 @@
+/**
+ * Validation of OCI JSON documents against the image-spec's own JSON schemas
+ * (draft-04, vendored unmodified in `./schemas`, see NOTICE.md there), with
+ * `ajv` + `ajv-draft-04`. The schemas are the spec's word on document shape;
+ * cairn's stricter rules (platform, media types, `urls`, `data`) are checked
+ * afterwards by the source reader, never instead of the schema.
+ *
+ * Unknown fields pass, as the OCI spec requires of consumers.
+ */
+import { readFileSync } from "node:fs";
+import Ajv04 from "ajv-draft-04";
+import type { ValidateFunction } from "ajv";
+import { CairnError, refuseAll, type Issue, type JsonModel } from "../core/index.ts";
+
+const FILES = [
+  "defs",
+  "defs-descriptor",
+  "content-descriptor",
+  "config-schema",
+  "image-index-schema",
+  "image-layout-schema",
+  "image-manifest-schema",
+] as const;
+
+export type OciDocumentKind = "layout" | "index" | "manifest" | "config";
+const KIND_FILE: Record<OciDocumentKind, (typeof FILES)[number]> = {
+  layout: "image-layout-schema",
+  index: "image-index-schema",
+  manifest: "image-manifest-schema",
+  config: "config-schema",
+};
+
+const BASE = "https://opencontainers.org/schema/";
+
+/**
+ * Nested `id`s in the upstream files (`.../descriptor/mediaType`, ...) are
+ * labels, but draft-04 treats them as base-URI changes, so one definitions
+ * file reached from two schemas would register the same id twice and refs
+ * like `defs-descriptor.json#` would resolve against different bases. Every
+ * file is therefore registered under `BASE + <file>.json` with all `id`s
+ * removed, which is how the upstream Go validator resolves them too (by
+ * file name).
+ */
+function withoutIds(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(withoutIds);
+  if (typeof v === "object" && v !== null) {
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) if (k !== "id") out[k] = withoutIds(x);
+    return out;
+  }
+  return v;
+}
+
+// RFC 3339 date-time (the `format` the config schema names) and an absolute URI.
+const DATE_TIME = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+const URI = /^[A-Za-z][A-Za-z0-9+.-]*:[^\s]*$/;
+
+let validators: Record<OciDocumentKind, ValidateFunction> | undefined;
+
+function load(): Record<OciDocumentKind, ValidateFunction> {
+  if (validators) return validators;
+  // ajv-draft-04 is CommonJS: its class is `module.exports.default` under Node ESM interop.
+  const ajv = new Ajv04.default({ allErrors: true, strict: true });
+  ajv.addKeyword({ keyword: "media", schemaType: "object" });
+  ajv.addFormat("date-time", DATE_TIME);
+  ajv.addFormat("uri", URI);
+  for (const f of FILES) {
+    const text = readFileSync(new URL(`./schemas/${f}.json`, import.meta.url), "utf8");
+    // Trusted, vendored spec files: plain JSON.parse (their int64 bounds are not safe integers).
+    const schema = withoutIds(JSON.parse(text)) as Record<string, unknown>;
+    delete schema.$schema;
+    ajv.addSchema(schema, `${BASE}${f}.json`);
+  }
+  const get = (k: OciDocumentKind): ValidateFunction => {
+    const v = ajv.getSchema(`${BASE}${KIND_FILE[k]}.json`);
+    if (v === undefined) throw new CairnError("OCI_SCHEMA", `schema for ${k} did not load`);
+    return v;
+  };
+  validators = { layout: get("layout"), index: get("index"), manifest: get("manifest"), config: get("config") };
+  return validators;
+}
+
+/**
+ * Validates `doc` (already strictly parsed) as an OCI `kind` document and
+ * throws OCI_SCHEMA listing every violation with its JSON pointer. `source`
+ * names the document (a file name or digest) for the message.
+ */
+export function validateOciDocument(kind: OciDocumentKind, doc: JsonModel, source: string): void {
+  const validate = load()[kind];
+  if (validate(doc)) return;
+  const issues: Issue[] = (validate.errors ?? []).map((e) => ({
+    code: "OCI_SCHEMA",
+    path: e.instancePath,
+    message: `${e.message ?? "invalid"}${e.params && "allowedValues" in e.params ? ` (${String(e.params.allowedValues)})` : ""}`,
+  }));
+  throw refuseAll("OCI_SCHEMA", `${source} is not a valid OCI ${kind} document`, issues, "the image-spec JSON schema refuses it; rebuild the image with a conforming tool");
+}

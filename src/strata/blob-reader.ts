@@ -1,0 +1,116 @@
+/**
+ * Reading cairn's own layer blobs back (`layer fold`, `lock verify
+ * --contents`) through the tree area's strict tar gate and layer
+ * application, the same code that reads OCI layers. A blob is hostile until
+ * checked: its size and digest are verified against its manifest before it is
+ * decompressed, decompression is bounded (layer.max_unpacked_bytes), and then
+ * every member passes the gate (strict headers, only known pax keys, no
+ * devices, FIFOs or hard links, no setuid/setgid, no member twice) and is
+ * applied to an in-memory tree, where a member beneath a symlink (planted by
+ * this blob or an earlier one) is refused with TAR_THROUGH_SYMLINK and a
+ * member whose parent directory the blob does not name is refused: cairn's
+ * writer names every parent, so a blob without one was made by hand.
+ *
+ * This replaces strata's own tar reader, which checked none of the tree
+ * rules: a hand-made blob could write `a/x` under another layer's symlink
+ * `a`, and fold merged it.
+ */
+import { kMaxLength } from "node:buffer";
+import { gunzipSync } from "node:zlib";
+import { CairnError, checkLimit, FIXED_LIMIT_HINT, sha256, type Sha256Digest } from "../core/index.ts";
+import {
+  applyLayers, DEFAULT_LIMITS, LIMIT_CEILINGS, STRICT_POLICY,
+  type CanonicalTree, type ContentSink, type FsEntry, type LayerLimits, type TarEntry,
+} from "../tree/index.ts";
+import { DEFAULT_DIR_LIMITS } from "./dir-source.ts";
+
+/** layer.max_unpacked_bytes: the bound on one blob's uncompressed tar stream. */
+export const DEFAULT_MAX_UNPACKED_BYTES = 8 * 1024 * 1024 * 1024;
+
+/**
+ * The tree limits a strata blob is read under: none tighter than what
+ * `layer build` can write (layer.max_file_bytes for one file; paths as long
+ * and deep as a directory holds). The byte, entry and layer counts are left
+ * to layer.max_unpacked_bytes, which bounds each blob before the gate sees it.
+ */
+export const BLOB_LIMITS: LayerLimits = Object.freeze({
+  ...DEFAULT_LIMITS,
+  descriptors: Number.MAX_SAFE_INTEGER,
+  compressedBytes: Number.MAX_SAFE_INTEGER,
+  expandedBytes: Number.MAX_SAFE_INTEGER,
+  entries: Number.MAX_SAFE_INTEGER,
+  pathLength: LIMIT_CEILINGS.pathLength,
+  componentLength: LIMIT_CEILINGS.componentLength,
+  depth: LIMIT_CEILINGS.depth,
+  fileSize: DEFAULT_DIR_LIMITS.maxFileBytes,
+  extendedHeaderBytes: LIMIT_CEILINGS.extendedHeaderBytes,
+});
+
+/** One blob to read: its bytes, what its manifest says they are, and a name for messages. */
+export interface BlobInput {
+  readonly blob: Uint8Array;
+  readonly expected: { readonly sha256: Sha256Digest; readonly size: number };
+  readonly where: string;
+}
+
+/** The tree a sequence of blobs builds, and the bytes of every file in it by sha256. */
+export interface BlobTree {
+  readonly tree: CanonicalTree;
+  readonly content: ReadonlyMap<Sha256Digest, Uint8Array>;
+}
+
+export interface ReadBlobsOptions {
+  readonly maxUnpacked?: number;
+  /** Called before a member replaces an existing entry; may throw to refuse (see ApplyLayersOptions.onReplace). */
+  readonly onReplace?: (old: FsEntry, next: FsEntry, where: string) => void;
+}
+
+/** Size and digest first, then a bounded gunzip: nothing is decompressed before it is verified. */
+function unpackBlob(input: BlobInput, maxUnpacked: number): Buffer {
+  const { blob, expected, where } = input;
+  if (blob.length !== expected.size) throw new CairnError("SIZE_MISMATCH", `${where}: blob is ${blob.length} bytes, manifest says ${expected.size}`, { path: where });
+  if (sha256(blob) !== expected.sha256) throw new CairnError("DIGEST_MISMATCH", `${where}: blob does not match its sha256`, { path: where });
+  try {
+    return gunzipSync(blob, { maxOutputLength: Math.min(maxUnpacked, kMaxLength) });
+  } catch (cause) {
+    if ((cause as { code?: string }).code === "ERR_BUFFER_TOO_LARGE") checkLimit("layer.max_unpacked_bytes", maxUnpacked + 1, maxUnpacked, where, "bytes", FIXED_LIMIT_HINT);
+    throw new CairnError("TAR_INVALID", `${where}: not a gzip stream`, { path: where, cause });
+  }
+}
+
+/**
+ * Verifies, unpacks and applies `blobs` in order (a later blob over an
+ * earlier one, whiteouts included) under the strict policy with every parent
+ * required; see the module comment for what is refused.
+ */
+export async function readLayerBlobs(blobs: readonly BlobInput[], options: ReadBlobsOptions = {}): Promise<BlobTree> {
+  const maxUnpacked = options.maxUnpacked ?? DEFAULT_MAX_UNPACKED_BYTES;
+  const content = new Map<Sha256Digest, Uint8Array>();
+  const sink: ContentSink = {
+    async put(data) {
+      const d = sha256(data);
+      content.set(d, data);
+      return { sha256: d, size: data.length };
+    },
+  };
+  const layers = blobs.map((b) => ({ bytes: unpackBlob(b, maxUnpacked), compression: "none" as const, where: b.where }));
+  const { tree } = await applyLayers({ layers, policy: STRICT_POLICY, limits: BLOB_LIMITS, sink, parents: "required", ...(options.onReplace ? { onReplace: options.onReplace } : {}) });
+  return { tree, content };
+}
+
+/** The tree as writer entries (relative paths, the root left out), for building a blob from it. */
+export function treeToTarEntries(t: BlobTree): TarEntry[] {
+  const out: TarEntry[] = [];
+  for (const e of t.tree.values()) {
+    if (e.path === "/") continue;
+    const path = e.path.slice(1);
+    if (e.type === "dir") out.push({ type: "dir", path, mode: e.mode });
+    else if (e.type === "symlink") out.push({ type: "symlink", path, target: e.target });
+    else {
+      const data = t.content.get(e.sha256);
+      if (data === undefined) throw new CairnError("STORE_MISSING", `the bytes of ${e.path} were not kept`, { path: e.path });
+      out.push({ type: "file", path, mode: e.mode, data });
+    }
+  }
+  return out;
+}

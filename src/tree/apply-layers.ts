@@ -1,0 +1,267 @@
+/**
+ * Layer application: base to top, on the in-memory TreeModel, never on the
+ * host filesystem. File bytes go to the caller's content sink (addressed by
+ * sha256); the tree decides everything else.
+ *
+ * One layer is applied in three steps, so that whiteouts remove only
+ * lower-layer content whatever the member order:
+ *   1. read: every member is parsed, normalized, checked (duplicates,
+ *      whiteout names, setid, hard links) and its file bytes stored; the
+ *      layer's DiffID is verified at the end, before the tree changes;
+ *   2. whiteouts: `.wh.<name>` removes `<name>` and `.wh..wh..opq` empties
+ *      its directory, both against the tree as the lower layers left it;
+ *   3. additions, in archive order: a directory over a directory updates
+ *      its attributes; any other replacement removes and recreates; writing
+ *      beneath a symlink is refused, whichever layer planted it.
+ * Whiteout markers never appear in the result.
+ */
+import { CairnError, type Sha256Digest } from "../core/index.ts";
+import { DEFAULT_LIMITS, enforceLimit, type LayerLimits } from "./layer-limits.ts";
+import type { LayerPolicy } from "./layer-policy.ts";
+import type { CanonicalTree, ContentSink, FsEntry } from "./entries.ts";
+import { IMPLICIT_DIR, TreeModel } from "./tree-builder.ts";
+import { ancestors, classifyWhiteout, normalizeMemberPath, parentOf, type WhiteoutKind } from "./tree-paths.ts";
+import type { GateRecord } from "./tar-gate.ts";
+import { readLayer, type Budget, type LayerCompression } from "./layer-reader.ts";
+
+/** One layer to apply: the staged blob and what it must hash to. `OciLayer` from the OCI source fits as is. */
+export interface LayerInput {
+  /** How the blob is compressed (the OCI side maps the layer's media type to this). */
+  readonly compression: LayerCompression;
+  /** The private staged copy of the blob. Give this or `bytes`. */
+  readonly path?: string;
+  /** The blob's bytes, already verified and held in memory by the caller. */
+  readonly bytes?: Uint8Array;
+  /** sha256 of the uncompressed tar stream; when given, a mismatch refuses the layer (OCI_DIFFID_MISMATCH). */
+  readonly diffId?: Sha256Digest;
+  /** Names the layer in messages; default "/layers/<index>". */
+  readonly where?: string;
+  /** The stored blob's digest and size; re-checked while reading when `recheckStored` is set. */
+  readonly digest?: Sha256Digest;
+  readonly size?: number;
+}
+
+export interface ApplyLayersOptions {
+  readonly layers: readonly LayerInput[];
+  /** Required: verification is closed by default, and the policy is part of identity. */
+  readonly policy: LayerPolicy;
+  readonly limits?: LayerLimits;
+  readonly sink: ContentSink;
+  /**
+   * Re-hash each stored blob against its `digest` and `size` while reading it.
+   * Staged copies made by `readOciSource` were verified when they were copied
+   * and are private, so assembly leaves this off; set it for blobs that did
+   * not come through `readOciSource`.
+   */
+  readonly recheckStored?: boolean;
+  /**
+   * `implicit` (default, OCI): a member whose parent directory no member
+   * named gets one with IMPLICIT_DIR attributes. `required` (cairn's own
+   * layer blobs, whose writer names every parent): such a member is refused
+   * (TAR_INVALID), so a hand-made blob cannot differ from what cairn writes.
+   */
+  readonly parents?: "implicit" | "required";
+  /**
+   * Called before a member replaces an existing entry at the same path (in
+   * this or an earlier layer); it may throw to refuse the replacement. Only
+   * consulted when given (layer fold keeps "a directory never replaces a
+   * file or the reverse" here).
+   */
+  readonly onReplace?: (old: FsEntry, next: FsEntry, where: string) => void;
+  /**
+   * Progress for large layers: called as stored bytes are read (about once
+   * per MiB) with the layer index, its stored size when known, and the
+   * running totals. The caller throttles and draws (on a TTY only).
+   */
+  readonly onProgress?: (p: { layer: number; layers: number; layerSize: number | undefined; compressedBytes: number; expandedBytes: number }) => void;
+}
+
+export interface ApplyStats {
+  layers: number;
+  /** Tar members read (extended headers included). */
+  members: number;
+  compressedBytes: number;
+  expandedBytes: number;
+  files: number;
+  dirs: number;
+  symlinks: number;
+  /** Sum of regular-file sizes in the result. */
+  contentBytes: number;
+  whiteouts: number;
+  opaques: number;
+  hardlinksCopied: number;
+  setidStripped: number;
+}
+
+export interface ApplyResult {
+  readonly tree: CanonicalTree;
+  readonly stats: ApplyStats;
+}
+
+interface Pending {
+  readonly rec: GateRecord;
+  readonly path: string;
+  readonly where: string;
+  readonly wh: WhiteoutKind;
+  content?: { sha256: Sha256Digest; size: number };
+}
+
+/** Sink writes in flight at once: file bytes are handed on while the next member is parsed. */
+const SINK_WINDOW = 32;
+
+/** Refuses when any ancestor of `path` is a symlink (writing or deleting through it) or not a directory. */
+function checkParents(model: TreeModel, path: string, where: string, create: boolean, required = false): void {
+  // Fast path: the model keeps every ancestor of an entry a directory (see
+  // TreeModel), so a directory parent means the whole chain is directories.
+  if (model.get(parentOf(path))?.type === "dir") return;
+  for (const a of ancestors(path)) {
+    const e = model.get(a);
+    if (e === undefined) {
+      if (!create) return;
+      if (required) throw new CairnError("TAR_INVALID", `${path} has no parent directory ${a} in the layer`, { path: where, hint: "cairn's layer writer names every parent directory before its contents; this blob was not written by it" });
+      model.set({ path: a, type: "dir", ...IMPLICIT_DIR });
+    } else if (e.type === "symlink") {
+      throw new CairnError("TAR_THROUGH_SYMLINK", `${path} lies beneath the symlink ${a}`, { path: where, hint: "a layer may not write or delete through a symlink (planted by this or an earlier layer)" });
+    } else if (e.type !== "dir") {
+      throw new CairnError("TAR_INVALID", `${path} lies beneath the regular file ${a}`, { path: where });
+    }
+  }
+}
+
+async function readMembers(input: LayerInput, where: string, options: ApplyLayersOptions, limits: LayerLimits, budget: Budget, stats: ApplyStats): Promise<Pending[]> {
+  const { policy, sink } = options;
+  const pending: Pending[] = [];
+  const seen = new Set<string>();
+  const inflight: Promise<void>[] = [];
+  if (options.recheckStored && (input.digest === undefined || input.size === undefined)) {
+    throw new CairnError("USAGE", "recheckStored needs each layer's digest and size", { path: where });
+  }
+  const recheck = options.recheckStored ? { digest: input.digest, size: input.size } : {};
+  const stream = { path: input.path, bytes: input.bytes, compression: input.compression, diffId: input.diffId, ...recheck, where };
+  // Not async: most members return synchronously, and readLayer moves on without a microtask.
+  const onMember = (rec: GateRecord, data: Buffer | undefined): Promise<void> | void => {
+    const at = `${where}:${rec.name.slice(0, 200)}`;
+    const path = normalizeMemberPath(rec.name, limits, at);
+    if (seen.has(path)) throw new CairnError("TAR_DUPLICATE", `two members of one layer normalize to ${path}`, { path: at, hint: "a layer must name each path once ('a' and './a//' are the same path)" });
+    seen.add(path);
+    const wh = classifyWhiteout(path, at);
+    if (wh.kind !== "none") {
+      if (rec.type !== "file" || rec.size !== 0) throw new CairnError("TAR_WHITEOUT", "a whiteout marker must be an empty regular file", { path: at });
+      pending.push({ rec, path, where: at, wh });
+      return;
+    }
+    if ((rec.mode & 0o6000) !== 0) {
+      if (policy.setid === "refuse") throw new CairnError("TAR_SETID", `${path} has the setuid or setgid bit`, { path: at, hint: 'name the policy "setid: strip" to clear these bits knowingly' });
+      stats.setidStripped++;
+    }
+    if (rec.type === "hardlink" && policy.hardlinks === "refuse") {
+      throw new CairnError("TAR_HARDLINK", `${path} is a hard link`, { path: at, hint: 'name the policy "hardlinks: copy" to turn in-root hard links into copies' });
+    }
+    if (rec.type === "symlink") enforceLimit(limits, "pathLength", Buffer.byteLength(rec.linkname ?? ""), at);
+    const p: Pending = { rec, path, where: at, wh };
+    pending.push(p);
+    if (data === undefined) return;
+    const write = sink.put(data).then((c) => {
+      p.content = c;
+    });
+    write.catch(() => undefined); // observed below (allSettled) or by readLayer; never an unhandled rejection
+    inflight.push(write);
+    if (inflight.length >= SINK_WINDOW) return inflight.shift();
+  };
+  let failure: unknown;
+  try {
+    await readLayer(stream, limits, budget, onMember);
+  } catch (e) {
+    failure = e;
+  }
+  // Every sink write settles before the layer is applied or a refusal propagates; the first refusal wins.
+  const settled = await Promise.allSettled(inflight);
+  if (failure !== undefined) throw failure;
+  for (const r of settled) if (r.status === "rejected") throw r.reason;
+  return pending;
+}
+
+function applyWhiteouts(model: TreeModel, pending: readonly Pending[], stats: ApplyStats): void {
+  for (const p of pending) {
+    if (p.wh.kind === "whiteout") {
+      checkParents(model, p.wh.target, p.where, false);
+      model.remove(p.wh.target);
+      stats.whiteouts++;
+    } else if (p.wh.kind === "opaque") {
+      checkParents(model, p.wh.dir, p.where, false);
+      const d = model.get(p.wh.dir);
+      if (d?.type === "symlink") throw new CairnError("TAR_THROUGH_SYMLINK", `opaque marker inside the symlink ${p.wh.dir}`, { path: p.where });
+      if (d?.type === "dir") for (const c of model.children(p.wh.dir)) model.remove(c);
+      stats.opaques++;
+    }
+  }
+}
+
+function applyAdditions(model: TreeModel, pending: readonly Pending[], options: ApplyLayersOptions, limits: LayerLimits): void {
+  const { policy, onReplace } = options;
+  const required = options.parents === "required";
+  for (const p of pending) {
+    if (p.wh.kind !== "none") continue;
+    const { rec, path } = p;
+    const mode = policy.setid === "strip" ? rec.mode & ~0o6000 : rec.mode;
+    const { uid, gid, mtime } = rec;
+    if (path === "/") {
+      if (rec.type !== "dir") throw new CairnError("TAR_UNSAFE_PATH", "refusing to change the type of the root directory", { path: p.where });
+      model.set({ path, type: "dir", mode, uid, gid, mtime });
+      continue;
+    }
+    checkParents(model, path, p.where, true, required);
+    // Entries are built field by field (no spreads): this loop runs once per member.
+    let entry: FsEntry;
+    if (rec.type === "dir") entry = { path, type: "dir", mode, uid, gid, mtime };
+    else if (rec.type === "symlink") entry = { path, type: "symlink", mode: 0o777, uid, gid, mtime, target: rec.linkname! };
+    else if (rec.type === "file") entry = { path, type: "file", mode, uid, gid, mtime, size: p.content!.size, sha256: p.content!.sha256 };
+    else {
+      // policy.hardlinks === "copy" (refused earlier otherwise): the copy takes the target's
+      // content and attributes, as the shared inode would have given it.
+      const target = normalizeMemberPath(rec.linkname!, limits, p.where);
+      checkParents(model, target, p.where, false);
+      const t = model.get(target);
+      if (t?.type !== "file" || target === path) {
+        throw new CairnError("TAR_HARDLINK", `hard link ${path} does not point at a regular file already in the tree`, { path: p.where });
+      }
+      entry = { ...t, path };
+    }
+    if (onReplace !== undefined) {
+      const old = model.get(path);
+      if (old !== undefined) onReplace(old, entry, p.where);
+    }
+    model.set(entry);
+  }
+}
+
+/** Applies `layers` base to top and returns the complete canonical tree; see the module comment. */
+export async function applyLayers(options: ApplyLayersOptions): Promise<ApplyResult> {
+  const limits = options.limits ?? DEFAULT_LIMITS;
+  const stats: ApplyStats = { layers: 0, members: 0, compressedBytes: 0, expandedBytes: 0, files: 0, dirs: 0, symlinks: 0, contentBytes: 0, whiteouts: 0, opaques: 0, hardlinksCopied: 0, setidStripped: 0 };
+  const budget: Budget = { compressedBytes: 0, expandedBytes: 0, entries: 0 };
+  const report = options.onProgress;
+  enforceLimit(limits, "descriptors", options.layers.length, "/layers");
+  const model = new TreeModel();
+  for (const [i, layer] of options.layers.entries()) {
+    const where = layer.where ?? `/layers/${i}`;
+    if (report) budget.onProgress = (t) => report({ layer: i, layers: options.layers.length, layerSize: layer.size, ...t });
+    const pending = await readMembers(layer, where, options, limits, budget, stats);
+    applyWhiteouts(model, pending, stats);
+    applyAdditions(model, pending, options, limits);
+    for (const p of pending) if (p.rec.type === "hardlink") stats.hardlinksCopied++;
+    stats.layers++;
+  }
+  const tree = model.freeze();
+  for (const e of tree.values()) {
+    if (e.type === "file") {
+      stats.files++;
+      stats.contentBytes += e.size;
+    } else if (e.type === "dir") stats.dirs++;
+    else stats.symlinks++;
+  }
+  stats.members = budget.entries;
+  stats.compressedBytes = budget.compressedBytes;
+  stats.expandedBytes = budget.expandedBytes;
+  return { tree, stats };
+}

@@ -1,0 +1,110 @@
+/**
+ * The canonical filesystem identity `cairn.fs/1`: one SHA-256 over an
+ * explicit binary framing of every entry of a `CanonicalTree`, entries sorted
+ * by the UTF-8 bytes of their paths (`Buffer.compare`, never `localeCompare`
+ * or the UTF-16 order of `Array.prototype.sort`). The framing is specified in
+ * docs/workload.md well enough to reimplement it; this is its only definition.
+ *
+ *   digest  = sha256( "cairn.fs/1" 0x00 || u64 count || entry* )
+ *   entry   = u8 type || str path || u32 mode || u32 uid || u32 gid || i64 mtime || body
+ *   type    = 0x44 'D' dir | 0x46 'F' file | 0x4C 'L' symlink
+ *   body    = dir: nothing | file: u64 size || 32 raw sha256 bytes | symlink: str target
+ *   str     = u32 byte length || UTF-8 bytes
+ * All integers are big-endian. Because every variable-length field carries
+ * its length and every entry starts with a type tag, no two different trees
+ * frame to the same bytes.
+ *
+ * Covered: path, type, permission bits (incl. sticky), numeric uid and gid,
+ * whole-second mtime, file size and sha256, symlink target, and the presence
+ * of every directory. Not covered (not representable in the model, so no tree
+ * can differ in them): inode numbers, link counts, atime/ctime, sub-second
+ * times, xattrs/ACLs, device numbers, host user names, enumeration order.
+ */
+import { CairnError, Sha256Hasher, digestHex, type Sha256Digest } from "../core/index.ts";
+import type { CanonicalTree, FsEntry } from "./entries.ts";
+import { isCanonicalPath, parentOf } from "./tree-paths.ts";
+
+export const FS_IDENTITY_TAG = "cairn.fs/1";
+
+const TYPE_TAG = { dir: 0x44, file: 0x46, symlink: 0x4c } as const;
+const U32_MAX = 0xffffffff;
+
+function refuse(path: string, message: string): never {
+  throw new CairnError("WORKLOAD_MISMATCH", `canonical tree entry ${JSON.stringify(path)}: ${message}`, {
+    path,
+    hint: "the tree violates the canonical tree model; it cannot be given a cairn.fs/1 identity",
+  });
+}
+
+/**
+ * Checks the invariants the framing depends on: keys equal entry paths, paths
+ * are canonical, "/" is a directory, every parent is an explicit directory,
+ * numbers fit their frames. Returns the entries sorted by UTF-8 path bytes.
+ */
+export function sortedEntries(tree: CanonicalTree): FsEntry[] {
+  const root = tree.get("/");
+  if (root === undefined || root.type !== "dir") refuse("/", "the root must be an explicit directory");
+  const out: FsEntry[] = [];
+  for (const [key, e] of tree) {
+    if (key !== e.path) refuse(key, "map key differs from the entry path");
+    if (!isCanonicalPath(e.path)) refuse(e.path, "path is not absolute and normalized");
+    if (e.path !== "/" && tree.get(parentOf(e.path))?.type !== "dir") refuse(e.path, "parent is not an explicit directory");
+    if (!Number.isInteger(e.mode) || e.mode < 0 || e.mode > 0o7777) refuse(e.path, "mode out of range");
+    if (!Number.isInteger(e.uid) || e.uid < 0 || e.uid > U32_MAX) refuse(e.path, "uid out of range");
+    if (!Number.isInteger(e.gid) || e.gid < 0 || e.gid > U32_MAX) refuse(e.path, "gid out of range");
+    if (!Number.isSafeInteger(e.mtime)) refuse(e.path, "mtime is not a whole number of seconds");
+    if (e.type === "file" && (!Number.isSafeInteger(e.size) || e.size < 0)) refuse(e.path, "size out of range");
+    if (e.type === "symlink" && (e.target.length === 0 || e.target.includes("\0"))) refuse(e.path, "symlink target empty or holds NUL");
+    out.push(e);
+  }
+  // Encode each path once, then compare bytes (memcmp order).
+  const keyed = out.map((e) => ({ e, key: Buffer.from(e.path, "utf8") }));
+  keyed.sort((a, b) => Buffer.compare(a.key, b.key));
+  return keyed.map((k) => k.e);
+}
+
+function str(s: string): Buffer {
+  const bytes = Buffer.from(s, "utf8");
+  const len = Buffer.alloc(4);
+  len.writeUInt32BE(bytes.length);
+  return Buffer.concat([len, bytes]);
+}
+
+/** The framed bytes of one entry (exported for the framing test vectors in the docs). */
+export function frameEntry(e: FsEntry): Buffer {
+  const fixed = Buffer.from([TYPE_TAG[e.type]]);
+  const nums = Buffer.alloc(4 + 4 + 4 + 8);
+  nums.writeUInt32BE(e.mode, 0);
+  nums.writeUInt32BE(e.uid, 4);
+  nums.writeUInt32BE(e.gid, 8);
+  nums.writeBigInt64BE(BigInt(e.mtime), 12);
+  const parts = [fixed, str(e.path), nums];
+  if (e.type === "file") {
+    const size = Buffer.alloc(8);
+    size.writeBigUInt64BE(BigInt(e.size));
+    parts.push(size, Buffer.from(digestHex(e.sha256), "hex"));
+  } else if (e.type === "symlink") {
+    parts.push(str(e.target));
+  }
+  return Buffer.concat(parts);
+}
+
+/** The full framing (without the domain tag) of a tree. */
+export function frameTree(tree: CanonicalTree): Buffer {
+  const entries = sortedEntries(tree);
+  const count = Buffer.alloc(8);
+  count.writeBigUInt64BE(BigInt(entries.length));
+  return Buffer.concat([count, ...entries.map(frameEntry)]);
+}
+
+/** The `cairn.fs/1` identity of a tree (streamed into the hash; equal to hashing the tag and `frameTree`). */
+export function fsIdentity(tree: CanonicalTree): Sha256Digest {
+  const entries = sortedEntries(tree);
+  const h = new Sha256Hasher();
+  h.update(Buffer.from(`${FS_IDENTITY_TAG}\0`, "utf8"));
+  const count = Buffer.alloc(8);
+  count.writeBigUInt64BE(BigInt(entries.length));
+  h.update(count);
+  for (const e of entries) h.update(frameEntry(e));
+  return h.digest();
+}

@@ -1,0 +1,202 @@
+/**
+ * Reads one layer blob (a private staged file, or bytes already in memory):
+ * counts and (optionally) re-hashes the stored bytes, gunzips with node:zlib when the layer is gzip, passes every
+ * uncompressed byte through the strict TarGate, and lets `tar-stream` frame
+ * the members the gate let through. Each member reaches the caller with the
+ * gate's record (the authority on metadata) and, for regular files, its
+ * bytes. tar-stream's own header must agree with the gate's on name, type
+ * and size, so no parser differential between the two can slip through.
+ *
+ * Never runs a tar process; never writes anything.
+ */
+import { createReadStream } from "node:fs";
+import { Readable, Transform, pipeline } from "node:stream";
+import { createGunzip } from "node:zlib";
+import tarStream from "tar-stream";
+import { CairnError, Sha256Hasher, type Sha256Digest } from "../core/index.ts";
+import { enforceLimit, type LayerLimits } from "./layer-limits.ts";
+import { TarGate, type GateBudget, type GateRecord } from "./tar-gate.ts";
+
+export interface LayerStreamInput {
+  /** The private staged copy of the blob. Give this or `bytes`. */
+  readonly path?: string;
+  /** The blob's bytes, already verified and held by the caller. */
+  readonly bytes?: Uint8Array;
+  readonly compression: LayerCompression;
+  /** sha256 of the uncompressed tar stream; when given, a mismatch refuses the layer (OCI_DIFFID_MISMATCH). */
+  readonly diffId?: Sha256Digest;
+  /** When given, the stored bytes are re-hashed and must match (the copy is re-verified as it is read). */
+  readonly digest?: Sha256Digest;
+  readonly size?: number;
+  /** Names the layer in messages, e.g. "/layers/2". */
+  readonly where: string;
+}
+
+export interface Budget extends GateBudget {
+  compressedBytes: number;
+  /** Called after each stored chunk is read, with the running totals (for progress displays). */
+  onProgress?: (totals: { compressedBytes: number; expandedBytes: number }) => void;
+}
+
+/** How a layer blob is compressed (the OCI side maps media types to this). */
+export type LayerCompression = "none" | "gzip";
+
+const TAR_TYPE: Record<GateRecord["type"], string> = { file: "file", dir: "directory", symlink: "symlink", hardlink: "link" };
+
+/** In-memory bytes in 1 MiB slices (no copies), as a file stream would deliver them. */
+function* slices(bytes: Uint8Array): Generator<Buffer> {
+  const b = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  for (let i = 0; i < b.length; i += 1 << 20) yield b.subarray(i, i + (1 << 20));
+}
+
+function storedStream(input: LayerStreamInput, limits: LayerLimits, budget: Budget): Readable {
+  const hasher = input.digest === undefined ? undefined : new Sha256Hasher();
+  let size = 0;
+  const counter = new Transform({
+    transform(chunk: Buffer, _enc, cb) {
+      size += chunk.length;
+      budget.compressedBytes += chunk.length;
+      try {
+        enforceLimit(limits, "compressedBytes", budget.compressedBytes, input.where);
+      } catch (e) {
+        cb(e as Error);
+        return;
+      }
+      hasher?.update(chunk);
+      budget.onProgress?.({ compressedBytes: budget.compressedBytes, expandedBytes: budget.expandedBytes });
+      cb(null, chunk);
+    },
+    flush(cb) {
+      if (input.size !== undefined && size !== input.size) {
+        cb(new CairnError("SIZE_MISMATCH", `stored layer has ${size} bytes, its descriptor says ${input.size}`, { path: input.where }));
+        return;
+      }
+      const actual = hasher?.digest();
+      if (actual !== undefined && actual !== input.digest) {
+        cb(new CairnError("DIGEST_MISMATCH", "stored layer does not match its descriptor digest", { path: input.where, hint: `expected ${input.digest}, computed ${actual}` }));
+        return;
+      }
+      cb();
+    },
+  });
+  if ((input.path === undefined) === (input.bytes === undefined)) throw new CairnError("USAGE", "a layer is read from exactly one of a path or bytes", { path: input.where });
+  const raw = input.bytes !== undefined ? Readable.from(slices(input.bytes)) : createReadStream(input.path!, { highWaterMark: 1 << 20 });
+  const done = (): void => undefined; // errors surface through the returned stream
+  if (input.compression === "gzip") {
+    return pipeline(raw, counter, createGunzip({ chunkSize: 1 << 20 }), done);
+  }
+  return pipeline(raw, counter, done);
+}
+
+function gunzipError(e: unknown, where: string): unknown {
+  if (e instanceof CairnError) return e;
+  const code = (e as { code?: string } | null)?.code;
+  if (typeof code === "string" && code.startsWith("Z_")) return new CairnError("TAR_INVALID", `layer is not valid gzip (${code})`, { path: where, cause: e });
+  if (e instanceof Error && /tar|header|Unexpected end/i.test(e.message)) return new CairnError("TAR_INVALID", `layer is not a valid tar stream: ${e.message}`, { path: where, cause: e });
+  return e;
+}
+
+/**
+ * Streams the members of one layer to `onMember`, in archive order, then
+ * checks the end-of-archive marker and the DiffID (when given). Rejects with the first
+ * refusal; `onMember` may throw to refuse too.
+ */
+export async function readLayer(
+  input: LayerStreamInput,
+  limits: LayerLimits,
+  budget: Budget,
+  onMember: (rec: GateRecord, data: Buffer | undefined) => Promise<void> | void,
+): Promise<void> {
+  const gate = new TarGate(limits, budget, input.where);
+  const source = storedStream(input, limits, budget);
+  const extract = tarStream.extract();
+  let failure: unknown;
+  const pump = (async () => {
+    try {
+      for await (const chunk of source as AsyncIterable<Buffer>) {
+        if (failure !== undefined) return;
+        for (const part of gate.push(chunk)) {
+          if (!extract.write(part)) {
+            // Wait for room, or stop if the consumer failed and destroyed the extractor.
+            await new Promise<void>((resolve) => {
+              const done = (): void => {
+                extract.off("drain", done);
+                extract.off("close", done);
+                resolve();
+              };
+              extract.on("drain", done);
+              extract.on("close", done);
+            });
+            if (failure !== undefined) return;
+          }
+        }
+      }
+      gate.end();
+      // streamx's end() takes an optional chunk; its typings make it required.
+      extract.end(undefined);
+    } catch (e) {
+      failure ??= gunzipError(e, input.where);
+      source.destroy();
+      extract.destroy(failure as Error);
+    }
+  })();
+  // Entries are consumed with tar-stream's event API (one callback per
+  // member, no promise per chunk): it is several times cheaper per member
+  // than async iteration, which matters for layers of many small files.
+  const consumed = new Promise<void>((resolve) => {
+    const fail = (e: unknown): void => {
+      failure ??= gunzipError(e, input.where);
+      source.destroy();
+      extract.destroy(failure as Error);
+      resolve();
+    };
+    extract.on("entry", (h, entry, next) => {
+      const rec = gate.records.shift();
+      if (rec === undefined || h.name !== rec.name || h.size !== rec.size || h.type !== TAR_TYPE[rec.type]) {
+        fail(new CairnError("TAR_INVALID", "tar parsers disagree on a member header", { path: input.where, hint: "the layer is ambiguous; rebuild it with a standard tar writer" }));
+        return;
+      }
+      const parts: Buffer[] = [];
+      entry.on("error", () => undefined); // the same failure reaches extract's "error"; tar-stream's own iterator does this too
+      entry.on("data", (c) => {
+        // tar-stream emits Buffer chunks (subarrays of what the gate forwarded).
+        if (rec.type === "file") parts.push(c as Buffer);
+      });
+      entry.on("end", () => {
+        let data: Buffer | undefined;
+        if (rec.type === "file") {
+          data = parts.length === 1 ? parts[0]! : Buffer.concat(parts, rec.size);
+          if (data.length !== rec.size) {
+            fail(new CairnError("TAR_INVALID", "member data shorter than its header size", { path: input.where }));
+            return;
+          }
+        }
+        let r: Promise<void> | void;
+        try {
+          r = onMember(rec, data);
+        } catch (e) {
+          fail(e);
+          return;
+        }
+        if (r instanceof Promise) r.then(() => next(), fail);
+        else next();
+      });
+    });
+    extract.on("finish", () => resolve());
+    extract.on("close", () => resolve());
+    extract.on("error", (e) => {
+      failure ??= gunzipError(e, input.where);
+      source.destroy();
+      resolve();
+    });
+  });
+  await consumed;
+  await pump;
+  if (failure !== undefined) throw failure;
+  if (gate.records.length !== 0) throw new CairnError("TAR_INVALID", "tar parsers disagree on the member count", { path: input.where });
+  if (input.diffId === undefined) return;
+  const actual = gate.diffId();
+  if (actual !== input.diffId) {
+    throw new CairnError("OCI_DIFFID_MISMATCH", "uncompressed layer does not match its DiffID", { path: input.where, hint: `config says ${input.diffId}, computed ${actual}` });
+  }
+}

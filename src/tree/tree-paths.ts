@@ -1,0 +1,95 @@
+/**
+ * Tree paths, member names and whiteout names. This is the single definition
+ * of the canonical path form ("/" or "/a/b"), of parent/ancestor/join on it,
+ * of how a tar member name becomes a tree path, and of which names are
+ * whiteouts. (A second copy of `parentOf` and the canonical-path check used
+ * to live beside `cairn.fs/1`; two copies of a path rule can disagree.)
+ *
+ * A member name is untrusted (`unsafeName`) until it is normalized here:
+ * leading "./" and repeated or trailing "/" are dropped, "." parts vanish,
+ * and an absolute name, a NUL, or any ".." part is refused (cairn refuses
+ * every "..", escaping or not: no image builder writes them, and refusing
+ * them all removes a whole class of resolution bugs).
+ */
+import { CairnError } from "../core/index.ts";
+import { enforceLimit, type LayerLimits } from "./layer-limits.ts";
+
+const WH = ".wh.";
+const OPAQUE = ".wh..wh..opq";
+
+/** Normalizes a member name to an absolute tree path ("/" for the root). */
+export function normalizeMemberPath(unsafeName: string, limits: LayerLimits, where: string): string {
+  if (unsafeName.includes("\0")) throw new CairnError("TAR_UNSAFE_PATH", "member name contains NUL", { path: where });
+  if (unsafeName.startsWith("/")) {
+    throw new CairnError("TAR_UNSAFE_PATH", `absolute member name ${JSON.stringify(unsafeName.slice(0, 200))}`, { path: where, hint: "layer members must be relative to the root" });
+  }
+  const parts: string[] = [];
+  for (const p of unsafeName.split("/")) {
+    if (p === "" || p === ".") continue;
+    if (p === "..") throw new CairnError("TAR_UNSAFE_PATH", `member name ${JSON.stringify(unsafeName.slice(0, 200))} has a ".." part`, { path: where, hint: "'..' in a member name could escape the root; it is always refused" });
+    enforceLimit(limits, "componentLength", Buffer.byteLength(p), where);
+    parts.push(p);
+  }
+  enforceLimit(limits, "depth", parts.length, where);
+  const path = `/${parts.join("/")}`;
+  enforceLimit(limits, "pathLength", Buffer.byteLength(path), where);
+  return path;
+}
+
+/** True for "/" or "/a/b" with no empty, "." or ".." parts, no NUL and no trailing slash (the canonical tree's path form). */
+export function isCanonicalPath(p: string): boolean {
+  if (p === "/") return true;
+  if (!p.startsWith("/") || p.endsWith("/") || p.includes("\0")) return false;
+  return p.slice(1).split("/").every((part) => part !== "" && part !== "." && part !== "..");
+}
+
+/** The parent of a canonical path ("/" for "/" and for top-level entries). */
+export function parentOf(path: string): string {
+  const i = path.lastIndexOf("/");
+  return i <= 0 ? "/" : path.slice(0, i);
+}
+
+export function baseName(path: string): string {
+  return path.slice(path.lastIndexOf("/") + 1);
+}
+
+export function joinPath(dir: string, name: string): string {
+  return dir === "/" ? `/${name}` : `${dir}/${name}`;
+}
+
+/** Every proper ancestor of `path`, root first ("/" excluded). */
+export function ancestors(path: string): string[] {
+  const out: string[] = [];
+  let i = path.indexOf("/", 1);
+  while (i !== -1) {
+    out.push(path.slice(0, i));
+    i = path.indexOf("/", i + 1);
+  }
+  return out;
+}
+
+export type WhiteoutKind = { kind: "none" } | { kind: "whiteout"; target: string } | { kind: "opaque"; dir: string };
+
+/**
+ * Classifies a normalized member path. `.wh.<name>` whites out `<name>` in
+ * the same directory; `.wh..wh..opq` makes its directory opaque. Refused
+ * (TAR_WHITEOUT): `.wh.`, `.wh..`, `.wh...` (which would name nothing, the
+ * directory itself, or its parent), any other `.wh..wh.` name (reserved by
+ * the OCI spec), and a whiteout-named component that is not the last one.
+ */
+export function classifyWhiteout(path: string, where: string): WhiteoutKind {
+  if (!path.includes(WH)) return { kind: "none" };
+  const parts = path.split("/");
+  for (let i = 1; i < parts.length - 1; i++) {
+    if (parts[i]!.startsWith(WH)) throw new CairnError("TAR_WHITEOUT", `whiteout name ${JSON.stringify(parts[i])} used as a directory`, { path: where });
+  }
+  const base = baseName(path);
+  if (!base.startsWith(WH)) return { kind: "none" };
+  const dir = parentOf(path);
+  if (base === OPAQUE) return { kind: "opaque", dir };
+  const target = base.slice(WH.length);
+  if (target === "" || target === "." || target === ".." || target.startsWith(WH)) {
+    throw new CairnError("TAR_WHITEOUT", `invalid whiteout name ${JSON.stringify(base)}`, { path: where, hint: "'.wh.', '.wh..', '.wh...' and '.wh..wh.*' (other than .wh..wh..opq) are refused" });
+  }
+  return { kind: "whiteout", target: joinPath(dir, target) };
+}

@@ -1,0 +1,177 @@
+/**
+ * OCI workloads: glue between the OCI area (reading and staging an image),
+ * the tree area (layer application, in-root resolution) and the store, for both assembly (reading the user's layout)
+ * and verification (reading the store's raw copies through the same reader
+ * code, so verify reparses the selected graph with every check assembly ran).
+ */
+import { constants } from "node:fs";
+import { open } from "node:fs/promises";
+import { join } from "node:path";
+import { CairnError, type Sha256Digest } from "../core/index.ts";
+import { PackCheck, PackWriter, type PackIndex, type Store } from "../store/index.ts";
+import type { RawRef } from "./closure.ts";
+import { finishDerivation, type Derived } from "./derive.ts";
+import { launchFromOci } from "./launch.ts";
+import type { WorkloadLock } from "./lock.ts";
+import type { WorkloadSpec } from "./spec.ts";
+import { readOciSource, type OciObjectReader, type OciSource, type OpenedFile } from "../oci/index.ts";
+import { applyLayers, resolveInTree, type CanonicalTree, type ContentSink, type FsEntry } from "../tree/index.ts";
+
+/** The raw closure of an OCI source, in lock order. */
+function rawRefs(src: OciSource): RawRef[] {
+  const refs: RawRef[] = [
+    { role: "oci-layout", digest: src.ociLayout.digest, size: src.ociLayout.size },
+    { role: "index", digest: src.index.digest, size: src.index.size },
+    { role: "descriptor", digest: src.descriptor.digest, size: src.descriptor.size },
+    { role: "manifest", digest: src.manifest.digest, size: src.manifest.size },
+    { role: "config", digest: src.config.digest, size: src.config.size },
+  ];
+  for (const l of src.layers) refs.push({ role: "layer", digest: l.digest, size: l.size });
+  return refs;
+}
+
+const PROGRESS_STEP = 64 * 1024 * 1024;
+
+/** File bytes into one content pack (see store/pack.ts): one staged file instead of one file per content. */
+function packSink(pack: PackWriter | PackCheck, progress?: (line: string) => void): ContentSink {
+  let bytes = 0;
+  let files = 0;
+  let next = PROGRESS_STEP;
+  return {
+    async put(data: Uint8Array) {
+      bytes += data.length;
+      files++;
+      if (progress !== undefined && bytes >= next) {
+        next = bytes + PROGRESS_STEP;
+        progress(`  ${files} files, ${(bytes / 1024 / 1024).toFixed(0)} MiB written`);
+      }
+      return pack.add(data);
+    },
+  };
+}
+
+/** A derived OCI workload and the pack holding its tree's file contents. */
+export interface DerivedOci {
+  readonly derived: Derived;
+  readonly contents: PackIndex;
+  /** True when verification found the pack missing or different and wrote a new one. */
+  readonly repaired?: boolean;
+}
+
+/**
+ * Applies the layers with every file's bytes going into one pack, which is
+ * published only when the whole derivation succeeded (a refused workload
+ * leaves nothing in the store). `checkExisting` (verify) replaces a present
+ * pack that does not hold exactly the rebuilt bytes.
+ */
+async function deriveAndPack(spec: WorkloadSpec, src: OciSource, store: Store, checkExisting: boolean, progress?: (line: string) => void): Promise<DerivedOci> {
+  const pack = new PackWriter(store);
+  try {
+    const derived = await deriveFromSource(spec, src, packSink(pack, progress));
+    return { derived, contents: pack.finish({ checkExisting }) };
+  } catch (e) {
+    pack.abort();
+    throw e;
+  }
+}
+
+/**
+ * A launch path resolved in the image. Too many symlinks (a loop) is refused
+ * as the launch being invalid, as a missing path is, naming the limit it hit.
+ */
+async function resolveLaunchPath(tree: CanonicalTree, unsafePath: string, path: string): Promise<FsEntry | undefined> {
+  try {
+    return await resolveInTree(tree, unsafePath);
+  } catch (cause) {
+    if (cause instanceof CairnError && cause.code === "LIMIT_EXCEEDED") {
+      throw new CairnError("LAUNCH_INVALID", `${unsafePath} does not resolve in the image: ${cause.message}`, { path, cause, hint: "a launch path may not pass through a symlink loop" });
+    }
+    throw cause;
+  }
+}
+
+async function deriveFromSource(spec: WorkloadSpec, src: OciSource, sink: ContentSink): Promise<Derived> {
+  if (spec.source.kind !== "oci") throw new CairnError("WORKLOAD_SPEC_INVALID", "not an OCI spec", { path: "/source" });
+  // Launch first: a root or shell-form image is refused before any layer is expanded.
+  const launch = launchFromOci(src.launch);
+  const { tree } = await applyLayers({ layers: src.layers, policy: spec.policy, limits: spec.limits, sink });
+  const wd = await resolveLaunchPath(tree, launch.workdir, "/config/config/WorkingDir");
+  if (wd !== undefined && wd.type !== "dir") {
+    throw new CairnError("LAUNCH_INVALID", `WorkingDir ${launch.workdir} is not a directory in the image`, { path: "/config/config/WorkingDir" });
+  }
+  // No shell, no PATH: the program must be a regular file with an execute bit, in the image.
+  const program = await resolveLaunchPath(tree, launch.argv[0]!, "/config/config/Entrypoint");
+  if (program?.type !== "file" || (program.mode & 0o111) === 0) {
+    throw new CairnError("LAUNCH_INVALID", `the program ${launch.argv[0]} is not an executable file in the image`, {
+      path: "/config/config/Entrypoint",
+      hint: "Entrypoint (or Cmd) must name an executable file the layers create, by absolute path",
+    });
+  }
+  return finishDerivation({ spec, tree, launch, source: { kind: "oci", manifest: src.manifest.digest }, raw: rawRefs(src) });
+}
+
+/** Assembly: reads the user's layout into the store's staging, derives, and adopts the raw objects. */
+export async function assembleOci(spec: WorkloadSpec, layoutDir: string, store: Store, progress?: (line: string) => void): Promise<Derived> {
+  if (spec.source.kind !== "oci") throw new CairnError("WORKLOAD_SPEC_INVALID", "not an OCI spec", { path: "/source" });
+  const src = await readOciSource({ layoutDir, manifestDigest: spec.source.manifest, stagingDir: join(store.stagingDir, "oci"), limits: spec.limits });
+  const total = src.layers.reduce((n, l) => n + l.size, 0);
+  progress?.(`applying ${src.layers.length} layer(s), ${total} bytes compressed`);
+  const { derived } = await deriveAndPack(spec, src, store, false, progress);
+  for (const o of [src.ociLayout, src.index, src.descriptor, src.manifest, src.config]) store.put("objects", o.bytes);
+  const adopted = new Set<Sha256Digest>();
+  for (const l of src.layers) {
+    if (adopted.has(l.digest)) continue;
+    adopted.add(l.digest);
+    store.adopt("objects", l.path, l.digest, l.size);
+  }
+  return derived;
+}
+
+/**
+ * A reader of raw OCI objects from the store, restricted to the lock's raw
+ * closure: anything the lock does not name is missing, so verify cannot be
+ * steered to other store content.
+ */
+function storeReader(lock: WorkloadLock, store: Store): OciObjectReader {
+  const byRole = (role: RawRef["role"]): RawRef => {
+    const r = lock.raw.find((x) => x.role === role);
+    if (r === undefined) throw new CairnError("WORKLOAD_MISMATCH", `the lock's raw closure has no ${role}`, { path: "/raw" });
+    return r;
+  };
+  const named = new Set(lock.raw.filter((r) => r.role === "manifest" || r.role === "config" || r.role === "layer").map((r) => r.digest));
+  const openObject = async (ref: { digest: Sha256Digest; size: number }, locator: string): Promise<OpenedFile> => {
+    store.require("objects", ref.digest, ref.size);
+    const handle = await open(store.pathOf("objects", ref.digest), constants.O_RDONLY | constants.O_NOFOLLOW);
+    const st = await handle.stat();
+    return { handle, size: st.size, locator };
+  };
+  return {
+    async openTop(name) {
+      return openObject(byRole(name === "index.json" ? "index" : "oci-layout"), `store ${name}`);
+    },
+    async openBlob(digest, path) {
+      const ref = lock.raw.find((r) => r.digest === digest);
+      if (!named.has(digest) || ref === undefined) {
+        throw new CairnError("OCI_MISSING_BLOB", `blob ${digest} is not in the lock's raw closure`, { path });
+      }
+      return openObject(ref, `store blob ${digest}`);
+    },
+    async close() {},
+  };
+}
+
+/**
+ * Verification: the selected graph reparsed from stored raw objects, layers
+ * rechecked against DiffIDs, tree rebuilt, and the stored content pack
+ * checked against the rebuilt index. Only when the pack is missing or differs
+ * are the layers applied a second time, writing a new pack that replaces it.
+ */
+export async function verifyOci(spec: WorkloadSpec, lock: WorkloadLock, store: Store): Promise<DerivedOci> {
+  if (spec.source.kind !== "oci") throw new CairnError("WORKLOAD_SPEC_INVALID", "not an OCI spec", { path: "/source" });
+  const src = await readOciSource({ reader: storeReader(lock, store), manifestDigest: spec.source.manifest, stagingDir: join(store.stagingDir, "oci"), limits: spec.limits });
+  const check = new PackCheck(store);
+  const derived = await deriveFromSource(spec, src, packSink(check));
+  const contents = check.finish();
+  if (contents !== undefined) return { derived, contents };
+  return { ...(await deriveAndPack(spec, src, store, true)), repaired: true };
+}

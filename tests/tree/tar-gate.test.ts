@@ -1,0 +1,60 @@
+/**
+ * The tar gate is independent of how the stream is chunked: for any split of
+ * the same bytes it yields the same member records, forwards exactly the
+ * bytes before the end-of-archive marker, and computes the same DiffID.
+ */
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { describe, it } from "node:test";
+import fc from "fast-check";
+import { TarGate } from "../../src/tree/tar-gate.ts";
+import { DEFAULT_LIMITS } from "../../src/tree/layer-limits.ts";
+import { assertCode } from "../helpers/errors.ts";
+import { dir, file, symlink, writeTar } from "../workload/fixtures/tar-writer.ts";
+
+const tar = writeTar(
+  [dir("d"), file("d/a", "x".repeat(700)), symlink("l", "d/a"), file("b".repeat(150), "long name", { longName: "gnu" }), file("p", "pax", { pax: { path: "p".repeat(120), mtime: "5" } }), file("e", "")],
+  { trailing: Buffer.alloc(3000) },
+);
+const eofAt = tar.length - 3000 - 1024;
+
+function run(sizes: number[]): { forwarded: Buffer; records: unknown[]; diffId: string } {
+  const gate = new TarGate(DEFAULT_LIMITS, { expandedBytes: 0, entries: 0 }, "/layers/0");
+  const out: Buffer[] = [];
+  let at = 0;
+  let i = 0;
+  while (at < tar.length) {
+    const n = Math.max(1, sizes[i++ % sizes.length]!);
+    out.push(...gate.push(tar.subarray(at, at + n)));
+    at += n;
+  }
+  gate.end();
+  return { forwarded: Buffer.concat(out), records: gate.records, diffId: gate.diffId() };
+}
+
+describe("tar gate", () => {
+  it("is independent of chunking", () => {
+    const whole = run([tar.length]);
+    assert.deepEqual(whole.forwarded, tar.subarray(0, eofAt));
+    assert.equal(whole.diffId, `sha256:${createHash("sha256").update(tar).digest("hex")}`);
+    assert.deepEqual((whole.records as { name: string }[]).map((r) => r.name), ["d/", "d/a", "l", "b".repeat(150), "p".repeat(120), "e"]);
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 1, max: 1500 }), { minLength: 1, maxLength: 20 }), (sizes) => {
+        const r = run(sizes);
+        assert.deepEqual(r.forwarded, whole.forwarded);
+        assert.deepEqual(r.records, whole.records);
+        assert.equal(r.diffId, whole.diffId);
+      }),
+      { numRuns: 200 },
+    );
+  });
+  it("refuses a member after the marker however the bytes are split", () => {
+    const bad = Buffer.concat([tar.subarray(0, eofAt + 512), writeTar([file("x", "y")])]);
+    for (const n of [1, 100, 511, 512, 513, 4096]) {
+      const gate = new TarGate(DEFAULT_LIMITS, { expandedBytes: 0, entries: 0 }, "/layers/0");
+      assertCode(() => {
+        for (let at = 0; at < bad.length; at += n) gate.push(bad.subarray(at, at + n));
+      }, "TAR_TRAILING");
+    }
+  });
+});
