@@ -9,7 +9,7 @@
  * from the raw closure and requires the stored bytes to be identical, then
  * hands out the rebuilt values.
  */
-import { canonicalBytes } from "../core/index.ts";
+import { declareIdentity, identityBytes } from "../core/index.ts";
 import { rawModel, type RawRef } from "./closure.ts";
 import type { SourceKind, WorkloadIdentities } from "./identity.ts";
 import { launchModel, type Launch } from "./launch.ts";
@@ -18,6 +18,16 @@ import { sortedEntries } from "./fs-identity.ts";
 import type { CanonicalTree, FsEntry } from "./tree.ts";
 
 export const DERIVED_SCHEMA = "cairn.derived/1";
+
+/** The derived entry is stored under the sha256 of exactly these bytes (the store's content address). */
+export const DERIVED_ENTRY_IDENTITY = declareIdentity({
+  name: "derived entry",
+  tag: DERIVED_SCHEMA,
+  algorithm: "sha256",
+  framing: "jcs-schema-field",
+  role: "identity",
+  definedIn: "src/workload/derived.ts",
+});
 
 export interface DerivedEntry {
   readonly kind: SourceKind;
@@ -37,8 +47,7 @@ function entryModel(e: FsEntry): Record<string, string | number> {
 
 /** The JCS bytes of a derived entry (deterministic: the same workload always gives the same bytes). */
 export function encodeDerived(d: DerivedEntry): Buffer {
-  return canonicalBytes({
-    schema: DERIVED_SCHEMA,
+  return identityBytes(DERIVED_ENTRY_IDENTITY, {
     source_kind: d.kind,
     identities: { ...d.identities },
     policy: policyModel(d.policy),
