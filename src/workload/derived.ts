@@ -9,7 +9,7 @@
  * from the raw closure and requires the stored bytes to be identical, then
  * hands out the rebuilt values.
  */
-import { declareIdentity, identityBytes } from "../core/index.ts";
+import { declareIdentity, defineScope, identityBytes } from "../core/index.ts";
 import { rawModel, type RawRef } from "./closure.ts";
 import type { SourceKind, WorkloadIdentities } from "./identity.ts";
 import { launchModel, type Launch } from "./launch.ts";
@@ -27,6 +27,21 @@ export const DERIVED_ENTRY_IDENTITY = declareIdentity({
   framing: "jcs-schema-field",
   role: "identity",
   definedIn: "src/workload/derived.ts",
+});
+
+/** The entry is a complete record: everything in it is covered, so a reader holding only the entry can check it. */
+export const DERIVED_ENTRY_SCOPE = defineScope({
+  identity: DERIVED_SCHEMA,
+  covers: {
+    "/schema": "the entry format version",
+    "/source_kind": "binary or oci",
+    "/identities": "the workload, source, fs and launch identities",
+    "/policy": "the layer policy with its version",
+    "/launch": "the launch values the launch identity hashes",
+    "/raw": "the complete raw closure the entry was derived from",
+    "/tree": "every entry of the canonical tree, sorted by path bytes",
+  },
+  excludes: {},
 });
 
 export interface DerivedEntry {

@@ -13,7 +13,7 @@ export { RAW_ROLES } from "./closure.ts";
 export type { RawRef, RawRole } from "./closure.ts";
 export { encodeLock, parseLock, LOCK_SCHEMA, LOCK_DIGEST } from "./lock.ts";
 export type { WorkloadLock } from "./lock.ts";
-export { DERIVED_SCHEMA, DERIVED_ENTRY_IDENTITY } from "./derived.ts";
+export { DERIVED_SCHEMA, DERIVED_ENTRY_IDENTITY, DERIVED_ENTRY_SCOPE } from "./derived.ts";
 export { assembleWorkload, defaultLockPath } from "./assemble.ts";
 export type { AssembleOptions, AssembleResult } from "./assemble.ts";
 export { openVerifiedWorkload, readWorkloadLock } from "./verify.ts";

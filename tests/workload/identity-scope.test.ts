@@ -5,6 +5,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import type { JsonModel, Sha256Digest } from "../../src/core/index.ts";
+import { DERIVED_ENTRY_SCOPE, encodeDerived } from "../../src/workload/derived.ts";
 import { SOURCE_IDENTITY_SCOPE, WORKLOAD_IDENTITY_SCOPE } from "../../src/workload/identity.ts";
 import { LAUNCH_IDENTITY_SCOPE, launchModel, makeLaunch } from "../../src/workload/launch.ts";
 import { encodeLock, LOCK_FIELDS } from "../../src/workload/lock.ts";
@@ -50,6 +51,15 @@ test("the workload identity scope places every field of real spec and lock model
 
 test("control: a spec with one more field fails the helper", () => {
   assertCatchesExtraField(WORKLOAD_IDENTITY_SCOPE, ...instances());
+});
+
+test("the derived entry scope places every field of a real encoded entry", () => {
+  const d = (c: string) => `sha256:${c.repeat(64)}` as Sha256Digest;
+  const launch = makeLaunch({ argv: ["/bin/app"], env: [], workdir: "/", user: "1000:1000" }, "");
+  const tree = new Map([["/", { path: "/", type: "dir" as const, mode: 0o755, uid: 0, gid: 0, mtime: 0 }]]);
+  const entry = JSON.parse(encodeDerived({ kind: "binary", identities: { workload: d("1"), source: d("2"), fs: d("3"), launch: d("4") }, policy: STRICT_POLICY, launch, raw: [{ role: "spec", digest: d("5"), size: 1 }], tree }).toString("utf8")) as unknown;
+  assertScopeExhaustive(DERIVED_ENTRY_SCOPE, entry);
+  assertCatchesExtraField(DERIVED_ENTRY_SCOPE, entry);
 });
 
 test("the source and launch identity scopes place every field of their models", () => {
