@@ -30,3 +30,5 @@ export { writeFileAtomic, mkdirPrivate, tempSibling, fsyncDir, readPrefix, readF
 export type { WriteOptions } from "./files.ts";
 export { safeComponent, digestComponents } from "./safepath.ts";
 export { checkLimit, formatBytes, FIXED_LIMIT_HINT } from "./limits.ts";
+export { declareIdentity, isIdentityDeclaration, identityBytes, identityDigest, identityHasher, defineScope, scopeFieldNames } from "./identity.ts";
+export type { IdentityDeclaration, IdentityDigest, IdentityFraming, IdentityRole, IdentityScope } from "./identity.ts";

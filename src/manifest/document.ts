@@ -8,13 +8,13 @@
  * (pinned, image_pinned, unpinned, not_covered): a label that says more or
  * less than the core is a mismatch, not a display detail.
  */
-import { CairnError, Checker, blake3, canonicalBytes, canonicalize, childPath, isJsonObject, parseDigest, refuseAll, toJsonValue, type JsonModel, type JsonObject } from "../core/index.ts";
+import { CairnError, Checker, canonicalize, identityDigest, childPath, isJsonObject, parseDigest, refuseAll, toJsonValue, type JsonModel, type JsonObject } from "../core/index.ts";
 import { buildCore, type EnvCore } from "./core.ts";
 import { manifestOf, type EnvManifest, type ManifestSignature } from "./manifest.ts";
 import { mountToString, normalizeMount } from "./mounts.ts";
 import { DEFAULT_MANIFEST_LIMITS } from "./declared.ts";
 import { ownModel } from "./own.ts";
-import { MANIFEST_SCHEMA } from "./scope.ts";
+import { MANIFEST_ADDRESS, MANIFEST_SCHEMA } from "./scope.ts";
 
 const DOCUMENT_FIELDS = ["schema", "address", "pinned", "image_pinned", "unpinned", "core", "not_covered", "signature"] as const;
 const SIGNATURE_RE = /^[A-Za-z0-9+/]{85}[AQgw]==$/; // exactly 64 bytes of canonical base64
@@ -95,7 +95,7 @@ export function parseManifest(unsafeInput: unknown): EnvManifest {
   const stated = parseDigest(doc.address, "/address", "blake3");
   if (!isJsonObject(doc.core)) throw new CairnError("MANIFEST_MISMATCH", "core must be an object", { path: "/core" });
   // Tamper check first: the address must be the hash of the core exactly as stored.
-  const actual = blake3(canonicalBytes(toJsonValue(doc.core)));
+  const actual = identityDigest(MANIFEST_ADDRESS, toJsonValue(doc.core));
   if (actual !== stated) {
     throw new CairnError("MANIFEST_MISMATCH", "the address does not match the core", {
       path: "/address",

@@ -1,7 +1,7 @@
 // Environment manifests: devcontainer.json → canonical core, BLAKE3 address,
 // Ed25519 signature, pinning labels, field-level diff, resume linkage.
 // Names carry "manifest" where a bare name could clash with another area's.
-export { FIELD_SCOPE as MANIFEST_FIELD_SCOPE, NOT_COVERED as MANIFEST_NOT_COVERED, MANIFEST_SCHEMA } from "./scope.ts";
+export { FIELD_SCOPE as MANIFEST_FIELD_SCOPE, NOT_COVERED as MANIFEST_NOT_COVERED, MANIFEST_SCHEMA, MANIFEST_ADDRESS, MANIFEST_ADDRESS_SCOPE } from "./scope.ts";
 export type { FieldScope as ManifestFieldScope, ScopeClass as ManifestScopeClass, IdentityField as ManifestIdentityField } from "./scope.ts";
 export { buildCore as buildManifestCore } from "./core.ts";
 export type { EnvCore, BuiltCore } from "./core.ts";

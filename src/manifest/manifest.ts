@@ -11,8 +11,8 @@
  * the core, so a reader recomputes it instead of trusting it; see document.ts.
  */
 import {
-  blake3,
-  canonicalBytes,
+  identityBytes,
+  identityDigest,
   signBytes,
   verifyBytes,
   CairnError,
@@ -24,7 +24,7 @@ import {
 import { buildCore, type EnvCore } from "./core.ts";
 import { DEFAULT_MANIFEST_LIMITS, type ManifestLimits } from "./declared.ts";
 import { normalizeFeatureId, parseReference } from "./reference.ts";
-import { MANIFEST_SCHEMA, NOT_COVERED } from "./scope.ts";
+import { MANIFEST_ADDRESS, MANIFEST_SCHEMA, NOT_COVERED } from "./scope.ts";
 
 export interface ManifestSignature {
   key_id: Sha256Digest;
@@ -47,11 +47,11 @@ export interface EnvManifest {
 
 /** The bytes the address and the signature cover. */
 export function coreBytes(core: EnvCore): Buffer {
-  return canonicalBytes(core);
+  return identityBytes(MANIFEST_ADDRESS, core);
 }
 
 export function addressOf(core: EnvCore): Blake3Digest {
-  return blake3(coreBytes(core));
+  return identityDigest(MANIFEST_ADDRESS, core);
 }
 
 export interface Pinning {

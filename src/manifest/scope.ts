@@ -16,8 +16,10 @@
  *
  * Next to the table, `NOT_COVERED` lists what the address deliberately does
  * not cover even for identity fields; the manifest document repeats it so a
- * reader of the JSON sees the limits of the claim.
+ * reader of the JSON sees the limits of the claim. `MANIFEST_ADDRESS_SCOPE`
+ * restates the table in the one scope shape every identity uses.
  */
+import { declareIdentity, defineScope, type IdentityScope } from "../core/index.ts";
 
 export type ScopeClass = "identity" | "excluded" | "refused";
 
@@ -120,6 +122,27 @@ export type IdentityField = { [K in ScopedField]: (typeof FIELD_SCOPE)[K]["class
 
 /** The schema tag hashed as part of every manifest core. */
 export const MANIFEST_SCHEMA = "cairn.env-manifest/1";
+
+/** The address: BLAKE3 of the core's JCS bytes; the core carries `schema` itself (kept that way so no address changes). */
+export const MANIFEST_ADDRESS = declareIdentity({ name: "environment manifest address", tag: MANIFEST_SCHEMA, algorithm: "blake3", framing: "jcs-own-schema", role: "identity", definedIn: "src/manifest/scope.ts" });
+
+function addressScope(): IdentityScope {
+  const covers: Record<string, string> = { "/schema": "the manifest core's own version, hashed in front of the content" };
+  const excludes: Record<string, string> = {};
+  for (const [field, s] of Object.entries(FIELD_SCOPE) as [string, FieldScope][]) {
+    if (s.class === "identity") covers[`/${field}`] = s.reason;
+    else if (s.class === "excluded") excludes[`/${field}`] = s.reason;
+    else excludes[`/${field}`] = `refused, so never part of a manifest: ${s.reason}`;
+  }
+  return { identity: MANIFEST_SCHEMA, covers, excludes };
+}
+
+/**
+ * FIELD_SCOPE as an identity scope: fields of a devcontainer.json (and the
+ * core's `schema`). Covered are the identity fields; excluded fields and
+ * refused fields are not covered (a refused field stops the ingest).
+ */
+export const MANIFEST_ADDRESS_SCOPE = defineScope(addressScope());
 
 /**
  * What the address does not cover, even for identity fields. Frozen for

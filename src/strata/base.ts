@@ -10,12 +10,34 @@
  * how the facts were obtained (`source`), so probing the same image twice, or
  * on two days, gives the same digest.
  */
-import { canonicalBytes, sha256, type Sha256Digest } from "../core/index.ts";
+import { declareIdentity, defineScope, identityDigest, type Sha256Digest } from "../core/index.ts";
 import { capabilityString, type Capability } from "./capability.ts";
 import type { Arch } from "./platform.ts";
 import type { ProbeResult } from "./probe.ts";
 
 export const BASE_TAG = "cairn.base/1";
+
+/** The tag is the `tag` field of the hashed object (kept that way so no base digest changes). */
+export const BASE_DIGEST = declareIdentity({ name: "base digest", tag: BASE_TAG, algorithm: "sha256", framing: "jcs-tag-field", role: "identity", definedIn: "src/strata/base.ts" });
+
+/** What the base digest covers, as fields of the lockfile's base object. */
+export const BASE_DIGEST_SCOPE = defineScope({
+  identity: BASE_TAG,
+  covers: {
+    "/name": "the base's name (debian12, ...)",
+    "/arch": "the machine architecture",
+    "/abi": "the C library ABI (gnu, musl, unknown for a declared base)",
+    "/os_id": "os-release ID, when probed",
+    "/version_id": "os-release VERSION_ID, when probed",
+    "/capabilities": "the derived capabilities (glibc, compiler, os), sorted",
+    "/image": "the image manifest digest, for a base probed from an OCI image",
+  },
+  excludes: {
+    "/source": "how the facts were obtained (host, rootfs, oci, declared); the same facts give the same digest",
+    "/probed_at": "wall-clock time of the probe",
+    "/digest": "the digest itself, computed from the covered fields",
+  },
+});
 export type BaseAbi = ProbeResult["abi"] | "unknown";
 
 export interface LockBase {
@@ -36,18 +58,15 @@ export interface LockBase {
 }
 
 export function baseDigest(b: Omit<LockBase, "digest" | "probed_at" | "source">): Sha256Digest {
-  return sha256(
-    canonicalBytes({
-      tag: BASE_TAG,
-      name: b.name,
-      arch: b.arch,
-      abi: b.abi,
-      os_id: b.os_id ?? null,
-      version_id: b.version_id ?? null,
-      capabilities: b.capabilities.map(capabilityString).sort(),
-      image: b.image ?? null,
-    }),
-  );
+  return identityDigest(BASE_DIGEST, {
+    name: b.name,
+    arch: b.arch,
+    abi: b.abi,
+    os_id: b.os_id ?? null,
+    version_id: b.version_id ?? null,
+    capabilities: b.capabilities.map(capabilityString).sort(),
+    image: b.image ?? null,
+  });
 }
 
 /** A base the profile names but nobody probed: no capabilities, ABI unknown. */

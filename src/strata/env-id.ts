@@ -4,10 +4,10 @@
  *   EnvironmentID = "sha256:" + sha256( JCS( hash input ) )
  *
  * where the hash input is an object with `schema: "cairn.environment/1"` and
- * exactly the fields listed as hashed below, taken from the lockfile model
- * (`lockfileToModel`), with layers in mount order. Every lockfile field is in
- * one of the two lists; `tests/strata/scope.test.ts` fails when a field is
- * added to the lockfile without being placed.
+ * exactly the fields `ENVIRONMENT_ID_SCOPE` covers, taken from the lockfile
+ * model (`lockfileToModel`), with layers in mount order. Every lockfile field
+ * is in one of its two lists; `tests/strata/scope.test.ts` fails when a field
+ * is added to the lockfile without being placed.
  *
  * Equal IDs promise identical instructions: the same base facts, the same
  * layer bytes in the same order, the same env, on_ready commands, defaults,
@@ -15,48 +15,59 @@
  * promise what on_ready does when it runs, what a package manager installs for
  * a request without a digest, or what is written into a mutable upper layer.
  */
-import { CairnError, canonicalBytes, sha256, type Sha256Digest } from "../core/index.ts";
+import { CairnError, declareIdentity, defineScope, identityDigest, scopeFieldNames, type Sha256Digest } from "../core/index.ts";
 import { isFrozen, lockfileToModel, type Lockfile } from "./lockfile.ts";
 
 export const ENVIRONMENT_ID_SCHEMA = "cairn.environment/1";
 
-/** The fields the ID covers, per lockfile object. */
-export const HASHED = {
-  lockfile: ["base", "layers", "env", "on_ready", "defaults", "packages", "mutable_layer", "requires_host"],
-  base: ["name", "arch", "abi", "digest"],
-  layer: ["id", "sha256", "size", "mount_order"],
-} as const;
+/** The tag is the `schema` field of the hash input (kept that way so no EnvironmentID changes). */
+export const ENVIRONMENT_ID = declareIdentity({ name: "EnvironmentID", tag: ENVIRONMENT_ID_SCHEMA, algorithm: "sha256", framing: "jcs-schema-field", role: "identity", definedIn: "src/strata/env-id.ts" });
 
-/** The fields the ID leaves out, each with the reason. */
-export const EXCLUDED = {
-  lockfile: {
-    format: "the file format version, not the environment; a new format of the same environment keeps its ID by design of the hash input",
-    profile: "provenance: two profiles that resolve to the same instructions are the same environment",
-    profile_sha256: "provenance: as profile",
-    resolved_at: "wall-clock time of resolution",
-    cairn_version: "provenance: the tool that resolved, not what was resolved",
-    verification_policy: "attestation label: how the inputs were checked, not what they are (shown by lock verify and provenance)",
-    formations: "provenance: which formations brought layers in; the layers themselves are hashed",
-    not_acted_upon: "instance and storage are recorded but cairn does not act on them",
+/** The fields the ID covers and the fields it leaves out, each with the reason; pointers into the lockfile model. */
+export const ENVIRONMENT_ID_SCOPE = defineScope({
+  identity: ENVIRONMENT_ID_SCHEMA,
+  covers: {
+    "/base": "the base the layers sit on, through the fields below",
+    "/layers": "every layer, in mount order, through the fields below",
+    "/env": "the environment variables every process sees",
+    "/on_ready": "the commands run when the environment is ready, as text",
+    "/defaults": "the defaults the profile sets (shell and the like)",
+    "/packages": "the package requests handed to package managers",
+    "/mutable_layer": "whether a writable upper layer is mounted",
+    "/requires_host": "what the host must provide",
+    "/base/name": "the base's name",
+    "/base/arch": "the machine architecture",
+    "/base/abi": "the C library ABI layers are built against",
+    "/base/digest": "the probed base facts (os-release, capabilities, image digest) through cairn.base/1",
+    "/layers/*/id": "the layer's id (name, version, ABI, arch)",
+    "/layers/*/sha256": "the blob bytes that are mounted",
+    "/layers/*/size": "the blob size",
+    "/layers/*/mount_order": "where the layer sits in the stack",
   },
-  base: {
-    os_id: "covered by base.digest",
-    version_id: "covered by base.digest",
-    capabilities: "covered by base.digest",
-    image: "covered by base.digest",
-    source: "provenance: how the base facts were obtained (host, rootfs, oci, declared)",
-    probed_at: "wall-clock time of the probe",
+  excludes: {
+    "/format": "the file format version, not the environment; a new format of the same environment keeps its ID by design of the hash input",
+    "/profile": "provenance: two profiles that resolve to the same instructions are the same environment",
+    "/profile_sha256": "provenance: as profile",
+    "/resolved_at": "wall-clock time of resolution",
+    "/cairn_version": "provenance: the tool that resolved, not what was resolved",
+    "/verification_policy": "attestation label: how the inputs were checked, not what they are (shown by lock verify and provenance)",
+    "/formations": "provenance: which formations brought layers in; the layers themselves are hashed",
+    "/not_acted_upon": "instance and storage are recorded but cairn does not act on them",
+    "/base/os_id": "covered by base.digest",
+    "/base/version_id": "covered by base.digest",
+    "/base/capabilities": "covered by base.digest",
+    "/base/image": "covered by base.digest",
+    "/base/source": "provenance: how the base facts were obtained (host, rootfs, oci, declared)",
+    "/base/probed_at": "wall-clock time of the probe",
+    "/layers/*/name": "restated from the layer manifest; the id and blob digest are hashed",
+    "/layers/*/version": "restated from the layer manifest; the id and blob digest are hashed",
+    "/layers/*/manifest_sha256": "provenance: the manifest adds provides/requires and build records, which do not change the bytes mounted",
+    "/layers/*/from_formation": "provenance: which formation brought the layer in",
+    "/layers/*/satisfied_by": "derived explanation of requirements; the mount order it produced is hashed",
+    "/layers/*/signature": "provenance: who signed the manifest, not what it holds",
+    "/layers/*/registry": "provenance: where the blob was found; the blob digest is hashed",
   },
-  layer: {
-    name: "restated from the layer manifest; the id and blob digest are hashed",
-    version: "restated from the layer manifest; the id and blob digest are hashed",
-    manifest_sha256: "provenance: the manifest adds provides/requires and build records, which do not change the bytes mounted",
-    from_formation: "provenance: which formation brought the layer in",
-    satisfied_by: "derived explanation of requirements; the mount order it produced is hashed",
-    signature: "provenance: who signed the manifest, not what it holds",
-    registry: "provenance: where the blob was found; the blob digest is hashed",
-  },
-} as const;
+});
 
 function pick(model: Record<string, unknown>, fields: readonly string[]): Record<string, unknown> {
   const out: Record<string, unknown> = {};
@@ -73,14 +84,15 @@ export function environmentIdInput(lock: Lockfile): Record<string, unknown> {
     });
   }
   const model = lockfileToModel(lock);
-  const input = pick(model, HASHED.lockfile);
+  const input = pick(model, scopeFieldNames(ENVIRONMENT_ID_SCOPE, "covers"));
   input.schema = ENVIRONMENT_ID_SCHEMA;
-  input.base = pick(model.base as Record<string, unknown>, HASHED.base);
+  input.base = pick(model.base as Record<string, unknown>, scopeFieldNames(ENVIRONMENT_ID_SCOPE, "covers", "/base"));
   const layers = [...(model.layers as Record<string, unknown>[])].sort((a, b) => (a.mount_order as number) - (b.mount_order as number));
-  input.layers = layers.map((l) => pick(l, HASHED.layer));
+  const layerFields = scopeFieldNames(ENVIRONMENT_ID_SCOPE, "covers", "/layers/*");
+  input.layers = layers.map((l) => pick(l, layerFields));
   return input;
 }
 
 export function environmentId(lock: Lockfile): Sha256Digest {
-  return sha256(canonicalBytes(environmentIdInput(lock)));
+  return identityDigest(ENVIRONMENT_ID, environmentIdInput(lock));
 }

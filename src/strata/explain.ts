@@ -1,5 +1,6 @@
 /** `lock explain`: what a lockfile's EnvironmentID covers and what it does not, from the one definition in env-id.ts. */
-import { ENVIRONMENT_ID_SCHEMA, EXCLUDED, HASHED } from "./env-id.ts";
+import { scopeFieldNames } from "../core/index.ts";
+import { ENVIRONMENT_ID_SCHEMA, ENVIRONMENT_ID_SCOPE } from "./env-id.ts";
 
 export interface Explanation {
   readonly schema: string;
@@ -23,8 +24,18 @@ export const DOES_NOT_PROMISE = [
   "who signed: the signatures and verification policy are provenance, shown by lock verify and lock provenance",
 ] as const;
 
+/** The lockfile objects the explanation groups fields by, and where each sits in the scope's pointers. */
+const OBJECTS = { lockfile: "", base: "/base", layer: "/layers/*" } as const;
+
 export function explainScope(): Explanation {
-  return { schema: ENVIRONMENT_ID_SCHEMA, hashed: HASHED, excluded: EXCLUDED, promises: PROMISES, does_not_promise: DOES_NOT_PROMISE };
+  const s = ENVIRONMENT_ID_SCOPE;
+  const hashed: Record<string, readonly string[]> = {};
+  const excluded: Record<string, Record<string, string>> = {};
+  for (const [obj, at] of Object.entries(OBJECTS)) {
+    hashed[obj] = scopeFieldNames(s, "covers", at);
+    excluded[obj] = Object.fromEntries(scopeFieldNames(s, "excludes", at).map((f) => [f, (s.excludes as Record<string, string>)[`${at}/${f}`]!]));
+  }
+  return { schema: ENVIRONMENT_ID_SCHEMA, hashed, excluded, promises: PROMISES, does_not_promise: DOES_NOT_PROMISE };
 }
 
 export function explainText(): string {

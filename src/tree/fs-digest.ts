@@ -20,11 +20,12 @@
  * can differ in them): inode numbers, link counts, atime/ctime, sub-second
  * times, xattrs/ACLs, device numbers, host user names, enumeration order.
  */
-import { CairnError, Sha256Hasher, digestHex, type Sha256Digest } from "../core/index.ts";
+import { CairnError, declareIdentity, digestHex, identityHasher, type Sha256Digest } from "../core/index.ts";
 import type { CanonicalTree, FsEntry } from "./entries.ts";
 import { isCanonicalPath, parentOf } from "./tree-paths.ts";
 
 export const FS_IDENTITY_TAG = "cairn.fs/1";
+export const FS_IDENTITY = declareIdentity({ name: "canonical filesystem", tag: FS_IDENTITY_TAG, algorithm: "sha256", framing: "tag-nul-binary", role: "identity", definedIn: "src/tree/fs-digest.ts" });
 
 const TYPE_TAG = { dir: 0x44, file: 0x46, symlink: 0x4c } as const;
 const U32_MAX = 0xffffffff;
@@ -100,8 +101,7 @@ export function frameTree(tree: CanonicalTree): Buffer {
 /** The `cairn.fs/1` identity of a tree (streamed into the hash; equal to hashing the tag and `frameTree`). */
 export function fsIdentity(tree: CanonicalTree): Sha256Digest {
   const entries = sortedEntries(tree);
-  const h = new Sha256Hasher();
-  h.update(Buffer.from(`${FS_IDENTITY_TAG}\0`, "utf8"));
+  const h = identityHasher(FS_IDENTITY);
   const count = Buffer.alloc(8);
   count.writeBigUInt64BE(BigInt(entries.length));
   h.update(count);

@@ -2,7 +2,7 @@
 // the layer policy and limits, the strict tar gate, the tar writer, and layer
 // application with whiteouts. Imports only core.
 export type { CanonicalTree, FsEntry, FsEntryType, FileEntry, DirEntry, SymlinkEntry, ContentSource, ContentSink } from "./entries.ts";
-export { fsIdentity, frameTree, frameEntry, sortedEntries, FS_IDENTITY_TAG } from "./fs-digest.ts";
+export { fsIdentity, frameTree, frameEntry, sortedEntries, FS_IDENTITY_TAG, FS_IDENTITY } from "./fs-digest.ts";
 export { normalizeMemberPath, classifyWhiteout, isCanonicalPath, parentOf, joinPath, ancestors } from "./tree-paths.ts";
 export type { WhiteoutKind } from "./tree-paths.ts";
 export { TreeModel, IMPLICIT_DIR } from "./tree-builder.ts";

@@ -4,7 +4,7 @@
  * Results name what was checked and carry counts, indices and digests —
  * never output bytes — so they can go into the shareable failure bundle.
  */
-import { canonicalBytes, sha256, type Sha256Digest } from "../core/index.ts";
+import { declareIdentity, defineScope, identityDigest, sha256, type Sha256Digest } from "../core/index.ts";
 import type { DecodedProtocol, NormalizedEvent } from "./protocol.ts";
 import type { Expectation } from "./scenario.ts";
 
@@ -105,12 +105,29 @@ export function runStatus(events: readonly NormalizedEvent[], results: readonly 
 
 export const OUTCOME_SCHEMA = "cairn.outcome/1";
 
+export const OUTCOME_IDENTITY = declareIdentity({ name: "outcome digest", tag: OUTCOME_SCHEMA, algorithm: "sha256", framing: "tag-nul-jcs", role: "identity", definedIn: "src/vm/checker.ts" });
+
 /**
- * The outcome digest: sha256("cairn.outcome/1\0" || JCS({events, assertions})).
- * It covers the normalized events (lifecycle, stdin offsets, exit status,
- * per-stream byte counts and digests) and the assertion results; it does not
- * cover frame boundaries, sequence numbers, timings or host paths.
+ * What the outcome digest covers, as fields of its model `{events,
+ * assertions}` and of the decoded protocol the events come from. Frame
+ * boundaries, sequence numbers and timings never reach a normalized event,
+ * and host paths are never in the protocol.
  */
+export const OUTCOME_SCOPE = defineScope({
+  identity: OUTCOME_SCHEMA,
+  covers: {
+    "/events": "the normalized events: lifecycle, stdin offsets, exit status, per-stream byte counts and digests, cleanup",
+    "/assertions": "the checker's results for every expectation of the spec",
+  },
+  excludes: {
+    "/streams": "the output bytes themselves (private); their counts and digests are covered through the exit events",
+    "/records": "how many protocol records carried the events: framing, not outcome",
+    "/frames": "how many frames the stream was cut into: framing, not outcome",
+    "/bytes": "the protocol stream's length: framing, not outcome",
+  },
+});
+
+/** The outcome digest: sha256("cairn.outcome/1\0" || JCS({events, assertions})). */
 export function outcomeDigest(events: readonly NormalizedEvent[], assertions: readonly AssertionResult[]): Sha256Digest {
-  return sha256(Buffer.concat([Buffer.from(`${OUTCOME_SCHEMA}\0`, "utf8"), canonicalBytes({ events, assertions })]));
+  return identityDigest(OUTCOME_IDENTITY, { events, assertions });
 }

@@ -18,8 +18,9 @@ import { isAbsolute, join, resolve } from "node:path";
 import {
   CairnError,
   Checker,
-  canonicalize,
+  declareIdentity,
   digestComponents,
+  identityDigest,
   parseJsonBytes,
   parseSha256,
   sha256,
@@ -65,10 +66,13 @@ export function qemuVersion(): string {
   return m[1]!;
 }
 
+/** Integrity, not identity: notices an edited agent source tree so the kit rebuilds the agent. Recorded in the kit. */
+export const AGENT_SOURCE_DIGEST = declareIdentity({ name: "kit agent source digest", tag: KIT_SCHEMA, algorithm: "sha256", framing: "jcs", role: "integrity", definedIn: "src/vm/kit.ts" });
+
 /** Digest of the agent sources (sorted names and bytes), to notice an edited agent. */
 export function agentSourceDigest(dir = AGENT_SOURCE_DIR): Sha256Digest {
   const files = readdirSync(dir).filter((f) => /\.[ch]$/.test(f)).sort();
-  return sha256(canonicalize(files.map((f) => [f, sha256(readFileSync(join(dir, f)))])));
+  return identityDigest(AGENT_SOURCE_DIGEST, files.map((f) => [f, sha256(readFileSync(join(dir, f)))]));
 }
 
 function objectPath(dir: string, area: "kernels" | "agents", digest: Sha256Digest): string {

@@ -4,7 +4,7 @@
  * share. This is the single definition of what it records; each field says
  * whether replay checks it before launch.
  */
-import { Checker, childPath, parseJsonBytes, parseSha256, type JsonModel, type Sha256Digest } from "../core/index.ts";
+import { Checker, childPath, defineScope, parseJsonBytes, parseSha256, scopeFieldNames, type JsonModel, type Sha256Digest } from "../core/index.ts";
 import type { RunStatus } from "./checker.ts";
 import { parseVmIdentity, type VmIdentity } from "./vmid.ts";
 
@@ -31,19 +31,30 @@ export interface RunManifest {
   readonly recorded: { readonly at: string; readonly cairn_version: string };
 }
 
-/** Every manifest field and how replay treats it. */
-export const RUN_MANIFEST_FIELDS: Readonly<Record<keyof RunManifest, string>> = {
-  schema: "checked: the reader must know this version",
-  run_id: "names the record; not compared (two records of one workload have different ids)",
-  status: "compared after replay (derived from events and assertions)",
-  workload: "checked before launch: the workload is re-verified from the store and every identity must match",
-  guest_image: "checked before launch: the recorded inputs and the rebuilt initramfs must match byte for byte (by digest)",
-  vm: "checked before launch, field by field; the first difference is refused",
-  vm_digest: "checked before launch: must be the digest of `vm`",
-  replay_log: "checked before launch: size and sha256 of replay.log",
-  outcome: "compared after replay",
-  recorded: "provenance only (wall clock, cairn version); never compared",
-};
+/**
+ * Every run manifest field and how replay treats it: `covers` are the fields
+ * replay checks before launch or compares after it; `excludes` are recorded
+ * but never compared.
+ */
+export const RUN_MANIFEST_SCOPE = defineScope({
+  identity: RUN_SCHEMA,
+  covers: {
+    "/schema": "checked: the reader must know this version",
+    "/status": "compared after replay (derived from events and assertions)",
+    "/workload": "checked before launch: the workload is re-verified from the store and every identity must match",
+    "/guest_image": "checked before launch: the recorded inputs and the rebuilt initramfs must match byte for byte (by digest)",
+    "/vm": "checked before launch, field by field; the first difference is refused",
+    "/vm_digest": "checked before launch: must be the digest of `vm`",
+    "/replay_log": "checked before launch: size and sha256 of replay.log",
+    "/outcome": "compared after replay",
+  },
+  excludes: {
+    "/run_id": "names the record; not compared (two records of one workload have different ids)",
+    "/recorded": "provenance only (wall clock, cairn version); never compared",
+  },
+});
+
+const RUN_MANIFEST_FIELDS = [...scopeFieldNames(RUN_MANIFEST_SCOPE, "covers"), ...scopeFieldNames(RUN_MANIFEST_SCOPE, "excludes")];
 
 function digestAt(c: Checker, o: Record<string, JsonModel>, key: string, path: string): Sha256Digest {
   try {
@@ -57,7 +68,7 @@ function digestAt(c: Checker, o: Record<string, JsonModel>, key: string, path: s
 export function parseRunManifest(bytes: Buffer, file: string): RunManifest {
   const model = parseJsonBytes(bytes);
   const c = new Checker("RUN_INVALID");
-  const o = c.object(model, "", Object.keys(RUN_MANIFEST_FIELDS));
+  const o = c.object(model, "", RUN_MANIFEST_FIELDS);
   if (!o) {
     c.done(`invalid run manifest ${file}`);
     throw new Error("unreachable");

@@ -1,6 +1,6 @@
 /**
  * Runs QEMU for one boot. The command line is built only from the VM
- * identity plus host paths (VM_IDENTITY_EXCLUDES), so a record and its
+ * identity plus host paths (excluded in VM_IDENTITY_SCOPE), so a record and its
  * replay differ in nothing but `rr=record|replay` — a replay whose command
  * line differs from its record hangs forever in QEMU 7.2 with no error.
  * QEMU runs in its own process group under a hard wall-clock timeout that

@@ -2,15 +2,16 @@
  * The VM identity `cairn.vm/1`: everything that decides what the guest
  * executes, and so whether a replay log can be replayed. This is the single
  * definition of what the identity covers; `qemuArgs` builds the QEMU command
- * line from this model and nothing else but host paths (listed in
- * VM_IDENTITY_EXCLUDES with the reason each is left out).
+ * line from this model and nothing else but host paths (listed as excluded
+ * in VM_IDENTITY_SCOPE with the reason each is left out).
  *
  * digest = sha256("cairn.vm/1\0" || JCS(model))
  */
-import { Buffer } from "node:buffer";
-import { CairnError, canonicalBytes, Checker, childPath, parseSha256, sha256, type JsonModel, type Sha256Digest } from "../core/index.ts";
+import { CairnError, Checker, childPath, declareIdentity, defineScope, identityDigest, parseSha256, scopeFieldNames, type JsonModel, type Sha256Digest } from "../core/index.ts";
 
 export const VM_SCHEMA = "cairn.vm/1";
+
+export const VM_IDENTITY = declareIdentity({ name: "VM identity", tag: VM_SCHEMA, algorithm: "sha256", framing: "tag-nul-jcs", role: "identity", definedIn: "src/vm/vmid.ts" });
 
 export interface VmIdentity {
   readonly schema: typeof VM_SCHEMA;
@@ -39,40 +40,49 @@ export interface VmIdentity {
   readonly protocol: string;
 }
 
-/** What the identity covers, field by field (the model's keys, exactly). */
-export const VM_IDENTITY_COVERS: Readonly<Record<keyof VmIdentity, string>> = {
-  schema: "the identity's own version",
-  qemu: "the emulator build: replay logs are only valid for the QEMU that recorded them",
-  machine: "the machine type (q35)",
-  accel: "software emulation (tcg); no KVM",
-  cpu: "the CPU model; max gives RDRAND so getrandom does not stall",
-  memory_mib: "guest RAM",
-  smp: "one vCPU: record/replay is single-threaded",
-  icount_shift: "instruction counting: virtual time = instructions << shift",
-  icount_sleep: "sleep=off: idle virtual time is skipped, not waited",
-  rtc_base: "the guest wall clock at boot",
-  rtc_clock: "the RTC follows virtual time",
-  kernel: "the guest kernel bytes",
-  kernel_modules: "the virtio modules (and their order) the agent loads for the protocol port",
-  cmdline: "the kernel command line",
-  agent: "the guest agent (PID 1) bytes",
-  initramfs: "the whole guest image: agent, recorded inputs, workload template",
-  serial: "which serial ports exist and what each carries",
-  protocol_port: "the virtio-serial device and port the protocol travels on",
-  debug_exit: "the status device the agent reports through",
-  protocol: "the agent protocol version",
-};
+/**
+ * What the identity covers, field by field (the model's keys, exactly), and
+ * what it deliberately does not cover: the host-side parameters of a QEMU
+ * launch (`QemuPaths`, the timeout, the binary), which never change guest
+ * execution.
+ */
+export const VM_IDENTITY_SCOPE = defineScope({
+  identity: VM_SCHEMA,
+  covers: {
+    "/schema": "the identity's own version",
+    "/qemu": "the emulator build: replay logs are only valid for the QEMU that recorded them",
+    "/machine": "the machine type (q35)",
+    "/accel": "software emulation (tcg); no KVM",
+    "/cpu": "the CPU model; max gives RDRAND so getrandom does not stall",
+    "/memory_mib": "guest RAM",
+    "/smp": "one vCPU: record/replay is single-threaded",
+    "/icount_shift": "instruction counting: virtual time = instructions << shift",
+    "/icount_sleep": "sleep=off: idle virtual time is skipped, not waited",
+    "/rtc_base": "the guest wall clock at boot",
+    "/rtc_clock": "the RTC follows virtual time",
+    "/kernel": "the guest kernel bytes",
+    "/kernel_modules": "the virtio modules (and their order) the agent loads for the protocol port",
+    "/cmdline": "the kernel command line",
+    "/agent": "the guest agent (PID 1) bytes",
+    "/initramfs": "the whole guest image: agent, recorded inputs, workload template",
+    "/serial": "which serial ports exist and what each carries",
+    "/protocol_port": "the virtio-serial device and port the protocol travels on",
+    "/debug_exit": "the status device the agent reports through",
+    "/protocol": "the agent protocol version",
+  } satisfies Record<`/${keyof VmIdentity}`, string>,
+  excludes: {
+    "/kernelPath": "where the kernel file lives on this host; its digest is covered",
+    "/initrdPath": "where the initramfs file lives; its digest is covered",
+    "/rrfile": "the replay log path; the log is the run's output, verified by replay itself",
+    "/consoleLog": "host path of the console log",
+    "/protocolLog": "host path of the protocol stream",
+    "/timeoutMs": "host wall-clock guard that kills a hung QEMU; it never changes guest execution",
+    "/qemuBinary": "the executable found on PATH; its version string is covered",
+  },
+});
 
-/** What the identity deliberately does not cover, and why. */
-export const VM_IDENTITY_EXCLUDES: Readonly<Record<string, string>> = {
-  kernelPath: "where the kernel file lives on this host; its digest is covered",
-  initrdPath: "where the initramfs file lives; its digest is covered",
-  rrfile: "the replay log path; the log is the run's output, verified by replay itself",
-  consoleLog: "host path of the console log",
-  protocolLog: "host path of the protocol stream",
-  timeoutMs: "host wall-clock guard that kills a hung QEMU; it never changes guest execution",
-  qemuBinary: "the executable found on PATH; its version string is covered",
-};
+/** The covered fields in table order (the model's keys). */
+const VM_FIELDS = scopeFieldNames(VM_IDENTITY_SCOPE, "covers") as (keyof VmIdentity)[];
 
 export const GUEST_CMDLINE = "console=ttyS0 panic=-1 quiet";
 
@@ -110,13 +120,13 @@ export function defaultVmIdentity(parts: {
 }
 
 export function vmDigest(id: VmIdentity): Sha256Digest {
-  return sha256(Buffer.concat([Buffer.from(`${VM_SCHEMA}\0`, "utf8"), canonicalBytes(id)]));
+  return identityDigest(VM_IDENTITY, id);
 }
 
 /** Parses a recorded VM identity strictly (from a run manifest). */
 export function parseVmIdentity(unsafe: JsonModel | undefined, path: string): VmIdentity {
   const c = new Checker("RUN_INVALID");
-  const o = c.object(unsafe, path, Object.keys(VM_IDENTITY_COVERS));
+  const o = c.object(unsafe, path, VM_FIELDS);
   if (!o) {
     c.done("invalid VM identity");
     throw new Error("unreachable");
@@ -170,7 +180,7 @@ export function parseModuleEntries(entries: readonly string[], path: string): Ar
 
 /** The first field where two identities differ (in the covers order), or undefined. */
 export function firstVmDifference(recorded: VmIdentity, current: VmIdentity): keyof VmIdentity | undefined {
-  for (const k of Object.keys(VM_IDENTITY_COVERS) as (keyof VmIdentity)[]) {
+  for (const k of VM_FIELDS) {
     if (JSON.stringify(recorded[k]) !== JSON.stringify(current[k])) return k;
   }
   return undefined;

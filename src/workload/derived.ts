@@ -9,13 +9,38 @@
  * from the raw closure and requires the stored bytes to be identical, then
  * hands out the rebuilt values.
  */
-import { canonicalBytes } from "../core/index.ts";
+import { declareIdentity, defineScope, identityBytes } from "../core/index.ts";
 import { rawModel, type RawRef } from "./closure.ts";
 import type { SourceKind, WorkloadIdentities } from "./identity.ts";
 import { launchModel, type Launch } from "./launch.ts";
 import { policyModel, sortedEntries, type CanonicalTree, type FsEntry, type LayerPolicy } from "../tree/index.ts";
 
 export const DERIVED_SCHEMA = "cairn.derived/1";
+
+/** The derived entry is stored under the sha256 of exactly these bytes (the store's content address). */
+export const DERIVED_ENTRY_IDENTITY = declareIdentity({
+  name: "derived entry",
+  tag: DERIVED_SCHEMA,
+  algorithm: "sha256",
+  framing: "jcs-schema-field",
+  role: "identity",
+  definedIn: "src/workload/derived.ts",
+});
+
+/** The entry is a complete record: everything in it is covered, so a reader holding only the entry can check it. */
+export const DERIVED_ENTRY_SCOPE = defineScope({
+  identity: DERIVED_SCHEMA,
+  covers: {
+    "/schema": "the entry format version",
+    "/source_kind": "binary or oci",
+    "/identities": "the workload, source, fs and launch identities",
+    "/policy": "the layer policy with its version",
+    "/launch": "the launch values the launch identity hashes",
+    "/raw": "the complete raw closure the entry was derived from",
+    "/tree": "every entry of the canonical tree, sorted by path bytes",
+  },
+  excludes: {},
+});
 
 export interface DerivedEntry {
   readonly kind: SourceKind;
@@ -35,8 +60,7 @@ function entryModel(e: FsEntry): Record<string, string | number> {
 
 /** The JCS bytes of a derived entry (deterministic: the same workload always gives the same bytes). */
 export function encodeDerived(d: DerivedEntry): Buffer {
-  return canonicalBytes({
-    schema: DERIVED_SCHEMA,
+  return identityBytes(DERIVED_ENTRY_IDENTITY, {
     source_kind: d.kind,
     identities: { ...d.identities },
     policy: policyModel(d.policy),

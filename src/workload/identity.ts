@@ -8,16 +8,33 @@
  * `cairn.fs/1` digest of the canonical tree, `launch` the `cairn.launch/1`
  * digest, and `policy` the layer policy model with its version.
  *
- * `WORKLOAD_SCOPE` places every field of the workload spec and of the
- * workload lock as covered or not covered, with the reason. A test walks the
+ * `WORKLOAD_IDENTITY_SCOPE` places every field of the workload spec and of
+ * the workload lock as covered or not covered, with the reason. A test walks
  * real models and fails when a field appears that is in neither list.
  */
-import type { Sha256Digest } from "../core/index.ts";
+import { declareIdentity, defineScope, identityDigest, type Sha256Digest } from "../core/index.ts";
 import { policyModel, type LayerPolicy } from "../tree/index.ts";
-import { taggedJsonDigest } from "./tagged.ts";
 
 export const WORKLOAD_IDENTITY_TAG = "cairn.workload.identity/1";
 export const SOURCE_IDENTITY_TAG = "cairn.source/1";
+
+export const WORKLOAD_IDENTITY = declareIdentity({
+  name: "workload identity",
+  tag: WORKLOAD_IDENTITY_TAG,
+  algorithm: "sha256",
+  framing: "tag-nul-jcs",
+  role: "identity",
+  definedIn: "src/workload/identity.ts",
+});
+
+export const SOURCE_IDENTITY = declareIdentity({
+  name: "source identity",
+  tag: SOURCE_IDENTITY_TAG,
+  algorithm: "sha256",
+  framing: "tag-nul-jcs",
+  role: "identity",
+  definedIn: "src/workload/identity.ts",
+});
 
 export type SourceKind = "binary" | "oci";
 
@@ -29,8 +46,20 @@ export type SourceKind = "binary" | "oci";
  */
 export type SourceFacts = { kind: "binary"; executable: Sha256Digest; size: number } | { kind: "oci"; manifest: Sha256Digest };
 
+/** Both kinds of source facts; a field of either kind is covered (the kind itself too). */
+export const SOURCE_IDENTITY_SCOPE = defineScope({
+  identity: SOURCE_IDENTITY_TAG,
+  covers: {
+    "/kind": "binary or oci: the two kinds never share a value",
+    "/executable": "binary: the sha256 of the executable's bytes",
+    "/size": "binary: the executable's size in bytes",
+    "/manifest": "oci: the selected manifest digest, which covers the config and every layer blob",
+  },
+  excludes: {},
+});
+
 export function sourceIdentity(facts: SourceFacts): Sha256Digest {
-  return taggedJsonDigest(SOURCE_IDENTITY_TAG, facts);
+  return identityDigest(SOURCE_IDENTITY, facts);
 }
 
 export interface WorkloadIdentities {
@@ -41,7 +70,7 @@ export interface WorkloadIdentities {
 }
 
 export function workloadIdentity(parts: { kind: SourceKind; source: Sha256Digest; fs: Sha256Digest; launch: Sha256Digest; policy: LayerPolicy }): Sha256Digest {
-  return taggedJsonDigest(WORKLOAD_IDENTITY_TAG, {
+  return identityDigest(WORKLOAD_IDENTITY, {
     source_kind: parts.kind,
     source: parts.source,
     fs: parts.fs,
@@ -50,35 +79,35 @@ export function workloadIdentity(parts: { kind: SourceKind; source: Sha256Digest
   });
 }
 
-export interface ScopeRow {
-  readonly covered: boolean;
-  readonly why: string;
-}
-
 /**
  * Every field of the spec (`spec:` JSON pointers) and the lock (`lock:`),
  * covered by the workload identity or not, and why. The single list.
  */
-export const WORKLOAD_SCOPE: Readonly<Record<string, ScopeRow>> = Object.freeze({
-  "spec:/schema": { covered: true, why: "the spec version decides how every other field is read (through the identity tags)" },
-  "spec:/source/binary/path": { covered: false, why: "a locator: where the executable was found, not what it is; its bytes are covered through the source identity" },
-  "spec:/source/binary/args": { covered: true, why: "part of the launch identity (argv)" },
-  "spec:/source/binary/env": { covered: true, why: "part of the launch identity (env)" },
-  "spec:/source/binary/workdir": { covered: true, why: "part of the launch identity, and of the tree when it adds directories" },
-  "spec:/source/binary/user": { covered: true, why: "part of the launch identity and the executable's owner in the tree" },
-  "spec:/source/oci/layout": { covered: false, why: "a locator: the layout directory's path; the selected content is covered through the manifest digest" },
-  "spec:/source/oci/manifest": { covered: true, why: "selects the image; it is the OCI source identity" },
-  "spec:/policy": { covered: true, why: "decides how layers become a tree (version and relaxations)" },
-  "spec:/limits": { covered: false, why: "limits only accept or refuse input; they never change an accepted tree" },
-  "spec:/run": { covered: false, why: "belongs to runs (scenario steps, assertions); one workload serves many runs" },
-  "lock:/schema": { covered: false, why: "the lock format version; not a property of the workload" },
-  "lock:/workload": { covered: true, why: "the workload identity itself" },
-  "lock:/source_kind": { covered: true, why: "binary or oci" },
-  "lock:/identities": { covered: true, why: "source, fs and launch identities" },
-  "lock:/policy": { covered: true, why: "the layer policy model" },
-  "lock:/raw": { covered: false, why: "the raw closure (spec, oci-layout, index.json, descriptor, ...) is how the identity is re-derived; oci-layout, index.json and other index entries are not part of what runs" },
-  "lock:/derived": { covered: false, why: "the stored derived entry's digest; it also names the raw closure and the canonical spec, so it changes with limits and run" },
-  "lock:/created": { covered: false, why: "wall-clock provenance" },
-  "lock:/cairn_version": { covered: false, why: "provenance: which cairn wrote the lock" },
-  "lock:/lock_digest": { covered: false, why: "integrity of the lock file itself" },
+export const WORKLOAD_IDENTITY_SCOPE = defineScope({
+  identity: WORKLOAD_IDENTITY_TAG,
+  covers: {
+    "spec:/schema": "the spec version decides how every other field is read (through the identity tags)",
+    "spec:/source/binary/args": "part of the launch identity (argv)",
+    "spec:/source/binary/env": "part of the launch identity (env)",
+    "spec:/source/binary/workdir": "part of the launch identity, and of the tree when it adds directories",
+    "spec:/source/binary/user": "part of the launch identity and the executable's owner in the tree",
+    "spec:/source/oci/manifest": "selects the image; it is the OCI source identity",
+    "spec:/policy": "decides how layers become a tree (version and relaxations)",
+    "lock:/workload": "the workload identity itself",
+    "lock:/source_kind": "binary or oci",
+    "lock:/identities": "source, fs and launch identities",
+    "lock:/policy": "the layer policy model",
+  },
+  excludes: {
+    "spec:/source/binary/path": "a locator: where the executable was found, not what it is; its bytes are covered through the source identity",
+    "spec:/source/oci/layout": "a locator: the layout directory's path; the selected content is covered through the manifest digest",
+    "spec:/limits": "limits only accept or refuse input; they never change an accepted tree",
+    "spec:/run": "belongs to runs (scenario steps, assertions); one workload serves many runs",
+    "lock:/schema": "the lock format version; not a property of the workload",
+    "lock:/raw": "the raw closure (spec, oci-layout, index.json, descriptor, ...) is how the identity is re-derived; oci-layout, index.json and other index entries are not part of what runs",
+    "lock:/derived": "the stored derived entry's digest; it also names the raw closure and the canonical spec, so it changes with limits and run",
+    "lock:/created": "wall-clock provenance",
+    "lock:/cairn_version": "provenance: which cairn wrote the lock",
+    "lock:/lock_digest": "integrity of the lock file itself",
+  },
 });

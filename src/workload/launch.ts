@@ -13,11 +13,32 @@
  *    refused because a workload never needs to own the guest.
  * Env values are secrets for error purposes: messages name the variable, never its value.
  */
-import { CairnError, checkLimit, type Sha256Digest } from "../core/index.ts";
+import { CairnError, checkLimit, declareIdentity, defineScope, identityDigest, type Sha256Digest } from "../core/index.ts";
 import { isCanonicalPath } from "../tree/index.ts";
-import { taggedJsonDigest } from "./tagged.ts";
 
 export const LAUNCH_IDENTITY_TAG = "cairn.launch/1";
+
+export const LAUNCH_IDENTITY = declareIdentity({
+  name: "launch identity",
+  tag: LAUNCH_IDENTITY_TAG,
+  algorithm: "sha256",
+  framing: "tag-nul-jcs",
+  role: "identity",
+  definedIn: "src/workload/launch.ts",
+});
+
+/** The launch model is exactly what the agent executes, so the identity covers all of it. */
+export const LAUNCH_IDENTITY_SCOPE = defineScope({
+  identity: LAUNCH_IDENTITY_TAG,
+  covers: {
+    "/argv": "the program (an absolute path) and its arguments, exactly as execve receives them",
+    "/env": "the whole environment, sorted by the UTF-8 bytes of the names; nothing comes from the host",
+    "/workdir": "the working directory the program starts in",
+    "/uid": "the numeric user the program runs as",
+    "/gid": "the numeric group the program runs as",
+  },
+  excludes: {},
+});
 
 /** Named launch limits (a kernel's ARG_MAX is the real ceiling; these stay well under it). */
 export const LAUNCH_LIMITS = {
@@ -119,5 +140,5 @@ export function launchModel(l: Launch): { argv: string[]; env: string[]; workdir
 
 /** The `cairn.launch/1` identity. */
 export function launchIdentity(l: Launch): Sha256Digest {
-  return taggedJsonDigest(LAUNCH_IDENTITY_TAG, launchModel(l));
+  return identityDigest(LAUNCH_IDENTITY, launchModel(l));
 }

@@ -7,7 +7,7 @@
  * the lock can recompute it; verify therefore re-derives every identity from
  * the raw closure instead of trusting the recorded ones.
  */
-import { Checker, CairnError, canonicalBytes, childPath, parseJsonBytes, parseSha256, sha256, type JsonObject, type Sha256Digest } from "../core/index.ts";
+import { Checker, CairnError, childPath, declareIdentity, identityDigest, parseJsonBytes, parseSha256, type JsonObject, type Sha256Digest } from "../core/index.ts";
 import { checkRaw, rawModel, type RawRef } from "./closure.ts";
 import type { SourceKind, WorkloadIdentities } from "./identity.ts";
 import { POLICY_VERSION, policyModel, type LayerPolicy } from "../tree/index.ts";
@@ -15,6 +15,16 @@ import { POLICY_VERSION, policyModel, type LayerPolicy } from "../tree/index.ts"
 export const LOCK_SCHEMA = "cairn.workload-lock/1";
 /** A lock is small (one row per raw object); anything bigger is not a lock. */
 export const LOCK_MAX_BYTES = 4 * 1024 * 1024;
+
+/** `lock_digest`: an integrity check of the lock file (its body carries `schema`), not an identity. */
+export const LOCK_DIGEST = declareIdentity({
+  name: "workload lock lock_digest",
+  tag: LOCK_SCHEMA,
+  algorithm: "sha256",
+  framing: "jcs-own-schema",
+  role: "integrity",
+  definedIn: "src/workload/lock.ts",
+});
 
 /** Every top-level lock field, for the identity scope test (identity.ts places each one). */
 export const LOCK_FIELDS = ["schema", "workload", "source_kind", "identities", "policy", "raw", "derived", "created", "cairn_version", "lock_digest"] as const;
@@ -47,7 +57,7 @@ function body(lock: WorkloadLock): JsonObject {
 /** The lock file text: the body plus `lock_digest`, pretty-printed for reading. */
 export function encodeLock(lock: WorkloadLock): string {
   const b = body(lock);
-  return `${JSON.stringify({ ...b, lock_digest: sha256(canonicalBytes(b)) }, null, 2)}\n`;
+  return `${JSON.stringify({ ...b, lock_digest: identityDigest(LOCK_DIGEST, b) }, null, 2)}\n`;
 }
 
 function digestField(c: Checker, o: JsonObject, key: string, path: string): Sha256Digest | undefined {
@@ -99,7 +109,7 @@ export function parseLock(bytes: Uint8Array, name: string): WorkloadLock {
     created: created!,
     cairnVersion: cairnVersion!,
   };
-  if (sha256(canonicalBytes(body(lock))) !== lockDigest) {
+  if (identityDigest(LOCK_DIGEST, body(lock)) !== lockDigest) {
     throw new CairnError("WORKLOAD_LOCK_INVALID", `workload lock ${name} does not match its lock_digest (it was edited or damaged)`, {
       path: "/lock_digest",
       hint: "write a new lock with `cairn workload assemble`",

@@ -4,8 +4,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import type { JsonModel } from "../../src/core/index.ts";
-import { FIELD_SCOPE, fieldsOfClass, scopeOf } from "../../src/manifest/scope.ts";
+import { FIELD_SCOPE, fieldsOfClass, MANIFEST_ADDRESS_SCOPE, scopeOf } from "../../src/manifest/scope.ts";
 import { assertCode } from "../helpers/errors.ts";
+import { assertCatchesExtraField, assertScopeExhaustive } from "../helpers/identity-scope.ts";
 import { skipUnlessVectors, vectorsPath } from "../helpers/vectors.ts";
 import { addr, core, fullDeclaration, PINNED_IMAGE } from "./helpers.ts";
 
@@ -112,26 +113,30 @@ test("every identity field changes the address when edited", () => {
   assert.equal(addr({ ...base }), a0);
 });
 
+/** A value for every excluded field, each accepted by ingest. */
+const EXCLUDED_VALUES: { [k: string]: JsonModel } = {
+  name: "x",
+  customizations: { vscode: { extensions: ["a.b"] } },
+  forwardPorts: [3000, "db:5432"],
+  appPort: [8080],
+  portsAttributes: { "3000": { label: "web" } },
+  otherPortsAttributes: { onAutoForward: "silent" },
+  shutdownAction: "none",
+  hostRequirements: { cpus: 4, memory: "8gb" },
+  secrets: { TOKEN: { description: "a token" } },
+  waitFor: "postCreateCommand",
+  $schema: "https://example.com/schema.json",
+  extensions: ["a.b"],
+  settings: { "editor.tabSize": 2 },
+  devPort: 8000,
+  codespaces: { openFiles: ["README.md"] },
+};
+
 test("excluded fields are accepted and never change the address", () => {
   const base = { image: PINNED_IMAGE };
   const a0 = addr(base);
-  const values: { [k: string]: JsonModel } = {
-    name: "x",
-    customizations: { vscode: { extensions: ["a.b"] } },
-    forwardPorts: [3000, "db:5432"],
-    appPort: [8080],
-    portsAttributes: { "3000": { label: "web" } },
-    otherPortsAttributes: { onAutoForward: "silent" },
-    shutdownAction: "none",
-    hostRequirements: { cpus: 4, memory: "8gb" },
-    secrets: { TOKEN: { description: "a token" } },
-    waitFor: "postCreateCommand",
-    $schema: "https://example.com/schema.json",
-    extensions: ["a.b"],
-    settings: { "editor.tabSize": 2 },
-    devPort: 8000,
-    codespaces: { openFiles: ["README.md"] },
-  };
+  const values = EXCLUDED_VALUES;
+
   assert.deepEqual(Object.keys(values).sort(), fieldsOfClass("excluded").sort());
   for (const [k, v] of Object.entries(values)) {
     const r = core({ ...base, [k]: v });
@@ -159,4 +164,25 @@ test("one refusal lists every offending field", () => {
     "MANIFEST_REFUSED",
   );
   assert.deepEqual(e.issues.map((i) => i.path).sort(), ["/build", "/containerEnv/A", "/mystery", "/postCreateCommand", "/privileged"]);
+});
+
+/**
+ * Instances for the address scope: a devcontainer.json with every identity
+ * and excluded field (and, never ingested, every refused one), and the core
+ * an ingest of it produces (which adds `schema`).
+ */
+function addressInstances(): unknown[] {
+  const accepted = { ...fullDeclaration(), ...EXCLUDED_VALUES };
+  const refused = Object.fromEntries(fieldsOfClass("refused").map((k) => [k, "x"]));
+  return [{ ...accepted, ...refused }, core(accepted).core];
+}
+
+test("the address scope (one IdentityScope shape) places every field of a full devcontainer.json and its core", () => {
+  assertScopeExhaustive(MANIFEST_ADDRESS_SCOPE, ...addressInstances());
+  for (const k of fieldsOfClass("identity")) assert.ok(`/${k}` in MANIFEST_ADDRESS_SCOPE.covers, k);
+  for (const k of [...fieldsOfClass("excluded"), ...fieldsOfClass("refused")]) assert.ok(`/${k}` in MANIFEST_ADDRESS_SCOPE.excludes, k);
+});
+
+test("control: a devcontainer.json with one more field fails the scope check", () => {
+  assertCatchesExtraField(MANIFEST_ADDRESS_SCOPE, ...addressInstances());
 });

@@ -5,23 +5,27 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { EXCLUDED, HASHED, baseDigest, environmentId, environmentIdInput, lockfileToModel, parseLockfile, resolveProfile, parseProfileText, type Lockfile } from "../../src/strata/index.ts";
-import { LOCK_BASE_FIELDS, LOCK_FIELDS, LOCK_LAYER_FIELDS } from "../../src/strata/lockfile.ts";
+import type { Sha256Digest } from "../../src/core/index.ts";
+import { BASE_DIGEST_SCOPE, ENVIRONMENT_ID_SCOPE, baseDigest, declaredBase, environmentId, environmentIdInput, explainScope, lockfileToModel, parseLockfile, resolveProfile, parseProfileText, type Lockfile } from "../../src/strata/index.ts";
+import { baseToModel, LOCK_BASE_FIELDS, LOCK_FIELDS, LOCK_LAYER_FIELDS } from "../../src/strata/lockfile.ts";
+import { assertCatchesExtraField, assertScopeExhaustive } from "../helpers/identity-scope.ts";
 import { catalogOf, exampleRegistry, NOW, probedExampleBase } from "./fixtures.ts";
 
 const OBJECTS = { lockfile: LOCK_FIELDS, base: LOCK_BASE_FIELDS, layer: LOCK_LAYER_FIELDS } as const;
+// The scope grouped per lockfile object, exactly as `lock explain` prints it.
+const { hashed: HASHED, excluded: EXCLUDED } = explainScope();
 
 test("every lockfile field is hashed or excluded with a reason, exactly once", () => {
   for (const [obj, fields] of Object.entries(OBJECTS) as [keyof typeof OBJECTS, readonly string[]][]) {
-    const hashed = HASHED[obj] as readonly string[];
-    const excluded = Object.keys(EXCLUDED[obj]);
+    const hashed = HASHED[obj]!;
+    const excluded = Object.keys(EXCLUDED[obj]!);
     for (const f of fields) {
       const h = hashed.includes(f);
       const x = excluded.includes(f);
       assert.ok(h !== x, `${obj}.${f} must be in exactly one of HASHED and EXCLUDED (hashed=${h}, excluded=${x})`);
     }
     for (const f of [...hashed, ...excluded]) assert.ok(fields.includes(f), `${obj}.${f} is classified but is not a lockfile field`);
-    for (const [f, why] of Object.entries(EXCLUDED[obj])) assert.ok(typeof why === "string" && why.length > 10, `${obj}.${f} needs a named reason`);
+    for (const [f, why] of Object.entries(EXCLUDED[obj]!)) assert.ok(typeof why === "string" && why.length > 10, `${obj}.${f} needs a named reason`);
   }
 });
 
@@ -76,8 +80,8 @@ test("changing a hashed field changes the ID; changing an excluded field does no
   const lock = await fullLock();
   const id = environmentId(lock);
   for (const obj of Object.keys(OBJECTS) as (keyof typeof OBJECTS)[]) {
-    for (const f of HASHED[obj]) assert.notEqual(environmentId(mutate(lock, obj, f)), id, `${obj}.${f} is hashed, so changing it must change the ID`);
-    for (const [f, why] of Object.entries(EXCLUDED[obj])) {
+    for (const f of HASHED[obj]!) assert.notEqual(environmentId(mutate(lock, obj, f)), id, `${obj}.${f} is hashed, so changing it must change the ID`);
+    for (const [f, why] of Object.entries(EXCLUDED[obj]!)) {
       if (obj === "lockfile" && f === "format") continue; // one valid value: it cannot be changed and still parse
       // Base facts are hashed through base.digest, which Validate recomputes; mutate() keeps the digest true to them.
       if (why.startsWith("covered by base.digest")) {
@@ -94,4 +98,28 @@ test("the hash input is tagged and has layers in mount order", async () => {
   assert.equal(input.schema, "cairn.environment/1");
   const orders = (input.layers as { mount_order: number }[]).map((l) => l.mount_order);
   assert.deepEqual(orders, [...orders].sort((a, b) => a - b));
+});
+
+/** Real instances: the full lockfile, and the same lockfile on a base probed from an OCI image (the only base with `image`). */
+async function lockInstances(): Promise<Record<string, unknown>[]> {
+  const lock = await fullLock();
+  const model = lockfileToModel(lock);
+  const facts = { ...lock.base, image: `sha256:${"d".repeat(64)}` as Sha256Digest, source: "oci:layout" };
+  const ociBase = baseToModel({ ...facts, digest: baseDigest(facts) });
+  return [model, { ...model, base: ociBase }];
+}
+
+test("the EnvironmentID scope places every field of real lockfiles (shared exhaustiveness helper)", async () => {
+  assertScopeExhaustive(ENVIRONMENT_ID_SCOPE, ...(await lockInstances()));
+});
+
+test("control: a lockfile with one more field fails the helper", async () => {
+  assertCatchesExtraField(ENVIRONMENT_ID_SCOPE, ...(await lockInstances()));
+});
+
+test("the base digest scope places every field of real base models (probed, from an image, declared)", async () => {
+  const bases = (await lockInstances()).map((m) => m.base);
+  bases.push(baseToModel(declaredBase("debian12", "x86_64")));
+  assertScopeExhaustive(BASE_DIGEST_SCOPE, ...bases);
+  assertCatchesExtraField(BASE_DIGEST_SCOPE, ...bases);
 });

@@ -1,31 +1,44 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { Sha256Digest } from "../../src/core/index.ts";
+import { scopeFieldNames, type Sha256Digest } from "../../src/core/index.ts";
 import {
+  checkAssertions,
+  decodeProtocol,
   defaultVmIdentity,
   firstVmDifference,
   parseModuleEntries,
   parseRunManifest,
   parseVmIdentity,
   qemuArgs,
-  RUN_MANIFEST_FIELDS,
-  VM_IDENTITY_COVERS,
-  VM_IDENTITY_EXCLUDES,
+  OUTCOME_SCOPE,
+  RUN_MANIFEST_SCOPE,
+  VM_IDENTITY_SCOPE,
   vmDigest,
   type QemuPaths,
 } from "../../src/vm/index.ts";
+import { QEMU_BINARY } from "../../src/vm/qemu.ts";
+import { assertCatchesExtraField, assertScopeExhaustive } from "../helpers/identity-scope.ts";
+import { oneRun } from "./fixtures/records.ts";
 
 const d = (c: string) => `sha256:${c.repeat(64)}` as Sha256Digest;
 const id = defaultVmIdentity({ qemu: "7.2.22 (Debian test)", kernel: d("a"), modules: [{ name: "virtio_ring", digest: d("d") }, { name: "virtio", digest: d("e") }], agent: d("b"), initramfs: d("c") });
 const paths: QemuPaths = { kernelPath: "/k/vmlinuz", initrdPath: "/r/init,rd", rrfile: "/r/replay.log", consoleLog: "/r/console.log", protocolLog: "/r/protocol.bin" };
 
 describe("VM identity cairn.vm/1", () => {
+  // The host side of a QEMU launch: the paths of qemuArgs, runQemu's timeout, the binary found on PATH.
+  const host = { ...paths, timeoutMs: 60_000, qemuBinary: QEMU_BINARY };
+
   it("classifies every field: the model's keys are exactly the covered list", () => {
-    assert.deepEqual(Object.keys(id).sort(), Object.keys(VM_IDENTITY_COVERS).sort());
+    assert.deepEqual(Object.keys(id).sort(), scopeFieldNames(VM_IDENTITY_SCOPE, "covers").sort());
+    assertScopeExhaustive(VM_IDENTITY_SCOPE, id, host);
+  });
+
+  it("control: one more field in the identity model fails the scope check", () => {
+    assertCatchesExtraField(VM_IDENTITY_SCOPE, id, host);
   });
 
   it("classifies every host path the command line uses as excluded, with a reason", () => {
-    for (const k of Object.keys(paths)) assert.ok(k in VM_IDENTITY_EXCLUDES, `${k} must be listed in VM_IDENTITY_EXCLUDES`);
+    for (const k of Object.keys(paths)) assert.ok(`/${k}` in VM_IDENTITY_SCOPE.excludes, `${k} must be excluded in VM_IDENTITY_SCOPE`);
   });
 
   it("builds the measured command line; record and replay differ only in rr mode", () => {
@@ -45,7 +58,7 @@ describe("VM identity cairn.vm/1", () => {
   it("changes its digest with any covered field and names the first difference", () => {
     const base = vmDigest(id);
     assert.equal(vmDigest({ ...id }), base);
-    for (const k of Object.keys(VM_IDENTITY_COVERS) as (keyof typeof id)[]) {
+    for (const k of scopeFieldNames(VM_IDENTITY_SCOPE, "covers") as (keyof typeof id)[]) {
       if (k === "schema") continue;
       const v = id[k];
       const changed = { ...id, [k]: typeof v === "number" ? v + 1 : typeof v === "boolean" ? !v : Array.isArray(v) ? [...v, "x"] : k === "kernel" || k === "agent" || k === "initramfs" ? d("f") : `${String(v)}x` };
@@ -80,7 +93,8 @@ describe("run manifest cairn.run/1", () => {
   };
 
   it("classifies every field it records", () => {
-    assert.deepEqual(Object.keys(manifest).sort(), Object.keys(RUN_MANIFEST_FIELDS).sort());
+    assertScopeExhaustive(RUN_MANIFEST_SCOPE, manifest);
+    assertCatchesExtraField(RUN_MANIFEST_SCOPE, manifest);
     assert.deepEqual(parseRunManifest(Buffer.from(JSON.stringify(manifest)), "run.json"), manifest);
   });
 
@@ -88,5 +102,14 @@ describe("run manifest cairn.run/1", () => {
     assert.throws(() => parseRunManifest(Buffer.from(JSON.stringify({ ...manifest, secret: "x" })), "run.json"), /unknown field/);
     assert.throws(() => parseRunManifest(Buffer.from(JSON.stringify({ ...manifest, outcome: "x" })), "run.json"), /digest/);
     assert.throws(() => parseRunManifest(Buffer.from(JSON.stringify({ ...manifest, run_id: "../x" })), "run.json"));
+  });
+});
+
+describe("outcome digest cairn.outcome/1", () => {
+  it("its scope places every field of the hashed model and of the decoded protocol it comes from", () => {
+    const decoded = decodeProtocol(oneRun(Buffer.from("out\n"), Buffer.from("err\n"), 5));
+    const hashed = { events: decoded.events, assertions: checkAssertions([], decoded) };
+    assertScopeExhaustive(OUTCOME_SCOPE, hashed, decoded);
+    assertCatchesExtraField(OUTCOME_SCOPE, hashed, decoded);
   });
 });

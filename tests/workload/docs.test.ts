@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { sha256 } from "../../src/core/index.ts";
 import { fsIdentity, frameTree } from "../../src/tree/fs-digest.ts";
-import { WORKLOAD_SCOPE } from "../../src/workload/identity.ts";
+import { WORKLOAD_IDENTITY_SCOPE } from "../../src/workload/identity.ts";
 import { launchIdentity, makeLaunch } from "../../src/workload/launch.ts";
 import type { FsEntry } from "../../src/tree/entries.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
@@ -27,8 +27,9 @@ test("the launch example in the doc is what the code computes", () => {
   assert.ok(doc.includes(launchIdentity(makeLaunch({ argv: ["/bin/app"], env: [], workdir: "/", user: "1000:1000" }, ""))));
 });
 
-test("every field of WORKLOAD_SCOPE is named in the doc's scope table with the same class", () => {
-  for (const [field, row] of Object.entries(WORKLOAD_SCOPE)) {
+test("every field of WORKLOAD_IDENTITY_SCOPE is named in the doc's scope table with the same class", () => {
+  const rows = [...Object.keys(WORKLOAD_IDENTITY_SCOPE.covers).map((f) => [f, { covered: true }] as const), ...Object.keys(WORKLOAD_IDENTITY_SCOPE.excludes).map((f) => [f, { covered: false }] as const)];
+  for (const [field, row] of rows) {
     const [kind, pointer] = field.split(":") as [string, string];
     const last = pointer.split("/").pop()!;
     const line = doc.split("\n").find((l) => l.startsWith("| `") && l.includes(`${kind}:`) && (l.includes(`\`${field}\``) || l.includes(`\`${last}\``)));

@@ -5,7 +5,7 @@
  * Everything it depends on is an argument (the clock included), so the same
  * inputs give byte-identical lockfiles apart from `resolved_at`.
  */
-import { canonicalBytes, sha256, type Sha256Digest } from "../../core/index.ts";
+import { declareIdentity, identityDigest, type Sha256Digest } from "../../core/index.ts";
 import type { LockBase } from "../base.ts";
 import type { Catalog } from "../catalog.ts";
 import { LOCK_FORMAT, type LockLayer, type Lockfile } from "../lockfile.ts";
@@ -30,9 +30,12 @@ export interface ResolveInput {
   readonly cairnVersion: string;
 }
 
+/** Integrity, not identity: which profile was resolved (`profile_sha256` in the lockfile, provenance the EnvironmentID excludes). */
+export const PROFILE_DIGEST = declareIdentity({ name: "lockfile profile_sha256", tag: LOCK_FORMAT, algorithm: "sha256", framing: "jcs", role: "integrity", definedIn: "src/strata/resolve/resolve.ts" });
+
 /** The profile digest: sha256 of the JCS encoding of the parsed profile, so comments and layout do not change it. */
 export function profileDigest(p: Profile): Sha256Digest {
-  return sha256(canonicalBytes(profileToModel(p)));
+  return identityDigest(PROFILE_DIGEST, profileToModel(p));
 }
 
 export function resolveProfile(input: ResolveInput): Lockfile {
