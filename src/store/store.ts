@@ -20,7 +20,7 @@
  */
 import { closeSync, constants, fstatSync, fsyncSync, lstatSync, openSync, renameSync, rmSync, chmodSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { CairnError, digestComponents, fsyncDir, ioError, mkdirPrivate, readPrefix, sha256, writeFully, type Sha256Digest } from "../core/index.ts";
+import { CairnError, digestComponents, fsyncDir, ioError, mkdirPrivate, readFileBounded, sha256, writeFully, type Sha256Digest } from "../core/index.ts";
 import { cleanStaging, createStaging, type Staging } from "./staging.ts";
 
 export type StoreArea = "objects" | "derived" | "packs";
@@ -31,6 +31,8 @@ export interface StoreOptions {
 }
 
 
+
+const STORE_CORRUPT_HINT = "the store was modified; remove the file and assemble again";
 
 export class Store {
   readonly root: string;
@@ -197,38 +199,28 @@ export class Store {
 
   /** Reads and verifies one stored file; STORE_MISSING when absent, STORE_CORRUPT when its bytes do not match its name. */
   read(area: StoreArea, digest: Sha256Digest, maxBytes: number, limitName = "storeObjectBytes"): Buffer {
-    const path = this.pathOf(area, digest);
-    let fd: number;
+    const what = area === "objects" ? "object" : "derived entry";
+    let buf: Buffer;
     try {
-      fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-    } catch (cause) {
-      const code = (cause as { code?: string }).code;
-      if (code === "ENOENT") {
-        throw new CairnError("STORE_MISSING", `${area === "objects" ? "object" : "derived entry"} ${digest} is not in the store`, {
+      // core's bounded reader: no symlink, no FIFO or device, size bounded before reading, refused if it changes while read
+      buf = readFileBounded(this.pathOf(area, digest), maxBytes, limitName, { missing: "STORE_MISSING", notRegular: "STORE_CORRUPT", changed: "STORE_CORRUPT" });
+    } catch (e) {
+      if (!(e instanceof CairnError)) throw e;
+      // the store names a file by its digest, not by where this machine keeps it
+      if (e.code === "STORE_MISSING") {
+        throw new CairnError("STORE_MISSING", `${what} ${digest} is not in the store`, {
           path: digest,
-          cause,
+          cause: e,
           hint: "assemble the workload again into this store; nothing falls back to the live source",
         });
       }
-      if (code === "ELOOP") throw new CairnError("STORE_CORRUPT", `store file for ${digest} is a symlink`, { path: digest });
-      throw ioError(path, cause);
+      if (e.code === "STORE_CORRUPT") throw new CairnError("STORE_CORRUPT", `store file for ${digest}: ${e.message}`, { path: digest, cause: e, hint: STORE_CORRUPT_HINT });
+      if (e.code === "LIMIT_EXCEEDED") throw new CairnError("LIMIT_EXCEEDED", `limit ${limitName} exceeded by stored ${digest}`, { path: digest, cause: e, hint: `raise the limit "${limitName}"` });
+      throw e;
     }
-    try {
-      const st = fstatSync(fd);
-      if (!st.isFile()) throw new CairnError("STORE_CORRUPT", `store file for ${digest} is not a regular file`, { path: digest });
-      if (st.size > maxBytes) {
-        throw new CairnError("LIMIT_EXCEEDED", `limit ${limitName} exceeded by stored ${digest}`, { path: digest, hint: `raise the limit "${limitName}"` });
-      }
-      const buf = readPrefix(fd, st.size);
-      if (buf.length !== st.size || sha256(buf) !== digest) {
-        throw new CairnError("STORE_CORRUPT", `stored ${area === "objects" ? "object" : "derived entry"} ${digest} does not match its digest`, {
-          path: digest,
-          hint: "the store was modified; remove the file and assemble again",
-        });
-      }
-      return buf;
-    } finally {
-      closeSync(fd);
+    if (sha256(buf) !== digest) {
+      throw new CairnError("STORE_CORRUPT", `stored ${what} ${digest} does not match its digest`, { path: digest, hint: STORE_CORRUPT_HINT });
     }
+    return buf;
   }
 }

@@ -20,7 +20,9 @@ import {
   Checker,
   canonicalize,
   digestComponents,
+  FIXED_LIMIT_HINT,
   parseJsonBytes,
+  readFileBounded,
   parseSha256,
   sha256,
   verifyDigest,
@@ -33,6 +35,14 @@ import { fetchKernel } from "./kernel.ts";
 import { QEMU_BINARY, QEMU_FIX } from "./qemu.ts";
 
 export const KIT_SCHEMA = "cairn.kit/2";
+/** Bounds on what the kit reads back (it is a directory anyone with the user's rights could have edited). */
+export const KIT_LIMITS = {
+  /** A kernel, a virtio module or an agent build. */
+  "kit.max_object_bytes": 512 * 1024 * 1024,
+  /** kit.json */
+  "kit.max_json_bytes": 1024 * 1024,
+} as const;
+
 /** Kits written before the guest carried kernel modules; treated as absent (set up again). */
 const OLD_KIT_SCHEMAS = ["cairn.kit/1"];
 
@@ -93,7 +103,7 @@ export function readKitObject(dir: string, area: "kernels" | "agents", digest: S
       hint: "this run was recorded with another kit; copy that kit's objects into this one or set CAIRN_KIT",
     });
   }
-  const bytes = readFileSync(path);
+  const bytes = readFileBounded(path, KIT_LIMITS["kit.max_object_bytes"], "kit.max_object_bytes", { limitHint: FIXED_LIMIT_HINT });
   verifyDigest(bytes, digest, path);
   return { path, bytes };
 }
@@ -101,7 +111,7 @@ export function readKitObject(dir: string, area: "kernels" | "agents", digest: S
 export function loadKit(dir: string): Kit | undefined {
   const file = join(dir, "kit.json");
   if (!existsSync(file)) return undefined;
-  const model = parseJsonBytes(readFileSync(file));
+  const model = parseJsonBytes(readFileBounded(file, KIT_LIMITS["kit.max_json_bytes"], "kit.max_json_bytes", { limitHint: FIXED_LIMIT_HINT }));
   const c = new Checker("RUN_INVALID");
   const o = c.object(model, "", ["schema", "qemu", "kernel", "agent"]);
   if (!o) return c.done("invalid kit.json"), undefined;
