@@ -32,3 +32,4 @@ export type { BoundedReadOptions } from "./bounded-read.ts";
 export type { WriteOptions } from "./files.ts";
 export { safeComponent, digestComponents } from "./safepath.ts";
 export { checkLimit, formatBytes, FIXED_LIMIT_HINT } from "./limits.ts";
+export { compareBytes, sortedRecord } from "./byte-order.ts";
