@@ -33,3 +33,5 @@ export type { WriteOptions } from "./files.ts";
 export { safeComponent, digestComponents } from "./safepath.ts";
 export { checkLimit, formatBytes, FIXED_LIMIT_HINT } from "./limits.ts";
 export { compareBytes, sortedRecord } from "./byte-order.ts";
+export { cairnDir, CAIRN_DIR_FLAGS } from "./locations.ts";
+export type { CairnDirKind } from "./locations.ts";

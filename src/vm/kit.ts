@@ -8,15 +8,15 @@
  *   <kit>/kernels/sha256/<hex>       kernels and their virtio modules by digest (0644, never rewritten)
  *   <kit>/agents/sha256/<hex>        agent builds by digest
  *
- * Location: `$CAIRN_KIT`, else `$CAIRN_HOME/kit`, else
- * `$XDG_CACHE_HOME/cairn/kit`, else `~/.cache/cairn/kit`. No root is needed
+ * Location: `--kit`, else `$CAIRN_KIT`, else `$CAIRN_HOME/kit`, else
+ * `$XDG_CACHE_HOME/cairn/kit`, else `~/.cache/cairn/kit` (core/locations.ts). No root is needed
  * once set up; only `setupKit` installs Debian packages, and only as root.
  */
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, writeSync } from "node:fs";
-import { homedir } from "node:os";
-import { isAbsolute, join, resolve } from "node:path";
+import { join, resolve } from "node:path";
 import {
   CairnError,
+  cairnDir,
   Checker,
   canonicalize,
   digestComponents,
@@ -59,12 +59,10 @@ export interface Kit {
   readonly agent: { readonly digest: Sha256Digest; readonly source: Sha256Digest; readonly compiler: string };
 }
 
+/** `--kit DIR` when given, else core's one default-location rule (`cairnDir("kit", ...)`). */
 export function kitDir(env: NodeJS.ProcessEnv, cwd: string, flag?: string): string {
   if (flag) return resolve(cwd, flag);
-  if (env.CAIRN_KIT) return resolve(cwd, env.CAIRN_KIT);
-  if (env.CAIRN_HOME) return join(resolve(cwd, env.CAIRN_HOME), "kit");
-  if (env.XDG_CACHE_HOME && isAbsolute(env.XDG_CACHE_HOME)) return join(env.XDG_CACHE_HOME, "cairn", "kit");
-  return join(env.HOME || homedir(), ".cache", "cairn", "kit");
+  return cairnDir("kit", env, cwd);
 }
 
 /** The QEMU version string, e.g. "7.2.22 (Debian 1:7.2+dfsg-7+deb12u18+b3)". */
