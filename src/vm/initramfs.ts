@@ -15,7 +15,7 @@
  * canonical tree only.
  */
 import { CairnError, checkLimit, compareBytes, FIXED_LIMIT_HINT, safeComponent, Sha256Hasher, type Sha256Digest } from "../core/index.ts";
-import type { CanonicalTree, ContentSource, FsEntry } from "../workload/index.ts";
+import type { CanonicalTree, ContentSource } from "../workload/index.ts";
 import { CpioWriter, S_IFCHR, S_IFDIR, S_IFLNK, S_IFREG } from "./cpio.ts";
 
 export const TEMPLATE_DIR = "cairn/template";
