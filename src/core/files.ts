@@ -4,11 +4,10 @@
  * the target, and the directory is fsynced. Nothing here follows a symlink at
  * the temporary name (O_EXCL), and a failure removes the temporary file.
  */
-import { closeSync, constants, fstatSync, fsyncSync, mkdirSync, openSync, readSync, renameSync, rmSync, statSync, writeSync, chmodSync, linkSync, unlinkSync } from "node:fs";
+import { closeSync, constants, fsyncSync, mkdirSync, openSync, readSync, renameSync, rmSync, statSync, writeSync, chmodSync, linkSync, unlinkSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { dirname, basename, join } from "node:path";
-import { CairnError, ioError, type ErrorCode } from "./errors.ts";
-import { checkLimit } from "./limits.ts";
+import { CairnError, ioError } from "./errors.ts";
 
 export interface WriteOptions {
   /** File mode; 0600 for private files. Default 0644. */
@@ -113,35 +112,4 @@ export function readPrefix(fd: number, size: number): Buffer {
   const buf = Buffer.alloc(size);
   const n = readFullyAt(fd, buf, 0);
   return n === size ? buf : buf.subarray(0, n);
-}
-
-/**
- * Reads a whole regular file of at most `max` bytes (named limit `limit`),
- * without following a symlink at `path`. The size is checked before any byte
- * is read, so a hostile file cannot make the reader allocate without bound.
- * O_NONBLOCK: opening a planted FIFO would otherwise block until a writer
- * appears (it has no effect on regular files).
- */
-export function readFileBounded(
-  path: string,
-  max: number,
-  limit: string,
-  options: { notRegular?: ErrorCode; limitHint?: string } = {},
-): Buffer {
-  let fd: number;
-  try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch (cause) {
-    throw ioError(path, cause);
-  }
-  try {
-    const st = fstatSync(fd);
-    if (!st.isFile()) throw new CairnError(options.notRegular ?? "IO_ERROR", `${path} is not a regular file`, { path });
-    checkLimit(limit, st.size, max, path, "bytes", options.limitHint);
-    const buf = readPrefix(fd, st.size);
-    if (buf.length !== st.size) throw new CairnError("IO_ERROR", `${path} changed while it was read`, { path });
-    return buf;
-  } finally {
-    closeSync(fd);
-  }
 }

@@ -9,8 +9,8 @@
  * no numbers at all), so its JCS bytes are well defined.
  */
 import { posix } from "node:path";
-import { CairnError, Checker, childPath, isJsonObject, type JsonModel, type JsonObject } from "../core/index.ts";
-import { DEFAULT_MANIFEST_LIMITS, compareUtf8, readText, withinLimit, type IngestContext, type ManifestLimits } from "./declared.ts";
+import { CairnError, Checker, childPath, compareBytes, isJsonObject, type JsonModel, type JsonObject } from "../core/index.ts";
+import { DEFAULT_MANIFEST_LIMITS, readText, withinLimit, type IngestContext, type ManifestLimits } from "./declared.ts";
 import { normalizeFeatures, normalizeInstallOrder, type FeatureEntry, type NormalizedFeatures } from "./features.ts";
 import { normalizeMount, type NormalizedMount } from "./mounts.ts";
 import { parseReference } from "./reference.ts";
@@ -69,7 +69,7 @@ function envMap(s: BuildState, v: JsonModel, path: string, allowNull: boolean): 
     c.add(path, "must be an object of variable name to value", "MODEL_TYPE");
     return undefined;
   }
-  const names = Object.keys(v).sort(compareUtf8);
+  const names = Object.keys(v).sort(compareBytes);
   if (!withinLimit(s.ctx, "max_env_entries", names.length, path)) return undefined;
   const out: { [name: string]: string | null } = {};
   let ok = true;
@@ -150,7 +150,7 @@ const NORMALIZERS: { readonly [K in IdentityField]: Normalizer } = {
       const m = mountOf(s, item, childPath(path, i));
       if (m) out.push(m);
     });
-    if (out.length === list.length) s.core.mounts = out.sort((a, b) => compareUtf8(a.target, b.target));
+    if (out.length === list.length) s.core.mounts = out.sort((a, b) => compareBytes(a.target, b.target));
   },
   workspaceMount(s, v, path) {
     if (typeof v !== "string") s.ctx.checker.add(path, "workspaceMount must be a mount string", "MODEL_TYPE");
@@ -311,7 +311,7 @@ export function buildCore(unsafeInput: unknown, limits: ManifestLimits = DEFAULT
     targets.set(m.target, m.target);
   }
   checker.done("devcontainer.json refused", "fix every listed field; see docs/manifest.md for what cairn accepts and why");
-  return { core: inDisplayOrder(s.core as EnvCore), excluded: excluded.sort(compareUtf8) };
+  return { core: inDisplayOrder(s.core as EnvCore), excluded: excluded.sort(compareBytes) };
 }
 
 /** The core with its keys in table order, for people reading the JSON (JCS ignores key order). */

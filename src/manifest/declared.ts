@@ -85,8 +85,3 @@ export function withinLimit(ctx: IngestContext, name: keyof ManifestLimits, coun
   ctx.checker.add(path, `${count} entries exceed limit ${name} (${max})`, "LIMIT_EXCEEDED");
   return false;
 }
-
-/** Compares strings by their UTF-8 bytes (never localeCompare or UTF-16 order). */
-export function compareUtf8(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
-}

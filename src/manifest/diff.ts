@@ -5,9 +5,8 @@
  * are never reported (they may be secrets): a difference under containerEnv
  * or remoteEnv names the variable and says that its value differs.
  */
-import { canonicalize, escapePointer, type JsonValue } from "../core/index.ts";
+import { canonicalize, compareBytes, escapePointer, type JsonValue } from "../core/index.ts";
 import type { EnvCore } from "./core.ts";
-import { compareUtf8 } from "./declared.ts";
 
 export type ChangeKind = "added" | "removed" | "changed";
 
@@ -43,7 +42,7 @@ function isObject(v: JsonValue | undefined): v is Keyed {
 function walk(a: JsonValue | undefined, b: JsonValue | undefined, path: string, out: CoreDifference[]): void {
   if (a !== undefined && b !== undefined && canonicalize(a) === canonicalize(b)) return;
   if (isObject(a) && isObject(b)) {
-    const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])].sort(compareUtf8);
+    const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])].sort(compareBytes);
     for (const k of keys) walk(a[k], b[k], `${path}/${escapePointer(k)}`, out);
     return;
   }

@@ -8,8 +8,8 @@
  * Two keys that normalize to the same id are a collision, refused: the
  * devcontainer CLI would silently keep one of them.
  */
-import { childPath, isJsonObject, type JsonModel } from "../core/index.ts";
-import { compareUtf8, readText, withinLimit, type IngestContext } from "./declared.ts";
+import { childPath, compareBytes, isJsonObject, type JsonModel } from "../core/index.ts";
+import { readText, withinLimit, type IngestContext } from "./declared.ts";
 import { normalizeFeatureId } from "./reference.ts";
 
 export type FeatureOptions = { [name: string]: string | boolean };
@@ -34,7 +34,7 @@ function readOptions(ctx: IngestContext, v: JsonModel | undefined, path: string)
     ctx.checker.add(path, "feature options must be an object (or a version string)", "MODEL_TYPE");
     return undefined;
   }
-  const names = Object.keys(v).sort(compareUtf8);
+  const names = Object.keys(v).sort(compareBytes);
   if (!withinLimit(ctx, "max_feature_options", names.length, path)) return undefined;
   const out: FeatureOptions = {};
   let ok = true;
@@ -89,7 +89,7 @@ export function normalizeFeatures(ctx: IngestContext, v: JsonModel | undefined, 
     bases.add(norm.base);
     features.push({ id: norm.id, options });
   }
-  features.sort((a, b) => compareUtf8(a.id, b.id));
+  features.sort((a, b) => compareBytes(a.id, b.id));
   return ok ? { features, bases } : undefined;
 }
 

@@ -1,12 +1,13 @@
 /**
- * Reading manifest inputs from disk, with bounds: the file size is checked
- * before reading (limit max_input_bytes) and the nesting depth is checked
+ * Reading manifest inputs from disk, with bounds: the file is read by core's
+ * one bounded reader (a regular file, not a symlink or FIFO, size checked
+ * against limit max_input_bytes before reading, a file that grows or shrinks
+ * while read refused) and the nesting depth is checked
  * with a flat token scan before the recursive parser sees the text (limit
  * max_depth), so a hostile file cannot exhaust memory or the stack.
  */
-import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
 import { createScanner } from "jsonc-parser";
-import { CairnError, decodeUtf8, ioError, parseJsonText, type JsonModel } from "../core/index.ts";
+import { CairnError, decodeUtf8, parseJsonText, readFileBounded, type JsonModel } from "../core/index.ts";
 import { DEFAULT_MANIFEST_LIMITS, type ManifestLimits } from "./declared.ts";
 import { isManifestDocument, parseManifest } from "./document.ts";
 import { ingestDevcontainer, type EnvManifest } from "./manifest.ts";
@@ -17,41 +18,6 @@ const CLOSE_BRACE = 2;
 const OPEN_BRACKET = 3;
 const CLOSE_BRACKET = 4;
 const EOF = 17;
-
-export function readBounded(path: string, maxBytes: number): Buffer {
-  let fd: number;
-  try {
-    // O_NONBLOCK: a FIFO would otherwise block the open until a writer appears (no effect on regular files).
-    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
-  } catch (cause) {
-    throw ioError(path, cause);
-  }
-  try {
-    const st = fstatSync(fd);
-    if (!st.isFile()) throw new CairnError("IO_ERROR", `${path} is not a regular file`, { path });
-    if (st.size > maxBytes) {
-      throw new CairnError("LIMIT_EXCEEDED", `limit max_input_bytes exceeded (${st.size} > ${maxBytes})`, {
-        path,
-        hint: "raise the limit max_input_bytes explicitly if this input is expected",
-      });
-    }
-    // One byte more than fstat reported: a file that grows while it is read is refused, not truncated.
-    const buf = Buffer.alloc(st.size + 1);
-    let n = 0;
-    for (;;) {
-      const r = readSync(fd, buf, n, buf.length - n, null);
-      if (r === 0) break;
-      n += r;
-      if (n > st.size) throw new CairnError("IO_ERROR", `${path} changed while it was read`, { path });
-    }
-    return buf.subarray(0, n);
-  } catch (cause) {
-    if (cause instanceof CairnError) throw cause;
-    throw ioError(path, cause);
-  } finally {
-    closeSync(fd);
-  }
-}
 
 /** Refuses text nested deeper than `max` before any recursive parser runs. */
 export function checkDepth(text: string, max: number, source: string): void {
@@ -76,7 +42,9 @@ export function parseInputText(text: string, source: string, limits: ManifestLim
 }
 
 export function readInputFile(path: string, limits: ManifestLimits = DEFAULT_MANIFEST_LIMITS): JsonModel {
-  return parseInputText(decodeUtf8(readBounded(path, limits.max_input_bytes), path), path, limits);
+  // O_NOFOLLOW (in readFileBounded): a devcontainer.json that is a symlink is refused, not followed.
+  const bytes = readFileBounded(path, limits.max_input_bytes, "max_input_bytes", { limitHint: "raise the limit max_input_bytes explicitly if this input is expected" });
+  return parseInputText(decodeUtf8(bytes, path), path, limits);
 }
 
 /** Reads a manifest file and recomputes everything in it (see document.ts). */

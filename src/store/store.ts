@@ -8,7 +8,7 @@
  *     staging/<pid>-<random>/     0700  one writer's private staging
  *
  * Every file is published by rename(2) of a complete file from the writer's
- * staging directory, so a reader sees a whole file or none, and a SIGKILL at
+ * staging directory (publish.ts), so a reader sees a whole file or none, and a SIGKILL at
  * any moment leaves at most a staging leftover. Because names are digests of
  * contents, concurrent writers of the same object write the same bytes, and
  * a verified file is never replaced by different bytes; a file that does not
@@ -18,9 +18,10 @@
  * digest of the bytes against the name before returning them: the store is
  * hostile input too.
  */
-import { closeSync, constants, fstatSync, fsyncSync, lstatSync, openSync, renameSync, rmSync, chmodSync } from "node:fs";
-import { dirname, join } from "node:path";
-import { CairnError, digestComponents, fsyncDir, ioError, mkdirPrivate, readPrefix, sha256, writeFully, type Sha256Digest } from "../core/index.ts";
+import { lstatSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { CairnError, digestComponents, mkdirPrivate, readFileBounded, sha256, type Sha256Digest } from "../core/index.ts";
+import { publishBytes, publishStaged } from "./publish.ts";
 import { cleanStaging, createStaging, type Staging } from "./staging.ts";
 
 export type StoreArea = "objects" | "derived" | "packs";
@@ -31,6 +32,8 @@ export interface StoreOptions {
 }
 
 
+
+const STORE_CORRUPT_HINT = "the store was modified; remove the file and assemble again";
 
 export class Store {
   readonly root: string;
@@ -131,22 +134,8 @@ export class Store {
         // fall through: replace the corrupt file with the bytes we hold
       }
     }
-    const tmp = join(this.stagingDir, `put-${this.#seq++}`);
-    let fd: number | undefined;
-    try {
-      fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
-      writeFully(fd, data);
-      const durable = options.durable ?? true;
-      if (durable) fsyncSync(fd);
-      closeSync(fd);
-      fd = undefined;
-      this.#publish(area, tmp, digest, durable);
-    } catch (cause) {
-      if (fd !== undefined) closeSync(fd);
-      rmSync(tmp, { force: true });
-      if (cause instanceof CairnError) throw cause;
-      throw ioError(this.pathOf(area, digest), cause, "write");
-    }
+    // Not present (or corrupt and being repaired): a content address, published by rename from this writer's staging.
+    publishBytes(this.pathOf(area, digest), data, { tmp: join(this.stagingDir, `put-${this.#seq++}`), durable: options.durable ?? true, mode: 0o600 });
     return digest;
   }
 
@@ -158,77 +147,37 @@ export class Store {
    * (the caller found it corrupt).
    */
   adopt(area: StoreArea, stagedPath: string, digest: Sha256Digest, size: number, options: { durable?: boolean; replace?: boolean } = {}): void {
-    const durable = options.durable ?? true;
     if (options.replace !== true && this.has(area, digest, size)) {
       rmSync(stagedPath, { force: true });
       return;
     }
-    try {
-      const fd = openSync(stagedPath, constants.O_RDONLY | constants.O_NOFOLLOW);
-      try {
-        const st = fstatSync(fd);
-        if (!st.isFile() || st.size !== size) {
-          throw new CairnError("SIZE_MISMATCH", `staged file for ${digest} has ${st.size} bytes, expected ${size}`, { path: stagedPath });
-        }
-        if (durable) fsyncSync(fd);
-      } finally {
-        closeSync(fd);
-      }
-      chmodSync(stagedPath, 0o600);
-      this.#publish(area, stagedPath, digest, durable);
-    } catch (cause) {
-      rmSync(stagedPath, { force: true });
-      if (cause instanceof CairnError) throw cause;
-      throw ioError(this.pathOf(area, digest), cause, "write");
-    }
-  }
-
-  /**
-   * Gives a complete staged file its final name with rename(2), atomic for
-   * every reader. Callers publish only after finding no valid file under the
-   * name; if another writer got there in between, the name is a digest of
-   * the content, so identical bytes replace identical bytes.
-   */
-  #publish(area: StoreArea, tmp: string, digest: Sha256Digest, durable: boolean): void {
-    const target = this.pathOf(area, digest);
-    renameSync(tmp, target);
-    if (durable) fsyncDir(dirname(target));
+    publishStaged(stagedPath, this.pathOf(area, digest), size, { durable: options.durable ?? true, mode: 0o600 });
   }
 
   /** Reads and verifies one stored file; STORE_MISSING when absent, STORE_CORRUPT when its bytes do not match its name. */
   read(area: StoreArea, digest: Sha256Digest, maxBytes: number, limitName = "storeObjectBytes"): Buffer {
-    const path = this.pathOf(area, digest);
-    let fd: number;
+    const what = area === "objects" ? "object" : "derived entry";
+    let buf: Buffer;
     try {
-      fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-    } catch (cause) {
-      const code = (cause as { code?: string }).code;
-      if (code === "ENOENT") {
-        throw new CairnError("STORE_MISSING", `${area === "objects" ? "object" : "derived entry"} ${digest} is not in the store`, {
+      // core's bounded reader: no symlink, no FIFO or device, size bounded before reading, refused if it changes while read
+      buf = readFileBounded(this.pathOf(area, digest), maxBytes, limitName, { missing: "STORE_MISSING", notRegular: "STORE_CORRUPT", changed: "STORE_CORRUPT" });
+    } catch (e) {
+      if (!(e instanceof CairnError)) throw e;
+      // the store names a file by its digest, not by where this machine keeps it
+      if (e.code === "STORE_MISSING") {
+        throw new CairnError("STORE_MISSING", `${what} ${digest} is not in the store`, {
           path: digest,
-          cause,
+          cause: e,
           hint: "assemble the workload again into this store; nothing falls back to the live source",
         });
       }
-      if (code === "ELOOP") throw new CairnError("STORE_CORRUPT", `store file for ${digest} is a symlink`, { path: digest });
-      throw ioError(path, cause);
+      if (e.code === "STORE_CORRUPT") throw new CairnError("STORE_CORRUPT", `store file for ${digest}: ${e.message}`, { path: digest, cause: e, hint: STORE_CORRUPT_HINT });
+      if (e.code === "LIMIT_EXCEEDED") throw new CairnError("LIMIT_EXCEEDED", `limit ${limitName} exceeded by stored ${digest}`, { path: digest, cause: e, hint: `raise the limit "${limitName}"` });
+      throw e;
     }
-    try {
-      const st = fstatSync(fd);
-      if (!st.isFile()) throw new CairnError("STORE_CORRUPT", `store file for ${digest} is not a regular file`, { path: digest });
-      if (st.size > maxBytes) {
-        throw new CairnError("LIMIT_EXCEEDED", `limit ${limitName} exceeded by stored ${digest}`, { path: digest, hint: `raise the limit "${limitName}"` });
-      }
-      const buf = readPrefix(fd, st.size);
-      if (buf.length !== st.size || sha256(buf) !== digest) {
-        throw new CairnError("STORE_CORRUPT", `stored ${area === "objects" ? "object" : "derived entry"} ${digest} does not match its digest`, {
-          path: digest,
-          hint: "the store was modified; remove the file and assemble again",
-        });
-      }
-      return buf;
-    } finally {
-      closeSync(fd);
+    if (sha256(buf) !== digest) {
+      throw new CairnError("STORE_CORRUPT", `stored ${what} ${digest} does not match its digest`, { path: digest, hint: STORE_CORRUPT_HINT });
     }
+    return buf;
   }
 }

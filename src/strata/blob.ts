@@ -12,9 +12,8 @@
  * (the sha256 of the uncompressed tar), which depends on nothing but content.
  */
 import { gzipSync, constants as zc } from "node:zlib";
-import { sha256, type Sha256Digest } from "../core/index.ts";
+import { compareBytes, sha256, type Sha256Digest } from "../core/index.ts";
 import { writeTar, type TarEntry } from "../tree/index.ts";
-import { byBytes } from "./order.ts";
 
 export interface LayerBlob {
   readonly blob: Buffer;
@@ -41,7 +40,7 @@ export function gzipReproducible(data: Uint8Array): Buffer {
 
 /** Builds the blob from entries whose paths are relative (`usr/bin/x`); sorts them itself. */
 export function buildLayerBlob(entries: readonly TarEntry[]): LayerBlob {
-  const sorted = [...entries].sort((a, b) => byBytes(a.path, b.path));
+  const sorted = [...entries].sort((a, b) => compareBytes(a.path, b.path));
   const normalized: TarEntry[] = sorted.map((e) => (e.type === "symlink" ? e : { ...e, mode: normalizeMode(e.type, e.mode) }));
   const tar = writeTar(normalized);
   const blob = gzipReproducible(tar);

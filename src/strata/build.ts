@@ -4,10 +4,9 @@
  * here reads the clock or the host's identity, so the same directory and
  * options give the same blob and the same manifest everywhere.
  */
-import { CairnError, type SigningKey, type VerifyingKey } from "../core/index.ts";
+import { compareBytes, CairnError, type SigningKey, type VerifyingKey } from "../core/index.ts";
 import { buildLayerBlob, type LayerBlob } from "./blob.ts";
 import { capabilityString, requirementString, satisfies, type Capability, type Requirement } from "./capability.ts";
-import { byBytes } from "./order.ts";
 import { readDirectory, type DirLimits, DEFAULT_DIR_LIMITS } from "./dir-source.ts";
 import { formationKey, type Formation } from "./formation.ts";
 import { layerId, type Abi, type InstallLayout, type LayerArch, type LayerManifest, type FoldedFrom } from "./layer-manifest.ts";
@@ -129,7 +128,7 @@ export function inheritedCapabilities(sources: readonly LayerManifest[]): { prov
       if (![...provides.values()].some((c) => satisfies(c, r))) requires.set(requirementString(r), r);
     }
   }
-  const byKey = <T>(m: Map<string, T>): T[] => [...m.keys()].sort(byBytes).map((k) => m.get(k)!);
+  const byKey = <T>(m: Map<string, T>): T[] => [...m.keys()].sort(compareBytes).map((k) => m.get(k)!);
   return { provides: byKey(provides), requires: byKey(requires) };
 }
 

@@ -4,12 +4,11 @@
  * trusted keys) each came from. Building it parses manifests but decides no
  * trust; the attestation stage does that for what is chosen.
  */
-import { CairnError, type VerifyingKey } from "../core/index.ts";
+import { compareBytes, CairnError, type VerifyingKey } from "../core/index.ts";
 import type { Formation } from "./formation.ts";
 import type { LayerManifest } from "./layer-manifest.ts";
 import type { SignedDocument } from "./registry.ts";
 import { compareVersions } from "./version.ts";
-import { byBytes } from "./order.ts";
 
 export interface CatalogSource {
   /** How the registry was named (a path or file:// URL), for messages and the lockfile. */
@@ -65,7 +64,7 @@ export class Catalog {
   seal(): this {
     const desc = (a: { doc: { value: { version: string } } }, b: { doc: { value: { version: string } } }): number =>
       compareVersions(b.doc.value.version, a.doc.value.version);
-    for (const list of this.byName.values()) list.sort((a, b) => desc(a, b) || byBytes(a.doc.value.id, b.doc.value.id));
+    for (const list of this.byName.values()) list.sort((a, b) => desc(a, b) || compareBytes(a.doc.value.id, b.doc.value.id));
     for (const list of this.formations.values()) list.sort(desc);
     return this;
   }

@@ -4,9 +4,9 @@
  * printed (they may be secrets): a changed variable is named, not shown.
  */
 import { capabilityString, requirementString } from "./capability.ts";
+import { compareBytes } from "../core/index.ts";
 import { environmentId } from "./env-id.ts";
 import { isFrozen, type LockLayer, type Lockfile } from "./lockfile.ts";
-import { byBytes } from "./order.ts";
 
 export interface LockChange {
   readonly path: string;
@@ -30,7 +30,7 @@ function cmp(out: LockChange[], path: string, a: string | undefined, b: string |
 }
 
 function maps(out: LockChange[], path: string, a: ReadonlyMap<string, string>, b: ReadonlyMap<string, string>, secret: boolean): void {
-  for (const k of [...new Set([...a.keys(), ...b.keys()])].sort(byBytes)) cmp(out, `${path}/${k}`, a.get(k), b.get(k), secret);
+  for (const k of [...new Set([...a.keys(), ...b.keys()])].sort(compareBytes)) cmp(out, `${path}/${k}`, a.get(k), b.get(k), secret);
 }
 
 function layerSummary(l: LockLayer): string {
@@ -45,7 +45,7 @@ export function diffLocks(a: Lockfile, b: Lockfile): LockDiff {
   cmp(out, "/base/capabilities", a.base.capabilities.map(capabilityString).join(", "), b.base.capabilities.map(capabilityString).join(", "));
   const la = new Map(a.layers.map((l) => [l.name, l]));
   const lb = new Map(b.layers.map((l) => [l.name, l]));
-  for (const name of [...new Set([...la.keys(), ...lb.keys()])].sort(byBytes)) {
+  for (const name of [...new Set([...la.keys(), ...lb.keys()])].sort(compareBytes)) {
     const x = la.get(name);
     const y = lb.get(name);
     cmp(out, `/layers/${name}/version`, x?.version, y?.version);

@@ -1,13 +1,13 @@
 /**
  * Reads a build directory into tar entries, without following symlinks and
- * without trusting the directory to hold still: each file is opened with
- * O_NOFOLLOW, checked to be a regular file with fstat, and read to its
- * stated size. Sockets, FIFOs and devices are refused (they have no place in
- * a layer). Names must be valid UTF-8 so the sorted byte order is defined.
+ * without trusting the directory to hold still: each file is read by core's
+ * bounded reader (O_NOFOLLOW | O_NONBLOCK, a regular file of the size the
+ * walk saw, refused when it grows or shrinks while read). Sockets, FIFOs
+ * and devices are refused (they have no place in a layer). Names must be valid UTF-8 so the sorted byte order is defined.
  */
-import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readlinkSync } from "node:fs";
+import { lstatSync, readdirSync, readlinkSync } from "node:fs";
 import { join } from "node:path";
-import { CairnError, checkLimit, FIXED_LIMIT_HINT, decodeUtf8, ioError, readPrefix } from "../core/index.ts";
+import { CairnError, checkLimit, FIXED_LIMIT_HINT, decodeUtf8, ioError, readFileBounded } from "../core/index.ts";
 import type { TarEntry } from "../tree/index.ts";
 
 export interface DirLimits {
@@ -19,31 +19,29 @@ export interface DirLimits {
   readonly maxTotalBytes: number;
 }
 
+const BUILD_DIR_HINT = "build from a directory nothing else is writing to";
+
 export const DEFAULT_DIR_LIMITS: DirLimits = {
   maxEntries: 200_000,
   maxFileBytes: 2 * 1024 * 1024 * 1024,
   maxTotalBytes: 8 * 1024 * 1024 * 1024,
 };
 
+/**
+ * One file of the walk, by core's bounded reader: lstat said it is a regular
+ * file of `expectedSize` bytes; anything else at open (a symlink or FIFO
+ * swapped in, another size) or a file that grows or shrinks while read is
+ * SOURCE_CHANGED.
+ */
 function readRegular(abs: string, expectedSize: number, maxFileBytes: number): Buffer {
-  let fd: number;
-  try {
-    fd = openSync(abs, constants.O_RDONLY | constants.O_NOFOLLOW);
-  } catch (cause) {
-    throw ioError(abs, cause);
-  }
-  try {
-    const st = fstatSync(fd);
-    if (!st.isFile() || st.size !== expectedSize) {
-      throw new CairnError("SOURCE_CHANGED", `${abs} changed while it was being read`, { path: abs, hint: "build from a directory nothing else is writing to" });
-    }
-    checkLimit("layer.max_file_bytes", st.size, maxFileBytes, abs, "bytes", FIXED_LIMIT_HINT);
-    const buf = readPrefix(fd, st.size);
-    if (buf.length !== st.size) throw new CairnError("SOURCE_CHANGED", `${abs} shrank while it was being read`, { path: abs });
-    return buf;
-  } finally {
-    closeSync(fd);
-  }
+  return readFileBounded(abs, maxFileBytes, "layer.max_file_bytes", {
+    expectedSize,
+    notRegular: "SOURCE_CHANGED",
+    changed: "SOURCE_CHANGED",
+    notRegularHint: BUILD_DIR_HINT,
+    changedHint: BUILD_DIR_HINT,
+    limitHint: FIXED_LIMIT_HINT,
+  });
 }
 
 /**

@@ -8,12 +8,11 @@
  * The id is machine-made (`name-version-abi-arch`) and checked against the
  * other fields, so a manifest cannot claim one id and describe another layer.
  */
-import { Checker, childPath, isDigest, safeComponent, CairnError, type JsonModel, type JsonObject, type Sha256Digest } from "../core/index.ts";
+import { sortedRecord, Checker, childPath, isDigest, safeComponent, CairnError, type JsonModel, type JsonObject, type Sha256Digest } from "../core/index.ts";
 import { capabilityString, parseCapability, parseRequirement, requirementString, type Capability, type Requirement } from "./capability.ts";
 import { ARCHES, type Arch } from "./platform.ts";
 import { REF_NAME } from "./ref.ts";
 import { isVersion } from "./version.ts";
-import { sortedRecord } from "./order.ts";
 
 export const LAYER_MANIFEST_TYPE = "application/vnd.cairn.layer-manifest+json";
 export const INSTALL_LAYOUTS = ["rootfs", "prefix"] as const;

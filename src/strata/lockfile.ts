@@ -12,13 +12,12 @@
  * no digest, is unfrozen: a valid intermediate state that has no
  * EnvironmentID (see env-id.ts).
  */
-import { Checker, childPath, isDigest, parseYamlText, safeComponent, toYamlText, type JsonModel, type JsonObject, type Sha256Digest } from "../core/index.ts";
+import { sortedRecord, Checker, childPath, isDigest, parseYamlText, safeComponent, toYamlText, type JsonModel, type JsonObject, type Sha256Digest } from "../core/index.ts";
 import { capabilityString, parseCapability, parseRequirement, requirementString, type Capability, type Requirement } from "./capability.ts";
 import { ARCHES, BASE_NAME, type Arch } from "./platform.ts";
 import { PACKAGE_MANAGERS, type PackageSet } from "./profile.ts";
 import { baseDigest, type LockBase } from "./base.ts";
 import type { Attestation } from "./trust.ts";
-import { sortedRecord } from "./order.ts";
 
 export const LOCK_FORMAT = "cairn.lock/1";
 export const VERIFICATION_POLICIES = ["signed", "unsigned-offline"] as const;

@@ -7,12 +7,11 @@
  * `instance` and `storage` are recorded but cairn does not act on them; every
  * output that mentions them says so.
  */
-import { Checker, childPath, parseYamlText, toYamlText, type JsonModel, type JsonObject } from "../core/index.ts";
+import { sortedRecord, Checker, childPath, parseYamlText, toYamlText, type JsonModel, type JsonObject } from "../core/index.ts";
 import { readRef, refToModel, REF_NAME, type SoftwareRef } from "./ref.ts";
 import { isVersion } from "./version.ts";
 import { parseRequirement, requirementString, type Requirement } from "./capability.ts";
 import { ARCHES, BASE_NAME, type Arch } from "./platform.ts";
-import { sortedRecord } from "./order.ts";
 
 export const PACKAGE_MANAGERS = ["pip", "conda", "cran"] as const;
 export type PackageManager = (typeof PACKAGE_MANAGERS)[number];

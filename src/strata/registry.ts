@@ -9,7 +9,8 @@
  *
  * Publication is atomic and ordered: a blob is written to a temporary sibling,
  * fsynced and linked into place (never replacing an existing blob), then the
- * manifest envelope is written the same way. A reader therefore never sees a
+ * manifest envelope is written the same way (the store's write-once
+ * `publishBytes`, store/publish.ts). A reader therefore never sees a
  * manifest whose blob is missing or partial; a crash leaves at most a hidden
  * temporary file (names starting with "."), which readers ignore. Publishing
  * an id again is allowed only with identical bytes.
@@ -23,6 +24,7 @@ import {
   CairnError, canonicalBytes, FIXED_LIMIT_HINT, digestComponents, ioError, parseEnvelope, parseJsonBytes, readFileBounded, safeComponent, sha256,
   signEnvelope, writeFileAtomic, type DsseEnvelope, type SigningKey, type Sha256Digest,
 } from "../core/index.ts";
+import { publishBytes } from "../store/index.ts";
 import { LAYER_MANIFEST_TYPE, layerManifestToModel, parseLayerManifest, type LayerManifest } from "./layer-manifest.ts";
 import { FORMATION_TYPE, formationKey, formationToModel, parseFormation, type Formation } from "./formation.ts";
 
@@ -86,25 +88,16 @@ export class LocalRegistry {
     return join(this.root, "formations", `${formationKey(name, version)}.json`);
   }
 
-  /** Writes `data` at `path` unless identical bytes are already there; refuses different bytes. */
+  /**
+   * Writes `data` at `path` unless identical bytes are already there; refuses
+   * different bytes (the store's write-once publication, also safe against a
+   * concurrent publisher of the same name).
+   */
   private publishOnce(path: string, data: Uint8Array, what: string): void {
-    if (existsSync(path)) {
-      const sameSize = statSync(path).size === data.length;
-      if (!sameSize || Buffer.compare(readBounded(path, data.length, "registry.max_envelope_bytes"), Buffer.from(data)) !== 0) {
-        throw new CairnError("REGISTRY_INVALID", `${what} is already published with different content`, {
-          path,
-          hint: "publish a new version instead of replacing a published one",
-        });
-      }
-      return;
-    }
-    try {
-      writeFileAtomic(path, data, { mode: 0o644, overwrite: false });
-    } catch (e) {
-      // A concurrent publisher won the race: accept only identical bytes.
-      if (e instanceof CairnError && existsSync(path)) return this.publishOnce(path, data, what);
-      throw e;
-    }
+    publishBytes(path, data, {
+      mode: 0o644,
+      writeOnce: { code: "REGISTRY_INVALID", what, hint: "publish a new version instead of replacing a published one" },
+    });
   }
 
   /** Publishes a blob and its manifest, blob first. Returns the envelope written. */

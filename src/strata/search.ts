@@ -1,7 +1,7 @@
 /** `cairn search`: user-selectable layers and formations whose name contains a term, with every version (highest first). */
 import type { LocalRegistry } from "./registry.ts";
+import { compareBytes } from "../core/index.ts";
 import { compareVersions } from "./version.ts";
-import { byBytes } from "./order.ts";
 
 export interface SearchHit {
   readonly kind: "layer" | "formation";
@@ -30,7 +30,7 @@ export function searchRegistries(regs: readonly LocalRegistry[], term: string): 
   const out = [...hits.values()];
   for (const h of out) {
     h.versions.sort((a, b) => compareVersions(b, a));
-    h.provides.sort(byBytes);
+    h.provides.sort(compareBytes);
   }
-  return out.sort((a, b) => byBytes(`${a.kind}:${a.name}`, `${b.kind}:${b.name}`));
+  return out.sort((a, b) => compareBytes(`${a.kind}:${a.name}`, `${b.kind}:${b.name}`));
 }

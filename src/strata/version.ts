@@ -17,8 +17,7 @@
  * - Versions that are still equal (`2026.03` vs `2026.3`) are ordered by their
  *   raw bytes, so the order is total and the same on every host.
  */
-import { CairnError } from "../core/index.ts";
-import { byBytes } from "./order.ts";
+import { compareBytes, CairnError } from "../core/index.ts";
 
 export const VERSION_PATTERN = /^[A-Za-z0-9_+~-]+(\.[A-Za-z0-9_+~-]+)*$/;
 const MAX_VERSION = 64;
@@ -50,7 +49,7 @@ function compareSegment(a: string, b: string): number {
     return x < y ? -1 : x > y ? 1 : 0;
   }
   if (an !== bn) return an ? -1 : 1;
-  return byBytes(a, b);
+  return compareBytes(a, b);
 }
 
 /** Segment-wise order only (no byte tie-break): 0 when the versions are numerically equal. */
@@ -69,7 +68,7 @@ export function compareVersionValues(a: string, b: string): number {
 export function compareVersions(a: string, b: string): number {
   const c = compareVersionValues(a, b);
   if (c !== 0) return c;
-  const raw = byBytes(a, b);
+  const raw = compareBytes(a, b);
   return raw < 0 ? -1 : raw > 0 ? 1 : 0;
 }
 

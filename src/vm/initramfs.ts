@@ -14,8 +14,8 @@
  * bytes on any host. Modes, owners, mtimes and symlink targets come from the
  * canonical tree only.
  */
-import { CairnError, checkLimit, FIXED_LIMIT_HINT, safeComponent, Sha256Hasher, type Sha256Digest } from "../core/index.ts";
-import type { CanonicalTree, ContentSource, FsEntry } from "../tree/index.ts";
+import { CairnError, checkLimit, compareBytes, FIXED_LIMIT_HINT, safeComponent, Sha256Hasher, type Sha256Digest } from "../core/index.ts";
+import type { CanonicalTree, ContentSource } from "../tree/index.ts";
 import { CpioWriter, S_IFCHR, S_IFDIR, S_IFLNK, S_IFREG } from "./cpio.ts";
 
 export const TEMPLATE_DIR = "cairn/template";
@@ -85,10 +85,6 @@ export function checkLinuxNames(tree: CanonicalTree): void {
   }
 }
 
-function byPathBytes(a: FsEntry, b: FsEntry): number {
-  return Buffer.compare(Buffer.from(a.path, "utf8"), Buffer.from(b.path, "utf8"));
-}
-
 export async function buildGuestImage(parts: GuestImageParts): Promise<GuestImage> {
   checkOverlay(parts.tree);
   checkLinuxNames(parts.tree);
@@ -116,7 +112,7 @@ export async function buildGuestImage(parts: GuestImageParts): Promise<GuestImag
   w.add({ name: "dev/console", mode: S_IFCHR | 0o600, ...sys, rdevMajor: 5, rdevMinor: 1 });
   w.add({ name: "init", mode: S_IFREG | 0o755, ...sys, data: parts.agent });
   w.add({ name: TEMPLATE_DIR, mode: S_IFDIR | root.mode, uid: root.uid, gid: root.gid, mtime: root.mtime });
-  const entries = [...parts.tree.values()].filter((e) => e.path !== "/").sort(byPathBytes);
+  const entries = [...parts.tree.values()].filter((e) => e.path !== "/").sort((a, b) => compareBytes(a.path, b.path));
   for (const e of entries) {
     const name = `${TEMPLATE_DIR}${e.path}`;
     const meta = { uid: e.uid, gid: e.gid, mtime: e.mtime };

@@ -8,20 +8,22 @@
  *   <kit>/kernels/sha256/<hex>       kernels and their virtio modules by digest (0644, never rewritten)
  *   <kit>/agents/sha256/<hex>        agent builds by digest
  *
- * Location: `$CAIRN_KIT`, else `$CAIRN_HOME/kit`, else
- * `$XDG_CACHE_HOME/cairn/kit`, else `~/.cache/cairn/kit`. No root is needed
+ * Location: `--kit`, else `$CAIRN_KIT`, else `$CAIRN_HOME/kit`, else
+ * `$XDG_CACHE_HOME/cairn/kit`, else `~/.cache/cairn/kit` (core/locations.ts). No root is needed
  * once set up; only `setupKit` installs Debian packages, and only as root.
  */
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, writeSync } from "node:fs";
-import { homedir } from "node:os";
-import { isAbsolute, join, resolve } from "node:path";
+import { join, resolve } from "node:path";
 import {
   CairnError,
+  cairnDir,
   Checker,
   declareIdentity,
   digestComponents,
   identityDigest,
+  FIXED_LIMIT_HINT,
   parseJsonBytes,
+  readFileBounded,
   parseSha256,
   sha256,
   verifyDigest,
@@ -34,6 +36,14 @@ import { fetchKernel } from "./kernel.ts";
 import { QEMU_BINARY, QEMU_FIX } from "./qemu.ts";
 
 export const KIT_SCHEMA = "cairn.kit/2";
+/** Bounds on what the kit reads back (it is a directory anyone with the user's rights could have edited). */
+export const KIT_LIMITS = {
+  /** A kernel, a virtio module or an agent build. */
+  "kit.max_object_bytes": 512 * 1024 * 1024,
+  /** kit.json */
+  "kit.max_json_bytes": 1024 * 1024,
+} as const;
+
 /** Kits written before the guest carried kernel modules; treated as absent (set up again). */
 const OLD_KIT_SCHEMAS = ["cairn.kit/1"];
 
@@ -50,12 +60,10 @@ export interface Kit {
   readonly agent: { readonly digest: Sha256Digest; readonly source: Sha256Digest; readonly compiler: string };
 }
 
+/** `--kit DIR` when given, else core's one default-location rule (`cairnDir("kit", ...)`). */
 export function kitDir(env: NodeJS.ProcessEnv, cwd: string, flag?: string): string {
   if (flag) return resolve(cwd, flag);
-  if (env.CAIRN_KIT) return resolve(cwd, env.CAIRN_KIT);
-  if (env.CAIRN_HOME) return join(resolve(cwd, env.CAIRN_HOME), "kit");
-  if (env.XDG_CACHE_HOME && isAbsolute(env.XDG_CACHE_HOME)) return join(env.XDG_CACHE_HOME, "cairn", "kit");
-  return join(env.HOME || homedir(), ".cache", "cairn", "kit");
+  return cairnDir("kit", env, cwd);
 }
 
 /** The QEMU version string, e.g. "7.2.22 (Debian 1:7.2+dfsg-7+deb12u18+b3)". */
@@ -97,7 +105,7 @@ export function readKitObject(dir: string, area: "kernels" | "agents", digest: S
       hint: "this run was recorded with another kit; copy that kit's objects into this one or set CAIRN_KIT",
     });
   }
-  const bytes = readFileSync(path);
+  const bytes = readFileBounded(path, KIT_LIMITS["kit.max_object_bytes"], "kit.max_object_bytes", { limitHint: FIXED_LIMIT_HINT });
   verifyDigest(bytes, digest, path);
   return { path, bytes };
 }
@@ -105,7 +113,7 @@ export function readKitObject(dir: string, area: "kernels" | "agents", digest: S
 export function loadKit(dir: string): Kit | undefined {
   const file = join(dir, "kit.json");
   if (!existsSync(file)) return undefined;
-  const model = parseJsonBytes(readFileSync(file));
+  const model = parseJsonBytes(readFileBounded(file, KIT_LIMITS["kit.max_json_bytes"], "kit.max_json_bytes", { limitHint: FIXED_LIMIT_HINT }));
   const c = new Checker("RUN_INVALID");
   const o = c.object(model, "", ["schema", "qemu", "kernel", "agent"]);
   if (!o) return c.done("invalid kit.json"), undefined;

@@ -6,9 +6,8 @@
  */
 import { randomBytes } from "node:crypto";
 import { copyFileSync, chmodSync, readFileSync, rmSync, statSync } from "node:fs";
-import { isAbsolute, join, resolve } from "node:path";
-import { homedir } from "node:os";
-import { CairnError, isCairnError, isJsonObject, mkdirPrivate, parseJsonBytes, sha256, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
+import { join, resolve } from "node:path";
+import { cairnDir, CairnError, isCairnError, isJsonObject, mkdirPrivate, parseJsonBytes, sha256, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
 import { assembleWorkload, LOCK_SCHEMA, openVerifiedWorkload, type VerifiedWorkload } from "../workload/index.ts";
 
 /** A lock is small; a bigger file is not taken for one (the workload layer bounds its own read too). */
@@ -24,11 +23,10 @@ import type { GuestLaunch } from "./inputs.ts";
 
 export const DEFAULT_TIMEOUT_MS = 300_000;
 
+/** `--runs DIR` when given, else core's one default-location rule (`cairnDir("runs", ...)`). */
 export function defaultRunsDir(env: NodeJS.ProcessEnv, cwd: string, flag?: string): string {
   if (flag) return resolve(cwd, flag);
-  if (env.CAIRN_HOME) return join(resolve(cwd, env.CAIRN_HOME), "runs");
-  if (env.XDG_DATA_HOME && isAbsolute(env.XDG_DATA_HOME)) return join(env.XDG_DATA_HOME, "cairn", "runs");
-  return join(env.HOME || homedir(), ".local", "share", "cairn", "runs");
+  return cairnDir("runs", env, cwd);
 }
 
 export function guestLaunch(w: VerifiedWorkload): GuestLaunch {

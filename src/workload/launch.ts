@@ -13,7 +13,7 @@
  *    refused because a workload never needs to own the guest.
  * Env values are secrets for error purposes: messages name the variable, never its value.
  */
-import { CairnError, checkLimit, declareIdentity, defineScope, identityDigest, type Sha256Digest } from "../core/index.ts";
+import { CairnError, checkLimit, compareBytes, declareIdentity, defineScope, identityDigest, type Sha256Digest } from "../core/index.ts";
 import { isCanonicalPath } from "../tree/index.ts";
 
 export const LAUNCH_IDENTITY_TAG = "cairn.launch/1";
@@ -98,7 +98,7 @@ export function makeLaunch(unsafe: { argv: readonly string[]; env: readonly stri
   }
   if (!isCanonicalPath(unsafe.workdir)) invalid(`${base}/workdir`, "workdir must be an absolute, normalized path");
   const names = new Set<string>();
-  const env: Array<[Buffer, string]> = [];
+  const env: Array<[string, string]> = [];
   unsafe.env.forEach((kv, i) => {
     const eq = kv.indexOf("=");
     const name = eq < 0 ? kv : kv.slice(0, eq);
@@ -106,9 +106,9 @@ export function makeLaunch(unsafe: { argv: readonly string[]; env: readonly stri
     checkString(kv, `${base}/env/${i}`, `environment variable ${name}`);
     if (names.has(name)) invalid(`${base}/env/${i}`, `environment variable ${name} is set twice`);
     names.add(name);
-    env.push([Buffer.from(name, "utf8"), kv]);
+    env.push([name, kv]);
   });
-  env.sort((a, b) => Buffer.compare(a[0], b[0]));
+  env.sort((a, b) => compareBytes(a[0], b[0]));
   const launch: Launch = { argv: [...unsafe.argv], env: env.map((e) => e[1]), workdir: unsafe.workdir, uid, gid };
   checkLimit("launch.argv_count", launch.argv.length, LAUNCH_LIMITS["launch.argv_count"], `${base}/argv`);
   checkLimit("launch.env_count", launch.env.length, LAUNCH_LIMITS["launch.env_count"], `${base}/env`);

@@ -2,7 +2,7 @@
 // atomic output written only on success, unpinned labels everywhere.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { execFileSync, spawnSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -168,4 +168,24 @@ test("manifest ingest refuses a FIFO as not a regular file instead of blocking f
   };
   assert.equal(ingest(plain), "ok", "control: a regular file is ingested");
   assert.equal(ingest(fifo), "IO_ERROR");
+});
+
+test("manifest ingest refuses a devcontainer.json that is a symlink (O_NOFOLLOW); control: the file it points at", async () => {
+  const d = mkdtempSync(join(tmpdir(), "cairn-manifest-link-"));
+  const target = join(d, "real.json");
+  writeFileSync(target, JSON.stringify({ image: PINNED_IMAGE }));
+  symlinkSync(target, join(d, "devcontainer.json"));
+  const ok = await runCli(["manifest", "ingest", target, "--json"]);
+  assert.equal(ok.code, 0, "control: the regular file is ingested");
+  const r = await runCli(["manifest", "ingest", join(d, "devcontainer.json"), "--json"]);
+  assert.equal(r.code, 1);
+  assert.equal(JSON.parse(r.stdout).error.code, "IO_ERROR");
+});
+
+test("manifest ingest refuses a file that yields more bytes than its size said (it grew while read); control: a regular file", async () => {
+  // /proc/self/status reports size 0 but has bytes: exactly what a file growing between fstat and read looks like.
+  const ok = await runCli(["manifest", "ingest", PINNED, "--json"]);
+  assert.equal(ok.code, 0, "control");
+  const r = await runCli(["manifest", "ingest", "/proc/self/status", "--json"]);
+  assert.equal(JSON.parse(r.stdout).error.code, "IO_ERROR");
 });

@@ -1,11 +1,12 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from "node:fs";
 import { execFileSync, spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { generateSigningKey, parseEnvelope, parseJsonBytes } from "../../src/core/index.ts";
 import { LocalRegistry, attest, buildLayerBlob, buildLayerFromDirectory, checkLayerContents, requirementString, parseLayerManifest, layerManifestToModel, manifestFor, readTrust, searchRegistries, foldLayers } from "../../src/strata/index.ts";
 import { exampleRegistry, tempDir } from "./fixtures.ts";
+import { readBounded } from "../../src/strata/registry.ts";
 import { toySpec, TOY_LAYERS } from "../../examples/strata/build-registry.ts";
 import { assertCode, assertCodeAsync } from "../helpers/errors.ts";
 
@@ -170,6 +171,20 @@ test("--contents: a blob must hold exactly what its manifest lists (an under-rep
   wrong.set("/usr/local/share/bio/README", m.sha256);
   await assertCodeAsync(() => checkLayerContents(blob, { ...m, content_manifest: wrong }, "wrong"), "DIGEST_MISMATCH");
   await assertCodeAsync(() => checkLayerContents(blob, { ...m, symlinks: new Map([["/x", "y"]]) }, "link"), "DIGEST_MISMATCH");
+});
+
+test("registry reads refuse a symlinked envelope and one that grows while read; control: the published envelope", () => {
+  const ex = exampleRegistry();
+  const reg = LocalRegistry.open(ex.registry);
+  const id = "python-3.12.4-gnu-x86_64";
+  const path = reg.layerPath(id);
+  assert.equal(reg.readLayer(id).value.id, id, "control");
+  const real = join(ex.registry, "elsewhere.json");
+  renameSync(path, real);
+  symlinkSync(real, path);
+  assertCode(() => reg.readLayer(id), "REGISTRY_INVALID");
+  // /proc files report size 0 and then yield bytes, as a file that grows between fstat and read does.
+  assertCode(() => readBounded("/proc/self/status", 1 << 20, "registry.max_envelope_bytes"), "IO_ERROR");
 });
 
 test("a FIFO in a registry is refused as not a regular file instead of blocking the reader forever", () => {

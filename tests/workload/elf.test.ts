@@ -63,6 +63,14 @@ test("source read: not regular (dir, symlink, FIFO, device), oversized, and a po
   assert.match(e.message, /fileSize/);
 });
 
+test("source read: a file with more bytes than fstat reported (it grew) is SOURCE_CHANGED; control: a regular file", () => {
+  const dir = mkdtempSync(join(tmpdir(), "cairn-src-"));
+  writeFileSync(join(dir, "f"), "");
+  assert.equal(readSourceFile(join(dir, "f"), 100, "fileSize").length, 0, "control");
+  // /proc files report size 0 and then yield bytes, as a file that grows between fstat and read does.
+  assertCode(() => readSourceFile("/proc/self/status", 1 << 20, "fileSize"), "SOURCE_CHANGED");
+});
+
 test("source read: a file rewritten while being read is SOURCE_CHANGED", async () => {
   const dir = mkdtempSync(join(tmpdir(), "cairn-src-"));
   const f = join(dir, "grow");

@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { compareBytes } from "../../core/index.ts";
 import { defaultStoreDir } from "../../store/index.ts";
 import type { FsEntry } from "../../tree/index.ts";
 import { openVerifiedWorkload, readWorkloadLock } from "../../workload/index.ts";
@@ -31,7 +32,7 @@ export function registerWorkloadShow(parent: Command, ctx: Context): void {
     .action(async (lockPath: string, opts: { tree?: boolean; store?: string; json?: boolean }) => {
       const l = readWorkloadLock(lockPath);
       const w = opts.tree ? await openVerifiedWorkload(lockPath, defaultStoreDir(ctx.env, ctx.cwd, opts.store)) : undefined;
-      const entries = w === undefined ? undefined : [...w.tree.values()].sort((a, b) => Buffer.compare(Buffer.from(a.path), Buffer.from(b.path)));
+      const entries = w === undefined ? undefined : [...w.tree.values()].sort((a, b) => compareBytes(a.path, b.path));
       const model = {
         source_kind: l.kind,
         workload: l.identities.workload,

@@ -6,8 +6,7 @@
  * content and never on the order of the profile. A cycle is an error naming
  * the layers in it.
  */
-import { CairnError } from "../../core/index.ts";
-import { byBytes } from "../order.ts";
+import { compareBytes, CairnError } from "../../core/index.ts";
 import { BASE_PROVIDER, type SatisfiedBy } from "./requirements.ts";
 import { pickId, type Pick } from "./pick.ts";
 
@@ -26,7 +25,7 @@ export function mountOrder(picks: readonly Pick[], satisfiedBy: SatisfiedBy): Pi
   const key = (p: Pick): string => `${p.layer.doc.value.sha256}\0${pickId(p)}`;
   const order: Pick[] = [];
   const placed = new Set<string>();
-  const remaining = [...picks].sort((a, b) => byBytes(key(a), key(b)));
+  const remaining = [...picks].sort((a, b) => compareBytes(key(a), key(b)));
   while (remaining.length > 0) {
     const idx = remaining.findIndex((p) => [...before.get(pickId(p))!].every((d) => placed.has(d)));
     if (idx < 0) {

@@ -6,10 +6,9 @@
  * ("base" or a layer id), sorted, so the mount order can put providers first.
  * All unsatisfied requirements are reported together.
  */
-import { CairnError, type Issue } from "../../core/index.ts";
+import { compareBytes, CairnError, type Issue } from "../../core/index.ts";
 import { requirementString, satisfies, capabilityString } from "../capability.ts";
 import type { LockBase } from "../base.ts";
-import { byBytes } from "../order.ts";
 import { pickId, type Pick } from "./pick.ts";
 
 export const BASE_PROVIDER = "base";
@@ -43,7 +42,7 @@ export function checkRequirements(picks: readonly Pick[], base: LockBase): Satis
         });
         continue;
       }
-      reqs.set(key, providers.sort((a, b) => (a === BASE_PROVIDER ? -1 : b === BASE_PROVIDER ? 1 : byBytes(a, b))));
+      reqs.set(key, providers.sort((a, b) => (a === BASE_PROVIDER ? -1 : b === BASE_PROVIDER ? 1 : compareBytes(a, b))));
     }
     out.set(id, reqs);
   }

@@ -5,7 +5,7 @@
  * Everything it depends on is an argument (the clock included), so the same
  * inputs give byte-identical lockfiles apart from `resolved_at`.
  */
-import { declareIdentity, identityDigest, type Sha256Digest } from "../../core/index.ts";
+import { compareBytes, declareIdentity, identityDigest, type Sha256Digest } from "../../core/index.ts";
 import type { LockBase } from "../base.ts";
 import type { Catalog } from "../catalog.ts";
 import { LOCK_FORMAT, type LockLayer, type Lockfile } from "../lockfile.ts";
@@ -18,7 +18,6 @@ import { checkConflicts } from "./conflicts.ts";
 import { mountOrder } from "./mount-order.ts";
 import { attestLayers } from "./attest-stage.ts";
 import { pickId } from "./pick.ts";
-import { byBytes } from "../order.ts";
 
 export interface ResolveInput {
   readonly profile: Profile;
@@ -69,7 +68,7 @@ export function resolveProfile(input: ResolveInput): Lockfile {
     verification_policy: policy,
     base,
     layers,
-    formations: [...expanded.formations].sort((a, b) => byBytes(`${a.name}@${a.version}`, `${b.name}@${b.version}`)),
+    formations: [...expanded.formations].sort((a, b) => compareBytes(`${a.name}@${a.version}`, `${b.name}@${b.version}`)),
     env: profile.env,
     on_ready: profile.on_ready,
     defaults: profile.defaults,

@@ -1,0 +1,113 @@
+/**
+ * The one bounded whole-file read. Every file cairn reads whole from a path a
+ * user, an archive or a store gave it goes through `readFileBounded`, so the
+ * rules below hold everywhere instead of in five copies that disagreed:
+ *
+ *  - opened with O_NOFOLLOW | O_NONBLOCK: a symlink at the path is refused
+ *    (it could point anywhere, e.g. at a secret or at /dev/zero), and a
+ *    planted FIFO cannot block the reader until a writer appears;
+ *  - the open descriptor must be a regular file (fstat): not a directory,
+ *    FIFO, socket or device;
+ *  - its size is checked against a NAMED limit before a byte is read or a
+ *    buffer allocated, so a hostile file cannot make the reader allocate
+ *    without bound;
+ *  - after reading, the bytes must be exactly the size fstat reported and
+ *    nothing may follow: a file that grew or shrank while read is refused as
+ *    changed, never silently truncated (bytes no one can reproduce);
+ *  - optionally (`checkIdentity`) the file's identity (device, inode, size,
+ *    mtime, ctime) must be the same before and after the read and at the path
+ *    afterwards, so a file rewritten in place or renamed over mid-read is
+ *    refused too.
+ *
+ * Each caller selects the error codes its refusals have always had (e.g.
+ * SOURCE_NOT_REGULAR / SOURCE_OVERSIZED / SOURCE_CHANGED for a workload
+ * source, REGISTRY_INVALID for a registry); the defaults are IO_ERROR and
+ * LIMIT_EXCEEDED.
+ */
+import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, type Stats } from "node:fs";
+import { CairnError, ioError, type ErrorCode } from "./errors.ts";
+import { readFullyAt } from "./files.ts";
+import { checkLimit } from "./limits.ts";
+
+export interface BoundedReadOptions {
+  /** Code when nothing is at the path (ENOENT). Default IO_ERROR. */
+  readonly missing?: ErrorCode;
+  /** Code when the path is a symlink, directory, FIFO, socket or device. Default IO_ERROR. */
+  readonly notRegular?: ErrorCode;
+  readonly notRegularHint?: string;
+  /** Code when the file is over the limit. Default LIMIT_EXCEEDED (the message names the limit either way). */
+  readonly oversized?: ErrorCode;
+  /** Hint for the limit refusal; default: checkLimit's "raise it where the command allows". */
+  readonly limitHint?: string;
+  /** Code when the file changed while it was read (grew, shrank, replaced). Default IO_ERROR. */
+  readonly changed?: ErrorCode;
+  readonly changedHint?: string;
+  /** The size the caller saw earlier (e.g. from lstat while walking a directory); another size counts as changed. */
+  readonly expectedSize?: number;
+  /** Also compare the file identity (dev, ino, size, mtime, ctime) before, after, and at the path. */
+  readonly checkIdentity?: boolean;
+}
+
+function sameFile(a: Stats, b: Stats): boolean {
+  return a.dev === b.dev && a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs && a.ctimeMs === b.ctimeMs;
+}
+
+function kindOf(st: Stats): string {
+  if (st.isDirectory()) return "a directory";
+  if (st.isFIFO()) return "a FIFO";
+  if (st.isSocket()) return "a socket";
+  if (st.isCharacterDevice() || st.isBlockDevice()) return "a device";
+  return "not a regular file";
+}
+
+/**
+ * Returns the complete bytes of the regular file at `path`, at most `max`
+ * bytes (limit named `limit`), under the rules above.
+ */
+export function readFileBounded(path: string, max: number, limit: string, options: BoundedReadOptions = {}): Buffer {
+  const notRegular = (what: string): CairnError =>
+    new CairnError(options.notRegular ?? "IO_ERROR", `${path} is not a regular file (${what})`, { path, hint: options.notRegularHint });
+  const changed = (): CairnError =>
+    new CairnError(options.changed ?? "IO_ERROR", `${path} changed while it was read`, { path, hint: options.changedHint });
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (cause) {
+    const errno = (cause as { code?: string }).code;
+    // ELOOP: O_NOFOLLOW met a symlink at the final component.
+    if (errno === "ELOOP") throw notRegular("a symlink");
+    if (errno === "EISDIR") throw notRegular("a directory");
+    if (errno === "ENOENT" && options.missing !== undefined) throw new CairnError(options.missing, `${path} does not exist`, { path, cause });
+    throw ioError(path, cause);
+  }
+  try {
+    const before = fstatSync(fd);
+    if (!before.isFile()) throw notRegular(kindOf(before));
+    if (options.expectedSize !== undefined && before.size !== options.expectedSize) throw changed();
+    try {
+      checkLimit(limit, before.size, max, path, "bytes", options.limitHint);
+    } catch (e) {
+      if (options.oversized === undefined || !(e instanceof CairnError)) throw e;
+      throw new CairnError(options.oversized, e.message, { path, hint: e.hint, cause: e });
+    }
+    const buf = Buffer.alloc(before.size);
+    if (readFullyAt(fd, buf, 0) !== before.size) throw changed(); // shrank under us
+    if (readSync(fd, Buffer.alloc(1), 0, 1, before.size) !== 0) throw changed(); // grew under us
+    if (options.checkIdentity === true) {
+      const after = fstatSync(fd);
+      let atPath: Stats;
+      try {
+        atPath = lstatSync(path);
+      } catch {
+        throw changed();
+      }
+      if (!sameFile(before, after) || !sameFile(before, atPath)) throw changed();
+    }
+    return buf;
+  } catch (cause) {
+    if (cause instanceof CairnError) throw cause;
+    throw ioError(path, cause);
+  } finally {
+    closeSync(fd);
+  }
+}

@@ -1,0 +1,146 @@
+/**
+ * Content-addressed publication: the one way cairn gives a file its final
+ * name in the content store and in a layer registry. A complete file appears
+ * atomically under its final name or not at all: the bytes go to a temporary
+ * file first (created exclusively, never through a symlink), are fsynced
+ * (when `durable`), and only then get the name, after which the directory is
+ * fsynced. A crash at any point leaves at most the temporary file (in the
+ * writer's private staging, or a hidden `.name.*.tmp` sibling that readers
+ * skip), never a partial file under a published name.
+ *
+ * What a file already under the name means depends on what the name promises:
+ *
+ *  - a content address (the store: the name is the digest of the bytes) is
+ *    published with rename(2). Concurrent writers of one name write the same
+ *    bytes, so identical bytes replace identical bytes; a file that does not
+ *    match its name is corrupt, and the caller decides beforehand whether to
+ *    keep a present file or repair it (`Store.put(..., { checkExisting })`);
+ *  - a write-once name (`writeOnce`: registry blobs and signed envelopes, whose
+ *    digest a lockfile records) is published with link(2), which never
+ *    replaces: an existing file with identical bytes is kept, and different
+ *    bytes are refused with the caller's code (REGISTRY_INVALID), so a
+ *    published envelope is never silently swapped for another.
+ */
+import { chmodSync, closeSync, constants, fstatSync, fsyncSync, linkSync, lstatSync, openSync, renameSync, rmSync, unlinkSync } from "node:fs";
+import { dirname } from "node:path";
+import { CairnError, fsyncDir, ioError, readFileBounded, tempSibling, writeFully, type ErrorCode } from "../core/index.ts";
+
+/** The refusal for different bytes under a write-once name. */
+export interface WriteOnce {
+  readonly code: ErrorCode;
+  /** What is published, for the message (e.g. "layer python-3.12"). */
+  readonly what: string;
+  readonly hint: string;
+}
+
+export interface PublishOptions {
+  /** fsync the file before it is named and the directory after (default true). */
+  readonly durable?: boolean;
+  /** The published file's mode (default 0600); the umask does not change it. */
+  readonly mode?: number;
+  /** Temporary path for `publishBytes` (e.g. in the writer's staging); default a hidden sibling of the target. */
+  readonly tmp?: string;
+  /** Publish once: never replace; keep identical bytes, refuse different ones. Default: a content address, replaced by rename. */
+  readonly writeOnce?: WriteOnce;
+}
+
+/** What publication did: wrote the file, or kept identical bytes already there (write-once only). */
+export type Published = "published" | "kept";
+
+/** Publishes `data` under `target`. */
+export function publishBytes(target: string, data: Uint8Array, options: PublishOptions = {}): Published {
+  // Write-once: bytes already published are compared before anything is written (a blob can be large).
+  if (options.writeOnce !== undefined && publishedIdentical(target, data, options.writeOnce)) return "kept";
+  const tmp = options.tmp ?? tempSibling(target);
+  const mode = options.mode ?? 0o600;
+  let fd: number | undefined;
+  try {
+    fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
+    writeFully(fd, data);
+    chmodSync(tmp, mode);
+    if (options.durable ?? true) fsyncSync(fd);
+    closeSync(fd);
+    fd = undefined;
+    return name(tmp, target, options.durable ?? true, options.writeOnce === undefined ? undefined : { writeOnce: options.writeOnce, data });
+  } catch (cause) {
+    if (fd !== undefined) closeSync(fd);
+    rmSync(tmp, { force: true });
+    if (cause instanceof CairnError) throw cause;
+    throw ioError(target, cause, "write");
+  }
+}
+
+/**
+ * Publishes a complete file the caller staged (and already verified) under
+ * `target` without copying it (large blobs). It must be a regular file of
+ * `expectedSize` bytes (SIZE_MISMATCH otherwise); it is made `mode` and,
+ * when durable, fsynced first. The staged file is gone afterwards, published
+ * or not.
+ */
+export function publishStaged(staged: string, target: string, expectedSize: number, options: Omit<PublishOptions, "tmp" | "writeOnce"> = {}): Published {
+  try {
+    const fd = openSync(staged, constants.O_RDONLY | constants.O_NOFOLLOW);
+    try {
+      const st = fstatSync(fd);
+      if (!st.isFile() || st.size !== expectedSize) {
+        throw new CairnError("SIZE_MISMATCH", `staged file for ${target} has ${st.size} bytes, expected ${expectedSize}`, { path: staged });
+      }
+      if (options.durable ?? true) fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    chmodSync(staged, options.mode ?? 0o600);
+    return name(staged, target, options.durable ?? true);
+  } catch (cause) {
+    rmSync(staged, { force: true });
+    if (cause instanceof CairnError) throw cause;
+    throw ioError(target, cause, "write");
+  }
+}
+
+/** Gives the complete temporary file `tmp` the name `target`: by rename, or write-once (holding `once.data`) by link. */
+function name(tmp: string, target: string, durable: boolean, once?: { readonly writeOnce: WriteOnce; readonly data: Uint8Array }): Published {
+  if (once === undefined) {
+    renameSync(tmp, target);
+    if (durable) fsyncDir(dirname(target));
+    return "published";
+  }
+  try {
+    linkSync(tmp, target); // fails with EEXIST instead of replacing, which rename(2) cannot do
+  } catch (cause) {
+    if ((cause as { code?: string }).code !== "EEXIST") throw cause;
+    // Published before, or a concurrent publisher won the race: accept only identical bytes.
+    unlinkSync(tmp);
+    keepIdentical(target, once.data, once.writeOnce);
+    return "kept";
+  }
+  unlinkSync(tmp);
+  if (durable) fsyncDir(dirname(target));
+  return "published";
+}
+
+/**
+ * Checks a file already under a write-once name: identical bytes are kept,
+ * anything else (other bytes, another size, not a regular file) is refused.
+ * Returns false when nothing is there.
+ */
+export function publishedIdentical(target: string, data: Uint8Array, writeOnce: WriteOnce): boolean {
+  try {
+    lstatSync(target);
+  } catch (cause) {
+    if ((cause as { code?: string }).code === "ENOENT") return false;
+    throw ioError(target, cause);
+  }
+  keepIdentical(target, data, writeOnce);
+  return true;
+}
+
+function keepIdentical(target: string, data: Uint8Array, writeOnce: WriteOnce): void {
+  const refuse = (): never => {
+    throw new CairnError(writeOnce.code, `${writeOnce.what} is already published with different content`, { path: target, hint: writeOnce.hint });
+  };
+  const st = lstatSync(target);
+  if (!st.isFile() || st.size !== data.length) refuse();
+  const existing = readFileBounded(target, data.length, "publish.existing_bytes", { notRegular: writeOnce.code, changed: writeOnce.code });
+  if (Buffer.compare(existing, data) !== 0) refuse();
+}

@@ -1,0 +1,29 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import { compareBytes, sortedRecord } from "../../src/core/index.ts";
+
+test("byte order is UTF-8 byte order, not UTF-16 or locale order", () => {
+  // U+E000 (EE 80 80) sorts before U+1F600 (F0 9F 98 80) by bytes; JavaScript's default sort puts it after (the surrogate D83D < E000).
+  const astral = "\u{1F600}";
+  const privateUse = "\uE000";
+  assert.deepEqual([astral, privateUse].sort(compareBytes), [privateUse, astral]);
+  assert.deepEqual([astral, privateUse].sort(), [astral, privateUse], "control: the default sort differs, so the test can fail");
+  assert.deepEqual(["b", "B", "a", "é", "e"].sort(compareBytes), ["B", "a", "b", "e", "é"]);
+  assert.equal(compareBytes("a", "a"), 0);
+  assert.ok(compareBytes("a", "ab") < 0, "a prefix sorts first");
+});
+
+test("byte order agrees with Buffer.compare of the UTF-8 encodings (property)", () => {
+  fc.assert(
+    fc.property(fc.string({ unit: "grapheme" }), fc.string({ unit: "grapheme" }), (a, b) => {
+      assert.equal(Math.sign(compareBytes(a, b)), Math.sign(Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"))));
+      assert.equal(Math.sign(compareBytes(a, b)) + Math.sign(compareBytes(b, a)), 0, "antisymmetric");
+    }),
+  );
+});
+
+test("sortedRecord lists a map's keys in byte order", () => {
+  const r = sortedRecord(new Map([["\u{1F600}", 1], ["\uE000", 2], ["a", 3]]));
+  assert.deepEqual(Object.keys(r), ["a", "\uE000", "\u{1F600}"]);
+});
