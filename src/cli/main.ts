@@ -7,7 +7,7 @@ import { Command, CommanderError } from "commander";
 import { CairnError } from "../core/index.ts";
 import { processIo, reportError, type Io } from "./output.ts";
 import { COMMANDS } from "./commands/index.ts";
-import { CAIRN_VERSION } from "./version.ts";
+import { CAIRN_VERSION } from "./cairn-version.ts";
 
 export interface Context {
   io: Io;

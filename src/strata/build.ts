@@ -9,7 +9,7 @@ import { buildLayerBlob, type LayerBlob } from "./blob.ts";
 import { capabilityString, requirementString, satisfies, type Capability, type Requirement } from "./capability.ts";
 import { byBytes } from "./order.ts";
 import { readDirectory, type DirLimits, DEFAULT_DIR_LIMITS } from "./dir-source.ts";
-import { formationKey, type Formation } from "./formation.ts";
+import { formationKey, type Formation } from "./formation-document.ts";
 import { layerId, type Abi, type InstallLayout, type LayerArch, type LayerManifest, type FoldedFrom } from "./layer-manifest.ts";
 import type { LocalRegistry, SignedDocument } from "./registry.ts";
 import { readLayerBlob } from "./tar-reader.ts";

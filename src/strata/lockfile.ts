@@ -15,7 +15,7 @@
 import { Checker, childPath, isDigest, parseYamlText, safeComponent, toYamlText, type JsonModel, type JsonObject, type Sha256Digest } from "../core/index.ts";
 import { capabilityString, parseCapability, parseRequirement, requirementString, type Capability, type Requirement } from "./capability.ts";
 import { ARCHES, BASE_NAME, type Arch } from "./platform.ts";
-import { PACKAGE_MANAGERS, type PackageSet } from "./profile.ts";
+import { PACKAGE_MANAGERS, type PackageSet } from "./profile-model.ts";
 import { baseDigest, type LockBase } from "./base.ts";
 import type { Attestation } from "./trust.ts";
 import { sortedRecord } from "./order.ts";

@@ -16,7 +16,7 @@ const LOCK_SNIFF_BYTES = 4 * 1024 * 1024;
 import { writeFailureBundle } from "./bundle.ts";
 import { bootGuest, evaluate, prepareGuest, type Evaluation, type PreparedGuest } from "./guest.ts";
 import { qemuVersion, type Kit } from "./kit.ts";
-import { RUN_SCHEMA, type RunManifest } from "./manifest.ts";
+import { RUN_SCHEMA, type RunManifest } from "./run-manifest.ts";
 import { dropImage, RUN_FILES, shellQuote, writeEvaluation, writeJsonPublic, writeStreams } from "./rundir.ts";
 import { parseScenario, type Scenario } from "./scenario.ts";
 import { vmDigest } from "./vmid.ts";

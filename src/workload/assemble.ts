@@ -12,7 +12,7 @@ import { CairnError, writeFileAtomic, type Sha256Digest } from "../core/index.ts
 import { Store } from "../store/index.ts";
 import { deriveBinary, type Derived } from "./derive.ts";
 import type { SourceKind, WorkloadIdentities } from "./identity.ts";
-import { encodeLock, type WorkloadLock } from "./lock.ts";
+import { encodeLock, type WorkloadLock } from "./workload-lock.ts";
 import { readSourceFile } from "./source-file.ts";
 import { parseWorkloadSpec, SPEC_MAX_BYTES } from "./spec.ts";
 

@@ -11,13 +11,13 @@ export type { WorkloadIdentities, SourceKind, SourceFacts, ScopeRow } from "./id
 export { BINARY_INSTALL_PATH } from "./binary.ts";
 export { RAW_ROLES } from "./closure.ts";
 export type { RawRef, RawRole } from "./closure.ts";
-export { encodeLock, parseLock, LOCK_SCHEMA } from "./lock.ts";
-export type { WorkloadLock } from "./lock.ts";
-export { DERIVED_SCHEMA } from "./derived.ts";
+export { encodeLock, parseLock, LOCK_SCHEMA } from "./workload-lock.ts";
+export type { WorkloadLock } from "./workload-lock.ts";
+export { DERIVED_SCHEMA } from "./derived-entry.ts";
 export { assembleWorkload, defaultLockPath } from "./assemble.ts";
 export type { AssembleOptions, AssembleResult } from "./assemble.ts";
-export { openVerifiedWorkload, readWorkloadLock } from "./verify.ts";
-export type { VerifiedWorkload } from "./verify.ts";
+export { openVerifiedWorkload, readWorkloadLock } from "./verified-workload.ts";
+export type { VerifiedWorkload } from "./verified-workload.ts";
 export { parsePolicy, STRICT_POLICY, POLICY_VERSION } from "./policy.ts";
 export type { LayerPolicy } from "./policy.ts";
 export { parseLimits, DEFAULT_LIMITS, LIMIT_DEFAULTS } from "./limits.ts";

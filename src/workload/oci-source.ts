@@ -14,7 +14,7 @@ import { finishDerivation, type Derived } from "./derive.ts";
 import { applyLayers } from "./layers/index.ts";
 import { launchFromOci } from "./launch.ts";
 import { resolveInTree } from "./tree-resolve.ts";
-import type { WorkloadLock } from "./lock.ts";
+import type { WorkloadLock } from "./workload-lock.ts";
 import { readOciSource, type OciObjectReader, type OciSource, type OpenedFile } from "./oci/index.ts";
 import type { WorkloadSpec } from "./spec.ts";
 import type { ContentSink } from "./tree.ts";

@@ -5,7 +5,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import { WORKLOAD_SCOPE } from "../../src/workload/identity.ts";
-import { LOCK_FIELDS } from "../../src/workload/lock.ts";
+import { LOCK_FIELDS } from "../../src/workload/workload-lock.ts";
 import { SPEC_FIELDS } from "../../src/workload/spec.ts";
 import { GCC_SKIP } from "./fixtures/static-program.ts";
 import { assemble, binarySpec, binaryWorkspace } from "./fixtures/workspace.ts";

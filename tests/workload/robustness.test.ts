@@ -4,7 +4,7 @@ import fc from "fast-check";
 import { CairnError, sha256 } from "../../src/core/index.ts";
 import { checkStaticExecutable } from "../../src/workload/elf.ts";
 import { fsIdentity } from "../../src/workload/fs-identity.ts";
-import { encodeLock, parseLock } from "../../src/workload/lock.ts";
+import { encodeLock, parseLock } from "../../src/workload/workload-lock.ts";
 import { STRICT_POLICY } from "../../src/workload/policy.ts";
 import { parseWorkloadSpec } from "../../src/workload/spec.ts";
 import type { FsEntry } from "../../src/workload/tree.ts";

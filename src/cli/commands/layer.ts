@@ -7,7 +7,7 @@ import {
 } from "../../strata/index.ts";
 import type { Context } from "../main.ts";
 import { printJson } from "../output.ts";
-import { CAIRN_VERSION } from "../version.ts";
+import { CAIRN_VERSION } from "../cairn-version.ts";
 import { collect, defaultRegistryDir } from "./resolve-options.ts";
 
 interface SpecOpts {

@@ -4,7 +4,7 @@ import { readSigningKey } from "../../core/index.ts";
 import { catalogFromRegistries, environmentId, resolveProfile, writeLockfile } from "../../strata/index.ts";
 import type { Context } from "../main.ts";
 import { printJson } from "../output.ts";
-import { CAIRN_VERSION } from "../version.ts";
+import { CAIRN_VERSION } from "../cairn-version.ts";
 import { notActedUpon, readProfile } from "./profile.ts";
 import { clock, collect, openRegistries, probeBaseFlag } from "./resolve-options.ts";
 

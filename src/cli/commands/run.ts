@@ -4,7 +4,7 @@ import { defaultStoreDir } from "../../store/index.ts";
 import { defaultRunsDir, ensureKit, kitDir, recordRun } from "../../vm/index.ts";
 import type { Context } from "../main.ts";
 import { printJson } from "../output.ts";
-import { CAIRN_VERSION } from "../version.ts";
+import { CAIRN_VERSION } from "../cairn-version.ts";
 
 export function parseTimeout(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;

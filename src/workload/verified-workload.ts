@@ -26,7 +26,7 @@ import { readPacked, Store, type PackIndex } from "../store/index.ts";
 import { canonicalSpecBytes, deriveBinary, type Derived } from "./derive.ts";
 import type { SourceKind, WorkloadIdentities } from "./identity.ts";
 import type { Launch } from "./launch.ts";
-import { LOCK_MAX_BYTES, parseLock, type WorkloadLock } from "./lock.ts";
+import { LOCK_MAX_BYTES, parseLock, type WorkloadLock } from "./workload-lock.ts";
 import { parseCanonicalSpec, SPEC_MAX_BYTES, type WorkloadSpec } from "./spec.ts";
 import type { CanonicalTree, ContentSource } from "./tree.ts";
 import { readSourceFile } from "./source-file.ts";

@@ -9,7 +9,7 @@ import { canonicalBytes, sha256, type Sha256Digest } from "../../core/index.ts";
 import type { LockBase } from "../base.ts";
 import type { Catalog } from "../catalog.ts";
 import { LOCK_FORMAT, type LockLayer, type Lockfile } from "../lockfile.ts";
-import { NOT_ACTED_UPON, profileToModel, type Profile } from "../profile.ts";
+import { NOT_ACTED_UPON, profileToModel, type Profile } from "../profile-model.ts";
 import { stageBase } from "./base-stage.ts";
 import { expandFormations } from "./formations.ts";
 import { mergePicks, resolveRefs } from "./refs.ts";
