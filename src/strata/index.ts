@@ -4,7 +4,8 @@ export { parseCapability, parseRequirement, capabilityString, requirementString,
 export type { Capability, Requirement } from "./capability.ts";
 export { readRef, refString, refToModel } from "./ref.ts";
 export type { SoftwareRef } from "./ref.ts";
-export { parseProfileModel, parseProfileText, profileToModel, profileToYaml, NOT_ACTED_UPON, PROFILE_FIELDS } from "./profile-model.ts";
+export { parseProfileModel, parseProfileText, profileToModel, profileToYaml, notActedUpon, NOT_ACTED_UPON, PROFILE_FIELDS } from "./profile-model.ts";
+export { readProfileFile, MAX_PROFILE_BYTES } from "./profile-file.ts";
 export type { Profile, PackageSet, RegistryRef } from "./profile-model.ts";
 export { ARCHES, baseNameOf, archOfNode } from "./platform.ts";
 export type { Arch } from "./platform.ts";
@@ -19,6 +20,8 @@ export { readDirectory } from "./dir-source.ts";
 export { readLayerBlob } from "./tar-reader.ts";
 export { LocalRegistry, REGISTRY_FORMAT } from "./registry.ts";
 export type { SignedDocument } from "./registry.ts";
+export { openRegistries, registryPath, defaultRegistryDir } from "./registry-open.ts";
+export type { OpenedRegistry, RegistryChoice, RegistryPlace } from "./registry-open.ts";
 export { readTrust, attest } from "./trust.ts";
 export type { Attestation } from "./trust.ts";
 export { directoryView, resolveInRoot } from "./rootview.ts";
@@ -40,6 +43,7 @@ export { writeLockfile, readLockfile, signaturePath, LOCK_PAYLOAD_TYPE } from ".
 export { verifyLock, verifyLockContents } from "./lockfile-verify.ts";
 export { checkLayerContents } from "./contents.ts";
 export type { VerifyReport, VerifyOptions } from "./lockfile-verify.ts";
+export { lockfileCaveats } from "./lockfile-caveats.ts";
 export { provenanceOf, provenanceText } from "./provenance.ts";
 export type { ProvenanceRecord } from "./provenance.ts";
 export { diffLocks } from "./lockfile-diff.ts";
