@@ -26,6 +26,6 @@ export { recordRun, defaultRunsDir, DEFAULT_TIMEOUT_MS } from "./record.ts";
 export type { RecordOptions, RecordResult } from "./record.ts";
 export { replayRun, preflight, readRunManifest } from "./replay-run.ts";
 export type { ReplayOptions, ReplayResult } from "./replay-run.ts";
-export { parseRunManifest, RUN_SCHEMA, RUN_MANIFEST_FIELDS } from "./run-manifest.ts";
+export { parseRunManifest, RUN_MANIFEST_SCHEMA, RUN_MANIFEST_FIELDS } from "./run-manifest.ts";
 export type { RunManifest } from "./run-manifest.ts";
 export { writeFailureBundle, BUNDLE_SCHEMA } from "./bundle.ts";

@@ -11,7 +11,7 @@ export type { WorkloadIdentities, SourceKind, SourceFacts, ScopeRow } from "./id
 export { BINARY_INSTALL_PATH } from "./binary.ts";
 export { RAW_ROLES } from "./closure.ts";
 export type { RawRef, RawRole } from "./closure.ts";
-export { encodeLock, parseLock, LOCK_SCHEMA } from "./workload-lock.ts";
+export { encodeWorkloadLock, parseWorkloadLock, WORKLOAD_LOCK_SCHEMA } from "./workload-lock.ts";
 export type { WorkloadLock } from "./workload-lock.ts";
 export { DERIVED_SCHEMA } from "./derived-entry.ts";
 export { assembleWorkload, defaultLockPath } from "./assemble.ts";

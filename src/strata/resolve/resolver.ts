@@ -8,7 +8,7 @@
 import { canonicalBytes, sha256, type Sha256Digest } from "../../core/index.ts";
 import type { LockBase } from "../base.ts";
 import type { Catalog } from "../catalog.ts";
-import { LOCK_FORMAT, type LockLayer, type Lockfile } from "../lockfile.ts";
+import { LOCKFILE_FORMAT, type LockLayer, type Lockfile } from "../lockfile.ts";
 import { NOT_ACTED_UPON, profileToModel, type Profile } from "../profile-model.ts";
 import { stageBase } from "./base-stage.ts";
 import { expandFormations } from "./formations.ts";
@@ -58,7 +58,7 @@ export function resolveProfile(input: ResolveInput): Lockfile {
   const notActed: Record<string, unknown> = {};
   for (const k of NOT_ACTED_UPON) if (profile[k] !== undefined) notActed[k] = profile[k];
   return {
-    format: LOCK_FORMAT,
+    format: LOCKFILE_FORMAT,
     profile: profile.name,
     profile_sha256: profileDigest(profile),
     resolved_at: input.now.toISOString(),
