@@ -1,37 +1,21 @@
 /**
  * The cairn command line. Each command lives in its own file under
- * `commands/` and registers itself on the program; this file only wires them
- * together and maps failures to exit codes.
+ * `commands/` and registers itself on the program (program.ts); this file
+ * only runs the program and maps failures to exit codes. Only bin/ and the
+ * tests that run the CLI import this file.
  */
-import { Command, CommanderError } from "commander";
+import { CommanderError } from "commander";
 import { CairnError } from "../core/index.ts";
 import { processIo, reportError, type Io } from "./output.ts";
-import { COMMANDS } from "./commands/index.ts";
-import { CAIRN_VERSION } from "./version.ts";
+import type { Context } from "./context.ts";
+import { buildProgram } from "./program.ts";
 
-export interface Context {
-  io: Io;
-  env: NodeJS.ProcessEnv;
-  cwd: string;
-  /** Whether --json was asked for (decides how a failure is printed). */
-  json: boolean;
-  /** A command may set a non-zero exit code without throwing (e.g. a diff found differences). */
-  exitCode?: number;
-}
-
-export function buildProgram(ctx: Context): Command {
-  const program = new Command("cairn")
-    .description("Make a compute environment a checkable fact: canonical identities, signed locks, offline verification, deterministic record/replay.")
-    .version(CAIRN_VERSION)
-    .showHelpAfterError(false)
-    .exitOverride()
-    .configureOutput({
-      writeOut: (s) => ctx.io.out(s),
-      writeErr: (s) => ctx.io.err(s),
-    });
-  for (const register of COMMANDS) register(program, ctx);
-  return program;
-}
+/**
+ * Kept only for `commands/resolve-oci.ts`, which the wip-tree branch moves
+ * into strata; everything else imports Context from context.ts. Remove after
+ * that merge.
+ */
+export type { Context } from "./context.ts";
 
 export async function main(argv: string[], io: Io = processIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const ctx: Context = { io, env, cwd: process.cwd(), json: argv.includes("--json") };

@@ -10,7 +10,7 @@
  */
 import { CairnError, Checker, canonicalize, identityDigest, childPath, isJsonObject, parseDigest, refuseAll, toJsonValue, type JsonModel, type JsonObject } from "../core/index.ts";
 import { buildCore, type EnvCore } from "./core.ts";
-import { manifestOf, type EnvManifest, type ManifestSignature } from "./manifest.ts";
+import { manifestOf, type EnvManifest, type ManifestSignature } from "./env-manifest.ts";
 import { mountToString, normalizeMount } from "./mounts.ts";
 import { DEFAULT_MANIFEST_LIMITS } from "./declared.ts";
 import { ownModel } from "./own.ts";

@@ -17,11 +17,11 @@ export {
   ingestDevcontainer,
   signManifest,
   verifyManifestSignature,
-} from "./manifest.ts";
-export type { EnvManifest, ManifestSignature, Pinning, IngestResult } from "./manifest.ts";
+} from "./env-manifest.ts";
+export type { EnvManifest, ManifestSignature, Pinning, IngestResult } from "./env-manifest.ts";
 export { parseManifest, parseCore as parseManifestCore, manifestText, isManifestDocument } from "./document.ts";
-export { diffCores as diffManifestCores } from "./diff.ts";
-export type { CoreDifference, ChangeKind } from "./diff.ts";
+export { diffCores as diffManifestCores } from "./core-diff.ts";
+export type { CoreDifference, ChangeKind } from "./core-diff.ts";
 export { checkResume, snapshotRefOf, parseSnapshotRef, SNAPSHOT_REF_SCHEMA } from "./resume.ts";
 export type { SnapshotRef } from "./resume.ts";
 export { readManifestFile, readInputFile as readManifestInput, loadManifestOrDevcontainer } from "./read.ts";

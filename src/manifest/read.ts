@@ -10,7 +10,7 @@ import { createScanner } from "jsonc-parser";
 import { CairnError, decodeUtf8, parseJsonText, readFileBounded, type JsonModel } from "../core/index.ts";
 import { DEFAULT_MANIFEST_LIMITS, type ManifestLimits } from "./declared.ts";
 import { isManifestDocument, parseManifest } from "./document.ts";
-import { ingestDevcontainer, type EnvManifest } from "./manifest.ts";
+import { ingestDevcontainer, type EnvManifest } from "./env-manifest.ts";
 
 // jsonc-parser's SyntaxKind is an ambient const enum, which verbatimModuleSyntax cannot import.
 const OPEN_BRACE = 1;

@@ -6,11 +6,11 @@
  */
 import { CairnError, isJsonObject, parseDigest, type Blake3Digest, type Issue } from "../core/index.ts";
 import type { EnvCore } from "./core.ts";
-import { diffCores } from "./diff.ts";
+import { diffCores } from "./core-diff.ts";
 import { DEFAULT_MANIFEST_LIMITS } from "./declared.ts";
 import { parseCore } from "./document.ts";
 import { ownModel } from "./own.ts";
-import { addressOf, type EnvManifest } from "./manifest.ts";
+import { addressOf, type EnvManifest } from "./env-manifest.ts";
 
 export const SNAPSHOT_REF_SCHEMA = "cairn.snapshot-ref/1";
 

@@ -8,7 +8,7 @@ import { compareBytes, CairnError, type SigningKey, type VerifyingKey } from "..
 import { buildLayerBlob, type LayerBlob } from "./blob.ts";
 import { capabilityString, requirementString, satisfies, type Capability, type Requirement } from "./capability.ts";
 import { readDirectory, type DirLimits, DEFAULT_DIR_LIMITS } from "./dir-source.ts";
-import { formationKey, type Formation } from "./formation.ts";
+import { formationKey, type Formation } from "./formation-document.ts";
 import { layerId, type Abi, type InstallLayout, type LayerArch, type LayerManifest, type FoldedFrom } from "./layer-manifest.ts";
 import type { LocalRegistry, SignedDocument } from "./registry.ts";
 import { readLayerBlobs, treeToTarEntries, type BlobInput } from "./blob-reader.ts";

@@ -5,7 +5,7 @@
  * trust; the attestation stage does that for what is chosen.
  */
 import { compareBytes, CairnError, type VerifyingKey } from "../core/index.ts";
-import type { Formation } from "./formation.ts";
+import type { Formation } from "./formation-document.ts";
 import type { LayerManifest } from "./layer-manifest.ts";
 import type { SignedDocument } from "./registry.ts";
 import { compareVersions } from "./version.ts";

@@ -15,11 +15,11 @@
 import { sortedRecord, Checker, childPath, isDigest, parseYamlText, safeComponent, toYamlText, type JsonModel, type JsonObject, type Sha256Digest } from "../core/index.ts";
 import { capabilityString, parseCapability, parseRequirement, requirementString, type Capability, type Requirement } from "./capability.ts";
 import { ARCHES, BASE_NAME, type Arch } from "./platform.ts";
-import { PACKAGE_MANAGERS, type PackageSet } from "./profile.ts";
+import { PACKAGE_MANAGERS, type PackageSet } from "./profile-model.ts";
 import { baseDigest, type LockBase } from "./base.ts";
 import type { Attestation } from "./trust.ts";
 
-export const LOCK_FORMAT = "cairn.lock/1";
+export const LOCKFILE_FORMAT = "cairn.lock/1";
 export const VERIFICATION_POLICIES = ["signed", "unsigned-offline"] as const;
 export type VerificationPolicy = (typeof VERIFICATION_POLICIES)[number];
 
@@ -45,7 +45,7 @@ export interface LockFormation {
 }
 
 export interface Lockfile {
-  readonly format: typeof LOCK_FORMAT;
+  readonly format: typeof LOCKFILE_FORMAT;
   readonly profile: string;
   readonly profile_sha256?: Sha256Digest;
   readonly resolved_at: string;
@@ -215,7 +215,7 @@ export function parseLockfile(v: JsonModel, source = "lockfile"): Lockfile {
   const root = o!;
   const r = (k: string): JsonModel | undefined => c.required(root, k, "");
   const format = c.string(r("format"), "/format");
-  if (format !== undefined && format !== LOCK_FORMAT) c.add("/format", `format must be ${LOCK_FORMAT}`, "MODEL_VALUE");
+  if (format !== undefined && format !== LOCKFILE_FORMAT) c.add("/format", `format must be ${LOCKFILE_FORMAT}`, "MODEL_VALUE");
   const profile = c.string(r("profile"), "/profile", { nonEmpty: true });
   const profile_sha256 = digest(c, root, "profile_sha256", "");
   const resolved_at = c.string(r("resolved_at"), "/resolved_at", { pattern: RFC3339_UTC });
@@ -261,7 +261,7 @@ export function parseLockfile(v: JsonModel, source = "lockfile"): Lockfile {
   const not_acted_upon = has(root, "not_acted_upon") ? c.object(root.not_acted_upon, "/not_acted_upon", ["instance", "storage"]) : undefined;
   c.done(source, "a lockfile is written by `cairn resolve`; do not edit it by hand");
   return {
-    format: LOCK_FORMAT, profile: profile!, ...(profile_sha256 !== undefined ? { profile_sha256 } : {}),
+    format: LOCKFILE_FORMAT, profile: profile!, ...(profile_sha256 !== undefined ? { profile_sha256 } : {}),
     resolved_at: resolved_at!, cairn_version: cairn_version!, verification_policy: policy as VerificationPolicy,
     base: base!, layers, formations, env, on_ready, defaults, packages, mutable_layer: mutable_layer!, requires_host,
     ...(not_acted_upon !== undefined ? { not_acted_upon } : {}),

@@ -7,7 +7,7 @@
 import type { Sha256Digest } from "../core/index.ts";
 import { capabilityString } from "./capability.ts";
 import { environmentId } from "./env-id.ts";
-import type { LockSignature } from "./lock-io.ts";
+import type { LockSignature } from "./lockfile-io.ts";
 import type { Lockfile } from "./lockfile.ts";
 
 export interface ProvenanceRecord {

@@ -26,7 +26,7 @@ import {
 } from "../core/index.ts";
 import { publishBytes } from "../store/index.ts";
 import { LAYER_MANIFEST_TYPE, layerManifestToModel, parseLayerManifest, type LayerManifest } from "./layer-manifest.ts";
-import { FORMATION_TYPE, formationKey, formationToModel, parseFormation, type Formation } from "./formation.ts";
+import { FORMATION_TYPE, formationKey, formationToModel, parseFormation, type Formation } from "./formation-document.ts";
 
 export const REGISTRY_FORMAT = "cairn.registry/1";
 /** registry.max_envelope_bytes: the largest manifest or formation envelope read. */

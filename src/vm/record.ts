@@ -8,14 +8,14 @@ import { randomBytes } from "node:crypto";
 import { copyFileSync, chmodSync, readFileSync, rmSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { cairnDir, CairnError, isCairnError, isJsonObject, mkdirPrivate, parseJsonBytes, sha256, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
-import { assembleWorkload, LOCK_SCHEMA, openVerifiedWorkload, type VerifiedWorkload } from "../workload/index.ts";
+import { assembleWorkload, WORKLOAD_LOCK_SCHEMA, openVerifiedWorkload, type VerifiedWorkload } from "../workload/index.ts";
 
 /** A lock is small; a bigger file is not taken for one (the workload layer bounds its own read too). */
 const LOCK_SNIFF_BYTES = 4 * 1024 * 1024;
 import { writeFailureBundle } from "./bundle.ts";
 import { bootGuest, evaluate, prepareGuest, type Evaluation, type PreparedGuest } from "./guest.ts";
 import { qemuVersion, type Kit } from "./kit.ts";
-import { RUN_SCHEMA, type RunManifest } from "./manifest.ts";
+import { RUN_MANIFEST_SCHEMA, type RunManifest } from "./run-manifest.ts";
 import { dropImage, RUN_FILES, shellQuote, writeEvaluation, writeJsonPublic, writeStreams } from "./rundir.ts";
 import { parseScenario, type Scenario } from "./scenario.ts";
 import { vmDigest } from "./vmid.ts";
@@ -45,7 +45,7 @@ function isLockFile(path: string): boolean {
   try {
     if (statSync(path).size > LOCK_SNIFF_BYTES) return false;
     const m = parseJsonBytes(readFileSync(path));
-    return isJsonObject(m) && m.schema === LOCK_SCHEMA;
+    return isJsonObject(m) && m.schema === WORKLOAD_LOCK_SCHEMA;
   } catch {
     return false;
   }
@@ -160,7 +160,7 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
 function buildManifest(runId: string, w: VerifiedWorkload, p: PreparedGuest, ev: Evaluation, log: Buffer, now: Date, version: string): RunManifest {
   const logDigest: Sha256Digest = sha256(log);
   return {
-    schema: RUN_SCHEMA,
+    schema: RUN_MANIFEST_SCHEMA,
     run_id: runId,
     status: ev.status,
     workload: workloadFacts(w),

@@ -12,7 +12,7 @@ import { CairnError, writeFileAtomic, type Sha256Digest } from "../core/index.ts
 import { Store } from "../store/index.ts";
 import { deriveBinary, type Derived } from "./derive.ts";
 import type { SourceKind, WorkloadIdentities } from "./identity.ts";
-import { encodeLock, type WorkloadLock } from "./lock.ts";
+import { encodeWorkloadLock, type WorkloadLock } from "./workload-lock.ts";
 import { readSourceFile } from "./source-file.ts";
 import { parseWorkloadSpec, SPEC_MAX_BYTES } from "./spec.ts";
 
@@ -81,7 +81,7 @@ export async function assembleWorkload(opts: AssembleOptions): Promise<AssembleR
     cairnVersion: opts.cairnVersion,
   };
   const lockPath = resolve(opts.lockOut ?? defaultLockPath(specPath));
-  writeFileAtomic(lockPath, encodeLock(lock), { mode: 0o600 });
+  writeFileAtomic(lockPath, encodeWorkloadLock(lock), { mode: 0o600 });
   let files = 0;
   let treeBytes = 0;
   for (const e of derived.tree.values()) {

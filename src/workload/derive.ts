@@ -8,7 +8,7 @@
 import { CairnError, canonicalBytes, sha256, type Sha256Digest } from "../core/index.ts";
 import { buildBinaryWorkload } from "./binary.ts";
 import type { RawRef } from "./closure.ts";
-import { encodeDerived } from "./derived.ts";
+import { encodeDerived } from "./derived-entry.ts";
 import { fsIdentity } from "../tree/index.ts";
 import { sourceIdentity, workloadIdentity, type SourceFacts, type SourceKind, type WorkloadIdentities } from "./identity.ts";
 import { launchIdentity, type Launch } from "./launch.ts";

@@ -11,10 +11,10 @@ export type { WorkloadIdentities, SourceKind, SourceFacts } from "./identity.ts"
 export { BINARY_INSTALL_PATH } from "./binary.ts";
 export { RAW_ROLES } from "./closure.ts";
 export type { RawRef, RawRole } from "./closure.ts";
-export { encodeLock, parseLock, LOCK_SCHEMA, LOCK_DIGEST } from "./lock.ts";
-export type { WorkloadLock } from "./lock.ts";
-export { DERIVED_SCHEMA, DERIVED_ENTRY_IDENTITY, DERIVED_ENTRY_SCOPE } from "./derived.ts";
+export { encodeWorkloadLock, parseWorkloadLock, WORKLOAD_LOCK_SCHEMA, LOCK_DIGEST } from "./workload-lock.ts";
+export type { WorkloadLock } from "./workload-lock.ts";
+export { DERIVED_SCHEMA, DERIVED_ENTRY_IDENTITY, DERIVED_ENTRY_SCOPE } from "./derived-entry.ts";
 export { assembleWorkload, defaultLockPath } from "./assemble.ts";
 export type { AssembleOptions, AssembleResult } from "./assemble.ts";
-export { openVerifiedWorkload, readWorkloadLock } from "./verify.ts";
-export type { VerifiedWorkload } from "./verify.ts";
+export { openVerifiedWorkload, readWorkloadLock } from "./verified-workload.ts";
+export type { VerifiedWorkload } from "./verified-workload.ts";

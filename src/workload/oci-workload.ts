@@ -12,7 +12,7 @@ import { PackCheck, PackWriter, type PackIndex, type Store } from "../store/inde
 import type { RawRef } from "./closure.ts";
 import { finishDerivation, type Derived } from "./derive.ts";
 import { launchFromOci } from "./launch.ts";
-import type { WorkloadLock } from "./lock.ts";
+import type { WorkloadLock } from "./workload-lock.ts";
 import type { WorkloadSpec } from "./spec.ts";
 import { readOciSource, type OciObjectReader, type OciSource, type OpenedFile } from "../oci/index.ts";
 import { applyLayers, resolveInTree, type CanonicalTree, type ContentSink, type FsEntry } from "../tree/index.ts";

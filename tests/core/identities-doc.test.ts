@@ -17,10 +17,12 @@ import * as store from "../../src/store/index.ts";
 import * as strata from "../../src/strata/index.ts";
 import * as vm from "../../src/vm/index.ts";
 import * as workload from "../../src/workload/index.ts";
+import * as tree from "../../src/tree/index.ts";
+import * as oci from "../../src/oci/index.ts";
 import { isIdentityDeclaration, type IdentityDeclaration, type IdentityScope } from "../../src/core/index.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
 
-const AREAS = { core, manifest, store, strata, vm, workload };
+const AREAS = { core, tree, oci, manifest, store, strata, vm, workload };
 const DOC = join(PROJECT_ROOT, "docs/identities.md");
 const BEGIN = "<!-- identity-table: generated from the declarations by tests/core/identities-doc.test.ts -->";
 const END = "<!-- /identity-table -->";

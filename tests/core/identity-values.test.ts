@@ -15,9 +15,9 @@ import { join } from "node:path";
 import type { Sha256Digest } from "../../src/core/index.ts";
 import { ingestDevcontainer, snapshotRefOf } from "../../src/manifest/index.ts";
 import { baseDigest, declaredBase, environmentId, parseLockfile, parseProfileText, profileDigest } from "../../src/strata/index.ts";
-import { encodeLock, launchIdentity, makeLaunch, sourceIdentity, workloadIdentity } from "../../src/workload/index.ts";
+import { encodeWorkloadLock, launchIdentity, makeLaunch, sourceIdentity, workloadIdentity } from "../../src/workload/index.ts";
 import { fsIdentity, STRICT_POLICY, type CanonicalTree, type FsEntry } from "../../src/tree/index.ts";
-import { encodeDerived } from "../../src/workload/derived.ts";
+import { encodeDerived } from "../../src/workload/derived-entry.ts";
 import { defaultVmIdentity, outcomeDigest, vmDigest } from "../../src/vm/index.ts";
 import { agentSourceDigest } from "../../src/vm/kit.ts";
 import { sha256 } from "../../src/core/index.ts";
@@ -70,7 +70,7 @@ export async function computeIdentityValues(): Promise<Record<string, string>> {
   out["workload (copy policy)"] = workloadIdentity({ kind: "oci", source: out["source (oci)"] as Sha256Digest, fs: out["fs"] as Sha256Digest, launch: out["launch"] as Sha256Digest, policy: { ...STRICT_POLICY, hardlinks: "copy" } });
   const raw = [{ role: "spec" as const, digest: d("5"), size: 10 }, { role: "executable" as const, digest: d("3"), size: 42 }];
   out["derived entry"] = sha256(encodeDerived({ kind: "binary", identities, policy: STRICT_POLICY, launch, raw, tree: tree() }));
-  const lockText = encodeLock({ kind: "binary", identities, policy: STRICT_POLICY, raw, derived: { digest: out["derived entry"] as Sha256Digest, size: 100 }, created: "2026-01-01T00:00:00.000Z", cairnVersion: "0.1.0" });
+  const lockText = encodeWorkloadLock({ kind: "binary", identities, policy: STRICT_POLICY, raw, derived: { digest: out["derived entry"] as Sha256Digest, size: 100 }, created: "2026-01-01T00:00:00.000Z", cairnVersion: "0.1.0" });
   out["workload lock lock_digest"] = (JSON.parse(lockText) as { lock_digest: string }).lock_digest;
 
   const vm = defaultVmIdentity({ qemu: "7.2.22 (Debian test)", kernel: d("a"), modules: [{ name: "virtio_ring", digest: d("d") }, { name: "virtio", digest: d("e") }], agent: d("b"), initramfs: d("c") });

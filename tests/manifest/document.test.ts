@@ -4,7 +4,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { blake3, canonicalBytes, generateSigningKey, parseJsonText, verifyBytes, type JsonModel } from "../../src/core/index.ts";
 import { parseManifest, manifestText } from "../../src/manifest/document.ts";
-import { coreBytes, ingestDevcontainer, signManifest, verifyManifestSignature, type EnvManifest } from "../../src/manifest/manifest.ts";
+import { coreBytes, ingestDevcontainer, signManifest, verifyManifestSignature, type EnvManifest } from "../../src/manifest/env-manifest.ts";
 import { NOT_COVERED } from "../../src/manifest/scope.ts";
 import { assertCode } from "../helpers/errors.ts";
 import { fullDeclaration, HEX, PINNED_IMAGE, TAGGED_IMAGE } from "./helpers.ts";

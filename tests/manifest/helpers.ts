@@ -1,7 +1,7 @@
 /** Shared builders for manifest tests: parse JSONC text and ingest it. */
 import { parseJsonText, type JsonModel } from "../../src/core/index.ts";
 import { buildCore, type BuiltCore } from "../../src/manifest/core.ts";
-import { ingestDevcontainer, type EnvManifest } from "../../src/manifest/manifest.ts";
+import { ingestDevcontainer, type EnvManifest } from "../../src/manifest/env-manifest.ts";
 
 export const HEX = (c: string): string => c.repeat(64);
 export const PINNED_IMAGE = `mcr.microsoft.com/devcontainers/base@sha256:${HEX("1")}`;

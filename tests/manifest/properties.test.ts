@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { parseJsonText, type JsonModel } from "../../src/core/index.ts";
 import { manifestText, parseManifest } from "../../src/manifest/document.ts";
-import { ingestDevcontainer } from "../../src/manifest/manifest.ts";
+import { ingestDevcontainer } from "../../src/manifest/env-manifest.ts";
 import { addr } from "./helpers.ts";
 
 type Decl = { [k: string]: JsonModel };

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { readRunManifest, RUN_READ_LIMITS } from "../../src/vm/replay.ts";
+import { readRunManifest, RUN_READ_LIMITS } from "../../src/vm/replay-run.ts";
 import { CairnError } from "../../src/core/index.ts";
 
 function codeOf(fn: () => unknown): string | undefined {

@@ -5,10 +5,10 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import type { JsonModel, Sha256Digest } from "../../src/core/index.ts";
-import { DERIVED_ENTRY_SCOPE, encodeDerived } from "../../src/workload/derived.ts";
+import { DERIVED_ENTRY_SCOPE, encodeDerived } from "../../src/workload/derived-entry.ts";
 import { SOURCE_IDENTITY_SCOPE, WORKLOAD_IDENTITY_SCOPE } from "../../src/workload/identity.ts";
 import { LAUNCH_IDENTITY_SCOPE, launchModel, makeLaunch } from "../../src/workload/launch.ts";
-import { encodeLock, LOCK_FIELDS } from "../../src/workload/lock.ts";
+import { encodeWorkloadLock, LOCK_FIELDS } from "../../src/workload/workload-lock.ts";
 import { STRICT_POLICY } from "../../src/tree/index.ts";
 import { canonicalSpecModel, checkWorkloadSpec, SPEC_FIELDS } from "../../src/workload/spec.ts";
 import { assertCatchesExtraField, assertScopeExhaustive, named } from "../helpers/identity-scope.ts";
@@ -29,7 +29,7 @@ test("every spec field and every lock field is placed as covered or not covered 
   assert.deepEqual(stale, [], "WORKLOAD_IDENTITY_SCOPE lists fields the models no longer have");
 });
 
-/** Real instances: a full binary spec and a full OCI spec (both accepted by the spec parser) and a lock written by encodeLock. */
+/** Real instances: a full binary spec and a full OCI spec (both accepted by the spec parser) and a lock written by encodeWorkloadLock. */
 function instances(): unknown[] {
   const d = (c: string) => `sha256:${c.repeat(64)}` as Sha256Digest;
   const withAll = (m: Record<string, unknown>): Record<string, unknown> => {
@@ -41,7 +41,7 @@ function instances(): unknown[] {
   const binary = withAll(JSON.parse(binarySpec()) as Record<string, unknown>);
   const oci = withAll({ schema: "cairn.workload/1", source: { oci: { layout: "./image", manifest: d("1") } } });
   const identities = { workload: d("2"), source: d("3"), fs: d("4"), launch: d("5") };
-  const lock = JSON.parse(encodeLock({ kind: "binary", identities, policy: STRICT_POLICY, raw: [{ role: "spec", digest: d("6"), size: 1 }], derived: { digest: d("7"), size: 2 }, created: "2026-01-01T00:00:00.000Z", cairnVersion: "t" })) as unknown;
+  const lock = JSON.parse(encodeWorkloadLock({ kind: "binary", identities, policy: STRICT_POLICY, raw: [{ role: "spec", digest: d("6"), size: 1 }], derived: { digest: d("7"), size: 2 }, created: "2026-01-01T00:00:00.000Z", cairnVersion: "t" })) as unknown;
   return [named("spec", binary), named("spec", oci), named("lock", lock)];
 }
 

@@ -4,7 +4,7 @@ import fc from "fast-check";
 import { CairnError, sha256 } from "../../src/core/index.ts";
 import { checkStaticExecutable } from "../../src/workload/elf.ts";
 import { fsIdentity } from "../../src/tree/fs-digest.ts";
-import { encodeLock, parseLock } from "../../src/workload/lock.ts";
+import { encodeWorkloadLock, parseWorkloadLock } from "../../src/workload/workload-lock.ts";
 import { STRICT_POLICY } from "../../src/tree/layer-policy.ts";
 import { parseWorkloadSpec } from "../../src/workload/spec.ts";
 import type { FsEntry } from "../../src/tree/entries.ts";
@@ -80,7 +80,7 @@ test("cairn.fs/1 agrees with the independent encoder on random trees", () => {
 
 test("lock parsing: random edits of a valid lock are refused with a lock or JSON code, never a crash", () => {
   const d = (c: string) => `sha256:${c.repeat(64)}` as ReturnType<typeof sha256>;
-  const text = encodeLock({
+  const text = encodeWorkloadLock({
     kind: "binary",
     identities: { workload: d("1"), source: d("2"), fs: d("3"), launch: d("4") },
     policy: STRICT_POLICY,
@@ -89,13 +89,13 @@ test("lock parsing: random edits of a valid lock are refused with a lock or JSON
     created: "1970-01-01T00:00:00.000Z",
     cairnVersion: "test",
   });
-  assert.equal(parseLock(Buffer.from(text), "ok").identities.fs, d("3")); // control
+  assert.equal(parseWorkloadLock(Buffer.from(text), "ok").identities.fs, d("3")); // control
   fc.assert(
     fc.property(fc.nat(text.length - 1), fc.string({ minLength: 1, maxLength: 3 }), (at, ins) => {
       const edited = text.slice(0, at) + ins + text.slice(at + 1);
       if (edited === text) return;
       try {
-        parseLock(Buffer.from(edited), "fuzz");
+        parseWorkloadLock(Buffer.from(edited), "fuzz");
       } catch (e) {
         assert.ok(e instanceof CairnError, `unexpected ${String(e)}`);
         return;

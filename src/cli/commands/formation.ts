@@ -1,9 +1,8 @@
 import type { Command } from "commander";
 import { formationOf } from "../../strata/index.ts";
-import type { Context } from "../main.ts";
+import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
-import { collect } from "./resolve-options.ts";
-import { openOrInit, signingKeys } from "./layer.ts";
+import { collect, openOrInit, signingKeys } from "../flags.ts";
 
 interface FormationOpts {
   name: string;

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { generateSigningKey, writeKeyPair } from "../../core/index.ts";
-import type { Context } from "../main.ts";
+import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
 
 export function registerKeygen(program: Command, ctx: Context): void {

@@ -1,14 +1,14 @@
 import { resolve as resolvePath } from "node:path";
 import type { Command } from "commander";
-import { CairnError, readSigningKey, type SigningKey } from "../../core/index.ts";
+import { CairnError } from "../../core/index.ts";
 import {
-  ABIS, ARCHES, INSTALL_LAYOUTS, LocalRegistry, buildLayerFromDirectory, foldLayers, parseCapability, parseRequirement, readTrust,
+  ABIS, ARCHES, INSTALL_LAYOUTS, buildLayerFromDirectory, foldLayers, parseCapability, parseRequirement, readTrust,
   type Abi, type InstallLayout, type LayerArch, type LayerManifest, type LayerSpec, type SignedDocument,
 } from "../../strata/index.ts";
-import type { Context } from "../main.ts";
+import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
-import { CAIRN_VERSION } from "../version.ts";
-import { collect, defaultRegistryDir } from "./resolve-options.ts";
+import { CAIRN_VERSION } from "../cairn-version.ts";
+import { collect, openOrInit, signingKeys } from "../flags.ts";
 
 interface SpecOpts {
   name: string;
@@ -43,18 +43,6 @@ export function specFrom(o: SpecOpts): LayerSpec {
     requires: o.requires.map((r, i) => parseRequirement(r, `--requires[${i}]`)),
     builder: `cairn ${CAIRN_VERSION}`,
   };
-}
-
-/** Signing is closed by default: --key, or an explicit --unsigned. */
-export function signingKeys(o: { key?: string; unsigned?: boolean }): SigningKey[] {
-  if (o.key !== undefined) return [readSigningKey(o.key)];
-  if (o.unsigned === true) return [];
-  throw new CairnError("USAGE", "give --key KEY to sign, or --unsigned to publish an unsigned document knowingly");
-}
-
-export function openOrInit(ctx: Context, dir: string | undefined, init: boolean | undefined): LocalRegistry {
-  const p = dir === undefined ? defaultRegistryDir(ctx) : resolvePath(ctx.cwd, dir);
-  return init ? LocalRegistry.init(p) : LocalRegistry.open(p);
 }
 
 function withSpecOptions(c: Command): Command {

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { diffLocks, readLockfile } from "../../strata/index.ts";
-import type { Context } from "../main.ts";
+import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
 
 export function registerLockDiff(lock: Command, ctx: Context): void {

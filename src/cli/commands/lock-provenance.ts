@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { readVerifyingKey } from "../../core/index.ts";
 import { provenanceOf, provenanceText, readLockfile } from "../../strata/index.ts";
-import type { Context } from "../main.ts";
+import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
 
 export function registerLockProvenance(lock: Command, ctx: Context): void {

@@ -1,10 +1,10 @@
 import type { Command } from "commander";
 import { CairnError, readVerifyingKey } from "../../core/index.ts";
-import { parseMaxAge, readTrust, verifyLock, verifyLockContents } from "../../strata/index.ts";
-import type { Context } from "../main.ts";
+import { lockfileCaveats, openRegistries, parseMaxAge, readTrust, verifyLock, verifyLockContents } from "../../strata/index.ts";
+import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
-import { clock, collect, openRegistries, probeBaseFlag } from "./resolve-options.ts";
-import { lockCaveats } from "./lock-caveats.ts";
+import { clock, collect } from "../flags.ts";
+import { probeBaseFlag } from "./resolve-options.ts";
 
 interface VerifyOpts {
   pub: string;
@@ -31,10 +31,10 @@ export function registerLockVerify(lock: Command, ctx: Context): void {
     .option("--contents", "with --registry: also unpack every layer and check it holds exactly the files its manifest lists")
     .option("--json", "print the result as JSON")
     .action(async (path: string, opts: VerifyOpts) => {
-      const now = clock(ctx);
+      const now = clock(ctx.env);
       const probed = await probeBaseFlag(ctx, opts.base, now);
       const maxAgeMs = opts.maxAge !== undefined ? parseMaxAge(opts.maxAge) : undefined;
-      const regs = opts.registry.length > 0 ? openRegistries(ctx, opts.registry, []) : [];
+      const regs = opts.registry.length > 0 ? openRegistries({ env: ctx.env, cwd: ctx.cwd, registries: opts.registry, trust: [] }) : [];
       const report = verifyLock(path, {
         keys: [readVerifyingKey(opts.pub)],
         now,
@@ -46,7 +46,7 @@ export function registerLockVerify(lock: Command, ctx: Context): void {
       });
       if (opts.contents && regs.length === 0) throw new CairnError("USAGE", "--contents needs --registry");
       const contentsChecked = opts.contents ? await verifyLockContents(report.lock, regs.map((r) => r.registry)) : null;
-      const caveats = lockCaveats(report.lock);
+      const caveats = lockfileCaveats(report.lock);
       if (opts.json) {
         printJson(ctx.io, {
           verified: true, environment_id: report.environment_id, signed_by: report.signature.keyid,

@@ -1,8 +1,7 @@
 import type { Command } from "commander";
 import { readVerifyingKey } from "../../core/index.ts";
-import { environmentId, explainScope, explainText, isFrozen, readLockfile } from "../../strata/index.ts";
-import { lockCaveats } from "./lock-caveats.ts";
-import type { Context } from "../main.ts";
+import { environmentId, explainScope, explainText, isFrozen, lockfileCaveats, readLockfile } from "../../strata/index.ts";
+import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
 import { registerLockVerify } from "./lock-verify.ts";
 import { registerLockDiff } from "./lock-diff.ts";
@@ -32,7 +31,7 @@ export function registerLock(program: Command, ctx: Context): void {
     .option("--json", "print the result as JSON")
     .action((path: string | undefined, opts: { json?: boolean }) => {
       const read = path !== undefined ? readLockfile(path) : undefined;
-      const caveats = read ? lockCaveats(read.lock) : [];
+      const caveats = read ? lockfileCaveats(read.lock) : [];
       const id = read && isFrozen(read.lock) ? environmentId(read.lock) : null;
       if (opts.json) {
         printJson(ctx.io, { ...explainScope(), ...(read ? { environment_id: id, frozen: isFrozen(read.lock), caveats } : {}) });

@@ -1,8 +1,8 @@
 import type { Command } from "commander";
 import { diffManifestCores, loadManifestOrDevcontainer, type CoreDifference, type Loaded } from "../../manifest/index.ts";
-import type { Context } from "../main.ts";
+import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
-import { pinningLabel } from "./manifest-show.ts";
+import { pinningLabel } from "../manifest-summary.ts";
 
 function side(l: Loaded): { kind: string; address: string; pinned: boolean; image_pinned: boolean; unpinned: string[] } {
   const m = l.manifest;

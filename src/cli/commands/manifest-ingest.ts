@@ -1,9 +1,9 @@
 import type { Command } from "commander";
 import { readSigningKey, writeFileAtomic } from "../../core/index.ts";
 import { ingestDevcontainer, manifestText, readManifestInput } from "../../manifest/index.ts";
-import type { Context } from "../main.ts";
+import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
-import { manifestSummary } from "./manifest-show.ts";
+import { manifestSummary } from "../manifest-summary.ts";
 
 interface IngestOptions {
   sign?: string;

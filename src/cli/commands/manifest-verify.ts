@@ -1,9 +1,9 @@
 import type { Command } from "commander";
 import { CairnError, readVerifyingKey } from "../../core/index.ts";
 import { readManifestFile, verifyManifestSignature } from "../../manifest/index.ts";
-import type { Context } from "../main.ts";
+import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
-import { manifestSummary } from "./manifest-show.ts";
+import { manifestSummary } from "../manifest-summary.ts";
 
 interface VerifyOptions {
   pub?: string;

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import type { Context } from "../main.ts";
+import type { Context } from "../context.ts";
 import { registerManifestDiff } from "./manifest-diff.ts";
 import { registerManifestIngest } from "./manifest-ingest.ts";
 import { registerManifestVerify } from "./manifest-verify.ts";

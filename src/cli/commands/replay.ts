@@ -3,9 +3,9 @@ import { resolve } from "node:path";
 import { CairnError } from "../../core/index.ts";
 import { defaultStoreDir } from "../../store/index.ts";
 import { kitDir, loadKit, replayRun } from "../../vm/index.ts";
-import type { Context } from "../main.ts";
+import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
-import { parseTimeout } from "./run.ts";
+import { parseTimeout } from "../flags.ts";
 
 export function registerReplay(program: Command, ctx: Context): void {
   program

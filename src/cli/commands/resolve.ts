@@ -1,12 +1,12 @@
 import { dirname, resolve as resolvePath } from "node:path";
 import type { Command } from "commander";
 import { readSigningKey } from "../../core/index.ts";
-import { catalogFromRegistries, environmentId, resolveProfile, writeLockfile } from "../../strata/index.ts";
-import type { Context } from "../main.ts";
+import { catalogFromRegistries, environmentId, notActedUpon, openRegistries, readProfileFile, resolveProfile, writeLockfile } from "../../strata/index.ts";
+import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
-import { CAIRN_VERSION } from "../version.ts";
-import { notActedUpon, readProfile } from "./profile.ts";
-import { clock, collect, openRegistries, probeBaseFlag } from "./resolve-options.ts";
+import { CAIRN_VERSION } from "../cairn-version.ts";
+import { clock, collect } from "../flags.ts";
+import { probeBaseFlag } from "./resolve-options.ts";
 
 interface ResolveOpts {
   registry: string[];
@@ -32,10 +32,10 @@ export function registerResolve(program: Command, ctx: Context): void {
     .requiredOption("--out <lock>", "where to write the lockfile")
     .option("--json", "print the result as JSON")
     .action(async (path: string, opts: ResolveOpts) => {
-      const profile = readProfile(path);
-      const now = clock(ctx);
+      const profile = readProfileFile(path);
+      const now = clock(ctx.env);
       const key = opts.sign !== undefined ? readSigningKey(opts.sign) : undefined;
-      const regs = openRegistries(ctx, opts.registry, opts.trust, profile, dirname(resolvePath(ctx.cwd, path)));
+      const regs = openRegistries({ env: ctx.env, cwd: ctx.cwd, registries: opts.registry, trust: opts.trust, profile, profileDir: dirname(resolvePath(ctx.cwd, path)) });
       const catalog = catalogFromRegistries(regs);
       const probed = await probeBaseFlag(ctx, opts.base, now);
       const lock = resolveProfile({

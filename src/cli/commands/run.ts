@@ -2,15 +2,10 @@ import type { Command } from "commander";
 import { CairnError } from "../../core/index.ts";
 import { defaultStoreDir } from "../../store/index.ts";
 import { defaultRunsDir, ensureKit, kitDir, recordRun } from "../../vm/index.ts";
-import type { Context } from "../main.ts";
+import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
-import { CAIRN_VERSION } from "../version.ts";
-
-export function parseTimeout(value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  if (!/^[1-9][0-9]{0,5}$/.test(value)) throw new CairnError("USAGE", "--timeout takes whole seconds", { path: "--timeout" });
-  return Number(value) * 1000;
-}
+import { CAIRN_VERSION } from "../cairn-version.ts";
+import { parseTimeout } from "../flags.ts";
 
 export function registerRun(program: Command, ctx: Context): void {
   program

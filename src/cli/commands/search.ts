@@ -1,8 +1,8 @@
 import type { Command } from "commander";
-import { searchRegistries } from "../../strata/index.ts";
-import type { Context } from "../main.ts";
+import { openRegistries, searchRegistries } from "../../strata/index.ts";
+import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
-import { collect, openRegistries } from "./resolve-options.ts";
+import { collect } from "../flags.ts";
 
 /** `cairn search TERM --registry REG`. */
 export function registerSearch(program: Command, ctx: Context): void {
@@ -13,7 +13,7 @@ export function registerSearch(program: Command, ctx: Context): void {
     .option("--registry <dir>", "a local directory registry (repeatable; default $CAIRN_HOME/registry or $XDG_DATA_HOME/cairn/registry)", collect, [])
     .option("--json", "print the result as JSON")
     .action((term: string, opts: { registry: string[]; json?: boolean }) => {
-      const hits = searchRegistries(openRegistries(ctx, opts.registry, []).map((r) => r.registry), term);
+      const hits = searchRegistries(openRegistries({ env: ctx.env, cwd: ctx.cwd, registries: opts.registry, trust: [] }).map((r) => r.registry), term);
       if (opts.json) {
         printJson(ctx.io, { hits });
         return;

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { kitDir, setupKit } from "../../vm/index.ts";
-import type { Context } from "../main.ts";
+import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
 
 export function registerSetup(program: Command, ctx: Context): void {

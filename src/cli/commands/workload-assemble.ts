@@ -1,9 +1,9 @@
 import type { Command } from "commander";
 import { defaultStoreDir } from "../../store/index.ts";
 import { assembleWorkload } from "../../workload/index.ts";
-import type { Context } from "../main.ts";
+import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
-import { CAIRN_VERSION } from "../version.ts";
+import { CAIRN_VERSION } from "../cairn-version.ts";
 
 export function registerWorkloadAssemble(parent: Command, ctx: Context): void {
   parent

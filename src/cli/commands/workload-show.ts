@@ -3,7 +3,7 @@ import { compareBytes } from "../../core/index.ts";
 import { defaultStoreDir } from "../../store/index.ts";
 import type { FsEntry } from "../../tree/index.ts";
 import { openVerifiedWorkload, readWorkloadLock } from "../../workload/index.ts";
-import type { Context } from "../main.ts";
+import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
 
 const TYPE_CHAR = { dir: "d", file: "-", symlink: "l" } as const;

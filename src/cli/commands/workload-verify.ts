@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { defaultStoreDir } from "../../store/index.ts";
 import { openVerifiedWorkload } from "../../workload/index.ts";
-import type { Context } from "../main.ts";
+import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
 
 export function registerWorkloadVerify(parent: Command, ctx: Context): void {

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import type { Context } from "../main.ts";
+import type { Context } from "../context.ts";
 import { registerWorkloadAssemble } from "./workload-assemble.ts";
 import { registerWorkloadShow } from "./workload-show.ts";
 import { registerWorkloadVerify } from "./workload-verify.ts";

@@ -5,7 +5,7 @@
  */
 import { CairnError } from "../../core/index.ts";
 import { declaredBase, type LockBase } from "../base.ts";
-import type { Profile } from "../profile.ts";
+import type { Profile } from "../profile-model.ts";
 
 export function stageBase(profile: Profile, probed: LockBase | undefined): LockBase {
   if (probed === undefined) return declaredBase(profile.base.os, profile.base.arch);

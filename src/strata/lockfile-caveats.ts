@@ -1,7 +1,15 @@
-import type { Lockfile } from "../../strata/index.ts";
+/**
+ * What one particular lockfile's EnvironmentID cannot promise: the caveats
+ * `lock verify` and `lock explain` print under the ID, and a library user can
+ * show the same. A label never says more than the code checked (a declared
+ * base, unpinned package requests, a mutable layer, an unsigned-offline
+ * policy); keeping the list here, beside the lockfile, keeps every caller
+ * saying the same thing about the same lockfile.
+ */
+import type { Lockfile } from "./lockfile.ts";
 
 /** Notes on what this particular lockfile's ID cannot promise. */
-export function lockCaveats(l: Lockfile): string[] {
+export function lockfileCaveats(l: Lockfile): string[] {
   const out: string[] = [];
   if (l.base.source === "declared") out.push("the base was declared, not probed: its capabilities and ABI were not checked");
   const loose = l.packages.flatMap((s) => s.packages.filter((p) => p.version === undefined).map((p) => `${s.manager}:${p.name}`));
@@ -12,4 +20,3 @@ export function lockCaveats(l: Lockfile): string[] {
   if (l.not_acted_upon !== undefined) out.push(`recorded, not acted upon: ${Object.keys(l.not_acted_upon).join(", ")}`);
   return out;
 }
-

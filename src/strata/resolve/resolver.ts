@@ -8,8 +8,8 @@
 import { compareBytes, declareIdentity, identityDigest, type Sha256Digest } from "../../core/index.ts";
 import type { LockBase } from "../base.ts";
 import type { Catalog } from "../catalog.ts";
-import { LOCK_FORMAT, type LockLayer, type Lockfile } from "../lockfile.ts";
-import { NOT_ACTED_UPON, profileToModel, type Profile } from "../profile.ts";
+import { LOCKFILE_FORMAT, type LockLayer, type Lockfile } from "../lockfile.ts";
+import { NOT_ACTED_UPON, profileToModel, type Profile } from "../profile-model.ts";
 import { stageBase } from "./base-stage.ts";
 import { expandFormations } from "./formations.ts";
 import { mergePicks, resolveRefs } from "./refs.ts";
@@ -30,7 +30,7 @@ export interface ResolveInput {
 }
 
 /** Integrity, not identity: which profile was resolved (`profile_sha256` in the lockfile, provenance the EnvironmentID excludes). */
-export const PROFILE_DIGEST = declareIdentity({ name: "lockfile profile_sha256", tag: LOCK_FORMAT, algorithm: "sha256", framing: "jcs", role: "integrity", definedIn: "src/strata/resolve/resolve.ts" });
+export const PROFILE_DIGEST = declareIdentity({ name: "lockfile profile_sha256", tag: LOCKFILE_FORMAT, algorithm: "sha256", framing: "jcs", role: "integrity", definedIn: "src/strata/resolve/resolver.ts" });
 
 /** The profile digest: sha256 of the JCS encoding of the parsed profile, so comments and layout do not change it. */
 export function profileDigest(p: Profile): Sha256Digest {
@@ -60,7 +60,7 @@ export function resolveProfile(input: ResolveInput): Lockfile {
   const notActed: Record<string, unknown> = {};
   for (const k of NOT_ACTED_UPON) if (profile[k] !== undefined) notActed[k] = profile[k];
   return {
-    format: LOCK_FORMAT,
+    format: LOCKFILE_FORMAT,
     profile: profile.name,
     profile_sha256: profileDigest(profile),
     resolved_at: input.now.toISOString(),

@@ -13,7 +13,7 @@ import {
 import { lockfileToYaml, parseLockfileText, type Lockfile } from "./lockfile.ts";
 import { readBounded } from "./registry.ts";
 
-export const LOCK_PAYLOAD_TYPE = "application/vnd.cairn.lock+yaml";
+export const LOCKFILE_PAYLOAD_TYPE = "application/vnd.cairn.lock+yaml";
 /** lock.max_bytes */
 export const MAX_LOCK_BYTES = 16 * 1024 * 1024;
 
@@ -35,7 +35,7 @@ export function writeLockfile(path: string, lock: Lockfile, key?: SigningKey): {
   if (key === undefined) rmSync(signaturePath(path), { force: true });
   writeFileAtomic(path, bytes, { mode: 0o644 });
   if (key === undefined) return { bytes };
-  const envelope = signEnvelope(LOCK_PAYLOAD_TYPE, bytes, [key]);
+  const envelope = signEnvelope(LOCKFILE_PAYLOAD_TYPE, bytes, [key]);
   const envBytes = Buffer.from(`${JSON.stringify(envelope, null, 2)}\n`);
   writeFileAtomic(signaturePath(path), envBytes, { mode: 0o644 });
   return { bytes, signature: { keyid: key.keyId, envelope_sha256: sha256(envBytes) } };
@@ -71,7 +71,7 @@ export function readLockfile(path: string, keys?: readonly VerifyingKey[]): Read
       hint: "resolve with --sign KEY to sign the lockfile",
     });
   }
-  const { payload, keyId } = verifyEnvelope(env.envelope, LOCK_PAYLOAD_TYPE, keys);
+  const { payload, keyId } = verifyEnvelope(env.envelope, LOCKFILE_PAYLOAD_TYPE, keys);
   if (Buffer.compare(payload, bytes) !== 0) {
     throw new CairnError("SIGNATURE_INVALID", `${path} is not the signed lockfile: its bytes differ from the signed payload`, {
       path,

@@ -8,10 +8,10 @@ import { Checker, childPath, defineScope, parseJsonBytes, parseSha256, scopeFiel
 import type { RunStatus } from "./checker.ts";
 import { parseVmIdentity, type VmIdentity } from "./vmid.ts";
 
-export const RUN_SCHEMA = "cairn.run/1";
+export const RUN_MANIFEST_SCHEMA = "cairn.run/1";
 
 export interface RunManifest {
-  readonly schema: typeof RUN_SCHEMA;
+  readonly schema: typeof RUN_MANIFEST_SCHEMA;
   readonly run_id: string;
   readonly status: RunStatus;
   readonly workload: {
@@ -37,7 +37,7 @@ export interface RunManifest {
  * but never compared.
  */
 export const RUN_MANIFEST_SCOPE = defineScope({
-  identity: RUN_SCHEMA,
+  identity: RUN_MANIFEST_SCHEMA,
   covers: {
     "/schema": "checked: the reader must know this version",
     "/status": "compared after replay (derived from events and assertions)",
@@ -73,7 +73,7 @@ export function parseRunManifest(bytes: Buffer, file: string): RunManifest {
     c.done(`invalid run manifest ${file}`);
     throw new Error("unreachable");
   }
-  if (o.schema !== RUN_SCHEMA) c.add("/schema", `must be "${RUN_SCHEMA}"`);
+  if (o.schema !== RUN_MANIFEST_SCHEMA) c.add("/schema", `must be "${RUN_MANIFEST_SCHEMA}"`);
   const runId = c.string(c.required(o, "run_id", ""), "/run_id", { pattern: /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/ }) ?? "";
   const status = c.string(c.required(o, "status", ""), "/status", { pattern: /^(passed|assertions-failed|launch-failed|infrastructure-failure)$/ });
   const w = c.object(c.required(o, "workload", ""), "/workload", ["source_kind", "workload", "source", "fs", "launch", "derived"]) ?? {};
@@ -81,7 +81,7 @@ export function parseRunManifest(bytes: Buffer, file: string): RunManifest {
   const r = c.object(c.required(o, "replay_log", ""), "/replay_log", ["sha256", "size"]) ?? {};
   const rec = c.object(c.required(o, "recorded", ""), "/recorded", ["at", "cairn_version"]) ?? {};
   const m: RunManifest = {
-    schema: RUN_SCHEMA,
+    schema: RUN_MANIFEST_SCHEMA,
     run_id: runId,
     status: (status ?? "passed") as RunStatus,
     workload: {

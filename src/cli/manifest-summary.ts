@@ -3,7 +3,7 @@
  * line, with the references whose bytes the address does not cover, wherever
  * a manifest is printed.
  */
-import type { EnvManifest } from "../../manifest/index.ts";
+import type { EnvManifest } from "../manifest/index.ts";
 
 /** The pinning label: "pinned" or an UNPINNED warning naming the unpinned references. */
 export function pinningLabel(m: Pick<EnvManifest, "pinned" | "unpinned">): string {

@@ -26,7 +26,7 @@ import { readPacked, Store, type PackIndex } from "../store/index.ts";
 import { canonicalSpecBytes, deriveBinary, type Derived } from "./derive.ts";
 import type { SourceKind, WorkloadIdentities } from "./identity.ts";
 import type { Launch } from "./launch.ts";
-import { LOCK_MAX_BYTES, parseLock, type WorkloadLock } from "./lock.ts";
+import { LOCK_MAX_BYTES, parseWorkloadLock, type WorkloadLock } from "./workload-lock.ts";
 import { parseCanonicalSpec, SPEC_MAX_BYTES, type WorkloadSpec } from "./spec.ts";
 import type { CanonicalTree, ContentSource } from "../tree/index.ts";
 import { readSourceFile } from "./source-file.ts";
@@ -94,7 +94,7 @@ function readLock(lockPath: string): WorkloadLock {
     if (e instanceof CairnError) throw new CairnError("WORKLOAD_LOCK_INVALID", e.message, { path: lockPath, hint: e.hint, cause: e });
     throw ioError(lockPath, e);
   }
-  return parseLock(bytes, lockPath);
+  return parseWorkloadLock(bytes, lockPath);
 }
 
 /** Fully verifies a workload lock against a store and returns only verified data. */

@@ -22,7 +22,7 @@ import { openVerifiedWorkload } from "../workload/index.ts";
 import { writeFailureBundle } from "./bundle.ts";
 import { bootGuest, evaluate, prepareGuest, type Evaluation } from "./guest.ts";
 import { qemuVersion, type Kit } from "./kit.ts";
-import { parseRunManifest, type RunManifest } from "./manifest.ts";
+import { parseRunManifest, type RunManifest } from "./run-manifest.ts";
 import { DEFAULT_TIMEOUT_MS, guestLaunch, workloadFacts } from "./record.ts";
 import { dropImage, nextReplayDir, RUN_FILES, writeEvaluation, writeJsonPublic } from "./rundir.ts";
 import { parseScenario } from "./scenario.ts";

@@ -24,7 +24,7 @@ export const DERIVED_ENTRY_IDENTITY = declareIdentity({
   algorithm: "sha256",
   framing: "jcs-schema-field",
   role: "identity",
-  definedIn: "src/workload/derived.ts",
+  definedIn: "src/workload/derived-entry.ts",
 });
 
 /** The entry is a complete record: everything in it is covered, so a reader holding only the entry can check it. */

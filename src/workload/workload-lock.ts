@@ -12,18 +12,18 @@ import { checkRaw, rawModel, type RawRef } from "./closure.ts";
 import type { SourceKind, WorkloadIdentities } from "./identity.ts";
 import { POLICY_VERSION, policyModel, type LayerPolicy } from "../tree/index.ts";
 
-export const LOCK_SCHEMA = "cairn.workload-lock/1";
+export const WORKLOAD_LOCK_SCHEMA = "cairn.workload-lock/1";
 /** A lock is small (one row per raw object); anything bigger is not a lock. */
 export const LOCK_MAX_BYTES = 4 * 1024 * 1024;
 
 /** `lock_digest`: an integrity check of the lock file (its body carries `schema`), not an identity. */
 export const LOCK_DIGEST = declareIdentity({
   name: "workload lock lock_digest",
-  tag: LOCK_SCHEMA,
+  tag: WORKLOAD_LOCK_SCHEMA,
   algorithm: "sha256",
   framing: "jcs-own-schema",
   role: "integrity",
-  definedIn: "src/workload/lock.ts",
+  definedIn: "src/workload/workload-lock.ts",
 });
 
 /** Every top-level lock field, for the identity scope test (identity.ts places each one). */
@@ -42,7 +42,7 @@ export interface WorkloadLock {
 
 function body(lock: WorkloadLock): JsonObject {
   return {
-    schema: LOCK_SCHEMA,
+    schema: WORKLOAD_LOCK_SCHEMA,
     workload: lock.identities.workload,
     source_kind: lock.kind,
     identities: { source: lock.identities.source, fs: lock.identities.fs, launch: lock.identities.launch },
@@ -55,7 +55,7 @@ function body(lock: WorkloadLock): JsonObject {
 }
 
 /** The lock file text: the body plus `lock_digest`, pretty-printed for reading. */
-export function encodeLock(lock: WorkloadLock): string {
+export function encodeWorkloadLock(lock: WorkloadLock): string {
   const b = body(lock);
   return `${JSON.stringify({ ...b, lock_digest: identityDigest(LOCK_DIGEST, b) }, null, 2)}\n`;
 }
@@ -72,13 +72,13 @@ function digestField(c: Checker, o: JsonObject, key: string, path: string): Sha2
 }
 
 /** Parses and checks a lock strictly; WORKLOAD_LOCK_INVALID names the first bad field. */
-export function parseLock(bytes: Uint8Array, name: string): WorkloadLock {
+export function parseWorkloadLock(bytes: Uint8Array, name: string): WorkloadLock {
   const model = parseJsonBytes(bytes, { source: name });
   const c = new Checker("WORKLOAD_LOCK_INVALID");
   const o = c.object(model, "", LOCK_FIELDS);
   c.done(`workload lock ${name} refused`);
   const top = o!;
-  if (top.schema !== LOCK_SCHEMA) c.add("/schema", `must be "${LOCK_SCHEMA}"`);
+  if (top.schema !== WORKLOAD_LOCK_SCHEMA) c.add("/schema", `must be "${WORKLOAD_LOCK_SCHEMA}"`);
   const workload = digestField(c, top, "workload", "");
   const kind = c.string(c.required(top, "source_kind", ""), "/source_kind");
   if (kind !== undefined && kind !== "binary" && kind !== "oci") c.add("/source_kind", "must be binary or oci", "MODEL_VALUE");

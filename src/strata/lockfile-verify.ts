@@ -13,7 +13,7 @@ import { CairnError, sha256, type Sha256Digest, type VerifyingKey } from "../cor
 import { attest } from "./trust.ts";
 import { environmentId } from "./env-id.ts";
 import { checkFreshness, type Freshness } from "./freshness.ts";
-import { readLockfile, type LockSignature } from "./lock-io.ts";
+import { readLockfile, type LockSignature } from "./lockfile-io.ts";
 import type { Lockfile, VerificationPolicy } from "./lockfile.ts";
 import { MAX_ENVELOPE_BYTES, readBounded, type LocalRegistry } from "./registry.ts";
 import type { LockBase } from "./base.ts";

@@ -62,6 +62,11 @@ export const PROFILE_FIELDS = [
 /** The profile fields cairn records but does not act upon. */
 export const NOT_ACTED_UPON = ["instance", "storage"] as const;
 
+/** Which of the NOT_ACTED_UPON fields this profile sets (every output that mentions them says they are not acted upon). */
+export function notActedUpon(p: Profile): string[] {
+  return NOT_ACTED_UPON.filter((k) => p[k] !== undefined);
+}
+
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const PKG_NAME = /^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$/;
 const TRUST = /^keyfile:\/\/.+$/;

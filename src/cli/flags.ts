@@ -1,0 +1,47 @@
+/**
+ * Flag handling shared by several commands, and nothing else: repeatable
+ * options, the clock (CAIRN_NOW, an RFC 3339 time, to reproduce a run), the
+ * --timeout seconds, the closed-by-default signing flags (--key or an explicit
+ * --unsigned) and the --registry directory a publishing command writes to.
+ * The library takes all of these as arguments; only the CLI reads them from
+ * the command line and the process. Commands share these through this file
+ * instead of importing each other.
+ */
+import { resolve as resolvePath } from "node:path";
+import { CairnError, readSigningKey, type SigningKey } from "../core/index.ts";
+import { LocalRegistry, defaultRegistryDir } from "../strata/index.ts";
+import type { Context } from "./context.ts";
+
+/** Commander's accumulator for a repeatable option. */
+export function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+/** The time a command acts at: CAIRN_NOW when set (to reproduce a run), else the process clock. */
+export function clock(env: NodeJS.ProcessEnv): Date {
+  const fixed = env.CAIRN_NOW;
+  if (fixed === undefined || fixed === "") return new Date();
+  const t = Date.parse(fixed);
+  if (!/^\d{4}-\d{2}-\d{2}T/.test(fixed) || Number.isNaN(t)) throw new CairnError("USAGE", "CAIRN_NOW is not an RFC 3339 time");
+  return new Date(t);
+}
+
+/** `--timeout SECONDS` → milliseconds (undefined: the library's default). */
+export function parseTimeout(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^[1-9][0-9]{0,5}$/.test(value)) throw new CairnError("USAGE", "--timeout takes whole seconds", { path: "--timeout" });
+  return Number(value) * 1000;
+}
+
+/** Signing is closed by default: --key, or an explicit --unsigned. */
+export function signingKeys(o: { key?: string; unsigned?: boolean }): SigningKey[] {
+  if (o.key !== undefined) return [readSigningKey(o.key)];
+  if (o.unsigned === true) return [];
+  throw new CairnError("USAGE", "give --key KEY to sign, or --unsigned to publish an unsigned document knowingly");
+}
+
+/** The registry a publishing command writes to: --registry DIR, else the default registry; created only with --init-registry. */
+export function openOrInit(ctx: Context, dir: string | undefined, init: boolean | undefined): LocalRegistry {
+  const p = dir === undefined ? defaultRegistryDir(ctx.env, ctx.cwd) : resolvePath(ctx.cwd, dir);
+  return init ? LocalRegistry.init(p) : LocalRegistry.open(p);
+}
