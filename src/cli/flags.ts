@@ -2,14 +2,16 @@
  * Flag handling shared by several commands, and nothing else: repeatable
  * options, the clock (CAIRN_NOW, an RFC 3339 time, to reproduce a run), the
  * --timeout seconds, the closed-by-default signing flags (--key or an explicit
- * --unsigned) and the --registry directory a publishing command writes to.
+ * --unsigned), the --registry directory a publishing command writes to, and
+ * `--base` turned into a probed base.
  * The library takes all of these as arguments; only the CLI reads them from
  * the command line and the process. Commands share these through this file
  * instead of importing each other.
  */
 import { resolve as resolvePath } from "node:path";
 import { CairnError, readSigningKey, type SigningKey } from "../core/index.ts";
-import { LocalRegistry, defaultRegistryDir } from "../strata/index.ts";
+import { directoryView } from "../tree/index.ts";
+import { LocalRegistry, defaultRegistryDir, probeOciBase, probeRoot, probedBase, type LockBase } from "../strata/index.ts";
 import type { Context } from "./context.ts";
 
 /** Commander's accumulator for a repeatable option. */
@@ -44,4 +46,20 @@ export function signingKeys(o: { key?: string; unsigned?: boolean }): SigningKey
 export function openOrInit(ctx: Context, dir: string | undefined, init: boolean | undefined): LocalRegistry {
   const p = dir === undefined ? defaultRegistryDir(ctx.env, ctx.cwd) : resolvePath(ctx.cwd, dir);
   return init ? LocalRegistry.init(p) : LocalRegistry.open(p);
+}
+
+/** `--base host | rootfs:DIR | oci:LAYOUT@sha256:DIGEST` → a probed base; undefined means declared. */
+export async function probeBaseFlag(ctx: Context, flag: string | undefined, now: Date): Promise<LockBase | undefined> {
+  if (flag === undefined) return undefined;
+  if (flag === "host") return probedBase(await probeRoot(directoryView("/"), "host"), "host", now);
+  if (flag.startsWith("rootfs:")) {
+    const dir = resolvePath(ctx.cwd, flag.slice("rootfs:".length));
+    return probedBase(await probeRoot(directoryView(dir), dir), `rootfs:${dir}`, now);
+  }
+  if (flag.startsWith("oci:")) {
+    const m = /^(.+)@(sha256:[0-9a-f]{64})$/.exec(flag.slice("oci:".length));
+    if (m === null) throw new CairnError("USAGE", "--base oci: needs LAYOUT@sha256:DIGEST (the image manifest digest)");
+    return probeOciBase({ layoutDir: resolvePath(ctx.cwd, m[1]!), manifestDigest: m[2]!, now });
+  }
+  throw new CairnError("USAGE", `--base ${JSON.stringify(flag).slice(0, 60)} is not host, rootfs:DIR or oci:LAYOUT@sha256:DIGEST`);
 }

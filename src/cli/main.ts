@@ -10,13 +10,6 @@ import { processIo, reportError, type Io } from "./output.ts";
 import type { Context } from "./context.ts";
 import { buildProgram } from "./program.ts";
 
-/**
- * Kept only for `commands/resolve-oci.ts`, which the wip-tree branch moves
- * into strata; everything else imports Context from context.ts. Remove after
- * that merge.
- */
-export type { Context } from "./context.ts";
-
 export async function main(argv: string[], io: Io = processIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const ctx: Context = { io, env, cwd: process.cwd(), json: argv.includes("--json") };
   const program = buildProgram(ctx);

@@ -24,9 +24,9 @@
  * source, REGISTRY_INVALID for a registry); the defaults are IO_ERROR and
  * LIMIT_EXCEEDED.
  */
-import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, type Stats } from "node:fs";
+import { closeSync, fstatSync, lstatSync, readSync, type Stats } from "node:fs";
 import { CairnError, ioError, type ErrorCode } from "./errors.ts";
-import { readFullyAt } from "./files.ts";
+import { openForRead, readFullyAt, readPrefix } from "./files.ts";
 import { checkLimit } from "./limits.ts";
 
 export interface BoundedReadOptions {
@@ -71,7 +71,7 @@ export function readFileBounded(path: string, max: number, limit: string, option
     new CairnError(options.changed ?? "IO_ERROR", `${path} changed while it was read`, { path, hint: options.changedHint });
   let fd: number;
   try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    fd = openForRead(path);
   } catch (cause) {
     const errno = (cause as { code?: string }).code;
     // ELOOP: O_NOFOLLOW met a symlink at the final component.
@@ -107,6 +107,29 @@ export function readFileBounded(path: string, max: number, limit: string, option
   } catch (cause) {
     if (cause instanceof CairnError) throw cause;
     throw ioError(path, cause);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * The first bytes (at most `maxBytes`) of the regular file at `path`, or
+ * undefined when nothing readable is there (absent, a symlink, a directory,
+ * a FIFO, a device). For probes that read file heads (os-release, ELF
+ * headers) and treat "not there" as a fact, not an error; opened like every
+ * other read (`openForRead`).
+ */
+export function readFilePrefix(path: string, maxBytes: number): Buffer | undefined {
+  let fd: number;
+  try {
+    fd = openForRead(path);
+  } catch {
+    return undefined;
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) return undefined;
+    return readPrefix(fd, Math.min(st.size, maxBytes));
   } finally {
     closeSync(fd);
   }

@@ -41,7 +41,7 @@ export function writeFileAtomic(path: string, data: string | Uint8Array, options
   const tmp = tempSibling(path);
   let fd: number | undefined;
   try {
-    fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
+    fd = createExclusive(tmp, mode);
     writeFully(fd, typeof data === "string" ? Buffer.from(data, "utf8") : data);
     chmodSync(tmp, mode); // the umask must not widen or narrow what we promised
     fsyncSync(fd);
@@ -84,6 +84,26 @@ export function mkdirPrivate(dir: string): void {
     if (cause instanceof CairnError) throw cause;
     throw ioError(dir, cause, "create");
   }
+}
+
+/**
+ * The one way cairn opens an existing file to read: never through a symlink
+ * at `path` (O_NOFOLLOW: the link could point at a secret or a device) and
+ * without blocking on a planted FIFO (O_NONBLOCK; no effect on regular
+ * files). The caller fstat()s the descriptor before trusting what it is.
+ */
+export function openForRead(path: string): number {
+  return openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+}
+
+/**
+ * The one way cairn creates a file: exclusively (O_EXCL, so an existing
+ * file or a planted symlink at the name is never written through) with the
+ * given mode. Used for temporary files that are renamed or linked into
+ * place, and for lock files.
+ */
+export function createExclusive(path: string, mode: number): number {
+  return openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
 }
 
 /** Writes all of `data` at the file's current position (a short write is retried, never dropped). */

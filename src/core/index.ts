@@ -26,14 +26,14 @@ export {
 export type { SigningKey, VerifyingKey } from "./keys.ts";
 export { pae, signEnvelope, verifyEnvelope, parseEnvelope } from "./dsse.ts";
 export type { DsseEnvelope, DsseSignature } from "./dsse.ts";
-export { writeFileAtomic, mkdirPrivate, tempSibling, fsyncDir, readPrefix, readFullyAt, writeFully } from "./files.ts";
-export { readFileBounded } from "./bounded-read.ts";
+export { writeFileAtomic, mkdirPrivate, tempSibling, fsyncDir, readPrefix, readFullyAt, writeFully, openForRead, createExclusive } from "./files.ts";
+export { readFileBounded, readFilePrefix } from "./bounded-read.ts";
 export type { BoundedReadOptions } from "./bounded-read.ts";
 export type { WriteOptions } from "./files.ts";
 export { safeComponent, digestComponents } from "./safepath.ts";
 export { checkLimit, formatBytes, FIXED_LIMIT_HINT } from "./limits.ts";
 export { declareIdentity, isIdentityDeclaration, identityBytes, identityDigest, identityHasher, defineScope, scopeFieldNames } from "./identity.ts";
 export type { IdentityDeclaration, IdentityDigest, IdentityFraming, IdentityRole, IdentityScope } from "./identity.ts";
-export { compareBytes, sortedRecord } from "./byte-order.ts";
+export { compareBytes, sortByBytes, sortedRecord } from "./byte-order.ts";
 export { cairnDir, CAIRN_DIR_FLAGS } from "./locations.ts";
 export type { CairnDirKind } from "./locations.ts";

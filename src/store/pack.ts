@@ -24,10 +24,10 @@
  * content's sha256 before returning it: a tampered pack yields STORE_CORRUPT,
  * never wrong bytes.
  */
-import { closeSync, constants, fstatSync, openSync, rmSync } from "node:fs";
+import { closeSync, fstatSync, rmSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
-import { CairnError, ioError, readFullyAt, sha256, writeFully, type Sha256Digest } from "../core/index.ts";
+import { CairnError, createExclusive, ioError, openForRead, readFullyAt, sha256, writeFully, type Sha256Digest } from "../core/index.ts";
 import type { Store } from "./store.ts";
 
 export const PACK_MAGIC = Buffer.from("cairn.pack/1", "latin1");
@@ -70,8 +70,8 @@ function sameBytes(a: string, b: string, size: number): boolean {
   let fa: number | undefined;
   let fb: number | undefined;
   try {
-    fa = openSync(a, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-    fb = openSync(b, constants.O_RDONLY | constants.O_NOFOLLOW);
+    fa = openForRead(a);
+    fb = openForRead(b);
     if (!fstatSync(fa).isFile() || fstatSync(fa).size !== size) return false;
     const ba = Buffer.allocUnsafe(WRITE_BUFFER);
     const bb = Buffer.allocUnsafe(WRITE_BUFFER);
@@ -132,7 +132,7 @@ export class PackWriter {
     this.#store = store;
     this.#tmp = join(store.stagingDir, `pack-${randomBytes(8).toString("hex")}`);
     try {
-      this.#fd = openSync(this.#tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+      this.#fd = createExclusive(this.#tmp, 0o600);
     } catch (cause) {
       throw ioError(this.#tmp, cause, "write");
     }
@@ -247,7 +247,7 @@ export class PackCheck {
 function openPack(store: Store, digest: Sha256Digest): number {
   const path = store.pathOf("packs", digest);
   try {
-    return openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    return openForRead(path);
   } catch (cause) {
     const code = (cause as { code?: string }).code;
     if (code === "ENOENT") {

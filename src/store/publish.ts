@@ -21,9 +21,9 @@
  *    bytes are refused with the caller's code (REGISTRY_INVALID), so a
  *    published envelope is never silently swapped for another.
  */
-import { chmodSync, closeSync, constants, fstatSync, fsyncSync, linkSync, lstatSync, openSync, renameSync, rmSync, unlinkSync } from "node:fs";
+import { chmodSync, closeSync, fstatSync, fsyncSync, linkSync, lstatSync, renameSync, rmSync, unlinkSync } from "node:fs";
 import { dirname } from "node:path";
-import { CairnError, fsyncDir, ioError, readFileBounded, tempSibling, writeFully, type ErrorCode } from "../core/index.ts";
+import { CairnError, createExclusive, fsyncDir, ioError, openForRead, readFileBounded, tempSibling, writeFully, type ErrorCode } from "../core/index.ts";
 
 /** The refusal for different bytes under a write-once name. */
 export interface WriteOnce {
@@ -55,7 +55,7 @@ export function publishBytes(target: string, data: Uint8Array, options: PublishO
   const mode = options.mode ?? 0o600;
   let fd: number | undefined;
   try {
-    fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
+    fd = createExclusive(tmp, mode);
     writeFully(fd, data);
     chmodSync(tmp, mode);
     if (options.durable ?? true) fsyncSync(fd);
@@ -79,7 +79,7 @@ export function publishBytes(target: string, data: Uint8Array, options: PublishO
  */
 export function publishStaged(staged: string, target: string, expectedSize: number, options: Omit<PublishOptions, "tmp" | "writeOnce"> = {}): Published {
   try {
-    const fd = openSync(staged, constants.O_RDONLY | constants.O_NOFOLLOW);
+    const fd = openForRead(staged);
     try {
       const st = fstatSync(fd);
       if (!st.isFile() || st.size !== expectedSize) {
@@ -142,5 +142,5 @@ function keepIdentical(target: string, data: Uint8Array, writeOnce: WriteOnce): 
   const st = lstatSync(target);
   if (!st.isFile() || st.size !== data.length) refuse();
   const existing = readFileBounded(target, data.length, "publish.existing_bytes", { notRegular: writeOnce.code, changed: writeOnce.code });
-  if (Buffer.compare(existing, data) !== 0) refuse();
+  if (!existing.equals(data)) refuse();
 }

@@ -72,7 +72,7 @@ export function readLockfile(path: string, keys?: readonly VerifyingKey[]): Read
     });
   }
   const { payload, keyId } = verifyEnvelope(env.envelope, LOCKFILE_PAYLOAD_TYPE, keys);
-  if (Buffer.compare(payload, bytes) !== 0) {
+  if (!payload.equals(bytes)) {
     throw new CairnError("SIGNATURE_INVALID", `${path} is not the signed lockfile: its bytes differ from the signed payload`, {
       path,
       hint: "the lockfile was edited after it was signed",

@@ -10,10 +10,9 @@
  * Everything the choice depends on (the environment, the working directory)
  * is an argument, so tests and library users can vary it.
  */
-import { homedir } from "node:os";
-import { isAbsolute, join, resolve as resolvePath } from "node:path";
+import { isAbsolute, resolve as resolvePath } from "node:path";
 import { fileURLToPath } from "node:url";
-import { CairnError, type VerifyingKey } from "../core/index.ts";
+import { CairnError, cairnDir, type VerifyingKey } from "../core/index.ts";
 import type { CatalogSource } from "./catalog.ts";
 import type { Profile } from "./profile-model.ts";
 import { LocalRegistry } from "./registry.ts";
@@ -26,15 +25,14 @@ export interface RegistryPlace {
 }
 
 /**
- * The embedded default registry: `$CAIRN_HOME/registry`, else
- * `$XDG_DATA_HOME/cairn/registry`, else `~/.local/share/cairn/registry`. It is
- * used when neither the command line nor the profile names one. Trust is
+ * The embedded default registry, `cairnDir("registry")` (the one precedence
+ * of every default location: `$CAIRN_HOME/registry`, else an absolute
+ * `$XDG_DATA_HOME/cairn/registry`, else `~/.local/share/cairn/registry`). It
+ * is used when neither the command line nor the profile names one. Trust is
  * never defaulted.
  */
 export function defaultRegistryDir(env: RegistryPlace["env"], cwd: string): string {
-  if (env.CAIRN_HOME) return join(resolvePath(cwd, env.CAIRN_HOME), "registry");
-  const data = env.XDG_DATA_HOME ? resolvePath(cwd, env.XDG_DATA_HOME) : join(env.HOME ?? homedir(), ".local", "share");
-  return join(data, "cairn", "registry");
+  return cairnDir("registry", env, cwd);
 }
 
 /** A registry location: a path (relative to `baseDir`) or a file:// URL. */

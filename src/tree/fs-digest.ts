@@ -1,7 +1,7 @@
 /**
  * The canonical filesystem identity `cairn.fs/1`: one SHA-256 over an
  * explicit binary framing of every entry of a `CanonicalTree`, entries sorted
- * by the UTF-8 bytes of their paths (`Buffer.compare`, never `localeCompare`
+ * by the UTF-8 bytes of their paths (core's `sortByBytes`, never `localeCompare`
  * or the UTF-16 order of `Array.prototype.sort`). The framing is specified in
  * docs/workload.md well enough to reimplement it; this is its only definition.
  *
@@ -20,7 +20,7 @@
  * can differ in them): inode numbers, link counts, atime/ctime, sub-second
  * times, xattrs/ACLs, device numbers, host user names, enumeration order.
  */
-import { CairnError, declareIdentity, digestHex, identityHasher, type Sha256Digest } from "../core/index.ts";
+import { CairnError, declareIdentity, digestHex, identityHasher, sortByBytes, type Sha256Digest } from "../core/index.ts";
 import type { CanonicalTree, FsEntry } from "./entries.ts";
 import { isCanonicalPath, parentOf } from "./tree-paths.ts";
 
@@ -58,10 +58,7 @@ export function sortedEntries(tree: CanonicalTree): FsEntry[] {
     if (e.type === "symlink" && (e.target.length === 0 || e.target.includes("\0"))) refuse(e.path, "symlink target empty or holds NUL");
     out.push(e);
   }
-  // Encode each path once, then compare bytes (memcmp order).
-  const keyed = out.map((e) => ({ e, key: Buffer.from(e.path, "utf8") }));
-  keyed.sort((a, b) => Buffer.compare(a.key, b.key));
-  return keyed.map((k) => k.e);
+  return sortByBytes(out, (e) => e.path);
 }
 
 function str(s: string): Buffer {

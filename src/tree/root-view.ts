@@ -8,9 +8,9 @@
  * resolve paths inside the root with `resolveInRoot` (in-root.ts), so a link
  * can never lead a reader out of the root.
  */
-import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readlinkSync } from "node:fs";
+import { lstatSync, readdirSync, readlinkSync } from "node:fs";
 import { join } from "node:path";
-import { readPrefix, type Sha256Digest } from "../core/index.ts";
+import { readFilePrefix, type Sha256Digest } from "../core/index.ts";
 import type { CanonicalTree } from "./entries.ts";
 import type { RootNode } from "./in-root.ts";
 import { parentOf } from "./tree-paths.ts";
@@ -29,19 +29,7 @@ export function directoryView(root: string): RootView {
   const abs = (p: string): string => join(root, ...p.split("/").filter((s) => s !== "" && s !== "." && s !== ".."));
   return {
     async readFile(path, maxBytes) {
-      let fd: number;
-      try {
-        fd = openSync(abs(path), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-      } catch {
-        return undefined;
-      }
-      try {
-        const st = fstatSync(fd);
-        if (!st.isFile()) return undefined;
-        return readPrefix(fd, Math.min(st.size, maxBytes));
-      } finally {
-        closeSync(fd);
-      }
+      return readFilePrefix(abs(path), maxBytes);
     },
     async lookup(path) {
       try {

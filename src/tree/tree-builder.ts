@@ -9,6 +9,7 @@
  * filesystem; `freeze()` yields the canonical tree (sorted by UTF-8 path
  * bytes, every directory explicit, "/" included).
  */
+import { sortByBytes } from "../core/index.ts";
 import type { CanonicalTree, DirEntry, FsEntry } from "./entries.ts";
 import { parentOf } from "./tree-paths.ts";
 
@@ -68,13 +69,8 @@ export class TreeModel {
   }
 
   freeze(): CanonicalTree {
-    const paths = [...this.#entries.keys()].map((p) => Buffer.from(p, "utf8"));
-    paths.sort(Buffer.compare);
     const out = new Map<string, FsEntry>();
-    for (const b of paths) {
-      const p = b.toString("utf8");
-      out.set(p, this.#entries.get(p)!);
-    }
+    for (const e of sortByBytes([...this.#entries.values()], (e) => e.path)) out.set(e.path, e);
     return out;
   }
 }

@@ -12,11 +12,12 @@
  * `$XDG_CACHE_HOME/cairn/kit`, else `~/.cache/cairn/kit` (core/locations.ts). No root is needed
  * once set up; only `setupKit` installs Debian packages, and only as root.
  */
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, writeSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeSync } from "node:fs";
 import { join, resolve } from "node:path";
 import {
   CairnError,
   cairnDir,
+  createExclusive,
   Checker,
   declareIdentity,
   digestComponents,
@@ -233,7 +234,7 @@ async function withSetupLock<T>(dir: string, fn: () => Promise<T>): Promise<T> {
   const started = Date.now();
   for (;;) {
     try {
-      const fd = openSync(lock, "wx", 0o644);
+      const fd = createExclusive(lock, 0o644);
       writeSync(fd, String(process.pid));
       closeSync(fd);
       break;

@@ -20,19 +20,11 @@
  *     limits: { output-bytes: 1048576, time-ms: 60000 }
  */
 import { Checker, childPath, parseSha256, type JsonModel, type Sha256Digest } from "../core/index.ts";
-import { LAUNCH_STAGES } from "./wire.ts";
+import { EVENT_NAMES, LAUNCH_STAGES, type EventName } from "./wire.ts";
 
-export const EVENT_NAMES = [
-  "start",
-  "input-accepted",
-  "input-rejected",
-  "stdin-closed",
-  "requested-termination",
-  "exit",
-  "launch-failure",
-  "cleanup-complete",
-] as const;
-export type EventName = (typeof EVENT_NAMES)[number];
+export { EVENT_NAMES };
+export type { EventName };
+
 export type StreamName = "stdout" | "stderr";
 
 export type Trigger =

@@ -5,8 +5,6 @@
  * (protocol `cairn.protocol/1` guest → host, inputs `cairn.inputs/1`
  * host → guest). tests/vm/wire.test.ts checks these against agent.h.
  */
-import type { EventName } from "./scenario.ts";
-
 export const PROTOCOL_MAGIC = "CAIRNPR1";
 export const PROTOCOL_VERSION = 1;
 export const INPUTS_MAGIC = "CAIRNIN1";
@@ -27,6 +25,19 @@ export const RECORD = {
   "input-rejected": 12,
 } as const;
 export type RecordName = keyof typeof RECORD;
+
+/** The records a scenario can wait for (`after: {event}`) and a run reports as events: agent record names. */
+export const EVENT_NAMES = [
+  "start",
+  "input-accepted",
+  "input-rejected",
+  "stdin-closed",
+  "requested-termination",
+  "exit",
+  "launch-failure",
+  "cleanup-complete",
+] as const;
+export type EventName = (typeof EVENT_NAMES)[number];
 
 /** The record type an `after: {event}` trigger waits for. */
 export function eventRecordType(event: EventName): number {

@@ -11,7 +11,7 @@ import { basename, dirname, extname, join, resolve } from "node:path";
 import { CairnError, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
 import { Store } from "../store/index.ts";
 import { deriveBinary, type Derived } from "./derive.ts";
-import type { SourceKind, WorkloadIdentities } from "./identity.ts";
+import type { SourceKind, WorkloadIdentities } from "./workload-identity.ts";
 import { encodeWorkloadLock, type WorkloadLock } from "./workload-lock.ts";
 import { readSourceFile } from "./source-file.ts";
 import { parseWorkloadSpec, SPEC_MAX_BYTES } from "./spec.ts";

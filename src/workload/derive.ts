@@ -10,7 +10,7 @@ import { buildBinaryWorkload } from "./binary.ts";
 import type { RawRef } from "./closure.ts";
 import { encodeDerived } from "./derived-entry.ts";
 import { fsIdentity } from "../tree/index.ts";
-import { sourceIdentity, workloadIdentity, type SourceFacts, type SourceKind, type WorkloadIdentities } from "./identity.ts";
+import { sourceIdentity, workloadIdentity, type SourceFacts, type SourceKind, type WorkloadIdentities } from "./workload-identity.ts";
 import { launchIdentity, type Launch } from "./launch.ts";
 import type { LayerPolicy } from "../tree/index.ts";
 import { canonicalSpecModel, type BinarySourceSpec, type WorkloadSpec } from "./spec.ts";

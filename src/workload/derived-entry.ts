@@ -11,7 +11,7 @@
  */
 import { declareIdentity, defineScope, identityBytes } from "../core/index.ts";
 import { rawModel, type RawRef } from "./closure.ts";
-import type { SourceKind, WorkloadIdentities } from "./identity.ts";
+import type { SourceKind, WorkloadIdentities } from "./workload-identity.ts";
 import { launchModel, type Launch } from "./launch.ts";
 import { policyModel, sortedEntries, type CanonicalTree, type FsEntry, type LayerPolicy } from "../tree/index.ts";
 

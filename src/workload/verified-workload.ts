@@ -24,7 +24,7 @@
 import { CairnError, ioError, type Sha256Digest } from "../core/index.ts";
 import { readPacked, Store, type PackIndex } from "../store/index.ts";
 import { canonicalSpecBytes, deriveBinary, type Derived } from "./derive.ts";
-import type { SourceKind, WorkloadIdentities } from "./identity.ts";
+import type { SourceKind, WorkloadIdentities } from "./workload-identity.ts";
 import type { Launch } from "./launch.ts";
 import { LOCK_MAX_BYTES, parseWorkloadLock, type WorkloadLock } from "./workload-lock.ts";
 import { parseCanonicalSpec, SPEC_MAX_BYTES, type WorkloadSpec } from "./spec.ts";

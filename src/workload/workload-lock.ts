@@ -9,7 +9,7 @@
  */
 import { Checker, CairnError, childPath, declareIdentity, identityDigest, parseJsonBytes, parseSha256, type JsonObject, type Sha256Digest } from "../core/index.ts";
 import { checkRaw, rawModel, type RawRef } from "./closure.ts";
-import type { SourceKind, WorkloadIdentities } from "./identity.ts";
+import type { SourceKind, WorkloadIdentities } from "./workload-identity.ts";
 import { POLICY_VERSION, policyModel, type LayerPolicy } from "../tree/index.ts";
 
 export const WORKLOAD_LOCK_SCHEMA = "cairn.workload-lock/1";

@@ -3,10 +3,10 @@
  * sources' import lines:
  *  - nothing under src/ imports cli/main.ts (bin/ and the tests that run the
  *    CLI do); commands get Context from cli/context.ts;
- *  - cli/ has no import cycle at file level;
  *  - a file under cli/commands/ registers a command, and imports no other
  *    command file except a noun importing its own verbs (lock.ts → lock-*.ts);
- *  - no two source files under src/ share a basename (index.ts excepted).
+ * (File-level cycles and shared basenames are checked for all of src/ by
+ * tests/architecture/layers.test.ts.)
  * Each allow-list entry says why; an entry that is no longer needed fails, so
  * the list only shrinks.
  */
@@ -20,24 +20,10 @@ const SRC = join(PROJECT_ROOT, "src");
 const CLI = join(SRC, "cli");
 const COMMANDS = join(CLI, "commands");
 
-/** Until the wip-tree branch moves `--base oci:` probing into strata (then remove these and main.ts's Context re-export). */
-const OCI_PROBE_IN_CLI = "commands/resolve-oci.ts still holds OCI base probing and imports Context from main.ts";
-const ALLOWED_MAIN_IMPORTERS: Record<string, string> = { "cli/commands/resolve-oci.ts": OCI_PROBE_IN_CLI };
-const ALLOWED_NON_COMMANDS: Record<string, string> = {
-  "resolve-options.ts": "probeBaseFlag stays beside resolve-oci.ts until OCI base probing is in strata",
-  "resolve-oci.ts": OCI_PROBE_IN_CLI,
-};
-const ALLOWED_COMMAND_IMPORTS: Record<string, string> = {
-  "lock-verify.ts -> resolve-options.ts": "probeBaseFlag (see above)",
-  "resolve.ts -> resolve-options.ts": "probeBaseFlag (see above)",
-  "resolve-options.ts -> resolve-oci.ts": OCI_PROBE_IN_CLI,
-};
-/** The tree/OCI files the wip-tree branch renames. */
-const ALLOWED_SHARED_BASENAMES: Record<string, string> = {
-  "limits.ts": "core/limits.ts and workload/limits.ts: renamed with the tree area",
-  "model.ts": "core/model.ts and workload/layers/model.ts: renamed with the tree area",
-  "tar-reader.ts": "strata/tar-reader.ts and workload/layers/tar-reader.ts: folded into the tree area",
-};
+/** Empty: every former entry (OCI base probing, `--base` handling, the tree files' basenames) moved out. */
+const ALLOWED_MAIN_IMPORTERS: Record<string, string> = {};
+const ALLOWED_NON_COMMANDS: Record<string, string> = {};
+const ALLOWED_COMMAND_IMPORTS: Record<string, string> = {};
 
 function sourceFiles(dir: string): string[] {
   const out: string[] = [];
@@ -110,12 +96,6 @@ test("nothing under src/ imports cli/main.ts; commands take Context from cli/con
   checkAllowList("ALLOWED_MAIN_IMPORTERS", ALLOWED_MAIN_IMPORTERS, used);
 });
 
-test("cli/ has no import cycle at file level", () => {
-  const allowedEdges = new Set(Object.keys(ALLOWED_MAIN_IMPORTERS).map((f) => `${join(SRC, f)} -> ${join(CLI, "main.ts")}`));
-  const graph = new Map(sourceFiles(CLI).map((f) => [f, importsOf(f).filter((t) => !allowedEdges.has(`${f} -> ${t}`))] as const));
-  assert.deepEqual(cyclesOf(graph).map((c) => c.map((f) => relative(SRC, f))), []);
-});
-
 test("cli/commands/ holds command files only, and a command imports no other command except a noun its own verbs", () => {
   const files = sourceFiles(COMMANDS);
   const isCommand = (f: string): boolean => /^export function register[A-Z]\w*\(/m.test(readFileSync(f, "utf8"));
@@ -136,17 +116,4 @@ test("cli/commands/ holds command files only, and a command imports no other com
   const usedCross = new Set(cross.filter((c) => c in ALLOWED_COMMAND_IMPORTS));
   assert.deepEqual(cross.filter((c) => !usedCross.has(c)), [], "share through cli/flags.ts or the library, not another command");
   checkAllowList("ALLOWED_COMMAND_IMPORTS", ALLOWED_COMMAND_IMPORTS, usedCross);
-});
-
-test("no two source files under src/ share a basename (index.ts excepted)", () => {
-  const byName = new Map<string, string[]>();
-  for (const f of sourceFiles(SRC)) {
-    const name = basename(f);
-    if (name === "index.ts") continue;
-    byName.set(name, [...(byName.get(name) ?? []), relative(SRC, f)]);
-  }
-  const shared = [...byName].filter(([, paths]) => paths.length > 1).map(([name]) => name);
-  const used = new Set(shared.filter((n) => n in ALLOWED_SHARED_BASENAMES));
-  assert.deepEqual(shared.filter((n) => !used.has(n)).map((n) => `${n}: ${byName.get(n)!.join(", ")}`), []);
-  checkAllowList("ALLOWED_SHARED_BASENAMES", ALLOWED_SHARED_BASENAMES, used);
 });

@@ -9,7 +9,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as core from "../../src/core/index.ts";
 import * as manifest from "../../src/manifest/index.ts";
@@ -91,6 +91,14 @@ test("every declareIdentity call in src/ is reachable from an area index", () =>
   assert.equal(new Set(scopes.map((s) => s.identity)).size, scopes.length);
   // control: the collector really finds declarations and scopes
   assert.ok(decls.length >= 10 && scopes.length >= 8);
+});
+
+test("every declaration names the file that declares it (definedIn survives moves)", () => {
+  for (const d of collect().decls) {
+    const file = join(PROJECT_ROOT, d.definedIn);
+    assert.ok(existsSync(file), `${d.name}: definedIn ${d.definedIn} does not exist`);
+    assert.match(readFileSync(file, "utf8"), /declareIdentity\(/, `${d.name}: ${d.definedIn} declares no identity`);
+  }
 });
 
 test("docs/identities.md's table is the table the declarations generate", () => {

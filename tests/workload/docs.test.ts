@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { sha256 } from "../../src/core/index.ts";
 import { fsIdentity, frameTree } from "../../src/tree/fs-digest.ts";
-import { WORKLOAD_IDENTITY_SCOPE } from "../../src/workload/identity.ts";
+import { WORKLOAD_IDENTITY_SCOPE } from "../../src/workload/workload-identity.ts";
 import { launchIdentity, makeLaunch } from "../../src/workload/launch.ts";
 import type { FsEntry } from "../../src/tree/entries.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";

@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import type { JsonModel, Sha256Digest } from "../../src/core/index.ts";
 import { DERIVED_ENTRY_SCOPE, encodeDerived } from "../../src/workload/derived-entry.ts";
-import { SOURCE_IDENTITY_SCOPE, WORKLOAD_IDENTITY_SCOPE } from "../../src/workload/identity.ts";
+import { SOURCE_IDENTITY_SCOPE, WORKLOAD_IDENTITY_SCOPE } from "../../src/workload/workload-identity.ts";
 import { LAUNCH_IDENTITY_SCOPE, launchModel, makeLaunch } from "../../src/workload/launch.ts";
 import { encodeWorkloadLock, LOCK_FIELDS } from "../../src/workload/workload-lock.ts";
 import { STRICT_POLICY } from "../../src/tree/index.ts";
@@ -24,7 +24,7 @@ test("every spec field and every lock field is placed as covered or not covered 
   for (const k of SPEC_FIELDS.oci) fields.add(`spec:/source/oci/${k}`);
   for (const k of LOCK_FIELDS) fields.add(`lock:/${k}`);
   const missing = [...fields].filter((f) => !SCOPE_FIELDS.includes(f));
-  assert.deepEqual(missing, [], "add these fields to WORKLOAD_IDENTITY_SCOPE in src/workload/identity.ts");
+  assert.deepEqual(missing, [], "add these fields to WORKLOAD_IDENTITY_SCOPE in src/workload/workload-identity.ts");
   const stale = SCOPE_FIELDS.filter((f) => !fields.has(f));
   assert.deepEqual(stale, [], "WORKLOAD_IDENTITY_SCOPE lists fields the models no longer have");
 });

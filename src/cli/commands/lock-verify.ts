@@ -3,8 +3,7 @@ import { CairnError, readVerifyingKey } from "../../core/index.ts";
 import { lockfileCaveats, openRegistries, parseMaxAge, readTrust, verifyLock, verifyLockContents } from "../../strata/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
-import { clock, collect } from "../flags.ts";
-import { probeBaseFlag } from "./resolve-options.ts";
+import { clock, collect, probeBaseFlag } from "../flags.ts";
 
 interface VerifyOpts {
   pub: string;

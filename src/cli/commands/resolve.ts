@@ -5,8 +5,7 @@ import { catalogFromRegistries, environmentId, notActedUpon, openRegistries, rea
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
 import { CAIRN_VERSION } from "../cairn-version.ts";
-import { clock, collect } from "../flags.ts";
-import { probeBaseFlag } from "./resolve-options.ts";
+import { clock, collect, probeBaseFlag } from "../flags.ts";
 
 interface ResolveOpts {
   registry: string[];

@@ -24,7 +24,7 @@ export const WORKLOAD_IDENTITY = declareIdentity({
   algorithm: "sha256",
   framing: "tag-nul-jcs",
   role: "identity",
-  definedIn: "src/workload/identity.ts",
+  definedIn: "src/workload/workload-identity.ts",
 });
 
 export const SOURCE_IDENTITY = declareIdentity({
@@ -33,7 +33,7 @@ export const SOURCE_IDENTITY = declareIdentity({
   algorithm: "sha256",
   framing: "tag-nul-jcs",
   role: "identity",
-  definedIn: "src/workload/identity.ts",
+  definedIn: "src/workload/workload-identity.ts",
 });
 
 export type SourceKind = "binary" | "oci";
