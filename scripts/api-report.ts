@@ -35,47 +35,69 @@ function clean(text: string): string {
   });
 }
 
+/** The type of a member or constant as written at its declaration when it has an annotation, else as the checker infers it. */
+function typeText(checker: ts.TypeChecker, sym: ts.Symbol, at: ts.Node | undefined): string {
+  const d = sym.valueDeclaration ?? sym.declarations?.[0];
+  const annotated = d !== undefined && (ts.isPropertyDeclaration(d) || ts.isPropertySignature(d) || ts.isVariableDeclaration(d) || ts.isParameter(d)) ? d.type : undefined;
+  if (annotated !== undefined) return annotated.getText().replace(/\s+/g, " ");
+  return clean(checker.typeToString(checker.getTypeOfSymbol(sym), at, FORMAT));
+}
+
+function isHidden(m: ts.Symbol): boolean {
+  if (m.getName().startsWith("#")) return true;
+  const d = m.valueDeclaration ?? m.declarations?.[0];
+  return d !== undefined && (ts.getCombinedModifierFlags(d as ts.Declaration) & (ts.ModifierFlags.Private | ts.ModifierFlags.Protected)) !== 0;
+}
+
+/** Members declared by the class itself (not inherited from Error and the like), public ones only. */
+function ownMembers(members: ReadonlyMap<ts.__String, ts.Symbol> | undefined): ts.Symbol[] {
+  return [...(members?.values() ?? [])].filter((m) => m.getName() !== "__constructor" && !isHidden(m)).sort(byName);
+}
+
+function memberLine(checker: ts.TypeChecker, m: ts.Symbol, at: ts.Node | undefined, prefix = ""): string {
+  const d = m.valueDeclaration ?? m.declarations?.[0];
+  if (d !== undefined && (ts.isMethodDeclaration(d) || ts.isGetAccessorDeclaration(d))) {
+    const sigs = checker.getTypeOfSymbol(m).getCallSignatures();
+    if (ts.isGetAccessorDeclaration(d)) return `  ${prefix}get ${m.getName()}: ${clean(checker.typeToString(checker.getTypeOfSymbol(m), at, FORMAT))}`;
+    return sigs.map((s) => `  ${prefix}${m.getName()}${clean(checker.signatureToString(s, at, FORMAT))}`).join("\n");
+  }
+  const ro = d !== undefined && ts.getCombinedModifierFlags(d as ts.Declaration) & ts.ModifierFlags.Readonly ? "readonly " : "";
+  const opt = m.flags & ts.SymbolFlags.Optional ? "?" : "";
+  return `  ${prefix}${ro}${m.getName()}${opt}: ${typeText(checker, m, at)}`;
+}
+
 function describe(checker: ts.TypeChecker, sym: ts.Symbol): string {
   const target = sym.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(sym) : sym;
   const decl = target.declarations?.[0];
   const name = sym.getName();
   const f = target.flags;
   if (f & ts.SymbolFlags.Class) {
-    const type = checker.getDeclaredTypeOfSymbol(target);
-    const members = checker
-      .getPropertiesOfType(type)
-      .filter((m) => !m.getName().startsWith("#") && !(ts.getCombinedModifierFlags(m.valueDeclaration ?? (m.declarations?.[0] as ts.Declaration)) & (ts.ModifierFlags.Private | ts.ModifierFlags.Protected)))
-      .sort(byName)
-      .map((m) => `  ${m.getName()}: ${clean(checker.typeToString(checker.getTypeOfSymbol(m), decl, FORMAT))}`);
     const statics = checker.getTypeOfSymbol(target);
-    const ctor = statics.getConstructSignatures().map((s) => `  new${clean(checker.signatureToString(s, decl, FORMAT)).replace(/^<[^>]*>/, "")}`);
-    const staticMembers = checker
-      .getPropertiesOfType(statics)
-      .filter((m) => m.getName() !== "prototype" && !(ts.getCombinedModifierFlags(m.valueDeclaration ?? (m.declarations?.[0] as ts.Declaration)) & (ts.ModifierFlags.Private | ts.ModifierFlags.Protected)))
-      .sort(byName)
-      .map((m) => `  static ${m.getName()}: ${clean(checker.typeToString(checker.getTypeOfSymbol(m), decl, FORMAT))}`);
-    return [`class ${name} {`, ...ctor, ...staticMembers, ...members, "}"].join("\n");
+    const ctor = statics.getConstructSignatures().map((s) => `  constructor${clean(checker.signatureToString(s, decl, FORMAT)).replace(/^<[^>]*>/, "").replace(/: [^:]*$/, "")}`);
+    const heritage = decl !== undefined && ts.isClassDeclaration(decl) && decl.heritageClauses !== undefined ? ` ${decl.heritageClauses.map((h) => h.getText()).join(" ")}` : "";
+    const lines = [
+      ...ctor,
+      ...ownMembers(target.exports).filter((m) => m.getName() !== "prototype").map((m) => memberLine(checker, m, decl, "static ")),
+      ...ownMembers(target.members).map((m) => memberLine(checker, m, decl)),
+    ];
+    return [`class ${name}${heritage} {`, ...lines, "}"].join("\n");
   }
   if (f & ts.SymbolFlags.Function) {
     const sigs = checker.getTypeOfSymbol(target).getCallSignatures();
     return sigs.map((s) => `function ${name}${clean(checker.signatureToString(s, decl, FORMAT))}`).join("\n");
   }
-  if (f & (ts.SymbolFlags.Interface | ts.SymbolFlags.TypeAlias)) {
-    const type = checker.getDeclaredTypeOfSymbol(target);
-    const keyword = f & ts.SymbolFlags.Interface ? "interface" : "type";
-    const props = checker.getPropertiesOfType(type);
-    if (f & ts.SymbolFlags.Interface || (props.length > 0 && !type.isUnion())) {
-      const lines = [...props].sort(byName).map((p) => {
-        const opt = p.flags & ts.SymbolFlags.Optional ? "?" : "";
-        const ro = p.declarations?.some((d) => ts.getCombinedModifierFlags(d) & ts.ModifierFlags.Readonly) ? "readonly " : "";
-        return `  ${ro}${p.getName()}${opt}: ${clean(checker.typeToString(checker.getTypeOfSymbol(p), decl, FORMAT))}`;
-      });
-      return [`${keyword} ${name} {`, ...lines, "}"].join("\n");
-    }
-    return `type ${name} = ${clean(checker.typeToString(type, decl, FORMAT | ts.TypeFormatFlags.InTypeAlias))}`;
+  if (f & ts.SymbolFlags.Interface) {
+    const lines = ownMembers(target.members).map((m) => memberLine(checker, m, decl));
+    const heritage = decl !== undefined && ts.isInterfaceDeclaration(decl) && decl.heritageClauses !== undefined ? ` ${decl.heritageClauses.map((h) => h.getText()).join(" ")}` : "";
+    return [`interface ${name}${heritage} {`, ...lines, "}"].join("\n");
+  }
+  if (f & ts.SymbolFlags.TypeAlias) {
+    const node = decl !== undefined && ts.isTypeAliasDeclaration(decl) ? decl : undefined;
+    const params = node?.typeParameters !== undefined ? `<${node.typeParameters.map((t) => t.getText()).join(", ")}>` : "";
+    return `type ${name}${params} = ${node !== undefined ? node.type.getText().replace(/\s+/g, " ") : clean(checker.typeToString(checker.getDeclaredTypeOfSymbol(target), decl, FORMAT))}`;
   }
   if (f & (ts.SymbolFlags.Variable | ts.SymbolFlags.Property)) {
-    return `const ${name}: ${clean(checker.typeToString(checker.getTypeOfSymbol(target), decl, FORMAT))}`;
+    return `const ${name}: ${typeText(checker, target, decl)}`;
   }
   return `${ts.SymbolFlags[f] ?? "symbol"} ${name}`;
 }

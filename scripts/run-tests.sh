@@ -5,10 +5,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Type-check everything (sources, tests, benches) and build the library that
-# `import ... from "cairn"` resolves to.
+# Build the library that `import ... from "cairn"` resolves to (the tests
+# import it by name), then type-check everything (sources, tests, benches),
+# then check formatting and lint (Biome, with the checked-in biome.json).
+npm run --silent build
 npx tsc -p tsconfig.json --noEmit
-npx tsc -p tsconfig.build.json
+npx biome check .
 
 mapfile -t files < <(find tests -name '*.test.ts' -not -path '*/.generated/*' | LC_ALL=C sort)
 if [ "${#files[@]}" -eq 0 ]; then

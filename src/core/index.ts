@@ -1,39 +1,23 @@
 export { CairnError, ERROR_CODES, isCairnError, refuseAll, ioError } from "./errors.ts";
-export type { ErrorCode, Issue, CairnErrorOptions } from "./errors.ts";
-export { parseDigest, parseSha256, isDigest, digestAlgorithm, digestHex, sha256, blake3, Sha256Hasher, verifyDigest } from "./digest.ts";
-export type { Digest, DigestAlgorithm, Sha256Digest, Blake3Digest } from "./digest.ts";
-export { canonicalize, canonicalBytes, escapePointer, hasLoneSurrogate } from "./jcs.ts";
+export type { ErrorCode, Issue } from "./errors.ts";
+export { parseDigest, parseSha256, isDigest, digestHex, sha256, blake3, Sha256Hasher, verifyDigest } from "./digest.ts";
+export type { Digest, Sha256Digest, Blake3Digest } from "./digest.ts";
+export { canonicalize, canonicalBytes, escapePointer } from "./jcs.ts";
 export type { JsonValue } from "./jcs.ts";
 export { parseJsonText, parseJsonBytes, decodeUtf8, isJsonObject, toJsonValue } from "./json.ts";
-export type { JsonModel, JsonObject, ReadJsonOptions } from "./json.ts";
+export type { JsonModel, JsonObject } from "./json.ts";
 export { parseYamlText, parseYamlBytes, toYamlText } from "./yaml.ts";
 export { Checker, childPath, describe } from "./model.ts";
-export {
-  generateSigningKey,
-  keyIdOf,
-  parseSigningKey,
-  parseVerifyingKey,
-  readSigningKey,
-  readVerifyingKey,
-  signBytes,
-  verifyBytes,
-  writeKeyPair,
-  privateKeyPem,
-  publicKeyPem,
-  verifyingKeyFromRaw,
-  signingKeyFromSeed,
-} from "./keys.ts";
+export { generateSigningKey, keyIdOf, readSigningKey, readVerifyingKey, signBytes, verifyBytes, writeKeyPair, verifyingKeyFromRaw, signingKeyFromSeed } from "./keys.ts";
 export type { SigningKey, VerifyingKey } from "./keys.ts";
 export { pae, signEnvelope, verifyEnvelope, parseEnvelope } from "./dsse.ts";
 export type { DsseEnvelope, DsseSignature } from "./dsse.ts";
-export { writeFileAtomic, mkdirPrivate, tempSibling, fsyncDir, readPrefix, readFullyAt, writeFully, openForRead, createExclusive } from "./files.ts";
+export { writeFileAtomic, mkdirPrivate, tempSibling, fsyncDir, readFullyAt, writeFully, openForRead, createExclusive } from "./files.ts";
 export { readFileBounded, readFilePrefix } from "./bounded-read.ts";
-export type { BoundedReadOptions } from "./bounded-read.ts";
-export type { WriteOptions } from "./files.ts";
 export { safeComponent, digestComponents } from "./safepath.ts";
 export { checkLimit, formatBytes, FIXED_LIMIT_HINT } from "./limits.ts";
 export { declareIdentity, isIdentityDeclaration, identityBytes, identityDigest, identityHasher, defineScope, scopeFieldNames } from "./identity.ts";
-export type { IdentityDeclaration, IdentityDigest, IdentityFraming, IdentityRole, IdentityScope } from "./identity.ts";
+export type { IdentityDeclaration, IdentityFraming, IdentityRole, IdentityScope } from "./identity.ts";
 export { compareBytes, sortByBytes, sortedRecord } from "./byte-order.ts";
-export { cairnDir, CAIRN_DIR_FLAGS } from "./locations.ts";
+export { cairnDir } from "./locations.ts";
 export type { CairnDirKind } from "./locations.ts";

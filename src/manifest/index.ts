@@ -1,28 +1,16 @@
 // Environment manifests: devcontainer.json → canonical core, BLAKE3 address,
 // Ed25519 signature, pinning labels, field-level diff, resume linkage.
 // Names carry "manifest" where a bare name could clash with another area's.
-export { FIELD_SCOPE as MANIFEST_FIELD_SCOPE, NOT_COVERED as MANIFEST_NOT_COVERED, MANIFEST_SCHEMA, MANIFEST_ADDRESS, MANIFEST_ADDRESS_SCOPE } from "./scope.ts";
-export type { FieldScope as ManifestFieldScope, ScopeClass as ManifestScopeClass, IdentityField as ManifestIdentityField } from "./scope.ts";
-export { buildCore as buildManifestCore } from "./core.ts";
+export { FIELD_SCOPE as MANIFEST_FIELD_SCOPE, MANIFEST_ADDRESS, MANIFEST_ADDRESS_SCOPE } from "./scope.ts";
 export type { EnvCore, BuiltCore } from "./core.ts";
-export type { FeatureEntry, FeatureOptions } from "./features.ts";
-export type { NormalizedMount, MountKind } from "./mounts.ts";
 export { DEFAULT_MANIFEST_LIMITS } from "./declared.ts";
 export type { ManifestLimits } from "./declared.ts";
-export {
-  addressOf as manifestAddress,
-  coreBytes as manifestCoreBytes,
-  pinningOf as manifestPinning,
-  manifestOf,
-  ingestDevcontainer,
-  signManifest,
-  verifyManifestSignature,
-} from "./env-manifest.ts";
+export { addressOf as manifestAddress, pinningOf as manifestPinning, ingestDevcontainer, signManifest, verifyManifestSignature } from "./env-manifest.ts";
 export type { EnvManifest, ManifestSignature, Pinning, IngestResult } from "./env-manifest.ts";
-export { parseManifest, parseCore as parseManifestCore, manifestText, isManifestDocument } from "./document.ts";
+export { parseManifest, manifestText } from "./document.ts";
 export { diffCores as diffManifestCores } from "./core-diff.ts";
-export type { CoreDifference, ChangeKind } from "./core-diff.ts";
-export { checkResume, snapshotRefOf, parseSnapshotRef, SNAPSHOT_REF_SCHEMA } from "./resume.ts";
+export type { CoreDifference } from "./core-diff.ts";
+export { checkResume, snapshotRefOf, parseSnapshotRef } from "./resume.ts";
 export type { SnapshotRef } from "./resume.ts";
 export { readManifestFile, readInputFile as readManifestInput, loadManifestOrDevcontainer } from "./read.ts";
 export type { Loaded } from "./read.ts";

@@ -1,18 +1,15 @@
 // The canonical tree: its model, cairn.fs/1, tree paths and in-root resolution,
 // the layer policy and limits, the strict tar gate, the tar writer, and layer
 // application with whiteouts. Imports only core.
-export type { CanonicalTree, FsEntry, FsEntryType, FileEntry, DirEntry, SymlinkEntry, ContentSource, ContentSink } from "./entries.ts";
-export { fsIdentity, frameTree, frameEntry, sortedEntries, FS_IDENTITY_TAG, FS_IDENTITY } from "./fs-digest.ts";
-export { normalizeMemberPath, classifyWhiteout, isCanonicalPath, parentOf, joinPath, ancestors } from "./tree-paths.ts";
-export type { WhiteoutKind } from "./tree-paths.ts";
-export { TreeModel, IMPLICIT_DIR } from "./tree-builder.ts";
+export type { CanonicalTree, FsEntry, FileEntry, DirEntry, SymlinkEntry, ContentSource, ContentSink } from "./entries.ts";
+export { fsIdentity, frameTree, frameEntry, sortedEntries, FS_IDENTITY } from "./fs-digest.ts";
+export { isCanonicalPath, parentOf, ancestors } from "./tree-paths.ts";
 export { resolveInRoot, resolveInTree, MAX_SYMLINK_HOPS } from "./in-root.ts";
-export type { RootNode, RootLookup } from "./in-root.ts";
 export { directoryView, treeView } from "./root-view.ts";
 export type { RootView } from "./root-view.ts";
 export { parsePolicy, policyModel, isStrictPolicy, STRICT_POLICY, POLICY_VERSION } from "./layer-policy.ts";
-export type { LayerPolicy, HardlinkPolicy, SetidPolicy } from "./layer-policy.ts";
-export { parseLimits, limitsModel, enforceLimit, DEFAULT_LIMITS, LIMIT_DEFAULTS, LIMIT_CEILINGS, LIMIT_NAMES } from "./layer-limits.ts";
+export type { LayerPolicy } from "./layer-policy.ts";
+export { parseLimits, limitsModel, enforceLimit, DEFAULT_LIMITS, LIMIT_CEILINGS, LIMIT_NAMES } from "./layer-limits.ts";
 export type { LayerLimits, LimitName } from "./layer-limits.ts";
 export type { LayerCompression } from "./layer-reader.ts";
 export { writeTar } from "./tar-writer.ts";

@@ -1,20 +1,18 @@
 // The workload area's public surface: specs, identities, the lock, assembly and verification.
 // The canonical tree, layer policy and limits live in tree/; OCI reading in oci/.
-export { parseWorkloadSpec, checkWorkloadSpec, canonicalSpecModel, WORKLOAD_SPEC_SCHEMA } from "./spec.ts";
-export type { WorkloadSpec, SourceSpec, BinarySourceSpec, OciSourceSpec } from "./spec.ts";
+export { parseWorkloadSpec, checkWorkloadSpec, canonicalSpecModel } from "./spec.ts";
+export type { WorkloadSpec } from "./spec.ts";
 export { checkStaticExecutable } from "./elf.ts";
 export type { ElfFacts } from "./elf.ts";
-export { launchIdentity, launchFromOci, makeLaunch, parseUser, LAUNCH_IDENTITY_TAG, LAUNCH_IDENTITY, LAUNCH_IDENTITY_SCOPE, LAUNCH_LIMITS } from "./launch.ts";
-export type { Launch, OciLaunchFields } from "./launch.ts";
-export { workloadIdentity, sourceIdentity, WORKLOAD_IDENTITY_TAG, SOURCE_IDENTITY_TAG, WORKLOAD_IDENTITY, SOURCE_IDENTITY, WORKLOAD_IDENTITY_SCOPE, SOURCE_IDENTITY_SCOPE } from "./workload-identity.ts";
-export type { WorkloadIdentities, SourceKind, SourceFacts } from "./workload-identity.ts";
+export { launchIdentity, launchFromOci, makeLaunch, parseUser, LAUNCH_IDENTITY, LAUNCH_IDENTITY_SCOPE } from "./launch.ts";
+export type { Launch } from "./launch.ts";
+export { workloadIdentity, sourceIdentity, WORKLOAD_IDENTITY, SOURCE_IDENTITY, WORKLOAD_IDENTITY_SCOPE, SOURCE_IDENTITY_SCOPE } from "./workload-identity.ts";
+export type { WorkloadIdentities } from "./workload-identity.ts";
 export { BINARY_INSTALL_PATH } from "./binary.ts";
-export { RAW_ROLES } from "./closure.ts";
-export type { RawRef, RawRole } from "./closure.ts";
 export { encodeWorkloadLock, parseWorkloadLock, WORKLOAD_LOCK_SCHEMA, LOCK_DIGEST } from "./workload-lock.ts";
 export type { WorkloadLock } from "./workload-lock.ts";
-export { DERIVED_SCHEMA, DERIVED_ENTRY_IDENTITY, DERIVED_ENTRY_SCOPE } from "./derived-entry.ts";
-export { assembleWorkload, defaultLockPath } from "./assemble.ts";
+export { DERIVED_ENTRY_IDENTITY, DERIVED_ENTRY_SCOPE } from "./derived-entry.ts";
+export { assembleWorkload } from "./assemble.ts";
 export type { AssembleOptions, AssembleResult } from "./assemble.ts";
 export { openVerifiedWorkload, readWorkloadLock } from "./verified-workload.ts";
 export type { VerifiedWorkload } from "./verified-workload.ts";

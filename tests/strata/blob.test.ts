@@ -5,7 +5,8 @@ import { chmodSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from "n
 import { execFile, execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
-import { buildLayerBlob, readDirectory, readLayerBlobs, sha256, type Sha256Digest } from "../../src/index.ts";
+import { sha256, type Sha256Digest } from "../../src/core/index.ts";
+import { buildLayerBlob, readDirectory, readLayerBlobs } from "../../src/strata/index.ts";
 
 /** A blob read back through the strict gate: its entries (root left out) with relative paths. */
 async function readBack(blob: Uint8Array, expected: { sha256: Sha256Digest; size: number }, where: string) {

@@ -1,0 +1,5 @@
+// The oci namespace of the public API (`import { oci } from "cairn"` or
+// `from "cairn/oci"`): reading an OCI image layout into verified, privately
+// staged objects. Schemas, media types and low-level readers stay internal.
+export { readOciSource } from "./index.ts";
+export type { OciLayer, OciLaunchConfig, OciObjectReader, OciSource, ReadOciSourceOptions } from "./index.ts";

@@ -1,0 +1,21 @@
+// The strata namespace of the public API (`import { strata } from "cairn"` or
+// `from "cairn/strata"`): layered environments. Profiles, registries and
+// trust, base probing, the resolver, environment lockfiles and their
+// EnvironmentID, verification, and building layers and formations.
+export { notActedUpon, parseProfileText, profileToYaml, readProfileFile } from "./index.ts";
+export type { Profile } from "./index.ts";
+export { catalogFromRegistries, LocalRegistry, openRegistries, readTrust, searchRegistries } from "./index.ts";
+export type { OpenedRegistry, SearchHit, SignedDocument } from "./index.ts";
+export { declaredBase, probedBase, probeOciBase, probeRoot } from "./index.ts";
+export type { LockBase, ProbeOciOptions, ProbeResult } from "./index.ts";
+export { resolveProfile } from "./index.ts";
+export type { ResolveInput } from "./index.ts";
+export { LOCKFILE_FORMAT, lockfileToYaml, parseLockfile, parseLockfileText, readLockfile, writeLockfile } from "./index.ts";
+export type { Lockfile, LockLayer, VerificationPolicy } from "./index.ts";
+export { BASE_DIGEST, BASE_DIGEST_SCOPE, ENVIRONMENT_ID, ENVIRONMENT_ID_SCOPE, environmentId } from "./index.ts";
+export { diffLocks, explainScope, freshness, lockfileCaveats, provenanceOf, verifyLock } from "./index.ts";
+export type { Freshness, LockDiff, ProvenanceRecord, VerifyOptions, VerifyReport } from "./index.ts";
+export { buildLayerFromDirectory, foldLayers, formationOf } from "./index.ts";
+export type { Formation, LayerManifest, LayerSpec, SourceTrust } from "./index.ts";
+export { parseCapability, parseRequirement, satisfies } from "./index.ts";
+export type { Capability, Requirement } from "./index.ts";

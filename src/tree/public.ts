@@ -1,0 +1,14 @@
+// The tree namespace of the public API (`import { tree } from "cairn"` or
+// `from "cairn/tree"`): the canonical tree model and its `cairn.fs/1`
+// identity, strict layer application with its policy and limits, and in-root
+// path resolution. The tar gate, the builder and path helpers stay internal.
+export type { CanonicalTree, ContentSink, ContentSource, DirEntry, FileEntry, FsEntry, SymlinkEntry } from "./index.ts";
+export { FS_IDENTITY, frameTree, fsIdentity } from "./index.ts";
+export { applyLayers } from "./index.ts";
+export type { ApplyLayersOptions, ApplyResult, ApplyStats, LayerCompression, LayerInput } from "./index.ts";
+export { parsePolicy, STRICT_POLICY } from "./index.ts";
+export type { LayerPolicy } from "./index.ts";
+export { DEFAULT_LIMITS, LIMIT_CEILINGS, parseLimits } from "./index.ts";
+export type { LayerLimits, LimitName } from "./index.ts";
+export { directoryView, resolveInRoot, resolveInTree, treeView } from "./index.ts";
+export type { RootView } from "./index.ts";

@@ -1,0 +1,17 @@
+// The vm namespace of the public API (`import { vm } from "cairn"` or
+// `from "cairn/vm"`): the guest kit, recording and replaying runs, run
+// manifests, scenarios and failure bundles, and the VM and outcome
+// identities. QEMU arguments, the guest image and the protocol stay internal.
+export { ensureKit, kitDir, loadKit, setupKit } from "./index.ts";
+export type { Kit, SetupOptions } from "./index.ts";
+export { defaultRunsDir, recordRun } from "./index.ts";
+export type { RecordOptions, RecordResult } from "./index.ts";
+export { preflight, replayRun } from "./index.ts";
+export type { ReplayOptions, ReplayResult } from "./index.ts";
+export { parseRunManifest, readRunManifest, RUN_MANIFEST_SCHEMA, RUN_MANIFEST_SCOPE } from "./index.ts";
+export type { RunManifest } from "./index.ts";
+export { DEFAULT_SCENARIO, parseScenario } from "./index.ts";
+export type { Scenario } from "./index.ts";
+export { writeFailureBundle } from "./index.ts";
+export { OUTCOME_IDENTITY, OUTCOME_SCOPE, VM_IDENTITY, VM_IDENTITY_SCOPE } from "./index.ts";
+export type { RunStatus, VmIdentity } from "./index.ts";

@@ -1,0 +1,14 @@
+// The workload namespace of the public API (`import { workload } from "cairn"`
+// or `from "cairn/workload"`): workload specs, assembly into the store, the
+// workload lock, verified reopening, and the identities with their scopes.
+export { parseWorkloadSpec } from "./index.ts";
+export type { WorkloadSpec } from "./index.ts";
+export { assembleWorkload, openVerifiedWorkload } from "./index.ts";
+export type { AssembleOptions, AssembleResult, VerifiedWorkload } from "./index.ts";
+export { parseWorkloadLock, readWorkloadLock, WORKLOAD_LOCK_SCHEMA } from "./index.ts";
+export type { WorkloadLock } from "./index.ts";
+export { launchIdentity, sourceIdentity, workloadIdentity } from "./index.ts";
+export type { Launch, WorkloadIdentities } from "./index.ts";
+export { LAUNCH_IDENTITY, LAUNCH_IDENTITY_SCOPE, SOURCE_IDENTITY, SOURCE_IDENTITY_SCOPE, WORKLOAD_IDENTITY, WORKLOAD_IDENTITY_SCOPE } from "./index.ts";
+export { checkStaticExecutable } from "./index.ts";
+export type { ElfFacts } from "./index.ts";
