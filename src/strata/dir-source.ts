@@ -74,6 +74,15 @@ export function readDirectory(root: string, prefix = "", limits: DirLimits = DEF
       const name = decodeUtf8(raw, join(abs, raw.toString("latin1")));
       const childAbs = join(abs, name);
       const childRel = rel === "" ? name : `${rel}/${name}`;
+      // Layer blobs are read back through the OCI tar gate (fold, lock verify's content check), where
+      // `.wh.<name>` deletes <name> from lower layers: such a file would be built as content and read
+      // back as a deletion, so the blob would mean two things. Refused at build time instead.
+      if (name.startsWith(".wh.")) {
+        throw new CairnError("TAR_WHITEOUT", `${childAbs} is named like an OCI whiteout (.wh.*); a layer read back would treat it as a deletion`, {
+          path: childAbs,
+          hint: "rename the file; names starting with .wh. are reserved by the OCI layer format",
+        });
+      }
       checkLimit("layer.max_entries", out.length + 1, limits.maxEntries, childAbs, "count", FIXED_LIMIT_HINT);
       const cst = lstatSync(childAbs);
       if (cst.isSymbolicLink()) {

@@ -128,6 +128,19 @@ test("sockets, FIFOs and devices are refused when building", () => {
   assertCode(() => readDirectory(root), "SOURCE_NOT_REGULAR");
 });
 
+test("a file named like an OCI whiteout (.wh.*) is refused when building, since reading the blob back would delete instead; control: .whx builds", async () => {
+  const bad = tempDir("cairn-blob-wh-");
+  mkdirSync(join(bad, "etc"));
+  writeFileSync(join(bad, "etc", ".wh.passwd"), "x\n");
+  assertCode(() => readDirectory(bad), "TAR_WHITEOUT");
+  const good = tempDir("cairn-blob-wh-");
+  mkdirSync(join(good, "etc"));
+  writeFileSync(join(good, "etc", ".whx.passwd"), "x\n");
+  const blob = buildLayerBlob(readDirectory(good));
+  const back = await readBack(blob.blob, blob, "control");
+  assert.ok(back.some((e) => e.path === "etc/.whx.passwd" && e.type === "file"));
+});
+
 test("cairn layer build gives the same blob under another locale, time zone and umask (separate processes)", () => {
   const src = makeTree([0, 1, 2, 3, 4], 0o022);
   const cairn = join(PROJECT_ROOT, "bin", "cairn.js");
