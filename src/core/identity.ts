@@ -64,7 +64,7 @@ export function isIdentityDeclaration(v: unknown): v is IdentityDeclaration {
 function withField(decl: IdentityDeclaration, model: unknown, field: "schema" | "tag"): Record<string, unknown> {
   if (typeof model !== "object" || model === null || Array.isArray(model)) throw new TypeError(`identity ${decl.name}: the model must be an object`);
   const o = model as Record<string, unknown>;
-  if (Object.prototype.hasOwnProperty.call(o, field) && o[field] !== decl.tag) throw new TypeError(`identity ${decl.name}: the model's ${field} is not ${decl.tag}`);
+  if (Object.hasOwn(o, field) && o[field] !== decl.tag) throw new TypeError(`identity ${decl.name}: the model's ${field} is not ${decl.tag}`);
   return { ...o, [field]: decl.tag };
 }
 
@@ -127,7 +127,7 @@ export function defineScope<const S extends IdentityScope>(scope: S): Readonly<S
     }
   }
   for (const field of Object.keys(scope.covers)) {
-    if (Object.prototype.hasOwnProperty.call(scope.excludes, field)) throw new TypeError(`scope ${scope.identity}: ${field} is both covered and excluded`);
+    if (Object.hasOwn(scope.excludes, field)) throw new TypeError(`scope ${scope.identity}: ${field} is both covered and excluded`);
   }
   return Object.freeze({ ...scope, covers: Object.freeze({ ...scope.covers }), excludes: Object.freeze({ ...scope.excludes }) });
 }

@@ -124,7 +124,7 @@ function convert(node: Node, text: string, path: string): JsonModel {
             path: childPath,
           });
         }
-        if (Object.prototype.hasOwnProperty.call(out, key)) {
+        if (Object.hasOwn(out, key)) {
           throw new CairnError("JSON_DUPLICATE_KEY", `duplicate key "${key}"`, { path: childPath });
         }
         out[key] = convert(valueNode, text, childPath);

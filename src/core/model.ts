@@ -50,7 +50,7 @@ export class Checker {
   }
 
   required(obj: JsonObject, key: string, path: string): JsonModel | undefined {
-    if (!Object.prototype.hasOwnProperty.call(obj, key)) {
+    if (!Object.hasOwn(obj, key)) {
       this.add(childPath(path, key), `missing required field "${key}"`, "MODEL_MISSING_FIELD");
       return undefined;
     }

@@ -45,7 +45,7 @@ function convert(node: unknown, text: string, path: string): JsonModel {
       if (key === "__proto__") {
         throw new CairnError("JSON_PROTO_KEY", "a \"__proto__\" key is refused (prototype smuggling)", { path: childPath });
       }
-      if (Object.prototype.hasOwnProperty.call(out, key)) {
+      if (Object.hasOwn(out, key)) {
         throw new CairnError("JSON_DUPLICATE_KEY", `duplicate key "${key}"${where(text, keyNode)}`, { path: childPath });
       }
       out[key] = convert(pair.value, text, childPath);

@@ -4,7 +4,7 @@
  * the string reader every normalizer uses, so that the substitution rules and
  * the "never echo a value" rule are applied in one place.
  */
-import { Checker, type JsonModel } from "../core/index.ts";
+import type { Checker, JsonModel } from "../core/index.ts";
 import { substitute } from "./substitution.ts";
 
 /** Named limits of one ingest; each error names the limit it hit. */

@@ -161,7 +161,7 @@ export const NOT_COVERED: readonly string[] = [
 ];
 
 export function scopeOf(field: string): FieldScope | undefined {
-  return Object.prototype.hasOwnProperty.call(FIELD_SCOPE, field) ? (FIELD_SCOPE as Record<string, FieldScope>)[field] : undefined;
+  return Object.hasOwn(FIELD_SCOPE, field) ? (FIELD_SCOPE as Record<string, FieldScope>)[field] : undefined;
 }
 
 export function fieldsOfClass(cls: ScopeClass): string[] {

@@ -18,7 +18,7 @@
  * digest of the bytes against the name before returning them: the store is
  * hostile input too.
  */
-import { lstatSync, rmSync } from "node:fs";
+import { lstatSync, rmSync, type Stats } from "node:fs";
 import { join } from "node:path";
 import { CairnError, digestComponents, mkdirPrivate, readFileBounded, sha256, type Sha256Digest } from "../core/index.ts";
 import { publishBytes, publishStaged } from "./publish.ts";
@@ -49,7 +49,7 @@ export class Store {
       }
       cleanStaging(join(root, "staging"));
     }
-    let st;
+    let st: Stats;
     try {
       st = lstatSync(root);
     } catch (cause) {
@@ -93,7 +93,7 @@ export class Store {
    */
   require(area: StoreArea, digest: Sha256Digest, size: number): void {
     const path = this.pathOf(area, digest);
-    let st;
+    let st: Stats;
     try {
       st = lstatSync(path);
     } catch (cause) {

@@ -5,7 +5,7 @@
  * walk saw, refused when it grows or shrinks while read). Sockets, FIFOs
  * and devices are refused (they have no place in a layer). Names must be valid UTF-8 so the sorted byte order is defined.
  */
-import { lstatSync, readdirSync, readlinkSync } from "node:fs";
+import { lstatSync, readdirSync, readlinkSync, type Stats } from "node:fs";
 import { join } from "node:path";
 import { CairnError, checkLimit, FIXED_LIMIT_HINT, decodeUtf8, ioError, readFileBounded } from "../core/index.ts";
 import type { TarEntry } from "../tree/index.ts";
@@ -50,7 +50,7 @@ function readRegular(abs: string, expectedSize: number, maxFileBytes: number): B
  * builder sorts.
  */
 export function readDirectory(root: string, prefix = "", limits: DirLimits = DEFAULT_DIR_LIMITS): TarEntry[] {
-  let st;
+  let st: Stats;
   try {
     st = lstatSync(root);
   } catch (cause) {

@@ -37,7 +37,7 @@ export function parseFormation(v: JsonModel, source = "formation"): Formation {
   const name = c.string(c.required(o!, "name", ""), "/name", { pattern: REF_NAME });
   const version = c.string(c.required(o!, "version", ""), "/version");
   if (version !== undefined && !isVersion(version)) c.add("/version", "not a version", "MODEL_VALUE");
-  const description = Object.prototype.hasOwnProperty.call(o!, "description") ? c.string(o!.description, "/description", { max: 4096 }) : undefined;
+  const description = Object.hasOwn(o!, "description") ? c.string(o!.description, "/description", { max: 4096 }) : undefined;
   const layers: FormationMember[] = [];
   const arr = c.array(c.required(o!, "layers", ""), "/layers");
   if (arr?.length === 0) c.add("/layers", "a formation needs at least one layer", "MODEL_VALUE");

@@ -143,7 +143,7 @@ export function parseLayerManifest(v: JsonModel, source = "layer manifest"): Lay
     const builder = c.string(c.required(bo, "builder", "/build"), "/build/builder", { nonEmpty: true, max: 256 });
     const diff_id = sha(c, c.required(bo, "diff_id", "/build"), "/build/diff_id");
     let folded_from: FoldedFrom[] | undefined;
-    if (Object.prototype.hasOwnProperty.call(bo, "folded_from")) {
+    if (Object.hasOwn(bo, "folded_from")) {
       folded_from = [];
       c.array(bo.folded_from, "/build/folded_from")?.forEach((f, i) => {
         const fp = `/build/folded_from/${i}`;

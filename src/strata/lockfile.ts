@@ -75,7 +75,7 @@ export const LOCK_LAYER_FIELDS = ["id", "name", "version", "sha256", "size", "ma
 const RFC3339_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
 
 function has(o: JsonObject, k: string): boolean {
-  return Object.prototype.hasOwnProperty.call(o, k);
+  return Object.hasOwn(o, k);
 }
 
 function digest(c: Checker, o: JsonObject, k: string, p: string, required = false): Sha256Digest | undefined {

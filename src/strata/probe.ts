@@ -32,7 +32,8 @@ export interface ProbeResult {
 /** probe.max_os_release_bytes, probe.max_libc_bytes */
 export const PROBE_LIMITS = { osReleaseBytes: 64 * 1024, libcBytes: 32 * 1024 * 1024, elfHeaderBytes: 64 } as const;
 
-const ELF_MACHINE: Readonly<Record<number, Arch>> = { 0x3e: "x86_64", 0xb7: "aarch64", 0xf3: "riscv64", 0x15: "ppc64le", 0x16: "s390x" };
+/** ELF e_machine: EM_X86_64 0x3e, EM_AARCH64 0xb7, EM_RISCV 0xf3, EM_PPC64 0x15, EM_S390 0x16. */
+const ELF_MACHINE: Readonly<Record<number, Arch>> = { 62: "x86_64", 183: "aarch64", 243: "riscv64", 21: "ppc64le", 22: "s390x" };
 const LOADER_ARCH: ReadonlyArray<[RegExp, Arch]> = [
   [/^ld-linux-x86-64\.so\.2$|^ld-musl-x86_64\.so\.1$/, "x86_64"],
   [/^ld-linux-aarch64\.so\.1$|^ld-musl-aarch64\.so\.1$/, "aarch64"],

@@ -72,7 +72,7 @@ const PKG_NAME = /^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$/;
 const TRUST = /^keyfile:\/\/.+$/;
 
 function has(o: JsonObject, k: string): boolean {
-  return Object.prototype.hasOwnProperty.call(o, k);
+  return Object.hasOwn(o, k);
 }
 
 function list<T>(c: Checker, o: JsonObject, key: string, path: string, read: (v: JsonModel, p: string) => T | undefined): T[] {

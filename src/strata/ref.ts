@@ -48,13 +48,13 @@ export function readRef(c: Checker, v: JsonModel, path: string): SoftwareRef | u
   }
   const o = c.object(v, path, ["name", "formation", "version"]);
   if (o === undefined) return undefined;
-  const hasName = Object.prototype.hasOwnProperty.call(o, "name");
-  const hasFormation = Object.prototype.hasOwnProperty.call(o, "formation");
+  const hasName = Object.hasOwn(o, "name");
+  const hasFormation = Object.hasOwn(o, "formation");
   if (hasName === hasFormation) {
     c.add(path, hasName ? "a ref has either \"name\" or \"formation\", not both" : "a ref mapping needs \"name\" or \"formation\"", "MODEL_VALUE");
     return undefined;
   }
-  const version = Object.prototype.hasOwnProperty.call(o, "version") ? o.version : undefined;
+  const version = Object.hasOwn(o, "version") ? o.version : undefined;
   if (version === null) {
     c.add(childPath(path, "version"), "version is null", "MODEL_TYPE");
     return undefined;

@@ -53,7 +53,7 @@ function header(name: Buffer, prefix: Buffer, mode: number, size: number, type: 
   prefix.copy(h, 345, 0, Math.min(155, prefix.length));
   let sum = 0;
   for (const b of h) sum += b;
-  h.write(sum.toString(8).padStart(6, "0") + "\0 ", 148, 8, "ascii");
+  h.write(`${sum.toString(8).padStart(6, "0")}\0 `, 148, 8, "ascii");
   return h;
 }
 

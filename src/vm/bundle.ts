@@ -10,7 +10,7 @@
  * owner-only and named `failure-bundle.private.json`.
  */
 import { join } from "node:path";
-import { CairnError, writeFileAtomic } from "../core/index.ts";
+import { type CairnError, writeFileAtomic } from "../core/index.ts";
 import type { AssertionResult } from "./checker.ts";
 import type { NormalizedEvent } from "./protocol.ts";
 

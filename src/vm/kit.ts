@@ -117,7 +117,7 @@ export function loadKit(dir: string): Kit | undefined {
   const model = parseJsonBytes(readFileBounded(file, KIT_LIMITS["kit.max_json_bytes"], "kit.max_json_bytes", { limitHint: FIXED_LIMIT_HINT }));
   const c = new Checker("RUN_INVALID");
   const o = c.object(model, "", ["schema", "qemu", "kernel", "agent"]);
-  if (!o) return c.done("invalid kit.json"), undefined;
+  if (!o) { c.done("invalid kit.json"); return undefined; }
   if (typeof o.schema === "string" && OLD_KIT_SCHEMAS.includes(o.schema)) return undefined;
   if (o.schema !== KIT_SCHEMA) c.add("/schema", `must be "${KIT_SCHEMA}"`);
   const k = c.object(o.kernel, "/kernel", ["digest", "package", "file", "modules"]);

@@ -13,7 +13,7 @@ import { assembleWorkload, WORKLOAD_LOCK_SCHEMA, openVerifiedWorkload, type Veri
 /** A lock is small; a bigger file is not taken for one (the workload layer bounds its own read too). */
 const LOCK_SNIFF_BYTES = 4 * 1024 * 1024;
 import { writeFailureBundle } from "./bundle.ts";
-import { bootGuest, evaluate, prepareGuest, type Evaluation, type PreparedGuest } from "./guest.ts";
+import { bootGuest, evaluate, prepareGuest, type BootResult, type Evaluation, type PreparedGuest } from "./guest.ts";
 import { qemuVersion, type Kit } from "./kit.ts";
 import { RUN_MANIFEST_SCHEMA, type RunManifest } from "./run-manifest.ts";
 import { dropImage, RUN_FILES, shellQuote, writeEvaluation, writeJsonPublic, writeStreams } from "./rundir.ts";
@@ -120,7 +120,7 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
   const rrfile = join(runDir, RUN_FILES.replayLog);
   writeFileAtomic(rrfile, "", { mode: 0o600 });
   const identities = { ...workloadFacts(w), vm: vmDigest(prepared.vm), initramfs: prepared.image.digest };
-  let boot;
+  let boot: BootResult;
   try {
     boot = await bootGuest(prepared, "record", { dir: runDir, rrfile }, opts.timeoutMs ?? DEFAULT_TIMEOUT_MS);
   } catch (e) {

@@ -20,7 +20,7 @@ import { join } from "node:path";
 import { CairnError, canonicalize, isCairnError, parseJsonBytes, readFileBounded, sha256 } from "../core/index.ts";
 import { openVerifiedWorkload } from "../workload/index.ts";
 import { writeFailureBundle } from "./bundle.ts";
-import { bootGuest, evaluate, prepareGuest, type Evaluation } from "./guest.ts";
+import { bootGuest, evaluate, prepareGuest, type BootResult, type Evaluation } from "./guest.ts";
 import { qemuVersion, type Kit } from "./kit.ts";
 import { parseRunManifest, type RunManifest } from "./run-manifest.ts";
 import { DEFAULT_TIMEOUT_MS, guestLaunch, workloadFacts } from "./record.ts";
@@ -114,7 +114,7 @@ export async function replayRun(opts: ReplayOptions): Promise<ReplayResult> {
   const recordedAssertions = readRecordedList(join(opts.runDir, RUN_FILES.assertions));
   const dir = nextReplayDir(opts.runDir);
   opts.log?.(`replaying ${manifest.run_id} into ${dir}`);
-  let boot;
+  let boot: BootResult;
   try {
     boot = await bootGuest(prepared, "replay", { dir, rrfile: logPath }, opts.timeoutMs ?? DEFAULT_TIMEOUT_MS);
   } catch (e) {

@@ -4,7 +4,7 @@
  * re-reads and re-checks every one, and a missing one fails even when the
  * derived tree is present.
  */
-import { Checker, childPath, parseSha256, type JsonModel, type Sha256Digest } from "../core/index.ts";
+import { type Checker, childPath, parseSha256, type JsonModel, type Sha256Digest } from "../core/index.ts";
 
 /** binary: spec, executable. oci: spec, oci-layout, index, descriptor, manifest, config, layer (one per layer, base first). */
 export const RAW_ROLES = ["spec", "executable", "oci-layout", "index", "descriptor", "manifest", "config", "layer"] as const;

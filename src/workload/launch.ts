@@ -92,7 +92,7 @@ function checkString(s: string, path: string, what: string): void {
 export function makeLaunch(unsafe: { argv: readonly string[]; env: readonly string[]; workdir: string; user: string }, base: string): Launch {
   const { uid, gid } = parseUser(unsafe.user, `${base}/user`);
   if (unsafe.argv.length === 0) invalid(`${base}/argv`, "the command is empty", "set an entrypoint or command");
-  unsafe.argv.forEach((a, i) => checkString(a, `${base}/argv/${i}`, "argument"));
+  unsafe.argv.forEach((a, i) => { checkString(a, `${base}/argv/${i}`, "argument"); });
   if (!unsafe.argv[0]!.startsWith("/")) {
     invalid(`${base}/argv/0`, "the program must be an absolute path (there is no shell and no PATH search)", "give the full path, e.g. /usr/bin/app");
   }

@@ -102,7 +102,7 @@ export async function openVerifiedWorkload(lockPath: string, storeDir: string): 
   const lock = readLock(lockPath);
   const store = new Store(storeDir, { write: false });
   // 2. every raw object present with its recorded size, in lock order, before anything is parsed
-  lock.raw.forEach((r, i) => atField(`/raw/${i}`, r.role, () => store.require("objects", r.digest, r.size)));
+  lock.raw.forEach((r, i) => { atField(`/raw/${i}`, r.role, () => store.require("objects", r.digest, r.size)); });
   // 3. the canonical spec (bounded like a spec file), reparsed and re-encoded
   const specRef = lock.raw[0];
   if (specRef?.role !== "spec") mismatch("/raw/0/role", "the first raw object (the spec)");

@@ -54,28 +54,28 @@ export async function computeIdentityValues(): Promise<Record<string, string>> {
   out["snapshot ref address"] = snapshotRefOf(pinned).manifest_address;
 
   const lock = parseLockfile(JSON.parse(JSON.stringify(LOCKFILE)));
-  out["EnvironmentID"] = environmentId(lock);
+  out.EnvironmentID = environmentId(lock);
   out["base digest (probed)"] = lock.base.digest!;
   out["base digest (declared)"] = declaredBase("debian12", "x86_64").digest!;
   out["base digest (oci image)"] = baseDigest({ name: "debian12", arch: "x86_64", abi: "gnu", os_id: "debian", version_id: "12", capabilities: [{ name: "glibc", version: "2.36" }], image: d("2") });
   out["profile digest"] = profileDigest(parseProfileText("name: p\nbase: {os: debian12}\nsoftware: [python]\nenv: {A: '1'}\n"));
 
-  out["fs"] = fsIdentity(tree());
+  out.fs = fsIdentity(tree());
   const launch = makeLaunch({ argv: ["/bin/app", "--flag"], env: ["Z=1", "A=2"], workdir: "/tmp", user: "1000:1000" }, "/launch");
-  out["launch"] = launchIdentity(launch);
+  out.launch = launchIdentity(launch);
   out["source (binary)"] = sourceIdentity({ kind: "binary", executable: d("3"), size: 42 });
   out["source (oci)"] = sourceIdentity({ kind: "oci", manifest: d("4") });
-  const identities = { workload: workloadIdentity({ kind: "binary", source: out["source (binary)"] as Sha256Digest, fs: out["fs"] as Sha256Digest, launch: out["launch"] as Sha256Digest, policy: STRICT_POLICY }), source: out["source (binary)"] as Sha256Digest, fs: out["fs"] as Sha256Digest, launch: out["launch"] as Sha256Digest };
-  out["workload"] = identities.workload;
-  out["workload (copy policy)"] = workloadIdentity({ kind: "oci", source: out["source (oci)"] as Sha256Digest, fs: out["fs"] as Sha256Digest, launch: out["launch"] as Sha256Digest, policy: { ...STRICT_POLICY, hardlinks: "copy" } });
+  const identities = { workload: workloadIdentity({ kind: "binary", source: out["source (binary)"] as Sha256Digest, fs: out.fs as Sha256Digest, launch: out.launch as Sha256Digest, policy: STRICT_POLICY }), source: out["source (binary)"] as Sha256Digest, fs: out.fs as Sha256Digest, launch: out.launch as Sha256Digest };
+  out.workload = identities.workload;
+  out["workload (copy policy)"] = workloadIdentity({ kind: "oci", source: out["source (oci)"] as Sha256Digest, fs: out.fs as Sha256Digest, launch: out.launch as Sha256Digest, policy: { ...STRICT_POLICY, hardlinks: "copy" } });
   const raw = [{ role: "spec" as const, digest: d("5"), size: 10 }, { role: "executable" as const, digest: d("3"), size: 42 }];
   out["derived entry"] = sha256(encodeDerived({ kind: "binary", identities, policy: STRICT_POLICY, launch, raw, tree: tree() }));
   const lockText = encodeWorkloadLock({ kind: "binary", identities, policy: STRICT_POLICY, raw, derived: { digest: out["derived entry"] as Sha256Digest, size: 100 }, created: "2026-01-01T00:00:00.000Z", cairnVersion: "0.1.0" });
   out["workload lock lock_digest"] = (JSON.parse(lockText) as { lock_digest: string }).lock_digest;
 
   const vm = defaultVmIdentity({ qemu: "7.2.22 (Debian test)", kernel: d("a"), modules: [{ name: "virtio_ring", digest: d("d") }, { name: "virtio", digest: d("e") }], agent: d("b"), initramfs: d("c") });
-  out["vm"] = vmDigest(vm);
-  out["outcome"] = outcomeDigest(
+  out.vm = vmDigest(vm);
+  out.outcome = outcomeDigest(
     [
       { invocation: 1, event: "start" },
       { invocation: 1, event: "exit", kind: "exited", code: 0, stdout: { bytes: 3, sha256: d("6") }, stderr: { bytes: 0, sha256: d("7") } },

@@ -119,7 +119,7 @@ test("diff: exit 0 when equal, 1 with field-level differences; manifests and dev
   assert.equal(j.a.kind, "manifest");
   assert.equal(j.b.kind, "devcontainer");
   assert.equal(j.b.pinned, false);
-  assert.deepEqual(j.differences.map((x: { path: string }) => x.path).sort(), ["/containerEnv/TOKEN", "/features/ghcr.io~1a~1f@sha256:" + HEX("4"), "/image"]);
+  assert.deepEqual(j.differences.map((x: { path: string }) => x.path).sort(), ["/containerEnv/TOKEN", `/features/ghcr.io~1a~1f@sha256:${HEX("4")}`, "/image"]);
   assert.ok(!d.stdout.includes("secret"));
   const h = await runCli(["manifest", "diff", out, changed]);
   assert.equal(h.code, 1);

@@ -15,8 +15,12 @@ function signed(decl: JsonModel = fullDeclaration()): EnvManifest {
   return ingestDevcontainer(decl, { key }).manifest;
 }
 
+/** The manifest file as parsed JSON, typed as far as the edits below reach (they plant wrong values on purpose). */
+type CoreDoc = { [k: string]: unknown; features: { id: string }[]; mounts: { source: string }[]; containerEnv: Record<string, string> };
+type ManifestDoc = { [k: string]: unknown; core: CoreDoc; address: string; not_covered: string[]; signature: Record<string, unknown> };
+
 /** Round-trips a document through its file text, optionally editing the parsed JSON first. */
-function reread(m: EnvManifest, edit?: (doc: { [k: string]: any }) => void): EnvManifest {
+function reread(m: EnvManifest, edit?: (doc: ManifestDoc) => void): EnvManifest {
   const doc = JSON.parse(manifestText(m));
   edit?.(doc);
   return parseManifest(parseJsonText(JSON.stringify(doc)));
@@ -53,7 +57,7 @@ test("tampering with the core is caught by the address; a consistent forgery by 
   const m = signed();
   assertCode(() => reread(m, (d) => (d.core.remoteUser = "root")), "MANIFEST_MISMATCH", "/address");
   // Edit the core AND recompute the address: still refused, because ingest could never produce it.
-  const forge = (edit: (core: { [k: string]: any }) => void): void => {
+  const forge = (edit: (core: CoreDoc) => void): void => {
     assertCode(
       () =>
         reread(m, (d) => {
@@ -64,10 +68,10 @@ test("tampering with the core is caught by the address; a consistent forgery by 
     );
   };
   forge((c) => (c.features = [...c.features].reverse())); // unsorted
-  forge((c) => (c.features[0].id = c.features[0].id.toUpperCase())); // not lowercased
+  forge((c) => (c.features[0]!.id = c.features[0]!.id.toUpperCase())); // not lowercased
   forge((c) => (c.name = "smuggled")); // an excluded field inside the core
   forge((c) => (c.privileged = true)); // a refused field inside the core
-  forge((c) => (c.mounts[0].source = "/")); // a refused mount
+  forge((c) => (c.mounts[0]!.source = "/")); // a refused mount
   forge((c) => (c.containerEnv.X = "${localEnv:HOME}")); // a host substitution
   forge((c) => (c.schema = "cairn.env-manifest/2"));
   forge((c) => (c.init = 1));

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { parseJsonText, type JsonModel } from "../../src/core/index.ts";
 import { manifestText, parseManifest } from "../../src/manifest/document.ts";
-import { ingestDevcontainer } from "../../src/manifest/env-manifest.ts";
+import { ingestDevcontainer, type EnvManifest } from "../../src/manifest/env-manifest.ts";
 import { addr } from "./helpers.ts";
 
 type Decl = { [k: string]: JsonModel };
@@ -169,7 +169,7 @@ test("property (robustness): any JSON under any known key is refused with a type
   let accepted = 0;
   fc.assert(
     fc.property(decl, (d) => {
-      let m;
+      let m: EnvManifest;
       try {
         m = ingestDevcontainer(JSON.parse(JSON.stringify(d)) as JsonModel).manifest;
       } catch (e) {

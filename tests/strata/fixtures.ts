@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildExampleRegistry, type ExampleRegistry } from "../../examples/strata/build-registry.ts";
-import { Catalog, LocalRegistry, catalogFromRegistries, probeRoot, probedBase, type LockBase } from "../../src/strata/index.ts";
+import { type Catalog, LocalRegistry, catalogFromRegistries, probeRoot, probedBase, type LockBase } from "../../src/strata/index.ts";
 import { directoryView } from "../../src/tree/index.ts";
 import type { VerifyingKey } from "../../src/core/index.ts";
 

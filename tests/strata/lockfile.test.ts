@@ -17,8 +17,12 @@ async function lock(): Promise<Lockfile> {
   return resolveProfile({ profile, catalog: catalogOf(ex), probedBase: await probedExampleBase(ex), allowUnsignedOffline: false, now: NOW, cairnVersion: "t" });
 }
 
-function edit(l: Lockfile, f: (m: Record<string, any>) => void): JsonModel {
-  const m = JSON.parse(JSON.stringify(lockfileToModel(l))) as Record<string, any>;
+/** The lockfile as parsed JSON, typed as far as the edits below reach (they plant wrong values on purpose); the lock has at least two layers. */
+type LayerDoc = { [k: string]: unknown; signature: Record<string, unknown> };
+type LockDoc = { [k: string]: unknown; base: { [k: string]: unknown; capabilities: string[] }; layers: [LayerDoc, LayerDoc, ...unknown[]] };
+
+function edit(l: Lockfile, f: (m: LockDoc) => void): JsonModel {
+  const m = JSON.parse(JSON.stringify(lockfileToModel(l))) as LockDoc;
   f(m);
   return m as JsonModel;
 }
@@ -34,12 +38,12 @@ test("Validate: a present-but-malformed digest is an error, wherever it is", asy
   const l = await lock();
   const bad = "sha256:XYZ";
   for (const [path, f] of [
-    ["/layers/0/sha256", (m: any) => void (m.layers[0].sha256 = bad)],
-    ["/layers/0/manifest_sha256", (m: any) => void (m.layers[0].manifest_sha256 = `sha256:${"A".repeat(64)}`)],
-    ["/base/digest", (m: any) => void (m.base.digest = "")],
-    ["/profile_sha256", (m: any) => void (m.profile_sha256 = "md5:abc")],
-    ["/layers/0/signature/envelope_sha256", (m: any) => void (m.layers[0].signature.envelope_sha256 = bad)],
-    ["/layers/0/signature/keyid", (m: any) => void (m.layers[0].signature.keyid = 5)],
+    ["/layers/0/sha256", (m: LockDoc) => void (m.layers[0].sha256 = bad)],
+    ["/layers/0/manifest_sha256", (m: LockDoc) => void (m.layers[0].manifest_sha256 = `sha256:${"A".repeat(64)}`)],
+    ["/base/digest", (m: LockDoc) => void (m.base.digest = "")],
+    ["/profile_sha256", (m: LockDoc) => void (m.profile_sha256 = "md5:abc")],
+    ["/layers/0/signature/envelope_sha256", (m: LockDoc) => void (m.layers[0].signature.envelope_sha256 = bad)],
+    ["/layers/0/signature/keyid", (m: LockDoc) => void (m.layers[0].signature.keyid = 5)],
   ] as const) {
     const e = assertCode(() => parseLockfile(edit(l, f)), "DIGEST_INVALID");
     assert.equal(e.path, path);
@@ -49,7 +53,7 @@ test("Validate: a present-but-malformed digest is an error, wherever it is", asy
 test("Validate: an unsafe layer id is an error", async () => {
   const l = await lock();
   for (const id of ["../../etc", "a/b", ".x", ""]) {
-    assert.throws(() => parseLockfile(edit(l, (m) => void (m.layers[0].id = id))), (e: any) => ["PATH_UNSAFE", "MODEL_VALUE", "LOCK_INVALID"].includes(e.code), id);
+    assert.throws(() => parseLockfile(edit(l, (m) => void (m.layers[0].id = id))), (e: { code: string }) => ["PATH_UNSAFE", "MODEL_VALUE", "LOCK_INVALID"].includes(e.code), id);
   }
   assertCode(() => parseLockfile(edit(l, (m) => void (m.layers[0].id = "../../etc"))), "PATH_UNSAFE", "/layers/0/id");
 });
@@ -66,10 +70,10 @@ test("Validate: a base digest that does not match the base facts is an error (th
   // Control: the untouched base reads back.
   assert.equal(parseLockfile(edit(l, () => {})).base.digest, l.base.digest);
   for (const f of [
-    (m: any) => void (m.base.capabilities = m.base.capabilities.map((c: string) => c.replace(/^glibc@.*/, "glibc@9.99"))),
-    (m: any) => void (m.base.version_id = "99"),
-    (m: any) => void (m.base.os_id = "alpine"),
-    (m: any) => void (m.base.abi = "musl"),
+    (m: LockDoc) => void (m.base.capabilities = m.base.capabilities.map((c: string) => c.replace(/^glibc@.*/, "glibc@9.99"))),
+    (m: LockDoc) => void (m.base.version_id = "99"),
+    (m: LockDoc) => void (m.base.os_id = "alpine"),
+    (m: LockDoc) => void (m.base.abi = "musl"),
   ]) {
     assertCode(() => parseLockfile(edit(l, f)), "BASE_MISMATCH", "/base/digest");
   }

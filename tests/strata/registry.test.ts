@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from "node:fs";
 import { execFileSync, spawnSync } from "node:child_process";
 import { join } from "node:path";
-import { generateSigningKey, parseEnvelope, parseJsonBytes } from "../../src/core/index.ts";
+import { generateSigningKey, parseEnvelope, parseJsonBytes, type JsonObject } from "../../src/core/index.ts";
 import { LocalRegistry, attest, buildLayerBlob, buildLayerFromDirectory, checkLayerContents, requirementString, parseLayerManifest, layerManifestToModel, manifestFor, readTrust, searchRegistries, foldLayers } from "../../src/strata/index.ts";
 import { exampleRegistry, tempDir } from "./fixtures.ts";
 import { readBounded } from "../../src/strata/registry.ts";
@@ -71,7 +71,7 @@ test("trust is only keyfile://", () => {
   assert.equal(readTrust(`keyfile://${ex.root}/registry.pub`, "/").keyId, ex.registryKey.keyId);
   assert.equal(readTrust("keyfile://registry.pub", ex.root).keyId, ex.registryKey.keyId, "relative to the base dir");
   assertCode(() => readTrust("https://example.com/key", ex.root), "TRUST_REFUSED");
-  assertCode(() => readTrust(ex.root + "/registry.pub", ex.root), "TRUST_REFUSED");
+  assertCode(() => readTrust(`${ex.root}/registry.pub`, ex.root), "TRUST_REFUSED");
 });
 
 test("search lists user-selectable layers and formations with versions, highest first", () => {
@@ -140,12 +140,15 @@ test("a fold without --provides/--requires inherits its sources' capabilities; r
   assert.deepEqual(explicit.manifest.provides, [], "control: given (empty) capabilities are kept as given");
 });
 
+/** A layer manifest as parsed JSON, typed as far as the edits below reach. */
+type LayerDoc = JsonObject & { content_manifest: JsonObject; sha256: string };
+
 test("layer manifests are strict: a forged id, an unsafe path, a bad digest, unknown fields are refused", () => {
   const ex = exampleRegistry();
-  const good = JSON.parse(JSON.stringify(layerManifestToModel(LocalRegistry.open(ex.registry).readLayer("numpy-2.0.1-none-noarch").value))) as Record<string, any>;
+  const good = JSON.parse(JSON.stringify(layerManifestToModel(LocalRegistry.open(ex.registry).readLayer("numpy-2.0.1-none-noarch").value))) as LayerDoc;
   assert.doesNotThrow(() => parseLayerManifest(good), "control");
-  const variant = (f: (m: Record<string, any>) => void): Record<string, any> => {
-    const m = JSON.parse(JSON.stringify(good)) as Record<string, any>;
+  const variant = (f: (m: LayerDoc) => void): LayerDoc => {
+    const m = JSON.parse(JSON.stringify(good)) as LayerDoc;
     f(m);
     return m;
   };

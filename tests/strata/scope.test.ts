@@ -6,7 +6,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { Sha256Digest } from "../../src/core/index.ts";
-import { BASE_DIGEST_SCOPE, ENVIRONMENT_ID_SCOPE, baseDigest, declaredBase, environmentId, environmentIdInput, explainScope, lockfileToModel, parseLockfile, resolveProfile, parseProfileText, type Lockfile } from "../../src/strata/index.ts";
+import { BASE_DIGEST_SCOPE, ENVIRONMENT_ID_SCOPE, baseDigest, declaredBase, environmentId, environmentIdInput, explainScope, lockfileToModel, parseLockfile, resolveProfile, parseProfileText, type LockBase, type Lockfile } from "../../src/strata/index.ts";
 import { baseToModel, LOCK_BASE_FIELDS, LOCK_FIELDS, LOCK_LAYER_FIELDS } from "../../src/strata/lockfile.ts";
 import { assertCatchesExtraField, assertScopeExhaustive } from "../helpers/identity-scope.ts";
 import { catalogOf, exampleRegistry, NOW, probedExampleBase } from "./fixtures.ts";
@@ -70,7 +70,7 @@ function mutate(lock: Lockfile, obj: string, field: string): Lockfile {
   if (obj === "lockfile") bump(m, field);
   else if (obj === "base") bump(base, field === "digest" ? "capabilities" : field); // a digest alone cannot change: Validate recomputes it
   else bump((m.layers as Record<string, unknown>[])[0]!, field);
-  const b = m.base as Record<string, any>;
+  const b = m.base as Omit<LockBase, "capabilities" | "digest"> & { capabilities: string[]; digest?: string };
   const facts = { name: b.name, arch: b.arch, abi: b.abi, capabilities: b.capabilities.map((c: string) => ({ name: c.slice(0, c.lastIndexOf("@")), version: c.slice(c.lastIndexOf("@") + 1) })), os_id: b.os_id, version_id: b.version_id, image: b.image };
   b.digest = baseDigest(facts);
   return parseLockfile(JSON.parse(JSON.stringify(m)));

@@ -30,7 +30,7 @@ test("binary and OCI specs parse (YAML and JSON); defaults are filled", () => {
 });
 
 test("unknown fields, both or neither source, bad schema, bad digest, null entries are refused", () => {
-  assertCode(() => parseWorkloadSpec(y(BIN + "extra: 1\n"), "w.yaml"), "MODEL_UNKNOWN_FIELD");
+  assertCode(() => parseWorkloadSpec(y(`${BIN}extra: 1\n`), "w.yaml"), "MODEL_UNKNOWN_FIELD");
   assertCode(() => parseWorkloadSpec(y(BIN.replace("user:", "shell: x\n    user:")), "w.yaml"), "MODEL_UNKNOWN_FIELD");
   assertCode(() => parseWorkloadSpec(y(BIN.replace("cairn.workload/1", "cairn.workload/2")), "w.yaml"), "WORKLOAD_SPEC_INVALID");
   assertCode(() => parseWorkloadSpec(y('schema: cairn.workload/1\nsource: {}\n'), "w.yaml"), "WORKLOAD_SPEC_INVALID");
@@ -38,10 +38,10 @@ test("unknown fields, both or neither source, bad schema, bad digest, null entri
   assertCode(() => parseWorkloadSpec(y(OCI.replace("a".repeat(64), "A".repeat(64))), "w.json"), "DIGEST_INVALID");
   assertCode(() => parseWorkloadSpec(y(BIN.replace("[a, b]", "[a, null]")), "w.yaml"), "MODEL_NULL_ENTRY");
   assertCode(() => parseWorkloadSpec(y(BIN.replace("    path: ./hello\n", "")), "w.yaml"), "MODEL_MISSING_FIELD");
-  assertCode(() => parseWorkloadSpec(y(BIN + "policy: {setid: strip}\n"), "w.yaml"), "MODEL_UNKNOWN_FIELD");
+  assertCode(() => parseWorkloadSpec(y(`${BIN}policy: {setid: strip}\n`), "w.yaml"), "MODEL_UNKNOWN_FIELD");
   assertCode(() => parseWorkloadSpec(y(OCI.replace('"copy"', '"link"')), "w.json"), "MODEL_VALUE");
-  assertCode(() => parseWorkloadSpec(y(BIN + "limits: {bogus: 1}\n"), "w.yaml"), "MODEL_UNKNOWN_FIELD");
-  assertCode(() => parseWorkloadSpec(y(BIN + "run: [1]\n"), "w.yaml"), "MODEL_TYPE");
+  assertCode(() => parseWorkloadSpec(y(`${BIN}limits: {bogus: 1}\n`), "w.yaml"), "MODEL_UNKNOWN_FIELD");
+  assertCode(() => parseWorkloadSpec(y(`${BIN}run: [1]\n`), "w.yaml"), "MODEL_TYPE");
   assertCode(() => parseWorkloadSpec(y(`${BIN}x: &a 1\n`), "w.yaml"), "YAML_UNSUPPORTED");
   assertCode(() => parseWorkloadSpec(y(OCI.replace('"schema"', '"schema":1,"schema"')), "w.json"), "JSON_DUPLICATE_KEY");
 });
