@@ -38,7 +38,8 @@ function clean(text: string): string {
 /** The type of a member or constant as written at its declaration when it has an annotation, else as the checker infers it. */
 function typeText(checker: ts.TypeChecker, sym: ts.Symbol, at: ts.Node | undefined): string {
   const d = sym.valueDeclaration ?? sym.declarations?.[0];
-  const annotated = d !== undefined && (ts.isPropertyDeclaration(d) || ts.isPropertySignature(d) || ts.isVariableDeclaration(d) || ts.isParameter(d)) ? d.type : undefined;
+  const annotated =
+    d !== undefined && (ts.isPropertyDeclaration(d) || ts.isPropertySignature(d) || ts.isVariableDeclaration(d) || ts.isParameter(d)) ? d.type : undefined;
   if (annotated !== undefined) return annotated.getText().replace(/\s+/g, " ");
   return clean(checker.typeToString(checker.getTypeOfSymbol(sym), at, FORMAT));
 }
@@ -73,11 +74,21 @@ function describe(checker: ts.TypeChecker, sym: ts.Symbol): string {
   const f = target.flags;
   if (f & ts.SymbolFlags.Class) {
     const statics = checker.getTypeOfSymbol(target);
-    const ctor = statics.getConstructSignatures().map((s) => `  constructor${clean(checker.signatureToString(s, decl, FORMAT)).replace(/^<[^>]*>/, "").replace(/: [^:]*$/, "")}`);
-    const heritage = decl !== undefined && ts.isClassDeclaration(decl) && decl.heritageClauses !== undefined ? ` ${decl.heritageClauses.map((h) => h.getText()).join(" ")}` : "";
+    const ctor = statics.getConstructSignatures().map(
+      (s) =>
+        `  constructor${clean(checker.signatureToString(s, decl, FORMAT))
+          .replace(/^<[^>]*>/, "")
+          .replace(/: [^:]*$/, "")}`,
+    );
+    const heritage =
+      decl !== undefined && ts.isClassDeclaration(decl) && decl.heritageClauses !== undefined
+        ? ` ${decl.heritageClauses.map((h) => h.getText()).join(" ")}`
+        : "";
     const lines = [
       ...ctor,
-      ...ownMembers(target.exports).filter((m) => m.getName() !== "prototype").map((m) => memberLine(checker, m, decl, "static ")),
+      ...ownMembers(target.exports)
+        .filter((m) => m.getName() !== "prototype")
+        .map((m) => memberLine(checker, m, decl, "static ")),
       ...ownMembers(target.members).map((m) => memberLine(checker, m, decl)),
     ];
     return [`class ${name}${heritage} {`, ...lines, "}"].join("\n");
@@ -88,7 +99,10 @@ function describe(checker: ts.TypeChecker, sym: ts.Symbol): string {
   }
   if (f & ts.SymbolFlags.Interface) {
     const lines = ownMembers(target.members).map((m) => memberLine(checker, m, decl));
-    const heritage = decl !== undefined && ts.isInterfaceDeclaration(decl) && decl.heritageClauses !== undefined ? ` ${decl.heritageClauses.map((h) => h.getText()).join(" ")}` : "";
+    const heritage =
+      decl !== undefined && ts.isInterfaceDeclaration(decl) && decl.heritageClauses !== undefined
+        ? ` ${decl.heritageClauses.map((h) => h.getText()).join(" ")}`
+        : "";
     return [`interface ${name}${heritage} {`, ...lines, "}"].join("\n");
   }
   if (f & ts.SymbolFlags.TypeAlias) {

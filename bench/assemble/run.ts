@@ -57,7 +57,11 @@ function storeSink(root: string): { sink: ContentSink; finish: () => void } {
   const store = new Store(root);
   const pack = new PackWriter(store);
   return {
-    sink: { async put(data) { return pack.add(data); } },
+    sink: {
+      async put(data) {
+        return pack.add(data);
+      },
+    },
     finish: () => {
       pack.finish();
       store.close();
@@ -69,7 +73,11 @@ function storeSink(root: string): { sink: ContentSink; finish: () => void } {
 function looseSink(root: string): { sink: ContentSink; finish: () => void } {
   const store = new Store(root);
   return {
-    sink: { async put(data) { return { sha256: store.put("objects", data, { durable: false }), size: data.length }; } },
+    sink: {
+      async put(data) {
+        return { sha256: store.put("objects", data, { durable: false }), size: data.length };
+      },
+    },
     finish: () => store.close(),
   };
 }
@@ -81,7 +89,9 @@ interface Sample {
 
 /** User+system CPU of waited-for children (fields 16 and 17 of /proc/self/stat), in ms. */
 function childCpu(): number {
-  const fields = readFileSync("/proc/self/stat", "utf8").replace(/^.*\) /, "").split(" ");
+  const fields = readFileSync("/proc/self/stat", "utf8")
+    .replace(/^.*\) /, "")
+    .split(" ");
   return ((Number(fields[13]) + Number(fields[14])) * 1000) / 100; // USER_HZ is 100 on Linux
 }
 
@@ -99,7 +109,16 @@ const median = (xs: Sample[], k: keyof Sample): number => xs.map((x) => x[k]).so
 
 async function floor(blob: string): Promise<void> {
   const h = createHash("sha256");
-  await pipeline(createReadStream(blob, { highWaterMark: 1 << 20 }), createGunzip({ chunkSize: 1 << 20 }), new Writable({ write(c: Buffer, _e, cb) { h.update(c); cb(); } }));
+  await pipeline(
+    createReadStream(blob, { highWaterMark: 1 << 20 }),
+    createGunzip({ chunkSize: 1 << 20 }),
+    new Writable({
+      write(c: Buffer, _e, cb) {
+        h.update(c);
+        cb();
+      },
+    }),
+  );
   h.digest();
 }
 
@@ -113,8 +132,24 @@ async function verifyingFloor(blob: string): Promise<void> {
   const stored = createHash("sha256");
   const diff = createHash("sha256");
   const content = createHash("sha256");
-  const counted = new Transform({ transform(c: Buffer, _e, cb) { stored.update(c); cb(null, c); } });
-  await pipeline(createReadStream(blob, { highWaterMark: 1 << 20 }), counted, createGunzip({ chunkSize: 1 << 20 }), new Writable({ write(c: Buffer, _e, cb) { diff.update(c); content.update(c); cb(); } }));
+  const counted = new Transform({
+    transform(c: Buffer, _e, cb) {
+      stored.update(c);
+      cb(null, c);
+    },
+  });
+  await pipeline(
+    createReadStream(blob, { highWaterMark: 1 << 20 }),
+    counted,
+    createGunzip({ chunkSize: 1 << 20 }),
+    new Writable({
+      write(c: Buffer, _e, cb) {
+        diff.update(c);
+        content.update(c);
+        cb();
+      },
+    }),
+  );
   stored.digest();
   diff.digest();
   content.digest();
@@ -163,7 +198,10 @@ async function bench(name: string, write: (dir: string) => { manifestDigest: str
             await applyLayers({ layers: src.layers, policy: STRICT_POLICY, sink: hashSink });
           }),
       ],
-      ["umoci", () => timed(() => execFileSync("umoci", ["raw", "unpack", ...rootless, "--image", `${layout}:latest`, join(out, "umoci")], { stdio: "ignore" }), true)],
+      [
+        "umoci",
+        () => timed(() => execFileSync("umoci", ["raw", "unpack", ...rootless, "--image", `${layout}:latest`, join(out, "umoci")], { stdio: "ignore" }), true),
+      ],
     ];
     // Rotate the order each run, so no variant always pays for the previous one's writeback.
     for (let k = 0; k < variants.length; k++) {
@@ -176,7 +214,9 @@ async function bench(name: string, write: (dir: string) => { manifestDigest: str
   const row = (label: string, xs: Sample[]): void => {
     const w = median(xs, "wall");
     const c = median(xs, "cpu");
-    console.log(`  ${label.padEnd(34)} wall ${w.toFixed(0).padStart(6)} ms (${(mb / (w / 1000)).toFixed(0).padStart(4)} MB/s)   cpu ${c.toFixed(0).padStart(6)} ms`);
+    console.log(
+      `  ${label.padEnd(34)} wall ${w.toFixed(0).padStart(6)} ms (${(mb / (w / 1000)).toFixed(0).padStart(4)} MB/s)   cpu ${c.toFixed(0).padStart(6)} ms`,
+    );
   };
   console.log(`\n${name}: ${files} files, ${(compressed / 1e6).toFixed(1)} MB gzip → ${mb.toFixed(1)} MB tar; median of ${N}`);
   row("cairn read+verify+stage+apply+write", times.cairn);
@@ -187,8 +227,12 @@ async function bench(name: string, write: (dir: string) => { manifestDigest: str
   row("floor with cairn's three hashes", times.vfloor);
   const r = (a: Sample[], b: Sample[], k: keyof Sample): string => (median(a, k) / median(b, k)).toFixed(2);
   console.log(`  cairn/umoci  wall ${r(times.cairn, times.umoci, "wall")}x  cpu ${r(times.cairn, times.umoci, "cpu")}x   (goal < 1)`);
-  console.log(`  cairn/floor  wall ${r(times.cairn, times.floor, "wall")}x  cpu ${r(times.cairn, times.floor, "cpu")}x;  without file writes: wall ${r(times.decode, times.floor, "wall")}x  cpu ${r(times.decode, times.floor, "cpu")}x   (goal ≤ 1.5)`);
-  console.log(`  cairn without file writes / floor with three hashes: wall ${r(times.decode, times.vfloor, "wall")}x  cpu ${r(times.decode, times.vfloor, "cpu")}x`);
+  console.log(
+    `  cairn/floor  wall ${r(times.cairn, times.floor, "wall")}x  cpu ${r(times.cairn, times.floor, "cpu")}x;  without file writes: wall ${r(times.decode, times.floor, "wall")}x  cpu ${r(times.decode, times.floor, "cpu")}x   (goal ≤ 1.5)`,
+  );
+  console.log(
+    `  cairn without file writes / floor with three hashes: wall ${r(times.decode, times.vfloor, "wall")}x  cpu ${r(times.decode, times.vfloor, "cpu")}x`,
+  );
 }
 
 try {

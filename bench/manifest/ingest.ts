@@ -34,7 +34,10 @@ function batch(fn: () => unknown): number {
 function compare(variants: [string, () => unknown][]): number[] {
   for (const [, fn] of variants) for (let i = 0; i < 200; i++) fn(); // warm up the JIT
   const rounds: number[][] = variants.map(() => []);
-  for (let r = 0; r < ROUNDS; r++) variants.forEach(([, fn], i) => { rounds[i]!.push(batch(fn)); });
+  for (let r = 0; r < ROUNDS; r++)
+    variants.forEach(([, fn], i) => {
+      rounds[i]!.push(batch(fn));
+    });
   return variants.map(([label], i) => {
     const sorted = [...rounds[i]!].sort((a, b) => a - b);
     const median = sorted[Math.floor(sorted.length / 2)]!;

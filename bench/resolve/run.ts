@@ -21,8 +21,18 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { canonicalBytes, generateSigningKey, sha256, signEnvelope, type Sha256Digest, type SigningKey } from "../../src/core/index.ts";
 import {
-  Catalog, LocalRegistry, catalogFromRegistries, declaredBase, layerManifestToModel, parseProfileText, resolveProfile,
-  LAYER_MANIFEST_TYPE, type LayerManifest, type LockBase, type Profile, type SignedDocument,
+  Catalog,
+  LocalRegistry,
+  catalogFromRegistries,
+  declaredBase,
+  layerManifestToModel,
+  parseProfileText,
+  resolveProfile,
+  LAYER_MANIFEST_TYPE,
+  type LayerManifest,
+  type LockBase,
+  type Profile,
+  type SignedDocument,
 } from "../../src/strata/index.ts";
 import { writeFileAtomic } from "../../src/core/index.ts";
 
@@ -38,8 +48,17 @@ function manifest(nameIdx: number, v: number): LayerManifest {
   const content = new Map<string, Sha256Digest>();
   for (let f = 0; f < 4; f++) content.set(`/opt/${name}/${version}/file${f}`, sha256(`${name}${version}${f}`));
   return {
-    id: `${name}-${version}-none-noarch`, name, version, arch: "noarch", abi: "none", install_layout: "rootfs", user_selectable: true,
-    sha256: sha256(`${name}-${version}-blob`), size: 1000 + nameIdx, content_manifest: content, symlinks: new Map(),
+    id: `${name}-${version}-none-noarch`,
+    name,
+    version,
+    arch: "noarch",
+    abi: "none",
+    install_layout: "rootfs",
+    user_selectable: true,
+    sha256: sha256(`${name}-${version}-blob`),
+    size: 1000 + nameIdx,
+    content_manifest: content,
+    symlinks: new Map(),
     provides: [{ name, version }],
     requires: nameIdx % REFS === 0 ? [] : [{ name: `pkg-${String(nameIdx - 1).padStart(5, "0")}`, min: "1.0", max: "2.0" }],
     build: { builder: "bench", diff_id: sha256(`${name}-${version}-tar`) },
@@ -139,13 +158,17 @@ const s10 = { index: [] as number[], resolve: [] as number[] };
 const s20 = { index: [] as number[], resolve: [] as number[] };
 const [mem10, mem20] = alternate(inMemory(10_000, s10), inMemory(20_000, s20), RUNS);
 console.log(`in-memory  10k layers: ${mem10.toFixed(1)} ms   20k layers: ${mem20.toFixed(1)} ms   ratio 20k/10k: ${(mem20 / mem10).toFixed(2)}`);
-console.log(`  of which catalog indexing: ${median(s10.index).toFixed(1)} / ${median(s20.index).toFixed(1)} ms (ratio ${(median(s20.index) / median(s10.index)).toFixed(2)}); resolution stages: ${median(s10.resolve).toFixed(1)} / ${median(s20.resolve).toFixed(1)} ms (ratio ${(median(s20.resolve) / median(s10.resolve)).toFixed(2)}; mostly the 100 signature checks)`);
+console.log(
+  `  of which catalog indexing: ${median(s10.index).toFixed(1)} / ${median(s20.index).toFixed(1)} ms (ratio ${(median(s20.index) / median(s10.index)).toFixed(2)}); resolution stages: ${median(s10.resolve).toFixed(1)} / ${median(s20.resolve).toFixed(1)} ms (ratio ${(median(s20.resolve) / median(s10.resolve)).toFixed(2)}; mostly the 100 signature checks)`,
+);
 const dirs: string[] = [];
 try {
   const d10 = fromDisk(10_000, dirs);
   const d20 = fromDisk(20_000, dirs);
   const [disk10, disk20] = alternate(d10.run, d20.run, Math.max(1, Math.min(RUNS, 3)));
-  console.log(`from disk  10k layers: ${disk10.toFixed(1)} ms   20k layers: ${disk20.toFixed(1)} ms   ratio 20k/10k: ${(disk20 / disk10).toFixed(2)}   (publishing the manifests, fsync each: ${(d10.write / 1000).toFixed(1)} s / ${(d20.write / 1000).toFixed(1)} s, not part of resolve)`);
+  console.log(
+    `from disk  10k layers: ${disk10.toFixed(1)} ms   20k layers: ${disk20.toFixed(1)} ms   ratio 20k/10k: ${(disk20 / disk10).toFixed(2)}   (publishing the manifests, fsync each: ${(d10.write / 1000).toFixed(1)} s / ${(d20.write / 1000).toFixed(1)} s, not part of resolve)`,
+  );
 } finally {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 }

@@ -49,7 +49,10 @@ async function measure(payloadBytes: number, commands: string) {
   const kit = await testKit();
   const probe = probeBytes("static");
   const payload = randomBytes(payloadBytes);
-  const blobs = new Map<string, Buffer>([[sha256(probe), probe], [sha256(payload), payload]]);
+  const blobs = new Map<string, Buffer>([
+    [sha256(probe), probe],
+    [sha256(payload), payload],
+  ]);
   const e = (x: FsEntry) => [x.path, x] as const;
   const tree = new Map<string, FsEntry>([
     e({ type: "dir", path: "/", mode: 0o755, uid: 0, gid: 0, mtime: 0 }),
@@ -61,7 +64,10 @@ async function measure(payloadBytes: number, commands: string) {
   ]);
   const sc = scenario(commands);
   const t0 = performance.now();
-  const p = await prepareGuest({ tree, content: { get: async (d: Sha256Digest) => blobs.get(d)! }, launch: PROBE_LAUNCH, scenario: sc }, { kit, qemu: qemuVersion() });
+  const p = await prepareGuest(
+    { tree, content: { get: async (d: Sha256Digest) => blobs.get(d)! }, launch: PROBE_LAUNCH, scenario: sc },
+    { kit, qemu: qemuVersion() },
+  );
   const imageMs = performance.now() - t0;
   const dir = mkdtempSync(join(tmpdir(), "cairn-bench-"));
   const rrfile = join(dir, "replay.log");
@@ -117,9 +123,13 @@ const cases: Array<[number, string, string]> = quick
       [0, "flood 1048576\nexit 0\n", "1 MiB output"],
     ];
 const asm = await assemblyFigures();
-console.log(`assembly of the static probe as a binary spec: ${asm.assemblyMs} ms, tree ${asm.treeKiB.toFixed(0)} KiB, raw closure ${asm.rawKiB.toFixed(0)} KiB`);
+console.log(
+  `assembly of the static probe as a binary spec: ${asm.assemblyMs} ms, tree ${asm.treeKiB.toFixed(0)} KiB, raw closure ${asm.rawKiB.toFixed(0)} KiB`,
+);
 console.log(`${reps} repetition(s) per mode, medians; QEMU ${qemuVersion()}`);
-console.log("| case | image MiB | image build ms | plain s | record s | replay s | record/plain | replay/record | replay log KiB | protocol KiB | divergence |");
+console.log(
+  "| case | image MiB | image build ms | plain s | record s | replay s | record/plain | replay/record | replay log KiB | protocol KiB | divergence |",
+);
 console.log("|---|---|---|---|---|---|---|---|---|---|---|");
 for (const [payload, commands, label] of cases.filter((c) => only === undefined || c[2].includes(only))) {
   const r = await measure(payload, commands);

@@ -39,13 +39,23 @@ function large(): TarMember[] {
 function small(): TarMember[] {
   const m: TarMember[] = [...program(), dir("usr"), dir("usr/share")];
   for (let d = 0; d < 200; d++) m.push(dir(`usr/share/d${d}`, { mtime: 1_700_000_000 }));
-  for (let i = 0; i < 20_000; i++) m.push(file(`usr/share/d${i % 200}/f${i}.txt`, content(512 + ((i * 7919) % 7680), i), { mode: 0o644, mtime: 1_700_000_000 }));
+  for (let i = 0; i < 20_000; i++)
+    m.push(file(`usr/share/d${i % 200}/f${i}.txt`, content(512 + ((i * 7919) % 7680), i), { mode: 0o644, mtime: 1_700_000_000 }));
   return m;
 }
 
 async function floor(blob: string): Promise<void> {
   const h = createHash("sha256");
-  await pipeline(createReadStream(blob), createGunzip(), new Writable({ write: (c: Buffer, _e, cb) => { h.update(c); cb(); } }));
+  await pipeline(
+    createReadStream(blob),
+    createGunzip(),
+    new Writable({
+      write: (c: Buffer, _e, cb) => {
+        h.update(c);
+        cb();
+      },
+    }),
+  );
   h.digest();
 }
 
@@ -57,7 +67,10 @@ async function timed(fn: () => Promise<unknown>): Promise<number> {
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-for (const [name, members] of [["large", large()], ["small", small()]] as const) {
+for (const [name, members] of [
+  ["large", large()],
+  ["small", small()],
+] as const) {
   const base = mkdtempSync(join(tmpdir(), `cairn-bench-wl-${name}-`));
   const image = writeOciLayout(join(base, "image"), { layers: [{ entries: members }], config });
   const spec = join(base, "spec.json");
@@ -75,7 +88,9 @@ for (const [name, members] of [["large", large()], ["small", small()]] as const)
   const mb = image.layers[0]!.tar.length / 1e6;
   console.log(`${name}: ${(image.layers[0]!.size / 1e6).toFixed(1)} MB gzip → ${mb.toFixed(1)} MB tar; median of ${N}`);
   for (const k of ["assemble", "verify", "floor"] as const) {
-    console.log(`  ${k.padEnd(9)} ${median(t[k]).toFixed(0).padStart(7)} ms  ${(mb / (median(t[k]) / 1000)).toFixed(0).padStart(4)} MB/s  ${(median(t[k]) / median(t.floor)).toFixed(2)}x floor`);
+    console.log(
+      `  ${k.padEnd(9)} ${median(t[k]).toFixed(0).padStart(7)} ms  ${(mb / (median(t[k]) / 1000)).toFixed(0).padStart(4)} MB/s  ${(median(t[k]) / median(t.floor)).toFixed(2)}x floor`,
+    );
   }
   rmSync(base, { recursive: true, force: true });
 }

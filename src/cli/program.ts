@@ -21,7 +21,20 @@ import { registerFormation } from "./commands/formation.ts";
 import { registerSearch } from "./commands/search.ts";
 
 /** Every command, in help order. Add one line per command file. */
-export const COMMANDS: ReadonlyArray<(program: Command, ctx: Context) => void> = [registerKeygen, registerManifest, registerWorkload, registerProfile, registerResolve, registerLock, registerLayer, registerFormation, registerSearch, registerSetup, registerRun, registerReplay];
+export const COMMANDS: ReadonlyArray<(program: Command, ctx: Context) => void> = [
+  registerKeygen,
+  registerManifest,
+  registerWorkload,
+  registerProfile,
+  registerResolve,
+  registerLock,
+  registerLayer,
+  registerFormation,
+  registerSearch,
+  registerSetup,
+  registerRun,
+  registerReplay,
+];
 
 export function buildProgram(ctx: Context): Command {
   const program = new Command("cairn")

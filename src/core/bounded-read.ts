@@ -67,8 +67,7 @@ function kindOf(st: Stats): string {
 export function readFileBounded(path: string, max: number, limit: string, options: BoundedReadOptions = {}): Buffer {
   const notRegular = (what: string): CairnError =>
     new CairnError(options.notRegular ?? "IO_ERROR", `${path} is not a regular file (${what})`, { path, hint: options.notRegularHint });
-  const changed = (): CairnError =>
-    new CairnError(options.changed ?? "IO_ERROR", `${path} changed while it was read`, { path, hint: options.changedHint });
+  const changed = (): CairnError => new CairnError(options.changed ?? "IO_ERROR", `${path} changed while it was read`, { path, hint: options.changedHint });
   let fd: number;
   try {
     fd = openForRead(path);

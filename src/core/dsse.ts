@@ -23,12 +23,7 @@ export interface DsseEnvelope {
 /** PAE(type, body) = "DSSEv1" SP len(type) SP type SP len(body) SP body. */
 export function pae(payloadType: string, payload: Uint8Array): Buffer {
   const type = Buffer.from(payloadType, "utf8");
-  return Buffer.concat([
-    Buffer.from(`DSSEv1 ${type.length} `, "utf8"),
-    type,
-    Buffer.from(` ${payload.length} `, "utf8"),
-    payload,
-  ]);
+  return Buffer.concat([Buffer.from(`DSSEv1 ${type.length} `, "utf8"), type, Buffer.from(` ${payload.length} `, "utf8"), payload]);
 }
 
 export function signEnvelope(payloadType: string, payload: Uint8Array, keys: readonly SigningKey[]): DsseEnvelope {
@@ -78,11 +73,7 @@ export function parseEnvelope(v: JsonModel, path = ""): DsseEnvelope {
  * `keys` over the PAE, and that the payload type is the expected one. Returns
  * the payload bytes and the key id that verified.
  */
-export function verifyEnvelope(
-  env: DsseEnvelope,
-  expectedType: string,
-  keys: readonly VerifyingKey[],
-): { payload: Buffer; keyId: string } {
+export function verifyEnvelope(env: DsseEnvelope, expectedType: string, keys: readonly VerifyingKey[]): { payload: Buffer; keyId: string } {
   if (env.payloadType !== expectedType) {
     throw new CairnError("SIGNATURE_INVALID", `payload type is ${JSON.stringify(env.payloadType)}, expected ${JSON.stringify(expectedType)}`, {
       path: "/payloadType",

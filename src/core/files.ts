@@ -4,7 +4,21 @@
  * the target, and the directory is fsynced. Nothing here follows a symlink at
  * the temporary name (O_EXCL), and a failure removes the temporary file.
  */
-import { closeSync, constants, fsyncSync, mkdirSync, openSync, readSync, renameSync, rmSync, statSync, writeSync, chmodSync, linkSync, unlinkSync } from "node:fs";
+import {
+  closeSync,
+  constants,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeSync,
+  chmodSync,
+  linkSync,
+  unlinkSync,
+} from "node:fs";
 import { randomBytes } from "node:crypto";
 import { dirname, basename, join } from "node:path";
 import { CairnError, ioError } from "./errors.ts";

@@ -58,7 +58,14 @@ export function declareIdentity<const D extends IdentityDeclaration>(d: D): Read
 export function isIdentityDeclaration(v: unknown): v is IdentityDeclaration {
   if (typeof v !== "object" || v === null) return false;
   const o = v as Record<string, unknown>;
-  return typeof o.name === "string" && typeof o.tag === "string" && typeof o.framing === "string" && typeof o.definedIn === "string" && (o.algorithm === "sha256" || o.algorithm === "blake3") && (o.role === "identity" || o.role === "integrity");
+  return (
+    typeof o.name === "string" &&
+    typeof o.tag === "string" &&
+    typeof o.framing === "string" &&
+    typeof o.definedIn === "string" &&
+    (o.algorithm === "sha256" || o.algorithm === "blake3") &&
+    (o.role === "identity" || o.role === "integrity")
+  );
 }
 
 function withField(decl: IdentityDeclaration, model: unknown, field: "schema" | "tag"): Record<string, unknown> {

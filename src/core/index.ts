@@ -8,7 +8,17 @@ export { parseJsonText, parseJsonBytes, decodeUtf8, isJsonObject, toJsonValue } 
 export type { JsonModel, JsonObject } from "./json.ts";
 export { parseYamlText, parseYamlBytes, toYamlText } from "./yaml.ts";
 export { Checker, childPath, describe } from "./model.ts";
-export { generateSigningKey, keyIdOf, readSigningKey, readVerifyingKey, signBytes, verifyBytes, writeKeyPair, verifyingKeyFromRaw, signingKeyFromSeed } from "./keys.ts";
+export {
+  generateSigningKey,
+  keyIdOf,
+  readSigningKey,
+  readVerifyingKey,
+  signBytes,
+  verifyBytes,
+  writeKeyPair,
+  verifyingKeyFromRaw,
+  signingKeyFromSeed,
+} from "./keys.ts";
 export type { SigningKey, VerifyingKey } from "./keys.ts";
 export { pae, signEnvelope, verifyEnvelope, parseEnvelope } from "./dsse.ts";
 export type { DsseEnvelope, DsseSignature } from "./dsse.ts";

@@ -120,7 +120,7 @@ function convert(node: Node, text: string, path: string): JsonModel {
           throw new CairnError("JSON_STRING", "key holds a lone surrogate", { path: childPath });
         }
         if (key === "__proto__") {
-          throw new CairnError("JSON_PROTO_KEY", "a \"__proto__\" key is refused (prototype smuggling)", {
+          throw new CairnError("JSON_PROTO_KEY", 'a "__proto__" key is refused (prototype smuggling)', {
             path: childPath,
           });
         }
@@ -181,11 +181,10 @@ export function parseJsonText(text: string, options: ReadJsonOptions = {}): Json
   if (errors.length > 0 || root === undefined) {
     const first = errors[0];
     const where = first ? lineCol(text, first.offset) : "start";
-    throw new CairnError(
-      "JSON_SYNTAX",
-      `${source}: ${first ? printParseErrorCode(first.error) : "empty document"} at ${where}`,
-      { path: first ? pointerAt(root, first.offset) : "", hint: options.jsonc ? undefined : "comments and trailing commas are not JSON" },
-    );
+    throw new CairnError("JSON_SYNTAX", `${source}: ${first ? printParseErrorCode(first.error) : "empty document"} at ${where}`, {
+      path: first ? pointerAt(root, first.offset) : "",
+      hint: options.jsonc ? undefined : "comments and trailing commas are not JSON",
+    });
   }
   return convert(root, text, "");
 }

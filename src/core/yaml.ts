@@ -43,7 +43,7 @@ function convert(node: unknown, text: string, path: string): JsonModel {
       const key = keyNode.value;
       const childPath = `${path}/${escapePointer(key)}`;
       if (key === "__proto__") {
-        throw new CairnError("JSON_PROTO_KEY", "a \"__proto__\" key is refused (prototype smuggling)", { path: childPath });
+        throw new CairnError("JSON_PROTO_KEY", 'a "__proto__" key is refused (prototype smuggling)', { path: childPath });
       }
       if (Object.hasOwn(out, key)) {
         throw new CairnError("JSON_DUPLICATE_KEY", `duplicate key "${key}"${where(text, keyNode)}`, { path: childPath });
@@ -150,8 +150,7 @@ export function parseYamlText(text: string, source = "input", maxDepth = DEFAULT
   const doc = docs[0]!;
   const problem = doc.errors[0] ?? doc.warnings[0];
   if (problem) {
-    const code =
-      problem.code === "DUPLICATE_KEY" ? "JSON_DUPLICATE_KEY" : problem.code === "TAG_RESOLVE_FAILED" ? "YAML_UNSUPPORTED" : "YAML_SYNTAX";
+    const code = problem.code === "DUPLICATE_KEY" ? "JSON_DUPLICATE_KEY" : problem.code === "TAG_RESOLVE_FAILED" ? "YAML_UNSUPPORTED" : "YAML_SYNTAX";
     throw new CairnError(code, `${source}: ${problem.message.split("\n")[0]}`, { path: "" });
   }
   return convert(doc.contents, text, "");

@@ -60,4 +60,3 @@ export function diffCores(a: EnvCore, b: EnvCore): CoreDifference[] {
   walk(keyedView(a), keyedView(b), "", out);
   return out;
 }
-

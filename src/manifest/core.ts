@@ -259,7 +259,10 @@ function checkExcluded(s: BuildState, scope: FieldScope, v: JsonModel, path: str
   }
   const walk = (x: JsonModel, p: string): void => {
     if (typeof x === "string") readText(s.ctx, x, p, { containerEnv: true });
-    else if (Array.isArray(x)) x.forEach((y, i) => { walk(y, childPath(p, i)); });
+    else if (Array.isArray(x))
+      x.forEach((y, i) => {
+        walk(y, childPath(p, i));
+      });
     else if (isJsonObject(x)) {
       for (const k of Object.keys(x)) {
         readText(s.ctx, k, childPath(p, k), { containerEnv: true, what: "key" });
@@ -323,4 +326,3 @@ function inDisplayOrder(core: EnvCore): EnvCore {
   }
   return out as unknown as EnvCore;
 }
-

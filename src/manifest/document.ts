@@ -8,7 +8,19 @@
  * (pinned, image_pinned, unpinned, not_covered): a label that says more or
  * less than the core is a mismatch, not a display detail.
  */
-import { CairnError, Checker, canonicalize, identityDigest, childPath, isJsonObject, parseDigest, refuseAll, toJsonValue, type JsonModel, type JsonObject } from "../core/index.ts";
+import {
+  CairnError,
+  Checker,
+  canonicalize,
+  identityDigest,
+  childPath,
+  isJsonObject,
+  parseDigest,
+  refuseAll,
+  toJsonValue,
+  type JsonModel,
+  type JsonObject,
+} from "../core/index.ts";
 import { buildCore, type EnvCore } from "./core.ts";
 import { manifestOf, type EnvManifest, type ManifestSignature } from "./env-manifest.ts";
 import { mountToString, normalizeMount } from "./mounts.ts";
@@ -45,7 +57,11 @@ function declarationOf(core: JsonObject): JsonObject {
   for (const k of Object.keys(core)) {
     if (k === "schema") continue;
     const v = core[k] as JsonModel;
-    if (k === "features" && Array.isArray(v) && v.every((f) => isJsonObject(f) && Object.keys(f).length === 2 && typeof f.id === "string" && isJsonObject(f.options))) {
+    if (
+      k === "features" &&
+      Array.isArray(v) &&
+      v.every((f) => isJsonObject(f) && Object.keys(f).length === 2 && typeof f.id === "string" && isJsonObject(f.options))
+    ) {
       const features: JsonObject = Object.create(null) as JsonObject;
       for (const f of v as JsonObject[]) features[f.id as string] = f.options as JsonModel;
       out[k] = features;
@@ -63,7 +79,10 @@ export function parseCore(unsafeInput: unknown, path = "/core"): EnvCore {
   const unsafeCore = ownModel(unsafeInput ?? null, DEFAULT_MANIFEST_LIMITS.max_depth, path);
   if (!isJsonObject(unsafeCore)) throw new CairnError("MANIFEST_MISMATCH", "core must be an object", { path });
   if (unsafeCore.schema !== MANIFEST_SCHEMA) {
-    throw new CairnError("MANIFEST_MISMATCH", `core schema must be "${MANIFEST_SCHEMA}"`, { path: `${path}/schema`, hint: "this cairn reads only cairn.env-manifest/1" });
+    throw new CairnError("MANIFEST_MISMATCH", `core schema must be "${MANIFEST_SCHEMA}"`, {
+      path: `${path}/schema`,
+      hint: "this cairn reads only cairn.env-manifest/1",
+    });
   }
   let rebuilt: EnvCore;
   try {

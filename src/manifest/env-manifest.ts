@@ -108,7 +108,10 @@ export function signManifest(manifest: EnvManifest, key: SigningKey): EnvManifes
 export function verifyManifestSignature(manifest: EnvManifest, key: VerifyingKey): void {
   const s = manifest.signature;
   if (s === undefined) {
-    throw new CairnError("SIGNATURE_MISSING", "the manifest is not signed", { path: "/signature", hint: "sign it with `cairn manifest ingest FILE --sign KEY`" });
+    throw new CairnError("SIGNATURE_MISSING", "the manifest is not signed", {
+      path: "/signature",
+      hint: "sign it with `cairn manifest ingest FILE --sign KEY`",
+    });
   }
   if (s.key_id !== key.keyId) {
     throw new CairnError("SIGNATURE_INVALID", "the manifest was signed by another key", {

@@ -98,7 +98,12 @@ export function normalizeFeatures(ctx: IngestContext, v: JsonModel | undefined, 
  * An entry that names no declared feature, or a repeated entry, is refused:
  * either would make the order mean something other than what it says.
  */
-export function normalizeInstallOrder(ctx: IngestContext, v: JsonModel | undefined, path: string, declared: NormalizedFeatures | undefined): string[] | undefined {
+export function normalizeInstallOrder(
+  ctx: IngestContext,
+  v: JsonModel | undefined,
+  path: string,
+  declared: NormalizedFeatures | undefined,
+): string[] | undefined {
   if (!Array.isArray(v)) {
     ctx.checker.add(path, "overrideFeatureInstallOrder must be a list of feature ids", "MODEL_TYPE");
     return undefined;

@@ -127,7 +127,10 @@ export function normalizeMount(unsafe: JsonModel, path: string): MountResult {
   } else if (normalizeMountPath(raw.target) === "/") {
     problems.push({ path, why: "a mount over / replaces the whole environment" });
   }
-  for (const [field, value] of [["source", raw.source], ["target", raw.target]] as const) {
+  for (const [field, value] of [
+    ["source", raw.source],
+    ["target", raw.target],
+  ] as const) {
     // A comma, quote or control character has no single meaning in the string form.
     if (value !== undefined && /[,"'\u0000-\u001f\u007f]/.test(value)) problems.push({ path, why: `mount ${field} holds a comma, quote or control character` });
   }
@@ -138,7 +141,8 @@ export function normalizeMount(unsafe: JsonModel, path: string): MountResult {
     } else {
       source = normalizeMountPath(source);
       if (FORBIDDEN_SOURCES.has(source)) problems.push({ path, why: "bind source exposes the host root or its kernel/engine interfaces" });
-      else if (source.endsWith(".sock")) problems.push({ path, why: "bind source is a socket (such as the Docker socket), which hands over control of the host" });
+      else if (source.endsWith(".sock"))
+        problems.push({ path, why: "bind source is a socket (such as the Docker socket), which hands over control of the host" });
     }
   } else if (kind === "volume" && source !== null && !VOLUME_NAME.test(source)) {
     // Docker's own rule; a path here would be read as a bind by some engines.

@@ -43,7 +43,9 @@ export function parseInputText(text: string, source: string, limits: ManifestLim
 
 export function readInputFile(path: string, limits: ManifestLimits = DEFAULT_MANIFEST_LIMITS): JsonModel {
   // O_NOFOLLOW (in readFileBounded): a devcontainer.json that is a symlink is refused, not followed.
-  const bytes = readFileBounded(path, limits.max_input_bytes, "max_input_bytes", { limitHint: "raise the limit max_input_bytes explicitly if this input is expected" });
+  const bytes = readFileBounded(path, limits.max_input_bytes, "max_input_bytes", {
+    limitHint: "raise the limit max_input_bytes explicitly if this input is expected",
+  });
   return parseInputText(decodeUtf8(bytes, path), path, limits);
 }
 

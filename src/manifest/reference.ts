@@ -45,9 +45,7 @@ export function parseReference(unsafeRef: string): ReferenceResult {
   return { ok: true, ref: { name: m[1]!, tag: m[2], digest, pinned: digest !== undefined } };
 }
 
-export type FeatureIdResult =
-  | { ok: true; id: string; base: string; pinned: boolean }
-  | { ok: false; why: string };
+export type FeatureIdResult = { ok: true; id: string; base: string; pinned: boolean } | { ok: false; why: string };
 
 /**
  * Normalizes a feature id: lowercased, then either an OCI reference or an

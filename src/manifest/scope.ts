@@ -47,7 +47,10 @@ export const FIELD_SCOPE = {
   // ── identity: the manifest core ──────────────────────────────────────────
   image: { class: "identity", reason: "the base of the environment; pinned only when addressed by @sha256" },
   features: { class: "identity", reason: "software added on top of the image; ids lowercased, options JCS-canonical, sorted by id" },
-  overrideFeatureInstallOrder: { class: "identity", reason: "install order changes the resulting filesystem when features touch the same files; order is kept" },
+  overrideFeatureInstallOrder: {
+    class: "identity",
+    reason: "install order changes the resulting filesystem when features touch the same files; order is kept",
+  },
   containerEnv: { class: "identity", reason: "environment every process in the container sees; sorted by name" },
   remoteEnv: { class: "identity", reason: "environment of the processes a tool starts in the container (null unsets); sorted by name" },
   mounts: { class: "identity", reason: "what is mounted where and how (source, target, kind, read-only), sorted by target; not the contents" },
@@ -76,7 +79,11 @@ export const FIELD_SCOPE = {
     kinds: ["string"],
     values: ["none", "stopContainer"],
   },
-  hostRequirements: { class: "excluded", reason: "a request to the host (CPUs, memory, GPU); the host is not covered and cairn does not check it", kinds: ["object"] },
+  hostRequirements: {
+    class: "excluded",
+    reason: "a request to the host (CPUs, memory, GPU); the host is not covered and cairn does not check it",
+    kinds: ["object"],
+  },
   secrets: {
     class: "excluded",
     reason: "names of secrets a tool should ask for; their values are supplied at run time and must never enter a manifest",
@@ -89,7 +96,12 @@ export const FIELD_SCOPE = {
     values: ["initializeCommand", "onCreateCommand", "updateContentCommand", "postCreateCommand", "postStartCommand"],
   },
   $schema: { class: "excluded", reason: "an editor hint naming the JSON schema of the file", kinds: ["string"] },
-  extensions: { class: "excluded", reason: "legacy spelling of customizations.vscode.extensions; excluded like customizations", kinds: ["array"], legacy: true },
+  extensions: {
+    class: "excluded",
+    reason: "legacy spelling of customizations.vscode.extensions; excluded like customizations",
+    kinds: ["array"],
+    legacy: true,
+  },
   settings: { class: "excluded", reason: "legacy spelling of customizations.vscode.settings; excluded like customizations", kinds: ["object"], legacy: true },
   devPort: { class: "excluded", reason: `legacy editor-server port; ${NETWORK}`, kinds: ["integer"], legacy: true },
   codespaces: { class: "excluded", reason: "legacy GitHub Codespaces settings; tool-specific like customizations", kinds: ["object"], legacy: true },
@@ -124,7 +136,14 @@ export type IdentityField = { [K in ScopedField]: (typeof FIELD_SCOPE)[K]["class
 export const MANIFEST_SCHEMA = "cairn.env-manifest/1";
 
 /** The address: BLAKE3 of the core's JCS bytes; the core carries `schema` itself (kept that way so no address changes). */
-export const MANIFEST_ADDRESS = declareIdentity({ name: "environment manifest address", tag: MANIFEST_SCHEMA, algorithm: "blake3", framing: "jcs-own-schema", role: "identity", definedIn: "src/manifest/scope.ts" });
+export const MANIFEST_ADDRESS = declareIdentity({
+  name: "environment manifest address",
+  tag: MANIFEST_SCHEMA,
+  algorithm: "blake3",
+  framing: "jcs-own-schema",
+  role: "identity",
+  definedIn: "src/manifest/scope.ts",
+});
 
 function addressScope(): IdentityScope {
   const covers: Record<string, string> = { "/schema": "the manifest core's own version, hashed in front of the content" };

@@ -81,4 +81,3 @@ export function substitute(unsafeValue: string, ctx: SubstitutionContext): Subst
   });
   return refused ? { ok: false, ...refused } : { ok: true, value };
 }
-

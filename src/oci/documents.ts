@@ -26,10 +26,16 @@ function str(obj: JsonObject, key: string): string | undefined {
 export function checkDescriptor(unsafe: JsonModel | undefined, path: string): Descriptor {
   if (!isJsonObject(unsafe)) throw new CairnError("OCI_INVALID", "descriptor is not an object", { path });
   if (unsafe.urls !== undefined) {
-    throw new CairnError("OCI_INVALID", "descriptor has urls; cairn reads content only from the layout", { path: childPath(path, "urls"), hint: "remove foreign-layer urls; every blob must be in the layout" });
+    throw new CairnError("OCI_INVALID", "descriptor has urls; cairn reads content only from the layout", {
+      path: childPath(path, "urls"),
+      hint: "remove foreign-layer urls; every blob must be in the layout",
+    });
   }
   if (unsafe.data !== undefined) {
-    throw new CairnError("OCI_INVALID", "descriptor embeds data; cairn reads content only from blobs", { path: childPath(path, "data"), hint: "remove the embedded data field" });
+    throw new CairnError("OCI_INVALID", "descriptor embeds data; cairn reads content only from blobs", {
+      path: childPath(path, "data"),
+      hint: "remove the embedded data field",
+    });
   }
   const mediaType = str(unsafe, "mediaType");
   const size = unsafe.size;

@@ -103,21 +103,33 @@ function selectDescriptor(index: JsonObject, wanted: Sha256Digest): { model: Jso
   const manifests = Array.isArray(index.manifests) ? index.manifests : [];
   const hits = manifests.map((m, i) => ({ m, i })).filter(({ m }) => isJsonObject(m) && m.digest === wanted);
   if (hits.length === 0) {
-    throw new CairnError("OCI_SELECTION", `index.json has no descriptor for ${wanted}`, { path: "/manifests", hint: "check the manifest digest in the spec against the layout's index.json" });
+    throw new CairnError("OCI_SELECTION", `index.json has no descriptor for ${wanted}`, {
+      path: "/manifests",
+      hint: "check the manifest digest in the spec against the layout's index.json",
+    });
   }
   if (hits.length > 1) {
-    throw new CairnError("OCI_SELECTION", `index.json lists ${wanted} ${hits.length} times`, { path: `/manifests/${hits[1]?.i}`, hint: "an ambiguous selection is refused; keep one descriptor per manifest" });
+    throw new CairnError("OCI_SELECTION", `index.json lists ${wanted} ${hits.length} times`, {
+      path: `/manifests/${hits[1]?.i}`,
+      hint: "an ambiguous selection is refused; keep one descriptor per manifest",
+    });
   }
   const { m, i } = hits[0]!;
   const path = `/manifests/${i}`;
   const descriptor = checkDescriptor(m, path);
   if (descriptor.mediaType === OCI_INDEX) {
-    throw new CairnError("OCI_SELECTION", "the selected descriptor is a nested index, not an image manifest", { path: `${path}/mediaType`, hint: "select the linux/amd64 image manifest's digest directly" });
+    throw new CairnError("OCI_SELECTION", "the selected descriptor is a nested index, not an image manifest", {
+      path: `${path}/mediaType`,
+      hint: "select the linux/amd64 image manifest's digest directly",
+    });
   }
   requireMediaType(descriptor.mediaType, OCI_MANIFEST, `${path}/mediaType`);
   const platform = isJsonObject(m) ? m.platform : undefined;
   if (!isJsonObject(platform)) {
-    throw new CairnError("OCI_PLATFORM", "the selected descriptor declares no platform", { path: `${path}/platform`, hint: 'cairn needs "platform": {"os": "linux", "architecture": "amd64"} on the selected descriptor' });
+    throw new CairnError("OCI_PLATFORM", "the selected descriptor declares no platform", {
+      path: `${path}/platform`,
+      hint: 'cairn needs "platform": {"os": "linux", "architecture": "amd64"} on the selected descriptor',
+    });
   }
   checkPlatform(platform, `${path}/platform`);
   return { model: m!, descriptor, path };
@@ -174,7 +186,12 @@ export async function readOciSource(options: ReadOciSourceOptions): Promise<OciS
       const d = checkDescriptor(l, `/layers/${i}`);
       return { d, compression: layerCompression(d.mediaType, `/layers/${i}/mediaType`) };
     });
-    enforceLimit(limits, "compressedBytes", layerDescs.reduce((n, l) => n + l.d.size, 0), "/layers");
+    enforceLimit(
+      limits,
+      "compressedBytes",
+      layerDescs.reduce((n, l) => n + l.d.size, 0),
+      "/layers",
+    );
 
     const config = await jsonBlob(configDesc, "/config");
     const checked = checkConfig(parseDoc(config.bytes, `config ${configDesc.digest}`, "config"), layerDescs.length);

@@ -103,7 +103,11 @@ export async function openLayoutDir(layoutDir: string): Promise<OciObjectReader>
   } catch (cause) {
     const code = (cause as { code?: string }).code;
     if (code === "ENOENT" || code === "ENOTDIR") {
-      throw new CairnError("OCI_INVALID", `${layoutDir} is not a directory`, { path: layoutDir, hint: "point the spec's oci.layout at an OCI image layout directory", cause });
+      throw new CairnError("OCI_INVALID", `${layoutDir} is not a directory`, {
+        path: layoutDir,
+        hint: "point the spec's oci.layout at an OCI image layout directory",
+        cause,
+      });
     }
     throw ioError(layoutDir, cause);
   }
@@ -122,14 +126,24 @@ export async function openLayoutDir(layoutDir: string): Promise<OciObjectReader>
   return {
     async openTop(name) {
       const locator = `${layoutDir}/${name}`;
-      const h = await openChecked(procPath(root, name), locator, "file", () => new CairnError("OCI_INVALID", `${locator} is missing`, { path: locator, hint: "an OCI image layout has oci-layout and index.json at its top" }));
+      const h = await openChecked(
+        procPath(root, name),
+        locator,
+        "file",
+        () => new CairnError("OCI_INVALID", `${locator} is missing`, { path: locator, hint: "an OCI image layout has oci-layout and index.json at its top" }),
+      );
       return opened(h, locator);
     },
     async openBlob(digest, path) {
       const [, hex] = digestComponents(digest, path); // the one validated way from a digest to a path component
       const locator = `${layoutDir}/blobs/sha256/${hex}`;
       const dir = await blobsDir();
-      const h = await openChecked(procPath(dir, hex), locator, "file", () => new CairnError("OCI_MISSING_BLOB", `blob ${digest} is not in the layout`, { path, hint: `expected ${locator}` }));
+      const h = await openChecked(
+        procPath(dir, hex),
+        locator,
+        "file",
+        () => new CairnError("OCI_MISSING_BLOB", `blob ${digest} is not in the layout`, { path, hint: `expected ${locator}` }),
+      );
       return opened(h, locator);
     },
     async close() {
@@ -142,7 +156,10 @@ const CHUNK = 1024 * 1024;
 
 async function readExactly(file: OpenedFile, expectedSize: number, path: string, onChunk: (chunk: Uint8Array) => Promise<void> | void): Promise<Sha256Digest> {
   if (file.size !== expectedSize) {
-    throw new CairnError("SIZE_MISMATCH", `${file.locator} has ${file.size} bytes, its descriptor says ${expectedSize}`, { path, hint: "the layout is corrupt or was modified" });
+    throw new CairnError("SIZE_MISMATCH", `${file.locator} has ${file.size} bytes, its descriptor says ${expectedSize}`, {
+      path,
+      hint: "the layout is corrupt or was modified",
+    });
   }
   const hasher = new Sha256Hasher();
   const buf = Buffer.allocUnsafe(Math.min(CHUNK, Math.max(expectedSize, 1)));

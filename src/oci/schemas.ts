@@ -12,15 +12,7 @@ import Ajv04 from "ajv-draft-04";
 import type { ValidateFunction } from "ajv";
 import { CairnError, refuseAll, type Issue, type JsonModel } from "../core/index.ts";
 
-const FILES = [
-  "defs",
-  "defs-descriptor",
-  "content-descriptor",
-  "config-schema",
-  "image-index-schema",
-  "image-layout-schema",
-  "image-manifest-schema",
-] as const;
+const FILES = ["defs", "defs-descriptor", "content-descriptor", "config-schema", "image-index-schema", "image-layout-schema", "image-manifest-schema"] as const;
 
 export type OciDocumentKind = "layout" | "index" | "manifest" | "config";
 const KIND_FILE: Record<OciDocumentKind, (typeof FILES)[number]> = {
@@ -93,5 +85,10 @@ export function validateOciDocument(kind: OciDocumentKind, doc: JsonModel, sourc
     path: e.instancePath,
     message: `${e.message ?? "invalid"}${e.params && "allowedValues" in e.params ? ` (${String(e.params.allowedValues)})` : ""}`,
   }));
-  throw refuseAll("OCI_SCHEMA", `${source} is not a valid OCI ${kind} document`, issues, "the image-spec JSON schema refuses it; rebuild the image with a conforming tool");
+  throw refuseAll(
+    "OCI_SCHEMA",
+    `${source} is not a valid OCI ${kind} document`,
+    issues,
+    "the image-spec JSON schema refuses it; rebuild the image with a conforming tool",
+  );
 }

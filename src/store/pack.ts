@@ -47,8 +47,6 @@ export interface PackIndex {
   readonly entries: ReadonlyMap<Sha256Digest, PackEntry>;
 }
 
-
-
 /** The bytes after the body: index, count, magic. Their sha256 names the pack. */
 function encodeTail(order: readonly Sha256Digest[], entries: ReadonlyMap<Sha256Digest, PackEntry>): Buffer {
   const tail = Buffer.alloc(order.length * ENTRY_BYTES + TRAILER_BYTES);
@@ -62,7 +60,10 @@ function encodeTail(order: readonly Sha256Digest[], entries: ReadonlyMap<Sha256D
 }
 
 function corrupt(digest: string, what: string): CairnError {
-  return new CairnError("STORE_CORRUPT", `stored pack ${digest} ${what}`, { path: digest, hint: "the store was modified; verify the workload again to rebuild the pack" });
+  return new CairnError("STORE_CORRUPT", `stored pack ${digest} ${what}`, {
+    path: digest,
+    hint: "the store was modified; verify the workload again to rebuild the pack",
+  });
 }
 
 /** True when two files hold the same bytes (both of `size` bytes). */
@@ -266,7 +267,8 @@ function openPack(store: Store, digest: Sha256Digest): number {
 export function readPacked(store: Store, pack: PackIndex, digest: Sha256Digest, maxBytes: number, limitName = "fileSize"): Buffer {
   const e = pack.entries.get(digest);
   if (e === undefined) throw new CairnError("STORE_MISSING", `${digest} is not in pack ${pack.digest}`, { path: digest });
-  if (e.size > maxBytes) throw new CairnError("LIMIT_EXCEEDED", `limit ${limitName} exceeded by stored ${digest}`, { path: digest, hint: `raise the limit "${limitName}"` });
+  if (e.size > maxBytes)
+    throw new CairnError("LIMIT_EXCEEDED", `limit ${limitName} exceeded by stored ${digest}`, { path: digest, hint: `raise the limit "${limitName}"` });
   const fd = openPack(store, pack.digest);
   try {
     const st = fstatSync(fd);

@@ -31,8 +31,6 @@ export interface StoreOptions {
   write?: boolean;
 }
 
-
-
 const STORE_CORRUPT_HINT = "the store was modified; remove the file and assemble again";
 
 export class Store {
@@ -44,7 +42,16 @@ export class Store {
     this.root = root;
     const write = options.write ?? true;
     if (write) {
-      for (const d of [root, join(root, "objects"), join(root, "objects", "sha256"), join(root, "derived"), join(root, "derived", "sha256"), join(root, "packs"), join(root, "packs", "sha256"), join(root, "staging")]) {
+      for (const d of [
+        root,
+        join(root, "objects"),
+        join(root, "objects", "sha256"),
+        join(root, "derived"),
+        join(root, "derived", "sha256"),
+        join(root, "packs"),
+        join(root, "packs", "sha256"),
+        join(root, "staging"),
+      ]) {
         mkdirPrivate(d);
       }
       cleanStaging(join(root, "staging"));
@@ -160,7 +167,11 @@ export class Store {
     let buf: Buffer;
     try {
       // core's bounded reader: no symlink, no FIFO or device, size bounded before reading, refused if it changes while read
-      buf = readFileBounded(this.pathOf(area, digest), maxBytes, limitName, { missing: "STORE_MISSING", notRegular: "STORE_CORRUPT", changed: "STORE_CORRUPT" });
+      buf = readFileBounded(this.pathOf(area, digest), maxBytes, limitName, {
+        missing: "STORE_MISSING",
+        notRegular: "STORE_CORRUPT",
+        changed: "STORE_CORRUPT",
+      });
     } catch (e) {
       if (!(e instanceof CairnError)) throw e;
       // the store names a file by its digest, not by where this machine keeps it
@@ -171,8 +182,14 @@ export class Store {
           hint: "assemble the workload again into this store; nothing falls back to the live source",
         });
       }
-      if (e.code === "STORE_CORRUPT") throw new CairnError("STORE_CORRUPT", `store file for ${digest}: ${e.message}`, { path: digest, cause: e, hint: STORE_CORRUPT_HINT });
-      if (e.code === "LIMIT_EXCEEDED") throw new CairnError("LIMIT_EXCEEDED", `limit ${limitName} exceeded by stored ${digest}`, { path: digest, cause: e, hint: `raise the limit "${limitName}"` });
+      if (e.code === "STORE_CORRUPT")
+        throw new CairnError("STORE_CORRUPT", `store file for ${digest}: ${e.message}`, { path: digest, cause: e, hint: STORE_CORRUPT_HINT });
+      if (e.code === "LIMIT_EXCEEDED")
+        throw new CairnError("LIMIT_EXCEEDED", `limit ${limitName} exceeded by stored ${digest}`, {
+          path: digest,
+          cause: e,
+          hint: `raise the limit "${limitName}"`,
+        });
       throw e;
     }
     if (sha256(buf) !== digest) {

@@ -18,7 +18,14 @@ import type { ProbeResult } from "./probe.ts";
 export const BASE_TAG = "cairn.base/1";
 
 /** The tag is the `tag` field of the hashed object (kept that way so no base digest changes). */
-export const BASE_DIGEST = declareIdentity({ name: "base digest", tag: BASE_TAG, algorithm: "sha256", framing: "jcs-tag-field", role: "identity", definedIn: "src/strata/base.ts" });
+export const BASE_DIGEST = declareIdentity({
+  name: "base digest",
+  tag: BASE_TAG,
+  algorithm: "sha256",
+  framing: "jcs-tag-field",
+  role: "identity",
+  definedIn: "src/strata/base.ts",
+});
 
 /** What the base digest covers, as fields of the lockfile's base object. */
 export const BASE_DIGEST_SCOPE = defineScope({
@@ -77,8 +84,13 @@ export function declaredBase(name: string, arch: Arch): LockBase {
 
 export function probedBase(p: ProbeResult, source: string, probedAt: Date, image?: Sha256Digest): LockBase {
   const facts = {
-    name: p.name, arch: p.arch, abi: p.abi, os_id: p.os_id, version_id: p.version_id,
-    capabilities: [...p.capabilities], ...(image !== undefined ? { image } : {}),
+    name: p.name,
+    arch: p.arch,
+    abi: p.abi,
+    os_id: p.os_id,
+    version_id: p.version_id,
+    capabilities: [...p.capabilities],
+    ...(image !== undefined ? { image } : {}),
   };
   return { ...facts, source, digest: baseDigest(facts), probed_at: probedAt.toISOString() };
 }

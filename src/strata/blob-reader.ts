@@ -19,8 +19,15 @@ import { kMaxLength } from "node:buffer";
 import { gunzipSync } from "node:zlib";
 import { CairnError, checkLimit, FIXED_LIMIT_HINT, sha256, type Sha256Digest } from "../core/index.ts";
 import {
-  applyLayers, DEFAULT_LIMITS, LIMIT_CEILINGS, STRICT_POLICY,
-  type CanonicalTree, type ContentSink, type FsEntry, type LayerLimits, type TarEntry,
+  applyLayers,
+  DEFAULT_LIMITS,
+  LIMIT_CEILINGS,
+  STRICT_POLICY,
+  type CanonicalTree,
+  type ContentSink,
+  type FsEntry,
+  type LayerLimits,
+  type TarEntry,
 } from "../tree/index.ts";
 import { DEFAULT_DIR_LIMITS } from "./dir-source.ts";
 
@@ -68,12 +75,14 @@ export interface ReadBlobsOptions {
 /** Size and digest first, then a bounded gunzip: nothing is decompressed before it is verified. */
 function unpackBlob(input: BlobInput, maxUnpacked: number): Buffer {
   const { blob, expected, where } = input;
-  if (blob.length !== expected.size) throw new CairnError("SIZE_MISMATCH", `${where}: blob is ${blob.length} bytes, manifest says ${expected.size}`, { path: where });
+  if (blob.length !== expected.size)
+    throw new CairnError("SIZE_MISMATCH", `${where}: blob is ${blob.length} bytes, manifest says ${expected.size}`, { path: where });
   if (sha256(blob) !== expected.sha256) throw new CairnError("DIGEST_MISMATCH", `${where}: blob does not match its sha256`, { path: where });
   try {
     return gunzipSync(blob, { maxOutputLength: Math.min(maxUnpacked, kMaxLength) });
   } catch (cause) {
-    if ((cause as { code?: string }).code === "ERR_BUFFER_TOO_LARGE") checkLimit("layer.max_unpacked_bytes", maxUnpacked + 1, maxUnpacked, where, "bytes", FIXED_LIMIT_HINT);
+    if ((cause as { code?: string }).code === "ERR_BUFFER_TOO_LARGE")
+      checkLimit("layer.max_unpacked_bytes", maxUnpacked + 1, maxUnpacked, where, "bytes", FIXED_LIMIT_HINT);
     throw new CairnError("TAR_INVALID", `${where}: not a gzip stream`, { path: where, cause });
   }
 }
@@ -94,7 +103,14 @@ export async function readLayerBlobs(blobs: readonly BlobInput[], options: ReadB
     },
   };
   const layers = blobs.map((b) => ({ bytes: unpackBlob(b, maxUnpacked), compression: "none" as const, where: b.where }));
-  const { tree } = await applyLayers({ layers, policy: STRICT_POLICY, limits: BLOB_LIMITS, sink, parents: "required", ...(options.onReplace ? { onReplace: options.onReplace } : {}) });
+  const { tree } = await applyLayers({
+    layers,
+    policy: STRICT_POLICY,
+    limits: BLOB_LIMITS,
+    sink,
+    parents: "required",
+    ...(options.onReplace ? { onReplace: options.onReplace } : {}),
+  });
   return { tree, content };
 }
 

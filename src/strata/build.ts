@@ -29,7 +29,8 @@ export interface LayerSpec {
 }
 
 function checkSpec(s: LayerSpec): void {
-  if (!REF_NAME.test(s.name)) throw new CairnError("USAGE", `layer name ${JSON.stringify(s.name).slice(0, 60)} is not valid`, { hint: "lowercase letters, digits, '.', '_', '+', '-'" });
+  if (!REF_NAME.test(s.name))
+    throw new CairnError("USAGE", `layer name ${JSON.stringify(s.name).slice(0, 60)} is not valid`, { hint: "lowercase letters, digits, '.', '_', '+', '-'" });
   parseVersion(s.version, "--version");
 }
 
@@ -37,10 +38,18 @@ export function manifestFor(spec: LayerSpec, blob: LayerBlob, folded_from?: read
   checkSpec(spec);
   return {
     id: layerId(spec.name, spec.version, spec.abi, spec.arch),
-    name: spec.name, version: spec.version, arch: spec.arch, abi: spec.abi,
-    install_layout: spec.install_layout, user_selectable: spec.user_selectable,
-    sha256: blob.sha256, size: blob.size, content_manifest: blob.content_manifest, symlinks: blob.symlinks,
-    provides: spec.provides, requires: spec.requires,
+    name: spec.name,
+    version: spec.version,
+    arch: spec.arch,
+    abi: spec.abi,
+    install_layout: spec.install_layout,
+    user_selectable: spec.user_selectable,
+    sha256: blob.sha256,
+    size: blob.size,
+    content_manifest: blob.content_manifest,
+    symlinks: blob.symlinks,
+    provides: spec.provides,
+    requires: spec.requires,
     build: { builder: spec.builder, diff_id: blob.diff_id, ...(folded_from ? { folded_from } : {}) },
   };
 }
@@ -56,7 +65,11 @@ export function buildLayerFromDirectory(dir: string, spec: LayerSpec, limits: Di
   return { blob, manifest: manifestFor(spec, blob) };
 }
 
-export function publishBuiltLayer(reg: LocalRegistry, built: { blob: LayerBlob; manifest: LayerManifest }, keys: readonly SigningKey[]): SignedDocument<LayerManifest> {
+export function publishBuiltLayer(
+  reg: LocalRegistry,
+  built: { blob: LayerBlob; manifest: LayerManifest },
+  keys: readonly SigningKey[],
+): SignedDocument<LayerManifest> {
   return reg.publishLayer(built.blob.blob, built.manifest, keys);
 }
 
@@ -105,7 +118,10 @@ export async function foldLayers(
   const merged = await readLayerBlobs(blobs, {
     onReplace(old, next, where) {
       if ((old.type === "dir") !== (next.type === "dir")) {
-        throw new CairnError("RESOLVE_CONFLICT", `${next.path} is a directory in one layer and not in another`, { path: where, hint: "a fold never replaces a directory by a file or symlink, or the reverse" });
+        throw new CairnError("RESOLVE_CONFLICT", `${next.path} is a directory in one layer and not in another`, {
+          path: where,
+          hint: "a fold never replaces a directory by a file or symlink, or the reverse",
+        });
       }
     },
   });

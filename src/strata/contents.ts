@@ -26,7 +26,8 @@ export async function checkLayerContents(blob: Uint8Array, m: LayerManifest, whe
       hint: "the layer manifest does not describe its blob; rebuild the layer with cairn layer build",
     });
   };
-  for (const [p, d] of m.content_manifest) if (files.get(p) !== d) mismatch(files.has(p) ? "content differs from the manifest at" : "the blob lacks the listed file", p);
+  for (const [p, d] of m.content_manifest)
+    if (files.get(p) !== d) mismatch(files.has(p) ? "content differs from the manifest at" : "the blob lacks the listed file", p);
   for (const p of files.keys()) if (!m.content_manifest.has(p)) mismatch("the manifest does not list the file", p);
   for (const [p, t] of m.symlinks) if (links.get(p) !== t) mismatch("symlink differs from the manifest at", p);
   for (const p of links.keys()) if (!m.symlinks.has(p)) mismatch("the manifest does not list the symlink", p);

@@ -21,7 +21,14 @@ import { isFrozen, lockfileToModel, type Lockfile } from "./lockfile.ts";
 export const ENVIRONMENT_ID_SCHEMA = "cairn.environment/1";
 
 /** The tag is the `schema` field of the hash input (kept that way so no EnvironmentID changes). */
-export const ENVIRONMENT_ID = declareIdentity({ name: "EnvironmentID", tag: ENVIRONMENT_ID_SCHEMA, algorithm: "sha256", framing: "jcs-schema-field", role: "identity", definedIn: "src/strata/env-id.ts" });
+export const ENVIRONMENT_ID = declareIdentity({
+  name: "EnvironmentID",
+  tag: ENVIRONMENT_ID_SCHEMA,
+  algorithm: "sha256",
+  framing: "jcs-schema-field",
+  role: "identity",
+  definedIn: "src/strata/env-id.ts",
+});
 
 /** The fields the ID covers and the fields it leaves out, each with the reason; pointers into the lockfile model. */
 export const ENVIRONMENT_ID_SCOPE = defineScope({

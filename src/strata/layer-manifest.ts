@@ -55,8 +55,20 @@ export interface LayerManifest {
 }
 
 export const LAYER_MANIFEST_FIELDS = [
-  "id", "name", "version", "arch", "abi", "install_layout", "user_selectable", "sha256", "size",
-  "content_manifest", "symlinks", "provides", "requires", "build",
+  "id",
+  "name",
+  "version",
+  "arch",
+  "abi",
+  "install_layout",
+  "user_selectable",
+  "sha256",
+  "size",
+  "content_manifest",
+  "symlinks",
+  "provides",
+  "requires",
+  "build",
 ] as const;
 
 /** The single rule for a layer id. */
@@ -169,19 +181,39 @@ export function parseLayerManifest(v: JsonModel, source = "layer manifest"): Lay
   for (const k of symlinks.keys()) if (content_manifest.has(k)) c.add(childPath("/symlinks", k), "path is both a file and a symlink", "LAYER_INVALID");
   c.done(source);
   return {
-    id: id!, name: name!, version: version!, arch: arch!, abi: abi!, install_layout: install_layout!,
-    user_selectable: user_selectable!, sha256: sha256!, size: size!, content_manifest, symlinks,
-    provides, requires, build: build!,
+    id: id!,
+    name: name!,
+    version: version!,
+    arch: arch!,
+    abi: abi!,
+    install_layout: install_layout!,
+    user_selectable: user_selectable!,
+    sha256: sha256!,
+    size: size!,
+    content_manifest,
+    symlinks,
+    provides,
+    requires,
+    build: build!,
   };
 }
 
 /** The manifest as a plain model (the signed payload is its JCS bytes). */
 export function layerManifestToModel(m: LayerManifest): Record<string, unknown> {
   return {
-    id: m.id, name: m.name, version: m.version, arch: m.arch, abi: m.abi, install_layout: m.install_layout,
-    user_selectable: m.user_selectable, sha256: m.sha256, size: m.size,
-    content_manifest: sortedRecord(m.content_manifest), symlinks: sortedRecord(m.symlinks),
-    provides: m.provides.map(capabilityString), requires: m.requires.map(requirementString),
+    id: m.id,
+    name: m.name,
+    version: m.version,
+    arch: m.arch,
+    abi: m.abi,
+    install_layout: m.install_layout,
+    user_selectable: m.user_selectable,
+    sha256: m.sha256,
+    size: m.size,
+    content_manifest: sortedRecord(m.content_manifest),
+    symlinks: sortedRecord(m.symlinks),
+    provides: m.provides.map(capabilityString),
+    requires: m.requires.map(requirementString),
     build: { builder: m.build.builder, diff_id: m.build.diff_id, ...(m.build.folded_from ? { folded_from: m.build.folded_from.map((f) => ({ ...f })) } : {}) },
   };
 }

@@ -7,8 +7,18 @@
  */
 import { existsSync, rmSync } from "node:fs";
 import {
-  CairnError, parseEnvelope, parseJsonBytes, sha256, signEnvelope, verifyEnvelope, writeFileAtomic, decodeUtf8,
-  type DsseEnvelope, type Sha256Digest, type SigningKey, type VerifyingKey,
+  CairnError,
+  parseEnvelope,
+  parseJsonBytes,
+  sha256,
+  signEnvelope,
+  verifyEnvelope,
+  writeFileAtomic,
+  decodeUtf8,
+  type DsseEnvelope,
+  type Sha256Digest,
+  type SigningKey,
+  type VerifyingKey,
 } from "../core/index.ts";
 import { lockfileToYaml, parseLockfileText, type Lockfile } from "./lockfile.ts";
 import { readBounded } from "./registry.ts";

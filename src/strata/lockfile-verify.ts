@@ -56,7 +56,9 @@ function checkBase(lock: Lockfile, probed: LockBase): void {
   ].filter((x) => x !== "");
   throw new CairnError("BASE_MISMATCH", `the base probed now is not the lockfile's base${differs.length ? `: ${differs.join("; ")}` : ""}`, {
     path: "/base/digest",
-    hint: declared ? "the lockfile's base was declared, not probed: resolve with --base to record a probed base" : "the base changed since resolution; resolve again on this base",
+    hint: declared
+      ? "the lockfile's base was declared, not probed: resolve with --base to record a probed base"
+      : "the base changed since resolution; resolve again on this base",
   });
 }
 
@@ -65,7 +67,10 @@ function capabilityList(b: LockBase): string {
 }
 
 function checkPolicy(lock: Lockfile, allowUnsigned: boolean): void {
-  const records = [...lock.layers.map((l) => ({ what: `layer ${l.id}`, a: l.signature })), ...lock.formations.map((f) => ({ what: `formation ${f.name}@${f.version}`, a: f.signature }))];
+  const records = [
+    ...lock.layers.map((l) => ({ what: `layer ${l.id}`, a: l.signature })),
+    ...lock.formations.map((f) => ({ what: `formation ${f.name}@${f.version}`, a: f.signature })),
+  ];
   for (const [i, r] of records.entries()) {
     if (r.a === undefined) throw new CairnError("LOCK_INVALID", `${r.what} has no signature record`, { path: `/layers/${i}/signature` });
     if (r.a.status !== "signed" && lock.verification_policy === "signed") {
@@ -127,7 +132,8 @@ function checkLayers(lock: Lockfile, opts: VerifyOptions): number {
 export async function verifyLockContents(lock: Lockfile, registries: readonly LocalRegistry[]): Promise<number> {
   for (const [i, l] of lock.layers.entries()) {
     const reg = registries.find((r) => r.hasBlob(l.sha256!));
-    if (reg === undefined) throw new CairnError("STORE_MISSING", `layer ${l.id}: blob ${l.sha256} is in none of the registries`, { path: `/layers/${i}/sha256` });
+    if (reg === undefined)
+      throw new CairnError("STORE_MISSING", `layer ${l.id}: blob ${l.sha256} is in none of the registries`, { path: `/layers/${i}/sha256` });
     const doc = reg.readLayer(l.id);
     await checkLayerContents(reg.readBlob(l.sha256!, l.size!), doc.value, `/layers/${i}`);
   }
@@ -142,5 +148,13 @@ export function verifyLock(path: string, opts: VerifyOptions): VerifyReport {
   checkPolicy(lock, opts.allowUnsignedOffline);
   if (opts.probedBase !== undefined) checkBase(lock, opts.probedBase);
   const layers_checked = opts.registries.length > 0 ? checkLayers(lock, opts) : null;
-  return { lock, environment_id, signature: read.signature!, freshness: fresh, verification_policy: lock.verification_policy, layers_checked, base_checked: opts.probedBase !== undefined };
+  return {
+    lock,
+    environment_id,
+    signature: read.signature!,
+    freshness: fresh,
+    verification_policy: lock.verification_policy,
+    layers_checked,
+    base_checked: opts.probedBase !== undefined,
+  };
 }

@@ -12,7 +12,18 @@
  * no digest, is unfrozen: a valid intermediate state that has no
  * EnvironmentID (see env-id.ts).
  */
-import { sortedRecord, Checker, childPath, isDigest, parseYamlText, safeComponent, toYamlText, type JsonModel, type JsonObject, type Sha256Digest } from "../core/index.ts";
+import {
+  sortedRecord,
+  Checker,
+  childPath,
+  isDigest,
+  parseYamlText,
+  safeComponent,
+  toYamlText,
+  type JsonModel,
+  type JsonObject,
+  type Sha256Digest,
+} from "../core/index.ts";
 import { capabilityString, parseCapability, parseRequirement, requirementString, type Capability, type Requirement } from "./capability.ts";
 import { ARCHES, BASE_NAME, type Arch } from "./platform.ts";
 import { PACKAGE_MANAGERS, type PackageSet } from "./profile-model.ts";
@@ -66,11 +77,37 @@ export interface Lockfile {
 
 /** Every field of each lockfile object, in the order they are written. The EnvironmentID scope classifies each one. */
 export const LOCK_FIELDS = [
-  "format", "profile", "profile_sha256", "resolved_at", "cairn_version", "verification_policy", "base", "layers", "formations",
-  "env", "on_ready", "defaults", "packages", "mutable_layer", "requires_host", "not_acted_upon",
+  "format",
+  "profile",
+  "profile_sha256",
+  "resolved_at",
+  "cairn_version",
+  "verification_policy",
+  "base",
+  "layers",
+  "formations",
+  "env",
+  "on_ready",
+  "defaults",
+  "packages",
+  "mutable_layer",
+  "requires_host",
+  "not_acted_upon",
 ] as const;
 export const LOCK_BASE_FIELDS = ["name", "arch", "abi", "os_id", "version_id", "capabilities", "source", "image", "digest", "probed_at"] as const;
-export const LOCK_LAYER_FIELDS = ["id", "name", "version", "sha256", "size", "manifest_sha256", "mount_order", "from_formation", "satisfied_by", "signature", "registry"] as const;
+export const LOCK_LAYER_FIELDS = [
+  "id",
+  "name",
+  "version",
+  "sha256",
+  "size",
+  "manifest_sha256",
+  "mount_order",
+  "from_formation",
+  "satisfied_by",
+  "signature",
+  "registry",
+] as const;
 
 const RFC3339_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
 
@@ -138,12 +175,28 @@ function readBase(c: Checker, v: JsonModel | undefined): LockBase | undefined {
   const probed_at = has(o, "probed_at") ? c.string(o.probed_at, `${p}/probed_at`, { pattern: RFC3339_UTC }) : undefined;
   if (name === undefined || arch === undefined || abi === undefined || source === undefined) return undefined;
   // The EnvironmentID hashes base.digest in place of the facts, so a digest that does not match them would let two different bases share an ID.
-  const facts = { name, arch: arch as Arch, abi: abi as LockBase["abi"], capabilities, ...(os_id !== undefined ? { os_id } : {}), ...(version_id !== undefined ? { version_id } : {}), ...(image !== undefined ? { image } : {}) };
-  if (d !== undefined && baseDigest(facts) !== d) c.add(`${p}/digest`, "does not match the base facts (name, arch, abi, os_id, version_id, capabilities, image)", "BASE_MISMATCH");
+  const facts = {
+    name,
+    arch: arch as Arch,
+    abi: abi as LockBase["abi"],
+    capabilities,
+    ...(os_id !== undefined ? { os_id } : {}),
+    ...(version_id !== undefined ? { version_id } : {}),
+    ...(image !== undefined ? { image } : {}),
+  };
+  if (d !== undefined && baseDigest(facts) !== d)
+    c.add(`${p}/digest`, "does not match the base facts (name, arch, abi, os_id, version_id, capabilities, image)", "BASE_MISMATCH");
   return {
-    name, arch: arch as Arch, abi: abi as LockBase["abi"], capabilities, source,
-    ...(os_id !== undefined ? { os_id } : {}), ...(version_id !== undefined ? { version_id } : {}),
-    ...(image !== undefined ? { image } : {}), ...(d !== undefined ? { digest: d } : {}), ...(probed_at !== undefined ? { probed_at } : {}),
+    name,
+    arch: arch as Arch,
+    abi: abi as LockBase["abi"],
+    capabilities,
+    source,
+    ...(os_id !== undefined ? { os_id } : {}),
+    ...(version_id !== undefined ? { version_id } : {}),
+    ...(image !== undefined ? { image } : {}),
+    ...(d !== undefined ? { digest: d } : {}),
+    ...(probed_at !== undefined ? { probed_at } : {}),
   };
 }
 
@@ -177,10 +230,16 @@ function readLayer(c: Checker, v: JsonModel, p: string): LockLayer | undefined {
   const registry = has(o, "registry") ? c.string(o.registry, `${p}/registry`, { nonEmpty: true }) : undefined;
   if (id === undefined || name === undefined || version === undefined) return undefined;
   return {
-    id, name, version, satisfied_by,
-    ...(sha !== undefined ? { sha256: sha } : {}), ...(size !== undefined ? { size } : {}),
-    ...(manifest_sha256 !== undefined ? { manifest_sha256 } : {}), ...(mount_order !== undefined ? { mount_order } : {}),
-    ...(from_formation !== undefined ? { from_formation } : {}), ...(signature !== undefined ? { signature } : {}),
+    id,
+    name,
+    version,
+    satisfied_by,
+    ...(sha !== undefined ? { sha256: sha } : {}),
+    ...(size !== undefined ? { size } : {}),
+    ...(manifest_sha256 !== undefined ? { manifest_sha256 } : {}),
+    ...(mount_order !== undefined ? { mount_order } : {}),
+    ...(from_formation !== undefined ? { from_formation } : {}),
+    ...(signature !== undefined ? { signature } : {}),
     ...(registry !== undefined ? { registry } : {}),
   };
 }
@@ -222,7 +281,8 @@ export function parseLockfile(v: JsonModel, source = "lockfile"): Lockfile {
   if (resolved_at !== undefined && Number.isNaN(Date.parse(resolved_at))) c.add("/resolved_at", "not a real date", "MODEL_VALUE");
   const cairn_version = c.string(r("cairn_version"), "/cairn_version", { nonEmpty: true });
   const policy = c.string(r("verification_policy"), "/verification_policy");
-  if (policy !== undefined && !(VERIFICATION_POLICIES as readonly string[]).includes(policy)) c.add("/verification_policy", "must be signed or unsigned-offline", "MODEL_VALUE");
+  if (policy !== undefined && !(VERIFICATION_POLICIES as readonly string[]).includes(policy))
+    c.add("/verification_policy", "must be signed or unsigned-offline", "MODEL_VALUE");
   const base = readBase(c, r("base"));
   const layers: LockLayer[] = [];
   c.array(r("layers"), "/layers")?.forEach((l, i) => {
@@ -261,9 +321,21 @@ export function parseLockfile(v: JsonModel, source = "lockfile"): Lockfile {
   const not_acted_upon = has(root, "not_acted_upon") ? c.object(root.not_acted_upon, "/not_acted_upon", ["instance", "storage"]) : undefined;
   c.done(source, "a lockfile is written by `cairn resolve`; do not edit it by hand");
   return {
-    format: LOCKFILE_FORMAT, profile: profile!, ...(profile_sha256 !== undefined ? { profile_sha256 } : {}),
-    resolved_at: resolved_at!, cairn_version: cairn_version!, verification_policy: policy as VerificationPolicy,
-    base: base!, layers, formations, env, on_ready, defaults, packages, mutable_layer: mutable_layer!, requires_host,
+    format: LOCKFILE_FORMAT,
+    profile: profile!,
+    ...(profile_sha256 !== undefined ? { profile_sha256 } : {}),
+    resolved_at: resolved_at!,
+    cairn_version: cairn_version!,
+    verification_policy: policy as VerificationPolicy,
+    base: base!,
+    layers,
+    formations,
+    env,
+    on_ready,
+    defaults,
+    packages,
+    mutable_layer: mutable_layer!,
+    requires_host,
     ...(not_acted_upon !== undefined ? { not_acted_upon } : {}),
   };
 }
@@ -278,7 +350,9 @@ export function isFrozen(l: Lockfile): boolean {
 }
 
 function attestationModel(a: Attestation): Record<string, string> {
-  return a.status === "signed" ? { status: a.status, keyid: a.keyid, envelope_sha256: a.envelope_sha256 } : { status: a.status, envelope_sha256: a.envelope_sha256 };
+  return a.status === "signed"
+    ? { status: a.status, keyid: a.keyid, envelope_sha256: a.envelope_sha256 }
+    : { status: a.status, envelope_sha256: a.envelope_sha256 };
 }
 
 export function baseToModel(b: LockBase): Record<string, unknown> {

@@ -39,7 +39,16 @@ const LOADER_ARCH: ReadonlyArray<[RegExp, Arch]> = [
   [/^ld-linux-aarch64\.so\.1$|^ld-musl-aarch64\.so\.1$/, "aarch64"],
   [/^ld-linux-riscv64-lp64d\.so\.1$|^ld-musl-riscv64\.so\.1$/, "riscv64"],
 ];
-const LIB_DIRS = ["/lib64", "/lib", "/usr/lib64", "/usr/lib", "/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu"];
+const LIB_DIRS = [
+  "/lib64",
+  "/lib",
+  "/usr/lib64",
+  "/usr/lib",
+  "/lib/x86_64-linux-gnu",
+  "/lib/aarch64-linux-gnu",
+  "/usr/lib/x86_64-linux-gnu",
+  "/usr/lib/aarch64-linux-gnu",
+];
 
 /** `path` resolved inside the view's root (tree.max_symlink_hops applies), or undefined when it names nothing. */
 function resolved(view: RootView, path: string): Promise<string | undefined> {
@@ -58,7 +67,8 @@ export function parseOsRelease(text: string): Map<string, string> {
     const m = /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(line.trim());
     if (m === null) continue;
     let v = m[2]!;
-    if ((v.startsWith('"') && v.endsWith('"') && v.length >= 2) || (v.startsWith("'") && v.endsWith("'") && v.length >= 2)) v = v.slice(1, -1).replace(/\\(.)/g, "$1");
+    if ((v.startsWith('"') && v.endsWith('"') && v.length >= 2) || (v.startsWith("'") && v.endsWith("'") && v.length >= 2))
+      v = v.slice(1, -1).replace(/\\(.)/g, "$1");
     out.set(m[1]!, v);
   }
   return out;
@@ -145,7 +155,10 @@ export async function probeRoot(view: RootView, where: string): Promise<ProbeRes
     if (osRelease !== undefined) break;
   }
   if (osRelease === undefined) {
-    throw new CairnError("BASE_PROBE_FAILED", `${where}: no /etc/os-release or /usr/lib/os-release`, { path: where, hint: "the base must be a Linux root filesystem with os-release" });
+    throw new CairnError("BASE_PROBE_FAILED", `${where}: no /etc/os-release or /usr/lib/os-release`, {
+      path: where,
+      hint: "the base must be a Linux root filesystem with os-release",
+    });
   }
   const osr = parseOsRelease(Buffer.from(osRelease).toString("utf8"));
   const os_id = osr.get("ID") ?? "";

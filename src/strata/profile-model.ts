@@ -55,8 +55,20 @@ export interface Profile {
 }
 
 export const PROFILE_FIELDS = [
-  "name", "description", "version", "base", "software", "registries", "env", "on_ready",
-  "defaults", "packages", "mutable_layer", "requires_host", "instance", "storage",
+  "name",
+  "description",
+  "version",
+  "base",
+  "software",
+  "registries",
+  "env",
+  "on_ready",
+  "defaults",
+  "packages",
+  "mutable_layer",
+  "requires_host",
+  "instance",
+  "storage",
 ] as const;
 
 /** The profile fields cairn records but does not act upon. */

@@ -30,12 +30,23 @@ export function provenanceOf(lock: Lockfile, signature: LockSignature): Provenan
     resolved_at: lock.resolved_at,
     cairn_version: lock.cairn_version,
     verification_policy: lock.verification_policy,
-    base: { name: lock.base.name, arch: lock.base.arch, digest: lock.base.digest ?? null, source: lock.base.source, capabilities: lock.base.capabilities.map(capabilityString) },
+    base: {
+      name: lock.base.name,
+      arch: lock.base.arch,
+      digest: lock.base.digest ?? null,
+      source: lock.base.source,
+      capabilities: lock.base.capabilities.map(capabilityString),
+    },
     layers: lock.layers.map((l) => ({
       mount_order: l.mount_order ?? null,
       id: l.id,
       sha256: l.sha256 ?? null,
-      signature: l.signature === undefined ? "none" : l.signature.status === "signed" ? `signed by ${l.signature.keyid} (envelope ${l.signature.envelope_sha256})` : `unsigned-offline (envelope ${l.signature.envelope_sha256})`,
+      signature:
+        l.signature === undefined
+          ? "none"
+          : l.signature.status === "signed"
+            ? `signed by ${l.signature.keyid} (envelope ${l.signature.envelope_sha256})`
+            : `unsigned-offline (envelope ${l.signature.envelope_sha256})`,
     })),
     lockfile_signature: signature,
   };

@@ -51,7 +51,7 @@ export function readRef(c: Checker, v: JsonModel, path: string): SoftwareRef | u
   const hasName = Object.hasOwn(o, "name");
   const hasFormation = Object.hasOwn(o, "formation");
   if (hasName === hasFormation) {
-    c.add(path, hasName ? "a ref has either \"name\" or \"formation\", not both" : "a ref mapping needs \"name\" or \"formation\"", "MODEL_VALUE");
+    c.add(path, hasName ? 'a ref has either "name" or "formation", not both' : 'a ref mapping needs "name" or "formation"', "MODEL_VALUE");
     return undefined;
   }
   const version = Object.hasOwn(o, "version") ? o.version : undefined;

@@ -23,7 +23,13 @@ export function searchRegistries(regs: readonly LocalRegistry[], term: string): 
   for (const reg of regs) {
     for (const l of reg.listLayers()) {
       const m = l.value;
-      if (m.user_selectable) add("layer", m.name, m.version, m.provides.map((c) => `${c.name}@${c.version}`));
+      if (m.user_selectable)
+        add(
+          "layer",
+          m.name,
+          m.version,
+          m.provides.map((c) => `${c.name}@${c.version}`),
+        );
     }
     for (const f of reg.listFormations()) add("formation", f.value.name, f.value.version, []);
   }

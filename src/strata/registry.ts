@@ -21,8 +21,21 @@
 import { existsSync, mkdirSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import {
-  CairnError, canonicalBytes, FIXED_LIMIT_HINT, digestComponents, ioError, parseEnvelope, parseJsonBytes, readFileBounded, safeComponent, sha256,
-  signEnvelope, writeFileAtomic, type DsseEnvelope, type SigningKey, type Sha256Digest,
+  CairnError,
+  canonicalBytes,
+  FIXED_LIMIT_HINT,
+  digestComponents,
+  ioError,
+  parseEnvelope,
+  parseJsonBytes,
+  readFileBounded,
+  safeComponent,
+  sha256,
+  signEnvelope,
+  writeFileAtomic,
+  type DsseEnvelope,
+  type SigningKey,
+  type Sha256Digest,
 } from "../core/index.ts";
 import { publishBytes } from "../store/index.ts";
 import { LAYER_MANIFEST_TYPE, layerManifestToModel, parseLayerManifest, type LayerManifest } from "./layer-manifest.ts";
@@ -157,7 +170,10 @@ export class LocalRegistry {
     } catch (cause) {
       throw ioError(join(this.root, dir), cause);
     }
-    return names.filter((n) => !n.startsWith(".") && n.endsWith(".json")).map((n) => n.slice(0, -5)).sort();
+    return names
+      .filter((n) => !n.startsWith(".") && n.endsWith(".json"))
+      .map((n) => n.slice(0, -5))
+      .sort();
   }
 
   /** Every published layer (manifest parsed, not yet verified). */
@@ -177,7 +193,8 @@ export class LocalRegistry {
     const path = this.blobPath(digest);
     const data = readBounded(path, Math.min(MAX_BLOB_BYTES, size + 1), "registry.max_blob_bytes");
     if (data.length !== size) throw new CairnError("SIZE_MISMATCH", `blob ${digest} is ${data.length} bytes, expected ${size}`, { path });
-    if (sha256(data) !== digest) throw new CairnError("DIGEST_MISMATCH", `blob ${digest} does not match its digest`, { path, hint: "the registry copy was altered or damaged" });
+    if (sha256(data) !== digest)
+      throw new CairnError("DIGEST_MISMATCH", `blob ${digest} does not match its digest`, { path, hint: "the registry copy was altered or damaged" });
     return data;
   }
 
@@ -207,4 +224,3 @@ function parseSigned<T>(bytes: Buffer, path: string, type: string, parse: (m: Re
 export function manifestPayload(m: LayerManifest): Buffer {
   return canonicalBytes(layerManifestToModel(m));
 }
-

@@ -118,17 +118,31 @@ function checkParents(model: TreeModel, path: string, where: string, create: boo
     const e = model.get(a);
     if (e === undefined) {
       if (!create) return;
-      if (required) throw new CairnError("TAR_INVALID", `${path} has no parent directory ${a} in the layer`, { path: where, hint: "cairn's layer writer names every parent directory before its contents; this blob was not written by it" });
+      if (required)
+        throw new CairnError("TAR_INVALID", `${path} has no parent directory ${a} in the layer`, {
+          path: where,
+          hint: "cairn's layer writer names every parent directory before its contents; this blob was not written by it",
+        });
       model.set({ path: a, type: "dir", ...IMPLICIT_DIR });
     } else if (e.type === "symlink") {
-      throw new CairnError("TAR_THROUGH_SYMLINK", `${path} lies beneath the symlink ${a}`, { path: where, hint: "a layer may not write or delete through a symlink (planted by this or an earlier layer)" });
+      throw new CairnError("TAR_THROUGH_SYMLINK", `${path} lies beneath the symlink ${a}`, {
+        path: where,
+        hint: "a layer may not write or delete through a symlink (planted by this or an earlier layer)",
+      });
     } else if (e.type !== "dir") {
       throw new CairnError("TAR_INVALID", `${path} lies beneath the regular file ${a}`, { path: where });
     }
   }
 }
 
-async function readMembers(input: LayerInput, where: string, options: ApplyLayersOptions, limits: LayerLimits, budget: Budget, stats: ApplyStats): Promise<Pending[]> {
+async function readMembers(
+  input: LayerInput,
+  where: string,
+  options: ApplyLayersOptions,
+  limits: LayerLimits,
+  budget: Budget,
+  stats: ApplyStats,
+): Promise<Pending[]> {
   const { policy, sink } = options;
   const pending: Pending[] = [];
   const seen = new Set<string>();
@@ -142,7 +156,11 @@ async function readMembers(input: LayerInput, where: string, options: ApplyLayer
   const onMember = (rec: GateRecord, data: Buffer | undefined): Promise<void> | void => {
     const at = `${where}:${rec.name.slice(0, 200)}`;
     const path = normalizeMemberPath(rec.name, limits, at);
-    if (seen.has(path)) throw new CairnError("TAR_DUPLICATE", `two members of one layer normalize to ${path}`, { path: at, hint: "a layer must name each path once ('a' and './a//' are the same path)" });
+    if (seen.has(path))
+      throw new CairnError("TAR_DUPLICATE", `two members of one layer normalize to ${path}`, {
+        path: at,
+        hint: "a layer must name each path once ('a' and './a//' are the same path)",
+      });
     seen.add(path);
     const wh = classifyWhiteout(path, at);
     if (wh.kind !== "none") {
@@ -151,11 +169,18 @@ async function readMembers(input: LayerInput, where: string, options: ApplyLayer
       return;
     }
     if ((rec.mode & 0o6000) !== 0) {
-      if (policy.setid === "refuse") throw new CairnError("TAR_SETID", `${path} has the setuid or setgid bit`, { path: at, hint: 'name the policy "setid: strip" to clear these bits knowingly' });
+      if (policy.setid === "refuse")
+        throw new CairnError("TAR_SETID", `${path} has the setuid or setgid bit`, {
+          path: at,
+          hint: 'name the policy "setid: strip" to clear these bits knowingly',
+        });
       stats.setidStripped++;
     }
     if (rec.type === "hardlink" && policy.hardlinks === "refuse") {
-      throw new CairnError("TAR_HARDLINK", `${path} is a hard link`, { path: at, hint: 'name the policy "hardlinks: copy" to turn in-root hard links into copies' });
+      throw new CairnError("TAR_HARDLINK", `${path} is a hard link`, {
+        path: at,
+        hint: 'name the policy "hardlinks: copy" to turn in-root hard links into copies',
+      });
     }
     if (rec.type === "symlink") enforceLimit(limits, "pathLength", Buffer.byteLength(rec.linkname ?? ""), at);
     const p: Pending = { rec, path, where: at, wh };
@@ -238,7 +263,20 @@ function applyAdditions(model: TreeModel, pending: readonly Pending[], options: 
 /** Applies `layers` base to top and returns the complete canonical tree; see the module comment. */
 export async function applyLayers(options: ApplyLayersOptions): Promise<ApplyResult> {
   const limits = options.limits ?? DEFAULT_LIMITS;
-  const stats: ApplyStats = { layers: 0, members: 0, compressedBytes: 0, expandedBytes: 0, files: 0, dirs: 0, symlinks: 0, contentBytes: 0, whiteouts: 0, opaques: 0, hardlinksCopied: 0, setidStripped: 0 };
+  const stats: ApplyStats = {
+    layers: 0,
+    members: 0,
+    compressedBytes: 0,
+    expandedBytes: 0,
+    files: 0,
+    dirs: 0,
+    symlinks: 0,
+    contentBytes: 0,
+    whiteouts: 0,
+    opaques: 0,
+    hardlinksCopied: 0,
+    setidStripped: 0,
+  };
   const budget: Budget = { compressedBytes: 0, expandedBytes: 0, entries: 0 };
   const report = options.onProgress;
   enforceLimit(limits, "descriptors", options.layers.length, "/layers");

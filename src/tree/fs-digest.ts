@@ -25,7 +25,14 @@ import type { CanonicalTree, FsEntry } from "./entries.ts";
 import { isCanonicalPath, parentOf } from "./tree-paths.ts";
 
 export const FS_IDENTITY_TAG = "cairn.fs/1";
-export const FS_IDENTITY = declareIdentity({ name: "canonical filesystem", tag: FS_IDENTITY_TAG, algorithm: "sha256", framing: "tag-nul-binary", role: "identity", definedIn: "src/tree/fs-digest.ts" });
+export const FS_IDENTITY = declareIdentity({
+  name: "canonical filesystem",
+  tag: FS_IDENTITY_TAG,
+  algorithm: "sha256",
+  framing: "tag-nul-binary",
+  role: "identity",
+  definedIn: "src/tree/fs-digest.ts",
+});
 
 const TYPE_TAG = { dir: 0x44, file: 0x46, symlink: 0x4c } as const;
 const U32_MAX = 0xffffffff;

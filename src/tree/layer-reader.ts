@@ -73,13 +73,19 @@ function storedStream(input: LayerStreamInput, limits: LayerLimits, budget: Budg
       }
       const actual = hasher?.digest();
       if (actual !== undefined && actual !== input.digest) {
-        cb(new CairnError("DIGEST_MISMATCH", "stored layer does not match its descriptor digest", { path: input.where, hint: `expected ${input.digest}, computed ${actual}` }));
+        cb(
+          new CairnError("DIGEST_MISMATCH", "stored layer does not match its descriptor digest", {
+            path: input.where,
+            hint: `expected ${input.digest}, computed ${actual}`,
+          }),
+        );
         return;
       }
       cb();
     },
   });
-  if ((input.path === undefined) === (input.bytes === undefined)) throw new CairnError("USAGE", "a layer is read from exactly one of a path or bytes", { path: input.where });
+  if ((input.path === undefined) === (input.bytes === undefined))
+    throw new CairnError("USAGE", "a layer is read from exactly one of a path or bytes", { path: input.where });
   const raw = input.bytes !== undefined ? Readable.from(slices(input.bytes)) : createReadStream(input.path!, { highWaterMark: 1 << 20 });
   const done = (): void => undefined; // errors surface through the returned stream
   if (input.compression === "gzip") {
@@ -92,7 +98,8 @@ function gunzipError(e: unknown, where: string): unknown {
   if (e instanceof CairnError) return e;
   const code = (e as { code?: string } | null)?.code;
   if (typeof code === "string" && code.startsWith("Z_")) return new CairnError("TAR_INVALID", `layer is not valid gzip (${code})`, { path: where, cause: e });
-  if (e instanceof Error && /tar|header|Unexpected end/i.test(e.message)) return new CairnError("TAR_INVALID", `layer is not a valid tar stream: ${e.message}`, { path: where, cause: e });
+  if (e instanceof Error && /tar|header|Unexpected end/i.test(e.message))
+    return new CairnError("TAR_INVALID", `layer is not a valid tar stream: ${e.message}`, { path: where, cause: e });
   return e;
 }
 
@@ -153,7 +160,12 @@ export async function readLayer(
     extract.on("entry", (h, entry, next) => {
       const rec = gate.records.shift();
       if (rec === undefined || h.name !== rec.name || h.size !== rec.size || h.type !== TAR_TYPE[rec.type]) {
-        fail(new CairnError("TAR_INVALID", "tar parsers disagree on a member header", { path: input.where, hint: "the layer is ambiguous; rebuild it with a standard tar writer" }));
+        fail(
+          new CairnError("TAR_INVALID", "tar parsers disagree on a member header", {
+            path: input.where,
+            hint: "the layer is ambiguous; rebuild it with a standard tar writer",
+          }),
+        );
         return;
       }
       const parts: Buffer[] = [];
@@ -197,6 +209,9 @@ export async function readLayer(
   if (input.diffId === undefined) return;
   const actual = gate.diffId();
   if (actual !== input.diffId) {
-    throw new CairnError("OCI_DIFFID_MISMATCH", "uncompressed layer does not match its DiffID", { path: input.where, hint: `config says ${input.diffId}, computed ${actual}` });
+    throw new CairnError("OCI_DIFFID_MISMATCH", "uncompressed layer does not match its DiffID", {
+      path: input.where,
+      hint: `config says ${input.diffId}, computed ${actual}`,
+    });
   }
 }

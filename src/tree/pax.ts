@@ -51,9 +51,15 @@ export function parsePax(body: Uint8Array, where: string): Map<string, Uint8Arra
 
 /** Which refusal an unsupported pax key earns; the rule for what cairn accepts is KNOWN_PAX. */
 export function paxKeyRefusal(key: string, where: string): CairnError {
-  if (key.startsWith("GNU.sparse.")) return refuse("TAR_SPARSE", "sparse member (pax GNU.sparse)", where, "sparse files are refused; rebuild the layer without --sparse");
+  if (key.startsWith("GNU.sparse."))
+    return refuse("TAR_SPARSE", "sparse member (pax GNU.sparse)", where, "sparse files are refused; rebuild the layer without --sparse");
   if (/^(SCHILY\.xattr\.|LIBARCHIVE\.xattr\.|SCHILY\.acl\.|RHT\.security\.|SCHILY\.fflags$)/.test(key)) {
-    return refuse("TAR_XATTR", `extended attribute or ACL (pax ${JSON.stringify(key)})`, where, "xattrs, ACLs and file flags are not part of a cairn tree; rebuild the layer without them");
+    return refuse(
+      "TAR_XATTR",
+      `extended attribute or ACL (pax ${JSON.stringify(key)})`,
+      where,
+      "xattrs, ACLs and file flags are not part of a cairn tree; rebuild the layer without them",
+    );
   }
   if (key === "atime" || key === "ctime") return refuse("TAR_TIMESTAMP", `extended timestamp (pax ${key})`, where, "cairn keeps whole-second mtimes only");
   return refuse("TAR_PAX", `unknown pax key ${JSON.stringify(key)}`, where, `cairn accepts the pax keys ${[...KNOWN_PAX].join(", ")}`);
@@ -65,10 +71,10 @@ export function paxInt(v: Uint8Array, key: string, where: string): number {
     const m = /^(-?)([0-9]{1,15})(?:\.([0-9]+))?$/.exec(s);
     if (m === null) throw refuse("TAR_TIMESTAMP", "pax mtime is malformed", where);
     if (m[1] === "-") throw refuse("TAR_TIMESTAMP", "pax mtime is negative", where);
-    if (m[3] !== undefined && /[1-9]/.test(m[3])) throw refuse("TAR_TIMESTAMP", "sub-second mtime", where, "cairn keeps whole-second mtimes; rebuild the layer with whole-second timestamps");
+    if (m[3] !== undefined && /[1-9]/.test(m[3]))
+      throw refuse("TAR_TIMESTAMP", "sub-second mtime", where, "cairn keeps whole-second mtimes; rebuild the layer with whole-second timestamps");
     return Number(m[2]);
   }
   if (!/^[0-9]{1,15}$/.test(s)) throw refuse("TAR_PAX", `pax ${key} is not a decimal integer`, where);
   return Number(s);
 }
-

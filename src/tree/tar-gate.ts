@@ -63,7 +63,12 @@ export interface GateBudget {
   entries: number;
 }
 
-function refuse(code: "TAR_INVALID" | "TAR_PAX" | "TAR_SPARSE" | "TAR_TIMESTAMP" | "TAR_UNSUPPORTED_TYPE" | "TAR_NAME_UTF8" | "TAR_UNSAFE_PATH" | "TAR_TRAILING", message: string, where: string, hint?: string): CairnError {
+function refuse(
+  code: "TAR_INVALID" | "TAR_PAX" | "TAR_SPARSE" | "TAR_TIMESTAMP" | "TAR_UNSUPPORTED_TYPE" | "TAR_NAME_UTF8" | "TAR_UNSAFE_PATH" | "TAR_TRAILING",
+  message: string,
+  where: string,
+  hint?: string,
+): CairnError {
   return new CairnError(code, message, { path: where, hint });
 }
 
@@ -211,7 +216,13 @@ export class TarGate {
             block = this.#hdr;
           }
           if (this.#state === "eof1") {
-            if (!isZero(block)) throw refuse("TAR_TRAILING", "data after the end-of-archive zero block", this.#at(), "the archive has members after its end marker; rebuild the layer");
+            if (!isZero(block))
+              throw refuse(
+                "TAR_TRAILING",
+                "data after the end-of-archive zero block",
+                this.#at(),
+                "the archive has members after its end marker; rebuild the layer",
+              );
             this.#offset += BLOCK;
             this.#state = "end";
             break;
@@ -236,7 +247,13 @@ export class TarGate {
         }
         case "end": {
           const rest = chunk.subarray(pos);
-          if (!isZero(rest)) throw refuse("TAR_TRAILING", "non-zero bytes after the end-of-archive marker", this.#at(), "the archive has data after its end marker; rebuild the layer");
+          if (!isZero(rest))
+            throw refuse(
+              "TAR_TRAILING",
+              "non-zero bytes after the end-of-archive marker",
+              this.#at(),
+              "the archive has data after its end marker; rebuild the layer",
+            );
           this.#offset += rest.length;
           pos = chunk.length;
           break;
@@ -250,7 +267,11 @@ export class TarGate {
   /** Checks that the stream ended at a complete end-of-archive marker. */
   end(): void {
     if (this.#state !== "end" || this.#hdrFill !== 0) {
-      throw refuse("TAR_INVALID", this.#state === "eof1" ? "the end-of-archive marker has one zero block, not two" : "the tar stream ends without an end-of-archive marker (truncated)", this.#at());
+      throw refuse(
+        "TAR_INVALID",
+        this.#state === "eof1" ? "the end-of-archive marker has one zero block, not two" : "the tar stream ends without an end-of-archive marker (truncated)",
+        this.#at(),
+      );
     }
   }
 
@@ -267,11 +288,17 @@ export class TarGate {
     for (let i = 0; i < BLOCK; i++) if (i < 148 || i >= 156) sum += h[i]!;
     if (stored !== sum) throw refuse("TAR_INVALID", "header checksum mismatch", at, "the layer is corrupt or not a tar stream");
     const gnu = matches(h, 257, GNU_MAGIC);
-    if (!gnu && !matches(h, 257, USTAR_MAGIC)) throw refuse("TAR_INVALID", "header is neither ustar/pax nor GNU format", at, "pre-POSIX (v7) tar headers are not accepted");
+    if (!gnu && !matches(h, 257, USTAR_MAGIC))
+      throw refuse("TAR_INVALID", "header is neither ustar/pax nor GNU format", at, "pre-POSIX (v7) tar headers are not accepted");
     const flag = String.fromCharCode(h[156]!);
     const size = numeric(h, 124, 12, "size", at);
     if (flag === "x" || flag === "L" || flag === "K") {
-      if (this.#ext !== undefined || (flag === "x" && this.#pax !== undefined) || (flag === "L" && this.#gnuName !== undefined) || (flag === "K" && this.#gnuLink !== undefined)) {
+      if (
+        this.#ext !== undefined ||
+        (flag === "x" && this.#pax !== undefined) ||
+        (flag === "L" && this.#gnuName !== undefined) ||
+        (flag === "K" && this.#gnuLink !== undefined)
+      ) {
         throw refuse("TAR_PAX", "two extended headers of one kind for one member", at);
       }
       enforceLimit(this.#limits, "extendedHeaderBytes", size, at);
@@ -282,9 +309,11 @@ export class TarGate {
       if (padded === 0) this.#finishExt(this.#ext);
       return;
     }
-    if (flag === "g") throw refuse("TAR_PAX", "global pax header", at, "global pax headers change every later member invisibly; rebuild the layer without them");
+    if (flag === "g")
+      throw refuse("TAR_PAX", "global pax header", at, "global pax headers change every later member invisibly; rebuild the layer without them");
     if (flag === "S") throw refuse("TAR_SPARSE", "GNU sparse member", at, "sparse files are refused; rebuild the layer without --sparse");
-    const type: MemberType | undefined = flag === "0" || flag === "\0" ? "file" : flag === "5" ? "dir" : flag === "2" ? "symlink" : flag === "1" ? "hardlink" : undefined;
+    const type: MemberType | undefined =
+      flag === "0" || flag === "\0" ? "file" : flag === "5" ? "dir" : flag === "2" ? "symlink" : flag === "1" ? "hardlink" : undefined;
     if (type === undefined) {
       const what = flag === "3" || flag === "4" ? "device" : flag === "6" ? "FIFO" : `type ${JSON.stringify(flag)}`;
       throw refuse("TAR_UNSUPPORTED_TYPE", `${what} member`, at, "cairn trees hold directories, regular files and symlinks only");
@@ -330,7 +359,8 @@ export class TarGate {
     if (rec.name.length === 0) throw refuse("TAR_UNSAFE_PATH", "empty member name", at);
     if (type === "file" && rec.name.endsWith("/")) throw refuse("TAR_INVALID", "regular-file member whose name ends in /", at);
     if (type !== "file" && rec.size !== 0) throw refuse("TAR_INVALID", `${type} member with a data size`, at);
-    if ((type === "symlink" || type === "hardlink") && (rec.linkname === undefined || rec.linkname.length === 0)) throw refuse("TAR_INVALID", `${type} member without a target`, at);
+    if ((type === "symlink" || type === "hardlink") && (rec.linkname === undefined || rec.linkname.length === 0))
+      throw refuse("TAR_INVALID", `${type} member without a target`, at);
     if (type === "file") enforceLimit(this.#limits, "fileSize", rec.size, at);
     this.records.push(Object.freeze(rec));
     const padded = Math.ceil(rec.size / BLOCK) * BLOCK;

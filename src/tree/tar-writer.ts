@@ -18,7 +18,8 @@ const BLOCK = 512;
 
 function octal(buf: Buffer, off: number, width: number, value: number): void {
   const s = value.toString(8).padStart(width - 1, "0");
-  if (s.length > width - 1) throw new CairnError("LIMIT_EXCEEDED", `tar field value ${value} does not fit ${width} bytes`, { hint: "a layer file is larger than 8 GiB" });
+  if (s.length > width - 1)
+    throw new CairnError("LIMIT_EXCEEDED", `tar field value ${value} does not fit ${width} bytes`, { hint: "a layer file is larger than 8 GiB" });
   buf.write(s, off, width - 1, "ascii");
   buf[off + width - 1] = 0;
 }

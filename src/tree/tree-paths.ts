@@ -21,12 +21,19 @@ const OPAQUE = ".wh..wh..opq";
 export function normalizeMemberPath(unsafeName: string, limits: LayerLimits, where: string): string {
   if (unsafeName.includes("\0")) throw new CairnError("TAR_UNSAFE_PATH", "member name contains NUL", { path: where });
   if (unsafeName.startsWith("/")) {
-    throw new CairnError("TAR_UNSAFE_PATH", `absolute member name ${JSON.stringify(unsafeName.slice(0, 200))}`, { path: where, hint: "layer members must be relative to the root" });
+    throw new CairnError("TAR_UNSAFE_PATH", `absolute member name ${JSON.stringify(unsafeName.slice(0, 200))}`, {
+      path: where,
+      hint: "layer members must be relative to the root",
+    });
   }
   const parts: string[] = [];
   for (const p of unsafeName.split("/")) {
     if (p === "" || p === ".") continue;
-    if (p === "..") throw new CairnError("TAR_UNSAFE_PATH", `member name ${JSON.stringify(unsafeName.slice(0, 200))} has a ".." part`, { path: where, hint: "'..' in a member name could escape the root; it is always refused" });
+    if (p === "..")
+      throw new CairnError("TAR_UNSAFE_PATH", `member name ${JSON.stringify(unsafeName.slice(0, 200))} has a ".." part`, {
+        path: where,
+        hint: "'..' in a member name could escape the root; it is always refused",
+      });
     enforceLimit(limits, "componentLength", Buffer.byteLength(p), where);
     parts.push(p);
   }
@@ -40,7 +47,10 @@ export function normalizeMemberPath(unsafeName: string, limits: LayerLimits, whe
 export function isCanonicalPath(p: string): boolean {
   if (p === "/") return true;
   if (!p.startsWith("/") || p.endsWith("/") || p.includes("\0")) return false;
-  return p.slice(1).split("/").every((part) => part !== "" && part !== "." && part !== "..");
+  return p
+    .slice(1)
+    .split("/")
+    .every((part) => part !== "" && part !== "." && part !== "..");
 }
 
 /** The parent of a canonical path ("/" for "/" and for top-level entries). */
@@ -89,7 +99,10 @@ export function classifyWhiteout(path: string, where: string): WhiteoutKind {
   if (base === OPAQUE) return { kind: "opaque", dir };
   const target = base.slice(WH.length);
   if (target === "" || target === "." || target === ".." || target.startsWith(WH)) {
-    throw new CairnError("TAR_WHITEOUT", `invalid whiteout name ${JSON.stringify(base)}`, { path: where, hint: "'.wh.', '.wh..', '.wh...' and '.wh..wh.*' (other than .wh..wh..opq) are refused" });
+    throw new CairnError("TAR_WHITEOUT", `invalid whiteout name ${JSON.stringify(base)}`, {
+      path: where,
+      hint: "'.wh.', '.wh..', '.wh...' and '.wh..wh.*' (other than .wh..wh..opq) are refused",
+    });
   }
   return { kind: "whiteout", target: joinPath(dir, target) };
 }

@@ -13,16 +13,7 @@ import { CairnError, sha256, type Sha256Digest } from "../core/index.ts";
 import { runTool } from "./host.ts";
 
 export const AGENT_SOURCE_DIR = fileURLToPath(new URL("../../agent", import.meta.url));
-export const AGENT_CFLAGS = [
-  "-static",
-  "-O2",
-  "-std=gnu11",
-  "-Wall",
-  "-Wextra",
-  "-fno-ident",
-  "-fno-asynchronous-unwind-tables",
-  "-Wl,--build-id=none",
-];
+export const AGENT_CFLAGS = ["-static", "-O2", "-std=gnu11", "-Wall", "-Wextra", "-fno-ident", "-fno-asynchronous-unwind-tables", "-Wl,--build-id=none"];
 const GCC_FIX = "install the C toolchain: apt-get install -y gcc libc6-dev (or run `cairn setup` as root)";
 
 export interface BuiltAgent {
@@ -34,7 +25,9 @@ export interface BuiltAgent {
 function compileOnce(sourceDir: string): Buffer {
   const work = mkdtempSync(join(tmpdir(), "cairn-agent-"));
   try {
-    const sources = readdirSync(sourceDir).filter((f) => /\.[ch]$/.test(f)).sort();
+    const sources = readdirSync(sourceDir)
+      .filter((f) => /\.[ch]$/.test(f))
+      .sort();
     for (const f of sources) copyFileSync(join(sourceDir, f), join(work, f));
     const out = join(work, "cairn-agent");
     const args = [...AGENT_CFLAGS, `-ffile-prefix-map=${work}=agent`, "-o", out, ...sources.filter((f) => f.endsWith(".c"))];

@@ -62,8 +62,16 @@ export function checkAssertions(expect: readonly Expectation[], decoded: Decoded
       results.push({ invocation: inv, check: "exit-code", ok: actual === e.exitCode, expected: e.exitCode, actual });
     }
     if (e.launchFailure !== undefined) {
-      const failed = decoded.events.find((x): x is Extract<NormalizedEvent, { event: "launch-failure" }> => x.event === "launch-failure" && x.invocation === inv);
-      results.push({ invocation: inv, check: "launch-failure", ok: failed?.stage === e.launchFailure, expected: e.launchFailure, actual: failed?.stage ?? null });
+      const failed = decoded.events.find(
+        (x): x is Extract<NormalizedEvent, { event: "launch-failure" }> => x.event === "launch-failure" && x.invocation === inv,
+      );
+      results.push({
+        invocation: inv,
+        check: "launch-failure",
+        ok: failed?.stage === e.launchFailure,
+        expected: e.launchFailure,
+        actual: failed?.stage ?? null,
+      });
     }
     if (e.signal !== undefined) {
       const actual = exit?.kind === "signaled" ? exit.code : null;
@@ -105,7 +113,14 @@ export function runStatus(events: readonly NormalizedEvent[], results: readonly 
 
 export const OUTCOME_SCHEMA = "cairn.outcome/1";
 
-export const OUTCOME_IDENTITY = declareIdentity({ name: "outcome digest", tag: OUTCOME_SCHEMA, algorithm: "sha256", framing: "tag-nul-jcs", role: "identity", definedIn: "src/vm/checker.ts" });
+export const OUTCOME_IDENTITY = declareIdentity({
+  name: "outcome digest",
+  tag: OUTCOME_SCHEMA,
+  algorithm: "sha256",
+  framing: "tag-nul-jcs",
+  role: "identity",
+  definedIn: "src/vm/checker.ts",
+});
 
 /**
  * What the outcome digest covers, as fields of its model `{events,

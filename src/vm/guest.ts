@@ -58,7 +58,11 @@ export async function prepareGuest(g: GuestInputs, choice: KitChoice): Promise<P
   checkLimit("vm.image-bytes", treeBytes, IMAGE_BYTES_MAX, "/tree", "bytes");
   const kernel = readKitObject(choice.kit.dir, "kernels", choice.kernel ?? choice.kit.kernel.digest, "/vm/kernel");
   const moduleRefs = choice.modules ?? choice.kit.kernel.modules;
-  const modules = moduleRefs.map((m, i) => ({ name: m.name, digest: m.digest, bytes: readKitObject(choice.kit.dir, "kernels", m.digest, `/vm/kernel_modules/${i}`).bytes }));
+  const modules = moduleRefs.map((m, i) => ({
+    name: m.name,
+    digest: m.digest,
+    bytes: readKitObject(choice.kit.dir, "kernels", m.digest, `/vm/kernel_modules/${i}`).bytes,
+  }));
   const agent = readKitObject(choice.kit.dir, "agents", choice.agent ?? choice.kit.agent.digest, "/vm/agent");
   const inputs = encodeInputs(g.launch, g.scenario);
   const image = await buildGuestImage({ agent: agent.bytes, inputs, modules, tree: g.tree, content: g.content });
@@ -96,14 +100,21 @@ export async function bootGuest(p: PreparedGuest, mode: RrMode, files: BootFiles
   if (qemu.timedOut) {
     throw new CairnError("RUN_TIMEOUT", `QEMU (${mode}) did not finish within ${timeoutMs} ms and was killed with its process group`, {
       path: consoleLog,
-      hint: mode === "replay" ? "a replay hangs when anything differs from the record; the VM identity check should have caught it" : "raise --timeout, or lower run.limits.time-ms",
+      hint:
+        mode === "replay"
+          ? "a replay hangs when anything differs from the record; the VM identity check should have caught it"
+          : "raise --timeout, or lower run.limits.time-ms",
     });
   }
   if (qemu.exitCode !== AGENT_OK && qemu.exitCode !== AGENT_INFRA) {
-    throw new CairnError("RUN_INFRASTRUCTURE", `QEMU (${mode}) exited with ${qemu.exitCode ?? qemu.signal} without the agent's status (guest crash or kernel panic)`, {
-      path: consoleLog,
-      hint: `the guest console log is in ${consoleLog} (private)${qemu.stderr ? `; QEMU said: ${qemu.stderr.trim().slice(0, 300)}` : ""}`,
-    });
+    throw new CairnError(
+      "RUN_INFRASTRUCTURE",
+      `QEMU (${mode}) exited with ${qemu.exitCode ?? qemu.signal} without the agent's status (guest crash or kernel panic)`,
+      {
+        path: consoleLog,
+        hint: `the guest console log is in ${consoleLog} (private)${qemu.stderr ? `; QEMU said: ${qemu.stderr.trim().slice(0, 300)}` : ""}`,
+      },
+    );
   }
   const protocolBytes = readFileSync(protocolLog);
   const decoded = decodeProtocol(protocolBytes, { ...DEFAULT_PROTOCOL_LIMITS, frameBytes: p.scenario.limits.frameBytes });

@@ -81,7 +81,8 @@ export function checkLinuxNames(tree: CanonicalTree): void {
     const hint = `${FIXED_LIMIT_HINT}: Linux cannot create this entry, and the guest would silently lack it`;
     for (const part of e.path.slice(1).split("/")) checkLimit("vm.name-bytes", Buffer.byteLength(part), LINUX_LIMITS["vm.name-bytes"], e.path, "bytes", hint);
     checkLimit("vm.path-bytes", Buffer.byteLength(`${TEMPLATE_DIR}${e.path}`) + 1, LINUX_LIMITS["vm.path-bytes"], e.path, "bytes", hint);
-    if (e.type === "symlink") checkLimit("vm.symlink-target-bytes", Buffer.byteLength(e.target), LINUX_LIMITS["vm.symlink-target-bytes"], e.path, "bytes", hint);
+    if (e.type === "symlink")
+      checkLimit("vm.symlink-target-bytes", Buffer.byteLength(e.target), LINUX_LIMITS["vm.symlink-target-bytes"], e.path, "bytes", hint);
   }
 }
 

@@ -62,9 +62,13 @@ export function encodeInputs(launch: GuestLaunch, scenario: Scenario): Buffer {
   body.str(launch.path, "/launch/path");
   body.str(launch.workdir, "/launch/workdir");
   body.u32(launch.argv.length);
-  launch.argv.forEach((a, i) => { body.str(a, `/launch/argv/${i}`); });
+  launch.argv.forEach((a, i) => {
+    body.str(a, `/launch/argv/${i}`);
+  });
   body.u32(launch.env.length);
-  launch.env.forEach((a, i) => { body.str(a, `/launch/env/${i}`); });
+  launch.env.forEach((a, i) => {
+    body.str(a, `/launch/env/${i}`);
+  });
   body.u32(scenario.steps.length);
   for (const s of scenario.steps) {
     body.u8(ACTION[s.action]);

@@ -76,12 +76,24 @@ export function qemuVersion(): string {
 }
 
 /** Integrity, not identity: notices an edited agent source tree so the kit rebuilds the agent. Recorded in the kit. */
-export const AGENT_SOURCE_DIGEST = declareIdentity({ name: "kit agent source digest", tag: KIT_SCHEMA, algorithm: "sha256", framing: "jcs", role: "integrity", definedIn: "src/vm/kit.ts" });
+export const AGENT_SOURCE_DIGEST = declareIdentity({
+  name: "kit agent source digest",
+  tag: KIT_SCHEMA,
+  algorithm: "sha256",
+  framing: "jcs",
+  role: "integrity",
+  definedIn: "src/vm/kit.ts",
+});
 
 /** Digest of the agent sources (sorted names and bytes), to notice an edited agent. */
 export function agentSourceDigest(dir = AGENT_SOURCE_DIR): Sha256Digest {
-  const files = readdirSync(dir).filter((f) => /\.[ch]$/.test(f)).sort();
-  return identityDigest(AGENT_SOURCE_DIGEST, files.map((f) => [f, sha256(readFileSync(join(dir, f)))]));
+  const files = readdirSync(dir)
+    .filter((f) => /\.[ch]$/.test(f))
+    .sort();
+  return identityDigest(
+    AGENT_SOURCE_DIGEST,
+    files.map((f) => [f, sha256(readFileSync(join(dir, f)))]),
+  );
 }
 
 function objectPath(dir: string, area: "kernels" | "agents", digest: Sha256Digest): string {
@@ -117,7 +129,10 @@ export function loadKit(dir: string): Kit | undefined {
   const model = parseJsonBytes(readFileBounded(file, KIT_LIMITS["kit.max_json_bytes"], "kit.max_json_bytes", { limitHint: FIXED_LIMIT_HINT }));
   const c = new Checker("RUN_INVALID");
   const o = c.object(model, "", ["schema", "qemu", "kernel", "agent"]);
-  if (!o) { c.done("invalid kit.json"); return undefined; }
+  if (!o) {
+    c.done("invalid kit.json");
+    return undefined;
+  }
   if (typeof o.schema === "string" && OLD_KIT_SCHEMAS.includes(o.schema)) return undefined;
   if (o.schema !== KIT_SCHEMA) c.add("/schema", `must be "${KIT_SCHEMA}"`);
   const k = c.object(o.kernel, "/kernel", ["digest", "package", "file", "modules"]);

@@ -34,17 +34,27 @@ export function qemuArgs(id: VmIdentity, paths: QemuPaths, mode: RrMode): string
   const args = [
     "-nodefaults",
     "-no-user-config",
-    "-display", "none",
-    "-machine", `${id.machine},accel=${id.accel}`,
-    "-cpu", id.cpu,
-    "-m", String(id.memory_mib),
-    "-smp", String(id.smp),
+    "-display",
+    "none",
+    "-machine",
+    `${id.machine},accel=${id.accel}`,
+    "-cpu",
+    id.cpu,
+    "-m",
+    String(id.memory_mib),
+    "-smp",
+    String(id.smp),
     "-no-reboot",
-    "-kernel", paths.kernelPath,
-    "-initrd", paths.initrdPath,
-    "-append", id.cmdline,
-    "-rtc", `base=${id.rtc_base},clock=${id.rtc_clock}`,
-    "-icount", icount.join(","),
+    "-kernel",
+    paths.kernelPath,
+    "-initrd",
+    paths.initrdPath,
+    "-append",
+    id.cmdline,
+    "-rtc",
+    `base=${id.rtc_base},clock=${id.rtc_clock}`,
+    "-icount",
+    icount.join(","),
   ];
   const files: Record<string, string> = { console: paths.consoleLog };
   id.serial.forEach((role, i) => {
@@ -59,9 +69,12 @@ export function qemuArgs(id: VmIdentity, paths: QemuPaths, mode: RrMode): string
     // ioeventfd=off: the guest's kick is handled synchronously in the vCPU thread, so every
     // record reaches the file before the agent's isa-debug-exit ends QEMU (with the default
     // ioeventfd the main loop drained the queue later and the last records could be lost)
-    "-device", "virtio-serial-pci,id=vs,ioeventfd=off",
-    "-chardev", `file,id=proto,path=${optValue(paths.protocolLog)}`,
-    "-device", `virtserialport,bus=vs.0,chardev=proto,name=${port[1]}`,
+    "-device",
+    "virtio-serial-pci,id=vs,ioeventfd=off",
+    "-chardev",
+    `file,id=proto,path=${optValue(paths.protocolLog)}`,
+    "-device",
+    `virtserialport,bus=vs.0,chardev=proto,name=${port[1]}`,
   );
   args.push("-device", id.debug_exit);
   return args;

@@ -52,7 +52,10 @@ function isLockFile(path: string): boolean {
 }
 
 function newRunId(now: Date): string {
-  const t = now.toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z");
+  const t = now
+    .toISOString()
+    .replace(/[-:]/g, "")
+    .replace(/\.\d+Z$/, "Z");
   return `${t}-${randomBytes(4).toString("hex")}`;
 }
 
@@ -141,7 +144,16 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
     const { records, frames, bytes } = boot.decoded;
     writeFailureBundle(
       runDir,
-      { runId, phase: "record", status: evaluation.status, identities, protocol: { records, frames, bytes }, events: evaluation.events, assertions: evaluation.assertions, streams: boot.decoded.streams },
+      {
+        runId,
+        phase: "record",
+        status: evaluation.status,
+        identities,
+        protocol: { records, frames, bytes },
+        events: evaluation.events,
+        assertions: evaluation.assertions,
+        streams: boot.decoded.streams,
+      },
       opts.includePrivateStreams === true,
     );
   }

@@ -73,7 +73,8 @@ export async function preflight(opts: ReplayOptions) {
   const logPath = join(opts.runDir, RUN_FILES.replayLog);
   if (!existsSync(logPath)) refuse("REPLAY_MISMATCH", "/replay_log", "the replay log is missing", "a run directory without replay.log cannot be replayed");
   if (statSync(logPath).size !== m.replay_log.size) refuse("REPLAY_MISMATCH", "/replay_log/size", "the replay log has another size than recorded");
-  if (sha256(readFileBounded(logPath, RUN_READ_LIMITS["run.replay-log-bytes"], "run.replay-log-bytes")) !== m.replay_log.sha256) refuse("REPLAY_MISMATCH", "/replay_log/sha256", "the replay log's digest differs from the recorded one");
+  if (sha256(readFileBounded(logPath, RUN_READ_LIMITS["run.replay-log-bytes"], "run.replay-log-bytes")) !== m.replay_log.sha256)
+    refuse("REPLAY_MISMATCH", "/replay_log/sha256", "the replay log's digest differs from the recorded one");
   const w = await openVerifiedWorkload(join(opts.runDir, RUN_FILES.lock), opts.storeDir);
   const facts = workloadFacts(w);
   for (const k of Object.keys(m.workload) as (keyof RunManifest["workload"])[]) {
@@ -85,17 +86,24 @@ export async function preflight(opts: ReplayOptions) {
     { kit: opts.kit, qemu: qemuVersion(), kernel: m.vm.kernel, modules: parseModuleEntries(m.vm.kernel_modules, "/vm/kernel_modules"), agent: m.vm.agent },
   );
   if (prepared.inputsDigest !== m.guest_image.inputs) refuse("REPLAY_MISMATCH", "/guest_image/inputs", "the recorded inputs (launch and scenario) differ");
-  if (prepared.image.digest !== m.guest_image.initramfs) refuse("REPLAY_MISMATCH", "/guest_image/initramfs", "the rebuilt guest image differs from the recorded one");
+  if (prepared.image.digest !== m.guest_image.initramfs)
+    refuse("REPLAY_MISMATCH", "/guest_image/initramfs", "the rebuilt guest image differs from the recorded one");
   const diff = firstVmDifference(m.vm, prepared.vm);
   if (diff !== undefined) {
-    refuse("VM_MISMATCH", `/vm/${diff}`, `the VM identity differs in ${diff}`, diff === "qemu" ? "replay needs the QEMU build that recorded the run" : undefined);
+    refuse(
+      "VM_MISMATCH",
+      `/vm/${diff}`,
+      `the VM identity differs in ${diff}`,
+      diff === "qemu" ? "replay needs the QEMU build that recorded the run" : undefined,
+    );
   }
   return { manifest: m, prepared, scenario, logPath, identities: { ...facts, vm: m.vm_digest, initramfs: m.guest_image.initramfs } };
 }
 
 /** A recorded events or assertions file: a strict JSON list (compared, never interpreted). */
 function readRecordedList(file: string): unknown[] {
-  if (!existsSync(file)) throw new CairnError("RUN_INVALID", `the run directory has no ${file}`, { path: file, hint: "the run directory is incomplete; record again" });
+  if (!existsSync(file))
+    throw new CairnError("RUN_INVALID", `the run directory has no ${file}`, { path: file, hint: "the run directory is incomplete; record again" });
   const model = parseJsonBytes(readFileBounded(file, RUN_READ_LIMITS["run.recorded-list-bytes"], "run.recorded-list-bytes"));
   if (!Array.isArray(model)) throw new CairnError("RUN_INVALID", `${file} is not a list`, { path: file });
   return model;
@@ -139,7 +147,17 @@ export async function replayRun(opts: ReplayOptions): Promise<ReplayResult> {
     const { records, frames, bytes } = boot.decoded;
     writeFailureBundle(
       dir,
-      { runId: manifest.run_id, phase: "replay", status: "replay-mismatch", error: mismatch, identities, protocol: { records, frames, bytes }, events: evaluation.events, assertions: evaluation.assertions, streams: boot.decoded.streams },
+      {
+        runId: manifest.run_id,
+        phase: "replay",
+        status: "replay-mismatch",
+        error: mismatch,
+        identities,
+        protocol: { records, frames, bytes },
+        events: evaluation.events,
+        assertions: evaluation.assertions,
+        streams: boot.decoded.streams,
+      },
       opts.includePrivateStreams === true,
     );
     throw mismatch;

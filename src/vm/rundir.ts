@@ -51,7 +51,9 @@ export function writeStreams(dir: string, streams: ReadonlyMap<number, { stdout:
 export function nextReplayDir(runDir: string): string {
   const base = join(runDir, RUN_FILES.replays);
   mkdirPrivate(base);
-  const used = readdirSync(base).filter((n) => /^[1-9][0-9]*$/.test(n)).map(Number);
+  const used = readdirSync(base)
+    .filter((n) => /^[1-9][0-9]*$/.test(n))
+    .map(Number);
   for (let n = used.length === 0 ? 1 : Math.max(...used) + 1; ; n++) {
     const dir = join(base, String(n));
     try {

@@ -205,7 +205,8 @@ function parseExpect(c: Checker, v: JsonModel | undefined, path: string, invocat
     if (o["launch-failure"] !== undefined) {
       const stages = Object.values(LAUNCH_STAGES);
       const stage = c.string(o["launch-failure"], childPath(p, "launch-failure"));
-      if (stage !== undefined && !stages.includes(stage)) c.add(childPath(p, "launch-failure"), `unknown launch stage; expected one of ${stages.join(", ")}`, "MODEL_VALUE");
+      if (stage !== undefined && !stages.includes(stage))
+        c.add(childPath(p, "launch-failure"), `unknown launch stage; expected one of ${stages.join(", ")}`, "MODEL_VALUE");
       else e.launchFailure = stage;
     }
     for (const k of Object.keys(e) as (keyof Expectation)[]) if (e[k] === undefined) delete e[k];

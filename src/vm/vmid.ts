@@ -7,11 +7,29 @@
  *
  * digest = sha256("cairn.vm/1\0" || JCS(model))
  */
-import { CairnError, Checker, childPath, declareIdentity, defineScope, identityDigest, parseSha256, scopeFieldNames, type JsonModel, type Sha256Digest } from "../core/index.ts";
+import {
+  CairnError,
+  Checker,
+  childPath,
+  declareIdentity,
+  defineScope,
+  identityDigest,
+  parseSha256,
+  scopeFieldNames,
+  type JsonModel,
+  type Sha256Digest,
+} from "../core/index.ts";
 
 export const VM_SCHEMA = "cairn.vm/1";
 
-export const VM_IDENTITY = declareIdentity({ name: "VM identity", tag: VM_SCHEMA, algorithm: "sha256", framing: "tag-nul-jcs", role: "identity", definedIn: "src/vm/vmid.ts" });
+export const VM_IDENTITY = declareIdentity({
+  name: "VM identity",
+  tag: VM_SCHEMA,
+  algorithm: "sha256",
+  framing: "tag-nul-jcs",
+  role: "identity",
+  definedIn: "src/vm/vmid.ts",
+});
 
 export interface VmIdentity {
   readonly schema: typeof VM_SCHEMA;

@@ -41,7 +41,16 @@ export function buildBinaryWorkload(source: BinarySourceSpec, exe: { bytes: Uint
   const dir = (path: string, uid = 0, gid = 0): void => void tree.set(path, { type: "dir", path, mode: 0o755, uid, gid, mtime: 0 });
   dir("/");
   dir("/bin");
-  tree.set(BINARY_INSTALL_PATH, { type: "file", path: BINARY_INSTALL_PATH, mode: 0o755, uid: launch.uid, gid: launch.gid, mtime: 0, size: exe.bytes.length, sha256: exe.sha256 });
+  tree.set(BINARY_INSTALL_PATH, {
+    type: "file",
+    path: BINARY_INSTALL_PATH,
+    mode: 0o755,
+    uid: launch.uid,
+    gid: launch.gid,
+    mtime: 0,
+    size: exe.bytes.length,
+    sha256: exe.sha256,
+  });
   const wd = launch.workdir;
   const existing = tree.get(wd);
   if (existing !== undefined && existing.type !== "dir") {

@@ -34,13 +34,7 @@ export function canonicalSpecBytes(spec: WorkloadSpec): Buffer {
 }
 
 /** Computes every identity and the derived entry from a tree, launch and source facts. */
-export function finishDerivation(input: {
-  spec: WorkloadSpec;
-  tree: CanonicalTree;
-  launch: Launch;
-  source: SourceFacts;
-  raw: readonly RawRef[];
-}): Derived {
+export function finishDerivation(input: { spec: WorkloadSpec; tree: CanonicalTree; launch: Launch; source: SourceFacts; raw: readonly RawRef[] }): Derived {
   const specBytes = canonicalSpecBytes(input.spec);
   const specRef: RawRef = { role: "spec", digest: sha256(specBytes), size: specBytes.length };
   const raw = [specRef, ...input.raw];
@@ -51,7 +45,17 @@ export function finishDerivation(input: {
   const workload = workloadIdentity({ kind, source, fs, launch, policy: input.spec.policy });
   const identities = { workload, source, fs, launch };
   const derivedBytes = encodeDerived({ kind, identities, policy: input.spec.policy, launch: input.launch, raw, tree: input.tree });
-  return { kind, specBytes, tree: input.tree, launch: input.launch, policy: input.spec.policy, identities, raw, derivedBytes, derivedDigest: sha256(derivedBytes) };
+  return {
+    kind,
+    specBytes,
+    tree: input.tree,
+    launch: input.launch,
+    policy: input.spec.policy,
+    identities,
+    raw,
+    derivedBytes,
+    derivedDigest: sha256(derivedBytes),
+  };
 }
 
 /** A binary workload from the executable's bytes (already read, bounded). */

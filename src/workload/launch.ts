@@ -75,7 +75,11 @@ const ID_MAX = 0xfffffffe; // 2^32-1 is (uid_t)-1, "no change" to the kernel
 export function parseUser(unsafeUser: string, path: string): { uid: number; gid: number } {
   const m = ID_RE.exec(unsafeUser);
   if (m === null) {
-    invalid(path, "user must be numeric \"uid:gid\" (a named user is refused)", 'write the numeric ids, e.g. "1000:1000"; names would be resolved inside the image at run time');
+    invalid(
+      path,
+      'user must be numeric "uid:gid" (a named user is refused)',
+      'write the numeric ids, e.g. "1000:1000"; names would be resolved inside the image at run time',
+    );
   }
   const uid = Number(m[1]);
   const gid = Number(m[2]);
@@ -92,7 +96,9 @@ function checkString(s: string, path: string, what: string): void {
 export function makeLaunch(unsafe: { argv: readonly string[]; env: readonly string[]; workdir: string; user: string }, base: string): Launch {
   const { uid, gid } = parseUser(unsafe.user, `${base}/user`);
   if (unsafe.argv.length === 0) invalid(`${base}/argv`, "the command is empty", "set an entrypoint or command");
-  unsafe.argv.forEach((a, i) => { checkString(a, `${base}/argv/${i}`, "argument"); });
+  unsafe.argv.forEach((a, i) => {
+    checkString(a, `${base}/argv/${i}`, "argument");
+  });
   if (!unsafe.argv[0]!.startsWith("/")) {
     invalid(`${base}/argv/0`, "the program must be an absolute path (there is no shell and no PATH search)", "give the full path, e.g. /usr/bin/app");
   }

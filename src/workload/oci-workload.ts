@@ -84,7 +84,11 @@ async function resolveLaunchPath(tree: CanonicalTree, unsafePath: string, path: 
     return await resolveInTree(tree, unsafePath);
   } catch (cause) {
     if (cause instanceof CairnError && cause.code === "LIMIT_EXCEEDED") {
-      throw new CairnError("LAUNCH_INVALID", `${unsafePath} does not resolve in the image: ${cause.message}`, { path, cause, hint: "a launch path may not pass through a symlink loop" });
+      throw new CairnError("LAUNCH_INVALID", `${unsafePath} does not resolve in the image: ${cause.message}`, {
+        path,
+        cause,
+        hint: "a launch path may not pass through a symlink loop",
+      });
     }
     throw cause;
   }
@@ -168,7 +172,12 @@ function storeReader(lock: WorkloadLock, store: Store): OciObjectReader {
  */
 export async function verifyOci(spec: WorkloadSpec, lock: WorkloadLock, store: Store): Promise<DerivedOci> {
   if (spec.source.kind !== "oci") throw new CairnError("WORKLOAD_SPEC_INVALID", "not an OCI spec", { path: "/source" });
-  const src = await readOciSource({ reader: storeReader(lock, store), manifestDigest: spec.source.manifest, stagingDir: join(store.stagingDir, "oci"), limits: spec.limits });
+  const src = await readOciSource({
+    reader: storeReader(lock, store),
+    manifestDigest: spec.source.manifest,
+    stagingDir: join(store.stagingDir, "oci"),
+    limits: spec.limits,
+  });
   const check = new PackCheck(store);
   const derived = await deriveFromSource(spec, src, packSink(check));
   const contents = check.finish();

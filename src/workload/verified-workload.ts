@@ -102,7 +102,9 @@ export async function openVerifiedWorkload(lockPath: string, storeDir: string): 
   const lock = readLock(lockPath);
   const store = new Store(storeDir, { write: false });
   // 2. every raw object present with its recorded size, in lock order, before anything is parsed
-  lock.raw.forEach((r, i) => { atField(`/raw/${i}`, r.role, () => store.require("objects", r.digest, r.size)); });
+  lock.raw.forEach((r, i) => {
+    atField(`/raw/${i}`, r.role, () => store.require("objects", r.digest, r.size));
+  });
   // 3. the canonical spec (bounded like a spec file), reparsed and re-encoded
   const specRef = lock.raw[0];
   if (specRef?.role !== "spec") mismatch("/raw/0/role", "the first raw object (the spec)");
@@ -115,7 +117,10 @@ export async function openVerifiedWorkload(lockPath: string, storeDir: string): 
   lock.raw.forEach((r, i) => {
     if (i === 0 || r.role === "layer") return;
     const max = r.role === "executable" ? spec.limits.fileSize : spec.limits.ociJsonBytes;
-    raw.set(r.digest, atField(`/raw/${i}`, r.role, () => store.read("objects", r.digest, Math.min(r.size, max), r.role === "executable" ? "fileSize" : "ociJsonBytes")));
+    raw.set(
+      r.digest,
+      atField(`/raw/${i}`, r.role, () => store.read("objects", r.digest, Math.min(r.size, max), r.role === "executable" ? "fileSize" : "ociJsonBytes")),
+    );
   });
   if (spec.source.kind !== lock.kind) mismatch("/source_kind", "the spec's source kind");
   // 4. re-derive from raw objects only
@@ -141,7 +146,10 @@ export async function openVerifiedWorkload(lockPath: string, storeDir: string): 
     if (!stored.equals(derived.derivedBytes)) mismatch("/derived", "the stored derived entry");
     for (const e of derived.tree.values()) {
       if (e.type === "file" && !(pack !== undefined ? pack.entries.has(e.sha256) : store.has("objects", e.sha256, e.size))) {
-        throw new CairnError("STORE_MISSING", `file content ${e.sha256} of ${e.path} is not in the store`, { path: e.path, hint: "assemble again into this store" });
+        throw new CairnError("STORE_MISSING", `file content ${e.sha256} of ${e.path} is not in the store`, {
+          path: e.path,
+          hint: "assemble again into this store",
+        });
       }
     }
   } finally {

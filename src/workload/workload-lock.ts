@@ -7,7 +7,17 @@
  * the lock can recompute it; verify therefore re-derives every identity from
  * the raw closure instead of trusting the recorded ones.
  */
-import { Checker, CairnError, childPath, declareIdentity, identityDigest, parseJsonBytes, parseSha256, type JsonObject, type Sha256Digest } from "../core/index.ts";
+import {
+  Checker,
+  CairnError,
+  childPath,
+  declareIdentity,
+  identityDigest,
+  parseJsonBytes,
+  parseSha256,
+  type JsonObject,
+  type Sha256Digest,
+} from "../core/index.ts";
 import { checkRaw, rawModel, type RawRef } from "./closure.ts";
 import type { SourceKind, WorkloadIdentities } from "./workload-identity.ts";
 import { POLICY_VERSION, policyModel, type LayerPolicy } from "../tree/index.ts";

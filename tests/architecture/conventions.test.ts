@@ -24,7 +24,7 @@ export const CONVENTIONS: readonly Convention[] = [
     pattern: /\\0`|`\$\{[A-Za-z_.]+\}\\0|(?:sha256|blake3)\(\s*canonicalBytes\(|(?:sha256|blake3)\(\s*Buffer\.concat\(\[\s*Buffer\.from\(`/,
     home: ["core/identity.ts"],
     allow: { "vm/cpio.ts": "the newc format ends each member name with a NUL byte; a file name, not an identity tag" },
-    planted: "return sha256(Buffer.concat([Buffer.from(`${TAG}\\0`, \"utf8\"), bytes]));",
+    planted: 'return sha256(Buffer.concat([Buffer.from(`${TAG}\\0`, "utf8"), bytes]));',
   },
   {
     name: "inline byte-order comparison",
@@ -45,7 +45,7 @@ export const CONVENTIONS: readonly Convention[] = [
     pattern: /\.(?:XDG_[A-Z_]+|CAIRN_HOME)\b|\[\s*"(?:XDG_[A-Z_]+|CAIRN_HOME)"\s*\]|\bhomedir\(/,
     home: ["core/locations.ts"],
     allow: {},
-    planted: "const dir = env.XDG_CACHE_HOME ?? join(homedir(), \".cache\");",
+    planted: 'const dir = env.XDG_CACHE_HOME ?? join(homedir(), ".cache");',
   },
 ];
 
@@ -64,6 +64,10 @@ for (const c of CONVENTIONS) {
     assert.deepEqual(outside, [], `move these to ${c.home.join(", ")} or allow-list them with a reason`);
     const stale = Object.keys(c.allow).filter((rel) => !matching.includes(rel));
     assert.deepEqual(stale, [], "allow-list entries whose file no longer matches");
-    for (const home of c.home) assert.ok(sources.some((f) => f.rel === home), `the home ${home} exists`);
+    for (const home of c.home)
+      assert.ok(
+        sources.some((f) => f.rel === home),
+        `the home ${home} exists`,
+      );
   });
 }

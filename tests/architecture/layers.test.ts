@@ -65,7 +65,11 @@ function entryViolations(files: readonly SourceFile[]): string[] {
 
 function fileCycles(files: readonly SourceFile[]): string[][] {
   const edges = new Map<string, string[]>();
-  for (const f of files) edges.set(f.rel, f.imports.map((i) => i.to));
+  for (const f of files)
+    edges.set(
+      f.rel,
+      f.imports.map((i) => i.to),
+    );
   return cycles(
     files.map((f) => f.rel),
     edges,
@@ -104,7 +108,14 @@ test("no two source files share a basename (index.ts and public.ts excepted)", (
 test("control: each rule fails on a planted violation", () => {
   const planted: SourceFile[] = [
     { rel: "core/a.ts", text: "", imports: [{ to: "strata/index.ts", typeOnly: false, line: 1 }] },
-    { rel: "strata/b.ts", text: "", imports: [{ to: "workload/deep.ts", typeOnly: false, line: 2 }, { to: "strata/c.ts", typeOnly: true, line: 3 }] },
+    {
+      rel: "strata/b.ts",
+      text: "",
+      imports: [
+        { to: "workload/deep.ts", typeOnly: false, line: 2 },
+        { to: "strata/c.ts", typeOnly: true, line: 3 },
+      ],
+    },
     { rel: "strata/c.ts", text: "", imports: [{ to: "strata/b.ts", typeOnly: false, line: 1 }] },
     { rel: "workload/b.ts", text: "", imports: [] },
   ];

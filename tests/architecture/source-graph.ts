@@ -31,7 +31,9 @@ const DYNAMIC = /\bimport\(\s*"([^"]+)"\s*\)/g;
 
 /** Strips comments (so an import shown in a doc comment is not read as one); keeps line numbers. */
 function withoutComments(text: string): string {
-  return text.replace(/\/\*[\s\S]*?\*\//g, (m) => m.replace(/[^\n]/g, " ")).replace(/(^|[^:"'`\\])\/\/[^\n]*/g, (m, p: string) => p + " ".repeat(m.length - p.length));
+  return text
+    .replace(/\/\*[\s\S]*?\*\//g, (m) => m.replace(/[^\n]/g, " "))
+    .replace(/(^|[^:"'`\\])\/\/[^\n]*/g, (m, p: string) => p + " ".repeat(m.length - p.length));
 }
 
 export function readSources(): SourceFile[] {

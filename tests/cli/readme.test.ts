@@ -41,11 +41,16 @@ function expectedExit(command: string): number {
 test("every README command example runs as written with the exit code it states", { timeout: 900_000 }, () => {
   const commands = readmeCommands(readFileSync(join(PROJECT_ROOT, "README.md"), "utf8"));
   assert.ok(commands.length >= 20, `found ${commands.length} commands`);
-  assert.ok(commands.some((c) => c.startsWith("npx cairn replay")), "the runs example is included");
+  assert.ok(
+    commands.some((c) => c.startsWith("npx cairn replay")),
+    "the runs example is included",
+  );
   const script = ["set -uo pipefail"];
   commands.forEach((c, i) => {
     const want = expectedExit(c);
-    script.push(`${c}\nrc=$?; if [ "$rc" -ne ${want} ]; then echo "README command ${i + 1} exited $rc, expected ${want}: ${c.replace(/["`$\\]/g, "\\$&")}" >&2; exit 1; fi`);
+    script.push(
+      `${c}\nrc=$?; if [ "$rc" -ne ${want} ]; then echo "README command ${i + 1} exited $rc, expected ${want}: ${c.replace(/["`$\\]/g, "\\$&")}" >&2; exit 1; fi`,
+    );
   });
   const home = mkdtempSync(join(tmpdir(), "cairn-readme-"));
   const r = spawnSync("bash", ["-c", script.join("\n")], {

@@ -82,17 +82,38 @@ function checkAllowList(name: string, allowed: Record<string, string>, used: Rea
 }
 
 test("control: the helpers see imports and cycles", () => {
-  assert.deepEqual(importsOf("/x/a.ts", 'import type { A } from "./b.ts";\nexport { c } from "../c.ts";\nimport "./d.ts";\nconst s = "from \\"./no.ts\\"";\n'), ["/x/b.ts", "/c.ts", "/x/d.ts"]);
-  const g = new Map([["a", ["b"]], ["b", ["c"]], ["c", ["a"]], ["d", ["a"]]]);
+  assert.deepEqual(
+    importsOf("/x/a.ts", 'import type { A } from "./b.ts";\nexport { c } from "../c.ts";\nimport "./d.ts";\nconst s = "from \\"./no.ts\\"";\n'),
+    ["/x/b.ts", "/c.ts", "/x/d.ts"],
+  );
+  const g = new Map([
+    ["a", ["b"]],
+    ["b", ["c"]],
+    ["c", ["a"]],
+    ["d", ["a"]],
+  ]);
   assert.deepEqual(cyclesOf(g), [["a", "b", "c"]]);
-  assert.deepEqual(cyclesOf(new Map([["a", ["b"]], ["b", []]])), []);
+  assert.deepEqual(
+    cyclesOf(
+      new Map([
+        ["a", ["b"]],
+        ["b", []],
+      ]),
+    ),
+    [],
+  );
 });
 
 test("nothing under src/ imports cli/main.ts; commands take Context from cli/context.ts", () => {
   const main = join(CLI, "main.ts");
-  const importers = sourceFiles(SRC).filter((f) => importsOf(f).includes(main)).map((f) => relative(SRC, f));
+  const importers = sourceFiles(SRC)
+    .filter((f) => importsOf(f).includes(main))
+    .map((f) => relative(SRC, f));
   const used = new Set(importers.filter((f) => f in ALLOWED_MAIN_IMPORTERS));
-  assert.deepEqual(importers.filter((f) => !used.has(f)), []);
+  assert.deepEqual(
+    importers.filter((f) => !used.has(f)),
+    [],
+  );
   checkAllowList("ALLOWED_MAIN_IMPORTERS", ALLOWED_MAIN_IMPORTERS, used);
 });
 
@@ -101,7 +122,11 @@ test("cli/commands/ holds command files only, and a command imports no other com
   const isCommand = (f: string): boolean => /^export function register[A-Z]\w*\(/m.test(readFileSync(f, "utf8"));
   const nonCommands = files.filter((f) => !isCommand(f)).map((f) => relative(COMMANDS, f));
   const usedNon = new Set(nonCommands.filter((f) => f in ALLOWED_NON_COMMANDS));
-  assert.deepEqual(nonCommands.filter((f) => !usedNon.has(f)), [], "move non-command helpers out of commands/ (cli/flags.ts, or the library)");
+  assert.deepEqual(
+    nonCommands.filter((f) => !usedNon.has(f)),
+    [],
+    "move non-command helpers out of commands/ (cli/flags.ts, or the library)",
+  );
   checkAllowList("ALLOWED_NON_COMMANDS", ALLOWED_NON_COMMANDS, usedNon);
   const cross: string[] = [];
   for (const f of files) {
@@ -114,6 +139,10 @@ test("cli/commands/ holds command files only, and a command imports no other com
     }
   }
   const usedCross = new Set(cross.filter((c) => c in ALLOWED_COMMAND_IMPORTS));
-  assert.deepEqual(cross.filter((c) => !usedCross.has(c)), [], "share through cli/flags.ts or the library, not another command");
+  assert.deepEqual(
+    cross.filter((c) => !usedCross.has(c)),
+    [],
+    "share through cli/flags.ts or the library, not another command",
+  );
   checkAllowList("ALLOWED_COMMAND_IMPORTS", ALLOWED_COMMAND_IMPORTS, usedCross);
 });

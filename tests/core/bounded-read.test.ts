@@ -71,7 +71,9 @@ test("bounded read: a file appended to while it is read is refused as changed, w
   writeFileSync(f, Buffer.alloc(32 * 1024 * 1024, 1));
   assert.equal(readFileBounded(f, 1 << 30, "test.bytes", { checkIdentity: true }).length, 32 * 1024 * 1024, "control: unchanged while read");
   // A writer appends continuously; the reader must notice the growth or the changed identity.
-  const child = execFileSync("sh", ["-c", `(while :; do printf x >> '${f}'; done) >/dev/null 2>&1 & echo $!`]).toString().trim();
+  const child = execFileSync("sh", ["-c", `(while :; do printf x >> '${f}'; done) >/dev/null 2>&1 & echo $!`])
+    .toString()
+    .trim();
   try {
     for (const checkIdentity of [false, true]) {
       let sawChange = false;

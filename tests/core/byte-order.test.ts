@@ -24,6 +24,12 @@ test("byte order agrees with Buffer.compare of the UTF-8 encodings (property)", 
 });
 
 test("sortedRecord lists a map's keys in byte order", () => {
-  const r = sortedRecord(new Map([["\u{1F600}", 1], ["\uE000", 2], ["a", 3]]));
+  const r = sortedRecord(
+    new Map([
+      ["\u{1F600}", 1],
+      ["\uE000", 2],
+      ["a", 3],
+    ]),
+  );
   assert.deepEqual(Object.keys(r), ["a", "\uE000", "\u{1F600}"]);
 });

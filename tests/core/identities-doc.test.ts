@@ -46,7 +46,9 @@ function collect(): { decls: IdentityDeclaration[]; scopes: IdentityScope[] } {
 }
 
 function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? sourceFiles(join(dir, e.name)) : e.name.endsWith(".ts") ? [join(dir, e.name)] : []));
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? sourceFiles(join(dir, e.name)) : e.name.endsWith(".ts") ? [join(dir, e.name)] : [],
+  );
 }
 
 const fields = (o: Readonly<Record<string, string>>): string => {
@@ -69,13 +71,23 @@ export function renderTable(): string {
   const order = (d: IdentityDeclaration) => `${d.role === "identity" ? 0 : 1}${d.definedIn}${d.name}`;
   for (const d of [...decls].sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0))) {
     const scope = d.role === "identity" ? scopes.find((s) => s.identity === d.tag) : undefined;
-    const covers = scope ? fields(scope.covers) : d.role === "integrity" ? "the whole input (for a document: every field but the digest itself)" : "every entry, by the framing (see the file's doc comment)";
+    const covers = scope
+      ? fields(scope.covers)
+      : d.role === "integrity"
+        ? "the whole input (for a document: every field but the digest itself)"
+        : "every entry, by the framing (see the file's doc comment)";
     const excludes = scope ? fields(scope.excludes) : "—";
     rows.push(`| ${d.name} | \`${d.tag}\` | ${d.role} | ${d.algorithm} | ${FRAMING[d.framing]} | ${covers} | ${excludes} | \`${d.definedIn}\` |`);
   }
   const records = scopes.filter((s) => !decls.some((d) => d.tag === s.identity));
   if (records.length > 0) {
-    rows.push("", "Scope tables of records that carry identities but are not hashed themselves (`covers` = what is checked):", "", "| record | checked | not checked |", "|---|---|---|");
+    rows.push(
+      "",
+      "Scope tables of records that carry identities but are not hashed themselves (`covers` = what is checked):",
+      "",
+      "| record | checked | not checked |",
+      "|---|---|---|",
+    );
     for (const s of records) rows.push(`| \`${s.identity}\` | ${fields(s.covers)} | ${fields(s.excludes)} |`);
   }
   return rows.join("\n");

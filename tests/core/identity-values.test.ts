@@ -24,7 +24,111 @@ import { sha256 } from "../../src/core/index.ts";
 
 const d = (c: string) => `sha256:${c.repeat(64)}` as Sha256Digest;
 
-const LOCKFILE = {"format":"cairn.lock/1","profile":"full","profile_sha256":"sha256:1f3b119a66c2c7a19d7efca54913c283e4b58e2bcb724e95c48d38a566223011","resolved_at":"2026-03-01T12:00:00.000Z","cairn_version":"t","verification_policy":"signed","base":{"name":"debian12","arch":"x86_64","abi":"gnu","os_id":"debian","version_id":"12","capabilities":["os:debian@12","glibc@2.36","gcc@12"],"source":"rootfs:example","digest":"sha256:267c897b5f135c2e6bf13862884fe1ec8d68d4d175efc3c736dd10ad3f77bf71","probed_at":"2026-03-01T12:00:00.000Z"},"layers":[{"id":"samtools-1.20-gnu-x86_64","name":"samtools","version":"1.20","sha256":"sha256:9ed2e8a0f2251433b6ec3fbfd0cec396f045c01032dace9d887579034d051144","size":226,"manifest_sha256":"sha256:160c0007f1221b216c60b4498a7efc924e3b64ded64ffaa4f6e32c3e168bbf47","mount_order":0,"from_formation":"bio-seq@2026.03","satisfied_by":{"glibc>=2.28":["base"]},"signature":{"status":"signed","keyid":"sha256:0483b0137cca533f941ce698420bff6737dd295e7b0b43bb350129176069d94b","envelope_sha256":"sha256:896bc465e3a789dc7d0056b3ceba9ca7237b5a186dddad8d1d4686c2614091d9"},"registry":"/srv/cairn/registry"},{"id":"bwa-0.7.18-gnu-x86_64","name":"bwa","version":"0.7.18","sha256":"sha256:5ee5f0726062fd1225740d394a4a6a508738b9393debae1a598dc1531ac44185","size":224,"manifest_sha256":"sha256:34a8e896a0ca9faf324a5a3ffa58a32e7350a841b76e9dbd15987d7998e50302","mount_order":1,"from_formation":"bio-seq@2026.03","satisfied_by":{"samtools>=1.0":["samtools-1.20-gnu-x86_64"]},"signature":{"status":"signed","keyid":"sha256:0483b0137cca533f941ce698420bff6737dd295e7b0b43bb350129176069d94b","envelope_sha256":"sha256:0b74de44e923eb3089296918c2860241813af4f489a9b6488c278ff2be530a4d"},"registry":"/srv/cairn/registry"},{"id":"python-3.12.4-gnu-x86_64","name":"python","version":"3.12.4","sha256":"sha256:a54914a3d455ac64c75554b30f3e5f8d86ae40b9a9dd3c075b20dea8550a7105","size":175,"manifest_sha256":"sha256:620c28f01e79dfeabe7fd2262d4a3635bc184cd7e6ca8a3a53b4ab3a620c237f","mount_order":2,"satisfied_by":{"glibc>=2.31":["base"]},"signature":{"status":"signed","keyid":"sha256:0483b0137cca533f941ce698420bff6737dd295e7b0b43bb350129176069d94b","envelope_sha256":"sha256:a96222a3c6f4a1e84312e7acda50a872fab85308f3efb82828881b6c1d3dbed4"},"registry":"/srv/cairn/registry"},{"id":"numpy-2.0.1-none-noarch","name":"numpy","version":"2.0.1","sha256":"sha256:6b314edbe9936933904a350fce6f0929fdd50b514df30a9e353831da6b6a567a","size":188,"manifest_sha256":"sha256:d0ac6b99b72505018906bd8c059abacd162d273bb48aa0336a887f05274170e9","mount_order":3,"satisfied_by":{"python>=3.10,<3.13":["python-3.12.4-gnu-x86_64"]},"signature":{"status":"signed","keyid":"sha256:0483b0137cca533f941ce698420bff6737dd295e7b0b43bb350129176069d94b","envelope_sha256":"sha256:bfcfe4b97153cbee0f7f3ddbd3b2bef37644278f58729e141ebbc193d3ca6667"},"registry":"/srv/cairn/registry"}],"formations":[{"name":"bio-seq","version":"2026.03","signature":{"status":"signed","keyid":"sha256:0483b0137cca533f941ce698420bff6737dd295e7b0b43bb350129176069d94b","envelope_sha256":"sha256:d95c99caf67d4aa1b7d34041b0a02f00684c50e043d838b4cbb51b3d6ab57c72"}}],"env":{"A":"1"},"on_ready":["echo"],"defaults":{"shell":"sh"},"packages":[{"manager":"pip","packages":[{"name":"x","version":"1"}]}],"mutable_layer":true,"requires_host":["gpu"],"not_acted_upon":{"instance":{"cpus":2},"storage":{"size":1}}};
+const LOCKFILE = {
+  format: "cairn.lock/1",
+  profile: "full",
+  profile_sha256: "sha256:1f3b119a66c2c7a19d7efca54913c283e4b58e2bcb724e95c48d38a566223011",
+  resolved_at: "2026-03-01T12:00:00.000Z",
+  cairn_version: "t",
+  verification_policy: "signed",
+  base: {
+    name: "debian12",
+    arch: "x86_64",
+    abi: "gnu",
+    os_id: "debian",
+    version_id: "12",
+    capabilities: ["os:debian@12", "glibc@2.36", "gcc@12"],
+    source: "rootfs:example",
+    digest: "sha256:267c897b5f135c2e6bf13862884fe1ec8d68d4d175efc3c736dd10ad3f77bf71",
+    probed_at: "2026-03-01T12:00:00.000Z",
+  },
+  layers: [
+    {
+      id: "samtools-1.20-gnu-x86_64",
+      name: "samtools",
+      version: "1.20",
+      sha256: "sha256:9ed2e8a0f2251433b6ec3fbfd0cec396f045c01032dace9d887579034d051144",
+      size: 226,
+      manifest_sha256: "sha256:160c0007f1221b216c60b4498a7efc924e3b64ded64ffaa4f6e32c3e168bbf47",
+      mount_order: 0,
+      from_formation: "bio-seq@2026.03",
+      satisfied_by: { "glibc>=2.28": ["base"] },
+      signature: {
+        status: "signed",
+        keyid: "sha256:0483b0137cca533f941ce698420bff6737dd295e7b0b43bb350129176069d94b",
+        envelope_sha256: "sha256:896bc465e3a789dc7d0056b3ceba9ca7237b5a186dddad8d1d4686c2614091d9",
+      },
+      registry: "/srv/cairn/registry",
+    },
+    {
+      id: "bwa-0.7.18-gnu-x86_64",
+      name: "bwa",
+      version: "0.7.18",
+      sha256: "sha256:5ee5f0726062fd1225740d394a4a6a508738b9393debae1a598dc1531ac44185",
+      size: 224,
+      manifest_sha256: "sha256:34a8e896a0ca9faf324a5a3ffa58a32e7350a841b76e9dbd15987d7998e50302",
+      mount_order: 1,
+      from_formation: "bio-seq@2026.03",
+      satisfied_by: { "samtools>=1.0": ["samtools-1.20-gnu-x86_64"] },
+      signature: {
+        status: "signed",
+        keyid: "sha256:0483b0137cca533f941ce698420bff6737dd295e7b0b43bb350129176069d94b",
+        envelope_sha256: "sha256:0b74de44e923eb3089296918c2860241813af4f489a9b6488c278ff2be530a4d",
+      },
+      registry: "/srv/cairn/registry",
+    },
+    {
+      id: "python-3.12.4-gnu-x86_64",
+      name: "python",
+      version: "3.12.4",
+      sha256: "sha256:a54914a3d455ac64c75554b30f3e5f8d86ae40b9a9dd3c075b20dea8550a7105",
+      size: 175,
+      manifest_sha256: "sha256:620c28f01e79dfeabe7fd2262d4a3635bc184cd7e6ca8a3a53b4ab3a620c237f",
+      mount_order: 2,
+      satisfied_by: { "glibc>=2.31": ["base"] },
+      signature: {
+        status: "signed",
+        keyid: "sha256:0483b0137cca533f941ce698420bff6737dd295e7b0b43bb350129176069d94b",
+        envelope_sha256: "sha256:a96222a3c6f4a1e84312e7acda50a872fab85308f3efb82828881b6c1d3dbed4",
+      },
+      registry: "/srv/cairn/registry",
+    },
+    {
+      id: "numpy-2.0.1-none-noarch",
+      name: "numpy",
+      version: "2.0.1",
+      sha256: "sha256:6b314edbe9936933904a350fce6f0929fdd50b514df30a9e353831da6b6a567a",
+      size: 188,
+      manifest_sha256: "sha256:d0ac6b99b72505018906bd8c059abacd162d273bb48aa0336a887f05274170e9",
+      mount_order: 3,
+      satisfied_by: { "python>=3.10,<3.13": ["python-3.12.4-gnu-x86_64"] },
+      signature: {
+        status: "signed",
+        keyid: "sha256:0483b0137cca533f941ce698420bff6737dd295e7b0b43bb350129176069d94b",
+        envelope_sha256: "sha256:bfcfe4b97153cbee0f7f3ddbd3b2bef37644278f58729e141ebbc193d3ca6667",
+      },
+      registry: "/srv/cairn/registry",
+    },
+  ],
+  formations: [
+    {
+      name: "bio-seq",
+      version: "2026.03",
+      signature: {
+        status: "signed",
+        keyid: "sha256:0483b0137cca533f941ce698420bff6737dd295e7b0b43bb350129176069d94b",
+        envelope_sha256: "sha256:d95c99caf67d4aa1b7d34041b0a02f00684c50e043d838b4cbb51b3d6ab57c72",
+      },
+    },
+  ],
+  env: { A: "1" },
+  on_ready: ["echo"],
+  defaults: { shell: "sh" },
+  packages: [{ manager: "pip", packages: [{ name: "x", version: "1" }] }],
+  mutable_layer: true,
+  requires_host: ["gpu"],
+  not_acted_upon: { instance: { cpus: 2 }, storage: { size: 1 } },
+};
 
 function tree(): CanonicalTree {
   const entries: FsEntry[] = [
@@ -57,7 +161,15 @@ export async function computeIdentityValues(): Promise<Record<string, string>> {
   out.EnvironmentID = environmentId(lock);
   out["base digest (probed)"] = lock.base.digest!;
   out["base digest (declared)"] = declaredBase("debian12", "x86_64").digest!;
-  out["base digest (oci image)"] = baseDigest({ name: "debian12", arch: "x86_64", abi: "gnu", os_id: "debian", version_id: "12", capabilities: [{ name: "glibc", version: "2.36" }], image: d("2") });
+  out["base digest (oci image)"] = baseDigest({
+    name: "debian12",
+    arch: "x86_64",
+    abi: "gnu",
+    os_id: "debian",
+    version_id: "12",
+    capabilities: [{ name: "glibc", version: "2.36" }],
+    image: d("2"),
+  });
   out["profile digest"] = profileDigest(parseProfileText("name: p\nbase: {os: debian12}\nsoftware: [python]\nenv: {A: '1'}\n"));
 
   out.fs = fsIdentity(tree());
@@ -65,15 +177,52 @@ export async function computeIdentityValues(): Promise<Record<string, string>> {
   out.launch = launchIdentity(launch);
   out["source (binary)"] = sourceIdentity({ kind: "binary", executable: d("3"), size: 42 });
   out["source (oci)"] = sourceIdentity({ kind: "oci", manifest: d("4") });
-  const identities = { workload: workloadIdentity({ kind: "binary", source: out["source (binary)"] as Sha256Digest, fs: out.fs as Sha256Digest, launch: out.launch as Sha256Digest, policy: STRICT_POLICY }), source: out["source (binary)"] as Sha256Digest, fs: out.fs as Sha256Digest, launch: out.launch as Sha256Digest };
+  const identities = {
+    workload: workloadIdentity({
+      kind: "binary",
+      source: out["source (binary)"] as Sha256Digest,
+      fs: out.fs as Sha256Digest,
+      launch: out.launch as Sha256Digest,
+      policy: STRICT_POLICY,
+    }),
+    source: out["source (binary)"] as Sha256Digest,
+    fs: out.fs as Sha256Digest,
+    launch: out.launch as Sha256Digest,
+  };
   out.workload = identities.workload;
-  out["workload (copy policy)"] = workloadIdentity({ kind: "oci", source: out["source (oci)"] as Sha256Digest, fs: out.fs as Sha256Digest, launch: out.launch as Sha256Digest, policy: { ...STRICT_POLICY, hardlinks: "copy" } });
-  const raw = [{ role: "spec" as const, digest: d("5"), size: 10 }, { role: "executable" as const, digest: d("3"), size: 42 }];
+  out["workload (copy policy)"] = workloadIdentity({
+    kind: "oci",
+    source: out["source (oci)"] as Sha256Digest,
+    fs: out.fs as Sha256Digest,
+    launch: out.launch as Sha256Digest,
+    policy: { ...STRICT_POLICY, hardlinks: "copy" },
+  });
+  const raw = [
+    { role: "spec" as const, digest: d("5"), size: 10 },
+    { role: "executable" as const, digest: d("3"), size: 42 },
+  ];
   out["derived entry"] = sha256(encodeDerived({ kind: "binary", identities, policy: STRICT_POLICY, launch, raw, tree: tree() }));
-  const lockText = encodeWorkloadLock({ kind: "binary", identities, policy: STRICT_POLICY, raw, derived: { digest: out["derived entry"] as Sha256Digest, size: 100 }, created: "2026-01-01T00:00:00.000Z", cairnVersion: "0.1.0" });
+  const lockText = encodeWorkloadLock({
+    kind: "binary",
+    identities,
+    policy: STRICT_POLICY,
+    raw,
+    derived: { digest: out["derived entry"] as Sha256Digest, size: 100 },
+    created: "2026-01-01T00:00:00.000Z",
+    cairnVersion: "0.1.0",
+  });
   out["workload lock lock_digest"] = (JSON.parse(lockText) as { lock_digest: string }).lock_digest;
 
-  const vm = defaultVmIdentity({ qemu: "7.2.22 (Debian test)", kernel: d("a"), modules: [{ name: "virtio_ring", digest: d("d") }, { name: "virtio", digest: d("e") }], agent: d("b"), initramfs: d("c") });
+  const vm = defaultVmIdentity({
+    qemu: "7.2.22 (Debian test)",
+    kernel: d("a"),
+    modules: [
+      { name: "virtio_ring", digest: d("d") },
+      { name: "virtio", digest: d("e") },
+    ],
+    agent: d("b"),
+    initramfs: d("c"),
+  });
   out.vm = vmDigest(vm);
   out.outcome = outcomeDigest(
     [
@@ -99,21 +248,21 @@ const EXPECTED: Record<string, string> = {
   "manifest address (unpinned)": "blake3:ce7ff3f997949de45b21b3dbc5fb34b046f52d587ff47c831cd991e8394ab650",
   "manifest address (pinned)": "blake3:4dd57ca4e0eeb8301fbcf69e7b85a31fc09d6ebf18ea5974521db1be69f87f2f",
   "snapshot ref address": "blake3:4dd57ca4e0eeb8301fbcf69e7b85a31fc09d6ebf18ea5974521db1be69f87f2f",
-  "EnvironmentID": "sha256:75c84a7acf268e160b159eaa7cdb68061b6a67e3bc58a33df1cd42eed38bda00",
+  EnvironmentID: "sha256:75c84a7acf268e160b159eaa7cdb68061b6a67e3bc58a33df1cd42eed38bda00",
   "base digest (probed)": "sha256:267c897b5f135c2e6bf13862884fe1ec8d68d4d175efc3c736dd10ad3f77bf71",
   "base digest (declared)": "sha256:bc8604cb7228770c26260add45b35d755850800e2d22b1a435e9083056c0bb36",
   "base digest (oci image)": "sha256:a5c152d9a95297516b057bada9009dfab09b9f440bf518d2ed6e4973419a3edf",
   "profile digest": "sha256:50de433d99fe81eb4cc99b9ea8638f1bb6b3368b7d683743942cc3ce8132763f",
-  "fs": "sha256:01b3666d13c66f5f536cbf0e5c93f99b4fdb3015bbbc6b01d13c183c658547e3",
-  "launch": "sha256:4aee93dc80ecf61598b756e623ebd5875eac82300e103ef6dc132778b706b466",
+  fs: "sha256:01b3666d13c66f5f536cbf0e5c93f99b4fdb3015bbbc6b01d13c183c658547e3",
+  launch: "sha256:4aee93dc80ecf61598b756e623ebd5875eac82300e103ef6dc132778b706b466",
   "source (binary)": "sha256:0e621bfe37c9fb403f136b9b53a9b632d248ee7c959dc710cb0e1d1b09f1d97a",
   "source (oci)": "sha256:7f3fc0d67e03196c7eb3a69e40aed9d38cacb51061d35a86ce12a23ab0f1bcbe",
-  "workload": "sha256:03b281b49d5f03e5db631f24f5ec1925c390c3f1ed4f7dee05f6c4c0b574b9dd",
+  workload: "sha256:03b281b49d5f03e5db631f24f5ec1925c390c3f1ed4f7dee05f6c4c0b574b9dd",
   "workload (copy policy)": "sha256:58a10131bc614cc4493c4e6a652b1bc5fa14bd7649c7d8af84899c45f733be27",
   "derived entry": "sha256:b7870ae9c446f2c3f58351baca29c04b72aef7051ddb6d74b7019641fa58f5b2",
   "workload lock lock_digest": "sha256:2f34805159c0c42f617c76ddd6b274b10b37c3378f0fe74161c01b412e317a4d",
-  "vm": "sha256:f26434a61b50638d4d29f350afa5896009e545ee3e0953830df71d5da270755f",
-  "outcome": "sha256:6123b3563da0cc2e92136f509065bb40812e8976d471f01746cc0b499bb57dde",
+  vm: "sha256:f26434a61b50638d4d29f350afa5896009e545ee3e0953830df71d5da270755f",
+  outcome: "sha256:6123b3563da0cc2e92136f509065bb40812e8976d471f01746cc0b499bb57dde",
   "agent source digest": "sha256:ceb6b7f2e837c69376e0e1ce040e09b1cf85e80409c0f60040e0c3b743c40d09",
 };
 

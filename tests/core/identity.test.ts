@@ -8,7 +8,15 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { blake3 as nobleBlake3 } from "@noble/hashes/blake3.js";
-import { declareIdentity, defineScope, identityBytes, identityDigest, identityHasher, scopeFieldNames, type IdentityDeclaration } from "../../src/core/index.ts";
+import {
+  declareIdentity,
+  defineScope,
+  identityBytes,
+  identityDigest,
+  identityHasher,
+  scopeFieldNames,
+  type IdentityDeclaration,
+} from "../../src/core/index.ts";
 import { assertCatchesExtraField, assertScopeExhaustive, named, scopeProblems } from "../helpers/identity-scope.ts";
 
 const sha = (b: Uint8Array) => `sha256:${createHash("sha256").update(b).digest("hex")}`;
@@ -37,15 +45,26 @@ test("a schema or tag field already in the model must be the tag", () => {
 
 test("the streaming hasher is pre-fed with tag NUL; only binary framings stream", () => {
   const bin = declareIdentity({ name: "b", tag: "cairn.bin/1", algorithm: "sha256", framing: "tag-nul-binary", role: "identity", definedIn: "tests" });
-  assert.equal(identityHasher(bin).update(Buffer.from([1, 2, 3])).digest(), sha(Buffer.from([...Buffer.from("cairn.bin/1\0"), 1, 2, 3])));
+  assert.equal(
+    identityHasher(bin)
+      .update(Buffer.from([1, 2, 3]))
+      .digest(),
+    sha(Buffer.from([...Buffer.from("cairn.bin/1\0"), 1, 2, 3])),
+  );
   assert.throws(() => identityHasher(decl("tag-nul-jcs") as IdentityDeclaration<"sha256">), TypeError);
   assert.throws(() => identityBytes(bin, model), TypeError);
 });
 
 test("declarations refuse an unversioned tag and an untagged identity (control: valid ones pass)", () => {
-  assert.throws(() => declareIdentity({ name: "x", tag: "cairn.test", algorithm: "sha256", framing: "tag-nul-jcs", role: "identity", definedIn: "t" }), TypeError);
+  assert.throws(
+    () => declareIdentity({ name: "x", tag: "cairn.test", algorithm: "sha256", framing: "tag-nul-jcs", role: "identity", definedIn: "t" }),
+    TypeError,
+  );
   assert.throws(() => declareIdentity({ name: "x", tag: "cairn.test/1", algorithm: "sha256", framing: "jcs", role: "identity", definedIn: "t" }), TypeError);
-  assert.throws(() => declareIdentity({ name: "x", tag: "cairn.test/1", algorithm: "blake3", framing: "tag-nul-binary", role: "identity", definedIn: "t" }), TypeError);
+  assert.throws(
+    () => declareIdentity({ name: "x", tag: "cairn.test/1", algorithm: "blake3", framing: "tag-nul-binary", role: "identity", definedIn: "t" }),
+    TypeError,
+  );
   assert.ok(Object.isFrozen(decl("tag-nul-jcs")));
 });
 
@@ -53,14 +72,22 @@ test("scopes refuse a field in both lists, a missing reason, a malformed path (c
   assert.throws(() => defineScope({ identity: "cairn.test/1", covers: { "/a": "a good reason" }, excludes: { "/a": "another reason" } }), TypeError);
   assert.throws(() => defineScope({ identity: "cairn.test/1", covers: { "/a": "" }, excludes: {} }), TypeError);
   assert.throws(() => defineScope({ identity: "cairn.test/1", covers: { a: "a good reason" }, excludes: {} }), TypeError);
-  const s = defineScope({ identity: "cairn.test/1", covers: { "/a": "a good reason", "/l": "the list", "/l/*/x": "each x of the list" }, excludes: { "/b": "a good reason", "/l/*/y": "each y of the list" } });
+  const s = defineScope({
+    identity: "cairn.test/1",
+    covers: { "/a": "a good reason", "/l": "the list", "/l/*/x": "each x of the list" },
+    excludes: { "/b": "a good reason", "/l/*/y": "each y of the list" },
+  });
   assert.deepEqual(scopeFieldNames(s, "covers"), ["a", "l"]);
   assert.deepEqual(scopeFieldNames(s, "covers", "/l/*"), ["x"]);
   assert.deepEqual(scopeFieldNames(s, "excludes", "/l/*"), ["y"]);
 });
 
 test("the exhaustiveness helper fails on an unlisted field, a stale field, a field in both (control: an exact scope passes)", () => {
-  const s = { identity: "cairn.test/1", covers: { "/a": "a good reason", "/l": "the list", "/l/*/x": "each x of the list" }, excludes: { "/b": "a good reason", "/l/*/y": "each y of the list" } };
+  const s = {
+    identity: "cairn.test/1",
+    covers: { "/a": "a good reason", "/l": "the list", "/l/*/x": "each x of the list" },
+    excludes: { "/b": "a good reason", "/l/*/y": "each y of the list" },
+  };
   const m = { a: 1, b: 2, l: [{ x: 1 }, { y: 2 }] };
   assertScopeExhaustive(s, m);
   assertCatchesExtraField(s, m);

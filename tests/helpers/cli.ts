@@ -10,10 +10,14 @@ export interface CliResult {
 export async function runCli(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<CliResult> {
   let stdout = "";
   let stderr = "";
-  const code = await main(args, {
-    out: (t) => void (stdout += t.endsWith("\n") ? t : `${t}\n`),
-    err: (t) => void (stderr += t.endsWith("\n") ? t : `${t}\n`),
-    tty: false,
-  }, env);
+  const code = await main(
+    args,
+    {
+      out: (t) => void (stdout += t.endsWith("\n") ? t : `${t}\n`),
+      err: (t) => void (stderr += t.endsWith("\n") ? t : `${t}\n`),
+      tty: false,
+    },
+    env,
+  );
   return { code, stdout, stderr };
 }

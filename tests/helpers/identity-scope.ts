@@ -83,5 +83,8 @@ export function assertCatchesExtraField(scope: IdentityScope, ...instances: unkn
   const extended = isNamed(first) ? named(first[NAMED], extend(first.model)) : extend(first);
   const problems = scopeProblems(scope, [extended, ...rest]);
   const prefix = isNamed(first) ? `${first[NAMED]}:` : "";
-  assert.ok(problems.some((p) => p.startsWith(`${prefix}/zz_unlisted_field `)), `the check must catch an unlisted field (got: ${problems.join("; ")})`);
+  assert.ok(
+    problems.some((p) => p.startsWith(`${prefix}/zz_unlisted_field `)),
+    `the check must catch an unlisted field (got: ${problems.join("; ")})`,
+  );
 }

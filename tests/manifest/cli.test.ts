@@ -17,9 +17,15 @@ const file = (name: string, text: string): string => {
   return p;
 };
 
-const PINNED = file("pinned.json", `// pinned\n{ "image": "${PINNED_IMAGE}", "features": { "ghcr.io/a/f@sha256:${HEX("4")}": { "v": "1" } }, "containerEnv": { "TOKEN": "hunter2-secret" }, "name": "x" }`);
+const PINNED = file(
+  "pinned.json",
+  `// pinned\n{ "image": "${PINNED_IMAGE}", "features": { "ghcr.io/a/f@sha256:${HEX("4")}": { "v": "1" } }, "containerEnv": { "TOKEN": "hunter2-secret" }, "name": "x" }`,
+);
 const UNPINNED = file("unpinned.json", `{ "image": "${TAGGED_IMAGE}", "features": { "ghcr.io/a/f:1": {} } }`);
-const REFUSED = file("refused.json", `{ "image": "${PINNED_IMAGE}", "build": {}, "runArgs": ["--privileged"], "containerEnv": { "A": "\${localEnv:SECRET_VALUE}" } }`);
+const REFUSED = file(
+  "refused.json",
+  `{ "image": "${PINNED_IMAGE}", "build": {}, "runArgs": ["--privileged"], "containerEnv": { "A": "\${localEnv:SECRET_VALUE}" } }`,
+);
 
 let keyPrefix = "";
 test("setup: a key pair", async () => {
@@ -104,7 +110,10 @@ test("unpinned manifests are labelled in human and JSON output", async () => {
 });
 
 test("diff: exit 0 when equal, 1 with field-level differences; manifests and devcontainer files mix", async () => {
-  const reordered = file("reordered.json", `{ "name": "other", "containerEnv": { "TOKEN": "hunter2-secret" }, "features": { "GHCR.io/a/f@sha256:${HEX("4")}": { "v": "1" } }, "image": "${PINNED_IMAGE}" }`);
+  const reordered = file(
+    "reordered.json",
+    `{ "name": "other", "containerEnv": { "TOKEN": "hunter2-secret" }, "features": { "GHCR.io/a/f@sha256:${HEX("4")}": { "v": "1" } }, "image": "${PINNED_IMAGE}" }`,
+  );
   const same = await runCli(["manifest", "diff", PINNED, reordered]);
   assert.equal(same.code, 0, same.stdout + same.stderr);
   assert.match(same.stdout, /equal/);

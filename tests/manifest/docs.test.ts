@@ -40,7 +40,11 @@ test("the Quick start block of docs/manifest.md runs as written", async () => {
   process.chdir(PROJECT_ROOT); // the block uses paths relative to the repository root
   try {
     for (const line of lines) {
-      const args = line.replace("node bin/cairn.js ", "").replaceAll("$d", d).split(/\s+/).filter((a) => a.length > 0);
+      const args = line
+        .replace("node bin/cairn.js ", "")
+        .replaceAll("$d", d)
+        .split(/\s+/)
+        .filter((a) => a.length > 0);
       const r = await runCli(args);
       codes.push(r.code);
       if (args[1] === "ingest" && args[2]?.includes("unpinned")) assert.match(r.stdout, /UNPINNED/);
@@ -49,5 +53,8 @@ test("the Quick start block of docs/manifest.md runs as written", async () => {
     process.chdir(cwd);
   }
   // Every command succeeds, except that a diff of different environments exits 1, as documented.
-  assert.deepEqual(codes, lines.map((l) => (l.includes(" diff ") && l.includes("unpinned") ? 1 : 0)));
+  assert.deepEqual(
+    codes,
+    lines.map((l) => (l.includes(" diff ") && l.includes("unpinned") ? 1 : 0)),
+  );
 });

@@ -38,7 +38,10 @@ test("features: local paths, non-https URLs, bad options and bad digests are ref
 
 test("overrideFeatureInstallOrder: kept in order, lowercased, stripped of version; unknown or repeated entries refused", () => {
   const features = { "ghcr.io/a/f:1": {}, [`ghcr.io/a/g@sha256:${HEX("b")}`]: {} };
-  assert.deepEqual(core({ ...img, features, overrideFeatureInstallOrder: ["GHCR.io/a/g", "ghcr.io/a/f:1"] }).core.overrideFeatureInstallOrder, ["ghcr.io/a/g", "ghcr.io/a/f"]);
+  assert.deepEqual(core({ ...img, features, overrideFeatureInstallOrder: ["GHCR.io/a/g", "ghcr.io/a/f:1"] }).core.overrideFeatureInstallOrder, [
+    "ghcr.io/a/g",
+    "ghcr.io/a/f",
+  ]);
   assertCode(() => core({ ...img, features, overrideFeatureInstallOrder: ["ghcr.io/a/h"] }), "MODEL_VALUE", "/overrideFeatureInstallOrder/0");
   assertCode(() => core({ ...img, features, overrideFeatureInstallOrder: ["ghcr.io/a/f", "ghcr.io/a/f"] }), "MANIFEST_COLLISION");
   assertCode(() => core({ ...img, overrideFeatureInstallOrder: ["ghcr.io/a/f"] }), "MODEL_VALUE");
@@ -60,7 +63,15 @@ test("containerEnv and remoteEnv: sorted, order-independent; bad names refused; 
 });
 
 test("substitutions: host variables refused everywhere they are accepted, in any case", () => {
-  const host = ["${localEnv:HOME}", "${env:HOME}", "${localWorkspaceFolder}", "${localWorkspaceFolderBasename}", "${devcontainerId}", "${LOCALENV:HOME}", "${localEnv:X:default}"];
+  const host = [
+    "${localEnv:HOME}",
+    "${env:HOME}",
+    "${localWorkspaceFolder}",
+    "${localWorkspaceFolderBasename}",
+    "${devcontainerId}",
+    "${LOCALENV:HOME}",
+    "${localEnv:X:default}",
+  ];
   for (const v of host) {
     assertCode(() => core({ image: `x${v}` }), "MANIFEST_REFUSED", "/image");
     assertCode(() => core({ ...img, containerEnv: { A: `a${v}b` } }), "MANIFEST_REFUSED", "/containerEnv/A");
@@ -78,11 +89,18 @@ test("substitutions: ${containerEnv:…} only in remoteEnv; container workspace 
   assert.equal(core({ ...img, remoteEnv: { P: "${containerEnv:PATH}:/x" } }).core.remoteEnv.P, "${containerEnv:PATH}:/x");
   assertCode(() => core({ ...img, containerEnv: { P: "${containerEnv:PATH}" } }), "MANIFEST_REFUSED", "/containerEnv/P");
   assertCode(() => core({ ...img, containerEnv: { W: "${containerWorkspaceFolder}" } }), "MANIFEST_REFUSED", "/containerEnv/W");
-  const c = core({ ...img, workspaceFolder: "/work/proj/", containerEnv: { W: "${containerWorkspaceFolder}/bin", B: "${containerWorkspaceFolderBasename}" } }).core;
+  const c = core({
+    ...img,
+    workspaceFolder: "/work/proj/",
+    containerEnv: { W: "${containerWorkspaceFolder}/bin", B: "${containerWorkspaceFolderBasename}" },
+  }).core;
   assert.equal(c.workspaceFolder, "/work/proj");
   assert.deepEqual(c.containerEnv, { B: "proj", W: "/work/proj/bin" });
   // Expanded and literal declarations are the same environment.
-  assert.equal(addr({ ...img, workspaceFolder: "/w", containerEnv: { W: "${containerWorkspaceFolder}" } }), addr({ ...img, workspaceFolder: "/w", containerEnv: { W: "/w" } }));
+  assert.equal(
+    addr({ ...img, workspaceFolder: "/w", containerEnv: { W: "${containerWorkspaceFolder}" } }),
+    addr({ ...img, workspaceFolder: "/w", containerEnv: { W: "/w" } }),
+  );
   assertCode(() => core({ ...img, workspaceFolder: "/workspaces/${localWorkspaceFolderBasename}" }), "MANIFEST_REFUSED", "/workspaceFolder");
   assertCode(() => core({ ...img, workspaceFolder: "relative" }), "MODEL_VALUE", "/workspaceFolder");
 });
@@ -92,10 +110,19 @@ test("mounts: string and object forms normalize to one tuple; sorted by target",
   assert.deepEqual(s, { ok: true, mount: { source: "/srv/d", target: "/data", kind: "bind", read_only: true } });
   const aliases = normalizeMount("src=/srv/d,dst=/data,type=bind,ro=true", "/m");
   assert.deepEqual(aliases, s);
-  assert.deepEqual(normalizeMount({ type: "bind", source: "/srv/d", target: "/data" }, "/m"), { ok: true, mount: { source: "/srv/d", target: "/data", kind: "bind", read_only: false } });
+  assert.deepEqual(normalizeMount({ type: "bind", source: "/srv/d", target: "/data" }, "/m"), {
+    ok: true,
+    mount: { source: "/srv/d", target: "/data", kind: "bind", read_only: false },
+  });
   assert.equal(addr({ ...img, mounts: ["source=vol,target=/v,type=volume"] }), addr({ ...img, mounts: [{ type: "volume", source: "vol", target: "/v" }] }));
-  assert.equal(addr({ ...img, mounts: ["type=volume,source=aa,target=/b", "type=volume,source=cc,target=/a"] }), addr({ ...img, mounts: ["type=volume,source=cc,target=/a", "type=volume,source=aa,target=/b"] }));
-  assert.deepEqual(core({ ...img, mounts: ["type=volume,source=aa,target=/b", "type=volume,source=cc,target=/a"] }).core.mounts.map((m) => m.target), ["/a", "/b"]);
+  assert.equal(
+    addr({ ...img, mounts: ["type=volume,source=aa,target=/b", "type=volume,source=cc,target=/a"] }),
+    addr({ ...img, mounts: ["type=volume,source=cc,target=/a", "type=volume,source=aa,target=/b"] }),
+  );
+  assert.deepEqual(
+    core({ ...img, mounts: ["type=volume,source=aa,target=/b", "type=volume,source=cc,target=/a"] }).core.mounts.map((m) => m.target),
+    ["/a", "/b"],
+  );
   // consistency is accepted and dropped.
   assert.equal(addr({ ...img, mounts: ["type=volume,source=aa,target=/b,consistency=cached"] }), addr({ ...img, mounts: ["type=volume,source=aa,target=/b"] }));
 });
@@ -134,7 +161,8 @@ test("mounts: every sandbox-widening or ambiguous form is refused", () => {
   // Two mounts on one target collide.
   assertCode(() => core({ ...img, mounts: ["type=volume,source=aa,target=/x", "type=volume,source=bb,target=/x/"] }), "MANIFEST_COLLISION", "/mounts");
   // Controls.
-  for (const m of ["type=bind,source=/srv/sock-dir,target=/b", "type=tmpfs,target=/t", "type=volume,target=/anon"]) assert.equal(normalizeMount(m, "/m").ok, true, m);
+  for (const m of ["type=bind,source=/srv/sock-dir,target=/b", "type=tmpfs,target=/t", "type=volume,target=/anon"])
+    assert.equal(normalizeMount(m, "/m").ok, true, m);
 });
 
 test("references: the OCI grammar, and pinned only for @sha256:<64 lowercase hex>", () => {
@@ -147,7 +175,18 @@ test("references: the OCI grammar, and pinned only for @sha256:<64 lowercase hex
   assert.ok(pinned(`localhost:5000/a/b:tag@sha256:${HEX("0")}`));
   assert.ok(ok("ubuntu") && !pinned("ubuntu"));
   assert.ok(ok("mcr.microsoft.com/devcontainers/base:ubuntu-24.04") && !pinned("mcr.microsoft.com/devcontainers/base:ubuntu-24.04"));
-  for (const bad of ["", "Ubuntu", `ubuntu@sha256:${HEX("A")}`, `ubuntu@sha256:${"a".repeat(63)}`, `ubuntu@sha512:${HEX("a")}`, "a b", "ubuntu:", "ubuntu@", "-x"]) assert.equal(ok(bad), false, bad);
+  for (const bad of [
+    "",
+    "Ubuntu",
+    `ubuntu@sha256:${HEX("A")}`,
+    `ubuntu@sha256:${"a".repeat(63)}`,
+    `ubuntu@sha512:${HEX("a")}`,
+    "a b",
+    "ubuntu:",
+    "ubuntu@",
+    "-x",
+  ])
+    assert.equal(ok(bad), false, bad);
   assertCode(() => core({ image: "Not A Reference" }), "MODEL_VALUE", "/image");
   assertCode(() => core({}), "MODEL_MISSING_FIELD", "/image");
   assert.deepEqual(normalizeFeatureId("GHCR.IO/A/B:Latest"), { ok: true, id: "ghcr.io/a/b:latest", base: "ghcr.io/a/b", pinned: false });

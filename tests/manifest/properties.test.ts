@@ -38,7 +38,10 @@ const declaration: fc.Arbitrary<Decl> = fc.record(
 
 /** Applies a permutation given by random keys. */
 function permute<T>(xs: readonly T[], keys: readonly number[]): T[] {
-  return xs.map((x, i) => ({ x, k: keys[i % Math.max(keys.length, 1)] ?? 0, i })).sort((a, b) => a.k - b.k || a.i - b.i).map((e) => e.x);
+  return xs
+    .map((x, i) => ({ x, k: keys[i % Math.max(keys.length, 1)] ?? 0, i }))
+    .sort((a, b) => a.k - b.k || a.i - b.i)
+    .map((e) => e.x);
 }
 
 function reorderObject(o: JsonModel, keys: readonly number[]): JsonModel {

@@ -48,7 +48,9 @@ test("every top-level property of the devcontainer schema is classified", { skip
   assert.ok(props.size >= 40, `only ${props.size} properties found`);
   assert.deepEqual(unclassified(props), []);
   // And the other way: every non-legacy entry of the table is a real schema property.
-  const stale = Object.entries(FIELD_SCOPE).filter(([k, v]) => !("legacy" in v) && !props.has(k)).map(([k]) => k);
+  const stale = Object.entries(FIELD_SCOPE)
+    .filter(([k, v]) => !("legacy" in v) && !props.has(k))
+    .map(([k]) => k);
   assert.deepEqual(stale, []);
   // Control: a schema with one more property is caught.
   const extended = { ...schema, properties: { brandNewField: {} } };
@@ -65,8 +67,26 @@ test("the legacy properties named by the issue are classified too", () => {
 test("every field has a reason; classes follow the issue", () => {
   for (const [k, v] of Object.entries(FIELD_SCOPE)) assert.ok(v.reason.length > 20, k);
   for (const k of ["image", "features", "containerEnv", "mounts", "remoteUser"]) assert.equal(scopeOf(k)?.class, "identity", k);
-  for (const k of ["name", "customizations", "forwardPorts", "appPort", "portsAttributes", "otherPortsAttributes"]) assert.equal(scopeOf(k)?.class, "excluded", k);
-  for (const k of ["build", "dockerFile", "context", "dockerComposeFile", "service", "runServices", "initializeCommand", "onCreateCommand", "updateContentCommand", "postCreateCommand", "postStartCommand", "postAttachCommand", "runArgs", "privileged", "capAdd", "securityOpt"]) {
+  for (const k of ["name", "customizations", "forwardPorts", "appPort", "portsAttributes", "otherPortsAttributes"])
+    assert.equal(scopeOf(k)?.class, "excluded", k);
+  for (const k of [
+    "build",
+    "dockerFile",
+    "context",
+    "dockerComposeFile",
+    "service",
+    "runServices",
+    "initializeCommand",
+    "onCreateCommand",
+    "updateContentCommand",
+    "postCreateCommand",
+    "postStartCommand",
+    "postAttachCommand",
+    "runArgs",
+    "privileged",
+    "capAdd",
+    "securityOpt",
+  ]) {
     assert.equal(scopeOf(k)?.class, "refused", k);
   }
   // Lookups never reach Object.prototype.
@@ -89,7 +109,10 @@ test("every identity field changes the address when edited", () => {
   const a0 = addr(base);
   const edits: { [K in string]: JsonModel } = {
     image: PINNED_IMAGE.replace(/1{64}$/, "3".repeat(64)),
-    features: { "ghcr.io/devcontainers/features/python:1": { version: "3.11" }, [Object.keys(base.features as object)[0]!]: { version: "20", nodeGypDependencies: false } },
+    features: {
+      "ghcr.io/devcontainers/features/python:1": { version: "3.11" },
+      [Object.keys(base.features as object)[0]!]: { version: "20", nodeGypDependencies: false },
+    },
     overrideFeatureInstallOrder: ["ghcr.io/devcontainers/features/node", "ghcr.io/devcontainers/features/python"],
     containerEnv: { LANG: "C.UTF-8", TZ: "Europe/Paris" },
     remoteEnv: { PATH: "${containerEnv:PATH}:/opt/bin" },

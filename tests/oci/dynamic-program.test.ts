@@ -38,7 +38,10 @@ describe("dynamically linked program as an OCI layout", { skip: GCC_SKIP }, () =
     const src = await readOciSource({ layoutDir: join(d, "layout"), manifestDigest: img.manifestDigest, stagingDir: join(d, "staging") });
     const { tree } = await applyLayers({ layers: src.layers, policy: STRICT_POLICY, sink: new MemorySink() });
     assert.equal(tree.get(img.program)?.type, "file");
-    assert.ok(img.libraries.some((l) => l.includes("ld-linux")), "ldd names the interpreter");
+    assert.ok(
+      img.libraries.some((l) => l.includes("ld-linux")),
+      "ldd names the interpreter",
+    );
     for (const lib of img.libraries) assert.equal(resolveIn(tree, lib)?.type, "file", lib);
     assert.equal(resolveIn(tree, "/no/such/lib.so"), undefined);
   });

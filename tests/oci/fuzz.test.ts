@@ -38,17 +38,22 @@ describe("fuzzing OCI documents", () => {
   it("any field replaced by any JSON value: accepted or a CairnError", async () => {
     const json = fc.jsonValue({ maxDepth: 2 }) as fc.Arbitrary<Json>;
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom("index", "manifest", "config"), fc.array(fc.nat(20), { minLength: 1, maxLength: 4 }), json, async (doc, picks, value) => {
-        const d = mkdtempSync(join(tmpdir(), "cairn-ocifuzz-"));
-        const edit = (o: JsonObj): void => replaceAt(o, picks, value);
-        const img = writeCase(join(d, "layout"), doc === "index" ? { editIndex: edit } : doc === "manifest" ? { editManifest: edit } : { editConfig: edit });
-        try {
-          const src = await readOciSource({ layoutDir: join(d, "layout"), manifestDigest: img.manifestDigest, stagingDir: join(d, "staging") });
-          await applyLayers({ layers: src.layers, policy: STRICT_POLICY, sink: new MemorySink() });
-        } catch (e) {
-          assert.ok(e instanceof CairnError, `expected a CairnError, got ${String(e)}`);
-        }
-      }),
+      fc.asyncProperty(
+        fc.constantFrom("index", "manifest", "config"),
+        fc.array(fc.nat(20), { minLength: 1, maxLength: 4 }),
+        json,
+        async (doc, picks, value) => {
+          const d = mkdtempSync(join(tmpdir(), "cairn-ocifuzz-"));
+          const edit = (o: JsonObj): void => replaceAt(o, picks, value);
+          const img = writeCase(join(d, "layout"), doc === "index" ? { editIndex: edit } : doc === "manifest" ? { editManifest: edit } : { editConfig: edit });
+          try {
+            const src = await readOciSource({ layoutDir: join(d, "layout"), manifestDigest: img.manifestDigest, stagingDir: join(d, "staging") });
+            await applyLayers({ layers: src.layers, policy: STRICT_POLICY, sink: new MemorySink() });
+          } catch (e) {
+            assert.ok(e instanceof CairnError, `expected a CairnError, got ${String(e)}`);
+          }
+        },
+      ),
       { numRuns: 200 },
     );
   });

@@ -25,18 +25,35 @@ const tmp = (): string => mkdtempSync(join(tmpdir(), "cairn-ocisrc-"));
 describe("OCI source", () => {
   it("ignores unselected descriptors, even broken ones, and unknown fields", async () => {
     const d = tmp();
-    const other = { mediaType: MEDIA.manifest, digest: `sha256:${"7".repeat(64)}`, size: 12, platform: { architecture: "arm64", os: "linux", variant: "v8" }, urls: ["https://x"] };
+    const other = {
+      mediaType: MEDIA.manifest,
+      digest: `sha256:${"7".repeat(64)}`,
+      size: 12,
+      platform: { architecture: "arm64", os: "linux", variant: "v8" },
+      urls: ["https://x"],
+    };
     const nested = { mediaType: MEDIA.index, digest: `sha256:${"8".repeat(64)}`, size: 5 };
     const img = writeCase(join(d, "layout"), {
       extraDescriptors: [other, nested],
-      editIndex: (i) => { i.futureField = { any: true }; },
-      editManifest: (m) => { m.annotations = { "org.example": "x" }; m.futureField = 1; },
-      editConfig: (c) => { c.futureField = [1, 2]; (c.config as Record<string, unknown>).Labels = { a: "b" }; },
+      editIndex: (i) => {
+        i.futureField = { any: true };
+      },
+      editManifest: (m) => {
+        m.annotations = { "org.example": "x" };
+        m.futureField = 1;
+      },
+      editConfig: (c) => {
+        c.futureField = [1, 2];
+        (c.config as Record<string, unknown>).Labels = { a: "b" };
+      },
     });
     const src = await readOciSource({ layoutDir: join(d, "layout"), manifestDigest: img.manifestDigest, stagingDir: join(d, "staging") });
     assert.equal(src.layers.length, 2);
     assert.deepEqual(src.launch, { entrypoint: ["/app"], cmd: undefined, env: ["A=1"], workingDir: "/", user: "1000:1000" });
-    assert.deepEqual(src.diffIds, img.layers.map((l) => l.diffId));
+    assert.deepEqual(
+      src.diffIds,
+      img.layers.map((l) => l.diffId),
+    );
   });
 
   it("stages a private copy that is itself an OCI layout holding the selected closure only", async () => {
@@ -62,7 +79,10 @@ describe("OCI source", () => {
     // The staging directory reads back as an OCI layout with identical raw objects.
     const again = await readOciSource({ layoutDir: staging, manifestDigest: img.manifestDigest, stagingDir: join(d, "staging2") });
     for (const k of ["ociLayout", "index", "descriptor", "manifest", "config"] as const) assert.equal(again[k].digest, src[k].digest, k);
-    assert.deepEqual(again.layers.map((l) => l.digest), src.layers.map((l) => l.digest));
+    assert.deepEqual(
+      again.layers.map((l) => l.digest),
+      src.layers.map((l) => l.digest),
+    );
   });
 
   it("uses only the staged copy: changing the source after reading changes nothing", async () => {
@@ -77,7 +97,15 @@ describe("OCI source", () => {
 
   it("a layer listed twice in a manifest is staged once and applied twice", async () => {
     const d = tmp();
-    const img = writeCase(join(d, "layout"), { editManifest: (m) => { (m.layers as unknown[]).push((m.layers as unknown[])[0]); }, editConfig: (c) => { const ids = (c.rootfs as { diff_ids: string[] }).diff_ids; ids.push(ids[0]!); } });
+    const img = writeCase(join(d, "layout"), {
+      editManifest: (m) => {
+        (m.layers as unknown[]).push((m.layers as unknown[])[0]);
+      },
+      editConfig: (c) => {
+        const ids = (c.rootfs as { diff_ids: string[] }).diff_ids;
+        ids.push(ids[0]!);
+      },
+    });
     const src = await readOciSource({ layoutDir: join(d, "layout"), manifestDigest: img.manifestDigest, stagingDir: join(d, "staging") });
     assert.equal(src.layers.length, 3);
     assert.equal(src.layers[0]!.path, src.layers[2]!.path);
@@ -110,7 +138,9 @@ describe("OCI source", () => {
     }
   });
 
-  it("a device node in the layout is refused without being opened (root only: mknod)", { skip: process.getuid?.() === 0 ? false : "creating a device node needs root" }, async () => {
+  it("a device node in the layout is refused without being opened (root only: mknod)", {
+    skip: process.getuid?.() === 0 ? false : "creating a device node needs root",
+  }, async () => {
     const d = tmp();
     const layout = join(d, "layout");
     const img = writeCase(layout);

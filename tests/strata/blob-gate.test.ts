@@ -6,14 +6,31 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { sha256, type ErrorCode, type Sha256Digest } from "../../src/core/index.ts";
-import { LocalRegistry, buildLayerBlob, checkLayerContents, foldLayers, gzipReproducible, manifestFor, type LayerBlob, type LayerSpec } from "../../src/strata/index.ts";
+import {
+  LocalRegistry,
+  buildLayerBlob,
+  checkLayerContents,
+  foldLayers,
+  gzipReproducible,
+  manifestFor,
+  type LayerBlob,
+  type LayerSpec,
+} from "../../src/strata/index.ts";
 import type { TarEntry } from "../../src/tree/index.ts";
 import { assertCodeAsync } from "../helpers/errors.ts";
 import { writeTar as writeTestTar, type TarMember } from "../workload/fixtures/tar-writer.ts";
 import { exampleRegistry } from "./fixtures.ts";
 
 const spec = (name: string): LayerSpec => ({
-  name, version: "1.0", arch: "noarch", abi: "none", install_layout: "rootfs", user_selectable: true, builder: "test", provides: [], requires: [],
+  name,
+  version: "1.0",
+  arch: "noarch",
+  abi: "none",
+  install_layout: "rootfs",
+  user_selectable: true,
+  builder: "test",
+  provides: [],
+  requires: [],
 });
 const idOf = (name: string): string => `${name}-1.0-none-noarch`;
 const file = (path: string, data = "x"): TarEntry => ({ type: "file", path, mode: 0o644, data: Buffer.from(data) });
@@ -24,7 +41,14 @@ const link = (path: string, target: string): TarEntry => ({ type: "symlink", pat
 function rawBlob(members: readonly TarMember[]): LayerBlob {
   const tar = writeTestTar(members);
   const blob = gzipReproducible(tar);
-  return { blob, sha256: sha256(blob), size: blob.length, diff_id: sha256(tar), content_manifest: new Map<string, Sha256Digest>(), symlinks: new Map<string, string>() };
+  return {
+    blob,
+    sha256: sha256(blob),
+    size: blob.length,
+    diff_id: sha256(tar),
+    content_manifest: new Map<string, Sha256Digest>(),
+    symlinks: new Map<string, string>(),
+  };
 }
 
 function setup() {
@@ -78,9 +102,31 @@ test("a member whose parent directory the blob does not name is refused (TAR_INV
 
 test("a device node, a FIFO and a hard link in a blob are refused", async () => {
   const good = buildLayerBlob([dir("dev"), file("dev/null", "")]);
-  await refusedWithControl(rawBlob([{ name: "dev/", type: "dir", mode: 0o755 }, { name: "dev/null", type: "char", mode: 0o666, devmajor: 1, devminor: 3 }]), good, "TAR_UNSUPPORTED_TYPE");
-  await refusedWithControl(rawBlob([{ name: "dev/", type: "dir", mode: 0o755 }, { name: "dev/pipe", type: "fifo", mode: 0o644 }]), good, "TAR_UNSUPPORTED_TYPE");
-  await refusedWithControl(rawBlob([{ name: "dev/", type: "dir", mode: 0o755 }, { name: "dev/null", type: "file", mode: 0o644, data: "" }, { name: "dev/again", type: "hardlink", linkname: "dev/null", mode: 0o644 }]), good, "TAR_HARDLINK");
+  await refusedWithControl(
+    rawBlob([
+      { name: "dev/", type: "dir", mode: 0o755 },
+      { name: "dev/null", type: "char", mode: 0o666, devmajor: 1, devminor: 3 },
+    ]),
+    good,
+    "TAR_UNSUPPORTED_TYPE",
+  );
+  await refusedWithControl(
+    rawBlob([
+      { name: "dev/", type: "dir", mode: 0o755 },
+      { name: "dev/pipe", type: "fifo", mode: 0o644 },
+    ]),
+    good,
+    "TAR_UNSUPPORTED_TYPE",
+  );
+  await refusedWithControl(
+    rawBlob([
+      { name: "dev/", type: "dir", mode: 0o755 },
+      { name: "dev/null", type: "file", mode: 0o644, data: "" },
+      { name: "dev/again", type: "hardlink", linkname: "dev/null", mode: 0o644 },
+    ]),
+    good,
+    "TAR_HARDLINK",
+  );
 });
 
 test("fold keeps its rule: a directory never replaces a file or the reverse (RESOLVE_CONFLICT)", async () => {

@@ -73,13 +73,19 @@ test("tar entries are sorted by bytes, owned by 0:0 at mtime 0 with normalized m
   assert.equal(sha256(tar), built.diff_id);
   const entries = await readBack(built.blob, built, "test");
   const paths = entries.map((e) => e.path);
-  assert.deepEqual(paths, [...paths].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y))));
+  assert.deepEqual(
+    paths,
+    [...paths].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y))),
+  );
   assert.ok(paths.indexOf("B") < paths.indexOf("a"), "byte order puts uppercase first, whatever the locale");
   const modes = new Map(entries.map((e) => [e.path, e.type === "symlink" ? -1 : e.mode]));
   assert.equal(modes.get("a/run.sh"), 0o755);
   assert.equal(modes.get("a/ü-ñame.txt"), 0o644, "0600 normalizes to 0644: the umask leaves no trace");
   assert.equal(modes.get("a"), 0o755);
-  assert.ok(paths.some((p) => p.length > 150), "a long name survives through PAX");
+  assert.ok(
+    paths.some((p) => p.length > 150),
+    "a long name survives through PAX",
+  );
   const link = entries.find((e) => e.path === "b/link");
   assert.equal(link?.type === "symlink" ? link.target : undefined, "../a/run.sh");
   // Header fields, straight from the bytes: uid, gid, mtime, uname all zero/empty
@@ -146,10 +152,31 @@ test("cairn layer build gives the same blob under another locale, time zone and 
   const cairn = join(PROJECT_ROOT, "bin", "cairn.js");
   const build = (envExtra: Record<string, string>, umask: string): string => {
     const reg = tempDir("cairn-blob-reg-");
-    const out = execFileSync("sh", ["-c", `umask ${umask}; exec "$0" "$@"`, process.execPath, cairn, "layer", "build", src, "--name", "t", "--version", "1", "--registry", reg, "--init-registry", "--unsigned", "--json"], {
-      encoding: "utf8",
-      env: { ...process.env, ...envExtra },
-    });
+    const out = execFileSync(
+      "sh",
+      [
+        "-c",
+        `umask ${umask}; exec "$0" "$@"`,
+        process.execPath,
+        cairn,
+        "layer",
+        "build",
+        src,
+        "--name",
+        "t",
+        "--version",
+        "1",
+        "--registry",
+        reg,
+        "--init-registry",
+        "--unsigned",
+        "--json",
+      ],
+      {
+        encoding: "utf8",
+        env: { ...process.env, ...envExtra },
+      },
+    );
     return (JSON.parse(out) as { sha256: string }).sha256;
   };
   const a = build({ LC_ALL: "C", TZ: "UTC" }, "022");
@@ -164,15 +191,36 @@ test("concurrent publishers of the same layer all succeed with one identical res
   const cairn = join(PROJECT_ROOT, "bin", "cairn.js");
   const key = join(tempDir("cairn-blob-key-"), "k");
   execFileSync(process.execPath, [cairn, "keygen", "--out", key]);
-  execFileSync(process.execPath, [cairn, "layer", "build", src, "--name", "seed", "--version", "1", "--registry", reg, "--init-registry", "--key", `${key}.key`]);
+  execFileSync(process.execPath, [
+    cairn,
+    "layer",
+    "build",
+    src,
+    "--name",
+    "seed",
+    "--version",
+    "1",
+    "--registry",
+    reg,
+    "--init-registry",
+    "--key",
+    `${key}.key`,
+  ]);
   const one = (): Promise<{ code: number; out: string }> =>
     new Promise((resolve) => {
-      execFile(process.execPath, [cairn, "layer", "build", src, "--name", "race", "--version", "1", "--registry", reg, "--key", `${key}.key`, "--json"], (err, stdout) => {
-        resolve({ code: err ? 1 : 0, out: stdout });
-      });
+      execFile(
+        process.execPath,
+        [cairn, "layer", "build", src, "--name", "race", "--version", "1", "--registry", reg, "--key", `${key}.key`, "--json"],
+        (err, stdout) => {
+          resolve({ code: err ? 1 : 0, out: stdout });
+        },
+      );
     });
   const results = await Promise.all([one(), one(), one(), one()]);
-  assert.deepEqual(results.map((r) => r.code), [0, 0, 0, 0]);
+  assert.deepEqual(
+    results.map((r) => r.code),
+    [0, 0, 0, 0],
+  );
   assert.equal(new Set(results.map((r) => (JSON.parse(r.out) as { envelope_sha256: string }).envelope_sha256)).size, 1);
   const names = readdirSync(join(reg, "layers"));
   assert.deepEqual(names.sort(), ["race-1-none-noarch.json", "seed-1-none-noarch.json"], "no temporary file left behind");

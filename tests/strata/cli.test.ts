@@ -15,20 +15,62 @@ const env = (now: string): NodeJS.ProcessEnv => ({ ...process.env, CAIRN_NOW: no
 const NOW = "2026-03-01T12:00:00.000Z";
 
 async function resolveTo(out: string, extra: string[] = []): Promise<void> {
-  const r = await runCli(["resolve", PROFILE, "--registry", ex.registry, "--trust", `keyfile://${ex.root}/registry.pub`, "--base", `rootfs:${ex.rootfs}`, "--sign", join(ex.root, "lock.key"), "--out", out, ...extra], env(NOW));
+  const r = await runCli(
+    [
+      "resolve",
+      PROFILE,
+      "--registry",
+      ex.registry,
+      "--trust",
+      `keyfile://${ex.root}/registry.pub`,
+      "--base",
+      `rootfs:${ex.rootfs}`,
+      "--sign",
+      join(ex.root, "lock.key"),
+      "--out",
+      out,
+      ...extra,
+    ],
+    env(NOW),
+  );
   assert.equal(r.code, 0, r.stderr);
 }
 
 test("quickstart: resolve the example profile, verify offline, see age and policy", async () => {
   const lock = join(ex.root, "q.lock");
   await resolveTo(lock);
-  const v = await runCli(["lock", "verify", lock, "--pub", join(ex.root, "lock.pub"), "--registry", ex.registry, "--max-age", "30d"], env("2026-03-11T12:00:00.000Z"));
+  const v = await runCli(
+    ["lock", "verify", lock, "--pub", join(ex.root, "lock.pub"), "--registry", ex.registry, "--max-age", "30d"],
+    env("2026-03-11T12:00:00.000Z"),
+  );
   assert.equal(v.code, 0, v.stderr);
   assert.match(v.stdout, /10 days old/);
   assert.match(v.stdout, /policy {6}signed/);
   assert.match(v.stdout, /4 checked/);
-  const j = await runCli(["lock", "verify", lock, "--pub", join(ex.root, "lock.pub"), "--registry", ex.registry, "--trust", `keyfile://${ex.root}/registry.pub`, "--contents", "--json"], env("2027-04-17T12:00:00.000Z"));
-  const out = JSON.parse(j.stdout) as { verified: boolean; age: string; layers_checked: number; contents_checked: number; layer_signatures_checked: boolean; environment_id: string };
+  const j = await runCli(
+    [
+      "lock",
+      "verify",
+      lock,
+      "--pub",
+      join(ex.root, "lock.pub"),
+      "--registry",
+      ex.registry,
+      "--trust",
+      `keyfile://${ex.root}/registry.pub`,
+      "--contents",
+      "--json",
+    ],
+    env("2027-04-17T12:00:00.000Z"),
+  );
+  const out = JSON.parse(j.stdout) as {
+    verified: boolean;
+    age: string;
+    layers_checked: number;
+    contents_checked: number;
+    layer_signatures_checked: boolean;
+    environment_id: string;
+  };
   assert.equal(out.contents_checked, 4);
   assert.equal(out.verified, true);
   assert.equal(out.age, "412 days");
@@ -111,7 +153,17 @@ test("conflicting layers are refused by resolve; unsigned layers need --allow-un
   writeFileSync(join(ex.root, "u.yaml"), "name: u\nbase: {os: debian12}\nsoftware: [tool-a]\n");
   const noTrust = await runCli(["resolve", join(ex.root, "u.yaml"), "--registry", ex.registry, "--out", join(ex.root, "u.lock"), "--json"]);
   assert.equal((JSON.parse(noTrust.stdout) as { error: { code: string } }).error.code, "TRUST_REFUSED");
-  const allowed = await runCli(["resolve", join(ex.root, "u.yaml"), "--registry", ex.registry, "--allow-unsigned-offline", "--sign", join(ex.root, "lock.key"), "--out", join(ex.root, "u.lock")]);
+  const allowed = await runCli([
+    "resolve",
+    join(ex.root, "u.yaml"),
+    "--registry",
+    ex.registry,
+    "--allow-unsigned-offline",
+    "--sign",
+    join(ex.root, "lock.key"),
+    "--out",
+    join(ex.root, "u.lock"),
+  ]);
   assert.equal(allowed.code, 0, allowed.stderr);
   assert.match(readFileSync(join(ex.root, "u.lock"), "utf8"), /verification_policy: unsigned-offline/);
   const v = await runCli(["lock", "verify", join(ex.root, "u.lock"), "--pub", join(ex.root, "lock.pub")]);
@@ -128,7 +180,10 @@ test("lock diff, explain and provenance", async () => {
   const pb = join(ex.root, "b.yaml");
   writeFileSync(pb, readFileSync(PROFILE, "utf8").replace("python@3.12", "python@3.11").replace("C.UTF-8", "SECRET-VALUE"));
   const b = join(ex.root, "b.lock");
-  const r = await runCli(["resolve", pb, "--registry", ex.registry, "--trust", `keyfile://${ex.root}/registry.pub`, "--base", `rootfs:${ex.rootfs}`, "--out", b], env(NOW));
+  const r = await runCli(
+    ["resolve", pb, "--registry", ex.registry, "--trust", `keyfile://${ex.root}/registry.pub`, "--base", `rootfs:${ex.rootfs}`, "--out", b],
+    env(NOW),
+  );
   assert.equal(r.code, 0, r.stderr);
   const d = await runCli(["lock", "diff", a, b]);
   assert.equal(d.code, 1, "different IDs");
@@ -162,7 +217,25 @@ test("profile validate, search, layer build and formation build through the CLI"
   const src = join(ex.root, "src", "numpy-2.0.1");
   const reg2 = join(ex.root, "reg2");
   const build = async (): Promise<string> => {
-    const r = await runCli(["layer", "build", src, "--name", "numpy", "--version", "2.0.1", "--provides", "numpy@2.0.1", "--requires", "python>=3.10,<3.13", "--registry", reg2, "--init-registry", "--key", join(ex.root, "registry.key"), "--json"]);
+    const r = await runCli([
+      "layer",
+      "build",
+      src,
+      "--name",
+      "numpy",
+      "--version",
+      "2.0.1",
+      "--provides",
+      "numpy@2.0.1",
+      "--requires",
+      "python>=3.10,<3.13",
+      "--registry",
+      reg2,
+      "--init-registry",
+      "--key",
+      join(ex.root, "registry.key"),
+      "--json",
+    ]);
     assert.equal(r.code, 0, r.stderr + r.stdout);
     return r.stdout;
   };
@@ -173,7 +246,20 @@ test("profile validate, search, layer build and formation build through the CLI"
   assert.equal(JSON.parse(Buffer.from(orig, "base64").toString()).sha256, first.sha256, "same blob as the example builder made");
   const noKey = await runCli(["layer", "build", src, "--name", "x", "--version", "1", "--registry", reg2]);
   assert.equal(noKey.code, 2, "signing is closed by default");
-  const f = await runCli(["formation", "build", "--name", "np", "--version", "1.0", "--layer", first.id, "--registry", reg2, "--key", join(ex.root, "registry.key")]);
+  const f = await runCli([
+    "formation",
+    "build",
+    "--name",
+    "np",
+    "--version",
+    "1.0",
+    "--layer",
+    first.id,
+    "--registry",
+    reg2,
+    "--key",
+    join(ex.root, "registry.key"),
+  ]);
   assert.equal(f.code, 0, f.stderr);
   copyFileSync(join(ex.root, "registry.pub"), join(ex.root, "copy.pub"));
 });
@@ -196,17 +282,20 @@ test("lock verify --base re-probes the base and refuses one that changed", async
 
 test("a profile's own registries and trust are used (paths relative to the profile) when no --registry is given", async () => {
   const p = join(ex.root, "own.yaml");
-  writeFileSync(p, "name: own\nbase: {os: debian12}\nsoftware: [tool-a]\nregistries:\n  - {url: ./registry, trust: \"keyfile://registry.pub\"}\n");
+  writeFileSync(p, 'name: own\nbase: {os: debian12}\nsoftware: [tool-a]\nregistries:\n  - {url: ./registry, trust: "keyfile://registry.pub"}\n');
   const r = await runCli(["resolve", p, "--out", join(ex.root, "own.lock"), "--json"]);
   assert.equal(r.code, 0, r.stdout);
   assert.equal((JSON.parse(r.stdout) as { verification_policy: string }).verification_policy, "signed");
-  writeFileSync(p, `name: own\nbase: {os: debian12}\nsoftware: [tool-a]\nregistries:\n  - {url: "file://${ex.registry}", trust: "keyfile://${ex.root}/registry.pub"}\n`);
+  writeFileSync(
+    p,
+    `name: own\nbase: {os: debian12}\nsoftware: [tool-a]\nregistries:\n  - {url: "file://${ex.registry}", trust: "keyfile://${ex.root}/registry.pub"}\n`,
+  );
   const fileUrl = await runCli(["resolve", p, "--out", join(ex.root, "own.lock")]);
   assert.equal(fileUrl.code, 0, fileUrl.stderr);
   writeFileSync(p, "name: own\nbase: {os: debian12}\nsoftware: [tool-a]\nregistries:\n  - {url: ./registry}\n");
   const untrusted = await runCli(["resolve", p, "--out", join(ex.root, "own.lock"), "--json"]);
   assert.equal((JSON.parse(untrusted.stdout) as { error: { code: string } }).error.code, "TRUST_REFUSED", "no trust listed: nothing is trusted");
-  writeFileSync(p, "name: own\nbase: {os: debian12}\nsoftware: [tool-a]\nregistries:\n  - {url: \"https://example.com/reg\"}\n");
+  writeFileSync(p, 'name: own\nbase: {os: debian12}\nsoftware: [tool-a]\nregistries:\n  - {url: "https://example.com/reg"}\n');
   const remote = await runCli(["resolve", p, "--out", join(ex.root, "own.lock"), "--json"]);
   assert.equal((JSON.parse(remote.stdout) as { error: { code: string } }).error.code, "REGISTRY_INVALID");
 });
@@ -219,7 +308,10 @@ test("the default registry is $CAIRN_HOME/registry when nothing names one; trust
   assert.equal(b.code, 0, b.stderr);
   assert.ok(existsSync(join(home, "registry", "cairn-registry.json")));
   const s = await runCli(["search", "tool", "--json"], henv);
-  assert.deepEqual((JSON.parse(s.stdout) as { hits: { name: string }[] }).hits.map((h) => h.name), ["tool-a"]);
+  assert.deepEqual(
+    (JSON.parse(s.stdout) as { hits: { name: string }[] }).hits.map((h) => h.name),
+    ["tool-a"],
+  );
   const p = join(ex.root, "home.yaml");
   writeFileSync(p, "name: h\nbase: {os: debian12}\nsoftware: [tool-a]\n");
   const untrusted = await runCli(["resolve", p, "--out", join(ex.root, "home.lock"), "--json"], henv);
@@ -228,11 +320,25 @@ test("the default registry is $CAIRN_HOME/registry when nothing names one; trust
   assert.equal(trusted.code, 0, trusted.stderr);
 });
 
-test("--base host probes this machine (profile written for whatever this host is)", { skip: existsSync("/etc/os-release") || existsSync("/usr/lib/os-release") ? false : "no os-release on this host" }, async () => {
+test("--base host probes this machine (profile written for whatever this host is)", {
+  skip: existsSync("/etc/os-release") || existsSync("/usr/lib/os-release") ? false : "no os-release on this host",
+}, async () => {
   const host = await probeRoot(directoryView("/"), "host");
   const p = join(ex.root, "host.yaml");
   writeFileSync(p, `name: h\nbase: {os: ${host.name}, arch: ${host.arch}}\nsoftware: [tool-a]\n`);
-  const r = await runCli(["resolve", p, "--registry", ex.registry, "--trust", `keyfile://${ex.root}/registry.pub`, "--base", "host", "--out", join(ex.root, "host.lock"), "--json"]);
+  const r = await runCli([
+    "resolve",
+    p,
+    "--registry",
+    ex.registry,
+    "--trust",
+    `keyfile://${ex.root}/registry.pub`,
+    "--base",
+    "host",
+    "--out",
+    join(ex.root, "host.lock"),
+    "--json",
+  ]);
   assert.equal(r.code, 0, r.stdout);
   assert.match(readFileSync(join(ex.root, "host.lock"), "utf8"), /source: host/);
 });

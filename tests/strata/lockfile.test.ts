@@ -4,8 +4,22 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { generateSigningKey, type JsonModel } from "../../src/core/index.ts";
 import {
-  checkFreshness, environmentId, formatDuration, freshness, isFrozen, lockfileToModel, lockfileToYaml, parseLockfile,
-  parseLockfileText, parseMaxAge, parseProfileText, readLockfile, resolveProfile, verifyLock, writeLockfile, type Lockfile,
+  checkFreshness,
+  environmentId,
+  formatDuration,
+  freshness,
+  isFrozen,
+  lockfileToModel,
+  lockfileToYaml,
+  parseLockfile,
+  parseLockfileText,
+  parseMaxAge,
+  parseProfileText,
+  readLockfile,
+  resolveProfile,
+  verifyLock,
+  writeLockfile,
+  type Lockfile,
 } from "../../src/strata/index.ts";
 import { catalogOf, exampleRegistry, NOW, probedExampleBase, tempDir } from "./fixtures.ts";
 import { assertCode } from "../helpers/errors.ts";
@@ -13,7 +27,7 @@ import { assertCode } from "../helpers/errors.ts";
 const ex = exampleRegistry();
 
 async function lock(): Promise<Lockfile> {
-  const profile = parseProfileText("name: t\nbase: {os: debian12}\nsoftware: [python, numpy, \"formation:bio-seq\"]\nenv: {SECRET_TOKEN: hunter2}\n");
+  const profile = parseProfileText('name: t\nbase: {os: debian12}\nsoftware: [python, numpy, "formation:bio-seq"]\nenv: {SECRET_TOKEN: hunter2}\n');
   return resolveProfile({ profile, catalog: catalogOf(ex), probedBase: await probedExampleBase(ex), allowUnsignedOffline: false, now: NOW, cairnVersion: "t" });
 }
 
@@ -53,7 +67,11 @@ test("Validate: a present-but-malformed digest is an error, wherever it is", asy
 test("Validate: an unsafe layer id is an error", async () => {
   const l = await lock();
   for (const id of ["../../etc", "a/b", ".x", ""]) {
-    assert.throws(() => parseLockfile(edit(l, (m) => void (m.layers[0].id = id))), (e: { code: string }) => ["PATH_UNSAFE", "MODEL_VALUE", "LOCK_INVALID"].includes(e.code), id);
+    assert.throws(
+      () => parseLockfile(edit(l, (m) => void (m.layers[0].id = id))),
+      (e: { code: string }) => ["PATH_UNSAFE", "MODEL_VALUE", "LOCK_INVALID"].includes(e.code),
+      id,
+    );
   }
   assertCode(() => parseLockfile(edit(l, (m) => void (m.layers[0].id = "../../etc"))), "PATH_UNSAFE", "/layers/0/id");
 });
@@ -94,10 +112,12 @@ test("Validate: null entries and unknown fields are errors with their paths", as
 
 test("an unfrozen lockfile is valid but has no EnvironmentID (an error, never an empty string)", async () => {
   const l = await lock();
-  const unfrozen = parseLockfile(edit(l, (m) => {
-    delete m.layers[0].sha256;
-    delete m.layers[0].mount_order;
-  }));
+  const unfrozen = parseLockfile(
+    edit(l, (m) => {
+      delete m.layers[0].sha256;
+      delete m.layers[0].mount_order;
+    }),
+  );
   assert.equal(isFrozen(unfrozen), false);
   assertCode(() => environmentId(unfrozen), "LOCK_UNFROZEN");
   const noBase = parseLockfile(edit(l, (m) => void delete m.base.digest));
@@ -170,7 +190,10 @@ test("verify refuses a signed lockfile whose policy claims more than its layer r
   const opts = { keys: [ex.lockKey], now: NOW, registries: [], layerKeys: [], allowUnsignedOffline: false };
   assert.equal(verifyLock(honest, opts).verification_policy, "signed", "control");
   const first = l.layers[0]!;
-  const forged: Lockfile = { ...l, layers: [{ ...first, signature: { status: "unsigned-offline", envelope_sha256: first.signature!.envelope_sha256 } }, ...l.layers.slice(1)] };
+  const forged: Lockfile = {
+    ...l,
+    layers: [{ ...first, signature: { status: "unsigned-offline", envelope_sha256: first.signature!.envelope_sha256 } }, ...l.layers.slice(1)],
+  };
   const path = join(dir, "forged.lock");
   writeLockfile(path, forged, ex.lockKey);
   assertCode(() => verifyLock(path, opts), "LOCK_INVALID");

@@ -22,7 +22,19 @@ test("--base oci:LAYOUT@sha256:DIGEST probes the image's root filesystem and rec
   const img = imageOf(ex.rootfs);
   const lock = join(ex.root, "oci.lock");
   const profile = join(PROJECT_ROOT, "examples/strata/profile.yaml");
-  const r = await runCli(["resolve", profile, "--registry", ex.registry, "--trust", `keyfile://${ex.root}/registry.pub`, "--base", `oci:${img.dir}@${img.manifest}`, "--out", lock, "--json"]);
+  const r = await runCli([
+    "resolve",
+    profile,
+    "--registry",
+    ex.registry,
+    "--trust",
+    `keyfile://${ex.root}/registry.pub`,
+    "--base",
+    `oci:${img.dir}@${img.manifest}`,
+    "--out",
+    lock,
+    "--json",
+  ]);
   assert.equal(r.code, 0, r.stdout + r.stderr);
   const text = readFileSync(lock, "utf8");
   assert.match(text, /source: oci:/);
@@ -31,7 +43,18 @@ test("--base oci:LAYOUT@sha256:DIGEST probes the image's root filesystem and rec
   assert.match(text, /- gcc@12/);
   // The same root filesystem probed as a directory has the same facts but no image digest.
   const dirLock = join(ex.root, "dir.lock");
-  const d = await runCli(["resolve", profile, "--registry", ex.registry, "--trust", `keyfile://${ex.root}/registry.pub`, "--base", `rootfs:${ex.rootfs}`, "--out", dirLock]);
+  const d = await runCli([
+    "resolve",
+    profile,
+    "--registry",
+    ex.registry,
+    "--trust",
+    `keyfile://${ex.root}/registry.pub`,
+    "--base",
+    `rootfs:${ex.rootfs}`,
+    "--out",
+    dirLock,
+  ]);
   assert.equal(d.code, 0, d.stderr);
   assert.notEqual(/digest: (\S+)/.exec(readFileSync(dirLock, "utf8"))![1], /digest: (\S+)/.exec(text)![1], "the image digest is part of the base digest");
 });
@@ -40,7 +63,19 @@ test("--base oci: with a digest the layout does not hold is refused; a malformed
   const ex = exampleRegistry();
   const img = imageOf(ex.rootfs);
   const profile = join(PROJECT_ROOT, "examples/strata/profile.yaml");
-  const args = (base: string): string[] => ["resolve", profile, "--registry", ex.registry, "--trust", `keyfile://${ex.root}/registry.pub`, "--base", base, "--out", join(ex.root, "x.lock"), "--json"];
+  const args = (base: string): string[] => [
+    "resolve",
+    profile,
+    "--registry",
+    ex.registry,
+    "--trust",
+    `keyfile://${ex.root}/registry.pub`,
+    "--base",
+    base,
+    "--out",
+    join(ex.root, "x.lock"),
+    "--json",
+  ];
   const missing = await runCli(args(`oci:${img.dir}@sha256:${"0".repeat(64)}`));
   assert.equal(missing.code, 1);
   assert.match((JSON.parse(missing.stdout) as { error: { code: string } }).error.code, /^OCI_/);

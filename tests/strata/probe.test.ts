@@ -21,7 +21,10 @@ test("probing a Debian 12 root: name, arch from ELF, glibc from the banner, gcc 
   assert.equal(r.version_id, "12");
   assert.equal(r.arch, "x86_64");
   assert.equal(r.abi, "gnu");
-  assert.deepEqual(r.capabilities.map((c) => `${c.name}@${c.version}`), ["os:debian@12", "glibc@2.36", "gcc@12"]);
+  assert.deepEqual(
+    r.capabilities.map((c) => `${c.name}@${c.version}`),
+    ["os:debian@12", "glibc@2.36", "gcc@12"],
+  );
 });
 
 test("Amazon Linux is spelled al2023; the old libc-X.Y.so name gives the glibc version", async () => {
@@ -41,7 +44,7 @@ test("glibc version from bytes: banner first, else the highest GLIBC_ symbol ver
 });
 
 test("os-release parsing handles quotes and ignores junk", () => {
-  const m = parseOsRelease('ID=ubuntu\nVERSION_ID="24.04"\n# comment\nNAME=\'Ubuntu\'\ngarbage line\n');
+  const m = parseOsRelease("ID=ubuntu\nVERSION_ID=\"24.04\"\n# comment\nNAME='Ubuntu'\ngarbage line\n");
   assert.equal(m.get("ID"), "ubuntu");
   assert.equal(m.get("VERSION_ID"), "24.04");
   assert.equal(m.get("NAME"), "Ubuntu");

@@ -77,7 +77,10 @@ test("a null list entry is an error naming its index", () => {
   const text = "name: d\nbase: {os: debian12}\nsoftware:\n  - python\n  -\n  # - numpy\n";
   const e = assertCode(() => parseProfileText(text), "MODEL_NULL_ENTRY");
   assert.equal(e.path, "/software/1");
-  assert.doesNotThrow(() => parseProfileText("name: d\nbase: {os: debian12}\nsoftware:\n  - python\n  # - numpy\n"), "control: a fully commented-out entry is fine");
+  assert.doesNotThrow(
+    () => parseProfileText("name: d\nbase: {os: debian12}\nsoftware:\n  - python\n  # - numpy\n"),
+    "control: a fully commented-out entry is fine",
+  );
 });
 
 test("unknown fields are errors with their paths, everywhere", () => {
@@ -87,8 +90,21 @@ test("unknown fields are errors with their paths, everywhere", () => {
 
 test("the two ref forms are exclusive, and other ref mistakes are refused", () => {
   const base = "name: d\nbase: {os: debian12}\nsoftware:\n  - ";
-  for (const bad of ["{name: a, formation: b}", "{version: '1'}", "{name: a, version: null}", "'Python'", "'py@'", "'formation:'", "'a@1..2'", "{name: a, extra: 1}"]) {
-    assert.throws(() => parseProfileText(base + bad), (e: unknown) => (e as { code: string }).code !== undefined, bad);
+  for (const bad of [
+    "{name: a, formation: b}",
+    "{version: '1'}",
+    "{name: a, version: null}",
+    "'Python'",
+    "'py@'",
+    "'formation:'",
+    "'a@1..2'",
+    "{name: a, extra: 1}",
+  ]) {
+    assert.throws(
+      () => parseProfileText(base + bad),
+      (e: unknown) => (e as { code: string }).code !== undefined,
+      bad,
+    );
   }
   assert.doesNotThrow(() => parseProfileText(`${base}{name: a, version: "1"}`));
 });

@@ -11,7 +11,14 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import {
-  defaultRegistryDir, lockfileCaveats, notActedUpon, openRegistries, parseProfileText, readProfileFile, registryPath, resolveProfile,
+  defaultRegistryDir,
+  lockfileCaveats,
+  notActedUpon,
+  openRegistries,
+  parseProfileText,
+  readProfileFile,
+  registryPath,
+  resolveProfile,
 } from "../../src/strata/index.ts";
 import { assertCode } from "../helpers/errors.ts";
 import { NOW, catalogOf, exampleRegistry, probedExampleBase, tempDir } from "./fixtures.ts";
@@ -38,10 +45,17 @@ test("openRegistries: the caller's registries get the caller's keys plus the pro
   const env = { HOME: "/nonexistent" };
   const same = openRegistries({ env, cwd: ex.root, registries: [ex.registry], trust: [REG_KEY], profile, profileDir: ex.root });
   assert.equal(same.length, 1);
-  assert.deepEqual(same[0]!.source.keys.map((k) => k.keyId), [ex.registryKey.keyId, ex.lockKey.keyId]);
+  assert.deepEqual(
+    same[0]!.source.keys.map((k) => k.keyId),
+    [ex.registryKey.keyId, ex.lockKey.keyId],
+  );
   const other = tempDir("cairn-regopen-");
   const elsewhere = openRegistries({ env, cwd: ex.root, registries: [ex.registry], trust: [REG_KEY], profile, profileDir: other });
-  assert.deepEqual(elsewhere[0]!.source.keys.map((k) => k.keyId), [ex.registryKey.keyId], "the profile names another directory: its key is not added");
+  assert.deepEqual(
+    elsewhere[0]!.source.keys.map((k) => k.keyId),
+    [ex.registryKey.keyId],
+    "the profile names another directory: its key is not added",
+  );
 });
 
 test("openRegistries: without registries from the caller the profile's own are used, with only the profile's keys", () => {
@@ -49,7 +63,10 @@ test("openRegistries: without registries from the caller the profile's own are u
   const opened = openRegistries({ env: { HOME: "/nonexistent" }, cwd: "/", registries: [], trust: [LOCK_KEY], profile, profileDir: ex.root });
   assert.equal(opened.length, 1);
   assert.equal(opened[0]!.source.url, "./registry");
-  assert.deepEqual(opened[0]!.source.keys.map((k) => k.keyId), [ex.registryKey.keyId]);
+  assert.deepEqual(
+    opened[0]!.source.keys.map((k) => k.keyId),
+    [ex.registryKey.keyId],
+  );
 });
 
 test("openRegistries: with nothing named the default registry is opened, trusting only the caller's keys (trust is never defaulted)", () => {
@@ -60,7 +77,10 @@ test("openRegistries: with nothing named the default registry is opened, trustin
   assert.equal(opened[0]!.source.url, ex.registry);
   assert.deepEqual(opened[0]!.source.keys, []);
   const trusted = openRegistries({ env: { CAIRN_HOME: ex.root }, cwd: ex.root, registries: [], trust: ["keyfile://registry.pub"] });
-  assert.deepEqual(trusted[0]!.source.keys.map((k) => k.keyId), [ex.registryKey.keyId]);
+  assert.deepEqual(
+    trusted[0]!.source.keys.map((k) => k.keyId),
+    [ex.registryKey.keyId],
+  );
 });
 
 test("readProfileFile reads a regular file and refuses a directory; notActedUpon names the recorded-only fields", () => {
@@ -77,7 +97,10 @@ test("lockfileCaveats: a declared base is a caveat, a probed one is not", async 
   const profile = parseProfileText("name: p\nbase: {os: debian12}\nsoftware: [tool-a]\n");
   const common = { profile, catalog: catalogOf(ex), allowUnsignedOffline: false, now: NOW, cairnVersion: "t" };
   const declared = lockfileCaveats(resolveProfile(common));
-  assert.ok(declared.some((c) => c.startsWith("the base was declared")), declared.join("\n"));
+  assert.ok(
+    declared.some((c) => c.startsWith("the base was declared")),
+    declared.join("\n"),
+  );
   const probed = lockfileCaveats(resolveProfile({ ...common, probedBase: await probedExampleBase(ex) })); // control
   assert.ok(!probed.some((c) => c.startsWith("the base was declared")), probed.join("\n"));
 });

@@ -4,7 +4,20 @@ import { readdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } fro
 import { execFileSync, spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { generateSigningKey, parseEnvelope, parseJsonBytes, type JsonObject } from "../../src/core/index.ts";
-import { LocalRegistry, attest, buildLayerBlob, buildLayerFromDirectory, checkLayerContents, requirementString, parseLayerManifest, layerManifestToModel, manifestFor, readTrust, searchRegistries, foldLayers } from "../../src/strata/index.ts";
+import {
+  LocalRegistry,
+  attest,
+  buildLayerBlob,
+  buildLayerFromDirectory,
+  checkLayerContents,
+  requirementString,
+  parseLayerManifest,
+  layerManifestToModel,
+  manifestFor,
+  readTrust,
+  searchRegistries,
+  foldLayers,
+} from "../../src/strata/index.ts";
 import { exampleRegistry, tempDir } from "./fixtures.ts";
 import { readBounded } from "../../src/strata/registry.ts";
 import { toySpec, TOY_LAYERS } from "../../examples/strata/build-registry.ts";
@@ -81,7 +94,10 @@ test("search lists user-selectable layers and formations with versions, highest 
   assert.deepEqual(python?.versions, ["3.12.4", "3.11.9"]);
   assert.ok(hits.some((h) => h.kind === "formation" && h.name === "bio-seq"));
   assert.ok(!hits.some((h) => h.name === "samtools"), "internal layers are not listed");
-  assert.deepEqual(searchRegistries([LocalRegistry.open(ex.registry)], "num").map((h) => h.name), ["numpy"]);
+  assert.deepEqual(
+    searchRegistries([LocalRegistry.open(ex.registry)], "num").map((h) => h.name),
+    ["numpy"],
+  );
 });
 
 test("layer fold merges layers (later wins), records folded_from, and verifies sources first", async () => {
@@ -90,11 +106,20 @@ test("layer fold merges layers (later wins), records folded_from, and verifies s
   const spec = { ...toySpec(TOY_LAYERS[5]!), name: "tools", version: "1.0" };
   const trusted = { keys: [ex.registryKey], allowUnsignedOffline: false };
   // Sources are verified before anything is read: no trusted key, or the wrong one, refuses.
-  await assertCodeAsync(() => foldLayers(reg, ["tool-a-1.0-none-noarch", "tool-b-1.0-none-noarch"], spec, { keys: [], allowUnsignedOffline: false }), "TRUST_REFUSED");
-  await assertCodeAsync(() => foldLayers(reg, ["tool-a-1.0-none-noarch", "tool-b-1.0-none-noarch"], spec, { keys: [generateSigningKey()], allowUnsignedOffline: false }), "TRUST_REFUSED");
+  await assertCodeAsync(
+    () => foldLayers(reg, ["tool-a-1.0-none-noarch", "tool-b-1.0-none-noarch"], spec, { keys: [], allowUnsignedOffline: false }),
+    "TRUST_REFUSED",
+  );
+  await assertCodeAsync(
+    () => foldLayers(reg, ["tool-a-1.0-none-noarch", "tool-b-1.0-none-noarch"], spec, { keys: [generateSigningKey()], allowUnsignedOffline: false }),
+    "TRUST_REFUSED",
+  );
   assert.ok(await foldLayers(reg, ["tool-a-1.0-none-noarch", "tool-b-1.0-none-noarch"], spec, { keys: [], allowUnsignedOffline: true }), "named opt-in");
   const folded = await foldLayers(reg, ["tool-a-1.0-none-noarch", "tool-b-1.0-none-noarch"], spec, trusted);
-  assert.deepEqual(folded.manifest.build.folded_from?.map((f) => f.id), ["tool-a-1.0-none-noarch", "tool-b-1.0-none-noarch"]);
+  assert.deepEqual(
+    folded.manifest.build.folded_from?.map((f) => f.id),
+    ["tool-a-1.0-none-noarch", "tool-b-1.0-none-noarch"],
+  );
   const b = reg.readLayer("tool-b-1.0-none-noarch").value;
   assert.equal(folded.manifest.content_manifest.get("/usr/local/bin/tool"), b.content_manifest.get("/usr/local/bin/tool"));
   const doc = reg.publishLayer(folded.blob.blob, folded.manifest, [ex.registryKey]);
@@ -134,8 +159,15 @@ test("a fold without --provides/--requires inherits its sources' capabilities; r
   const spec = { ...toySpec(TOY_LAYERS[3]!), name: "bio", version: "1.0", provides: [], requires: [] };
   const trusted = { keys: [ex.registryKey], allowUnsignedOffline: false };
   const folded = await foldLayers(reg, ["samtools-1.20-gnu-x86_64", "bwa-0.7.18-gnu-x86_64"], spec, trusted, true);
-  assert.deepEqual(folded.manifest.provides.map((c) => `${c.name}@${c.version}`), ["bwa@0.7.18", "samtools@1.20"]);
-  assert.deepEqual(folded.manifest.requires.map((r) => requirementString(r)), ["glibc>=2.28"], "samtools>=1.0 is met by the fold itself");
+  assert.deepEqual(
+    folded.manifest.provides.map((c) => `${c.name}@${c.version}`),
+    ["bwa@0.7.18", "samtools@1.20"],
+  );
+  assert.deepEqual(
+    folded.manifest.requires.map((r) => requirementString(r)),
+    ["glibc>=2.28"],
+    "samtools>=1.0 is met by the fold itself",
+  );
   const explicit = await foldLayers(reg, ["samtools-1.20-gnu-x86_64", "bwa-0.7.18-gnu-x86_64"], spec, trusted, false);
   assert.deepEqual(explicit.manifest.provides, [], "control: given (empty) capabilities are kept as given");
 });

@@ -3,7 +3,18 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { writeFileSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { Catalog, parseProfileText, resolveProfile, lockfileToYaml, environmentId, declaredBase, LocalRegistry, catalogFromRegistries, buildLayerFromDirectory, type Profile } from "../../src/strata/index.ts";
+import {
+  Catalog,
+  parseProfileText,
+  resolveProfile,
+  lockfileToYaml,
+  environmentId,
+  declaredBase,
+  LocalRegistry,
+  catalogFromRegistries,
+  buildLayerFromDirectory,
+  type Profile,
+} from "../../src/strata/index.ts";
 import { stageBase } from "../../src/strata/resolve/base-stage.ts";
 import { expandFormations } from "../../src/strata/resolve/formations.ts";
 import { resolveRefs } from "../../src/strata/resolve/refs.ts";
@@ -36,7 +47,10 @@ test("stage formations: highest matching version, members in formation order, un
   const base = await probedExampleBase(ex);
   const p = profile(["formation:bio-seq@2026"]);
   const { picks, formations } = expandFormations(p.software, catalogOf(ex), base, false);
-  assert.deepEqual(picks.map((x) => x.layer.doc.value.id), ["samtools-1.20-gnu-x86_64", "bwa-0.7.18-gnu-x86_64"]);
+  assert.deepEqual(
+    picks.map((x) => x.layer.doc.value.id),
+    ["samtools-1.20-gnu-x86_64", "bwa-0.7.18-gnu-x86_64"],
+  );
   assert.equal(picks[1]!.after_in_formation, "samtools-1.20-gnu-x86_64");
   assert.equal(formations[0]!.signature.status, "signed");
   assertCode(() => expandFormations(p.software, catalogOf(ex, []), base, false), "TRUST_REFUSED");
@@ -98,7 +112,14 @@ test("stage conflicts: a layer outside a formation is checked against every memb
   const a: Pick = { layer: layer("a", { "/x": d("1") }), from_formation: "f@1" };
   const b: Pick = { layer: layer("b", { "/x": d("2") }), from_formation: "f@1", after_in_formation: "a" };
   const c: Pick = { layer: layer("c", { "/x": d("1") }) };
-  for (const order of [[a, b, c], [a, c, b], [b, a, c], [b, c, a], [c, a, b], [c, b, a]]) {
+  for (const order of [
+    [a, b, c],
+    [a, c, b],
+    [b, a, c],
+    [b, c, a],
+    [c, a, b],
+    [c, b, a],
+  ]) {
     assertCode(() => checkConflicts(order), "RESOLVE_CONFLICT");
   }
   // Controls: the formation alone, and C beside it at another path.
@@ -109,17 +130,29 @@ test("stage conflicts: a layer outside a formation is checked against every memb
 test("stage conflicts: a path that is a file or symlink in one layer and a directory in another is a conflict", () => {
   const d = (c: string): string => `sha256:${c.repeat(64)}`;
   const layer = (id: string, files: Record<string, string>, links: Record<string, string> = {}): Pick =>
-    ({ layer: { doc: { value: { id, name: id, provides: [], content_manifest: new Map(Object.entries(files)), symlinks: new Map(Object.entries(links)) } } } }) as unknown as Pick;
+    ({
+      layer: { doc: { value: { id, name: id, provides: [], content_manifest: new Map(Object.entries(files)), symlinks: new Map(Object.entries(links)) } } },
+    }) as unknown as Pick;
   const fileAtTool = layer("a", { "/opt/tool": d("1") });
   const dirAtTool = layer("b", { "/opt/tool/bin/x": d("2") });
   const linkAtLib = layer("c", {}, { "/lib": "usr/lib" });
   const dirAtLib = layer("d", { "/lib/libfoo.so": d("3") });
-  for (const pair of [[fileAtTool, dirAtTool], [dirAtTool, fileAtTool], [linkAtLib, dirAtLib], [dirAtLib, linkAtLib]]) {
+  for (const pair of [
+    [fileAtTool, dirAtTool],
+    [dirAtTool, fileAtTool],
+    [linkAtLib, dirAtLib],
+    [dirAtLib, linkAtLib],
+  ]) {
     assertCode(() => checkConflicts(pair), "RESOLVE_CONFLICT");
   }
   // Controls: layers sharing a directory, and the same shape inside one formation.
   assert.doesNotThrow(() => checkConflicts([dirAtTool, layer("e", { "/opt/tool/bin/y": d("4") })]));
-  assert.doesNotThrow(() => checkConflicts([{ ...fileAtTool, from_formation: "f@1" }, { ...dirAtTool, from_formation: "f@1" }]));
+  assert.doesNotThrow(() =>
+    checkConflicts([
+      { ...fileAtTool, from_formation: "f@1" },
+      { ...dirAtTool, from_formation: "f@1" },
+    ]),
+  );
 });
 
 test("stage mount order: providers first, formation order kept, ties by content; a cycle is named", async () => {
@@ -155,14 +188,40 @@ test("reorder determinism: software order and registry listing order never chang
   const base = await probedExampleBase(ex);
   const refs = ["python@3.12", "numpy", "formation:bio-seq@2026.03"];
   const locks = new Set<string>();
-  for (const order of [[0, 1, 2], [2, 1, 0], [1, 2, 0], [2, 0, 1]]) {
-    const lock = resolveProfile({ profile: profile(order.map((i) => refs[i]!)), catalog: catalogOf(ex), probedBase: base, allowUnsignedOffline: false, now: NOW, cairnVersion: "test" });
+  for (const order of [
+    [0, 1, 2],
+    [2, 1, 0],
+    [1, 2, 0],
+    [2, 0, 1],
+  ]) {
+    const lock = resolveProfile({
+      profile: profile(order.map((i) => refs[i]!)),
+      catalog: catalogOf(ex),
+      probedBase: base,
+      allowUnsignedOffline: false,
+      now: NOW,
+      cairnVersion: "test",
+    });
     const model = lockfileToYaml(lock).replace(/^profile_sha256: .*$/m, ""); // the profile text differs by order
     locks.add(model);
   }
   assert.equal(locks.size, 1);
-  const later = resolveProfile({ profile: profile(refs), catalog: catalogOf(ex), probedBase: base, allowUnsignedOffline: false, now: new Date(NOW.getTime() + 86_400_000), cairnVersion: "test" });
-  const first = resolveProfile({ profile: profile(refs), catalog: catalogOf(ex), probedBase: base, allowUnsignedOffline: false, now: NOW, cairnVersion: "test" });
+  const later = resolveProfile({
+    profile: profile(refs),
+    catalog: catalogOf(ex),
+    probedBase: base,
+    allowUnsignedOffline: false,
+    now: new Date(NOW.getTime() + 86_400_000),
+    cairnVersion: "test",
+  });
+  const first = resolveProfile({
+    profile: profile(refs),
+    catalog: catalogOf(ex),
+    probedBase: base,
+    allowUnsignedOffline: false,
+    now: NOW,
+    cairnVersion: "test",
+  });
   assert.equal(
     lockfileToYaml(later).replace(/^resolved_at: .*$/m, ""),
     lockfileToYaml(first).replace(/^resolved_at: .*$/m, ""),
@@ -174,7 +233,13 @@ test("reorder determinism: software order and registry listing order never chang
 test("an unsigned layer anywhere makes the lockfile unsigned-offline", async () => {
   const local = exampleRegistry();
   const reg = LocalRegistry.open(local.registry);
-  const built = buildLayerFromDirectory(join(local.root, "src", "numpy-2.0.1"), { ...toySpec(TOY_LAYERS[2]!), name: "scipy", version: "1.0", provides: [], requires: [] });
+  const built = buildLayerFromDirectory(join(local.root, "src", "numpy-2.0.1"), {
+    ...toySpec(TOY_LAYERS[2]!),
+    name: "scipy",
+    version: "1.0",
+    provides: [],
+    requires: [],
+  });
   reg.publishLayer(built.blob.blob, built.manifest, []);
   const catalog = catalogFromRegistries([{ registry: reg, source: { url: local.registry, keys: [local.registryKey] } }]);
   const input = { profile: profile(["python", "scipy"]), catalog, probedBase: await probedExampleBase(local), now: NOW, cairnVersion: "t" };
@@ -199,10 +264,23 @@ test("property: any order of catalog insertion and of software refs gives the sa
     for (const i of layerOrder) catalog.addLayer({ doc: layers[i]!, source });
     for (const f of formations) catalog.addFormation({ doc: f, source });
     catalog.seal();
-    const lock = resolveProfile({ profile: profile(refOrder.map((i) => refs[i]!)), catalog, probedBase: base, allowUnsignedOffline: false, now: NOW, cairnVersion: "t" });
+    const lock = resolveProfile({
+      profile: profile(refOrder.map((i) => refs[i]!)),
+      catalog,
+      probedBase: base,
+      allowUnsignedOffline: false,
+      now: NOW,
+      cairnVersion: "t",
+    });
     return lockfileToYaml(lock).replace(/^profile_sha256: .*$/m, "");
   };
-  const reference = resolveWith(layers.map((_, i) => i), [0, 1, 2]);
+  const reference = resolveWith(
+    layers.map((_, i) => i),
+    [0, 1, 2],
+  );
   const perm = (n: number) => fc.shuffledSubarray([...Array(n).keys()], { minLength: n, maxLength: n });
-  fc.assert(fc.property(perm(layers.length), perm(refs.length), (lo, ro) => resolveWith(lo, ro) === reference), { numRuns: 60 });
+  fc.assert(
+    fc.property(perm(layers.length), perm(refs.length), (lo, ro) => resolveWith(lo, ro) === reference),
+    { numRuns: 60 },
+  );
 });

@@ -6,7 +6,21 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { Sha256Digest } from "../../src/core/index.ts";
-import { BASE_DIGEST_SCOPE, ENVIRONMENT_ID_SCOPE, baseDigest, declaredBase, environmentId, environmentIdInput, explainScope, lockfileToModel, parseLockfile, resolveProfile, parseProfileText, type LockBase, type Lockfile } from "../../src/strata/index.ts";
+import {
+  BASE_DIGEST_SCOPE,
+  ENVIRONMENT_ID_SCOPE,
+  baseDigest,
+  declaredBase,
+  environmentId,
+  environmentIdInput,
+  explainScope,
+  lockfileToModel,
+  parseLockfile,
+  resolveProfile,
+  parseProfileText,
+  type LockBase,
+  type Lockfile,
+} from "../../src/strata/index.ts";
 import { baseToModel, LOCK_BASE_FIELDS, LOCK_FIELDS, LOCK_LAYER_FIELDS } from "../../src/strata/lockfile.ts";
 import { assertCatchesExtraField, assertScopeExhaustive } from "../helpers/identity-scope.ts";
 import { catalogOf, exampleRegistry, NOW, probedExampleBase } from "./fixtures.ts";
@@ -59,19 +73,63 @@ function mutate(lock: Lockfile, obj: string, field: string): Lockfile {
   const m = lockfileToModel(lock) as Record<string, unknown>;
   const bump = (o: Record<string, unknown>, f: string): void => {
     const v = o[f];
-    if (typeof v === "string") o[f] = v.startsWith("sha256:") ? `sha256:${"b".repeat(64)}` : f === "resolved_at" || f === "probed_at" ? "2001-01-01T00:00:00Z" : f === "name" && obj === "base" ? "debian13" : f === "arch" ? "aarch64" : f === "abi" ? "musl" : f === "verification_policy" ? "unsigned-offline" : `${v}x`;
+    if (typeof v === "string")
+      o[f] = v.startsWith("sha256:")
+        ? `sha256:${"b".repeat(64)}`
+        : f === "resolved_at" || f === "probed_at"
+          ? "2001-01-01T00:00:00Z"
+          : f === "name" && obj === "base"
+            ? "debian13"
+            : f === "arch"
+              ? "aarch64"
+              : f === "abi"
+                ? "musl"
+                : f === "verification_policy"
+                  ? "unsigned-offline"
+                  : `${v}x`;
     else if (typeof v === "number") o[f] = v + 100;
     else if (typeof v === "boolean") o[f] = !v;
-    else if (Array.isArray(v)) o[f] = f === "capabilities" ? [...v, "extra@1"] : f === "requires_host" ? [...v, "kvm"] : f === "on_ready" ? [...v, "more"] : f === "layers" ? v.slice(1).map((l: Record<string, unknown>, i) => ({ ...l, mount_order: i })) : f === "formations" ? [] : [...v, { manager: "conda", packages: [] }];
-    else if (v && typeof v === "object") o[f] = f === "satisfied_by" ? {} : f === "signature" ? { status: "unsigned-offline", envelope_sha256: `sha256:${"c".repeat(64)}` } : f === "not_acted_upon" ? { instance: { cpus: 9 } } : f === "base" ? { ...(v as object), version_id: "13" } : { ...(v as object), ZZ: "new" };
+    else if (Array.isArray(v))
+      o[f] =
+        f === "capabilities"
+          ? [...v, "extra@1"]
+          : f === "requires_host"
+            ? [...v, "kvm"]
+            : f === "on_ready"
+              ? [...v, "more"]
+              : f === "layers"
+                ? v.slice(1).map((l: Record<string, unknown>, i) => ({ ...l, mount_order: i }))
+                : f === "formations"
+                  ? []
+                  : [...v, { manager: "conda", packages: [] }];
+    else if (v && typeof v === "object")
+      o[f] =
+        f === "satisfied_by"
+          ? {}
+          : f === "signature"
+            ? { status: "unsigned-offline", envelope_sha256: `sha256:${"c".repeat(64)}` }
+            : f === "not_acted_upon"
+              ? { instance: { cpus: 9 } }
+              : f === "base"
+                ? { ...(v as object), version_id: "13" }
+                : { ...(v as object), ZZ: "new" };
     else o[f] = obj === "base" && f === "image" ? `sha256:${"d".repeat(64)}` : "x";
   };
   const base = m.base as Record<string, unknown>;
   if (obj === "lockfile") bump(m, field);
-  else if (obj === "base") bump(base, field === "digest" ? "capabilities" : field); // a digest alone cannot change: Validate recomputes it
+  else if (obj === "base")
+    bump(base, field === "digest" ? "capabilities" : field); // a digest alone cannot change: Validate recomputes it
   else bump((m.layers as Record<string, unknown>[])[0]!, field);
   const b = m.base as Omit<LockBase, "capabilities" | "digest"> & { capabilities: string[]; digest?: string };
-  const facts = { name: b.name, arch: b.arch, abi: b.abi, capabilities: b.capabilities.map((c: string) => ({ name: c.slice(0, c.lastIndexOf("@")), version: c.slice(c.lastIndexOf("@") + 1) })), os_id: b.os_id, version_id: b.version_id, image: b.image };
+  const facts = {
+    name: b.name,
+    arch: b.arch,
+    abi: b.abi,
+    capabilities: b.capabilities.map((c: string) => ({ name: c.slice(0, c.lastIndexOf("@")), version: c.slice(c.lastIndexOf("@") + 1) })),
+    os_id: b.os_id,
+    version_id: b.version_id,
+    image: b.image,
+  };
   b.digest = baseDigest(facts);
   return parseLockfile(JSON.parse(JSON.stringify(m)));
 }
@@ -97,7 +155,10 @@ test("the hash input is tagged and has layers in mount order", async () => {
   const input = environmentIdInput(await fullLock());
   assert.equal(input.schema, "cairn.environment/1");
   const orders = (input.layers as { mount_order: number }[]).map((l) => l.mount_order);
-  assert.deepEqual(orders, [...orders].sort((a, b) => a - b));
+  assert.deepEqual(
+    orders,
+    [...orders].sort((a, b) => a - b),
+  );
 });
 
 /** Real instances: the full lockfile, and the same lockfile on a base probed from an OCI image (the only base with `image`). */

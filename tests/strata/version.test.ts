@@ -2,7 +2,14 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import {
-  compareVersions, compareVersionValues, versionHasPrefix, parseCapability, parseRequirement, requirementString, satisfies, satisfyingProviders,
+  compareVersions,
+  compareVersionValues,
+  versionHasPrefix,
+  parseCapability,
+  parseRequirement,
+  requirementString,
+  satisfies,
+  satisfyingProviders,
 } from "../../src/strata/index.ts";
 import { assertCode } from "../helpers/errors.ts";
 
@@ -71,5 +78,6 @@ test("any satisfying provider is enough, not only the first with the right name"
 test("malformed capabilities and requirements are refused; control parses", () => {
   assert.deepEqual(parseCapability("glibc@2.36"), { name: "glibc", version: "2.36" });
   for (const bad of ["glibc", "@1", "Glibc@2", "glibc@", "glibc@2..3", 7]) assertCode(() => parseCapability(bad), "MODEL_VALUE");
-  for (const bad of ["python>=", "python>3", "python<3,>=2", "python>=3,<3", "python>=4,<3", "py thon", ""]) assertCode(() => parseRequirement(bad), "MODEL_VALUE");
+  for (const bad of ["python>=", "python>3", "python<3,>=2", "python>=3,<3", "python>=4,<3", "py thon", ""])
+    assertCode(() => parseRequirement(bad), "MODEL_VALUE");
 });

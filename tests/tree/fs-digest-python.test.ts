@@ -29,7 +29,10 @@ test("a Python implementation written from docs/workload.md computes the same ca
   });
   fc.assert(
     fc.property(fc.array(leaf, { maxLength: 30 }), (leaves) => {
-      const tree = new Map<string, FsEntry>([["/", D("/")], ["/d", D("/d")]]);
+      const tree = new Map<string, FsEntry>([
+        ["/", D("/")],
+        ["/d", D("/d")],
+      ]);
       for (const l of leaves) {
         const path = `/d/${l.name}`;
         if (tree.has(path)) continue;
@@ -38,7 +41,9 @@ test("a Python implementation written from docs/workload.md computes the same ca
         else if (l.type === "symlink") tree.set(path, { ...base, type: "symlink", target: l.data.replace(/\0/g, "x") });
         else tree.set(path, { ...base, type: "dir" });
       }
-      const out = execFileSync(python as string, [SCRIPT], { input: JSON.stringify([...tree.values()]) }).toString().trim();
+      const out = execFileSync(python as string, [SCRIPT], { input: JSON.stringify([...tree.values()]) })
+        .toString()
+        .trim();
       assert.equal(out, fsIdentity(tree));
     }),
     { numRuns: 20 },

@@ -18,8 +18,16 @@ const base = [D("/"), D("/etc"), F("/etc/a", "alpha"), L("/etc/l", "a"), D("/é"
 function oracle(entries: FsEntry[]): Sha256Digest {
   const sorted = [...entries].sort((a, b) => Buffer.compare(Buffer.from(a.path), Buffer.from(b.path)));
   const parts: Buffer[] = [Buffer.from("cairn.fs/1\0")];
-  const u32 = (n: number) => { const b = Buffer.alloc(4); b.writeUInt32BE(n); return b; };
-  const u64 = (n: number) => { const b = Buffer.alloc(8); b.writeBigUInt64BE(BigInt(n)); return b; };
+  const u32 = (n: number) => {
+    const b = Buffer.alloc(4);
+    b.writeUInt32BE(n);
+    return b;
+  };
+  const u64 = (n: number) => {
+    const b = Buffer.alloc(8);
+    b.writeBigUInt64BE(BigInt(n));
+    return b;
+  };
   const s = (t: string) => Buffer.concat([u32(Buffer.byteLength(t)), Buffer.from(t)]);
   parts.push(u64(sorted.length));
   for (const e of sorted) {
@@ -78,7 +86,16 @@ test("malformed trees are refused: missing root, missing parent, non-canonical p
   assertCode(() => fsIdentity(tree(D("/"), F("/etc/a", "x"))), "WORKLOAD_MISMATCH");
   assertCode(() => fsIdentity(tree(D("/"), D("/a/"))), "WORKLOAD_MISMATCH");
   assertCode(() => fsIdentity(tree(D("/"), D("/a/../b"))), "WORKLOAD_MISMATCH");
-  assertCode(() => fsIdentity(new Map([["/", D("/")], ["/x", D("/y")]])), "WORKLOAD_MISMATCH");
+  assertCode(
+    () =>
+      fsIdentity(
+        new Map([
+          ["/", D("/")],
+          ["/x", D("/y")],
+        ]),
+      ),
+    "WORKLOAD_MISMATCH",
+  );
   assertCode(() => fsIdentity(tree(D("/"), F("/a", "x"), F("/a/b", "y"))), "WORKLOAD_MISMATCH");
   // control: a well-formed tree passes
   assert.match(fsIdentity(tree(D("/"), D("/a"), F("/a/b", "y"))), /^sha256:/);

@@ -52,7 +52,8 @@ describe("fuzzing layer application", () => {
         try {
           const { tree } = await runLayers([tar], { gzip: gz });
           accepted++;
-          for (const e of tree.values()) if (e.path !== "/") assert.ok(tree.get(e.path.slice(0, e.path.lastIndexOf("/")) || "/")?.type === "dir", `parent of ${e.path}`);
+          for (const e of tree.values())
+            if (e.path !== "/") assert.ok(tree.get(e.path.slice(0, e.path.lastIndexOf("/")) || "/")?.type === "dir", `parent of ${e.path}`);
         } catch (e) {
           assert.ok(e instanceof CairnError, `expected a CairnError, got ${String(e)}`);
           refused++;

@@ -11,7 +11,20 @@ import { assemble, helloImage, ociWorkspace } from "../workload/fixtures/workspa
 const D = (path: string): FsEntry => ({ type: "dir", path, mode: 0o755, uid: 0, gid: 0, mtime: 0 });
 const F = (path: string): FsEntry => ({ type: "file", path, mode: 0o755, uid: 0, gid: 0, mtime: 0, size: 1, sha256: sha256("x") });
 const L = (path: string, target: string): FsEntry => ({ type: "symlink", path, mode: 0o777, uid: 0, gid: 0, mtime: 0, target });
-const tree = new Map([D("/"), D("/usr"), D("/usr/bin"), F("/usr/bin/busybox"), L("/bin", "usr/bin"), L("/usr/bin/sh", "busybox"), L("/abs", "/usr/bin/sh"), L("/loop", "loop"), L("/up", "../../usr/bin/busybox"), L("/dangling", "nope")].map((e) => [e.path, e]));
+const tree = new Map(
+  [
+    D("/"),
+    D("/usr"),
+    D("/usr/bin"),
+    F("/usr/bin/busybox"),
+    L("/bin", "usr/bin"),
+    L("/usr/bin/sh", "busybox"),
+    L("/abs", "/usr/bin/sh"),
+    L("/loop", "loop"),
+    L("/up", "../../usr/bin/busybox"),
+    L("/dangling", "nope"),
+  ].map((e) => [e.path, e]),
+);
 
 test("resolution follows relative, absolute and chained symlinks inside the tree", async () => {
   assert.equal((await resolveInTree(tree, "/bin/sh"))?.path, "/usr/bin/busybox");
@@ -42,9 +55,15 @@ test("an OCI program that is missing, not executable, or a directory is refused 
   await assertCodeAsync(() => assemble(ociWorkspace(withEntry(["/etc/motd"]))), "LAUNCH_INVALID");
   await assertCodeAsync(() => assemble(ociWorkspace(withEntry(["/app"]))), "LAUNCH_INVALID");
   // a program behind a symlink loop stays a launch refusal (the resolver's LIMIT_EXCEEDED is its cause)
-  const looped = helloImage({ layers: [...base.layers, { entries: [dir("bin/"), symlink("bin/loop", "loop")] }], config: { ...base.config, Entrypoint: ["/bin/loop"] } });
+  const looped = helloImage({
+    layers: [...base.layers, { entries: [dir("bin/"), symlink("bin/loop", "loop")] }],
+    config: { ...base.config, Entrypoint: ["/bin/loop"] },
+  });
   await assertCodeAsync(() => assemble(ociWorkspace(looped)), "LAUNCH_INVALID");
   // control: a program reached through an in-image symlink is accepted
-  const linked = helloImage({ layers: [...base.layers, { entries: [dir("bin/"), symlink("bin/hello", "../app/hello")] }], config: { ...base.config, Entrypoint: ["/bin/hello"] } });
+  const linked = helloImage({
+    layers: [...base.layers, { entries: [dir("bin/"), symlink("bin/hello", "../app/hello")] }],
+    config: { ...base.config, Entrypoint: ["/bin/hello"] },
+  });
   assert.equal((await assemble(ociWorkspace(linked))).kind, "oci");
 });

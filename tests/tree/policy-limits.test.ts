@@ -54,7 +54,10 @@ describe("limits", () => {
     const tested = new Set<string>();
     for (const c of TAR_REFUSALS) if (c.limit) tested.add(c.limit);
     for (const c of OCI_REFUSALS) if (c.code === "LIMIT_EXCEEDED") tested.add(c.id.split(" ")[1]!);
-    assert.deepEqual(LIMIT_NAMES.filter((n) => !tested.has(n)), []);
+    assert.deepEqual(
+      LIMIT_NAMES.filter((n) => !tested.has(n)),
+      [],
+    );
   });
 });
 

@@ -27,7 +27,9 @@ import { dir, file, hardlink, opaque, symlink, whiteout, writeTar, type TarMembe
 const tmp = (): string => mkdtempSync(join(tmpdir(), "cairn-sem-"));
 
 function flatten(tree: CanonicalTree, sink: MemorySink): ExpectedEntry[] {
-  return [...tree.values()].map((e) => [e.path, e.type, e.mode, e.uid, e.gid, e.mtime, e.type === "file" ? sink.text(e.sha256) : e.type === "symlink" ? e.target : ""] as const);
+  return [...tree.values()].map(
+    (e) => [e.path, e.type, e.mode, e.uid, e.gid, e.mtime, e.type === "file" ? sink.text(e.sha256) : e.type === "symlink" ? e.target : ""] as const,
+  );
 }
 
 describe("conformance layout", () => {
@@ -45,10 +47,16 @@ describe("conformance layout", () => {
   });
 
   it("keys are sorted by UTF-8 bytes and no whiteout marker survives", async () => {
-    const { tree } = await runLayers([[file("b", ""), file("\u00e9", ""), file("Z", ""), file("a\u{1F600}", ""), file("a\uFF5E", "")], [whiteout("b"), opaque("")]]);
+    const { tree } = await runLayers([
+      [file("b", ""), file("\u00e9", ""), file("Z", ""), file("a\u{1F600}", ""), file("a\uFF5E", "")],
+      [whiteout("b"), opaque("")],
+    ]);
     const keys = [...tree.keys()];
     const bytes = keys.map((k) => Buffer.from(k));
-    assert.deepEqual(keys, [...bytes].sort(Buffer.compare).map((b) => b.toString()));
+    assert.deepEqual(
+      keys,
+      [...bytes].sort(Buffer.compare).map((b) => b.toString()),
+    );
     assert.ok(keys.every((k) => !k.includes(".wh.")));
   });
 });
@@ -66,11 +74,17 @@ describe("whiteouts and opaque directories remove only lower-layer content", () 
       }),
       { numRuns: 25 },
     );
-    assert.deepEqual(expected.map((e) => e[0]), ["/", "/d", "/d/new", "/e", "/e/y", "/gone"]);
+    assert.deepEqual(
+      expected.map((e) => e[0]),
+      ["/", "/d", "/d/new", "/e", "/e/y", "/gone"],
+    );
   });
 
   it("a whiteout of a directory removes its whole subtree; a whiteout of nothing is a no-op", async () => {
-    const r = await runLayers([[dir("a"), dir("a/b"), file("a/b/c", "c"), file("z", "z")], [whiteout("a"), whiteout("nothing")]]);
+    const r = await runLayers([
+      [dir("a"), dir("a/b"), file("a/b/c", "c"), file("z", "z")],
+      [whiteout("a"), whiteout("nothing")],
+    ]);
     assert.deepEqual([...r.tree.keys()], ["/", "/z"]);
   });
 });
@@ -100,7 +114,10 @@ describe("policies", () => {
     assert.equal(r.stats.setidStripped, 2);
   });
   it("hardlinks: copy makes an independent copy with the target's content and attributes", async () => {
-    const r = await runLayers([[dir("bin"), file("bin/a", "AAA", { mode: 0o750, uid: 2, gid: 3, mtime: 11 }), hardlink("bin/b", "bin/a", { mode: 0o644, mtime: 99 })]], { policy: parsePolicy({ hardlinks: "copy" }) });
+    const r = await runLayers(
+      [[dir("bin"), file("bin/a", "AAA", { mode: 0o750, uid: 2, gid: 3, mtime: 11 }), hardlink("bin/b", "bin/a", { mode: 0o644, mtime: 99 })]],
+      { policy: parsePolicy({ hardlinks: "copy" }) },
+    );
     const a = r.tree.get("/bin/a");
     const b = r.tree.get("/bin/b");
     assert.deepEqual(b, { ...a, path: "/bin/b" });
@@ -144,12 +161,21 @@ describe("integrity of each layer", () => {
     const path = join(d, "blob");
     writeFileSync(path, blob);
     const hex = (b: Uint8Array): string => createHash("sha256").update(b).digest("hex");
-    const layer = { compression: "gzip" as const, path, diffId: parseSha256(`sha256:${hex(tar)}`), digest: parseSha256(`sha256:${hex(blob)}`), size: blob.length };
+    const layer = {
+      compression: "gzip" as const,
+      path,
+      diffId: parseSha256(`sha256:${hex(tar)}`),
+      digest: parseSha256(`sha256:${hex(blob)}`),
+      size: blob.length,
+    };
     const wrong = { ...layer, digest: parseSha256(`sha256:${"1".repeat(64)}`) };
     await applyLayers({ layers: [layer], policy: STRICT_POLICY, sink: new MemorySink(), recheckStored: true });
     await applyLayers({ layers: [wrong], policy: STRICT_POLICY, sink: new MemorySink() }); // not rechecked unless asked
     await assertCodeAsync(() => applyLayers({ layers: [wrong], policy: STRICT_POLICY, sink: new MemorySink(), recheckStored: true }), "DIGEST_MISMATCH");
-    await assertCodeAsync(() => applyLayers({ layers: [{ ...layer, size: blob.length + 1 }], policy: STRICT_POLICY, sink: new MemorySink(), recheckStored: true }), "SIZE_MISMATCH");
+    await assertCodeAsync(
+      () => applyLayers({ layers: [{ ...layer, size: blob.length + 1 }], policy: STRICT_POLICY, sink: new MemorySink(), recheckStored: true }),
+      "SIZE_MISMATCH",
+    );
   });
   it("zstd and unknown layer media types are refused", async () => {
     // Layer application takes a compression; the OCI side maps media types to it and refuses the rest.
@@ -166,7 +192,12 @@ describe("progress", () => {
     writeFileSync(path, tar);
     const diffId = parseSha256(`sha256:${createHash("sha256").update(tar).digest("hex")}`);
     const seen: { layer: number; compressedBytes: number }[] = [];
-    const r = await applyLayers({ layers: [{ compression: "none" as const, path, diffId, size: tar.length }], policy: STRICT_POLICY, sink: new MemorySink(), onProgress: (p) => seen.push(p) });
+    const r = await applyLayers({
+      layers: [{ compression: "none" as const, path, diffId, size: tar.length }],
+      policy: STRICT_POLICY,
+      sink: new MemorySink(),
+      onProgress: (p) => seen.push(p),
+    });
     assert.ok(seen.length >= 3);
     assert.equal(seen.at(-1)!.compressedBytes, r.stats.compressedBytes);
     assert.ok(seen.every((p, i) => p.layer === 0 && (i === 0 || p.compressedBytes > seen[i - 1]!.compressedBytes)));
@@ -206,7 +237,12 @@ describe("content sink", () => {
     writeFileSync(path, tar);
     const diffId = parseSha256(`sha256:${createHash("sha256").update(tar).digest("hex")}`);
     let n = 0;
-    const sink = { put: async (data: Uint8Array) => { if (++n === 50) throw new Error("disk full"); return new MemorySink().put(data); } };
+    const sink = {
+      put: async (data: Uint8Array) => {
+        if (++n === 50) throw new Error("disk full");
+        return new MemorySink().put(data);
+      },
+    };
     await assert.rejects(applyLayers({ layers: [{ compression: "none" as const, path, diffId }], policy: STRICT_POLICY, sink }), /disk full/);
     const ok = await applyLayers({ layers: [{ compression: "none" as const, path, diffId }], policy: STRICT_POLICY, sink: new MemorySink() });
     assert.equal(ok.stats.files, 100);
@@ -218,7 +254,10 @@ describe("round trip", () => {
   it("a single layer of distinct paths yields exactly those entries (plus implicit parents)", async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.uniqueArray(fc.tuple(seg, seg, fc.integer({ min: 0, max: 0o777 }), fc.integer({ min: 0, max: 65535 }), fc.nat(2 ** 31), fc.string({ maxLength: 40 })), { maxLength: 12, selector: (t) => t[0] }),
+        fc.uniqueArray(
+          fc.tuple(seg, seg, fc.integer({ min: 0, max: 0o777 }), fc.integer({ min: 0, max: 65535 }), fc.nat(2 ** 31), fc.string({ maxLength: 40 })),
+          { maxLength: 12, selector: (t) => t[0] },
+        ),
         async (rows) => {
           const members = rows.map(([a, b, mode, uid, mtime, data]) => file(`${a}/${b}`, data, { mode, uid, gid: uid, mtime }));
           const r = await runLayers([members], { gzip: rows.length % 2 === 0 });
@@ -236,6 +275,12 @@ describe("round trip", () => {
   });
   it("symlink targets are kept verbatim, relative or absolute", async () => {
     const r = await runLayers([[symlink("a", "/abs/target"), symlink("b", "../../rel"), symlink("c", "x/./y/")]]);
-    assert.deepEqual(["/a", "/b", "/c"].map((p) => { const e = r.tree.get(p); return e?.type === "symlink" ? e.target : undefined; }), ["/abs/target", "../../rel", "x/./y/"]);
+    assert.deepEqual(
+      ["/a", "/b", "/c"].map((p) => {
+        const e = r.tree.get(p);
+        return e?.type === "symlink" ? e.target : undefined;
+      }),
+      ["/abs/target", "../../rel", "x/./y/"],
+    );
   });
 });

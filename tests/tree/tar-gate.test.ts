@@ -13,7 +13,14 @@ import { assertCode } from "../helpers/errors.ts";
 import { dir, file, symlink, writeTar } from "../workload/fixtures/tar-writer.ts";
 
 const tar = writeTar(
-  [dir("d"), file("d/a", "x".repeat(700)), symlink("l", "d/a"), file("b".repeat(150), "long name", { longName: "gnu" }), file("p", "pax", { pax: { path: "p".repeat(120), mtime: "5" } }), file("e", "")],
+  [
+    dir("d"),
+    file("d/a", "x".repeat(700)),
+    symlink("l", "d/a"),
+    file("b".repeat(150), "long name", { longName: "gnu" }),
+    file("p", "pax", { pax: { path: "p".repeat(120), mtime: "5" } }),
+    file("e", ""),
+  ],
   { trailing: Buffer.alloc(3000) },
 );
 const eofAt = tar.length - 3000 - 1024;
@@ -37,7 +44,10 @@ describe("tar gate", () => {
     const whole = run([tar.length]);
     assert.deepEqual(whole.forwarded, tar.subarray(0, eofAt));
     assert.equal(whole.diffId, `sha256:${createHash("sha256").update(tar).digest("hex")}`);
-    assert.deepEqual((whole.records as { name: string }[]).map((r) => r.name), ["d/", "d/a", "l", "b".repeat(150), "p".repeat(120), "e"]);
+    assert.deepEqual(
+      (whole.records as { name: string }[]).map((r) => r.name),
+      ["d/", "d/a", "l", "b".repeat(150), "p".repeat(120), "e"],
+    );
     fc.assert(
       fc.property(fc.array(fc.integer({ min: 1, max: 1500 }), { minLength: 1, maxLength: 20 }), (sizes) => {
         const r = run(sizes);

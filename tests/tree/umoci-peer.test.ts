@@ -24,7 +24,9 @@ const tmp = (): string => mkdtempSync(join(tmpdir(), "cairn-umoci-"));
 
 /** cairn's tree as peer rows; owners are compared only when umoci could set them (as root). */
 function rows(tree: CanonicalTree, owners: boolean): PeerRow[] {
-  return [...tree.values()].map((e) => [e.path, e.type, e.mode, owners ? e.uid : 0, owners ? e.gid : 0, e.type === "file" ? e.sha256 : e.type === "symlink" ? e.target : ""] as const);
+  return [...tree.values()].map(
+    (e) => [e.path, e.type, e.mode, owners ? e.uid : 0, owners ? e.gid : 0, e.type === "file" ? e.sha256 : e.type === "symlink" ? e.target : ""] as const,
+  );
 }
 const ownerless = (r: PeerRow[], owners: boolean): PeerRow[] => (owners ? r : r.map(([p, t, m, , , c]) => [p, t, m, 0, 0, c] as const));
 
@@ -51,39 +53,45 @@ describe("umoci peer", { skip }, () => {
   it("a layout written by umoci (deletions, replacements, modes, owners, symlinks) is accepted and matches", async () => {
     const d = tmp();
     const layout = join(d, "layout");
-    umociBuild(layout, "t", d, [
-      (r) => {
-        mkdirSync(join(r, "etc"), { recursive: true });
-        writeFileSync(join(r, "etc", "config"), "one\n");
-        mkdirSync(join(r, "opt", "app", "sub"), { recursive: true });
-        writeFileSync(join(r, "opt", "app", "sub", "f"), "f");
-        writeFileSync(join(r, "opt", "app", "old"), "old");
-        mkdirSync(join(r, "bin"));
-        writeFileSync(join(r, "bin", "tool"), "#!tool\n");
-        chmodSync(join(r, "bin", "tool"), 0o750);
-        symlinkSync("../bin/tool", join(r, "etc", "tool-link"));
-        mkdirSync(join(r, "tmp"));
-        chmodSync(join(r, "tmp"), 0o1777);
-        mkdirSync(join(r, "gone", "deep"), { recursive: true });
-        writeFileSync(join(r, "gone", "deep", "x"), "x");
-        if (isRoot()) {
-          mkdirSync(join(r, "home", "u"), { recursive: true });
-          chownSync(join(r, "home", "u"), 1000, 1000);
-          writeFileSync(join(r, "home", "u", "notes"), "n");
-          chownSync(join(r, "home", "u", "notes"), 1000, 1001);
-        }
-      },
-      (r) => {
-        writeFileSync(join(r, "etc", "config"), "two\n");
-        rmSync(join(r, "opt", "app", "old"));
-        rmSync(join(r, "gone"), { recursive: true });
-        rmSync(join(r, "opt", "app", "sub"), { recursive: true });
-        writeFileSync(join(r, "opt", "app", "sub"), "now a file");
-        chmodSync(join(r, "bin"), 0o711);
-        rmSync(join(r, "etc", "tool-link"));
-        writeFileSync(join(r, "etc", "tool-link"), "no longer a link");
-      },
-    ], ["--config.entrypoint", "/bin/tool", "--config.user", "1000:1000"]);
+    umociBuild(
+      layout,
+      "t",
+      d,
+      [
+        (r) => {
+          mkdirSync(join(r, "etc"), { recursive: true });
+          writeFileSync(join(r, "etc", "config"), "one\n");
+          mkdirSync(join(r, "opt", "app", "sub"), { recursive: true });
+          writeFileSync(join(r, "opt", "app", "sub", "f"), "f");
+          writeFileSync(join(r, "opt", "app", "old"), "old");
+          mkdirSync(join(r, "bin"));
+          writeFileSync(join(r, "bin", "tool"), "#!tool\n");
+          chmodSync(join(r, "bin", "tool"), 0o750);
+          symlinkSync("../bin/tool", join(r, "etc", "tool-link"));
+          mkdirSync(join(r, "tmp"));
+          chmodSync(join(r, "tmp"), 0o1777);
+          mkdirSync(join(r, "gone", "deep"), { recursive: true });
+          writeFileSync(join(r, "gone", "deep", "x"), "x");
+          if (isRoot()) {
+            mkdirSync(join(r, "home", "u"), { recursive: true });
+            chownSync(join(r, "home", "u"), 1000, 1000);
+            writeFileSync(join(r, "home", "u", "notes"), "n");
+            chownSync(join(r, "home", "u", "notes"), 1000, 1001);
+          }
+        },
+        (r) => {
+          writeFileSync(join(r, "etc", "config"), "two\n");
+          rmSync(join(r, "opt", "app", "old"));
+          rmSync(join(r, "gone"), { recursive: true });
+          rmSync(join(r, "opt", "app", "sub"), { recursive: true });
+          writeFileSync(join(r, "opt", "app", "sub"), "now a file");
+          chmodSync(join(r, "bin"), 0o711);
+          rmSync(join(r, "etc", "tool-link"));
+          writeFileSync(join(r, "etc", "tool-link"), "no longer a link");
+        },
+      ],
+      ["--config.entrypoint", "/bin/tool", "--config.user", "1000:1000"],
+    );
     const manifest = addPlatform(layout);
     umociRawUnpack(layout, "t", join(d, "rootfs"));
     const tree = await cairnTree(layout, manifest, join(d, "staging"));

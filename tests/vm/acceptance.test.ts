@@ -20,7 +20,9 @@ async function record(ws: Workspace): Promise<RecordResult> {
 }
 
 function stdout(runDir: string, inv = 1): string[] {
-  return readFileSync(join(runDir, "streams", `${inv}.stdout`), "utf8").split("\n").filter((l) => l !== "");
+  return readFileSync(join(runDir, "streams", `${inv}.stdout`), "utf8")
+    .split("\n")
+    .filter((l) => l !== "");
 }
 
 async function recordAndReplay(ws: Workspace, replays: number): Promise<RecordResult> {
@@ -33,7 +35,10 @@ async function recordAndReplay(ws: Workspace, replays: number): Promise<RecordRe
     assert.equal(p.evaluation.outcome, r.manifest.outcome);
     assert.ok(readFileSync(join(p.replayDir, "events.json")).equals(events), `replay ${i}: events byte-identical`);
     assert.ok(readFileSync(join(p.replayDir, "assertions.json")).equals(assertions), `replay ${i}: assertions byte-identical`);
-    assert.ok(readFileSync(join(p.replayDir, "protocol.bin")).equals(readFileSync(join(r.runDir, "protocol.bin"))), `replay ${i}: protocol stream byte-identical`);
+    assert.ok(
+      readFileSync(join(p.replayDir, "protocol.bin")).equals(readFileSync(join(r.runDir, "protocol.bin"))),
+      `replay ${i}: protocol stream byte-identical`,
+    );
   }
   return r;
 }
@@ -52,10 +57,19 @@ describe("record and replay acceptance", { skip: VM_SKIP }, () => {
       assert.ok(!all.includes("host-env-canary") && !all.includes("host-canary") && !all.includes("CAIRN_HOST_CANARY"));
       assert.deepEqual(
         out.filter((l) => l.startsWith("entry ")).map((l) => l.replace(/ size=\d+$/, "")),
-        ["entry / dir 0755 0 0 0 -", "entry /bin dir 0755 0 0 0 -", "entry /bin/app file 0755 1000 1000 0", "entry /dev dir 0755 0 0 0 -", "entry /dev/null chr 0666 0 0 0 1:3", "entry /dev/zero chr 0666 0 0 0 1:5", "entry /tmp dir 1777 0 0 0 -"],
+        [
+          "entry / dir 0755 0 0 0 -",
+          "entry /bin dir 0755 0 0 0 -",
+          "entry /bin/app file 0755 1000 1000 0",
+          "entry /dev dir 0755 0 0 0 -",
+          "entry /dev/null chr 0666 0 0 0 1:3",
+          "entry /dev/zero chr 0666 0 0 0 1:5",
+          "entry /tmp dir 1777 0 0 0 -",
+        ],
       );
       // shareable files carry no secret
-      for (const f of ["run.json", "events.json", "assertions.json", "replay-command.txt"]) assert.ok(!readFileSync(join(r.runDir, f), "utf8").includes(SECRET), f);
+      for (const f of ["run.json", "events.json", "assertions.json", "replay-command.txt"])
+        assert.ok(!readFileSync(join(r.runDir, f), "utf8").includes(SECRET), f);
     } finally {
       delete process.env.CAIRN_HOST_CANARY;
     }

@@ -55,7 +55,11 @@ function harness(): string {
   const dir = mkdtempSync(join(tmpdir(), "cairn-agent-harness-"));
   writeFileSync(join(dir, "harness.c"), HARNESS);
   const exe = join(dir, "harness");
-  execFileSync("gcc", ["-O2", "-I", AGENT_SOURCE_DIR, "-o", exe, join(dir, "harness.c"), join(AGENT_SOURCE_DIR, "sha256.c"), join(AGENT_SOURCE_DIR, "inputs.c")], { stdio: "pipe" });
+  execFileSync(
+    "gcc",
+    ["-O2", "-I", AGENT_SOURCE_DIR, "-o", exe, join(dir, "harness.c"), join(AGENT_SOURCE_DIR, "sha256.c"), join(AGENT_SOURCE_DIR, "inputs.c")],
+    { stdio: "pipe" },
+  );
   return exe;
 }
 
@@ -73,18 +77,41 @@ describe("guest agent sources", { skip: GCC_SKIP }, () => {
 
   it("shares every wire number with src/vm/wire.ts", () => {
     const rec: Record<string, string> = {
-      hello: "REC_HELLO", start: "REC_START", frame: "REC_FRAME", "input-accepted": "REC_INPUT_ACCEPTED", "stdin-closed": "REC_STDIN_CLOSED",
-      "requested-termination": "REC_TERMINATE_REQUESTED", exit: "REC_EXIT", "launch-failure": "REC_LAUNCH_FAILURE", "cleanup-complete": "REC_CLEANUP_COMPLETE",
-      "infra-failure": "REC_INFRA_FAILURE", final: "REC_FINAL", "input-rejected": "REC_INPUT_REJECTED",
+      hello: "REC_HELLO",
+      start: "REC_START",
+      frame: "REC_FRAME",
+      "input-accepted": "REC_INPUT_ACCEPTED",
+      "stdin-closed": "REC_STDIN_CLOSED",
+      "requested-termination": "REC_TERMINATE_REQUESTED",
+      exit: "REC_EXIT",
+      "launch-failure": "REC_LAUNCH_FAILURE",
+      "cleanup-complete": "REC_CLEANUP_COMPLETE",
+      "infra-failure": "REC_INFRA_FAILURE",
+      final: "REC_FINAL",
+      "input-rejected": "REC_INPUT_REJECTED",
     };
     for (const [k, v] of Object.entries(RECORD)) assert.equal(enumValue(rec[k]!), v, k);
     for (const [n, name] of Object.entries(LAUNCH_STAGES)) assert.equal(enumValue(`STAGE_${name.toUpperCase().replaceAll("-", "_")}`), Number(n), name);
-    const infra: Record<string, string> = { "stdin-queue-limit": "INFRA_STDIN_QUEUE_LIMIT", "bad-input-offset": "INFRA_BAD_INPUT_OFFSET", "scenario-stuck": "INFRA_SCENARIO_STUCK", "inputs-malformed": "INFRA_INPUTS_MALFORMED", "no-invocation": "INFRA_NO_INVOCATION" };
-    for (const [n, name] of Object.entries(INFRA_REASONS)) assert.equal(enumValue(infra[name] ?? `INFRA_${name.toUpperCase().replaceAll("-", "_")}`), Number(n), name);
+    const infra: Record<string, string> = {
+      "stdin-queue-limit": "INFRA_STDIN_QUEUE_LIMIT",
+      "bad-input-offset": "INFRA_BAD_INPUT_OFFSET",
+      "scenario-stuck": "INFRA_SCENARIO_STUCK",
+      "inputs-malformed": "INFRA_INPUTS_MALFORMED",
+      "no-invocation": "INFRA_NO_INVOCATION",
+    };
+    for (const [n, name] of Object.entries(INFRA_REASONS))
+      assert.equal(enumValue(infra[name] ?? `INFRA_${name.toUpperCase().replaceAll("-", "_")}`), Number(n), name);
   });
 
   it("parses exactly what the host encodes, and refuses a truncated or trailing-garbage file", () => {
-    const scenario = parseScenario({ steps: [{ action: "start" }, { action: "write-stdin", data: "hi", after: { output: "stderr", contains: "go" } }, { action: "close-stdin", after: { event: "input-accepted" } }], limits: { "output-bytes": 99 } });
+    const scenario = parseScenario({
+      steps: [
+        { action: "start" },
+        { action: "write-stdin", data: "hi", after: { output: "stderr", contains: "go" } },
+        { action: "close-stdin", after: { event: "input-accepted" } },
+      ],
+      limits: { "output-bytes": 99 },
+    });
     const bytes = encodeInputs({ path: "/bin/x", argv: ["/bin/x", "a b"], env: ["K=v w"], workdir: "/w", uid: 7, gid: 8 }, scenario);
     const dir = mkdtempSync(join(tmpdir(), "cairn-inputs-"));
     const f = join(dir, "inputs");

@@ -77,7 +77,13 @@ describe("cairn setup / run / replay", () => {
     const bundleText = readFileSync(join(runDir, "failure-bundle.json"), "utf8");
     const bundle = JSON.parse(bundleText);
     assert.equal(bundle.status, "assertions-failed");
-    assert.deepEqual(bundle.assertions.map((a: { check: string; ok: boolean }) => [a.check, a.ok]), [["exit-code", false], ["stdout-lines", false]]);
+    assert.deepEqual(
+      bundle.assertions.map((a: { check: string; ok: boolean }) => [a.check, a.ok]),
+      [
+        ["exit-code", false],
+        ["stdout-lines", false],
+      ],
+    );
     assert.ok(bundle.protocol.records > 0 && bundle.protocol.bytes > 0);
     for (const secret of [SECRET, "hello from the workload", "GREETING"]) assert.ok(!bundleText.includes(secret), `bundle must not contain ${secret}`);
     assert.equal(bundle.private_streams, undefined);

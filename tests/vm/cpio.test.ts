@@ -42,7 +42,10 @@ describe("cpio newc writer", () => {
         const entries = uniq.map(([name, data, mtime]) => ({ name, mode: S_IFREG | 0o644, uid: 0, gid: 0, mtime, data }));
         const a = write(entries);
         assert.ok(a.equals(write(entries)));
-        assert.deepEqual(readNewc(a).entries.map((e) => [e.name, e.data.length, e.mtime]), entries.map((e) => [e.name, e.data.length, e.mtime]));
+        assert.deepEqual(
+          readNewc(a).entries.map((e) => [e.name, e.data.length, e.mtime]),
+          entries.map((e) => [e.name, e.data.length, e.mtime]),
+        );
       }),
     );
   });

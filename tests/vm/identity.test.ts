@@ -21,8 +21,23 @@ import { assertCatchesExtraField, assertScopeExhaustive } from "../helpers/ident
 import { oneRun } from "./fixtures/records.ts";
 
 const d = (c: string) => `sha256:${c.repeat(64)}` as Sha256Digest;
-const id = defaultVmIdentity({ qemu: "7.2.22 (Debian test)", kernel: d("a"), modules: [{ name: "virtio_ring", digest: d("d") }, { name: "virtio", digest: d("e") }], agent: d("b"), initramfs: d("c") });
-const paths: QemuPaths = { kernelPath: "/k/vmlinuz", initrdPath: "/r/init,rd", rrfile: "/r/replay.log", consoleLog: "/r/console.log", protocolLog: "/r/protocol.bin" };
+const id = defaultVmIdentity({
+  qemu: "7.2.22 (Debian test)",
+  kernel: d("a"),
+  modules: [
+    { name: "virtio_ring", digest: d("d") },
+    { name: "virtio", digest: d("e") },
+  ],
+  agent: d("b"),
+  initramfs: d("c"),
+});
+const paths: QemuPaths = {
+  kernelPath: "/k/vmlinuz",
+  initrdPath: "/r/init,rd",
+  rrfile: "/r/replay.log",
+  consoleLog: "/r/console.log",
+  protocolLog: "/r/protocol.bin",
+};
 
 describe("VM identity cairn.vm/1", () => {
   // The host side of a QEMU launch: the paths of qemuArgs, runQemu's timeout, the binary found on PATH.
@@ -47,11 +62,23 @@ describe("VM identity cairn.vm/1", () => {
     const diff = rec.map((a, i) => [a, rep[i]]).filter(([a, b]) => a !== b);
     assert.deepEqual(diff, [["shift=3,sleep=off,rr=record,rrfile=/r/replay.log", "shift=3,sleep=off,rr=replay,rrfile=/r/replay.log"]]);
     const line = rec.join(" ");
-    for (const part of ["-nodefaults", "-no-user-config", "-machine q35,accel=tcg", "-cpu max", "-m 256", "-no-reboot", "-rtc base=2020-01-01T00:00:00,clock=vm", "-device isa-debug-exit,iobase=0xf4,iosize=0x04", "-append console=ttyS0 panic=-1 quiet"]) {
+    for (const part of [
+      "-nodefaults",
+      "-no-user-config",
+      "-machine q35,accel=tcg",
+      "-cpu max",
+      "-m 256",
+      "-no-reboot",
+      "-rtc base=2020-01-01T00:00:00,clock=vm",
+      "-device isa-debug-exit,iobase=0xf4,iosize=0x04",
+      "-append console=ttyS0 panic=-1 quiet",
+    ]) {
       assert.ok(line.includes(part), part);
     }
     assert.ok(rec.includes("file,id=s0,path=/r/console.log") && rec.includes("file,id=proto,path=/r/protocol.bin"));
-    assert.ok(line.includes("-device virtio-serial-pci,id=vs,ioeventfd=off") && line.includes("-device virtserialport,bus=vs.0,chardev=proto,name=cairn.protocol"));
+    assert.ok(
+      line.includes("-device virtio-serial-pci,id=vs,ioeventfd=off") && line.includes("-device virtserialport,bus=vs.0,chardev=proto,name=cairn.protocol"),
+    );
     assert.equal(rec[rec.indexOf("-initrd") + 1], "/r/init,rd", "paths go as separate argv entries");
   });
 
@@ -61,7 +88,19 @@ describe("VM identity cairn.vm/1", () => {
     for (const k of scopeFieldNames(VM_IDENTITY_SCOPE, "covers") as (keyof typeof id)[]) {
       if (k === "schema") continue;
       const v = id[k];
-      const changed = { ...id, [k]: typeof v === "number" ? v + 1 : typeof v === "boolean" ? !v : Array.isArray(v) ? [...v, "x"] : k === "kernel" || k === "agent" || k === "initramfs" ? d("f") : `${String(v)}x` };
+      const changed = {
+        ...id,
+        [k]:
+          typeof v === "number"
+            ? v + 1
+            : typeof v === "boolean"
+              ? !v
+              : Array.isArray(v)
+                ? [...v, "x"]
+                : k === "kernel" || k === "agent" || k === "initramfs"
+                  ? d("f")
+                  : `${String(v)}x`,
+      };
       assert.notEqual(vmDigest(changed), base, k);
       assert.equal(firstVmDifference(id, changed), k);
     }
@@ -73,7 +112,10 @@ describe("VM identity cairn.vm/1", () => {
     assert.deepEqual(parseVmIdentity(model, "/vm"), id);
     assert.throws(() => parseVmIdentity({ ...model, extra: 1 }, "/vm"), /unknown field/);
     assert.throws(() => parseVmIdentity({ ...model, kernel: "md5:1" }, "/vm"), /digest/);
-    assert.deepEqual(parseModuleEntries(id.kernel_modules, "/vm/kernel_modules"), [{ name: "virtio_ring", digest: d("d") }, { name: "virtio", digest: d("e") }]);
+    assert.deepEqual(parseModuleEntries(id.kernel_modules, "/vm/kernel_modules"), [
+      { name: "virtio_ring", digest: d("d") },
+      { name: "virtio", digest: d("e") },
+    ]);
     assert.throws(() => parseModuleEntries(["../x=sha256:00"], "/vm/kernel_modules"), /name=sha256/);
   });
 });

@@ -23,7 +23,10 @@ const entries: FsEntry[] = [
 ];
 const launch = { path: "/a/x", argv: ["/a/x"], env: ["K=v"], workdir: "/", uid: 1000, gid: 1000 };
 const agent = Buffer.from("agent bytes");
-const modules = [{ name: "virtio_ring", bytes: Buffer.from("m1") }, { name: "virtio", bytes: Buffer.from("m2") }];
+const modules = [
+  { name: "virtio_ring", bytes: Buffer.from("m1") },
+  { name: "virtio", bytes: Buffer.from("m2") },
+];
 const inputs = encodeInputs(launch, DEFAULT_SCENARIO);
 
 async function image(list: FsEntry[]) {
@@ -42,14 +45,30 @@ describe("guest image", () => {
   it("puts the agent and inputs outside the template and the tree's metadata on the template", async () => {
     const { entries: got } = readNewc((await image(entries)).bytes);
     const by = new Map(got.map((e) => [e.name, e]));
-    assert.deepEqual(got.slice(0, 9).map((e) => e.name), ["cairn", "cairn/inputs", "cairn/modules", "cairn/modules/00-virtio_ring.ko", "cairn/modules/01-virtio.ko", "dev", "dev/console", "init", "cairn/template"]);
+    assert.deepEqual(
+      got.slice(0, 9).map((e) => e.name),
+      [
+        "cairn",
+        "cairn/inputs",
+        "cairn/modules",
+        "cairn/modules/00-virtio_ring.ko",
+        "cairn/modules/01-virtio.ko",
+        "dev",
+        "dev/console",
+        "init",
+        "cairn/template",
+      ],
+    );
     assert.ok(by.get("cairn/modules/01-virtio.ko")!.data.equals(Buffer.from("m2")));
     assert.ok(by.get("init")!.data.equals(agent));
     assert.ok(by.get("cairn/inputs")!.data.equals(inputs));
     assert.equal(by.get("dev/console")!.mode, S_IFCHR | 0o600);
     assert.deepEqual([by.get("cairn/template")!.mode, by.get("cairn/template")!.mtime], [S_IFDIR | 0o755, 10]);
     // sorted by UTF-8 bytes: "/a" < "/a-b"? no — "-" (0x2d) < "/" (0x2f), so /a, /a-b, /a/l, /a/x
-    assert.deepEqual(got.slice(9).map((e) => e.name), ["cairn/template/a", "cairn/template/a-b", "cairn/template/a/l", "cairn/template/a/x", "cairn/template/tmp"]);
+    assert.deepEqual(
+      got.slice(9).map((e) => e.name),
+      ["cairn/template/a", "cairn/template/a-b", "cairn/template/a/l", "cairn/template/a/x", "cairn/template/tmp"],
+    );
     const x = by.get("cairn/template/a/x")!;
     assert.deepEqual([x.mode, x.uid, x.gid, x.mtime, x.data.equals(exe)], [S_IFREG | 0o750, 1000, 1000, 13, true]);
     const l = by.get("cairn/template/a/l")!;
@@ -59,7 +78,10 @@ describe("guest image", () => {
 
   it("refuses trees that collide with the runtime overlay (control: an empty /tmp directory is fine)", async () => {
     await image(entries);
-    await assertCodeAsync(() => image([...entries, { type: "file", path: "/tmp/x", mode: 0o644, uid: 0, gid: 0, mtime: 0, size: exe.length, sha256: sha256(exe) }]), "RUN_INVALID");
+    await assertCodeAsync(
+      () => image([...entries, { type: "file", path: "/tmp/x", mode: 0o644, uid: 0, gid: 0, mtime: 0, size: exe.length, sha256: sha256(exe) }]),
+      "RUN_INVALID",
+    );
     await assertCodeAsync(() => image([...entries, { type: "symlink", path: "/dev", mode: 0o777, uid: 0, gid: 0, mtime: 0, target: "/x" }]), "RUN_INVALID");
   });
 
@@ -101,8 +123,14 @@ describe("guest image", () => {
 describe("guest image size", () => {
   it("is refused before anything else above the named limit vm.image-bytes", async () => {
     assert.equal(IMAGE_BYTES_MAX, 100 * 1024 * 1024);
-    const fakeKit = { dir: mkdtempSync(join(tmpdir(), "cairn-nokit-")), qemu: "x", kernel: { digest: sha256("k"), package: "p", file: "f", modules: [] }, agent: { digest: sha256("a"), source: sha256("s"), compiler: "c" } };
-    const prepare = (list: FsEntry[]) => prepareGuest({ tree: new Map(list.map((e) => [e.path, e])), content, launch, scenario: DEFAULT_SCENARIO }, { kit: fakeKit, qemu: "x" });
+    const fakeKit = {
+      dir: mkdtempSync(join(tmpdir(), "cairn-nokit-")),
+      qemu: "x",
+      kernel: { digest: sha256("k"), package: "p", file: "f", modules: [] },
+      agent: { digest: sha256("a"), source: sha256("s"), compiler: "c" },
+    };
+    const prepare = (list: FsEntry[]) =>
+      prepareGuest({ tree: new Map(list.map((e) => [e.path, e])), content, launch, scenario: DEFAULT_SCENARIO }, { kit: fakeKit, qemu: "x" });
     const big: FsEntry = { type: "file", path: "/big", mode: 0o644, uid: 0, gid: 0, mtime: 0, size: IMAGE_BYTES_MAX + 1, sha256: sha256(exe) };
     const e = await assertCodeAsync(() => prepare([...entries, big]), "LIMIT_EXCEEDED");
     assert.match(e.message, /vm\.image-bytes/);

@@ -13,7 +13,10 @@ describe("protocol decoder", () => {
     const d = decodeProtocol(oneRun(out, err, 5));
     assert.ok(d.streams.get(1)!.stdout.equals(out));
     assert.ok(d.streams.get(1)!.stderr.equals(err));
-    assert.deepEqual(d.events.map((e) => e.event), ["start", "exit", "cleanup-complete", "final"]);
+    assert.deepEqual(
+      d.events.map((e) => e.event),
+      ["start", "exit", "cleanup-complete", "final"],
+    );
   });
 
   it("never lets frame chunking show up in events or the outcome (property)", () => {

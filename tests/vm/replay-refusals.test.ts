@@ -139,13 +139,19 @@ describe("replay refuses before launch", { skip: VM_SKIP }, () => {
     const i = events.findIndex((e) => e.event === "exit");
     events[i]!.code = 42;
     writeFileSync(file, JSON.stringify(events, null, 2));
-    const e = await replayRun({ runDir: c.runDir, storeDir: c.storeDir, kit }).then(() => undefined, (x: unknown) => x);
+    const e = await replayRun({ runDir: c.runDir, storeDir: c.storeDir, kit }).then(
+      () => undefined,
+      (x: unknown) => x,
+    );
     assert.ok(e instanceof CairnError && e.code === "REPLAY_MISMATCH" && e.path === `/events/${i}`, String(e));
     const bundle = JSON.parse(readFileSync(join(c.runDir, "replays", "1", "failure-bundle.json"), "utf8"));
     assert.deepEqual([bundle.status, bundle.error.path], ["replay-mismatch", `/events/${i}`]);
     const d = copy();
     editManifest(d.runDir, (m) => void ((m as unknown as { outcome: string }).outcome = `sha256:${"1".repeat(64)}`));
-    const f = await replayRun({ runDir: d.runDir, storeDir: d.storeDir, kit }).then(() => undefined, (x: unknown) => x);
+    const f = await replayRun({ runDir: d.runDir, storeDir: d.storeDir, kit }).then(
+      () => undefined,
+      (x: unknown) => x,
+    );
     assert.ok(f instanceof CairnError && f.code === "REPLAY_MISMATCH" && f.path === "/outcome", String(f));
   });
 
@@ -154,7 +160,10 @@ describe("replay refuses before launch", { skip: VM_SKIP }, () => {
     const file = join(c.runDir, "events.json");
     const events = JSON.parse(readFileSync(file, "utf8")) as unknown[];
     writeFileSync(file, JSON.stringify([...events, null], null, 2));
-    const e = await replayRun({ runDir: c.runDir, storeDir: c.storeDir, kit }).then(() => undefined, (x: unknown) => x);
+    const e = await replayRun({ runDir: c.runDir, storeDir: c.storeDir, kit }).then(
+      () => undefined,
+      (x: unknown) => x,
+    );
     assert.ok(e instanceof CairnError && e.code === "REPLAY_MISMATCH" && e.path === `/events/${events.length}`, String(e));
   });
 });

@@ -20,7 +20,10 @@ function codeOf(fn: () => unknown): string | undefined {
 test("a padded run.json is refused by the named limit before it is parsed; a small one reaches the parser (control)", () => {
   const big = mkdtempSync(join(tmpdir(), "cairn-runread-"));
   writeFileSync(join(big, "run.json"), " ".repeat(RUN_READ_LIMITS["run.manifest-bytes"] + 1));
-  assert.equal(codeOf(() => readRunManifest(big)), "LIMIT_EXCEEDED");
+  assert.equal(
+    codeOf(() => readRunManifest(big)),
+    "LIMIT_EXCEEDED",
+  );
   const small = mkdtempSync(join(tmpdir(), "cairn-runread-"));
   writeFileSync(join(small, "run.json"), "{}");
   const code = codeOf(() => readRunManifest(small));

@@ -82,49 +82,85 @@ describe("guest agent at run time", { skip: VM_SKIP }, () => {
     );
     assert.ok(out1.includes("wrote /tmp/stale") && out1.includes("wrote /home/u/stale"), "control: the first start can write");
     assert.ok(out1.includes("escape spawned"));
-    assert.deepEqual(of(ev, 1, "exit").map((e) => [e.kind, e.code]), [["exited", 0]]);
+    assert.deepEqual(
+      of(ev, 1, "exit").map((e) => [e.kind, e.code]),
+      [["exited", 0]],
+    );
     const reaped1 = of(ev, 1, "cleanup-complete")[0]?.reaped ?? 0;
     assert.ok(reaped1 >= 1, `the escaped descendant holding stdout was killed and reaped (reaped ${reaped1})`);
 
     // invocation 2: a fresh root — nothing invocation 1 wrote survives
     const out2 = b.stdout(2);
-    for (const p of ["/tmp/stale", "/home/u/stale", "/proc", "/sys", "/dev/random", "/dev/urandom"]) assert.ok(out2.includes(`absent ${p}`), `${p} absent in:\n${out2.join("\n")}`);
-    assert.deepEqual(of(ev, 2, "exit").map((e) => [e.kind, e.code]), [["exited", 7]]);
+    for (const p of ["/tmp/stale", "/home/u/stale", "/proc", "/sys", "/dev/random", "/dev/urandom"])
+      assert.ok(out2.includes(`absent ${p}`), `${p} absent in:\n${out2.join("\n")}`);
+    assert.deepEqual(
+      of(ev, 2, "exit").map((e) => [e.kind, e.code]),
+      [["exited", 7]],
+    );
 
     // invocation 4 was refused while 3 was still running; 3 carried on
-    assert.deepEqual(of(ev, 4, "launch-failure").map((e) => e.stage), ["busy"]);
+    assert.deepEqual(
+      of(ev, 4, "launch-failure").map((e) => e.stage),
+      ["busy"],
+    );
     assert.equal(of(ev, 4, "start").length, 0);
     assert.ok(b.stdout(3).includes("echo still-here"));
-    assert.deepEqual(of(ev, 3, "exit").map((e) => [e.kind, e.code]), [["exited", 0]]);
+    assert.deepEqual(
+      of(ev, 3, "exit").map((e) => [e.kind, e.code]),
+      [["exited", 0]],
+    );
 
     // invocation 5: terminated on request after the workload's own answer
     assert.equal(of(ev, 5, "requested-termination").length, 1);
-    assert.deepEqual(of(ev, 5, "exit").map((e) => [e.kind, e.code]), [["signaled", 9]]);
+    assert.deepEqual(
+      of(ev, 5, "exit").map((e) => [e.kind, e.code]),
+      [["signaled", 9]],
+    );
     assert.equal(b.boot.qemu.exitCode, 1);
   });
 
   it("fires an output trigger whose pattern is followed by more bytes than the agent keeps, in one read (control: invocation 5 above, pattern at the end)", async () => {
     // "echo a yyyy…\n" reaches the agent as one read of about 1 KiB; the pattern sits at its start
-    const b = await bootProbe(scenario([start(), write(`echo a${"y".repeat(1000)}\n`, 0, ready), { action: "terminate", after: { kind: "output", stream: "stdout", contains: "echo a" } }], { ...DEFAULT_RUN_LIMITS, timeMs: 5000 }));
+    const b = await bootProbe(
+      scenario(
+        [start(), write(`echo a${"y".repeat(1000)}\n`, 0, ready), { action: "terminate", after: { kind: "output", stream: "stdout", contains: "echo a" } }],
+        { ...DEFAULT_RUN_LIMITS, timeMs: 5000 },
+      ),
+    );
     const ev = b.evaluation.events;
-    assert.deepEqual(of(ev, 1, "infra-failure").map((e) => e.reason), []);
+    assert.deepEqual(
+      of(ev, 1, "infra-failure").map((e) => e.reason),
+      [],
+    );
     assert.equal(of(ev, 1, "requested-termination").length, 1);
-    assert.deepEqual(of(ev, 1, "exit").map((e) => [e.kind, e.code]), [["signaled", 9]]);
+    assert.deepEqual(
+      of(ev, 1, "exit").map((e) => [e.kind, e.code]),
+      [["signaled", 9]],
+    );
   });
 
   it("refuses a privileged launch before any workload code runs", async () => {
     const b = await bootProbe(scenario([start(), write("echo x\n", 0, none)]), { ...PROBE_LAUNCH, uid: 0, gid: 0 });
     const ev = b.evaluation.events;
-    assert.deepEqual(of(ev, 1, "launch-failure").map((e) => e.stage), ["credentials"]);
+    assert.deepEqual(
+      of(ev, 1, "launch-failure").map((e) => e.stage),
+      ["credentials"],
+    );
     assert.equal(of(ev, 1, "start").length, 0);
     assert.equal(b.boot.decoded.streams.get(1)?.stdout.length ?? 0, 0);
     // the write-stdin that follows has no invocation to go to: an infrastructure failure, not silence
-    assert.deepEqual(of(ev, 1, "infra-failure").map((e) => e.reason), ["no-invocation"]);
+    assert.deepEqual(
+      of(ev, 1, "infra-failure").map((e) => e.reason),
+      ["no-invocation"],
+    );
   });
 
   it("reports a launch whose executable is missing as a typed exec failure", async () => {
     const b = await bootProbe(scenario([start()]), { ...PROBE_LAUNCH, path: "/bin/absent", argv: ["/bin/absent"] });
-    assert.deepEqual(of(b.evaluation.events, 1, "launch-failure").map((e) => [e.stage, e.errno]), [["exec", 2]]);
+    assert.deepEqual(
+      of(b.evaluation.events, 1, "launch-failure").map((e) => [e.stage, e.errno]),
+      [["exec", 2]],
+    );
     assert.equal(b.evaluation.status, "launch-failed");
   });
 
@@ -132,7 +168,10 @@ describe("guest agent at run time", { skip: VM_SKIP }, () => {
     const limits = { ...DEFAULT_RUN_LIMITS, outputBytes: 20_000 };
     const b = await bootProbe(scenario([start(), write("flood 60000\n", 0, ready)], limits));
     const ev = b.evaluation.events;
-    assert.deepEqual(of(ev, 1, "infra-failure").map((e) => e.reason), ["output-limit"]);
+    assert.deepEqual(
+      of(ev, 1, "infra-failure").map((e) => e.reason),
+      ["output-limit"],
+    );
     const exit = of(ev, 1, "exit")[0]!;
     assert.ok(exit.stdout.bytes <= 20_000 && exit.stdout.bytes > 0);
     assert.equal(exit.stdout.bytes, b.boot.decoded.streams.get(1)!.stdout.length, "every byte counted arrived");
@@ -145,7 +184,10 @@ describe("guest agent at run time", { skip: VM_SKIP }, () => {
     const ev = b.evaluation.events;
     const accepted = ev.filter((e) => e.invocation === 1 && e.event === "input-accepted").map((e) => ("offset" in e ? [e.offset, e.length] : []));
     assert.deepEqual(accepted, [[0, 7]], "control: the well-formed write was accepted");
-    assert.deepEqual(of(ev, 1, "infra-failure").map((e) => [e.reason, e.detail]), [["bad-input-offset", 3]]);
+    assert.deepEqual(
+      of(ev, 1, "infra-failure").map((e) => [e.reason, e.detail]),
+      [["bad-input-offset", 3]],
+    );
     assert.equal(of(ev, 1, "cleanup-complete").length, 1);
     assert.equal(b.evaluation.status, "infrastructure-failure");
   });
@@ -155,20 +197,34 @@ describe("guest agent at run time", { skip: VM_SKIP }, () => {
     const b = await bootProbe(scenario([start(), write("hang\n", 0, ready)], limits));
     const ev = b.evaluation.events;
     assert.ok(b.stdout(1).includes("hang"), "control: the workload ran and hung");
-    assert.deepEqual(of(ev, 1, "infra-failure").map((e) => [e.reason, e.detail]), [["time-limit", 3000]]);
-    assert.deepEqual(of(ev, 1, "exit").map((e) => [e.kind, e.code]), [["signaled", 9]]);
+    assert.deepEqual(
+      of(ev, 1, "infra-failure").map((e) => [e.reason, e.detail]),
+      [["time-limit", 3000]],
+    );
+    assert.deepEqual(
+      of(ev, 1, "exit").map((e) => [e.kind, e.code]),
+      [["signaled", 9]],
+    );
     assert.ok(b.boot.qemu.durationMs < 60_000, "idle guest time is skipped (icount sleep=off), not waited");
   });
 
   it("kills QEMU's whole process group when the wall-clock timeout passes", async () => {
     const kit = await testKit();
     const world = probeWorld();
-    const p = await prepareGuest({ tree: world.tree, content: { get: async (d) => world.blobs.get(d)! }, launch: PROBE_LAUNCH, scenario: scenario([start()]) }, { kit, qemu: qemuVersion() });
+    const p = await prepareGuest(
+      { tree: world.tree, content: { get: async (d) => world.blobs.get(d)! }, launch: PROBE_LAUNCH, scenario: scenario([start()]) },
+      { kit, qemu: qemuVersion() },
+    );
     const dir = mkdtempSync(join(tmpdir(), "cairn-timeout-"));
     const initrdPath = join(dir, "initramfs.img");
     writeFileSync(initrdPath, p.image.bytes);
     const marker = join(dir, "console.log");
-    const r = await runQemu(p.vm, { kernelPath: p.kernelPath, initrdPath, rrfile: join(dir, "rr"), consoleLog: marker, protocolLog: join(dir, "p") }, "none", 300);
+    const r = await runQemu(
+      p.vm,
+      { kernelPath: p.kernelPath, initrdPath, rrfile: join(dir, "rr"), consoleLog: marker, protocolLog: join(dir, "p") },
+      "none",
+      300,
+    );
     assert.equal(r.timedOut, true);
     assert.ok(r.durationMs < 10_000);
     const ps = execFileSync("ps", ["-eo", "args"], { encoding: "utf8" });

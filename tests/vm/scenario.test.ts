@@ -30,12 +30,18 @@ limits: {output-bytes: 4096, time-ms: 1000}
 describe("run section", () => {
   it("parses steps, triggers, computed offsets, expectations and limits", () => {
     const s = parseScenario(parseYamlText(good));
-    assert.deepEqual(s.steps.map((x) => x.action), ["start", "write-stdin", "write-stdin", "close-stdin", "start", "terminate"]);
+    assert.deepEqual(
+      s.steps.map((x) => x.action),
+      ["start", "write-stdin", "write-stdin", "close-stdin", "start", "terminate"],
+    );
     assert.deepEqual(s.steps[1]!.after, { kind: "output", stream: "stdout", contains: "ready" });
     const w = s.steps[2]!;
     assert.ok(w.action === "write-stdin" && w.offset === 5);
     assert.deepEqual(s.steps[4]!.after, { kind: "event", event: "cleanup-complete" }, "a restart waits for cleanup by default");
-    assert.deepEqual(s.expect, [{ invocation: 1, exitCode: 0, stdoutLines: ["pong"] }, { invocation: 2, signal: 9 }]);
+    assert.deepEqual(s.expect, [
+      { invocation: 1, exitCode: 0, stdoutLines: ["pong"] },
+      { invocation: 2, signal: 9 },
+    ]);
     assert.deepEqual(s.limits, { ...DEFAULT_RUN_LIMITS, outputBytes: 4096, timeMs: 1000 });
     assert.equal(parseScenario(undefined), DEFAULT_SCENARIO);
   });
@@ -66,10 +72,16 @@ describe("run section", () => {
   it("checks assertions on lines and digests without copying output into results", () => {
     const d = decodeProtocol(oneRun(Buffer.from("pong\nsecret-output\n"), Buffer.alloc(0), 3));
     const r = checkAssertions([{ invocation: 1, exitCode: 0, stdoutLines: ["pong", "secret-output"], stdoutIncludes: ["missing"] }], d);
-    assert.deepEqual(r.map((x) => [x.check, x.ok]), [["exit-code", true], ["stdout-lines", true], ["stdout-includes", false]]);
+    assert.deepEqual(
+      r.map((x) => [x.check, x.ok]),
+      [
+        ["exit-code", true],
+        ["stdout-lines", true],
+        ["stdout-includes", false],
+      ],
+    );
     assert.ok(!JSON.stringify(r).includes("secret"));
     assert.deepEqual(splitLines(Buffer.from("a\n\nb")).map(String), ["a", "", "b"]);
     assert.deepEqual(splitLines(Buffer.from("a\n")).map(String), ["a"]);
   });
 });
-

@@ -14,7 +14,10 @@ const failed = decoded([{ invocation: 1, event: "launch-failure", stage: "creden
 describe("run status with launch failures", () => {
   it("an unexpected launch failure is launch-failed even when every other assertion passes", () => {
     const results = checkAssertions([{ invocation: 1, stdoutLines: [] }], failed);
-    assert.ok(results.every((r) => r.ok), "the stdout assertion itself passes");
+    assert.ok(
+      results.every((r) => r.ok),
+      "the stdout assertion itself passes",
+    );
     assert.equal(runStatus(failed.events, results), "launch-failed");
     assert.equal(runStatus(failed.events, []), "launch-failed");
   });

@@ -136,7 +136,10 @@ test("tamper: missing derived entry", opts, async () => {
 });
 
 test("tamper: lock edited without its digest, and a lock whose recorded identity was edited consistently", opts, async () => {
-  await tampered((ws) => writeFileSync(ws.lockPath, readFileSync(ws.lockPath, "utf8").replace('"hardlinks": "refuse"', '"hardlinks": "copy"')), "WORKLOAD_LOCK_INVALID");
+  await tampered(
+    (ws) => writeFileSync(ws.lockPath, readFileSync(ws.lockPath, "utf8").replace('"hardlinks": "refuse"', '"hardlinks": "copy"')),
+    "WORKLOAD_LOCK_INVALID",
+  );
   const e = await tampered((ws) => rewriteLock(ws, (l) => void ((l.identities as { fs: string }).fs = `sha256:${"0".repeat(64)}`)), "WORKLOAD_MISMATCH");
   assert.equal(e.path, "/identities/fs");
 });

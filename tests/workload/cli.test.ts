@@ -65,9 +65,16 @@ test("workload show --tree verifies first and lists the tree; env values are not
   const human = await runCli(["workload", "show", ws.lockPath, "--tree", "--store", ws.storeDir]);
   assert.equal(human.code, 0, human.stderr);
   assert.match(human.stdout, /-rwxr-xr-x 1000:1000 +\d+ +0 \/bin\/app/);
-  const json = JSON.parse((await runCli(["workload", "show", ws.lockPath, "--tree", "--store", ws.storeDir, "--json"])).stdout) as { verified: boolean; tree: Array<{ path: string }>; launch: { env_names: string[] } };
+  const json = JSON.parse((await runCli(["workload", "show", ws.lockPath, "--tree", "--store", ws.storeDir, "--json"])).stdout) as {
+    verified: boolean;
+    tree: Array<{ path: string }>;
+    launch: { env_names: string[] };
+  };
   assert.equal(json.verified, true);
-  assert.deepEqual(json.tree.map((e) => e.path), ["/", "/bin", "/bin/app", "/home", "/home/app"]);
+  assert.deepEqual(
+    json.tree.map((e) => e.path),
+    ["/", "/bin", "/bin/app", "/home", "/home/app"],
+  );
   assert.deepEqual(json.launch.env_names, ["GREETING"]);
   assert.ok(!human.stdout.includes("s3cret"));
   // control: --tree refuses a damaged store, plain show does not look at it

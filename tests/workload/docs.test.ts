@@ -28,7 +28,10 @@ test("the launch example in the doc is what the code computes", () => {
 });
 
 test("every field of WORKLOAD_IDENTITY_SCOPE is named in the doc's scope table with the same class", () => {
-  const rows = [...Object.keys(WORKLOAD_IDENTITY_SCOPE.covers).map((f) => [f, { covered: true }] as const), ...Object.keys(WORKLOAD_IDENTITY_SCOPE.excludes).map((f) => [f, { covered: false }] as const)];
+  const rows = [
+    ...Object.keys(WORKLOAD_IDENTITY_SCOPE.covers).map((f) => [f, { covered: true }] as const),
+    ...Object.keys(WORKLOAD_IDENTITY_SCOPE.excludes).map((f) => [f, { covered: false }] as const),
+  ];
   for (const [field, row] of rows) {
     const [kind, pointer] = field.split(":") as [string, string];
     const last = pointer.split("/").pop()!;

@@ -32,19 +32,68 @@ function patched(edit: (b: Buffer) => void): Buffer {
 }
 
 test("wrong architecture: another machine, 32-bit class, big-endian", opts, () => {
-  assertCode(() => checkStaticExecutable(patched((b) => b.writeUInt16LE(183, 18)), "x"), "ELF_WRONG_ARCH");
-  assertCode(() => checkStaticExecutable(patched((b) => (b[4] = 1)), "x"), "ELF_WRONG_ARCH");
-  assertCode(() => checkStaticExecutable(patched((b) => (b[5] = 2)), "x"), "ELF_WRONG_ARCH");
+  assertCode(
+    () =>
+      checkStaticExecutable(
+        patched((b) => b.writeUInt16LE(183, 18)),
+        "x",
+      ),
+    "ELF_WRONG_ARCH",
+  );
+  assertCode(
+    () =>
+      checkStaticExecutable(
+        patched((b) => (b[4] = 1)),
+        "x",
+      ),
+    "ELF_WRONG_ARCH",
+  );
+  assertCode(
+    () =>
+      checkStaticExecutable(
+        patched((b) => (b[5] = 2)),
+        "x",
+      ),
+    "ELF_WRONG_ARCH",
+  );
 });
 
 test("malformed: no magic, truncated, header table outside file, relocatable type, entry outside segments", opts, () => {
   assertCode(() => checkStaticExecutable(Buffer.from("#!/bin/sh\necho hi\n"), "x"), "ELF_MALFORMED");
   assertCode(() => checkStaticExecutable(programBytes("static").subarray(0, 40), "x"), "ELF_MALFORMED");
   assertCode(() => checkStaticExecutable(programBytes("static").subarray(0, 100), "x"), "ELF_MALFORMED");
-  assertCode(() => checkStaticExecutable(patched((b) => b.writeBigUInt64LE(1n << 40n, 32)), "x"), "ELF_MALFORMED");
-  assertCode(() => checkStaticExecutable(patched((b) => b.writeUInt16LE(1, 16)), "x"), "ELF_MALFORMED");
-  assertCode(() => checkStaticExecutable(patched((b) => b.writeBigUInt64LE(1n, 24)), "x"), "ELF_MALFORMED");
-  assertCode(() => checkStaticExecutable(patched((b) => b.writeUInt16LE(0, 56)), "x"), "ELF_MALFORMED");
+  assertCode(
+    () =>
+      checkStaticExecutable(
+        patched((b) => b.writeBigUInt64LE(1n << 40n, 32)),
+        "x",
+      ),
+    "ELF_MALFORMED",
+  );
+  assertCode(
+    () =>
+      checkStaticExecutable(
+        patched((b) => b.writeUInt16LE(1, 16)),
+        "x",
+      ),
+    "ELF_MALFORMED",
+  );
+  assertCode(
+    () =>
+      checkStaticExecutable(
+        patched((b) => b.writeBigUInt64LE(1n, 24)),
+        "x",
+      ),
+    "ELF_MALFORMED",
+  );
+  assertCode(
+    () =>
+      checkStaticExecutable(
+        patched((b) => b.writeUInt16LE(0, 56)),
+        "x",
+      ),
+    "ELF_MALFORMED",
+  );
 });
 
 test("source read: not regular (dir, symlink, FIFO, device), oversized, and a positive control", () => {
@@ -76,7 +125,9 @@ test("source read: a file rewritten while being read is SOURCE_CHANGED", async (
   const f = join(dir, "grow");
   writeFileSync(f, Buffer.alloc(64 * 1024 * 1024, 1));
   // A writer appends continuously; the reader must notice the growth or the changed stat.
-  const child = execFileSync("sh", ["-c", `(while :; do printf x >> '${f}'; done) >/dev/null 2>&1 & echo $!`]).toString().trim();
+  const child = execFileSync("sh", ["-c", `(while :; do printf x >> '${f}'; done) >/dev/null 2>&1 & echo $!`])
+    .toString()
+    .trim();
   try {
     let sawChange = false;
     for (let i = 0; i < 50 && !sawChange; i++) {

@@ -41,7 +41,17 @@ function instances(): unknown[] {
   const binary = withAll(JSON.parse(binarySpec()) as Record<string, unknown>);
   const oci = withAll({ schema: "cairn.workload/1", source: { oci: { layout: "./image", manifest: d("1") } } });
   const identities = { workload: d("2"), source: d("3"), fs: d("4"), launch: d("5") };
-  const lock = JSON.parse(encodeWorkloadLock({ kind: "binary", identities, policy: STRICT_POLICY, raw: [{ role: "spec", digest: d("6"), size: 1 }], derived: { digest: d("7"), size: 2 }, created: "2026-01-01T00:00:00.000Z", cairnVersion: "t" })) as unknown;
+  const lock = JSON.parse(
+    encodeWorkloadLock({
+      kind: "binary",
+      identities,
+      policy: STRICT_POLICY,
+      raw: [{ role: "spec", digest: d("6"), size: 1 }],
+      derived: { digest: d("7"), size: 2 },
+      created: "2026-01-01T00:00:00.000Z",
+      cairnVersion: "t",
+    }),
+  ) as unknown;
   return [named("spec", binary), named("spec", oci), named("lock", lock)];
 }
 
@@ -57,14 +67,26 @@ test("the derived entry scope places every field of a real encoded entry", () =>
   const d = (c: string) => `sha256:${c.repeat(64)}` as Sha256Digest;
   const launch = makeLaunch({ argv: ["/bin/app"], env: [], workdir: "/", user: "1000:1000" }, "");
   const tree = new Map([["/", { path: "/", type: "dir" as const, mode: 0o755, uid: 0, gid: 0, mtime: 0 }]]);
-  const entry = JSON.parse(encodeDerived({ kind: "binary", identities: { workload: d("1"), source: d("2"), fs: d("3"), launch: d("4") }, policy: STRICT_POLICY, launch, raw: [{ role: "spec", digest: d("5"), size: 1 }], tree }).toString("utf8")) as unknown;
+  const entry = JSON.parse(
+    encodeDerived({
+      kind: "binary",
+      identities: { workload: d("1"), source: d("2"), fs: d("3"), launch: d("4") },
+      policy: STRICT_POLICY,
+      launch,
+      raw: [{ role: "spec", digest: d("5"), size: 1 }],
+      tree,
+    }).toString("utf8"),
+  ) as unknown;
   assertScopeExhaustive(DERIVED_ENTRY_SCOPE, entry);
   assertCatchesExtraField(DERIVED_ENTRY_SCOPE, entry);
 });
 
 test("the source and launch identity scopes place every field of their models", () => {
   const d = (c: string) => `sha256:${c.repeat(64)}` as Sha256Digest;
-  const sources = [{ kind: "binary", executable: d("1"), size: 3 }, { kind: "oci", manifest: d("2") }];
+  const sources = [
+    { kind: "binary", executable: d("1"), size: 3 },
+    { kind: "oci", manifest: d("2") },
+  ];
   assertScopeExhaustive(SOURCE_IDENTITY_SCOPE, ...sources);
   assertCatchesExtraField(SOURCE_IDENTITY_SCOPE, ...sources);
   const launch = launchModel(makeLaunch({ argv: ["/bin/app"], env: ["A=1"], workdir: "/", user: "1000:1000" }, ""));
@@ -95,7 +117,11 @@ test("not-covered fields leave the workload identity unchanged; covered ones cha
 test("identities do not depend on umask, time zone or locale (assembled in child processes)", { skip: GCC_SKIP, timeout: 60_000 }, async () => {
   const child = fileURLToPath(new URL("./fixtures/assemble-child.ts", import.meta.url));
   const outputs = new Set<string>();
-  for (const [umask, tz, lang] of [["022", "UTC", "C"], ["077", "Pacific/Kiritimati", "tr_TR.UTF-8"], ["002", "America/St_Johns", "de_DE.UTF-8"]]) {
+  for (const [umask, tz, lang] of [
+    ["022", "UTC", "C"],
+    ["077", "Pacific/Kiritimati", "tr_TR.UTF-8"],
+    ["002", "America/St_Johns", "de_DE.UTF-8"],
+  ]) {
     const ws = binaryWorkspace();
     const out = execFileSync("sh", ["-c", `umask ${umask}; exec "$0" --import tsx "$@"`, process.execPath, child, ws.specPath, ws.storeDir, ws.lockPath], {
       env: { ...process.env, TZ: tz, LANG: lang, LC_ALL: lang },

@@ -145,8 +145,7 @@ test("tamper: normalized tree (derived entry edited)", opts, async () => {
 
 test("tamper: a DiffID that does not match its layer, in a self-consistent graph", opts, async () => {
   await tampered(
-    (ws) =>
-      substituteOci(ws, helloImage({ editConfig: (c) => void ((c.rootfs as { diff_ids: string[] }).diff_ids[0] = `sha256:${"1".repeat(64)}`) })),
+    (ws) => substituteOci(ws, helloImage({ editConfig: (c) => void ((c.rootfs as { diff_ids: string[] }).diff_ids[0] = `sha256:${"1".repeat(64)}`) })),
     "OCI_DIFFID_MISMATCH",
   );
 });

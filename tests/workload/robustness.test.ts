@@ -36,8 +36,16 @@ const D = (path: string): FsEntry => ({ type: "dir", path, mode: 0o755, uid: 0, 
 // An independent encoder of the documented framing (written from docs/workload.md).
 function oracle(entries: FsEntry[]): string {
   const sorted = [...entries].sort((a, b) => Buffer.compare(Buffer.from(a.path), Buffer.from(b.path)));
-  const u32 = (n: number) => { const b = Buffer.alloc(4); b.writeUInt32BE(n); return b; };
-  const u64 = (n: number) => { const b = Buffer.alloc(8); b.writeBigUInt64BE(BigInt(n)); return b; };
+  const u32 = (n: number) => {
+    const b = Buffer.alloc(4);
+    b.writeUInt32BE(n);
+    return b;
+  };
+  const u64 = (n: number) => {
+    const b = Buffer.alloc(8);
+    b.writeBigUInt64BE(BigInt(n));
+    return b;
+  };
   const s = (t: string) => Buffer.concat([u32(Buffer.byteLength(t)), Buffer.from(t)]);
   const parts: Buffer[] = [Buffer.from("cairn.fs/1\0"), u64(sorted.length)];
   for (const e of sorted) {
@@ -84,7 +92,10 @@ test("lock parsing: random edits of a valid lock are refused with a lock or JSON
     kind: "binary",
     identities: { workload: d("1"), source: d("2"), fs: d("3"), launch: d("4") },
     policy: STRICT_POLICY,
-    raw: [{ role: "spec", digest: d("5"), size: 10 }, { role: "executable", digest: d("6"), size: 20 }],
+    raw: [
+      { role: "spec", digest: d("5"), size: 10 },
+      { role: "executable", digest: d("6"), size: 20 },
+    ],
     derived: { digest: d("7"), size: 30 },
     created: "1970-01-01T00:00:00.000Z",
     cairnVersion: "test",

@@ -33,8 +33,15 @@ test("unknown fields, both or neither source, bad schema, bad digest, null entri
   assertCode(() => parseWorkloadSpec(y(`${BIN}extra: 1\n`), "w.yaml"), "MODEL_UNKNOWN_FIELD");
   assertCode(() => parseWorkloadSpec(y(BIN.replace("user:", "shell: x\n    user:")), "w.yaml"), "MODEL_UNKNOWN_FIELD");
   assertCode(() => parseWorkloadSpec(y(BIN.replace("cairn.workload/1", "cairn.workload/2")), "w.yaml"), "WORKLOAD_SPEC_INVALID");
-  assertCode(() => parseWorkloadSpec(y('schema: cairn.workload/1\nsource: {}\n'), "w.yaml"), "WORKLOAD_SPEC_INVALID");
-  assertCode(() => parseWorkloadSpec(y(`schema: cairn.workload/1\nsource: {binary: {path: x, user: "1:1"}, oci: {layout: l, manifest: "sha256:${"a".repeat(64)}"}}\n`), "w.yaml"), "WORKLOAD_SPEC_INVALID");
+  assertCode(() => parseWorkloadSpec(y("schema: cairn.workload/1\nsource: {}\n"), "w.yaml"), "WORKLOAD_SPEC_INVALID");
+  assertCode(
+    () =>
+      parseWorkloadSpec(
+        y(`schema: cairn.workload/1\nsource: {binary: {path: x, user: "1:1"}, oci: {layout: l, manifest: "sha256:${"a".repeat(64)}"}}\n`),
+        "w.yaml",
+      ),
+    "WORKLOAD_SPEC_INVALID",
+  );
   assertCode(() => parseWorkloadSpec(y(OCI.replace("a".repeat(64), "A".repeat(64))), "w.json"), "DIGEST_INVALID");
   assertCode(() => parseWorkloadSpec(y(BIN.replace("[a, b]", "[a, null]")), "w.yaml"), "MODEL_NULL_ENTRY");
   assertCode(() => parseWorkloadSpec(y(BIN.replace("    path: ./hello\n", "")), "w.yaml"), "MODEL_MISSING_FIELD");
@@ -61,7 +68,10 @@ function canonize(text: string): string {
 }
 
 test("a stored canonical spec round-trips and refuses locators", () => {
-  for (const [text, name] of [[BIN, "w.yaml"], [OCI, "w.json"]] as const) {
+  for (const [text, name] of [
+    [BIN, "w.yaml"],
+    [OCI, "w.json"],
+  ] as const) {
     const bytes = canonicalSpecBytes(parseWorkloadSpec(y(text), name));
     const again = parseCanonicalSpec(bytes, "stored");
     assert.ok(canonicalSpecBytes(again).equals(bytes));

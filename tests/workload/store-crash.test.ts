@@ -13,7 +13,11 @@ import { binaryWorkspace, helloImage, ociWorkspace } from "./fixtures/workspace.
 
 const CHILD = fileURLToPath(new URL("./fixtures/assemble-child.ts", import.meta.url));
 
-function runChild(args: string[]): { done: Promise<{ code: number | null; signal: string | null; out: string }>; firstResult: Promise<void>; kill: () => void } {
+function runChild(args: string[]): {
+  done: Promise<{ code: number | null; signal: string | null; out: string }>;
+  firstResult: Promise<void>;
+  kill: () => void;
+} {
   const child = spawn(process.execPath, ["--import", "tsx", CHILD, ...args], { stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   let first!: () => void;
@@ -23,7 +27,9 @@ function runChild(args: string[]): { done: Promise<{ code: number | null; signal
     first();
   });
   child.stderr.on("data", (d: Buffer) => (out += d.toString()));
-  const done = new Promise<{ code: number | null; signal: string | null; out: string }>((res) => child.on("close", (code, signal) => res({ code, signal, out })));
+  const done = new Promise<{ code: number | null; signal: string | null; out: string }>((res) =>
+    child.on("close", (code, signal) => res({ code, signal, out })),
+  );
   child.on("close", () => first());
   return { done, firstResult, kill: () => void child.kill("SIGKILL") };
 }
@@ -86,7 +92,10 @@ test("SIGKILL at random moments never leaves a published partial entry; the next
   await openVerifiedWorkload(ws.lockPath, ws.storeDir);
 });
 
-test("SIGKILL during OCI layer application leaves no partial entry and no lock, or a complete lock; a later assembly verifies", { skip: GCC_SKIP, timeout: 120_000 }, async (t) => {
+test("SIGKILL during OCI layer application leaves no partial entry and no lock, or a complete lock; a later assembly verifies", {
+  skip: GCC_SKIP,
+  timeout: 120_000,
+}, async (t) => {
   // Enough files that most kills land mid-application (content packs made 3,000 too quick).
   const many = Array.from({ length: 12_000 }, (_, i) => file(`data/f${i}`, `content ${i}\n`.repeat(20), { mode: 0o644 }));
   const base = helloImage();

@@ -38,6 +38,11 @@ export function registerFormation(program: Command, ctx: Context): void {
         printJson(ctx.io, { name: f.name, version: f.version, layers: f.layers, envelope_sha256: doc.envelopeSha256, signed: keys.length > 0 });
         return;
       }
-      ctx.io.out([`published formation ${f.name}@${f.version} (${keys.length > 0 ? `signed by ${keys[0]!.keyId}` : "UNSIGNED"})`, ...f.layers.map((l) => `  ${l.id}  ${l.sha256}`)].join("\n"));
+      ctx.io.out(
+        [
+          `published formation ${f.name}@${f.version} (${keys.length > 0 ? `signed by ${keys[0]!.keyId}` : "UNSIGNED"})`,
+          ...f.layers.map((l) => `  ${l.id}  ${l.sha256}`),
+        ].join("\n"),
+      );
     });
 }

@@ -2,8 +2,20 @@ import { resolve as resolvePath } from "node:path";
 import type { Command } from "commander";
 import { CairnError } from "../../core/index.ts";
 import {
-  ABIS, ARCHES, INSTALL_LAYOUTS, buildLayerFromDirectory, foldLayers, parseCapability, parseRequirement, readTrust,
-  type Abi, type InstallLayout, type LayerArch, type LayerManifest, type LayerSpec, type SignedDocument,
+  ABIS,
+  ARCHES,
+  INSTALL_LAYOUTS,
+  buildLayerFromDirectory,
+  foldLayers,
+  parseCapability,
+  parseRequirement,
+  readTrust,
+  type Abi,
+  type InstallLayout,
+  type LayerArch,
+  type LayerManifest,
+  type LayerSpec,
+  type SignedDocument,
 } from "../../strata/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
@@ -67,19 +79,27 @@ function report(ctx: Context, doc: SignedDocument<LayerManifest>, json: boolean 
   const signed = doc.envelope.signatures.length > 0 ? `signed by ${doc.envelope.signatures.map((s) => s.keyid).join(", ")}` : "UNSIGNED";
   if (json) {
     printJson(ctx.io, {
-      id: m.id, sha256: m.sha256, size: m.size, diff_id: m.build.diff_id, files: m.content_manifest.size,
-      manifest_sha256: doc.payloadSha256, envelope_sha256: doc.envelopeSha256, signed: doc.envelope.signatures.length > 0,
+      id: m.id,
+      sha256: m.sha256,
+      size: m.size,
+      diff_id: m.build.diff_id,
+      files: m.content_manifest.size,
+      manifest_sha256: doc.payloadSha256,
+      envelope_sha256: doc.envelopeSha256,
+      signed: doc.envelope.signatures.length > 0,
       folded_from: m.build.folded_from ?? null,
     });
     return;
   }
-  ctx.io.out([
-    `${verb} layer ${m.id}`,
-    `blob     ${m.sha256} (${m.size} bytes, ${m.content_manifest.size} files)`,
-    `diff_id  ${m.build.diff_id}`,
-    `manifest ${doc.payloadSha256} (${signed})`,
-    ...(m.build.folded_from ? [`folded from ${m.build.folded_from.map((f) => f.id).join(", ")}`] : []),
-  ].join("\n"));
+  ctx.io.out(
+    [
+      `${verb} layer ${m.id}`,
+      `blob     ${m.sha256} (${m.size} bytes, ${m.content_manifest.size} files)`,
+      `diff_id  ${m.build.diff_id}`,
+      `manifest ${doc.payloadSha256} (${signed})`,
+      ...(m.build.folded_from ? [`folded from ${m.build.folded_from.map((f) => f.id).join(", ")}`] : []),
+    ].join("\n"),
+  );
 }
 
 /** `cairn layer build DIR …` and `cairn layer fold ID ID… …`. */
@@ -105,7 +125,9 @@ export function registerLayer(program: Command, ctx: Context): void {
   withSpecOptions(
     layer
       .command("fold")
-      .description("merge published layers into one (later layers win at the same path), recording folded_from; without --provides/--requires it inherits its sources' capabilities")
+      .description(
+        "merge published layers into one (later layers win at the same path), recording folded_from; without --provides/--requires it inherits its sources' capabilities",
+      )
       .argument("<ids...>", "layer ids, lowest first")
       .option("--trust <keyfile>", "keyfile://PATH of a key whose signatures on the source layers are accepted (repeatable)", collect, [])
       .option("--allow-unsigned-offline", "fold sources that no trusted key signed (your key then signs what nobody vouched for)"),

@@ -19,7 +19,9 @@ interface VerifyOpts {
 export function registerLockVerify(lock: Command, ctx: Context): void {
   lock
     .command("verify")
-    .description("verify a signed lockfile offline: signature, Validate, freshness, policy, and every layer's bytes in the registry (exit 1 at the first failure)")
+    .description(
+      "verify a signed lockfile offline: signature, Validate, freshness, policy, and every layer's bytes in the registry (exit 1 at the first failure)",
+    )
     .argument("<lock>", "lockfile (its signature is LOCK.dsse.json)")
     .requiredOption("--pub <key>", "the Ed25519 public key the lockfile must be signed by")
     .option("--registry <dir>", "check every layer's manifest and blob bytes in this registry (repeatable)", collect, [])
@@ -44,14 +46,28 @@ export function registerLockVerify(lock: Command, ctx: Context): void {
         allowUnsignedOffline: opts.allowUnsignedOffline === true,
       });
       if (opts.contents && regs.length === 0) throw new CairnError("USAGE", "--contents needs --registry");
-      const contentsChecked = opts.contents ? await verifyLockContents(report.lock, regs.map((r) => r.registry)) : null;
+      const contentsChecked = opts.contents
+        ? await verifyLockContents(
+            report.lock,
+            regs.map((r) => r.registry),
+          )
+        : null;
       const caveats = lockfileCaveats(report.lock);
       if (opts.json) {
         printJson(ctx.io, {
-          verified: true, environment_id: report.environment_id, signed_by: report.signature.keyid,
-          resolved_at: report.lock.resolved_at, age: report.freshness.age, age_seconds: Math.floor(report.freshness.ageMs / 1000),
-          future_dated: report.freshness.future, verification_policy: report.verification_policy,
-          layers_checked: report.layers_checked, contents_checked: contentsChecked, base_checked: report.base_checked, layer_signatures_checked: opts.trust.length > 0 && report.layers_checked !== null, caveats,
+          verified: true,
+          environment_id: report.environment_id,
+          signed_by: report.signature.keyid,
+          resolved_at: report.lock.resolved_at,
+          age: report.freshness.age,
+          age_seconds: Math.floor(report.freshness.ageMs / 1000),
+          future_dated: report.freshness.future,
+          verification_policy: report.verification_policy,
+          layers_checked: report.layers_checked,
+          contents_checked: contentsChecked,
+          base_checked: report.base_checked,
+          layer_signatures_checked: opts.trust.length > 0 && report.layers_checked !== null,
+          caveats,
         });
         return;
       }

@@ -41,7 +41,9 @@ export function registerManifestVerify(manifest: Command, ctx: Context): void {
         });
         return;
       }
-      const head = key ? "verified  address recomputed from the core; signature good" : "verified  address recomputed from the core; signature NOT CHECKED (--allow-unsigned)";
+      const head = key
+        ? "verified  address recomputed from the core; signature good"
+        : "verified  address recomputed from the core; signature NOT CHECKED (--allow-unsigned)";
       ctx.io.out([head, ...manifestSummary(m)].join("\n"));
     });
 }

@@ -32,7 +32,14 @@ export function registerReplay(program: Command, ctx: Context): void {
         log: (line) => ctx.io.err(`cairn replay: ${line}`),
       });
       if (opts.json) {
-        printJson(ctx.io, { run_id: r.manifest.run_id, matches: true, outcome: r.evaluation.outcome, status: r.evaluation.status, replay_dir: r.replayDir, qemu_ms: Math.round(r.qemuMs) });
+        printJson(ctx.io, {
+          run_id: r.manifest.run_id,
+          matches: true,
+          outcome: r.evaluation.outcome,
+          status: r.evaluation.status,
+          replay_dir: r.replayDir,
+          qemu_ms: Math.round(r.qemuMs),
+        });
       } else {
         ctx.io.out(
           [

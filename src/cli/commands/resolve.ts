@@ -23,7 +23,12 @@ export function registerResolve(program: Command, ctx: Context): void {
     .command("resolve")
     .description("resolve a profile against layer registries into a (signed) lockfile")
     .argument("<profile>", "profile YAML file")
-    .option("--registry <dir>", "a local directory registry (repeatable; default: the profile's registries, else $CAIRN_HOME/registry or $XDG_DATA_HOME/cairn/registry)", collect, [])
+    .option(
+      "--registry <dir>",
+      "a local directory registry (repeatable; default: the profile's registries, else $CAIRN_HOME/registry or $XDG_DATA_HOME/cairn/registry)",
+      collect,
+      [],
+    )
     .option("--trust <keyfile://PATH>", "an Ed25519 public key trusted for the --registry layers (repeatable)", collect, [])
     .option("--base <base>", "probe the base: host, rootfs:DIR or oci:LAYOUT@sha256:DIGEST (default: record the profile's base as declared, unprobed)")
     .option("--allow-unsigned-offline", "accept layers and formations not signed by a trusted key; the lockfile says unsigned-offline")
@@ -34,12 +39,23 @@ export function registerResolve(program: Command, ctx: Context): void {
       const profile = readProfileFile(path);
       const now = clock(ctx.env);
       const key = opts.sign !== undefined ? readSigningKey(opts.sign) : undefined;
-      const regs = openRegistries({ env: ctx.env, cwd: ctx.cwd, registries: opts.registry, trust: opts.trust, profile, profileDir: dirname(resolvePath(ctx.cwd, path)) });
+      const regs = openRegistries({
+        env: ctx.env,
+        cwd: ctx.cwd,
+        registries: opts.registry,
+        trust: opts.trust,
+        profile,
+        profileDir: dirname(resolvePath(ctx.cwd, path)),
+      });
       const catalog = catalogFromRegistries(regs);
       const probed = await probeBaseFlag(ctx, opts.base, now);
       const lock = resolveProfile({
-        profile, catalog, ...(probed ? { probedBase: probed } : {}),
-        allowUnsignedOffline: opts.allowUnsignedOffline === true, now, cairnVersion: CAIRN_VERSION,
+        profile,
+        catalog,
+        ...(probed ? { probedBase: probed } : {}),
+        allowUnsignedOffline: opts.allowUnsignedOffline === true,
+        now,
+        cairnVersion: CAIRN_VERSION,
       });
       const out = resolvePath(ctx.cwd, opts.out);
       const written = writeLockfile(out, lock, key);
@@ -47,9 +63,13 @@ export function registerResolve(program: Command, ctx: Context): void {
       const ignored = notActedUpon(profile);
       if (opts.json) {
         printJson(ctx.io, {
-          lockfile: out, environment_id: id, verification_policy: lock.verification_policy, base: { name: lock.base.name, source: lock.base.source },
+          lockfile: out,
+          environment_id: id,
+          verification_policy: lock.verification_policy,
+          base: { name: lock.base.name, source: lock.base.source },
           layers: lock.layers.map((l) => ({ id: l.id, mount_order: l.mount_order, from_formation: l.from_formation ?? null })),
-          signature: written.signature ?? null, not_acted_upon: ignored,
+          signature: written.signature ?? null,
+          not_acted_upon: ignored,
         });
         return;
       }

@@ -47,7 +47,11 @@ export function registerRun(program: Command, ctx: Context): void {
         r.manifest.status === "passed"
           ? undefined
           : new CairnError(
-              r.manifest.status === "assertions-failed" ? "ASSERTION_FAILED" : r.manifest.status === "launch-failed" ? "RUN_LAUNCH_FAILED" : "RUN_INFRASTRUCTURE",
+              r.manifest.status === "assertions-failed"
+                ? "ASSERTION_FAILED"
+                : r.manifest.status === "launch-failed"
+                  ? "RUN_LAUNCH_FAILED"
+                  : "RUN_INFRASTRUCTURE",
               `the run was recorded but did not pass: ${r.manifest.status}`,
               { path: r.runDir, hint: "see failure-bundle.json in the run directory (shareable) and streams/ (private); the run still replays" },
             );

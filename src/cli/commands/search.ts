@@ -13,7 +13,10 @@ export function registerSearch(program: Command, ctx: Context): void {
     .option("--registry <dir>", "a local directory registry (repeatable; default $CAIRN_HOME/registry or $XDG_DATA_HOME/cairn/registry)", collect, [])
     .option("--json", "print the result as JSON")
     .action((term: string, opts: { registry: string[]; json?: boolean }) => {
-      const hits = searchRegistries(openRegistries({ env: ctx.env, cwd: ctx.cwd, registries: opts.registry, trust: [] }).map((r) => r.registry), term);
+      const hits = searchRegistries(
+        openRegistries({ env: ctx.env, cwd: ctx.cwd, registries: opts.registry, trust: [] }).map((r) => r.registry),
+        term,
+      );
       if (opts.json) {
         printJson(ctx.io, { hits });
         return;
@@ -22,6 +25,13 @@ export function registerSearch(program: Command, ctx: Context): void {
         ctx.io.out(`nothing matches ${JSON.stringify(term)}`);
         return;
       }
-      ctx.io.out(hits.map((h) => `${h.kind === "formation" ? "formation:" : ""}${h.name}  ${h.versions.join(", ")}${h.provides.length ? `  provides ${h.provides.join(", ")}` : ""}`).join("\n"));
+      ctx.io.out(
+        hits
+          .map(
+            (h) =>
+              `${h.kind === "formation" ? "formation:" : ""}${h.name}  ${h.versions.join(", ")}${h.provides.length ? `  provides ${h.provides.join(", ")}` : ""}`,
+          )
+          .join("\n"),
+      );
     });
 }

@@ -6,7 +6,9 @@ import { printJson } from "../output.ts";
 export function registerSetup(program: Command, ctx: Context): void {
   program
     .command("setup")
-    .description("prepare the guest kit for runs: install QEMU and the C toolchain if missing (as root), build the guest agent reproducibly, fetch Debian's cloud kernel")
+    .description(
+      "prepare the guest kit for runs: install QEMU and the C toolchain if missing (as root), build the guest agent reproducibly, fetch Debian's cloud kernel",
+    )
     .option("--kit <dir>", "kit directory (default $CAIRN_KIT, $CAIRN_HOME/kit or $XDG_CACHE_HOME/cairn/kit)")
     .option("--kernel-deb <file>", "use this local Debian cloud kernel package (.deb) instead of downloading one")
     .option("--refresh-kernel", "fetch the kernel again even when the kit has one")

@@ -45,7 +45,16 @@ export function registerWorkloadShow(parent: Command, ctx: Context): void {
         verified: w !== undefined,
         ...(w === undefined
           ? {}
-          : { launch: { argv: w.launch.argv, workdir: w.launch.workdir, uid: w.launch.uid, gid: w.launch.gid, env_names: w.launch.env.map((e) => e.slice(0, e.indexOf("="))) }, tree: entries }),
+          : {
+              launch: {
+                argv: w.launch.argv,
+                workdir: w.launch.workdir,
+                uid: w.launch.uid,
+                gid: w.launch.gid,
+                env_names: w.launch.env.map((e) => e.slice(0, e.indexOf("="))),
+              },
+              tree: entries,
+            }),
       };
       if (opts.json) return printJson(ctx.io, model);
       const lines = [

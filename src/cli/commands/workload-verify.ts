@@ -16,7 +16,15 @@ export function registerWorkloadVerify(parent: Command, ctx: Context): void {
       const w = await openVerifiedWorkload(lockPath, defaultStoreDir(ctx.env, ctx.cwd, opts.store));
       const ms = Math.round(performance.now() - started);
       if (opts.json) {
-        return printJson(ctx.io, { verified: true, source_kind: w.kind, workload: w.identities.workload, fs: w.identities.fs, launch: w.identities.launch, repaired: w.repaired, duration_ms: ms });
+        return printJson(ctx.io, {
+          verified: true,
+          source_kind: w.kind,
+          workload: w.identities.workload,
+          fs: w.identities.fs,
+          launch: w.identities.launch,
+          repaired: w.repaired,
+          duration_ms: ms,
+        });
       }
       ctx.io.out(`verified ${w.kind} workload ${w.identities.workload}\n${w.lock.raw.length} raw objects, ${w.tree.size} tree entries re-derived in ${ms} ms`);
       for (const r of w.repaired) ctx.io.out(`repaired ${r}: it was missing or did not match, and was rebuilt from the verified raw objects`);

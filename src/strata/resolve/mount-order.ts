@@ -29,10 +29,14 @@ export function mountOrder(picks: readonly Pick[], satisfiedBy: SatisfiedBy): Pi
   while (remaining.length > 0) {
     const idx = remaining.findIndex((p) => [...before.get(pickId(p))!].every((d) => placed.has(d)));
     if (idx < 0) {
-      throw new CairnError("RESOLVE_FAILED", `the layers ${remaining.map(pickId).join(", ")} cannot be ordered: their requirements (and formation order) form a cycle`, {
-        path: pickId(remaining[0]!),
-        hint: "break the cycle: a layer must not require what a layer mounted after it provides, nor contradict its formation's member order",
-      });
+      throw new CairnError(
+        "RESOLVE_FAILED",
+        `the layers ${remaining.map(pickId).join(", ")} cannot be ordered: their requirements (and formation order) form a cycle`,
+        {
+          path: pickId(remaining[0]!),
+          hint: "break the cycle: a layer must not require what a layer mounted after it provides, nor contradict its formation's member order",
+        },
+      );
     }
     const [next] = remaining.splice(idx, 1);
     order.push(next!);

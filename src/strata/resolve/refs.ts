@@ -29,7 +29,13 @@ export function resolveRefs(refs: readonly SoftwareRef[], catalog: Catalog, base
     }
     const seen = all.map((l) => {
       const m = l.doc.value;
-      const why = !m.user_selectable ? "not user-selectable" : !versionHasPrefix(m.version, ref.version ?? "") ? "version" : !archMatches(m, base) ? `arch ${m.arch}` : `abi ${m.abi}`;
+      const why = !m.user_selectable
+        ? "not user-selectable"
+        : !versionHasPrefix(m.version, ref.version ?? "")
+          ? "version"
+          : !archMatches(m, base)
+            ? `arch ${m.arch}`
+            : `abi ${m.abi}`;
       return `${m.version} (${m.arch}, ${m.abi}: ${why})`;
     });
     throw new CairnError("RESOLVE_FAILED", `no layer matches ${refString(ref)} on ${base.name} ${base.arch}`, {

@@ -42,7 +42,10 @@ export function checkRequirements(picks: readonly Pick[], base: LockBase): Satis
         });
         continue;
       }
-      reqs.set(key, providers.sort((a, b) => (a === BASE_PROVIDER ? -1 : b === BASE_PROVIDER ? 1 : compareBytes(a, b))));
+      reqs.set(
+        key,
+        providers.sort((a, b) => (a === BASE_PROVIDER ? -1 : b === BASE_PROVIDER ? 1 : compareBytes(a, b))),
+      );
     }
     out.set(id, reqs);
   }

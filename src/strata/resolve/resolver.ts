@@ -30,7 +30,14 @@ export interface ResolveInput {
 }
 
 /** Integrity, not identity: which profile was resolved (`profile_sha256` in the lockfile, provenance the EnvironmentID excludes). */
-export const PROFILE_DIGEST = declareIdentity({ name: "lockfile profile_sha256", tag: LOCKFILE_FORMAT, algorithm: "sha256", framing: "jcs", role: "integrity", definedIn: "src/strata/resolve/resolver.ts" });
+export const PROFILE_DIGEST = declareIdentity({
+  name: "lockfile profile_sha256",
+  tag: LOCKFILE_FORMAT,
+  algorithm: "sha256",
+  framing: "jcs",
+  role: "integrity",
+  definedIn: "src/strata/resolve/resolver.ts",
+});
 
 /** The profile digest: sha256 of the JCS encoding of the parsed profile, so comments and layout do not change it. */
 export function profileDigest(p: Profile): Sha256Digest {
@@ -49,8 +56,13 @@ export function resolveProfile(input: ResolveInput): Lockfile {
   const layers: LockLayer[] = ordered.map((p, i) => {
     const m = p.layer.doc.value;
     return {
-      id: m.id, name: m.name, version: m.version, sha256: m.sha256, size: m.size,
-      manifest_sha256: p.layer.doc.payloadSha256, mount_order: i,
+      id: m.id,
+      name: m.name,
+      version: m.version,
+      sha256: m.sha256,
+      size: m.size,
+      manifest_sha256: p.layer.doc.payloadSha256,
+      mount_order: i,
       ...(p.from_formation !== undefined ? { from_formation: p.from_formation } : {}),
       satisfied_by: satisfiedBy.get(pickId(p)) ?? new Map(),
       signature: signatures.get(pickId(p))!,

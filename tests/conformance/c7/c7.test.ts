@@ -14,7 +14,15 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Ajv2019 } from "ajv/dist/2019.js";
 import { CairnError, parseJsonText, toJsonValue } from "../../../src/core/index.ts";
-import { checkResume, ingestDevcontainer, manifestText, MANIFEST_FIELD_SCOPE, parseManifest, snapshotRefOf, type EnvManifest } from "../../../src/manifest/index.ts";
+import {
+  checkResume,
+  ingestDevcontainer,
+  manifestText,
+  MANIFEST_FIELD_SCOPE,
+  parseManifest,
+  snapshotRefOf,
+  type EnvManifest,
+} from "../../../src/manifest/index.ts";
 import { skipUnlessVectors, vectorsPath } from "../../helpers/vectors.ts";
 
 interface Expect {
@@ -94,7 +102,9 @@ function run(c: Case): void {
   assert.deepEqual(parseManifest(parseJsonText(manifestText(m))), m);
 }
 
-const files = readdirSync(VECTORS).filter((f) => f.endsWith(".json")).sort();
+const files = readdirSync(VECTORS)
+  .filter((f) => f.endsWith(".json"))
+  .sort();
 
 test("C7 vector files are present and cover every required group", () => {
   const groups = files.map((f) => f.replace(/\.json$/, ""));
@@ -107,17 +117,24 @@ for (const f of files) {
     assert.ok(doc.cases.length > 0);
     // Every group with refusals also has at least one accepted control.
     if (doc.cases.some((c) => c.expect.refused !== undefined)) {
-      assert.ok(doc.cases.some((c) => c.expect.refused === undefined), `${doc.group} has no positive control`);
+      assert.ok(
+        doc.cases.some((c) => c.expect.refused === undefined),
+        `${doc.group} has no positive control`,
+      );
     }
     for (const c of doc.cases) await t.test(c.name, () => run(c));
   });
 }
 
-test("C7 every accepted input is valid under the official devcontainer schema (independent oracle)", { skip: skipUnlessVectors("devcontainer", "devContainer.base.schema.json") }, () => {
+test("C7 every accepted input is valid under the official devcontainer schema (independent oracle)", {
+  skip: skipUnlessVectors("devcontainer", "devContainer.base.schema.json"),
+}, () => {
   const schema = JSON.parse(readFileSync(vectorsPath("devcontainer", "devContainer.base.schema.json")!, "utf8")) as object;
   const validate = new Ajv2019({ strict: false, allErrors: true, validateFormats: false }).compile(schema);
   // Legacy spellings are accepted by cairn but no longer listed by the schema.
-  const legacy = Object.entries(MANIFEST_FIELD_SCOPE).filter(([, v]) => "legacy" in v).map(([k]) => k);
+  const legacy = Object.entries(MANIFEST_FIELD_SCOPE)
+    .filter(([, v]) => "legacy" in v)
+    .map(([k]) => k);
   let checked = 0;
   for (const f of files) {
     const doc = JSON.parse(readFileSync(join(VECTORS, f), "utf8")) as { cases: Case[] };
