@@ -35,7 +35,11 @@ if (dir === undefined) {
   process.exit(2);
 }
 const list = process.argv.includes("--list");
-const refusedByStandard = new Set(Object.entries(MANIFEST_FIELD_SCOPE).filter(([, s]) => s.class === "refused").map(([k]) => k));
+const refusedByStandard = new Set(
+  Object.entries(MANIFEST_FIELD_SCOPE)
+    .filter(([, s]) => s.class === "refused")
+    .map(([k]) => k),
+);
 let total = 0;
 let accepted = 0;
 let standardAllows = 0;
@@ -63,7 +67,9 @@ for (const f of files(dir)) {
   }
 }
 const pct = (n: number): string => `${((100 * n) / Math.max(total, 1)).toFixed(1)}%`;
-console.log(`files ${total}; cairn gives an identity to ${accepted} (${pct(accepted)}); the standard's own refusals allow ${standardAllows} (${pct(standardAllows)})`);
+console.log(
+  `files ${total}; cairn gives an identity to ${accepted} (${pct(accepted)}); the standard's own refusals allow ${standardAllows} (${pct(standardAllows)})`,
+);
 if (reasons.size > 0) {
   console.log("refusals beyond the standard's own (message: count):");
   for (const [m, n] of [...reasons].sort((a, b) => b[1] - a[1])) console.log(`  ${n}  ${m}`);

@@ -54,7 +54,12 @@ function mountBack(v: JsonModel | undefined, path: string, readOnly: boolean | u
   const { source, target, kind } = v;
   const ro = readOnly ?? v.read_only;
   const keys = Object.keys(v);
-  if (keys.length !== (readOnly === undefined ? 4 : 3) || (source !== null && typeof source !== "string") || typeof target !== "string" || typeof ro !== "boolean")
+  if (
+    keys.length !== (readOnly === undefined ? 4 : 3) ||
+    (source !== null && typeof source !== "string") ||
+    typeof target !== "string" ||
+    typeof ro !== "boolean"
+  )
     return v;
   if (kind !== "bind" && kind !== "volume" && kind !== "tmpfs") return v;
   const s = mountToString({ source, target, kind, read_only: ro });

@@ -12,7 +12,14 @@ export {
 export type { EnvCore, EnvExtension, StandardMount, BuiltCore } from "./core.ts";
 export { DEFAULT_MANIFEST_LIMITS } from "./declared.ts";
 export type { ManifestLimits } from "./declared.ts";
-export { addressOf as manifestAddress, extensionAddressOf as manifestExtensionAddress, pinningOf as manifestPinning, ingestDevcontainer, signManifest, verifyManifestSignature } from "./env-manifest.ts";
+export {
+  addressOf as manifestAddress,
+  extensionAddressOf as manifestExtensionAddress,
+  pinningOf as manifestPinning,
+  ingestDevcontainer,
+  signManifest,
+  verifyManifestSignature,
+} from "./env-manifest.ts";
 export type { EnvManifest, ManifestSignature, Pinning, IngestResult } from "./env-manifest.ts";
 export { parseManifest, manifestText } from "./document.ts";
 export { diffCores as diffManifestCores, diffManifestParts as diffManifests } from "./core-diff.ts";

@@ -162,7 +162,10 @@ export function normalizeMount(unsafe: JsonModel, path: string): MountResult {
     } else {
       source = normalizeMountPath(source);
       if (forbiddenSource(source))
-        problems.push({ path, why: "bind source is the host root or lies under /proc, /sys, /dev, /run, /var/run or a container engine's directory (host kernel and engine interfaces)" });
+        problems.push({
+          path,
+          why: "bind source is the host root or lies under /proc, /sys, /dev, /run, /var/run or a container engine's directory (host kernel and engine interfaces)",
+        });
       else if (source.endsWith(".sock"))
         problems.push({ path, why: "bind source is a socket (such as the Docker socket), which hands over control of the host" });
     }

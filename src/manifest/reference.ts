@@ -69,7 +69,8 @@ const LEGACY_BARE = /^[A-Za-z0-9_.-]+(?::[A-Za-z0-9_.-]+)?$/;
  */
 export function normalizeFeatureId(unsafeId: string): FeatureIdResult {
   if (unsafeId.startsWith("./") || unsafeId.startsWith("../")) {
-    if (unsafeId.length > MAX_REFERENCE_LENGTH || /[\s"'\\<>`\u0000-\u001f]/.test(unsafeId)) return { ok: false, why: "is a local feature path with characters a path may not hold here" };
+    if (unsafeId.length > MAX_REFERENCE_LENGTH || /[\s"'\\<>`\u0000-\u001f]/.test(unsafeId))
+      return { ok: false, why: "is a local feature path with characters a path may not hold here" };
     return { ok: true, id: unsafeId, base: unsafeId, pinned: false, kind: "local" };
   }
   if (unsafeId.startsWith("/") || unsafeId.startsWith(".\\") || unsafeId.startsWith("..\\")) {

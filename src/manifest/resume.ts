@@ -95,11 +95,19 @@ export function checkResume(snapshot: SnapshotRef, offered: EnvManifest, options
     throw new CairnError("RESUME_UNPINNED", "same declaration, unpinned: not a claim about bytes; resume refused", {
       path: pinning.unpinned[0] ? `/core${pinning.unpinned[0]}` : "/core",
       hint: `pin ${pinning.unpinned.join(", ")} by @sha256, or accept the unpinned pair by name (--allow-unpinned)`,
-      issues: pinning.unpinned.map((p) => ({ code: "RESUME_UNPINNED", path: `/core${p}`, message: "addressed by tag, URL or path: its bytes are not covered" })),
+      issues: pinning.unpinned.map((p) => ({
+        code: "RESUME_UNPINNED",
+        path: `/core${p}`,
+        message: "addressed by tag, URL or path: its bytes are not covered",
+      })),
     });
   }
   const diffs = diffManifestParts(snapshot, offered);
-  const issues: Issue[] = diffs.map((d) => ({ code: "RESUME_MISMATCH", path: d.path.startsWith("/extension/") ? d.path : `/core${d.path}`, message: `${d.change} since suspension` }));
+  const issues: Issue[] = diffs.map((d) => ({
+    code: "RESUME_MISMATCH",
+    path: d.path.startsWith("/extension/") ? d.path : `/core${d.path}`,
+    message: `${d.change} since suspension`,
+  }));
   const fields = [...new Set(diffs.map((d) => (d.path.startsWith("/extension/") ? `extension ${d.path.split("/")[2]}` : d.path.split("/")[1])))].join(", ");
   throw new CairnError("RESUME_MISMATCH", `the offered environment differs from the one suspended in: ${fields}`, {
     path: issues[0]?.path ?? "/core",

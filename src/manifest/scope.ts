@@ -56,7 +56,10 @@ export const FIELD_SCOPE = {
     reason: "software added on top of the image; (id, JCS-canonical options) sorted by id; OCI ids lowercased as the devcontainers CLI does, others as written",
   },
   containerEnv: { class: "identity", reason: "environment every process in the container sees; sorted by name" },
-  mounts: { class: "identity", reason: "what is mounted where (source, target, kind), sorted by target; not the contents (the read-only flag is in the extension)" },
+  mounts: {
+    class: "identity",
+    reason: "what is mounted where (source, target, kind), sorted by target; not the contents (the read-only flag is in the extension)",
+  },
   remoteUser: { class: "identity", reason: "the user a tool's processes run as in the container (null when absent)" },
 
   // ── extension: cairn.env-extension/1, its own address ────────────────────

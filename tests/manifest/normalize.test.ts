@@ -31,7 +31,10 @@ test("features: absolute paths, non-https URLs, bad options and bad digests are 
   for (const id of ["/abs", ".\\win"]) assertCode(() => core({ ...img, features: { [id]: {} } }), "MANIFEST_REFUSED");
   // Controls: local features beside devcontainer.json are accepted, as written and unpinned.
   const local = ingest({ ...img, features: { "./Local-Feature": {}, "../up": {} } });
-  assert.deepEqual(local.core.features.map((f) => f.id), ["../up", "./Local-Feature"]);
+  assert.deepEqual(
+    local.core.features.map((f) => f.id),
+    ["../up", "./Local-Feature"],
+  );
   assert.deepEqual(local.unpinned, ["/features/0/id", "/features/1/id"]);
   assertCode(() => core({ ...img, features: { "http://example.com/f.tgz": {} } }), "MANIFEST_REFUSED");
   assertCode(() => core({ ...img, features: { "ghcr.io/a/f": { n: 3 } } }), "MODEL_TYPE", "/features/ghcr.io~1a~1f/n");
@@ -271,7 +274,16 @@ test("feature ids: OCI references are lowercased as the devcontainers CLI does; 
 });
 
 test("bind sources are refused by prefix: each listed path and anything under it", () => {
-  const listed = ["/proc/1/root", "/run/user/1000", "/var/run/docker", "/run/containerd", "/dev/sda", "/sys/kernel", "/var/run/docker.sock", "/var/lib/docker/volumes"];
+  const listed = [
+    "/proc/1/root",
+    "/run/user/1000",
+    "/var/run/docker",
+    "/run/containerd",
+    "/dev/sda",
+    "/sys/kernel",
+    "/var/run/docker.sock",
+    "/var/lib/docker/volumes",
+  ];
   for (const p of [...listed, ...FORBIDDEN_SOURCE_PREFIXES, "/", "/proc/../run/x"]) {
     assertCode(() => core({ ...img, mounts: [`type=bind,source=${p},target=/x`] }), "MANIFEST_REFUSED", "/mounts/0");
     assertCode(() => core({ ...img, mounts: [{ type: "bind", source: p, target: "/x" }] }), "MANIFEST_REFUSED", "/mounts/0");

@@ -27,7 +27,10 @@ test("an unpinned pair with equal addresses is refused (RESUME_UNPINNED) unless 
 test("an extension field that differs is refused too, named under /extension", () => {
   const snap = snapshotRefOf(ingest({ image: PINNED_IMAGE, containerUser: "root" }));
   const e = assertCode(() => checkResume(snap, ingest({ image: PINNED_IMAGE, containerUser: "nobody" })), "RESUME_MISMATCH");
-  assert.deepEqual(e.issues.map((i) => i.path), ["/extension/containerUser"]);
+  assert.deepEqual(
+    e.issues.map((i) => i.path),
+    ["/extension/containerUser"],
+  );
 });
 
 test("a different environment is refused with RESUME_MISMATCH naming every differing core field, never a value", () => {

@@ -106,7 +106,9 @@ test("the core holds exactly the identity fields (a field added to the core with
   assert.deepEqual([...identity].sort(), ["containerEnv", "features", "image", "mounts", "remoteUser"]);
   const ext = core(fullDeclaration()).extension;
   assert.deepEqual(
-    Object.keys(ext).filter((k) => k !== "schema" && k !== "read_only_mounts").sort(),
+    Object.keys(ext)
+      .filter((k) => k !== "schema" && k !== "read_only_mounts")
+      .sort(),
     fieldsOfClass("extension").sort(),
   );
 });

@@ -118,7 +118,8 @@ const files = readdirSync(VECTORS)
 
 test("C7 vector files are present and cover every required group", () => {
   const groups = files.map((f) => f.replace(/\.json$/, ""));
-  for (const g of ["determinism", "refused", "parsing", "substitutions", "mounts", "pinning", "resume", "features", "extension"]) assert.ok(groups.includes(g), g);
+  for (const g of ["determinism", "refused", "parsing", "substitutions", "mounts", "pinning", "resume", "features", "extension"])
+    assert.ok(groups.includes(g), g);
 });
 
 for (const f of files) {
