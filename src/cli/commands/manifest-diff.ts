@@ -10,8 +10,8 @@ function side(l: Loaded): { kind: string; address: string; extension_address: st
 }
 
 /** What equal addresses mean: a claim about bytes only when both sides are pinned. */
-export const SAME_PINNED = "equal: same address, pinned";
-export const SAME_UNPINNED = "same declaration, unpinned: not a claim about bytes";
+const SAME_PINNED = "equal: same address, pinned";
+const SAME_UNPINNED = "same declaration, unpinned: not a claim about bytes";
 
 function line(d: CoreDifference): string {
   const mark = d.change === "added" ? "+" : d.change === "removed" ? "-" : "~";
