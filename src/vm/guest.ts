@@ -13,10 +13,12 @@ import type { CanonicalTree, ContentSource } from "../tree/index.ts";
 import { checkAssertions, outcomeDigest, runStatus, type AssertionResult, type RunStatus } from "./checker.ts";
 import { buildGuestImage, type GuestImage } from "./initramfs.ts";
 import { encodeInputs, type GuestLaunch } from "./inputs.ts";
+import { CONSOLE_LOG_FILE, consoleFailures, type KernelFailure } from "./kernel-log.ts";
 import { readKitObject, type Kit } from "./kit.ts";
 import { decodeProtocol, DEFAULT_PROTOCOL_LIMITS, type DecodedProtocol, type NormalizedEvent } from "./protocol.ts";
 import { runQemu, type QemuResult, type RrMode } from "./qemu.ts";
 import type { Scenario } from "./scenario.ts";
+import { encodeTreeManifest, type TreeManifest } from "./tree-manifest.ts";
 import { defaultVmIdentity, type VmIdentity } from "./vmid.ts";
 
 export interface GuestInputs {
@@ -30,6 +32,7 @@ export interface PreparedGuest {
   readonly inputs: Buffer;
   readonly inputsDigest: Sha256Digest;
   readonly image: GuestImage;
+  readonly treeManifest: TreeManifest;
   readonly vm: VmIdentity;
   readonly kernelPath: string;
   readonly scenario: Scenario;
@@ -65,10 +68,18 @@ export async function prepareGuest(g: GuestInputs, choice: KitChoice): Promise<P
   }));
   const agent = readKitObject(choice.kit.dir, "agents", choice.agent ?? choice.kit.agent.digest, "/vm/agent");
   const inputs = encodeInputs(g.launch, g.scenario);
-  const image = await buildGuestImage({ agent: agent.bytes, inputs, modules, tree: g.tree, content: g.content });
+  const treeManifest = encodeTreeManifest(g.tree);
+  const image = await buildGuestImage({ agent: agent.bytes, inputs, treeManifest: treeManifest.bytes, modules, tree: g.tree, content: g.content });
   checkLimit("vm.image-bytes", image.size, IMAGE_BYTES_MAX, "/guest_image", "bytes");
-  const vm = defaultVmIdentity({ qemu: choice.qemu, kernel: sha256(kernel.bytes), modules, agent: sha256(agent.bytes), initramfs: image.digest });
-  return { inputs, inputsDigest: sha256(inputs), image, vm, kernelPath: kernel.path, scenario: g.scenario };
+  const vm = defaultVmIdentity({
+    qemu: choice.qemu,
+    kernel: sha256(kernel.bytes),
+    modules,
+    agent: sha256(agent.bytes),
+    initramfs: image.digest,
+    treeManifest: treeManifest.digest,
+  });
+  return { inputs, inputsDigest: sha256(inputs), image, treeManifest, vm, kernelPath: kernel.path, scenario: g.scenario };
 }
 
 export interface BootFiles {
@@ -83,6 +94,8 @@ export interface BootResult {
   readonly decoded: DecodedProtocol;
   readonly consoleLog: string;
   readonly protocolLog: string;
+  /** What the guest kernel reported on its console that ends the run (kernel-log.ts). */
+  readonly kernel: readonly KernelFailure[];
 }
 
 /** QEMU exit statuses the agent produces through isa-debug-exit: (value << 1) | 1. */
@@ -91,7 +104,7 @@ const AGENT_INFRA = 3;
 
 export async function bootGuest(p: PreparedGuest, mode: RrMode, files: BootFiles, timeoutMs: number): Promise<BootResult> {
   const initrdPath = join(files.dir, "initramfs.img");
-  const consoleLog = join(files.dir, "console.log");
+  const consoleLog = join(files.dir, CONSOLE_LOG_FILE);
   const protocolLog = join(files.dir, "protocol.bin");
   writeFileAtomic(initrdPath, p.image.bytes, { mode: 0o600 });
   writeFileAtomic(consoleLog, "", { mode: 0o600 });
@@ -106,10 +119,12 @@ export async function bootGuest(p: PreparedGuest, mode: RrMode, files: BootFiles
           : "raise --timeout, or lower run.limits.time-ms",
     });
   }
+  const kernel = consoleFailures(consoleLog);
   if (qemu.exitCode !== AGENT_OK && qemu.exitCode !== AGENT_INFRA) {
+    const said = kernel.length > 0 ? `; the kernel reported ${kernel[0]!.reason}: ${kernel[0]!.line}` : "";
     throw new CairnError(
       "RUN_INFRASTRUCTURE",
-      `QEMU (${mode}) exited with ${qemu.exitCode ?? qemu.signal} without the agent's status (guest crash or kernel panic)`,
+      `QEMU (${mode}) exited with ${qemu.exitCode ?? qemu.signal} without the agent's status (guest crash or kernel panic)${said}`,
       {
         path: consoleLog,
         hint: `the guest console log is in ${consoleLog} (private)${qemu.stderr ? `; QEMU said: ${qemu.stderr.trim().slice(0, 300)}` : ""}`,
@@ -122,7 +137,7 @@ export async function bootGuest(p: PreparedGuest, mode: RrMode, files: BootFiles
   if (statusOk !== (qemu.exitCode === AGENT_OK)) {
     throw new CairnError("RUN_INFRASTRUCTURE", "the QEMU exit status and the agent's final record disagree", { path: protocolLog });
   }
-  return { qemu, protocolBytes, decoded, consoleLog, protocolLog };
+  return { qemu, protocolBytes, decoded, consoleLog, protocolLog, kernel };
 }
 
 export interface Evaluation {
@@ -130,14 +145,17 @@ export interface Evaluation {
   readonly assertions: readonly AssertionResult[];
   readonly outcome: Sha256Digest;
   readonly status: RunStatus;
+  /** Kernel-reported failures: any one makes the run an infrastructure failure, whatever the events say. */
+  readonly kernel: readonly KernelFailure[];
 }
 
-export function evaluate(decoded: DecodedProtocol, scenario: Scenario): Evaluation {
+export function evaluate(decoded: DecodedProtocol, scenario: Scenario, kernel: readonly KernelFailure[]): Evaluation {
   const assertions = checkAssertions(scenario.expect, decoded);
   return {
     events: decoded.events,
     assertions,
     outcome: outcomeDigest(decoded.events, assertions),
-    status: runStatus(decoded.events, assertions),
+    status: runStatus(decoded.events, assertions, kernel),
+    kernel,
   };
 }

@@ -2,6 +2,10 @@
 export { CpioWriter, S_IFDIR, S_IFREG, S_IFLNK, S_IFCHR } from "./cpio.ts";
 export type { CpioEntry } from "./cpio.ts";
 export { buildGuestImage } from "./initramfs.ts";
+export { encodeTreeManifest, TREE_MANIFEST_IDENTITY } from "./tree-manifest.ts";
+export type { TreeManifest } from "./tree-manifest.ts";
+export { kernelFailures, consoleFailures, KERNEL_PATTERNS } from "./kernel-log.ts";
+export type { KernelFailure, KernelReason } from "./kernel-log.ts";
 export { encodeInputs } from "./inputs.ts";
 export type { GuestLaunch } from "./inputs.ts";
 export { parseScenario, DEFAULT_SCENARIO, DEFAULT_RUN_LIMITS } from "./scenario.ts";

@@ -50,6 +50,8 @@ export interface VmIdentity {
   readonly cmdline: string;
   readonly agent: Sha256Digest;
   readonly initramfs: Sha256Digest;
+  /** The tree manifest (`cairn.tree-manifest/1`) the agent checks the unpacked template against before the first start. */
+  readonly tree_manifest: Sha256Digest;
   /** Serial ports in order (the 8250 console). */
   readonly serial: readonly string[];
   /** The device carrying the agent protocol. */
@@ -83,6 +85,7 @@ export const VM_IDENTITY_SCOPE = defineScope({
     "/cmdline": "the kernel command line",
     "/agent": "the guest agent (PID 1) bytes",
     "/initramfs": "the whole guest image: agent, recorded inputs, workload template",
+    "/tree_manifest": "what the agent proves the guest sees (every path, type, mode, owner, size, symlink target), derived from the canonical tree",
     "/serial": "which serial ports exist and what each carries",
     "/protocol_port": "the virtio-serial device and port the protocol travels on",
     "/debug_exit": "the status device the agent reports through",
@@ -112,6 +115,7 @@ export function defaultVmIdentity(parts: {
   modules: ReadonlyArray<{ name: string; digest: Sha256Digest }>;
   agent: Sha256Digest;
   initramfs: Sha256Digest;
+  treeManifest: Sha256Digest;
 }): VmIdentity {
   return {
     schema: VM_SCHEMA,
@@ -130,6 +134,7 @@ export function defaultVmIdentity(parts: {
     cmdline: GUEST_CMDLINE,
     agent: parts.agent,
     initramfs: parts.initramfs,
+    tree_manifest: parts.treeManifest,
     serial: ["console"],
     protocol_port: `virtio-serial-pci,ioeventfd=off;virtserialport,name=${PROTOCOL_PORT_NAME}`,
     debug_exit: "isa-debug-exit,iobase=0xf4,iosize=0x04",
@@ -178,6 +183,7 @@ export function parseVmIdentity(unsafe: JsonModel | undefined, path: string): Vm
     cmdline: s("cmdline"),
     agent: d("agent"),
     initramfs: d("initramfs"),
+    tree_manifest: d("tree_manifest"),
     serial: c.stringArray(c.required(o, "serial", path), childPath(path, "serial")) ?? [],
     protocol_port: s("protocol_port"),
     debug_exit: s("debug_exit"),

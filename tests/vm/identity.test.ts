@@ -30,6 +30,7 @@ const id = defaultVmIdentity({
   ],
   agent: d("b"),
   initramfs: d("c"),
+  treeManifest: d("f"),
 });
 const paths: QemuPaths = {
   kernelPath: "/k/vmlinuz",

@@ -1,0 +1,119 @@
+/**
+ * The guest proves what it runs (issue 9, item 2) and kernel-reported
+ * failures end a run (item 3). Two defects reproduced:
+ *   - an image too big for the guest's RAM: the kernel's initramfs unpacker
+ *     stops ("Initramfs unpacking failed: write error"), the guest runs a
+ *     truncated tree, and before this change the run said `passed`;
+ *   - a child killed by the OOM killer inside a program that exits 0: before
+ *     this change `passed`, and its replay "matched".
+ * Both must now be infrastructure failures naming the reason; the controls
+ * (the same scenario on a small tree, the same program without the OOM
+ * killer acting) pass.
+ */
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, it } from "node:test";
+import { sha256 } from "../../src/core/index.ts";
+import type { FsEntry } from "../../src/tree/entries.ts";
+import { isCairnError } from "../../src/core/index.ts";
+import { DEFAULT_RUN_LIMITS, recordRun, replayRun, type Scenario } from "../../src/vm/index.ts";
+import { bootProbe, probeWorld, type ProbeWorld } from "./fixtures/guest.ts";
+import { testKit, VM_SKIP } from "./fixtures/kit.ts";
+import { oomWorkspace } from "./fixtures/workloads.ts";
+
+const SCENARIO: Scenario = {
+  steps: [
+    { action: "start", after: { kind: "none" } },
+    { action: "write-stdin", offset: 0, data: Buffer.from("stat /zz-marker\nexit 0\n"), after: { kind: "output", stream: "stdout", contains: "ready" } },
+    { action: "close-stdin", after: { kind: "event", event: "input-accepted" } },
+  ],
+  expect: [{ invocation: 1, exitCode: 0 }],
+  limits: DEFAULT_RUN_LIMITS,
+};
+
+/** The probe world plus `mib` MiB of incompressible files under /var (after /bin and /home in write order, as a Debian root has) and /zz-marker, last in write order. */
+function bigWorld(mib: number): ProbeWorld {
+  const w = probeWorld();
+  const tree = new Map(w.tree);
+  const blobs = new Map(w.blobs);
+  tree.set("/var", { type: "dir", path: "/var", mode: 0o755, uid: 0, gid: 0, mtime: 1000 } as FsEntry);
+  for (let i = 0; i < mib; i++) {
+    const bytes = randomBytes(1 << 20);
+    const path = `/var/blob-${String(i).padStart(4, "0")}`;
+    blobs.set(sha256(bytes), bytes);
+    tree.set(path, { type: "file", path, mode: 0o644, uid: 0, gid: 0, mtime: 1000, size: bytes.length, sha256: sha256(bytes) } as FsEntry);
+  }
+  const marker = Buffer.from("marker\n");
+  blobs.set(sha256(marker), marker);
+  tree.set("/zz-marker", {
+    type: "file",
+    path: "/zz-marker",
+    mode: 0o644,
+    uid: 0,
+    gid: 0,
+    mtime: 1000,
+    size: marker.length,
+    sha256: sha256(marker),
+  } as FsEntry);
+  return { tree, blobs };
+}
+
+function infraReasons(events: readonly { event: string; reason?: string }[]): string[] {
+  return events.filter((e) => e.event === "infra-failure").map((e) => e.reason ?? "");
+}
+
+describe("the guest proves what it runs", { skip: VM_SKIP }, () => {
+  it("control: the small tree with the marker passes, and the probe sees the marker", async () => {
+    const b = await bootProbe(SCENARIO, undefined, bigWorld(1));
+    assert.equal(b.evaluation.status, "passed", JSON.stringify(b.evaluation.events));
+    assert.ok(
+      b.stdout(1).some((l) => l.startsWith("entry /zz-marker")),
+      b.stdout(1).join("\n"),
+    );
+    assert.deepEqual(b.evaluation.kernel, []);
+  });
+
+  for (const mib of [72, 90, 97]) {
+    it(`a ${mib} MiB tree the kernel cannot unpack in guest RAM is an infrastructure failure, never passed`, async () => {
+      const b = await bootProbe(SCENARIO, undefined, bigWorld(mib));
+      const console = readFileSync(b.boot.consoleLog, "utf8");
+      // the defect as it is: the unpacker failed and said so only on the console
+      assert.match(console, /Initramfs unpacking failed/);
+      assert.equal(b.evaluation.status, "infrastructure-failure");
+      assert.deepEqual(infraReasons(b.evaluation.events), ["tree-mismatch"]);
+      assert.ok(!b.evaluation.events.some((e) => e.event === "start"), "the workload never started on the truncated tree");
+      assert.ok(
+        b.evaluation.kernel.some((k) => k.reason === "initramfs-unpack"),
+        JSON.stringify(b.evaluation.kernel),
+      );
+    });
+  }
+});
+
+describe("kernel-reported failures end the run", { skip: VM_SKIP }, () => {
+  it("an OOM kill inside a program that exits 0 is an infrastructure failure; its replay never matches", async () => {
+    const ws = oomWorkspace();
+    const kit = await testKit();
+    const r = await recordRun({ input: ws.specPath, storeDir: ws.storeDir, runsDir: ws.runsDir, kit, cairnVersion: "test" });
+    const out = readFileSync(join(r.runDir, "streams", "1.stdout"), "utf8");
+    // the defect as it is: the program exits 0 and its exit-code assertion holds
+    assert.equal(out, "child signaled 9\n");
+    assert.ok(r.evaluation.assertions.every((a) => a.ok));
+    assert.equal(r.manifest.status, "infrastructure-failure");
+    assert.ok(
+      r.evaluation.kernel.some((k) => k.reason === "oom-kill"),
+      JSON.stringify(r.evaluation.kernel),
+    );
+    const bundle = JSON.parse(readFileSync(join(r.runDir, "failure-bundle.json"), "utf8")) as { kernel: { reason: string }[] };
+    assert.ok(bundle.kernel.some((k) => k.reason === "oom-kill"));
+    await assert.rejects(
+      () => replayRun({ runDir: r.runDir, storeDir: ws.storeDir, kit }),
+      (e: unknown) => isCairnError(e) && e.code === "RUN_INFRASTRUCTURE",
+    );
+    const result = JSON.parse(readFileSync(join(r.runDir, "replays", "1", "result.json"), "utf8")) as { matches: boolean };
+    assert.equal(result.matches, false);
+    assert.ok(existsSync(join(r.runDir, "replays", "1", "failure-bundle.json")));
+  });
+});
