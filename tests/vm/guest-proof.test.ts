@@ -12,14 +12,27 @@
  */
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { sha256 } from "../../src/core/index.ts";
+import { sha256, type Sha256Digest } from "../../src/core/index.ts";
 import type { FsEntry } from "../../src/tree/entries.ts";
 import { isCairnError } from "../../src/core/index.ts";
-import { DEFAULT_RUN_LIMITS, recordRun, replayRun, type Scenario } from "../../src/vm/index.ts";
-import { bootProbe, probeWorld, type ProbeWorld } from "./fixtures/guest.ts";
+import {
+  bootGuest,
+  buildGuestImage,
+  DEFAULT_RUN_LIMITS,
+  encodeTreeManifest,
+  evaluate,
+  prepareGuest,
+  qemuVersion,
+  recordRun,
+  replayRun,
+  type Scenario,
+} from "../../src/vm/index.ts";
+import { readKitObject } from "../../src/vm/kit.ts";
+import { bootProbe, PROBE_LAUNCH, probeWorld, type ProbeWorld } from "./fixtures/guest.ts";
 import { testKit, VM_SKIP } from "./fixtures/kit.ts";
 import { oomWorkspace } from "./fixtures/workloads.ts";
 
@@ -90,6 +103,35 @@ describe("the guest proves what it runs", { skip: VM_SKIP }, () => {
       );
     });
   }
+});
+
+describe("the agent's tree check alone", { skip: VM_SKIP }, () => {
+  it("a template differing from the manifest in one mode bit is a tree-mismatch naming that entry (control: the derived manifest passes)", async () => {
+    const kit = await testKit();
+    const world = probeWorld();
+    const content = { get: async (digest: Sha256Digest) => world.blobs.get(digest)! };
+    const prepared = await prepareGuest({ tree: world.tree, content, launch: PROBE_LAUNCH, scenario: SCENARIO }, { kit, qemu: qemuVersion() });
+    const agent = readKitObject(kit.dir, "agents", kit.agent.digest, "/agent").bytes;
+    const modules = kit.kernel.modules.map((m) => ({ name: m.name, bytes: readKitObject(kit.dir, "kernels", m.digest, "/modules").bytes }));
+    // a manifest saying /bin is 0700 while the image (from the real tree) holds 0755
+    const lying = new Map(world.tree);
+    lying.set("/bin", { ...world.tree.get("/bin")!, mode: 0o700 } as FsEntry);
+    const treeManifest = encodeTreeManifest(lying);
+    const image = await buildGuestImage({ agent, inputs: prepared.inputs, treeManifest: treeManifest.bytes, modules, tree: world.tree, content });
+    const dir = mkdtempSync(join(tmpdir(), "cairn-boot-"));
+    const boot = await bootGuest({ ...prepared, image, treeManifest }, "none", { dir, rrfile: join(dir, "unused.rr") }, 120_000);
+    const ev = evaluate(boot.decoded, SCENARIO, boot.kernel);
+    assert.equal(ev.status, "infrastructure-failure");
+    const index = [...lying.keys()].sort().indexOf("/bin");
+    assert.deepEqual(
+      ev.events.filter((e) => e.event === "infra-failure"),
+      [{ invocation: 0, event: "infra-failure", reason: "tree-mismatch", detail: index }],
+    );
+    assert.deepEqual(ev.kernel, []);
+    // control: the manifest derived from the same tree
+    const ok = await bootProbe(SCENARIO, PROBE_LAUNCH, world);
+    assert.equal(ok.evaluation.status, "passed", JSON.stringify(ok.evaluation.events));
+  });
 });
 
 describe("kernel-reported failures end the run", { skip: VM_SKIP }, () => {
