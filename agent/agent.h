@@ -127,6 +127,7 @@ int inputs_load(const char *file, struct inputs *in);
 /* ---- verify.c: the guest proves what it runs ---- */
 #define TREE_MANIFEST_VERSION 1u
 #define TREE_MANIFEST_MAX (256u << 20) /* largest tree manifest file */
+#define TREE_FLAG_CONTENT 1u           /* run.verify-tree: content */
 enum tree_result { TREE_OK = 0, TREE_DIFFERS = 1, TREE_MALFORMED = 2 };
 /* Checks the unpacked template against the tree manifest. TREE_DIFFERS sets *detail to the
    index of the first entry that differs, or to the entry count when the template holds more. */

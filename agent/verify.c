@@ -3,7 +3,8 @@
    manifest /cairn/tree (cairn.tree-manifest/1, src/vm/tree-manifest.ts),
    which the host derives from the canonical tree, never from the image.
    Every manifest entry must be there with its type, permission bits, owner,
-   size and symlink target, and the template must hold nothing else. The
+   size and symlink target, and the template must hold nothing else; with
+   the content flag (`run.verify-tree: content`) every file's SHA-256 too. The
    kernel's initramfs unpacker stops silently (to the workload) when guest
    RAM runs out; without this check the truncated tree ran and passed. */
 #include <dirent.h>
@@ -50,6 +51,27 @@ static int64_t count_below(int dfd) {
   return n;
 }
 
+/* 0 when the file's bytes hash to `want`. */
+static int check_content(int tfd, const char *path, const uint8_t want[32]) {
+  int fd = openat(tfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return -1;
+  static uint8_t buf[65536];
+  sha256_ctx c;
+  sha256_init(&c);
+  int rc = 0;
+  for (;;) {
+    ssize_t r = read(fd, buf, sizeof buf);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) rc = -1;
+    if (r <= 0) break;
+    sha256_update(&c, buf, (size_t)r);
+  }
+  close(fd);
+  uint8_t got[32];
+  sha256_final(&c, got);
+  return rc == 0 && memcmp(got, want, 32) == 0 ? 0 : -1;
+}
+
 /* Compares one entry; 0 when it is exactly as the manifest says. */
 static int check_entry(int tfd, uint8_t type, uint32_t mode, uint32_t uid, uint32_t gid, uint64_t size, const char *path, const uint8_t *target,
                        uint32_t tlen) {
@@ -69,7 +91,7 @@ int tree_verify(const char *manifest, const char *template_dir, uint64_t *detail
   *detail = 0;
   int fd = open(manifest, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   struct stat mst;
-  if (fd < 0 || fstat(fd, &mst) < 0 || !S_ISREG(mst.st_mode) || mst.st_size < 16 || (uint64_t)mst.st_size > TREE_MANIFEST_MAX) {
+  if (fd < 0 || fstat(fd, &mst) < 0 || !S_ISREG(mst.st_mode) || mst.st_size < 20 || (uint64_t)mst.st_size > TREE_MANIFEST_MAX) {
     if (fd >= 0) close(fd);
     return TREE_MALFORMED;
   }
@@ -86,18 +108,23 @@ int tree_verify(const char *manifest, const char *template_dir, uint64_t *detail
     free(buf);
     return TREE_MALFORMED;
   }
-  uint64_t count = le(buf + 12, 4);
+  uint64_t flags = le(buf + 12, 4);
+  uint64_t count = le(buf + 16, 4);
+  if (flags & ~(uint64_t)TREE_FLAG_CONTENT) {
+    free(buf);
+    return TREE_MALFORMED;
+  }
   int tfd = open(template_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (tfd < 0 || count == 0) {
     free(buf);
     if (tfd >= 0) close(tfd);
     return TREE_DIFFERS; /* no template at all: entry 0 (the root) is missing */
   }
-  size_t off = 16;
+  size_t off = 20;
   int rc = TREE_OK;
   char path[4097];
   for (uint64_t i = 0; i < count && rc == TREE_OK; i++) {
-    /* u8 type, u32 mode, u32 uid, u32 gid, u64 size, bytes path, bytes target */
+    /* u8 type, u32 mode, u32 uid, u32 gid, u64 size, bytes path, bytes target, [32 bytes sha256 for a file] */
     if (len - off < 25 + 4) {
       rc = TREE_MALFORMED;
       break;
@@ -123,7 +150,17 @@ int tree_verify(const char *manifest, const char *template_dir, uint64_t *detail
     }
     const uint8_t *target = buf + off;
     off += tlen;
-    if (check_entry(tfd, type, mode, uid, gid, size, path, target, (uint32_t)tlen) < 0) {
+    const uint8_t *digest = NULL;
+    if (type == 2) {
+      if (len - off < 32) {
+        rc = TREE_MALFORMED;
+        break;
+      }
+      digest = buf + off;
+      off += 32;
+    }
+    if (check_entry(tfd, type, mode, uid, gid, size, path, target, (uint32_t)tlen) < 0 ||
+        (digest && (flags & TREE_FLAG_CONTENT) && check_content(tfd, path, digest) < 0)) {
       *detail = i;
       rc = TREE_DIFFERS;
     }

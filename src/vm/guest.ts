@@ -68,7 +68,7 @@ export async function prepareGuest(g: GuestInputs, choice: KitChoice): Promise<P
   }));
   const agent = readKitObject(choice.kit.dir, "agents", choice.agent ?? choice.kit.agent.digest, "/vm/agent");
   const inputs = encodeInputs(g.launch, g.scenario);
-  const treeManifest = encodeTreeManifest(g.tree);
+  const treeManifest = encodeTreeManifest(g.tree, g.scenario.verifyTree ?? "metadata");
   const image = await buildGuestImage({ agent: agent.bytes, inputs, treeManifest: treeManifest.bytes, modules, tree: g.tree, content: g.content });
   checkLimit("vm.image-bytes", image.size, IMAGE_BYTES_MAX, "/guest_image", "bytes");
   const vm = defaultVmIdentity({

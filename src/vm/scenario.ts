@@ -78,6 +78,12 @@ export interface Scenario {
   readonly steps: readonly Step[];
   readonly expect: readonly Expectation[];
   readonly limits: RunLimits;
+  /**
+   * `run.verify-tree`: what the agent checks of the template before the first
+   * start. Absent (`metadata`): every path, type, mode, owner, size and symlink
+   * target. `content`: also every file's SHA-256, hashed in the guest.
+   */
+  readonly verifyTree?: "content";
 }
 
 /** Used when a spec has no `run` section: start once, close stdin, expect exit code 0. */
@@ -236,7 +242,7 @@ function parseLimits(c: Checker, v: JsonModel | undefined, path: string): RunLim
 export function parseScenario(unsafeRun: JsonModel | undefined, path = "/run"): Scenario {
   if (unsafeRun === undefined) return DEFAULT_SCENARIO;
   const c = new Checker("RUN_INVALID");
-  const o = c.object(unsafeRun, path, ["steps", "expect", "limits"]);
+  const o = c.object(unsafeRun, path, ["steps", "expect", "limits", "verify-tree"]);
   if (!o) {
     c.done("invalid run section");
     return DEFAULT_SCENARIO;
@@ -245,6 +251,9 @@ export function parseScenario(unsafeRun: JsonModel | undefined, path = "/run"): 
   const invocations = steps.filter((s) => s.action === "start").length;
   const expect = o.expect === undefined ? [] : parseExpect(c, o.expect, childPath(path, "expect"), Math.max(invocations, 1));
   const limits = parseLimits(c, o.limits, childPath(path, "limits"));
+  const verify = o["verify-tree"] === undefined ? "metadata" : c.string(o["verify-tree"], childPath(path, "verify-tree"));
+  if (verify !== undefined && verify !== "metadata" && verify !== "content")
+    c.add(childPath(path, "verify-tree"), 'expected "metadata" (the default) or "content"', "RUN_INVALID");
   c.done("invalid run section", "see docs/runs.md for the run section's format");
-  return { steps, expect, limits };
+  return verify === "content" ? { steps, expect, limits, verifyTree: "content" } : { steps, expect, limits };
 }

@@ -265,7 +265,7 @@ const EXPECTED: Record<string, string> = {
   "workload lock lock_digest": "sha256:2f34805159c0c42f617c76ddd6b274b10b37c3378f0fe74161c01b412e317a4d",
   // moved on purpose (issue 9): the VM identity gained tree_manifest; see CHANGELOG.md
   vm: "sha256:71417e2e2b394ea411a3c62006fce685ceffd80b640ae6b52c6c8b97981a44a9",
-  "tree manifest": "sha256:f95ade0eacb2e3171dd104c06ba6f975dfe42cfe8c3386bfd506593d3951adb8",
+  "tree manifest": "sha256:14cf992353c05d3b225278976e8c5d44f6c2f7df9922e0b828d1ca69e33d83c2",
   outcome: "sha256:6123b3563da0cc2e92136f509065bb40812e8976d471f01746cc0b499bb57dde",
   "agent source digest": "sha256:ceb6b7f2e837c69376e0e1ce040e09b1cf85e80409c0f60040e0c3b743c40d09",
 };

@@ -105,32 +105,50 @@ describe("the guest proves what it runs", { skip: VM_SKIP }, () => {
   }
 });
 
+/** Boots the probe world with a tree manifest made from `manifestTree` (which may lie about the image's tree). */
+async function bootWithManifest(world: ProbeWorld, manifestTree: ProbeWorld["tree"], scenario: Scenario) {
+  const kit = await testKit();
+  const content = { get: async (digest: Sha256Digest) => world.blobs.get(digest)! };
+  const prepared = await prepareGuest({ tree: world.tree, content, launch: PROBE_LAUNCH, scenario }, { kit, qemu: qemuVersion() });
+  const agent = readKitObject(kit.dir, "agents", kit.agent.digest, "/agent").bytes;
+  const modules = kit.kernel.modules.map((m) => ({ name: m.name, bytes: readKitObject(kit.dir, "kernels", m.digest, "/modules").bytes }));
+  const treeManifest = encodeTreeManifest(manifestTree, scenario.verifyTree ?? "metadata");
+  const image = await buildGuestImage({ agent, inputs: prepared.inputs, treeManifest: treeManifest.bytes, modules, tree: world.tree, content });
+  const dir = mkdtempSync(join(tmpdir(), "cairn-boot-"));
+  const boot = await bootGuest({ ...prepared, image, treeManifest }, "none", { dir, rrfile: join(dir, "unused.rr") }, 120_000);
+  return evaluate(boot.decoded, scenario, boot.kernel);
+}
+
+const infra = (ev: { events: readonly unknown[] }) => ev.events.filter((e) => (e as { event: string }).event === "infra-failure");
+
 describe("the agent's tree check alone", { skip: VM_SKIP }, () => {
   it("a template differing from the manifest in one mode bit is a tree-mismatch naming that entry (control: the derived manifest passes)", async () => {
-    const kit = await testKit();
     const world = probeWorld();
-    const content = { get: async (digest: Sha256Digest) => world.blobs.get(digest)! };
-    const prepared = await prepareGuest({ tree: world.tree, content, launch: PROBE_LAUNCH, scenario: SCENARIO }, { kit, qemu: qemuVersion() });
-    const agent = readKitObject(kit.dir, "agents", kit.agent.digest, "/agent").bytes;
-    const modules = kit.kernel.modules.map((m) => ({ name: m.name, bytes: readKitObject(kit.dir, "kernels", m.digest, "/modules").bytes }));
     // a manifest saying /bin is 0700 while the image (from the real tree) holds 0755
     const lying = new Map(world.tree);
     lying.set("/bin", { ...world.tree.get("/bin")!, mode: 0o700 } as FsEntry);
-    const treeManifest = encodeTreeManifest(lying);
-    const image = await buildGuestImage({ agent, inputs: prepared.inputs, treeManifest: treeManifest.bytes, modules, tree: world.tree, content });
-    const dir = mkdtempSync(join(tmpdir(), "cairn-boot-"));
-    const boot = await bootGuest({ ...prepared, image, treeManifest }, "none", { dir, rrfile: join(dir, "unused.rr") }, 120_000);
-    const ev = evaluate(boot.decoded, SCENARIO, boot.kernel);
+    const ev = await bootWithManifest(world, lying, SCENARIO);
     assert.equal(ev.status, "infrastructure-failure");
     const index = [...lying.keys()].sort().indexOf("/bin");
-    assert.deepEqual(
-      ev.events.filter((e) => e.event === "infra-failure"),
-      [{ invocation: 0, event: "infra-failure", reason: "tree-mismatch", detail: index }],
-    );
+    assert.deepEqual(infra(ev), [{ invocation: 0, event: "infra-failure", reason: "tree-mismatch", detail: index }]);
     assert.deepEqual(ev.kernel, []);
     // control: the manifest derived from the same tree
-    const ok = await bootProbe(SCENARIO, PROBE_LAUNCH, world);
-    assert.equal(ok.evaluation.status, "passed", JSON.stringify(ok.evaluation.events));
+    const ok = await bootWithManifest(world, world.tree, SCENARIO);
+    assert.equal(ok.status, "passed", JSON.stringify(ok.events));
+  });
+
+  it("run.verify-tree: content finds a file whose bytes differ at the same size; the metadata check does not (control)", async () => {
+    const world = probeWorld();
+    const probe = world.tree.get("/bin/probe")!;
+    const lying = new Map(world.tree);
+    lying.set("/bin/probe", { ...probe, sha256: sha256(Buffer.from("not the probe")) } as FsEntry);
+    const content: Scenario = { ...SCENARIO, verifyTree: "content" };
+    const ev = await bootWithManifest(world, lying, content);
+    const index = [...lying.keys()].sort().indexOf("/bin/probe");
+    assert.deepEqual(infra(ev), [{ invocation: 0, event: "infra-failure", reason: "tree-mismatch", detail: index }]);
+    // controls: the metadata check cannot see it, and the content check passes the true tree
+    assert.equal((await bootWithManifest(world, lying, SCENARIO)).status, "passed");
+    assert.equal((await bootWithManifest(world, world.tree, content)).status, "passed");
   });
 });
 

@@ -59,6 +59,8 @@ describe("run section", () => {
       ["steps: [{action: start}]\nlimits: {frame-bytes: 8192}", "/run/limits/frame-bytes"],
       ["steps: [{action: start}]\nexpect: [{stdout-sha256: nope}]", "/run/expect/0/stdout-sha256"],
       ["steps: []", "/run/steps"],
+      ["steps: [{action: start}]\nverify-tree: bytes", "/run/verify-tree"],
+      ["steps: [{action: start}]\nverify-tree: 1", "/run/verify-tree"],
     ];
     for (const [yaml, path] of bad) {
       assert.throws(
@@ -67,6 +69,12 @@ describe("run section", () => {
         `${yaml}: expected a refusal with an issue at ${path}`,
       );
     }
+  });
+
+  it("reads run.verify-tree: content, and metadata as the default (no field)", () => {
+    assert.equal(parseScenario(parseYamlText("steps: [{action: start}]\nverify-tree: content")).verifyTree, "content");
+    assert.equal(parseScenario(parseYamlText("steps: [{action: start}]\nverify-tree: metadata")).verifyTree, undefined);
+    assert.equal(parseScenario(parseYamlText("steps: [{action: start}]")).verifyTree, undefined);
   });
 
   it("checks assertions on lines and digests without copying output into results", () => {

@@ -19,7 +19,7 @@ const entries: FsEntry[] = [
 ];
 
 /** An independent encoder: one hex string per field, as the format comment in tree-manifest.ts says. */
-function oracle(): Buffer {
+function oracle(flags = 0): Buffer {
   const u32 = (v: number) => {
     const b = Buffer.alloc(4);
     b.writeUInt32LE(v);
@@ -30,10 +30,11 @@ function oracle(): Buffer {
   const hex = [
     Buffer.from("CAIRNTM1").toString("hex"),
     u32(1),
+    u32(flags),
     u32(4),
     `01${u32(0o755)}${u32(0)}${u32(0)}${u64(0)}${s("")}${s("")}`,
     `01${u32(0o700)}${u32(0)}${u32(0)}${u64(0)}${s("bin")}${s("")}`,
-    `02${u32(0o4750)}${u32(1000)}${u32(100)}${u64(300)}${s("bin/x")}${s("")}`,
+    `02${u32(0o4750)}${u32(1000)}${u32(100)}${u64(300)}${s("bin/x")}${s("")}${"a".repeat(64)}`,
     `03${u32(0o777)}${u32(3)}${u32(4)}${u64(5)}${s("l")}${s("bin/x")}`,
   ].join("");
   return Buffer.from(hex, "hex");
@@ -46,9 +47,13 @@ describe("tree manifest", () => {
     assert.equal(m.entries, 4);
     const digest = createHash("sha256").update(Buffer.from("cairn.tree-manifest/1\0")).update(oracle()).digest("hex");
     assert.equal(m.digest, `sha256:${digest}`);
+    // run.verify-tree: content sets flag bit 0 and nothing else, and is another digest
+    const c = encodeTreeManifest(new Map(entries.map((e) => [e.path, e])), "content");
+    assert.ok(c.bytes.equals(oracle(1)));
+    assert.notEqual(c.digest, m.digest);
   });
 
-  it("a tree differing in one owner, mode, size or target has another digest (control: the same tree, the same digest)", () => {
+  it("a tree differing in one owner, mode, size, target or content digest has another digest (control: the same tree, the same digest)", () => {
     const base = encodeTreeManifest(new Map(entries.map((e) => [e.path, e]))).digest;
     assert.equal(encodeTreeManifest(new Map([...entries].reverse().map((e) => [e.path, e]))).digest, base);
     const edits: Array<(e: FsEntry) => FsEntry> = [
@@ -56,6 +61,7 @@ describe("tree manifest", () => {
       (e) => (e.path === "/bin" ? { ...e, mode: 0o755 } : e),
       (e) => (e.path === "/bin/x" && e.type === "file" ? { ...e, size: 301 } : e),
       (e) => (e.path === "/l" && e.type === "symlink" ? { ...e, target: "bin/y" } : e),
+      (e) => (e.path === "/bin/x" && e.type === "file" ? { ...e, sha256: d("b") } : e),
     ];
     for (const edit of edits) assert.notEqual(encodeTreeManifest(new Map(entries.map(edit).map((e) => [e.path, e]))).digest, base);
   });
