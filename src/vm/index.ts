@@ -21,7 +21,7 @@ export type { QemuPaths } from "./qemu.ts";
 export { buildAgent, AGENT_SOURCE_DIR } from "./agentbuild.ts";
 export { kitDir, loadKit, setupKit, ensureKit, qemuVersion, missingPackages, AGENT_SOURCE_DIGEST } from "./kit.ts";
 export type { Kit, SetupOptions } from "./kit.ts";
-export { prepareGuest, bootGuest, evaluate, IMAGE_BYTES_MAX } from "./guest.ts";
+export { prepareGuest, bootGuest, evaluate, defaultMemoryMib, IMAGE_BYTES_MAX } from "./guest.ts";
 export type { PreparedGuest, BootResult, Evaluation } from "./guest.ts";
 export { recordRun, defaultRunsDir } from "./record.ts";
 export type { RecordOptions, RecordResult } from "./record.ts";

@@ -74,7 +74,7 @@ export const VM_IDENTITY_SCOPE = defineScope({
     "/machine": "the machine type (q35)",
     "/accel": "software emulation (tcg); no KVM",
     "/cpu": "the CPU model; max gives RDRAND so getrandom does not stall",
-    "/memory_mib": "guest RAM",
+    "/memory_mib": "guest RAM (run.memory-mib, or sized from the guest image)",
     "/smp": "one vCPU: record/replay is single-threaded",
     "/icount_shift": "instruction counting: virtual time = instructions << shift",
     "/icount_sleep": "sleep=off: idle virtual time is skipped, not waited",
@@ -116,6 +116,8 @@ export function defaultVmIdentity(parts: {
   agent: Sha256Digest;
   initramfs: Sha256Digest;
   treeManifest: Sha256Digest;
+  /** Guest RAM: `run.memory-mib`, or sized from the image (guest.ts `defaultMemoryMib`). */
+  memoryMib: number;
 }): VmIdentity {
   return {
     schema: VM_SCHEMA,
@@ -123,7 +125,7 @@ export function defaultVmIdentity(parts: {
     machine: "q35",
     accel: "tcg",
     cpu: "max",
-    memory_mib: 256,
+    memory_mib: parts.memoryMib,
     smp: 1,
     icount_shift: 3,
     icount_sleep: false,

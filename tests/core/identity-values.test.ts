@@ -223,6 +223,7 @@ export async function computeIdentityValues(): Promise<Record<string, string>> {
     agent: d("b"),
     initramfs: d("c"),
     treeManifest: d("f"),
+    memoryMib: 256,
   });
   out.vm = vmDigest(vm);
   out["tree manifest"] = encodeTreeManifest(tree()).digest;

@@ -23,6 +23,7 @@ import {
   bootGuest,
   buildGuestImage,
   DEFAULT_RUN_LIMITS,
+  defaultMemoryMib,
   encodeTreeManifest,
   evaluate,
   prepareGuest,
@@ -90,7 +91,8 @@ describe("the guest proves what it runs", { skip: VM_SKIP }, () => {
 
   for (const mib of [72, 90, 97]) {
     it(`a ${mib} MiB tree the kernel cannot unpack in guest RAM is an infrastructure failure, never passed`, async () => {
-      const b = await bootProbe(SCENARIO, undefined, bigWorld(mib));
+      // guest RAM fixed at 256 MiB, as it was for every image before run.memory-mib
+      const b = await bootProbe({ ...SCENARIO, memoryMib: 256 }, undefined, bigWorld(mib));
       const console = readFileSync(b.boot.consoleLog, "utf8");
       // the defect as it is: the unpacker failed and said so only on the console
       assert.match(console, /Initramfs unpacking failed/);
@@ -120,6 +122,28 @@ async function bootWithManifest(world: ProbeWorld, manifestTree: ProbeWorld["tre
 }
 
 const infra = (ev: { events: readonly unknown[] }) => ev.events.filter((e) => (e as { event: string }).event === "infra-failure");
+
+describe("guest RAM follows the image (run.memory-mib, run.limits.image-bytes)", { skip: VM_SKIP }, () => {
+  it("the 97 MiB tree runs whole with the default RAM sized from the image, and sees the marker", async () => {
+    const b = await bootProbe(SCENARIO, undefined, bigWorld(97));
+    assert.equal(b.prepared.vm.memory_mib, defaultMemoryMib(b.prepared.image.size));
+    assert.ok(b.prepared.vm.memory_mib > 256);
+    assert.equal(b.evaluation.status, "passed", JSON.stringify(b.evaluation.events));
+    assert.ok(b.stdout(1).some((l) => l.startsWith("entry /zz-marker")));
+  });
+
+  it("a 160 MiB tree is refused by vm.image-bytes until the spec raises it, then runs whole", async () => {
+    const world = bigWorld(160);
+    await assert.rejects(
+      () => bootProbe(SCENARIO, undefined, world),
+      (e: unknown) => isCairnError(e) && e.code === "LIMIT_EXCEEDED",
+    );
+    const raised: Scenario = { ...SCENARIO, limits: { ...SCENARIO.limits, imageBytes: 200 * 1024 * 1024 } };
+    const b = await bootProbe(raised, undefined, world);
+    assert.equal(b.evaluation.status, "passed", JSON.stringify(b.evaluation.events));
+    assert.ok(b.stdout(1).some((l) => l.startsWith("entry /zz-marker")));
+  });
+});
 
 describe("the agent's tree check alone", { skip: VM_SKIP }, () => {
   it("a template differing from the manifest in one mode bit is a tree-mismatch naming that entry (control: the derived manifest passes)", async () => {
