@@ -35,7 +35,7 @@ import {
 import { readKitObject } from "../../src/vm/kit.ts";
 import { bootProbe, PROBE_LAUNCH, probeWorld, type ProbeWorld } from "./fixtures/guest.ts";
 import { testKit, VM_SKIP } from "./fixtures/kit.ts";
-import { oomWorkspace } from "./fixtures/workloads.ts";
+import { oomWorkspace, truncatedOciWorkspace } from "./fixtures/workloads.ts";
 
 const SCENARIO: Scenario = {
   steps: [
@@ -122,6 +122,25 @@ async function bootWithManifest(world: ProbeWorld, manifestTree: ProbeWorld["tre
 }
 
 const infra = (ev: { events: readonly unknown[] }) => ev.events.filter((e) => (e as { event: string }).event === "infra-failure");
+
+describe("a truncated tree through record and replay", { skip: VM_SKIP }, () => {
+  it("a 72 MiB OCI workload at 256 MiB records as an infrastructure failure with the kernel's reason, and its replay never matches", async () => {
+    const ws = truncatedOciWorkspace(72);
+    const kit = await testKit();
+    const r = await recordRun({ input: ws.specPath, storeDir: ws.storeDir, runsDir: ws.runsDir, kit, cairnVersion: "test" });
+    assert.equal(r.manifest.vm.memory_mib, 256);
+    assert.equal(r.manifest.status, "infrastructure-failure");
+    assert.deepEqual(infraReasons(r.evaluation.events), ["tree-mismatch"]);
+    const bundle = JSON.parse(readFileSync(join(r.runDir, "failure-bundle.json"), "utf8")) as { kernel: { reason: string; line: string }[] };
+    assert.deepEqual(bundle.kernel, [{ reason: "initramfs-unpack", line: "Initramfs unpacking failed: write error" }]);
+    await assert.rejects(
+      () => replayRun({ runDir: r.runDir, storeDir: ws.storeDir, kit }),
+      (e: unknown) => isCairnError(e) && e.code === "RUN_INFRASTRUCTURE" && e.path === "/kernel/0",
+    );
+    const result = JSON.parse(readFileSync(join(r.runDir, "replays", "1", "result.json"), "utf8")) as { matches: boolean };
+    assert.equal(result.matches, false);
+  });
+});
 
 describe("guest RAM follows the image (run.memory-mib, run.limits.image-bytes)", { skip: VM_SKIP }, () => {
   it("the 97 MiB tree runs whole with the default RAM sized from the image, and sees the marker", async () => {
