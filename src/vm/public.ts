@@ -13,5 +13,6 @@ export type { RunManifest } from "./index.ts";
 export { DEFAULT_SCENARIO, parseScenario } from "./index.ts";
 export type { Scenario } from "./index.ts";
 export { writeFailureBundle } from "./index.ts";
-export { OUTCOME_IDENTITY, OUTCOME_SCOPE, VM_IDENTITY, VM_IDENTITY_SCOPE } from "./index.ts";
+export { OUTCOME_IDENTITY, OUTCOME_SCOPE, TREE_MANIFEST_IDENTITY, VM_IDENTITY, VM_IDENTITY_SCOPE } from "./index.ts";
+export type { KernelFailure, KernelReason } from "./index.ts";
 export type { RunStatus, VmIdentity } from "./index.ts";
