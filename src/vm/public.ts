@@ -15,3 +15,5 @@ export type { Scenario } from "./index.ts";
 export { writeFailureBundle } from "./index.ts";
 export { OUTCOME_IDENTITY, OUTCOME_SCOPE, VM_IDENTITY, VM_IDENTITY_SCOPE } from "./index.ts";
 export type { RunStatus, VmIdentity } from "./index.ts";
+export { collectStoreGarbage } from "./index.ts";
+export type { StoreGcOptions, StoreGcResult } from "./index.ts";

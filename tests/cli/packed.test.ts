@@ -62,7 +62,7 @@ test("the packed package, installed without tsx, runs cairn --version, manifest 
     assert.ok(!existsSync(join(proj, "node_modules", "esbuild")), "esbuild is not installed");
     const bin = join(proj, "node_modules", ".bin", "cairn");
     const cairn = (args: string[]) =>
-      spawnSync(bin, args, { cwd: proj, encoding: "utf8", timeout: 30_000, env: { ...process.env, CAIRN_HOME: join(dir, "home") } });
+      spawnSync(bin, args, { cwd: proj, encoding: "utf8", timeout: 90_000, env: { ...process.env, CAIRN_HOME: join(dir, "home") } });
 
     const version = cairn(["--version"]);
     assert.equal(version.status, 0, version.stderr);
