@@ -30,3 +30,5 @@ export type { ReplayOptions, ReplayResult } from "./replay-run.ts";
 export { parseRunManifest, RUN_MANIFEST_SCHEMA, RUN_MANIFEST_SCOPE } from "./run-manifest.ts";
 export type { RunManifest } from "./run-manifest.ts";
 export { writeFailureBundle } from "./bundle.ts";
+export { collectStoreGarbage } from "./store-gc.ts";
+export type { StoreGcOptions, StoreGcResult } from "./store-gc.ts";

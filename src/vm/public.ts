@@ -16,3 +16,5 @@ export { writeFailureBundle } from "./index.ts";
 export { OUTCOME_IDENTITY, OUTCOME_SCOPE, TREE_MANIFEST_IDENTITY, VM_IDENTITY, VM_IDENTITY_SCOPE } from "./index.ts";
 export type { KernelFailure, KernelReason } from "./index.ts";
 export type { RunStatus, VmIdentity } from "./index.ts";
+export { collectStoreGarbage } from "./index.ts";
+export type { StoreGcOptions, StoreGcResult } from "./index.ts";
