@@ -16,6 +16,7 @@
  * a request without a digest, or what is written into a mutable upper layer.
  */
 import { CairnError, declareIdentity, defineScope, identityDigest, scopeFieldNames, type Sha256Digest } from "../core/index.ts";
+import { hostRequirementSet, hostRequirementToModel } from "./capability.ts";
 import { isFrozen, lockfileToModel, type Lockfile } from "./lockfile.ts";
 
 export const ENVIRONMENT_ID_SCHEMA = "cairn.environment/1";
@@ -41,7 +42,7 @@ export const ENVIRONMENT_ID_SCOPE = defineScope({
     "/defaults": "the defaults the profile sets (shell and the like)",
     "/packages": "the package requests handed to package managers",
     "/mutable_layer": "whether a writable upper layer is mounted",
-    "/requires_host": "what the host must provide",
+    "/requires_host": "what the host must provide, as a set: sorted and de-duplicated before hashing, so its order never changes the ID",
     "/base/name": "the base's name",
     "/base/arch": "the machine architecture",
     "/base/abi": "the C library ABI layers are built against",
@@ -97,6 +98,8 @@ export function environmentIdInput(lock: Lockfile): Record<string, unknown> {
   const layers = [...(model.layers as Record<string, unknown>[])].sort((a, b) => (a.mount_order as number) - (b.mount_order as number));
   const layerFields = scopeFieldNames(ENVIRONMENT_ID_SCOPE, "covers", "/layers/*");
   input.layers = layers.map((l) => pick(l, layerFields));
+  // A set: the order a profile lists host requirements in is not part of the environment.
+  input.requires_host = hostRequirementSet(lock.requires_host).map(hostRequirementToModel);
   return input;
 }
 

@@ -3,7 +3,7 @@
  * whether their EnvironmentIDs differ. Environment variable values are never
  * printed (they may be secrets): a changed variable is named, not shown.
  */
-import { capabilityString, requirementString } from "./capability.ts";
+import { capabilityString, hostRequirementSet, hostRequirementString } from "./capability.ts";
 import { compareBytes } from "../core/index.ts";
 import { environmentId } from "./env-id.ts";
 import { isFrozen, type LockLayer, type Lockfile } from "./lockfile.ts";
@@ -56,7 +56,8 @@ export function diffLocks(a: Lockfile, b: Lockfile): LockDiff {
   maps(out, "/defaults", a.defaults, b.defaults, false);
   cmp(out, "/packages", JSON.stringify(a.packages), JSON.stringify(b.packages));
   cmp(out, "/mutable_layer", String(a.mutable_layer), String(b.mutable_layer));
-  cmp(out, "/requires_host", a.requires_host.map(requirementString).join(", "), b.requires_host.map(requirementString).join(", "));
+  const hosts = (l: Lockfile): string => hostRequirementSet(l.requires_host).map(hostRequirementString).join(", ");
+  cmp(out, "/requires_host", hosts(a), hosts(b));
   cmp(out, "/verification_policy", a.verification_policy, b.verification_policy);
   cmp(out, "/profile", a.profile, b.profile);
   cmp(out, "/profile_sha256", a.profile_sha256, b.profile_sha256);

@@ -14,6 +14,7 @@
  */
 import {
   sortedRecord,
+  CairnError,
   Checker,
   childPath,
   isDigest,
@@ -24,7 +25,14 @@ import {
   type JsonObject,
   type Sha256Digest,
 } from "../core/index.ts";
-import { capabilityString, parseCapability, parseRequirement, requirementString, type Capability, type Requirement } from "./capability.ts";
+import {
+  capabilityString,
+  hostRequirementToModel,
+  parseCapability,
+  parseHostRequirement,
+  type Capability,
+  type HostRequirement,
+} from "./capability.ts";
 import { ARCHES, BASE_NAME, type Arch } from "./platform.ts";
 import { PACKAGE_MANAGERS, type PackageSet } from "./profile-model.ts";
 import { baseDigest, type LockBase } from "./base.ts";
@@ -70,7 +78,7 @@ export interface Lockfile {
   readonly defaults: ReadonlyMap<string, string>;
   readonly packages: readonly PackageSet[];
   readonly mutable_layer: boolean;
-  readonly requires_host: readonly Requirement[];
+  readonly requires_host: readonly HostRequirement[];
   /** Profile fields recorded but not acted upon (instance, storage). */
   readonly not_acted_upon?: JsonObject;
 }
@@ -317,7 +325,17 @@ export function parseLockfile(v: JsonModel, source = "lockfile"): Lockfile {
   const defaults = has(root, "defaults") ? (c.stringMap(root.defaults, "/defaults") ?? new Map<string, string>()) : new Map<string, string>();
   const packages = has(root, "packages") ? readPackages(c, root.packages) : [];
   const mutable_layer = has(root, "mutable_layer") ? c.boolean(root.mutable_layer, "/mutable_layer") : false;
-  const requires_host = has(root, "requires_host") ? caps(c, root.requires_host, "/requires_host", parseRequirement) : [];
+  const requires_host: HostRequirement[] = [];
+  if (has(root, "requires_host")) {
+    c.array(root.requires_host, "/requires_host")?.forEach((h, i) => {
+      try {
+        requires_host.push(parseHostRequirement(h, `/requires_host/${i}`));
+      } catch (e) {
+        if (!(e instanceof CairnError)) throw e;
+        c.add(e.path ?? `/requires_host/${i}`, e.message, e.code);
+      }
+    });
+  }
   const not_acted_upon = has(root, "not_acted_upon") ? c.object(root.not_acted_upon, "/not_acted_upon", ["instance", "storage"]) : undefined;
   c.done(source, "a lockfile is written by `cairn resolve`; do not edit it by hand");
   return {
@@ -393,7 +411,7 @@ export function lockfileToModel(l: Lockfile): Record<string, unknown> {
   out.defaults = sortedRecord(l.defaults);
   out.packages = l.packages.map((s) => ({ manager: s.manager, packages: s.packages.map((p) => ({ ...p })), ...(s.env !== undefined ? { env: s.env } : {}) }));
   out.mutable_layer = l.mutable_layer;
-  out.requires_host = l.requires_host.map(requirementString);
+  out.requires_host = l.requires_host.map(hostRequirementToModel);
   if (l.not_acted_upon !== undefined) out.not_acted_upon = l.not_acted_upon;
   return out;
 }

@@ -7,10 +7,10 @@
  * `instance` and `storage` are recorded but cairn does not act on them; every
  * output that mentions them says so.
  */
-import { sortedRecord, Checker, childPath, parseYamlText, toYamlText, type JsonModel, type JsonObject } from "../core/index.ts";
-import { readRef, refToModel, REF_NAME, type SoftwareRef } from "./ref.ts";
-import { isVersion } from "./version.ts";
-import { parseRequirement, requirementString, type Requirement } from "./capability.ts";
+import { sortedRecord, CairnError, Checker, childPath, parseYamlText, toYamlText, type JsonModel, type JsonObject } from "../core/index.ts";
+import { readRef, refToModel, REF_NAME, yamlNumberMessage, type SoftwareRef } from "./ref.ts";
+import { isVersion, versionHint } from "./version.ts";
+import { hostRequirementToModel, parseHostRequirement, type HostRequirement } from "./capability.ts";
 import { ARCHES, BASE_NAME, type Arch } from "./platform.ts";
 
 export const PACKAGE_MANAGERS = ["pip", "conda", "cran"] as const;
@@ -47,7 +47,7 @@ export interface Profile {
   readonly defaults: ReadonlyMap<string, string>;
   readonly packages: readonly PackageSet[];
   readonly mutable_layer: boolean;
-  readonly requires_host: readonly Requirement[];
+  readonly requires_host: readonly HostRequirement[];
   /** Recorded, not acted upon. */
   readonly instance?: JsonModel;
   /** Recorded, not acted upon. */
@@ -118,7 +118,8 @@ function readPackageSet(c: Checker, v: JsonModel, p: string): PackageSet | undef
     const po = c.object(item, ip, ["name", "version"]);
     if (po === undefined) return undefined;
     const name = c.string(c.required(po, "name", ip), childPath(ip, "name"), { pattern: PKG_NAME });
-    const version = has(po, "version") ? c.string(po.version, childPath(ip, "version"), { nonEmpty: true, max: 128 }) : undefined;
+    if (typeof po.version === "number") c.add(childPath(ip, "version"), yamlNumberMessage(po.version), "MODEL_TYPE");
+    const version = has(po, "version") && typeof po.version !== "number" ? c.string(po.version, childPath(ip, "version"), { nonEmpty: true, max: 128 }) : undefined;
     return name === undefined ? undefined : { name, ...(version !== undefined ? { version } : {}) };
   });
   let env: string | undefined;
@@ -138,8 +139,9 @@ export function parseProfileModel(v: JsonModel, source = "profile"): Profile {
   const root = o!;
   const name = c.string(c.required(root, "name", ""), "/name", { pattern: REF_NAME });
   const description = has(root, "description") ? c.string(root.description, "/description", { max: 4096 }) : undefined;
-  const version = has(root, "version") ? c.string(root.version, "/version") : undefined;
-  if (version !== undefined && !isVersion(version)) c.add("/version", "not a version", "MODEL_VALUE");
+  if (typeof root.version === "number") c.add("/version", yamlNumberMessage(root.version), "MODEL_TYPE");
+  const version = has(root, "version") && typeof root.version !== "number" ? c.string(root.version, "/version") : undefined;
+  if (version !== undefined && !isVersion(version)) c.add("/version", `not a version (${versionHint(version)})`, "MODEL_VALUE");
   const bo = has(root, "base") ? c.object(root.base, "/base", ["os", "arch"]) : void c.required(root, "base", "");
   let base: Profile["base"] | undefined;
   if (bo !== undefined) {
@@ -163,9 +165,10 @@ export function parseProfileModel(v: JsonModel, source = "profile"): Profile {
   const mutable_layer = has(root, "mutable_layer") ? c.boolean(root.mutable_layer, "/mutable_layer") : false;
   const requires_host = list(c, root, "requires_host", "", (item, p) => {
     try {
-      return parseRequirement(item, p);
+      return parseHostRequirement(item, p);
     } catch (e) {
-      c.add(p, e instanceof Error ? e.message : String(e), "MODEL_VALUE");
+      if (!(e instanceof CairnError)) throw e;
+      c.add(e.path ?? p, e.message, e.code);
       return undefined;
     }
   });
@@ -213,7 +216,7 @@ export function profileToModel(p: Profile): Record<string, unknown> {
     }));
   }
   if (p.mutable_layer) out.mutable_layer = true;
-  if (p.requires_host.length > 0) out.requires_host = p.requires_host.map(requirementString);
+  if (p.requires_host.length > 0) out.requires_host = p.requires_host.map(hostRequirementToModel);
   if (p.instance !== undefined) out.instance = p.instance;
   if (p.storage !== undefined) out.storage = p.storage;
   return out;

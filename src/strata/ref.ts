@@ -10,7 +10,7 @@
  * written by cairn always reads back equal.
  */
 import { Checker, childPath, type JsonModel } from "../core/index.ts";
-import { isVersion } from "./version.ts";
+import { isVersion, versionHint } from "./version.ts";
 
 export const REF_NAME = /^[a-z0-9][a-z0-9._+-]{0,99}$/;
 const FORMATION_PREFIX = "formation:";
@@ -28,8 +28,11 @@ function fromParts(c: Checker, kind: SoftwareRef["kind"], name: unknown, version
     c.add(path, `${JSON.stringify(String(name)).slice(0, 60)} is not a ${kind} name (lowercase letters, digits, '.', '_', '+', '-')`, "MODEL_VALUE");
     ok = false;
   }
-  if (version !== undefined && (typeof version !== "string" || !isVersion(version))) {
-    c.add(path, `${JSON.stringify(String(version)).slice(0, 60)} is not a version`, "MODEL_VALUE");
+  if (typeof version === "number") {
+    c.add(childPath(path, "version"), yamlNumberMessage(version), "MODEL_TYPE");
+    ok = false;
+  } else if (version !== undefined && (typeof version !== "string" || !isVersion(version))) {
+    c.add(path, `${JSON.stringify(String(version)).slice(0, 60)} is not a version (${versionHint(version)})`, "MODEL_VALUE");
     ok = false;
   }
   if (!ok) return undefined;
@@ -80,4 +83,9 @@ export function refToModel(r: SoftwareRef): string | Record<string, string> {
   if (back !== undefined && c.ok && sameRef(back, r)) return s;
   const key = r.kind === "formation" ? "formation" : "name";
   return r.version === undefined ? { [key]: r.name } : { [key]: r.name, version: r.version };
+}
+
+/** The message for a version YAML read as a number: `12.10` became 12.1, so say so and ask for quotes. */
+export function yamlNumberMessage(n: number): string {
+  return `YAML read this version as the number ${n}, which loses digits (12.10 becomes 12.1): write the version in quotes, as you meant it (version: "12.10", not version: 12.10)`;
 }
