@@ -14,7 +14,7 @@ import { attest } from "./trust.ts";
 import { environmentId } from "./env-id.ts";
 import { checkFreshness, type Freshness } from "./freshness.ts";
 import { readLockfile, type LockSignature } from "./lockfile-io.ts";
-import type { Lockfile, VerificationPolicy } from "./lockfile.ts";
+import type { Lockfile, LockLayer, VerificationPolicy } from "./lockfile.ts";
 import { MAX_ENVELOPE_BYTES, readBounded, type LocalRegistry } from "./registry.ts";
 import type { LockBase } from "./base.ts";
 import { capabilityString } from "./capability.ts";
@@ -85,26 +85,53 @@ function checkPolicy(lock: Lockfile, allowUnsigned: boolean): void {
   }
 }
 
+/**
+ * Finds a layer's manifest envelope in the registries: the first registry
+ * (in any order) whose envelope for this id is the one the lockfile pins.
+ * Reading the manifest from "the first registry that has the blob" made the
+ * result depend on --registry order when two registries hold the same blob
+ * with different envelopes (one re-signed, one stale).
+ */
+function findEnvelope(l: LockLayer, i: number, registries: readonly LocalRegistry[]): { reg: LocalRegistry; bytes: Buffer } {
+  const found: string[] = [];
+  for (const reg of registries) {
+    const path = reg.layerPath(l.id);
+    if (!existsSync(path)) continue;
+    // Read once, check the pinned digest, then parse those same bytes (no second read to race with).
+    const bytes = readBounded(path, MAX_ENVELOPE_BYTES, "registry.max_envelope_bytes");
+    const sha = sha256(bytes);
+    if (l.signature === undefined || sha === l.signature.envelope_sha256) return { reg, bytes };
+    found.push(sha);
+  }
+  if (found.length === 0) {
+    throw new CairnError("STORE_MISSING", `layer ${l.id}: no registry holds its manifest`, { path: `/layers/${i}/id` });
+  }
+  throw new CairnError(
+    "DIGEST_MISMATCH",
+    `layer ${l.id}: the lockfile pins manifest envelope ${l.signature!.envelope_sha256}, the registries hold ${found.join(", ")}`,
+    { path: `/layers/${i}/signature/envelope_sha256`, hint: "the layer manifest or its signature was altered after resolution" },
+  );
+}
+
 function checkLayers(lock: Lockfile, opts: VerifyOptions): number {
   for (const [i, l] of lock.layers.entries()) {
-    const reg = opts.registries.find((r) => r.hasBlob(l.sha256!));
-    if (reg === undefined) {
-      throw new CairnError("STORE_MISSING", `layer ${l.id}: blob ${l.sha256} is in none of the registries`, { path: `/layers/${i}/sha256` });
-    }
-    reg.readBlob(l.sha256!, l.size ?? -1);
-    // Read once, check the pinned digest, then parse those same bytes (no second read to race with).
-    const envBytes = readBounded(reg.layerPath(l.id), MAX_ENVELOPE_BYTES, "registry.max_envelope_bytes");
-    if (l.signature !== undefined && sha256(envBytes) !== l.signature.envelope_sha256) {
-      throw new CairnError("DIGEST_MISMATCH", `layer ${l.id}: the registry's manifest envelope is not the one the lockfile pins`, {
-        path: `/layers/${i}/signature/envelope_sha256`,
-        hint: "the layer manifest or its signature was altered after resolution",
-      });
-    }
+    const { reg, bytes: envBytes } = findEnvelope(l, i, opts.registries);
     const doc = reg.layerFromBytes(l.id, envBytes);
     if (l.manifest_sha256 !== undefined && doc.payloadSha256 !== l.manifest_sha256) {
-      throw new CairnError("DIGEST_MISMATCH", `layer ${l.id}: manifest differs from the one resolved`, { path: `/layers/${i}/manifest_sha256` });
+      throw new CairnError("DIGEST_MISMATCH", `layer ${l.id}: the lockfile pins manifest ${l.manifest_sha256}, the registry's is ${doc.payloadSha256}`, {
+        path: `/layers/${i}/manifest_sha256`,
+      });
     }
-    if (doc.value.sha256 !== l.sha256) throw new CairnError("DIGEST_MISMATCH", `layer ${l.id}: manifest names another blob`, { path: `/layers/${i}/sha256` });
+    if (doc.value.sha256 !== l.sha256) {
+      throw new CairnError("DIGEST_MISMATCH", `layer ${l.id}: the lockfile pins blob ${l.sha256}, the manifest names ${doc.value.sha256}`, {
+        path: `/layers/${i}/sha256`,
+      });
+    }
+    const blobReg = opts.registries.find((r) => r.hasBlob(l.sha256!));
+    if (blobReg === undefined) {
+      throw new CairnError("STORE_MISSING", `layer ${l.id}: blob ${l.sha256} is in none of the registries`, { path: `/layers/${i}/sha256` });
+    }
+    blobReg.readBlob(l.sha256!, l.size ?? -1);
     if (opts.layerKeys.length > 0 && l.signature?.status === "signed") {
       attest(doc, opts.layerKeys, false, `layer ${l.id}`);
     }

@@ -18,9 +18,13 @@ import {
   Checker,
   childPath,
   isDigest,
+  parseEnvelope,
+  parseJsonBytes,
   parseYamlText,
+  sha256,
   safeComponent,
   toYamlText,
+  type Issue,
   type JsonModel,
   type JsonObject,
   type Sha256Digest,
@@ -55,6 +59,13 @@ export interface LockLayer {
   readonly satisfied_by: ReadonlyMap<string, readonly string[]>;
   readonly signature?: Attestation;
   readonly registry?: string;
+  /**
+   * The layer's DSSE manifest envelope, the registry file's exact bytes in
+   * base64, so the lockfile is self-contained for offline audit: its sha256 is
+   * `signature.envelope_sha256` and its payload's sha256 is `manifest_sha256`
+   * (Validate checks both).
+   */
+  readonly manifest_envelope?: string;
 }
 
 export interface LockFormation {
@@ -115,6 +126,7 @@ export const LOCK_LAYER_FIELDS = [
   "satisfied_by",
   "signature",
   "registry",
+  "manifest_envelope",
 ] as const;
 
 const RFC3339_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
@@ -165,7 +177,7 @@ function caps<T>(c: Checker, v: JsonModel | undefined, p: string, parse: (s: str
   return out;
 }
 
-function readBase(c: Checker, v: JsonModel | undefined): LockBase | undefined {
+function readBase(c: Checker, v: JsonModel | undefined, rules: Checker): LockBase | undefined {
   const p = "/base";
   const o = c.object(v, p, LOCK_BASE_FIELDS);
   if (o === undefined) return undefined;
@@ -193,7 +205,7 @@ function readBase(c: Checker, v: JsonModel | undefined): LockBase | undefined {
     ...(image !== undefined ? { image } : {}),
   };
   if (d !== undefined && baseDigest(facts) !== d)
-    c.add(`${p}/digest`, "does not match the base facts (name, arch, abi, os_id, version_id, capabilities, image)", "BASE_MISMATCH");
+    rules.add(`${p}/digest`, "does not match the base facts (name, arch, abi, os_id, version_id, capabilities, image)", "BASE_MISMATCH");
   return {
     name,
     arch: arch as Arch,
@@ -208,7 +220,7 @@ function readBase(c: Checker, v: JsonModel | undefined): LockBase | undefined {
   };
 }
 
-function readLayer(c: Checker, v: JsonModel, p: string): LockLayer | undefined {
+function readLayer(c: Checker, v: JsonModel, p: string, rules: Checker): LockLayer | undefined {
   const o = c.object(v, p, LOCK_LAYER_FIELDS);
   if (o === undefined) return undefined;
   const id = c.string(c.required(o, "id", p), `${p}/id`);
@@ -216,7 +228,7 @@ function readLayer(c: Checker, v: JsonModel, p: string): LockLayer | undefined {
     try {
       safeComponent(id, `${p}/id`);
     } catch {
-      c.add(`${p}/id`, "a layer id must be one safe path component", "PATH_UNSAFE");
+      rules.add(`${p}/id`, "a layer id must be one safe path component", "PATH_UNSAFE");
     }
   }
   const name = c.string(c.required(o, "name", p), `${p}/name`, { nonEmpty: true });
@@ -236,6 +248,10 @@ function readLayer(c: Checker, v: JsonModel, p: string): LockLayer | undefined {
   }
   const signature = has(o, "signature") ? readAttestation(c, o.signature, `${p}/signature`) : undefined;
   const registry = has(o, "registry") ? c.string(o.registry, `${p}/registry`, { nonEmpty: true }) : undefined;
+  const manifest_envelope = has(o, "manifest_envelope")
+    ? c.string(o.manifest_envelope, `${p}/manifest_envelope`, { pattern: BASE64 }) // bounded by lock.max_bytes, which bounds the whole file
+    : undefined;
+  if (manifest_envelope !== undefined) checkEmbeddedEnvelope(rules, manifest_envelope, signature, manifest_sha256, p);
   if (id === undefined || name === undefined || version === undefined) return undefined;
   return {
     id,
@@ -249,7 +265,30 @@ function readLayer(c: Checker, v: JsonModel, p: string): LockLayer | undefined {
     ...(from_formation !== undefined ? { from_formation } : {}),
     ...(signature !== undefined ? { signature } : {}),
     ...(registry !== undefined ? { registry } : {}),
+    ...(manifest_envelope !== undefined ? { manifest_envelope } : {}),
   };
+}
+
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/** The embedded envelope must be the one the lockfile pins: its bytes hash to envelope_sha256, its payload to manifest_sha256. */
+function checkEmbeddedEnvelope(rules: Checker, b64: string, signature: Attestation | undefined, manifestSha: Sha256Digest | undefined, p: string): void {
+  const bytes = Buffer.from(b64, "base64");
+  const found = sha256(bytes);
+  if (signature !== undefined && found !== signature.envelope_sha256) {
+    rules.add(`${p}/manifest_envelope`, `the embedded envelope hashes to ${found}, signature.envelope_sha256 pins ${signature.envelope_sha256}`, "DIGEST_MISMATCH");
+    return;
+  }
+  try {
+    const payload = Buffer.from(parseEnvelope(parseJsonBytes(bytes, { source: `${p}/manifest_envelope` })).payload, "base64");
+    const payloadSha = sha256(payload);
+    if (manifestSha !== undefined && payloadSha !== manifestSha) {
+      rules.add(`${p}/manifest_envelope`, `the embedded manifest hashes to ${payloadSha}, manifest_sha256 pins ${manifestSha}`, "DIGEST_MISMATCH");
+    }
+  } catch (e) {
+    if (!(e instanceof CairnError)) throw e;
+    rules.add(`${p}/manifest_envelope`, `not a DSSE envelope: ${e.message}`, e.code);
+  }
 }
 
 function readPackages(c: Checker, v: JsonModel | undefined): PackageSet[] {
@@ -276,6 +315,25 @@ function readPackages(c: Checker, v: JsonModel | undefined): PackageSet[] {
 
 /** Validate: reads a lockfile model, checking every rule; LOCK_INVALID (or the single issue's code) lists all issues. */
 export function parseLockfile(v: JsonModel, source = "lockfile"): Lockfile {
+  const { lock, rules } = readLockfileModel(v, source);
+  rules.done(source, "a lockfile is written by `cairn resolve`; do not edit it by hand");
+  return lock;
+}
+
+/**
+ * Parse without Validate: the shape and types are checked (a lockfile that
+ * cannot be read is refused), but the rules between fields (unique ids and
+ * mount orders, safe layer ids, a base digest that matches its facts) come
+ * back as `problems` instead of a refusal, so `lock diff` can show what is
+ * wrong with a lockfile next to what changed.
+ */
+export function parseLockfileUnvalidated(v: JsonModel, source = "lockfile"): { lock: Lockfile; problems: readonly Issue[] } {
+  const { lock, rules } = readLockfileModel(v, source);
+  return { lock, problems: rules.issues };
+}
+
+function readLockfileModel(v: JsonModel, source: string): { lock: Lockfile; rules: Checker } {
+  const rules = new Checker("LOCK_INVALID");
   const c = new Checker("LOCK_INVALID");
   const o = c.object(v, "", LOCK_FIELDS);
   c.done(source);
@@ -291,21 +349,21 @@ export function parseLockfile(v: JsonModel, source = "lockfile"): Lockfile {
   const policy = c.string(r("verification_policy"), "/verification_policy");
   if (policy !== undefined && !(VERIFICATION_POLICIES as readonly string[]).includes(policy))
     c.add("/verification_policy", "must be signed or unsigned-offline", "MODEL_VALUE");
-  const base = readBase(c, r("base"));
+  const base = readBase(c, r("base"), rules);
   const layers: LockLayer[] = [];
   c.array(r("layers"), "/layers")?.forEach((l, i) => {
     if (l === null) return;
-    const layer = readLayer(c, l, `/layers/${i}`);
+    const layer = readLayer(c, l, `/layers/${i}`, rules);
     if (layer !== undefined) layers.push(layer);
   });
   const orders = new Map<number, string>();
   const ids = new Set<string>();
   layers.forEach((l, i) => {
-    if (ids.has(l.id)) c.add(`/layers/${i}/id`, `layer ${l.id} is listed twice`, "LOCK_INVALID");
+    if (ids.has(l.id)) rules.add(`/layers/${i}/id`, `layer ${l.id} is listed twice`, "LOCK_INVALID");
     ids.add(l.id);
     if (l.mount_order === undefined) return;
     const other = orders.get(l.mount_order);
-    if (other !== undefined) c.add(`/layers/${i}/mount_order`, `layers ${other} and ${l.id} share mount order ${l.mount_order}`, "LOCK_INVALID");
+    if (other !== undefined) rules.add(`/layers/${i}/mount_order`, `layers ${other} and ${l.id} share mount order ${l.mount_order}`, "LOCK_INVALID");
     orders.set(l.mount_order, l.id);
   });
   const formations: LockFormation[] = [];
@@ -338,7 +396,7 @@ export function parseLockfile(v: JsonModel, source = "lockfile"): Lockfile {
   }
   const not_acted_upon = has(root, "not_acted_upon") ? c.object(root.not_acted_upon, "/not_acted_upon", ["instance", "storage"]) : undefined;
   c.done(source, "a lockfile is written by `cairn resolve`; do not edit it by hand");
-  return {
+  const lock: Lockfile = {
     format: LOCKFILE_FORMAT,
     profile: profile!,
     ...(profile_sha256 !== undefined ? { profile_sha256 } : {}),
@@ -356,6 +414,7 @@ export function parseLockfile(v: JsonModel, source = "lockfile"): Lockfile {
     requires_host,
     ...(not_acted_upon !== undefined ? { not_acted_upon } : {}),
   };
+  return { lock, rules };
 }
 
 export function parseLockfileText(text: string, source = "lockfile"): Lockfile {
@@ -395,6 +454,7 @@ export function layerToModel(l: LockLayer): Record<string, unknown> {
   out.satisfied_by = sortedRecord(new Map([...l.satisfied_by].map(([k, v]) => [k, [...v]])));
   if (l.signature !== undefined) out.signature = attestationModel(l.signature);
   if (l.registry !== undefined) out.registry = l.registry;
+  if (l.manifest_envelope !== undefined) out.manifest_envelope = l.manifest_envelope;
   return out;
 }
 

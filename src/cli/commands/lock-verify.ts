@@ -26,7 +26,7 @@ export function registerLockVerify(lock: Command, ctx: Context): void {
     .requiredOption("--pub <key>", "the Ed25519 public key the lockfile must be signed by")
     .option("--registry <dir>", "check every layer's manifest and blob bytes in this registry (repeatable)", collect, [])
     .option("--trust <keyfile://PATH>", "also verify each layer manifest's own signature with this key (repeatable)", collect, [])
-    .option("--max-age <age>", "refuse a lockfile older than this: 720h, 30d or 2w")
+    .option("--max-age <age>", "refuse a lockfile older than this: a Go duration (90m, 1h30m, 720h), 30d or 2w; 0 for no bound")
     .option("--allow-unsigned-offline", "accept a lockfile whose policy is unsigned-offline")
     .option("--base <base>", "probe the base now (host, rootfs:DIR or oci:LAYOUT@sha256:DIGEST) and require the lockfile's base digest")
     .option("--contents", "with --registry: also unpack every layer and check it holds exactly the files its manifest lists")

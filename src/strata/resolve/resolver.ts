@@ -68,6 +68,7 @@ export function resolveProfile(input: ResolveInput): Lockfile {
       satisfied_by: satisfiedBy.get(pickId(p)) ?? new Map(),
       signature: signatures.get(pickId(p))!,
       registry: p.layer.source.url,
+      manifest_envelope: p.layer.doc.envelopeBytes.toString("base64"),
     };
   });
   const notActed: Record<string, unknown> = {};
