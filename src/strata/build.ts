@@ -161,7 +161,8 @@ export function formationOf(reg: LocalRegistry, name: string, version: string, i
   manifests.forEach((m, i) => {
     const other = byName.get(m.name);
     if (other === m.id) issues.push({ code: "RESOLVE_CONFLICT", path: `--layer ${i + 1}`, message: `layer ${m.id} is listed twice` });
-    else if (other !== undefined) issues.push({ code: "RESOLVE_CONFLICT", path: `--layer ${i + 1}`, message: `${other} and ${m.id} are two versions of ${m.name}` });
+    else if (other !== undefined)
+      issues.push({ code: "RESOLVE_CONFLICT", path: `--layer ${i + 1}`, message: `${other} and ${m.id} are two versions of ${m.name}` });
     else byName.set(m.name, m.id);
   });
   if (issues.length > 0) {

@@ -120,18 +120,35 @@ export function parseHostRequirement(unsafe: unknown, path = ""): HostRequiremen
   if (typeof unsafe === "string") return parseRequirement(unsafe, path);
   const hint = 'write a host requirement as a requirement string (gpu, cuda>=12) or a mapping {key: efa, value: "true"}';
   if (typeof unsafe !== "object" || unsafe === null || Array.isArray(unsafe)) {
-    throw new CairnError("MODEL_TYPE", `expected a requirement string or a {key, value} mapping, found ${unsafe === null ? "null" : Array.isArray(unsafe) ? "a list" : typeof unsafe}`, { path, hint });
+    throw new CairnError(
+      "MODEL_TYPE",
+      `expected a requirement string or a {key, value} mapping, found ${unsafe === null ? "null" : Array.isArray(unsafe) ? "a list" : typeof unsafe}`,
+      { path, hint },
+    );
   }
   const o = unsafe as Record<string, unknown>;
   const extra = Object.keys(o).filter((k) => k !== "key" && k !== "value");
-  if (extra.length > 0) throw new CairnError("MODEL_UNKNOWN_FIELD", `unknown field "${extra[0]}" in a {key, value} host requirement`, { path: `${path}/${extra[0]}`, hint });
+  if (extra.length > 0)
+    throw new CairnError("MODEL_UNKNOWN_FIELD", `unknown field "${extra[0]}" in a {key, value} host requirement`, { path: `${path}/${extra[0]}`, hint });
   const key = o.key;
   const value = o.value;
   if (typeof key !== "string" || !HOST_KEY.test(key)) {
-    throw new CairnError(key === undefined ? "MODEL_MISSING_FIELD" : "MODEL_VALUE", "a host requirement needs a key (letters, digits, '.', '_', ':', '/', '-')", { path: `${path}/key`, hint });
+    throw new CairnError(
+      key === undefined ? "MODEL_MISSING_FIELD" : "MODEL_VALUE",
+      "a host requirement needs a key (letters, digits, '.', '_', ':', '/', '-')",
+      { path: `${path}/key`, hint },
+    );
   }
-  if (typeof value === "string" ? value.length === 0 || value.length > 1024 : !(typeof value === "boolean" || (typeof value === "number" && Number.isFinite(value)))) {
-    throw new CairnError(value === undefined ? "MODEL_MISSING_FIELD" : "MODEL_VALUE", "a host requirement needs a value: a non-empty string, a boolean or a number", { path: `${path}/value`, hint });
+  if (
+    typeof value === "string"
+      ? value.length === 0 || value.length > 1024
+      : !(typeof value === "boolean" || (typeof value === "number" && Number.isFinite(value)))
+  ) {
+    throw new CairnError(
+      value === undefined ? "MODEL_MISSING_FIELD" : "MODEL_VALUE",
+      "a host requirement needs a value: a non-empty string, a boolean or a number",
+      { path: `${path}/value`, hint },
+    );
   }
   return { key, value: String(value) };
 }

@@ -11,7 +11,7 @@ import { CairnError } from "../core/index.ts";
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
-const UNITS: Readonly<Record<string, number>> = { ns: 1e-6, us: 1e-3, "µs": 1e-3, "μs": 1e-3, ms: 1, s: 1000, m: 60_000, h: HOUR, d: DAY, w: 7 * DAY };
+const UNITS: Readonly<Record<string, number>> = { ns: 1e-6, us: 1e-3, µs: 1e-3, μs: 1e-3, ms: 1, s: 1000, m: 60_000, h: HOUR, d: DAY, w: 7 * DAY };
 /** lock.max_age_limit: the largest bound --max-age accepts (100 years); beyond it a typo is more likely than intent. */
 const MAX_AGE_LIMIT_MS = 36_525 * DAY;
 

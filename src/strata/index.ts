@@ -1,5 +1,5 @@
 // Layered environments: profiles, layers, formations, base probe, registry, resolver, lockfiles.
-export { compareVersions, compareVersionValues, versionHasPrefix } from "./version.ts";
+export { compareVersions, compareVersionValues, isPrerelease, versionHasPrefix } from "./version.ts";
 export { parseCapability, parseRequirement, requirementString, satisfies, satisfyingProviders } from "./capability.ts";
 export type { Capability, Requirement } from "./capability.ts";
 export { readRef, refString, refToModel } from "./ref.ts";

@@ -22,7 +22,9 @@ export function lockfileCaveats(l: Lockfile): string[] {
   }
   if (l.verification_policy === "unsigned-offline") out.push("some layers or formations were not signed by a trusted key (unsigned-offline)");
   if (l.requires_host.length > 0) {
-    out.push(`host requirements are recorded, not checked: the resolver cannot see the host this runs on (${hostRequirementSet(l.requires_host).map(hostRequirementString).join(", ")})`);
+    out.push(
+      `host requirements are recorded, not checked: the resolver cannot see the host this runs on (${hostRequirementSet(l.requires_host).map(hostRequirementString).join(", ")})`,
+    );
   }
   if (l.not_acted_upon !== undefined) out.push(`recorded, not acted upon: ${Object.keys(l.not_acted_upon).join(", ")}`);
   return out;

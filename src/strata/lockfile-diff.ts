@@ -6,6 +6,7 @@
 import { capabilityString, hostRequirementSet, hostRequirementString } from "./capability.ts";
 import { compareBytes, type Issue } from "../core/index.ts";
 import { environmentId } from "./env-id.ts";
+import { defaultsToModel, mutableLayerToModel } from "./profile-forms.ts";
 import { isFrozen, type LockLayer, type Lockfile } from "./lockfile.ts";
 
 export interface LockChange {
@@ -56,9 +57,10 @@ export function diffLocks(a: Lockfile, b: Lockfile, problems_a: readonly Issue[]
   }
   maps(out, "/env", a.env, b.env, true);
   cmp(out, "/on_ready", JSON.stringify(a.on_ready), JSON.stringify(b.on_ready));
-  maps(out, "/defaults", a.defaults, b.defaults, false);
+  if (a.defaults instanceof Map && b.defaults instanceof Map) maps(out, "/defaults", a.defaults, b.defaults, false);
+  else cmp(out, "/defaults", JSON.stringify(defaultsToModel(a.defaults)), JSON.stringify(defaultsToModel(b.defaults)));
   cmp(out, "/packages", JSON.stringify(a.packages), JSON.stringify(b.packages));
-  cmp(out, "/mutable_layer", String(a.mutable_layer), String(b.mutable_layer));
+  cmp(out, "/mutable_layer", JSON.stringify(mutableLayerToModel(a.mutable_layer)), JSON.stringify(mutableLayerToModel(b.mutable_layer)));
   const hosts = (l: Lockfile): string => hostRequirementSet(l.requires_host).map(hostRequirementString).join(", ");
   cmp(out, "/requires_host", hosts(a), hosts(b));
   cmp(out, "/verification_policy", a.verification_policy, b.verification_policy);

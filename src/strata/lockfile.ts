@@ -29,16 +29,10 @@ import {
   type JsonObject,
   type Sha256Digest,
 } from "../core/index.ts";
-import {
-  capabilityString,
-  hostRequirementToModel,
-  parseCapability,
-  parseHostRequirement,
-  type Capability,
-  type HostRequirement,
-} from "./capability.ts";
-import { ARCHES, BASE_NAME, type Arch } from "./platform.ts";
+import { capabilityString, hostRequirementToModel, parseCapability, parseHostRequirement, type Capability, type HostRequirement } from "./capability.ts";
+import { ARCHES, BASE_NAME, canonicalArch, type Arch } from "./platform.ts";
 import { PACKAGE_MANAGERS, type PackageSet } from "./profile-model.ts";
+import { defaultsToModel, mutableLayerToModel, readDefaults, readMutableLayer, type MutableLayer, type ProfileDefaults } from "./profile-forms.ts";
 import { baseDigest, type LockBase } from "./base.ts";
 import type { Attestation } from "./trust.ts";
 
@@ -86,9 +80,11 @@ export interface Lockfile {
   readonly formations: readonly LockFormation[];
   readonly env: ReadonlyMap<string, string>;
   readonly on_ready: readonly string[];
-  readonly defaults: ReadonlyMap<string, string>;
+  /** The profile's defaults: a settings map, or Strata's Lmod preload list (profile-forms.ts). */
+  readonly defaults: ProfileDefaults;
   readonly packages: readonly PackageSet[];
-  readonly mutable_layer: boolean;
+  /** false, true, or Strata's mutable-layer spec (profile-forms.ts). */
+  readonly mutable_layer: MutableLayer;
   readonly requires_host: readonly HostRequirement[];
   /** Profile fields recorded but not acted upon (instance, storage). */
   readonly not_acted_upon?: JsonObject;
@@ -183,7 +179,8 @@ function readBase(c: Checker, v: JsonModel | undefined, rules: Checker): LockBas
   if (o === undefined) return undefined;
   const name = c.string(c.required(o, "name", p), `${p}/name`, { pattern: BASE_NAME });
   const arch = c.string(c.required(o, "arch", p), `${p}/arch`);
-  if (arch !== undefined && !(ARCHES as readonly string[]).includes(arch)) c.add(`${p}/arch`, "unknown arch", "MODEL_VALUE");
+  if (arch !== undefined && !(ARCHES as readonly string[]).includes(arch))
+    c.add(`${p}/arch`, `unknown arch${canonicalArch(arch) ? `: a lockfile holds the canonical name, ${canonicalArch(arch)}` : ""}`, "MODEL_VALUE");
   const abi = c.string(c.required(o, "abi", p), `${p}/abi`);
   if (abi !== undefined && !["gnu", "musl", "none", "unknown"].includes(abi)) c.add(`${p}/abi`, "abi must be gnu, musl, none or unknown", "MODEL_VALUE");
   const os_id = has(o, "os_id") ? c.string(o.os_id, `${p}/os_id`) : undefined;
@@ -276,7 +273,11 @@ function checkEmbeddedEnvelope(rules: Checker, b64: string, signature: Attestati
   const bytes = Buffer.from(b64, "base64");
   const found = sha256(bytes);
   if (signature !== undefined && found !== signature.envelope_sha256) {
-    rules.add(`${p}/manifest_envelope`, `the embedded envelope hashes to ${found}, signature.envelope_sha256 pins ${signature.envelope_sha256}`, "DIGEST_MISMATCH");
+    rules.add(
+      `${p}/manifest_envelope`,
+      `the embedded envelope hashes to ${found}, signature.envelope_sha256 pins ${signature.envelope_sha256}`,
+      "DIGEST_MISMATCH",
+    );
     return;
   }
   try {
@@ -380,9 +381,9 @@ function readLockfileModel(v: JsonModel, source: string): { lock: Lockfile; rule
   }
   const env = has(root, "env") ? (c.stringMap(root.env, "/env") ?? new Map<string, string>()) : new Map<string, string>();
   const on_ready = has(root, "on_ready") ? (c.stringArray(root.on_ready, "/on_ready") ?? []) : [];
-  const defaults = has(root, "defaults") ? (c.stringMap(root.defaults, "/defaults") ?? new Map<string, string>()) : new Map<string, string>();
+  const defaults = has(root, "defaults") ? readDefaults(c, root.defaults, "/defaults") : new Map<string, string>();
   const packages = has(root, "packages") ? readPackages(c, root.packages) : [];
-  const mutable_layer = has(root, "mutable_layer") ? c.boolean(root.mutable_layer, "/mutable_layer") : false;
+  const mutable_layer = has(root, "mutable_layer") ? readMutableLayer(c, root.mutable_layer, "/mutable_layer") : false;
   const requires_host: HostRequirement[] = [];
   if (has(root, "requires_host")) {
     c.array(root.requires_host, "/requires_host")?.forEach((h, i) => {
@@ -468,9 +469,9 @@ export function lockfileToModel(l: Lockfile): Record<string, unknown> {
   out.formations = l.formations.map((f) => ({ name: f.name, version: f.version, signature: attestationModel(f.signature) }));
   out.env = sortedRecord(l.env);
   out.on_ready = [...l.on_ready];
-  out.defaults = sortedRecord(l.defaults);
+  out.defaults = defaultsToModel(l.defaults);
   out.packages = l.packages.map((s) => ({ manager: s.manager, packages: s.packages.map((p) => ({ ...p })), ...(s.env !== undefined ? { env: s.env } : {}) }));
-  out.mutable_layer = l.mutable_layer;
+  out.mutable_layer = mutableLayerToModel(l.mutable_layer);
   out.requires_host = l.requires_host.map(hostRequirementToModel);
   if (l.not_acted_upon !== undefined) out.not_acted_upon = l.not_acted_upon;
   return out;

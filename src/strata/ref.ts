@@ -4,8 +4,9 @@
  * a prefix (segment-wise, see version.ts): `python@3.12` accepts 3.12.0 and
  * 3.12.4 but not 3.120.
  *
- * The scalar form and the mapping form (`{name, version}` or
- * `{formation, version}`) are two spellings of the same value. `refToModel`
+ * The scalar form and the mapping forms (`{name, version}`,
+ * `{formation, version}`, and Strata's `{formation: "name@version"}`) are
+ * spellings of the same value. `refToModel`
  * writes the scalar only when parsing it back gives the same ref, so a profile
  * written by cairn always reads back equal.
  */
@@ -57,12 +58,28 @@ export function readRef(c: Checker, v: JsonModel, path: string): SoftwareRef | u
     c.add(path, hasName ? 'a ref has either "name" or "formation", not both' : 'a ref mapping needs "name" or "formation"', "MODEL_VALUE");
     return undefined;
   }
-  const version = Object.hasOwn(o, "version") ? o.version : undefined;
+  let version = Object.hasOwn(o, "version") ? o.version : undefined;
   if (version === null) {
     c.add(childPath(path, "version"), "version is null", "MODEL_TYPE");
     return undefined;
   }
-  return hasName ? fromParts(c, "layer", o.name, version, path) : fromParts(c, "formation", o.formation, version, path);
+  const kind = hasName ? "layer" : "formation";
+  let name = hasName ? o.name : o.formation;
+  // Strata's mapping form carries the version in the value: {formation: "bio-seq@2026.03"}.
+  if (typeof name === "string" && name.includes("@")) {
+    if (version !== undefined) {
+      c.add(
+        path,
+        `give the version once: {${kind === "layer" ? "name" : "formation"}: "${name.slice(0, 40)}"} or {${kind === "layer" ? "name" : "formation"}: NAME, version: V}`,
+        "MODEL_VALUE",
+      );
+      return undefined;
+    }
+    const at = name.indexOf("@");
+    version = name.slice(at + 1);
+    name = name.slice(0, at);
+  }
+  return fromParts(c, kind, name, version, path);
 }
 
 /** The canonical scalar spelling: `name`, `name@v` or `formation:name@v`. */

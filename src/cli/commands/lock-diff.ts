@@ -23,7 +23,10 @@ export function registerLockDiff(lock: Command, ctx: Context): void {
       const mark = { added: "+", removed: "-", changed: "~" } as const;
       const label = (id: string | null, problems: readonly unknown[]): string => id ?? (problems.length > 0 ? "invalid (no EnvironmentID)" : "unfrozen");
       const lines = [`a: ${label(d.id_a, d.problems_a)}`, `b: ${label(d.id_b, d.problems_b)}`, d.same_id ? "same EnvironmentID" : "different EnvironmentID"];
-      for (const [side, problems] of [["a", d.problems_a], ["b", d.problems_b]] as const) {
+      for (const [side, problems] of [
+        ["a", d.problems_a],
+        ["b", d.problems_b],
+      ] as const) {
         for (const p of problems) lines.push(`! ${side} ${p.path}: [${p.code}] ${p.message}`);
       }
       for (const c of d.changes) {

@@ -42,10 +42,14 @@ export function expandFormations(
   if (problems.length === 1) throw problems[0]!;
   if (problems.length > 1) {
     const issues: Issue[] = problems.map((e) => ({ code: e.code, path: e.path ?? "", message: e.message }));
-    throw new CairnError(problems[0]!.code, `${problems.length} formation refs cannot be expanded:\n${issues.map((x) => `  ${x.path}: ${x.message}`).join("\n")}`, {
-      path: issues[0]!.path,
-      issues,
-    });
+    throw new CairnError(
+      problems[0]!.code,
+      `${problems.length} formation refs cannot be expanded:\n${issues.map((x) => `  ${x.path}: ${x.message}`).join("\n")}`,
+      {
+        path: issues[0]!.path,
+        issues,
+      },
+    );
   }
   return { picks, formations };
 
