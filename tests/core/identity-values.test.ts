@@ -162,9 +162,7 @@ export async function computeIdentityValues(): Promise<Record<string, string>> {
   // requires_host is a set (issue 13): this lockfile lists it out of order. Before the fix its ID was
   // sha256:0a9d37e037df39f80880d5bbcecb2f1994f7223311a20eff723263bf2c14f6e0, which depended on that order;
   // now it is the ID of the sorted set ["gpu", "kvm"].
-  out["EnvironmentID (requires_host out of order)"] = environmentId(
-    parseLockfile(JSON.parse(JSON.stringify({ ...LOCKFILE, requires_host: ["kvm", "gpu"] }))),
-  );
+  out["EnvironmentID (requires_host out of order)"] = environmentId(parseLockfile(JSON.parse(JSON.stringify({ ...LOCKFILE, requires_host: ["kvm", "gpu"] }))));
   out["base digest (probed)"] = lock.base.digest!;
   out["base digest (declared)"] = declaredBase("debian12", "x86_64").digest!;
   out["base digest (oci image)"] = baseDigest({
