@@ -19,6 +19,7 @@ import { MAX_ENVELOPE_BYTES, readBounded, type LocalRegistry } from "./registry.
 import type { LockBase } from "./base.ts";
 import { capabilityString } from "./capability.ts";
 import { checkLayerContents } from "./contents.ts";
+import { embeddedEnvelope } from "./lockfile-envelope.ts";
 
 export interface VerifyOptions {
   readonly keys: readonly VerifyingKey[];
@@ -43,6 +44,12 @@ export interface VerifyReport {
   readonly layers_checked: number | null;
   /** Whether a freshly probed base was compared with the lockfile's. */
   readonly base_checked: boolean;
+  /**
+   * With layer keys and no registry: how many layers' signatures were verified
+   * from the manifest envelopes the lockfile embeds (offline audit); null when
+   * not attempted.
+   */
+  readonly embedded_signatures_checked: number | null;
 }
 
 function checkBase(lock: Lockfile, probed: LockBase): void {
@@ -175,6 +182,7 @@ export function verifyLock(path: string, opts: VerifyOptions): VerifyReport {
   checkPolicy(lock, opts.allowUnsignedOffline);
   if (opts.probedBase !== undefined) checkBase(lock, opts.probedBase);
   const layers_checked = opts.registries.length > 0 ? checkLayers(lock, opts) : null;
+  const embedded_signatures_checked = opts.registries.length === 0 && opts.layerKeys.length > 0 ? checkEmbeddedSignatures(lock, opts.layerKeys) : null;
   return {
     lock,
     environment_id,
@@ -183,5 +191,29 @@ export function verifyLock(path: string, opts: VerifyOptions): VerifyReport {
     verification_policy: lock.verification_policy,
     layers_checked,
     base_checked: opts.probedBase !== undefined,
+    embedded_signatures_checked,
   };
+}
+
+/**
+ * Offline audit: each signed layer's signature, verified with the caller's
+ * keys on the envelope the lockfile embeds (Validate already tied it to the
+ * pinned digests). A signed layer without an embedded envelope (a lockfile
+ * from before embedding) cannot be audited offline and is refused, so the
+ * count never claims more than was checked.
+ */
+function checkEmbeddedSignatures(lock: Lockfile, keys: readonly VerifyingKey[]): number {
+  let n = 0;
+  for (const [i, l] of lock.layers.entries()) {
+    if (l.signature?.status !== "signed") continue;
+    if (l.manifest_envelope === undefined) {
+      throw new CairnError("SIGNATURE_MISSING", `layer ${l.id}: the lockfile embeds no manifest envelope to verify offline`, {
+        path: `/layers/${i}/manifest_envelope`,
+        hint: "give --registry to verify against the registry, or resolve again to embed the envelopes",
+      });
+    }
+    attest(embeddedEnvelope(l.manifest_envelope, `/layers/${i}/manifest_envelope`), keys, false, `layer ${l.id}`);
+    n++;
+  }
+  return n;
 }

@@ -18,10 +18,7 @@ import {
   Checker,
   childPath,
   isDigest,
-  parseEnvelope,
-  parseJsonBytes,
   parseYamlText,
-  sha256,
   safeComponent,
   toYamlText,
   type Issue,
@@ -35,6 +32,7 @@ import { PACKAGE_MANAGERS, type PackageSet } from "./profile-model.ts";
 import { defaultsToModel, mutableLayerToModel, readDefaults, readMutableLayer, type MutableLayer, type ProfileDefaults } from "./profile-forms.ts";
 import { baseDigest, type LockBase } from "./base.ts";
 import type { Attestation } from "./trust.ts";
+import { BASE64, checkEmbeddedEnvelope } from "./lockfile-envelope.ts";
 
 export const LOCKFILE_FORMAT = "cairn.lock/1";
 export const VERIFICATION_POLICIES = ["signed", "unsigned-offline"] as const;
@@ -264,32 +262,6 @@ function readLayer(c: Checker, v: JsonModel, p: string, rules: Checker): LockLay
     ...(registry !== undefined ? { registry } : {}),
     ...(manifest_envelope !== undefined ? { manifest_envelope } : {}),
   };
-}
-
-const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
-
-/** The embedded envelope must be the one the lockfile pins: its bytes hash to envelope_sha256, its payload to manifest_sha256. */
-function checkEmbeddedEnvelope(rules: Checker, b64: string, signature: Attestation | undefined, manifestSha: Sha256Digest | undefined, p: string): void {
-  const bytes = Buffer.from(b64, "base64");
-  const found = sha256(bytes);
-  if (signature !== undefined && found !== signature.envelope_sha256) {
-    rules.add(
-      `${p}/manifest_envelope`,
-      `the embedded envelope hashes to ${found}, signature.envelope_sha256 pins ${signature.envelope_sha256}`,
-      "DIGEST_MISMATCH",
-    );
-    return;
-  }
-  try {
-    const payload = Buffer.from(parseEnvelope(parseJsonBytes(bytes, { source: `${p}/manifest_envelope` })).payload, "base64");
-    const payloadSha = sha256(payload);
-    if (manifestSha !== undefined && payloadSha !== manifestSha) {
-      rules.add(`${p}/manifest_envelope`, `the embedded manifest hashes to ${payloadSha}, manifest_sha256 pins ${manifestSha}`, "DIGEST_MISMATCH");
-    }
-  } catch (e) {
-    if (!(e instanceof CairnError)) throw e;
-    rules.add(`${p}/manifest_envelope`, `not a DSSE envelope: ${e.message}`, e.code);
-  }
 }
 
 function readPackages(c: Checker, v: JsonModel | undefined): PackageSet[] {

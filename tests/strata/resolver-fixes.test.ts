@@ -245,3 +245,27 @@ test("the lockfile embeds each layer's manifest envelope, pinned by its digests 
   assertCode(() => parseLockfile(tampered as never), "DIGEST_MISMATCH");
   assert.doesNotThrow(() => parseLockfile(lockfileToModel(lock) as never), "control: the lockfile as written");
 });
+
+test("offline audit: lock verify without a registry verifies layer signatures on the embedded manifests", async () => {
+  const lock = await resolveText("name: t\nbase: {os: debian12}\nsoftware: [tool-a, numpy, python]\n");
+  const dir = tempDir("cairn-w13-audit-");
+  const verify = (path: string, layerKeys: SigningKey[]): number | null =>
+    verifyLock(path, { keys: [ex.lockKey], now: NOW, registries: [], layerKeys, allowUnsignedOffline: false }).embedded_signatures_checked;
+  const good = join(dir, "good.yaml");
+  writeLockfile(good, lock, ex.lockKey);
+  assert.equal(verify(good, [ex.registryKey]), 3, "every signed layer verified offline");
+  assert.equal(verify(good, []), null, "no keys: not attempted, and said so");
+  assertCode(() => verify(good, [generateSigningKey()]), "TRUST_REFUSED");
+  // A signature altered inside the embedded envelope, with the pins updated and the lockfile re-signed: only the signature check can catch it.
+  const model = lockfileToModel(lock) as { layers: { manifest_envelope: string; signature: { envelope_sha256: string } }[] };
+  const env = JSON.parse(Buffer.from(model.layers[0]!.manifest_envelope, "base64").toString());
+  const sig = Buffer.from(env.signatures[0].sig, "base64");
+  sig[0] = sig[0]! ^ 1;
+  env.signatures[0].sig = sig.toString("base64");
+  const bytes = Buffer.from(JSON.stringify(env));
+  model.layers[0]!.manifest_envelope = bytes.toString("base64");
+  model.layers[0]!.signature.envelope_sha256 = sha256(bytes);
+  const bad = join(dir, "bad.yaml");
+  writeLockfile(bad, parseLockfile(model as never), ex.lockKey);
+  assertCode(() => verify(bad, [ex.registryKey]), "SIGNATURE_INVALID");
+});
