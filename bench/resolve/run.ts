@@ -69,7 +69,7 @@ function signed(m: LayerManifest): SignedDocument<LayerManifest> {
   const payload = canonicalBytes(layerManifestToModel(m));
   const envelope = signEnvelope(LAYER_MANIFEST_TYPE, payload, [key]);
   const bytes = Buffer.from(JSON.stringify(envelope));
-  return { value: m, envelope, envelopeSha256: sha256(bytes), payloadSha256: sha256(payload) };
+  return { value: m, envelope, envelopeSha256: sha256(bytes), envelopeBytes: bytes, payloadSha256: sha256(payload) };
 }
 
 function docsFor(n: number): SignedDocument<LayerManifest>[] {

@@ -8,7 +8,7 @@
  * documents, lone surrogates and invalid UTF-8.
  */
 import { isAlias, isMap, isPair, isScalar, isSeq, parseAllDocuments, stringify, type Node as YamlNode } from "yaml";
-import { CairnError } from "./errors.ts";
+import { CairnError, type ErrorCode, type Issue } from "./errors.ts";
 import { escapePointer, hasLoneSurrogate } from "./jcs.ts";
 import { decodeUtf8, type JsonModel, type JsonObject } from "./json.ts";
 import { checkLimit, FIXED_LIMIT_HINT } from "./limits.ts";
@@ -21,47 +21,59 @@ function where(text: string, node: { range?: [number, number, number] | null } |
   return ` (line ${line})`;
 }
 
-function convert(node: unknown, text: string, path: string): JsonModel {
+/** Records one problem and goes on, so one refusal lists every problem in the file, each with its pointer. */
+function refuse(issues: Issue[], code: ErrorCode, message: string, path: string): null {
+  issues.push({ code, path, message });
+  return null;
+}
+
+function convert(node: unknown, text: string, path: string, issues: Issue[]): JsonModel {
   if (isAlias(node)) {
-    throw new CairnError("YAML_UNSUPPORTED", "aliases are refused", { path });
+    return refuse(issues, "YAML_UNSUPPORTED", "aliases are refused", path);
   }
   const anchored = node as { anchor?: string; tag?: string } | null;
   if (anchored?.anchor) {
-    throw new CairnError("YAML_UNSUPPORTED", "anchors are refused", { path });
+    return refuse(issues, "YAML_UNSUPPORTED", "anchors are refused", path);
   }
   if (isMap(node)) {
     if (node.tag && node.tag !== "tag:yaml.org,2002:map") {
-      throw new CairnError("YAML_UNSUPPORTED", `tag ${node.tag} is refused`, { path });
+      return refuse(issues, "YAML_UNSUPPORTED", `tag ${node.tag} is refused`, path);
     }
     const out: JsonObject = Object.create(null) as JsonObject;
     for (const pair of node.items) {
-      if (!isPair(pair)) throw new CairnError("YAML_SYNTAX", "malformed mapping entry", { path });
+      if (!isPair(pair)) {
+        refuse(issues, "YAML_SYNTAX", "malformed mapping entry", path);
+        continue;
+      }
       const keyNode = pair.key;
       if (!isScalar(keyNode) || typeof keyNode.value !== "string") {
-        throw new CairnError("YAML_UNSUPPORTED", `mapping keys must be strings${where(text, keyNode as YamlNode)}`, { path });
+        refuse(issues, "YAML_UNSUPPORTED", `mapping keys must be strings${where(text, keyNode as YamlNode)}`, path);
+        continue;
       }
       const key = keyNode.value;
       const childPath = `${path}/${escapePointer(key)}`;
       if (key === "__proto__") {
-        throw new CairnError("JSON_PROTO_KEY", 'a "__proto__" key is refused (prototype smuggling)', { path: childPath });
+        refuse(issues, "JSON_PROTO_KEY", 'a "__proto__" key is refused (prototype smuggling)', childPath);
+        continue;
       }
       if (Object.hasOwn(out, key)) {
-        throw new CairnError("JSON_DUPLICATE_KEY", `duplicate key "${key}"${where(text, keyNode)}`, { path: childPath });
+        refuse(issues, "JSON_DUPLICATE_KEY", `duplicate key "${key}"${where(text, keyNode)}`, childPath);
+        continue;
       }
-      out[key] = convert(pair.value, text, childPath);
+      out[key] = convert(pair.value, text, childPath, issues);
     }
     return out;
   }
   if (isSeq(node)) {
     if (node.tag && node.tag !== "tag:yaml.org,2002:seq") {
-      throw new CairnError("YAML_UNSUPPORTED", `tag ${node.tag} is refused`, { path });
+      return refuse(issues, "YAML_UNSUPPORTED", `tag ${node.tag} is refused`, path);
     }
     return node.items.map((item, i) => {
       const itemPath = `${path}/${i}`;
       if (item === null || (isScalar(item) && item.value === null)) {
-        throw new CairnError("MODEL_NULL_ENTRY", `list entry ${i} is empty (a bare "-")`, { path: itemPath });
+        return refuse(issues, "MODEL_NULL_ENTRY", `list entry ${i} is empty (a bare "-")`, itemPath);
       }
-      return convert(item, text, itemPath);
+      return convert(item, text, itemPath, issues);
     });
   }
   if (node === null || node === undefined) return null;
@@ -69,24 +81,24 @@ function convert(node: unknown, text: string, path: string): JsonModel {
     const v = node.value;
     if (v === null || typeof v === "boolean") return v;
     if (typeof v === "string") {
-      if (hasLoneSurrogate(v)) throw new CairnError("JSON_STRING", "string holds a lone surrogate", { path });
+      if (hasLoneSurrogate(v)) return refuse(issues, "JSON_STRING", "string holds a lone surrogate", path);
       return v;
     }
     if (typeof v === "number") {
-      if (!Number.isFinite(v)) throw new CairnError("JSON_NUMBER", "number is not finite", { path });
+      if (!Number.isFinite(v)) return refuse(issues, "JSON_NUMBER", "number is not finite", path);
       if (Number.isInteger(v) && !Number.isSafeInteger(v)) {
-        throw new CairnError("JSON_NUMBER", "integer is outside the safe range ±(2^53−1)", { path });
+        return refuse(issues, "JSON_NUMBER", "integer is outside the safe range ±(2^53−1)", path);
       }
       return v;
     }
     if (typeof v === "bigint") {
       // intAsBigInt keeps unsafe integers exact so they can be refused, not rounded.
       if (v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER)) return Number(v);
-      throw new CairnError("JSON_NUMBER", "integer is outside the safe range ±(2^53−1)", { path });
+      return refuse(issues, "JSON_NUMBER", "integer is outside the safe range ±(2^53−1)", path);
     }
-    throw new CairnError("YAML_UNSUPPORTED", `unsupported scalar ${node.tag ?? typeof v}${where(text, node)}`, { path });
+    return refuse(issues, "YAML_UNSUPPORTED", `unsupported scalar ${node.tag ?? typeof v}${where(text, node)}`, path);
   }
-  throw new CairnError("YAML_UNSUPPORTED", "unsupported YAML node", { path });
+  return refuse(issues, "YAML_UNSUPPORTED", "unsupported YAML node", path);
 }
 
 /**
@@ -134,7 +146,7 @@ export function parseYamlText(text: string, source = "input", maxDepth = DEFAULT
   const docs = parseAllDocuments(text, {
     version: "1.2",
     schema: "core",
-    uniqueKeys: true,
+    uniqueKeys: false, // duplicates are found in convert, each with its pointer, all of them
     intAsBigInt: true,
     strict: true,
     prettyErrors: false,
@@ -153,7 +165,14 @@ export function parseYamlText(text: string, source = "input", maxDepth = DEFAULT
     const code = problem.code === "DUPLICATE_KEY" ? "JSON_DUPLICATE_KEY" : problem.code === "TAG_RESOLVE_FAILED" ? "YAML_UNSUPPORTED" : "YAML_SYNTAX";
     throw new CairnError(code, `${source}: ${problem.message.split("\n")[0]}`, { path: "" });
   }
-  return convert(doc.contents, text, "");
+  const issues: Issue[] = [];
+  const model = convert(doc.contents, text, "", issues);
+  if (issues.length === 1) throw new CairnError(issues[0]!.code, `${source}: ${issues[0]!.message}`, { path: issues[0]!.path, issues });
+  if (issues.length > 1) {
+    const lines = issues.map((i) => `  ${i.path || "/"}: ${i.message}`).join("\n");
+    throw new CairnError(issues[0]!.code, `${source}: ${issues.length} problem(s)\n${lines}`, { path: issues[0]!.path, issues });
+  }
+  return model;
 }
 
 export function parseYamlBytes(bytes: Uint8Array, source = "input"): JsonModel {

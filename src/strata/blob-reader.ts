@@ -77,7 +77,9 @@ function unpackBlob(input: BlobInput, maxUnpacked: number): Buffer {
   const { blob, expected, where } = input;
   if (blob.length !== expected.size)
     throw new CairnError("SIZE_MISMATCH", `${where}: blob is ${blob.length} bytes, manifest says ${expected.size}`, { path: where });
-  if (sha256(blob) !== expected.sha256) throw new CairnError("DIGEST_MISMATCH", `${where}: blob does not match its sha256`, { path: where });
+  const found = sha256(blob);
+  if (found !== expected.sha256)
+    throw new CairnError("DIGEST_MISMATCH", `${where}: the manifest says ${expected.sha256}, the blob hashes to ${found}`, { path: where });
   try {
     return gunzipSync(blob, { maxOutputLength: Math.min(maxUnpacked, kMaxLength) });
   } catch (cause) {

@@ -154,6 +154,24 @@ export function formationOf(reg: LocalRegistry, name: string, version: string, i
   parseVersion(version, "--version");
   formationKey(name, version);
   if (ids.length === 0) throw new CairnError("USAGE", "a formation needs at least one --layer");
-  const layers = ids.map((id) => ({ id, sha256: reg.readLayer(id).value.sha256 }));
+  // Checked before anything is published, as resolve would: the same layer twice, or two versions of one name, is refused.
+  const issues: { code: "RESOLVE_CONFLICT"; path: string; message: string }[] = [];
+  const byName = new Map<string, string>();
+  const manifests = ids.map((id) => reg.readLayer(id).value);
+  manifests.forEach((m, i) => {
+    const other = byName.get(m.name);
+    if (other === m.id) issues.push({ code: "RESOLVE_CONFLICT", path: `--layer ${i + 1}`, message: `layer ${m.id} is listed twice` });
+    else if (other !== undefined)
+      issues.push({ code: "RESOLVE_CONFLICT", path: `--layer ${i + 1}`, message: `${other} and ${m.id} are two versions of ${m.name}` });
+    else byName.set(m.name, m.id);
+  });
+  if (issues.length > 0) {
+    throw new CairnError("RESOLVE_CONFLICT", `formation ${name}@${version} conflicts:\n${issues.map((x) => `  ${x.message}`).join("\n")}`, {
+      path: issues[0]!.path,
+      issues,
+      hint: "list each layer once, and one version of each name",
+    });
+  }
+  const layers = manifests.map((m) => ({ id: m.id, sha256: m.sha256 }));
   return { name, version, ...(description !== undefined ? { description } : {}), layers };
 }

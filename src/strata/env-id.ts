@@ -16,6 +16,7 @@
  * a request without a digest, or what is written into a mutable upper layer.
  */
 import { CairnError, declareIdentity, defineScope, identityDigest, scopeFieldNames, type Sha256Digest } from "../core/index.ts";
+import { hostRequirementSet, hostRequirementToModel } from "./capability.ts";
 import { isFrozen, lockfileToModel, type Lockfile } from "./lockfile.ts";
 
 export const ENVIRONMENT_ID_SCHEMA = "cairn.environment/1";
@@ -38,10 +39,10 @@ export const ENVIRONMENT_ID_SCOPE = defineScope({
     "/layers": "every layer, in mount order, through the fields below",
     "/env": "the environment variables every process sees",
     "/on_ready": "the commands run when the environment is ready, as text",
-    "/defaults": "the defaults the profile sets (shell and the like)",
+    "/defaults": "the defaults the profile sets: a settings map (shell and the like), or the Lmod preload list in its order",
     "/packages": "the package requests handed to package managers",
-    "/mutable_layer": "whether a writable upper layer is mounted",
-    "/requires_host": "what the host must provide",
+    "/mutable_layer": "whether a writable upper layer is mounted, and its spec (size, volume type, ABI) when one is given",
+    "/requires_host": "what the host must provide, as a set: sorted and de-duplicated before hashing, so its order never changes the ID",
     "/base/name": "the base's name",
     "/base/arch": "the machine architecture",
     "/base/abi": "the C library ABI layers are built against",
@@ -73,6 +74,8 @@ export const ENVIRONMENT_ID_SCOPE = defineScope({
     "/layers/*/satisfied_by": "derived explanation of requirements; the mount order it produced is hashed",
     "/layers/*/signature": "provenance: who signed the manifest, not what it holds",
     "/layers/*/registry": "provenance: where the blob was found; the blob digest is hashed",
+    "/layers/*/manifest_envelope":
+      "provenance for offline audit: the signed manifest's envelope, pinned by signature.envelope_sha256 and manifest_sha256; embedding it adds no instruction, so locks with and without it share an ID",
   },
 });
 
@@ -97,6 +100,8 @@ export function environmentIdInput(lock: Lockfile): Record<string, unknown> {
   const layers = [...(model.layers as Record<string, unknown>[])].sort((a, b) => (a.mount_order as number) - (b.mount_order as number));
   const layerFields = scopeFieldNames(ENVIRONMENT_ID_SCOPE, "covers", "/layers/*");
   input.layers = layers.map((l) => pick(l, layerFields));
+  // A set: the order a profile lists host requirements in is not part of the environment.
+  input.requires_host = hostRequirementSet(lock.requires_host).map(hostRequirementToModel);
   return input;
 }
 

@@ -51,7 +51,8 @@ export function parseFormation(v: JsonModel, source = "formation"): Formation {
     else if (id !== undefined) {
       try {
         safeComponent(id, `${p}/id`);
-        layers.push({ id, sha256: sha as Sha256Digest });
+        if (layers.some((l) => l.id === id)) c.add(`${p}/id`, `layer ${id} is listed twice`, "RESOLVE_CONFLICT");
+        else layers.push({ id, sha256: sha as Sha256Digest });
       } catch {
         c.add(`${p}/id`, "not a safe layer id", "PATH_UNSAFE");
       }

@@ -1,15 +1,19 @@
 /**
  * Lockfile freshness. The age is always shown in words a person reads at a
  * glance (`412 days`, never `9888h`); a lockfile dated in the future is
- * flagged, not silently treated as fresh; `--max-age` takes `30d`, `2w` or
- * `720h` and refuses an older lockfile with an error naming its age, the date it
- * was resolved and the bound. The clock is an argument, never read here.
+ * flagged, not silently treated as fresh; `--max-age` takes Go durations as
+ * Strata does (`90m`, `1h30m`, `1.5h`, `45s`), plus `d` (days) and `w` (weeks),
+ * and `0` for no bound (Strata's meaning), and refuses an older lockfile with
+ * an error naming its age, the date it was resolved and the bound. Ages under
+ * a minute are shown in seconds. The clock is an argument, never read here.
  */
 import { CairnError } from "../core/index.ts";
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
-const UNITS: Readonly<Record<string, number>> = { h: HOUR, d: DAY, w: 7 * DAY };
+const UNITS: Readonly<Record<string, number>> = { ns: 1e-6, us: 1e-3, µs: 1e-3, μs: 1e-3, ms: 1, s: 1000, m: 60_000, h: HOUR, d: DAY, w: 7 * DAY };
+/** lock.max_age_limit: the largest bound --max-age accepts (100 years); beyond it a typo is more likely than intent. */
+const MAX_AGE_LIMIT_MS = 36_525 * DAY;
 
 export interface Freshness {
   readonly ageMs: number;
@@ -18,24 +22,39 @@ export interface Freshness {
   readonly future: boolean;
 }
 
-/** Parses `30d`, `2w`, `720h` into milliseconds. */
-export function parseMaxAge(unsafe: string): number {
-  const m = /^([1-9][0-9]{0,5})([hdw])$/.exec(unsafe);
-  if (m === null) {
-    throw new CairnError("USAGE", `--max-age ${JSON.stringify(unsafe).slice(0, 40)} is not a duration`, { hint: "write a number and a unit: 720h, 30d or 2w" });
+/**
+ * Parses a --max-age duration into milliseconds: Go's time.ParseDuration
+ * forms (`90m`, `1h30m`, `1.5h`, `300ms`; units ns us µs ms s m h), plus `d`
+ * and `w`. `0` means no bound and returns undefined. A negative or oversized
+ * duration is refused.
+ */
+export function parseMaxAge(unsafe: string): number | undefined {
+  const usage = (): never => {
+    throw new CairnError("USAGE", `--max-age ${JSON.stringify(unsafe).slice(0, 40)} is not a duration`, {
+      hint: "write a Go duration (90m, 1h30m, 720h), days or weeks (30d, 2w), or 0 for no bound",
+    });
+  };
+  if (unsafe === "0") return undefined;
+  if (unsafe.length > 64 || !/^(?:[0-9]+(?:\.[0-9]+)?(?:ns|us|µs|μs|ms|s|m|h|d|w))+$/.test(unsafe)) usage();
+  let ms = 0;
+  for (const m of unsafe.matchAll(/([0-9]+(?:\.[0-9]+)?)(ns|us|µs|μs|ms|s|m|h|d|w)/g)) ms += Number(m[1]) * UNITS[m[2]!]!;
+  if (!Number.isFinite(ms) || ms > MAX_AGE_LIMIT_MS) {
+    throw new CairnError("LIMIT_EXCEEDED", `--max-age ${unsafe.slice(0, 40)} is longer than lock.max_age_limit (100 years)`, { hint: "use 0 for no bound" });
   }
-  return Number(m[1]) * UNITS[m[2]!]!;
+  if (ms === 0) usage(); // only the bare 0 means no bound; 0h is more likely a slip than a request for no bound
+  return ms;
 }
 
 function plural(n: number, unit: string): string {
   return `${n} ${unit}${n === 1 ? "" : "s"}`;
 }
 
-/** A duration in the largest whole unit that is at least one: days, else hours, else minutes. */
+/** A duration in the largest whole unit that is at least one: days, else hours, else minutes, else seconds. */
 export function formatDuration(ms: number): string {
   if (ms >= DAY) return plural(Math.floor(ms / DAY), "day");
   if (ms >= HOUR) return plural(Math.floor(ms / HOUR), "hour");
-  return plural(Math.floor(ms / 60_000), "minute");
+  if (ms >= 60_000) return plural(Math.floor(ms / 60_000), "minute");
+  return plural(Math.floor(ms / 1000), "second");
 }
 
 export function freshness(resolvedAt: string, now: Date): Freshness {

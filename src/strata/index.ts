@@ -1,5 +1,5 @@
 // Layered environments: profiles, layers, formations, base probe, registry, resolver, lockfiles.
-export { compareVersions, compareVersionValues, versionHasPrefix } from "./version.ts";
+export { compareVersions, compareVersionValues, isPrerelease, versionHasPrefix } from "./version.ts";
 export { parseCapability, parseRequirement, requirementString, satisfies, satisfyingProviders } from "./capability.ts";
 export type { Capability, Requirement } from "./capability.ts";
 export { readRef, refString, refToModel } from "./ref.ts";
@@ -29,12 +29,12 @@ export { Catalog, catalogFromRegistries } from "./catalog.ts";
 export type { CatalogLayer } from "./catalog.ts";
 export { resolveProfile, profileDigest, PROFILE_DIGEST } from "./resolve/resolver.ts";
 export type { ResolveInput } from "./resolve/resolver.ts";
-export { parseLockfile, parseLockfileText, lockfileToYaml, lockfileToModel, isFrozen, LOCKFILE_FORMAT } from "./lockfile.ts";
+export { parseLockfile, parseLockfileUnvalidated, parseLockfileText, lockfileToYaml, lockfileToModel, isFrozen, LOCKFILE_FORMAT } from "./lockfile.ts";
 export type { Lockfile, LockLayer, VerificationPolicy } from "./lockfile.ts";
 export { environmentId, environmentIdInput, ENVIRONMENT_ID, ENVIRONMENT_ID_SCOPE } from "./env-id.ts";
 export { freshness, checkFreshness, parseMaxAge, formatDuration } from "./freshness.ts";
 export type { Freshness } from "./freshness.ts";
-export { writeLockfile, readLockfile } from "./lockfile-io.ts";
+export { writeLockfile, readLockfile, readLockfileUnvalidated } from "./lockfile-io.ts";
 export { verifyLock, verifyLockContents } from "./lockfile-verify.ts";
 export { checkLayerContents } from "./contents.ts";
 export type { VerifyReport, VerifyOptions } from "./lockfile-verify.ts";

@@ -6,6 +6,7 @@
  * policy); keeping the list here, beside the lockfile, keeps every caller
  * saying the same thing about the same lockfile.
  */
+import { hostRequirementSet, hostRequirementString } from "./capability.ts";
 import type { Lockfile } from "./lockfile.ts";
 
 /** Notes on what this particular lockfile's ID cannot promise. */
@@ -16,7 +17,15 @@ export function lockfileCaveats(l: Lockfile): string[] {
   if (l.packages.length > 0) out.push(`package requests are recorded, not pinned by digest${loose.length ? ` (no version: ${loose.join(", ")})` : ""}`);
   if (l.on_ready.length > 0) out.push("on_ready commands are covered as text; what they do when run is not");
   if (l.mutable_layer) out.push("a mutable upper layer is enabled: what is written there is not covered");
+  if (l.verification_policy === "signed" && l.layers.length === 0 && l.formations.length === 0) {
+    out.push("policy signed covers nothing: the lockfile has no layers or formations, so no signature was checked");
+  }
   if (l.verification_policy === "unsigned-offline") out.push("some layers or formations were not signed by a trusted key (unsigned-offline)");
+  if (l.requires_host.length > 0) {
+    out.push(
+      `host requirements are recorded, not checked: the resolver cannot see the host this runs on (${hostRequirementSet(l.requires_host).map(hostRequirementString).join(", ")})`,
+    );
+  }
   if (l.not_acted_upon !== undefined) out.push(`recorded, not acted upon: ${Object.keys(l.not_acted_upon).join(", ")}`);
   return out;
 }

@@ -3,9 +3,10 @@
  * whether their EnvironmentIDs differ. Environment variable values are never
  * printed (they may be secrets): a changed variable is named, not shown.
  */
-import { capabilityString, requirementString } from "./capability.ts";
-import { compareBytes } from "../core/index.ts";
+import { capabilityString, hostRequirementSet, hostRequirementString } from "./capability.ts";
+import { compareBytes, type Issue } from "../core/index.ts";
 import { environmentId } from "./env-id.ts";
+import { defaultsToModel, mutableLayerToModel } from "./profile-forms.ts";
 import { isFrozen, type LockLayer, type Lockfile } from "./lockfile.ts";
 
 export interface LockChange {
@@ -20,6 +21,9 @@ export interface LockDiff {
   readonly id_b: string | null;
   readonly same_id: boolean;
   readonly changes: readonly LockChange[];
+  /** What Validate finds wrong with each side (a lockfile with problems has no EnvironmentID here). */
+  readonly problems_a: readonly Issue[];
+  readonly problems_b: readonly Issue[];
 }
 
 function cmp(out: LockChange[], path: string, a: string | undefined, b: string | undefined, secret = false): void {
@@ -37,7 +41,7 @@ function layerSummary(l: LockLayer): string {
   return `${l.sha256 ?? "(no digest)"} at ${l.mount_order ?? "-"}`;
 }
 
-export function diffLocks(a: Lockfile, b: Lockfile): LockDiff {
+export function diffLocks(a: Lockfile, b: Lockfile, problems_a: readonly Issue[] = [], problems_b: readonly Issue[] = []): LockDiff {
   const out: LockChange[] = [];
   cmp(out, "/base/name", a.base.name, b.base.name);
   cmp(out, "/base/arch", a.base.arch, b.base.arch);
@@ -53,15 +57,17 @@ export function diffLocks(a: Lockfile, b: Lockfile): LockDiff {
   }
   maps(out, "/env", a.env, b.env, true);
   cmp(out, "/on_ready", JSON.stringify(a.on_ready), JSON.stringify(b.on_ready));
-  maps(out, "/defaults", a.defaults, b.defaults, false);
+  if (a.defaults instanceof Map && b.defaults instanceof Map) maps(out, "/defaults", a.defaults, b.defaults, false);
+  else cmp(out, "/defaults", JSON.stringify(defaultsToModel(a.defaults)), JSON.stringify(defaultsToModel(b.defaults)));
   cmp(out, "/packages", JSON.stringify(a.packages), JSON.stringify(b.packages));
-  cmp(out, "/mutable_layer", String(a.mutable_layer), String(b.mutable_layer));
-  cmp(out, "/requires_host", a.requires_host.map(requirementString).join(", "), b.requires_host.map(requirementString).join(", "));
+  cmp(out, "/mutable_layer", JSON.stringify(mutableLayerToModel(a.mutable_layer)), JSON.stringify(mutableLayerToModel(b.mutable_layer)));
+  const hosts = (l: Lockfile): string => hostRequirementSet(l.requires_host).map(hostRequirementString).join(", ");
+  cmp(out, "/requires_host", hosts(a), hosts(b));
   cmp(out, "/verification_policy", a.verification_policy, b.verification_policy);
   cmp(out, "/profile", a.profile, b.profile);
   cmp(out, "/profile_sha256", a.profile_sha256, b.profile_sha256);
   cmp(out, "/resolved_at", a.resolved_at, b.resolved_at);
-  const id_a = isFrozen(a) ? environmentId(a) : null;
-  const id_b = isFrozen(b) ? environmentId(b) : null;
-  return { id_a, id_b, same_id: id_a !== null && id_a === id_b, changes: out };
+  const id_a = isFrozen(a) && problems_a.length === 0 ? environmentId(a) : null;
+  const id_b = isFrozen(b) && problems_b.length === 0 ? environmentId(b) : null;
+  return { id_a, id_b, same_id: id_a !== null && id_a === id_b, changes: out, problems_a, problems_b };
 }

@@ -15,12 +15,16 @@ import {
   verifyEnvelope,
   writeFileAtomic,
   decodeUtf8,
+  checkLimit,
+  FIXED_LIMIT_HINT,
+  parseYamlText,
+  type Issue,
   type DsseEnvelope,
   type Sha256Digest,
   type SigningKey,
   type VerifyingKey,
 } from "../core/index.ts";
-import { lockfileToYaml, parseLockfileText, type Lockfile } from "./lockfile.ts";
+import { lockfileToYaml, parseLockfileText, parseLockfileUnvalidated, type Lockfile } from "./lockfile.ts";
 import { readBounded } from "./registry.ts";
 
 export const LOCKFILE_PAYLOAD_TYPE = "application/vnd.cairn.lock+yaml";
@@ -40,6 +44,8 @@ export interface LockSignature {
 /** Writes the lockfile (0644) and, with a key, its envelope. Atomic, one file after the other. */
 export function writeLockfile(path: string, lock: Lockfile, key?: SigningKey): { bytes: Buffer; signature?: LockSignature } {
   const bytes = Buffer.from(lockfileToYaml(lock), "utf8");
+  // Embedded manifest envelopes make a lockfile grow with its layers' file lists; one that could not be read back is never written.
+  checkLimit("lock.max_bytes", bytes.length, MAX_LOCK_BYTES, "", "bytes", FIXED_LIMIT_HINT);
   // An envelope left from an earlier signed lockfile at this path would not
   // verify against the new bytes; remove it so "unsigned" is what a reader sees.
   if (key === undefined) rmSync(signaturePath(path), { force: true });
@@ -90,4 +96,10 @@ export function readLockfile(path: string, keys?: readonly VerifyingKey[]): Read
   }
   const lock = parseLockfileText(decodeUtf8(payload, path), path);
   return { lock, bytes, envelope: env.envelope, signature: { keyid: keyId as Sha256Digest, envelope_sha256: env.sha } };
+}
+
+/** Reads a lockfile without Validate (for `lock diff`): shape errors refuse it, rule problems come back as `problems`. */
+export function readLockfileUnvalidated(path: string): { lock: Lockfile; problems: readonly Issue[] } {
+  const bytes = readBounded(path, MAX_LOCK_BYTES, "lock.max_bytes");
+  return parseLockfileUnvalidated(parseYamlText(decodeUtf8(bytes, path), path), path);
 }

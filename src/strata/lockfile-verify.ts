@@ -14,11 +14,12 @@ import { attest } from "./trust.ts";
 import { environmentId } from "./env-id.ts";
 import { checkFreshness, type Freshness } from "./freshness.ts";
 import { readLockfile, type LockSignature } from "./lockfile-io.ts";
-import type { Lockfile, VerificationPolicy } from "./lockfile.ts";
+import type { Lockfile, LockLayer, VerificationPolicy } from "./lockfile.ts";
 import { MAX_ENVELOPE_BYTES, readBounded, type LocalRegistry } from "./registry.ts";
 import type { LockBase } from "./base.ts";
 import { capabilityString } from "./capability.ts";
 import { checkLayerContents } from "./contents.ts";
+import { embeddedEnvelope } from "./lockfile-envelope.ts";
 
 export interface VerifyOptions {
   readonly keys: readonly VerifyingKey[];
@@ -43,6 +44,12 @@ export interface VerifyReport {
   readonly layers_checked: number | null;
   /** Whether a freshly probed base was compared with the lockfile's. */
   readonly base_checked: boolean;
+  /**
+   * With layer keys and no registry: how many layers' signatures were verified
+   * from the manifest envelopes the lockfile embeds (offline audit); null when
+   * not attempted.
+   */
+  readonly embedded_signatures_checked: number | null;
 }
 
 function checkBase(lock: Lockfile, probed: LockBase): void {
@@ -85,26 +92,53 @@ function checkPolicy(lock: Lockfile, allowUnsigned: boolean): void {
   }
 }
 
+/**
+ * Finds a layer's manifest envelope in the registries: the first registry
+ * (in any order) whose envelope for this id is the one the lockfile pins.
+ * Reading the manifest from "the first registry that has the blob" made the
+ * result depend on --registry order when two registries hold the same blob
+ * with different envelopes (one re-signed, one stale).
+ */
+function findEnvelope(l: LockLayer, i: number, registries: readonly LocalRegistry[]): { reg: LocalRegistry; bytes: Buffer } {
+  const found: string[] = [];
+  for (const reg of registries) {
+    const path = reg.layerPath(l.id);
+    if (!existsSync(path)) continue;
+    // Read once, check the pinned digest, then parse those same bytes (no second read to race with).
+    const bytes = readBounded(path, MAX_ENVELOPE_BYTES, "registry.max_envelope_bytes");
+    const sha = sha256(bytes);
+    if (l.signature === undefined || sha === l.signature.envelope_sha256) return { reg, bytes };
+    found.push(sha);
+  }
+  if (found.length === 0) {
+    throw new CairnError("STORE_MISSING", `layer ${l.id}: no registry holds its manifest`, { path: `/layers/${i}/id` });
+  }
+  throw new CairnError(
+    "DIGEST_MISMATCH",
+    `layer ${l.id}: the lockfile pins manifest envelope ${l.signature!.envelope_sha256}, the registries hold ${found.join(", ")}`,
+    { path: `/layers/${i}/signature/envelope_sha256`, hint: "the layer manifest or its signature was altered after resolution" },
+  );
+}
+
 function checkLayers(lock: Lockfile, opts: VerifyOptions): number {
   for (const [i, l] of lock.layers.entries()) {
-    const reg = opts.registries.find((r) => r.hasBlob(l.sha256!));
-    if (reg === undefined) {
-      throw new CairnError("STORE_MISSING", `layer ${l.id}: blob ${l.sha256} is in none of the registries`, { path: `/layers/${i}/sha256` });
-    }
-    reg.readBlob(l.sha256!, l.size ?? -1);
-    // Read once, check the pinned digest, then parse those same bytes (no second read to race with).
-    const envBytes = readBounded(reg.layerPath(l.id), MAX_ENVELOPE_BYTES, "registry.max_envelope_bytes");
-    if (l.signature !== undefined && sha256(envBytes) !== l.signature.envelope_sha256) {
-      throw new CairnError("DIGEST_MISMATCH", `layer ${l.id}: the registry's manifest envelope is not the one the lockfile pins`, {
-        path: `/layers/${i}/signature/envelope_sha256`,
-        hint: "the layer manifest or its signature was altered after resolution",
-      });
-    }
+    const { reg, bytes: envBytes } = findEnvelope(l, i, opts.registries);
     const doc = reg.layerFromBytes(l.id, envBytes);
     if (l.manifest_sha256 !== undefined && doc.payloadSha256 !== l.manifest_sha256) {
-      throw new CairnError("DIGEST_MISMATCH", `layer ${l.id}: manifest differs from the one resolved`, { path: `/layers/${i}/manifest_sha256` });
+      throw new CairnError("DIGEST_MISMATCH", `layer ${l.id}: the lockfile pins manifest ${l.manifest_sha256}, the registry's is ${doc.payloadSha256}`, {
+        path: `/layers/${i}/manifest_sha256`,
+      });
     }
-    if (doc.value.sha256 !== l.sha256) throw new CairnError("DIGEST_MISMATCH", `layer ${l.id}: manifest names another blob`, { path: `/layers/${i}/sha256` });
+    if (doc.value.sha256 !== l.sha256) {
+      throw new CairnError("DIGEST_MISMATCH", `layer ${l.id}: the lockfile pins blob ${l.sha256}, the manifest names ${doc.value.sha256}`, {
+        path: `/layers/${i}/sha256`,
+      });
+    }
+    const blobReg = opts.registries.find((r) => r.hasBlob(l.sha256!));
+    if (blobReg === undefined) {
+      throw new CairnError("STORE_MISSING", `layer ${l.id}: blob ${l.sha256} is in none of the registries`, { path: `/layers/${i}/sha256` });
+    }
+    blobReg.readBlob(l.sha256!, l.size ?? -1);
     if (opts.layerKeys.length > 0 && l.signature?.status === "signed") {
       attest(doc, opts.layerKeys, false, `layer ${l.id}`);
     }
@@ -148,6 +182,7 @@ export function verifyLock(path: string, opts: VerifyOptions): VerifyReport {
   checkPolicy(lock, opts.allowUnsignedOffline);
   if (opts.probedBase !== undefined) checkBase(lock, opts.probedBase);
   const layers_checked = opts.registries.length > 0 ? checkLayers(lock, opts) : null;
+  const embedded_signatures_checked = opts.registries.length === 0 && opts.layerKeys.length > 0 ? checkEmbeddedSignatures(lock, opts.layerKeys) : null;
   return {
     lock,
     environment_id,
@@ -156,5 +191,29 @@ export function verifyLock(path: string, opts: VerifyOptions): VerifyReport {
     verification_policy: lock.verification_policy,
     layers_checked,
     base_checked: opts.probedBase !== undefined,
+    embedded_signatures_checked,
   };
+}
+
+/**
+ * Offline audit: each signed layer's signature, verified with the caller's
+ * keys on the envelope the lockfile embeds (Validate already tied it to the
+ * pinned digests). A signed layer without an embedded envelope (a lockfile
+ * from before embedding) cannot be audited offline and is refused, so the
+ * count never claims more than was checked.
+ */
+function checkEmbeddedSignatures(lock: Lockfile, keys: readonly VerifyingKey[]): number {
+  let n = 0;
+  for (const [i, l] of lock.layers.entries()) {
+    if (l.signature?.status !== "signed") continue;
+    if (l.manifest_envelope === undefined) {
+      throw new CairnError("SIGNATURE_MISSING", `layer ${l.id}: the lockfile embeds no manifest envelope to verify offline`, {
+        path: `/layers/${i}/manifest_envelope`,
+        hint: "give --registry to verify against the registry, or resolve again to embed the envelopes",
+      });
+    }
+    attest(embeddedEnvelope(l.manifest_envelope, `/layers/${i}/manifest_envelope`), keys, false, `layer ${l.id}`);
+    n++;
+  }
+  return n;
 }

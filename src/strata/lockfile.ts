@@ -14,21 +14,25 @@
  */
 import {
   sortedRecord,
+  CairnError,
   Checker,
   childPath,
   isDigest,
   parseYamlText,
   safeComponent,
   toYamlText,
+  type Issue,
   type JsonModel,
   type JsonObject,
   type Sha256Digest,
 } from "../core/index.ts";
-import { capabilityString, parseCapability, parseRequirement, requirementString, type Capability, type Requirement } from "./capability.ts";
-import { ARCHES, BASE_NAME, type Arch } from "./platform.ts";
+import { capabilityString, hostRequirementToModel, parseCapability, parseHostRequirement, type Capability, type HostRequirement } from "./capability.ts";
+import { ARCHES, BASE_NAME, canonicalArch, type Arch } from "./platform.ts";
 import { PACKAGE_MANAGERS, type PackageSet } from "./profile-model.ts";
+import { defaultsToModel, mutableLayerToModel, readDefaults, readMutableLayer, type MutableLayer, type ProfileDefaults } from "./profile-forms.ts";
 import { baseDigest, type LockBase } from "./base.ts";
 import type { Attestation } from "./trust.ts";
+import { BASE64, checkEmbeddedEnvelope } from "./lockfile-envelope.ts";
 
 export const LOCKFILE_FORMAT = "cairn.lock/1";
 export const VERIFICATION_POLICIES = ["signed", "unsigned-offline"] as const;
@@ -47,6 +51,13 @@ export interface LockLayer {
   readonly satisfied_by: ReadonlyMap<string, readonly string[]>;
   readonly signature?: Attestation;
   readonly registry?: string;
+  /**
+   * The layer's DSSE manifest envelope, the registry file's exact bytes in
+   * base64, so the lockfile is self-contained for offline audit: its sha256 is
+   * `signature.envelope_sha256` and its payload's sha256 is `manifest_sha256`
+   * (Validate checks both).
+   */
+  readonly manifest_envelope?: string;
 }
 
 export interface LockFormation {
@@ -67,10 +78,12 @@ export interface Lockfile {
   readonly formations: readonly LockFormation[];
   readonly env: ReadonlyMap<string, string>;
   readonly on_ready: readonly string[];
-  readonly defaults: ReadonlyMap<string, string>;
+  /** The profile's defaults: a settings map, or Strata's Lmod preload list (profile-forms.ts). */
+  readonly defaults: ProfileDefaults;
   readonly packages: readonly PackageSet[];
-  readonly mutable_layer: boolean;
-  readonly requires_host: readonly Requirement[];
+  /** false, true, or Strata's mutable-layer spec (profile-forms.ts). */
+  readonly mutable_layer: MutableLayer;
+  readonly requires_host: readonly HostRequirement[];
   /** Profile fields recorded but not acted upon (instance, storage). */
   readonly not_acted_upon?: JsonObject;
 }
@@ -107,6 +120,7 @@ export const LOCK_LAYER_FIELDS = [
   "satisfied_by",
   "signature",
   "registry",
+  "manifest_envelope",
 ] as const;
 
 const RFC3339_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
@@ -157,13 +171,14 @@ function caps<T>(c: Checker, v: JsonModel | undefined, p: string, parse: (s: str
   return out;
 }
 
-function readBase(c: Checker, v: JsonModel | undefined): LockBase | undefined {
+function readBase(c: Checker, v: JsonModel | undefined, rules: Checker): LockBase | undefined {
   const p = "/base";
   const o = c.object(v, p, LOCK_BASE_FIELDS);
   if (o === undefined) return undefined;
   const name = c.string(c.required(o, "name", p), `${p}/name`, { pattern: BASE_NAME });
   const arch = c.string(c.required(o, "arch", p), `${p}/arch`);
-  if (arch !== undefined && !(ARCHES as readonly string[]).includes(arch)) c.add(`${p}/arch`, "unknown arch", "MODEL_VALUE");
+  if (arch !== undefined && !(ARCHES as readonly string[]).includes(arch))
+    c.add(`${p}/arch`, `unknown arch${canonicalArch(arch) ? `: a lockfile holds the canonical name, ${canonicalArch(arch)}` : ""}`, "MODEL_VALUE");
   const abi = c.string(c.required(o, "abi", p), `${p}/abi`);
   if (abi !== undefined && !["gnu", "musl", "none", "unknown"].includes(abi)) c.add(`${p}/abi`, "abi must be gnu, musl, none or unknown", "MODEL_VALUE");
   const os_id = has(o, "os_id") ? c.string(o.os_id, `${p}/os_id`) : undefined;
@@ -185,7 +200,7 @@ function readBase(c: Checker, v: JsonModel | undefined): LockBase | undefined {
     ...(image !== undefined ? { image } : {}),
   };
   if (d !== undefined && baseDigest(facts) !== d)
-    c.add(`${p}/digest`, "does not match the base facts (name, arch, abi, os_id, version_id, capabilities, image)", "BASE_MISMATCH");
+    rules.add(`${p}/digest`, "does not match the base facts (name, arch, abi, os_id, version_id, capabilities, image)", "BASE_MISMATCH");
   return {
     name,
     arch: arch as Arch,
@@ -200,7 +215,7 @@ function readBase(c: Checker, v: JsonModel | undefined): LockBase | undefined {
   };
 }
 
-function readLayer(c: Checker, v: JsonModel, p: string): LockLayer | undefined {
+function readLayer(c: Checker, v: JsonModel, p: string, rules: Checker): LockLayer | undefined {
   const o = c.object(v, p, LOCK_LAYER_FIELDS);
   if (o === undefined) return undefined;
   const id = c.string(c.required(o, "id", p), `${p}/id`);
@@ -208,7 +223,7 @@ function readLayer(c: Checker, v: JsonModel, p: string): LockLayer | undefined {
     try {
       safeComponent(id, `${p}/id`);
     } catch {
-      c.add(`${p}/id`, "a layer id must be one safe path component", "PATH_UNSAFE");
+      rules.add(`${p}/id`, "a layer id must be one safe path component", "PATH_UNSAFE");
     }
   }
   const name = c.string(c.required(o, "name", p), `${p}/name`, { nonEmpty: true });
@@ -228,6 +243,10 @@ function readLayer(c: Checker, v: JsonModel, p: string): LockLayer | undefined {
   }
   const signature = has(o, "signature") ? readAttestation(c, o.signature, `${p}/signature`) : undefined;
   const registry = has(o, "registry") ? c.string(o.registry, `${p}/registry`, { nonEmpty: true }) : undefined;
+  const manifest_envelope = has(o, "manifest_envelope")
+    ? c.string(o.manifest_envelope, `${p}/manifest_envelope`, { pattern: BASE64 }) // bounded by lock.max_bytes, which bounds the whole file
+    : undefined;
+  if (manifest_envelope !== undefined) checkEmbeddedEnvelope(rules, manifest_envelope, signature, manifest_sha256, p);
   if (id === undefined || name === undefined || version === undefined) return undefined;
   return {
     id,
@@ -241,6 +260,7 @@ function readLayer(c: Checker, v: JsonModel, p: string): LockLayer | undefined {
     ...(from_formation !== undefined ? { from_formation } : {}),
     ...(signature !== undefined ? { signature } : {}),
     ...(registry !== undefined ? { registry } : {}),
+    ...(manifest_envelope !== undefined ? { manifest_envelope } : {}),
   };
 }
 
@@ -268,6 +288,25 @@ function readPackages(c: Checker, v: JsonModel | undefined): PackageSet[] {
 
 /** Validate: reads a lockfile model, checking every rule; LOCK_INVALID (or the single issue's code) lists all issues. */
 export function parseLockfile(v: JsonModel, source = "lockfile"): Lockfile {
+  const { lock, rules } = readLockfileModel(v, source);
+  rules.done(source, "a lockfile is written by `cairn resolve`; do not edit it by hand");
+  return lock;
+}
+
+/**
+ * Parse without Validate: the shape and types are checked (a lockfile that
+ * cannot be read is refused), but the rules between fields (unique ids and
+ * mount orders, safe layer ids, a base digest that matches its facts) come
+ * back as `problems` instead of a refusal, so `lock diff` can show what is
+ * wrong with a lockfile next to what changed.
+ */
+export function parseLockfileUnvalidated(v: JsonModel, source = "lockfile"): { lock: Lockfile; problems: readonly Issue[] } {
+  const { lock, rules } = readLockfileModel(v, source);
+  return { lock, problems: rules.issues };
+}
+
+function readLockfileModel(v: JsonModel, source: string): { lock: Lockfile; rules: Checker } {
+  const rules = new Checker("LOCK_INVALID");
   const c = new Checker("LOCK_INVALID");
   const o = c.object(v, "", LOCK_FIELDS);
   c.done(source);
@@ -283,21 +322,21 @@ export function parseLockfile(v: JsonModel, source = "lockfile"): Lockfile {
   const policy = c.string(r("verification_policy"), "/verification_policy");
   if (policy !== undefined && !(VERIFICATION_POLICIES as readonly string[]).includes(policy))
     c.add("/verification_policy", "must be signed or unsigned-offline", "MODEL_VALUE");
-  const base = readBase(c, r("base"));
+  const base = readBase(c, r("base"), rules);
   const layers: LockLayer[] = [];
   c.array(r("layers"), "/layers")?.forEach((l, i) => {
     if (l === null) return;
-    const layer = readLayer(c, l, `/layers/${i}`);
+    const layer = readLayer(c, l, `/layers/${i}`, rules);
     if (layer !== undefined) layers.push(layer);
   });
   const orders = new Map<number, string>();
   const ids = new Set<string>();
   layers.forEach((l, i) => {
-    if (ids.has(l.id)) c.add(`/layers/${i}/id`, `layer ${l.id} is listed twice`, "LOCK_INVALID");
+    if (ids.has(l.id)) rules.add(`/layers/${i}/id`, `layer ${l.id} is listed twice`, "LOCK_INVALID");
     ids.add(l.id);
     if (l.mount_order === undefined) return;
     const other = orders.get(l.mount_order);
-    if (other !== undefined) c.add(`/layers/${i}/mount_order`, `layers ${other} and ${l.id} share mount order ${l.mount_order}`, "LOCK_INVALID");
+    if (other !== undefined) rules.add(`/layers/${i}/mount_order`, `layers ${other} and ${l.id} share mount order ${l.mount_order}`, "LOCK_INVALID");
     orders.set(l.mount_order, l.id);
   });
   const formations: LockFormation[] = [];
@@ -314,13 +353,23 @@ export function parseLockfile(v: JsonModel, source = "lockfile"): Lockfile {
   }
   const env = has(root, "env") ? (c.stringMap(root.env, "/env") ?? new Map<string, string>()) : new Map<string, string>();
   const on_ready = has(root, "on_ready") ? (c.stringArray(root.on_ready, "/on_ready") ?? []) : [];
-  const defaults = has(root, "defaults") ? (c.stringMap(root.defaults, "/defaults") ?? new Map<string, string>()) : new Map<string, string>();
+  const defaults = has(root, "defaults") ? readDefaults(c, root.defaults, "/defaults") : new Map<string, string>();
   const packages = has(root, "packages") ? readPackages(c, root.packages) : [];
-  const mutable_layer = has(root, "mutable_layer") ? c.boolean(root.mutable_layer, "/mutable_layer") : false;
-  const requires_host = has(root, "requires_host") ? caps(c, root.requires_host, "/requires_host", parseRequirement) : [];
+  const mutable_layer = has(root, "mutable_layer") ? readMutableLayer(c, root.mutable_layer, "/mutable_layer") : false;
+  const requires_host: HostRequirement[] = [];
+  if (has(root, "requires_host")) {
+    c.array(root.requires_host, "/requires_host")?.forEach((h, i) => {
+      try {
+        requires_host.push(parseHostRequirement(h, `/requires_host/${i}`));
+      } catch (e) {
+        if (!(e instanceof CairnError)) throw e;
+        c.add(e.path ?? `/requires_host/${i}`, e.message, e.code);
+      }
+    });
+  }
   const not_acted_upon = has(root, "not_acted_upon") ? c.object(root.not_acted_upon, "/not_acted_upon", ["instance", "storage"]) : undefined;
   c.done(source, "a lockfile is written by `cairn resolve`; do not edit it by hand");
-  return {
+  const lock: Lockfile = {
     format: LOCKFILE_FORMAT,
     profile: profile!,
     ...(profile_sha256 !== undefined ? { profile_sha256 } : {}),
@@ -338,6 +387,7 @@ export function parseLockfile(v: JsonModel, source = "lockfile"): Lockfile {
     requires_host,
     ...(not_acted_upon !== undefined ? { not_acted_upon } : {}),
   };
+  return { lock, rules };
 }
 
 export function parseLockfileText(text: string, source = "lockfile"): Lockfile {
@@ -377,6 +427,7 @@ export function layerToModel(l: LockLayer): Record<string, unknown> {
   out.satisfied_by = sortedRecord(new Map([...l.satisfied_by].map(([k, v]) => [k, [...v]])));
   if (l.signature !== undefined) out.signature = attestationModel(l.signature);
   if (l.registry !== undefined) out.registry = l.registry;
+  if (l.manifest_envelope !== undefined) out.manifest_envelope = l.manifest_envelope;
   return out;
 }
 
@@ -390,10 +441,10 @@ export function lockfileToModel(l: Lockfile): Record<string, unknown> {
   out.formations = l.formations.map((f) => ({ name: f.name, version: f.version, signature: attestationModel(f.signature) }));
   out.env = sortedRecord(l.env);
   out.on_ready = [...l.on_ready];
-  out.defaults = sortedRecord(l.defaults);
+  out.defaults = defaultsToModel(l.defaults);
   out.packages = l.packages.map((s) => ({ manager: s.manager, packages: s.packages.map((p) => ({ ...p })), ...(s.env !== undefined ? { env: s.env } : {}) }));
-  out.mutable_layer = l.mutable_layer;
-  out.requires_host = l.requires_host.map(requirementString);
+  out.mutable_layer = mutableLayerToModel(l.mutable_layer);
+  out.requires_host = l.requires_host.map(hostRequirementToModel);
   if (l.not_acted_upon !== undefined) out.not_acted_upon = l.not_acted_upon;
   return out;
 }

@@ -24,3 +24,17 @@ export function archOfNode(nodeArch: string): Arch | undefined {
   const m: Record<string, Arch> = { x64: "x86_64", arm64: "aarch64", riscv64: "riscv64", ppc64: "ppc64le", s390x: "s390x" };
   return m[nodeArch];
 }
+
+/**
+ * Other spellings of an arch that profiles may use: Strata (a Go program)
+ * writes GOARCH names, `arm64` and `amd64`. They are read as cairn's arch and
+ * only the canonical name is ever written (profile round trip, lockfile), so
+ * one machine has one spelling in every identity.
+ */
+export const ARCH_ALIASES: Readonly<Record<string, Arch>> = { arm64: "aarch64", amd64: "x86_64" };
+
+/** The canonical arch for `unsafe`, or undefined when it is neither an arch nor an alias of one. */
+export function canonicalArch(unsafe: string): Arch | undefined {
+  if ((ARCHES as readonly string[]).includes(unsafe)) return unsafe as Arch;
+  return Object.hasOwn(ARCH_ALIASES, unsafe) ? ARCH_ALIASES[unsafe] : undefined;
+}

@@ -7,11 +7,21 @@
  * `instance` and `storage` are recorded but cairn does not act on them; every
  * output that mentions them says so.
  */
-import { sortedRecord, Checker, childPath, parseYamlText, toYamlText, type JsonModel, type JsonObject } from "../core/index.ts";
-import { readRef, refToModel, REF_NAME, type SoftwareRef } from "./ref.ts";
-import { isVersion } from "./version.ts";
-import { parseRequirement, requirementString, type Requirement } from "./capability.ts";
-import { ARCHES, BASE_NAME, type Arch } from "./platform.ts";
+import { sortedRecord, CairnError, Checker, isJsonObject, childPath, parseYamlText, toYamlText, type JsonModel, type JsonObject } from "../core/index.ts";
+import { readRef, refToModel, REF_NAME, yamlNumberMessage, type SoftwareRef } from "./ref.ts";
+import { isVersion, versionHint } from "./version.ts";
+import { hostRequirementToModel, parseHostRequirement, type HostRequirement } from "./capability.ts";
+import { ARCH_ALIASES, ARCHES, BASE_NAME, canonicalArch, type Arch } from "./platform.ts";
+import {
+  defaultsSize,
+  defaultsToModel,
+  mutableLayerToModel,
+  readDefaults,
+  readMutableLayer,
+  readStorage,
+  type MutableLayer,
+  type ProfileDefaults,
+} from "./profile-forms.ts";
 
 export const PACKAGE_MANAGERS = ["pip", "conda", "cran"] as const;
 export type PackageManager = (typeof PACKAGE_MANAGERS)[number];
@@ -44,10 +54,10 @@ export interface Profile {
   readonly registries: readonly RegistryRef[];
   readonly env: ReadonlyMap<string, string>;
   readonly on_ready: readonly string[];
-  readonly defaults: ReadonlyMap<string, string>;
+  readonly defaults: ProfileDefaults;
   readonly packages: readonly PackageSet[];
-  readonly mutable_layer: boolean;
-  readonly requires_host: readonly Requirement[];
+  readonly mutable_layer: MutableLayer;
+  readonly requires_host: readonly HostRequirement[];
   /** Recorded, not acted upon. */
   readonly instance?: JsonModel;
   /** Recorded, not acted upon. */
@@ -118,7 +128,9 @@ function readPackageSet(c: Checker, v: JsonModel, p: string): PackageSet | undef
     const po = c.object(item, ip, ["name", "version"]);
     if (po === undefined) return undefined;
     const name = c.string(c.required(po, "name", ip), childPath(ip, "name"), { pattern: PKG_NAME });
-    const version = has(po, "version") ? c.string(po.version, childPath(ip, "version"), { nonEmpty: true, max: 128 }) : undefined;
+    if (typeof po.version === "number") c.add(childPath(ip, "version"), yamlNumberMessage(po.version), "MODEL_TYPE");
+    const version =
+      has(po, "version") && typeof po.version !== "number" ? c.string(po.version, childPath(ip, "version"), { nonEmpty: true, max: 128 }) : undefined;
     return name === undefined ? undefined : { name, ...(version !== undefined ? { version } : {}) };
   });
   let env: string | undefined;
@@ -138,18 +150,27 @@ export function parseProfileModel(v: JsonModel, source = "profile"): Profile {
   const root = o!;
   const name = c.string(c.required(root, "name", ""), "/name", { pattern: REF_NAME });
   const description = has(root, "description") ? c.string(root.description, "/description", { max: 4096 }) : undefined;
-  const version = has(root, "version") ? c.string(root.version, "/version") : undefined;
-  if (version !== undefined && !isVersion(version)) c.add("/version", "not a version", "MODEL_VALUE");
+  if (typeof root.version === "number") c.add("/version", yamlNumberMessage(root.version), "MODEL_TYPE");
+  const version = has(root, "version") && typeof root.version !== "number" ? c.string(root.version, "/version") : undefined;
+  if (version !== undefined && !isVersion(version)) c.add("/version", `not a version (${versionHint(version)})`, "MODEL_VALUE");
   const bo = has(root, "base") ? c.object(root.base, "/base", ["os", "arch"]) : void c.required(root, "base", "");
   let base: Profile["base"] | undefined;
   if (bo !== undefined) {
     const os = c.string(c.required(bo, "os", "/base"), "/base/os", { pattern: BASE_NAME });
-    const arch = has(bo, "arch") ? c.string(bo.arch, "/base/arch") : "x86_64";
-    if (arch !== undefined && !(ARCHES as readonly string[]).includes(arch)) c.add("/base/arch", `arch must be one of ${ARCHES.join(", ")}`, "MODEL_VALUE");
+    const archText = has(bo, "arch") ? c.string(bo.arch, "/base/arch") : "x86_64";
+    // Strata's GOARCH spellings (arm64, amd64) are read as cairn's; only the canonical name is written back.
+    const arch = archText === undefined ? undefined : canonicalArch(archText);
+    if (archText !== undefined && arch === undefined)
+      c.add("/base/arch", `arch must be one of ${ARCHES.join(", ")} (or ${Object.keys(ARCH_ALIASES).join(", ")}, Strata's spellings)`, "MODEL_VALUE");
     if (os !== undefined && arch !== undefined) base = { os, arch: arch as Arch };
   }
   const software = list(c, root, "software", "", (item, p) => readRef(c, item, p));
   const registries = list(c, root, "registries", "", (item, p) => {
+    if (typeof item === "string") {
+      // Refused form: a bare string names no trust; say which form to write.
+      c.add(p, `a registry is a mapping: write {url: ${JSON.stringify(item.slice(0, 60))}, trust: keyfile://PATH}`, "MODEL_TYPE");
+      return undefined;
+    }
     const ro = c.object(item, p, ["url", "trust"]);
     if (ro === undefined) return undefined;
     const url = c.string(c.required(ro, "url", p), childPath(p, "url"), { nonEmpty: true, max: 4096 });
@@ -158,19 +179,29 @@ export function parseProfileModel(v: JsonModel, source = "profile"): Profile {
   });
   const env = envMap(c, root, "env", "");
   const on_ready = list(c, root, "on_ready", "", (item, p) => c.string(item, p, { nonEmpty: true, max: 65536 }));
-  const defaults = has(root, "defaults") ? (c.stringMap(root.defaults, "/defaults") ?? new Map<string, string>()) : new Map<string, string>();
-  const packages = list(c, root, "packages", "", (item, p) => readPackageSet(c, item, p));
-  const mutable_layer = has(root, "mutable_layer") ? c.boolean(root.mutable_layer, "/mutable_layer") : false;
+  const defaults = has(root, "defaults") ? readDefaults(c, root.defaults, "/defaults") : new Map<string, string>();
+  if (has(root, "packages") && isJsonObject(root.packages)) {
+    // Refused form: a mapping keyed by manager. cairn's list form carries each set's options (conda env) beside its packages.
+    const managers = Object.keys(root.packages).slice(0, 3).join(", ");
+    c.add(
+      "/packages",
+      `packages is a list of sets: write [{manager: ${managers.split(", ")[0] || "pip"}, packages: [{name: NAME, version: "V"}]}] (one entry per manager: ${managers})`,
+      "MODEL_TYPE",
+    );
+  }
+  const packages = isJsonObject(root.packages) ? [] : list(c, root, "packages", "", (item, p) => readPackageSet(c, item, p));
+  const mutable_layer = has(root, "mutable_layer") ? readMutableLayer(c, root.mutable_layer, "/mutable_layer") : false;
   const requires_host = list(c, root, "requires_host", "", (item, p) => {
     try {
-      return parseRequirement(item, p);
+      return parseHostRequirement(item, p);
     } catch (e) {
-      c.add(p, e instanceof Error ? e.message : String(e), "MODEL_VALUE");
+      if (!(e instanceof CairnError)) throw e;
+      c.add(e.path ?? p, e.message, e.code);
       return undefined;
     }
   });
   const instance = has(root, "instance") ? c.object(root.instance, "/instance") : undefined;
-  const storage = has(root, "storage") ? c.object(root.storage, "/storage") : undefined;
+  const storage = has(root, "storage") ? readStorage(c, root.storage, "/storage") : undefined;
   c.done(source, "fix every listed field; see docs/strata.md for the profile format");
   return {
     name: name!,
@@ -204,7 +235,7 @@ export function profileToModel(p: Profile): Record<string, unknown> {
   if (p.registries.length > 0) out.registries = p.registries.map((r) => ({ ...r }));
   if (p.env.size > 0) out.env = sortedRecord(p.env);
   if (p.on_ready.length > 0) out.on_ready = [...p.on_ready];
-  if (p.defaults.size > 0) out.defaults = sortedRecord(p.defaults);
+  if (defaultsSize(p.defaults) > 0) out.defaults = defaultsToModel(p.defaults);
   if (p.packages.length > 0) {
     out.packages = p.packages.map((s) => ({
       manager: s.manager,
@@ -212,8 +243,8 @@ export function profileToModel(p: Profile): Record<string, unknown> {
       ...(s.env !== undefined ? { env: s.env } : {}),
     }));
   }
-  if (p.mutable_layer) out.mutable_layer = true;
-  if (p.requires_host.length > 0) out.requires_host = p.requires_host.map(requirementString);
+  if (p.mutable_layer !== false) out.mutable_layer = mutableLayerToModel(p.mutable_layer);
+  if (p.requires_host.length > 0) out.requires_host = p.requires_host.map(hostRequirementToModel);
   if (p.instance !== undefined) out.instance = p.instance;
   if (p.storage !== undefined) out.storage = p.storage;
   return out;

@@ -4,13 +4,14 @@
  * a prefix (segment-wise, see version.ts): `python@3.12` accepts 3.12.0 and
  * 3.12.4 but not 3.120.
  *
- * The scalar form and the mapping form (`{name, version}` or
- * `{formation, version}`) are two spellings of the same value. `refToModel`
+ * The scalar form and the mapping forms (`{name, version}`,
+ * `{formation, version}`, and Strata's `{formation: "name@version"}`) are
+ * spellings of the same value. `refToModel`
  * writes the scalar only when parsing it back gives the same ref, so a profile
  * written by cairn always reads back equal.
  */
 import { Checker, childPath, type JsonModel } from "../core/index.ts";
-import { isVersion } from "./version.ts";
+import { isVersion, versionHint } from "./version.ts";
 
 export const REF_NAME = /^[a-z0-9][a-z0-9._+-]{0,99}$/;
 const FORMATION_PREFIX = "formation:";
@@ -28,8 +29,11 @@ function fromParts(c: Checker, kind: SoftwareRef["kind"], name: unknown, version
     c.add(path, `${JSON.stringify(String(name)).slice(0, 60)} is not a ${kind} name (lowercase letters, digits, '.', '_', '+', '-')`, "MODEL_VALUE");
     ok = false;
   }
-  if (version !== undefined && (typeof version !== "string" || !isVersion(version))) {
-    c.add(path, `${JSON.stringify(String(version)).slice(0, 60)} is not a version`, "MODEL_VALUE");
+  if (typeof version === "number") {
+    c.add(childPath(path, "version"), yamlNumberMessage(version), "MODEL_TYPE");
+    ok = false;
+  } else if (version !== undefined && (typeof version !== "string" || !isVersion(version))) {
+    c.add(path, `${JSON.stringify(String(version)).slice(0, 60)} is not a version (${versionHint(version)})`, "MODEL_VALUE");
     ok = false;
   }
   if (!ok) return undefined;
@@ -54,12 +58,28 @@ export function readRef(c: Checker, v: JsonModel, path: string): SoftwareRef | u
     c.add(path, hasName ? 'a ref has either "name" or "formation", not both' : 'a ref mapping needs "name" or "formation"', "MODEL_VALUE");
     return undefined;
   }
-  const version = Object.hasOwn(o, "version") ? o.version : undefined;
+  let version = Object.hasOwn(o, "version") ? o.version : undefined;
   if (version === null) {
     c.add(childPath(path, "version"), "version is null", "MODEL_TYPE");
     return undefined;
   }
-  return hasName ? fromParts(c, "layer", o.name, version, path) : fromParts(c, "formation", o.formation, version, path);
+  const kind = hasName ? "layer" : "formation";
+  let name = hasName ? o.name : o.formation;
+  // Strata's mapping form carries the version in the value: {formation: "bio-seq@2026.03"}.
+  if (typeof name === "string" && name.includes("@")) {
+    if (version !== undefined) {
+      c.add(
+        path,
+        `give the version once: {${kind === "layer" ? "name" : "formation"}: "${name.slice(0, 40)}"} or {${kind === "layer" ? "name" : "formation"}: NAME, version: V}`,
+        "MODEL_VALUE",
+      );
+      return undefined;
+    }
+    const at = name.indexOf("@");
+    version = name.slice(at + 1);
+    name = name.slice(0, at);
+  }
+  return fromParts(c, kind, name, version, path);
 }
 
 /** The canonical scalar spelling: `name`, `name@v` or `formation:name@v`. */
@@ -80,4 +100,9 @@ export function refToModel(r: SoftwareRef): string | Record<string, string> {
   if (back !== undefined && c.ok && sameRef(back, r)) return s;
   const key = r.kind === "formation" ? "formation" : "name";
   return r.version === undefined ? { [key]: r.name } : { [key]: r.name, version: r.version };
+}
+
+/** The message for a version YAML read as a number: `12.10` became 12.1, so say so and ask for quotes. */
+export function yamlNumberMessage(n: number): string {
+  return `YAML read this version as the number ${n}, which loses digits (12.10 becomes 12.1): write the version in quotes, as you meant it (version: "12.10", not version: 12.10)`;
 }

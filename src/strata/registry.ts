@@ -52,6 +52,8 @@ export interface SignedDocument<T> {
   readonly envelope: DsseEnvelope;
   /** sha256 of the envelope file's bytes: the signature reference a lockfile records. */
   readonly envelopeSha256: Sha256Digest;
+  /** The envelope file's bytes, exactly as read or written (a lockfile embeds them for offline audit). */
+  readonly envelopeBytes: Buffer;
   /** sha256 of the signed payload (the canonical manifest bytes). */
   readonly payloadSha256: Sha256Digest;
 }
@@ -116,28 +118,34 @@ export class LocalRegistry {
   /** Publishes a blob and its manifest, blob first. Returns the envelope written. */
   publishLayer(blob: Uint8Array, manifest: LayerManifest, keys: readonly SigningKey[]): SignedDocument<LayerManifest> {
     if (sha256(blob) !== manifest.sha256 || blob.length !== manifest.size) {
-      throw new CairnError("DIGEST_MISMATCH", "the blob does not match the manifest's sha256 and size", { path: "/sha256" });
+      throw new CairnError(
+        "DIGEST_MISMATCH",
+        `the blob does not match the manifest: manifest says ${manifest.sha256} (${manifest.size} bytes), the blob is ${sha256(blob)} (${blob.length} bytes)`,
+        { path: "/sha256" },
+      );
     }
     const payload = canonicalBytes(layerManifestToModel(manifest));
     const envelope = signEnvelope(LAYER_MANIFEST_TYPE, payload, keys);
     const envBytes = Buffer.from(`${JSON.stringify(envelope, null, 2)}\n`);
     this.publishOnce(this.blobPath(manifest.sha256), blob, `blob ${manifest.sha256}`);
     this.publishOnce(this.layerPath(manifest.id), envBytes, `layer ${manifest.id}`);
-    return { value: manifest, envelope, envelopeSha256: sha256(envBytes), payloadSha256: sha256(payload) };
+    return { value: manifest, envelope, envelopeSha256: sha256(envBytes), envelopeBytes: envBytes, payloadSha256: sha256(payload) };
   }
 
   publishFormation(formation: Formation, keys: readonly SigningKey[]): SignedDocument<Formation> {
     for (const [i, m] of formation.layers.entries()) {
       const layer = this.readLayer(m.id);
       if (layer.value.sha256 !== m.sha256) {
-        throw new CairnError("DIGEST_MISMATCH", `formation member ${m.id} does not match the published layer`, { path: `/layers/${i}/sha256` });
+        throw new CairnError("DIGEST_MISMATCH", `formation member ${m.id} pins ${m.sha256}, the published layer is ${layer.value.sha256}`, {
+          path: `/layers/${i}/sha256`,
+        });
       }
     }
     const payload = canonicalBytes(formationToModel(formation));
     const envelope = signEnvelope(FORMATION_TYPE, payload, keys);
     const envBytes = Buffer.from(`${JSON.stringify(envelope, null, 2)}\n`);
     this.publishOnce(this.formationPath(formation.name, formation.version), envBytes, `formation ${formation.name}@${formation.version}`);
-    return { value: formation, envelope, envelopeSha256: sha256(envBytes), payloadSha256: sha256(payload) };
+    return { value: formation, envelope, envelopeSha256: sha256(envBytes), envelopeBytes: envBytes, payloadSha256: sha256(payload) };
   }
 
   private readSigned<T>(path: string, type: string, parse: (m: ReturnType<typeof parseJsonBytes>, src: string) => T): SignedDocument<T> {
@@ -193,8 +201,12 @@ export class LocalRegistry {
     const path = this.blobPath(digest);
     const data = readBounded(path, Math.min(MAX_BLOB_BYTES, size + 1), "registry.max_blob_bytes");
     if (data.length !== size) throw new CairnError("SIZE_MISMATCH", `blob ${digest} is ${data.length} bytes, expected ${size}`, { path });
-    if (sha256(data) !== digest)
-      throw new CairnError("DIGEST_MISMATCH", `blob ${digest} does not match its digest`, { path, hint: "the registry copy was altered or damaged" });
+    const found = sha256(data);
+    if (found !== digest)
+      throw new CairnError("DIGEST_MISMATCH", `blob ${digest} does not match its digest: its bytes hash to ${found}`, {
+        path,
+        hint: "the registry copy was altered or damaged",
+      });
     return data;
   }
 
@@ -217,7 +229,7 @@ function parseSigned<T>(bytes: Buffer, path: string, type: string, parse: (m: Re
   // names this document.
   const payload = Buffer.from(envelope.payload, "base64");
   const value = parse(parseJsonBytes(payload, { source: `${path} payload` }), path);
-  return { value, envelope, envelopeSha256: sha256(bytes), payloadSha256: sha256(payload) };
+  return { value, envelope, envelopeSha256: sha256(bytes), envelopeBytes: bytes, payloadSha256: sha256(payload) };
 }
 
 /** Exposed for tests: the bytes a manifest's envelope signs. */

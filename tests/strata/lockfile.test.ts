@@ -133,11 +133,19 @@ test("freshness: ages in days, future-dated flagged, --max-age refuses naming ag
   assert.equal(f.future, false);
   assert.equal(formatDuration(3 * 3_600_000 + 5), "3 hours");
   assert.equal(formatDuration(86_400_000), "1 day");
-  assert.equal(formatDuration(59_000), "0 minutes");
+  assert.equal(formatDuration(59_000), "59 seconds", "ages under a minute are shown in seconds");
   assert.equal(parseMaxAge("30d"), 30 * 86_400_000);
   assert.equal(parseMaxAge("2w"), 14 * 86_400_000);
   assert.equal(parseMaxAge("720h"), 720 * 3_600_000);
-  for (const bad of ["30", "d", "-1d", "1.5d", "30D", "1y", "0d"]) assertCode(() => parseMaxAge(bad), "USAGE");
+  for (const bad of ["30", "d", "-1d", "30D", "1y", "0d", "0h0m", "1h 30m", "h1"]) assertCode(() => parseMaxAge(bad), "USAGE");
+  // Strata's forms: Go durations, and 0 for no bound.
+  assert.equal(parseMaxAge("90m"), 90 * 60_000);
+  assert.equal(parseMaxAge("1h30m"), 90 * 60_000);
+  assert.equal(parseMaxAge("1.5h"), 90 * 60_000);
+  assert.equal(parseMaxAge("45s"), 45_000);
+  assert.equal(parseMaxAge("1.5d"), 36 * 3_600_000);
+  assert.equal(parseMaxAge("0"), undefined, "0 is no bound");
+  assertCode(() => parseMaxAge("200000w"), "LIMIT_EXCEEDED");
   const e = assertCode(() => checkFreshness(resolved, now, parseMaxAge("30d"), "30d"), "LOCK_STALE");
   assert.match(e.message, /412 days/);
   assert.match(e.message, /2025-01-14/);

@@ -119,7 +119,13 @@ function mutate(lock: Lockfile, obj: string, field: string): Lockfile {
   if (obj === "lockfile") bump(m, field);
   else if (obj === "base")
     bump(base, field === "digest" ? "capabilities" : field); // a digest alone cannot change: Validate recomputes it
-  else bump((m.layers as Record<string, unknown>[])[0]!, field);
+  else {
+    const l0 = (m.layers as Record<string, unknown>[])[0]!;
+    // The embedded envelope is pinned by manifest_sha256 and signature (Validate checks it): drop it when they change, and "changing" it means leaving it out.
+    if (field === "manifest_envelope") delete l0.manifest_envelope;
+    else bump(l0, field);
+    if (field === "manifest_sha256" || field === "signature") delete l0.manifest_envelope;
+  }
   const b = m.base as Omit<LockBase, "capabilities" | "digest"> & { capabilities: string[]; digest?: string };
   const facts = {
     name: b.name,

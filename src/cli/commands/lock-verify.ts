@@ -25,8 +25,13 @@ export function registerLockVerify(lock: Command, ctx: Context): void {
     .argument("<lock>", "lockfile (its signature is LOCK.dsse.json)")
     .requiredOption("--pub <key>", "the Ed25519 public key the lockfile must be signed by")
     .option("--registry <dir>", "check every layer's manifest and blob bytes in this registry (repeatable)", collect, [])
-    .option("--trust <keyfile://PATH>", "also verify each layer manifest's own signature with this key (repeatable)", collect, [])
-    .option("--max-age <age>", "refuse a lockfile older than this: 720h, 30d or 2w")
+    .option(
+      "--trust <keyfile://PATH>",
+      "also verify each layer manifest's own signature with this key (repeatable); without --registry, on the manifests the lockfile embeds",
+      collect,
+      [],
+    )
+    .option("--max-age <age>", "refuse a lockfile older than this: a Go duration (90m, 1h30m, 720h), 30d or 2w; 0 for no bound")
     .option("--allow-unsigned-offline", "accept a lockfile whose policy is unsigned-offline")
     .option("--base <base>", "probe the base now (host, rootfs:DIR or oci:LAYOUT@sha256:DIGEST) and require the lockfile's base digest")
     .option("--contents", "with --registry: also unpack every layer and check it holds exactly the files its manifest lists")
@@ -66,7 +71,8 @@ export function registerLockVerify(lock: Command, ctx: Context): void {
           layers_checked: report.layers_checked,
           contents_checked: contentsChecked,
           base_checked: report.base_checked,
-          layer_signatures_checked: opts.trust.length > 0 && report.layers_checked !== null,
+          layer_signatures_checked: opts.trust.length > 0 && (report.layers_checked !== null || report.embedded_signatures_checked !== null),
+          embedded_signatures_checked: report.embedded_signatures_checked,
           caveats,
         });
         return;
@@ -78,7 +84,7 @@ export function registerLockVerify(lock: Command, ctx: Context): void {
         `resolved    ${report.lock.resolved_at} (${report.freshness.future ? `FUTURE-DATED: ${report.freshness.age}` : `${report.freshness.age} old`})`,
         `policy      ${report.verification_policy}`,
         `base        ${report.lock.base.name} ${report.lock.base.arch} (${report.base_checked ? "re-probed: digest matches" : `${report.lock.base.source === "declared" ? "declared" : `probed from ${report.lock.base.source}`} at resolution; not re-probed (give --base to check it)`})`,
-        `layers      ${report.layers_checked === null ? `${report.lock.layers.length}, bytes NOT checked (give --registry to check them)` : `${report.layers_checked} checked: manifests and blob bytes match${opts.trust.length ? ", layer signatures verified" : ""}${contentsChecked !== null ? ", unpacked contents match their manifests" : ""}`}`,
+        `layers      ${report.layers_checked === null ? `${report.lock.layers.length}, bytes NOT checked (give --registry to check them)${report.embedded_signatures_checked !== null ? `; ${report.embedded_signatures_checked} signature(s) verified on the embedded manifests` : ""}` : `${report.layers_checked} checked: manifests and blob bytes match${opts.trust.length ? ", layer signatures verified" : ""}${contentsChecked !== null ? ", unpacked contents match their manifests" : ""}`}`,
         ...caveats.map((c) => `  ! ${c}`),
       ];
       ctx.io.out(lines.join("\n"));

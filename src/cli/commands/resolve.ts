@@ -1,7 +1,17 @@
 import { dirname, resolve as resolvePath } from "node:path";
 import type { Command } from "commander";
 import { readSigningKey } from "../../core/index.ts";
-import { catalogFromRegistries, environmentId, notActedUpon, openRegistries, readProfileFile, resolveProfile, writeLockfile } from "../../strata/index.ts";
+import {
+  catalogFromRegistries,
+  environmentId,
+  lockfileCaveats,
+  notActedUpon,
+  openRegistries,
+  readProfileFile,
+  resolveProfile,
+  writeLockfile,
+  type Lockfile,
+} from "../../strata/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
 import { CAIRN_VERSION } from "../cairn-version.ts";
@@ -70,6 +80,7 @@ export function registerResolve(program: Command, ctx: Context): void {
           layers: lock.layers.map((l) => ({ id: l.id, mount_order: l.mount_order, from_formation: l.from_formation ?? null })),
           signature: written.signature ?? null,
           not_acted_upon: ignored,
+          warnings: hostWarning(lock),
         });
         return;
       }
@@ -82,5 +93,11 @@ export function registerResolve(program: Command, ctx: Context): void {
       ];
       if (ignored.length > 0) lines.push(`recorded, not acted upon: ${ignored.join(", ")}`);
       ctx.io.out(lines.join("\n"));
+      for (const w of hostWarning(lock)) ctx.io.err(`warning: ${w}`);
     });
+}
+
+/** The resolver's warning for requires_host: recorded in the lockfile, never checked against a host. */
+function hostWarning(lock: Lockfile): string[] {
+  return lockfileCaveats(lock).filter((c) => c.startsWith("host requirements"));
 }

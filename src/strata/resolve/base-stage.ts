@@ -1,7 +1,9 @@
 /**
  * Stage 1, the base: the probed base must be the one the profile names
  * (os-release name and arch); with no probe, the profile's base is recorded as
- * declared and nothing about it is checked.
+ * declared and nothing about it is checked. A mutable-layer spec that names
+ * an ABI must name the probed base's (software installed into the upper layer
+ * links against the base's C library).
  */
 import { CairnError } from "../../core/index.ts";
 import { declaredBase, type LockBase } from "../base.ts";
@@ -18,6 +20,13 @@ export function stageBase(profile: Profile, probed: LockBase | undefined): LockB
         hint: "probe a base that matches the profile, or change the profile's base",
       },
     );
+  }
+  const ml = profile.mutable_layer;
+  if (typeof ml === "object" && ml.abi !== undefined && ml.abi !== "none" && probed.abi !== "unknown" && ml.abi !== probed.abi) {
+    throw new CairnError("RESOLVE_FAILED", `mutable_layer asks for abi ${ml.abi}, but the probed base is ${probed.abi}`, {
+      path: "/mutable_layer/abi",
+      hint: `write abi: ${probed.abi}, or leave abi out`,
+    });
   }
   return probed;
 }

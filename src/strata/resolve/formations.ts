@@ -5,7 +5,7 @@
  * member must be in the catalog with the digest the formation pins and must
  * run on the base.
  */
-import { CairnError } from "../../core/index.ts";
+import { CairnError, type Issue } from "../../core/index.ts";
 import type { LockBase } from "../base.ts";
 import type { Catalog } from "../catalog.ts";
 import type { SoftwareRef } from "../ref.ts";
@@ -29,8 +29,31 @@ export function expandFormations(
 ): { picks: Pick[]; formations: FormationRecord[] } {
   const picks: Pick[] = [];
   const formations: FormationRecord[] = [];
+  const problems: CairnError[] = [];
   refs.forEach((ref, i) => {
     if (ref.kind !== "formation") return;
+    try {
+      expandOne(ref, i);
+    } catch (e) {
+      if (!(e instanceof CairnError)) throw e;
+      problems.push(e); // every formation ref is checked; all problems are reported together
+    }
+  });
+  if (problems.length === 1) throw problems[0]!;
+  if (problems.length > 1) {
+    const issues: Issue[] = problems.map((e) => ({ code: e.code, path: e.path ?? "", message: e.message }));
+    throw new CairnError(
+      problems[0]!.code,
+      `${problems.length} formation refs cannot be expanded:\n${issues.map((x) => `  ${x.path}: ${x.message}`).join("\n")}`,
+      {
+        path: issues[0]!.path,
+        issues,
+      },
+    );
+  }
+  return { picks, formations };
+
+  function expandOne(ref: SoftwareRef, i: number): void {
     const all = catalog.formations.get(ref.name) ?? [];
     const chosen = all.find((f) => versionHasPrefix(f.doc.value.version, ref.version ?? ""));
     if (chosen === undefined) {
@@ -60,6 +83,5 @@ export function expandFormations(
       picks.push({ layer, from_formation: label, ...(previous !== undefined ? { after_in_formation: previous } : {}) });
       previous = member.id;
     }
-  });
-  return { picks, formations };
+  }
 }

@@ -9,6 +9,7 @@ import { compareBytes, declareIdentity, identityDigest, type Sha256Digest } from
 import type { LockBase } from "../base.ts";
 import type { Catalog } from "../catalog.ts";
 import { LOCKFILE_FORMAT, type LockLayer, type Lockfile } from "../lockfile.ts";
+import { hostRequirementSet } from "../capability.ts";
 import { NOT_ACTED_UPON, profileToModel, type Profile } from "../profile-model.ts";
 import { stageBase } from "./base-stage.ts";
 import { expandFormations } from "./formations.ts";
@@ -67,6 +68,7 @@ export function resolveProfile(input: ResolveInput): Lockfile {
       satisfied_by: satisfiedBy.get(pickId(p)) ?? new Map(),
       signature: signatures.get(pickId(p))!,
       registry: p.layer.source.url,
+      manifest_envelope: p.layer.doc.envelopeBytes.toString("base64"),
     };
   });
   const notActed: Record<string, unknown> = {};
@@ -86,7 +88,7 @@ export function resolveProfile(input: ResolveInput): Lockfile {
     defaults: profile.defaults,
     packages: profile.packages,
     mutable_layer: profile.mutable_layer,
-    requires_host: profile.requires_host,
+    requires_host: hostRequirementSet(profile.requires_host),
     ...(Object.keys(notActed).length > 0 ? { not_acted_upon: notActed as Lockfile["not_acted_upon"] & object } : {}),
   };
 }
