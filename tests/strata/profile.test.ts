@@ -47,20 +47,38 @@ test("writing a profile back reads back equal", () => {
   assert.equal(profileToYaml(again), profileToYaml(p));
 });
 
-test("refs: scalar and mapping round-trip (property), and a mapping is used when the scalar would not survive", () => {
-  const name = fc.stringMatching(/^[a-z0-9][a-z0-9._+-]{0,10}$/);
-  const version = fc.option(fc.stringMatching(/^[0-9a-z]{1,3}(\.[0-9a-z]{1,3}){0,2}$/), { nil: undefined });
+test("refs: both spellings read as the same ref, and a profile written back reads back equal, YAML-ambiguous names included (property, counting what it reached)", (t) => {
+  // Names YAML would read as something else if written unquoted (booleans, null, numbers) are generated on purpose.
+  const ambiguous = ["true", "false", "null", "yes", "no", "on", "off", "1.0", "1e3", "0x1f", "007", "1_000", "12", ".5"].filter((n) => /^[a-z0-9]/.test(n));
+  const name = fc.oneof(fc.stringMatching(/^[a-z0-9][a-z0-9._+-]{0,10}$/), fc.constantFrom(...ambiguous));
+  const version = fc.option(fc.oneof(fc.stringMatching(/^[0-9a-z]{1,3}(\.[0-9a-z]{1,3}){0,2}$/), fc.constantFrom("1.0", "1e3", "true")), { nil: undefined });
+  const reached = { scalar: 0, mapping: 0, ambiguousName: 0, ambiguousVersion: 0, formation: 0 };
   fc.assert(
-    fc.property(fc.constantFrom("layer" as const, "formation" as const), name, version, (kind, n, v) => {
+    fc.property(fc.constantFrom("layer" as const, "formation" as const), name, version, fc.boolean(), (kind, n, v, asMapping) => {
       const ref = { kind, name: n, ...(v !== undefined ? { version: v } : {}) };
+      const mapping = { [kind === "formation" ? "formation" : "name"]: n, ...(v !== undefined ? { version: v } : {}) };
+      const spelled = asMapping ? mapping : refString(ref);
+      reached[asMapping ? "mapping" : "scalar"]++;
+      if (ambiguous.includes(n)) reached.ambiguousName++;
+      if (v !== undefined && /^(1\.0|1e3|true)$/.test(v)) reached.ambiguousVersion++;
+      if (kind === "formation") reached.formation++;
       const c = new Checker("PROFILE_INVALID");
-      const back = readRef(c, refToModel(ref) as never, "");
+      assert.deepEqual(readRef(c, spelled as never, ""), ref, "both spellings read as the same ref");
       assert.ok(c.ok, JSON.stringify(c.issues));
-      assert.deepEqual(back, ref);
+      // Every valid ref survives as a scalar, so the writer emits the scalar.
+      assert.equal(refToModel(ref), refString(ref));
+      // The whole profile, read from either spelling and written back, reads back equal.
+      const text = `name: d\nbase: {os: debian12}\nsoftware:\n  - ${JSON.stringify(spelled)}\n`;
+      const p = parseProfileText(text);
+      assert.deepEqual(p.software, [ref]);
+      const again = parseProfileText(profileToYaml(p));
+      assert.deepEqual(again.software, [ref]);
     }),
-    { numRuns: 300 },
+    { numRuns: 400 },
   );
-  assert.equal(typeof refToModel({ kind: "layer", name: "python", version: "3.12" }), "string");
+  t.diagnostic(`reached: ${JSON.stringify(reached)}`);
+  // Expected in 400 runs: ~200 each spelling, ~100+ ambiguous names, ~50 ambiguous versions, ~200 formations.
+  for (const [k, n] of Object.entries(reached)) assert.ok(n >= 10, `only ${n} cases reached ${k}`);
 });
 
 function issuePaths(text: string): string[] {
