@@ -85,7 +85,6 @@ describe("fuzzing OCI documents", () => {
         json,
         async (doc, picks, value) => {
           const d = mkdtempSync(join(tmpdir(), "cairn-ocifuzz-"));
-          const edit = (o: JsonObj): void => replaceAt(o, picks, value);
           if (value === KEEP) {
             const img = writeCase(join(d, "layout"), {});
             const src = await readOciSource({ layoutDir: join(d, "layout"), manifestDigest: img.manifestDigest, stagingDir: join(d, "staging") });
@@ -93,6 +92,7 @@ describe("fuzzing OCI documents", () => {
             reached.accepted++;
             return;
           }
+          const edit = (o: JsonObj): void => replaceAt(o, picks, value);
           const img = writeCase(join(d, "layout"), doc === "index" ? { editIndex: edit } : doc === "manifest" ? { editManifest: edit } : { editConfig: edit });
           try {
             const src = await readOciSource({ layoutDir: join(d, "layout"), manifestDigest: img.manifestDigest, stagingDir: join(d, "staging") });
