@@ -81,14 +81,10 @@ test("refs: both spellings read as the same ref, and a profile written back read
   for (const [k, n] of Object.entries(reached)) assert.ok(n >= 10, `only ${n} cases reached ${k}`);
 });
 
+/** The `code path` of each issue of the refusal (the refusal must be PROFILE_INVALID). */
 function issuePaths(text: string): string[] {
-  try {
-    parseProfileText(text);
-  } catch (e) {
-    const err = e as { issues: { path: string }[]; path: string };
-    return err.issues.length > 0 ? err.issues.map((i) => i.path) : [err.path];
-  }
-  assert.fail("expected a refusal");
+  const e = assertCode(() => parseProfileText(text), "PROFILE_INVALID");
+  return e.issues.map((i) => `${i.code} ${i.path}`);
 }
 
 test("a null list entry is an error naming its index", () => {
@@ -103,28 +99,25 @@ test("a null list entry is an error naming its index", () => {
 
 test("unknown fields are errors with their paths, everywhere", () => {
   const paths = issuePaths("name: d\nbase: {os: debian12, kernel: 6}\nsoftwares: []\npackages: [{manager: pip, packages: [{name: x, pin: y}]}]\n");
-  for (const p of ["/softwares", "/base/kernel", "/packages/0/packages/0/pin"]) assert.ok(paths.includes(p), `${p} in ${paths.join(", ")}`);
+  assert.deepEqual(paths, ["MODEL_UNKNOWN_FIELD /softwares", "MODEL_UNKNOWN_FIELD /base/kernel", "MODEL_UNKNOWN_FIELD /packages/0/packages/0/pin"]);
+  parseProfileText("name: d\nbase: {os: debian12}\nsoftware: []\npackages: [{manager: pip, packages: [{name: x}]}]\n"); // control
 });
 
-test("the two ref forms are exclusive, and other ref mistakes are refused", () => {
+test("the two ref forms are exclusive, and other ref mistakes are refused, each with its code and path (control: a good mapping)", () => {
   const base = "name: d\nbase: {os: debian12}\nsoftware:\n  - ";
-  for (const bad of [
-    "{name: a, formation: b}",
-    "{version: '1'}",
-    "{name: a, version: null}",
-    "'Python'",
-    "'py@'",
-    "'formation:'",
-    "'a@1..2'",
-    "{name: a, extra: 1}",
-  ]) {
-    assert.throws(
-      () => parseProfileText(base + bad),
-      (e: unknown) => (e as { code: string }).code !== undefined,
-      bad,
-    );
+  for (const [bad, code, path] of [
+    ["{name: a, formation: b}", "MODEL_VALUE", "/software/0"],
+    ["{version: '1'}", "MODEL_VALUE", "/software/0"],
+    ["{name: a, version: null}", "MODEL_TYPE", "/software/0/version"],
+    ["'Python'", "MODEL_VALUE", "/software/0"],
+    ["'py@'", "MODEL_VALUE", "/software/0"],
+    ["'formation:'", "MODEL_VALUE", "/software/0"],
+    ["'a@1..2'", "MODEL_VALUE", "/software/0"],
+    ["{name: a, extra: 1}", "MODEL_UNKNOWN_FIELD", "/software/0/extra"],
+  ] as const) {
+    assertCode(() => parseProfileText(base + bad), code, path);
   }
-  assert.doesNotThrow(() => parseProfileText(`${base}{name: a, version: "1"}`));
+  parseProfileText(`${base}{name: a, version: "1"}`);
 });
 
 test("field rules: base name, arch, env names, trust scheme, conda-only env, duplicate keys", () => {
