@@ -105,7 +105,7 @@ test("the core holds exactly the identity fields (a field added to the core with
   assert.deepEqual(misplaced(built), []);
   // Control: the same check on the real core with one key added, and with one identity field dropped.
   assert.deepEqual(misplaced({ ...built, newField: 1 }), ["+newField"]);
-  const { image: _, ...withoutImage } = built as Record<string, unknown>;
+  const { image: _, ...withoutImage } = built as unknown as Record<string, unknown>;
   assert.deepEqual(misplaced(withoutImage), ["-image"]);
 });
 
