@@ -11,9 +11,18 @@ import { spawnSync } from "node:child_process";
  * for anything else, or "hung" when the child did not finish in `timeoutMs`.
  */
 export function outcomeInChild(moduleUrl: string | URL, expr: string, timeoutMs = 20_000): string {
+  return runInChild(moduleUrl, expr, false, timeoutMs);
+}
+
+/** As outcomeInChild, but a value is returned as its JSON text ("ok" only for undefined). */
+export function valueInChild(moduleUrl: string | URL, expr: string, timeoutMs = 20_000): string {
+  return runInChild(moduleUrl, expr, true, timeoutMs);
+}
+
+function runInChild(moduleUrl: string | URL, expr: string, value: boolean, timeoutMs: number): string {
   const code = [
     `const m = await import(${JSON.stringify(String(moduleUrl))});`,
-    `try { await (${expr}); console.log("ok"); }`,
+    value ? `try { const v = await (${expr}); console.log(v === undefined ? "ok" : JSON.stringify(v)); }` : `try { await (${expr}); console.log("ok"); }`,
     `catch (e) { console.log(e && typeof e.code === "string" && e.name === "CairnError" ? e.code : "error: " + String(e)); }`,
   ].join("\n");
   const r = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", code], { timeout: timeoutMs, encoding: "utf8" });
