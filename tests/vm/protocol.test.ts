@@ -148,7 +148,26 @@ describe("protocol decoder", () => {
       },
     };
     assert.deepEqual(Object.keys(cases).sort(), [...PROTOCOL_CHECKS].sort(), "one case per check");
-    for (const [check, build] of Object.entries(cases)) {
+    // Checks with a second site (found by bench/mutation/refusals.ts): one case per site.
+    const more: [ProtocolCheck, (defect: boolean) => Buffer][] = [
+      [
+        "truncated",
+        (d) => {
+          const good = oneRun(out, err, 5);
+          return d ? good.subarray(0, good.length - 54 + 2) : good; // cut inside the final record's length field
+        },
+      ],
+      [
+        "body-size",
+        (d) =>
+          new StreamWriter()
+            .hello()
+            .record(2, 1)
+            .record(3, 1, d ? Buffer.alloc(5) : Buffer.from([1, 0, 0, 0, 0, 0, 0, 0, 0, 0x61]))
+            .final(0, 1),
+      ], // a frame shorter than its header
+    ];
+    for (const [check, build] of [...Object.entries(cases), ...more]) {
       decodeProtocol(build(false)); // control
       const e = assertCode(() => decodeProtocol(build(true)), "RUN_INFRASTRUCTURE");
       assert.match(e.path ?? "", new RegExp(`^protocol@\\d+/${check}$`), `case ${check} refused by ${e.path}`);
