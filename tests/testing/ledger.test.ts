@@ -20,6 +20,7 @@ const AREA: Record<string, string[]> = {
   "runs.md": ["vm"],
   "strata.md": ["strata"],
   "workload.md": ["workload", "store"],
+  "testing.md": ["testing"],
 };
 
 function testFiles(dir: string): string[] {

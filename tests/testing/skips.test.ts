@@ -17,7 +17,7 @@ import { buildProgramFrom, EXAMPLE_SOURCE, GCC_SKIP, staticGccMissing } from "..
 const GENERATED = join(PROJECT_ROOT, "tests", ".generated", "skips");
 
 /** Runs the generated test files under node --test with both reporters, then scripts/test-summary.sh. */
-function runSuite(files: Record<string, string>, env: NodeJS.ProcessEnv = {}) {
+function runSuite(files: Record<string, string>, env: NodeJS.ProcessEnv = {}, nodeArgs: string[] = []) {
   const dir = join(GENERATED, `${process.pid}-${Math.random().toString(16).slice(2)}`);
   mkdirSync(dir, { recursive: true });
   try {
@@ -37,15 +37,17 @@ function runSuite(files: Record<string, string>, env: NodeJS.ProcessEnv = {}) {
         "--import",
         "tsx",
         "--test",
+        ...nodeArgs,
         "--test-reporter=spec",
         `--test-reporter-destination=${log}`,
         "--test-reporter=tap",
         `--test-reporter-destination=${tap}`,
         ...paths,
       ],
-      { cwd: PROJECT_ROOT, env: childEnv, timeout: 60_000 },
+      { cwd: PROJECT_ROOT, env: childEnv, timeout: 60_000, stdio: "ignore", killSignal: "SIGKILL" },
     );
-    assert.ok(node.status !== null, "node --test finished within its timeout");
+    // node's runner exits 1 on SIGTERM, so a run stopped by this timeout is told apart by its signal
+    assert.equal(node.signal, null, "node --test finished within its timeout");
     const summary = spawnSync("bash", [join(PROJECT_ROOT, "scripts", "test-summary.sh"), log, tap, String(node.status)], { encoding: "utf8", timeout: 20_000 });
     return { nodeStatus: node.status, status: summary.status, stdout: summary.stdout, stderr: summary.stderr };
   } finally {
@@ -104,5 +106,14 @@ describe("skips are loud", () => {
     assert.equal(bad.status, 1, "the summary fails it");
     assert.match(bad.stdout, /^1 passed, 0 failed, 0 cancelled, 2 skipped$/m);
     assert.match(bad.stderr, /needs a tool # SKIP prerequisite missing: frobnicate/);
+  });
+
+  it("the runner bounds every test file: scripts/run-tests.sh passes --test-timeout, and under it a hanging test fails (control: a passing file)", () => {
+    assert.match(readFileSync(join(PROJECT_ROOT, "scripts", "run-tests.sh"), "utf8"), /--test-timeout="\$timeout_ms"/);
+    const hang = `import { test } from "node:test";\ntest("hangs", async () => { await new Promise(() => { setInterval(() => {}, 1000); }); });\n`;
+    const r = runSuite({ "a.test.ts": passing, "b.test.ts": hang }, {}, ["--test-timeout=3000"]);
+    assert.notEqual(r.nodeStatus, 0, "the hanging file fails instead of stalling the run");
+    assert.notEqual(r.status, 0);
+    assert.match(r.stdout, /^1 passed, 0 failed, 1 cancelled, 0 skipped$/m);
   });
 });
