@@ -59,5 +59,7 @@ try {
   restore();
 }
 const killed = sites.length - survivors.length;
-console.log(`\n${module}: ${killed} of ${sites.length} refusal mutants killed (${((100 * killed) / Math.max(1, sites.length)).toFixed(1)}%) in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+console.log(
+  `\n${module}: ${killed} of ${sites.length} refusal mutants killed (${((100 * killed) / Math.max(1, sites.length)).toFixed(1)}%) in ${((Date.now() - t0) / 1000).toFixed(0)} s`,
+);
 if (survivors.length > 0) console.log(`survivors (each needs a test, or a reason it is equivalent): ${survivors.join(", ")}`);

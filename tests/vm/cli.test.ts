@@ -104,7 +104,9 @@ describe("cairn setup / run / replay", () => {
     assert.equal(readFileSync(join(runDir, "failure-bundle.json"), "utf8"), bundleText, "the shareable bundle is untouched");
   });
 
-  it("run --include-private-streams writes the streams into an owner-only private bundle, instead of the shareable one (docs/runs.md)", { skip: VM_SKIP }, async () => {
+  it("run --include-private-streams writes the streams into an owner-only private bundle, instead of the shareable one (docs/runs.md)", {
+    skip: VM_SKIP,
+  }, async () => {
     await testKit();
     const ws = binaryWorkspace();
     const spec = JSON.parse(readFileSync(ws.specPath, "utf8"));
