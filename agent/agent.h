@@ -77,6 +77,7 @@ enum infra_reason {
   INFRA_CLEANUP = 7,
   INFRA_INPUTS_MALFORMED = 8,
   INFRA_NO_INVOCATION = 9,
+  INFRA_TREE_MISMATCH = 10,
 };
 
 int proto_open(const char *tty);
@@ -122,6 +123,15 @@ struct inputs {
 };
 
 int inputs_load(const char *file, struct inputs *in);
+
+/* ---- verify.c: the guest proves what it runs ---- */
+#define TREE_MANIFEST_VERSION 1u
+#define TREE_MANIFEST_MAX (256u << 20) /* largest tree manifest file */
+#define TREE_FLAG_CONTENT 1u           /* run.verify-tree: content */
+enum tree_result { TREE_OK = 0, TREE_DIFFERS = 1, TREE_MALFORMED = 2 };
+/* Checks the unpacked template against the tree manifest. TREE_DIFFERS sets *detail to the
+   index of the first entry that differs, or to the entry count when the template holds more. */
+int tree_verify(const char *manifest, const char *template_dir, uint64_t *detail);
 
 /* ---- root.c: fresh writable root per start ---- */
 /* Builds a fresh tmpfs root at `dir` from `template`; returns 0 or a launch stage with errno set. */

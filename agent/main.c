@@ -396,8 +396,14 @@ int main(void) {
   sigaddset(&chld, SIGCHLD);
   sigprocmask(SIG_BLOCK, &chld, NULL);
   sigfd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
+  uint64_t bad = 0;
+  int tree = TREE_OK;
   if (inputs_load("/cairn/inputs", &in) < 0) {
     rec_infra(0, INFRA_INPUTS_MALFORMED, 0);
+    infra = 1;
+  } else if ((tree = tree_verify("/cairn/tree", "/cairn/template", &bad)) != TREE_OK) {
+    /* the guest does not see the tree the identity names: nothing may run on it */
+    rec_infra(0, tree == TREE_MALFORMED ? INFRA_INPUTS_MALFORMED : INFRA_TREE_MISMATCH, tree == TREE_MALFORMED ? 1 : bad);
     infra = 1;
   } else {
     run_steps();

@@ -1,8 +1,23 @@
 #!/usr/bin/env node
-// The cairn command. It runs the TypeScript sources through tsx so the
-// checkout is always what runs; the library build (dist/) is for importers.
-import { register } from "tsx/esm/api";
+// The cairn command. It runs the compiled library (dist/), which `npm ci`
+// builds through the `prepare` script and the package ships: no TypeScript
+// compiler runs at start. Tests that call the CLI in-process use the sources.
+import { readFileSync } from "node:fs";
 
-register();
-const { main } = await import("../src/cli/main.ts");
-process.exitCode = await main(process.argv.slice(2));
+const argv = process.argv.slice(2);
+// `cairn --version` alone answers from package.json (the same file
+// cli/cairn-version.ts reads) without loading the ~150 modules of every
+// command: module loading, not compilation, is what a start costs now.
+if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-V")) {
+  process.stdout.write(`${JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")).version}\n`);
+} else {
+  let main;
+  try {
+    ({ main } = await import("../dist/cli/main.js"));
+  } catch (error) {
+    if (error?.code !== "ERR_MODULE_NOT_FOUND" || !String(error.message).includes("dist/cli/main.js")) throw error;
+    process.stderr.write("cairn: the compiled CLI (dist/) is missing; run `npm run build` in the package directory\n");
+    process.exit(3);
+  }
+  process.exitCode = await main(argv);
+}

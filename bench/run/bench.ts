@@ -78,7 +78,7 @@ async function measure(payloadBytes: number, commands: string) {
     // interleaved, so load on the shared machine hits all three modes alike
     for (const mode of ["none", "record", "replay"] as const) {
       const b = await bootGuest(p, mode, { dir, rrfile }, 600_000);
-      const ev = evaluate(b.decoded, sc);
+      const ev = evaluate(b.decoded, sc, b.kernel);
       times[mode]!.push(b.qemu.durationMs);
       seen.add(canonicalize(ev.events));
       results[mode] = { ms: 0, outcome: ev.outcome, events: canonicalize(ev.events), protocol: b.protocolBytes.length };

@@ -15,12 +15,13 @@ export function pinningLabel(m: Pick<EnvManifest, "pinned" | "unpinned">): strin
 export function manifestSummary(m: EnvManifest): string[] {
   const unpinnedFeatures = m.unpinned.filter((p) => p.startsWith("/features/")).length;
   const lines = [
-    `address   ${m.address}`,
+    `address   ${m.address} (${m.core.schema}: the standard's core)`,
+    `extension ${m.extension_address} (${m.extension.schema}: fields the standard does not name)`,
     `pinned    ${m.pinned ? "yes — image and every feature addressed by @sha256" : `NO — ${pinningLabel(m)}`}`,
     `image     ${m.core.image}${m.image_pinned ? "" : " (unpinned)"}`,
     `features  ${m.core.features.length}${unpinnedFeatures > 0 ? ` (${unpinnedFeatures} unpinned)` : ""}`,
-    `env       ${Object.keys(m.core.containerEnv).length} containerEnv, ${Object.keys(m.core.remoteEnv).length} remoteEnv (values not shown)`,
-    `mounts    ${m.core.mounts.length}${m.core.workspaceMount ? " + workspaceMount" : ""}`,
+    `env       ${Object.keys(m.core.containerEnv).length} containerEnv, ${Object.keys(m.extension.remoteEnv).length} remoteEnv (values not shown)`,
+    `mounts    ${m.core.mounts.length}${m.extension.workspaceMount ? " + workspaceMount" : ""}`,
   ];
   lines.push(m.signature ? `signed    by ${m.signature.key_id}` : "signed    no");
   return lines;

@@ -19,12 +19,14 @@ import { registerLock } from "./commands/lock.ts";
 import { registerLayer } from "./commands/layer.ts";
 import { registerFormation } from "./commands/formation.ts";
 import { registerSearch } from "./commands/search.ts";
+import { registerStore } from "./commands/content-store.ts";
 
 /** Every command, in help order. Add one line per command file. */
 export const COMMANDS: ReadonlyArray<(program: Command, ctx: Context) => void> = [
   registerKeygen,
   registerManifest,
   registerWorkload,
+  registerStore,
   registerProfile,
   registerResolve,
   registerLock,

@@ -44,11 +44,18 @@ export interface IdentityDeclaration<A extends DigestAlgorithm = DigestAlgorithm
 
 export type IdentityDigest<A extends DigestAlgorithm> = A extends "blake3" ? Blake3Digest : Sha256Digest;
 
-const TAG_RE = /^cairn\.[a-z0-9][a-z0-9.-]*\/[1-9][0-9]*$/;
+/**
+ * Tags are cairn's own (`cairn.<name>/<n>`) or a standard's that cairn
+ * implements (`sandbox.<name>/<n>`: the environment manifest standard fixes
+ * its core's tag as `sandbox.env-manifest/1`, and an address is only shared
+ * with other conforming implementations when the tag is exactly that). Any
+ * other namespace is refused, so a typo cannot mint a new domain.
+ */
+const TAG_RE = /^(?:cairn|sandbox)\.[a-z0-9][a-z0-9.-]*\/[1-9][0-9]*$/;
 
 /** Declares an identity (checked once, frozen). Untagged `jcs` is allowed only for integrity digests. */
 export function declareIdentity<const D extends IdentityDeclaration>(d: D): Readonly<D> {
-  if (!TAG_RE.test(d.tag)) throw new TypeError(`identity ${d.name}: tag ${JSON.stringify(d.tag)} is not cairn.<name>/<version>`);
+  if (!TAG_RE.test(d.tag)) throw new TypeError(`identity ${d.name}: tag ${JSON.stringify(d.tag)} is not cairn.<name>/<version> or sandbox.<name>/<version>`);
   if (d.framing === "jcs" && d.role !== "integrity") throw new TypeError(`identity ${d.name}: an untagged framing is only for integrity digests`);
   if (d.framing === "tag-nul-binary" && d.algorithm !== "sha256") throw new TypeError(`identity ${d.name}: binary framings stream into SHA-256`);
   return Object.freeze({ ...d });

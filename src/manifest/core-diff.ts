@@ -1,12 +1,14 @@
 /**
- * Field-level differences between two manifest cores. Keyed lists are
- * compared by key, not position: features by id, mounts by target, so a
- * difference names the feature or mount that changed. Environment values
- * are never reported (they may be secrets): a difference under containerEnv
- * or remoteEnv names the variable and says that its value differs.
+ * Field-level differences between two manifests (standard core and cairn
+ * extension). Keyed lists are compared by key, not position: features by id,
+ * mounts by target, so a difference names the feature or mount that changed.
+ * Core fields are named `/image`, `/mounts/<target>/kind`, …; extension fields
+ * `/extension/<field>/…`. Environment values are never reported (they may be
+ * secrets): a difference under containerEnv or remoteEnv names the variable
+ * and says that its value differs.
  */
 import { canonicalize, compareBytes, escapePointer, type JsonValue } from "../core/index.ts";
-import type { EnvCore } from "./core.ts";
+import type { EnvCore, EnvExtension } from "./core.ts";
 
 export type ChangeKind = "added" | "removed" | "changed";
 
@@ -19,7 +21,7 @@ export interface CoreDifference {
   b?: JsonValue;
 }
 
-const SECRET_PREFIXES = ["/containerEnv/", "/remoteEnv/"];
+const SECRET_PREFIXES = ["/containerEnv/", "/remoteEnv/", "/extension/remoteEnv/"];
 
 type Keyed = { [k: string]: JsonValue };
 
@@ -58,5 +60,12 @@ function walk(a: JsonValue | undefined, b: JsonValue | undefined, path: string, 
 export function diffCores(a: EnvCore, b: EnvCore): CoreDifference[] {
   const out: CoreDifference[] = [];
   walk(keyedView(a), keyedView(b), "", out);
+  return out;
+}
+
+/** Differences of the cores, then of the extensions (under `/extension`). */
+export function diffManifestParts(a: { core: EnvCore; extension: EnvExtension }, b: { core: EnvCore; extension: EnvExtension }): CoreDifference[] {
+  const out = diffCores(a.core, b.core);
+  walk(JSON.parse(JSON.stringify(a.extension)) as Keyed, JSON.parse(JSON.stringify(b.extension)) as Keyed, "/extension", out);
   return out;
 }

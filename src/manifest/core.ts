@@ -12,41 +12,95 @@ import { posix } from "node:path";
 import { CairnError, Checker, childPath, compareBytes, isJsonObject, type JsonModel, type JsonObject } from "../core/index.ts";
 import { DEFAULT_MANIFEST_LIMITS, readText, withinLimit, type IngestContext, type ManifestLimits } from "./declared.ts";
 import { normalizeFeatures, normalizeInstallOrder, type FeatureEntry, type NormalizedFeatures } from "./features.ts";
-import { normalizeMount, type NormalizedMount } from "./mounts.ts";
+import { normalizeMount, type MountKind, type NormalizedMount } from "./mounts.ts";
 import { parseReference } from "./reference.ts";
-import { FIELD_SCOPE, MANIFEST_SCHEMA, scopeOf, type FieldScope, type IdentityField, type JsonKind } from "./scope.ts";
+import {
+  EXTENSION_SCHEMA,
+  FIELD_SCOPE,
+  MANIFEST_SCHEMA,
+  scopeOf,
+  type ExtensionField,
+  type FieldScope,
+  type IdentityField,
+  type JsonKind,
+  type NormalizedField,
+} from "./scope.ts";
 import { ownModel } from "./own.ts";
 import { classifyVariable } from "./substitution.ts";
 
-/** The manifest core: the exact model whose JCS bytes are addressed and signed. */
+/** A mount in the standard's normal form: (source, target, kind). */
+export interface StandardMount {
+  source: string | null;
+  target: string;
+  kind: MountKind;
+}
+
+/**
+ * The manifest core: exactly the standard's five fields in its normal form,
+ * under its schema tag. Its JCS bytes are addressed; nothing else is in it.
+ */
 export interface EnvCore {
   schema: typeof MANIFEST_SCHEMA;
   image: string;
   features: FeatureEntry[];
-  overrideFeatureInstallOrder: string[];
   containerEnv: { [name: string]: string };
+  mounts: StandardMount[];
+  /** null when absent (absence is not a value: the default differs by tool). */
+  remoteUser: string | null;
+}
+
+/**
+ * cairn's extension object: the execution-relevant fields the standard does
+ * not name, with their own schema tag and address. It never changes the
+ * standard's address.
+ */
+export interface EnvExtension {
+  schema: typeof EXTENSION_SCHEMA;
+  overrideFeatureInstallOrder: string[];
   remoteEnv: { [name: string]: string | null };
-  mounts: NormalizedMount[];
+  /** Targets of the mounts in `core.mounts` declared read-only, sorted. */
+  read_only_mounts: string[];
   workspaceMount?: NormalizedMount;
   workspaceFolder?: string;
   containerUser?: string;
-  remoteUser?: string;
   userEnvProbe?: "none" | "loginShell" | "loginInteractiveShell" | "interactiveShell";
   init?: boolean;
   overrideCommand?: boolean;
   updateRemoteUserUID?: boolean;
 }
 
-// Compile-time half of the scope rule: the core's fields are exactly the
-// identity fields of FIELD_SCOPE (plus the schema tag). The runtime half is
+/** Everything one ingest normalizes, before it is split into core and extension. */
+interface Declared {
+  image: string;
+  features: FeatureEntry[];
+  containerEnv: { [name: string]: string };
+  mounts: NormalizedMount[];
+  remoteUser?: string;
+  overrideFeatureInstallOrder: string[];
+  remoteEnv: { [name: string]: string | null };
+  workspaceMount?: NormalizedMount;
+  workspaceFolder?: string;
+  containerUser?: string;
+  userEnvProbe?: EnvExtension["userEnvProbe"];
+  init?: boolean;
+  overrideCommand?: boolean;
+  updateRemoteUserUID?: boolean;
+}
+
+// Compile-time half of the scope rule: what an ingest normalizes is exactly
+// the identity and extension fields of FIELD_SCOPE. The runtime half is
 // tests/manifest/scope.test.ts.
-type CoreField = Exclude<keyof EnvCore, "schema">;
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
-const CORE_MATCHES_SCOPE: Same<CoreField, IdentityField> = true;
+const DECLARED_MATCHES_SCOPE: Same<keyof Declared, NormalizedField> = true;
+const CORE_MATCHES_SCOPE: Same<Exclude<keyof EnvCore, "schema">, IdentityField> = true;
+const EXTENSION_MATCHES_SCOPE: Same<Exclude<keyof EnvExtension, "schema" | "read_only_mounts">, ExtensionField> = true;
+void DECLARED_MATCHES_SCOPE;
 void CORE_MATCHES_SCOPE;
+void EXTENSION_MATCHES_SCOPE;
 
 export interface BuiltCore {
   core: EnvCore;
+  extension: EnvExtension;
   /** Excluded fields that were present (names only), for display. */
   excluded: string[];
 }
@@ -57,7 +111,7 @@ const LIST_DEFAULTS = { features: [], overrideFeatureInstallOrder: [], container
 interface BuildState {
   ctx: IngestContext;
   root: JsonObject;
-  core: Partial<EnvCore>;
+  core: Partial<Declared>;
   features: NormalizedFeatures | undefined;
 }
 
@@ -115,8 +169,8 @@ function bool(s: BuildState, v: JsonModel, path: string): boolean | undefined {
 
 const USER_ENV_PROBES = ["none", "loginShell", "loginInteractiveShell", "interactiveShell"] as const;
 
-/** One normalizer per identity field; the mapped type makes a missing one a compile error. */
-const NORMALIZERS: { readonly [K in IdentityField]: Normalizer } = {
+/** One normalizer per identity and extension field; the mapped type makes a missing one a compile error. */
+const NORMALIZERS: { readonly [K in NormalizedField]: Normalizer } = {
   image(s, v, path) {
     const image = readText(s.ctx, v, path, { nonEmpty: true, what: "image" });
     if (image === undefined) return;
@@ -211,7 +265,7 @@ function mountOf(s: BuildState, item: JsonModel, path: string): NormalizedMount 
  * no value in the core and no issue behind would silently drop out of the
  * address, so that is an issue too.
  */
-function normalizeField(s: BuildState, key: IdentityField, value: JsonModel, path: string): void {
+function normalizeField(s: BuildState, key: NormalizedField, value: JsonModel, path: string): void {
   const before = s.ctx.checker.issues.length;
   const core = s.core as { [k: string]: unknown };
   delete core[key];
@@ -245,7 +299,12 @@ function kindOf(v: JsonModel): JsonKind | "null" | "number" {
   return typeof v as "string" | "boolean";
 }
 
-/** Excluded fields are dropped, but still type-checked and still refused if they pull in host values. */
+/**
+ * Excluded fields are type-checked and dropped. Host substitutions in them are
+ * accepted: they never reach an address (the standard excludes cosmetic
+ * fields from identity), and refusing them refused real files for a display name.
+ * String limits still apply.
+ */
 function checkExcluded(s: BuildState, scope: FieldScope, v: JsonModel, path: string): void {
   const c = s.ctx.checker;
   const kind = kindOf(v);
@@ -258,14 +317,14 @@ function checkExcluded(s: BuildState, scope: FieldScope, v: JsonModel, path: str
     return;
   }
   const walk = (x: JsonModel, p: string): void => {
-    if (typeof x === "string") readText(s.ctx, x, p, { containerEnv: true });
+    if (typeof x === "string") readText(s.ctx, x, p, { cosmetic: true });
     else if (Array.isArray(x))
       x.forEach((y, i) => {
         walk(y, childPath(p, i));
       });
     else if (isJsonObject(x)) {
       for (const k of Object.keys(x)) {
-        readText(s.ctx, k, childPath(p, k), { containerEnv: true, what: "key" });
+        readText(s.ctx, k, childPath(p, k), { cosmetic: true, what: "key" });
         walk(x[k] as JsonModel, childPath(p, k));
       }
     }
@@ -287,7 +346,7 @@ export function buildCore(unsafeInput: unknown, limits: ManifestLimits = DEFAULT
   const root = unsafeModel;
   const folder = readWorkspaceFolder(root.workspaceFolder);
   const ctx: IngestContext = { checker, limits, workspaceFolder: folder.ok ? folder.value : undefined };
-  const s: BuildState = { ctx, root, core: { schema: MANIFEST_SCHEMA, ...structuredClone(LIST_DEFAULTS) }, features: undefined };
+  const s: BuildState = { ctx, root, core: structuredClone(LIST_DEFAULTS), features: undefined };
   const excluded: string[] = [];
   for (const key of Object.keys(root)) {
     const path = childPath("", key);
@@ -298,7 +357,7 @@ export function buildCore(unsafeInput: unknown, limits: ManifestLimits = DEFAULT
     else if (scope.class === "excluded") {
       excluded.push(key);
       checkExcluded(s, scope, value, path);
-    } else if (key !== "overrideFeatureInstallOrder") normalizeField(s, key as IdentityField, value, path);
+    } else if (key !== "overrideFeatureInstallOrder") normalizeField(s, key as NormalizedField, value, path);
   }
   if (root.image === undefined) {
     checker.add("/image", "image is required", "MODEL_MISSING_FIELD");
@@ -314,15 +373,26 @@ export function buildCore(unsafeInput: unknown, limits: ManifestLimits = DEFAULT
     targets.set(m.target, m.target);
   }
   checker.done("devcontainer.json refused", "fix every listed field; see docs/manifest.md for what cairn accepts and why");
-  return { core: inDisplayOrder(s.core as EnvCore), excluded: excluded.sort(compareBytes) };
+  return { ...split(s.core as Declared), excluded: excluded.sort(compareBytes) };
 }
 
-/** The core with its keys in table order, for people reading the JSON (JCS ignores key order). */
-function inDisplayOrder(core: EnvCore): EnvCore {
-  const out: { [k: string]: unknown } = { schema: core.schema };
+/** Splits what was declared into the standard's core and cairn's extension (keys in table order, for people reading the JSON; JCS ignores key order). */
+function split(d: Declared): { core: EnvCore; extension: EnvExtension } {
+  const core: EnvCore = {
+    schema: MANIFEST_SCHEMA,
+    image: d.image,
+    features: d.features,
+    containerEnv: d.containerEnv,
+    mounts: d.mounts.map((m) => ({ source: m.source, target: m.target, kind: m.kind })),
+    remoteUser: d.remoteUser ?? null,
+  };
+  const ext: { [k: string]: unknown } = {
+    schema: EXTENSION_SCHEMA,
+    read_only_mounts: d.mounts.filter((m) => m.read_only).map((m) => m.target),
+  };
   for (const k of Object.keys(FIELD_SCOPE)) {
-    const v = (core as unknown as { [k: string]: unknown })[k];
-    if (v !== undefined) out[k] = v;
+    const v = (d as unknown as { [k: string]: unknown })[k];
+    if (FIELD_SCOPE[k as keyof typeof FIELD_SCOPE].class === "extension" && v !== undefined) ext[k] = v;
   }
-  return out as unknown as EnvCore;
+  return { core, extension: ext as unknown as EnvExtension };
 }

@@ -42,6 +42,8 @@ export interface TextOptions {
   /** `${containerEnv:…}` is allowed (remoteEnv only). */
   containerEnv?: boolean;
   nonEmpty?: boolean;
+  /** An excluded (cosmetic) field: limits apply, substitutions are not read (they never reach an address). */
+  cosmetic?: boolean;
   /** What the string is, for messages ("value", "name", "feature id"). */
   what?: string;
 }
@@ -70,6 +72,7 @@ export function readText(ctx: IngestContext, v: JsonModel | undefined, path: str
     c.add(path, `${what} holds a NUL character`, "MODEL_VALUE");
     return undefined;
   }
+  if (opts.cosmetic === true) return v;
   const r = substitute(v, { workspaceFolder: ctx.workspaceFolder, containerEnvAllowed: opts.containerEnv === true });
   if (!r.ok) {
     c.add(path, `\${${r.variable}} is refused: it ${r.why}`, "MANIFEST_REFUSED");

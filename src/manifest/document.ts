@@ -1,5 +1,6 @@
 /**
- * The signed manifest file (`cairn.env-manifest/1`), read back strictly.
+ * The signed manifest file (`cairn.env-manifest/2`: the standard's core, cairn's
+ * extension, both addresses, labels, signature), read back strictly.
  *
  * Nothing outside the core is trusted. A reader recomputes the address from
  * the core's JCS bytes, rebuilds the core through the same normalization an
@@ -21,14 +22,25 @@ import {
   type JsonModel,
   type JsonObject,
 } from "../core/index.ts";
-import { buildCore, type EnvCore } from "./core.ts";
+import { buildCore, type EnvCore, type EnvExtension } from "./core.ts";
 import { manifestOf, type EnvManifest, type ManifestSignature } from "./env-manifest.ts";
 import { mountToString, normalizeMount } from "./mounts.ts";
 import { DEFAULT_MANIFEST_LIMITS } from "./declared.ts";
 import { ownModel } from "./own.ts";
-import { MANIFEST_ADDRESS, MANIFEST_SCHEMA } from "./scope.ts";
+import { EXTENSION_ADDRESS, EXTENSION_SCHEMA, MANIFEST_ADDRESS, MANIFEST_DOCUMENT_SCHEMA, MANIFEST_SCHEMA } from "./scope.ts";
 
-const DOCUMENT_FIELDS = ["schema", "address", "pinned", "image_pinned", "unpinned", "core", "not_covered", "signature"] as const;
+const DOCUMENT_FIELDS = [
+  "schema",
+  "address",
+  "extension_address",
+  "pinned",
+  "image_pinned",
+  "unpinned",
+  "core",
+  "extension",
+  "not_covered",
+  "signature",
+] as const;
 const SIGNATURE_RE = /^[A-Za-z0-9+/]{85}[AQgw]==$/; // exactly 64 bytes of canonical base64
 
 /** The manifest file's text: the document as indented JSON with a final newline. */
@@ -36,27 +48,35 @@ export function manifestText(m: EnvManifest): string {
   return `${JSON.stringify(m, null, 2)}\n`;
 }
 
-/** Turns a core's mount tuple back into the string form a devcontainer.json would hold. */
-function mountBack(v: JsonModel | undefined, path: string): JsonModel | undefined {
+/** Turns a mount tuple back into the string form a devcontainer.json would hold. */
+function mountBack(v: JsonModel | undefined, path: string, readOnly: boolean | undefined): JsonModel | undefined {
   if (!isJsonObject(v)) return v;
-  const { source, target, kind, read_only: ro } = v;
+  const { source, target, kind } = v;
+  const ro = readOnly ?? v.read_only;
   const keys = Object.keys(v);
-  if (keys.length !== 4 || (source !== null && typeof source !== "string") || typeof target !== "string" || typeof ro !== "boolean") return v;
+  if (
+    keys.length !== (readOnly === undefined ? 4 : 3) ||
+    (source !== null && typeof source !== "string") ||
+    typeof target !== "string" ||
+    typeof ro !== "boolean"
+  )
+    return v;
   if (kind !== "bind" && kind !== "volume" && kind !== "tmpfs") return v;
   const s = mountToString({ source, target, kind, read_only: ro });
   return normalizeMount(s, path).ok ? s : v;
 }
 
 /**
- * Maps a core model back to the devcontainer.json it stands for (features as
- * an object, mounts as strings). Anything it does not recognize is passed
- * through unchanged, so buildCore reports it.
+ * Maps a core and an extension back to the devcontainer.json they stand for
+ * (features as an object, mounts as strings). Anything it does not recognize
+ * is passed through unchanged, so buildCore reports it.
  */
-function declarationOf(core: JsonObject): JsonObject {
+function declarationOf(core: JsonObject, ext: JsonObject): JsonObject {
   const out: JsonObject = Object.create(null) as JsonObject;
-  for (const k of Object.keys(core)) {
-    if (k === "schema") continue;
-    const v = core[k] as JsonModel;
+  const readOnly = new Set(Array.isArray(ext.read_only_mounts) ? ext.read_only_mounts : []);
+  for (const [k, v] of [...Object.entries(core), ...Object.entries(ext)] as [string, JsonModel][]) {
+    if (k === "schema" || k === "read_only_mounts") continue;
+    if (k === "remoteUser" && v === null) continue;
     if (
       k === "features" &&
       Array.isArray(v) &&
@@ -66,40 +86,53 @@ function declarationOf(core: JsonObject): JsonObject {
       for (const f of v as JsonObject[]) features[f.id as string] = f.options as JsonModel;
       out[k] = features;
     } else if (k === "mounts" && Array.isArray(v)) {
-      out[k] = v.map((m, i) => mountBack(m, childPath("/core/mounts", i)) ?? m);
+      out[k] = v.map((m, i) => mountBack(m, childPath("/core/mounts", i), isJsonObject(m) && readOnly.has(m.target as string)) ?? m);
     } else if (k === "workspaceMount") {
-      out[k] = mountBack(v, "/core/workspaceMount") ?? v;
+      out[k] = mountBack(v, "/extension/workspaceMount", undefined) ?? v;
     } else out[k] = v;
   }
   return out;
 }
 
-/** Validates a core model by rebuilding it; returns the typed core when it is canonical. */
-export function parseCore(unsafeInput: unknown, path = "/core"): EnvCore {
-  const unsafeCore = ownModel(unsafeInput ?? null, DEFAULT_MANIFEST_LIMITS.max_depth, path);
-  if (!isJsonObject(unsafeCore)) throw new CairnError("MANIFEST_MISMATCH", "core must be an object", { path });
+/**
+ * Validates a core and an extension by rebuilding both from the declaration
+ * they stand for; returns them typed when both are canonical.
+ */
+export function parseCore(unsafeCoreInput: unknown, unsafeExtInput: unknown, path = ""): { core: EnvCore; extension: EnvExtension } {
+  const unsafeCore = ownModel(unsafeCoreInput ?? null, DEFAULT_MANIFEST_LIMITS.max_depth, `${path}/core`);
+  const unsafeExt = ownModel(unsafeExtInput ?? null, DEFAULT_MANIFEST_LIMITS.max_depth, `${path}/extension`);
+  if (!isJsonObject(unsafeCore)) throw new CairnError("MANIFEST_MISMATCH", "core must be an object", { path: `${path}/core` });
+  if (!isJsonObject(unsafeExt)) throw new CairnError("MANIFEST_MISMATCH", "extension must be an object", { path: `${path}/extension` });
   if (unsafeCore.schema !== MANIFEST_SCHEMA) {
     throw new CairnError("MANIFEST_MISMATCH", `core schema must be "${MANIFEST_SCHEMA}"`, {
-      path: `${path}/schema`,
-      hint: "this cairn reads only cairn.env-manifest/1",
+      path: `${path}/core/schema`,
+      hint: `this cairn reads cores of the standard's ${MANIFEST_SCHEMA}`,
     });
   }
-  let rebuilt: EnvCore;
+  if (unsafeExt.schema !== EXTENSION_SCHEMA) {
+    throw new CairnError("MANIFEST_MISMATCH", `extension schema must be "${EXTENSION_SCHEMA}"`, { path: `${path}/extension/schema` });
+  }
+  let rebuilt: { core: EnvCore; extension: EnvExtension };
   try {
-    rebuilt = buildCore(declarationOf(unsafeCore)).core;
+    rebuilt = buildCore(declarationOf(unsafeCore, unsafeExt));
   } catch (cause) {
-    const issues = cause instanceof CairnError && cause.issues.length > 0 ? cause.issues.map((i) => ({ ...i, path: `${path}${i.path}` })) : [];
+    const issues = cause instanceof CairnError && cause.issues.length > 0 ? cause.issues.map((i) => ({ ...i, path: `${path}/core${i.path}` })) : [];
     throw issues.length > 0
       ? refuseAll("MANIFEST_MISMATCH", "core is not a valid manifest core", issues)
-      : new CairnError("MANIFEST_MISMATCH", "core is not a valid manifest core", { path, cause });
+      : new CairnError("MANIFEST_MISMATCH", "core is not a valid manifest core", { path: `${path}/core`, cause });
   }
-  if (canonicalize(rebuilt) !== canonicalize(toJsonValue(unsafeCore))) {
-    throw new CairnError("MANIFEST_MISMATCH", "core is not in canonical form (ingest would never produce it)", {
-      path,
-      hint: "re-ingest the devcontainer.json instead of editing a manifest by hand",
-    });
+  for (const [part, built, stored] of [
+    ["core", rebuilt.core, unsafeCore],
+    ["extension", rebuilt.extension, unsafeExt],
+  ] as const) {
+    if (canonicalize(built) !== canonicalize(toJsonValue(stored))) {
+      throw new CairnError("MANIFEST_MISMATCH", `${part} is not in canonical form (ingest would never produce it)`, {
+        path: `${path}/${part}`,
+        hint: "re-ingest the devcontainer.json instead of editing a manifest by hand",
+      });
+    }
   }
-  return rebuilt;
+  return { core: rebuilt.core, extension: rebuilt.extension };
 }
 
 /** Reads a manifest document strictly; see the module comment for what is recomputed. */
@@ -108,21 +141,29 @@ export function parseManifest(unsafeInput: unknown): EnvManifest {
   const doc = c.object(ownModel(unsafeInput, DEFAULT_MANIFEST_LIMITS.max_depth), "", DOCUMENT_FIELDS);
   c.done("manifest refused");
   if (doc === undefined) throw new CairnError("MANIFEST_MISMATCH", "manifest must be an object", { path: "" });
-  if (doc.schema !== MANIFEST_SCHEMA) {
-    throw new CairnError("MANIFEST_MISMATCH", `not a ${MANIFEST_SCHEMA} document`, { path: "/schema" });
-  }
-  const stated = parseDigest(doc.address, "/address", "blake3");
-  if (!isJsonObject(doc.core)) throw new CairnError("MANIFEST_MISMATCH", "core must be an object", { path: "/core" });
-  // Tamper check first: the address must be the hash of the core exactly as stored.
-  const actual = identityDigest(MANIFEST_ADDRESS, toJsonValue(doc.core));
-  if (actual !== stated) {
-    throw new CairnError("MANIFEST_MISMATCH", "the address does not match the core", {
-      path: "/address",
-      hint: `the core hashes to ${actual}; the file was edited or damaged after ingest`,
+  if (doc.schema !== MANIFEST_DOCUMENT_SCHEMA) {
+    throw new CairnError("MANIFEST_MISMATCH", `not a ${MANIFEST_DOCUMENT_SCHEMA} document`, {
+      path: "/schema",
+      hint: "re-ingest the devcontainer.json (a cairn.env-manifest/1 document predates the standard's core)",
     });
   }
-  const core = parseCore(doc.core);
-  const expected = manifestOf(core);
+  // Tamper check first: each address must be the hash of its part exactly as stored.
+  for (const [field, part, decl] of [
+    ["address", "core", MANIFEST_ADDRESS],
+    ["extension_address", "extension", EXTENSION_ADDRESS],
+  ] as const) {
+    const stated = parseDigest(doc[field], `/${field}`, "blake3");
+    if (!isJsonObject(doc[part])) throw new CairnError("MANIFEST_MISMATCH", `${part} must be an object`, { path: `/${part}` });
+    const actual = identityDigest(decl, toJsonValue(doc[part]));
+    if (actual !== stated) {
+      throw new CairnError("MANIFEST_MISMATCH", `the ${field.replace("_", " ")} does not match the ${part}`, {
+        path: `/${field}`,
+        hint: `the ${part} hashes to ${actual}; the file was edited or damaged after ingest`,
+      });
+    }
+  }
+  const { core, extension } = parseCore(doc.core, doc.extension);
+  const expected = manifestOf(core, extension);
   for (const field of ["pinned", "image_pinned", "unpinned", "not_covered"] as const) {
     if (canonicalize(toJsonValue(doc[field] ?? null)) !== canonicalize(expected[field])) {
       throw new CairnError("MANIFEST_MISMATCH", `label "${field}" does not match the core`, {
@@ -146,5 +187,5 @@ export function parseManifest(unsafeInput: unknown): EnvManifest {
 
 /** True when a parsed JSON model looks like a manifest document rather than a devcontainer.json. */
 export function isManifestDocument(v: JsonModel): boolean {
-  return isJsonObject(v) && v.schema === MANIFEST_SCHEMA;
+  return isJsonObject(v) && typeof v.schema === "string" && v.schema.startsWith("cairn.env-manifest/");
 }

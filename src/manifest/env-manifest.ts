@@ -2,10 +2,16 @@
  * The environment manifest: a core, its address, honest pinning labels, what
  * the address does not cover, and an optional Ed25519 signature.
  *
- *   address   = blake3 of the JCS bytes of the core (the schema tag
- *               `cairn.env-manifest/1` is a field of the core, so it is hashed
- *               in front of the content)
- *   signature = Ed25519 over exactly those bytes, with the signer's key id
+ *   address           = blake3 of the JCS bytes of the core: the standard's
+ *                       five fields under its tag `sandbox.env-manifest/1`
+ *                       (a field of the core, hashed in front of the content);
+ *                       the same file has this address in every conforming
+ *                       implementation
+ *   extension_address = blake3 of the JCS bytes of cairn's extension object
+ *                       (`cairn.env-extension/1`): the execution-relevant
+ *                       fields the standard does not name
+ *   signature         = Ed25519 over `cairn.env-manifest-signed/1` NUL
+ *                       JCS({address, extension_address}), with the signer's key id
  *
  * Everything outside the core (address, labels, not_covered) is derived from
  * the core, so a reader recomputes it instead of trusting it; see document.ts.
@@ -21,37 +27,47 @@ import {
   type SigningKey,
   type VerifyingKey,
 } from "../core/index.ts";
-import { buildCore, type EnvCore } from "./core.ts";
+import { buildCore, type EnvCore, type EnvExtension } from "./core.ts";
 import { DEFAULT_MANIFEST_LIMITS, type ManifestLimits } from "./declared.ts";
 import { normalizeFeatureId, parseReference } from "./reference.ts";
-import { MANIFEST_ADDRESS, MANIFEST_SCHEMA, NOT_COVERED } from "./scope.ts";
+import { EXTENSION_ADDRESS, MANIFEST_ADDRESS, MANIFEST_DOCUMENT_SCHEMA, MANIFEST_SIGNED, NOT_COVERED } from "./scope.ts";
 
 export interface ManifestSignature {
   key_id: Sha256Digest;
-  /** Base64 of the 64-byte Ed25519 signature over the core's JCS bytes. */
+  /** Base64 of the 64-byte Ed25519 signature over the signed statement (both addresses). */
   sig: string;
 }
 
 export interface EnvManifest {
-  schema: typeof MANIFEST_SCHEMA;
+  schema: typeof MANIFEST_DOCUMENT_SCHEMA;
+  /** The standard's address: of `core` alone. */
   address: Blake3Digest;
-  /** True only when the image and every feature are addressed by @sha256. */
+  /** cairn's extension address: of `extension` alone. */
+  extension_address: Blake3Digest;
+  /** True only when the image and every feature are addressed by @sha256 (labels are about the standard's core). */
   pinned: boolean;
   image_pinned: boolean;
   /** JSON pointers (into `core`) of every reference addressed by tag or URL. */
   unpinned: string[];
   core: EnvCore;
+  extension: EnvExtension;
   not_covered: string[];
   signature?: ManifestSignature;
 }
 
-/** The bytes the address and the signature cover. */
-export function coreBytes(core: EnvCore): Buffer {
-  return identityBytes(MANIFEST_ADDRESS, core);
-}
-
+/** The standard's address of a core. */
 export function addressOf(core: EnvCore): Blake3Digest {
   return identityDigest(MANIFEST_ADDRESS, core);
+}
+
+/** The address of cairn's extension object. */
+export function extensionAddressOf(extension: EnvExtension): Blake3Digest {
+  return identityDigest(EXTENSION_ADDRESS, extension);
+}
+
+/** The bytes a signature covers: both addresses, so one signature binds core and extension. */
+export function signedBytes(m: Pick<EnvManifest, "address" | "extension_address">): Buffer {
+  return identityBytes(MANIFEST_SIGNED, { address: m.address, extension_address: m.extension_address });
 }
 
 export interface Pinning {
@@ -72,12 +88,14 @@ export function pinningOf(core: EnvCore): Pinning {
   return { pinned: unpinned.length === 0, image_pinned, unpinned };
 }
 
-export function manifestOf(core: EnvCore): EnvManifest {
+export function manifestOf(core: EnvCore, extension: EnvExtension): EnvManifest {
   return {
-    schema: MANIFEST_SCHEMA,
+    schema: MANIFEST_DOCUMENT_SCHEMA,
     address: addressOf(core),
+    extension_address: extensionAddressOf(extension),
     ...pinningOf(core),
     core,
+    extension,
     not_covered: [...NOT_COVERED],
   };
 }
@@ -90,13 +108,13 @@ export interface IngestResult {
 
 /** devcontainer.json model → manifest, signed when a key is given. */
 export function ingestDevcontainer(unsafeModel: unknown, options: { key?: SigningKey; limits?: ManifestLimits } = {}): IngestResult {
-  const { core, excluded } = buildCore(unsafeModel, options.limits ?? DEFAULT_MANIFEST_LIMITS);
-  const manifest = manifestOf(core);
+  const { core, extension, excluded } = buildCore(unsafeModel, options.limits ?? DEFAULT_MANIFEST_LIMITS);
+  const manifest = manifestOf(core, extension);
   return { manifest: options.key ? signManifest(manifest, options.key) : manifest, excluded };
 }
 
 export function signManifest(manifest: EnvManifest, key: SigningKey): EnvManifest {
-  const sig = signBytes(key, coreBytes(manifest.core)).toString("base64");
+  const sig = signBytes(key, signedBytes(manifest)).toString("base64");
   return { ...manifest, signature: { key_id: key.keyId, sig } };
 }
 
@@ -119,7 +137,7 @@ export function verifyManifestSignature(manifest: EnvManifest, key: VerifyingKey
       hint: `signed by ${s.key_id}; the given public key is ${key.keyId}`,
     });
   }
-  if (!verifyBytes(key, coreBytes(manifest.core), Buffer.from(s.sig, "base64"))) {
-    throw new CairnError("SIGNATURE_INVALID", "the signature does not match the manifest core", { path: "/signature/sig" });
+  if (!verifyBytes(key, signedBytes(manifest), Buffer.from(s.sig, "base64"))) {
+    throw new CairnError("SIGNATURE_INVALID", "the signature does not match the manifest's addresses", { path: "/signature/sig" });
   }
 }

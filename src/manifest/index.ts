@@ -1,16 +1,30 @@
 // Environment manifests: devcontainer.json → canonical core, BLAKE3 address,
 // Ed25519 signature, pinning labels, field-level diff, resume linkage.
 // Names carry "manifest" where a bare name could clash with another area's.
-export { FIELD_SCOPE as MANIFEST_FIELD_SCOPE, MANIFEST_ADDRESS, MANIFEST_ADDRESS_SCOPE } from "./scope.ts";
-export type { EnvCore, BuiltCore } from "./core.ts";
+export {
+  FIELD_SCOPE as MANIFEST_FIELD_SCOPE,
+  MANIFEST_ADDRESS,
+  MANIFEST_ADDRESS_SCOPE,
+  EXTENSION_ADDRESS as MANIFEST_EXTENSION_ADDRESS,
+  EXTENSION_ADDRESS_SCOPE as MANIFEST_EXTENSION_SCOPE,
+  MANIFEST_SIGNED,
+} from "./scope.ts";
+export type { EnvCore, EnvExtension, StandardMount, BuiltCore } from "./core.ts";
 export { DEFAULT_MANIFEST_LIMITS } from "./declared.ts";
 export type { ManifestLimits } from "./declared.ts";
-export { addressOf as manifestAddress, pinningOf as manifestPinning, ingestDevcontainer, signManifest, verifyManifestSignature } from "./env-manifest.ts";
+export {
+  addressOf as manifestAddress,
+  extensionAddressOf as manifestExtensionAddress,
+  pinningOf as manifestPinning,
+  ingestDevcontainer,
+  signManifest,
+  verifyManifestSignature,
+} from "./env-manifest.ts";
 export type { EnvManifest, ManifestSignature, Pinning, IngestResult } from "./env-manifest.ts";
 export { parseManifest, manifestText } from "./document.ts";
-export { diffCores as diffManifestCores } from "./core-diff.ts";
+export { diffCores as diffManifestCores, diffManifestParts as diffManifests } from "./core-diff.ts";
 export type { CoreDifference } from "./core-diff.ts";
 export { checkResume, snapshotRefOf, parseSnapshotRef } from "./resume.ts";
-export type { SnapshotRef } from "./resume.ts";
+export type { SnapshotRef, ResumeOptions, ResumeResult } from "./resume.ts";
 export { readManifestFile, readInputFile as readManifestInput, loadManifestOrDevcontainer } from "./read.ts";
 export type { Loaded } from "./read.ts";

@@ -10,8 +10,9 @@
  *     `volume-driver`, `bind-propagation` (lets host mounts appear inside),
  *     and every key not listed below;
  *   - a bind source of `/`, of a container-engine socket (`*.sock`, which
- *     hands the container control of the host), or of `/run`, `/var/run`,
- *     `/proc`, `/sys`, `/dev` (host kernel and engine interfaces);
+ *     hands the container control of the host), or anything under `/run`,
+ *     `/var/run`, `/proc`, `/sys`, `/dev` or an engine's state directory
+ *     (host kernel and engine interfaces), matched by prefix;
  *   - a relative bind source (it would depend on the current directory);
  *   - quotes and repeated keys in the string form: Docker parses the string
  *     as CSV and lets the last repeated key win, so another reader could see
@@ -41,7 +42,27 @@ const READONLY_KEYS = new Set(["readonly", "ro"]);
 const WIDENING_KEYS = new Set(["volume-opt", "volume-driver", "bind-propagation"]);
 const CONSISTENCY = new Set(["consistent", "cached", "delegated", "default"]);
 const VOLUME_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]+$/;
-const FORBIDDEN_SOURCES = new Set(["/", "/run", "/var/run", "/proc", "/sys", "/dev"]);
+/**
+ * Bind sources refused by prefix: the path itself and anything under it.
+ * An exact-path list let `/proc/1/root` (the host's root through PID 1),
+ * `/run/user/1000`, `/var/run/docker` and `/dev/sda` through while `/run`
+ * itself was refused. The engines' state directories hold their sockets and
+ * every container's filesystem.
+ */
+export const FORBIDDEN_SOURCE_PREFIXES: readonly string[] = [
+  "/proc",
+  "/sys",
+  "/dev",
+  "/run",
+  "/var/run",
+  "/var/lib/docker",
+  "/var/lib/containerd",
+  "/var/lib/containers",
+];
+
+function forbiddenSource(source: string): boolean {
+  return source === "/" || FORBIDDEN_SOURCE_PREFIXES.some((p) => source === p || source.startsWith(`${p}/`));
+}
 
 /** Absolute POSIX path without `.`/`..` segments or a trailing slash. */
 export function normalizeMountPath(p: string): string {
@@ -140,7 +161,11 @@ export function normalizeMount(unsafe: JsonModel, path: string): MountResult {
       problems.push({ path, why: "a bind source must be an absolute path" });
     } else {
       source = normalizeMountPath(source);
-      if (FORBIDDEN_SOURCES.has(source)) problems.push({ path, why: "bind source exposes the host root or its kernel/engine interfaces" });
+      if (forbiddenSource(source))
+        problems.push({
+          path,
+          why: "bind source is the host root or lies under /proc, /sys, /dev, /run, /var/run or a container engine's directory (host kernel and engine interfaces)",
+        });
       else if (source.endsWith(".sock"))
         problems.push({ path, why: "bind source is a socket (such as the Docker socket), which hands over control of the host" });
     }

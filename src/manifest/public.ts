@@ -3,13 +3,21 @@
 // address, pinning label, signature, field diff and resume check.
 export { ingestDevcontainer, loadManifestOrDevcontainer, readManifestFile } from "./index.ts";
 export type { IngestResult, Loaded } from "./index.ts";
-export { manifestAddress, manifestPinning, manifestText, parseManifest } from "./index.ts";
-export type { EnvCore, EnvManifest, Pinning } from "./index.ts";
+export { manifestAddress, manifestExtensionAddress, manifestPinning, manifestText, parseManifest } from "./index.ts";
+export type { EnvCore, EnvExtension, EnvManifest, Pinning, StandardMount } from "./index.ts";
 export { signManifest, verifyManifestSignature } from "./index.ts";
 export type { ManifestSignature } from "./index.ts";
-export { diffManifestCores } from "./index.ts";
+export { diffManifestCores, diffManifests } from "./index.ts";
 export type { CoreDifference } from "./index.ts";
 export { checkResume, parseSnapshotRef, snapshotRefOf } from "./index.ts";
-export type { SnapshotRef } from "./index.ts";
-export { DEFAULT_MANIFEST_LIMITS, MANIFEST_ADDRESS, MANIFEST_ADDRESS_SCOPE, MANIFEST_FIELD_SCOPE } from "./index.ts";
+export type { ResumeOptions, ResumeResult, SnapshotRef } from "./index.ts";
+export {
+  DEFAULT_MANIFEST_LIMITS,
+  MANIFEST_ADDRESS,
+  MANIFEST_ADDRESS_SCOPE,
+  MANIFEST_EXTENSION_ADDRESS,
+  MANIFEST_EXTENSION_SCOPE,
+  MANIFEST_FIELD_SCOPE,
+  MANIFEST_SIGNED,
+} from "./index.ts";
 export type { ManifestLimits } from "./index.ts";

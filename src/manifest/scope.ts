@@ -5,7 +5,12 @@
  * one artifact the upstream schema lists by mistake) is placed in exactly one
  * class, with the reason it is there.
  *
- *   identity  — normalized into the manifest core; the address covers it.
+ *   identity  — the standard's five fields (`sandbox.env-manifest/1`):
+ *               normalized into the manifest core; the address covers it.
+ *   extension — execution-relevant fields the standard does not name:
+ *               normalized into cairn's extension object
+ *               (`cairn.env-extension/1`), which has its own address and
+ *               never changes the standard's.
  *   excluded  — accepted and type-checked, but not part of the core: changing
  *               it does not change the address.
  *   refused   — an error, never skipped; the file is not ingested.
@@ -21,7 +26,7 @@
  */
 import { declareIdentity, defineScope, type IdentityScope } from "../core/index.ts";
 
-export type ScopeClass = "identity" | "excluded" | "refused";
+export type ScopeClass = "identity" | "extension" | "excluded" | "refused";
 
 /** The JSON kinds an excluded field may hold (checked, then dropped). */
 export type JsonKind = "string" | "boolean" | "integer" | "object" | "array";
@@ -44,25 +49,33 @@ const COMPOSE = "Docker Compose environments span several containers and a host-
 const SANDBOX = "widens the sandbox beyond what a declared environment may ask for";
 
 export const FIELD_SCOPE = {
-  // ── identity: the manifest core ──────────────────────────────────────────
+  // ── identity: the standard's core (sandbox.env-manifest/1) ─────────────
   image: { class: "identity", reason: "the base of the environment; pinned only when addressed by @sha256" },
-  features: { class: "identity", reason: "software added on top of the image; ids lowercased, options JCS-canonical, sorted by id" },
-  overrideFeatureInstallOrder: {
+  features: {
     class: "identity",
-    reason: "install order changes the resulting filesystem when features touch the same files; order is kept",
+    reason: "software added on top of the image; (id, JCS-canonical options) sorted by id; OCI ids lowercased as the devcontainers CLI does, others as written",
   },
   containerEnv: { class: "identity", reason: "environment every process in the container sees; sorted by name" },
-  remoteEnv: { class: "identity", reason: "environment of the processes a tool starts in the container (null unsets); sorted by name" },
-  mounts: { class: "identity", reason: "what is mounted where and how (source, target, kind, read-only), sorted by target; not the contents" },
-  workspaceMount: { class: "identity", reason: "the workspace mount is a mount like any other: same normalization, same refusals" },
-  workspaceFolder: { class: "identity", reason: "the working directory of the workload and the value of ${containerWorkspaceFolder}" },
-  containerUser: { class: "identity", reason: "the user every container process runs as, which decides permissions and home directory" },
-  remoteUser: { class: "identity", reason: "the user a tool's processes run as in the container" },
-  userEnvProbe: { class: "identity", reason: "decides which shell startup files shape the environment of remote processes" },
-  init: { class: "identity", reason: "decides what runs as PID 1 (an init that reaps zombies and forwards signals, or not)" },
-  overrideCommand: { class: "identity", reason: "decides whether the image's own command runs as the container's main process" },
-  updateRemoteUserUID: {
+  mounts: {
     class: "identity",
+    reason: "what is mounted where (source, target, kind), sorted by target; not the contents (the read-only flag is in the extension)",
+  },
+  remoteUser: { class: "identity", reason: "the user a tool's processes run as in the container (null when absent)" },
+
+  // ── extension: cairn.env-extension/1, its own address ────────────────────
+  overrideFeatureInstallOrder: {
+    class: "extension",
+    reason: "install order changes the resulting filesystem when features touch the same files; order is kept",
+  },
+  remoteEnv: { class: "extension", reason: "environment of the processes a tool starts in the container (null unsets); sorted by name" },
+  workspaceMount: { class: "extension", reason: "the workspace mount is a mount like any other: same normalization, same refusals" },
+  workspaceFolder: { class: "extension", reason: "the working directory of the workload and the value of ${containerWorkspaceFolder}" },
+  containerUser: { class: "extension", reason: "the user every container process runs as, which decides permissions and home directory" },
+  userEnvProbe: { class: "extension", reason: "decides which shell startup files shape the environment of remote processes" },
+  init: { class: "extension", reason: "decides what runs as PID 1 (an init that reaps zombies and forwards signals, or not)" },
+  overrideCommand: { class: "extension", reason: "decides whether the image's own command runs as the container's main process" },
+  updateRemoteUserUID: {
+    class: "extension",
     reason: "decides whether the remote user's UID/GID are rewritten to the host user's (the host's values are not covered)",
   },
 
@@ -131,11 +144,24 @@ export const FIELD_SCOPE = {
 
 export type ScopedField = keyof typeof FIELD_SCOPE;
 export type IdentityField = { [K in ScopedField]: (typeof FIELD_SCOPE)[K]["class"] extends "identity" ? K : never }[ScopedField];
+export type ExtensionField = { [K in ScopedField]: (typeof FIELD_SCOPE)[K]["class"] extends "extension" ? K : never }[ScopedField];
+/** Every field that is normalized (into the standard's core or cairn's extension). */
+export type NormalizedField = IdentityField | ExtensionField;
 
-/** The schema tag hashed as part of every manifest core. */
-export const MANIFEST_SCHEMA = "cairn.env-manifest/1";
+/**
+ * The standard's schema tag, hashed as part of every manifest core. It is the
+ * standard's name, not cairn's: every conforming implementation hashes the
+ * same tag, so the same file has one address everywhere.
+ */
+export const MANIFEST_SCHEMA = "sandbox.env-manifest/1";
 
-/** The address: BLAKE3 of the core's JCS bytes; the core carries `schema` itself (kept that way so no address changes). */
+/** cairn's extension object: the execution-relevant fields the standard does not name. */
+export const EXTENSION_SCHEMA = "cairn.env-extension/1";
+
+/** The manifest document (cairn's file format holding core, extension, addresses, labels, signature). */
+export const MANIFEST_DOCUMENT_SCHEMA = "cairn.env-manifest/2";
+
+/** The standard's address: BLAKE3 of the core's JCS bytes; the core carries `schema` itself, as the standard fixes it. */
 export const MANIFEST_ADDRESS = declareIdentity({
   name: "environment manifest address",
   tag: MANIFEST_SCHEMA,
@@ -145,11 +171,32 @@ export const MANIFEST_ADDRESS = declareIdentity({
   definedIn: "src/manifest/scope.ts",
 });
 
+/** The extension's address, framed exactly like the standard's (the object carries its own `schema`). */
+export const EXTENSION_ADDRESS = declareIdentity({
+  name: "environment manifest extension address",
+  tag: EXTENSION_SCHEMA,
+  algorithm: "blake3",
+  framing: "jcs-own-schema",
+  role: "identity",
+  definedIn: "src/manifest/scope.ts",
+});
+
+/** What a manifest signature covers: both addresses, so one signature binds the core and the extension. */
+export const MANIFEST_SIGNED = declareIdentity({
+  name: "environment manifest signed statement",
+  tag: "cairn.env-manifest-signed/1",
+  algorithm: "blake3",
+  framing: "tag-nul-jcs",
+  role: "integrity",
+  definedIn: "src/manifest/scope.ts",
+});
+
 function addressScope(): IdentityScope {
   const covers: Record<string, string> = { "/schema": "the manifest core's own version, hashed in front of the content" };
   const excludes: Record<string, string> = {};
   for (const [field, s] of Object.entries(FIELD_SCOPE) as [string, FieldScope][]) {
     if (s.class === "identity") covers[`/${field}`] = s.reason;
+    else if (s.class === "extension") excludes[`/${field}`] = `in cairn's extension object (${EXTENSION_SCHEMA}), addressed separately: ${s.reason}`;
     else if (s.class === "excluded") excludes[`/${field}`] = s.reason;
     else excludes[`/${field}`] = `refused, so never part of a manifest: ${s.reason}`;
   }
@@ -163,19 +210,36 @@ function addressScope(): IdentityScope {
  */
 export const MANIFEST_ADDRESS_SCOPE = defineScope(addressScope());
 
+function extensionScope(): IdentityScope {
+  const covers: Record<string, string> = {
+    "/schema": "the extension's own version, hashed in front of the content",
+    "/read_only_mounts": "the targets of the mounts declared read-only (the standard's mount tuple has no read-only flag), sorted",
+  };
+  // Fields of the extension object only; the standard's fields are in MANIFEST_ADDRESS_SCOPE.
+  const excludes: Record<string, string> = {};
+  for (const [field, s] of Object.entries(FIELD_SCOPE) as [string, FieldScope][]) {
+    if (s.class === "extension") covers[`/${field}`] = s.reason;
+  }
+  return { identity: EXTENSION_SCHEMA, covers, excludes };
+}
+
+/** The extension object's scope: the fields the standard does not name, and the mounts' read-only flag. */
+export const EXTENSION_ADDRESS_SCOPE = defineScope(extensionScope());
+
 /**
  * What the address does not cover, even for identity fields. Frozen for
- * `cairn.env-manifest/1`: readers compare a document's `not_covered` with this
+ * `cairn.env-manifest/2`: readers compare a document's `not_covered` with this
  * list, so changing it means a new schema tag. Stated in the
  * manifest document (`not_covered`) and in docs/manifest.md.
  */
 export const NOT_COVERED: readonly string[] = [
-  "mount contents: only each mount's source, target, kind and read-only flag are covered, never the bytes behind the source",
+  "mount contents: only each mount's source, target and kind (and, in the extension, its read-only flag) are covered, never the bytes behind the source",
   "the workspace: the host folder a tool mounts by default when workspaceMount is absent, and the contents of any workspace mount",
-  "bytes behind unpinned references: an image or feature addressed by tag or URL may resolve to different bytes later",
+  "bytes behind unpinned references: an image or feature addressed by tag, URL, release version or local path may resolve to different bytes later",
   "image-label metadata (devcontainer.metadata) and feature-contributed metadata (env, mounts, entrypoints, capabilities a feature declares)",
   "the host: kernel, container engine, CPU, and the host user's UID/GID when updateRemoteUserUID applies",
-  "excluded fields: name, customizations, networking (forwardPorts, appPort, portsAttributes, otherPortsAttributes), shutdownAction, hostRequirements, secrets, waitFor, $schema and the legacy extensions, settings, devPort, codespaces",
+  "execution-relevant fields the standard does not name: they are in the extension object, under its own address, never in the standard's",
+  "excluded fields (host substitutions in them are accepted, since they never reach the address): name, customizations, networking (forwardPorts, appPort, portsAttributes, otherPortsAttributes), shutdownAction, hostRequirements, secrets, waitFor, $schema and the legacy extensions, settings, devPort, codespaces",
   "mount consistency hints (consistency=cached|delegated|consistent), which have no effect on Linux",
 ];
 

@@ -4,8 +4,9 @@
  * taken from the host: its environment, the local folder path, an id derived
  * from host labels. A declaration holding one of these is not one
  * environment but one per host, so it is refused wherever it appears in an
- * accepted field — excluded fields included, because the tool that opens the
- * same file would still pull host data through them.
+ * field that reaches an address. Excluded (cosmetic) fields are not read
+ * through here: the standard excludes them from identity, so a host value in
+ * a display name cannot change what an address claims.
  *
  * Decisions (docs/manifest.md repeats them):
  *   - `${localEnv:…}`, `${env:…}` (the CLI's alias), `${localWorkspaceFolder}`,
@@ -16,6 +17,8 @@
  *   - `${containerWorkspaceFolder}`, `${containerWorkspaceFolderBasename}`:
  *     expanded from a declared `workspaceFolder`; refused when none is
  *     declared, because the default derives from the host folder's name.
+ *   - `${templateOption:…}`: refused; the file is an un-applied devcontainer
+ *     template (the `devcontainer templates apply` command fills it in).
  *   - any other `${…}` is left alone, as the CLI leaves it (e.g. `${PATH}`
  *     reaches the container literally).
  * Names are matched case-insensitively so that a tool with looser matching
@@ -25,7 +28,7 @@ import { posix } from "node:path";
 
 const VARIABLE = /\$\{(.*?)\}/g;
 
-export type VariableClass = "host" | "container-env" | "workspace" | "literal";
+export type VariableClass = "host" | "container-env" | "workspace" | "template" | "literal";
 
 const CLASSES: ReadonlyMap<string, VariableClass> = new Map([
   ["localenv", "host"],
@@ -36,6 +39,7 @@ const CLASSES: ReadonlyMap<string, VariableClass> = new Map([
   ["containerenv", "container-env"],
   ["containerworkspacefolder", "workspace"],
   ["containerworkspacefolderbasename", "workspace"],
+  ["templateoption", "template"],
 ]);
 
 export function classifyVariable(inner: string): { name: string; cls: VariableClass } {
@@ -75,6 +79,12 @@ export function substitute(unsafeValue: string, ctx: SubstitutionContext): Subst
           return match;
         }
         return name.toLowerCase() === "containerworkspacefolder" ? ctx.workspaceFolder : posix.basename(ctx.workspaceFolder);
+      case "template":
+        refused = {
+          variable: name,
+          why: "is an un-applied template option: this file is a devcontainer template, not an environment; apply it first (`devcontainer templates apply`)",
+        };
+        return match;
       case "literal":
         return match;
     }

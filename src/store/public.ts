@@ -1,5 +1,6 @@
 // The store namespace of the public API (`import { store } from "cairn"` or
 // `from "cairn/store"`): the content-addressed store and its default
-// location. Staging, packs and publication stay internal.
-export { defaultStoreDir, inspectPack, Store } from "./index.ts";
-export type { PackIndex, StoreArea, StoreOptions } from "./index.ts";
+// location, and what uses its space. Staging, packs, publication and the
+// gc sweep stay internal (gc is `vm.collectStoreGarbage`, which knows the roots).
+export { defaultStoreDir, inspectPack, Store, storeUsage } from "./index.ts";
+export type { PackIndex, StoreArea, StoreOptions, StoreUsage, Tally } from "./index.ts";

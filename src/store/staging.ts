@@ -22,11 +22,11 @@ const STAGING_NAME = /^([0-9a-f]{8})-([1-9][0-9]{0,9})-[0-9a-f]{16}$/;
 export const FOREIGN_STAGING_MAX_AGE_MS = 24 * 60 * 60 * 1000;
 
 /** A short tag for this host (or container): pids are only comparable under the same tag. */
-function hostTag(): string {
+export function hostTag(): string {
   return createHash("sha256").update(hostname()).digest("hex").slice(0, 8);
 }
 
-function processAlive(pid: number): boolean {
+export function processAlive(pid: number): boolean {
   if (pid === process.pid) return true;
   try {
     process.kill(pid, 0);
@@ -36,7 +36,7 @@ function processAlive(pid: number): boolean {
   }
 }
 
-function abandoned(stagingRoot: string, name: string, now: number): boolean {
+export function abandoned(stagingRoot: string, name: string, now: number): boolean {
   const m = STAGING_NAME.exec(name);
   if (m === null) return true; // not a writer's directory: nothing of ours, a leftover
   if (m[1] === hostTag()) return !processAlive(Number(m[2]));

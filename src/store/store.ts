@@ -5,7 +5,10 @@
  *     objects/sha256/<hex>        0600  raw objects and tree file contents, named by the sha256 of their bytes
  *     derived/sha256/<hex>        0600  derived entries (canonical trees), named by the sha256 of their bytes
  *     packs/sha256/<hex>          0600  tree file contents, one pack per derived tree (see pack.ts for its name)
- *     staging/<pid>-<random>/     0700  one writer's private staging
+ *     derived-packs/sha256/<hex>  0600  which pack holds the file contents of derived entry <hex> (a record, for gc)
+ *     roots/<hex>                 0600  a lock this store's writers wrote or verified (its absolute path; <hex> is its sha256)
+ *     staging/<host>-<pid>-<random>/  0700  one writer's private staging, held from open to close
+ *     gc.lock                     0600  held while `cairn store gc` sweeps (gc-lock.ts)
  *
  * Every file is published by rename(2) of a complete file from the writer's
  * staging directory (publish.ts), so a reader sees a whole file or none, and a SIGKILL at
@@ -17,14 +20,23 @@
  * Reads are bounded, refuse symlinks and non-regular files, and verify the
  * digest of the bytes against the name before returning them: the store is
  * hostile input too.
+ *
+ * A store opened for writing holds its staging directory until `close()`:
+ * that is how `cairn store gc` knows a writer is open and waits for it
+ * (gc-lock.ts); the roots and pack records are what gc keeps (gc.ts).
  */
 import { lstatSync, rmSync, type Stats } from "node:fs";
+import { isAbsolute } from "node:path";
 import { join } from "node:path";
-import { CairnError, digestComponents, mkdirPrivate, readFileBounded, sha256, type Sha256Digest } from "../core/index.ts";
+import { CairnError, digestComponents, mkdirPrivate, parseSha256, readFileBounded, sha256, type Sha256Digest } from "../core/index.ts";
+import { gcHeld, sleepSync } from "./gc-lock.ts";
 import { publishBytes, publishStaged } from "./publish.ts";
 import { cleanStaging, createStaging, type Staging } from "./staging.ts";
 
-export type StoreArea = "objects" | "derived" | "packs";
+export type StoreArea = "objects" | "derived" | "packs" | "derived-packs";
+
+/** How long a writer waits for a running gc to finish before STORE_BUSY. */
+const GC_WAIT_MS = 10 * 60 * 1000;
 
 export interface StoreOptions {
   /** Create the store if missing and clean dead writers' staging (default true). */
@@ -50,11 +62,15 @@ export class Store {
         join(root, "derived", "sha256"),
         join(root, "packs"),
         join(root, "packs", "sha256"),
+        join(root, "derived-packs"),
+        join(root, "derived-packs", "sha256"),
+        join(root, "roots"),
         join(root, "staging"),
       ]) {
         mkdirPrivate(d);
       }
       cleanStaging(join(root, "staging"));
+      this.#open();
     }
     let st: Stats;
     try {
@@ -72,10 +88,71 @@ export class Store {
     return join(this.root, area, alg, hex);
   }
 
-  /** This writer's private staging directory (created on first use). */
+  /**
+   * Opens this writer's staging: announce (create the directory), then look
+   * for a gc; while a live gc holds the store, step back and wait for it.
+   */
+  #open(): Staging {
+    const deadline = Date.now() + GC_WAIT_MS;
+    for (;;) {
+      const staging = createStaging(join(this.root, "staging"));
+      if (!gcHeld(this.root)) {
+        this.#staging = staging;
+        return staging;
+      }
+      staging.dispose();
+      if (Date.now() >= deadline) {
+        throw new CairnError("STORE_BUSY", `a gc held the store at ${this.root} for ${GC_WAIT_MS} ms`, {
+          path: this.root,
+          hint: "try again when the gc has finished",
+        });
+      }
+      sleepSync(50);
+    }
+  }
+
+  /** This writer's private staging directory (held from open to `close`, reopened on use after it). */
   get stagingDir(): string {
-    this.#staging ??= createStaging(join(this.root, "staging"));
-    return this.#staging.dir;
+    return (this.#staging ?? this.#open()).dir;
+  }
+
+  /**
+   * Records `lockPath` (absolute) as a gc root: a lock this store's writer
+   * wrote or verified. gc keeps its closure while the file exists.
+   */
+  registerRoot(lockPath: string): void {
+    if (!isAbsolute(lockPath)) throw new CairnError("USAGE", `a store root must be an absolute path: ${lockPath}`, { path: lockPath });
+    const text = Buffer.from(`${lockPath}\n`, "utf8");
+    const target = join(this.root, "roots", sha256(text).slice("sha256:".length));
+    if (this.#holds(target, text)) return;
+    publishBytes(target, text, { tmp: join(this.stagingDir, `root-${this.#seq++}`), mode: 0o600 });
+  }
+
+  /** Records that the file contents of derived entry `derived` are in pack `pack` (for gc). */
+  recordPack(derived: Sha256Digest, pack: Sha256Digest): void {
+    const text = Buffer.from(`${pack}\n`, "latin1");
+    const target = this.pathOf("derived-packs", derived);
+    if (this.#holds(target, text)) return;
+    publishBytes(target, text, { tmp: join(this.stagingDir, `record-${this.#seq++}`), mode: 0o600 });
+  }
+
+  /** The pack recorded for derived entry `derived`, when a record is there and well formed. */
+  packOf(derived: Sha256Digest): Sha256Digest | undefined {
+    try {
+      const text = readFileBounded(this.pathOf("derived-packs", derived), 80, "packRecordBytes").toString("latin1");
+      return text.endsWith("\n") ? parseSha256(text.slice(0, -1)) : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** True when `target` is a regular file holding exactly `data`. */
+  #holds(target: string, data: Buffer): boolean {
+    try {
+      return readFileBounded(target, data.length, "storeRecordBytes").equals(data);
+    } catch {
+      return false;
+    }
   }
 
   /** Removes this writer's staging directory. Call when done writing. */

@@ -5,13 +5,16 @@
  * events (lifecycle, offsets, byte counts, stream digests, typed stage and
  * reason labels), assertion results (counts, indices, digests) and the
  * typed error. Never: source objects, the lock, environment values, output
- * bytes, the console log or the replay log. `includePrivateStreams` is the
+ * bytes, the console log or the replay log. The kernel's own failure
+ * reports (kernel-log.ts: a reason and the kernel's line) are shared: they
+ * say why a run is an infrastructure failure and carry no workload bytes. `includePrivateStreams` is the
  * explicit local opt-in that adds the exact streams; the file is then
  * owner-only and named `failure-bundle.private.json`.
  */
 import { join } from "node:path";
 import { type CairnError, writeFileAtomic } from "../core/index.ts";
 import type { AssertionResult } from "./checker.ts";
+import type { KernelFailure } from "./kernel-log.ts";
 import type { NormalizedEvent } from "./protocol.ts";
 
 export const BUNDLE_SCHEMA = "cairn.failure/1";
@@ -26,6 +29,7 @@ export interface BundleInput {
   readonly protocol?: { readonly records: number; readonly frames: number; readonly bytes: number };
   readonly events?: readonly NormalizedEvent[];
   readonly assertions?: readonly AssertionResult[];
+  readonly kernel?: readonly KernelFailure[];
   readonly streams?: ReadonlyMap<number, { readonly stdout: Buffer; readonly stderr: Buffer }>;
 }
 
@@ -47,6 +51,7 @@ export function writeFailureBundle(dir: string, b: BundleInput, includePrivateSt
     events: events.slice(0, EVENTS_MAX),
     events_truncated: events.length > EVENTS_MAX ? events.length - EVENTS_MAX : 0,
     assertions: b.assertions ?? [],
+    kernel: b.kernel ?? [],
   };
   if (includePrivateStreams && b.streams) {
     bundle.private_streams = [...b.streams].map(([inv, s]) => ({

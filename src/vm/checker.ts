@@ -102,7 +102,9 @@ export function checkAssertions(expect: readonly Expectation[], decoded: Decoded
 
 export type RunStatus = "passed" | "assertions-failed" | "launch-failed" | "infrastructure-failure";
 
-export function runStatus(events: readonly NormalizedEvent[], results: readonly AssertionResult[]): RunStatus {
+/** `kernel`: what the guest kernel reported (kernel-log.ts); any entry is an infrastructure failure. */
+export function runStatus(events: readonly NormalizedEvent[], results: readonly AssertionResult[], kernel: readonly unknown[] = []): RunStatus {
+  if (kernel.length > 0) return "infrastructure-failure";
   if (events.some((e) => e.event === "infra-failure" || (e.event === "final" && e.status !== "ok"))) return "infrastructure-failure";
   if (results.some((r) => !r.ok)) return "assertions-failed";
   // A launch failure fails the run unless the spec expected exactly it for that invocation.

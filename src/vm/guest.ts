@@ -13,10 +13,12 @@ import type { CanonicalTree, ContentSource } from "../tree/index.ts";
 import { checkAssertions, outcomeDigest, runStatus, type AssertionResult, type RunStatus } from "./checker.ts";
 import { buildGuestImage, type GuestImage } from "./initramfs.ts";
 import { encodeInputs, type GuestLaunch } from "./inputs.ts";
+import { CONSOLE_LOG_FILE, consoleFailures, type KernelFailure } from "./kernel-log.ts";
 import { readKitObject, type Kit } from "./kit.ts";
 import { decodeProtocol, DEFAULT_PROTOCOL_LIMITS, type DecodedProtocol, type NormalizedEvent } from "./protocol.ts";
 import { runQemu, type QemuResult, type RrMode } from "./qemu.ts";
-import type { Scenario } from "./scenario.ts";
+import { DEFAULT_RUN_LIMITS, type Scenario } from "./scenario.ts";
+import { encodeTreeManifest, type TreeManifest } from "./tree-manifest.ts";
 import { defaultVmIdentity, type VmIdentity } from "./vmid.ts";
 
 export interface GuestInputs {
@@ -30,6 +32,7 @@ export interface PreparedGuest {
   readonly inputs: Buffer;
   readonly inputsDigest: Sha256Digest;
   readonly image: GuestImage;
+  readonly treeManifest: TreeManifest;
   readonly vm: VmIdentity;
   readonly kernelPath: string;
   readonly scenario: Scenario;
@@ -45,17 +48,39 @@ export interface KitChoice {
 }
 
 /**
- * Named limit `vm.image-bytes`: the guest's 256 MiB of RAM hold the kernel,
- * the unpacked image (rootfs) and a fresh tmpfs copy of the template per
- * start, so an image above this would fail inside the guest; it is refused
- * before launch instead. (A 64 MiB payload, 66 MiB image, runs.)
+ * Named limit `vm.image-bytes` (default 100 MiB, `run.limits.image-bytes` in
+ * the spec raises it): the workload's file bytes, then the whole guest
+ * image, checked before launch. The guest's RAM holds the kernel, the image
+ * while it is unpacked, the unpacked template and a fresh copy of it per
+ * start, so guest RAM follows the image (`defaultMemoryMib`).
  */
-export const IMAGE_BYTES_MAX = 100 * 1024 * 1024;
+export const IMAGE_BYTES_MAX = DEFAULT_RUN_LIMITS.imageBytes;
+
+const MIB = 1024 * 1024;
+/** The guest RAM every image up to this size gets (the VM identity of small runs did not move). */
+export const BASE_MEMORY_MIB = 256;
+const BASE_MEMORY_IMAGE_MIB = 64;
+
+/**
+ * Guest RAM when the spec names none (`run.memory-mib`): 256 MiB up to a
+ * 64 MiB image; above it 128 MiB for the kernel and agent plus three times
+ * the image (the image while unpacking, the template, one fresh copy per
+ * start), rounded up to 64 MiB. Measured: at 256 MiB the kernel's unpacker
+ * fails from about 70 MiB of tree on; docs/runs.md has the figures.
+ */
+export function defaultMemoryMib(imageBytes: number): number {
+  const image = Math.ceil(imageBytes / MIB);
+  if (image <= BASE_MEMORY_IMAGE_MIB) return BASE_MEMORY_MIB;
+  return Math.ceil((128 + 3 * image) / 64) * 64;
+}
+
+const IMAGE_HINT = "raise run.limits.image-bytes in the workload spec (guest RAM follows the image, or set run.memory-mib)";
 
 export async function prepareGuest(g: GuestInputs, choice: KitChoice): Promise<PreparedGuest> {
   let treeBytes = 0;
   for (const e of g.tree.values()) if (e.type === "file") treeBytes += e.size;
-  checkLimit("vm.image-bytes", treeBytes, IMAGE_BYTES_MAX, "/tree", "bytes");
+  const imageMax = g.scenario.limits.imageBytes;
+  checkLimit("vm.image-bytes", treeBytes, imageMax, "/tree", "bytes", IMAGE_HINT);
   const kernel = readKitObject(choice.kit.dir, "kernels", choice.kernel ?? choice.kit.kernel.digest, "/vm/kernel");
   const moduleRefs = choice.modules ?? choice.kit.kernel.modules;
   const modules = moduleRefs.map((m, i) => ({
@@ -65,10 +90,19 @@ export async function prepareGuest(g: GuestInputs, choice: KitChoice): Promise<P
   }));
   const agent = readKitObject(choice.kit.dir, "agents", choice.agent ?? choice.kit.agent.digest, "/vm/agent");
   const inputs = encodeInputs(g.launch, g.scenario);
-  const image = await buildGuestImage({ agent: agent.bytes, inputs, modules, tree: g.tree, content: g.content });
-  checkLimit("vm.image-bytes", image.size, IMAGE_BYTES_MAX, "/guest_image", "bytes");
-  const vm = defaultVmIdentity({ qemu: choice.qemu, kernel: sha256(kernel.bytes), modules, agent: sha256(agent.bytes), initramfs: image.digest });
-  return { inputs, inputsDigest: sha256(inputs), image, vm, kernelPath: kernel.path, scenario: g.scenario };
+  const treeManifest = encodeTreeManifest(g.tree, g.scenario.verifyTree ?? "metadata");
+  const image = await buildGuestImage({ agent: agent.bytes, inputs, treeManifest: treeManifest.bytes, modules, tree: g.tree, content: g.content });
+  checkLimit("vm.image-bytes", image.size, imageMax, "/guest_image", "bytes", IMAGE_HINT);
+  const vm = defaultVmIdentity({
+    qemu: choice.qemu,
+    kernel: sha256(kernel.bytes),
+    modules,
+    agent: sha256(agent.bytes),
+    initramfs: image.digest,
+    treeManifest: treeManifest.digest,
+    memoryMib: g.scenario.memoryMib ?? defaultMemoryMib(image.size),
+  });
+  return { inputs, inputsDigest: sha256(inputs), image, treeManifest, vm, kernelPath: kernel.path, scenario: g.scenario };
 }
 
 export interface BootFiles {
@@ -83,6 +117,8 @@ export interface BootResult {
   readonly decoded: DecodedProtocol;
   readonly consoleLog: string;
   readonly protocolLog: string;
+  /** What the guest kernel reported on its console that ends the run (kernel-log.ts). */
+  readonly kernel: readonly KernelFailure[];
 }
 
 /** QEMU exit statuses the agent produces through isa-debug-exit: (value << 1) | 1. */
@@ -91,7 +127,7 @@ const AGENT_INFRA = 3;
 
 export async function bootGuest(p: PreparedGuest, mode: RrMode, files: BootFiles, timeoutMs: number): Promise<BootResult> {
   const initrdPath = join(files.dir, "initramfs.img");
-  const consoleLog = join(files.dir, "console.log");
+  const consoleLog = join(files.dir, CONSOLE_LOG_FILE);
   const protocolLog = join(files.dir, "protocol.bin");
   writeFileAtomic(initrdPath, p.image.bytes, { mode: 0o600 });
   writeFileAtomic(consoleLog, "", { mode: 0o600 });
@@ -106,10 +142,12 @@ export async function bootGuest(p: PreparedGuest, mode: RrMode, files: BootFiles
           : "raise --timeout, or lower run.limits.time-ms",
     });
   }
+  const kernel = consoleFailures(consoleLog);
   if (qemu.exitCode !== AGENT_OK && qemu.exitCode !== AGENT_INFRA) {
+    const said = kernel.length > 0 ? `; the kernel reported ${kernel[0]!.reason}: ${kernel[0]!.line}` : "";
     throw new CairnError(
       "RUN_INFRASTRUCTURE",
-      `QEMU (${mode}) exited with ${qemu.exitCode ?? qemu.signal} without the agent's status (guest crash or kernel panic)`,
+      `QEMU (${mode}) exited with ${qemu.exitCode ?? qemu.signal} without the agent's status (guest crash or kernel panic)${said}`,
       {
         path: consoleLog,
         hint: `the guest console log is in ${consoleLog} (private)${qemu.stderr ? `; QEMU said: ${qemu.stderr.trim().slice(0, 300)}` : ""}`,
@@ -122,7 +160,7 @@ export async function bootGuest(p: PreparedGuest, mode: RrMode, files: BootFiles
   if (statusOk !== (qemu.exitCode === AGENT_OK)) {
     throw new CairnError("RUN_INFRASTRUCTURE", "the QEMU exit status and the agent's final record disagree", { path: protocolLog });
   }
-  return { qemu, protocolBytes, decoded, consoleLog, protocolLog };
+  return { qemu, protocolBytes, decoded, consoleLog, protocolLog, kernel };
 }
 
 export interface Evaluation {
@@ -130,14 +168,17 @@ export interface Evaluation {
   readonly assertions: readonly AssertionResult[];
   readonly outcome: Sha256Digest;
   readonly status: RunStatus;
+  /** Kernel-reported failures: any one makes the run an infrastructure failure, whatever the events say. */
+  readonly kernel: readonly KernelFailure[];
 }
 
-export function evaluate(decoded: DecodedProtocol, scenario: Scenario): Evaluation {
+export function evaluate(decoded: DecodedProtocol, scenario: Scenario, kernel: readonly KernelFailure[]): Evaluation {
   const assertions = checkAssertions(scenario.expect, decoded);
   return {
     events: decoded.events,
     assertions,
     outcome: outcomeDigest(decoded.events, assertions),
-    status: runStatus(decoded.events, assertions),
+    status: runStatus(decoded.events, assertions, kernel),
+    kernel,
   };
 }

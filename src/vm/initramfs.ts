@@ -5,6 +5,7 @@
  *   /dev, /dev/console    mount point for devtmpfs; the kernel's console
  *   /cairn                0700, the agent's own files, outside the workload root
  *   /cairn/inputs         the recorded inputs (launch + scenario), 0400
+ *   /cairn/tree           the tree manifest (tree-manifest.ts) the agent checks the template against, 0400
  *   /cairn/modules/NN-name.ko   kernel modules the agent loads in name order, 0400
  *   /cairn/template/...   the immutable workload template: the canonical tree,
  *                         with the metadata of its "/" on /cairn/template itself
@@ -25,6 +26,8 @@ export const OVERLAY_DIRS = ["/tmp", "/dev"] as const;
 export interface GuestImageParts {
   readonly agent: Uint8Array;
   readonly inputs: Uint8Array;
+  /** The tree manifest of `tree` (encodeTreeManifest), derived from the canonical tree, never from image bytes. */
+  readonly treeManifest: Uint8Array;
   /** Kernel modules in load order. */
   readonly modules: ReadonlyArray<{ readonly name: string; readonly bytes: Uint8Array }>;
   readonly tree: CanonicalTree;
@@ -105,6 +108,7 @@ export async function buildGuestImage(parts: GuestImageParts): Promise<GuestImag
   const sys = { uid: 0, gid: 0, mtime: 0 };
   w.add({ name: "cairn", mode: S_IFDIR | 0o700, ...sys });
   w.add({ name: "cairn/inputs", mode: S_IFREG | 0o400, ...sys, data: parts.inputs });
+  w.add({ name: "cairn/tree", mode: S_IFREG | 0o400, ...sys, data: parts.treeManifest });
   w.add({ name: "cairn/modules", mode: S_IFDIR | 0o700, ...sys });
   parts.modules.forEach((m, i) => {
     w.add({ name: `cairn/modules/${String(i).padStart(2, "0")}-${safeComponent(m.name)}.ko`, mode: S_IFREG | 0o400, ...sys, data: m.bytes });
@@ -130,5 +134,5 @@ export async function buildGuestImage(parts: GuestImageParts): Promise<GuestImag
     }
   }
   w.finish();
-  return { bytes: Buffer.concat(chunks), digest: hasher.digest(), size: w.size, entries: entries.length + 7 + parts.modules.length };
+  return { bytes: Buffer.concat(chunks), digest: hasher.digest(), size: w.size, entries: entries.length + 8 + parts.modules.length };
 }

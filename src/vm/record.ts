@@ -14,6 +14,7 @@ import { assembleWorkload, WORKLOAD_LOCK_SCHEMA, openVerifiedWorkload, type Veri
 const LOCK_SNIFF_BYTES = 4 * 1024 * 1024;
 import { writeFailureBundle } from "./bundle.ts";
 import { bootGuest, evaluate, prepareGuest, type BootResult, type Evaluation, type PreparedGuest } from "./guest.ts";
+import { CONSOLE_LOG_FILE, consoleFailures } from "./kernel-log.ts";
 import { qemuVersion, type Kit } from "./kit.ts";
 import { RUN_MANIFEST_SCHEMA, type RunManifest } from "./run-manifest.ts";
 import { dropImage, RUN_FILES, shellQuote, writeEvaluation, writeJsonPublic, writeStreams } from "./rundir.ts";
@@ -127,12 +128,15 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
   try {
     boot = await bootGuest(prepared, "record", { dir: runDir, rrfile }, opts.timeoutMs ?? DEFAULT_TIMEOUT_MS);
   } catch (e) {
-    if (isCairnError(e)) writeFailureBundle(runDir, { runId, phase: "record", status: "infrastructure-failure", error: e, identities }, false);
+    if (isCairnError(e)) {
+      const kernel = consoleFailures(join(runDir, CONSOLE_LOG_FILE));
+      writeFailureBundle(runDir, { runId, phase: "record", status: "infrastructure-failure", error: e, identities, kernel }, false);
+    }
     throw e;
   } finally {
     dropImage(runDir);
   }
-  const evaluation = evaluate(boot.decoded, scenario);
+  const evaluation = evaluate(boot.decoded, scenario, boot.kernel);
   const logBytes = readFileSync(rrfile);
   const manifest = buildManifest(runId, w, prepared, evaluation, logBytes, now, opts.cairnVersion);
   writeEvaluation(runDir, evaluation);
@@ -152,6 +156,7 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
         protocol: { records, frames, bytes },
         events: evaluation.events,
         assertions: evaluation.assertions,
+        kernel: evaluation.kernel,
         streams: boot.decoded.streams,
       },
       opts.includePrivateStreams === true,

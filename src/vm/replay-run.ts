@@ -21,6 +21,7 @@ import { CairnError, canonicalize, isCairnError, parseJsonBytes, readFileBounded
 import { openVerifiedWorkload } from "../workload/index.ts";
 import { writeFailureBundle } from "./bundle.ts";
 import { bootGuest, evaluate, prepareGuest, type BootResult, type Evaluation } from "./guest.ts";
+import { CONSOLE_LOG_FILE, consoleFailures } from "./kernel-log.ts";
 import { qemuVersion, type Kit } from "./kit.ts";
 import { parseRunManifest, type RunManifest } from "./run-manifest.ts";
 import { DEFAULT_TIMEOUT_MS, guestLaunch, workloadFacts } from "./record.ts";
@@ -126,18 +127,28 @@ export async function replayRun(opts: ReplayOptions): Promise<ReplayResult> {
   try {
     boot = await bootGuest(prepared, "replay", { dir, rrfile: logPath }, opts.timeoutMs ?? DEFAULT_TIMEOUT_MS);
   } catch (e) {
-    if (isCairnError(e)) writeFailureBundle(dir, { runId: manifest.run_id, phase: "replay", status: "infrastructure-failure", error: e, identities }, false);
+    if (isCairnError(e)) {
+      const kernel = consoleFailures(join(dir, CONSOLE_LOG_FILE));
+      writeFailureBundle(dir, { runId: manifest.run_id, phase: "replay", status: "infrastructure-failure", error: e, identities, kernel }, false);
+    }
     throw e;
   } finally {
     dropImage(dir);
   }
-  const evaluation = evaluate(boot.decoded, scenario);
+  const evaluation = evaluate(boot.decoded, scenario, boot.kernel);
   writeEvaluation(dir, evaluation);
   const result = { run_id: manifest.run_id, outcome: evaluation.outcome, status: evaluation.status, matches: false };
   let mismatch: CairnError | undefined;
   const ei = firstEventDifference(recordedEvents, evaluation.events as unknown[]);
   const ai = firstEventDifference(recordedAssertions, evaluation.assertions as unknown[]);
-  if (ei >= 0) mismatch = new CairnError("REPLAY_MISMATCH", `replayed event ${ei} differs from the record`, { path: `/events/${ei}` });
+  const k = evaluation.kernel[0];
+  // a replay that reproduces a kernel-reported failure reproduces a run that did not happen as its identity says: never "matches"
+  if (k !== undefined)
+    mismatch = new CairnError("RUN_INFRASTRUCTURE", `the guest kernel reported ${k.reason} in the replay too: ${k.line}`, {
+      path: "/kernel/0",
+      hint: "the recorded run is an infrastructure failure; see failure-bundle.json",
+    });
+  else if (ei >= 0) mismatch = new CairnError("REPLAY_MISMATCH", `replayed event ${ei} differs from the record`, { path: `/events/${ei}` });
   else if (ai >= 0) mismatch = new CairnError("REPLAY_MISMATCH", `replayed assertion ${ai} differs from the record`, { path: `/assertions/${ai}` });
   else if (evaluation.outcome !== manifest.outcome) mismatch = new CairnError("REPLAY_MISMATCH", "the replayed outcome digest differs", { path: "/outcome" });
   else if (evaluation.status !== manifest.status) mismatch = new CairnError("REPLAY_MISMATCH", "the replayed status differs", { path: "/status" });
@@ -150,12 +161,13 @@ export async function replayRun(opts: ReplayOptions): Promise<ReplayResult> {
       {
         runId: manifest.run_id,
         phase: "replay",
-        status: "replay-mismatch",
+        status: k !== undefined ? "infrastructure-failure" : "replay-mismatch",
         error: mismatch,
         identities,
         protocol: { records, frames, bytes },
         events: evaluation.events,
         assertions: evaluation.assertions,
+        kernel: evaluation.kernel,
         streams: boot.decoded.streams,
       },
       opts.includePrivateStreams === true,

@@ -62,6 +62,8 @@ export interface RunLimits {
   readonly stdinQueueBytes: number;
   /** Largest output frame payload. */
   readonly frameBytes: number;
+  /** `vm.image-bytes`: the workload's file bytes, then the whole guest image (host, before launch). */
+  readonly imageBytes: number;
 }
 
 export const DEFAULT_RUN_LIMITS: RunLimits = {
@@ -69,7 +71,12 @@ export const DEFAULT_RUN_LIMITS: RunLimits = {
   timeMs: 60_000,
   stdinQueueBytes: 1024 * 1024,
   frameBytes: 4096,
+  imageBytes: 100 * 1024 * 1024,
 };
+/** The most `run.limits.image-bytes` may be raised to: the host builds the image in memory. */
+export const MAX_IMAGE_BYTES = 1024 * 1024 * 1024;
+/** `run.memory-mib` bounds: below 128 MiB the kernel and agent alone do not fit; above 16 GiB is not a test VM. */
+export const MEMORY_MIB_RANGE = { min: 128, max: 16384 } as const;
 export const MAX_FRAME_BYTES = 4096;
 const MAX_STEPS = 4096;
 const MAX_PATTERN = 256;
@@ -78,6 +85,14 @@ export interface Scenario {
   readonly steps: readonly Step[];
   readonly expect: readonly Expectation[];
   readonly limits: RunLimits;
+  /**
+   * `run.verify-tree`: what the agent checks of the template before the first
+   * start. Absent (`metadata`): every path, type, mode, owner, size and symlink
+   * target. `content`: also every file's SHA-256, hashed in the guest.
+   */
+  readonly verifyTree?: "content";
+  /** `run.memory-mib`: guest RAM. Absent: sized from the guest image (guest.ts `defaultMemoryMib`). */
+  readonly memoryMib?: number;
 }
 
 /** Used when a spec has no `run` section: start once, close stdin, expect exit code 0. */
@@ -103,7 +118,7 @@ const EXPECT_KEYS = [
   "stderr-sha256",
   "launch-failure",
 ];
-const LIMIT_KEYS = ["output-bytes", "time-ms", "stdin-queue-bytes", "frame-bytes"];
+const LIMIT_KEYS = ["output-bytes", "time-ms", "stdin-queue-bytes", "frame-bytes", "image-bytes"];
 
 function parseTrigger(c: Checker, v: JsonModel | undefined, path: string): Trigger {
   if (v === undefined) return { kind: "none" };
@@ -226,6 +241,7 @@ function parseLimits(c: Checker, v: JsonModel | undefined, path: string): RunLim
     timeMs: get("time-ms", DEFAULT_RUN_LIMITS.timeMs, 24 * 3600 * 1000),
     stdinQueueBytes: get("stdin-queue-bytes", DEFAULT_RUN_LIMITS.stdinQueueBytes, 64 * 1024 * 1024),
     frameBytes: get("frame-bytes", DEFAULT_RUN_LIMITS.frameBytes, MAX_FRAME_BYTES),
+    imageBytes: get("image-bytes", DEFAULT_RUN_LIMITS.imageBytes, MAX_IMAGE_BYTES),
   };
 }
 
@@ -236,7 +252,7 @@ function parseLimits(c: Checker, v: JsonModel | undefined, path: string): RunLim
 export function parseScenario(unsafeRun: JsonModel | undefined, path = "/run"): Scenario {
   if (unsafeRun === undefined) return DEFAULT_SCENARIO;
   const c = new Checker("RUN_INVALID");
-  const o = c.object(unsafeRun, path, ["steps", "expect", "limits"]);
+  const o = c.object(unsafeRun, path, ["steps", "expect", "limits", "verify-tree", "memory-mib"]);
   if (!o) {
     c.done("invalid run section");
     return DEFAULT_SCENARIO;
@@ -245,6 +261,16 @@ export function parseScenario(unsafeRun: JsonModel | undefined, path = "/run"): 
   const invocations = steps.filter((s) => s.action === "start").length;
   const expect = o.expect === undefined ? [] : parseExpect(c, o.expect, childPath(path, "expect"), Math.max(invocations, 1));
   const limits = parseLimits(c, o.limits, childPath(path, "limits"));
+  const verify = o["verify-tree"] === undefined ? "metadata" : c.string(o["verify-tree"], childPath(path, "verify-tree"));
+  if (verify !== undefined && verify !== "metadata" && verify !== "content")
+    c.add(childPath(path, "verify-tree"), 'expected "metadata" (the default) or "content"', "RUN_INVALID");
+  const memory = o["memory-mib"] === undefined ? undefined : c.integer(o["memory-mib"], childPath(path, "memory-mib"), MEMORY_MIB_RANGE);
   c.done("invalid run section", "see docs/runs.md for the run section's format");
-  return { steps, expect, limits };
+  return {
+    steps,
+    expect,
+    limits,
+    ...(verify === "content" ? { verifyTree: "content" as const } : {}),
+    ...(memory !== undefined ? { memoryMib: memory } : {}),
+  };
 }

@@ -50,6 +50,8 @@ export interface VmIdentity {
   readonly cmdline: string;
   readonly agent: Sha256Digest;
   readonly initramfs: Sha256Digest;
+  /** The tree manifest (`cairn.tree-manifest/1`) the agent checks the unpacked template against before the first start. */
+  readonly tree_manifest: Sha256Digest;
   /** Serial ports in order (the 8250 console). */
   readonly serial: readonly string[];
   /** The device carrying the agent protocol. */
@@ -72,7 +74,7 @@ export const VM_IDENTITY_SCOPE = defineScope({
     "/machine": "the machine type (q35)",
     "/accel": "software emulation (tcg); no KVM",
     "/cpu": "the CPU model; max gives RDRAND so getrandom does not stall",
-    "/memory_mib": "guest RAM",
+    "/memory_mib": "guest RAM (run.memory-mib, or sized from the guest image)",
     "/smp": "one vCPU: record/replay is single-threaded",
     "/icount_shift": "instruction counting: virtual time = instructions << shift",
     "/icount_sleep": "sleep=off: idle virtual time is skipped, not waited",
@@ -83,6 +85,7 @@ export const VM_IDENTITY_SCOPE = defineScope({
     "/cmdline": "the kernel command line",
     "/agent": "the guest agent (PID 1) bytes",
     "/initramfs": "the whole guest image: agent, recorded inputs, workload template",
+    "/tree_manifest": "what the agent proves the guest sees (every path, type, mode, owner, size, symlink target), derived from the canonical tree",
     "/serial": "which serial ports exist and what each carries",
     "/protocol_port": "the virtio-serial device and port the protocol travels on",
     "/debug_exit": "the status device the agent reports through",
@@ -112,6 +115,9 @@ export function defaultVmIdentity(parts: {
   modules: ReadonlyArray<{ name: string; digest: Sha256Digest }>;
   agent: Sha256Digest;
   initramfs: Sha256Digest;
+  treeManifest: Sha256Digest;
+  /** Guest RAM: `run.memory-mib`, or sized from the image (guest.ts `defaultMemoryMib`). */
+  memoryMib: number;
 }): VmIdentity {
   return {
     schema: VM_SCHEMA,
@@ -119,7 +125,7 @@ export function defaultVmIdentity(parts: {
     machine: "q35",
     accel: "tcg",
     cpu: "max",
-    memory_mib: 256,
+    memory_mib: parts.memoryMib,
     smp: 1,
     icount_shift: 3,
     icount_sleep: false,
@@ -130,6 +136,7 @@ export function defaultVmIdentity(parts: {
     cmdline: GUEST_CMDLINE,
     agent: parts.agent,
     initramfs: parts.initramfs,
+    tree_manifest: parts.treeManifest,
     serial: ["console"],
     protocol_port: `virtio-serial-pci,ioeventfd=off;virtserialport,name=${PROTOCOL_PORT_NAME}`,
     debug_exit: "isa-debug-exit,iobase=0xf4,iosize=0x04",
@@ -178,6 +185,7 @@ export function parseVmIdentity(unsafe: JsonModel | undefined, path: string): Vm
     cmdline: s("cmdline"),
     agent: d("agent"),
     initramfs: d("initramfs"),
+    tree_manifest: d("tree_manifest"),
     serial: c.stringArray(c.required(o, "serial", path), childPath(path, "serial")) ?? [],
     protocol_port: s("protocol_port"),
     debug_exit: s("debug_exit"),

@@ -3,7 +3,8 @@
  * identities → content store (raw objects, tree contents, derived entry) →
  * private workload lock. Order of publication is what makes a crash safe:
  * raw objects and file contents first, the derived entry (which names them)
- * next, the lock (which names the entry) last. Every step publishes a
+ * next, the lock (which names the entry) last, then the lock's path as a gc
+ * root in the store (store/gc.ts). Every step publishes a
  * complete file atomically, so a SIGKILL at any moment leaves either no lock
  * or a lock whose whole closure is in the store.
  */
@@ -50,9 +51,12 @@ export async function assembleWorkload(opts: AssembleOptions): Promise<AssembleR
   const specPath = resolve(opts.specPath);
   const specBytes = readSourceFile(specPath, SPEC_MAX_BYTES, "specBytes");
   const spec = parseWorkloadSpec(specBytes, specPath);
+  const lockPath = resolve(opts.lockOut ?? defaultLockPath(specPath));
+  // Open for writing until the lock is rooted: `cairn store gc` waits for an open writer (store/gc-lock.ts).
   const store = new Store(opts.storeDir);
   let derived: Derived;
   try {
+    let pack: Sha256Digest | undefined;
     if (spec.source.kind === "binary") {
       // The path is a locator, resolved against the spec's directory and never recorded.
       const exePath = resolve(dirname(specPath), spec.source.path);
@@ -63,25 +67,28 @@ export async function assembleWorkload(opts: AssembleOptions): Promise<AssembleR
       const layoutDir = resolve(dirname(specPath), spec.source.layout);
       // Loaded on demand: the OCI path compiles the image-spec schemas, which a binary workload never needs.
       const { assembleOci } = await import("./oci-workload.ts");
-      derived = await assembleOci(spec, layoutDir, store, opts.progress);
+      const oci = await assembleOci(spec, layoutDir, store, opts.progress);
+      derived = oci.derived;
+      pack = oci.contents.digest;
     }
     store.put("objects", derived.specBytes);
     const published = store.put("derived", derived.derivedBytes);
     if (published !== derived.derivedDigest) throw new CairnError("STORE_CONFLICT", "derived entry digest changed while publishing", { path: published });
+    if (pack !== undefined) store.recordPack(derived.derivedDigest, pack);
+    const lock: WorkloadLock = {
+      kind: derived.kind,
+      identities: derived.identities,
+      policy: derived.policy,
+      raw: derived.raw,
+      derived: { digest: derived.derivedDigest, size: derived.derivedBytes.length },
+      created: (opts.now ?? (() => new Date()))().toISOString(),
+      cairnVersion: opts.cairnVersion,
+    };
+    writeFileAtomic(lockPath, encodeWorkloadLock(lock), { mode: 0o600 });
+    store.registerRoot(lockPath);
   } finally {
     store.close();
   }
-  const lock: WorkloadLock = {
-    kind: derived.kind,
-    identities: derived.identities,
-    policy: derived.policy,
-    raw: derived.raw,
-    derived: { digest: derived.derivedDigest, size: derived.derivedBytes.length },
-    created: (opts.now ?? (() => new Date()))().toISOString(),
-    cairnVersion: opts.cairnVersion,
-  };
-  const lockPath = resolve(opts.lockOut ?? defaultLockPath(specPath));
-  writeFileAtomic(lockPath, encodeWorkloadLock(lock), { mode: 0o600 });
   let files = 0;
   let treeBytes = 0;
   for (const e of derived.tree.values()) {

@@ -115,12 +115,12 @@ async function deriveFromSource(spec: WorkloadSpec, src: OciSource, sink: Conten
 }
 
 /** Assembly: reads the user's layout into the store's staging, derives, and adopts the raw objects. */
-export async function assembleOci(spec: WorkloadSpec, layoutDir: string, store: Store, progress?: (line: string) => void): Promise<Derived> {
+export async function assembleOci(spec: WorkloadSpec, layoutDir: string, store: Store, progress?: (line: string) => void): Promise<DerivedOci> {
   if (spec.source.kind !== "oci") throw new CairnError("WORKLOAD_SPEC_INVALID", "not an OCI spec", { path: "/source" });
   const src = await readOciSource({ layoutDir, manifestDigest: spec.source.manifest, stagingDir: join(store.stagingDir, "oci"), limits: spec.limits });
   const total = src.layers.reduce((n, l) => n + l.size, 0);
   progress?.(`applying ${src.layers.length} layer(s), ${total} bytes compressed`);
-  const { derived } = await deriveAndPack(spec, src, store, false, progress);
+  const packed = await deriveAndPack(spec, src, store, false, progress);
   for (const o of [src.ociLayout, src.index, src.descriptor, src.manifest, src.config]) store.put("objects", o.bytes);
   const adopted = new Set<Sha256Digest>();
   for (const l of src.layers) {
@@ -128,7 +128,7 @@ export async function assembleOci(spec: WorkloadSpec, layoutDir: string, store: 
     adopted.add(l.digest);
     store.adopt("objects", l.path, l.digest, l.size);
   }
-  return derived;
+  return packed;
 }
 
 /**

@@ -21,6 +21,7 @@
  *     binary tree's one file is the stored executable.
  * Only then are the tree, a verifying content source and the launch handed out.
  */
+import { resolve } from "node:path";
 import { CairnError, ioError, type Sha256Digest } from "../core/index.ts";
 import { readPacked, Store, type PackIndex } from "../store/index.ts";
 import { canonicalSpecBytes, deriveBinary, type Derived } from "./derive.ts";
@@ -100,6 +101,19 @@ function readLock(lockPath: string): WorkloadLock {
 /** Fully verifies a workload lock against a store and returns only verified data. */
 export async function openVerifiedWorkload(lockPath: string, storeDir: string): Promise<VerifiedWorkload> {
   const lock = readLock(lockPath);
+  // Open for writing for the whole verify (gc waits for an open writer), and root the lock:
+  // a verified lock (a replay's) keeps its closure through `cairn store gc` while the file exists.
+  new Store(storeDir, { write: false }); // STORE_MISSING when there is no store: verify never creates one
+  const writable = new Store(storeDir);
+  try {
+    writable.registerRoot(resolve(lockPath));
+    return await verifyAgainst(lock, storeDir, writable);
+  } finally {
+    writable.close();
+  }
+}
+
+async function verifyAgainst(lock: WorkloadLock, storeDir: string, writable: Store): Promise<VerifiedWorkload> {
   const store = new Store(storeDir, { write: false });
   // 2. every raw object present with its recorded size, in lock order, before anything is parsed
   lock.raw.forEach((r, i) => {
@@ -127,8 +141,8 @@ export async function openVerifiedWorkload(lockPath: string, storeDir: string): 
   let derived: Derived;
   let pack: PackIndex | undefined;
   const repaired: string[] = [];
-  const writable = new Store(storeDir); // verify may rebuild the content pack; it never writes raw objects
-  try {
+  // `writable`: verify may rebuild the content pack and records which pack it is; it never writes raw objects
+  {
     if (spec.source.kind === "binary") {
       const exeRef = lock.raw.find((r) => r.role === "executable");
       if (exeRef === undefined) mismatch("/raw", "the raw closure (no executable)");
@@ -152,8 +166,7 @@ export async function openVerifiedWorkload(lockPath: string, storeDir: string): 
         });
       }
     }
-  } finally {
-    writable.close();
+    if (pack !== undefined) writable.recordPack(lock.derived.digest, pack.digest);
   }
   const sizes = new Map<Sha256Digest, number>();
   for (const e of derived.tree.values()) if (e.type === "file") sizes.set(e.sha256, e.size);

@@ -18,7 +18,7 @@ import { baseDigest, declaredBase, environmentId, parseLockfile, parseProfileTex
 import { encodeWorkloadLock, launchIdentity, makeLaunch, sourceIdentity, workloadIdentity } from "../../src/workload/index.ts";
 import { fsIdentity, STRICT_POLICY, type CanonicalTree, type FsEntry } from "../../src/tree/index.ts";
 import { encodeDerived } from "../../src/workload/derived-entry.ts";
-import { defaultVmIdentity, outcomeDigest, vmDigest } from "../../src/vm/index.ts";
+import { defaultVmIdentity, encodeTreeManifest, outcomeDigest, vmDigest } from "../../src/vm/index.ts";
 import { agentSourceDigest } from "../../src/vm/kit.ts";
 import { sha256 } from "../../src/core/index.ts";
 
@@ -151,10 +151,14 @@ export async function computeIdentityValues(): Promise<Record<string, string>> {
     containerEnv: { B: "2", A: "1" },
     mounts: ["source=cache,target=/cache,type=volume"],
     remoteUser: "dev",
+    containerUser: "root",
+    remoteEnv: { X: null },
   }).manifest;
   out["manifest address (unpinned)"] = unpinned.address;
+  out["manifest extension address (unpinned)"] = unpinned.extension_address;
   const pinned = ingestDevcontainer({ image: `debian@${d("1")}` }).manifest;
   out["manifest address (pinned)"] = pinned.address;
+  out["manifest extension address (pinned)"] = pinned.extension_address;
   out["snapshot ref address"] = snapshotRefOf(pinned).manifest_address;
 
   const lock = parseLockfile(JSON.parse(JSON.stringify(LOCKFILE)));
@@ -222,8 +226,11 @@ export async function computeIdentityValues(): Promise<Record<string, string>> {
     ],
     agent: d("b"),
     initramfs: d("c"),
+    treeManifest: d("f"),
+    memoryMib: 256,
   });
   out.vm = vmDigest(vm);
+  out["tree manifest"] = encodeTreeManifest(tree()).digest;
   out.outcome = outcomeDigest(
     [
       { invocation: 1, event: "start" },
@@ -245,9 +252,12 @@ export async function computeIdentityValues(): Promise<Record<string, string>> {
 }
 
 const EXPECTED: Record<string, string> = {
-  "manifest address (unpinned)": "blake3:ce7ff3f997949de45b21b3dbc5fb34b046f52d587ff47c831cd991e8394ab650",
-  "manifest address (pinned)": "blake3:4dd57ca4e0eeb8301fbcf69e7b85a31fc09d6ebf18ea5974521db1be69f87f2f",
-  "snapshot ref address": "blake3:4dd57ca4e0eeb8301fbcf69e7b85a31fc09d6ebf18ea5974521db1be69f87f2f",
+  // Moved on purpose (issue 12): the core is the standard's sandbox.env-manifest/1 (five fields); see CHANGELOG.md.
+  "manifest address (unpinned)": "blake3:8f73fcab630025b4b1085ef5e65a30a6aa047f2cec2f1f53f9c26b4ecd1ca2c1",
+  "manifest extension address (unpinned)": "blake3:dc05ca6ffd0956a655d833ff2cd2abf9a2678b9a399292384872957b7b8367b1",
+  "manifest address (pinned)": "blake3:d95c70d988c3cb1e505a3af97b8c614ddfbf9f245e40b04ba353271be8f866a3",
+  "manifest extension address (pinned)": "blake3:5c437b931da33c387c7f08eadeb5524a673389a6f1ab3ffff2582be5a275c7e5",
+  "snapshot ref address": "blake3:d95c70d988c3cb1e505a3af97b8c614ddfbf9f245e40b04ba353271be8f866a3",
   EnvironmentID: "sha256:75c84a7acf268e160b159eaa7cdb68061b6a67e3bc58a33df1cd42eed38bda00",
   "base digest (probed)": "sha256:267c897b5f135c2e6bf13862884fe1ec8d68d4d175efc3c736dd10ad3f77bf71",
   "base digest (declared)": "sha256:bc8604cb7228770c26260add45b35d755850800e2d22b1a435e9083056c0bb36",
@@ -261,7 +271,9 @@ const EXPECTED: Record<string, string> = {
   "workload (copy policy)": "sha256:58a10131bc614cc4493c4e6a652b1bc5fa14bd7649c7d8af84899c45f733be27",
   "derived entry": "sha256:b7870ae9c446f2c3f58351baca29c04b72aef7051ddb6d74b7019641fa58f5b2",
   "workload lock lock_digest": "sha256:2f34805159c0c42f617c76ddd6b274b10b37c3378f0fe74161c01b412e317a4d",
-  vm: "sha256:f26434a61b50638d4d29f350afa5896009e545ee3e0953830df71d5da270755f",
+  // moved on purpose (issue 9): the VM identity gained tree_manifest; see CHANGELOG.md
+  vm: "sha256:71417e2e2b394ea411a3c62006fce685ceffd80b640ae6b52c6c8b97981a44a9",
+  "tree manifest": "sha256:14cf992353c05d3b225278976e8c5d44f6c2f7df9922e0b828d1ca69e33d83c2",
   outcome: "sha256:6123b3563da0cc2e92136f509065bb40812e8976d471f01746cc0b499bb57dde",
   "agent source digest": "sha256:ceb6b7f2e837c69376e0e1ce040e09b1cf85e80409c0f60040e0c3b743c40d09",
 };

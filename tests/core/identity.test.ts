@@ -100,3 +100,10 @@ test("the exhaustiveness helper fails on an unlisted field, a stale field, a fie
   assertCatchesExtraField(t, named("spec", { a: 1 }), named("lock", { b: 1 }));
   assert.equal(scopeProblems(t, [named("spec", { a: 1 })]).length, 1);
 });
+
+test("tags are cairn's own or a standard's in the sandbox. namespace; any other namespace is refused", () => {
+  const d = (tag: string) => declareIdentity({ name: "t", tag, algorithm: "blake3", framing: "jcs-own-schema", role: "identity", definedIn: "tests" });
+  assert.equal(d("sandbox.env-manifest/1").tag, "sandbox.env-manifest/1");
+  assert.equal(d("cairn.env-extension/1").tag, "cairn.env-extension/1"); // control
+  for (const bad of ["other.env-manifest/1", "sandbox.env-manifest", "Sandbox.x/1", "sandbox./1"]) assert.throws(() => d(bad), TypeError, bad);
+});

@@ -198,3 +198,29 @@ test("manifest ingest refuses a file that yields more bytes than its size said (
   const r = await runCli(["manifest", "ingest", "/proc/self/status", "--json"]);
   assert.equal(JSON.parse(r.stdout).error.code, "IO_ERROR");
 });
+
+test("diff and resume-check: an unpinned pair is the same declaration, not a claim about bytes", async () => {
+  const d = await runCli(["manifest", "diff", UNPINNED, UNPINNED]);
+  assert.equal(d.code, 0, d.stderr);
+  assert.match(d.stdout, /same declaration, unpinned: not a claim about bytes/);
+  assert.doesNotMatch(d.stdout, /equal: same address/);
+  const dj = JSON.parse((await runCli(["manifest", "diff", UNPINNED, UNPINNED, "--json"])).stdout);
+  assert.equal(dj.verdict, "same declaration, unpinned: not a claim about bytes");
+  // Control: a pinned pair is a claim about bytes.
+  const p = await runCli(["manifest", "diff", PINNED, PINNED]);
+  assert.equal(p.code, 0);
+  assert.match(p.stdout, /equal: same address, pinned/);
+
+  const refused = await runCli(["manifest", "resume-check", UNPINNED, UNPINNED, "--json"]);
+  assert.equal(refused.code, 1);
+  assert.equal(JSON.parse(refused.stdout).error.code, "RESUME_UNPINNED");
+  const allowed = await runCli(["manifest", "resume-check", UNPINNED, UNPINNED, "--allow-unpinned", "--json"]);
+  assert.equal(allowed.code, 0, allowed.stdout);
+  assert.equal(JSON.parse(allowed.stdout).allow_unpinned, true);
+  // Controls: a pinned pair resumes without the flag; a different environment is refused even with it.
+  assert.equal((await runCli(["manifest", "resume-check", PINNED, PINNED])).code, 0);
+  const diff = await runCli(["manifest", "resume-check", PINNED, UNPINNED, "--allow-unpinned", "--json"]);
+  assert.equal(diff.code, 1);
+  assert.equal(JSON.parse(diff.stdout).error.code, "RESUME_MISMATCH");
+  assert.ok(!diff.stdout.includes("hunter2-secret"));
+});

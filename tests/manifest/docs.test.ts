@@ -11,7 +11,7 @@ function documentedClasses(text: string): Map<string, string> {
   const start = text.indexOf("<!-- field-table");
   for (const line of text.slice(start).split("\n").slice(1)) {
     if (line.trim() === "") break;
-    const m = /^\| `([^`]+)` \| (identity|excluded|refused) \|/.exec(line);
+    const m = /^\| `([^`]+)` \| (identity|extension|excluded|refused) \|/.exec(line);
     if (m) out.set(m[1]!, m[2]!);
   }
   return out;

@@ -4,7 +4,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { blake3, canonicalBytes, generateSigningKey, parseJsonText, verifyBytes, type JsonModel } from "../../src/core/index.ts";
 import { parseManifest, manifestText } from "../../src/manifest/document.ts";
-import { coreBytes, ingestDevcontainer, signManifest, verifyManifestSignature, type EnvManifest } from "../../src/manifest/env-manifest.ts";
+import { signedBytes, ingestDevcontainer, signManifest, verifyManifestSignature, type EnvManifest } from "../../src/manifest/env-manifest.ts";
 import { NOT_COVERED } from "../../src/manifest/scope.ts";
 import { assertCode } from "../helpers/errors.ts";
 import { fullDeclaration, HEX, PINNED_IMAGE, TAGGED_IMAGE } from "./helpers.ts";
@@ -26,17 +26,21 @@ function reread(m: EnvManifest, edit?: (doc: ManifestDoc) => void): EnvManifest 
   return parseManifest(parseJsonText(JSON.stringify(doc)));
 }
 
-test("address is blake3 of the JCS bytes of the core, which carry the schema tag", () => {
+test("address is blake3 of the JCS bytes of the core, which carry the standard's schema tag; the extension has its own", () => {
   const m = signed();
   assert.equal(m.address, blake3(canonicalBytes(m.core)));
-  assert.ok(coreBytes(m.core).toString().includes('"schema":"cairn.env-manifest/1"'));
+  assert.ok(canonicalBytes(m.core).toString().startsWith('{"containerEnv":'));
+  assert.equal(m.core.schema, "sandbox.env-manifest/1");
+  assert.equal(m.extension_address, blake3(canonicalBytes(m.extension)));
+  assert.equal(m.extension.schema, "cairn.env-extension/1");
+  assert.notEqual(m.address, m.extension_address);
   assert.deepEqual(m.not_covered, [...NOT_COVERED]);
 });
 
-test("signature is Ed25519 over exactly the core's JCS bytes", () => {
+test("signature is Ed25519 over the signed statement binding both addresses", () => {
   const m = signed();
   assert.equal(m.signature?.key_id, key.keyId);
-  assert.ok(verifyBytes(key, coreBytes(m.core), Buffer.from(m.signature!.sig, "base64")));
+  assert.ok(verifyBytes(key, signedBytes(m), Buffer.from(m.signature!.sig, "base64")));
   verifyManifestSignature(reread(m), key);
   // Controls: another key, a missing signature, a signature over other bytes.
   assertCode(() => verifyManifestSignature(m, generateSigningKey()), "SIGNATURE_INVALID", "/signature/key_id");

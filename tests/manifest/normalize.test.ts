@@ -8,7 +8,8 @@ import { normalizeMount } from "../../src/manifest/mounts.ts";
 import { normalizeFeatureId, parseReference } from "../../src/manifest/reference.ts";
 import { assertCode } from "../helpers/errors.ts";
 import { valueInChild } from "../helpers/in-child.ts";
-import { addr, core, HEX, PINNED_IMAGE } from "./helpers.ts";
+import { addr, core, HEX, ingest, PINNED_IMAGE } from "./helpers.ts";
+import { FORBIDDEN_SOURCE_PREFIXES } from "../../src/manifest/mounts.ts";
 
 const img = { image: PINNED_IMAGE };
 
@@ -27,8 +28,15 @@ test("features: a collision after normalization is refused, naming the second ke
   core({ ...img, features: { "ghcr.io/a/f:1": {}, "ghcr.io/a/f:2": {} } }); // control: distinct ids
 });
 
-test("features: local paths, non-https URLs, bad options and bad digests are refused", () => {
-  for (const id of ["./local", "../up", "/abs"]) assertCode(() => core({ ...img, features: { [id]: {} } }), "MANIFEST_REFUSED");
+test("features: absolute paths, non-https URLs, bad options and bad digests are refused", () => {
+  for (const id of ["/abs", ".\\win"]) assertCode(() => core({ ...img, features: { [id]: {} } }), "MANIFEST_REFUSED");
+  // Controls: local features beside devcontainer.json are accepted, as written and unpinned.
+  const local = ingest({ ...img, features: { "./Local-Feature": {}, "../up": {} } });
+  assert.deepEqual(
+    local.core.features.map((f) => f.id),
+    ["../up", "./Local-Feature"],
+  );
+  assert.deepEqual(local.unpinned, ["/features/0/id", "/features/1/id"]);
   assertCode(() => core({ ...img, features: { "http://example.com/f.tgz": {} } }), "MANIFEST_REFUSED");
   assertCode(() => core({ ...img, features: { "ghcr.io/a/f": { n: 3 } } }), "MODEL_TYPE", "/features/ghcr.io~1a~1f/n");
   assertCode(() => core({ ...img, features: { "ghcr.io/a/f": [] } }), "MODEL_TYPE");
@@ -39,7 +47,7 @@ test("features: local paths, non-https URLs, bad options and bad digests are ref
 
 test("overrideFeatureInstallOrder: kept in order, lowercased, stripped of version; unknown or repeated entries refused", () => {
   const features = { "ghcr.io/a/f:1": {}, [`ghcr.io/a/g@sha256:${HEX("b")}`]: {} };
-  assert.deepEqual(core({ ...img, features, overrideFeatureInstallOrder: ["GHCR.io/a/g", "ghcr.io/a/f:1"] }).core.overrideFeatureInstallOrder, [
+  assert.deepEqual(core({ ...img, features, overrideFeatureInstallOrder: ["GHCR.io/a/g", "ghcr.io/a/f:1"] }).extension.overrideFeatureInstallOrder, [
     "ghcr.io/a/g",
     "ghcr.io/a/f",
   ]);
@@ -56,7 +64,7 @@ test("containerEnv and remoteEnv: sorted, order-independent; bad names refused; 
   assertCode(() => core({ ...img, workspaceFolder: "/w", containerEnv: { "${containerWorkspaceFolder}": "x" } }), "MANIFEST_REFUSED");
   assertCode(() => core({ ...img, containerEnv: { A: 1 } }), "MODEL_TYPE");
   assertCode(() => core({ ...img, containerEnv: { A: null } }), "MODEL_TYPE");
-  assert.equal(core({ ...img, remoteEnv: { A: null } }).core.remoteEnv.A, null); // control: null unsets in remoteEnv
+  assert.equal(core({ ...img, remoteEnv: { A: null } }).extension.remoteEnv.A, null); // control: null unsets in remoteEnv
   const secret = "s3cr3t-value-never-shown";
   const e = assertCode(() => core({ ...img, containerEnv: { TOKEN: `${secret}\${localEnv:TOKEN}` } }), "MANIFEST_REFUSED", "/containerEnv/TOKEN");
   assert.ok(!JSON.stringify(e.toJSON()).includes(secret));
@@ -78,8 +86,9 @@ test("substitutions: host variables refused everywhere they are accepted, in any
     assertCode(() => core({ ...img, containerEnv: { A: `a${v}b` } }), "MANIFEST_REFUSED", "/containerEnv/A");
     assertCode(() => core({ ...img, remoteEnv: { A: v } }), "MANIFEST_REFUSED", "/remoteEnv/A");
     assertCode(() => core({ ...img, mounts: [`source=${v},target=/x,type=bind`] }), "MANIFEST_REFUSED", "/mounts/0");
-    assertCode(() => core({ ...img, name: v }), "MANIFEST_REFUSED", "/name");
-    assertCode(() => core({ ...img, customizations: { vscode: { settings: { k: v } } } }), "MANIFEST_REFUSED", "/customizations/vscode/settings/k");
+    // Excluded (cosmetic) fields accept them: they never reach an address.
+    assert.equal(ingest({ ...img, name: v }).address, ingest(img).address);
+    assert.equal(ingest({ ...img, customizations: { vscode: { settings: { k: v } } } }).address, ingest(img).address);
     assertCode(() => core({ ...img, features: { "ghcr.io/a/f": { version: v } } }), "MANIFEST_REFUSED", "/features/ghcr.io~1a~1f/version");
   }
   // Controls: a literal ${...} that no tool resolves is kept as written.
@@ -87,16 +96,16 @@ test("substitutions: host variables refused everywhere they are accepted, in any
 });
 
 test("substitutions: ${containerEnv:…} only in remoteEnv; container workspace variables need a declared workspaceFolder", () => {
-  assert.equal(core({ ...img, remoteEnv: { P: "${containerEnv:PATH}:/x" } }).core.remoteEnv.P, "${containerEnv:PATH}:/x");
+  assert.equal(core({ ...img, remoteEnv: { P: "${containerEnv:PATH}:/x" } }).extension.remoteEnv.P, "${containerEnv:PATH}:/x");
   assertCode(() => core({ ...img, containerEnv: { P: "${containerEnv:PATH}" } }), "MANIFEST_REFUSED", "/containerEnv/P");
   assertCode(() => core({ ...img, containerEnv: { W: "${containerWorkspaceFolder}" } }), "MANIFEST_REFUSED", "/containerEnv/W");
   const c = core({
     ...img,
     workspaceFolder: "/work/proj/",
     containerEnv: { W: "${containerWorkspaceFolder}/bin", B: "${containerWorkspaceFolderBasename}" },
-  }).core;
-  assert.equal(c.workspaceFolder, "/work/proj");
-  assert.deepEqual(c.containerEnv, { B: "proj", W: "/work/proj/bin" });
+  });
+  assert.equal(c.extension.workspaceFolder, "/work/proj");
+  assert.deepEqual(c.core.containerEnv, { B: "proj", W: "/work/proj/bin" });
   // Expanded and literal declarations are the same environment.
   assert.equal(
     addr({ ...img, workspaceFolder: "/w", containerEnv: { W: "${containerWorkspaceFolder}" } }),
@@ -190,7 +199,7 @@ test("references: the OCI grammar, and pinned only for @sha256:<64 lowercase hex
     assert.equal(ok(bad), false, bad);
   assertCode(() => core({ image: "Not A Reference" }), "MODEL_VALUE", "/image");
   assertCode(() => core({}), "MODEL_MISSING_FIELD", "/image");
-  assert.deepEqual(normalizeFeatureId("GHCR.IO/A/B:Latest"), { ok: true, id: "ghcr.io/a/b:latest", base: "ghcr.io/a/b", pinned: false });
+  assert.deepEqual(normalizeFeatureId("GHCR.IO/A/B:Latest"), { ok: true, id: "ghcr.io/a/b:latest", base: "ghcr.io/a/b", pinned: false, kind: "oci" });
   // A long hostile reference is refused, not backtracked on forever: in a child with a timeout (a hang
   // fails as "hung"; no wall-clock threshold, the time it takes is bench/manifest's business).
   const REFERENCE = new URL("../../src/manifest/reference.ts", import.meta.url);
@@ -233,4 +242,69 @@ test("library input: prototype-supplied fields are never read; non-JSON values a
   assertCode(() => core({ image: PINNED_IMAGE, customizations: { x: deep } }), "LIMIT_EXCEEDED");
   // Control: an ordinary JSON.parse object is accepted.
   assert.equal(core(JSON.parse(`{"image":"${PINNED_IMAGE}"}`) as JsonModel).core.image, PINNED_IMAGE);
+});
+
+test("real files: an un-applied template is refused as a template, naming the command that applies it", () => {
+  const e = assertCode(() => core({ image: "mcr.microsoft.com/devcontainers/${templateOption:imageVariant}" }), "MANIFEST_REFUSED", "/image");
+  assert.match(e.message, /templateOption/);
+  assert.match(e.message, /devcontainer templates apply/);
+  // The same placeholder in a feature option is refused the same way (it was accepted as a literal).
+  assertCode(() => core({ ...img, features: { "ghcr.io/a/f:1": { v: "${templateOption:x}" } } }), "MANIFEST_REFUSED", "/features/ghcr.io~1a~1f:1/v");
+  // Control: in an excluded field it is cosmetic and accepted; the applied image is accepted.
+  assert.equal(ingest({ ...img, name: "${templateOption:x}" }).address, ingest(img).address);
+  core({ image: "mcr.microsoft.com/devcontainers/base:bookworm" });
+});
+
+test("real files: GitHub-release and legacy feature ids are labelled as the devcontainers CLI treats them", () => {
+  const gh = ingest({ ...img, features: { "owner/repo/feature@v1.2": {} } });
+  assert.equal(gh.core.features[0]!.id, "owner/repo/feature@v1.2");
+  assert.deepEqual(gh.unpinned, ["/features/0/id"]);
+  const legacy = ingest({ ...img, features: { node: "18" } });
+  assert.deepEqual(legacy.unpinned, ["/features/0/id"]);
+  // A bare legacy id with a digest is refused (the CLI refuses it), not labelled pinned.
+  const e = assertCode(() => core({ ...img, features: { [`node@sha256:${HEX("a")}`]: {} } }), "MANIFEST_REFUSED");
+  assert.match(e.message, /legacy/);
+  // Control: the full OCI id with the same digest is pinned.
+  assert.deepEqual(ingest({ ...img, features: { [`ghcr.io/devcontainers/features/node@sha256:${HEX("a")}`]: {} } }).unpinned, []);
+});
+
+test("feature ids: OCI references are lowercased as the devcontainers CLI does; https URLs keep their case", () => {
+  assert.equal(addr({ ...img, features: { "GHCR.io/A/f:1": {} } }), addr({ ...img, features: { "ghcr.io/a/f:1": {} } }));
+  const a = addr({ ...img, features: { "https://example.com/Feature.tgz": {} } });
+  const b = addr({ ...img, features: { "https://example.com/feature.tgz": {} } });
+  assert.notEqual(a, b);
+  assert.equal(ingest({ ...img, features: { "https://example.com/Feature.tgz": {} } }).core.features[0]!.id, "https://example.com/Feature.tgz");
+});
+
+test("bind sources are refused by prefix: each listed path and anything under it", () => {
+  const listed = [
+    "/proc/1/root",
+    "/run/user/1000",
+    "/var/run/docker",
+    "/run/containerd",
+    "/dev/sda",
+    "/sys/kernel",
+    "/var/run/docker.sock",
+    "/var/lib/docker/volumes",
+  ];
+  for (const p of [...listed, ...FORBIDDEN_SOURCE_PREFIXES, "/", "/proc/../run/x"]) {
+    assertCode(() => core({ ...img, mounts: [`type=bind,source=${p},target=/x`] }), "MANIFEST_REFUSED", "/mounts/0");
+    assertCode(() => core({ ...img, mounts: [{ type: "bind", source: p, target: "/x" }] }), "MANIFEST_REFUSED", "/mounts/0");
+  }
+  // Controls: paths that only share a name prefix are accepted.
+  for (const p of ["/process", "/runner/x", "/devices", "/var/runx", "/srv/data"]) core({ ...img, mounts: [`type=bind,source=${p},target=/x`] });
+});
+
+test("bad input: 100k features and a 50 MB string are refused by a named limit in under a second", () => {
+  const features: { [k: string]: JsonModel } = {};
+  for (let i = 0; i < 100_000; i++) features[`ghcr.io/a/f${i}`] = {};
+  let t0 = performance.now();
+  assert.match(assertCode(() => core({ ...img, features }), "LIMIT_EXCEEDED", "/features").message, /max_features/);
+  assert.ok(performance.now() - t0 < 1000);
+  const big = "x".repeat(50 * 1024 * 1024);
+  t0 = performance.now();
+  assert.match(assertCode(() => core({ ...img, containerEnv: { A: big } }), "LIMIT_EXCEEDED").message, /max_string_length/);
+  assert.match(assertCode(() => core({ ...img, name: big }), "LIMIT_EXCEEDED").message, /max_string_length/);
+  assert.ok(performance.now() - t0 < 1000);
+  core({ ...img, containerEnv: { A: "x".repeat(65536) } }); // control: at the limit
 });

@@ -4,11 +4,11 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import type { JsonModel } from "../../src/core/index.ts";
-import { FIELD_SCOPE, fieldsOfClass, MANIFEST_ADDRESS_SCOPE, scopeOf } from "../../src/manifest/scope.ts";
+import { EXTENSION_ADDRESS_SCOPE, FIELD_SCOPE, fieldsOfClass, MANIFEST_ADDRESS_SCOPE, scopeOf } from "../../src/manifest/scope.ts";
 import { assertCode } from "../helpers/errors.ts";
 import { assertCatchesExtraField, assertScopeExhaustive } from "../helpers/identity-scope.ts";
 import { skipUnlessVectors, vectorsPath } from "../helpers/vectors.ts";
-import { addr, core, fullDeclaration, PINNED_IMAGE } from "./helpers.ts";
+import { addr, core, fullDeclaration, ingest, PINNED_IMAGE } from "./helpers.ts";
 
 type Schema = { [k: string]: unknown };
 
@@ -107,9 +107,18 @@ test("the core holds exactly the identity fields (a field added to the core with
   assert.deepEqual(misplaced({ ...built, newField: 1 }), ["+newField"]);
   const { image: _, ...withoutImage } = built as unknown as Record<string, unknown>;
   assert.deepEqual(misplaced(withoutImage), ["-image"]);
+  // The standard's five, exactly; the extension holds the rest (plus the mounts' read-only flags).
+  assert.deepEqual([...identity].sort(), ["containerEnv", "features", "image", "mounts", "remoteUser"]);
+  const ext = core(fullDeclaration()).extension;
+  assert.deepEqual(
+    Object.keys(ext)
+      .filter((k) => k !== "schema" && k !== "read_only_mounts")
+      .sort(),
+    fieldsOfClass("extension").sort(),
+  );
 });
 
-test("every identity field changes the address when edited", () => {
+test("every identity field changes the standard's address, every extension field only the extension's", () => {
   const base = fullDeclaration();
   const a0 = addr(base);
   const edits: { [K in string]: JsonModel } = {
@@ -131,11 +140,21 @@ test("every identity field changes the address when edited", () => {
     overrideCommand: true,
     updateRemoteUserUID: true,
   };
-  assert.deepEqual(Object.keys(edits).sort(), fieldsOfClass("identity").sort());
+  assert.deepEqual(Object.keys(edits).sort(), [...fieldsOfClass("identity"), ...fieldsOfClass("extension")].sort());
+  const x0 = ingest(base).extension_address;
   for (const [k, v] of Object.entries(edits)) {
     const edited = { ...base, [k]: v };
     if (k === "workspaceFolder") edited.workspaceMount = "source=/srv/src,target=/workspaces/y,type=bind,readonly";
-    assert.notEqual(addr(edited), a0, k);
+    const m = ingest(edited);
+    if (k === "mounts") {
+      // Only the read-only flag changed: that is the extension's.
+      assert.equal(m.address, a0, k);
+      assert.notEqual(m.extension_address, x0, k);
+    } else if (fieldsOfClass("identity").includes(k)) assert.notEqual(m.address, a0, k);
+    else {
+      assert.equal(m.address, a0, `${k} must not move the standard's address`);
+      assert.notEqual(m.extension_address, x0, k);
+    }
   }
   // Control: an unchanged copy keeps the address.
   assert.equal(addr({ ...base }), a0);
@@ -205,10 +224,18 @@ function addressInstances(): unknown[] {
   return [{ ...accepted, ...refused }, core(accepted).core];
 }
 
+function extensionInstances(): unknown[] {
+  const accepted = { ...fullDeclaration(), ...EXCLUDED_VALUES };
+  return [core(accepted).extension];
+}
+
 test("the address scope (one IdentityScope shape) places every field of a full devcontainer.json and its core", () => {
   assertScopeExhaustive(MANIFEST_ADDRESS_SCOPE, ...addressInstances());
   for (const k of fieldsOfClass("identity")) assert.ok(`/${k}` in MANIFEST_ADDRESS_SCOPE.covers, k);
-  for (const k of [...fieldsOfClass("excluded"), ...fieldsOfClass("refused")]) assert.ok(`/${k}` in MANIFEST_ADDRESS_SCOPE.excludes, k);
+  for (const k of [...fieldsOfClass("extension"), ...fieldsOfClass("excluded"), ...fieldsOfClass("refused")])
+    assert.ok(`/${k}` in MANIFEST_ADDRESS_SCOPE.excludes, k);
+  assertScopeExhaustive(EXTENSION_ADDRESS_SCOPE, ...extensionInstances());
+  assertCatchesExtraField(EXTENSION_ADDRESS_SCOPE, ...extensionInstances());
 });
 
 test("control: a devcontainer.json with one more field fails the scope check", () => {

@@ -2,16 +2,19 @@
  * The agent's C side against independent oracles: its SHA-256 against
  * node:crypto, its wire constants against src/vm/wire.ts, its build
  * reproducibility, and the inputs encoder against the agent's own parser
- * (exercised through a small harness that links agent/inputs.c).
+ * (exercised through a small harness that links agent/inputs.c), and the
+ * tree check (agent/verify.c) against manifests the host encodes.
  */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { AGENT_SOURCE_DIR, buildAgent, DEFAULT_RUN_LIMITS, encodeInputs, parseScenario } from "../../src/vm/index.ts";
+import { sha256 } from "../../src/core/index.ts";
+import type { FsEntry } from "../../src/tree/entries.ts";
+import { AGENT_SOURCE_DIR, buildAgent, DEFAULT_RUN_LIMITS, encodeInputs, encodeTreeManifest, parseScenario } from "../../src/vm/index.ts";
 import { INFRA_REASONS, LAUNCH_STAGES, RECORD } from "../../src/vm/wire.ts";
 import { GCC_SKIP } from "../workload/fixtures/static-program.ts";
 
@@ -39,6 +42,12 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 32; i++) printf("%02x", out[i]);
     return 0;
   }
+  if (!strcmp(argv[1], "tree")) {
+    uint64_t detail = 0;
+    int r = tree_verify(argv[2], argv[3], &detail);
+    printf("%s %llu\\n", r == TREE_OK ? "ok" : r == TREE_DIFFERS ? "differs" : "malformed", (unsigned long long)detail);
+    return 0;
+  }
   struct inputs in;
   if (inputs_load(argv[2], &in) < 0) { printf("refused\\n"); return 0; }
   printf("uid=%u gid=%u path=%s workdir=%s out=%llu time=%llu frame=%u\\n", in.uid, in.gid, in.path, in.workdir,
@@ -57,7 +66,17 @@ function harness(): string {
   const exe = join(dir, "harness");
   execFileSync(
     "gcc",
-    ["-O2", "-I", AGENT_SOURCE_DIR, "-o", exe, join(dir, "harness.c"), join(AGENT_SOURCE_DIR, "sha256.c"), join(AGENT_SOURCE_DIR, "inputs.c")],
+    [
+      "-O2",
+      "-I",
+      AGENT_SOURCE_DIR,
+      "-o",
+      exe,
+      join(dir, "harness.c"),
+      join(AGENT_SOURCE_DIR, "sha256.c"),
+      join(AGENT_SOURCE_DIR, "inputs.c"),
+      join(AGENT_SOURCE_DIR, "verify.c"),
+    ],
     { stdio: "pipe" },
   );
   return exe;
@@ -133,6 +152,61 @@ describe("guest agent sources", { skip: GCC_SKIP }, () => {
     assert.equal(execFileSync(exe, ["inputs", f]).toString(), "refused\n");
     writeFileSync(f, Buffer.concat([bytes, Buffer.from([0])]));
     assert.equal(execFileSync(exe, ["inputs", f]).toString(), "refused\n");
+  });
+
+  it("checks a directory against the tree manifest: every path, type, mode, owner, size, target, nothing extra; contents when asked", () => {
+    const uid = process.getuid?.() ?? 0;
+    const gid = process.getgid?.() ?? 0;
+    const root = mkdtempSync(join(tmpdir(), "cairn-tree-"));
+    const t = join(root, "t");
+    mkdirSync(join(t, "bin"), { recursive: true });
+    writeFileSync(join(t, "bin", "x"), "hello\n");
+    symlinkSync("bin/x", join(t, "l"));
+    chmodSync(t, 0o755);
+    chmodSync(join(t, "bin"), 0o750);
+    chmodSync(join(t, "bin", "x"), 0o644);
+    const x = Buffer.from("hello\n");
+    const tree = (edit: (e: FsEntry) => FsEntry = (e) => e): Map<string, FsEntry> =>
+      new Map(
+        (
+          [
+            { type: "dir", path: "/", mode: 0o755, uid, gid, mtime: 0 },
+            { type: "dir", path: "/bin", mode: 0o750, uid, gid, mtime: 0 },
+            { type: "file", path: "/bin/x", mode: 0o644, uid, gid, mtime: 0, size: x.length, sha256: sha256(x) },
+            { type: "symlink", path: "/l", mode: 0o777, uid, gid, mtime: 0, target: "bin/x" },
+          ] as FsEntry[]
+        )
+          .map(edit)
+          .map((e) => [e.path, e]),
+      );
+    const m = join(root, "manifest");
+    const check = (tr: Map<string, FsEntry>, how: "metadata" | "content" = "metadata"): string => {
+      writeFileSync(m, encodeTreeManifest(tr, how).bytes);
+      return execFileSync(exe, ["tree", m, t]).toString().trim();
+    };
+    // controls: the directory as it is passes, with and without contents
+    assert.equal(check(tree()), "ok 0");
+    assert.equal(check(tree(), "content"), "ok 0");
+    // one mode bit, one owner, one size, one symlink target: the entry's index (path byte order: /, /bin, /bin/x, /l)
+    assert.equal(check(tree((e) => (e.path === "/bin" ? { ...e, mode: 0o755 } : e))), "differs 1");
+    assert.equal(check(tree((e) => (e.path === "/bin/x" ? { ...e, uid: uid + 1 } : e))), "differs 2");
+    assert.equal(check(tree((e) => (e.path === "/bin/x" && e.type === "file" ? { ...e, size: 7 } : e))), "differs 2");
+    assert.equal(check(tree((e) => (e.path === "/l" && e.type === "symlink" ? { ...e, target: "bin/y" } : e))), "differs 3");
+    assert.equal(check(tree((e) => (e.path === "/l" ? { type: "dir", path: "/l", mode: 0o777, uid, gid, mtime: 0 } : e))), "differs 3");
+    // same size, other bytes: only the content check sees it
+    const y = Buffer.from("HELLO\n");
+    const other = tree((e) => (e.path === "/bin/x" && e.type === "file" ? { ...e, sha256: sha256(y) } : e));
+    assert.equal(check(other), "ok 0");
+    assert.equal(check(other, "content"), "differs 2");
+    // a missing entry, an extra entry
+    const missing = tree();
+    missing.set("/zz", { type: "file", path: "/zz", mode: 0o644, uid, gid, mtime: 0, size: 0, sha256: sha256(Buffer.alloc(0)) } as FsEntry);
+    assert.equal(check(missing), "differs 4");
+    writeFileSync(join(t, "extra"), "");
+    assert.equal(check(tree()), "differs 4");
+    // a truncated manifest is refused, not half-checked
+    writeFileSync(m, encodeTreeManifest(tree()).bytes.subarray(0, 40));
+    assert.equal(execFileSync(exe, ["tree", m, t]).toString().trim(), "malformed 0");
   });
 
   it("builds reproducibly: two builds in different directories are byte-identical", () => {

@@ -31,6 +31,8 @@ const id = defaultVmIdentity({
   ],
   agent: d("b"),
   initramfs: d("c"),
+  treeManifest: d("f"),
+  memoryMib: 256,
 });
 const paths: QemuPaths = {
   kernelPath: "/k/vmlinuz",

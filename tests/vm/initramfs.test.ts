@@ -5,7 +5,18 @@ import type { FsEntry } from "../../src/tree/entries.ts";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { buildGuestImage, DEFAULT_SCENARIO, encodeInputs, IMAGE_BYTES_MAX, prepareGuest, S_IFCHR, S_IFDIR, S_IFLNK, S_IFREG } from "../../src/vm/index.ts";
+import {
+  buildGuestImage,
+  DEFAULT_SCENARIO,
+  encodeInputs,
+  encodeTreeManifest,
+  IMAGE_BYTES_MAX,
+  prepareGuest,
+  S_IFCHR,
+  S_IFDIR,
+  S_IFLNK,
+  S_IFREG,
+} from "../../src/vm/index.ts";
 
 import { assertCodeAsync } from "../helpers/errors.ts";
 import { readNewc } from "./fixtures/newc.ts";
@@ -30,7 +41,8 @@ const modules = [
 const inputs = encodeInputs(launch, DEFAULT_SCENARIO);
 
 async function image(list: FsEntry[]) {
-  return buildGuestImage({ agent, inputs, modules, tree: new Map(list.map((e) => [e.path, e])), content });
+  const tree = new Map(list.map((e) => [e.path, e]));
+  return buildGuestImage({ agent, inputs, treeManifest: encodeTreeManifest(tree).bytes, modules, tree, content });
 }
 
 describe("guest image", () => {
@@ -46,10 +58,11 @@ describe("guest image", () => {
     const { entries: got } = readNewc((await image(entries)).bytes);
     const by = new Map(got.map((e) => [e.name, e]));
     assert.deepEqual(
-      got.slice(0, 9).map((e) => e.name),
+      got.slice(0, 10).map((e) => e.name),
       [
         "cairn",
         "cairn/inputs",
+        "cairn/tree",
         "cairn/modules",
         "cairn/modules/00-virtio_ring.ko",
         "cairn/modules/01-virtio.ko",
@@ -62,11 +75,13 @@ describe("guest image", () => {
     assert.ok(by.get("cairn/modules/01-virtio.ko")!.data.equals(Buffer.from("m2")));
     assert.ok(by.get("init")!.data.equals(agent));
     assert.ok(by.get("cairn/inputs")!.data.equals(inputs));
+    // the tree manifest comes from the canonical tree, and before the template (the unpacker stops at the first write error)
+    assert.ok(by.get("cairn/tree")!.data.equals(encodeTreeManifest(new Map(entries.map((e) => [e.path, e]))).bytes));
     assert.equal(by.get("dev/console")!.mode, S_IFCHR | 0o600);
     assert.deepEqual([by.get("cairn/template")!.mode, by.get("cairn/template")!.mtime], [S_IFDIR | 0o755, 10]);
     // sorted by UTF-8 bytes: "/a" < "/a-b"? no — "-" (0x2d) < "/" (0x2f), so /a, /a-b, /a/l, /a/x
     assert.deepEqual(
-      got.slice(9).map((e) => e.name),
+      got.slice(10).map((e) => e.name),
       ["cairn/template/a", "cairn/template/a-b", "cairn/template/a/l", "cairn/template/a/x", "cairn/template/tmp"],
     );
     const x = by.get("cairn/template/a/x")!;
@@ -116,7 +131,10 @@ describe("guest image", () => {
 
   it("refuses content whose size differs from the tree", async () => {
     const wrong = { get: async () => Buffer.from("short") };
-    await assertCodeAsync(() => buildGuestImage({ agent, inputs, modules, tree: new Map(entries.map((e) => [e.path, e])), content: wrong }), "SIZE_MISMATCH");
+    await assertCodeAsync(
+      () => buildGuestImage({ agent, inputs, treeManifest: Buffer.alloc(0), modules, tree: new Map(entries.map((e) => [e.path, e])), content: wrong }),
+      "SIZE_MISMATCH",
+    );
   });
 });
 

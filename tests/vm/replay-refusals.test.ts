@@ -123,6 +123,7 @@ describe("replay refuses before launch", { skip: VM_SKIP }, () => {
       cmdline: (vm) => ({ ...vm, cmdline: `${vm.cmdline} x` }),
       agent: (vm) => ({ ...vm, agent: sha("c") as VmIdentity["agent"] }),
       initramfs: (vm) => ({ ...vm, initramfs: sha("d") as VmIdentity["initramfs"] }),
+      tree_manifest: (vm) => ({ ...vm, tree_manifest: sha("e") as VmIdentity["tree_manifest"] }),
       serial: (vm) => ({ ...vm, serial: [...vm.serial, "null"] }),
       protocol_port: (vm) => ({ ...vm, protocol_port: `${vm.protocol_port}x` }),
       debug_exit: (vm) => ({ ...vm, debug_exit: `${vm.debug_exit}x` }),

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { CairnError, parseYamlText } from "../../src/core/index.ts";
-import { checkAssertions, DEFAULT_RUN_LIMITS, DEFAULT_SCENARIO, parseScenario, splitLines } from "../../src/vm/index.ts";
+import { checkAssertions, DEFAULT_RUN_LIMITS, DEFAULT_SCENARIO, defaultMemoryMib, parseScenario, splitLines } from "../../src/vm/index.ts";
 import { oneRun } from "./fixtures/records.ts";
 import { decodeProtocol } from "../../src/vm/index.ts";
 
@@ -59,6 +59,11 @@ describe("run section", () => {
       ["steps: [{action: start}]\nlimits: {frame-bytes: 8192}", "/run/limits/frame-bytes"],
       ["steps: [{action: start}]\nexpect: [{stdout-sha256: nope}]", "/run/expect/0/stdout-sha256"],
       ["steps: []", "/run/steps"],
+      ["steps: [{action: start}]\nverify-tree: bytes", "/run/verify-tree"],
+      ["steps: [{action: start}]\nverify-tree: 1", "/run/verify-tree"],
+      ["steps: [{action: start}]\nmemory-mib: 64", "/run/memory-mib"],
+      ["steps: [{action: start}]\nmemory-mib: 16385", "/run/memory-mib"],
+      ["steps: [{action: start}]\nlimits: {image-bytes: 1073741825}", "/run/limits/image-bytes"],
     ];
     for (const [yaml, path] of bad) {
       assert.throws(
@@ -67,6 +72,27 @@ describe("run section", () => {
         `${yaml}: expected a refusal with an issue at ${path}`,
       );
     }
+  });
+
+  it("reads run.memory-mib and run.limits.image-bytes; without them RAM is sized from the image and the image limit is 100 MiB", () => {
+    const sc = parseScenario(parseYamlText("steps: [{action: start}]\nmemory-mib: 640\nlimits: {image-bytes: 209715200}"));
+    assert.equal(sc.memoryMib, 640);
+    assert.equal(sc.limits.imageBytes, 200 * 1024 * 1024);
+    const plain = parseScenario(parseYamlText("steps: [{action: start}]"));
+    assert.equal(plain.memoryMib, undefined);
+    assert.equal(plain.limits.imageBytes, 100 * 1024 * 1024);
+    // the default RAM: 256 MiB up to a 64 MiB image (no VM identity of a small run moved), then 128 + 3 x image, in 64 MiB steps
+    assert.equal(defaultMemoryMib(1), 256);
+    assert.equal(defaultMemoryMib(64 * 1024 * 1024), 256);
+    assert.equal(defaultMemoryMib(64 * 1024 * 1024 + 1), 384);
+    assert.equal(defaultMemoryMib(99 * 1024 * 1024), 448);
+    assert.equal(defaultMemoryMib(162 * 1024 * 1024), 640);
+  });
+
+  it("reads run.verify-tree: content, and metadata as the default (no field)", () => {
+    assert.equal(parseScenario(parseYamlText("steps: [{action: start}]\nverify-tree: content")).verifyTree, "content");
+    assert.equal(parseScenario(parseYamlText("steps: [{action: start}]\nverify-tree: metadata")).verifyTree, undefined);
+    assert.equal(parseScenario(parseYamlText("steps: [{action: start}]")).verifyTree, undefined);
   });
 
   it("checks assertions on lines and digests without copying output into results", () => {

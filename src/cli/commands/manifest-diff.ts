@@ -1,13 +1,17 @@
 import type { Command } from "commander";
-import { diffManifestCores, loadManifestOrDevcontainer, type CoreDifference, type Loaded } from "../../manifest/index.ts";
+import { diffManifests, loadManifestOrDevcontainer, type CoreDifference, type Loaded } from "../../manifest/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
 import { pinningLabel } from "../manifest-summary.ts";
 
-function side(l: Loaded): { kind: string; address: string; pinned: boolean; image_pinned: boolean; unpinned: string[] } {
+function side(l: Loaded): { kind: string; address: string; extension_address: string; pinned: boolean; image_pinned: boolean; unpinned: string[] } {
   const m = l.manifest;
-  return { kind: l.kind, address: m.address, pinned: m.pinned, image_pinned: m.image_pinned, unpinned: m.unpinned };
+  return { kind: l.kind, address: m.address, extension_address: m.extension_address, pinned: m.pinned, image_pinned: m.image_pinned, unpinned: m.unpinned };
 }
+
+/** What equal addresses mean: a claim about bytes only when both sides are pinned. */
+const SAME_PINNED = "equal: same address, pinned";
+const SAME_UNPINNED = "same declaration, unpinned: not a claim about bytes";
 
 function line(d: CoreDifference): string {
   const mark = d.change === "added" ? "+" : d.change === "removed" ? "-" : "~";
@@ -27,17 +31,19 @@ export function registerManifestDiff(manifest: Command, ctx: Context): void {
     .action((fileA: string, fileB: string, opts: { json?: boolean }) => {
       const a = loadManifestOrDevcontainer(fileA);
       const b = loadManifestOrDevcontainer(fileB);
-      const differences = diffManifestCores(a.manifest.core, b.manifest.core);
-      const equal = a.manifest.address === b.manifest.address;
+      const differences = diffManifests(a.manifest, b.manifest);
+      const equal = a.manifest.address === b.manifest.address && a.manifest.extension_address === b.manifest.extension_address;
+      // Equal addresses mean equal cores, so both sides have one pinning.
+      const verdict = !equal ? "different" : a.manifest.pinned ? SAME_PINNED : SAME_UNPINNED;
       ctx.exitCode = equal ? 0 : 1;
       if (opts.json) {
-        printJson(ctx.io, { equal, a: side(a), b: side(b), differences });
+        printJson(ctx.io, { equal, verdict, a: side(a), b: side(b), differences });
         return;
       }
       const head = (name: string, l: Loaded): string =>
-        `${name}: ${l.manifest.address} (${l.kind === "manifest" ? "manifest file, signature not checked" : "devcontainer.json"}; ${pinningLabel(l.manifest)})`;
+        `${name}: ${l.manifest.address} + extension ${l.manifest.extension_address} (${l.kind === "manifest" ? "manifest file, signature not checked" : "devcontainer.json"}; ${pinningLabel(l.manifest)})`;
       const lines = [head("a", a), head("b", b)];
-      if (equal) lines.push("equal: same address");
+      if (equal) lines.push(verdict);
       else lines.push(...differences.map(line), `${differences.length} difference(s)`);
       ctx.io.out(lines.join("\n"));
     });

@@ -1,12 +1,15 @@
 // Conformance suite C7: environment manifests. Each file in vectors/ is a
 // group of cases, input (devcontainer.json text) → expected outcome:
-//   expect.address        the exact blake3 address (pins stability across releases)
+//   expect.address        the exact blake3 address of the standard's core
+//                         (recomputed by an independent encoder in address.test.ts)
 //   expect.not_address    an address the input must NOT produce (controls)
+//   expect.extension_address / not_extension_address   the same for cairn's extension
 //   expect.core_has       a subset of the expected core, written by hand
+//   expect.extension_has  a subset of the expected extension, written by hand
 //   expect.pinned / image_pinned / unpinned   the pinning labels
 //   expect.refused        the error code; expect.paths the offending fields
-// Resume cases carry `snapshot` and `offered` inputs and expect
-// {resume:"ok"} or {refused:"RESUME_MISMATCH", paths}.
+// Resume cases carry `snapshot` and `offered` inputs (and `allow_unpinned`)
+// and expect {resume:"ok"} or {refused:"RESUME_MISMATCH"|"RESUME_UNPINNED", paths}.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
@@ -25,10 +28,13 @@ import {
 } from "../../../src/manifest/index.ts";
 import { skipUnlessVectors, vectorsPath } from "../../helpers/vectors.ts";
 
-interface Expect {
+export interface Expect {
   address?: string;
   not_address?: string;
+  extension_address?: string;
+  not_extension_address?: string;
   core_has?: { [k: string]: unknown };
+  extension_has?: { [k: string]: unknown };
   pinned?: boolean;
   image_pinned?: boolean;
   unpinned?: string[];
@@ -36,11 +42,12 @@ interface Expect {
   paths?: string[];
   resume?: "ok";
 }
-interface Case {
+export interface Case {
   name: string;
   input?: string;
   snapshot?: string;
   offered?: string;
+  allow_unpinned?: boolean;
   expect: Expect;
 }
 
@@ -75,7 +82,7 @@ function run(c: Case): void {
   const x = c.expect;
   if (c.snapshot !== undefined && c.offered !== undefined) {
     const snap = snapshotRefOf(ingestText(c.snapshot));
-    const e = refusal(() => checkResume(snap, ingestText(c.offered!)));
+    const e = refusal(() => checkResume(snap, ingestText(c.offered!), { allowUnpinned: c.allow_unpinned === true }));
     if (x.resume === "ok") assert.equal(e, undefined, e?.message);
     else {
       assert.equal(e?.code, x.refused, e?.message);
@@ -94,7 +101,10 @@ function run(c: Case): void {
   const m = ingestText(text);
   if (x.address !== undefined) assert.equal(m.address, x.address);
   if (x.not_address !== undefined) assert.notEqual(m.address, x.not_address);
+  if (x.extension_address !== undefined) assert.equal(m.extension_address, x.extension_address);
+  if (x.not_extension_address !== undefined) assert.notEqual(m.extension_address, x.not_extension_address);
   if (x.core_has !== undefined) subset(m.core, x.core_has, "core");
+  if (x.extension_has !== undefined) subset(m.extension, x.extension_has, "extension");
   if (x.pinned !== undefined) assert.equal(m.pinned, x.pinned);
   if (x.image_pinned !== undefined) assert.equal(m.image_pinned, x.image_pinned);
   if (x.unpinned !== undefined) assert.deepEqual(m.unpinned, x.unpinned);
@@ -108,7 +118,8 @@ const files = readdirSync(VECTORS)
 
 test("C7 vector files are present and cover every required group", () => {
   const groups = files.map((f) => f.replace(/\.json$/, ""));
-  for (const g of ["determinism", "refused", "parsing", "substitutions", "mounts", "pinning", "resume"]) assert.ok(groups.includes(g), g);
+  for (const g of ["determinism", "refused", "parsing", "substitutions", "mounts", "pinning", "resume", "features", "extension"])
+    assert.ok(groups.includes(g), g);
 });
 
 for (const f of files) {

@@ -1,0 +1,80 @@
+/**
+ * The tree manifest `cairn.tree-manifest/1`: what the guest must see under
+ * its workload template, entry by entry, so the agent can prove it runs the
+ * tree the workload identity names (agent/verify.c checks it before the
+ * first start). Without it, a template the kernel unpacked only in part
+ * ("Initramfs unpacking failed: write error" when the image does not fit in
+ * guest RAM) ran as if whole, and the run said `passed`.
+ *
+ * The manifest is derived from the canonical tree only, never from the image
+ * bytes, and travels in the image as /cairn/tree. Its digest is a field of
+ * the VM identity (`tree_manifest`).
+ *
+ * Bytes (little-endian; a byte string is u32 length + bytes):
+ *   "CAIRNTM1"  u32 version (1)  u32 flags (bit 0: check file contents,
+ *   `run.verify-tree: content`)  u32 count
+ *   count × { u8 type (1 dir, 2 file, 3 symlink)  u32 mode (07777 bits)
+ *             u32 uid  u32 gid  u64 size (file bytes; target bytes for a
+ *             symlink; 0 for a dir)  bytes path (relative to the template,
+ *             "" for its root)  bytes target (symlinks; empty otherwise)
+ *             32 bytes SHA-256 of the content (files only) }
+ * Entries in the byte order of their paths (the root first).
+ * digest = sha256("cairn.tree-manifest/1\0" || bytes)
+ */
+import { compareBytes, declareIdentity, digestHex, identityHasher, type Sha256Digest } from "../core/index.ts";
+import type { CanonicalTree } from "../tree/index.ts";
+
+export const TREE_MANIFEST_MAGIC = "CAIRNTM1";
+export const TREE_MANIFEST_VERSION = 1;
+export const TREE_ENTRY_TYPE = { dir: 1, file: 2, symlink: 3 } as const;
+export const TREE_FLAG_CONTENT = 1;
+
+export const TREE_MANIFEST_IDENTITY = declareIdentity({
+  name: "guest tree manifest",
+  tag: "cairn.tree-manifest/1",
+  algorithm: "sha256",
+  framing: "tag-nul-binary",
+  role: "identity",
+  definedIn: "src/vm/tree-manifest.ts",
+});
+
+export interface TreeManifest {
+  readonly bytes: Buffer;
+  readonly digest: Sha256Digest;
+  readonly entries: number;
+}
+
+function u32(v: number): Buffer {
+  const b = Buffer.alloc(4);
+  b.writeUInt32LE(v);
+  return b;
+}
+
+function u64(v: number): Buffer {
+  const b = Buffer.alloc(8);
+  b.writeBigUInt64LE(BigInt(v));
+  return b;
+}
+
+function str(v: string): Buffer[] {
+  const b = Buffer.from(v, "utf8");
+  return [u32(b.length), b];
+}
+
+/** `check`: "content" makes the agent hash every file too (`run.verify-tree: content`). */
+export function encodeTreeManifest(tree: CanonicalTree, check: "metadata" | "content" = "metadata"): TreeManifest {
+  const entries = [...tree.values()].sort((a, b) => compareBytes(a.path, b.path));
+  const flags = check === "content" ? TREE_FLAG_CONTENT : 0;
+  const parts: Buffer[] = [Buffer.from(TREE_MANIFEST_MAGIC, "ascii"), u32(TREE_MANIFEST_VERSION), u32(flags), u32(entries.length)];
+  for (const e of entries) {
+    const target = e.type === "symlink" ? e.target : "";
+    const size = e.type === "file" ? e.size : Buffer.byteLength(target, "utf8");
+    // Linux gives every symlink mode 0777 (the cpio writer writes them so): that is what the guest must see
+    const mode = e.type === "symlink" ? 0o777 : e.mode & 0o7777;
+    parts.push(Buffer.of(TREE_ENTRY_TYPE[e.type]), u32(mode), u32(e.uid), u32(e.gid), u64(size));
+    parts.push(...str(e.path === "/" ? "" : e.path.slice(1)), ...str(target));
+    if (e.type === "file") parts.push(Buffer.from(digestHex(e.sha256), "hex"));
+  }
+  const bytes = Buffer.concat(parts);
+  return { bytes, digest: identityHasher(TREE_MANIFEST_IDENTITY).update(bytes).digest(), entries: entries.length };
+}
