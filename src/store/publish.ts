@@ -25,6 +25,26 @@ import { chmodSync, closeSync, fstatSync, fsyncSync, linkSync, lstatSync, rename
 import { dirname } from "node:path";
 import { CairnError, createExclusive, fsyncDir, ioError, openForRead, readFileBounded, tempSibling, writeFully, type ErrorCode } from "../core/index.ts";
 
+/**
+ * The named points of publication, for fault injection in tests: `staged`
+ * (the complete temporary file exists and is not yet named) and `named` (the
+ * name is given, the directory not yet fsynced).
+ */
+export type PublishPoint = "staged" | "named";
+
+let publishHook: ((point: PublishPoint, target: string) => void) | undefined;
+
+/**
+ * Sets (or clears) a function called at each publication point. Nothing in
+ * cairn sets it and no environment variable does: only the crash tests' child
+ * process (tests/workload/fixtures/assemble-child.ts) installs one, to stop at
+ * a chosen point and be killed there, so a kill mid-publication is arranged
+ * rather than hoped for. Not part of the public API.
+ */
+export function setPublishHook(hook: ((point: PublishPoint, target: string) => void) | undefined): void {
+  publishHook = hook;
+}
+
 /** The refusal for different bytes under a write-once name. */
 export interface WriteOnce {
   readonly code: ErrorCode;
@@ -100,8 +120,10 @@ export function publishStaged(staged: string, target: string, expectedSize: numb
 
 /** Gives the complete temporary file `tmp` the name `target`: by rename, or write-once (holding `once.data`) by link. */
 function name(tmp: string, target: string, durable: boolean, once?: { readonly writeOnce: WriteOnce; readonly data: Uint8Array }): Published {
+  publishHook?.("staged", target);
   if (once === undefined) {
     renameSync(tmp, target);
+    publishHook?.("named", target);
     if (durable) fsyncDir(dirname(target));
     return "published";
   }
@@ -114,6 +136,7 @@ function name(tmp: string, target: string, durable: boolean, once?: { readonly w
     keepIdentical(target, once.data, once.writeOnce);
     return "kept";
   }
+  publishHook?.("named", target);
   unlinkSync(tmp);
   if (durable) fsyncDir(dirname(target));
   return "published";

@@ -64,9 +64,38 @@ export interface DecodedProtocol {
   readonly bytes: number;
 }
 
-function bad(offset: number, message: string): CairnError {
+/**
+ * The decoder's checks, one name each: a refusal's path is
+ * `protocol@<byte offset>/<check>`, so a test (or a reader of a bundle) can
+ * tell which promise the stream broke without parsing the message.
+ */
+export const PROTOCOL_CHECKS = [
+  "magic",
+  "after-final",
+  "record-length",
+  "truncated",
+  "sequence",
+  "invocation-id",
+  "invocation-order",
+  "body-size",
+  "hello-first",
+  "version",
+  "frame-stream",
+  "frame-empty",
+  "frame-offset",
+  "exit-bytes",
+  "exit-digest",
+  "exit-kind",
+  "final-digest",
+  "final-count",
+  "record-type",
+  "no-final",
+] as const;
+export type ProtocolCheck = (typeof PROTOCOL_CHECKS)[number];
+
+function bad(offset: number, check: ProtocolCheck, message: string): CairnError {
   return new CairnError("RUN_INFRASTRUCTURE", `protocol stream invalid at byte ${offset}: ${message}`, {
-    path: `protocol@${offset}`,
+    path: `protocol@${offset}/${check}`,
     hint: "the guest agent or the transport misbehaved; the run is not trustworthy",
   });
 }
@@ -80,7 +109,7 @@ function hex(b: Buffer): Sha256Digest {
 
 export function decodeProtocol(data: Buffer, limits: ProtocolLimits = DEFAULT_PROTOCOL_LIMITS): DecodedProtocol {
   checkLimit("protocol.bytes", data.length, limits.protocolBytes, "protocol", "bytes");
-  if (data.length < 8 || data.subarray(0, 8).toString("latin1") !== PROTOCOL_MAGIC) throw bad(0, "missing protocol magic");
+  if (data.length < 8 || data.subarray(0, 8).toString("latin1") !== PROTOCOL_MAGIC) throw bad(0, "magic", "missing protocol magic");
   const events: NormalizedEvent[] = [];
   const out = new Map<number, InvocationStreams>();
   const hashers = new Map<string, ReturnType<typeof createHash>>();
@@ -99,45 +128,45 @@ export function decodeProtocol(data: Buffer, limits: ProtocolLimits = DEFAULT_PR
   let final = false;
   let lastInvocation = 0;
   while (pos < data.length) {
-    if (final) throw bad(pos, "bytes after the final record");
-    if (data.length - pos < 4) throw bad(pos, "truncated record length");
+    if (final) throw bad(pos, "after-final", "bytes after the final record");
+    if (data.length - pos < 4) throw bad(pos, "truncated", "truncated record length");
     const len = data.readUInt32LE(pos);
-    if (len < HEADER - 4 || len > HEADER - 4 + 9 + Math.max(limits.frameBytes, BODY_MAX)) throw bad(pos, `record length ${len} out of bounds`);
-    if (data.length - pos - 4 < len) throw bad(pos, "truncated record");
+    if (len < HEADER - 4 || len > HEADER - 4 + 9 + Math.max(limits.frameBytes, BODY_MAX)) throw bad(pos, "record-length", `record length ${len} out of bounds`);
+    if (data.length - pos - 4 < len) throw bad(pos, "truncated", "truncated record");
     const type = data[pos + 4]!;
     const rseq = data.readBigUInt64LE(pos + 5);
     const inv = data.readUInt32LE(pos + 13);
     const body = data.subarray(pos + HEADER, pos + 4 + len);
-    if (rseq !== seq) throw bad(pos, `sequence ${rseq} where ${seq} was expected`);
+    if (rseq !== seq) throw bad(pos, "sequence", `sequence ${rseq} where ${seq} was expected`);
     seq++;
     checkLimit("protocol.records", Number(seq), limits.records, "protocol");
     const need = (n: number) => {
-      if (body.length !== n) throw bad(pos, `record type ${type} has ${body.length} body bytes, expected ${n}`);
+      if (body.length !== n) throw bad(pos, "body-size", `record type ${type} has ${body.length} body bytes, expected ${n}`);
     };
     if (type !== RECORD.hello && type !== RECORD.final && inv === 0 && type !== RECORD["infra-failure"]) {
-      throw bad(pos, "record without an invocation id");
+      throw bad(pos, "invocation-id", "record without an invocation id");
     }
     if (inv > lastInvocation) {
-      if (inv !== lastInvocation + 1) throw bad(pos, `invocation ${inv} skips ${lastInvocation + 1}`);
+      if (inv !== lastInvocation + 1) throw bad(pos, "invocation-order", `invocation ${inv} skips ${lastInvocation + 1}`);
       lastInvocation = inv;
     }
     switch (type) {
       case RECORD.hello:
         need(4);
-        if (rseq !== 0n) throw bad(pos, "hello is not the first record");
-        if (body.readUInt32LE(0) !== PROTOCOL_VERSION) throw bad(pos, `unsupported protocol version ${body.readUInt32LE(0)}`);
+        if (rseq !== 0n) throw bad(pos, "hello-first", "hello is not the first record");
+        if (body.readUInt32LE(0) !== PROTOCOL_VERSION) throw bad(pos, "version", `unsupported protocol version ${body.readUInt32LE(0)}`);
         break;
       case RECORD.frame: {
-        if (body.length < 9) throw bad(pos, "short frame");
+        if (body.length < 9) throw bad(pos, "body-size", "short frame");
         const s = body[0]!;
-        if (s !== 1 && s !== 2) throw bad(pos, `unknown stream ${s}`);
+        if (s !== 1 && s !== 2) throw bad(pos, "frame-stream", `unknown stream ${s}`);
         const payload = body.subarray(9);
         checkLimit("run.frame-bytes", payload.length, limits.frameBytes, `protocol@${pos}`, "bytes");
-        if (payload.length === 0) throw bad(pos, "empty frame");
+        if (payload.length === 0) throw bad(pos, "frame-empty", "empty frame");
         const key = `${inv}/${s}`;
         const expected = totals.get(key) ?? 0;
         const offset = Number(body.readBigUInt64LE(1));
-        if (offset !== expected) throw bad(pos, `frame offset ${offset} where ${expected} was expected`);
+        if (offset !== expected) throw bad(pos, "frame-offset", `frame offset ${offset} where ${expected} was expected`);
         totals.set(key, expected + payload.length);
         let h = hashers.get(key);
         if (!h) hashers.set(key, (h = createHash("sha256")));
@@ -173,12 +202,12 @@ export function decodeProtocol(data: Buffer, limits: ProtocolLimits = DEFAULT_PR
           const digest = hex(body.subarray(s === 1 ? 21 : 53, s === 1 ? 53 : 85));
           const received = totals.get(key) ?? 0;
           const actual = hex((hashers.get(key) ?? createHash("sha256")).copy().digest());
-          if (declared !== received) throw bad(pos, `exit record says ${declared} bytes on stream ${s}, ${received} arrived`);
-          if (digest !== actual) throw bad(pos, `exit record digest of stream ${s} does not match the bytes received`);
+          if (declared !== received) throw bad(pos, "exit-bytes", `exit record says ${declared} bytes on stream ${s}, ${received} arrived`);
+          if (digest !== actual) throw bad(pos, "exit-digest", `exit record digest of stream ${s} does not match the bytes received`);
           return { bytes: declared, sha256: digest };
         };
         const kind = body[0] === 2 ? "signaled" : "exited";
-        if (body[0] !== 1 && body[0] !== 2) throw bad(pos, `unknown exit kind ${body[0]}`);
+        if (body[0] !== 1 && body[0] !== 2) throw bad(pos, "exit-kind", `unknown exit kind ${body[0]}`);
         events.push({ invocation: inv, event: "exit", kind, code: body.readUInt32LE(1), stdout: facts(1), stderr: facts(2) });
         break;
       }
@@ -202,19 +231,19 @@ export function decodeProtocol(data: Buffer, limits: ProtocolLimits = DEFAULT_PR
       case RECORD.final: {
         need(37);
         const digest = createHash("sha256").update(data.subarray(0, pos)).digest();
-        if (!digest.equals(body.subarray(5, 37))) throw bad(pos, "final record digest does not cover the stream received");
+        if (!digest.equals(body.subarray(5, 37))) throw bad(pos, "final-digest", "final record digest does not cover the stream received");
         const n = body.readUInt32LE(1);
-        if (n !== lastInvocation) throw bad(pos, `final record counts ${n} invocations, ${lastInvocation} were seen`);
+        if (n !== lastInvocation) throw bad(pos, "final-count", `final record counts ${n} invocations, ${lastInvocation} were seen`);
         events.push({ invocation: 0, event: "final", status: body[0] === 0 ? "ok" : "infrastructure-failure", invocations: n });
         final = true;
         break;
       }
       default:
-        throw bad(pos, `unknown record type ${type}`);
+        throw bad(pos, "record-type", `unknown record type ${type}`);
     }
     pos += 4 + len;
   }
-  if (!final) throw bad(pos, "the stream ended without a final record (transport cut or guest crashed)");
+  if (!final) throw bad(pos, "no-final", "the stream ended without a final record (transport cut or guest crashed)");
   const streams = new Map<number, { stdout: Buffer; stderr: Buffer }>();
   for (let i = 1; i <= lastInvocation; i++) {
     const st = out.get(i);

@@ -14,6 +14,7 @@ async function readBack(blob: Uint8Array, expected: { sha256: Sha256Digest; size
   return [...tree.values()].filter((e) => e.path !== "/").map((e) => ({ ...e, path: e.path.slice(1) }));
 }
 import { assertCode, assertCodeAsync } from "../helpers/errors.ts";
+import { outcomeInChild } from "../helpers/in-child.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
 
 const FILES: Array<[string, string, number]> = [
@@ -126,12 +127,22 @@ test("hostile blobs are refused before and while reading; control reads", async 
   await assertCodeAsync(() => readBack(evil.blob, evil, "t"), "TAR_UNSAFE_PATH");
 });
 
-test("sockets, FIFOs and devices are refused when building", () => {
-  const root = tempDir("cairn-fifo-");
-  writeFileSync(join(root, "ok"), "ok");
-  assert.equal(readDirectory(root).length, 1);
-  execFileSync("mkfifo", [join(root, "pipe")]);
-  assertCode(() => readDirectory(root), "SOURCE_NOT_REGULAR");
+test("a socket, a FIFO and (as root) a device are each refused when building, in a child with a timeout; control: the same directory without it", () => {
+  const DIR_SOURCE = new URL("../../src/strata/dir-source.ts", import.meta.url);
+  const make: Record<string, ((p: string) => void) | undefined> = {
+    socket: (p) => execFileSync("python3", ["-c", "import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])", p]),
+    fifo: (p) => execFileSync("mkfifo", [p]),
+    // a character device (null, 1:3) needs root; elsewhere the case is not made, and the test name says so
+    device: process.getuid?.() === 0 ? (p) => execFileSync("mknod", [p, "c", "1", "3"]) : undefined,
+  };
+  for (const [kind, create] of Object.entries(make)) {
+    if (create === undefined) continue;
+    const root = tempDir("cairn-special-");
+    writeFileSync(join(root, "ok"), "ok");
+    assert.equal(outcomeInChild(DIR_SOURCE, `m.readDirectory(${JSON.stringify(root)})`), "ok", `control for ${kind}`);
+    create(join(root, "special"));
+    assert.equal(outcomeInChild(DIR_SOURCE, `m.readDirectory(${JSON.stringify(root)})`), "SOURCE_NOT_REGULAR", kind);
+  }
 });
 
 test("a file named like an OCI whiteout (.wh.*) is refused when building, since reading the blob back would delete instead; control: .whx builds", async () => {

@@ -320,6 +320,29 @@ test("the default registry is $CAIRN_HOME/registry when nothing names one; trust
   assert.equal(trusted.code, 0, trusted.stderr);
 });
 
+test("without CAIRN_HOME the default registry is $XDG_DATA_HOME/cairn/registry for build, search and resolve; control: nothing is written under HOME", async () => {
+  const xdg = join(ex.root, "xdg-data");
+  const home = join(ex.root, "xdg-home");
+  const { CAIRN_HOME: _, ...rest } = process.env;
+  const xenv = { ...rest, XDG_DATA_HOME: xdg, HOME: home };
+  const src = join(ex.root, "src", "tool-a-1.0");
+  const b = await runCli(["layer", "build", src, "--name", "tool-a", "--version", "1.0", "--init-registry", "--key", join(ex.root, "registry.key")], xenv);
+  assert.equal(b.code, 0, b.stderr);
+  assert.ok(existsSync(join(xdg, "cairn", "registry", "cairn-registry.json")), "the registry is under XDG_DATA_HOME");
+  assert.equal(existsSync(join(home, ".local", "share", "cairn", "registry")), false, "and not under HOME");
+  const s = await runCli(["search", "tool", "--json"], xenv);
+  assert.deepEqual(
+    (JSON.parse(s.stdout) as { hits: { name: string }[] }).hits.map((h) => h.name),
+    ["tool-a"],
+  );
+  const p = join(ex.root, "xdg.yaml");
+  writeFileSync(p, "name: h\nbase: {os: debian12}\nsoftware: [tool-a]\n");
+  const untrusted = await runCli(["resolve", p, "--out", join(ex.root, "xdg.lock"), "--json"], xenv);
+  assert.equal((JSON.parse(untrusted.stdout) as { error: { code: string } }).error.code, "TRUST_REFUSED");
+  const trusted = await runCli(["resolve", p, "--trust", `keyfile://${ex.root}/registry.pub`, "--out", join(ex.root, "xdg.lock")], xenv);
+  assert.equal(trusted.code, 0, trusted.stderr);
+});
+
 test("--base host probes this machine (profile written for whatever this host is)", {
   skip: existsSync("/etc/os-release") || existsSync("/usr/lib/os-release") ? false : "no os-release on this host",
 }, async () => {

@@ -64,16 +64,12 @@ test("Validate: a present-but-malformed digest is an error, wherever it is", asy
   }
 });
 
-test("Validate: an unsafe layer id is an error", async () => {
+test("Validate: an unsafe layer id is PATH_UNSAFE naming /layers/0/id (control: the lock as resolved)", async () => {
   const l = await lock();
+  parseLockfile(edit(l, () => {})); // control
   for (const id of ["../../etc", "a/b", ".x", ""]) {
-    assert.throws(
-      () => parseLockfile(edit(l, (m) => void (m.layers[0].id = id))),
-      (e: { code: string }) => ["PATH_UNSAFE", "MODEL_VALUE", "LOCK_INVALID"].includes(e.code),
-      id,
-    );
+    assertCode(() => parseLockfile(edit(l, (m) => void (m.layers[0].id = id))), "PATH_UNSAFE", "/layers/0/id");
   }
-  assertCode(() => parseLockfile(edit(l, (m) => void (m.layers[0].id = "../../etc"))), "PATH_UNSAFE", "/layers/0/id");
 });
 
 test("Validate: two layers sharing a mount order is an error", async () => {

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import fc from "fast-check";
+import { needs } from "../helpers/prerequisites.ts";
 import { sha256 } from "../../src/core/index.ts";
 import { fsIdentity } from "../../src/tree/fs-digest.ts";
 import type { FsEntry } from "../../src/tree/entries.ts";
@@ -18,7 +19,9 @@ try {
 
 const D = (path: string): FsEntry => ({ type: "dir", path, mode: 0o755, uid: 0, gid: 0, mtime: 0 });
 
-test("a Python implementation written from docs/workload.md computes the same cairn.fs/1", { skip: python ? false : "python3 is not installed" }, () => {
+test("a Python implementation written from docs/workload.md computes the same cairn.fs/1", {
+  skip: needs(python ? undefined : "python3 is not installed (scripts/setup-host.sh installs it)"),
+}, () => {
   const leaf = fc.record({
     name: fc.stringMatching(/^[a-zé日Z0-9._-]{1,8}$/).filter((n) => n !== "." && n !== ".."),
     type: fc.constantFrom("file", "symlink", "dir"),

@@ -14,12 +14,13 @@ import { applyLayers } from "../../src/tree/index.ts";
 import { readOciSource } from "../../src/oci/index.ts";
 import { STRICT_POLICY, parsePolicy, type LayerPolicy } from "../../src/tree/layer-policy.ts";
 import type { CanonicalTree } from "../../src/tree/entries.ts";
+import { needs } from "../helpers/prerequisites.ts";
 import { assertCodeAsync } from "../helpers/errors.ts";
 import { writeConformanceLayout } from "../workload/fixtures/conformance.ts";
 import { MemorySink } from "./fixtures/memory-sink.ts";
 import { addPlatform, isRoot, umociAvailable, umociBuild, umociRawUnpack, walkRootfs, type PeerRow } from "./fixtures/umoci.ts";
 
-const skip = umociAvailable() ? false : "umoci is not installed (scripts/setup-host.sh installs it)";
+const skip = needs(umociAvailable() ? undefined : "umoci is not installed (scripts/setup-host.sh installs it)");
 const tmp = (): string => mkdtempSync(join(tmpdir(), "cairn-umoci-"));
 
 /** cairn's tree as peer rows; owners are compared only when umoci could set them (as root). */

@@ -6,7 +6,7 @@
  * and prerequisite errors with their exit codes.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
@@ -102,5 +102,23 @@ describe("cairn setup / run / replay", () => {
     const priv = JSON.parse(readFileSync(file, "utf8")).private_streams;
     assert.match(Buffer.from(priv[0].stdout_base64, "base64").toString(), /hello from the workload/);
     assert.equal(readFileSync(join(runDir, "failure-bundle.json"), "utf8"), bundleText, "the shareable bundle is untouched");
+  });
+
+  it("run --include-private-streams writes the streams into an owner-only private bundle, instead of the shareable one (docs/runs.md)", {
+    skip: VM_SKIP,
+  }, async () => {
+    await testKit();
+    const ws = binaryWorkspace();
+    const spec = JSON.parse(readFileSync(ws.specPath, "utf8"));
+    spec.run.expect = [{ "exit-code": 5 }];
+    writeFileSync(ws.specPath, JSON.stringify(spec));
+    const r = await runCli(["run", ws.specPath, "--store", ws.storeDir, "--runs", ws.runsDir, "--kit", TEST_KIT_DIR, "--include-private-streams", "--json"]);
+    assert.equal(r.code, 1, r.stderr);
+    const runDir: string = JSON.parse(r.stdout).error.path;
+    assert.equal(existsSync(join(runDir, "failure-bundle.json")), false, "the private bundle is written instead of the shareable one");
+    const file = join(runDir, "failure-bundle.private.json");
+    assert.equal(statSync(file).mode & 0o777, 0o600);
+    const priv = JSON.parse(readFileSync(file, "utf8")).private_streams;
+    assert.match(Buffer.from(priv[0].stdout_base64, "base64").toString(), /hello from the workload/);
   });
 });

@@ -17,6 +17,7 @@ import {
   type QemuPaths,
 } from "../../src/vm/index.ts";
 import { QEMU_BINARY } from "../../src/vm/qemu.ts";
+import { assertCode } from "../helpers/errors.ts";
 import { assertCatchesExtraField, assertScopeExhaustive } from "../helpers/identity-scope.ts";
 import { oneRun } from "./fixtures/records.ts";
 
@@ -112,13 +113,13 @@ describe("VM identity cairn.vm/1", () => {
   it("parses a recorded identity strictly (control: the round trip is exact)", () => {
     const model = JSON.parse(JSON.stringify(id));
     assert.deepEqual(parseVmIdentity(model, "/vm"), id);
-    assert.throws(() => parseVmIdentity({ ...model, extra: 1 }, "/vm"), /unknown field/);
-    assert.throws(() => parseVmIdentity({ ...model, kernel: "md5:1" }, "/vm"), /digest/);
+    assertCode(() => parseVmIdentity({ ...model, extra: 1 }, "/vm"), "MODEL_UNKNOWN_FIELD", "/vm/extra");
+    assertCode(() => parseVmIdentity({ ...model, kernel: "md5:1" }, "/vm"), "DIGEST_INVALID", "/vm/kernel");
     assert.deepEqual(parseModuleEntries(id.kernel_modules, "/vm/kernel_modules"), [
       { name: "virtio_ring", digest: d("d") },
       { name: "virtio", digest: d("e") },
     ]);
-    assert.throws(() => parseModuleEntries(["../x=sha256:00"], "/vm/kernel_modules"), /name=sha256/);
+    assertCode(() => parseModuleEntries(["../x=sha256:00"], "/vm/kernel_modules"), "RUN_INVALID", "/vm/kernel_modules/0");
   });
 });
 
@@ -142,10 +143,11 @@ describe("run manifest cairn.run/1", () => {
     assert.deepEqual(parseRunManifest(Buffer.from(JSON.stringify(manifest)), "run.json"), manifest);
   });
 
-  it("refuses unknown fields and bad digests", () => {
-    assert.throws(() => parseRunManifest(Buffer.from(JSON.stringify({ ...manifest, secret: "x" })), "run.json"), /unknown field/);
-    assert.throws(() => parseRunManifest(Buffer.from(JSON.stringify({ ...manifest, outcome: "x" })), "run.json"), /digest/);
-    assert.throws(() => parseRunManifest(Buffer.from(JSON.stringify({ ...manifest, run_id: "../x" })), "run.json"));
+  it("refuses unknown fields, bad digests and an unsafe run id, each with its code and path (control: the manifest as written)", () => {
+    parseRunManifest(Buffer.from(JSON.stringify(manifest)), "run.json");
+    assertCode(() => parseRunManifest(Buffer.from(JSON.stringify({ ...manifest, secret: "x" })), "run.json"), "MODEL_UNKNOWN_FIELD", "/secret");
+    assertCode(() => parseRunManifest(Buffer.from(JSON.stringify({ ...manifest, outcome: "x" })), "run.json"), "DIGEST_INVALID", "/outcome");
+    assertCode(() => parseRunManifest(Buffer.from(JSON.stringify({ ...manifest, run_id: "../x" })), "run.json"), "MODEL_VALUE", "/run_id");
   });
 });
 

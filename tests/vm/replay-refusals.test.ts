@@ -104,19 +104,51 @@ describe("replay refuses before launch", { skip: VM_SKIP }, () => {
     await refused(c, "WORKLOAD_LOCK_INVALID");
   });
 
-  it("any difference in the VM identity, named by field", async () => {
-    for (const [field, edit] of [
-      ["memory_mib", (vm: VmIdentity) => ({ ...vm, memory_mib: 512 })],
-      ["qemu", (vm: VmIdentity) => ({ ...vm, qemu: "8.0.0" })],
-      ["icount_shift", (vm: VmIdentity) => ({ ...vm, icount_shift: 4 })],
-      ["cmdline", (vm: VmIdentity) => ({ ...vm, cmdline: `${vm.cmdline} x` })],
-    ] as const) {
+  it("any difference in the VM identity, in each of its fields, is refused naming that field", async () => {
+    const sha = (c: string) => `sha256:${c.repeat(64)}`;
+    /** One edit per field of the recorded identity; the list must cover every field (a new field fails here). */
+    const edits: Record<Exclude<keyof VmIdentity, "schema">, (vm: VmIdentity) => VmIdentity> = {
+      qemu: (vm) => ({ ...vm, qemu: "8.0.0" }),
+      machine: (vm) => ({ ...vm, machine: `${vm.machine}-x` }),
+      accel: (vm) => ({ ...vm, accel: "kvm" }),
+      cpu: (vm) => ({ ...vm, cpu: vm.cpu === "max" ? "qemu64" : "max" }),
+      memory_mib: (vm) => ({ ...vm, memory_mib: 512 }),
+      smp: (vm) => ({ ...vm, smp: vm.smp + 1 }),
+      icount_shift: (vm) => ({ ...vm, icount_shift: 4 }),
+      icount_sleep: (vm) => ({ ...vm, icount_sleep: !vm.icount_sleep }),
+      rtc_base: (vm) => ({ ...vm, rtc_base: "2001-01-01T00:00:00" }),
+      rtc_clock: (vm) => ({ ...vm, rtc_clock: vm.rtc_clock === "vm" ? "host" : "vm" }),
+      kernel: (vm) => ({ ...vm, kernel: sha("a") as VmIdentity["kernel"] }),
+      kernel_modules: (vm) => ({ ...vm, kernel_modules: [...vm.kernel_modules].reverse() }), // the load order alone (the kit has every module)
+      cmdline: (vm) => ({ ...vm, cmdline: `${vm.cmdline} x` }),
+      agent: (vm) => ({ ...vm, agent: sha("c") as VmIdentity["agent"] }),
+      initramfs: (vm) => ({ ...vm, initramfs: sha("d") as VmIdentity["initramfs"] }),
+      tree_manifest: (vm) => ({ ...vm, tree_manifest: sha("e") as VmIdentity["tree_manifest"] }),
+      serial: (vm) => ({ ...vm, serial: [...vm.serial, "null"] }),
+      protocol_port: (vm) => ({ ...vm, protocol_port: `${vm.protocol_port}x` }),
+      debug_exit: (vm) => ({ ...vm, debug_exit: `${vm.debug_exit}x` }),
+      protocol: (vm) => ({ ...vm, protocol: `${vm.protocol}x` }),
+    };
+    assert.deepEqual(
+      Object.keys(edits).sort(),
+      Object.keys(rec.manifest.vm)
+        .filter((k) => k !== "schema")
+        .sort(),
+      "one case per field",
+    );
+    for (const [field, edit] of Object.entries(edits)) {
       const c = copy();
       editManifest(c.runDir, (m) => {
         m.vm = edit(m.vm);
+        assert.notDeepEqual(m.vm, rec.manifest.vm, `the ${field} edit changes the identity`);
         m.vm_digest = vmDigest(m.vm);
       });
-      await refused(c, "VM_MISMATCH", `/vm/${field}`);
+      if (field === "kernel_modules") {
+        // Replay rebuilds the guest image from the recorded module list, so a reordered list is caught first as a different image.
+        await refused(c, "REPLAY_MISMATCH", "/guest_image/initramfs");
+      } else {
+        await refused(c, "VM_MISMATCH", `/vm/${field}`);
+      }
     }
     const c = copy();
     editManifest(c.runDir, (m) => void (m.vm = { ...m.vm, memory_mib: 128 }));

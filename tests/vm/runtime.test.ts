@@ -205,7 +205,8 @@ describe("guest agent at run time", { skip: VM_SKIP }, () => {
       of(ev, 1, "exit").map((e) => [e.kind, e.code]),
       [["signaled", 9]],
     );
-    assert.ok(b.boot.qemu.durationMs < 60_000, "idle guest time is skipped (icount sleep=off), not waited");
+    // No wall-clock threshold: the time limit is virtual because idle guest time is skipped (icount sleep=off).
+    assert.equal(b.prepared.vm.icount_sleep, false, "idle guest time is skipped (icount sleep=off), not waited");
   });
 
   it("kills QEMU's whole process group when the wall-clock timeout passes", async () => {
@@ -225,8 +226,7 @@ describe("guest agent at run time", { skip: VM_SKIP }, () => {
       "none",
       300,
     );
-    assert.equal(r.timedOut, true);
-    assert.ok(r.durationMs < 10_000);
+    assert.equal(r.timedOut, true); // how soon is not asserted (no wall-clock threshold); the test's own timeout bounds it
     const ps = execFileSync("ps", ["-eo", "args"], { encoding: "utf8" });
     assert.ok(!ps.includes(marker), "no QEMU process is left running");
   });

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { checkStaticExecutable } from "../../src/workload/elf.ts";
 import { readSourceFile } from "../../src/workload/source-file.ts";
 import { assertCode } from "../helpers/errors.ts";
+import { outcomeInChild } from "../helpers/in-child.ts";
 import { GCC_SKIP, programBytes } from "./fixtures/static-program.ts";
 
 const opts = { skip: GCC_SKIP };
@@ -105,9 +106,13 @@ test("source read: not regular (dir, symlink, FIFO, device), oversized, and a po
   assertCode(() => readSourceFile(join(dir, "d"), 100, "fileSize"), "SOURCE_NOT_REGULAR");
   symlinkSync(f, join(dir, "l"));
   assertCode(() => readSourceFile(join(dir, "l"), 100, "fileSize"), "SOURCE_NOT_REGULAR");
+  // A FIFO and a device in a child with a timeout: opening either without O_NONBLOCK could block the thread.
+  const SOURCE_FILE = new URL("../../src/workload/source-file.ts", import.meta.url);
+  const read = (p: string) => outcomeInChild(SOURCE_FILE, `m.readSourceFile(${JSON.stringify(p)}, 100, "fileSize")`);
+  assert.equal(read(f), "ok", "control: a regular file is read in the child");
   execFileSync("mkfifo", [join(dir, "p")]);
-  assertCode(() => readSourceFile(join(dir, "p"), 100, "fileSize"), "SOURCE_NOT_REGULAR");
-  assertCode(() => readSourceFile("/dev/null", 100, "fileSize"), "SOURCE_NOT_REGULAR");
+  assert.equal(read(join(dir, "p")), "SOURCE_NOT_REGULAR");
+  assert.equal(read("/dev/null"), "SOURCE_NOT_REGULAR");
   const e = assertCode(() => readSourceFile(f, 4, "fileSize"), "SOURCE_OVERSIZED");
   assert.match(e.message, /fileSize/);
 });

@@ -1,37 +1,41 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { sha256 } from "../../src/core/index.ts";
 import { inspectPack, Store } from "../../src/store/index.ts";
 import { openVerifiedWorkload } from "../../src/workload/index.ts";
-import { GCC_SKIP, programBytes } from "./fixtures/static-program.ts";
+import { GCC_SKIP } from "./fixtures/static-program.ts";
 import { dir, file } from "./fixtures/tar-writer.ts";
 import { binaryWorkspace, helloImage, ociWorkspace } from "./fixtures/workspace.ts";
 
 const CHILD = fileURLToPath(new URL("./fixtures/assemble-child.ts", import.meta.url));
 
-function runChild(args: string[]): {
+function runChild(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): {
   done: Promise<{ code: number | null; signal: string | null; out: string }>;
-  firstResult: Promise<void>;
+  paused: Promise<string | undefined>;
   kill: () => void;
 } {
-  const child = spawn(process.execPath, ["--import", "tsx", CHILD, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, ["--import", "tsx", CHILD, ...args], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
   let out = "";
-  let first!: () => void;
-  const firstResult = new Promise<void>((res) => (first = res));
+  let onPause!: (line: string | undefined) => void;
+  const paused = new Promise<string | undefined>((res) => (onPause = res));
   child.stdout.on("data", (d: Buffer) => {
     out += d.toString();
-    first();
+    const line = out.split("\n").find((l) => l.startsWith("paused "));
+    if (line !== undefined) onPause(line);
   });
   child.stderr.on("data", (d: Buffer) => (out += d.toString()));
   const done = new Promise<{ code: number | null; signal: string | null; out: string }>((res) =>
     child.on("close", (code, signal) => res({ code, signal, out })),
   );
-  child.on("close", () => first());
-  return { done, firstResult, kill: () => void child.kill("SIGKILL") };
+  child.on("close", () => onPause(undefined));
+  return { done, paused, kill: () => void child.kill("SIGKILL") };
 }
 
 /** Every published file in objects/, derived/ and packs/ is complete and matches its name. No stray files. */
@@ -59,70 +63,86 @@ function assertStoreWhole(storeDir: string): number {
   return n;
 }
 
-test("SIGKILL at random moments never leaves a published partial entry; the next writer cleans staging", { skip: GCC_SKIP, timeout: 120_000 }, async (t) => {
-  // A padded executable (trailing bytes after the segments are valid ELF) makes each write take a while.
-  const ws = binaryWorkspace();
-  writeFileSync(join(ws.dir, "hello"), Buffer.concat([programBytes("static"), Buffer.alloc(24 * 1024 * 1024, 7)]));
-  const lockBase = join(ws.dir, "crash.lock");
-  const iterations = 6;
-  let killedMidWrite = 0;
-  for (let i = 0; i < iterations; i++) {
-    const c = runChild([ws.specPath, ws.storeDir, lockBase, "loop"]);
-    // Kill at a random moment inside the assembly loop (after the first one, so startup is not what gets killed).
-    await c.firstResult;
-    await new Promise((r) => setTimeout(r, Math.floor(Math.random() * 250)));
-    c.kill();
-    const { signal } = await c.done;
-    assert.equal(signal, "SIGKILL");
-    assertStoreWhole(ws.storeDir);
-    if (readdirSync(join(ws.storeDir, "staging")).length > 0) killedMidWrite++;
-    // Every lock that exists is complete and verifies: the lock is published last.
-    for (const name of readdirSync(ws.dir).filter((f) => /^crash\.lock\.\d+\.json$/.test(f))) {
-      await openVerifiedWorkload(join(ws.dir, name), ws.storeDir);
+/**
+ * Kills an assembly at every publication point it reaches, one fresh store
+ * per kill: the child pauses at the n-th `staged` (temporary file complete,
+ * not named) or `named` (renamed, directory not fsynced) point and is killed
+ * there (fault injection, tests/workload/fixtures/assemble-child.ts), for
+ * n = 1, 2, ... until an assembly completes without reaching point n.
+ * Returns the kills, each one mid-publication by construction.
+ */
+async function killAtEveryPublication(ws: { dir: string; specPath: string; lockPath: string }): Promise<{ staged: number; named: number }> {
+  const kills = { staged: 0, named: 0 };
+  for (const point of ["staged", "named"] as const) {
+    for (let n = 1; ; n++) {
+      assert.ok(n <= 64, "an assembly publishes a bounded number of files");
+      const storeDir = join(ws.dir, `store-${point}-${n}`);
+      const c = runChild([ws.specPath, storeDir, ws.lockPath], { CAIRN_TEST_PUBLISH_PAUSE: `${point}:${n}` });
+      const line = await c.paused;
+      if (line === undefined) {
+        // Fewer than n publications: the assembly completed (the control) and its lock verifies.
+        const r = await c.done;
+        assert.equal(r.code, 0, r.out);
+        await openVerifiedWorkload(ws.lockPath, storeDir);
+        rmSync(ws.lockPath);
+        break;
+      }
+      c.kill();
+      const { signal } = await c.done;
+      assert.equal(signal, "SIGKILL");
+      const target = line.split(" ")[3]!;
+      const staging = join(storeDir, "staging");
+      const leftovers = readdirSync(staging).flatMap((w) => readdirSync(join(staging, w)));
+      if (point === "staged") {
+        // Killed with a complete temporary file and no name: the kill landed mid-publication.
+        assert.equal(existsSync(target), false, `${target} not published`);
+        assert.ok(leftovers.length > 0, "the killed writer's temporary file is left in its staging");
+      } else {
+        assert.equal(existsSync(target), true, `${target} published before the kill`);
+      }
+      kills[point]++;
+      assertStoreWhole(storeDir);
+      if (/\/roots\/[0-9a-f]{64}$/.test(target)) {
+        // The GC root is registered after the lock is written: a kill there leaves a complete lock that verifies.
+        await openVerifiedWorkload(ws.lockPath, storeDir);
+        rmSync(ws.lockPath);
+      } else {
+        assert.equal(existsSync(ws.lockPath), false, "a run killed while publishing a store entry leaves no lock");
+      }
+      // The next writer removes dead writers' staging, and its assembly verifies.
+      new Store(storeDir).close();
+      assert.deepEqual(readdirSync(staging), [], "dead writers' staging was cleaned");
+      const next = runChild([ws.specPath, storeDir, ws.lockPath]);
+      const r = await next.done;
+      assert.equal(r.code, 0, r.out);
+      await openVerifiedWorkload(ws.lockPath, storeDir);
+      assertStoreWhole(storeDir);
+      rmSync(ws.lockPath);
+      rmSync(storeDir, { recursive: true, force: true });
     }
   }
-  const leftovers = readdirSync(join(ws.storeDir, "staging"));
-  t.diagnostic(`kills that landed mid-write (staging left behind): ${killedMidWrite} of ${iterations}`);
-  // The next writer removes dead writers' staging.
-  const s = new Store(ws.storeDir);
-  s.close();
-  assert.deepEqual(readdirSync(join(ws.storeDir, "staging")), [], `leftovers before: ${leftovers.length}`);
-  const final = runChild([ws.specPath, ws.storeDir, ws.lockPath]);
-  assert.equal((await final.done).code, 0);
-  await openVerifiedWorkload(ws.lockPath, ws.storeDir);
+  return kills;
+}
+
+test("SIGKILL at each store publication point of a binary assembly leaves no published partial entry and no lock; the next writer cleans staging and verifies", {
+  skip: GCC_SKIP,
+  timeout: 300_000,
+}, async (t) => {
+  const kills = await killAtEveryPublication(binaryWorkspace());
+  t.diagnostic(`kills mid-publication: ${kills.staged} with the file staged, ${kills.named} just after naming`);
+  assert.ok(kills.staged >= 2 && kills.named >= 2, "the executable and the derived entry are each killed mid-publication");
 });
 
-test("SIGKILL during OCI layer application leaves no partial entry and no lock, or a complete lock; a later assembly verifies", {
+test("SIGKILL at each store publication point of an OCI assembly (layers, content pack, derived entry) leaves no partial entry and no lock; a later assembly verifies", {
   skip: GCC_SKIP,
-  timeout: 120_000,
+  timeout: 300_000,
 }, async (t) => {
-  // Enough files that most kills land mid-application (content packs made 3,000 too quick).
-  const many = Array.from({ length: 12_000 }, (_, i) => file(`data/f${i}`, `content ${i}\n`.repeat(20), { mode: 0o644 }));
+  const many = Array.from({ length: 200 }, (_, i) => file(`data/f${i}`, `content ${i}\n`.repeat(20), { mode: 0o644 }));
   const base = helloImage();
   const ws = ociWorkspace({ ...base, layers: [...base.layers, { entries: [dir("data/"), ...many] }] });
-  let midway = 0;
-  for (let i = 0; i < 4; i++) {
-    const c = runChild([ws.specPath, ws.storeDir, ws.lockPath, "announce"]);
-    await c.firstResult;
-    await new Promise((r) => setTimeout(r, 200 + Math.floor(Math.random() * 800)));
-    c.kill();
-    const { signal } = await c.done;
-    assertStoreWhole(ws.storeDir);
-    if (existsSync(ws.lockPath)) {
-      // The lock was written before the kill (the child exited, or was killed while exiting):
-      // the lock is published last, so it is complete and verifies.
-      await openVerifiedWorkload(ws.lockPath, ws.storeDir);
-      rmSync(ws.lockPath);
-    } else {
-      assert.equal(signal, "SIGKILL", "an assembly that was not killed leaves a lock");
-      midway++;
-    }
-  }
-  t.diagnostic(`${midway} of 4 kills landed before the lock was written`);
-  const final = runChild([ws.specPath, ws.storeDir, ws.lockPath]);
-  assert.equal((await final.done).code, 0);
-  await openVerifiedWorkload(ws.lockPath, ws.storeDir);
-  assert.deepEqual(readdirSync(join(ws.storeDir, "staging")), [], "dead writers' staging was cleaned");
+  const kills = await killAtEveryPublication(ws);
+  t.diagnostic(`kills mid-publication: ${kills.staged} with the file staged, ${kills.named} just after naming`);
+  assert.ok(kills.staged >= 3 && kills.named >= 3, "raw objects, the content pack and the derived entry are each killed mid-publication");
 });
 
 test("concurrent assemblers of one workload produce the same bytes and a store that verifies", { skip: GCC_SKIP, timeout: 120_000 }, async () => {

@@ -1,0 +1,149 @@
+/**
+ * The claims ledger is checked (issue 17, item 4): every test file (or bench,
+ * script, vector file) a claim in docs/properties/*.md names exists, and every quoted test name ("…" marks a
+ * prefix) is declared by a test, it or describe call in that file (or, for a
+ * name quoted without a file, in a file the same row names).
+ */
+import assert from "node:assert/strict";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { dirname, join, relative } from "node:path";
+import { describe, it } from "node:test";
+import { PROJECT_ROOT } from "../helpers/vectors.ts";
+
+const LEDGER_DIR = join(PROJECT_ROOT, "docs", "properties");
+const TESTS = join(PROJECT_ROOT, "tests");
+/** The test folder each ledger speaks for (a bare file name resolves there first). */
+const AREA: Record<string, string[]> = {
+  "architecture.md": ["architecture"],
+  "manifest.md": ["manifest"],
+  "oci.md": ["oci", "tree"],
+  "runs.md": ["vm"],
+  "strata.md": ["strata"],
+  "workload.md": ["workload", "store"],
+  "testing.md": ["testing"],
+};
+
+function testFiles(dir: string): string[] {
+  const out: string[] = [];
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    if (e.name === ".generated" || e.name === "node_modules") continue;
+    const p = join(dir, e.name);
+    if (e.isDirectory()) out.push(...testFiles(p));
+    else if (e.name.endsWith(".test.ts")) out.push(relative(PROJECT_ROOT, p));
+  }
+  return out;
+}
+
+export interface Reference {
+  readonly id: string;
+  readonly file: string;
+  readonly names: string[];
+}
+
+/** The (file, quoted names) references of one ledger row's test cell, in order. */
+export function references(id: string, cell: string): Reference[] {
+  const refs: Reference[] = [];
+  const loose: string[] = [];
+  for (const m of cell.matchAll(/`((?:[\w.-]+\/)*[\w.-]+\.(?:test\.ts|ts|sh|json))`|"([^"]+)"/g)) {
+    if (m[1] !== undefined) {
+      // a bare `index.json` is a file name in the claim's prose, not a reference
+      if (m[1].endsWith(".test.ts") || m[1].includes("/")) refs.push({ id, file: m[1], names: [] });
+    } else if (refs.length > 0) refs.at(-1)!.names.push(m[2]!);
+    else loose.push(m[2]!);
+  }
+  if (loose.length > 0) refs.push({ id, file: "", names: loose });
+  return refs;
+}
+
+/** Resolves a file as named in a ledger (full path, area-relative path, or bare name) to candidates. */
+export function resolve(name: string, ledger: string, all: readonly string[]): string[] {
+  if (!name.endsWith(".test.ts")) {
+    // a bench, script or vector file the claim rests on: it must exist
+    if (existsSync(join(PROJECT_ROOT, name))) return [name];
+    const near = all.flatMap((f) => [join(dirname(f), name), join(dirname(f), "..", name)]);
+    return [...new Set(near)].filter((f) => existsSync(join(PROJECT_ROOT, f))).slice(0, 1);
+  }
+  if (name.startsWith("tests/")) return all.filter((f) => f === name);
+  const areas = AREA[ledger] ?? [];
+  const inArea = all.filter((f) => areas.some((a) => f === `tests/${a}/${name}`));
+  if (inArea.length > 0) return inArea;
+  return all.filter((f) => f.endsWith(`/${name}`));
+}
+
+/**
+ * True when `text` declares a test (test, it or describe) whose title starts
+ * with `name`; "…" at the end is optional, "…" at the start matches anywhere
+ * in the title.
+ */
+export function declares(text: string, name: string): boolean {
+  const infix = name.startsWith("…");
+  const wanted = name.replace(/^…/, "").replace(/(…|\.\.\.)$/, "");
+  for (const m of text.matchAll(/\b(?:test|it|describe)\(\s*(["'`])((?:\\.|(?!\1).)*)\1/g)) {
+    const title = m[2]!.replace(/\\(.)/g, "$1");
+    if (infix ? title.includes(wanted) : title.startsWith(wanted)) return true;
+  }
+  return false;
+}
+
+function rows(): { ledger: string; id: string; cell: string }[] {
+  const out: { ledger: string; id: string; cell: string }[] = [];
+  for (const ledger of readdirSync(LEDGER_DIR).filter((f) => f.endsWith(".md") && f !== "README.md")) {
+    for (const line of readFileSync(join(LEDGER_DIR, ledger), "utf8").split("\n")) {
+      const cells = line.split(/(?<!\\)\|/).map((c) => c.trim());
+      // | id | claim | test | status |
+      if (cells.length < 6 || !/^[A-Z]+\d+[a-z]?$/.test(cells[1]!)) continue;
+      out.push({ ledger, id: cells[1]!, cell: cells[3]! });
+    }
+  }
+  return out;
+}
+
+/** Every broken reference, as "ledger id: what is missing". */
+export function brokenReferences(ledgerRows: { ledger: string; id: string; cell: string }[], all: readonly string[], read: (f: string) => string): string[] {
+  const broken: string[] = [];
+  for (const { ledger, id, cell } of ledgerRows) {
+    const refs = references(id, cell);
+    const named = refs.filter((r) => r.file !== "").flatMap((r) => resolve(r.file, ledger, all));
+    for (const r of refs) {
+      const candidates = r.file === "" ? named : resolve(r.file, ledger, all);
+      if (r.file !== "" && candidates.length === 0) {
+        broken.push(`${ledger} ${id}: no test file ${r.file}`);
+        continue;
+      }
+      for (const n of r.names) {
+        if (!candidates.some((f) => declares(read(f), n))) broken.push(`${ledger} ${id}: no test "${n}" in ${candidates.join(", ") || "(no file named)"}`);
+      }
+    }
+  }
+  return broken;
+}
+
+describe("claims ledger", () => {
+  const all = testFiles(TESTS);
+  const read = (f: string) => readFileSync(join(PROJECT_ROOT, f), "utf8");
+
+  it("every claim names at least one test file", () => {
+    const without = rows().filter((r) => references(r.id, r.cell).every((ref) => ref.file === ""));
+    assert.deepEqual(
+      without.map((r) => `${r.ledger} ${r.id}`),
+      [],
+    );
+  });
+
+  it("every named test file and test name exists (control: a planted missing file and a planted missing name are caught)", () => {
+    assert.ok(rows().length > 100, "the ledgers were read");
+    assert.deepEqual(brokenReferences(rows(), all, read), []);
+    const planted = [
+      { ledger: "runs.md", id: "X1", cell: "`tests/vm/no-such.test.ts`" },
+      { ledger: "runs.md", id: "X2", cell: '`protocol.test.ts` "no test is called this…"' },
+      { ledger: "runs.md", id: "X3", cell: '`protocol.test.ts` "applies the named frame and stream limits"' },
+      { ledger: "runs.md", id: "X4", cell: '`protocol.test.ts` "applies the named…", "…frame and stream limits"' },
+      { ledger: "runs.md", id: "X5", cell: "`bench/no-such/run.ts`" },
+    ];
+    assert.deepEqual(brokenReferences(planted, all, read), [
+      "runs.md X1: no test file tests/vm/no-such.test.ts",
+      'runs.md X2: no test "no test is called this…" in tests/vm/protocol.test.ts',
+      "runs.md X5: no test file bench/no-such/run.ts",
+    ]);
+  });
+});
