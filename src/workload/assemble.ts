@@ -84,8 +84,10 @@ export async function assembleWorkload(opts: AssembleOptions): Promise<AssembleR
       created: (opts.now ?? (() => new Date()))().toISOString(),
       cairnVersion: opts.cairnVersion,
     };
-    writeFileAtomic(lockPath, encodeWorkloadLock(lock), { mode: 0o600 });
+    // The gc root is recorded before the lock appears: a kill in between leaves a root whose lock is absent (gc
+    // drops such a record), never a lock whose objects no root protects.
     store.registerRoot(lockPath);
+    writeFileAtomic(lockPath, encodeWorkloadLock(lock), { mode: 0o600 });
   } finally {
     store.close();
   }
