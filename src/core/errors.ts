@@ -90,6 +90,9 @@ export const ERROR_CODES = {
   REPLAY_MISMATCH: 1,
   ASSERTION_FAILED: 1,
   IO_ERROR: 1,
+  ROOT_FOREIGN: 1,
+  ROOT_UNSAFE: 1,
+  INTERNAL: 1,
   // exit 2: usage error
   USAGE: 2,
   // exit 3: a prerequisite is missing

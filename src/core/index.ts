@@ -23,6 +23,8 @@ export type { SigningKey, VerifyingKey } from "./keys.ts";
 export { pae, signEnvelope, verifyEnvelope, parseEnvelope } from "./dsse.ts";
 export type { DsseEnvelope, DsseSignature } from "./dsse.ts";
 export { writeFileAtomic, mkdirPrivate, tempSibling, fsyncDir, readFullyAt, writeFully, openForRead, createExclusive } from "./files.ts";
+export { openRoot, openDirIn, hasDirIn, withDirIn, ensureDirsIn, removeIn, descriptorPath, MAX_MARKER_BYTES } from "./owned-root.ts";
+export type { RootKind, DirOptions } from "./owned-root.ts";
 export { readFileBounded, readFilePrefix } from "./bounded-read.ts";
 export { safeComponent, digestComponents } from "./safepath.ts";
 export { checkLimit, formatBytes, FIXED_LIMIT_HINT } from "./limits.ts";

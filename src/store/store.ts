@@ -20,9 +20,9 @@
  */
 import { lstatSync, rmSync, type Stats } from "node:fs";
 import { join } from "node:path";
-import { CairnError, digestComponents, mkdirPrivate, readFileBounded, sha256, type Sha256Digest } from "../core/index.ts";
+import { CairnError, digestComponents, ensureDirsIn, hasDirIn, openRoot, readFileBounded, sha256, type RootKind, type Sha256Digest } from "../core/index.ts";
 import { publishBytes, publishStaged } from "./publish.ts";
-import { cleanStaging, createStaging, type Staging } from "./staging.ts";
+import { cleanStaging, createStaging, STAGING, type Staging } from "./staging.ts";
 
 export type StoreArea = "objects" | "derived" | "packs";
 
@@ -30,6 +30,18 @@ export interface StoreOptions {
   /** Create the store if missing and clean dead writers' staging (default true). */
   write?: boolean;
 }
+
+/** The store root's marker (core/owned-root.ts): cairn writes into, cleans and chmods only a directory it marked. */
+export const STORE_ROOT: RootKind = {
+  what: "content store",
+  format: "cairn.store/1",
+  marker: "cairn-store.json",
+  mode: 0o700,
+  missing: "STORE_MISSING",
+  hint: "assemble the workload first, or pass --store with a new, empty or cairn-made directory",
+};
+
+const STORE_DIRS = ["objects", "objects/sha256", "derived", "derived/sha256", "packs", "packs/sha256", STAGING] as const;
 
 const STORE_CORRUPT_HINT = "the store was modified; remove the file and assemble again";
 
@@ -41,28 +53,14 @@ export class Store {
   constructor(root: string, options: StoreOptions = {}) {
     this.root = root;
     const write = options.write ?? true;
+    openRoot(root, STORE_ROOT, { create: write });
     if (write) {
-      for (const d of [
-        root,
-        join(root, "objects"),
-        join(root, "objects", "sha256"),
-        join(root, "derived"),
-        join(root, "derived", "sha256"),
-        join(root, "packs"),
-        join(root, "packs", "sha256"),
-        join(root, "staging"),
-      ]) {
-        mkdirPrivate(d);
-      }
-      cleanStaging(join(root, "staging"));
+      ensureDirsIn(root, STORE_DIRS);
+      cleanStaging(root);
+    } else {
+      // reading: what is there must still be a real directory of ours (a planted symlink is refused, never followed)
+      for (const d of STORE_DIRS) hasDirIn(root, d);
     }
-    let st: Stats;
-    try {
-      st = lstatSync(root);
-    } catch (cause) {
-      throw new CairnError("STORE_MISSING", `no content store at ${root}`, { path: root, cause, hint: "assemble the workload first, or pass --store DIR" });
-    }
-    if (!st.isDirectory()) throw new CairnError("STORE_CORRUPT", `${root} is not a directory`, { path: root });
   }
 
   /** The single function that builds a path in the store; it validates the digest first. */
@@ -74,7 +72,7 @@ export class Store {
 
   /** This writer's private staging directory (created on first use). */
   get stagingDir(): string {
-    this.#staging ??= createStaging(join(this.root, "staging"));
+    this.#staging ??= createStaging(this.root);
     return this.#staging.dir;
   }
 

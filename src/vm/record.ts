@@ -5,9 +5,22 @@
  * `openVerifiedWorkload`, so nothing unverified enters the guest.
  */
 import { randomBytes } from "node:crypto";
-import { copyFileSync, chmodSync, readFileSync, rmSync, statSync } from "node:fs";
+import { copyFileSync, chmodSync, readFileSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { cairnDir, CairnError, isCairnError, isJsonObject, mkdirPrivate, parseJsonBytes, sha256, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
+import {
+  cairnDir,
+  CairnError,
+  ensureDirsIn,
+  isCairnError,
+  isJsonObject,
+  openRoot,
+  parseJsonBytes,
+  removeIn,
+  sha256,
+  writeFileAtomic,
+  type RootKind,
+  type Sha256Digest,
+} from "../core/index.ts";
 import { assembleWorkload, WORKLOAD_LOCK_SCHEMA, openVerifiedWorkload, type VerifiedWorkload } from "../workload/index.ts";
 
 /** A lock is small; a bigger file is not taken for one (the workload layer bounds its own read too). */
@@ -22,6 +35,15 @@ import { vmDigest } from "./vmid.ts";
 import type { GuestLaunch } from "./inputs.ts";
 
 export const DEFAULT_TIMEOUT_MS = 300_000;
+
+/** The runs directory's marker (core/owned-root.ts): cairn creates run directories only in a directory it marked. */
+export const RUNS_ROOT: RootKind = {
+  what: "runs directory",
+  format: "cairn.runs/1",
+  marker: "cairn-runs.json",
+  mode: 0o700,
+  hint: "pass --runs with a new, empty or cairn-made directory",
+};
 
 /** `--runs DIR` when given, else core's one default-location rule (`cairnDir("runs", ...)`). */
 export function defaultRunsDir(env: NodeJS.ProcessEnv, cwd: string, flag?: string): string {
@@ -92,9 +114,9 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
   } catch {
     throw new CairnError("USAGE", `${opts.input} does not exist`, { path: opts.input, hint: "give a workload spec (.yaml/.json) or a workload lock" });
   }
-  mkdirPrivate(opts.runsDir);
+  openRoot(opts.runsDir, RUNS_ROOT, { create: true });
+  ensureDirsIn(opts.runsDir, [runId]);
   const runDir = join(opts.runsDir, runId);
-  mkdirPrivate(runDir);
   const lockPath = join(runDir, RUN_FILES.lock);
   const t0 = performance.now();
   let w: VerifiedWorkload;
@@ -115,7 +137,7 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
     prepared = await prepareGuest({ tree: w.tree, content: w.content, launch: guestLaunch(w), scenario }, { kit: opts.kit, qemu: qemuVersion() });
   } catch (e) {
     // refused before anything ran: leave no half-written run directory behind
-    rmSync(runDir, { recursive: true, force: true });
+    removeIn(opts.runsDir, "", runId);
     throw e;
   }
   const t2 = performance.now();
