@@ -4,5 +4,6 @@
 import { register } from "tsx/esm/api";
 
 register();
-const { main } = await import("../src/cli/main.ts");
+const { main, guardProcess } = await import("../src/cli/main.ts");
+guardProcess(process.argv.slice(2));
 process.exitCode = await main(process.argv.slice(2));

@@ -1,4 +1,4 @@
-export { CairnError, ERROR_CODES, isCairnError, refuseAll, ioError } from "./errors.ts";
+export { CairnError, ERROR_CODES, isCairnError, refuseAll, ioError, MAX_ISSUES, MAX_ISSUE_LINES } from "./errors.ts";
 export type { ErrorCode, Issue } from "./errors.ts";
 export { parseDigest, parseSha256, isDigest, digestHex, sha256, blake3, Sha256Hasher, verifyDigest } from "./digest.ts";
 export type { Digest, Sha256Digest, Blake3Digest } from "./digest.ts";

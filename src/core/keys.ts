@@ -4,8 +4,8 @@
  * SPKI DER bytes, so it names the key itself, not a file or a label.
  */
 import { createPrivateKey, createPublicKey, generateKeyPairSync, sign as cryptoSign, verify as cryptoVerify, type KeyObject } from "node:crypto";
-import { readFileSync } from "node:fs";
-import { CairnError, ioError } from "./errors.ts";
+import { readFileBounded } from "./bounded-read.ts";
+import { CairnError } from "./errors.ts";
 import { sha256, type Sha256Digest } from "./digest.ts";
 import { writeFileAtomic } from "./files.ts";
 
@@ -46,12 +46,21 @@ export function writeKeyPair(prefix: string, key: SigningKey, overwrite = false)
   return { keyPath, pubPath };
 }
 
+/** key.max_bytes: an Ed25519 PEM key is a few hundred bytes; anything near this is not a key. */
+export const MAX_KEY_BYTES = 64 * 1024;
+
+/**
+ * Keys (--pub, --sign, --key, keyfile:// trust) come through the one bounded
+ * reader: a FIFO, a device such as /dev/zero, a symlink or a 300 MB file is
+ * refused before a byte is read, never read until memory runs out or
+ * waited on forever.
+ */
 function readPem(path: string): Buffer {
-  try {
-    return readFileSync(path);
-  } catch (cause) {
-    throw ioError(path, cause);
-  }
+  return readFileBounded(path, MAX_KEY_BYTES, "key.max_bytes", {
+    notRegular: "KEY_INVALID",
+    notRegularHint: "give the path of a PEM key file",
+    limitHint: "a PEM Ed25519 key is a few hundred bytes; this is not a key file",
+  });
 }
 
 export function parseSigningKey(pem: string | Buffer, path = "key"): SigningKey {

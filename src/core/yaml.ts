@@ -31,7 +31,7 @@ function convert(node: unknown, text: string, path: string): JsonModel {
   }
   if (isMap(node)) {
     if (node.tag && node.tag !== "tag:yaml.org,2002:map") {
-      throw new CairnError("YAML_UNSUPPORTED", `tag ${node.tag} is refused`, { path });
+      throw new CairnError("YAML_UNSUPPORTED", `a custom tag is refused${where(text, node)}`, { path });
     }
     const out: JsonObject = Object.create(null) as JsonObject;
     for (const pair of node.items) {
@@ -54,7 +54,7 @@ function convert(node: unknown, text: string, path: string): JsonModel {
   }
   if (isSeq(node)) {
     if (node.tag && node.tag !== "tag:yaml.org,2002:seq") {
-      throw new CairnError("YAML_UNSUPPORTED", `tag ${node.tag} is refused`, { path });
+      throw new CairnError("YAML_UNSUPPORTED", `a custom tag is refused${where(text, node)}`, { path });
     }
     return node.items.map((item, i) => {
       const itemPath = `${path}/${i}`;
@@ -84,7 +84,8 @@ function convert(node: unknown, text: string, path: string): JsonModel {
       if (v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER)) return Number(v);
       throw new CairnError("JSON_NUMBER", "integer is outside the safe range ±(2^53−1)", { path });
     }
-    throw new CairnError("YAML_UNSUPPORTED", `unsupported scalar ${node.tag ?? typeof v}${where(text, node)}`, { path });
+    // the tag itself is source text (`!hunter2`): name the kind, not the tag
+    throw new CairnError("YAML_UNSUPPORTED", `unsupported scalar (${node.tag === undefined ? typeof v : "a custom tag"})${where(text, node)}`, { path });
   }
   throw new CairnError("YAML_UNSUPPORTED", "unsupported YAML node", { path });
 }
@@ -98,13 +99,17 @@ function convert(node: unknown, text: string, path: string): JsonModel {
 export function yamlNestingDepth(text: string): number {
   let max = 0;
   const indents: number[] = [];
+  // Open flow brackets carry over line ends: `[` on each of 10,000 lines is
+  // 10,000 levels deep, however the lines are indented.
+  let open = 0;
   for (const line of text.split("\n")) {
     const body = line.trimStart();
     if (body === "" || body.startsWith("#")) continue;
     const indent = line.length - body.length;
     while (indents.length > 0 && indents[indents.length - 1]! >= indent) indents.pop();
     indents.push(indent);
-    let flow = 0;
+    let block = 0;
+    let deepest = open;
     let quote = "";
     for (let i = 0; i < body.length; i++) {
       const c = body[i]!;
@@ -115,17 +120,36 @@ export function yamlNestingDepth(text: string): number {
         if (c === "'") quote = "";
       } else if (c === '"' || c === "'") quote = c;
       else if (c === "#" && (i === 0 || body[i - 1] === " ")) break;
-      else if (c === "[" || c === "{" || c === "-" || c === ":") {
-        if (c === "[" || c === "{" || body[i + 1] === " " || i + 1 === body.length) flow++;
-      }
+      else if (c === "[" || c === "{") deepest = Math.max(deepest, ++open);
+      else if (c === "]" || c === "}") open = Math.max(0, open - 1);
+      else if ((c === "-" || c === ":") && (body[i + 1] === " " || i + 1 === body.length)) block++;
     }
-    max = Math.max(max, indents.length + flow);
+    max = Math.max(max, indents.length + block + deepest);
   }
   return max;
 }
 
 /** Default bound on YAML nesting (limit name `yaml_depth`). */
 export const DEFAULT_YAML_DEPTH = 256;
+
+/** The kind of a parser problem in words, from its code alone (e.g. BAD_INDENT → "bad indent"). */
+function problemKind(code: string): string {
+  return /^[A-Z_]+$/.test(code) ? code.toLowerCase().replaceAll("_", " ") : "syntax error";
+}
+
+/** " at line L, column C" of a source offset (no source text). */
+function position(text: string, offset: number | undefined): string {
+  if (offset === undefined || offset < 0) return "";
+  let line = 1;
+  let lineStart = 0;
+  for (let i = 0; i < offset && i < text.length; i++) {
+    if (text.charCodeAt(i) === 10) {
+      line++;
+      lineStart = i + 1;
+    }
+  }
+  return ` at line ${line}, column ${offset - lineStart + 1}`;
+}
 
 /** Parses one YAML document strictly into a null-prototype model. */
 export function parseYamlText(text: string, source = "input", maxDepth = DEFAULT_YAML_DEPTH): JsonModel {
@@ -151,7 +175,10 @@ export function parseYamlText(text: string, source = "input", maxDepth = DEFAULT
   const problem = doc.errors[0] ?? doc.warnings[0];
   if (problem) {
     const code = problem.code === "DUPLICATE_KEY" ? "JSON_DUPLICATE_KEY" : problem.code === "TAG_RESOLVE_FAILED" ? "YAML_UNSUPPORTED" : "YAML_SYNTAX";
-    throw new CairnError(code, `${source}: ${problem.message.split("\n")[0]}`, { path: "" });
+    // The parser's own message quotes the source ("Unresolved tag: !hunter2"),
+    // and an unquoted password beginning with !, | or > is exactly such a
+    // source: keep the kind and the position, never the text.
+    throw new CairnError(code, `${source}: ${problemKind(problem.code)}${position(text, problem.pos?.[0])}`, { path: "" });
   }
   return convert(doc.contents, text, "");
 }

@@ -5,26 +5,25 @@
  * `openVerifiedWorkload`, so nothing unverified enters the guest.
  */
 import { randomBytes } from "node:crypto";
-import { copyFileSync, chmodSync, readFileSync, statSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import {
   cairnDir,
-  CairnError,
   ensureDirsIn,
   isCairnError,
   isJsonObject,
   openRoot,
   parseJsonBytes,
+  readFileBounded,
   removeIn,
   sha256,
   writeFileAtomic,
   type RootKind,
   type Sha256Digest,
 } from "../core/index.ts";
-import { assembleWorkload, WORKLOAD_LOCK_SCHEMA, openVerifiedWorkload, type VerifiedWorkload } from "../workload/index.ts";
+import { assembleWorkload, LOCK_MAX_BYTES, SPEC_MAX_BYTES, WORKLOAD_LOCK_SCHEMA, openVerifiedWorkload, type VerifiedWorkload } from "../workload/index.ts";
 
 /** A lock is small; a bigger file is not taken for one (the workload layer bounds its own read too). */
-const LOCK_SNIFF_BYTES = 4 * 1024 * 1024;
 import { writeFailureBundle } from "./bundle.ts";
 import { bootGuest, evaluate, prepareGuest, type BootResult, type Evaluation, type PreparedGuest } from "./guest.ts";
 import { qemuVersion, type Kit } from "./kit.ts";
@@ -33,6 +32,9 @@ import { dropImage, RUN_FILES, shellQuote, writeEvaluation, writeJsonPublic, wri
 import { parseScenario, type Scenario } from "./scenario.ts";
 import { vmDigest } from "./vmid.ts";
 import type { GuestLaunch } from "./inputs.ts";
+
+/** run.max_input_bytes: the input of `cairn run`, a spec or a workload lock (the larger of their own limits). */
+const RUN_INPUT_MAX_BYTES = Math.max(SPEC_MAX_BYTES, LOCK_MAX_BYTES);
 
 export const DEFAULT_TIMEOUT_MS = 300_000;
 
@@ -62,11 +64,10 @@ export function workloadFacts(w: VerifiedWorkload): RunManifest["workload"] {
 }
 
 /** A workload lock (by name or by its schema); anything else is treated as a spec. */
-function isLockFile(path: string): boolean {
+function isLockFile(path: string, bytes: Buffer): boolean {
   if (path.endsWith(".lock.json")) return true;
   try {
-    if (statSync(path).size > LOCK_SNIFF_BYTES) return false;
-    const m = parseJsonBytes(readFileSync(path));
+    const m = parseJsonBytes(bytes);
     return isJsonObject(m) && m.schema === WORKLOAD_LOCK_SCHEMA;
   } catch {
     return false;
@@ -109,11 +110,12 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
   const now = (opts.now ?? (() => new Date()))();
   const runId = newRunId(now);
   const input = resolve(opts.input);
-  try {
-    statSync(input);
-  } catch {
-    throw new CairnError("USAGE", `${opts.input} does not exist`, { path: opts.input, hint: "give a workload spec (.yaml/.json) or a workload lock" });
-  }
+  // the one bounded reader: a FIFO, a device or a symlink given as the input is refused, never waited on or read without end
+  const inputBytes = readFileBounded(input, RUN_INPUT_MAX_BYTES, "run.max_input_bytes", {
+    missing: "USAGE",
+    notRegular: "RUN_INVALID",
+    notRegularHint: "give a workload spec (.yaml/.json) or a workload lock, as a regular file",
+  });
   openRoot(opts.runsDir, RUNS_ROOT, { create: true });
   ensureDirsIn(opts.runsDir, [runId]);
   const runDir = join(opts.runsDir, runId);
@@ -124,9 +126,8 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
   let prepared: PreparedGuest;
   let t1: number;
   try {
-    if (isLockFile(input)) {
-      copyFileSync(input, lockPath);
-      chmodSync(lockPath, 0o600);
+    if (isLockFile(input, inputBytes)) {
+      writeFileAtomic(lockPath, inputBytes, { mode: 0o600, overwrite: false });
     } else {
       log(`assembling ${opts.input}`);
       await assembleWorkload({ specPath: input, storeDir: opts.storeDir, lockOut: lockPath, cairnVersion: opts.cairnVersion, now: () => now });
