@@ -129,6 +129,29 @@ export function yamlNestingDepth(text: string): number {
   return max;
 }
 
+/**
+ * Default bound on the nodes of one YAML document (limit name `yaml_nodes`).
+ * The `yaml` library's document tree costs about 1 KiB a node (a 16 MiB
+ * lockfile of `[a,a,...]` took 4.5 GB and aborted): 500,000 nodes stay
+ * within the 1 GiB budget of docs/host-safety.md.
+ */
+export const DEFAULT_YAML_NODES = 500_000;
+
+/**
+ * An upper estimate of the nodes of a YAML text without parsing it: each
+ * line holds at most one block node plus one per flow separator (`,` `[`
+ * `{` `:`) and block indicator (`- `); quoted text is counted too, which
+ * only errs high.
+ */
+export function yamlNodeEstimate(text: string): number {
+  let nodes = 1;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x0a || c === 0x2c || c === 0x5b || c === 0x7b || c === 0x3a || c === 0x2d) nodes++;
+  }
+  return nodes;
+}
+
 /** Default bound on YAML nesting (limit name `yaml_depth`). */
 export const DEFAULT_YAML_DEPTH = 256;
 
@@ -154,6 +177,7 @@ function position(text: string, offset: number | undefined): string {
 /** Parses one YAML document strictly into a null-prototype model. */
 export function parseYamlText(text: string, source = "input", maxDepth = DEFAULT_YAML_DEPTH): JsonModel {
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+  checkLimit("yaml_nodes", yamlNodeEstimate(text), DEFAULT_YAML_NODES, "", "count", FIXED_LIMIT_HINT);
   checkLimit("yaml_depth", yamlNestingDepth(text), maxDepth, "", "count", FIXED_LIMIT_HINT);
   const docs = parseAllDocuments(text, {
     version: "1.2",
