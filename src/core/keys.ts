@@ -4,6 +4,7 @@
  * SPKI DER bytes, so it names the key itself, not a file or a label.
  */
 import { createPrivateKey, createPublicKey, generateKeyPairSync, sign as cryptoSign, verify as cryptoVerify, type KeyObject } from "node:crypto";
+import { existsSync, rmSync } from "node:fs";
 import { readFileBounded } from "./bounded-read.ts";
 import { CairnError } from "./errors.ts";
 import { sha256, type Sha256Digest } from "./digest.ts";
@@ -37,12 +38,28 @@ export function publicKeyPem(key: { publicKey: KeyObject }): string {
   return key.publicKey.export({ type: "spki", format: "pem" }).toString();
 }
 
-/** Writes `PREFIX.key` (0600) and `PREFIX.pub` atomically; refuses to overwrite a key. */
+/**
+ * Writes `PREFIX.key` (0600) and `PREFIX.pub` atomically; refuses to
+ * overwrite a key. Both files appear or neither: when `PREFIX.pub` cannot be
+ * written (it exists, the disk is full), the `PREFIX.key` this call wrote is
+ * removed, so no private key is left without its public half.
+ */
 export function writeKeyPair(prefix: string, key: SigningKey, overwrite = false): { keyPath: string; pubPath: string } {
   const keyPath = `${prefix}.key`;
   const pubPath = `${prefix}.pub`;
+  if (!overwrite && existsSync(pubPath)) {
+    throw new CairnError("IO_ERROR", `${pubPath} already exists; refusing to overwrite`, {
+      path: pubPath,
+      hint: "choose another --out prefix or pass --force",
+    });
+  }
   writeFileAtomic(keyPath, privateKeyPem(key), { mode: 0o600, overwrite });
-  writeFileAtomic(pubPath, publicKeyPem(key), { mode: 0o644, overwrite });
+  try {
+    writeFileAtomic(pubPath, publicKeyPem(key), { mode: 0o644, overwrite });
+  } catch (e) {
+    rmSync(keyPath, { force: true });
+    throw e;
+  }
   return { keyPath, pubPath };
 }
 

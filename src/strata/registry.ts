@@ -23,6 +23,7 @@ import { join } from "node:path";
 import {
   CairnError,
   canonicalBytes,
+  checkLimit,
   FIXED_LIMIT_HINT,
   digestComponents,
   ensureDirsIn,
@@ -201,7 +202,19 @@ export class LocalRegistry {
   /** Reads a blob and checks it against `digest` and `size` before anyone parses it. */
   readBlob(digest: Sha256Digest, size: number): Buffer {
     const path = this.blobPath(digest);
-    const data = readBounded(path, Math.min(MAX_BLOB_BYTES, size + 1), "registry.max_blob_bytes");
+    checkLimit("registry.max_blob_bytes", size, MAX_BLOB_BYTES, path, "bytes", FIXED_LIMIT_HINT); // the manifest itself asks for too much
+    let data: Buffer;
+    try {
+      // at most the size the manifest names: a larger file (another layer's blob put in its place) is a size mismatch, not a limit
+      data = readBounded(path, size, "registry.max_blob_bytes");
+    } catch (e) {
+      if (e instanceof CairnError && e.code === "LIMIT_EXCEEDED")
+        throw new CairnError("SIZE_MISMATCH", `blob ${digest} is larger than the ${size} bytes its manifest names`, {
+          path,
+          hint: "the registry copy was altered or damaged",
+        });
+      throw e;
+    }
     if (data.length !== size) throw new CairnError("SIZE_MISMATCH", `blob ${digest} is ${data.length} bytes, expected ${size}`, { path });
     if (sha256(data) !== digest)
       throw new CairnError("DIGEST_MISMATCH", `blob ${digest} does not match its digest`, { path, hint: "the registry copy was altered or damaged" });

@@ -24,7 +24,7 @@ import {
 import { assembleWorkload, LOCK_MAX_BYTES, SPEC_MAX_BYTES, WORKLOAD_LOCK_SCHEMA, openVerifiedWorkload, type VerifiedWorkload } from "../workload/index.ts";
 
 /** A lock is small; a bigger file is not taken for one (the workload layer bounds its own read too). */
-import { writeFailureBundle } from "./bundle.ts";
+import { writeFailureBundle, writeFailureBundleAfter } from "./bundle.ts";
 import { bootGuest, evaluate, prepareGuest, type BootResult, type Evaluation, type PreparedGuest } from "./guest.ts";
 import { qemuVersion, type Kit } from "./kit.ts";
 import { RUN_MANIFEST_SCHEMA, type RunManifest } from "./run-manifest.ts";
@@ -150,7 +150,7 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
   try {
     boot = await bootGuest(prepared, "record", { dir: runDir, rrfile }, opts.timeoutMs ?? DEFAULT_TIMEOUT_MS);
   } catch (e) {
-    if (isCairnError(e)) writeFailureBundle(runDir, { runId, phase: "record", status: "infrastructure-failure", error: e, identities }, false);
+    if (isCairnError(e)) writeFailureBundleAfter(runDir, { runId, phase: "record", status: "infrastructure-failure", error: e, identities });
     throw e;
   } finally {
     dropImage(runDir);

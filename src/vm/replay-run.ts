@@ -19,7 +19,7 @@ import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { CairnError, canonicalize, isCairnError, parseJsonBytes, readFileBounded, sha256 } from "../core/index.ts";
 import { openVerifiedWorkload } from "../workload/index.ts";
-import { writeFailureBundle } from "./bundle.ts";
+import { writeFailureBundle, writeFailureBundleAfter } from "./bundle.ts";
 import { bootGuest, evaluate, prepareGuest, type BootResult, type Evaluation } from "./guest.ts";
 import { qemuVersion, type Kit } from "./kit.ts";
 import { parseRunManifest, type RunManifest } from "./run-manifest.ts";
@@ -126,7 +126,7 @@ export async function replayRun(opts: ReplayOptions): Promise<ReplayResult> {
   try {
     boot = await bootGuest(prepared, "replay", { dir, rrfile: logPath }, opts.timeoutMs ?? DEFAULT_TIMEOUT_MS);
   } catch (e) {
-    if (isCairnError(e)) writeFailureBundle(dir, { runId: manifest.run_id, phase: "replay", status: "infrastructure-failure", error: e, identities }, false);
+    if (isCairnError(e)) writeFailureBundleAfter(dir, { runId: manifest.run_id, phase: "replay", status: "infrastructure-failure", error: e, identities });
     throw e;
   } finally {
     dropImage(dir);
