@@ -2,6 +2,7 @@
  * The content store: a directory of immutable, content-addressed files.
  *
  *   <root>/                       0700
+ *     cairn-store.json            0644  the root's marker (core/owned-root.ts): {"format":"cairn.store/1"}
  *     objects/sha256/<hex>        0600  raw objects and tree file contents, named by the sha256 of their bytes
  *     derived/sha256/<hex>        0600  derived entries (canonical trees), named by the sha256 of their bytes
  *     packs/sha256/<hex>          0600  tree file contents, one pack per derived tree (see pack.ts for its name)
