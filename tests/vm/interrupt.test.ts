@@ -26,14 +26,19 @@ function stat(pid: number): { ppid: number; state: string; comm: string } | unde
   }
 }
 
-/** QEMU processes whose parent is `parent`. */
+/** The booting QEMU processes (`-kernel` on the command line; not `--version` probes) whose parent is `parent`. */
 function qemuChildren(parent: number): number[] {
   return readdirSync("/proc")
     .filter((n) => /^\d+$/.test(n))
     .map(Number)
     .filter((pid) => {
       const s = stat(pid);
-      return s !== undefined && s.ppid === parent && s.comm.startsWith("qemu-system");
+      if (s === undefined || s.ppid !== parent || !s.comm.startsWith("qemu-system")) return false;
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").includes("-kernel");
+      } catch {
+        return false;
+      }
     });
 }
 
