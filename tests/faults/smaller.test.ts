@@ -3,7 +3,7 @@
  * before its fix, each with a control.
  */
 import assert from "node:assert/strict";
-import { copyFileSync, existsSync, mkdtempSync, statSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
@@ -12,6 +12,7 @@ import { LocalRegistry, parseProfileText, resolveProfile, writeLockfile } from "
 import { writeFailureBundleAfter } from "../../src/vm/bundle.ts";
 import { runCli } from "../helpers/cli.ts";
 import { assertCode } from "../helpers/errors.ts";
+import { PROJECT_ROOT } from "../helpers/vectors.ts";
 import { catalogOf, exampleRegistry, NOW, probedExampleBase } from "../strata/fixtures.ts";
 import { GCC_SKIP } from "../workload/fixtures/static-program.ts";
 import { file } from "../workload/fixtures/tar-writer.ts";
@@ -42,6 +43,41 @@ describe("smaller items of issue 16", () => {
     assert.equal(reg.readBlob(small.sha256, small.size).length, small.size);
     copyFileSync(reg.blobPath(large.sha256), reg.blobPath(small.sha256));
     assertCode(() => reg.readBlob(small.sha256, small.size), "SIZE_MISMATCH");
+  });
+
+  it("resolve --sign refuses when a chosen layer's blob is missing or corrupt, writing nothing; control: with intact blobs it signs", async () => {
+    const ex = exampleRegistry();
+    const profile = join(PROJECT_ROOT, "examples", "strata", "profile.yaml");
+    const args = (out: string) => [
+      "resolve",
+      profile,
+      "--registry",
+      ex.registry,
+      "--trust",
+      `keyfile://${join(ex.root, "registry.pub")}`,
+      "--base",
+      `rootfs:${ex.rootfs}`,
+      "--sign",
+      join(ex.root, "lock.key"),
+      "--out",
+      out,
+      "--json",
+    ];
+    const good = await runCli(args(join(ex.root, "good.lock")));
+    assert.equal(good.code, 0, good.stdout);
+    const chosen = (JSON.parse(good.stdout) as { layers: { id: string }[] }).layers.map((l) => l.id);
+    const reg = LocalRegistry.open(ex.registry);
+    const layer = reg.readLayer(chosen[0]!).value;
+    const blob = reg.blobPath(layer.sha256);
+    const bytes = readFileSync(blob);
+    writeFileSync(blob, Buffer.concat([bytes.subarray(0, bytes.length - 1), Buffer.from([bytes[bytes.length - 1]! ^ 1])]));
+    const corrupt = await runCli(args(join(ex.root, "corrupt.lock")));
+    assert.equal(JSON.parse(corrupt.stdout).error.code, "DIGEST_MISMATCH");
+    assert.ok(!existsSync(join(ex.root, "corrupt.lock")));
+    rmSync(blob);
+    const missing = await runCli(args(join(ex.root, "missing.lock")));
+    assert.equal(JSON.parse(missing.stdout).error.code, "STORE_MISSING");
+    assert.ok(!existsSync(join(ex.root, "missing.lock")));
   });
 
   it("environment lockfiles and their signatures are written owner-only (0600); control: they read back", async () => {

@@ -1,7 +1,16 @@
 import { dirname, resolve as resolvePath } from "node:path";
 import type { Command } from "commander";
 import { readSigningKey } from "../../core/index.ts";
-import { catalogFromRegistries, environmentId, notActedUpon, openRegistries, readProfileFile, resolveProfile, writeLockfile } from "../../strata/index.ts";
+import {
+  catalogFromRegistries,
+  environmentId,
+  notActedUpon,
+  openRegistries,
+  readProfileFile,
+  requireLayerBlobs,
+  resolveProfile,
+  writeLockfile,
+} from "../../strata/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
 import { CAIRN_VERSION } from "../cairn-version.ts";
@@ -58,6 +67,12 @@ export function registerResolve(program: Command, ctx: Context): void {
         cairnVersion: CAIRN_VERSION,
       });
       const out = resolvePath(ctx.cwd, opts.out);
+      // a signature attests that every chosen layer can be fetched as pinned: its blob must be there, intact
+      if (key !== undefined)
+        requireLayerBlobs(
+          lock,
+          regs.map((r) => r.registry),
+        );
       const written = writeLockfile(out, lock, key);
       const id = environmentId(lock);
       const ignored = notActedUpon(profile);
