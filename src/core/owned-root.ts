@@ -30,8 +30,9 @@
  * with RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS would give the same guarantee for
  * a compiled dependency and was not worth it.
  */
-import { chmodSync, closeSync, fchmodSync, fstatSync, lstatSync, mkdirSync, readdirSync, rmSync, statSync, type Stats } from "node:fs";
-import { dirname } from "node:path";
+import { randomBytes } from "node:crypto";
+import { chmodSync, closeSync, fchmodSync, fstatSync, lstatSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, type Stats } from "node:fs";
+import { basename, dirname, join } from "node:path";
 import { readFileBounded } from "./bounded-read.ts";
 import { CairnError, ioError, type ErrorCode } from "./errors.ts";
 import { openDirectory, writeFileAtomic } from "./files.ts";
@@ -260,16 +261,22 @@ export function openRoot(root: string, kind: RootKind, options: { create: boolea
   } catch (cause) {
     if (errno(cause) !== "ENOENT") throw ioError(root, cause, "open");
     if (!options.create) throw new CairnError(kind.missing ?? "ROOT_FOREIGN", `no ${kind.what} at ${root}`, { path: root, cause, hint: kind.hint });
+    // A root appears marked or not at all: it is made as a hidden sibling,
+    // marked, then renamed into place, so a concurrent cairn never sees it
+    // unmarked (and refuses it as foreign). Whoever renames second finds the
+    // first one's root and uses it.
+    const tmp = join(dirname(root), `.${basename(root)}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`);
     try {
       mkdirSync(dirname(root), { recursive: true });
-      mkdirSync(root, { mode: kind.mode });
+      mkdirSync(tmp, { mode: kind.mode });
+      chmodSync(tmp, kind.mode); // ours: just created
+      writeMarker(tmp, kind);
+      renameSync(tmp, root);
     } catch (m) {
-      if (errno(m) !== "EEXIST") throw ioError(root, m, "create");
+      rmSync(tmp, { recursive: true, force: true });
+      if (errno(m) !== "EEXIST" && errno(m) !== "ENOTEMPTY") throw m instanceof CairnError ? m : ioError(root, m, "create");
       openRoot(root, kind, options); // created concurrently: check it like any existing directory
-      return;
     }
-    chmodSync(root, kind.mode); // ours: just created
-    writeMarker(root, kind);
     return;
   }
   if (!st.isDirectory()) throw foreign(kindOf(st));
@@ -285,7 +292,12 @@ export function openRoot(root: string, kind: RootKind, options: { create: boolea
     if (names.length > 0 && !legacy) throw foreign(`not empty and no ${kind.marker}`);
     const why = unsafeDirMode(fstatSync(fd));
     if (why !== undefined) throw foreign(`an existing directory ${why}`);
-    writeMarker(root, kind);
+    try {
+      writeMarker(root, kind);
+    } catch (e) {
+      // another cairn adopted it at the same moment: fine if it marked it as ours
+      if (readMarker(dir, kind) !== "ours") throw e;
+    }
   } finally {
     closeSync(fd);
   }
