@@ -12,12 +12,15 @@ if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-V")) {
   process.stdout.write(`${JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")).version}\n`);
 } else {
   let main;
+  let guardProcess;
   try {
-    ({ main } = await import("../dist/cli/main.js"));
+    ({ main, guardProcess } = await import("../dist/cli/main.js"));
   } catch (error) {
     if (error?.code !== "ERR_MODULE_NOT_FOUND" || !String(error.message).includes("dist/cli/main.js")) throw error;
     process.stderr.write("cairn: the compiled CLI (dist/) is missing; run `npm run build` in the package directory\n");
     process.exit(3);
   }
+  // Any exception that escapes a command becomes a coded error (exit 1, JSON under --json), never a stack trace.
+  guardProcess(argv);
   process.exitCode = await main(argv);
 }

@@ -25,3 +25,18 @@ export async function main(argv: string[], io: Io = processIo, env: NodeJS.Proce
     return reportError(io, error, ctx.json);
   }
 }
+
+/**
+ * For the `cairn` executable: an exception or rejection that escapes every
+ * handler (a callback, a stream) is reported like any other failure, a coded
+ * INTERNAL error with exit 1, never a stack trace.
+ */
+export function guardProcess(argv: readonly string[], io: Io = processIo): void {
+  const json = argv.includes("--json");
+  const fatal = (error: unknown): void => {
+    process.exitCode = reportError(io, error, json);
+    process.exit();
+  };
+  process.on("uncaughtException", fatal);
+  process.on("unhandledRejection", fatal);
+}

@@ -24,12 +24,20 @@ export function printJson(io: Io, value: unknown): void {
   io.out(JSON.stringify(value, null, 2));
 }
 
-/** Reports `error` and returns the exit code. Unknown errors are internal (exit 1). */
+/**
+ * Reports `error` and returns the exit code. The top-level guard: anything
+ * that is not a CairnError (a bug, a RangeError from a parser, a stack
+ * overflow) becomes a coded INTERNAL error, exit 1, a JSON document under
+ * --json, never a stack trace (CAIRN_DEBUG=1 prints it). Its message names
+ * only the error's kind: a foreign message may quote input (a JSON or YAML
+ * parser's does), and input may hold secrets.
+ */
 export function reportError(io: Io, error: unknown, json: boolean): number {
+  const kind = error instanceof Error ? error.name : typeof error;
   const e =
     error instanceof CairnError
       ? error
-      : new CairnError("IO_ERROR", `internal error: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+      : new CairnError("INTERNAL", `internal error (${kind})`, { cause: error, hint: "this is a bug in cairn; CAIRN_DEBUG=1 shows where" });
   if (json) {
     printJson(io, { error: e.toJSON() });
   } else {

@@ -92,6 +92,9 @@ export const ERROR_CODES = {
   REPLAY_MISMATCH: 1,
   ASSERTION_FAILED: 1,
   IO_ERROR: 1,
+  ROOT_FOREIGN: 1,
+  ROOT_UNSAFE: 1,
+  INTERNAL: 1,
   // exit 2: usage error
   USAGE: 2,
   // exit 3: a prerequisite is missing
@@ -106,9 +109,16 @@ export interface CairnErrorOptions {
   /** What the user can do about it. */
   hint?: string;
   cause?: unknown;
-  /** Further issues when one refusal lists several offending fields. */
+  /** Further issues when one refusal lists several offending fields (at most MAX_ISSUES are kept). */
   issues?: readonly Issue[];
+  /** How many issues there were in all, when more than `issues` holds. */
+  issueCount?: number;
 }
+
+/** A refusal keeps at most this many issues (and counts the rest): a hostile input must not make the error itself unbounded. */
+export const MAX_ISSUES = 100;
+/** A refusal's message lists at most this many issue lines. */
+export const MAX_ISSUE_LINES = 20;
 
 /** One problem found while checking an input; refusals collect all of them. */
 export interface Issue {
@@ -122,6 +132,8 @@ export class CairnError extends Error {
   readonly path: string | undefined;
   readonly hint: string | undefined;
   readonly issues: readonly Issue[];
+  /** How many issues the refusal found (issues holds the first MAX_ISSUES). */
+  readonly issueCount: number;
 
   constructor(code: ErrorCode, message: string, options: CairnErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -129,7 +141,9 @@ export class CairnError extends Error {
     this.code = code;
     this.path = options.path;
     this.hint = options.hint;
-    this.issues = options.issues ?? [];
+    const issues = options.issues ?? [];
+    this.issues = issues.length > MAX_ISSUES ? issues.slice(0, MAX_ISSUES) : issues;
+    this.issueCount = Math.max(options.issueCount ?? 0, issues.length);
   }
 
   /** The process exit code this error maps to (1 refused, 2 usage, 3 prerequisite). */
@@ -137,14 +151,15 @@ export class CairnError extends Error {
     return ERROR_CODES[this.code];
   }
 
-  toJSON(): { code: ErrorCode; message: string; path: string | null; hint: string | null; issues?: Issue[] } {
-    const out: { code: ErrorCode; message: string; path: string | null; hint: string | null; issues?: Issue[] } = {
+  toJSON(): { code: ErrorCode; message: string; path: string | null; hint: string | null; issues?: Issue[]; issues_omitted?: number } {
+    const out: { code: ErrorCode; message: string; path: string | null; hint: string | null; issues?: Issue[]; issues_omitted?: number } = {
       code: this.code,
       message: this.message,
       path: this.path ?? null,
       hint: this.hint ?? null,
     };
     if (this.issues.length > 0) out.issues = [...this.issues];
+    if (this.issueCount > this.issues.length) out.issues_omitted = this.issueCount - this.issues.length;
     return out;
   }
 }
@@ -157,13 +172,16 @@ export function isCairnError(value: unknown): value is CairnError {
  * Turns a non-empty list of issues into one error that names every offending
  * field, so a user fixes all of them in one pass.
  */
-export function refuseAll(code: ErrorCode, what: string, issues: readonly Issue[], hint?: string): CairnError {
-  const lines = issues.map((i) => `  ${i.path || "/"}: ${i.message}`).join("\n");
+export function refuseAll(code: ErrorCode, what: string, issues: readonly Issue[], hint?: string, count = issues.length): CairnError {
+  const total = Math.max(count, issues.length);
+  const shown = issues.slice(0, MAX_ISSUE_LINES).map((i) => `  ${i.path || "/"}: ${i.message}`);
+  if (total > shown.length) shown.push(`  … and ${total - shown.length} more`);
   const first = issues[0];
-  return new CairnError(code, `${what}: ${issues.length} problem(s)\n${lines}`, {
+  return new CairnError(code, `${what}: ${total} problem(s)\n${shown.join("\n")}`, {
     path: first?.path,
     hint,
     issues,
+    issueCount: total,
   });
 }
 

@@ -87,13 +87,18 @@ export function writeFileAtomic(path: string, data: string | Uint8Array, options
   }
 }
 
-/** Creates `dir` (and parents) and makes `dir` itself owner-only (0700). */
+/**
+ * Creates `dir` (and parents) and makes `dir` owner-only (0700) when this
+ * call created it. An existing directory keeps its mode: cairn never
+ * chmods a directory it did not create (a `/tmp`-like 1777 directory given
+ * as a location must stay 1777).
+ */
 export function mkdirPrivate(dir: string): void {
   try {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const created = mkdirSync(dir, { recursive: true, mode: 0o700 });
     const st = statSync(dir);
     if (!st.isDirectory()) throw new CairnError("IO_ERROR", `${dir} is not a directory`, { path: dir });
-    if ((st.mode & 0o777) !== 0o700) chmodSync(dir, 0o700);
+    if (created !== undefined && (st.mode & 0o777) !== 0o700) chmodSync(dir, 0o700);
   } catch (cause) {
     if (cause instanceof CairnError) throw cause;
     throw ioError(dir, cause, "create");
@@ -108,6 +113,15 @@ export function mkdirPrivate(dir: string): void {
  */
 export function openForRead(path: string): number {
   return openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+}
+
+/**
+ * Opens a directory for use as a descriptor: `follow` false adds O_NOFOLLOW,
+ * so a symlink at `path` is refused (ELOOP) instead of followed. Used by
+ * core/owned-root.ts to walk inside a root one component at a time.
+ */
+export function openDirectory(path: string, follow: boolean): number {
+  return openSync(path, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NONBLOCK | (follow ? 0 : constants.O_NOFOLLOW));
 }
 
 /**

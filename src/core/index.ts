@@ -1,4 +1,4 @@
-export { CairnError, ERROR_CODES, isCairnError, refuseAll, ioError } from "./errors.ts";
+export { CairnError, ERROR_CODES, isCairnError, refuseAll, ioError, MAX_ISSUES, MAX_ISSUE_LINES } from "./errors.ts";
 export type { ErrorCode, Issue } from "./errors.ts";
 export { parseDigest, parseSha256, isDigest, digestHex, sha256, blake3, Sha256Hasher, verifyDigest } from "./digest.ts";
 export type { Digest, Sha256Digest, Blake3Digest } from "./digest.ts";
@@ -23,6 +23,8 @@ export type { SigningKey, VerifyingKey } from "./keys.ts";
 export { pae, signEnvelope, verifyEnvelope, parseEnvelope } from "./dsse.ts";
 export type { DsseEnvelope, DsseSignature } from "./dsse.ts";
 export { writeFileAtomic, mkdirPrivate, tempSibling, fsyncDir, readFullyAt, writeFully, openForRead, createExclusive } from "./files.ts";
+export { openRoot, openDirIn, hasDirIn, withDirIn, ensureDirsIn, removeIn, descriptorPath, MAX_MARKER_BYTES } from "./owned-root.ts";
+export type { RootKind, DirOptions } from "./owned-root.ts";
 export { readFileBounded, readFilePrefix } from "./bounded-read.ts";
 export { safeComponent, digestComponents } from "./safepath.ts";
 export { checkLimit, formatBytes, FIXED_LIMIT_HINT } from "./limits.ts";

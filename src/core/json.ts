@@ -142,8 +142,26 @@ function convert(node: Node, text: string, path: string): JsonModel {
  * `[` would otherwise overflow the stack instead of failing with a named limit.
  */
 export function nestingDepth(text: string): number {
+  return jsonShape(text).depth;
+}
+
+/**
+ * Default bound on the number of values and keys in one JSON document
+ * (limit name `json_nodes`). The parse tree costs about 200 bytes a node:
+ * 2,000,000 nodes stay within the 1 GiB budget of docs/host-safety.md
+ * whatever the byte limit of the file, e.g. a 60 MiB envelope of `[{},...]`.
+ */
+export const DEFAULT_JSON_NODES = 2_000_000;
+
+/**
+ * The deepest nesting and an upper estimate of the node count (each
+ * `[`, `{`, `,` and `:` outside strings and comments starts at most one
+ * value or key), in one pass without building anything.
+ */
+export function jsonShape(text: string): { depth: number; nodes: number } {
   let depth = 0;
   let max = 0;
+  let nodes = 1;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === 0x22) {
@@ -159,19 +177,24 @@ export function nestingDepth(text: string): number {
       const end = text.indexOf("*/", i + 2);
       i = end < 0 ? text.length : end + 1;
     } else if (c === 0x5b || c === 0x7b) {
+      nodes++;
       if (++depth > max) max = depth;
     } else if (c === 0x5d || c === 0x7d) {
       depth--;
+    } else if (c === 0x2c || c === 0x3a) {
+      nodes++;
     }
   }
-  return max;
+  return { depth: max, nodes };
 }
 
 /** Parses JSON (or JSONC) text strictly; see the module comment for what is refused. */
 export function parseJsonText(text: string, options: ReadJsonOptions = {}): JsonModel {
   const source = options.source ?? "input";
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
-  checkLimit("json_depth", nestingDepth(text), options.maxDepth ?? DEFAULT_JSON_DEPTH, "", "count", FIXED_LIMIT_HINT);
+  const shape = jsonShape(text);
+  checkLimit("json_depth", shape.depth, options.maxDepth ?? DEFAULT_JSON_DEPTH, "", "count", FIXED_LIMIT_HINT);
+  checkLimit("json_nodes", shape.nodes, DEFAULT_JSON_NODES, "", "count", FIXED_LIMIT_HINT);
   const errors: ParseError[] = [];
   const root = parseTree(text, errors, {
     disallowComments: !options.jsonc,

@@ -4,8 +4,9 @@
  * SPKI DER bytes, so it names the key itself, not a file or a label.
  */
 import { createPrivateKey, createPublicKey, generateKeyPairSync, sign as cryptoSign, verify as cryptoVerify, type KeyObject } from "node:crypto";
-import { readFileSync } from "node:fs";
-import { CairnError, ioError } from "./errors.ts";
+import { existsSync, rmSync } from "node:fs";
+import { readFileBounded } from "./bounded-read.ts";
+import { CairnError } from "./errors.ts";
 import { sha256, type Sha256Digest } from "./digest.ts";
 import { writeFileAtomic } from "./files.ts";
 
@@ -37,21 +38,46 @@ export function publicKeyPem(key: { publicKey: KeyObject }): string {
   return key.publicKey.export({ type: "spki", format: "pem" }).toString();
 }
 
-/** Writes `PREFIX.key` (0600) and `PREFIX.pub` atomically; refuses to overwrite a key. */
+/**
+ * Writes `PREFIX.key` (0600) and `PREFIX.pub` atomically; refuses to
+ * overwrite a key. Both files appear or neither: when `PREFIX.pub` cannot be
+ * written (it exists, the disk is full), the `PREFIX.key` this call wrote is
+ * removed, so no private key is left without its public half.
+ */
 export function writeKeyPair(prefix: string, key: SigningKey, overwrite = false): { keyPath: string; pubPath: string } {
   const keyPath = `${prefix}.key`;
   const pubPath = `${prefix}.pub`;
+  if (!overwrite && existsSync(pubPath)) {
+    throw new CairnError("IO_ERROR", `${pubPath} already exists; refusing to overwrite`, {
+      path: pubPath,
+      hint: "choose another --out prefix or pass --force",
+    });
+  }
   writeFileAtomic(keyPath, privateKeyPem(key), { mode: 0o600, overwrite });
-  writeFileAtomic(pubPath, publicKeyPem(key), { mode: 0o644, overwrite });
+  try {
+    writeFileAtomic(pubPath, publicKeyPem(key), { mode: 0o644, overwrite });
+  } catch (e) {
+    rmSync(keyPath, { force: true });
+    throw e;
+  }
   return { keyPath, pubPath };
 }
 
+/** key.max_bytes: an Ed25519 PEM key is a few hundred bytes; anything near this is not a key. */
+export const MAX_KEY_BYTES = 64 * 1024;
+
+/**
+ * Keys (--pub, --sign, --key, keyfile:// trust) come through the one bounded
+ * reader: a FIFO, a device such as /dev/zero, a symlink or a 300 MB file is
+ * refused before a byte is read, never read until memory runs out or
+ * waited on forever.
+ */
 function readPem(path: string): Buffer {
-  try {
-    return readFileSync(path);
-  } catch (cause) {
-    throw ioError(path, cause);
-  }
+  return readFileBounded(path, MAX_KEY_BYTES, "key.max_bytes", {
+    notRegular: "KEY_INVALID",
+    notRegularHint: "give the path of a PEM key file",
+    limitHint: "a PEM Ed25519 key is a few hundred bytes; this is not a key file",
+  });
 }
 
 export function parseSigningKey(pem: string | Buffer, path = "key"): SigningKey {

@@ -4,7 +4,7 @@
  * then refuse once), and never casts parser output to a type it has not
  * checked. Unknown keys are issues.
  */
-import { CairnError, refuseAll, type ErrorCode, type Issue } from "./errors.ts";
+import { CairnError, MAX_ISSUES, refuseAll, type ErrorCode, type Issue } from "./errors.ts";
 import { escapePointer } from "./jcs.ts";
 import { isJsonObject, type JsonModel, type JsonObject } from "./json.ts";
 
@@ -13,26 +13,33 @@ export function childPath(path: string, key: string | number): string {
 }
 
 export class Checker {
+  /** The first MAX_ISSUES issues; `count` says how many there were. */
   readonly issues: Issue[] = [];
+  #count = 0;
 
   constructor(readonly code: ErrorCode) {}
 
   add(path: string, message: string, code: ErrorCode = this.code): void {
-    this.issues.push({ code, path, message });
+    // a hostile input can hold millions of bad entries: keep the first few, count the rest
+    if (this.#count++ < MAX_ISSUES) this.issues.push({ code, path, message });
+  }
+
+  get count(): number {
+    return this.#count;
   }
 
   get ok(): boolean {
-    return this.issues.length === 0;
+    return this.#count === 0;
   }
 
   /** Throws one error listing every issue, if there are any. */
   done(what: string, hint?: string): void {
-    if (this.issues.length === 0) return;
-    if (this.issues.length === 1) {
+    if (this.#count === 0) return;
+    if (this.#count === 1) {
       const i = this.issues[0]!;
       throw new CairnError(i.code, `${what}: ${i.message}`, { path: i.path, hint, issues: this.issues });
     }
-    throw refuseAll(this.code, what, this.issues, hint);
+    throw refuseAll(this.code, what, this.issues, hint, this.#count);
   }
 
   /** An object whose keys are all in `allowed`; unknown keys are issues. */

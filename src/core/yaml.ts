@@ -37,7 +37,7 @@ function convert(node: unknown, text: string, path: string, issues: Issue[]): Js
   }
   if (isMap(node)) {
     if (node.tag && node.tag !== "tag:yaml.org,2002:map") {
-      return refuse(issues, "YAML_UNSUPPORTED", `tag ${node.tag} is refused`, path);
+      return refuse(issues, "YAML_UNSUPPORTED", `a custom tag is refused${where(text, node)}`, path);
     }
     const out: JsonObject = Object.create(null) as JsonObject;
     for (const pair of node.items) {
@@ -66,7 +66,7 @@ function convert(node: unknown, text: string, path: string, issues: Issue[]): Js
   }
   if (isSeq(node)) {
     if (node.tag && node.tag !== "tag:yaml.org,2002:seq") {
-      return refuse(issues, "YAML_UNSUPPORTED", `tag ${node.tag} is refused`, path);
+      return refuse(issues, "YAML_UNSUPPORTED", `a custom tag is refused${where(text, node)}`, path);
     }
     return node.items.map((item, i) => {
       const itemPath = `${path}/${i}`;
@@ -96,7 +96,8 @@ function convert(node: unknown, text: string, path: string, issues: Issue[]): Js
       if (v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER)) return Number(v);
       return refuse(issues, "JSON_NUMBER", "integer is outside the safe range ±(2^53−1)", path);
     }
-    return refuse(issues, "YAML_UNSUPPORTED", `unsupported scalar ${node.tag ?? typeof v}${where(text, node)}`, path);
+    // the tag itself is source text (`!hunter2`): name the kind, not the tag
+    return refuse(issues, "YAML_UNSUPPORTED", `unsupported scalar (${node.tag === undefined ? typeof v : "a custom tag"})${where(text, node)}`, path);
   }
   return refuse(issues, "YAML_UNSUPPORTED", "unsupported YAML node", path);
 }
@@ -110,13 +111,17 @@ function convert(node: unknown, text: string, path: string, issues: Issue[]): Js
 export function yamlNestingDepth(text: string): number {
   let max = 0;
   const indents: number[] = [];
+  // Open flow brackets carry over line ends: `[` on each of 10,000 lines is
+  // 10,000 levels deep, however the lines are indented.
+  let open = 0;
   for (const line of text.split("\n")) {
     const body = line.trimStart();
     if (body === "" || body.startsWith("#")) continue;
     const indent = line.length - body.length;
     while (indents.length > 0 && indents[indents.length - 1]! >= indent) indents.pop();
     indents.push(indent);
-    let flow = 0;
+    let block = 0;
+    let deepest = open;
     let quote = "";
     for (let i = 0; i < body.length; i++) {
       const c = body[i]!;
@@ -127,21 +132,64 @@ export function yamlNestingDepth(text: string): number {
         if (c === "'") quote = "";
       } else if (c === '"' || c === "'") quote = c;
       else if (c === "#" && (i === 0 || body[i - 1] === " ")) break;
-      else if (c === "[" || c === "{" || c === "-" || c === ":") {
-        if (c === "[" || c === "{" || body[i + 1] === " " || i + 1 === body.length) flow++;
-      }
+      else if (c === "[" || c === "{") deepest = Math.max(deepest, ++open);
+      else if (c === "]" || c === "}") open = Math.max(0, open - 1);
+      else if ((c === "-" || c === ":") && (body[i + 1] === " " || i + 1 === body.length)) block++;
     }
-    max = Math.max(max, indents.length + flow);
+    max = Math.max(max, indents.length + block + deepest);
   }
   return max;
+}
+
+/**
+ * Default bound on the nodes of one YAML document (limit name `yaml_nodes`).
+ * The `yaml` library's document tree costs about 1 KiB a node (a 16 MiB
+ * lockfile of `[a,a,...]` took 4.5 GB and aborted): 500,000 nodes stay
+ * within the 1 GiB budget of docs/host-safety.md.
+ */
+export const DEFAULT_YAML_NODES = 500_000;
+
+/**
+ * An upper estimate of the nodes of a YAML text without parsing it: each
+ * line holds at most one block node plus one per flow separator (`,` `[`
+ * `{` `:`) and block indicator (`- `); quoted text is counted too, which
+ * only errs high.
+ */
+export function yamlNodeEstimate(text: string): number {
+  let nodes = 1;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x0a || c === 0x2c || c === 0x5b || c === 0x7b || c === 0x3a || c === 0x2d) nodes++;
+  }
+  return nodes;
 }
 
 /** Default bound on YAML nesting (limit name `yaml_depth`). */
 export const DEFAULT_YAML_DEPTH = 256;
 
+/** The kind of a parser problem in words, from its code alone (e.g. BAD_INDENT → "bad indent"). */
+function problemKind(code: string): string {
+  return /^[A-Z_]+$/.test(code) ? code.toLowerCase().replaceAll("_", " ") : "syntax error";
+}
+
+/** " at line L, column C" of a source offset (no source text). */
+function position(text: string, offset: number | undefined): string {
+  if (offset === undefined || offset < 0) return "";
+  let line = 1;
+  let lineStart = 0;
+  for (let i = 0; i < offset && i < text.length; i++) {
+    if (text.charCodeAt(i) === 10) {
+      line++;
+      lineStart = i + 1;
+    }
+  }
+  return ` at line ${line}, column ${offset - lineStart + 1}`;
+}
+
 /** Parses one YAML document strictly into a null-prototype model. */
 export function parseYamlText(text: string, source = "input", maxDepth = DEFAULT_YAML_DEPTH): JsonModel {
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+  checkLimit("yaml_nodes", yamlNodeEstimate(text), DEFAULT_YAML_NODES, "", "count", FIXED_LIMIT_HINT);
   checkLimit("yaml_depth", yamlNestingDepth(text), maxDepth, "", "count", FIXED_LIMIT_HINT);
   const docs = parseAllDocuments(text, {
     version: "1.2",
@@ -163,7 +211,10 @@ export function parseYamlText(text: string, source = "input", maxDepth = DEFAULT
   const problem = doc.errors[0] ?? doc.warnings[0];
   if (problem) {
     const code = problem.code === "DUPLICATE_KEY" ? "JSON_DUPLICATE_KEY" : problem.code === "TAG_RESOLVE_FAILED" ? "YAML_UNSUPPORTED" : "YAML_SYNTAX";
-    throw new CairnError(code, `${source}: ${problem.message.split("\n")[0]}`, { path: "" });
+    // The parser's own message quotes the source ("Unresolved tag: !hunter2"),
+    // and an unquoted password beginning with !, | or > is exactly such a
+    // source: keep the kind and the position, never the text.
+    throw new CairnError(code, `${source}: ${problemKind(problem.code)}${position(text, problem.pos?.[0])}`, { path: "" });
   }
   const issues: Issue[] = [];
   const model = convert(doc.contents, text, "", issues);

@@ -166,6 +166,6 @@ export function sweepStore(store: Store, live: LiveSet, dryRun: boolean): SweepR
       }
     }
   }
-  if (!dryRun) cleanStaging(join(store.root, "staging"));
+  if (!dryRun) cleanStaging(store.root);
   return { removed, kept };
 }

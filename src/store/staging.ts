@@ -11,12 +11,19 @@
  * numbers mean nothing) is removed only once it is older than
  * `FOREIGN_STAGING_MAX_AGE_MS`. A live pid's directory is left alone: it may
  * be a concurrent assembler; pid reuse can only delay a cleanup.
+ *
+ * The staging directory is reached through the store root without following
+ * a symlink (core/owned-root.ts): a `staging` planted as a symlink to another
+ * directory is refused, never emptied.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { lstatSync, readdirSync, rmSync } from "node:fs";
+import { lstatSync, mkdirSync, readdirSync, rmSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
-import { mkdirPrivate } from "../core/index.ts";
+import { removeIn, withDirIn } from "../core/index.ts";
+
+/** The staging directory's name inside a store root. */
+export const STAGING = "staging";
 
 const STAGING_NAME = /^([0-9a-f]{8})-([1-9][0-9]{0,9})-[0-9a-f]{16}$/;
 export const FOREIGN_STAGING_MAX_AGE_MS = 24 * 60 * 60 * 1000;
@@ -47,21 +54,22 @@ export function abandoned(stagingRoot: string, name: string, now: number): boole
   }
 }
 
-/** Removes leftovers of dead writers under `stagingRoot`; returns how many were removed. */
-export function cleanStaging(stagingRoot: string, now = Date.now()): number {
-  let removed = 0;
-  let names: string[];
-  try {
-    names = readdirSync(stagingRoot);
-  } catch {
-    return 0;
-  }
-  for (const name of names) {
-    if (!abandoned(stagingRoot, name, now)) continue;
-    rmSync(join(stagingRoot, name), { recursive: true, force: true });
-    removed++;
-  }
-  return removed;
+/** Removes leftovers of dead writers in the staging directory of the store at `storeRoot`; returns how many were removed. */
+export function cleanStaging(storeRoot: string, now = Date.now()): number {
+  return withDirIn(
+    storeRoot,
+    STAGING,
+    (stagingRoot) => {
+      let removed = 0;
+      for (const name of readdirSync(stagingRoot)) {
+        if (!abandoned(stagingRoot, name, now)) continue;
+        rmSync(join(stagingRoot, name), { recursive: true, force: true });
+        removed++;
+      }
+      return removed;
+    },
+    { write: true },
+  );
 }
 
 export interface Staging {
@@ -70,9 +78,9 @@ export interface Staging {
   dispose(): void;
 }
 
-/** Creates a fresh private staging directory owned by this process. */
-export function createStaging(stagingRoot: string): Staging {
-  const dir = join(stagingRoot, `${hostTag()}-${process.pid}-${randomBytes(8).toString("hex")}`);
-  mkdirPrivate(dir);
-  return { dir, dispose: () => rmSync(dir, { recursive: true, force: true }) };
+/** Creates a fresh private staging directory owned by this process in the store at `storeRoot`. */
+export function createStaging(storeRoot: string): Staging {
+  const name = `${hostTag()}-${process.pid}-${randomBytes(8).toString("hex")}`;
+  withDirIn(storeRoot, STAGING, (stagingRoot) => mkdirSync(join(stagingRoot, name), { mode: 0o700 }), { write: true });
+  return { dir: join(storeRoot, STAGING, name), dispose: () => removeIn(storeRoot, STAGING, name) };
 }

@@ -2,6 +2,7 @@
  * The content store: a directory of immutable, content-addressed files.
  *
  *   <root>/                       0700
+ *     cairn-store.json            0644  the root's marker (core/owned-root.ts): {"format":"cairn.store/1"}
  *     objects/sha256/<hex>        0600  raw objects and tree file contents, named by the sha256 of their bytes
  *     derived/sha256/<hex>        0600  derived entries (canonical trees), named by the sha256 of their bytes
  *     packs/sha256/<hex>          0600  tree file contents, one pack per derived tree (see pack.ts for its name)
@@ -28,10 +29,21 @@
 import { lstatSync, rmSync, type Stats } from "node:fs";
 import { isAbsolute } from "node:path";
 import { join } from "node:path";
-import { CairnError, digestComponents, mkdirPrivate, parseSha256, readFileBounded, sha256, type Sha256Digest } from "../core/index.ts";
+import {
+  CairnError,
+  digestComponents,
+  ensureDirsIn,
+  hasDirIn,
+  openRoot,
+  parseSha256,
+  readFileBounded,
+  sha256,
+  type RootKind,
+  type Sha256Digest,
+} from "../core/index.ts";
 import { gcHeld, sleepSync } from "./gc-lock.ts";
 import { publishBytes, publishStaged } from "./publish.ts";
-import { cleanStaging, createStaging, type Staging } from "./staging.ts";
+import { cleanStaging, createStaging, STAGING, type Staging } from "./staging.ts";
 
 export type StoreArea = "objects" | "derived" | "packs" | "derived-packs";
 
@@ -43,6 +55,29 @@ export interface StoreOptions {
   write?: boolean;
 }
 
+/** The store root's marker (core/owned-root.ts): cairn writes into, cleans and chmods only a directory it marked. */
+export const STORE_ROOT: RootKind = {
+  what: "content store",
+  format: "cairn.store/1",
+  marker: "cairn-store.json",
+  mode: 0o700,
+  missing: "STORE_MISSING",
+  hint: "assemble the workload first, or pass --store with a new, empty or cairn-made directory",
+};
+
+const STORE_DIRS = [
+  "objects",
+  "objects/sha256",
+  "derived",
+  "derived/sha256",
+  "packs",
+  "packs/sha256",
+  "derived-packs",
+  "derived-packs/sha256",
+  "roots",
+  STAGING,
+] as const;
+
 const STORE_CORRUPT_HINT = "the store was modified; remove the file and assemble again";
 
 export class Store {
@@ -53,32 +88,15 @@ export class Store {
   constructor(root: string, options: StoreOptions = {}) {
     this.root = root;
     const write = options.write ?? true;
+    openRoot(root, STORE_ROOT, { create: write });
     if (write) {
-      for (const d of [
-        root,
-        join(root, "objects"),
-        join(root, "objects", "sha256"),
-        join(root, "derived"),
-        join(root, "derived", "sha256"),
-        join(root, "packs"),
-        join(root, "packs", "sha256"),
-        join(root, "derived-packs"),
-        join(root, "derived-packs", "sha256"),
-        join(root, "roots"),
-        join(root, "staging"),
-      ]) {
-        mkdirPrivate(d);
-      }
-      cleanStaging(join(root, "staging"));
+      ensureDirsIn(root, STORE_DIRS);
+      cleanStaging(root);
       this.#open();
+    } else {
+      // reading: what is there must still be a real directory of ours (a planted symlink is refused, never followed)
+      for (const d of STORE_DIRS) hasDirIn(root, d);
     }
-    let st: Stats;
-    try {
-      st = lstatSync(root);
-    } catch (cause) {
-      throw new CairnError("STORE_MISSING", `no content store at ${root}`, { path: root, cause, hint: "assemble the workload first, or pass --store DIR" });
-    }
-    if (!st.isDirectory()) throw new CairnError("STORE_CORRUPT", `${root} is not a directory`, { path: root });
   }
 
   /** The single function that builds a path in the store; it validates the digest first. */
@@ -95,7 +113,7 @@ export class Store {
   #open(): Staging {
     const deadline = Date.now() + GC_WAIT_MS;
     for (;;) {
-      const staging = createStaging(join(this.root, "staging"));
+      const staging = createStaging(this.root);
       if (!gcHeld(this.root)) {
         this.#staging = staging;
         return staging;

@@ -35,7 +35,7 @@ export { environmentId, environmentIdInput, ENVIRONMENT_ID, ENVIRONMENT_ID_SCOPE
 export { freshness, checkFreshness, parseMaxAge, formatDuration } from "./freshness.ts";
 export type { Freshness } from "./freshness.ts";
 export { writeLockfile, readLockfile, readLockfileUnvalidated } from "./lockfile-io.ts";
-export { verifyLock, verifyLockContents } from "./lockfile-verify.ts";
+export { requireLayerBlobs, verifyLock, verifyLockContents } from "./lockfile-verify.ts";
 export { checkLayerContents } from "./contents.ts";
 export type { VerifyReport, VerifyOptions } from "./lockfile-verify.ts";
 export { lockfileCaveats } from "./lockfile-caveats.ts";

@@ -41,7 +41,11 @@ export interface LockSignature {
   readonly envelope_sha256: Sha256Digest;
 }
 
-/** Writes the lockfile (0644) and, with a key, its envelope. Atomic, one file after the other. */
+/**
+ * Writes the lockfile and, with a key, its envelope (which carries the same
+ * bytes). Both are owner-only (0600): a lockfile holds the profile's
+ * environment values (docs/threat-model.md). Atomic, one file after the other.
+ */
 export function writeLockfile(path: string, lock: Lockfile, key?: SigningKey): { bytes: Buffer; signature?: LockSignature } {
   const bytes = Buffer.from(lockfileToYaml(lock), "utf8");
   // Embedded manifest envelopes make a lockfile grow with its layers' file lists; one that could not be read back is never written.
@@ -49,11 +53,11 @@ export function writeLockfile(path: string, lock: Lockfile, key?: SigningKey): {
   // An envelope left from an earlier signed lockfile at this path would not
   // verify against the new bytes; remove it so "unsigned" is what a reader sees.
   if (key === undefined) rmSync(signaturePath(path), { force: true });
-  writeFileAtomic(path, bytes, { mode: 0o644 });
+  writeFileAtomic(path, bytes, { mode: 0o600 });
   if (key === undefined) return { bytes };
   const envelope = signEnvelope(LOCKFILE_PAYLOAD_TYPE, bytes, [key]);
   const envBytes = Buffer.from(`${JSON.stringify(envelope, null, 2)}\n`);
-  writeFileAtomic(signaturePath(path), envBytes, { mode: 0o644 });
+  writeFileAtomic(signaturePath(path), envBytes, { mode: 0o600 });
   return { bytes, signature: { keyid: key.keyId, envelope_sha256: sha256(envBytes) } };
 }
 

@@ -120,6 +120,27 @@ function findEnvelope(l: LockLayer, i: number, registries: readonly LocalRegistr
   );
 }
 
+/** The registry holding layer `i`'s blob, after checking the blob's size and digest (STORE_MISSING, SIZE_MISMATCH, DIGEST_MISMATCH). */
+function checkedBlobRegistry(lock: Lockfile, i: number, registries: readonly LocalRegistry[]): LocalRegistry {
+  const l = lock.layers[i]!;
+  const reg = registries.find((r) => r.hasBlob(l.sha256!));
+  if (reg === undefined) {
+    throw new CairnError("STORE_MISSING", `layer ${l.id}: blob ${l.sha256} is in none of the registries`, { path: `/layers/${i}/sha256` });
+  }
+  reg.readBlob(l.sha256!, l.size ?? -1);
+  return reg;
+}
+
+/**
+ * Every layer a lockfile chose has its blob, intact, in one of `registries`.
+ * `resolve --sign` checks this before signing: a signature attests a lockfile
+ * whose layers can be fetched as pinned, not one whose blob is missing or
+ * corrupt.
+ */
+export function requireLayerBlobs(lock: Lockfile, registries: readonly LocalRegistry[]): void {
+  for (const i of lock.layers.keys()) checkedBlobRegistry(lock, i, registries);
+}
+
 function checkLayers(lock: Lockfile, opts: VerifyOptions): number {
   for (const [i, l] of lock.layers.entries()) {
     const { reg, bytes: envBytes } = findEnvelope(l, i, opts.registries);

@@ -13,7 +13,7 @@ export type { ResolveInput } from "./index.ts";
 export { LOCKFILE_FORMAT, lockfileToYaml, parseLockfile, parseLockfileText, readLockfile, writeLockfile } from "./index.ts";
 export type { Lockfile, LockLayer, VerificationPolicy } from "./index.ts";
 export { BASE_DIGEST, BASE_DIGEST_SCOPE, ENVIRONMENT_ID, ENVIRONMENT_ID_SCOPE, environmentId } from "./index.ts";
-export { diffLocks, explainScope, freshness, lockfileCaveats, provenanceOf, verifyLock } from "./index.ts";
+export { diffLocks, explainScope, freshness, lockfileCaveats, provenanceOf, requireLayerBlobs, verifyLock } from "./index.ts";
 export type { Freshness, LockDiff, ProvenanceRecord, VerifyOptions, VerifyReport } from "./index.ts";
 export { buildLayerFromDirectory, foldLayers, formationOf } from "./index.ts";
 export type { Formation, LayerManifest, LayerSpec, SourceTrust } from "./index.ts";

@@ -18,22 +18,26 @@
  * Every name that becomes a path goes through `safeComponent` or
  * `digestComponents`, because `path.join` resolves `..` instead of refusing it.
  */
-import { existsSync, mkdirSync, readdirSync, statSync } from "node:fs";
+import { readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import {
   CairnError,
   canonicalBytes,
+  checkLimit,
   FIXED_LIMIT_HINT,
   digestComponents,
+  ensureDirsIn,
+  hasDirIn,
   ioError,
+  openRoot,
   parseEnvelope,
   parseJsonBytes,
   readFileBounded,
   safeComponent,
   sha256,
   signEnvelope,
-  writeFileAtomic,
   type DsseEnvelope,
+  type RootKind,
   type SigningKey,
   type Sha256Digest,
 } from "../core/index.ts";
@@ -46,6 +50,19 @@ export const REGISTRY_FORMAT = "cairn.registry/1";
 export const MAX_ENVELOPE_BYTES = 64 * 1024 * 1024;
 /** registry.max_blob_bytes: the largest layer blob read. */
 export const MAX_BLOB_BYTES = 8 * 1024 * 1024 * 1024;
+
+/** The registry root's marker, `cairn-registry.json` (core/owned-root.ts). */
+export const REGISTRY_ROOT: RootKind = {
+  what: "cairn registry",
+  format: REGISTRY_FORMAT,
+  marker: "cairn-registry.json",
+  mode: 0o755,
+  missing: "REGISTRY_INVALID",
+  foreign: "REGISTRY_INVALID",
+  hint: "create one with `cairn layer build ... --registry DIR --init-registry` (in a new or empty directory)",
+};
+
+const REGISTRY_DIRS = ["blobs", "blobs/sha256", "layers", "formations"] as const;
 
 export interface SignedDocument<T> {
   readonly value: T;
@@ -66,27 +83,21 @@ export function readBounded(path: string, max: number, limit: string): Buffer {
 export class LocalRegistry {
   private constructor(readonly root: string) {}
 
-  /** Opens an existing registry (checks its format marker). */
+  /**
+   * Opens an existing registry: its marker names the format, and its
+   * directories are real directories (a symlink planted at `blobs` or
+   * `layers` is refused, never followed: core/owned-root.ts).
+   */
   static open(root: string): LocalRegistry {
-    const marker = join(root, "cairn-registry.json");
-    if (!existsSync(marker)) {
-      throw new CairnError("REGISTRY_INVALID", `${root} is not a cairn registry (no cairn-registry.json)`, {
-        path: root,
-        hint: "create one with `cairn layer build ... --registry DIR --init-registry`",
-      });
-    }
-    const m = parseJsonBytes(readBounded(marker, 4096, "registry.max_marker_bytes"), { source: marker });
-    if (m === null || typeof m !== "object" || Array.isArray(m) || m.format !== REGISTRY_FORMAT) {
-      throw new CairnError("REGISTRY_INVALID", `${marker} does not declare format ${REGISTRY_FORMAT}`, { path: marker });
-    }
+    openRoot(root, REGISTRY_ROOT, { create: false });
+    for (const d of REGISTRY_DIRS) hasDirIn(root, d);
     return new LocalRegistry(root);
   }
 
-  /** Creates the registry layout if absent, then opens it. */
+  /** Creates the registry layout if absent (only in a new, empty or already marked directory), then opens it. */
   static init(root: string): LocalRegistry {
-    for (const d of ["", "blobs/sha256", "layers", "formations"]) mkdirSync(join(root, d), { recursive: true, mode: 0o755 });
-    const marker = join(root, "cairn-registry.json");
-    if (!existsSync(marker)) writeFileAtomic(marker, `${JSON.stringify({ format: REGISTRY_FORMAT })}\n`, { overwrite: false });
+    openRoot(root, REGISTRY_ROOT, { create: true });
+    ensureDirsIn(root, REGISTRY_DIRS, 0o755);
     return LocalRegistry.open(root);
   }
 
@@ -199,7 +210,19 @@ export class LocalRegistry {
   /** Reads a blob and checks it against `digest` and `size` before anyone parses it. */
   readBlob(digest: Sha256Digest, size: number): Buffer {
     const path = this.blobPath(digest);
-    const data = readBounded(path, Math.min(MAX_BLOB_BYTES, size + 1), "registry.max_blob_bytes");
+    checkLimit("registry.max_blob_bytes", size, MAX_BLOB_BYTES, path, "bytes", FIXED_LIMIT_HINT); // the manifest itself asks for too much
+    let data: Buffer;
+    try {
+      // at most the size the manifest names: a larger file (another layer's blob put in its place) is a size mismatch, not a limit
+      data = readBounded(path, size, "registry.max_blob_bytes");
+    } catch (e) {
+      if (e instanceof CairnError && e.code === "LIMIT_EXCEEDED")
+        throw new CairnError("SIZE_MISMATCH", `blob ${digest} is larger than the ${size} bytes its manifest names`, {
+          path,
+          hint: "the registry copy was altered or damaged",
+        });
+      throw e;
+    }
     if (data.length !== size) throw new CairnError("SIZE_MISMATCH", `blob ${digest} is ${data.length} bytes, expected ${size}`, { path });
     const found = sha256(data);
     if (found !== digest)

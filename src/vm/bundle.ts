@@ -38,6 +38,20 @@ function sanitizedError(e: CairnError): { code: string; path: string | null } {
   return { code: e.code, path: e.path ?? null };
 }
 
+/**
+ * For a run that already failed: writes the bundle if it can and never
+ * throws, so the failure reported is the root cause (a full disk that failed
+ * the run fails this write too, and must not replace it). Returns the file,
+ * or undefined when it could not be written.
+ */
+export function writeFailureBundleAfter(dir: string, b: BundleInput): string | undefined {
+  try {
+    return writeFailureBundle(dir, b, false);
+  } catch {
+    return undefined;
+  }
+}
+
 export function writeFailureBundle(dir: string, b: BundleInput, includePrivateStreams: boolean): string {
   const events = b.events ?? [];
   const bundle: Record<string, unknown> = {

@@ -12,7 +12,7 @@
  * `$XDG_CACHE_HOME/cairn/kit`, else `~/.cache/cairn/kit` (core/locations.ts). No root is needed
  * once set up; only `setupKit` installs Debian packages, and only as root.
  */
-import { closeSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeSync } from "node:fs";
+import { closeSync, existsSync, readFileSync, readdirSync, rmSync, writeSync } from "node:fs";
 import { join, resolve } from "node:path";
 import {
   CairnError,
@@ -21,7 +21,9 @@ import {
   Checker,
   declareIdentity,
   digestComponents,
+  ensureDirsIn,
   identityDigest,
+  openRoot,
   FIXED_LIMIT_HINT,
   parseJsonBytes,
   readFileBounded,
@@ -29,6 +31,7 @@ import {
   sha256,
   verifyDigest,
   writeFileAtomic,
+  type RootKind,
   type Sha256Digest,
 } from "../core/index.ts";
 import { AGENT_SOURCE_DIR, buildAgent } from "./agentbuild.ts";
@@ -44,6 +47,19 @@ export const KIT_LIMITS = {
   /** kit.json */
   "kit.max_json_bytes": 1024 * 1024,
 } as const;
+
+/**
+ * The kit root's marker (core/owned-root.ts). Kits made before markers are
+ * recognised by their kit.json or object directories and marked on the next setup.
+ */
+export const KIT_ROOT: RootKind = {
+  what: "guest kit",
+  format: "cairn.kit-root/1",
+  marker: "cairn-kit.json",
+  mode: 0o755,
+  legacyMarkers: ["kit.json", "kernels", "agents"],
+  hint: "pass --kit (or CAIRN_KIT) with a new, empty or cairn-made directory",
+};
 
 /** Kits written before the guest carried kernel modules; treated as absent (set up again). */
 const OLD_KIT_SCHEMAS = ["cairn.kit/1"];
@@ -104,7 +120,7 @@ function objectPath(dir: string, area: "kernels" | "agents", digest: Sha256Diges
 function putObject(dir: string, area: "kernels" | "agents", bytes: Buffer): Sha256Digest {
   const digest = sha256(bytes);
   const path = objectPath(dir, area, digest);
-  mkdirSync(join(path, ".."), { recursive: true, mode: 0o755 });
+  ensureDirsIn(dir, [area, `${area}/sha256`], 0o755);
   if (!existsSync(path)) writeFileAtomic(path, bytes, { mode: 0o644 });
   return digest;
 }
@@ -208,7 +224,7 @@ function installPackages(missing: string[], isRoot: boolean, log: (line: string)
 export async function setupKit(opts: SetupOptions): Promise<Kit> {
   const missing = missingPackages();
   if (missing.length > 0) installPackages(missing, opts.isRoot, opts.log);
-  mkdirSync(opts.dir, { recursive: true, mode: 0o755 });
+  openRoot(opts.dir, KIT_ROOT, { create: true });
   const qemu = qemuVersion();
   const previous = loadKit(opts.dir);
   opts.log("building the guest agent twice and comparing");
@@ -244,7 +260,7 @@ const LOCK_WAIT_MS = 15 * 60 * 1000;
  * download the kernel or race apt. A lock whose pid is gone is stale.
  */
 async function withSetupLock<T>(dir: string, fn: () => Promise<T>): Promise<T> {
-  mkdirSync(dir, { recursive: true, mode: 0o755 });
+  openRoot(dir, KIT_ROOT, { create: true });
   const lock = join(dir, ".setup.lock");
   const started = Date.now();
   for (;;) {

@@ -5,6 +5,12 @@
  * line differs from its record hangs forever in QEMU 7.2 with no error.
  * QEMU runs in its own process group under a hard wall-clock timeout that
  * kills the whole group.
+ *
+ * An interrupted run leaves no QEMU behind: SIGINT, SIGTERM and SIGHUP of
+ * cairn kill QEMU's process group before cairn ends (by the same signal),
+ * and QEMU is started through `setpriv --pdeathsig SIGKILL` (util-linux),
+ * so the kernel kills it when cairn dies by a signal nothing can catch
+ * (kill -9): the parent-death signal survives the exec into QEMU.
  */
 import { spawn } from "node:child_process";
 import { CairnError } from "../core/index.ts";
@@ -91,16 +97,36 @@ export interface QemuResult {
 }
 
 const STDERR_MAX = 64 * 1024;
+/** util-linux's setpriv: sets QEMU's parent-death signal, then execs it (same pid, same process group). */
+const SETPRIV_BINARY = "setpriv";
+const INTERRUPTS: readonly NodeJS.Signals[] = ["SIGINT", "SIGTERM", "SIGHUP"];
 
 export function runQemu(id: VmIdentity, paths: QemuPaths, mode: RrMode, timeoutMs: number): Promise<QemuResult> {
   const args = qemuArgs(id, paths, mode);
   const started = process.hrtime.bigint();
   return new Promise((resolve, reject) => {
-    const child = spawn(QEMU_BINARY, args, {
+    const child = spawn(SETPRIV_BINARY, ["--pdeathsig", "SIGKILL", "--", QEMU_BINARY, ...args], {
       detached: true, // its own process group, so the timeout kills everything it started
       stdio: ["ignore", "ignore", "pipe"],
       env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LC_ALL: "C" },
     });
+    const killGroup = (): void => {
+      try {
+        if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    };
+    // Interrupted: end QEMU's group first, then end as the signal asked (our handler removed, the default action runs).
+    const onSignal = (signal: NodeJS.Signals): void => {
+      killGroup();
+      stopWatching();
+      process.kill(process.pid, signal);
+    };
+    const stopWatching = (): void => {
+      for (const s of INTERRUPTS) process.removeListener(s, onSignal);
+    };
+    for (const s of INTERRUPTS) process.on(s, onSignal);
     let stderr = "";
     let timedOut = false;
     child.stderr.on("data", (d: Buffer) => {
@@ -108,20 +134,23 @@ export function runQemu(id: VmIdentity, paths: QemuPaths, mode: RrMode, timeoutM
     });
     const timer = setTimeout(() => {
       timedOut = true;
-      try {
-        if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
-      } catch {
-        // already gone
-      }
+      killGroup();
     }, timeoutMs);
     child.on("error", (e) => {
       clearTimeout(timer);
+      stopWatching();
       const errno = (e as { code?: string }).code;
-      if (errno === "ENOENT") reject(new CairnError("PREREQUISITE_MISSING", `${QEMU_BINARY} is not installed`, { path: QEMU_BINARY, hint: QEMU_FIX }));
+      if (errno === "ENOENT")
+        reject(new CairnError("PREREQUISITE_MISSING", `${SETPRIV_BINARY} is not installed`, { path: SETPRIV_BINARY, hint: "apt-get install util-linux" }));
       else reject(new CairnError("RUN_INFRASTRUCTURE", `cannot start ${QEMU_BINARY}${errno ? ` (${errno})` : ""}`, { cause: e }));
     });
     child.on("close", (code, signal) => {
       clearTimeout(timer);
+      stopWatching();
+      if (code === 127 && /failed to execute/.test(stderr)) {
+        reject(new CairnError("PREREQUISITE_MISSING", `${QEMU_BINARY} is not installed`, { path: QEMU_BINARY, hint: QEMU_FIX }));
+        return;
+      }
       const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
       resolve({ exitCode: code, signal, timedOut, durationMs, stderr });
     });

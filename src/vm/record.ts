@@ -5,14 +5,26 @@
  * `openVerifiedWorkload`, so nothing unverified enters the guest.
  */
 import { randomBytes } from "node:crypto";
-import { copyFileSync, chmodSync, readFileSync, rmSync, statSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { cairnDir, CairnError, isCairnError, isJsonObject, mkdirPrivate, parseJsonBytes, sha256, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
-import { assembleWorkload, WORKLOAD_LOCK_SCHEMA, openVerifiedWorkload, type VerifiedWorkload } from "../workload/index.ts";
+import {
+  cairnDir,
+  ensureDirsIn,
+  isCairnError,
+  isJsonObject,
+  openRoot,
+  parseJsonBytes,
+  readFileBounded,
+  removeIn,
+  sha256,
+  writeFileAtomic,
+  type RootKind,
+  type Sha256Digest,
+} from "../core/index.ts";
+import { assembleWorkload, LOCK_MAX_BYTES, SPEC_MAX_BYTES, WORKLOAD_LOCK_SCHEMA, openVerifiedWorkload, type VerifiedWorkload } from "../workload/index.ts";
 
 /** A lock is small; a bigger file is not taken for one (the workload layer bounds its own read too). */
-const LOCK_SNIFF_BYTES = 4 * 1024 * 1024;
-import { writeFailureBundle } from "./bundle.ts";
+import { writeFailureBundle, writeFailureBundleAfter } from "./bundle.ts";
 import { bootGuest, evaluate, prepareGuest, type BootResult, type Evaluation, type PreparedGuest } from "./guest.ts";
 import { CONSOLE_LOG_FILE, consoleFailures } from "./kernel-log.ts";
 import { qemuVersion, type Kit } from "./kit.ts";
@@ -22,7 +34,19 @@ import { parseScenario, type Scenario } from "./scenario.ts";
 import { vmDigest } from "./vmid.ts";
 import type { GuestLaunch } from "./inputs.ts";
 
+/** run.max_input_bytes: the input of `cairn run`, a spec or a workload lock (the larger of their own limits). */
+const RUN_INPUT_MAX_BYTES = Math.max(SPEC_MAX_BYTES, LOCK_MAX_BYTES);
+
 export const DEFAULT_TIMEOUT_MS = 300_000;
+
+/** The runs directory's marker (core/owned-root.ts): cairn creates run directories only in a directory it marked. */
+export const RUNS_ROOT: RootKind = {
+  what: "runs directory",
+  format: "cairn.runs/1",
+  marker: "cairn-runs.json",
+  mode: 0o700,
+  hint: "pass --runs with a new, empty or cairn-made directory",
+};
 
 /** `--runs DIR` when given, else core's one default-location rule (`cairnDir("runs", ...)`). */
 export function defaultRunsDir(env: NodeJS.ProcessEnv, cwd: string, flag?: string): string {
@@ -41,11 +65,10 @@ export function workloadFacts(w: VerifiedWorkload): RunManifest["workload"] {
 }
 
 /** A workload lock (by name or by its schema); anything else is treated as a spec. */
-function isLockFile(path: string): boolean {
+function isLockFile(path: string, bytes: Buffer): boolean {
   if (path.endsWith(".lock.json")) return true;
   try {
-    if (statSync(path).size > LOCK_SNIFF_BYTES) return false;
-    const m = parseJsonBytes(readFileSync(path));
+    const m = parseJsonBytes(bytes);
     return isJsonObject(m) && m.schema === WORKLOAD_LOCK_SCHEMA;
   } catch {
     return false;
@@ -88,14 +111,15 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
   const now = (opts.now ?? (() => new Date()))();
   const runId = newRunId(now);
   const input = resolve(opts.input);
-  try {
-    statSync(input);
-  } catch {
-    throw new CairnError("USAGE", `${opts.input} does not exist`, { path: opts.input, hint: "give a workload spec (.yaml/.json) or a workload lock" });
-  }
-  mkdirPrivate(opts.runsDir);
+  // the one bounded reader: a FIFO, a device or a symlink given as the input is refused, never waited on or read without end
+  const inputBytes = readFileBounded(input, RUN_INPUT_MAX_BYTES, "run.max_input_bytes", {
+    missing: "USAGE",
+    notRegular: "RUN_INVALID",
+    notRegularHint: "give a workload spec (.yaml/.json) or a workload lock, as a regular file",
+  });
+  openRoot(opts.runsDir, RUNS_ROOT, { create: true });
+  ensureDirsIn(opts.runsDir, [runId]);
   const runDir = join(opts.runsDir, runId);
-  mkdirPrivate(runDir);
   const lockPath = join(runDir, RUN_FILES.lock);
   const t0 = performance.now();
   let w: VerifiedWorkload;
@@ -103,9 +127,8 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
   let prepared: PreparedGuest;
   let t1: number;
   try {
-    if (isLockFile(input)) {
-      copyFileSync(input, lockPath);
-      chmodSync(lockPath, 0o600);
+    if (isLockFile(input, inputBytes)) {
+      writeFileAtomic(lockPath, inputBytes, { mode: 0o600, overwrite: false });
     } else {
       log(`assembling ${opts.input}`);
       await assembleWorkload({ specPath: input, storeDir: opts.storeDir, lockOut: lockPath, cairnVersion: opts.cairnVersion, now: () => now });
@@ -116,7 +139,7 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
     prepared = await prepareGuest({ tree: w.tree, content: w.content, launch: guestLaunch(w), scenario }, { kit: opts.kit, qemu: qemuVersion() });
   } catch (e) {
     // refused before anything ran: leave no half-written run directory behind
-    rmSync(runDir, { recursive: true, force: true });
+    removeIn(opts.runsDir, "", runId);
     throw e;
   }
   const t2 = performance.now();
@@ -130,7 +153,7 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
   } catch (e) {
     if (isCairnError(e)) {
       const kernel = consoleFailures(join(runDir, CONSOLE_LOG_FILE));
-      writeFailureBundle(runDir, { runId, phase: "record", status: "infrastructure-failure", error: e, identities, kernel }, false);
+      writeFailureBundleAfter(runDir, { runId, phase: "record", status: "infrastructure-failure", error: e, identities, kernel });
     }
     throw e;
   } finally {

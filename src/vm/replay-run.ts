@@ -19,7 +19,7 @@ import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { CairnError, canonicalize, isCairnError, parseJsonBytes, readFileBounded, sha256 } from "../core/index.ts";
 import { openVerifiedWorkload } from "../workload/index.ts";
-import { writeFailureBundle } from "./bundle.ts";
+import { writeFailureBundle, writeFailureBundleAfter } from "./bundle.ts";
 import { bootGuest, evaluate, prepareGuest, type BootResult, type Evaluation } from "./guest.ts";
 import { CONSOLE_LOG_FILE, consoleFailures } from "./kernel-log.ts";
 import { qemuVersion, type Kit } from "./kit.ts";
@@ -129,7 +129,7 @@ export async function replayRun(opts: ReplayOptions): Promise<ReplayResult> {
   } catch (e) {
     if (isCairnError(e)) {
       const kernel = consoleFailures(join(dir, CONSOLE_LOG_FILE));
-      writeFailureBundle(dir, { runId: manifest.run_id, phase: "replay", status: "infrastructure-failure", error: e, identities, kernel }, false);
+      writeFailureBundleAfter(dir, { runId: manifest.run_id, phase: "replay", status: "infrastructure-failure", error: e, identities, kernel });
     }
     throw e;
   } finally {

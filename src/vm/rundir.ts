@@ -15,7 +15,7 @@
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { mkdirPrivate, writeFileAtomic } from "../core/index.ts";
+import { mkdirPrivate, withDirIn, writeFileAtomic } from "../core/index.ts";
 import type { Evaluation } from "./guest.ts";
 
 export const RUN_FILES = {
@@ -47,22 +47,31 @@ export function writeStreams(dir: string, streams: ReadonlyMap<number, { stdout:
   }
 }
 
-/** A fresh private directory for the next replay of a run: replays/1, replays/2, ... */
+/**
+ * A fresh private directory for the next replay of a run: replays/1,
+ * replays/2, ... `replays` is reached without following a symlink
+ * (core/owned-root.ts): a run directory is hostile input, and a planted
+ * `replays` link must not make replay write into (or chmod) its target.
+ */
 export function nextReplayDir(runDir: string): string {
-  const base = join(runDir, RUN_FILES.replays);
-  mkdirPrivate(base);
-  const used = readdirSync(base)
-    .filter((n) => /^[1-9][0-9]*$/.test(n))
-    .map(Number);
-  for (let n = used.length === 0 ? 1 : Math.max(...used) + 1; ; n++) {
-    const dir = join(base, String(n));
-    try {
-      mkdirSync(dir, { mode: 0o700 });
-      return dir;
-    } catch (e) {
-      if ((e as { code?: string }).code !== "EEXIST") throw e;
-    }
-  }
+  return withDirIn(
+    runDir,
+    RUN_FILES.replays,
+    (base) => {
+      const used = readdirSync(base)
+        .filter((n) => /^[1-9][0-9]*$/.test(n))
+        .map(Number);
+      for (let n = used.length === 0 ? 1 : Math.max(...used) + 1; ; n++) {
+        try {
+          mkdirSync(join(base, String(n)), { mode: 0o700 });
+          return join(runDir, RUN_FILES.replays, String(n));
+        } catch (e) {
+          if ((e as { code?: string }).code !== "EEXIST") throw e;
+        }
+      }
+    },
+    { create: true, mode: 0o700 },
+  );
 }
 
 /** Removes the initramfs copy a boot left behind (replay rebuilds it from the store). */

@@ -1,6 +1,6 @@
 // The workload area's public surface: specs, identities, the lock, assembly and verification.
 // The canonical tree, layer policy and limits live in tree/; OCI reading in oci/.
-export { parseWorkloadSpec, checkWorkloadSpec, canonicalSpecModel } from "./spec.ts";
+export { parseWorkloadSpec, checkWorkloadSpec, canonicalSpecModel, SPEC_MAX_BYTES } from "./spec.ts";
 export type { WorkloadSpec } from "./spec.ts";
 export { checkStaticExecutable } from "./elf.ts";
 export type { ElfFacts } from "./elf.ts";
@@ -9,7 +9,7 @@ export type { Launch } from "./launch.ts";
 export { workloadIdentity, sourceIdentity, WORKLOAD_IDENTITY, SOURCE_IDENTITY, WORKLOAD_IDENTITY_SCOPE, SOURCE_IDENTITY_SCOPE } from "./workload-identity.ts";
 export type { WorkloadIdentities } from "./workload-identity.ts";
 export { BINARY_INSTALL_PATH } from "./binary.ts";
-export { encodeWorkloadLock, parseWorkloadLock, WORKLOAD_LOCK_SCHEMA, LOCK_DIGEST } from "./workload-lock.ts";
+export { encodeWorkloadLock, parseWorkloadLock, WORKLOAD_LOCK_SCHEMA, LOCK_DIGEST, LOCK_MAX_BYTES } from "./workload-lock.ts";
 export type { WorkloadLock } from "./workload-lock.ts";
 export { DERIVED_ENTRY_IDENTITY, DERIVED_ENTRY_SCOPE } from "./derived-entry.ts";
 export { assembleWorkload } from "./assemble.ts";

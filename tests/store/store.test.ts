@@ -69,11 +69,11 @@ test("staging leftovers of dead writers are cleaned; live writers' are kept", ()
   mkdirSync(join(root, "staging", "junk"));
   const foreign = join(root, "staging", `ffffffff-1-${"0".repeat(16)}`);
   mkdirSync(foreign);
-  assert.equal(cleanStaging(join(root, "staging")), 2);
+  assert.equal(cleanStaging(root), 2);
   assert.ok(existsSync(mine), "this live writer's staging stays");
   assert.ok(!existsSync(dead));
   assert.ok(existsSync(foreign), "another host's fresh staging stays (its pids mean nothing here)");
-  assert.equal(cleanStaging(join(root, "staging"), Date.now() + 2 * 24 * 3600 * 1000), 1, "…until it is old");
+  assert.equal(cleanStaging(root, Date.now() + 2 * 24 * 3600 * 1000), 1, "…until it is old");
   assert.ok(existsSync(mine));
   s.close();
 });

@@ -24,7 +24,8 @@ export function registerManifestIngest(manifest: Command, ctx: Context): void {
       const key = opts.sign === undefined ? undefined : readSigningKey(opts.sign);
       const { manifest: m, excluded } = ingestDevcontainer(readManifestInput(file), key ? { key } : {});
       const text = manifestText(m);
-      if (opts.out !== undefined) writeFileAtomic(opts.out, text, { mode: 0o644 });
+      // owner-only: an environment manifest holds the configuration's environment values (docs/threat-model.md)
+      if (opts.out !== undefined) writeFileAtomic(opts.out, text, { mode: 0o600 });
       if (opts.json) {
         printJson(ctx.io, m);
         return;

@@ -8,6 +8,7 @@ import {
   notActedUpon,
   openRegistries,
   readProfileFile,
+  requireLayerBlobs,
   resolveProfile,
   writeLockfile,
   type Lockfile,
@@ -68,6 +69,12 @@ export function registerResolve(program: Command, ctx: Context): void {
         cairnVersion: CAIRN_VERSION,
       });
       const out = resolvePath(ctx.cwd, opts.out);
+      // a signature attests that every chosen layer can be fetched as pinned: its blob must be there, intact
+      if (key !== undefined)
+        requireLayerBlobs(
+          lock,
+          regs.map((r) => r.registry),
+        );
       const written = writeLockfile(out, lock, key);
       const id = environmentId(lock);
       const ignored = notActedUpon(profile);

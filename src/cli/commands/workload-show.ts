@@ -16,9 +16,14 @@ function modeString(e: FsEntry): string {
   return out;
 }
 
+/** A name as one line: one with a control character (a newline could forge a listing line) is printed JSON-quoted. */
+function printable(name: string): string {
+  return /[\u0000-\u001f\u007f]/.test(name) ? JSON.stringify(name) : name;
+}
+
 function treeLine(e: FsEntry): string {
   const size = e.type === "file" ? String(e.size) : "-";
-  return `${modeString(e)} ${`${e.uid}:${e.gid}`.padEnd(11)} ${size.padStart(10)} ${String(e.mtime).padStart(10)} ${e.path}${e.type === "symlink" ? ` -> ${e.target}` : ""}`;
+  return `${modeString(e)} ${`${e.uid}:${e.gid}`.padEnd(11)} ${size.padStart(10)} ${String(e.mtime).padStart(10)} ${printable(e.path)}${e.type === "symlink" ? ` -> ${printable(e.target)}` : ""}`;
 }
 
 export function registerWorkloadShow(parent: Command, ctx: Context): void {
