@@ -17,7 +17,8 @@
  */
 import { CairnError, declareIdentity, defineScope, identityDigest, scopeFieldNames, type Sha256Digest } from "../core/index.ts";
 import { hostRequirementSet, hostRequirementToModel } from "./capability.ts";
-import { isFrozen, lockfileToModel, type Lockfile } from "./lockfile.ts";
+import { isFrozen, type Lockfile } from "./lockfile.ts";
+import { lockfileToModel } from "./lockfile-model.ts";
 
 export const ENVIRONMENT_ID_SCHEMA = "cairn.environment/1";
 

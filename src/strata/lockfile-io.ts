@@ -24,7 +24,8 @@ import {
   type SigningKey,
   type VerifyingKey,
 } from "../core/index.ts";
-import { lockfileToYaml, parseLockfileText, parseLockfileUnvalidated, type Lockfile } from "./lockfile.ts";
+import { parseLockfileText, parseLockfileUnvalidated, type Lockfile } from "./lockfile.ts";
+import { lockfileToYaml } from "./lockfile-model.ts";
 import { readBounded } from "./registry.ts";
 
 export const LOCKFILE_PAYLOAD_TYPE = "application/vnd.cairn.lock+yaml";

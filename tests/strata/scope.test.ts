@@ -21,7 +21,8 @@ import {
   type LockBase,
   type Lockfile,
 } from "../../src/strata/index.ts";
-import { baseToModel, LOCK_BASE_FIELDS, LOCK_FIELDS, LOCK_LAYER_FIELDS } from "../../src/strata/lockfile.ts";
+import { LOCK_BASE_FIELDS, LOCK_FIELDS, LOCK_LAYER_FIELDS } from "../../src/strata/lockfile.ts";
+import { baseToModel } from "../../src/strata/lockfile-model.ts";
 import { assertCatchesExtraField, assertScopeExhaustive } from "../helpers/identity-scope.ts";
 import { catalogOf, exampleRegistry, NOW, probedExampleBase } from "./fixtures.ts";
 
