@@ -36,9 +36,18 @@ test("the packed package, installed without tsx, runs cairn --version, manifest 
     const packed = npm(["pack", "--ignore-scripts", "--json", "--pack-destination", dir, "--cache", join(dir, "npm-cache")], PROJECT_ROOT);
     assert.equal(packed.status, 0, packed.stderr);
     const [info] = JSON.parse(packed.stdout) as Array<{ filename: string; files: Array<{ path: string }> }>;
-    const shipped = new Set(info!.files.map((f) => f.path));
+    // What the tarball holds, read from the tarball itself (npm's own listing is printed beside it when they differ).
+    const listed = spawnSync("tar", ["-tzf", join(dir, info!.filename)], { encoding: "utf8", timeout: 60_000, maxBuffer: 16 << 20 });
+    assert.equal(listed.status, 0, listed.stderr);
+    const shipped = new Set(listed.stdout.split("\n").map((l) => l.replace(/^package\//, "")));
+    const diagnosis = () =>
+      [
+        `npm ${npm(["--version"], PROJECT_ROOT).stdout.trim()}`,
+        `dist entries: ${[...shipped].filter((p) => p.startsWith("dist/")).length} in the tarball, ${info!.files.filter((f) => f.path.startsWith("dist/")).length} in npm's listing`,
+        `npm pack stderr: ${packed.stderr.slice(-2000)}`,
+      ].join("; ");
     for (const f of ["bin/cairn.js", "dist/cli/main.js", "dist/oci/schemas/image-manifest-schema.json", "agent/main.c", "package.json"]) {
-      assert.ok(shipped.has(f), `the package ships ${f}`);
+      assert.ok(shipped.has(f), `the package ships ${f} (${diagnosis()})`);
     }
     const proj = join(dir, "proj");
     mkdirSync(join(proj, "node_modules"), { recursive: true });
