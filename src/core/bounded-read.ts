@@ -48,6 +48,18 @@ export interface BoundedReadOptions {
   readonly checkIdentity?: boolean;
 }
 
+let readHook: ((path: string) => void) | undefined;
+
+/**
+ * Sets (or clears) a function called after the bytes are read and before the
+ * identity check, so a test can replace, touch or remove the file at that
+ * point instead of hoping a concurrent writer lands there. Nothing in cairn
+ * sets it; only tests/core/bounded-read.test.ts does. Not part of the public API.
+ */
+export function setBoundedReadHook(hook: ((path: string) => void) | undefined): void {
+  readHook = hook;
+}
+
 function sameFile(a: Stats, b: Stats): boolean {
   return a.dev === b.dev && a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs && a.ctimeMs === b.ctimeMs;
 }
@@ -73,9 +85,8 @@ export function readFileBounded(path: string, max: number, limit: string, option
     fd = openForRead(path);
   } catch (cause) {
     const errno = (cause as { code?: string }).code;
-    // ELOOP: O_NOFOLLOW met a symlink at the final component.
+    // ELOOP: O_NOFOLLOW met a symlink at the final component. (A directory opens read-only; fstat refuses it below.)
     if (errno === "ELOOP") throw notRegular("a symlink");
-    if (errno === "EISDIR") throw notRegular("a directory");
     if (errno === "ENOENT" && options.missing !== undefined) throw new CairnError(options.missing, `${path} does not exist`, { path, cause });
     throw ioError(path, cause);
   }
@@ -92,6 +103,7 @@ export function readFileBounded(path: string, max: number, limit: string, option
     const buf = Buffer.alloc(before.size);
     if (readFullyAt(fd, buf, 0) !== before.size) throw changed(); // shrank under us
     if (readSync(fd, Buffer.alloc(1), 0, 1, before.size) !== 0) throw changed(); // grew under us
+    readHook?.(path);
     if (options.checkIdentity === true) {
       const after = fstatSync(fd);
       let atPath: Stats;

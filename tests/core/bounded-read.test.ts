@@ -1,10 +1,11 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, unlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { readFileBounded } from "../../src/core/index.ts";
+import { setBoundedReadHook } from "../../src/core/bounded-read.ts";
 import { assertCode } from "../helpers/errors.ts";
 
 const tempDir = (): string => mkdtempSync(join(tmpdir(), "cairn-bounded-read-"));
@@ -89,5 +90,57 @@ test("bounded read: a file appended to while it is read is refused as changed, w
     }
   } finally {
     process.kill(Number(child), "SIGKILL");
+  }
+});
+
+test("bounded read: a regular file shorter than fstat reported (a sysfs attribute: 4096 bytes reported) is refused as changed, never returned short; control: a real file of that content", () => {
+  const attr = "/sys/devices/system/cpu/online";
+  const dir = tempDir();
+  writeFileSync(join(dir, "online"), "0-1\n");
+  assert.equal(readFileBounded(join(dir, "online"), 8192, "test.bytes").toString(), "0-1\n", "control");
+  assertCode(() => readFileBounded(attr, 8192, "test.bytes", { changed: "SOURCE_CHANGED" }), "SOURCE_CHANGED");
+});
+
+test("bounded read: a read that fails in the kernel (EIO from /proc/self/mem) is IO_ERROR naming the path, never a raw errno or an empty result", () => {
+  const e = assertCode(() => readFileBounded("/proc/self/mem", 1 << 20, "test.bytes"), "IO_ERROR", "/proc/self/mem");
+  assert.match(e.message, /EIO/);
+});
+
+test("bounded read with the identity check: a file touched, replaced by rename, removed, or gone from its path between the read and the check is refused as changed; without the check the bytes read are returned (control)", () => {
+  const dir = tempDir();
+  const sub = join(dir, "sub");
+  const f = join(sub, "f");
+  const fresh = (): void => {
+    rmSync(sub, { recursive: true, force: true });
+    rmSync(join(dir, "moved"), { recursive: true, force: true });
+    mkdirSync(sub);
+    writeFileSync(f, "12345");
+  };
+  const cases: Array<[string, (path: string) => void]> = [
+    ["touched (mtime)", (p) => utimesSync(p, new Date(1_000_000), new Date(1_000_000))],
+    [
+      "replaced by rename",
+      (p) => {
+        writeFileSync(join(sub, "other"), "12345");
+        renameSync(join(sub, "other"), p);
+      },
+    ],
+    ["removed", (p) => unlinkSync(p)],
+    // the file itself is untouched (same inode, times and size): only the path no longer leads to it
+    ["gone from its path (its directory renamed away)", () => renameSync(sub, join(dir, "moved"))],
+  ];
+  try {
+    for (const [what, hook] of cases) {
+      fresh();
+      setBoundedReadHook(hook);
+      assertCode(() => readFileBounded(f, 100, "test.bytes", { checkIdentity: true, changed: "SOURCE_CHANGED" }), "SOURCE_CHANGED");
+      fresh();
+      assert.equal(readFileBounded(f, 100, "test.bytes", { changed: "SOURCE_CHANGED" }).toString(), "12345", `control (${what}): no identity check`);
+    }
+    setBoundedReadHook(undefined);
+    fresh();
+    assert.equal(readFileBounded(f, 100, "test.bytes", { checkIdentity: true }).toString(), "12345", "control: nothing happens between read and check");
+  } finally {
+    setBoundedReadHook(undefined);
   }
 });

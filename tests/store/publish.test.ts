@@ -1,9 +1,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { publishBytes, publishStaged, type WriteOnce } from "../../src/store/index.ts";
+import { setPublishHook } from "../../src/store/publish.ts";
 import { assertCode } from "../helpers/errors.ts";
 
 const ONCE: WriteOnce = { code: "REGISTRY_INVALID", what: "layer x", hint: "publish a new version" };
@@ -45,4 +46,76 @@ test("staged publication: the staged file must have the verified size (SIZE_MISM
   writeFileSync(join(dir, "staged2"), "1234");
   assertCode(() => publishStaged(join(dir, "staged2"), join(dir, "obj2"), 5), "SIZE_MISMATCH");
   assert.deepEqual(readdirSync(dir), ["obj"]);
+});
+
+// Failures of the file system, each with one defect and a control beside it: the
+// caller gets a typed IO_ERROR naming the target (or the refusal the cause
+// carries), never a raw errno and never a silent return, and no temporary or
+// staged file is left.
+
+test("a failed rename is IO_ERROR naming the target, and the temporary file is removed; control: the same call into an existing directory", () => {
+  const dir = tempDir();
+  const tmp = join(dir, "staging.tmp");
+  assert.equal(publishBytes(join(dir, "obj"), Buffer.from("abc"), { tmp, durable: false }), "published", "control");
+  const e = assertCode(() => publishBytes(join(dir, "missing", "obj"), Buffer.from("abc"), { tmp, durable: false }), "IO_ERROR");
+  assert.equal(e.path, join(dir, "missing", "obj"));
+  assert.match(e.message, /ENOENT/);
+  assert.deepEqual(readdirSync(dir), ["obj"], "no temporary file left");
+});
+
+test("a staged file that cannot be named is IO_ERROR, and the staged file is gone; control: the same staged file into an existing directory", () => {
+  const dir = tempDir();
+  writeFileSync(join(dir, "staged"), "12345");
+  const e = assertCode(() => publishStaged(join(dir, "staged"), join(dir, "missing", "obj"), 5, { durable: false }), "IO_ERROR");
+  assert.equal(e.path, join(dir, "missing", "obj"));
+  assert.equal(existsSync(join(dir, "staged")), false, "the staged file is gone");
+  writeFileSync(join(dir, "staged"), "12345");
+  assert.equal(publishStaged(join(dir, "staged"), join(dir, "obj"), 5, { durable: false }), "published", "control");
+});
+
+test("write-once: a concurrent publisher that won with other bytes is refused with the caller's code; with the same bytes the file is kept (control)", () => {
+  const dir = tempDir();
+  const target = join(dir, "x.json");
+  try {
+    setPublishHook((point, t) => {
+      if (point === "staged" && t === target) writeFileSync(target, "[]\n"); // the other publisher names its file first
+    });
+    assertCode(() => publishBytes(target, Buffer.from("{}\n"), { writeOnce: ONCE, durable: false }), "REGISTRY_INVALID");
+    assert.equal(readFileSync(target, "utf8"), "[]\n", "the winner's bytes are untouched");
+    rmSync(target);
+    setPublishHook((point, t) => {
+      if (point === "staged" && t === target) writeFileSync(target, "{}\n");
+    });
+    assert.equal(publishBytes(target, Buffer.from("{}\n"), { writeOnce: ONCE, durable: false }), "kept", "control");
+  } finally {
+    setPublishHook(undefined);
+  }
+  assert.deepEqual(readdirSync(dir), ["x.json"], "no temporary file left");
+});
+
+test("write-once: a link that fails for another reason than an existing name (EXDEV) is IO_ERROR with that reason; control: a temporary file on the same file system", () => {
+  const other = "/dev/shm";
+  const dir = tempDir();
+  assert.notEqual(statSync(other).dev, statSync(dir).dev, `${other} is another file system than ${tmpdir()} here (the test needs one)`);
+  const otherDir = mkdtempSync(join(other, "cairn-publish-"));
+  try {
+    const e = assertCode(
+      () => publishBytes(join(dir, "x.json"), Buffer.from("{}\n"), { writeOnce: ONCE, tmp: join(otherDir, "x.tmp"), durable: false }),
+      "IO_ERROR",
+    );
+    assert.match(e.message, /EXDEV/, "the error names the link's own failure, not a later lookup of the target");
+    assert.deepEqual(readdirSync(otherDir), [], "the temporary file is removed");
+    assert.deepEqual(readdirSync(dir), []);
+    assert.equal(publishBytes(join(dir, "x.json"), Buffer.from("{}\n"), { writeOnce: ONCE, tmp: join(dir, "x.tmp"), durable: false }), "published", "control");
+  } finally {
+    rmSync(otherDir, { recursive: true, force: true });
+  }
+});
+
+test("write-once: a target whose lookup fails (a parent that is a file) is IO_ERROR, not a raw errno; control: a real directory", () => {
+  const dir = tempDir();
+  writeFileSync(join(dir, "file"), "x");
+  const e = assertCode(() => publishBytes(join(dir, "file", "x.json"), Buffer.from("{}\n"), { writeOnce: ONCE }), "IO_ERROR");
+  assert.match(e.message, /ENOTDIR/);
+  assert.equal(publishBytes(join(dir, "x.json"), Buffer.from("{}\n"), { writeOnce: ONCE, durable: false }), "published", "control");
 });
