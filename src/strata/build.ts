@@ -5,9 +5,9 @@
  * options give the same blob and the same manifest everywhere.
  */
 import { compareBytes, CairnError, type SigningKey, type VerifyingKey } from "../core/index.ts";
+import { readDirectory, type DirLimits, DEFAULT_DIR_LIMITS } from "../tree/index.ts";
 import { buildLayerBlob, type LayerBlob } from "./blob.ts";
 import { capabilityString, requirementString, satisfies, type Capability, type Requirement } from "./capability.ts";
-import { readDirectory, type DirLimits, DEFAULT_DIR_LIMITS } from "./dir-source.ts";
 import { formationKey, type Formation } from "./formation-document.ts";
 import { layerId, type Abi, type InstallLayout, type LayerArch, type LayerManifest, type FoldedFrom } from "./layer-manifest.ts";
 import type { LocalRegistry, SignedDocument } from "./registry.ts";

@@ -12,7 +12,6 @@ export type { LayerManifest, Abi, InstallLayout, LayerArch } from "./layer-manif
 export type { Formation } from "./formation-document.ts";
 export { buildLayerBlob, gzipReproducible } from "./blob.ts";
 export type { LayerBlob } from "./blob.ts";
-export { readDirectory } from "./dir-source.ts";
 export { readLayerBlobs } from "./blob-reader.ts";
 export { LocalRegistry } from "./registry.ts";
 export type { SignedDocument } from "./registry.ts";
