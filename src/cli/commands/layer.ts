@@ -1,12 +1,14 @@
 import { resolve as resolvePath } from "node:path";
 import type { Command } from "commander";
-import { CairnError } from "../../core/index.ts";
+import { CairnError, parseSha256, readFileBounded, sha256 } from "../../core/index.ts";
 import {
   ABIS,
   ARCHES,
   INSTALL_LAYOUTS,
   buildLayerFromDirectory,
+  buildProvenanceLines,
   foldLayers,
+  layerManifestToModel,
   parseCapability,
   parseRequirement,
   readTrust,
@@ -15,12 +17,13 @@ import {
   type LayerArch,
   type LayerManifest,
   type LayerSpec,
+  type RecordedBuild,
   type SignedDocument,
 } from "../../strata/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
 import { CAIRN_VERSION } from "../cairn-version.ts";
-import { collect, openOrInit, signingKeys } from "../flags.ts";
+import { clock, collect, openOrInit, signingKeys } from "../flags.ts";
 
 interface SpecOpts {
   name: string;
@@ -36,15 +39,44 @@ interface SpecOpts {
   unsigned?: boolean;
   initRegistry?: boolean;
   json?: boolean;
+  recipe?: string;
+  buildLockId?: string;
+  buildBase?: string;
+  builtAt?: string;
+  source: string[];
 }
+
+/** Recorded-build provenance from the flags: the recipe is hashed (bounded read), `now` is the command's clock. */
+function recordedFrom(ctx: Context, o: SpecOpts): RecordedBuild {
+  const lock_id = o.buildLockId === undefined ? undefined : parseSha256(o.buildLockId, "--build-lock-id");
+  const base_digest = o.buildBase === undefined ? undefined : parseSha256(o.buildBase, "--build-base");
+  const built_at =
+    o.builtAt === "now"
+      ? clock(ctx.env)
+          .toISOString()
+          .replace(/\.\d{3}Z$/, "Z")
+      : o.builtAt;
+  return {
+    ...(o.recipe !== undefined ? { recipe: sha256(readFileBounded(resolvePath(ctx.cwd, o.recipe), MAX_RECIPE_BYTES, "build.max_recipe_bytes")) } : {}),
+    ...(lock_id !== undefined || base_digest !== undefined
+      ? { environment: { ...(lock_id !== undefined ? { lock_id } : {}), ...(base_digest !== undefined ? { base_digest } : {}) } }
+      : {}),
+    ...(built_at !== undefined ? { built_at } : {}),
+    ...(o.source.length > 0 ? { sources: o.source } : {}),
+  };
+}
+
+/** build.max_recipe_bytes: a recipe is a script or spec file, not a payload. */
+const MAX_RECIPE_BYTES = 16 * 1024 * 1024;
 
 function oneOf<T extends string>(flag: string, v: string, allowed: readonly T[]): T {
   if (!(allowed as readonly string[]).includes(v)) throw new CairnError("USAGE", `${flag} must be one of ${allowed.join(", ")}`);
   return v as T;
 }
 
-export function specFrom(o: SpecOpts): LayerSpec {
+export function specFrom(o: SpecOpts, recorded?: RecordedBuild): LayerSpec {
   return {
+    ...(recorded !== undefined ? { recorded } : {}),
     name: o.name,
     version: o.version,
     arch: oneOf<LayerArch>("--arch", o.arch, [...ARCHES, "noarch"]),
@@ -71,6 +103,14 @@ function withSpecOptions(c: Command): Command {
     .option("--init-registry", "create the registry if it does not exist")
     .option("--key <key>", "Ed25519 private key to sign the layer manifest")
     .option("--unsigned", "publish without a signature (resolving it then needs --allow-unsigned-offline)")
+    .option("--recipe <file>", "the build script or spec that produced the directory: its sha256 is recorded (build provenance)")
+    .option("--build-lock-id <digest>", "EnvironmentID of the lockfile the build ran in (build provenance)")
+    .option("--build-base <digest>", "digest of the base the build ran on (build provenance)")
+    .option(
+      "--built-at <time>",
+      "when it was built: RFC 3339 UTC to the second, or now (CAIRN_NOW when set); omitted by default so rebuilds stay byte-identical",
+    )
+    .option("--source <text>", "what it was built from (URL, VCS ref; repeatable; recorded sorted and unique)", collect, [])
     .option("--json", "print the result as JSON");
 }
 
@@ -88,6 +128,7 @@ function report(ctx: Context, doc: SignedDocument<LayerManifest>, json: boolean 
       envelope_sha256: doc.envelopeSha256,
       signed: doc.envelope.signatures.length > 0,
       folded_from: m.build.folded_from ?? null,
+      build: layerManifestToModel(m).build,
     });
     return;
   }
@@ -98,6 +139,7 @@ function report(ctx: Context, doc: SignedDocument<LayerManifest>, json: boolean 
       `diff_id  ${m.build.diff_id}`,
       `manifest ${doc.payloadSha256} (${signed})`,
       ...(m.build.folded_from ? [`folded from ${m.build.folded_from.map((f) => f.id).join(", ")}`] : []),
+      ...buildProvenanceLines(m.build),
     ].join("\n"),
   );
 }
@@ -116,7 +158,7 @@ export function registerLayer(program: Command, ctx: Context): void {
       .description("pack a directory into a reproducible layer blob (tar+gzip), sign its manifest and publish it")
       .argument("<dir>", "directory whose contents become the layer"),
   ).action((dir: string, opts: SpecOpts) => {
-    const spec = specFrom(opts);
+    const spec = specFrom(opts, recordedFrom(ctx, opts));
     const keys = signingKeys(opts);
     const reg = openOrInit(ctx, opts.registry, opts.initRegistry);
     const built = buildLayerFromDirectory(resolvePath(ctx.cwd, dir), spec);
@@ -132,7 +174,7 @@ export function registerLayer(program: Command, ctx: Context): void {
       .option("--trust <keyfile>", "keyfile://PATH of a key whose signatures on the source layers are accepted (repeatable)", collect, [])
       .option("--allow-unsigned-offline", "fold sources that no trusted key signed (your key then signs what nobody vouched for)"),
   ).action(async (ids: string[], opts: SpecOpts & { trust: string[]; allowUnsignedOffline?: boolean }) => {
-    const spec = specFrom(opts);
+    const spec = specFrom(opts, recordedFrom(ctx, opts));
     const keys = signingKeys(opts);
     const reg = openOrInit(ctx, opts.registry, opts.initRegistry);
     const trust = { keys: opts.trust.map((t) => readTrust(t, ctx.cwd)), allowUnsignedOffline: opts.allowUnsignedOffline === true };
