@@ -26,6 +26,7 @@ import type { LocalRegistry, SignedDocument } from "./registry.ts";
 import { readLayerBlobs, treeToTarEntries, type BlobInput } from "./blob-reader.ts";
 import { parseVersion } from "./version.ts";
 import { REF_NAME } from "./ref.ts";
+import { generateModulefile, modulefilePath, withModulefile } from "./modulefile.ts";
 import { attest } from "./trust.ts";
 
 export interface LayerSpec {
@@ -40,6 +41,8 @@ export interface LayerSpec {
   readonly builder: string;
   /** Recorded-build provenance (recipe, environment, built_at, sources), stated by the builder and signed with the layer. */
   readonly recorded?: RecordedBuild;
+  /** An Lmod modulefile to carry: given text, or generated from the layer's prefix, directories, provides and these variables. */
+  readonly modulefile?: { readonly kind: "given"; readonly text: string } | { readonly kind: "generated"; readonly env: readonly [string, string][] };
 }
 
 export type RecordedBuild = Omit<BuildProvenance, "builder" | "diff_id" | "folded_from">;
@@ -91,6 +94,7 @@ export function manifestFor(spec: LayerSpec, blob: LayerBlob, folded_from?: read
     provides: spec.provides,
     requires: spec.requires,
     build: { builder: spec.builder, diff_id: blob.diff_id, ...(folded_from ? { folded_from } : {}), ...recordedOf(spec.recorded) },
+    ...(spec.modulefile !== undefined ? { modulefile: modulefilePath(spec.name, spec.version) } : {}),
   };
 }
 
@@ -101,7 +105,17 @@ export function layoutPrefix(spec: LayerSpec): string {
 
 export function buildLayerFromDirectory(dir: string, spec: LayerSpec, limits: DirLimits = DEFAULT_DIR_LIMITS): { blob: LayerBlob; manifest: LayerManifest } {
   checkSpec(spec);
-  const blob = buildLayerBlob(readDirectory(dir, layoutPrefix(spec), limits));
+  let entries = readDirectory(dir, layoutPrefix(spec), limits);
+  const mf = spec.modulefile;
+  if (mf !== undefined) {
+    const dirs = new Set(entries.filter((e) => e.type === "dir").map((e) => e.path));
+    const text =
+      mf.kind === "given"
+        ? mf.text
+        : generateModulefile({ name: spec.name, version: spec.version, prefix: layoutPrefix(spec), provides: spec.provides, env: mf.env }, dirs);
+    entries = withModulefile(entries, spec.name, spec.version, text);
+  }
+  const blob = buildLayerBlob(entries);
   return { blob, manifest: manifestFor(spec, blob) };
 }
 

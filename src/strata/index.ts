@@ -45,6 +45,7 @@ export { diffLocks } from "./lockfile-diff.ts";
 export type { LockDiff } from "./lockfile-diff.ts";
 export { explainScope, explainText } from "./explain.ts";
 export { buildLayerFromDirectory, foldLayers, formationOf, manifestFor } from "./build.ts";
+export { checkModulefile, generateModulefile, modulefilePath, parseModuleEnv, MAX_MODULEFILE_BYTES, MODULEFILE_ROOT } from "./modulefile.ts";
 export type { LayerSpec, RecordedBuild, SourceTrust } from "./build.ts";
 export { searchRegistries } from "./registry-search.ts";
 export type { SearchHit } from "./registry-search.ts";

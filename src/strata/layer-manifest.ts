@@ -24,6 +24,7 @@ import {
 import { capabilityString, parseCapability, parseRequirement, requirementString, type Capability, type Requirement } from "./capability.ts";
 import { ARCHES, type Arch } from "./platform.ts";
 import { REF_NAME } from "./ref.ts";
+import { modulefilePath } from "./modulefile.ts";
 import { isVersion } from "./version.ts";
 
 export const LAYER_MANIFEST_TYPE = "application/vnd.cairn.layer-manifest+json";
@@ -102,6 +103,8 @@ export interface LayerManifest {
   readonly provides: readonly Capability[];
   readonly requires: readonly Requirement[];
   readonly build: BuildProvenance;
+  /** Path of the layer's Lmod modulefile (`modulefilePath(name, version)`), a file of the blob; absent when the layer carries none. */
+  readonly modulefile?: string;
 }
 
 export const LAYER_MANIFEST_FIELDS = [
@@ -119,6 +122,7 @@ export const LAYER_MANIFEST_FIELDS = [
   "provides",
   "requires",
   "build",
+  "modulefile",
 ] as const;
 
 /** The single rule for a layer id. */
@@ -269,6 +273,14 @@ export function parseLayerManifest(v: JsonModel, source = "layer manifest"): Lay
       }
     }
   }
+  let modulefile: string | undefined;
+  if (Object.hasOwn(o!, "modulefile")) {
+    modulefile = c.string(o!.modulefile, "/modulefile");
+    if (modulefile !== undefined && name !== undefined && version !== undefined) {
+      if (modulefile !== modulefilePath(name, version)) c.add("/modulefile", `a layer's modulefile is ${modulefilePath(name, version)}`, "LAYER_INVALID");
+      else if (!content_manifest.has(modulefile)) c.add("/modulefile", "names no file of the layer's content manifest", "LAYER_INVALID");
+    }
+  }
   for (const k of symlinks.keys()) if (content_manifest.has(k)) c.add(childPath("/symlinks", k), "path is both a file and a symlink", "LAYER_INVALID");
   c.done(source);
   return {
@@ -286,6 +298,7 @@ export function parseLayerManifest(v: JsonModel, source = "layer manifest"): Lay
     provides,
     requires,
     build: build!,
+    ...(modulefile !== undefined ? { modulefile } : {}),
   };
 }
 
@@ -314,5 +327,6 @@ export function layerManifestToModel(m: LayerManifest): Record<string, unknown> 
       ...(m.build.built_at ? { built_at: m.build.built_at } : {}),
       ...(m.build.sources ? { sources: [...m.build.sources] } : {}),
     },
+    ...(m.modulefile !== undefined ? { modulefile: m.modulefile } : {}),
   };
 }

@@ -7,6 +7,10 @@ import {
   INSTALL_LAYOUTS,
   buildLayerFromDirectory,
   buildProvenanceLines,
+  checkModulefile,
+  MAX_MODULEFILE_BYTES,
+  modulefilePath,
+  parseModuleEnv,
   foldLayers,
   layerManifestToModel,
   parseCapability,
@@ -64,6 +68,23 @@ function recordedFrom(ctx: Context, o: SpecOpts): RecordedBuild {
     ...(built_at !== undefined ? { built_at } : {}),
     ...(o.source.length > 0 ? { sources: o.source } : {}),
   };
+}
+
+interface ModuleOpts {
+  modulefile?: string;
+  generateModulefile?: boolean;
+  moduleEnv: string[];
+}
+
+/** The modulefile a `layer build` carries: given (bounded, UTF-8), generated, or none. */
+function moduleFrom(ctx: Context, o: ModuleOpts): Pick<LayerSpec, "modulefile"> {
+  const generate = o.generateModulefile === true || o.moduleEnv.length > 0;
+  if (o.modulefile !== undefined && generate) throw new CairnError("USAGE", "give --modulefile or --generate-modulefile/--module-env, not both");
+  if (o.modulefile !== undefined) {
+    const path = resolvePath(ctx.cwd, o.modulefile);
+    return { modulefile: { kind: "given", text: checkModulefile(readFileBounded(path, MAX_MODULEFILE_BYTES, "layer.max_modulefile_bytes"), path) } };
+  }
+  return generate ? { modulefile: { kind: "generated", env: parseModuleEnv(o.moduleEnv) } } : {};
 }
 
 /** build.max_recipe_bytes: a recipe is a script or spec file, not a payload. */
@@ -129,6 +150,7 @@ function report(ctx: Context, doc: SignedDocument<LayerManifest>, json: boolean 
       signed: doc.envelope.signatures.length > 0,
       folded_from: m.build.folded_from ?? null,
       build: layerManifestToModel(m).build,
+      modulefile: m.modulefile === undefined ? null : { path: m.modulefile, sha256: m.content_manifest.get(m.modulefile) },
     });
     return;
   }
@@ -140,6 +162,7 @@ function report(ctx: Context, doc: SignedDocument<LayerManifest>, json: boolean 
       `manifest ${doc.payloadSha256} (${signed})`,
       ...(m.build.folded_from ? [`folded from ${m.build.folded_from.map((f) => f.id).join(", ")}`] : []),
       ...buildProvenanceLines(m.build),
+      ...(m.modulefile !== undefined ? [`modulefile ${m.modulefile} ${m.content_manifest.get(m.modulefile)}`] : []),
     ].join("\n"),
   );
 }
@@ -156,9 +179,15 @@ export function registerLayer(program: Command, ctx: Context): void {
     layer
       .command("build")
       .description("pack a directory into a reproducible layer blob (tar+gzip), sign its manifest and publish it")
-      .argument("<dir>", "directory whose contents become the layer"),
-  ).action((dir: string, opts: SpecOpts) => {
-    const spec = specFrom(opts, recordedFrom(ctx, opts));
+      .argument("<dir>", "directory whose contents become the layer")
+      .option("--modulefile <file>", `an Lmod modulefile the layer carries, at ${modulefilePath("NAME", "VERSION")}`)
+      .option(
+        "--generate-modulefile",
+        "generate the Lmod modulefile from the prefix, the directories the layer holds (bin, lib, …), --provides and --module-env",
+      )
+      .option("--module-env <NAME=VALUE>", "a variable the generated modulefile sets (repeatable; implies --generate-modulefile)", collect, []),
+  ).action((dir: string, opts: SpecOpts & ModuleOpts) => {
+    const spec = { ...specFrom(opts, recordedFrom(ctx, opts)), ...moduleFrom(ctx, opts) };
     const keys = signingKeys(opts);
     const reg = openOrInit(ctx, opts.registry, opts.initRegistry);
     const built = buildLayerFromDirectory(resolvePath(ctx.cwd, dir), spec);
