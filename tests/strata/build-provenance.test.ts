@@ -11,7 +11,7 @@ import { buildLayerBlob, layerManifestToModel, manifestFor, parseLayerManifest, 
 import { runCli } from "../helpers/cli.ts";
 import { assertCode } from "../helpers/errors.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
-import { exampleRegistry, tempDir } from "./fixtures.ts";
+import { exampleRegistry, resolveWithCli, tempDir } from "./fixtures.ts";
 
 const D = (c: string): string => `sha256:${c.repeat(64)}`;
 const blob = buildLayerBlob([{ type: "file", path: "bin/tool", mode: 0o755, data: Buffer.from("#!/bin/sh\n") }]);
@@ -124,23 +124,7 @@ test("cairn layer build records --recipe, --build-base, --build-lock-id, --built
   const profile = join(ex.root, "hello.yaml");
   writeFileSync(profile, 'name: hello\nversion: "1"\nbase:\n  os: debian12\n  arch: x86_64\nsoftware:\n  - hello@1.0\n  - python@3.12\n');
   const lock = join(ex.root, "hello.lock");
-  const r = await runCli(
-    [
-      "resolve",
-      profile,
-      "--registry",
-      ex.registry,
-      "--trust",
-      `keyfile://${ex.root}/registry.pub`,
-      "--base",
-      `rootfs:${ex.rootfs}`,
-      "--sign",
-      join(ex.root, "lock.key"),
-      "--out",
-      lock,
-    ],
-    { ...process.env, CAIRN_NOW: "2026-03-01T12:00:00.000Z" },
-  );
+  const r = await resolveWithCli(ex, profile, lock, { env: { ...process.env, CAIRN_NOW: "2026-03-01T12:00:00.000Z" } });
   assert.equal(r.code, 0, r.stderr);
   const p = await runCli(["lock", "provenance", lock, "--pub", join(ex.root, "lock.pub")]);
   assert.equal(p.code, 0, p.stderr);

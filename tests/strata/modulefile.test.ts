@@ -24,7 +24,7 @@ import {
 import { runCli } from "../helpers/cli.ts";
 import { assertCode } from "../helpers/errors.ts";
 import { needs } from "../helpers/prerequisites.ts";
-import { exampleRegistry, tempDir } from "./fixtures.ts";
+import { exampleRegistry, resolveWithCli, tempDir } from "./fixtures.ts";
 
 const LMOD_INIT = "/usr/share/lmod/lmod/init/bash";
 const lmodMissing = existsSync(LMOD_INIT) ? undefined : "Lmod (Debian package lmod, scripts/setup-host.sh)";
@@ -190,20 +190,7 @@ test("CLI: layer build --generate-modulefile --module-env; the lockfile records 
   const profile = join(ex.root, "hello.yaml");
   writeFileSync(profile, 'name: hello\nversion: "1"\nbase:\n  os: debian12\n  arch: x86_64\nsoftware:\n  - hello@1.0\n');
   const lock = join(ex.root, "hello.lock");
-  const r = await runCli([
-    "resolve",
-    profile,
-    "--registry",
-    ex.registry,
-    "--trust",
-    `keyfile://${ex.root}/registry.pub`,
-    "--base",
-    `rootfs:${ex.rootfs}`,
-    "--sign",
-    join(ex.root, "lock.key"),
-    "--out",
-    lock,
-  ]);
+  const r = await resolveWithCli(ex, profile, lock);
   assert.equal(r.code, 0, r.stderr);
   const v = await runCli(["lock", "verify", lock, "--pub", join(ex.root, "lock.pub"), "--registry", ex.registry]);
   assert.equal(v.code, 0, v.stderr);

@@ -17,7 +17,6 @@ import {
   lockfileToModel,
   modulefilePath,
   parseLockfile,
-  resolveProfile,
   parseProfileText,
   type LockBase,
   type Lockfile,
@@ -25,7 +24,7 @@ import {
 import { LOCK_BASE_FIELDS, LOCK_FIELDS, LOCK_LAYER_FIELDS } from "../../src/strata/lockfile.ts";
 import { baseToModel } from "../../src/strata/lockfile-model.ts";
 import { assertCatchesExtraField, assertScopeExhaustive } from "../helpers/identity-scope.ts";
-import { catalogOf, exampleRegistry, NOW, probedExampleBase } from "./fixtures.ts";
+import { exampleRegistry, resolveExample } from "./fixtures.ts";
 
 const OBJECTS = { lockfile: LOCK_FIELDS, base: LOCK_BASE_FIELDS, layer: LOCK_LAYER_FIELDS } as const;
 // The scope grouped per lockfile object, exactly as `lock explain` prints it.
@@ -59,14 +58,7 @@ requires_host: [gpu]
 instance: {cpus: 2}
 storage: {size: 1}
 `);
-  const lock = resolveProfile({
-    profile,
-    catalog: catalogOf(ex),
-    probedBase: await probedExampleBase(ex),
-    allowUnsignedOffline: false,
-    now: NOW,
-    cairnVersion: "t",
-  });
+  const lock = await resolveExample(ex, profile);
   // The example layers carry no Lmod modulefile; give the first one the record a layer with one gets (tests/strata/modulefile.test.ts resolves a real one).
   const model = lockfileToModel(lock) as { layers: Record<string, unknown>[] };
   const l0 = model.layers[0]!;
