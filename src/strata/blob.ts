@@ -23,6 +23,8 @@ export interface LayerBlob {
   readonly diff_id: Sha256Digest;
   readonly content_manifest: Map<string, Sha256Digest>;
   readonly symlinks: Map<string, string>;
+  /** Absolute paths of the OCI whiteout markers (`.wh.<name>`, `.wh..wh..opq`) the blob holds, sorted; not content. */
+  readonly whiteouts: string[];
 }
 
 /** gzip with a fixed header: mtime 0, no name, XFL from the fixed level, OS byte 255. */
@@ -41,9 +43,12 @@ export function buildLayerBlob(entries: readonly TarEntry[]): LayerBlob {
   const blob = gzipReproducible(tar);
   const content_manifest = new Map<string, Sha256Digest>();
   const symlinks = new Map<string, string>();
+  const whiteouts: string[] = [];
   for (const e of normalized) {
-    if (e.type === "file") content_manifest.set(`/${e.path}`, sha256(e.data));
+    // Only a frozen overlayfs upper directory yields markers (the directory reader refuses `.wh.*` names otherwise).
+    if (e.type === "file" && e.data.length === 0 && e.path.split("/").pop()!.startsWith(".wh.")) whiteouts.push(`/${e.path}`);
+    else if (e.type === "file") content_manifest.set(`/${e.path}`, sha256(e.data));
     else if (e.type === "symlink") symlinks.set(`/${e.path}`, e.target);
   }
-  return { blob, sha256: sha256(blob), size: blob.length, diff_id: sha256(tar), content_manifest, symlinks };
+  return { blob, sha256: sha256(blob), size: blob.length, diff_id: sha256(tar), content_manifest, symlinks, whiteouts };
 }

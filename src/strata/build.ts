@@ -95,6 +95,7 @@ export function manifestFor(spec: LayerSpec, blob: LayerBlob, folded_from?: read
     requires: spec.requires,
     build: { builder: spec.builder, diff_id: blob.diff_id, ...(folded_from ? { folded_from } : {}), ...recordedOf(spec.recorded) },
     ...(spec.modulefile !== undefined ? { modulefile: modulefilePath(spec.name, spec.version) } : {}),
+    ...(blob.whiteouts.length > 0 ? { whiteouts: blob.whiteouts } : {}),
   };
 }
 

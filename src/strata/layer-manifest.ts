@@ -105,6 +105,8 @@ export interface LayerManifest {
   readonly build: BuildProvenance;
   /** Path of the layer's Lmod modulefile (`modulefilePath(name, version)`), a file of the blob; absent when the layer carries none. */
   readonly modulefile?: string;
+  /** Absolute paths of the whiteout markers the blob holds (a frozen upper layer's deletions), sorted; absent when none. */
+  readonly whiteouts?: readonly string[];
 }
 
 export const LAYER_MANIFEST_FIELDS = [
@@ -123,6 +125,7 @@ export const LAYER_MANIFEST_FIELDS = [
   "requires",
   "build",
   "modulefile",
+  "whiteouts",
 ] as const;
 
 /** The single rule for a layer id. */
@@ -281,6 +284,16 @@ export function parseLayerManifest(v: JsonModel, source = "layer manifest"): Lay
       else if (!content_manifest.has(modulefile)) c.add("/modulefile", "names no file of the layer's content manifest", "LAYER_INVALID");
     }
   }
+  let whiteouts: string[] | undefined;
+  if (Object.hasOwn(o!, "whiteouts")) {
+    whiteouts = c.stringArray(o!.whiteouts, "/whiteouts");
+    whiteouts?.forEach((w, i) => {
+      if (!isLayerPath(w) || !w.split("/").pop()!.startsWith(".wh.") || content_manifest.has(w) || symlinks.has(w))
+        c.add(childPath("/whiteouts", i), "a whiteout is the absolute path of a .wh.* marker that is not content", "LAYER_INVALID");
+    });
+    if (whiteouts !== undefined && (whiteouts.length === 0 || canonicalize(whiteouts) !== canonicalize(normalizeSources(whiteouts))))
+      c.add("/whiteouts", "whiteouts are non-empty, sorted by bytes and unique", "LAYER_INVALID");
+  }
   for (const k of symlinks.keys()) if (content_manifest.has(k)) c.add(childPath("/symlinks", k), "path is both a file and a symlink", "LAYER_INVALID");
   c.done(source);
   return {
@@ -299,6 +312,7 @@ export function parseLayerManifest(v: JsonModel, source = "layer manifest"): Lay
     requires,
     build: build!,
     ...(modulefile !== undefined ? { modulefile } : {}),
+    ...(whiteouts !== undefined ? { whiteouts } : {}),
   };
 }
 
@@ -328,5 +342,6 @@ export function layerManifestToModel(m: LayerManifest): Record<string, unknown> 
       ...(m.build.sources ? { sources: [...m.build.sources] } : {}),
     },
     ...(m.modulefile !== undefined ? { modulefile: m.modulefile } : {}),
+    ...(m.whiteouts !== undefined ? { whiteouts: [...m.whiteouts] } : {}),
   };
 }

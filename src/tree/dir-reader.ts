@@ -55,7 +55,26 @@ export const DEFAULT_DIR_LIMITS: DirLimits = {
 export interface DirReadPolicy {
   /** "record" (default): links kept as written; "inside": a link leaving the root is refused. */
   readonly symlinks?: "record" | "inside";
+  /**
+   * "refuse" (default): a device is refused like any special file.
+   * "overlayfs": the directory is an overlayfs upper directory; its deletions
+   * become OCI whiteout markers (see readDirectory).
+   */
+  readonly whiteouts?: "refuse" | "overlayfs";
+  /**
+   * With "overlayfs": reads the `trusted.overlay.*` and `user.overlay.*`
+   * attributes of the given paths (by index). Supplied by the caller: the tree
+   * area never runs a process (claim O17), and Node has no getxattr.
+   */
+  readonly overlayXattrs?: OverlayXattrReader;
 }
+
+export type OverlayXattrReader = (paths: readonly string[]) => Map<number, Map<string, Buffer>>;
+
+/** The OCI marker that empties a directory of what lower layers put there. */
+export const OPAQUE_MARKER = ".wh..wh..opq";
+/** Overlay attributes that mean the upper entry is not complete on its own (data or name in a lower layer): refused. */
+const INCOMPLETE_UPPER = ["redirect", "metacopy", "whiteout", "whiteouts"];
 
 const SOURCE_DIR_HINT = "read a directory nothing else is writing to";
 
@@ -152,6 +171,10 @@ export function readDirectory(root: string, prefix = "", limits: DirLimits = DEF
         total += cst.size;
         checkLimit(names.totalBytes, total, limits.maxTotalBytes, childAbs, "bytes", FIXED_LIMIT_HINT);
         out.push({ type: "file", path: childRel, mode: cst.mode & 0o7777, data: readRegular(childAbs, cst.size, limits.maxFileBytes, names.fileBytes) });
+      } else if (policy.whiteouts === "overlayfs" && cst.isCharacterDevice() && cst.rdev === 0) {
+        // overlayfs records a deletion as a 0:0 character device; the OCI layer format as an empty `.wh.<name>`.
+        const marker = rel === "" ? `.wh.${name}` : `${rel}/.wh.${name}`;
+        out.push({ type: "file", path: marker, mode: 0o644, data: Buffer.alloc(0) });
       } else {
         throw new CairnError("SOURCE_NOT_REGULAR", `${childAbs} is a socket, FIFO or device; a layer holds only files, directories and symlinks`, {
           path: childAbs,
@@ -160,6 +183,43 @@ export function readDirectory(root: string, prefix = "", limits: DirLimits = DEF
     }
   };
   walk(root, prefix, "");
+  if (policy.whiteouts === "overlayfs") {
+    if (policy.overlayXattrs === undefined) throw new CairnError("INTERNAL", "reading an overlayfs upper directory needs an attribute reader", { path: root });
+    out.push(...overlayMarkers(root, prefix, out, policy.overlayXattrs));
+  }
+  return out;
+}
+
+/**
+ * The opaque markers of an overlayfs upper directory: a directory whose
+ * `trusted.overlay.opaque` (or, for a userxattr overlay, `user.overlay.opaque`)
+ * is `y` hid everything lower layers had there, which the OCI format says with
+ * `<dir>/.wh..wh..opq`. An entry whose contents or name live in a lower layer
+ * (redirect, metacopy, xattr whiteouts) cannot be frozen from the upper
+ * directory alone and is refused, naming it.
+ */
+function overlayMarkers(root: string, prefix: string, entries: readonly TarEntry[], overlayXattrs: OverlayXattrReader): TarEntry[] {
+  const strip = prefix === "" ? 0 : prefix.length + 1;
+  const candidates = entries.filter((e) => e.type !== "symlink" && !(e.type === "file" && e.data.length === 0 && e.path.split("/").pop()!.startsWith(".wh.")));
+  const real = candidates.filter((e) => e.path.length >= strip);
+  const abs = real.map((e) => join(root, e.path.slice(strip)));
+  const attrs = overlayXattrs([root, ...abs]);
+  const out: TarEntry[] = [];
+  const check = (a: Map<string, Buffer> | undefined, at: string, rel: string, isDir: boolean): void => {
+    for (const [name, value] of a ?? []) {
+      const key = name.replace(/^(trusted|user)\.overlay\./, "");
+      if (INCOMPLETE_UPPER.includes(key) || (key === "opaque" && value.toString("latin1") !== "y")) {
+        throw new CairnError("LAYER_INVALID", `${at} carries ${name}: part of it lives in a lower layer, so the upper directory alone cannot be frozen`, {
+          path: at,
+          hint: "copy the entry up fully (or mount the overlay without redirect_dir/metacopy) before freezing",
+        });
+      }
+      if (key === "opaque" && isDir)
+        out.push({ type: "file", path: rel === "" ? OPAQUE_MARKER : `${rel}/${OPAQUE_MARKER}`, mode: 0o644, data: Buffer.alloc(0) });
+    }
+  };
+  check(attrs.get(0), root, prefix, true);
+  for (const [i, e] of real.entries()) check(attrs.get(i + 1), abs[i]!, e.path, e.type === "dir");
   return out;
 }
 

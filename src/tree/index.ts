@@ -13,7 +13,7 @@ export { parseLimits, limitsModel, enforceLimit, DEFAULT_LIMITS, LIMIT_CEILINGS,
 export type { LayerLimits, LimitName } from "./layer-limits.ts";
 export type { LayerCompression } from "./layer-reader.ts";
 export { readDirectory, entriesTree, normalizeMode, DEFAULT_DIR_LIMITS, LAYER_DIR_LIMIT_NAMES } from "./dir-reader.ts";
-export type { DirLimits, DirLimitNames, DirReadPolicy } from "./dir-reader.ts";
+export type { DirLimits, DirLimitNames, DirReadPolicy, OverlayXattrReader } from "./dir-reader.ts";
 export { writeTar } from "./tar-writer.ts";
 export type { TarEntry } from "./tar-writer.ts";
 export { applyLayers } from "./apply-layers.ts";

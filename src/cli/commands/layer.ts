@@ -1,12 +1,22 @@
-import { resolve as resolvePath } from "node:path";
+import { dirname, resolve as resolvePath } from "node:path";
 import type { Command } from "commander";
-import { CairnError, parseSha256, readFileBounded, sha256 } from "../../core/index.ts";
+import { CairnError, parseSha256, readFileBounded, readSigningKey, sha256 } from "../../core/index.ts";
 import {
   ABIS,
   ARCHES,
   INSTALL_LAYOUTS,
   buildLayerFromDirectory,
   buildProvenanceLines,
+  catalogFromRegistries,
+  environmentId,
+  freezeUpperLayer,
+  frozenProfile,
+  openRegistries,
+  readLockfile,
+  readProfileFile,
+  requireLayerBlobs,
+  resolveProfile,
+  writeLockfile,
   checkModulefile,
   MAX_MODULEFILE_BYTES,
   modulefilePath,
@@ -149,6 +159,7 @@ function report(ctx: Context, doc: SignedDocument<LayerManifest>, json: boolean 
       envelope_sha256: doc.envelopeSha256,
       signed: doc.envelope.signatures.length > 0,
       folded_from: m.build.folded_from ?? null,
+      whiteouts: m.whiteouts ?? [],
       build: layerManifestToModel(m).build,
       modulefile: m.modulefile === undefined ? null : { path: m.modulefile, sha256: m.content_manifest.get(m.modulefile) },
     });
@@ -162,6 +173,7 @@ function report(ctx: Context, doc: SignedDocument<LayerManifest>, json: boolean 
       `manifest ${doc.payloadSha256} (${signed})`,
       ...(m.build.folded_from ? [`folded from ${m.build.folded_from.map((f) => f.id).join(", ")}`] : []),
       ...buildProvenanceLines(m.build),
+      ...(m.whiteouts !== undefined ? [`whiteouts ${m.whiteouts.join(", ")}`] : []),
       ...(m.modulefile !== undefined ? [`modulefile ${m.modulefile} ${m.content_manifest.get(m.modulefile)}`] : []),
     ].join("\n"),
   );
@@ -210,5 +222,92 @@ export function registerLayer(program: Command, ctx: Context): void {
     // Without --provides/--requires the folded layer inherits its sources' capabilities.
     const built = await foldLayers(reg, ids, spec, trust, opts.provides.length === 0 && opts.requires.length === 0);
     report(ctx, reg.publishLayer(built.blob.blob, built.manifest, keys), opts.json, "folded");
+  });
+  registerLayerFreeze(layer, ctx);
+}
+
+interface FreezeOpts extends SpecOpts {
+  lock: string;
+  profile?: string;
+  out?: string;
+  sign?: string;
+  trust: string[];
+}
+
+/**
+ * `cairn layer freeze UPPER --lock DIRTY …`: the upper directory becomes a
+ * published layer (whiteouts converted, provenance naming the dirty lock);
+ * with `--profile P --out LOCK` the environment is resolved again with that
+ * layer and without the mutable one, on the dirty lock's base.
+ */
+function registerLayerFreeze(layer: Command, ctx: Context): void {
+  withSpecOptions(
+    layer
+      .command("freeze")
+      .description("turn an overlayfs upper directory (a dirty environment's mutable layer) into a signed layer, and resolve the environment again with it")
+      .argument("<upper>", "the overlayfs upper directory as the user left it (read as root to see trusted.overlay.* attributes)")
+      .requiredOption("--lock <lock>", "the dirty lockfile (with mutable_layer) the upper directory belongs to")
+      .option("--profile <profile>", "the profile the dirty lock was resolved from: resolve it again with the frozen layer (needs --out)")
+      .option("--out <lock>", "where to write the re-resolved lockfile")
+      .option("--sign <key>", "sign the re-resolved lockfile")
+      .option("--trust <keyfile>", "keyfile://PATH trusted for the --registry layers when resolving again (repeatable)", collect, []),
+  ).action(async (upper: string, opts: FreezeOpts) => {
+    if ((opts.profile === undefined) !== (opts.out === undefined)) throw new CairnError("USAGE", "--profile and --out go together");
+    const read = readLockfile(resolvePath(ctx.cwd, opts.lock));
+    const spec = specFrom(opts, recordedFrom(ctx, opts));
+    const keys = signingKeys(opts);
+    const reg = openOrInit(ctx, opts.registry, opts.initRegistry);
+    const built = freezeUpperLayer(resolvePath(ctx.cwd, upper), { lock: read.lock, bytes: read.bytes }, spec);
+    const doc = reg.publishLayer(built.blob.blob, built.manifest, keys);
+    if (opts.profile === undefined || opts.out === undefined) {
+      report(ctx, doc, opts.json, "frozen");
+      return;
+    }
+    const profilePath = resolvePath(ctx.cwd, opts.profile);
+    const profile = frozenProfile(readProfileFile(profilePath), read.lock, built.manifest);
+    const regs = openRegistries({
+      env: ctx.env,
+      cwd: ctx.cwd,
+      registries: opts.registry === undefined ? [] : [opts.registry],
+      trust: opts.trust,
+      profile,
+      profileDir: dirname(profilePath),
+    });
+    const base = read.lock.base.source === "declared" ? {} : { probedBase: read.lock.base };
+    const lock = resolveProfile({
+      profile,
+      catalog: catalogFromRegistries(regs),
+      ...base,
+      allowUnsignedOffline: false,
+      now: clock(ctx.env),
+      cairnVersion: CAIRN_VERSION,
+    });
+    const key = opts.sign === undefined ? undefined : readSigningKey(opts.sign);
+    if (key !== undefined)
+      requireLayerBlobs(
+        lock,
+        regs.map((r) => r.registry),
+      );
+    const out = resolvePath(ctx.cwd, opts.out);
+    const written = writeLockfile(out, lock, key);
+    if (opts.json) {
+      printJson(ctx.io, {
+        layer: built.manifest.id,
+        sha256: built.manifest.sha256,
+        whiteouts: built.manifest.whiteouts ?? [],
+        lockfile: out,
+        environment_id: environmentId(lock),
+        signature: written.signature ?? null,
+      });
+      return;
+    }
+    report(ctx, doc, false, "frozen");
+    ctx.io.out(
+      [
+        `resolved again without the mutable layer: ${lock.layers.length} layer(s)`,
+        `environment ${environmentId(lock)}`,
+        `wrote ${out}${written.signature ? " (signed)" : " (unsigned)"}`,
+      ].join("\n"),
+    );
   });
 }
