@@ -48,7 +48,16 @@ export { buildLayerFromDirectory, foldLayers, formationOf, manifestFor } from ".
 export { freezeUpperLayer, frozenProfile } from "./freeze.ts";
 export { overlayXattrs } from "./overlay-xattrs.ts";
 export type { DirtyLock } from "./freeze.ts";
-export { checkModulefile, generateModulefile, modulefilePath, parseModuleEnv, MAX_MODULEFILE_BYTES, MODULEFILE_ROOT } from "./modulefile.ts";
+export {
+  checkModulefile,
+  generateModulefile,
+  lmodLoginScript,
+  modulefilePath,
+  parseModuleEnv,
+  LMOD_LOGIN_SCRIPT,
+  MAX_MODULEFILE_BYTES,
+  MODULEFILE_ROOT,
+} from "./modulefile.ts";
 export type { LayerSpec, RecordedBuild, SourceTrust } from "./build.ts";
 export { searchRegistries } from "./registry-search.ts";
 export type { SearchHit } from "./registry-search.ts";

@@ -12,6 +12,8 @@ import { parseYamlText, readSigningKey, sha256, type JsonModel } from "../../src
 import {
   buildLayerFromDirectory,
   generateModulefile,
+  lmodLoginScript,
+  LMOD_LOGIN_SCRIPT,
   layerManifestToModel,
   modulefilePath,
   parseLayerManifest,
@@ -208,4 +210,34 @@ test("CLI: layer build --generate-modulefile --module-env; the lockfile records 
   assert.equal(JSON.parse(tampered.stdout).error.code, "DIGEST_MISMATCH");
   layer.modulefile.path = "/usr/share/modulefiles/other/1.0.lua";
   assertCode(() => parseLockfile(model as unknown as JsonModel), "LOCK_INVALID");
+});
+
+test("the login script puts the layers' Lmod tree on MODULEPATH and loads the profile's defaults; a settings mapping loads nothing", {
+  skip: needs(lmodMissing),
+}, () => {
+  const tree = tempDir("cairn-mod-login-");
+  mkdirSync(join(tree, "hello"));
+  writeFileSync(join(tree, "hello", "1.0.lua"), generateModulefile({ ...SPEC, prefix: "opt/hello/1.0", env: [["HELLO_GREETING", "hi"]] }, new Set()));
+  const login = (script: string): Map<string, string> => {
+    const file = join(tree, "..", `${tree.split("/").pop()}-login.sh`);
+    writeFileSync(file, script);
+    const out = execFileSync("bash", ["--noprofile", "--norc", "-c", `source ${LMOD_INIT} && source "$1" && env -0`, "login", file], {
+      env: { PATH: "/usr/bin:/bin", HOME: tempDir("cairn-mod-home-") },
+    });
+    return new Map(
+      out
+        .toString("utf8")
+        .split("\0")
+        .filter((kv) => kv.includes("="))
+        .map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]),
+    );
+  };
+  const loaded = login(lmodLoginScript(["hello/1.0"], tree));
+  assert.equal(loaded.get("HELLO_GREETING"), "hi");
+  assert.ok(loaded.get("MODULEPATH")?.split(":").includes(tree));
+  const settings = login(lmodLoginScript(new Map([["shell", "bash"]]), tree));
+  assert.equal(settings.get("HELLO_GREETING"), undefined, "control: a settings mapping preloads nothing");
+  assert.ok(settings.get("MODULEPATH")?.split(":").includes(tree));
+  assertCode(() => lmodLoginScript(["hello/1.0; rm -rf /"], tree), "LOCK_INVALID", "/defaults");
+  assert.equal(LMOD_LOGIN_SCRIPT, "/etc/profile.d/z-cairn-lmod.sh");
 });
