@@ -9,7 +9,7 @@
  * no numbers at all), so its JCS bytes are well defined.
  */
 import { posix } from "node:path";
-import { CairnError, Checker, childPath, compareBytes, isJsonObject, type JsonModel, type JsonObject } from "../core/index.ts";
+import { CairnError, Checker, childPath, compareBytes, isJsonObject, type JsonModel, type JsonObject, type Sha256Digest } from "../core/index.ts";
 import { DEFAULT_MANIFEST_LIMITS, readText, withinLimit, type IngestContext, type ManifestLimits } from "./declared.ts";
 import { normalizeFeatures, normalizeInstallOrder, type FeatureEntry, type NormalizedFeatures } from "./features.ts";
 import { normalizeMount, type MountKind, type NormalizedMount } from "./mounts.ts";
@@ -67,6 +67,12 @@ export interface EnvExtension {
   init?: boolean;
   overrideCommand?: boolean;
   updateRemoteUserUID?: boolean;
+  /**
+   * Local feature id → `cairn.fs/1` digest of its directory, when ingested with
+   * `--features-dir` (local-features.ts); omitted otherwise. Not from the
+   * declaration: from the bytes the declaration names.
+   */
+  local_features?: { [id: string]: Sha256Digest };
 }
 
 /** Everything one ingest normalizes, before it is split into core and extension. */
@@ -93,7 +99,7 @@ interface Declared {
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const DECLARED_MATCHES_SCOPE: Same<keyof Declared, NormalizedField> = true;
 const CORE_MATCHES_SCOPE: Same<Exclude<keyof EnvCore, "schema">, IdentityField> = true;
-const EXTENSION_MATCHES_SCOPE: Same<Exclude<keyof EnvExtension, "schema" | "read_only_mounts">, ExtensionField> = true;
+const EXTENSION_MATCHES_SCOPE: Same<Exclude<keyof EnvExtension, "schema" | "read_only_mounts" | "local_features">, ExtensionField> = true;
 void DECLARED_MATCHES_SCOPE;
 void CORE_MATCHES_SCOPE;
 void EXTENSION_MATCHES_SCOPE;

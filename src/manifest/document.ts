@@ -15,7 +15,9 @@ import {
   canonicalize,
   identityDigest,
   childPath,
+  compareBytes,
   isJsonObject,
+  parseSha256,
   parseDigest,
   refuseAll,
   toJsonValue,
@@ -27,6 +29,7 @@ import { manifestOf, type EnvManifest, type ManifestSignature } from "./env-mani
 import { mountToString, normalizeMount } from "./mounts.ts";
 import { DEFAULT_MANIFEST_LIMITS } from "./declared.ts";
 import { ownModel } from "./own.ts";
+import { localFeatureIds, type LocalFeaturePins } from "./local-features.ts";
 import { EXTENSION_ADDRESS, EXTENSION_SCHEMA, MANIFEST_ADDRESS, MANIFEST_DOCUMENT_SCHEMA, MANIFEST_SCHEMA } from "./scope.ts";
 
 const DOCUMENT_FIELDS = [
@@ -75,7 +78,9 @@ function declarationOf(core: JsonObject, ext: JsonObject): JsonObject {
   const out: JsonObject = Object.create(null) as JsonObject;
   const readOnly = new Set(Array.isArray(ext.read_only_mounts) ? ext.read_only_mounts : []);
   for (const [k, v] of [...Object.entries(core), ...Object.entries(ext)] as [string, JsonModel][]) {
-    if (k === "schema" || k === "read_only_mounts") continue;
+    // Not declared in a devcontainer.json: read_only_mounts is folded back into the mounts,
+    // local_features (pins of bytes, not a declaration) is checked by readLocalPins.
+    if (k === "schema" || k === "read_only_mounts" || k === "local_features") continue;
     if (k === "remoteUser" && v === null) continue;
     if (
       k === "features" &&
@@ -121,6 +126,9 @@ export function parseCore(unsafeCoreInput: unknown, unsafeExtInput: unknown, pat
       ? refuseAll("MANIFEST_MISMATCH", "core is not a valid manifest core", issues)
       : new CairnError("MANIFEST_MISMATCH", "core is not a valid manifest core", { path: `${path}/core`, cause });
   }
+  if (unsafeExt.local_features !== undefined) {
+    rebuilt.extension = { ...rebuilt.extension, local_features: readLocalPins(unsafeExt.local_features, rebuilt.core, `${path}/extension/local_features`) };
+  }
   for (const [part, built, stored] of [
     ["core", rebuilt.core, unsafeCore],
     ["extension", rebuilt.extension, unsafeExt],
@@ -133,6 +141,26 @@ export function parseCore(unsafeCoreInput: unknown, unsafeExtInput: unknown, pat
     }
   }
   return { core: rebuilt.core, extension: rebuilt.extension };
+}
+
+/**
+ * The stored pins of local features: present only when there is at least one,
+ * exactly one `sha256:` digest for each local feature of the core (ingest pins
+ * all of them or none), nothing for any other id.
+ */
+function readLocalPins(unsafePins: JsonModel, core: EnvCore, path: string): LocalFeaturePins {
+  if (!isJsonObject(unsafePins)) throw new CairnError("MANIFEST_MISMATCH", "local_features must be an object of feature id to digest", { path });
+  const expected = localFeatureIds(core.features);
+  const stated = Object.keys(unsafePins).sort(compareBytes);
+  if (expected.length === 0 || canonicalize(stated) !== canonicalize(expected)) {
+    throw new CairnError("MANIFEST_MISMATCH", "local_features must pin exactly the core's local features", {
+      path,
+      hint: "re-ingest the devcontainer.json with --features-dir instead of editing a manifest by hand",
+    });
+  }
+  const pins: LocalFeaturePins = {};
+  for (const id of expected) pins[id] = parseSha256(unsafePins[id], childPath(path, id));
+  return pins;
 }
 
 /** Reads a manifest document strictly; see the module comment for what is recomputed. */

@@ -30,6 +30,8 @@ import {
 import { buildCore, type EnvCore, type EnvExtension } from "./core.ts";
 import { DEFAULT_MANIFEST_LIMITS, type ManifestLimits } from "./declared.ts";
 import { normalizeFeatureId, parseReference } from "./reference.ts";
+import { pinLocalFeatures } from "./local-features.ts";
+import type { DirLimits } from "../tree/index.ts";
 import { EXTENSION_ADDRESS, MANIFEST_ADDRESS, MANIFEST_DOCUMENT_SCHEMA, MANIFEST_SIGNED, NOT_COVERED } from "./scope.ts";
 
 export interface ManifestSignature {
@@ -44,7 +46,7 @@ export interface EnvManifest {
   address: Blake3Digest;
   /** cairn's extension address: of `extension` alone. */
   extension_address: Blake3Digest;
-  /** True only when the image and every feature are addressed by @sha256 (labels are about the standard's core). */
+  /** True only when the image and every feature are addressed by @sha256, or (local features) pinned by their directory's digest in the extension. */
   pinned: boolean;
   image_pinned: boolean;
   /** JSON pointers (into `core`) of every reference addressed by tag or URL. */
@@ -76,14 +78,20 @@ export interface Pinning {
   unpinned: string[];
 }
 
-/** The single definition of the manifest's pinning labels (pinned-ness of one reference is in reference.ts). */
-export function pinningOf(core: EnvCore): Pinning {
+/**
+ * The single definition of the manifest's pinning labels (pinned-ness of one
+ * reference is in reference.ts). A local feature is pinned when the extension
+ * holds the digest of its directory (`--features-dir`, local-features.ts).
+ */
+export function pinningOf(core: EnvCore, extension: Pick<EnvExtension, "local_features">): Pinning {
   const image = parseReference(core.image);
   const image_pinned = image.ok && image.ref.pinned;
   const unpinned: string[] = image_pinned ? [] : ["/image"];
+  const localPins = extension.local_features ?? {};
   core.features.forEach((f, i) => {
     const r = normalizeFeatureId(f.id);
-    if (!r.ok || !r.pinned) unpinned.push(`/features/${i}/id`);
+    const pinnedByDir = r.ok && r.kind === "local" && Object.hasOwn(localPins, f.id);
+    if (!r.ok || !(r.pinned || pinnedByDir)) unpinned.push(`/features/${i}/id`);
   });
   return { pinned: unpinned.length === 0, image_pinned, unpinned };
 }
@@ -93,7 +101,7 @@ export function manifestOf(core: EnvCore, extension: EnvExtension): EnvManifest 
     schema: MANIFEST_DOCUMENT_SCHEMA,
     address: addressOf(core),
     extension_address: extensionAddressOf(extension),
-    ...pinningOf(core),
+    ...pinningOf(core, extension),
     core,
     extension,
     not_covered: [...NOT_COVERED],
@@ -106,9 +114,24 @@ export interface IngestResult {
   excluded: string[];
 }
 
-/** devcontainer.json model → manifest, signed when a key is given. */
-export function ingestDevcontainer(unsafeModel: unknown, options: { key?: SigningKey; limits?: ManifestLimits } = {}): IngestResult {
-  const { core, extension, excluded } = buildCore(unsafeModel, options.limits ?? DEFAULT_MANIFEST_LIMITS);
+export interface IngestOptions {
+  key?: SigningKey;
+  limits?: ManifestLimits;
+  /** The folder local feature ids (`./x`) are relative to: each is hashed and pinned (local-features.ts). */
+  featuresDir?: string;
+  /** Bounds on each local feature directory (default FEATURE_DIR_LIMITS). */
+  featureDirLimits?: DirLimits;
+}
+
+/** devcontainer.json model → manifest, signed when a key is given; local features pinned when `featuresDir` is given. */
+export function ingestDevcontainer(unsafeModel: unknown, options: IngestOptions = {}): IngestResult {
+  const built = buildCore(unsafeModel, options.limits ?? DEFAULT_MANIFEST_LIMITS);
+  const { core, excluded } = built;
+  let extension = built.extension;
+  if (options.featuresDir !== undefined) {
+    const pins = pinLocalFeatures(core.features, options.featuresDir, options.featureDirLimits);
+    if (Object.keys(pins).length > 0) extension = { ...extension, local_features: pins };
+  }
   const manifest = manifestOf(core, extension);
   return { manifest: options.key ? signManifest(manifest, options.key) : manifest, excluded };
 }

@@ -20,7 +20,9 @@ export {
   signManifest,
   verifyManifestSignature,
 } from "./env-manifest.ts";
-export type { EnvManifest, ManifestSignature, Pinning, IngestResult } from "./env-manifest.ts";
+export type { EnvManifest, ManifestSignature, Pinning, IngestOptions, IngestResult } from "./env-manifest.ts";
+export { FEATURE_DIR_LIMITS, localFeatureDigest, pinLocalFeatures } from "./local-features.ts";
+export type { LocalFeaturePins } from "./local-features.ts";
 export { parseManifest, manifestText } from "./document.ts";
 export { diffCores as diffManifestCores, diffManifestParts as diffManifests } from "./core-diff.ts";
 export type { CoreDifference } from "./core-diff.ts";

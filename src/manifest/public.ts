@@ -2,7 +2,8 @@
 // or `from "cairn/manifest"`): devcontainer.json → environment manifest, its
 // address, pinning label, signature, field diff and resume check.
 export { ingestDevcontainer, loadManifestOrDevcontainer, readManifestFile } from "./index.ts";
-export type { IngestResult, Loaded } from "./index.ts";
+export type { IngestOptions, IngestResult, Loaded, LocalFeaturePins } from "./index.ts";
+export { FEATURE_DIR_LIMITS, localFeatureDigest } from "./index.ts";
 export { manifestAddress, manifestExtensionAddress, manifestPinning, manifestText, parseManifest } from "./index.ts";
 export type { EnvCore, EnvExtension, EnvManifest, Pinning, StandardMount } from "./index.ts";
 export { signManifest, verifyManifestSignature } from "./index.ts";

@@ -56,10 +56,14 @@ export function readManifestFile(path: string, limits: ManifestLimits = DEFAULT_
 
 export type Loaded = { kind: "manifest"; manifest: EnvManifest } | { kind: "devcontainer"; manifest: EnvManifest; excluded: string[] };
 
-/** Reads either a manifest document or a devcontainer.json (told apart by the schema tag). */
-export function loadManifestOrDevcontainer(path: string, limits: ManifestLimits = DEFAULT_MANIFEST_LIMITS): Loaded {
+/**
+ * Reads either a manifest document or a devcontainer.json (told apart by the
+ * schema tag). `featuresDir` pins the local features of a devcontainer.json
+ * (a manifest document carries its pins already, checked by parseManifest).
+ */
+export function loadManifestOrDevcontainer(path: string, limits: ManifestLimits = DEFAULT_MANIFEST_LIMITS, options: { featuresDir?: string } = {}): Loaded {
   const model = readInputFile(path, limits);
   if (isManifestDocument(model)) return { kind: "manifest", manifest: parseManifest(model) };
-  const r = ingestDevcontainer(model, { limits });
+  const r = ingestDevcontainer(model, { limits, ...(options.featuresDir === undefined ? {} : { featuresDir: options.featuresDir }) });
   return { kind: "devcontainer", manifest: r.manifest, excluded: r.excluded };
 }

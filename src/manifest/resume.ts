@@ -89,7 +89,7 @@ export function checkResume(snapshot: SnapshotRef, offered: EnvManifest, options
   checkConsistent(offered.core, offered.extension, offered.address, offered.extension_address, "offered manifest");
   if (snapshot.manifest_address === offered.address && snapshot.extension_address === offered.extension_address) {
     // Equal addresses mean equal cores, so one side's pinning is both sides'.
-    const pinning = pinningOf(offered.core);
+    const pinning = pinningOf(offered.core, offered.extension);
     if (pinning.pinned) return "same environment, pinned";
     if (options.allowUnpinned === true) return "same declaration, unpinned: not a claim about bytes";
     throw new CairnError("RESUME_UNPINNED", "same declaration, unpinned: not a claim about bytes; resume refused", {
@@ -98,7 +98,7 @@ export function checkResume(snapshot: SnapshotRef, offered: EnvManifest, options
       issues: pinning.unpinned.map((p) => ({
         code: "RESUME_UNPINNED",
         path: `/core${p}`,
-        message: "addressed by tag, URL or path: its bytes are not covered",
+        message: "addressed by tag, URL or path (a local feature without --features-dir): its bytes are not covered",
       })),
     });
   }

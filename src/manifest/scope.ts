@@ -214,6 +214,8 @@ function extensionScope(): IdentityScope {
   const covers: Record<string, string> = {
     "/schema": "the extension's own version, hashed in front of the content",
     "/read_only_mounts": "the targets of the mounts declared read-only (the standard's mount tuple has no read-only flag), sorted",
+    "/local_features":
+      "with --features-dir: each local feature id → the cairn.fs/1 digest of its directory (owner 0:0, mtime 0, modes as git keeps them), which pins it; omitted otherwise",
   };
   // Fields of the extension object only; the standard's fields are in MANIFEST_ADDRESS_SCOPE.
   const excludes: Record<string, string> = {};
@@ -223,7 +225,7 @@ function extensionScope(): IdentityScope {
   return { identity: EXTENSION_SCHEMA, covers, excludes };
 }
 
-/** The extension object's scope: the fields the standard does not name, and the mounts' read-only flag. */
+/** The extension object's scope: the fields the standard does not name, the mounts' read-only flag, and local feature pins. */
 export const EXTENSION_ADDRESS_SCOPE = defineScope(extensionScope());
 
 /**

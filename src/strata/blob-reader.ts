@@ -28,8 +28,8 @@ import {
   type FsEntry,
   type LayerLimits,
   type TarEntry,
+  DEFAULT_DIR_LIMITS,
 } from "../tree/index.ts";
-import { DEFAULT_DIR_LIMITS } from "./dir-source.ts";
 
 /** layer.max_unpacked_bytes: the bound on one blob's uncompressed tar stream. */
 export const DEFAULT_MAX_UNPACKED_BYTES = 8 * 1024 * 1024 * 1024;

@@ -1,9 +1,10 @@
 /**
  * Reproducible layer blobs (OCI `tar+gzip`). Entries are sorted by their UTF-8
  * bytes (never `localeCompare`: the locale must not change the order), owned
- * by 0:0 with mtime 0, with modes normalized so the umask and the creating
- * user leave no trace: directories 0755, files 0755 when any execute bit is
- * set and 0644 otherwise, symlinks 0777. The gzip header carries no mtime, no
+ * by 0:0 with mtime 0, with modes normalized by the tree's one rule
+ * (`normalizeMode`: directories 0755, files 0755 when any execute bit is set
+ * and 0644 otherwise, symlinks 0777), so the umask and the creating user leave
+ * no trace. The gzip header carries no mtime, no
  * file name and a fixed OS byte (255, "unknown") — Node writes the build
  * platform's code there, which would make the same tar differ across hosts.
  *
@@ -13,7 +14,7 @@
  */
 import { gzipSync, constants as zc } from "node:zlib";
 import { compareBytes, sha256, type Sha256Digest } from "../core/index.ts";
-import { writeTar, type TarEntry } from "../tree/index.ts";
+import { normalizeMode, writeTar, type TarEntry } from "../tree/index.ts";
 
 export interface LayerBlob {
   readonly blob: Buffer;
@@ -22,12 +23,8 @@ export interface LayerBlob {
   readonly diff_id: Sha256Digest;
   readonly content_manifest: Map<string, Sha256Digest>;
   readonly symlinks: Map<string, string>;
-}
-
-export function normalizeMode(type: TarEntry["type"], mode: number): number {
-  if (type === "dir") return 0o755;
-  if (type === "symlink") return 0o777;
-  return (mode & 0o111) !== 0 ? 0o755 : 0o644;
+  /** Absolute paths of the OCI whiteout markers (`.wh.<name>`, `.wh..wh..opq`) the blob holds, sorted; not content. */
+  readonly whiteouts: string[];
 }
 
 /** gzip with a fixed header: mtime 0, no name, XFL from the fixed level, OS byte 255. */
@@ -46,9 +43,12 @@ export function buildLayerBlob(entries: readonly TarEntry[]): LayerBlob {
   const blob = gzipReproducible(tar);
   const content_manifest = new Map<string, Sha256Digest>();
   const symlinks = new Map<string, string>();
+  const whiteouts: string[] = [];
   for (const e of normalized) {
-    if (e.type === "file") content_manifest.set(`/${e.path}`, sha256(e.data));
+    // Only a frozen overlayfs upper directory yields markers (the directory reader refuses `.wh.*` names otherwise).
+    if (e.type === "file" && e.data.length === 0 && e.path.split("/").pop()!.startsWith(".wh.")) whiteouts.push(`/${e.path}`);
+    else if (e.type === "file") content_manifest.set(`/${e.path}`, sha256(e.data));
     else if (e.type === "symlink") symlinks.set(`/${e.path}`, e.target);
   }
-  return { blob, sha256: sha256(blob), size: blob.length, diff_id: sha256(tar), content_manifest, symlinks };
+  return { blob, sha256: sha256(blob), size: blob.length, diff_id: sha256(tar), content_manifest, symlinks, whiteouts };
 }

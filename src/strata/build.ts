@@ -5,15 +5,28 @@
  * options give the same blob and the same manifest everywhere.
  */
 import { compareBytes, CairnError, type SigningKey, type VerifyingKey } from "../core/index.ts";
+import { readDirectory, type DirLimits, DEFAULT_DIR_LIMITS } from "../tree/index.ts";
 import { buildLayerBlob, type LayerBlob } from "./blob.ts";
 import { capabilityString, requirementString, satisfies, type Capability, type Requirement } from "./capability.ts";
-import { readDirectory, type DirLimits, DEFAULT_DIR_LIMITS } from "./dir-source.ts";
 import { formationKey, type Formation } from "./formation-document.ts";
-import { layerId, type Abi, type InstallLayout, type LayerArch, type LayerManifest, type FoldedFrom } from "./layer-manifest.ts";
+import {
+  isBuiltAt,
+  layerId,
+  normalizeSources,
+  MAX_BUILD_SOURCE_LENGTH,
+  MAX_BUILD_SOURCES,
+  type Abi,
+  type BuildProvenance,
+  type InstallLayout,
+  type LayerArch,
+  type LayerManifest,
+  type FoldedFrom,
+} from "./layer-manifest.ts";
 import type { LocalRegistry, SignedDocument } from "./registry.ts";
 import { readLayerBlobs, treeToTarEntries, type BlobInput } from "./blob-reader.ts";
 import { parseVersion } from "./version.ts";
 import { REF_NAME } from "./ref.ts";
+import { generateModulefile, modulefilePath, withModulefile } from "./modulefile.ts";
 import { attest } from "./trust.ts";
 
 export interface LayerSpec {
@@ -26,6 +39,36 @@ export interface LayerSpec {
   readonly provides: readonly Capability[];
   readonly requires: readonly Requirement[];
   readonly builder: string;
+  /** Recorded-build provenance (recipe, environment, built_at, sources), stated by the builder and signed with the layer. */
+  readonly recorded?: RecordedBuild;
+  /** An Lmod modulefile to carry: given text, or generated from the layer's prefix, directories, provides and these variables. */
+  readonly modulefile?: { readonly kind: "given"; readonly text: string } | { readonly kind: "generated"; readonly env: readonly [string, string][] };
+}
+
+export type RecordedBuild = Omit<BuildProvenance, "builder" | "diff_id" | "folded_from">;
+
+/** Checks and normalizes recorded-build provenance (sources sorted and unique, built_at RFC 3339 UTC). */
+function recordedOf(r: RecordedBuild | undefined): RecordedBuild {
+  if (r === undefined) return {};
+  if (r.built_at !== undefined && !isBuiltAt(r.built_at)) {
+    throw new CairnError("USAGE", "--built-at must be an RFC 3339 UTC time to the second (2026-01-02T03:04:05Z) or now", { path: "--built-at" });
+  }
+  const sources = r.sources === undefined ? undefined : normalizeSources(r.sources);
+  sources?.forEach((s, i) => {
+    if (s.length === 0 || s.length > MAX_BUILD_SOURCE_LENGTH)
+      throw new CairnError("USAGE", `a --source is 1 to ${MAX_BUILD_SOURCE_LENGTH} characters`, { path: `--source[${i}]` });
+  });
+  if (sources !== undefined && sources.length > MAX_BUILD_SOURCES)
+    throw new CairnError("LIMIT_EXCEEDED", `limit build.max_sources exceeded (${sources.length} > ${MAX_BUILD_SOURCES})`, { path: "--source" });
+  if (r.environment !== undefined && r.environment.lock_id === undefined && r.environment.base_digest === undefined) {
+    throw new CairnError("USAGE", "a build environment names a lock id or a base digest", { path: "--build-lock-id" });
+  }
+  return {
+    ...(r.recipe !== undefined ? { recipe: r.recipe } : {}),
+    ...(r.environment !== undefined ? { environment: r.environment } : {}),
+    ...(r.built_at !== undefined ? { built_at: r.built_at } : {}),
+    ...(sources !== undefined && sources.length > 0 ? { sources } : {}),
+  };
 }
 
 function checkSpec(s: LayerSpec): void {
@@ -50,7 +93,9 @@ export function manifestFor(spec: LayerSpec, blob: LayerBlob, folded_from?: read
     symlinks: blob.symlinks,
     provides: spec.provides,
     requires: spec.requires,
-    build: { builder: spec.builder, diff_id: blob.diff_id, ...(folded_from ? { folded_from } : {}) },
+    build: { builder: spec.builder, diff_id: blob.diff_id, ...(folded_from ? { folded_from } : {}), ...recordedOf(spec.recorded) },
+    ...(spec.modulefile !== undefined ? { modulefile: modulefilePath(spec.name, spec.version) } : {}),
+    ...(blob.whiteouts.length > 0 ? { whiteouts: blob.whiteouts } : {}),
   };
 }
 
@@ -61,7 +106,17 @@ export function layoutPrefix(spec: LayerSpec): string {
 
 export function buildLayerFromDirectory(dir: string, spec: LayerSpec, limits: DirLimits = DEFAULT_DIR_LIMITS): { blob: LayerBlob; manifest: LayerManifest } {
   checkSpec(spec);
-  const blob = buildLayerBlob(readDirectory(dir, layoutPrefix(spec), limits));
+  let entries = readDirectory(dir, layoutPrefix(spec), limits);
+  const mf = spec.modulefile;
+  if (mf !== undefined) {
+    const dirs = new Set(entries.filter((e) => e.type === "dir").map((e) => e.path));
+    const text =
+      mf.kind === "given"
+        ? mf.text
+        : generateModulefile({ name: spec.name, version: spec.version, prefix: layoutPrefix(spec), provides: spec.provides, env: mf.env }, dirs);
+    entries = withModulefile(entries, spec.name, spec.version, text);
+  }
+  const blob = buildLayerBlob(entries);
   return { blob, manifest: manifestFor(spec, blob) };
 }
 

@@ -75,6 +75,8 @@ export const ENVIRONMENT_ID_SCOPE = defineScope({
     "/layers/*/satisfied_by": "derived explanation of requirements; the mount order it produced is hashed",
     "/layers/*/signature": "provenance: who signed the manifest, not what it holds",
     "/layers/*/registry": "provenance: where the blob was found; the blob digest is hashed",
+    "/layers/*/modulefile":
+      "restated from the layer manifest (path and sha256 of the Lmod modulefile); its bytes are a file of the blob, whose digest is hashed",
     "/layers/*/manifest_envelope":
       "provenance for offline audit: the signed manifest's envelope, pinned by signature.envelope_sha256 and manifest_sha256; embedding it adds no instruction, so locks with and without it share an ID",
   },

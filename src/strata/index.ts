@@ -8,11 +8,10 @@ export { readProfileFile } from "./profile-file.ts";
 export type { Profile } from "./profile-model.ts";
 export { ARCHES } from "./platform.ts";
 export { parseLayerManifest, layerManifestToModel, layerId, LAYER_MANIFEST_TYPE, ABIS, INSTALL_LAYOUTS } from "./layer-manifest.ts";
-export type { LayerManifest, Abi, InstallLayout, LayerArch } from "./layer-manifest.ts";
+export type { LayerManifest, Abi, InstallLayout, LayerArch, BuildProvenance, BuildEnvironment } from "./layer-manifest.ts";
 export type { Formation } from "./formation-document.ts";
 export { buildLayerBlob, gzipReproducible } from "./blob.ts";
 export type { LayerBlob } from "./blob.ts";
-export { readDirectory } from "./dir-source.ts";
 export { readLayerBlobs } from "./blob-reader.ts";
 export { LocalRegistry } from "./registry.ts";
 export type { SignedDocument } from "./registry.ts";
@@ -40,12 +39,25 @@ export { requireLayerBlobs, verifyLock, verifyLockContents } from "./lockfile-ve
 export { checkLayerContents } from "./contents.ts";
 export type { VerifyReport, VerifyOptions } from "./lockfile-verify.ts";
 export { lockfileCaveats } from "./lockfile-caveats.ts";
-export { provenanceOf, provenanceText } from "./provenance.ts";
+export { buildProvenanceLines, provenanceOf, provenanceText } from "./provenance.ts";
 export type { ProvenanceRecord } from "./provenance.ts";
 export { diffLocks } from "./lockfile-diff.ts";
 export type { LockDiff } from "./lockfile-diff.ts";
 export { explainScope, explainText } from "./explain.ts";
 export { buildLayerFromDirectory, foldLayers, formationOf, manifestFor } from "./build.ts";
-export type { LayerSpec, SourceTrust } from "./build.ts";
+export { freezeUpperLayer, frozenProfile } from "./freeze.ts";
+export { overlayXattrs } from "./overlay-xattrs.ts";
+export type { DirtyLock } from "./freeze.ts";
+export {
+  checkModulefile,
+  generateModulefile,
+  lmodLoginScript,
+  modulefilePath,
+  parseModuleEnv,
+  LMOD_LOGIN_SCRIPT,
+  MAX_MODULEFILE_BYTES,
+  MODULEFILE_ROOT,
+} from "./modulefile.ts";
+export type { LayerSpec, RecordedBuild, SourceTrust } from "./build.ts";
 export { searchRegistries } from "./registry-search.ts";
 export type { SearchHit } from "./registry-search.ts";

@@ -8,10 +8,23 @@
  * The id is machine-made (`name-version-abi-arch`) and checked against the
  * other fields, so a manifest cannot claim one id and describe another layer.
  */
-import { sortedRecord, Checker, childPath, isDigest, safeComponent, CairnError, type JsonModel, type JsonObject, type Sha256Digest } from "../core/index.ts";
+import {
+  sortByBytes,
+  canonicalize,
+  sortedRecord,
+  Checker,
+  childPath,
+  isDigest,
+  safeComponent,
+  CairnError,
+  type JsonModel,
+  type JsonObject,
+  type Sha256Digest,
+} from "../core/index.ts";
 import { capabilityString, parseCapability, parseRequirement, requirementString, type Capability, type Requirement } from "./capability.ts";
 import { ARCHES, type Arch } from "./platform.ts";
 import { REF_NAME } from "./ref.ts";
+import { modulefilePath } from "./modulefile.ts";
 import { isVersion } from "./version.ts";
 
 export const LAYER_MANIFEST_TYPE = "application/vnd.cairn.layer-manifest+json";
@@ -28,11 +41,49 @@ export interface FoldedFrom {
   readonly sha256: Sha256Digest;
 }
 
+/** Where a layer was built (Strata's BuildEnvironment): the build environment's lock id, or its base digest, or both. */
+export interface BuildEnvironment {
+  /** The EnvironmentID of the lockfile the build ran in. */
+  readonly lock_id?: Sha256Digest;
+  /** The digest of the base the build ran on. */
+  readonly base_digest?: Sha256Digest;
+}
+
+/**
+ * How a layer was built (Strata's RecordedBuild), signed with the layer since
+ * it is part of the manifest. Every field but `builder` and `diff_id` is
+ * optional and stated by whoever built it: the signature says who claims it,
+ * not that cairn checked it. `built_at` is wall-clock provenance (a rebuild at
+ * another time is the same layer content, a different manifest); `sources` is
+ * sorted by bytes and de-duplicated, so its order carries no meaning.
+ */
 export interface BuildProvenance {
   readonly builder: string;
   /** sha256 of the uncompressed tar (the OCI diff_id): the content independent of compression. */
   readonly diff_id: Sha256Digest;
   readonly folded_from?: readonly FoldedFrom[];
+  /** sha256 of the recipe (the build script or spec file) that produced the directory. */
+  readonly recipe?: Sha256Digest;
+  readonly environment?: BuildEnvironment;
+  /** RFC 3339 UTC to the second (`2026-01-02T03:04:05Z`). */
+  readonly built_at?: string;
+  /** What the layer was built from (URLs, VCS refs, `dirty-lock:sha256:…`), sorted by bytes, unique. */
+  readonly sources?: readonly string[];
+}
+
+/** Bounds on the provenance a manifest may carry (LAYER_INVALID names the field). */
+export const MAX_BUILD_SOURCES = 256;
+export const MAX_BUILD_SOURCE_LENGTH = 1024;
+const BUILT_AT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/;
+
+/** True when `s` is an RFC 3339 UTC time to the second that names a real instant. */
+export function isBuiltAt(s: string): boolean {
+  return BUILT_AT.test(s) && !Number.isNaN(Date.parse(s)) && new Date(Date.parse(s)).toISOString().replace(".000Z", "Z") === s;
+}
+
+/** The single normalization of build sources: sorted by UTF-8 bytes, duplicates dropped. */
+export function normalizeSources(sources: readonly string[]): string[] {
+  return [...new Set(sortByBytes([...sources], (s) => s))];
 }
 
 export interface LayerManifest {
@@ -52,6 +103,10 @@ export interface LayerManifest {
   readonly provides: readonly Capability[];
   readonly requires: readonly Requirement[];
   readonly build: BuildProvenance;
+  /** Path of the layer's Lmod modulefile (`modulefilePath(name, version)`), a file of the blob; absent when the layer carries none. */
+  readonly modulefile?: string;
+  /** Absolute paths of the whiteout markers the blob holds (a frozen upper layer's deletions), sorted; absent when none. */
+  readonly whiteouts?: readonly string[];
 }
 
 export const LAYER_MANIFEST_FIELDS = [
@@ -69,6 +124,8 @@ export const LAYER_MANIFEST_FIELDS = [
   "provides",
   "requires",
   "build",
+  "modulefile",
+  "whiteouts",
 ] as const;
 
 /** The single rule for a layer id. */
@@ -129,6 +186,46 @@ function strings<T>(c: Checker, v: JsonModel | undefined, p: string, parse: (s: 
   return out;
 }
 
+/** The optional recorded-build fields of `build`, strictly: sources must already be sorted and unique (a writer never produces anything else). */
+function readRecordedBuild(c: Checker, bo: JsonObject): Omit<BuildProvenance, "builder" | "diff_id" | "folded_from"> {
+  const out: { recipe?: Sha256Digest; environment?: BuildEnvironment; built_at?: string; sources?: string[] } = {};
+  if (Object.hasOwn(bo, "recipe")) {
+    const recipe = sha(c, bo.recipe, "/build/recipe");
+    if (recipe !== undefined) out.recipe = recipe;
+  }
+  if (Object.hasOwn(bo, "environment")) {
+    const eo = c.object(bo.environment, "/build/environment", ["lock_id", "base_digest"]);
+    if (eo !== undefined) {
+      const env: { lock_id?: Sha256Digest; base_digest?: Sha256Digest } = {};
+      const lock_id = Object.hasOwn(eo, "lock_id") ? sha(c, eo.lock_id, "/build/environment/lock_id") : undefined;
+      const base_digest = Object.hasOwn(eo, "base_digest") ? sha(c, eo.base_digest, "/build/environment/base_digest") : undefined;
+      if (lock_id !== undefined) env.lock_id = lock_id;
+      if (base_digest !== undefined) env.base_digest = base_digest;
+      if (!Object.hasOwn(eo, "lock_id") && !Object.hasOwn(eo, "base_digest"))
+        c.add("/build/environment", "names neither lock_id nor base_digest", "MODEL_VALUE");
+      else if (Object.keys(env).length > 0) out.environment = env;
+    }
+  }
+  if (Object.hasOwn(bo, "built_at")) {
+    const t = c.string(bo.built_at, "/build/built_at");
+    if (t !== undefined && !isBuiltAt(t)) c.add("/build/built_at", "not an RFC 3339 UTC time to the second (2026-01-02T03:04:05Z)", "MODEL_VALUE");
+    else if (t !== undefined) out.built_at = t;
+  }
+  if (Object.hasOwn(bo, "sources")) {
+    const list = c.stringArray(bo.sources, "/build/sources");
+    if (list !== undefined) {
+      if (list.length > MAX_BUILD_SOURCES) c.add("/build/sources", `more than ${MAX_BUILD_SOURCES} sources (limit build.max_sources)`, "LIMIT_EXCEEDED");
+      list.forEach((s, i) => {
+        if (s.length === 0 || s.length > MAX_BUILD_SOURCE_LENGTH)
+          c.add(childPath("/build/sources", i), `a source is 1 to ${MAX_BUILD_SOURCE_LENGTH} characters`, "MODEL_VALUE");
+      });
+      if (canonicalize(list) !== canonicalize(normalizeSources(list))) c.add("/build/sources", "sources must be sorted by bytes and unique", "LAYER_INVALID");
+      else out.sources = list;
+    }
+  }
+  return out;
+}
+
 /** Reads a layer manifest model strictly; LAYER_INVALID lists every issue. */
 export function parseLayerManifest(v: JsonModel, source = "layer manifest"): LayerManifest {
   const c = new Checker("LAYER_INVALID");
@@ -149,7 +246,7 @@ export function parseLayerManifest(v: JsonModel, source = "layer manifest"): Lay
   const symlinks = pathMap(c, r("symlinks"), "/symlinks", (x, xp) => c.string(x, xp, { nonEmpty: true, max: 4096 }));
   const provides = strings(c, r("provides"), "/provides", parseCapability);
   const requires = strings(c, r("requires"), "/requires", parseRequirement);
-  const bo = c.object(r("build"), "/build", ["builder", "diff_id", "folded_from"]);
+  const bo = c.object(r("build"), "/build", ["builder", "diff_id", "folded_from", "recipe", "environment", "built_at", "sources"]);
   let build: BuildProvenance | undefined;
   if (bo !== undefined) {
     const builder = c.string(c.required(bo, "builder", "/build"), "/build/builder", { nonEmpty: true, max: 256 });
@@ -166,7 +263,8 @@ export function parseLayerManifest(v: JsonModel, source = "layer manifest"): Lay
         if (fid !== undefined && fsha !== undefined) folded_from!.push({ id: fid, sha256: fsha });
       });
     }
-    if (builder !== undefined && diff_id !== undefined) build = { builder, diff_id, ...(folded_from ? { folded_from } : {}) };
+    const recorded = readRecordedBuild(c, bo);
+    if (builder !== undefined && diff_id !== undefined) build = { builder, diff_id, ...(folded_from ? { folded_from } : {}), ...recorded };
   }
   if (id !== undefined && name !== undefined && version !== undefined && abi !== undefined && arch !== undefined) {
     if (id !== `${name}-${version}-${abi}-${arch}`) c.add("/id", "id is not name-version-abi-arch of this manifest", "LAYER_INVALID");
@@ -177,6 +275,24 @@ export function parseLayerManifest(v: JsonModel, source = "layer manifest"): Lay
         c.add("/id", "id is not a safe path component", "PATH_UNSAFE");
       }
     }
+  }
+  let modulefile: string | undefined;
+  if (Object.hasOwn(o!, "modulefile")) {
+    modulefile = c.string(o!.modulefile, "/modulefile");
+    if (modulefile !== undefined && name !== undefined && version !== undefined) {
+      if (modulefile !== modulefilePath(name, version)) c.add("/modulefile", `a layer's modulefile is ${modulefilePath(name, version)}`, "LAYER_INVALID");
+      else if (!content_manifest.has(modulefile)) c.add("/modulefile", "names no file of the layer's content manifest", "LAYER_INVALID");
+    }
+  }
+  let whiteouts: string[] | undefined;
+  if (Object.hasOwn(o!, "whiteouts")) {
+    whiteouts = c.stringArray(o!.whiteouts, "/whiteouts");
+    whiteouts?.forEach((w, i) => {
+      if (!isLayerPath(w) || !w.split("/").pop()!.startsWith(".wh.") || content_manifest.has(w) || symlinks.has(w))
+        c.add(childPath("/whiteouts", i), "a whiteout is the absolute path of a .wh.* marker that is not content", "LAYER_INVALID");
+    });
+    if (whiteouts !== undefined && (whiteouts.length === 0 || canonicalize(whiteouts) !== canonicalize(normalizeSources(whiteouts))))
+      c.add("/whiteouts", "whiteouts are non-empty, sorted by bytes and unique", "LAYER_INVALID");
   }
   for (const k of symlinks.keys()) if (content_manifest.has(k)) c.add(childPath("/symlinks", k), "path is both a file and a symlink", "LAYER_INVALID");
   c.done(source);
@@ -195,6 +311,8 @@ export function parseLayerManifest(v: JsonModel, source = "layer manifest"): Lay
     provides,
     requires,
     build: build!,
+    ...(modulefile !== undefined ? { modulefile } : {}),
+    ...(whiteouts !== undefined ? { whiteouts } : {}),
   };
 }
 
@@ -214,6 +332,16 @@ export function layerManifestToModel(m: LayerManifest): Record<string, unknown> 
     symlinks: sortedRecord(m.symlinks),
     provides: m.provides.map(capabilityString),
     requires: m.requires.map(requirementString),
-    build: { builder: m.build.builder, diff_id: m.build.diff_id, ...(m.build.folded_from ? { folded_from: m.build.folded_from.map((f) => ({ ...f })) } : {}) },
+    build: {
+      builder: m.build.builder,
+      diff_id: m.build.diff_id,
+      ...(m.build.folded_from ? { folded_from: m.build.folded_from.map((f) => ({ ...f })) } : {}),
+      ...(m.build.recipe ? { recipe: m.build.recipe } : {}),
+      ...(m.build.environment ? { environment: { ...m.build.environment } } : {}),
+      ...(m.build.built_at ? { built_at: m.build.built_at } : {}),
+      ...(m.build.sources ? { sources: [...m.build.sources] } : {}),
+    },
+    ...(m.modulefile !== undefined ? { modulefile: m.modulefile } : {}),
+    ...(m.whiteouts !== undefined ? { whiteouts: [...m.whiteouts] } : {}),
   };
 }

@@ -48,6 +48,14 @@ export interface LockSignature {
  * environment values (docs/threat-model.md). Atomic, one file after the other.
  */
 export function writeLockfile(path: string, lock: Lockfile, key?: SigningKey): { bytes: Buffer; signature?: LockSignature } {
+  // A lock with a mutable upper layer is dirty: what a user writes there is covered by nothing, so a
+  // signature would vouch for an environment nobody can reproduce. Refused before anything is written.
+  if (key !== undefined && lock.mutable_layer !== false) {
+    throw new CairnError("LOCK_DIRTY", "the lockfile has a mutable upper layer (dirty): it cannot be signed as clean", {
+      path: "/mutable_layer",
+      hint: "freeze what the upper layer holds into a layer (`cairn layer freeze UPPER_DIR --lock LOCK …`) and resolve without mutable_layer, or write the lock unsigned",
+    });
+  }
   const bytes = Buffer.from(lockfileToYaml(lock), "utf8");
   // Embedded manifest envelopes make a lockfile grow with its layers' file lists; one that could not be read back is never written.
   checkLimit("lock.max_bytes", bytes.length, MAX_LOCK_BYTES, "", "bytes", FIXED_LIMIT_HINT);

@@ -41,6 +41,7 @@ export function layerToModel(l: LockLayer): Record<string, unknown> {
   if (l.signature !== undefined) out.signature = attestationModel(l.signature);
   if (l.registry !== undefined) out.registry = l.registry;
   if (l.manifest_envelope !== undefined) out.manifest_envelope = l.manifest_envelope;
+  if (l.modulefile !== undefined) out.modulefile = { path: l.modulefile.path, sha256: l.modulefile.sha256 };
   return out;
 }
 

@@ -155,6 +155,13 @@ function checkLayers(lock: Lockfile, opts: VerifyOptions): number {
         path: `/layers/${i}/sha256`,
       });
     }
+    const mf = doc.value.modulefile;
+    const mfSha = mf === undefined ? undefined : doc.value.content_manifest.get(mf);
+    if (l.modulefile?.path !== mf || l.modulefile?.sha256 !== mfSha) {
+      throw new CairnError("DIGEST_MISMATCH", `layer ${l.id}: the lockfile's modulefile record differs from the manifest's (${mf ?? "none"} ${mfSha ?? ""})`, {
+        path: `/layers/${i}/modulefile`,
+      });
+    }
     const blobReg = opts.registries.find((r) => r.hasBlob(l.sha256!));
     if (blobReg === undefined) {
       throw new CairnError("STORE_MISSING", `layer ${l.id}: blob ${l.sha256} is in none of the registries`, { path: `/layers/${i}/sha256` });

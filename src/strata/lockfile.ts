@@ -31,6 +31,7 @@ import { readDefaults, readMutableLayer, type MutableLayer, type ProfileDefaults
 import { baseDigest, type LockBase } from "./base.ts";
 import type { Attestation } from "./trust.ts";
 import { BASE64, checkEmbeddedEnvelope } from "./lockfile-envelope.ts";
+import { modulefilePath } from "./modulefile.ts";
 
 export const LOCKFILE_FORMAT = "cairn.lock/1";
 export const VERIFICATION_POLICIES = ["signed", "unsigned-offline"] as const;
@@ -56,6 +57,8 @@ export interface LockLayer {
    * (Validate checks both).
    */
   readonly manifest_envelope?: string;
+  /** The layer's Lmod modulefile (restated from its manifest): its path in the layer and the sha256 of its bytes. */
+  readonly modulefile?: { readonly path: string; readonly sha256: Sha256Digest };
 }
 
 export interface LockFormation {
@@ -119,6 +122,7 @@ export const LOCK_LAYER_FIELDS = [
   "signature",
   "registry",
   "manifest_envelope",
+  "modulefile",
 ] as const;
 
 const RFC3339_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
@@ -245,6 +249,16 @@ function readLayer(c: Checker, v: JsonModel, p: string, rules: Checker): LockLay
     ? c.string(o.manifest_envelope, `${p}/manifest_envelope`, { pattern: BASE64 }) // bounded by lock.max_bytes, which bounds the whole file
     : undefined;
   if (manifest_envelope !== undefined) checkEmbeddedEnvelope(rules, manifest_envelope, signature, manifest_sha256, p);
+  let modulefile: { path: string; sha256: Sha256Digest } | undefined;
+  if (has(o, "modulefile")) {
+    const mo = c.object(o.modulefile, `${p}/modulefile`, ["path", "sha256"]);
+    const mpath = mo === undefined ? undefined : c.string(c.required(mo, "path", `${p}/modulefile`), `${p}/modulefile/path`);
+    const msha = mo === undefined ? undefined : digest(c, mo, "sha256", `${p}/modulefile`, true);
+    if (mpath !== undefined && name !== undefined && version !== undefined && mpath !== modulefilePath(name, version)) {
+      rules.add(`${p}/modulefile/path`, `a layer's modulefile is ${modulefilePath(name, version)}`, "LOCK_INVALID");
+    }
+    if (mpath !== undefined && msha !== undefined) modulefile = { path: mpath, sha256: msha };
+  }
   if (id === undefined || name === undefined || version === undefined) return undefined;
   return {
     id,
@@ -259,6 +273,7 @@ function readLayer(c: Checker, v: JsonModel, p: string, rules: Checker): LockLay
     ...(signature !== undefined ? { signature } : {}),
     ...(registry !== undefined ? { registry } : {}),
     ...(manifest_envelope !== undefined ? { manifest_envelope } : {}),
+    ...(modulefile !== undefined ? { modulefile } : {}),
   };
 }
 

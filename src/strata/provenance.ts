@@ -1,10 +1,15 @@
 /**
  * `lock provenance`: a citation-ready record of a verified lockfile — its
  * EnvironmentID, the profile digest, the base, every layer's digest and
- * signature reference, and the lockfile's own signature. Built from a lockfile
- * whose signature was already verified; it restates, it does not check.
+ * signature reference, how each layer was built (the recorded build of the
+ * layer manifest the lockfile embeds: builder, recipe, build environment,
+ * built_at, sources), and the lockfile's own signature. Built from a lockfile
+ * whose signature was already verified (Validate has checked each embedded
+ * envelope against its pins); it restates, it does not check.
  */
-import type { Sha256Digest } from "../core/index.ts";
+import { parseJsonBytes, type Sha256Digest } from "../core/index.ts";
+import { embeddedEnvelope } from "./lockfile-envelope.ts";
+import { layerManifestToModel, parseLayerManifest, type BuildProvenance } from "./layer-manifest.ts";
 import { capabilityString } from "./capability.ts";
 import { environmentId } from "./env-id.ts";
 import type { LockSignature } from "./lockfile-io.ts";
@@ -18,7 +23,7 @@ export interface ProvenanceRecord {
   readonly cairn_version: string;
   readonly verification_policy: string;
   readonly base: { name: string; arch: string; digest: string | null; source: string; capabilities: string[] };
-  readonly layers: { mount_order: number | null; id: string; sha256: string | null; signature: string }[];
+  readonly layers: { mount_order: number | null; id: string; sha256: string | null; signature: string; build: Record<string, unknown> | null }[];
   readonly lockfile_signature: LockSignature;
 }
 
@@ -47,9 +52,31 @@ export function provenanceOf(lock: Lockfile, signature: LockSignature): Provenan
           : l.signature.status === "signed"
             ? `signed by ${l.signature.keyid} (envelope ${l.signature.envelope_sha256})`
             : `unsigned-offline (envelope ${l.signature.envelope_sha256})`,
+      build: l.manifest_envelope === undefined ? null : (layerManifestToModel(embeddedManifest(l.manifest_envelope, l.id)).build as Record<string, unknown>),
     })),
     lockfile_signature: signature,
   };
+}
+
+/** The layer manifest inside an embedded envelope (already checked against the lockfile's pins). */
+function embeddedManifest(b64: string, id: string) {
+  const { envelope } = embeddedEnvelope(b64, `layer ${id} manifest_envelope`);
+  return parseLayerManifest(parseJsonBytes(Buffer.from(envelope.payload, "base64"), { source: `layer ${id} manifest` }), `layer ${id} manifest`);
+}
+
+/** A layer's recorded build, one fact per line (shared by `layer build` and `lock provenance`). */
+export function buildProvenanceLines(b: Pick<BuildProvenance, "builder" | "recipe" | "environment" | "built_at" | "sources">, indent = ""): string[] {
+  const env =
+    b.environment === undefined
+      ? []
+      : [b.environment.lock_id && `lock ${b.environment.lock_id}`, b.environment.base_digest && `base ${b.environment.base_digest}`].filter(Boolean);
+  return [
+    `${indent}builder  ${b.builder}`,
+    ...(b.recipe ? [`${indent}recipe   ${b.recipe}`] : []),
+    ...(env.length > 0 ? [`${indent}built in ${env.join(", ")}`] : []),
+    ...(b.built_at ? [`${indent}built at ${b.built_at}`] : []),
+    ...(b.sources ?? []).map((s) => `${indent}source   ${s}`),
+  ];
 }
 
 export function provenanceText(p: ProvenanceRecord): string {
@@ -59,7 +86,12 @@ export function provenanceText(p: ProvenanceRecord): string {
     `resolved    ${p.resolved_at} by cairn ${p.cairn_version}, policy ${p.verification_policy}`,
     `base        ${p.base.name} ${p.base.arch} ${p.base.digest ?? "(no digest)"} (${p.base.source}${p.base.capabilities.length ? `: ${p.base.capabilities.join(", ")}` : ""})`,
     "layers",
-    ...p.layers.map((l) => `  ${l.mount_order ?? "-"}  ${l.id}  ${l.sha256 ?? "(no digest)"}  ${l.signature}`),
+    ...p.layers.flatMap((l) => [
+      `  ${l.mount_order ?? "-"}  ${l.id}  ${l.sha256 ?? "(no digest)"}  ${l.signature}`,
+      ...(l.build === null
+        ? ["       build: not recorded (the lockfile embeds no manifest for this layer)"]
+        : buildProvenanceLines(l.build as unknown as BuildProvenance, "       ")),
+    ]),
     `lockfile signed by ${p.lockfile_signature.keyid} (envelope ${p.lockfile_signature.envelope_sha256})`,
     "",
     `cite as: cairn environment ${p.environment_id} (profile ${p.profile}, resolved ${p.resolved_at.slice(0, 10)}, lockfile signature key ${p.lockfile_signature.keyid})`,

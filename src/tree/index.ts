@@ -1,5 +1,5 @@
 // The canonical tree: its model, cairn.fs/1, tree paths and in-root resolution,
-// the layer policy and limits, the strict tar gate, the tar writer, and layer
+// the layer policy and limits, the strict tar gate, the directory reader, the tar writer, and layer
 // application with whiteouts. Imports only core.
 export type { CanonicalTree, FsEntry, FileEntry, DirEntry, SymlinkEntry, ContentSource, ContentSink } from "./entries.ts";
 export { fsIdentity, frameTree, frameEntry, sortedEntries, FS_IDENTITY } from "./fs-digest.ts";
@@ -12,6 +12,8 @@ export type { LayerPolicy } from "./layer-policy.ts";
 export { parseLimits, limitsModel, enforceLimit, DEFAULT_LIMITS, LIMIT_CEILINGS, LIMIT_NAMES } from "./layer-limits.ts";
 export type { LayerLimits, LimitName } from "./layer-limits.ts";
 export type { LayerCompression } from "./layer-reader.ts";
+export { readDirectory, entriesTree, normalizeMode, DEFAULT_DIR_LIMITS, LAYER_DIR_LIMIT_NAMES } from "./dir-reader.ts";
+export type { DirLimits, DirLimitNames, DirReadPolicy, OverlayXattrReader } from "./dir-reader.ts";
 export { writeTar } from "./tar-writer.ts";
 export type { TarEntry } from "./tar-writer.ts";
 export { applyLayers } from "./apply-layers.ts";

@@ -1,6 +1,6 @@
 /**
  * Prerequisites that scripts/setup-host.sh installs (gcc with a static libc,
- * QEMU and the guest kit, umoci, python3). Outside CI a test whose
+ * QEMU and the guest kit, umoci, python3, Lmod). Outside CI a test whose
  * prerequisite is missing skips with a reason starting "prerequisite
  * missing:" (and scripts/run-tests.sh then fails the whole run, naming it);
  * with CI=true (set by the CI service, never by .ci/run) a missing

@@ -2,7 +2,10 @@
 // exactly the identity fields; each class behaves as its name says.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ingestDevcontainer } from "../../src/manifest/env-manifest.ts";
 import type { JsonModel } from "../../src/core/index.ts";
 import { EXTENSION_ADDRESS_SCOPE, FIELD_SCOPE, fieldsOfClass, MANIFEST_ADDRESS_SCOPE, scopeOf } from "../../src/manifest/scope.ts";
 import { assertCode } from "../helpers/errors.ts";
@@ -226,7 +229,12 @@ function addressInstances(): unknown[] {
 
 function extensionInstances(): unknown[] {
   const accepted = { ...fullDeclaration(), ...EXCLUDED_VALUES };
-  return [core(accepted).extension];
+  // A local feature pinned by its directory (--features-dir) adds local_features.
+  const featuresDir = mkdtempSync(join(tmpdir(), "cairn-scope-feature-"));
+  mkdirSync(join(featuresDir, "f"));
+  writeFileSync(join(featuresDir, "f", "devcontainer-feature.json"), '{ "id": "f" }\n');
+  const local = { ...accepted, features: { ...(accepted.features as object), "./f": {} } };
+  return [core(accepted).extension, ingestDevcontainer(local, { featuresDir }).manifest.extension];
 }
 
 test("the address scope (one IdentityScope shape) places every field of a full devcontainer.json and its core", () => {

@@ -48,6 +48,7 @@ function rawBlob(members: readonly TarMember[]): LayerBlob {
     diff_id: sha256(tar),
     content_manifest: new Map<string, Sha256Digest>(),
     symlinks: new Map<string, string>(),
+    whiteouts: [],
   };
 }
 

@@ -6,7 +6,8 @@ import { execFile, execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { sha256, type Sha256Digest } from "../../src/core/index.ts";
-import { buildLayerBlob, readDirectory, readLayerBlobs } from "../../src/strata/index.ts";
+import { buildLayerBlob, readLayerBlobs } from "../../src/strata/index.ts";
+import { readDirectory } from "../../src/tree/index.ts";
 
 /** A blob read back through the strict gate: its entries (root left out) with relative paths. */
 async function readBack(blob: Uint8Array, expected: { sha256: Sha256Digest; size: number }, where: string) {
@@ -128,7 +129,7 @@ test("hostile blobs are refused before and while reading; control reads", async 
 });
 
 test("a socket, a FIFO and (as root) a device are each refused when building, in a child with a timeout; control: the same directory without it", () => {
-  const DIR_SOURCE = new URL("../../src/strata/dir-source.ts", import.meta.url);
+  const DIR_SOURCE = new URL("../../src/tree/dir-reader.ts", import.meta.url);
   const make: Record<string, ((p: string) => void) | undefined> = {
     socket: (p) => execFileSync("python3", ["-c", "import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])", p]),
     fifo: (p) => execFileSync("mkfifo", [p]),

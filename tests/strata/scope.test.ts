@@ -15,8 +15,8 @@ import {
   environmentIdInput,
   explainScope,
   lockfileToModel,
+  modulefilePath,
   parseLockfile,
-  resolveProfile,
   parseProfileText,
   type LockBase,
   type Lockfile,
@@ -24,7 +24,7 @@ import {
 import { LOCK_BASE_FIELDS, LOCK_FIELDS, LOCK_LAYER_FIELDS } from "../../src/strata/lockfile.ts";
 import { baseToModel } from "../../src/strata/lockfile-model.ts";
 import { assertCatchesExtraField, assertScopeExhaustive } from "../helpers/identity-scope.ts";
-import { catalogOf, exampleRegistry, NOW, probedExampleBase } from "./fixtures.ts";
+import { exampleRegistry, resolveExample } from "./fixtures.ts";
 
 const OBJECTS = { lockfile: LOCK_FIELDS, base: LOCK_BASE_FIELDS, layer: LOCK_LAYER_FIELDS } as const;
 // The scope grouped per lockfile object, exactly as `lock explain` prints it.
@@ -58,7 +58,12 @@ requires_host: [gpu]
 instance: {cpus: 2}
 storage: {size: 1}
 `);
-  return resolveProfile({ profile, catalog: catalogOf(ex), probedBase: await probedExampleBase(ex), allowUnsignedOffline: false, now: NOW, cairnVersion: "t" });
+  const lock = await resolveExample(ex, profile);
+  // The example layers carry no Lmod modulefile; give the first one the record a layer with one gets (tests/strata/modulefile.test.ts resolves a real one).
+  const model = lockfileToModel(lock) as { layers: Record<string, unknown>[] };
+  const l0 = model.layers[0]!;
+  l0.modulefile = { path: modulefilePath(l0.name as string, l0.version as string), sha256: `sha256:${"a".repeat(64)}` };
+  return parseLockfile(JSON.parse(JSON.stringify(model)));
 }
 
 test("what the writer emits is exactly the listed fields (so the lists are the real lockfile)", async () => {
@@ -107,13 +112,15 @@ function mutate(lock: Lockfile, obj: string, field: string): Lockfile {
       o[f] =
         f === "satisfied_by"
           ? {}
-          : f === "signature"
-            ? { status: "unsigned-offline", envelope_sha256: `sha256:${"c".repeat(64)}` }
-            : f === "not_acted_upon"
-              ? { instance: { cpus: 9 } }
-              : f === "base"
-                ? { ...(v as object), version_id: "13" }
-                : { ...(v as object), ZZ: "new" };
+          : f === "modulefile"
+            ? { ...(v as object), sha256: `sha256:${"b".repeat(64)}` }
+            : f === "signature"
+              ? { status: "unsigned-offline", envelope_sha256: `sha256:${"c".repeat(64)}` }
+              : f === "not_acted_upon"
+                ? { instance: { cpus: 9 } }
+                : f === "base"
+                  ? { ...(v as object), version_id: "13" }
+                  : { ...(v as object), ZZ: "new" };
     else o[f] = obj === "base" && f === "image" ? `sha256:${"d".repeat(64)}` : "x";
   };
   const base = m.base as Record<string, unknown>;
@@ -126,6 +133,8 @@ function mutate(lock: Lockfile, obj: string, field: string): Lockfile {
     if (field === "manifest_envelope") delete l0.manifest_envelope;
     else bump(l0, field);
     if (field === "manifest_sha256" || field === "signature") delete l0.manifest_envelope;
+    // The modulefile path is derived from name and version (Validate checks it): it moves with them.
+    if (field === "name" || field === "version") delete l0.modulefile;
   }
   const b = m.base as Omit<LockBase, "capabilities" | "digest"> & { capabilities: string[]; digest?: string };
   const facts = {

@@ -1,12 +1,28 @@
-import { resolve as resolvePath } from "node:path";
+import { dirname, resolve as resolvePath } from "node:path";
 import type { Command } from "commander";
-import { CairnError } from "../../core/index.ts";
+import { CairnError, parseSha256, readFileBounded, readSigningKey, sha256 } from "../../core/index.ts";
 import {
   ABIS,
   ARCHES,
   INSTALL_LAYOUTS,
   buildLayerFromDirectory,
+  buildProvenanceLines,
+  catalogFromRegistries,
+  environmentId,
+  freezeUpperLayer,
+  frozenProfile,
+  openRegistries,
+  readLockfile,
+  readProfileFile,
+  requireLayerBlobs,
+  resolveProfile,
+  writeLockfile,
+  checkModulefile,
+  MAX_MODULEFILE_BYTES,
+  modulefilePath,
+  parseModuleEnv,
   foldLayers,
+  layerManifestToModel,
   parseCapability,
   parseRequirement,
   readTrust,
@@ -15,12 +31,13 @@ import {
   type LayerArch,
   type LayerManifest,
   type LayerSpec,
+  type RecordedBuild,
   type SignedDocument,
 } from "../../strata/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
 import { CAIRN_VERSION } from "../cairn-version.ts";
-import { collect, openOrInit, signingKeys } from "../flags.ts";
+import { clock, collect, openOrInit, signingKeys } from "../flags.ts";
 
 interface SpecOpts {
   name: string;
@@ -36,15 +53,61 @@ interface SpecOpts {
   unsigned?: boolean;
   initRegistry?: boolean;
   json?: boolean;
+  recipe?: string;
+  buildLockId?: string;
+  buildBase?: string;
+  builtAt?: string;
+  source: string[];
 }
+
+/** Recorded-build provenance from the flags: the recipe is hashed (bounded read), `now` is the command's clock. */
+function recordedFrom(ctx: Context, o: SpecOpts): RecordedBuild {
+  const lock_id = o.buildLockId === undefined ? undefined : parseSha256(o.buildLockId, "--build-lock-id");
+  const base_digest = o.buildBase === undefined ? undefined : parseSha256(o.buildBase, "--build-base");
+  const built_at =
+    o.builtAt === "now"
+      ? clock(ctx.env)
+          .toISOString()
+          .replace(/\.\d{3}Z$/, "Z")
+      : o.builtAt;
+  return {
+    ...(o.recipe !== undefined ? { recipe: sha256(readFileBounded(resolvePath(ctx.cwd, o.recipe), MAX_RECIPE_BYTES, "build.max_recipe_bytes")) } : {}),
+    ...(lock_id !== undefined || base_digest !== undefined
+      ? { environment: { ...(lock_id !== undefined ? { lock_id } : {}), ...(base_digest !== undefined ? { base_digest } : {}) } }
+      : {}),
+    ...(built_at !== undefined ? { built_at } : {}),
+    ...(o.source.length > 0 ? { sources: o.source } : {}),
+  };
+}
+
+interface ModuleOpts {
+  modulefile?: string;
+  generateModulefile?: boolean;
+  moduleEnv: string[];
+}
+
+/** The modulefile a `layer build` carries: given (bounded, UTF-8), generated, or none. */
+function moduleFrom(ctx: Context, o: ModuleOpts): Pick<LayerSpec, "modulefile"> {
+  const generate = o.generateModulefile === true || o.moduleEnv.length > 0;
+  if (o.modulefile !== undefined && generate) throw new CairnError("USAGE", "give --modulefile or --generate-modulefile/--module-env, not both");
+  if (o.modulefile !== undefined) {
+    const path = resolvePath(ctx.cwd, o.modulefile);
+    return { modulefile: { kind: "given", text: checkModulefile(readFileBounded(path, MAX_MODULEFILE_BYTES, "layer.max_modulefile_bytes"), path) } };
+  }
+  return generate ? { modulefile: { kind: "generated", env: parseModuleEnv(o.moduleEnv) } } : {};
+}
+
+/** build.max_recipe_bytes: a recipe is a script or spec file, not a payload. */
+const MAX_RECIPE_BYTES = 16 * 1024 * 1024;
 
 function oneOf<T extends string>(flag: string, v: string, allowed: readonly T[]): T {
   if (!(allowed as readonly string[]).includes(v)) throw new CairnError("USAGE", `${flag} must be one of ${allowed.join(", ")}`);
   return v as T;
 }
 
-export function specFrom(o: SpecOpts): LayerSpec {
+export function specFrom(o: SpecOpts, recorded?: RecordedBuild): LayerSpec {
   return {
+    ...(recorded !== undefined ? { recorded } : {}),
     name: o.name,
     version: o.version,
     arch: oneOf<LayerArch>("--arch", o.arch, [...ARCHES, "noarch"]),
@@ -71,6 +134,14 @@ function withSpecOptions(c: Command): Command {
     .option("--init-registry", "create the registry if it does not exist")
     .option("--key <key>", "Ed25519 private key to sign the layer manifest")
     .option("--unsigned", "publish without a signature (resolving it then needs --allow-unsigned-offline)")
+    .option("--recipe <file>", "the build script or spec that produced the directory: its sha256 is recorded (build provenance)")
+    .option("--build-lock-id <digest>", "EnvironmentID of the lockfile the build ran in (build provenance)")
+    .option("--build-base <digest>", "digest of the base the build ran on (build provenance)")
+    .option(
+      "--built-at <time>",
+      "when it was built: RFC 3339 UTC to the second, or now (CAIRN_NOW when set); omitted by default so rebuilds stay byte-identical",
+    )
+    .option("--source <text>", "what it was built from (URL, VCS ref; repeatable; recorded sorted and unique)", collect, [])
     .option("--json", "print the result as JSON");
 }
 
@@ -88,6 +159,9 @@ function report(ctx: Context, doc: SignedDocument<LayerManifest>, json: boolean 
       envelope_sha256: doc.envelopeSha256,
       signed: doc.envelope.signatures.length > 0,
       folded_from: m.build.folded_from ?? null,
+      whiteouts: m.whiteouts ?? [],
+      build: layerManifestToModel(m).build,
+      modulefile: m.modulefile === undefined ? null : { path: m.modulefile, sha256: m.content_manifest.get(m.modulefile) },
     });
     return;
   }
@@ -98,6 +172,9 @@ function report(ctx: Context, doc: SignedDocument<LayerManifest>, json: boolean 
       `diff_id  ${m.build.diff_id}`,
       `manifest ${doc.payloadSha256} (${signed})`,
       ...(m.build.folded_from ? [`folded from ${m.build.folded_from.map((f) => f.id).join(", ")}`] : []),
+      ...buildProvenanceLines(m.build),
+      ...(m.whiteouts !== undefined ? [`whiteouts ${m.whiteouts.join(", ")}`] : []),
+      ...(m.modulefile !== undefined ? [`modulefile ${m.modulefile} ${m.content_manifest.get(m.modulefile)}`] : []),
     ].join("\n"),
   );
 }
@@ -114,9 +191,15 @@ export function registerLayer(program: Command, ctx: Context): void {
     layer
       .command("build")
       .description("pack a directory into a reproducible layer blob (tar+gzip), sign its manifest and publish it")
-      .argument("<dir>", "directory whose contents become the layer"),
-  ).action((dir: string, opts: SpecOpts) => {
-    const spec = specFrom(opts);
+      .argument("<dir>", "directory whose contents become the layer")
+      .option("--modulefile <file>", `an Lmod modulefile the layer carries, at ${modulefilePath("NAME", "VERSION")}`)
+      .option(
+        "--generate-modulefile",
+        "generate the Lmod modulefile from the prefix, the directories the layer holds (bin, lib, …), --provides and --module-env",
+      )
+      .option("--module-env <NAME=VALUE>", "a variable the generated modulefile sets (repeatable; implies --generate-modulefile)", collect, []),
+  ).action((dir: string, opts: SpecOpts & ModuleOpts) => {
+    const spec = { ...specFrom(opts, recordedFrom(ctx, opts)), ...moduleFrom(ctx, opts) };
     const keys = signingKeys(opts);
     const reg = openOrInit(ctx, opts.registry, opts.initRegistry);
     const built = buildLayerFromDirectory(resolvePath(ctx.cwd, dir), spec);
@@ -132,12 +215,99 @@ export function registerLayer(program: Command, ctx: Context): void {
       .option("--trust <keyfile>", "keyfile://PATH of a key whose signatures on the source layers are accepted (repeatable)", collect, [])
       .option("--allow-unsigned-offline", "fold sources that no trusted key signed (your key then signs what nobody vouched for)"),
   ).action(async (ids: string[], opts: SpecOpts & { trust: string[]; allowUnsignedOffline?: boolean }) => {
-    const spec = specFrom(opts);
+    const spec = specFrom(opts, recordedFrom(ctx, opts));
     const keys = signingKeys(opts);
     const reg = openOrInit(ctx, opts.registry, opts.initRegistry);
     const trust = { keys: opts.trust.map((t) => readTrust(t, ctx.cwd)), allowUnsignedOffline: opts.allowUnsignedOffline === true };
     // Without --provides/--requires the folded layer inherits its sources' capabilities.
     const built = await foldLayers(reg, ids, spec, trust, opts.provides.length === 0 && opts.requires.length === 0);
     report(ctx, reg.publishLayer(built.blob.blob, built.manifest, keys), opts.json, "folded");
+  });
+  registerLayerFreeze(layer, ctx);
+}
+
+interface FreezeOpts extends SpecOpts {
+  lock: string;
+  profile?: string;
+  out?: string;
+  sign?: string;
+  trust: string[];
+}
+
+/**
+ * `cairn layer freeze UPPER --lock DIRTY …`: the upper directory becomes a
+ * published layer (whiteouts converted, provenance naming the dirty lock);
+ * with `--profile P --out LOCK` the environment is resolved again with that
+ * layer and without the mutable one, on the dirty lock's base.
+ */
+function registerLayerFreeze(layer: Command, ctx: Context): void {
+  withSpecOptions(
+    layer
+      .command("freeze")
+      .description("turn an overlayfs upper directory (a dirty environment's mutable layer) into a signed layer, and resolve the environment again with it")
+      .argument("<upper>", "the overlayfs upper directory as the user left it (read as root to see trusted.overlay.* attributes)")
+      .requiredOption("--lock <lock>", "the dirty lockfile (with mutable_layer) the upper directory belongs to")
+      .option("--profile <profile>", "the profile the dirty lock was resolved from: resolve it again with the frozen layer (needs --out)")
+      .option("--out <lock>", "where to write the re-resolved lockfile")
+      .option("--sign <key>", "sign the re-resolved lockfile")
+      .option("--trust <keyfile>", "keyfile://PATH trusted for the --registry layers when resolving again (repeatable)", collect, []),
+  ).action(async (upper: string, opts: FreezeOpts) => {
+    if ((opts.profile === undefined) !== (opts.out === undefined)) throw new CairnError("USAGE", "--profile and --out go together");
+    const read = readLockfile(resolvePath(ctx.cwd, opts.lock));
+    const spec = specFrom(opts, recordedFrom(ctx, opts));
+    const keys = signingKeys(opts);
+    const reg = openOrInit(ctx, opts.registry, opts.initRegistry);
+    const built = freezeUpperLayer(resolvePath(ctx.cwd, upper), { lock: read.lock, bytes: read.bytes }, spec);
+    const doc = reg.publishLayer(built.blob.blob, built.manifest, keys);
+    if (opts.profile === undefined || opts.out === undefined) {
+      report(ctx, doc, opts.json, "frozen");
+      return;
+    }
+    const profilePath = resolvePath(ctx.cwd, opts.profile);
+    const profile = frozenProfile(readProfileFile(profilePath), read.lock, built.manifest);
+    const regs = openRegistries({
+      env: ctx.env,
+      cwd: ctx.cwd,
+      registries: opts.registry === undefined ? [] : [opts.registry],
+      trust: opts.trust,
+      profile,
+      profileDir: dirname(profilePath),
+    });
+    const base = read.lock.base.source === "declared" ? {} : { probedBase: read.lock.base };
+    const lock = resolveProfile({
+      profile,
+      catalog: catalogFromRegistries(regs),
+      ...base,
+      allowUnsignedOffline: false,
+      now: clock(ctx.env),
+      cairnVersion: CAIRN_VERSION,
+    });
+    const key = opts.sign === undefined ? undefined : readSigningKey(opts.sign);
+    if (key !== undefined)
+      requireLayerBlobs(
+        lock,
+        regs.map((r) => r.registry),
+      );
+    const out = resolvePath(ctx.cwd, opts.out);
+    const written = writeLockfile(out, lock, key);
+    if (opts.json) {
+      printJson(ctx.io, {
+        layer: built.manifest.id,
+        sha256: built.manifest.sha256,
+        whiteouts: built.manifest.whiteouts ?? [],
+        lockfile: out,
+        environment_id: environmentId(lock),
+        signature: written.signature ?? null,
+      });
+      return;
+    }
+    report(ctx, doc, false, "frozen");
+    ctx.io.out(
+      [
+        `resolved again without the mutable layer: ${lock.layers.length} layer(s)`,
+        `environment ${environmentId(lock)}`,
+        `wrote ${out}${written.signature ? " (signed)" : " (unsigned)"}`,
+      ].join("\n"),
+    );
   });
 }

@@ -27,10 +27,12 @@ export function registerManifestDiff(manifest: Command, ctx: Context): void {
     .description("field-level differences between two manifests or devcontainer.json files (exit 0 equal, 1 different)")
     .argument("<a>", "manifest or devcontainer.json")
     .argument("<b>", "manifest or devcontainer.json")
+    .option("--features-dir <dir>", "pin the local features of each devcontainer.json input by their directories under DIR (cairn.fs/1)")
     .option("--json", "print the result as JSON")
-    .action((fileA: string, fileB: string, opts: { json?: boolean }) => {
-      const a = loadManifestOrDevcontainer(fileA);
-      const b = loadManifestOrDevcontainer(fileB);
+    .action((fileA: string, fileB: string, opts: { json?: boolean; featuresDir?: string }) => {
+      const load = { ...(opts.featuresDir === undefined ? {} : { featuresDir: opts.featuresDir }) };
+      const a = loadManifestOrDevcontainer(fileA, undefined, load);
+      const b = loadManifestOrDevcontainer(fileB, undefined, load);
       const differences = diffManifests(a.manifest, b.manifest);
       const equal = a.manifest.address === b.manifest.address && a.manifest.extension_address === b.manifest.extension_address;
       // Equal addresses mean equal cores, so both sides have one pinning.

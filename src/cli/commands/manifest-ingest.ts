@@ -8,6 +8,7 @@ import { manifestSummary } from "../manifest-summary.ts";
 interface IngestOptions {
   sign?: string;
   out?: string;
+  featuresDir?: string;
   json?: boolean;
 }
 
@@ -18,11 +19,15 @@ export function registerManifestIngest(manifest: Command, ctx: Context): void {
     .argument("<file>", "devcontainer.json (JSONC: comments and trailing commas allowed)")
     .option("--sign <key>", "sign the manifest core with this Ed25519 private key (PEM, from `cairn keygen`)")
     .option("--out <file>", "write the manifest here (atomically, only on success)")
+    .option("--features-dir <dir>", "the folder local feature ids (./x) are relative to: each is hashed (cairn.fs/1) and counts as pinned")
     .option("--json", "print the manifest document as JSON")
     .action((file: string, opts: IngestOptions) => {
       // Read the key first: a bad key must fail before anything is written.
       const key = opts.sign === undefined ? undefined : readSigningKey(opts.sign);
-      const { manifest: m, excluded } = ingestDevcontainer(readManifestInput(file), key ? { key } : {});
+      const { manifest: m, excluded } = ingestDevcontainer(readManifestInput(file), {
+        ...(key ? { key } : {}),
+        ...(opts.featuresDir === undefined ? {} : { featuresDir: opts.featuresDir }),
+      });
       const text = manifestText(m);
       // owner-only: an environment manifest holds the configuration's environment values (docs/threat-model.md)
       if (opts.out !== undefined) writeFileAtomic(opts.out, text, { mode: 0o600 });

@@ -5,6 +5,7 @@ import { printJson } from "../output.ts";
 
 interface ResumeCheckOptions {
   allowUnpinned?: boolean;
+  featuresDir?: string;
   json?: boolean;
 }
 
@@ -15,10 +16,12 @@ export function registerManifestResumeCheck(manifest: Command, ctx: Context): vo
     .argument("<suspended>", "the environment the run was suspended in: a manifest or devcontainer.json")
     .argument("<offered>", "the environment offered for the resume: a manifest or devcontainer.json")
     .option("--allow-unpinned", "accept an unpinned pair with equal addresses (same declaration, not a claim about bytes; recorded in the output)")
+    .option("--features-dir <dir>", "pin the local features of each devcontainer.json input by their directories under DIR (cairn.fs/1)")
     .option("--json", "print the result as JSON")
     .action((suspended: string, offered: string, opts: ResumeCheckOptions) => {
-      const snapshot = snapshotRefOf(loadManifestOrDevcontainer(suspended).manifest);
-      const m = loadManifestOrDevcontainer(offered).manifest;
+      const load = { ...(opts.featuresDir === undefined ? {} : { featuresDir: opts.featuresDir }) };
+      const snapshot = snapshotRefOf(loadManifestOrDevcontainer(suspended, undefined, load).manifest);
+      const m = loadManifestOrDevcontainer(offered, undefined, load).manifest;
       // Throws RESUME_MISMATCH or RESUME_UNPINNED (exit 1) with every differing field named.
       const result = checkResume(snapshot, m, { allowUnpinned: opts.allowUnpinned === true });
       if (opts.json) {

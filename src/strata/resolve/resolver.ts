@@ -7,6 +7,7 @@
  */
 import { compareBytes, declareIdentity, identityDigest, type Sha256Digest } from "../../core/index.ts";
 import type { LockBase } from "../base.ts";
+import type { LayerManifest } from "../layer-manifest.ts";
 import type { Catalog } from "../catalog.ts";
 import { LOCKFILE_FORMAT, type LockLayer, type Lockfile } from "../lockfile.ts";
 import { hostRequirementSet } from "../capability.ts";
@@ -45,6 +46,12 @@ export function profileDigest(p: Profile): Sha256Digest {
   return identityDigest(PROFILE_DIGEST, profileToModel(p));
 }
 
+/** The lockfile's record of a layer's modulefile: its path and the digest the content manifest gives it. */
+function modulefileOf(m: LayerManifest): { modulefile?: { path: string; sha256: Sha256Digest } } {
+  const sha = m.modulefile === undefined ? undefined : m.content_manifest.get(m.modulefile);
+  return m.modulefile !== undefined && sha !== undefined ? { modulefile: { path: m.modulefile, sha256: sha } } : {};
+}
+
 export function resolveProfile(input: ResolveInput): Lockfile {
   const { profile, catalog } = input;
   const base = stageBase(profile, input.probedBase);
@@ -69,6 +76,7 @@ export function resolveProfile(input: ResolveInput): Lockfile {
       signature: signatures.get(pickId(p))!,
       registry: p.layer.source.url,
       manifest_envelope: p.layer.doc.envelopeBytes.toString("base64"),
+      ...modulefileOf(m),
     };
   });
   const notActed: Record<string, unknown> = {};

@@ -1,0 +1,3 @@
+#!/bin/sh
+set -e
+echo "${GREETING:-hello}" > /usr/local/share/hello.txt
