@@ -140,10 +140,7 @@ async function freezeSet(lock: Lockfile, set: LockPackageSet, index: string, o: 
       kind: (c) => c.kind,
       filename: (c) => c.file.filename,
       url: (c) => c.file.url,
-      archive: async (c) => {
-        const a = await u.archive(c);
-        return { sha256: a.sha256, size: a.bytes.length };
-      },
+      archive: (c) => u.archive(c),
       dependenciesUnknown: (c) => u.dependenciesUnknown(c),
     });
     return {

@@ -55,9 +55,11 @@ export interface PipCandidate extends Candidate {
   readonly extras?: { readonly base: string; readonly names: readonly string[] };
 }
 
+/** What is kept of a downloaded archive: its digest and size, and a wheel's METADATA (the bytes are dropped, so one archive is in memory at a time). */
 export interface FetchedArchive {
-  readonly bytes: Buffer;
   readonly sha256: Sha256Digest;
+  readonly size: number;
+  readonly metadata?: CoreMetadata;
 }
 
 function decodeEntities(s: string): string {
@@ -217,15 +219,19 @@ export class PipUniverse implements Universe<PipCandidate> {
         hint: "the index or the archive was changed; do not pin it",
       });
     }
-    const a = { bytes, sha256: found };
+    const project = c.extras?.base ?? c.name;
+    const a: FetchedArchive = {
+      sha256: found,
+      size: bytes.length,
+      ...(c.kind === "wheel" ? { metadata: wheelMetadata(bytes, project, this.opts.source.limits.metadata, key) } : {}),
+    };
     this.#archives.set(key, a);
     return a;
   }
 
   async #metadata(c: PipCandidate): Promise<CoreMetadata | undefined> {
-    const limit = this.opts.source.limits.metadata;
-    if (c.kind === "wheel") return wheelMetadata((await this.archive(c)).bytes, c.extras?.base ?? c.name, limit, c.file.url.href);
-    await this.archive(c); // an sdist is pinned by its bytes too
+    const fetched = await this.archive(c); // an sdist is pinned by its bytes too
+    if (c.kind === "wheel") return fetched.metadata;
     if (c.file.metadata === undefined) return undefined;
     const url = new URL(`${c.file.url.href}.metadata`);
     const bytes = await this.opts.source.read(url, "metadata");
