@@ -148,6 +148,7 @@ test("conda: a channel's subdir and noarch repodata, build numbers, and python c
   const channel = tempDir("cairn-conda-");
   writeCondaChannel(channel, [
     { name: "numpy", version: "1.26.4", depends: ["python >=3.12,<3.13.0a0", "libopenblas >=0.3.20", "__glibc >=2.17"] },
+    { name: "numpy", version: "1.26.4", build: "py311h0_0", depends: ["python >=3.11,<3.12.0a0", "libopenblas >=0.3.20"] },
     { name: "numpy", version: "1.25.0", depends: ["python >=3.11"] },
     { name: "numpy", version: "2.0.0", depends: ["python >=3.13"] },
     { name: "libopenblas", version: "0.3.27", build_number: 0 },
@@ -167,11 +168,14 @@ test("conda: a channel's subdir and noarch repodata, build numbers, and python c
   const e = await assertCodeAsync(
     () =>
       freezeLock(lockWith('  - manager: conda\n    packages: [{name: numpy, version: "2.0.0"}]\n'), { indexes: { conda: channel }, python: "3.12", cwd: "/" }),
-    "RESOLVE_CONFLICT",
+    "RESOLVE_FAILED",
   );
-  assert.match(e.message, /the target provides python 3\.12/);
-  // python 3.11: numpy 1.26.4 needs >=3.12, and without backtracking the refusal names it
-  await assertCodeAsync(() => freezeLock(lock, { indexes: { conda: channel }, python: "3.11", cwd: "/" }), "RESOLVE_CONFLICT");
+  assert.match(e.message, /not installable on the target: 2\.0\.0/);
+  // python 3.11: the first 1.26.4 build is for python 3.12, so it is skipped as a build for another target and the py311 build is pinned
+  const py311 = (await freezeLock(lock, { indexes: { conda: channel }, python: "3.11", cwd: "/" })).lock.packages[0]!.frozen!;
+  assert.equal(py311.pins.find((p) => p.name === "numpy")!.filename, "numpy-1.26.4-py311h0_0.conda");
+  const none = await assertCodeAsync(() => freezeLock(lock, { indexes: { conda: channel }, python: "3.10", cwd: "/" }), "RESOLVE_FAILED");
+  assert.match(none.message, /4 record\(s\) in the channel, none installable on the target \(python 3\.10/);
   const older = lockWith('  - manager: conda\n    packages: [{name: numpy, version: "1.25.0"}]\n');
   assert.equal((await freezeLock(older, { indexes: { conda: channel }, python: "3.11", cwd: "/" })).lock.packages[0]!.frozen!.pins[0]!.version, "1.25.0");
 });

@@ -11,8 +11,10 @@
  * `python` and the virtual packages `__glibc`, `__linux`, `__unix` are the
  * target's, not the channel's: a dependency on them is checked against the
  * lock's Python and the base's glibc and is not pinned (the environment's
- * Python comes from its layers). Any other `__name` the target does not
- * provide is refused by name.
+ * Python comes from its layers). A build whose dependencies on them fail is
+ * for another target and is skipped (a channel holds numpy builds for
+ * several Pythons). Any other `__name` the target does not provide is
+ * refused by name.
  */
 import { CairnError, compareBytes, parseJsonBytes, sha256, isJsonObject, type JsonModel, type Sha256Digest } from "../../core/index.ts";
 import type { IndexSource } from "./index-source.ts";
@@ -284,7 +286,20 @@ export class CondaUniverse implements Universe<CondaCandidate> {
   }
 
   whyNone(name: string): string {
-    return this.#byName!.has(name) ? "the channel's records of it do not match" : `${name} is not in the channel (${this.opts.subdir} or noarch)`;
+    const n = this.#byName!.get(name)?.length;
+    const target = [...this.opts.provided].map(([k, v]) => `${k} ${v}`).join(", ");
+    return n !== undefined
+      ? `${n} record(s) in the channel, none installable on the target (${target})`
+      : `${name} is not in the channel (${this.opts.subdir} or noarch)`;
+  }
+
+  /** A build whose dependencies on what the target provides (python, __glibc) fail is for another target. */
+  async installable(c: CondaCandidate): Promise<boolean> {
+    for (const d of await this.dependencies(c)) {
+      const v = this.opts.provided.get(d.name);
+      if (v !== undefined && !d.matches(v)) return false;
+    }
+    return true;
   }
 
   async candidates(name: string): Promise<readonly CondaCandidate[]> {

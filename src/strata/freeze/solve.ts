@@ -50,6 +50,12 @@ export interface Universe<C extends Candidate> {
   provided(name: string): string | undefined;
   /** Why nothing is there for `name` (for the error), e.g. "not on the index" or "4 files, none for cp312". */
   whyNone(name: string): string;
+  /**
+   * Whether the target can install `c` at all, judged from what the target
+   * provides (a conda build for another Python): such a candidate is skipped
+   * like a wheel for another platform, not picked and then refused.
+   */
+  installable?(c: C): Promise<boolean>;
 }
 
 export interface Solved<C extends Candidate> {
@@ -69,7 +75,14 @@ function admits<C extends Candidate>(cs: readonly Constraint[], c: C, prerelease
   return cs.every((x) => x.matches(c.version, c.build));
 }
 
-function refuseNone<C extends Candidate>(name: string, cs: readonly Constraint[], all: readonly C[], u: Universe<C>, prereleases: boolean): never {
+function refuseNone<C extends Candidate>(
+  name: string,
+  cs: readonly Constraint[],
+  all: readonly C[],
+  skipped: readonly C[],
+  u: Universe<C>,
+  prereleases: boolean,
+): never {
   const alone = cs.filter((c) => !all.some((x) => admits([c], x, prereleases)));
   if (alone.length > 0 || all.length === 0) {
     const first = alone[0] ?? cs[0]!;
@@ -84,6 +97,7 @@ function refuseNone<C extends Candidate>(name: string, cs: readonly Constraint[]
             .join(", ")}`,
       yanked.length ? `yanked, so only an exact == pin chooses them: ${yanked.join(", ")}` : "",
       pre.length ? `pre-releases, chosen only when a requirement names one: ${pre.join(", ")}` : "",
+      all.length > 0 && skipped.length ? `not installable on the target: ${[...new Set(skipped.map((x) => x.version))].slice(0, 8).join(", ")}` : "",
     ].filter((x) => x !== "");
     throw new CairnError("RESOLVE_FAILED", `no release of ${name} satisfies ${first.text} (${describe(first)}; ${notes.join("; ")})`, {
       path: `/packages/${name}`,
@@ -134,9 +148,11 @@ export async function solve<C extends Candidate>(roots: readonly Constraint[], u
         checkProvided(name, provided, cs);
         continue;
       }
-      const all = await u.candidates(name);
+      const all: C[] = [];
+      const skipped: C[] = [];
+      for (const x of await u.candidates(name)) (u.installable === undefined || (await u.installable(x)) ? all : skipped).push(x);
       const pick = all.find((x) => admits(cs, x, prereleases));
-      if (pick === undefined) refuseNone(name, cs, all, u, prereleases);
+      if (pick === undefined) refuseNone(name, cs, all, skipped, u, prereleases);
       next.set(name, pick);
       requestedBy.set(name, [...new Set(cs.map((c) => (c.by === "request" ? `request: ${c.text}` : `${c.by}: ${c.text}`)))].sort(compareBytes));
     }
