@@ -5,7 +5,9 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { buildExampleRegistry } from "../../examples/strata/build-registry.ts";
+import { writeDemoIndexes } from "../../examples/strata/package-indexes.ts";
 import { join } from "node:path";
 import { environmentId, parseLockfileText, writeLockfile } from "../../src/strata/index.ts";
 import { runCli } from "../helpers/cli.ts";
@@ -85,4 +87,63 @@ test("refusals exit 1 with their code; a missing index is a usage error (exit 2)
   assert.equal(JSON.parse(t.stdout).error.code, "TRUST_REFUSED");
   const ok = writeLock("ok.lock", "  - manager: pip\n    packages: [{name: gamma}]\n");
   assert.equal((await runCli(["freeze", ok, "--index", pypi])).code, 0, "control");
+});
+
+test("done-when: a profile with pip and conda requests resolves against the toy registry, freezes against generated indexes in one call, and its signed lock pins every archive by sha256 and verifies", async () => {
+  const root = tempDir("cairn-freeze-done-");
+  const ex = buildExampleRegistry(join(root, "strata"));
+  writeDemoIndexes(join(root, "indexes"));
+  const profile = join(root, "profile.yaml");
+  writeFileSync(
+    profile,
+    `name: frozen-demo\nbase: {os: debian12, arch: x86_64}\nsoftware: [python@3.12]\npackages:\n  - manager: pip\n    packages: [{name: pandas, version: "2.2.2"}]\n  - manager: conda\n    env: analysis\n    packages: [{name: scipy}]\n`,
+  );
+  const lock = join(root, "env.lock");
+  const key = join(root, "strata", "lock.key");
+  const res = await runCli([
+    "resolve",
+    profile,
+    "--registry",
+    ex.registry,
+    "--trust",
+    `keyfile://${join(root, "strata", "registry.pub")}`,
+    "--base",
+    `rootfs:${ex.rootfs}`,
+    "--out",
+    lock,
+  ]);
+  assert.equal(res.code, 0, res.stderr + res.stdout);
+  const fr = await runCli([
+    "freeze",
+    lock,
+    "--index",
+    join(root, "indexes", "pypi"),
+    "--conda-channel",
+    join(root, "indexes", "conda"),
+    "--sign",
+    key,
+    "--json",
+  ]);
+  assert.equal(fr.code, 0, fr.stderr + fr.stdout);
+  const out = JSON.parse(fr.stdout);
+  assert.deepEqual(out.unpinned, []);
+  const frozen = parseLockfileText(readFileSync(lock, "utf8"));
+  const where = (set: number, file: string, name: string): string =>
+    set === 0 ? join(root, "indexes", "pypi", name, file) : join(root, "indexes", "conda", "linux-64", file);
+  frozen.packages.forEach((s, i) => {
+    assert.ok(s.frozen !== undefined && s.frozen.pins.length > 0, `set ${i} pinned`);
+    for (const p of s.frozen.pins) assert.equal(p.sha256, sha256sum(where(i, p.filename, p.name)), p.filename);
+  });
+  assert.deepEqual(
+    frozen.packages.map((s) => s.frozen!.pins.map((p) => `${p.name} ${p.version}`)),
+    [
+      ["pandas 2.2.2", "python-dateutil 2.9.0.post0", "pytz 2024.1", "six 1.16.0", "tzdata 2024.1"],
+      ["libopenblas 0.3.27", "scipy 1.13.1"],
+    ],
+    "pytz 2024.2 is yanked and pandas 3.0.0rc0 a pre-release: neither is chosen",
+  );
+  assert.equal(Object.fromEntries(frozen.packages[0]!.frozen!.target).python, "3.12.4", "the Python of the resolved python layer");
+  const verify = await runCli(["lock", "verify", lock, "--pub", join(root, "strata", "lock.pub"), "--registry", ex.registry, "--json"]);
+  assert.equal(verify.code, 0, verify.stderr + verify.stdout);
+  assert.equal(JSON.parse(verify.stdout).environment_id, environmentId(frozen));
 });
