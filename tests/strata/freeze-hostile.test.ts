@@ -52,6 +52,8 @@ test("a link that leaves the index directory is refused (PATH_UNSAFE), by .. and
   writeFileSync(page, `<a href="../../../../../../../../../../etc/hostname">${WHEEL}</a>\n`);
   const e = await assertCodeAsync(() => freeze(index), "PATH_UNSAFE");
   assert.match(e.message, /leaves the index directory/);
+  writeFileSync(page, `<a href="a%2F..%2F..%2Fx.whl">${WHEEL}</a>\n`); // an encoded separator
+  await assertCodeAsync(() => freeze(index), "PATH_UNSAFE");
   const index2 = goodIndex();
   // the project directory itself is a symlink to a directory elsewhere
   const moved = tempDir("cairn-moved-");

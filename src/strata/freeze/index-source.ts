@@ -139,7 +139,13 @@ export class IndexSource {
   }
 
   private readLocal(url: URL, max: number, name: string): Buffer | undefined {
-    let file = fileURLToPath(url);
+    let file: string;
+    try {
+      file = fileURLToPath(url);
+    } catch {
+      // an encoded "/" or NUL in a link: not a file name of the index
+      throw new CairnError("PATH_UNSAFE", `link ${url.href.slice(0, 200)} is not a file path inside the index`, { path: url.href });
+    }
     if (url.pathname.endsWith("/")) file = `${file}index.html`;
     let parent: string;
     try {

@@ -90,7 +90,20 @@ export function parseProjectPage(html: string, pageUrl: URL, source: IndexSource
     const href = a.get("href");
     if (href === undefined) continue;
     const url = source.resolve(href, pageUrl, pageUrl.href);
-    const filename = decodeURIComponent(url.pathname.slice(url.pathname.lastIndexOf("/") + 1));
+    const unsafeName = url.pathname.slice(url.pathname.lastIndexOf("/") + 1);
+    let filename: string;
+    try {
+      filename = decodeURIComponent(unsafeName);
+    } catch {
+      filename = "";
+    }
+    // The file name becomes part of the lockfile and names the archive: an encoded separator or NUL would make it a path.
+    if (!/^[A-Za-z0-9][A-Za-z0-9._+!-]*$/.test(filename)) {
+      throw new CairnError("PATH_UNSAFE", `link ${JSON.stringify(href.slice(0, 200))} does not end in a plain archive file name`, {
+        path: pageUrl.href,
+        hint: "an index links to archive files by name (name-version-….whl, name-version.tar.gz)",
+      });
+    }
     const hash = hashOf(href.includes("#") ? href.slice(href.indexOf("#") + 1) : "", `${pageUrl.href} ${filename}`);
     const meta = a.get("data-core-metadata") ?? a.get("data-dist-info-metadata");
     const metaHash = meta !== undefined && meta !== "true" ? hashOf(meta, `${pageUrl.href} ${filename}`) : undefined;
