@@ -40,7 +40,10 @@ const base = probedBase(
   "rootfs:bench",
   new Date(),
 );
-writeLockfile(join(out, "env.lock"), resolveProfile({ profile, catalog: new Catalog().seal(), probedBase: base, allowUnsignedOffline: false, now: new Date(), cairnVersion: "bench" }));
+writeLockfile(
+  join(out, "env.lock"),
+  resolveProfile({ profile, catalog: new Catalog().seal(), probedBase: base, allowUnsignedOffline: false, now: new Date(), cairnVersion: "bench" }),
+);
 const wheels = LAYERS * WIDTH * VERSIONS + 1;
 process.stdout.write(`${Object.keys(projects).length} projects, ${wheels} wheels in ${join(out, "pypi")}\n`);
 process.stdout.write(`A: node bin/cairn.js freeze ${join(out, "env.lock")} --index ${join(out, "pypi")} --python 3.12 --out ${join(out, "frozen.lock")}\n`);
