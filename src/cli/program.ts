@@ -16,6 +16,7 @@ import { registerReplay } from "./commands/replay.ts";
 import { registerProfile } from "./commands/profile.ts";
 import { registerResolve } from "./commands/resolve.ts";
 import { registerLock } from "./commands/lock.ts";
+import { registerFreeze } from "./commands/freeze.ts";
 import { registerLayer } from "./commands/layer.ts";
 import { registerFormation } from "./commands/formation.ts";
 import { registerSearch } from "./commands/search.ts";
@@ -29,6 +30,7 @@ export const COMMANDS: ReadonlyArray<(program: Command, ctx: Context) => void> =
   registerStore,
   registerProfile,
   registerResolve,
+  registerFreeze,
   registerLock,
   registerLayer,
   registerFormation,

@@ -41,7 +41,8 @@ export const ENVIRONMENT_ID_SCOPE = defineScope({
     "/env": "the environment variables every process sees",
     "/on_ready": "the commands run when the environment is ready, as text",
     "/defaults": "the defaults the profile sets: a settings map (shell and the like), or the Lmod preload list in its order",
-    "/packages": "the package requests handed to package managers",
+    "/packages":
+      "the package requests handed to package managers and, once frozen, every pinned archive (name, version, kind, filename, sha256, size) and the target it was chosen for",
     "/mutable_layer": "whether a writable upper layer is mounted, and its spec (size, volume type, ABI) when one is given",
     "/requires_host": "what the host must provide, as a set: sorted and de-duplicated before hashing, so its order never changes the ID",
     "/base/name": "the base's name",
@@ -52,6 +53,18 @@ export const ENVIRONMENT_ID_SCOPE = defineScope({
     "/layers/*/sha256": "the blob bytes that are mounted",
     "/layers/*/size": "the blob size",
     "/layers/*/mount_order": "where the layer sits in the stack",
+    "/packages/*/manager": "which package manager installs the set",
+    "/packages/*/packages": "the requests as the profile wrote them (name and version or specifier)",
+    "/packages/*/env": "the conda environment the set is installed into",
+    "/packages/*/frozen/target": "what the pins were chosen for (Python, platform, conda subdir, R): other targets pick other archives",
+    "/packages/*/frozen/pins/*/name": "the pinned package",
+    "/packages/*/frozen/pins/*/version": "its exact version",
+    "/packages/*/frozen/pins/*/kind": "wheel, sdist, conda or cran: how it is installed",
+    "/packages/*/frozen/pins/*/filename": "the archive's file name (for a wheel, its tags)",
+    "/packages/*/frozen/pins/*/sha256": "the archive's bytes",
+    "/packages/*/frozen/pins/*/size": "the archive's size",
+    "/packages/*/frozen/pins/*/requested_by": "which requirements chose it: the same pins reached through other requirements are another resolution",
+    "/packages/*/frozen/pins/*/dependencies": "present (unknown) when the archive's dependencies could not be known, so they are not pinned",
   },
   excludes: {
     "/format": "the file format version, not the environment; a new format of the same environment keeps its ID by design of the hash input",
@@ -79,6 +92,8 @@ export const ENVIRONMENT_ID_SCOPE = defineScope({
       "restated from the layer manifest (path and sha256 of the Lmod modulefile); its bytes are a file of the blob, whose digest is hashed",
     "/layers/*/manifest_envelope":
       "provenance for offline audit: the signed manifest's envelope, pinned by signature.envelope_sha256 and manifest_sha256; embedding it adds no instruction, so locks with and without it share an ID",
+    "/packages/*/frozen/index": "provenance: the index the pins were read from; the same archives pinned from a mirror are the same environment",
+    "/packages/*/frozen/pins/*/url": "provenance: where each archive was fetched; its sha256 and size are hashed",
   },
 });
 
@@ -86,6 +101,13 @@ function pick(model: Record<string, unknown>, fields: readonly string[]): Record
   const out: Record<string, unknown> = {};
   for (const f of fields) out[f] = model[f] ?? null;
   return out;
+}
+
+/** A package set's model without the fields FROZEN_PROVENANCE names (an unfrozen set is unchanged, so its locks keep their IDs). */
+function withoutFrozenProvenance(set: Record<string, unknown>): Record<string, unknown> {
+  if (set.frozen === undefined) return set;
+  const { index: _index, pins, ...frozen } = set.frozen as Record<string, unknown>;
+  return { ...set, frozen: { ...frozen, pins: (pins as Record<string, unknown>[]).map(({ url: _url, ...pin }) => pin) } };
 }
 
 /** The exact object whose JCS bytes are hashed. Throws LOCK_UNFROZEN for an unfrozen lockfile. */
@@ -103,6 +125,7 @@ export function environmentIdInput(lock: Lockfile): Record<string, unknown> {
   const layers = [...(model.layers as Record<string, unknown>[])].sort((a, b) => (a.mount_order as number) - (b.mount_order as number));
   const layerFields = scopeFieldNames(ENVIRONMENT_ID_SCOPE, "covers", "/layers/*");
   input.layers = layers.map((l) => pick(l, layerFields));
+  input.packages = (model.packages as Record<string, unknown>[]).map(withoutFrozenProvenance);
   // A set: the order a profile lists host requirements in is not part of the environment.
   input.requires_host = hostRequirementSet(lock.requires_host).map(hostRequirementToModel);
   return input;

@@ -61,3 +61,8 @@ export {
 export type { LayerSpec, RecordedBuild, SourceTrust } from "./build.ts";
 export { searchRegistries } from "./registry-search.ts";
 export type { SearchHit } from "./registry-search.ts";
+export { freezeLock } from "./freeze/freeze-lock.ts";
+export type { FreezeOptions, FreezeResult } from "./freeze/freeze-lock.ts";
+export { DEFAULT_FREEZE_LIMITS, FREEZE_LIMIT_NAMES } from "./freeze/index-source.ts";
+export type { FreezeLimits } from "./freeze/index-source.ts";
+export type { FrozenPackages, LockPackageSet, PackagePin } from "./freeze/pins.ts";

@@ -13,8 +13,18 @@ import type { Lockfile } from "./lockfile.ts";
 export function lockfileCaveats(l: Lockfile): string[] {
   const out: string[] = [];
   if (l.base.source === "declared") out.push("the base was declared, not probed: its capabilities and ABI were not checked");
-  const loose = l.packages.flatMap((s) => s.packages.filter((p) => p.version === undefined).map((p) => `${s.manager}:${p.name}`));
-  if (l.packages.length > 0) out.push(`package requests are recorded, not pinned by digest${loose.length ? ` (no version: ${loose.join(", ")})` : ""}`);
+  const unpinned = l.packages.filter((s) => s.frozen === undefined);
+  const loose = unpinned.flatMap((s) => s.packages.filter((p) => p.version === undefined).map((p) => `${s.manager}:${p.name}`));
+  if (unpinned.length > 0) {
+    const which = unpinned.length < l.packages.length ? ` (unpinned: ${unpinned.map((s) => s.manager).join(", ")}; run cairn freeze with their index)` : "";
+    out.push(`package requests are recorded, not pinned by digest${which}${loose.length ? ` (no version: ${loose.join(", ")})` : ""}`);
+  }
+  const pins = l.packages.flatMap((s) => s.frozen?.pins ?? []);
+  const sdists = pins.filter((p) => p.kind === "sdist" || p.kind === "cran").map((p) => `${p.name} ${p.version}`);
+  if (sdists.length > 0)
+    out.push(`source archives are pinned by digest, but building them runs their code and may fetch unpinned build dependencies: ${sdists.join(", ")}`);
+  const unknown = pins.filter((p) => p.dependencies === "unknown").map((p) => `${p.name} ${p.version}`);
+  if (unknown.length > 0) out.push(`dependencies not known without building (no static metadata), so not pinned: ${unknown.join(", ")}`);
   if (l.on_ready.length > 0) out.push("on_ready commands are covered as text; what they do when run is not");
   if (l.mutable_layer) out.push("a mutable upper layer is enabled: what is written there is not covered");
   if (l.verification_policy === "signed" && l.layers.length === 0 && l.formations.length === 0) {

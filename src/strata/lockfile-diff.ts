@@ -59,7 +59,16 @@ export function diffLocks(a: Lockfile, b: Lockfile, problems_a: readonly Issue[]
   cmp(out, "/on_ready", JSON.stringify(a.on_ready), JSON.stringify(b.on_ready));
   if (a.defaults instanceof Map && b.defaults instanceof Map) maps(out, "/defaults", a.defaults, b.defaults, false);
   else cmp(out, "/defaults", JSON.stringify(defaultsToModel(a.defaults)), JSON.stringify(defaultsToModel(b.defaults)));
-  cmp(out, "/packages", JSON.stringify(a.packages), JSON.stringify(b.packages));
+  for (let i = 0; i < Math.max(a.packages.length, b.packages.length); i++) {
+    const [x, y] = [a.packages[i], b.packages[i]];
+    const request = (s: typeof x) => s && JSON.stringify({ manager: s.manager, packages: s.packages, env: s.env });
+    cmp(out, `/packages/${i}`, request(x), request(y));
+    // frozen pins, one line each (name version sha256) and the target they were chosen for
+    const pins = (s: typeof x) =>
+      s?.frozen &&
+      `${[...s.frozen.target].map(([k, v]) => `${k}=${v}`).join(" ")}: ${s.frozen.pins.map((p) => `${p.name} ${p.version} ${p.sha256}`).join(", ")}`;
+    cmp(out, `/packages/${i}/frozen`, pins(x), pins(y));
+  }
   cmp(out, "/mutable_layer", JSON.stringify(mutableLayerToModel(a.mutable_layer)), JSON.stringify(mutableLayerToModel(b.mutable_layer)));
   const hosts = (l: Lockfile): string => hostRequirementSet(l.requires_host).map(hostRequirementString).join(", ");
   cmp(out, "/requires_host", hosts(a), hosts(b));

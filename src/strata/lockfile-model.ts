@@ -11,6 +11,7 @@ import type { LockBase } from "./base.ts";
 import type { LockLayer, Lockfile } from "./lockfile.ts";
 import { defaultsToModel, mutableLayerToModel } from "./profile-forms.ts";
 import type { Attestation } from "./trust.ts";
+import { frozenToModel } from "./freeze/pins.ts";
 
 function attestationModel(a: Attestation): Record<string, string> {
   return a.status === "signed"
@@ -56,7 +57,12 @@ export function lockfileToModel(l: Lockfile): Record<string, unknown> {
   out.env = sortedRecord(l.env);
   out.on_ready = [...l.on_ready];
   out.defaults = defaultsToModel(l.defaults);
-  out.packages = l.packages.map((s) => ({ manager: s.manager, packages: s.packages.map((p) => ({ ...p })), ...(s.env !== undefined ? { env: s.env } : {}) }));
+  out.packages = l.packages.map((s) => ({
+    manager: s.manager,
+    packages: s.packages.map((p) => ({ ...p })),
+    ...(s.env !== undefined ? { env: s.env } : {}),
+    ...(s.frozen !== undefined ? { frozen: frozenToModel(s.frozen) } : {}),
+  }));
   out.mutable_layer = mutableLayerToModel(l.mutable_layer);
   out.requires_host = l.requires_host.map(hostRequirementToModel);
   if (l.not_acted_upon !== undefined) out.not_acted_upon = l.not_acted_upon;

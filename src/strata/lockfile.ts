@@ -17,6 +17,7 @@ import {
   Checker,
   childPath,
   isDigest,
+  isJsonObject,
   parseYamlText,
   safeComponent,
   type Issue,
@@ -26,7 +27,8 @@ import {
 } from "../core/index.ts";
 import { parseCapability, parseHostRequirement, type Capability, type HostRequirement } from "./capability.ts";
 import { ARCHES, BASE_NAME, canonicalArch, type Arch } from "./platform.ts";
-import { PACKAGE_MANAGERS, type PackageSet } from "./profile-model.ts";
+import { readPackageSet } from "./profile-model.ts";
+import { readFrozen, type LockPackageSet } from "./freeze/pins.ts";
 import { readDefaults, readMutableLayer, type MutableLayer, type ProfileDefaults } from "./profile-forms.ts";
 import { baseDigest, type LockBase } from "./base.ts";
 import type { Attestation } from "./trust.ts";
@@ -81,7 +83,8 @@ export interface Lockfile {
   readonly on_ready: readonly string[];
   /** The profile's defaults: a settings map, or Strata's Lmod preload list (profile-forms.ts). */
   readonly defaults: ProfileDefaults;
-  readonly packages: readonly PackageSet[];
+  /** The package requests, each set with its pins once `cairn freeze` resolved it (freeze/pins.ts). */
+  readonly packages: readonly LockPackageSet[];
   /** false, true, or Strata's mutable-layer spec (profile-forms.ts). */
   readonly mutable_layer: MutableLayer;
   readonly requires_host: readonly HostRequirement[];
@@ -277,24 +280,16 @@ function readLayer(c: Checker, v: JsonModel, p: string, rules: Checker): LockLay
   };
 }
 
-function readPackages(c: Checker, v: JsonModel | undefined): PackageSet[] {
-  const out: PackageSet[] = [];
+/** The profile's rule for each set (profile-model.ts readPackageSet), plus the set's pins once frozen. */
+function readPackages(c: Checker, v: JsonModel | undefined, rules: Checker): LockPackageSet[] {
+  const out: LockPackageSet[] = [];
   c.array(v, "/packages")?.forEach((s, i) => {
     const p = `/packages/${i}`;
-    const o = c.object(s, p, ["manager", "packages", "env"]);
-    if (o === undefined) return;
-    const manager = c.string(c.required(o, "manager", p), `${p}/manager`);
-    if (manager !== undefined && !(PACKAGE_MANAGERS as readonly string[]).includes(manager)) c.add(`${p}/manager`, "unknown manager", "MODEL_VALUE");
-    const pkgs: { name: string; version?: string }[] = [];
-    c.array(c.required(o, "packages", p), `${p}/packages`)?.forEach((x, j) => {
-      const xo = c.object(x, `${p}/packages/${j}`, ["name", "version"]);
-      if (xo === undefined) return;
-      const name = c.string(c.required(xo, "name", `${p}/packages/${j}`), `${p}/packages/${j}/name`);
-      const version = has(xo, "version") ? c.string(xo.version, `${p}/packages/${j}/version`) : undefined;
-      if (name !== undefined) pkgs.push({ name, ...(version !== undefined ? { version } : {}) });
-    });
-    const env = has(o, "env") ? c.string(o.env, `${p}/env`) : undefined;
-    if (manager !== undefined) out.push({ manager: manager as PackageSet["manager"], packages: pkgs, ...(env !== undefined ? { env } : {}) });
+    if (s === null) return; // reported by c.array with its index
+    const { frozen: unsafeFrozen, ...request } = isJsonObject(s) ? s : { frozen: undefined };
+    const set = readPackageSet(c, isJsonObject(s) ? (request as JsonObject) : s, p);
+    const frozen = unsafeFrozen !== undefined ? readFrozen(c, rules, unsafeFrozen, `${p}/frozen`, set?.manager) : undefined;
+    if (set !== undefined) out.push(frozen !== undefined ? { ...set, frozen } : set);
   });
   return out;
 }
@@ -367,7 +362,7 @@ function readLockfileModel(v: JsonModel, source: string): { lock: Lockfile; rule
   const env = has(root, "env") ? (c.stringMap(root.env, "/env") ?? new Map<string, string>()) : new Map<string, string>();
   const on_ready = has(root, "on_ready") ? (c.stringArray(root.on_ready, "/on_ready") ?? []) : [];
   const defaults = has(root, "defaults") ? readDefaults(c, root.defaults, "/defaults") : new Map<string, string>();
-  const packages = has(root, "packages") ? readPackages(c, root.packages) : [];
+  const packages = has(root, "packages") ? readPackages(c, root.packages, rules) : [];
   const mutable_layer = has(root, "mutable_layer") ? readMutableLayer(c, root.mutable_layer, "/mutable_layer") : false;
   const requires_host: HostRequirement[] = [];
   if (has(root, "requires_host")) {

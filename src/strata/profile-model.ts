@@ -117,7 +117,8 @@ function envMap(c: Checker, o: JsonObject, key: string, path: string): Map<strin
   return m;
 }
 
-function readPackageSet(c: Checker, v: JsonModel, p: string): PackageSet | undefined {
+/** The one rule for a package set, read by the profile and by the lockfile (which adds its pins). */
+export function readPackageSet(c: Checker, v: JsonModel, p: string): PackageSet | undefined {
   const o = c.object(v, p, ["manager", "packages", "env"]);
   if (o === undefined) return undefined;
   const manager = c.string(c.required(o, "manager", p), childPath(p, "manager"));

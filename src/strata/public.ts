@@ -19,3 +19,5 @@ export { buildLayerFromDirectory, foldLayers, formationOf } from "./index.ts";
 export type { Formation, LayerManifest, LayerSpec, SourceTrust } from "./index.ts";
 export { parseCapability, parseRequirement, satisfies } from "./index.ts";
 export type { Capability, Requirement } from "./index.ts";
+export { DEFAULT_FREEZE_LIMITS, freezeLock } from "./index.ts";
+export type { FreezeLimits, FreezeOptions, FreezeResult, FrozenPackages, LockPackageSet, PackagePin } from "./index.ts";

@@ -183,7 +183,25 @@ async function lockInstances(): Promise<Record<string, unknown>[]> {
   const model = lockfileToModel(lock);
   const facts = { ...lock.base, image: `sha256:${"d".repeat(64)}` as Sha256Digest, source: "oci:layout" };
   const ociBase = baseToModel({ ...facts, digest: baseDigest(facts) });
-  return [model, { ...model, base: ociBase }];
+  // a lockfile whose package sets were frozen (cairn freeze): every field of a pin, and a conda set with its env
+  const pin = { name: "x", version: "1", kind: "sdist", filename: "x-1.tar.gz", sha256: `sha256:${"e".repeat(64)}`, size: 3, url: "file:///i/x/x-1.tar.gz" };
+  const frozen = {
+    ...model,
+    packages: [
+      {
+        manager: "pip",
+        packages: [{ name: "x", version: "1" }],
+        frozen: {
+          index: "file:///i/",
+          target: { python: "3.12", platform: "any" },
+          pins: [{ ...pin, requested_by: ["request: x==1"], dependencies: "unknown" }],
+        },
+      },
+      { manager: "conda", env: "analysis", packages: [{ name: "y" }] },
+    ],
+  };
+  parseLockfile(JSON.parse(JSON.stringify(frozen))); // a real lockfile model: Validate accepts it
+  return [model, { ...model, base: ociBase }, frozen];
 }
 
 test("the EnvironmentID scope places every field of real lockfiles (shared exhaustiveness helper)", async () => {
