@@ -38,7 +38,7 @@ import { bootGuest, evaluate, prepareGuest, type BootResult, type Evaluation, ty
 import { CONSOLE_LOG_FILE, consoleFailures } from "./kernel-log.ts";
 import { qemuVersion, type Kit } from "./kit.ts";
 import { RUN_MANIFEST_SCHEMA, type RunManifest } from "./run-manifest.ts";
-import { dropImage, RUN_FILES, shellQuote, writeEvaluation, writeJsonPublic, writeStreams } from "./rundir.ts";
+import { diskFullError, dropImage, RUN_FILES, shellQuote, writeEvaluation, writeJsonPublic, writeStreams } from "./rundir.ts";
 import { parseScenario, type Scenario } from "./scenario.ts";
 import { vmDigest } from "./vmid.ts";
 import type { GuestLaunch } from "./inputs.ts";
@@ -171,7 +171,11 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
   let boot: BootResult;
   try {
     boot = await bootGuest(prepared, "record", { dir: runDir, rrfile }, opts.timeoutMs ?? DEFAULT_TIMEOUT_MS);
-  } catch (e) {
+    const full = diskFullError(runDir); // QEMU does not report a failed write of its log: a "passed" run may lack its tail
+    if (full !== undefined) throw full;
+  } catch (caught) {
+    // a full disk is the root cause of whatever QEMU's cut-short output looked like
+    const e = isCairnError(caught) && caught.code === "IO_ERROR" ? caught : (diskFullError(runDir, caught) ?? caught);
     if (isCairnError(e)) {
       const kernel = consoleFailures(join(runDir, CONSOLE_LOG_FILE));
       writeFailureBundleAfter(runDir, { runId, phase: "record", status: "infrastructure-failure", error: e, identities, kernel });
