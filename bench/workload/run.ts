@@ -8,13 +8,15 @@
  *   verify     openVerifiedWorkload: every raw object re-read, the OCI graph
  *              reparsed from the store, layers re-applied, identities compared
  *   floor      Node's createGunzip + sha256 of the same layer blob
+ *   raw-sha256 sha256 of every blob of the layout (the raw closure's bytes,
+ *              as stored): issue 15 item 4's floor for verify
  *
- * Prints medians and the ratios to the floor.
+ * Prints medians, the ratios to the floor, and verify over raw-sha256.
  *
  *   node --import tsx bench/workload/run.ts [N]
  */
 import { createHash } from "node:crypto";
-import { createReadStream, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createReadStream, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
@@ -59,6 +61,23 @@ async function floor(blob: string): Promise<void> {
   h.digest();
 }
 
+/** sha256 of every blob in the layout, streamed (what re-reading the raw closure costs at least). */
+async function rawSha256(blobsDir: string): Promise<void> {
+  for (const name of readdirSync(blobsDir)) {
+    const h = createHash("sha256");
+    await pipeline(
+      createReadStream(join(blobsDir, name), { highWaterMark: 1 << 20 }),
+      new Writable({
+        write: (c: Buffer, _e, cb) => {
+          h.update(c);
+          cb();
+        },
+      }),
+    );
+    h.digest();
+  }
+}
+
 async function timed(fn: () => Promise<unknown>): Promise<number> {
   const t = performance.now();
   await fn();
@@ -76,21 +95,23 @@ for (const [name, members] of [
   const spec = join(base, "spec.json");
   writeFileSync(spec, JSON.stringify({ schema: "cairn.workload/1", source: { oci: { layout: "./image", manifest: image.manifestDigest } } }));
   const blob = join(base, "image", "blobs", "sha256", image.layers[0]!.digest.slice(7));
-  const t = { assemble: [] as number[], verify: [] as number[], floor: [] as number[] };
+  const t = { assemble: [] as number[], verify: [] as number[], floor: [] as number[], "raw-sha256": [] as number[] };
   for (let i = 0; i < N; i++) {
     const store = join(base, `store-${i}`);
     const lock = join(base, `lock-${i}.json`);
     t.floor.push(await timed(() => floor(blob)));
+    t["raw-sha256"].push(await timed(() => rawSha256(join(base, "image", "blobs", "sha256"))));
     t.assemble.push(await timed(() => assembleWorkload({ specPath: spec, storeDir: store, lockOut: lock, cairnVersion: "bench" })));
     t.verify.push(await timed(() => openVerifiedWorkload(lock, store)));
     rmSync(store, { recursive: true, force: true });
   }
   const mb = image.layers[0]!.tar.length / 1e6;
   console.log(`${name}: ${(image.layers[0]!.size / 1e6).toFixed(1)} MB gzip → ${mb.toFixed(1)} MB tar; median of ${N}`);
-  for (const k of ["assemble", "verify", "floor"] as const) {
+  for (const k of ["assemble", "verify", "floor", "raw-sha256"] as const) {
     console.log(
       `  ${k.padEnd(9)} ${median(t[k]).toFixed(0).padStart(7)} ms  ${(mb / (median(t[k]) / 1000)).toFixed(0).padStart(4)} MB/s  ${(median(t[k]) / median(t.floor)).toFixed(2)}x floor`,
     );
   }
+  console.log(`  verify / raw-sha256: ${(median(t.verify) / median(t["raw-sha256"])).toFixed(2)}x (issue 15 goal: at most 1.3x)`);
   rmSync(base, { recursive: true, force: true });
 }

@@ -13,7 +13,7 @@ import type { LayerManifest } from "./layer-manifest.ts";
 import { readLayerBlobs } from "./blob-reader.ts";
 
 export async function checkLayerContents(blob: Uint8Array, m: LayerManifest, where: string): Promise<void> {
-  const { tree } = await readLayerBlobs([{ blob, expected: m, where }]);
+  const { tree } = await readLayerBlobs([{ blob, expected: m, where }], { keepContent: false });
   const files = new Map<string, string>();
   const links = new Map<string, string>();
   for (const e of tree.values()) {

@@ -12,7 +12,7 @@ export type { LayerManifest, Abi, InstallLayout, LayerArch, BuildProvenance, Bui
 export type { Formation } from "./formation-document.ts";
 export { buildLayerBlob, gzipReproducible } from "./blob.ts";
 export type { LayerBlob } from "./blob.ts";
-export { readLayerBlobs } from "./blob-reader.ts";
+export { readLayerBlobs, DEFAULT_MAX_UNPACKED_BYTES, MAX_EXPANSION_RATIO, EXPANSION_RATIO_AFTER_BYTES } from "./blob-reader.ts";
 export { LocalRegistry } from "./registry.ts";
 export type { SignedDocument } from "./registry.ts";
 export { openRegistries, registryPath, defaultRegistryDir } from "./registry-open.ts";

@@ -22,7 +22,7 @@ import type { CanonicalTree, ContentSink, FsEntry } from "./entries.ts";
 import { IMPLICIT_DIR, TreeModel } from "./tree-builder.ts";
 import { ancestors, classifyWhiteout, normalizeMemberPath, parentOf, type WhiteoutKind } from "./tree-paths.ts";
 import type { GateRecord } from "./tar-gate.ts";
-import { readLayer, type Budget, type LayerCompression } from "./layer-reader.ts";
+import { readLayer, type Budget, type InflationBound, type LayerCompression } from "./layer-reader.ts";
 
 /** One layer to apply: the staged blob and what it must hash to. `OciLayer` from the OCI source fits as is. */
 export interface LayerInput {
@@ -68,6 +68,8 @@ export interface ApplyLayersOptions {
    * file or the reverse" here).
    */
   readonly onReplace?: (old: FsEntry, next: FsEntry, where: string) => void;
+  /** Bounds on each gzip layer's inflated bytes and ratio, checked as gunzip emits (strata blobs name theirs). */
+  readonly inflation?: InflationBound;
   /**
    * Progress for large layers: called as stored bytes are read (about once
    * per MiB) with the layer index, its stored size when known, and the
@@ -151,7 +153,8 @@ async function readMembers(
     throw new CairnError("USAGE", "recheckStored needs each layer's digest and size", { path: where });
   }
   const recheck = options.recheckStored ? { digest: input.digest, size: input.size } : {};
-  const stream = { path: input.path, bytes: input.bytes, compression: input.compression, diffId: input.diffId, ...recheck, where };
+  const inflation = options.inflation === undefined ? {} : { inflation: options.inflation };
+  const stream = { path: input.path, bytes: input.bytes, compression: input.compression, diffId: input.diffId, ...recheck, ...inflation, where };
   // Not async: most members return synchronously, and readLayer moves on without a microtask.
   const onMember = (rec: GateRecord, data: Buffer | undefined): Promise<void> | void => {
     const at = `${where}:${rec.name.slice(0, 200)}`;

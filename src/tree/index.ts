@@ -11,7 +11,7 @@ export { parsePolicy, policyModel, isStrictPolicy, STRICT_POLICY, POLICY_VERSION
 export type { LayerPolicy } from "./layer-policy.ts";
 export { parseLimits, limitsModel, enforceLimit, DEFAULT_LIMITS, LIMIT_CEILINGS, LIMIT_NAMES } from "./layer-limits.ts";
 export type { LayerLimits, LimitName } from "./layer-limits.ts";
-export type { LayerCompression } from "./layer-reader.ts";
+export type { InflationBound, LayerCompression } from "./layer-reader.ts";
 export { readDirectory, entriesTree, normalizeMode, DEFAULT_DIR_LIMITS, LAYER_DIR_LIMIT_NAMES } from "./dir-reader.ts";
 export type { DirLimits, DirLimitNames, DirReadPolicy, OverlayXattrReader } from "./dir-reader.ts";
 export { writeTar } from "./tar-writer.ts";

@@ -13,7 +13,7 @@ import { createReadStream } from "node:fs";
 import { Readable, Transform, pipeline } from "node:stream";
 import { createGunzip } from "node:zlib";
 import tarStream from "tar-stream";
-import { CairnError, Sha256Hasher, type Sha256Digest } from "../core/index.ts";
+import { CairnError, checkLimit, Sha256Hasher, type Sha256Digest } from "../core/index.ts";
 import { enforceLimit, type LayerLimits } from "./layer-limits.ts";
 import { TarGate, type GateBudget, type GateRecord } from "./tar-gate.ts";
 
@@ -30,6 +30,33 @@ export interface LayerStreamInput {
   readonly size?: number;
   /** Names the layer in messages, e.g. "/layers/2". */
   readonly where: string;
+  /** Bounds on this layer's gunzip output, checked as each chunk leaves gunzip (see InflationBound). */
+  readonly inflation?: InflationBound;
+}
+
+/**
+ * Bounds on what one gzip layer may expand to, checked on every chunk gunzip
+ * emits, so a bomb is refused (LIMIT_EXCEEDED naming the limit) after at most
+ * one more chunk than the limit allows, never after it was inflated whole.
+ * The ratio is output bytes over the stored bytes handed to gunzip so far; it
+ * is only checked once the output passes `ratioAfter`, because a small layer
+ * of empty files or zeros compresses far better than any real layer and
+ * costs nothing to inflate.
+ */
+export interface InflationBound {
+  readonly maxBytes: number;
+  readonly maxBytesName: string;
+  readonly maxRatio: number;
+  readonly maxRatioName: string;
+  readonly ratioAfter: number;
+  readonly hint?: string;
+}
+
+/** Throws LIMIT_EXCEEDED when `out` bytes inflated from `stored` bytes break `bound`. */
+function checkInflation(bound: InflationBound, out: number, stored: number, where: string): void {
+  checkLimit(bound.maxBytesName, out, bound.maxBytes, where, "bytes", bound.hint);
+  if (out > bound.ratioAfter && out > bound.maxRatio * stored)
+    checkLimit(bound.maxRatioName, Math.ceil(out / Math.max(stored, 1)), bound.maxRatio, where, "count", bound.hint);
 }
 
 export interface Budget extends GateBudget {
@@ -89,7 +116,23 @@ function storedStream(input: LayerStreamInput, limits: LayerLimits, budget: Budg
   const raw = input.bytes !== undefined ? Readable.from(slices(input.bytes)) : createReadStream(input.path!, { highWaterMark: 1 << 20 });
   const done = (): void => undefined; // errors surface through the returned stream
   if (input.compression === "gzip") {
-    return pipeline(raw, counter, createGunzip({ chunkSize: 1 << 20 }), done);
+    const gunzip = createGunzip({ chunkSize: 1 << 20 });
+    const bound = input.inflation;
+    if (bound === undefined) return pipeline(raw, counter, gunzip, done);
+    let out = 0;
+    const guard = new Transform({
+      transform(chunk: Buffer, _enc, cb) {
+        out += chunk.length;
+        try {
+          checkInflation(bound, out, size, input.where);
+        } catch (e) {
+          cb(e as Error);
+          return;
+        }
+        cb(null, chunk);
+      },
+    });
+    return pipeline(raw, counter, gunzip, guard, done);
   }
   return pipeline(raw, counter, done);
 }

@@ -5,7 +5,7 @@
 export type { CanonicalTree, ContentSink, ContentSource, DirEntry, FileEntry, FsEntry, SymlinkEntry } from "./index.ts";
 export { FS_IDENTITY, frameTree, fsIdentity } from "./index.ts";
 export { applyLayers } from "./index.ts";
-export type { ApplyLayersOptions, ApplyResult, ApplyStats, LayerCompression, LayerInput } from "./index.ts";
+export type { ApplyLayersOptions, ApplyResult, ApplyStats, InflationBound, LayerCompression, LayerInput } from "./index.ts";
 export { parsePolicy, STRICT_POLICY } from "./index.ts";
 export type { LayerPolicy } from "./index.ts";
 export { DEFAULT_LIMITS, LIMIT_CEILINGS, parseLimits } from "./index.ts";

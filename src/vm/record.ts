@@ -21,7 +21,16 @@ import {
   type RootKind,
   type Sha256Digest,
 } from "../core/index.ts";
-import { assembleWorkload, LOCK_MAX_BYTES, SPEC_MAX_BYTES, WORKLOAD_LOCK_SCHEMA, openVerifiedWorkload, type VerifiedWorkload } from "../workload/index.ts";
+import {
+  assembleWorkload,
+  LOCK_MAX_BYTES,
+  SPEC_MAX_BYTES,
+  WORKLOAD_LOCK_SCHEMA,
+  openVerifiedWorkload,
+  parseWorkloadLock,
+  parseWorkloadSpec,
+  type VerifiedWorkload,
+} from "../workload/index.ts";
 
 /** A lock is small; a bigger file is not taken for one (the workload layer bounds its own read too). */
 import { writeFailureBundle, writeFailureBundleAfter } from "./bundle.ts";
@@ -29,7 +38,7 @@ import { bootGuest, evaluate, prepareGuest, type BootResult, type Evaluation, ty
 import { CONSOLE_LOG_FILE, consoleFailures } from "./kernel-log.ts";
 import { qemuVersion, type Kit } from "./kit.ts";
 import { RUN_MANIFEST_SCHEMA, type RunManifest } from "./run-manifest.ts";
-import { dropImage, RUN_FILES, shellQuote, writeEvaluation, writeJsonPublic, writeStreams } from "./rundir.ts";
+import { diskFullError, dropImage, RUN_FILES, shellQuote, writeEvaluation, writeJsonPublic, writeStreams } from "./rundir.ts";
 import { parseScenario, type Scenario } from "./scenario.ts";
 import { vmDigest } from "./vmid.ts";
 import type { GuestLaunch } from "./inputs.ts";
@@ -87,7 +96,12 @@ export interface RecordOptions {
   readonly input: string;
   readonly storeDir: string;
   readonly runsDir: string;
-  readonly kit: Kit;
+  /**
+   * The guest kit, or how to get it (`() => ensureKit(...)`): a function is
+   * called only once the input has been read and validated, so a bad input
+   * is refused before a kit is set up or built.
+   */
+  readonly kit: Kit | (() => Promise<Kit>);
   readonly cairnVersion: string;
   readonly timeoutMs?: number;
   readonly includePrivateStreams?: boolean;
@@ -117,6 +131,13 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
     notRegular: "RUN_INVALID",
     notRegularHint: "give a workload spec (.yaml/.json) or a workload lock, as a regular file",
   });
+  // Validated before any side effect (the kit, the runs directory, the
+  // store): a bad input fails fast and leaves nothing behind. Assembly and
+  // openVerifiedWorkload read the input again and check it again in full.
+  const inputIsLock = isLockFile(input, inputBytes);
+  if (inputIsLock) parseWorkloadLock(inputBytes, input);
+  else parseScenario(parseWorkloadSpec(inputBytes, input).run);
+  const kit = typeof opts.kit === "function" ? await opts.kit() : opts.kit;
   openRoot(opts.runsDir, RUNS_ROOT, { create: true });
   ensureDirsIn(opts.runsDir, [runId]);
   const runDir = join(opts.runsDir, runId);
@@ -127,7 +148,7 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
   let prepared: PreparedGuest;
   let t1: number;
   try {
-    if (isLockFile(input, inputBytes)) {
+    if (inputIsLock) {
       writeFileAtomic(lockPath, inputBytes, { mode: 0o600, overwrite: false });
     } else {
       log(`assembling ${opts.input}`);
@@ -136,7 +157,7 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
     w = await openVerifiedWorkload(lockPath, opts.storeDir);
     scenario = parseScenario(w.run);
     t1 = performance.now();
-    prepared = await prepareGuest({ tree: w.tree, content: w.content, launch: guestLaunch(w), scenario }, { kit: opts.kit, qemu: qemuVersion() });
+    prepared = await prepareGuest({ tree: w.tree, content: w.content, launch: guestLaunch(w), scenario }, { kit, qemu: qemuVersion() });
   } catch (e) {
     // refused before anything ran: leave no half-written run directory behind
     removeIn(opts.runsDir, "", runId);
@@ -150,7 +171,11 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
   let boot: BootResult;
   try {
     boot = await bootGuest(prepared, "record", { dir: runDir, rrfile }, opts.timeoutMs ?? DEFAULT_TIMEOUT_MS);
-  } catch (e) {
+    const full = diskFullError(runDir); // QEMU does not report a failed write of its log: a "passed" run may lack its tail
+    if (full !== undefined) throw full;
+  } catch (caught) {
+    // a full disk is the root cause of whatever QEMU's cut-short output looked like
+    const e = isCairnError(caught) && caught.code === "IO_ERROR" ? caught : (diskFullError(runDir, caught) ?? caught);
     if (isCairnError(e)) {
       const kernel = consoleFailures(join(runDir, CONSOLE_LOG_FILE));
       writeFailureBundleAfter(runDir, { runId, phase: "record", status: "infrastructure-failure", error: e, identities, kernel });

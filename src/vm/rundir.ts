@@ -13,9 +13,9 @@
  *   failure-bundle.json  only when the run did not pass (shareable)
  *   replays/N/           one directory per replay, same layout for its outputs
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statfsSync } from "node:fs";
 import { join } from "node:path";
-import { mkdirPrivate, withDirIn, writeFileAtomic } from "../core/index.ts";
+import { CairnError, formatBytes, mkdirPrivate, withDirIn, writeFileAtomic } from "../core/index.ts";
 import type { Evaluation } from "./guest.ts";
 
 export const RUN_FILES = {
@@ -75,6 +75,43 @@ export function nextReplayDir(runDir: string): string {
 }
 
 /** Removes the initramfs copy a boot left behind (replay rebuilds it from the store). */
+/**
+ * run.min_free_bytes: the room a run directory's file system must still
+ * have when QEMU has exited. QEMU does not report a failed write of its
+ * replay log or of the protocol chardev: on a full disk the run came out as
+ * "protocol stream invalid ... the guest agent or the transport misbehaved"
+ * (or, had the protocol fitted and the log not, as a run whose replay log
+ * is cut short). Less than this much room left means a write may have been
+ * cut short, whatever else QEMU's output says.
+ */
+export const RUN_MIN_FREE_BYTES = 1024 * 1024;
+
+/**
+ * The root cause when the file system holding `dir` is (nearly) full, else
+ * undefined. Called while the guest image is still in `dir` (it is what
+ * filled the disk alongside the log, and dropping it would free the room
+ * again).
+ */
+export function diskFullError(dir: string, cause?: unknown): CairnError | undefined {
+  let free: number;
+  try {
+    const st = statfsSync(dir);
+    free = Number(st.bavail) * Number(st.bsize);
+  } catch {
+    return undefined;
+  }
+  if (free >= RUN_MIN_FREE_BYTES) return undefined;
+  return new CairnError(
+    "IO_ERROR",
+    `the file system holding ${dir} is full (${formatBytes(free)} free, run.min_free_bytes is ${formatBytes(RUN_MIN_FREE_BYTES)}): QEMU's replay log and protocol stream may be cut short, so the run is refused`,
+    {
+      path: dir,
+      cause,
+      hint: "free space there, or pass --runs on a file system with room for the guest image and the replay log",
+    },
+  );
+}
+
 export function dropImage(dir: string): void {
   rmSync(join(dir, "initramfs.img"), { force: true });
 }

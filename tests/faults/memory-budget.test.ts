@@ -80,6 +80,22 @@ writeFileSync("layout/index.json", '{"schemaVersion":2,"manifests":' + ${jsonObj
 await readOciSource({ layoutDir: "layout", manifestDigest: "sha256:" + "0".repeat(64), stagingDir: "staging" });`,
   },
   {
+    name: "strata blob: a 3.9 MB gzip bomb inflating to 3.75 GiB, read as lock verify --contents does",
+    expect: "LIMIT_EXCEEDED",
+    body: `const { zeroFilesBlob } = await import(src + "/../tests/strata/gzip-bomb.ts");
+const { readLayerBlobs } = await import(src + "/strata/index.ts");
+const b = zeroFilesBlob(2, 30 * 64 * 1024 * 1024, false);
+await readLayerBlobs([{ blob: b.blob, expected: b, where: "bomb" }], { keepContent: false });`,
+  },
+  {
+    name: "strata blob: the same bomb, read as layer fold does (file bytes kept)",
+    expect: "LIMIT_EXCEEDED",
+    body: `const { zeroFilesBlob } = await import(src + "/../tests/strata/gzip-bomb.ts");
+const { readLayerBlobs } = await import(src + "/strata/index.ts");
+const b = zeroFilesBlob(2, 30 * 64 * 1024 * 1024, false);
+await readLayerBlobs([{ blob: b.blob, expected: b, where: "bomb" }]);`,
+  },
+  {
     name: "control: a JSON list of 999,990 {} (just under json_nodes) is accepted",
     expect: "accepted",
     body: `const { parseJsonBytes } = await import(src + "/core/index.ts");

@@ -6,7 +6,7 @@
  * and prerequisite errors with their exit codes.
  */
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
@@ -57,8 +57,8 @@ describe("cairn setup / run / replay", () => {
     const r = await runCli(["run", ws.specPath, "--store", ws.storeDir, "--runs", ws.runsDir, "--kit", TEST_KIT_DIR, "--json"]);
     assert.equal(r.code, 1);
     assert.equal(JSON.parse(r.stdout).error.path, "/run/steps/3/action");
-    // the runs directory holds only its marker (docs/host-safety.md): no run directory
-    assert.deepEqual(readdirSync(ws.runsDir), ["cairn-runs.json"]);
+    // the input is validated before anything is created (docs/runs.md): not even the runs directory
+    assert.equal(existsSync(ws.runsDir), false);
   });
 
   it("records a failing run, writes a shareable bundle, and replays it with the printed command", { skip: VM_SKIP }, async () => {

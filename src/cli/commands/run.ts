@@ -20,7 +20,8 @@ export function registerRun(program: Command, ctx: Context): void {
     .option("--json", "print the result as JSON")
     .action(async (input: string, opts: { store?: string; runs?: string; kit?: string; timeout?: string; includePrivateStreams?: boolean; json?: boolean }) => {
       const log = (line: string) => ctx.io.err(`cairn run: ${line}`);
-      const kit = await ensureKit({ dir: kitDir(ctx.env, ctx.cwd, opts.kit), isRoot: process.getuid?.() === 0, log });
+      // the kit is set up only once the input has been read and validated (recordRun calls this then)
+      const kit = () => ensureKit({ dir: kitDir(ctx.env, ctx.cwd, opts.kit), isRoot: process.getuid?.() === 0, log });
       const r = await recordRun({
         input,
         storeDir: defaultStoreDir(ctx.env, ctx.cwd, opts.store),
