@@ -6,3 +6,15 @@ export type { OciSource, OciLayer, ReadOciSourceOptions } from "./image-source.t
 export { openLayoutDir } from "./layout-reader.ts";
 export type { OciObjectReader, OpenedFile } from "./layout-reader.ts";
 export type { OciLaunchConfig } from "./documents.ts";
+export { writeImageLayout } from "./layout-writer.ts";
+export type { LayoutImage } from "./layout-writer.ts";
+export type { Descriptor } from "./documents.ts";
+export { parseImageRef, formatImageRef, isLoopbackHost, apiHost } from "./registry/image-ref.ts";
+export type { ImageRef } from "./registry/image-ref.ts";
+export { Credential, credentialsFromFiles } from "./registry/credentials.ts";
+export type { CredentialSource } from "./registry/credentials.ts";
+export { RegistryClient, referrersTag, MANIFEST_ACCEPT, DEFAULT_MANIFEST_BYTES } from "./registry/registry-client.ts";
+export type { RegistryClientOptions, RemoteDescriptor, FetchedManifest, ReferrerDescriptor, BlobBytes } from "./registry/registry-client.ts";
+export { pullImage, PULL_PLATFORM } from "./registry/pull-image.ts";
+export type { PulledImage } from "./registry/pull-image.ts";
+export type { BlobCache } from "./registry/blob-cache.ts";
