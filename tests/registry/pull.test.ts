@@ -30,7 +30,7 @@ describe("pull from a loopback registry", { skip }, () => {
 
   test("an image pushed by skopeo pulls into a layout cairn reads, with the digest skopeo reads", async () => {
     const img = writeImage(join(work, "src1"), "v1");
-    skopeoPush(`${img.dir}:v1`, `${reg.host}/tools/app:v1`);
+    await skopeoPush(`${img.dir}:v1`, `${reg.host}/tools/app:v1`);
     const store = new Store(join(work, "store"));
     const layout = join(work, "out1");
     const r = await pullToLayout(`${reg.host}/tools/app:v1`, layout, store, remote());
@@ -45,14 +45,14 @@ describe("pull from a loopback registry", { skip }, () => {
       img.layers.map((l) => l.digest),
     );
     // the peer reads the same image and agrees on the digest
-    skopeoPull(`${reg.host}/tools/app:v1`, `${join(work, "peer1")}:v1`);
+    await skopeoPull(`${reg.host}/tools/app:v1`, `${join(work, "peer1")}:v1`);
     const peer = readJson(join(work, "peer1", "index.json")) as { manifests: { digest: string }[] };
     assert.equal(peer.manifests[0]!.digest, r.image.manifest.digest);
   });
 
   test("a second pull of the same digest makes no blob request (the store holds it); the first made them", async () => {
     const img = writeImage(join(work, "src2"), "v2");
-    skopeoPush(`${img.dir}:v2`, `${reg.host}/tools/cached:v2`);
+    await skopeoPush(`${img.dir}:v2`, `${reg.host}/tools/cached:v2`);
     const store = new Store(join(work, "store2"));
     const first = countingFetch();
     await pullToLayout(`${reg.host}/tools/cached@${img.manifestDigest}`, join(work, "out2a"), store, remote({ fetch: first.fetch }));
@@ -74,7 +74,7 @@ describe("pull from a loopback registry", { skip }, () => {
 
   test("a Docker v2 schema 2 image is accepted and its digest kept as served", async () => {
     const img = writeImage(join(work, "src3"), "v3");
-    skopeoPush(`${img.dir}:v3`, `${reg.host}/tools/docker:v3`, ["--format", "v2s2"]);
+    await skopeoPush(`${img.dir}:v3`, `${reg.host}/tools/docker:v3`, ["--format", "v2s2"]);
     const served = execFileSync("skopeo", ["inspect", "--raw", "--tls-verify=false", `docker://${reg.host}/tools/docker:v3`]);
     const store = new Store(join(work, "store3"));
     const r = await pullToLayout(`${reg.host}/tools/docker:v3`, join(work, "out3"), store, remote());
@@ -88,7 +88,7 @@ describe("pull from a loopback registry", { skip }, () => {
 
   test("a layout is written whole or not at all: an existing non-empty directory is refused and left alone", async () => {
     const img = writeImage(join(work, "src4"), "v4");
-    skopeoPush(`${img.dir}:v4`, `${reg.host}/tools/exists:v4`);
+    await skopeoPush(`${img.dir}:v4`, `${reg.host}/tools/exists:v4`);
     const store = new Store(join(work, "store4"));
     await assert.rejects(pullToLayout(`${reg.host}/tools/exists:v4`, img.dir, store, remote()), { code: "IO_ERROR" });
     assert.deepEqual(

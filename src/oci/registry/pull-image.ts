@@ -12,7 +12,7 @@
 import { open } from "node:fs/promises";
 import { rm } from "node:fs/promises";
 import { CairnError, isJsonObject, parseJsonBytes, type JsonObject, type Sha256Digest } from "../../core/index.ts";
-import { checkDescriptor, type Descriptor } from "../documents.ts";
+import { checkDescriptor, checkPlatform, type Descriptor } from "../documents.ts";
 import { CONFIG_TYPES, INDEX_TYPES, MANIFEST_TYPES, layerCompression, requireMediaType } from "../media-types.ts";
 import { validateOciDocument } from "../schemas.ts";
 import type { BlobCache } from "./blob-cache.ts";
@@ -149,7 +149,10 @@ export async function pullImage(client: RegistryClient, ref: ImageRef, cache: Bl
     layerCompression(d.mediaType, `/layers/${i}/mediaType`); // refuse an unreadable layer before fetching anything large
     return d;
   });
-  await jsonObject(client, cache, repo, config.digest, config.size, "blob");
+  // the layout's descriptor will say linux/amd64: the config must say so first
+  const configDoc = parseDocument((await jsonObject(client, cache, repo, config.digest, config.size, "blob")).bytes, `config ${config.digest}`);
+  validateOciDocument("config", configDoc, `config ${config.digest}`);
+  checkPlatform(configDoc, "/config");
   let fetched = 0;
   for (const [i, l] of layers.entries()) {
     if (cache.has(l.digest, l.size)) continue;
