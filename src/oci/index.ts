@@ -16,5 +16,7 @@ export type { CredentialSource } from "./registry/credentials.ts";
 export { RegistryClient, referrersTag, MANIFEST_ACCEPT, DEFAULT_MANIFEST_BYTES } from "./registry/registry-client.ts";
 export type { RegistryClientOptions, RemoteDescriptor, FetchedManifest, ReferrerDescriptor, BlobBytes } from "./registry/registry-client.ts";
 export { pullImage, PULL_PLATFORM } from "./registry/pull-image.ts";
+export { pushLayoutImage } from "./registry/push-image.ts";
+export type { PushOptions } from "./registry/push-image.ts";
 export type { PulledImage } from "./registry/pull-image.ts";
 export type { BlobCache } from "./registry/blob-cache.ts";

@@ -4,7 +4,7 @@
 export { readOciSource } from "./index.ts";
 export type { OciLayer, OciLaunchConfig, OciObjectReader, OciSource, ReadOciSourceOptions } from "./index.ts";
 // The registry client (OCI Distribution v2) and image references.
-export { RegistryClient, parseImageRef, formatImageRef, credentialsFromFiles, pullImage, writeImageLayout } from "./index.ts";
+export { RegistryClient, parseImageRef, formatImageRef, credentialsFromFiles, pullImage, pushLayoutImage, writeImageLayout } from "./index.ts";
 export type {
   ImageRef,
   RegistryClientOptions,

@@ -6,32 +6,16 @@
 // untouched.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { createHash } from "node:crypto";
-import { existsSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { Store } from "../../src/store/index.ts";
 import { pullToLayout } from "../../src/workload/index.ts";
 import { needs } from "../helpers/prerequisites.ts";
 import { HostileProxy } from "./fixtures/hostile-proxy.ts";
-import { countingFetch, tempDir, writeImage } from "./fixtures/images.ts";
+import { assertStoreSound, countingFetch, tempDir, writeImage } from "./fixtures/images.ts";
 import { TestRegistry, missingRegistryTools, skopeoPush } from "./fixtures/registry-server.ts";
 
 const skip = needs(missingRegistryTools());
-
-/** Every object in the store hashes to its name: nothing partial or unverified was published. */
-export function assertStoreSound(storeDir: string): string[] {
-  const dir = join(storeDir, "objects", "sha256");
-  const names = existsSync(dir) ? readdirSync(dir) : [];
-  for (const n of names)
-    assert.equal(
-      createHash("sha256")
-        .update(readFileSync(join(dir, n)))
-        .digest("hex"),
-      n,
-      `store object ${n} matches its name`,
-    );
-  return names.map((n) => `sha256:${n}`);
-}
 
 describe("hostile registry answers", { skip }, () => {
   let reg: TestRegistry;
