@@ -1,50 +1,21 @@
 import type { Command } from "commander";
-import { CairnError } from "../../core/index.ts";
 import { Store, defaultStoreDir } from "../../store/index.ts";
 import { pullToLayout } from "../../workload/index.ts";
 import type { Context } from "../context.ts";
+import { remoteFlags, remoteOptions, type RemoteFlags } from "../flags.ts";
 import { printJson } from "../output.ts";
 
-/** The flags every command that may contact a registry takes. */
-export interface RemoteFlags {
-  plainHttp?: boolean;
-  allowInsecureRemote?: boolean;
-  maxManifestBytes?: string;
-}
-
-function positiveInt(value: string | undefined, flag: string): number | undefined {
-  if (value === undefined) return undefined;
-  if (!/^[1-9][0-9]{0,14}$/.test(value)) throw new CairnError("USAGE", `${flag} must be a positive integer`, { path: flag });
-  return Number(value);
-}
-
 export function registerPull(program: Command, ctx: Context): void {
-  program
-    .command("pull")
+  remoteFlags(program.command("pull"))
     .description("copy an image from an OCI registry (by tag or digest) into a new OCI layout, verified; an index selects linux/amd64")
     .argument("<ref>", "HOST/REPO:TAG or HOST/REPO@sha256:…")
     .requiredOption("--oci <layout>", "the OCI layout directory to write (must not exist, or be empty)")
     .option("--store <dir>", "content store that caches pulled blobs by digest (default $CAIRN_HOME/store or $XDG_CACHE_HOME/cairn/store)")
-    .option("--plain-http", "speak http instead of https (loopback registries only, unless --allow-insecure-remote)")
-    .option("--allow-insecure-remote", "allow --plain-http to a registry that is not on loopback")
-    .option("--max-manifest-bytes <n>", "limit manifestBytes: a manifest larger than this is refused before it is read (default 4194304)")
     .option("--json", "print the result as JSON")
     .action(async (ref: string, opts: RemoteFlags & { oci: string; store?: string; json?: boolean }) => {
       const store = new Store(defaultStoreDir(ctx.env, ctx.cwd, opts.store));
       try {
-        const r = await pullToLayout(
-          ref,
-          opts.oci,
-          store,
-          {
-            plainHttp: opts.plainHttp,
-            allowInsecureRemote: opts.allowInsecureRemote,
-            manifestBytes: positiveInt(opts.maxManifestBytes, "--max-manifest-bytes"),
-            env: ctx.env,
-            cwd: ctx.cwd,
-          },
-          opts.json === true ? undefined : (line) => ctx.io.err(line),
-        );
+        const r = await pullToLayout(ref, opts.oci, store, remoteOptions(ctx, opts), opts.json === true ? undefined : (line) => ctx.io.err(line));
         const result = {
           ref: r.pinned,
           index: r.image.index?.digest ?? null,
