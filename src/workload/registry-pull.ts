@@ -101,6 +101,7 @@ export async function pullToLayout(
     layoutDir,
     { manifest: r.image.manifest, config: r.image.config, layers: r.image.layers, refName: ref.digest === undefined ? ref.tag : undefined },
     (d: Sha256Digest) => store.pathOf("objects", d),
+    r.image.fetched,
   );
   return r;
 }

@@ -33,6 +33,8 @@ export interface PulledImage {
   readonly layers: readonly Descriptor[];
   /** Bytes requested from the registry for blobs (0 when everything was cached). */
   readonly blobBytesFetched: number;
+  /** Layer digests streamed and verified by this pull (the rest came from the cache). */
+  readonly fetched: ReadonlySet<Sha256Digest>;
 }
 
 export type PullProgress = (line: string) => void;
@@ -153,12 +155,14 @@ export async function pullImage(client: RegistryClient, ref: ImageRef, cache: Bl
   const configDoc = parseDocument((await jsonObject(client, cache, repo, config.digest, config.size, "blob")).bytes, `config ${config.digest}`);
   validateOciDocument("config", configDoc, `config ${config.digest}`);
   checkPlatform(configDoc, "/config");
-  let fetched = 0;
+  let bytes = 0;
+  const fetched = new Set<Sha256Digest>();
   for (const [i, l] of layers.entries()) {
     if (cache.has(l.digest, l.size)) continue;
     progress?.(`layer ${i + 1}/${layers.length} ${l.digest} (${l.size} bytes)`);
     await pullBlob(client, cache, repo, l);
-    fetched += l.size;
+    bytes += l.size;
+    fetched.add(l.digest);
   }
   return Object.freeze({
     ref: { ...ref, digest: index?.digest ?? manifest.digest },
@@ -166,6 +170,7 @@ export async function pullImage(client: RegistryClient, ref: ImageRef, cache: Bl
     manifest,
     config,
     layers: Object.freeze(layers),
-    blobBytesFetched: fetched,
+    blobBytesFetched: bytes,
+    fetched,
   });
 }
