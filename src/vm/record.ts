@@ -21,7 +21,15 @@ import {
   type RootKind,
   type Sha256Digest,
 } from "../core/index.ts";
-import { assembleWorkload, LOCK_MAX_BYTES, SPEC_MAX_BYTES, WORKLOAD_LOCK_SCHEMA, openVerifiedWorkload, type VerifiedWorkload } from "../workload/index.ts";
+import {
+  assembleWorkload,
+  type RemoteOptions,
+  LOCK_MAX_BYTES,
+  SPEC_MAX_BYTES,
+  WORKLOAD_LOCK_SCHEMA,
+  openVerifiedWorkload,
+  type VerifiedWorkload,
+} from "../workload/index.ts";
 
 /** A lock is small; a bigger file is not taken for one (the workload layer bounds its own read too). */
 import { writeFailureBundle, writeFailureBundleAfter } from "./bundle.ts";
@@ -93,6 +101,8 @@ export interface RecordOptions {
   readonly includePrivateStreams?: boolean;
   readonly now?: () => Date;
   readonly log?: (line: string) => void;
+  /** How to reach a registry when the spec names `oci.ref` (see workload assembly). */
+  readonly remote?: RemoteOptions;
 }
 
 export interface RecordResult {
@@ -131,7 +141,14 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
       writeFileAtomic(lockPath, inputBytes, { mode: 0o600, overwrite: false });
     } else {
       log(`assembling ${opts.input}`);
-      await assembleWorkload({ specPath: input, storeDir: opts.storeDir, lockOut: lockPath, cairnVersion: opts.cairnVersion, now: () => now });
+      await assembleWorkload({
+        specPath: input,
+        storeDir: opts.storeDir,
+        lockOut: lockPath,
+        cairnVersion: opts.cairnVersion,
+        now: () => now,
+        remote: opts.remote,
+      });
     }
     w = await openVerifiedWorkload(lockPath, opts.storeDir);
     scenario = parseScenario(w.run);
