@@ -20,3 +20,4 @@ export { pushLayoutImage } from "./registry/push-image.ts";
 export type { PushOptions } from "./registry/push-image.ts";
 export type { PulledImage } from "./registry/pull-image.ts";
 export type { BlobCache } from "./registry/blob-cache.ts";
+export { importOciArchive } from "./oci-archive.ts";

@@ -16,6 +16,7 @@ import {
   apiHost,
   credentialsFromFiles,
   formatImageRef,
+  importOciArchive,
   parseImageRef,
   pullImage,
   writeImageLayout,
@@ -85,6 +86,13 @@ export async function pullToStore(unsafeRef: string, store: Store, opts: RemoteO
   const client = registryClientFor(ref, opts);
   const image = await pullImage(client, ref, storeBlobCache(store), progress);
   return { image, pinned: formatImageRef(image.ref) };
+}
+
+/** Imports an `oci-archive` tarball into the store and writes its image as an OCI layout at `layoutDir` (atomically). */
+export async function archiveToLayout(archivePath: string, layoutDir: string, store: Store): Promise<PulledImage> {
+  const image = await importOciArchive(archivePath, storeBlobCache(store));
+  await writeImageLayout(layoutDir, { manifest: image.manifest, config: image.config, layers: image.layers }, (d: Sha256Digest) => store.pathOf("objects", d));
+  return image;
 }
 
 /** Pulls into the store, then writes an OCI layout at `layoutDir` (atomically) that cairn's workload rules accept. */

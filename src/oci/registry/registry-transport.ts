@@ -90,6 +90,7 @@ export class RegistryTransport {
       this.#opts.log?.(`${method} ${url.origin}${url.pathname} ${res.status}`);
       return res;
     } catch (cause) {
+      if (cause instanceof CairnError) throw cause; // a fetch that refuses by itself (an archive's offline reader)
       this.#opts.log?.(`${method} ${url.origin}${url.pathname} failed`);
       throw new CairnError("REMOTE_UNREACHABLE", `cannot reach ${url.host} (${method} ${url.pathname})`, {
         path: url.host,
