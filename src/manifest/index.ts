@@ -28,3 +28,5 @@ export { checkResume, snapshotRefOf, parseSnapshotRef } from "./resume.ts";
 export type { SnapshotRef, ResumeOptions, ResumeResult } from "./resume.ts";
 export { readManifestFile, readInputFile as readManifestInput, loadManifestOrDevcontainer } from "./read.ts";
 export type { Loaded } from "./read.ts";
+export { pinDevcontainer, registryResolver, lockfileText } from "./pin.ts";
+export type { PinResult, PinChange, FeatureLock, Resolver } from "./pin.ts";

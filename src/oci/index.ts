@@ -21,3 +21,5 @@ export type { PushOptions } from "./registry/push-image.ts";
 export type { PulledImage } from "./registry/pull-image.ts";
 export type { BlobCache } from "./registry/blob-cache.ts";
 export { importOciArchive } from "./oci-archive.ts";
+export { registryClientFor } from "./registry/remote-client.ts";
+export type { RemoteOptions } from "./registry/remote-client.ts";

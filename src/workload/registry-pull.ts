@@ -10,22 +10,21 @@
 import { randomBytes } from "node:crypto";
 import { lstatSync } from "node:fs";
 import { join } from "node:path";
-import { registryAuthFiles, type Sha256Digest } from "../core/index.ts";
+import type { Sha256Digest } from "../core/index.ts";
 import {
-  RegistryClient,
-  apiHost,
-  credentialsFromFiles,
+  registryClientFor,
   formatImageRef,
   importOciArchive,
   parseImageRef,
   pullImage,
   writeImageLayout,
   type BlobCache,
-  type ImageRef,
   type PulledImage,
-  type RegistryClientOptions,
+  type RemoteOptions,
 } from "../oci/index.ts";
 import type { Store } from "../store/index.ts";
+
+export type { RemoteOptions };
 
 /** The store's raw objects as a registry blob cache. */
 export function storeBlobCache(store: Store): BlobCache {
@@ -45,33 +44,6 @@ export function storeBlobCache(store: Store): BlobCache {
     read: (d, max) => store.read("objects", d, max, "manifestBytes"),
     pathOf: (d) => store.pathOf("objects", d),
   };
-}
-
-/** How to reach registries: what the CLI's flags and environment say. */
-export interface RemoteOptions {
-  readonly plainHttp?: boolean;
-  readonly allowInsecureRemote?: boolean;
-  readonly manifestBytes?: number;
-  /** The environment (for REGISTRY_AUTH_FILE, DOCKER_CONFIG, HOME) and the current directory. */
-  readonly env: Readonly<Record<string, string | undefined>>;
-  readonly cwd: string;
-  readonly fetch?: typeof fetch;
-  readonly log?: (line: string) => void;
-}
-
-/** A client for the registry `ref` names, with credentials from the user's credential files. */
-export function registryClientFor(ref: Pick<ImageRef, "registry">, opts: RemoteOptions): RegistryClient {
-  const options: RegistryClientOptions = {
-    host: apiHost(ref),
-    credentialName: ref.registry,
-    plainHttp: opts.plainHttp,
-    allowInsecureRemote: opts.allowInsecureRemote,
-    credentials: credentialsFromFiles(registryAuthFiles(opts.env, opts.cwd)),
-    manifestBytes: opts.manifestBytes,
-    fetch: opts.fetch,
-    log: opts.log,
-  };
-  return new RegistryClient(options);
 }
 
 export interface PullResult {
