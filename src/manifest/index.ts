@@ -30,3 +30,5 @@ export { readManifestFile, readInputFile as readManifestInput, loadManifestOrDev
 export type { Loaded } from "./read.ts";
 export { pinDevcontainer, registryResolver, lockfileText } from "./pin.ts";
 export type { PinResult, PinChange, FeatureLock, Resolver } from "./pin.ts";
+export { applyDevcontainerLock, MAX_DEVCONTAINER_LOCK_BYTES } from "./devcontainer-lock.ts";
+export type { AppliedLock } from "./devcontainer-lock.ts";

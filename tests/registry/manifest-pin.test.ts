@@ -5,7 +5,7 @@
 // devcontainers CLI format. Before pinning, ingest says unpinned (control).
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { sha256 } from "../../src/core/index.ts";
 import { RegistryClient } from "../../src/oci/index.ts";
@@ -100,6 +100,50 @@ describe("manifest pin through a registry", { skip }, () => {
     } finally {
       await reg.start();
     }
+  });
+
+  test("ingest reads devcontainer-lock.json: locked features count as pinned, with the address of the pinned file", async () => {
+    const a = join(work, "a");
+    const b = join(work, "b");
+    mkdirSync(a);
+    mkdirSync(b);
+    const text = `{
+  "image": "${reg.host}/images/base@${imageDigest}",
+  "features": { "${reg.host}/features/node:1": {}, "${reg.host}/features/go:1": { "version": "1.22" } }
+}
+`;
+    writeFileSync(join(a, "devcontainer.json"), text);
+    writeFileSync(join(b, "devcontainer.json"), text);
+    const env = { HOME: work, CAIRN_HOME: join(work, "home") };
+    // pin a copy in b, writing the lock beside a's unchanged file (what the devcontainers CLI leaves: tags in the file, digests in the lock)
+    const p = await runCli(
+      ["manifest", "pin", join(b, "devcontainer.json"), "--write", "--lockfile", join(a, "devcontainer-lock.json"), "--plain-http", "--json"],
+      env,
+    );
+    assert.equal(p.code, 0, p.stdout + p.stderr);
+    const withLock = await runCli(["manifest", "ingest", join(a, "devcontainer.json"), "--json"], env);
+    assert.equal(withLock.code, 0, withLock.stdout + withLock.stderr);
+    assert.equal(JSON.parse(withLock.stdout).pinned, true);
+    const pinnedFile = await runCli(["manifest", "ingest", join(b, "devcontainer.json"), "--json"], env);
+    assert.equal(JSON.parse(withLock.stdout).address, JSON.parse(pinnedFile.stdout).address, "the lock pins exactly what the pinned file names");
+    const without = await runCli(["manifest", "ingest", join(a, "devcontainer.json"), "--no-lockfile", "--json"], env);
+    assert.equal(JSON.parse(without.stdout).pinned, false, "control: without the lock the file is unpinned");
+    // a lock for another feature set is refused, naming the feature
+    const lock = JSON.parse(readFileSync(join(a, "devcontainer-lock.json"), "utf8"));
+    lock.features[`${reg.host}/features/python:1`] = lock.features[`${reg.host}/features/go:1`];
+    writeFileSync(join(a, "other-lock.json"), JSON.stringify(lock));
+    const other = await runCli(["manifest", "ingest", join(a, "devcontainer.json"), "--lockfile", join(a, "other-lock.json"), "--json"], env);
+    assert.equal(other.code, 1);
+    const err = JSON.parse(other.stdout).error;
+    assert.equal(err.code, "MANIFEST_MISMATCH");
+    assert.equal(err.path, `/features/${reg.host}~1features~1python:1`);
+    // and one that resolves a feature to another feature's digest name
+    const swapped = JSON.parse(readFileSync(join(a, "devcontainer-lock.json"), "utf8"));
+    swapped.features[`${reg.host}/features/go:1`].resolved = swapped.features[`${reg.host}/features/node:1`].resolved;
+    swapped.features[`${reg.host}/features/go:1`].integrity = swapped.features[`${reg.host}/features/node:1`].integrity;
+    writeFileSync(join(a, "swapped-lock.json"), JSON.stringify(swapped));
+    const sw = await runCli(["manifest", "ingest", join(a, "devcontainer.json"), "--lockfile", join(a, "swapped-lock.json"), "--json"], env);
+    assert.equal(JSON.parse(sw.stdout).error.code, "MANIFEST_MISMATCH");
   });
 
   test("a tag the registry does not have is refused, and nothing is written", async () => {
