@@ -3,7 +3,7 @@
  * options, the clock (CAIRN_NOW, an RFC 3339 time, to reproduce a run), the
  * --timeout seconds, the closed-by-default signing flags (--key or an explicit
  * --unsigned), the --registry directory a publishing command writes to, and
- * `--base` turned into a probed base.
+ * `--base` turned into a probed base, and the registry flags (`--plain-http`, ...).
  * The library takes all of these as arguments; only the CLI reads them from
  * the command line and the process. Commands share these through this file
  * instead of importing each other.
@@ -12,6 +12,8 @@ import { resolve as resolvePath } from "node:path";
 import { CairnError, readSigningKey, type SigningKey } from "../core/index.ts";
 import { directoryView } from "../tree/index.ts";
 import { LocalRegistry, defaultRegistryDir, probeOciBase, probeRoot, probedBase, type LockBase } from "../strata/index.ts";
+import type { Command } from "commander";
+import type { RemoteOptions } from "../workload/index.ts";
 import type { Context } from "./context.ts";
 
 /** Commander's accumulator for a repeatable option. */
@@ -62,4 +64,36 @@ export async function probeBaseFlag(ctx: Context, flag: string | undefined, now:
     return probeOciBase({ layoutDir: resolvePath(ctx.cwd, m[1]!), manifestDigest: m[2]!, now });
   }
   throw new CairnError("USAGE", `--base ${JSON.stringify(flag).slice(0, 60)} is not host, rootfs:DIR or oci:LAYOUT@sha256:DIGEST`);
+}
+
+/** The flags of every command that may contact a registry. */
+export interface RemoteFlags {
+  plainHttp?: boolean;
+  allowInsecureRemote?: boolean;
+  maxManifestBytes?: string;
+}
+
+/** Adds the registry flags to `cmd`. */
+export function remoteFlags(cmd: Command): Command {
+  return cmd
+    .option("--plain-http", "speak http instead of https to the registry (loopback registries only, unless --allow-insecure-remote)")
+    .option("--allow-insecure-remote", "allow --plain-http to a registry that is not on loopback")
+    .option("--max-manifest-bytes <n>", "limit manifestBytes: a registry manifest larger than this is refused before it is read (default 4194304)");
+}
+
+export function positiveInt(value: string | undefined, flag: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^[1-9][0-9]{0,14}$/.test(value)) throw new CairnError("USAGE", `${flag} must be a positive integer`, { path: flag });
+  return Number(value);
+}
+
+/** The library's remote options from the flags and the command's environment. */
+export function remoteOptions(ctx: Context, f: RemoteFlags): RemoteOptions {
+  return {
+    plainHttp: f.plainHttp,
+    allowInsecureRemote: f.allowInsecureRemote,
+    manifestBytes: positiveInt(f.maxManifestBytes, "--max-manifest-bytes"),
+    env: ctx.env,
+    cwd: ctx.cwd,
+  };
 }

@@ -21,12 +21,14 @@ import { registerLayer } from "./commands/layer.ts";
 import { registerFormation } from "./commands/formation.ts";
 import { registerSearch } from "./commands/search.ts";
 import { registerStore } from "./commands/content-store.ts";
+import { registerPull } from "./commands/pull.ts";
 
 /** Every command, in help order. Add one line per command file. */
 export const COMMANDS: ReadonlyArray<(program: Command, ctx: Context) => void> = [
   registerKeygen,
   registerManifest,
   registerWorkload,
+  registerPull,
   registerStore,
   registerProfile,
   registerResolve,

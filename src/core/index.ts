@@ -31,5 +31,5 @@ export { checkLimit, formatBytes, FIXED_LIMIT_HINT } from "./limits.ts";
 export { declareIdentity, isIdentityDeclaration, identityBytes, identityDigest, identityHasher, defineScope, scopeFieldNames } from "./identity.ts";
 export type { IdentityDeclaration, IdentityFraming, IdentityRole, IdentityScope } from "./identity.ts";
 export { compareBytes, sortByBytes, sortedRecord } from "./byte-order.ts";
-export { cairnDir } from "./locations.ts";
+export { cairnDir, registryAuthFiles } from "./locations.ts";
 export type { CairnDirKind } from "./locations.ts";

@@ -55,3 +55,20 @@ export function cairnDir(kind: CairnDirKind, env: Readonly<Record<string, string
   }
   return cache ? join(resolve(cwd, home), ".cache", "cairn", kind) : join(resolve(cwd, home), ".local", "share", "cairn", kind);
 }
+
+/**
+ * The registry credential files cairn reads, in order (first file naming a
+ * host wins): `$REGISTRY_AUTH_FILE` (the containers convention, `auth.json`),
+ * then `$DOCKER_CONFIG/config.json`, else `~/.docker/config.json`. Files that
+ * do not exist are skipped by the reader; none is ever written.
+ */
+export function registryAuthFiles(env: Readonly<Record<string, string | undefined>>, cwd: string, accountHome: () => string = homedir): string[] {
+  const out: string[] = [];
+  if (set(env.REGISTRY_AUTH_FILE)) out.push(resolve(cwd, env.REGISTRY_AUTH_FILE));
+  if (set(env.DOCKER_CONFIG)) out.push(join(resolve(cwd, env.DOCKER_CONFIG), "config.json"));
+  else {
+    const home = set(env.HOME) ? env.HOME : accountHome();
+    if (home !== "") out.push(join(resolve(cwd, home), ".docker", "config.json"));
+  }
+  return out;
+}

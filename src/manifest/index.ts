@@ -30,3 +30,7 @@ export { checkResume, snapshotRefOf, parseSnapshotRef } from "./resume.ts";
 export type { SnapshotRef, ResumeOptions, ResumeResult } from "./resume.ts";
 export { readManifestFile, readInputFile as readManifestInput, loadManifestOrDevcontainer } from "./read.ts";
 export type { Loaded } from "./read.ts";
+export { pinDevcontainer, registryResolver, lockfileText } from "./pin.ts";
+export type { PinResult, PinChange, FeatureLock, Resolver } from "./pin.ts";
+export { applyDevcontainerLock, MAX_DEVCONTAINER_LOCK_BYTES } from "./devcontainer-lock.ts";
+export type { AppliedLock } from "./devcontainer-lock.ts";

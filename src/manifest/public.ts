@@ -22,3 +22,5 @@ export {
   MANIFEST_SIGNED,
 } from "./index.ts";
 export type { ManifestLimits } from "./index.ts";
+export { pinDevcontainer, registryResolver, lockfileText } from "./index.ts";
+export type { PinResult, PinChange, FeatureLock, Resolver } from "./index.ts";

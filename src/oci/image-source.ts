@@ -31,7 +31,7 @@ import {
 } from "../core/index.ts";
 import { DEFAULT_LIMITS, enforceLimit, type LayerCompression, type LayerLimits } from "../tree/index.ts";
 import { checkConfig, checkDescriptor, checkPlatform, type Descriptor, type OciLaunchConfig } from "./documents.ts";
-import { OCI_CONFIG, OCI_INDEX, OCI_MANIFEST, layerCompression, requireMediaType } from "./media-types.ts";
+import { CONFIG_TYPES, INDEX_TYPES, MANIFEST_TYPES, OCI_INDEX, layerCompression, requireMediaType } from "./media-types.ts";
 import { copyVerified, openLayoutDir, readVerified, type OciObjectReader } from "./layout-reader.ts";
 import { validateOciDocument } from "./schemas.ts";
 
@@ -117,13 +117,13 @@ function selectDescriptor(index: JsonObject, wanted: Sha256Digest): { model: Jso
   const { m, i } = hits[0]!;
   const path = `/manifests/${i}`;
   const descriptor = checkDescriptor(m, path);
-  if (descriptor.mediaType === OCI_INDEX) {
+  if (INDEX_TYPES.includes(descriptor.mediaType)) {
     throw new CairnError("OCI_SELECTION", "the selected descriptor is a nested index, not an image manifest", {
       path: `${path}/mediaType`,
       hint: "select the linux/amd64 image manifest's digest directly",
     });
   }
-  requireMediaType(descriptor.mediaType, OCI_MANIFEST, `${path}/mediaType`);
+  requireMediaType(descriptor.mediaType, MANIFEST_TYPES, `${path}/mediaType`);
   const platform = isJsonObject(m) ? m.platform : undefined;
   if (!isJsonObject(platform)) {
     throw new CairnError("OCI_PLATFORM", "the selected descriptor declares no platform", {
@@ -177,9 +177,12 @@ export async function readOciSource(options: ReadOciSourceOptions): Promise<OciS
     };
     const manifest = await jsonBlob(selected.descriptor, selected.path);
     const m = parseDoc(manifest.bytes, `manifest ${wanted}`, "manifest");
-    if (typeof m.mediaType === "string") requireMediaType(m.mediaType, OCI_MANIFEST, "/mediaType");
+    if (typeof m.mediaType === "string") requireMediaType(m.mediaType, MANIFEST_TYPES, "/mediaType");
+    // the document's own type agrees with the descriptor that selected it (an OCI descriptor cannot select a Docker manifest)
+    if (typeof m.mediaType === "string" && m.mediaType !== selected.descriptor.mediaType)
+      requireMediaType(m.mediaType, selected.descriptor.mediaType, "/mediaType");
     const configDesc = checkDescriptor(m.config, "/config");
-    requireMediaType(configDesc.mediaType, OCI_CONFIG, "/config/mediaType");
+    requireMediaType(configDesc.mediaType, CONFIG_TYPES, "/config/mediaType");
     const unsafeLayers = Array.isArray(m.layers) ? m.layers : [];
     enforceLimit(limits, "descriptors", unsafeLayers.length, "/layers");
     const layerDescs = unsafeLayers.map((l, i) => {

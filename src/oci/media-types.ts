@@ -12,16 +12,29 @@ export const OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json";
 export const OCI_CONFIG = "application/vnd.oci.image.config.v1+json";
 export const OCI_LAYER_TAR = "application/vnd.oci.image.layer.v1.tar";
 export const OCI_LAYER_GZIP = "application/vnd.oci.image.layer.v1.tar+gzip";
+/** Docker image manifest v2 schema 2 and its parts: the same document shapes under other names, accepted as served (their digests are kept). */
+export const DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json";
+export const DOCKER_MANIFEST_LIST = "application/vnd.docker.distribution.manifest.list.v2+json";
+export const DOCKER_CONFIG = "application/vnd.docker.container.image.v1+json";
+export const DOCKER_LAYER_GZIP = "application/vnd.docker.image.rootfs.diff.tar.gzip";
+export const DOCKER_LAYER_TAR = "application/vnd.docker.image.rootfs.diff.tar";
+
+/** Image manifest and config media types, OCI first. */
+export const MANIFEST_TYPES: readonly string[] = [OCI_MANIFEST, DOCKER_MANIFEST];
+export const CONFIG_TYPES: readonly string[] = [OCI_CONFIG, DOCKER_CONFIG];
+/** Index media types (an OCI index or a Docker manifest list). */
+export const INDEX_TYPES: readonly string[] = [OCI_INDEX, DOCKER_MANIFEST_LIST];
 
 /** Layer media types and their compression. zstd and non-distributable layers are not accepted. */
 const LAYER_TYPES: ReadonlyMap<string, LayerCompression> = new Map([
   [OCI_LAYER_TAR, "none"],
   [OCI_LAYER_GZIP, "gzip"],
+  [DOCKER_LAYER_TAR, "none"],
+  [DOCKER_LAYER_GZIP, "gzip"],
 ]);
 
 const HINTS: Record<string, string> = {
-  "application/vnd.docker.distribution.manifest.v2+json": "this is a Docker manifest; convert the image to OCI (e.g. `skopeo copy ... oci:DIR`)",
-  "application/vnd.docker.image.rootfs.diff.tar.gzip": "this is a Docker layer type; convert the image to OCI",
+  "application/vnd.docker.distribution.manifest.v1+prettyjws": "Docker schema 1 manifests are not supported; push the image again with a current tool",
   "application/vnd.oci.image.layer.v1.tar+zstd": "zstd layers are not supported; rebuild the image with gzip or uncompressed layers",
 };
 
@@ -41,12 +54,14 @@ export function layerCompression(unsafeMediaType: string, path: string): LayerCo
   return c;
 }
 
-/** Refuses anything but `expected` for a descriptor or document media type at `path`. */
-export function requireMediaType(unsafeMediaType: string, expected: string, path: string): void {
-  if (unsafeMediaType !== expected) {
-    throw new CairnError("OCI_MEDIA_TYPE", `media type ${JSON.stringify(unsafeMediaType)} where ${expected} is required`, {
+/** Refuses anything but `expected` (one type, or one of a list) for a descriptor or document media type at `path`. */
+export function requireMediaType(unsafeMediaType: string, expected: string | readonly string[], path: string): void {
+  const allowed = typeof expected === "string" ? [expected] : expected;
+  if (!allowed.includes(unsafeMediaType)) {
+    const names = allowed.join(" or ");
+    throw new CairnError("OCI_MEDIA_TYPE", `media type ${JSON.stringify(unsafeMediaType)} where ${names} is required`, {
       path,
-      hint: hintFor(unsafeMediaType, `expected ${expected}`),
+      hint: hintFor(unsafeMediaType, `expected ${names}`),
     });
   }
 }

@@ -23,6 +23,7 @@ import {
 } from "../core/index.ts";
 import {
   assembleWorkload,
+  type RemoteOptions,
   LOCK_MAX_BYTES,
   SPEC_MAX_BYTES,
   WORKLOAD_LOCK_SCHEMA,
@@ -107,6 +108,8 @@ export interface RecordOptions {
   readonly includePrivateStreams?: boolean;
   readonly now?: () => Date;
   readonly log?: (line: string) => void;
+  /** How to reach a registry when the spec names `oci.ref` (see workload assembly). */
+  readonly remote?: RemoteOptions;
 }
 
 export interface RecordResult {
@@ -152,7 +155,14 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
       writeFileAtomic(lockPath, inputBytes, { mode: 0o600, overwrite: false });
     } else {
       log(`assembling ${opts.input}`);
-      await assembleWorkload({ specPath: input, storeDir: opts.storeDir, lockOut: lockPath, cairnVersion: opts.cairnVersion, now: () => now });
+      await assembleWorkload({
+        specPath: input,
+        storeDir: opts.storeDir,
+        lockOut: lockPath,
+        cairnVersion: opts.cairnVersion,
+        now: () => now,
+        remote: opts.remote,
+      });
     }
     w = await openVerifiedWorkload(lockPath, opts.storeDir);
     scenario = parseScenario(w.run);

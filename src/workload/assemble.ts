@@ -16,6 +16,7 @@ import type { SourceKind, WorkloadIdentities } from "./workload-identity.ts";
 import { encodeWorkloadLock, type WorkloadLock } from "./workload-lock.ts";
 import { readSourceFile } from "./source-file.ts";
 import { parseWorkloadSpec, SPEC_MAX_BYTES } from "./spec.ts";
+import type { RemoteOptions } from "./registry-pull.ts";
 
 export interface AssembleOptions {
   readonly specPath: string;
@@ -27,6 +28,8 @@ export interface AssembleOptions {
   readonly now?: () => Date;
   /** Progress lines for large inputs (the CLI shows them on a TTY). */
   readonly progress?: ((line: string) => void) | undefined;
+  /** How to reach a registry when the spec names `oci.ref` (credentials come from the environment's files). Without it, `env` is empty and https only. */
+  readonly remote?: RemoteOptions | undefined;
 }
 
 export interface AssembleResult {
@@ -50,7 +53,7 @@ export async function assembleWorkload(opts: AssembleOptions): Promise<AssembleR
   const started = performance.now();
   const specPath = resolve(opts.specPath);
   const specBytes = readSourceFile(specPath, SPEC_MAX_BYTES, "specBytes");
-  const spec = parseWorkloadSpec(specBytes, specPath);
+  let spec = parseWorkloadSpec(specBytes, specPath);
   const lockPath = resolve(opts.lockOut ?? defaultLockPath(specPath));
   // Open for writing until the lock is rooted: `cairn store gc` waits for an open writer (store/gc-lock.ts).
   const store = new Store(opts.storeDir);
@@ -64,7 +67,15 @@ export async function assembleWorkload(opts: AssembleOptions): Promise<AssembleR
       derived = deriveBinary(spec, exe, exePath);
       store.put("objects", exe);
     } else {
-      const layoutDir = resolve(dirname(specPath), spec.source.layout);
+      let layoutDir = resolve(dirname(specPath), spec.source.layout);
+      if (spec.source.ref !== undefined) {
+        // a registry image: pulled into the store by digest (nothing is requested when the store has it), then read
+        // as a layout cairn writes into its own staging, exactly like a user's layout
+        const { pullToLayout } = await import("./registry-pull.ts");
+        layoutDir = join(store.stagingDir, "pulled-layout");
+        const pulled = await pullToLayout(spec.source.ref, layoutDir, store, opts.remote ?? { env: {}, cwd: dirname(specPath) }, opts.progress);
+        if (spec.source.manifestFromRef === true) spec = { ...spec, source: { ...spec.source, manifest: pulled.image.manifest.digest } };
+      }
       // Loaded on demand: the OCI path compiles the image-spec schemas, which a binary workload never needs.
       const { assembleOci } = await import("./oci-workload.ts");
       const oci = await assembleOci(spec, layoutDir, store, opts.progress);

@@ -16,3 +16,5 @@ export { assembleWorkload } from "./assemble.ts";
 export type { AssembleOptions, AssembleResult } from "./assemble.ts";
 export { openVerifiedWorkload, readWorkloadLock } from "./verified-workload.ts";
 export type { VerifiedWorkload } from "./verified-workload.ts";
+export { archiveToLayout, pullToLayout, pullToStore, storeBlobCache } from "./registry-pull.ts";
+export type { PullResult, RemoteOptions } from "./registry-pull.ts";

@@ -12,3 +12,5 @@ export type { Launch, WorkloadIdentities } from "./index.ts";
 export { LAUNCH_IDENTITY, LAUNCH_IDENTITY_SCOPE, SOURCE_IDENTITY, SOURCE_IDENTITY_SCOPE, WORKLOAD_IDENTITY, WORKLOAD_IDENTITY_SCOPE } from "./index.ts";
 export { checkStaticExecutable } from "./index.ts";
 export type { ElfFacts } from "./index.ts";
+export { pullToLayout, pullToStore } from "./index.ts";
+export type { PullResult, RemoteOptions } from "./index.ts";

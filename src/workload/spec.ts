@@ -9,16 +9,22 @@
  *   source:                       # exactly one of binary / oci
  *     binary: {path, args?, env?, workdir?, user}
  *     oci:    {layout, manifest: "sha256:…"}
+ *         or  {ref: "HOST/REPO@sha256:…", manifest?: "sha256:…"}
  *   policy: {…}                   # optional, OCI layer policy (see policy.ts)
  *   limits: {…}                   # optional, named input limits (see limits.ts)
  *   run: {…}                      # optional, opaque here
  *
  * `path` and `layout` are locators: resolved against the spec's directory,
- * used to find bytes, and never part of any identity. `manifest` selects
- * content and is then verified against the bytes, never trusted.
+ * used to find bytes, and never part of any identity. `ref` is a locator
+ * too (where the image is pulled from): it must name a digest, because a
+ * tag is a claim that can change; without `manifest`, the manifest the ref
+ * selects (directly, or linux/amd64 of an index) becomes the spec's
+ * manifest at assembly. `manifest` selects content and is then verified
+ * against the bytes, never trusted.
  */
 import { Checker, childPath, parseJsonBytes, parseYamlBytes, parseSha256, type JsonModel, type JsonObject, type Sha256Digest } from "../core/index.ts";
 import { limitsModel, parseLimits, parsePolicy, policyModel, type LayerLimits, type LayerPolicy } from "../tree/index.ts";
+import { formatImageRef, parseImageRef, type ImageRef } from "../oci/index.ts";
 
 export const WORKLOAD_SPEC_SCHEMA = "cairn.workload/1";
 
@@ -39,9 +45,14 @@ export interface BinarySourceSpec {
 
 export interface OciSourceSpec {
   readonly kind: "oci";
-  /** Locator: the OCI image layout directory, relative to the spec's directory. */
+  /** Locator: the OCI image layout directory, relative to the spec's directory ("" when the image comes from `ref`). */
   readonly layout: string;
+  /** Locator: `HOST/REPO@sha256:…`, pulled into the store at assembly (absent for a layout). */
+  readonly ref?: string;
+  /** The image manifest; for a `ref` without `manifest`, the ref's digest until assembly resolves the selection. */
   readonly manifest: Sha256Digest;
+  /** True when `manifest` was not written and stands for the ref's digest. */
+  readonly manifestFromRef?: boolean;
 }
 
 export type SourceSpec = BinarySourceSpec | OciSourceSpec;
@@ -59,7 +70,7 @@ export interface WorkloadSpec {
 
 const TOP_KEYS = ["schema", "source", "policy", "limits", "run"] as const;
 const BINARY_KEYS = ["path", "args", "env", "workdir", "user"] as const;
-const OCI_KEYS = ["layout", "manifest"] as const;
+const OCI_KEYS = ["layout", "manifest", "ref"] as const;
 
 /** A required string field: one issue when missing, one when mistyped, never both. */
 function requiredString(c: Checker, o: JsonObject, key: string, path: string, max?: number): string | undefined {
@@ -90,7 +101,41 @@ function checkBinary(c: Checker, o: JsonObject, path: string, form: SpecForm): B
   return { kind: "binary", path: unsafePath, args, env, workdir, user };
 }
 
+/** The `ref` locator: it must parse and name a digest (REFERENCE_INVALID otherwise, with the way to pin it). */
+function checkRef(c: Checker, unsafe: JsonModel | undefined, path: string): ImageRef | undefined {
+  try {
+    const ref = parseImageRef(unsafe, path);
+    if (ref.digest === undefined) {
+      c.add(
+        path,
+        "names a tag, which can move; a workload needs a digest (HOST/REPO@sha256:…): run `cairn pull REF --oci DIR --json` and use its ref",
+        "REFERENCE_INVALID",
+      );
+      return undefined;
+    }
+    return ref;
+  } catch (e) {
+    c.add(path, e instanceof Error ? e.message : "invalid image reference", "REFERENCE_INVALID");
+    return undefined;
+  }
+}
+
 function checkOci(c: Checker, o: JsonObject, path: string, form: SpecForm): OciSourceSpec | undefined {
+  if (form === "file" && "ref" in o) {
+    if ("layout" in o) c.add(path, "must hold one of layout or ref, not both", "WORKLOAD_SPEC_INVALID");
+    const ref = checkRef(c, o.ref, childPath(path, "ref"));
+    let manifest: Sha256Digest | undefined = ref?.digest;
+    if ("manifest" in o) {
+      try {
+        manifest = parseSha256(o.manifest, childPath(path, "manifest"));
+      } catch {
+        c.add(childPath(path, "manifest"), "must be sha256:<64 lowercase hex>", "DIGEST_INVALID");
+      }
+    }
+    if (ref === undefined || manifest === undefined) return undefined;
+    return { kind: "oci", layout: "", ref: formatImageRef(ref), manifest, manifestFromRef: !("manifest" in o) };
+  }
+  if (form === "stored" && "ref" in o) c.add(childPath(path, "ref"), "a canonical spec holds no locator", "MODEL_UNKNOWN_FIELD");
   const layout = locator(c, o, "layout", path, form);
   const unsafeManifest = c.required(o, "manifest", path);
   let manifest: Sha256Digest | undefined;

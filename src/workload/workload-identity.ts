@@ -101,6 +101,8 @@ export const WORKLOAD_IDENTITY_SCOPE = defineScope({
   excludes: {
     "spec:/source/binary/path": "a locator: where the executable was found, not what it is; its bytes are covered through the source identity",
     "spec:/source/oci/layout": "a locator: the layout directory's path; the selected content is covered through the manifest digest",
+    "spec:/source/oci/ref":
+      "a locator: the registry and repository the image is pulled from; the selected content is covered through the manifest digest (the ref's digest selects it and is verified against the bytes)",
     "spec:/limits": "limits only accept or refuse input; they never change an accepted tree",
     "spec:/run": "belongs to runs (scenario steps, assertions); one workload serves many runs",
     "lock:/schema": "the lock format version; not a property of the workload",

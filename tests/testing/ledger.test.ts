@@ -17,6 +17,7 @@ const AREA: Record<string, string[]> = {
   "architecture.md": ["architecture"],
   "manifest.md": ["manifest"],
   "oci.md": ["oci", "tree"],
+  "registry.md": ["registry"],
   "runs.md": ["vm"],
   "strata.md": ["strata"],
   "workload.md": ["workload", "store"],

@@ -29,7 +29,7 @@ test("every spec field and every lock field is placed as covered or not covered 
   assert.deepEqual(stale, [], "WORKLOAD_IDENTITY_SCOPE lists fields the models no longer have");
 });
 
-/** Real instances: a full binary spec and a full OCI spec (both accepted by the spec parser) and a lock written by encodeWorkloadLock. */
+/** Real instances: a full binary spec and full OCI specs (a layout and a registry ref; all accepted by the spec parser) and a lock written by encodeWorkloadLock. */
 function instances(): unknown[] {
   const d = (c: string) => `sha256:${c.repeat(64)}` as Sha256Digest;
   const withAll = (m: Record<string, unknown>): Record<string, unknown> => {
@@ -40,6 +40,7 @@ function instances(): unknown[] {
   };
   const binary = withAll(JSON.parse(binarySpec()) as Record<string, unknown>);
   const oci = withAll({ schema: "cairn.workload/1", source: { oci: { layout: "./image", manifest: d("1") } } });
+  const ociRef = withAll({ schema: "cairn.workload/1", source: { oci: { ref: `127.0.0.1:5000/app@${d("8")}`, manifest: d("1") } } });
   const identities = { workload: d("2"), source: d("3"), fs: d("4"), launch: d("5") };
   const lock = JSON.parse(
     encodeWorkloadLock({
@@ -52,7 +53,7 @@ function instances(): unknown[] {
       cairnVersion: "t",
     }),
   ) as unknown;
-  return [named("spec", binary), named("spec", oci), named("lock", lock)];
+  return [named("spec", binary), named("spec", oci), named("spec", ociRef), named("lock", lock)];
 }
 
 test("the workload identity scope places every field of real spec and lock models (shared exhaustiveness helper)", () => {

@@ -1,12 +1,15 @@
 import type { Command } from "commander";
 import { readSigningKey, writeFileAtomic } from "../../core/index.ts";
-import { ingestDevcontainer, manifestText, readManifestInput } from "../../manifest/index.ts";
+import { existsSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { applyDevcontainerLock, ingestDevcontainer, manifestText, readManifestInput } from "../../manifest/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
 import { manifestSummary } from "../manifest-summary.ts";
 
 interface IngestOptions {
   sign?: string;
+  lockfile?: string | false;
   out?: string;
   featuresDir?: string;
   json?: boolean;
@@ -20,11 +23,22 @@ export function registerManifestIngest(manifest: Command, ctx: Context): void {
     .option("--sign <key>", "sign the manifest core with this Ed25519 private key (PEM, from `cairn keygen`)")
     .option("--out <file>", "write the manifest here (atomically, only on success)")
     .option("--features-dir <dir>", "the folder local feature ids (./x) are relative to: each is hashed (cairn.fs/1) and counts as pinned")
+    .option(
+      "--lockfile <file>",
+      "the devcontainers CLI lockfile whose pinned features count as pinned (default: devcontainer-lock.json beside the file, when present)",
+    )
+    .option("--no-lockfile", "ignore a devcontainer-lock.json beside the file")
     .option("--json", "print the manifest document as JSON")
     .action((file: string, opts: IngestOptions) => {
       // Read the key first: a bad key must fail before anything is written.
       const key = opts.sign === undefined ? undefined : readSigningKey(opts.sign);
-      const { manifest: m, excluded } = ingestDevcontainer(readManifestInput(file), {
+      let model = readManifestInput(file);
+      const besides = join(dirname(resolve(ctx.cwd, file)), "devcontainer-lock.json");
+      const lockPath =
+        opts.lockfile === false ? undefined : opts.lockfile !== undefined ? resolve(ctx.cwd, opts.lockfile) : existsSync(besides) ? besides : undefined;
+      const applied = lockPath === undefined ? undefined : applyDevcontainerLock(model, lockPath);
+      if (applied !== undefined) model = applied.model;
+      const { manifest: m, excluded } = ingestDevcontainer(model, {
         ...(key ? { key } : {}),
         ...(opts.featuresDir === undefined ? {} : { featuresDir: opts.featuresDir }),
       });
@@ -36,6 +50,7 @@ export function registerManifestIngest(manifest: Command, ctx: Context): void {
         return;
       }
       const lines = manifestSummary(m);
+      if (applied !== undefined) lines.push(`lockfile  ${lockPath} ${applied.digest} (${applied.pinned} feature(s) pinned by it)`);
       if (excluded.length > 0) lines.push(`excluded  ${excluded.join(", ")} (accepted, not in the address)`);
       if (opts.out !== undefined) lines.push(`wrote     ${opts.out}`);
       ctx.io.out(lines.join("\n"));

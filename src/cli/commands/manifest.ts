@@ -4,12 +4,14 @@ import { registerManifestDiff } from "./manifest-diff.ts";
 import { registerManifestIngest } from "./manifest-ingest.ts";
 import { registerManifestResumeCheck } from "./manifest-resume-check.ts";
 import { registerManifestVerify } from "./manifest-verify.ts";
+import { registerManifestPin } from "./manifest-pin.ts";
 
-/** `cairn manifest ingest|verify|diff|resume-check`: environment manifests from devcontainer.json. */
+/** `cairn manifest ingest|verify|diff|resume-check|pin`: environment manifests from devcontainer.json. */
 export function registerManifest(program: Command, ctx: Context): void {
   const manifest = program.command("manifest").description("environment manifests: devcontainer.json → signed, content-addressed identity");
   registerManifestIngest(manifest, ctx);
   registerManifestVerify(manifest, ctx);
   registerManifestDiff(manifest, ctx);
   registerManifestResumeCheck(manifest, ctx);
+  registerManifestPin(manifest, ctx);
 }

@@ -5,11 +5,10 @@ import { defaultRunsDir, ensureKit, kitDir, recordRun } from "../../vm/index.ts"
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
 import { CAIRN_VERSION } from "../cairn-version.ts";
-import { parseTimeout } from "../flags.ts";
+import { parseTimeout, remoteFlags, remoteOptions, type RemoteFlags } from "../flags.ts";
 
 export function registerRun(program: Command, ctx: Context): void {
-  program
-    .command("run")
+  remoteFlags(program.command("run"))
     .description("record a workload run under QEMU record/replay and write a replayable run directory")
     .argument("<spec-or-lock>", "a workload spec (assembled first) or a workload lock")
     .option("--store <dir>", "content store (default $CAIRN_HOME/store or $XDG_CACHE_HOME/cairn/store)")
@@ -18,7 +17,7 @@ export function registerRun(program: Command, ctx: Context): void {
     .option("--timeout <seconds>", "wall-clock limit for QEMU; the process group is killed after it")
     .option("--include-private-streams", "put the exact output streams into the failure bundle (local use only)")
     .option("--json", "print the result as JSON")
-    .action(async (input: string, opts: { store?: string; runs?: string; kit?: string; timeout?: string; includePrivateStreams?: boolean; json?: boolean }) => {
+    .action(async (input: string, opts: RemoteFlags & { store?: string; runs?: string; kit?: string; timeout?: string; includePrivateStreams?: boolean; json?: boolean }) => {
       const log = (line: string) => ctx.io.err(`cairn run: ${line}`);
       // the kit is set up only once the input has been read and validated (recordRun calls this then)
       const kit = () => ensureKit({ dir: kitDir(ctx.env, ctx.cwd, opts.kit), isRoot: process.getuid?.() === 0, log });
@@ -31,6 +30,7 @@ export function registerRun(program: Command, ctx: Context): void {
         timeoutMs: parseTimeout(opts.timeout),
         includePrivateStreams: opts.includePrivateStreams === true,
         log,
+        remote: remoteOptions(ctx, opts),
       });
       const failed = r.evaluation.assertions.filter((a) => !a.ok).length;
       const summary = {

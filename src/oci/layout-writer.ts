@@ -1,0 +1,167 @@
+/**
+ * Writing an OCI image layout that cairn's own reader accepts: `oci-layout`,
+ * one `index.json` descriptor for the selected image manifest carrying its
+ * platform (linux/amd64) and, when known, the tag as
+ * `org.opencontainers.image.ref.name`, and every blob of the image under
+ * `blobs/sha256/`.
+ *
+ * The layout appears whole or not at all: it is written into a hidden
+ * temporary sibling (`.NAME.PID.RANDOM.tmp`), every file fsynced and
+ * re-hashed as it is copied, and renamed to its name last. An existing
+ * non-empty directory is never written into. A writer killed midway leaves
+ * only its hidden sibling, which the next writer of the same name removes
+ * once its pid is gone.
+ */
+import { constants, readdirSync, rmSync } from "node:fs";
+import { copyFile, mkdir, open, rename, rm } from "node:fs/promises";
+import { basename, dirname, join } from "node:path";
+import { CairnError, Sha256Hasher, canonicalBytes, digestComponents, fsyncDir, ioError, tempSibling, type Sha256Digest } from "../core/index.ts";
+import type { Descriptor } from "./documents.ts";
+import { OCI_INDEX } from "./media-types.ts";
+
+export interface LayoutImage {
+  readonly manifest: Descriptor;
+  readonly config: Descriptor;
+  readonly layers: readonly Descriptor[];
+  /** `org.opencontainers.image.ref.name` of the descriptor (a tag), if any. */
+  readonly refName?: string;
+}
+
+/** Where the blobs come from: a verified path for each digest. */
+export type BlobPath = (digest: Sha256Digest) => string;
+
+const COPY_CHUNK = 4 * 1024 * 1024;
+
+/** Copies `size` bytes from `from` to the new file `to`, hashing as it goes; DIGEST_MISMATCH when the source is not what its name says. */
+async function copyChecked(from: string, to: string, d: Descriptor): Promise<void> {
+  const src = await open(from, constants.O_RDONLY | constants.O_NOFOLLOW);
+  const dst = await open(to, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
+  try {
+    const hasher = new Sha256Hasher();
+    const buf = Buffer.allocUnsafe(COPY_CHUNK);
+    let pos = 0;
+    for (;;) {
+      const { bytesRead } = await src.read(buf, 0, buf.length, pos);
+      if (bytesRead === 0) break;
+      pos += bytesRead;
+      if (pos > d.size) break;
+      const chunk = buf.subarray(0, bytesRead);
+      hasher.update(chunk);
+      await dst.write(chunk);
+    }
+    if (pos !== d.size || hasher.digest() !== d.digest) {
+      throw new CairnError("STORE_CORRUPT", `the cached copy of ${d.digest} does not match its digest`, {
+        path: d.digest,
+        hint: "remove the store entry and pull again",
+      });
+    }
+    await dst.sync();
+  } finally {
+    await src.close();
+    await dst.close();
+  }
+}
+
+/** A kernel copy of a blob this process verified just before, checked by size and fsynced. */
+async function copyFast(from: string, to: string, d: Descriptor): Promise<void> {
+  await copyFile(from, to, constants.COPYFILE_EXCL | constants.COPYFILE_FICLONE);
+  const h = await open(to, constants.O_RDONLY | constants.O_NOFOLLOW);
+  try {
+    if ((await h.stat()).size !== d.size) throw new CairnError("STORE_CORRUPT", `the cached copy of ${d.digest} has another size`, { path: d.digest });
+    await h.chmod(0o644);
+    await h.sync();
+  } finally {
+    await h.close();
+  }
+}
+
+const TEMP_NAME = /^\.(.+)\.([1-9][0-9]*)\.[0-9a-f]{12}\.tmp$/;
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as { code?: string }).code === "EPERM";
+  }
+}
+
+/** Removes hidden temporary siblings of `target` left by writers that are gone. */
+function cleanAbandoned(target: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(dirname(target));
+  } catch {
+    return;
+  }
+  for (const n of names) {
+    const m = TEMP_NAME.exec(n);
+    if (m !== null && m[1] === basename(target) && !alive(Number(m[2]))) rmSync(join(dirname(target), n), { recursive: true, force: true });
+  }
+}
+
+/**
+ * Writes the layout at `layoutDir` (which must not exist, or be an empty
+ * directory). Blobs in `justVerified` were verified against their digest by
+ * this process moments before (a pull that just streamed them) and are copied
+ * by the kernel (`copyFile`, a reflink where the filesystem has them) and
+ * checked by size; every other blob is re-hashed as it is copied.
+ */
+export async function writeImageLayout(
+  layoutDir: string,
+  image: LayoutImage,
+  blobPath: BlobPath,
+  justVerified: ReadonlySet<string> = new Set(),
+): Promise<void> {
+  cleanAbandoned(layoutDir);
+  const tmp = tempSibling(layoutDir);
+  try {
+    await mkdir(join(tmp, "blobs", "sha256"), { recursive: true, mode: 0o755 });
+    const file = async (name: string, bytes: Uint8Array): Promise<void> => {
+      const h = await open(join(tmp, name), "wx", 0o644);
+      try {
+        await h.write(bytes);
+        await h.sync();
+      } finally {
+        await h.close();
+      }
+    };
+    await file("oci-layout", Buffer.from('{"imageLayoutVersion":"1.0.0"}'));
+    const done = new Set<string>();
+    for (const d of [image.manifest, image.config, ...image.layers]) {
+      if (done.has(d.digest)) continue;
+      done.add(d.digest);
+      const [, hex] = digestComponents(d.digest);
+      const dest = join(tmp, "blobs", "sha256", hex);
+      if (justVerified.has(d.digest)) await copyFast(blobPath(d.digest), dest, d);
+      else await copyChecked(blobPath(d.digest), dest, d);
+    }
+    const descriptor: Record<string, unknown> = {
+      mediaType: image.manifest.mediaType,
+      digest: image.manifest.digest,
+      size: image.manifest.size,
+      platform: { architecture: "amd64", os: "linux" },
+    };
+    if (image.refName !== undefined) descriptor.annotations = { "org.opencontainers.image.ref.name": image.refName };
+    await file("index.json", canonicalBytes({ schemaVersion: 2, mediaType: OCI_INDEX, manifests: [descriptor] } as never));
+    fsyncDir(join(tmp, "blobs", "sha256"));
+    fsyncDir(tmp);
+    try {
+      await rename(tmp, layoutDir); // replaces only an empty directory
+    } catch (cause) {
+      const code = (cause as { code?: string }).code;
+      if (code === "ENOTEMPTY" || code === "EEXIST" || code === "ENOTDIR") {
+        throw new CairnError("IO_ERROR", `${layoutDir} already exists and is not an empty directory; refusing to write into it`, {
+          path: layoutDir,
+          hint: "name a new directory for the layout",
+        });
+      }
+      throw cause;
+    }
+    fsyncDir(dirname(layoutDir));
+  } catch (cause) {
+    await rm(tmp, { recursive: true, force: true });
+    if (cause instanceof CairnError) throw cause;
+    throw ioError(layoutDir, cause, "write");
+  }
+}

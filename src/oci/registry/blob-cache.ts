@@ -1,0 +1,26 @@
+/**
+ * Where pulled content goes: a content-addressed cache the caller provides
+ * (the workload area backs it with the content store; tests may back it with
+ * a directory). The puller streams each blob into a private staged file the
+ * cache hands out, verifies it while it streams, and only then asks the
+ * cache to adopt it under its digest; a transfer that fails or is killed
+ * leaves at most a staged file, never an entry under a digest.
+ */
+import type { Sha256Digest } from "../../core/index.ts";
+
+export interface BlobCache {
+  /** True when a complete copy of `digest` with `size` bytes is present (the cache verified it when it adopted it). */
+  has(digest: Sha256Digest, size: number): boolean;
+  /** The size of a present entry, when there is one (a digest-only reference knows no size). */
+  sizeOf(digest: Sha256Digest): number | undefined;
+  /** A fresh private path to stream into (not yet existing). */
+  stagePath(): string;
+  /** Names the complete, verified staged file under `digest` (atomic; the staged file is gone afterwards). */
+  adopt(stagedPath: string, digest: Sha256Digest, size: number): void;
+  /** Stores verified bytes under their digest. */
+  put(bytes: Uint8Array): Sha256Digest;
+  /** Reads and re-verifies a present entry of at most `maxBytes`. */
+  read(digest: Sha256Digest, maxBytes: number): Buffer;
+  /** The path of a present entry, to copy from. */
+  pathOf(digest: Sha256Digest): string;
+}
