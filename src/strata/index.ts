@@ -49,3 +49,5 @@ export { buildLayerFromDirectory, foldLayers, formationOf, manifestFor } from ".
 export type { LayerSpec, SourceTrust } from "./build.ts";
 export { searchRegistries } from "./registry-search.ts";
 export type { SearchHit } from "./registry-search.ts";
+export { exportLock, EXPORT_ANNOTATIONS, DEFAULT_EXPORT_LAUNCH } from "./lockfile-export.ts";
+export type { ExportBase, ExportLaunch, ExportLockOptions, ExportResult } from "./lockfile-export.ts";

@@ -19,3 +19,5 @@ export { buildLayerFromDirectory, foldLayers, formationOf } from "./index.ts";
 export type { Formation, LayerManifest, LayerSpec, SourceTrust } from "./index.ts";
 export { parseCapability, parseRequirement, satisfies } from "./index.ts";
 export type { Capability, Requirement } from "./index.ts";
+export { EXPORT_ANNOTATIONS, exportLock } from "./index.ts";
+export type { ExportBase, ExportLaunch, ExportLockOptions, ExportResult } from "./index.ts";
