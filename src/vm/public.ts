@@ -6,6 +6,8 @@ export { ensureKit, kitDir, loadKit, setupKit } from "./index.ts";
 export type { Kit, SetupOptions } from "./index.ts";
 export { defaultRunsDir, recordRun } from "./index.ts";
 export type { RecordOptions, RecordResult } from "./index.ts";
+export { isEnvironmentLockfile, recordLockfileRun } from "./index.ts";
+export type { LockfileRunOptions, LockfileRunResult } from "./index.ts";
 export { preflight, replayRun } from "./index.ts";
 export type { ReplayOptions, ReplayResult } from "./index.ts";
 export { parseRunManifest, readRunManifest, RUN_MANIFEST_SCHEMA, RUN_MANIFEST_SCOPE } from "./index.ts";

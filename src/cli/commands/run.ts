@@ -1,28 +1,69 @@
 import type { Command } from "commander";
+import { resolve } from "node:path";
 import { CairnError } from "../../core/index.ts";
 import { defaultStoreDir } from "../../store/index.ts";
-import { defaultRunsDir, ensureKit, kitDir, recordRun } from "../../vm/index.ts";
+import { DEFAULT_EXPORT_LAUNCH } from "../../strata/index.ts";
+import { defaultRunsDir, ensureKit, isEnvironmentLockfile, kitDir, recordLockfileRun, recordRun } from "../../vm/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
 import { CAIRN_VERSION } from "../cairn-version.ts";
-import { parseTimeout } from "../flags.ts";
+import { clock, exportBaseFlag, lockVerifyOptions, parseTimeout, withLockVerifyFlags, type LockVerifyFlags } from "../flags.ts";
+
+interface RunFlags extends LockVerifyFlags {
+  store?: string;
+  runs?: string;
+  kit?: string;
+  timeout?: string;
+  includePrivateStreams?: boolean;
+  cmd?: string[];
+  user?: string;
+  workdir?: string;
+  json?: boolean;
+}
 
 export function registerRun(program: Command, ctx: Context): void {
-  program
+  const cmd = program
     .command("run")
     .description("record a workload run under QEMU record/replay and write a replayable run directory")
-    .argument("<spec-or-lock>", "a workload spec (assembled first) or a workload lock")
+    .argument(
+      "<spec-or-lock>",
+      "a workload spec (assembled first), a workload lock, or an environment lockfile (exported first; give --cmd and the lock verify flags)",
+    )
     .option("--store <dir>", "content store (default $CAIRN_HOME/store or $XDG_CACHE_HOME/cairn/store)")
     .option("--runs <dir>", "where run directories go (default $CAIRN_HOME/runs or $XDG_DATA_HOME/cairn/runs)")
     .option("--kit <dir>", "guest kit (default $CAIRN_KIT, $CAIRN_HOME/kit or $XDG_CACHE_HOME/cairn/kit)")
     .option("--timeout <seconds>", "wall-clock limit for QEMU; the process group is killed after it")
     .option("--include-private-streams", "put the exact output streams into the failure bundle (local use only)")
+    .option("--user <uid:gid>", "environment lockfile only: the numeric user the command runs as (default 1000:1000)")
+    .option("--workdir <dir>", "environment lockfile only: the command's working directory (default /)");
+  withLockVerifyFlags(cmd, false)
+    .option("--cmd <argv...>", "environment lockfile only: the program (absolute path) and its arguments (last option)")
     .option("--json", "print the result as JSON")
-    .action(async (input: string, opts: { store?: string; runs?: string; kit?: string; timeout?: string; includePrivateStreams?: boolean; json?: boolean }) => {
+    .action(async (unsafeInput: string, opts: RunFlags) => {
       const log = (line: string) => ctx.io.err(`cairn run: ${line}`);
+      const input = resolve(ctx.cwd, unsafeInput);
+      const fromLockfile = isEnvironmentLockfile(input);
+      if (
+        !fromLockfile &&
+        (opts.cmd !== undefined ||
+          opts.pub !== undefined ||
+          opts.registry.length > 0 ||
+          opts.base !== undefined ||
+          opts.user !== undefined ||
+          opts.workdir !== undefined)
+      ) {
+        throw new CairnError(
+          "USAGE",
+          "--cmd, --user, --workdir, --pub, --registry and --base are for an environment lockfile; a workload spec or lock names its own launch",
+          {
+            path: "--cmd",
+          },
+        );
+      }
+      if (fromLockfile && opts.cmd === undefined)
+        throw new CairnError("USAGE", "running an environment lockfile needs --cmd /path/to/program [ARG...]", { path: "--cmd" });
       const kit = await ensureKit({ dir: kitDir(ctx.env, ctx.cwd, opts.kit), isRoot: process.getuid?.() === 0, log });
-      const r = await recordRun({
-        input,
+      const record = {
         storeDir: defaultStoreDir(ctx.env, ctx.cwd, opts.store),
         runsDir: defaultRunsDir(ctx.env, ctx.cwd, opts.runs),
         kit,
@@ -30,7 +71,21 @@ export function registerRun(program: Command, ctx: Context): void {
         timeoutMs: parseTimeout(opts.timeout),
         includePrivateStreams: opts.includePrivateStreams === true,
         log,
-      });
+      };
+      const lr = fromLockfile
+        ? await recordLockfileRun({
+            ...record,
+            export: {
+              lockPath: input,
+              verify: lockVerifyOptions(ctx, opts, clock(ctx.env)),
+              base: exportBaseFlag(ctx, opts.base),
+              contents: opts.contents === true,
+              launch: { argv: opts.cmd!, user: opts.user ?? DEFAULT_EXPORT_LAUNCH.user, workdir: opts.workdir ?? DEFAULT_EXPORT_LAUNCH.workdir },
+            },
+          })
+        : undefined;
+      const r = lr ?? (await recordRun({ ...record, input }));
+      const exported = lr?.exported;
       const failed = r.evaluation.assertions.filter((a) => !a.ok).length;
       const summary = {
         run_dir: r.runDir,
@@ -42,6 +97,7 @@ export function registerRun(program: Command, ctx: Context): void {
         assertions: { total: r.evaluation.assertions.length, failed },
         replay_command: r.replayCommand,
         qemu_ms: Math.round(r.durations.qemuMs),
+        ...(exported !== undefined ? { environment: { environment_id: exported.environmentId, lockfile_sha256: exported.lockfileSha256 } } : {}),
       };
       const failure =
         r.manifest.status === "passed"
@@ -65,6 +121,7 @@ export function registerRun(program: Command, ctx: Context): void {
         [
           `run      ${r.manifest.run_id}  ${r.manifest.status}`,
           `dir      ${r.runDir}`,
+          ...(exported !== undefined ? [`env      ${exported.environmentId} (lockfile ${exported.lockfileSha256})`] : []),
           `workload ${r.manifest.workload.workload}`,
           `vm       ${r.manifest.vm_digest}`,
           `outcome  ${r.manifest.outcome}`,
