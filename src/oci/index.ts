@@ -6,6 +6,6 @@ export type { OciSource, OciLayer, ReadOciSourceOptions } from "./image-source.t
 export { openLayoutDir } from "./layout-reader.ts";
 export type { OciObjectReader, OpenedFile } from "./layout-reader.ts";
 export type { OciLaunchConfig } from "./documents.ts";
-export { writeOciLayout, configDocument } from "./layout-writer.ts";
+export { writeOciLayout, configDocument, selectionDocuments } from "./layout-writer.ts";
 export type { LayoutImageInput, LayoutLayerInput, LayoutLaunchConfig, WrittenLayout } from "./layout-writer.ts";
 export { OCI_LAYER_GZIP, OCI_LAYER_TAR } from "./media-types.ts";

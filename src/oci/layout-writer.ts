@@ -100,6 +100,25 @@ export function configDocument(input: LayoutImageInput): Record<string, unknown>
   };
 }
 
+/** The index entry that selects an image for cairn: an image manifest, linux/amd64 (the only platform cairn runs). */
+function selectingEntry(manifest: { readonly digest: Sha256Digest; readonly size: number }): Record<string, unknown> {
+  return { mediaType: OCI_MANIFEST, digest: manifest.digest, size: manifest.size, platform: { architecture: "amd64", os: "linux" } };
+}
+
+/**
+ * The two top-level files of the smallest layout that selects `manifest`:
+ * `oci-layout` and an `index.json` with the one selecting entry. A workload
+ * does not pin the user's own `index.json` (its tags, annotations and other
+ * entries do not affect what runs, and `umoci tag` or a `skopeo` copy rewrites
+ * them); verification re-reads the stored image through these instead.
+ */
+export function selectionDocuments(manifest: { readonly digest: Sha256Digest; readonly size: number }): { ociLayout: Buffer; index: Buffer } {
+  return {
+    ociLayout: checked("layout", { imageLayoutVersion: "1.0.0" }, "oci-layout"),
+    index: checked("index", { schemaVersion: 2, mediaType: OCI_INDEX, manifests: [selectingEntry(manifest)] }, "index.json"),
+  };
+}
+
 function checked(kind: OciDocumentKind, doc: Record<string, unknown>, what: string): Buffer {
   const bytes = canonicalBytes(doc);
   // The model is ours, but a caller's value (an annotation, an Env entry) could still break the schema: refuse before writing.
@@ -166,7 +185,7 @@ export function writeOciLayout(outDir: string, image: LayoutImageInput): Written
   };
   if (image.refName !== undefined) entry.annotations = { "org.opencontainers.image.ref.name": image.refName };
   const indexBytes = checked("index", { schemaVersion: 2, mediaType: OCI_INDEX, manifests: [entry] }, "the exported index.json");
-  const layoutBytes = checked("layout", { imageLayoutVersion: "1.0.0" }, "the exported oci-layout");
+  const layoutBytes = selectionDocuments(manifest).ociLayout;
 
   const { file: FILE_MODE, dir: DIR_MODE } = MODES[image.access];
   const staging = tempSibling(outDir);
