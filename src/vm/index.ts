@@ -34,3 +34,15 @@ export type { RunManifest } from "./run-manifest.ts";
 export { writeFailureBundle } from "./bundle.ts";
 export { collectStoreGarbage } from "./store-gc.ts";
 export type { StoreGcOptions, StoreGcResult } from "./store-gc.ts";
+export {
+  signReceipt,
+  verifyReceipt,
+  receiptStatement,
+  firstDifference,
+  RECEIPT_FILE,
+  RUN_PREDICATE_TYPE,
+  IN_TOTO_PAYLOAD_TYPE,
+  IN_TOTO_STATEMENT_TYPE,
+} from "./run-receipt.ts";
+export type { ReceiptStatement, ReceiptVerification } from "./run-receipt.ts";
+export type { RunEnvironment } from "./run-facts.ts";

@@ -15,6 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { isJsonObject, parseYamlBytes, readFilePrefix, writeFileAtomic } from "../core/index.ts";
 import { exportLock, LOCKFILE_FORMAT, type ExportLockOptions, type ExportResult } from "../strata/index.ts";
+import { writeRunEnvironment } from "./run-facts.ts";
 import { recordRun, type RecordOptions, type RecordResult } from "./record.ts";
 
 /** Enough of a file to see whether it is an environment lockfile (its `format` is the first key cairn writes; the rest is never needed here). */
@@ -56,6 +57,11 @@ export async function recordLockfileRun(opts: LockfileRunOptions): Promise<Lockf
     );
     const { export: _export, ...record } = opts;
     const r = await recordRun({ ...record, input: spec });
+    writeRunEnvironment(r.runDir, {
+      environment_id: exported.environmentId,
+      lockfile_sha256: exported.lockfileSha256,
+      image_manifest: exported.layout.manifest.digest,
+    });
     return { ...r, exported };
   } finally {
     rmSync(staging, { recursive: true, force: true });

@@ -20,3 +20,5 @@ export type { KernelFailure, KernelReason } from "./index.ts";
 export type { RunStatus, VmIdentity } from "./index.ts";
 export { collectStoreGarbage } from "./index.ts";
 export type { StoreGcOptions, StoreGcResult } from "./index.ts";
+export { receiptStatement, RUN_PREDICATE_TYPE, signReceipt, verifyReceipt } from "./index.ts";
+export type { ReceiptStatement, ReceiptVerification, RunEnvironment } from "./index.ts";

@@ -28,6 +28,7 @@ import { writeFailureBundle, writeFailureBundleAfter } from "./bundle.ts";
 import { bootGuest, evaluate, prepareGuest, type BootResult, type Evaluation, type PreparedGuest } from "./guest.ts";
 import { CONSOLE_LOG_FILE, consoleFailures } from "./kernel-log.ts";
 import { qemuVersion, type Kit } from "./kit.ts";
+import { childrenCpuMs, writeRunCost } from "./run-facts.ts";
 import { RUN_MANIFEST_SCHEMA, type RunManifest } from "./run-manifest.ts";
 import { dropImage, RUN_FILES, shellQuote, writeEvaluation, writeJsonPublic, writeStreams } from "./rundir.ts";
 import { parseScenario, type Scenario } from "./scenario.ts";
@@ -148,6 +149,7 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
   writeFileAtomic(rrfile, "", { mode: 0o600 });
   const identities = { ...workloadFacts(w), vm: vmDigest(prepared.vm), initramfs: prepared.image.digest };
   let boot: BootResult;
+  const cpuBefore = childrenCpuMs();
   try {
     boot = await bootGuest(prepared, "record", { dir: runDir, rrfile }, opts.timeoutMs ?? DEFAULT_TIMEOUT_MS);
   } catch (e) {
@@ -159,6 +161,8 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
   } finally {
     dropImage(runDir);
   }
+  const cpuAfter = childrenCpuMs();
+  writeRunCost(runDir, { wallMs: boot.qemu.durationMs, hostCpuMs: cpuBefore !== undefined && cpuAfter !== undefined ? cpuAfter - cpuBefore : undefined });
   const evaluation = evaluate(boot.decoded, scenario, boot.kernel);
   const logBytes = readFileSync(rrfile);
   const manifest = buildManifest(runId, w, prepared, evaluation, logBytes, now, opts.cairnVersion);

@@ -1,15 +1,16 @@
 import type { Command } from "commander";
 import { resolve } from "node:path";
-import { CairnError } from "../../core/index.ts";
+import { CairnError, readSigningKey } from "../../core/index.ts";
 import { defaultStoreDir } from "../../store/index.ts";
 import { DEFAULT_EXPORT_LAUNCH } from "../../strata/index.ts";
-import { defaultRunsDir, ensureKit, isEnvironmentLockfile, kitDir, recordLockfileRun, recordRun } from "../../vm/index.ts";
+import { defaultRunsDir, ensureKit, isEnvironmentLockfile, kitDir, recordLockfileRun, recordRun, signReceipt } from "../../vm/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
 import { CAIRN_VERSION } from "../cairn-version.ts";
 import { clock, exportBaseFlag, lockVerifyOptions, parseTimeout, withLockVerifyFlags, type LockVerifyFlags } from "../flags.ts";
 
 interface RunFlags extends LockVerifyFlags {
+  sign?: string;
   store?: string;
   runs?: string;
   kit?: string;
@@ -34,6 +35,7 @@ export function registerRun(program: Command, ctx: Context): void {
     .option("--kit <dir>", "guest kit (default $CAIRN_KIT, $CAIRN_HOME/kit or $XDG_CACHE_HOME/cairn/kit)")
     .option("--timeout <seconds>", "wall-clock limit for QEMU; the process group is killed after it")
     .option("--include-private-streams", "put the exact output streams into the failure bundle (local use only)")
+    .option("--sign <key>", "sign a receipt of the run with this Ed25519 key (RUNDIR/receipt.dsse.json)")
     .option("--user <uid:gid>", "environment lockfile only: the numeric user the command runs as (default 1000:1000)")
     .option("--workdir <dir>", "environment lockfile only: the command's working directory (default /)");
   withLockVerifyFlags(cmd, false)
@@ -62,6 +64,7 @@ export function registerRun(program: Command, ctx: Context): void {
       }
       if (fromLockfile && opts.cmd === undefined)
         throw new CairnError("USAGE", "running an environment lockfile needs --cmd /path/to/program [ARG...]", { path: "--cmd" });
+      const signingKey = opts.sign !== undefined ? readSigningKey(opts.sign) : undefined; // a bad key fails before the run
       const kit = await ensureKit({ dir: kitDir(ctx.env, ctx.cwd, opts.kit), isRoot: process.getuid?.() === 0, log });
       const record = {
         storeDir: defaultStoreDir(ctx.env, ctx.cwd, opts.store),
@@ -86,6 +89,7 @@ export function registerRun(program: Command, ctx: Context): void {
         : undefined;
       const r = lr ?? (await recordRun({ ...record, input }));
       const exported = lr?.exported;
+      const receipt = signingKey !== undefined ? signReceipt(r.runDir, [signingKey]).file : undefined;
       const failed = r.evaluation.assertions.filter((a) => !a.ok).length;
       const summary = {
         run_dir: r.runDir,
@@ -97,6 +101,7 @@ export function registerRun(program: Command, ctx: Context): void {
         assertions: { total: r.evaluation.assertions.length, failed },
         replay_command: r.replayCommand,
         qemu_ms: Math.round(r.durations.qemuMs),
+        ...(receipt !== undefined ? { receipt } : {}),
         ...(exported !== undefined ? { environment: { environment_id: exported.environmentId, lockfile_sha256: exported.lockfileSha256 } } : {}),
       };
       const failure =
@@ -126,6 +131,7 @@ export function registerRun(program: Command, ctx: Context): void {
           `vm       ${r.manifest.vm_digest}`,
           `outcome  ${r.manifest.outcome}`,
           `asserts  ${r.evaluation.assertions.length - failed}/${r.evaluation.assertions.length} passed`,
+          ...(receipt !== undefined ? [`receipt  ${receipt}`] : []),
           `recorded in ${(r.durations.qemuMs / 1000).toFixed(1)} s; replay with:`,
           `  ${r.replayCommand}`,
         ].join("\n"),
