@@ -14,6 +14,7 @@ import { registerSetup } from "./commands/setup.ts";
 import { registerRun } from "./commands/run.ts";
 import { registerReplay } from "./commands/replay.ts";
 import { registerReceipt } from "./commands/receipt.ts";
+import { registerBundle } from "./commands/replay-bundle.ts";
 import { registerProfile } from "./commands/profile.ts";
 import { registerResolve } from "./commands/resolve.ts";
 import { registerLock } from "./commands/lock.ts";
@@ -38,6 +39,7 @@ export const COMMANDS: ReadonlyArray<(program: Command, ctx: Context) => void> =
   registerRun,
   registerReplay,
   registerReceipt,
+  registerBundle,
 ];
 
 export function buildProgram(ctx: Context): Command {

@@ -46,3 +46,7 @@ export {
 } from "./run-receipt.ts";
 export type { ReceiptStatement, ReceiptVerification } from "./run-receipt.ts";
 export type { RunEnvironment } from "./run-facts.ts";
+export { writeRunBundle, bundleKit, RUN_BUNDLE_SCHEMA } from "./run-bundle.ts";
+export type { BundleMember, WriteBundleOptions } from "./run-bundle.ts";
+export { openBundle, importBundle } from "./bundle-import.ts";
+export type { ImportOptions, OpenedBundle } from "./bundle-import.ts";

@@ -22,3 +22,5 @@ export { collectStoreGarbage } from "./index.ts";
 export type { StoreGcOptions, StoreGcResult } from "./index.ts";
 export { receiptStatement, RUN_PREDICATE_TYPE, signReceipt, verifyReceipt } from "./index.ts";
 export type { ReceiptStatement, ReceiptVerification, RunEnvironment } from "./index.ts";
+export { importBundle, openBundle, RUN_BUNDLE_SCHEMA, writeRunBundle } from "./index.ts";
+export type { ImportOptions, OpenedBundle, WriteBundleOptions } from "./index.ts";

@@ -1,8 +1,9 @@
 import type { Command } from "commander";
+import { statSync } from "node:fs";
 import { resolve } from "node:path";
 import { CairnError } from "../../core/index.ts";
 import { defaultStoreDir } from "../../store/index.ts";
-import { kitDir, loadKit, replayRun } from "../../vm/index.ts";
+import { defaultRunsDir, importBundle, kitDir, loadKit, replayRun } from "../../vm/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
 import { parseTimeout } from "../flags.ts";
@@ -11,21 +12,31 @@ export function registerReplay(program: Command, ctx: Context): void {
   program
     .command("replay")
     .description("verify a recorded run's whole closure, replay it passively under QEMU and compare events, assertions and outcome exactly")
-    .argument("<run-dir>", "a run directory written by `cairn run`")
+    .argument("<run>", "a run directory written by `cairn run`, or a bundle written by `cairn bundle` (imported into this store, kit and runs directory first)")
     .option("--store <dir>", "content store (default $CAIRN_HOME/store or $XDG_CACHE_HOME/cairn/store)")
     .option("--kit <dir>", "guest kit (default $CAIRN_KIT, $CAIRN_HOME/kit or $XDG_CACHE_HOME/cairn/kit)")
+    .option("--runs <dir>", "a bundle only: where its run directory goes (default $CAIRN_HOME/runs or $XDG_DATA_HOME/cairn/runs)")
     .option("--timeout <seconds>", "wall-clock limit for QEMU; the process group is killed after it")
     .option("--include-private-streams", "put the exact output streams into a mismatch's failure bundle (local use only)")
     .option("--json", "print the result as JSON")
-    .action(async (runDir: string, opts: { store?: string; kit?: string; timeout?: string; includePrivateStreams?: boolean; json?: boolean }) => {
+    .action(async (input: string, opts: { store?: string; kit?: string; runs?: string; timeout?: string; includePrivateStreams?: boolean; json?: boolean }) => {
       const dir = kitDir(ctx.env, ctx.cwd, opts.kit);
-      const kit = loadKit(dir);
+      const storeDir = defaultStoreDir(ctx.env, ctx.cwd, opts.store);
+      const path = resolve(ctx.cwd, input);
+      let runDir = path;
+      let kit = loadKit(dir);
+      if (statSync(path, { throwIfNoEntry: false })?.isFile()) {
+        ctx.io.err(`cairn replay: importing ${input}`);
+        const imported = await importBundle(path, { storeDir, kitDir: dir, runsDir: defaultRunsDir(ctx.env, ctx.cwd, opts.runs) });
+        runDir = imported.runDir;
+        kit = imported.kit;
+      }
       if (kit === undefined) {
         throw new CairnError("PREREQUISITE_MISSING", `no guest kit at ${dir}`, { path: dir, hint: "run `cairn setup` first (or pass --kit)" });
       }
       const r = await replayRun({
-        runDir: resolve(ctx.cwd, runDir),
-        storeDir: defaultStoreDir(ctx.env, ctx.cwd, opts.store),
+        runDir,
+        storeDir,
         kit,
         timeoutMs: parseTimeout(opts.timeout),
         includePrivateStreams: opts.includePrivateStreams === true,
