@@ -260,11 +260,18 @@ export async function importBundle(file: string, opts: ImportOptions): Promise<{
   }
   openRoot(opts.runsDir, RUNS_ROOT, { create: true });
   const runDir = join(opts.runsDir, b.runId);
-  const runJson = b.members.get(`run/${RUN_FILES.manifest}`)!;
   if (existsSync(runDir)) {
-    const existing = readFileBounded(join(runDir, RUN_FILES.manifest), runJson.length + 1, "run.manifest-bytes", { missing: "RUN_INVALID" });
-    if (!existing.equals(runJson)) {
-      throw new CairnError("USAGE", `${runDir} holds another run with this id`, { path: runDir, hint: "pass --runs with another directory" });
+    // imported before: reused only when every run file the bundle carries is there, byte for byte
+    for (const [p, bytes] of b.members) {
+      if (!p.startsWith("run/")) continue;
+      const f = join(runDir, p.slice(4));
+      const there = existsSync(f) ? readFileBounded(f, bytes.length + 1, "bundle.existing-run-bytes", { missing: "RUN_INVALID" }) : undefined;
+      if (there === undefined || !there.equals(bytes)) {
+        throw new CairnError("USAGE", `${runDir} holds another copy of this run (${p.slice(4)} differs)`, {
+          path: f,
+          hint: "pass --runs with another directory",
+        });
+      }
     }
     return { runDir, kit, manifest: m };
   }

@@ -1,0 +1,187 @@
+/**
+ * Replay bundles, the "done when" of issue 10 as a new user would do it:
+ * resolve the example profile (plus a layer holding a static program),
+ * export it, run a command in it with a signed receipt, bundle the run, delete
+ * the original home, and replay the bundle from a fresh CAIRN_HOME in another
+ * directory: "matches the record"; the receipt verifies against the imported
+ * run and fails on a tampered copy. Then hostile bundles, each refused before
+ * anything is imported (the fresh home stays empty), each beside the
+ * unmodified bundle, which opens (the control).
+ */
+import assert from "node:assert/strict";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, it } from "node:test";
+import { buildExampleRegistry, toySpec } from "../../examples/strata/build-registry.ts";
+import { sha256, type ErrorCode } from "../../src/core/index.ts";
+import { buildLayerFromDirectory, LocalRegistry } from "../../src/strata/index.ts";
+import { writeTar, type TarEntry } from "../../src/tree/index.ts";
+import { importBundle, openBundle } from "../../src/vm/index.ts";
+import { runCli } from "../helpers/cli.ts";
+import { assertCodeAsync } from "../helpers/errors.ts";
+import { PROJECT_ROOT } from "../helpers/vectors.ts";
+import { GCC_SKIP } from "../workload/fixtures/static-program.ts";
+import { staticFixture } from "./fixtures/programs.ts";
+import { TEST_KIT_DIR, testKit, VM_SKIP } from "./fixtures/kit.ts";
+
+/** The bundle's members as tar entries again, edited, written by cairn's own tar writer. */
+function rebuild(members: ReadonlyMap<string, Uint8Array>, edit: (files: Map<string, Uint8Array>, extra: TarEntry[]) => void, reindex = true): Buffer {
+  const files = new Map(members);
+  const extra: TarEntry[] = [];
+  edit(files, extra);
+  const index = JSON.parse(Buffer.from(files.get("cairn-bundle.json")!).toString("utf8")) as { members: Array<{ path: string; sha256: string; size: number }> };
+  if (reindex) {
+    index.members = [...files.keys()]
+      .filter((p) => p !== "cairn-bundle.json")
+      .sort()
+      .map((p) => ({ path: p, sha256: sha256(files.get(p)!), size: files.get(p)!.length }));
+    files.set("cairn-bundle.json", Buffer.from(JSON.stringify(index)));
+  }
+  const dirs = new Set<string>();
+  for (const p of files.keys()) {
+    const parts = p.split("/");
+    for (let i = 1; i < parts.length; i++) dirs.add(parts.slice(0, i).join("/"));
+  }
+  return writeTar([
+    ...[...dirs].sort().map((d): TarEntry => ({ type: "dir", path: d, mode: 0o755 })),
+    ...[...files].map(([path, data]): TarEntry => ({ type: "file", path, mode: 0o644, data })),
+    ...extra,
+  ]);
+}
+
+describe("replay bundles", { skip: VM_SKIP || GCC_SKIP }, () => {
+  it("profile → lockfile → export → run → signed receipt → bundle → replay from a fresh home elsewhere; hostile bundles are refused before import", async () => {
+    await testKit();
+    const work = mkdtempSync(join(tmpdir(), "cairn-pipeline-"));
+    const ex = buildExampleRegistry(join(work, "strata"));
+    const src = join(work, "hello-layer");
+    mkdirSync(join(src, "usr/local/bin"), { recursive: true });
+    copyFileSync(staticFixture("lstree"), join(src, "usr/local/bin/lstree"));
+    const built = buildLayerFromDirectory(src, toySpec({ name: "lstree", version: "1.0", provides: ["lstree@1.0"], files: {} }));
+    LocalRegistry.open(ex.registry).publishLayer(built.blob.blob, built.manifest, [ex.registryKey]);
+    const profile = join(work, "profile.yaml");
+    writeFileSync(profile, readFileSync(join(PROJECT_ROOT, "examples/strata/profile.yaml"), "utf8").replace("  - numpy\n", "  - numpy\n  - lstree\n"));
+    const home = join(work, "home");
+    const env = { ...process.env, CAIRN_HOME: home, CAIRN_KIT: TEST_KIT_DIR };
+    const lock = join(work, "env.lock");
+    const reg = ["--registry", ex.registry, "--base", `rootfs:${ex.rootfs}`];
+    const ok = async (args: string[], e: NodeJS.ProcessEnv = env): Promise<string> => {
+      const r = await runCli(args, e);
+      assert.equal(r.code, 0, `${args.join(" ")}\n${r.stderr}${r.stdout}`);
+      return r.stdout;
+    };
+    await ok(["resolve", profile, ...reg, "--trust", `keyfile://${ex.root}/registry.pub`, "--sign", join(ex.root, "lock.key"), "--out", lock]);
+    await ok(["lock", "export", lock, "--pub", join(ex.root, "lock.pub"), ...reg, "--oci", join(work, "image")]);
+    await ok(["keygen", "--out", join(work, "me")]);
+    const run = JSON.parse(
+      await ok(["run", lock, "--pub", join(ex.root, "lock.pub"), ...reg, "--sign", join(work, "me.key"), "--cmd", "/usr/local/bin/lstree", "--json"]),
+    ) as { run_dir: string; outcome: string };
+    const bundle = join(work, "run.cairn");
+    await ok(["bundle", run.run_dir, "--out", bundle]);
+    // deterministic: the same run directory bundles to the same bytes
+    await ok(["bundle", run.run_dir, "--out", join(work, "again.cairn")]);
+    assert.ok(readFileSync(bundle).equals(readFileSync(join(work, "again.cairn"))));
+    // nothing private without --include-private
+    const opened = await openBundle(bundle);
+    assert.equal([...opened.members.keys()].filter((p) => p.startsWith("private/")).length, 0);
+
+    // another machine: another directory, a fresh home, no kit; the original home is gone
+    const elsewhere = mkdtempSync(join(tmpdir(), "cairn-elsewhere-"));
+    copyFileSync(bundle, join(elsewhere, "run.cairn"));
+    copyFileSync(join(work, "me.pub"), join(elsewhere, "me.pub"));
+    rmSync(home, { recursive: true, force: true });
+    const { CAIRN_KIT: _kit, ...rest } = process.env;
+    const fresh = { ...rest, CAIRN_HOME: join(elsewhere, "home") };
+    const replayed = await ok(["replay", join(elsewhere, "run.cairn")], fresh);
+    assert.match(replayed, /matches the record/);
+    assert.match(replayed, new RegExp(`outcome  ${run.outcome}`));
+    const imported = join(elsewhere, "home", "runs", readdirSync(join(elsewhere, "home", "runs")).find((n) => /^\d{8}T/.test(n))!);
+    await ok(["receipt", "verify", join(imported, "receipt.dsse.json"), "--pub", join(elsewhere, "me.pub"), "--run", imported], fresh);
+    // a second replay of the same bundle reuses the imported run
+    assert.match(await ok(["replay", join(elsewhere, "run.cairn")], fresh), /matches the record/);
+    writeFileSync(join(imported, "assertions.json"), readFileSync(join(imported, "assertions.json"), "utf8").replace("true", "false"));
+    const tampered = await runCli(
+      ["receipt", "verify", join(imported, "receipt.dsse.json"), "--pub", join(elsewhere, "me.pub"), "--run", imported, "--json"],
+      fresh,
+    );
+    assert.equal(tampered.code, 1);
+    assert.equal((JSON.parse(tampered.stdout) as { error: { path: string } }).error.path, "/predicate/assertions/sha256");
+    // ... but not an imported run that changed since
+    assert.equal((await runCli(["replay", join(elsewhere, "run.cairn")], fresh)).code, 2);
+
+    // hostile bundles: each refused before anything is imported
+    const refused = async (name: string, bytes: Buffer, code: ErrorCode, path?: string, qemu?: string): Promise<void> => {
+      const file = join(work, `${name}.cairn`);
+      writeFileSync(file, bytes);
+      const target = join(work, `home-${name}`);
+      const e = await assertCodeAsync(
+        () => importBundle(file, { storeDir: join(target, "store"), kitDir: join(target, "kit"), runsDir: join(target, "runs"), ...(qemu ? { qemu } : {}) }),
+        code,
+      );
+      if (path !== undefined) assert.equal(e.path, path, name);
+      assert.equal(existsSync(target), false, `${name}: nothing imported`);
+    };
+    const members = opened.members;
+    const kernel = `kit/kernels/${opened.manifest.vm.kernel.slice(7)}`;
+    // control: the unmodified members, rebuilt, open
+    await openBundle(
+      ((f) => (
+        writeFileSync(
+          f,
+          rebuild(members, () => {}),
+        ),
+        f
+      ))(join(work, "control.cairn")),
+    );
+    await refused("qemu", readFileSync(bundle), "VM_MISMATCH", "/vm/qemu", "9.9.9 (not the recording build)");
+    await refused(
+      "outside",
+      rebuild(members, (f) => f.set("etc/passwd", Buffer.from("x"))),
+      "BUNDLE_INVALID",
+      "/etc",
+    );
+    await refused(
+      "run-extra",
+      rebuild(members, (f) => f.set("run/extra.json", Buffer.from("{}"))),
+      "BUNDLE_INVALID",
+      "/run/extra.json",
+    );
+    await refused(
+      "symlink",
+      rebuild(members, (_f, x) => x.push({ type: "symlink", path: "run/link", target: "/etc/passwd" })),
+      "BUNDLE_INVALID",
+      "/run/link",
+    );
+    await refused(
+      "misnamed",
+      rebuild(members, (f) => f.set(`store/objects/${"0".repeat(64)}`, Buffer.from("x"))),
+      "BUNDLE_INVALID",
+      `/store/objects/${"0".repeat(64)}`,
+    );
+    await refused(
+      "changed",
+      rebuild(members, (f) => f.set("run/events.json", Buffer.from("[]")), false),
+      "BUNDLE_INVALID",
+    );
+    await refused(
+      "no-kernel",
+      rebuild(members, (f) => f.delete(kernel)),
+      "BUNDLE_INVALID",
+      "run.json#/vm/kernel",
+    );
+    const rawObject = [...members.keys()].find((p) => p.startsWith("store/objects/"))!;
+    await refused(
+      "no-object",
+      rebuild(members, (f) => f.delete(rawObject)),
+      "BUNDLE_INVALID",
+    );
+    await refused(
+      "receipt-elsewhere",
+      rebuild(members, (f) => f.set("run/events.json", Buffer.from(`${Buffer.from(f.get("run/events.json")!).toString("utf8")} `))),
+      "BUNDLE_INVALID",
+      "run/receipt.dsse.json#/predicate/events/sha256",
+    );
+    await refused("not-a-tar", Buffer.from("not a tar at all, just text that is long enough to fill part of a header block"), "TAR_INVALID");
+  });
+});
