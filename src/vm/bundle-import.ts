@@ -50,10 +50,13 @@ import { RUNS_ROOT } from "./record.ts";
 import { parseRunManifest, type RunManifest } from "./run-manifest.ts";
 import { BUNDLE_INDEX, BUNDLE_MAX_BYTES, BUNDLE_OPTIONAL_RUN_FILES, BUNDLE_RUN_FILES, RUN_BUNDLE_SCHEMA, type BundleKitFacts } from "./run-bundle.ts";
 import { IN_TOTO_PAYLOAD_TYPE } from "./run-receipt.ts";
+import { RUN_ENV_MANIFEST_FILE } from "./run-facts.ts";
 import { RUN_FILES } from "./rundir.ts";
 import { parseModuleEntries } from "./vmid.ts";
 
 const HEX = "[0-9a-f]{64}";
+/** Run files kept owner-only once imported, as `cairn run` writes them. */
+const PRIVATE_RUN_FILES = new Set<string>([RUN_FILES.replayLog, RUN_FILES.lock, RUN_ENV_MANIFEST_FILE]);
 /** Where a member may be. The pattern is the whole path: nothing outside these places. */
 const PLACES: ReadonlyArray<{ readonly re: RegExp; readonly addressed: boolean }> = [
   { re: new RegExp(`^/run/(${[...BUNDLE_RUN_FILES, ...BUNDLE_OPTIONAL_RUN_FILES].map((n) => n.replace(".", "\\.")).join("|")})$`), addressed: false },
@@ -280,8 +283,7 @@ export async function importBundle(file: string, opts: ImportOptions): Promise<{
     mkdirSync(staging, { mode: 0o700 });
     mkdirSync(join(staging, RUN_FILES.streams), { mode: 0o700 });
     for (const [p, bytes] of b.members) {
-      if (p.startsWith("run/"))
-        writeFileAtomic(join(staging, p.slice(4)), bytes, { mode: p === `run/${RUN_FILES.replayLog}` || p === `run/${RUN_FILES.lock}` ? 0o600 : 0o644 });
+      if (p.startsWith("run/")) writeFileAtomic(join(staging, p.slice(4)), bytes, { mode: PRIVATE_RUN_FILES.has(p.slice(4)) ? 0o600 : 0o644 });
       else if (p.startsWith("private/streams/")) writeFileAtomic(join(staging, RUN_FILES.streams, p.slice("private/streams/".length)), bytes, { mode: 0o600 });
       else if (p.startsWith("private/")) writeFileAtomic(join(staging, p.slice("private/".length)), bytes, { mode: 0o600 });
     }

@@ -28,7 +28,8 @@ import { writeFailureBundle, writeFailureBundleAfter } from "./bundle.ts";
 import { bootGuest, evaluate, prepareGuest, type BootResult, type Evaluation, type PreparedGuest } from "./guest.ts";
 import { CONSOLE_LOG_FILE, consoleFailures } from "./kernel-log.ts";
 import { qemuVersion, type Kit } from "./kit.ts";
-import { childrenCpuMs, writeRunCost } from "./run-facts.ts";
+import type { SnapshotRef } from "../manifest/index.ts";
+import { childrenCpuMs, writeRunCost, writeRunEnvManifest } from "./run-facts.ts";
 import { RUN_MANIFEST_SCHEMA, type RunManifest } from "./run-manifest.ts";
 import { dropImage, RUN_FILES, shellQuote, writeEvaluation, writeJsonPublic, writeStreams } from "./rundir.ts";
 import { parseScenario, type Scenario } from "./scenario.ts";
@@ -92,6 +93,8 @@ export interface RecordOptions {
   readonly cairnVersion: string;
   readonly timeoutMs?: number;
   readonly includePrivateStreams?: boolean;
+  /** `--environment MANIFEST`: the environment manifest the run is made in, recorded for replay's resume check (run-facts.ts). */
+  readonly environmentManifest?: SnapshotRef;
   readonly now?: () => Date;
   readonly log?: (line: string) => void;
 }
@@ -169,6 +172,7 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
   writeEvaluation(runDir, evaluation);
   writeStreams(runDir, boot.decoded.streams);
   writeJsonPublic(join(runDir, RUN_FILES.manifest), manifest);
+  if (opts.environmentManifest !== undefined) writeRunEnvManifest(runDir, opts.environmentManifest);
   const replayCommand = `cairn replay ${shellQuote(runDir)} --store ${shellQuote(resolve(opts.storeDir))}`;
   writeFileAtomic(join(runDir, RUN_FILES.replayCommand), `${replayCommand}\n`, { mode: 0o644 });
   if (evaluation.status !== "passed") {

@@ -43,7 +43,7 @@ import {
 import { sourceIdentity } from "../workload/index.ts";
 import { readRunManifest, RUN_READ_LIMITS } from "./replay-run.ts";
 import { RUN_FILES } from "./rundir.ts";
-import { RUN_COST_FILE, RUN_ENVIRONMENT_FILE, type RunEnvironment } from "./run-facts.ts";
+import { readRunEnvManifest, RUN_COST_FILE, RUN_ENVIRONMENT_FILE, type RunEnvironment } from "./run-facts.ts";
 
 export const IN_TOTO_STATEMENT_TYPE = "https://in-toto.io/Statement/v1";
 export const RUN_PREDICATE_TYPE = "https://cairn.dev/run/v1";
@@ -111,6 +111,7 @@ export function receiptStatement(runDir: string): ReceiptStatement {
   const log = readFileBounded(logPath, RUN_READ_LIMITS["run.replay-log-bytes"], "run.replay-log-bytes");
   const cost = readCost(runDir);
   const environment = readEnvironment(runDir);
+  const envManifest = readRunEnvManifest(runDir);
   // the environment file is bound to the run: its image manifest must be the workload's source
   if (environment !== null && sourceIdentity({ kind: "oci", manifest: environment.image_manifest }) !== m.workload.source) {
     throw new CairnError("RUN_INVALID", `${RUN_ENVIRONMENT_FILE} names an image that is not this run's workload source`, {
@@ -128,6 +129,7 @@ export function receiptStatement(runDir: string): ReceiptStatement {
       run_manifest: { sha256: sha256(manifestBytes) },
       workload: { ...m.workload },
       environment,
+      environment_manifest: envManifest !== undefined ? { address: envManifest.manifest_address, extension_address: envManifest.extension_address } : null,
       vm: { digest: m.vm_digest, qemu: m.vm.qemu },
       replay_log: { sha256: sha256(log), size: log.length },
       events: { sha256: sha256(events.bytes) },

@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { resolve } from "node:path";
 import { CairnError, readSigningKey } from "../../core/index.ts";
 import { defaultStoreDir } from "../../store/index.ts";
+import { loadManifestOrDevcontainer, snapshotRefOf } from "../../manifest/index.ts";
 import { DEFAULT_EXPORT_LAUNCH } from "../../strata/index.ts";
 import { defaultRunsDir, ensureKit, isEnvironmentLockfile, kitDir, recordLockfileRun, recordRun, signReceipt } from "../../vm/index.ts";
 import type { Context } from "../context.ts";
@@ -11,6 +12,7 @@ import { clock, exportBaseFlag, lockVerifyOptions, parseTimeout, withLockVerifyF
 
 interface RunFlags extends LockVerifyFlags {
   sign?: string;
+  environment?: string;
   store?: string;
   runs?: string;
   kit?: string;
@@ -35,6 +37,7 @@ export function registerRun(program: Command, ctx: Context): void {
     .option("--kit <dir>", "guest kit (default $CAIRN_KIT, $CAIRN_HOME/kit or $XDG_CACHE_HOME/cairn/kit)")
     .option("--timeout <seconds>", "wall-clock limit for QEMU; the process group is killed after it")
     .option("--include-private-streams", "put the exact output streams into the failure bundle (local use only)")
+    .option("--environment <manifest>", "the environment manifest (or devcontainer.json) the run is made in; replay then requires one that resumes it")
     .option("--sign <key>", "sign a receipt of the run with this Ed25519 key (RUNDIR/receipt.dsse.json)")
     .option("--user <uid:gid>", "environment lockfile only: the numeric user the command runs as (default 1000:1000)")
     .option("--workdir <dir>", "environment lockfile only: the command's working directory (default /)");
@@ -73,6 +76,9 @@ export function registerRun(program: Command, ctx: Context): void {
         cairnVersion: CAIRN_VERSION,
         timeoutMs: parseTimeout(opts.timeout),
         includePrivateStreams: opts.includePrivateStreams === true,
+        ...(opts.environment !== undefined
+          ? { environmentManifest: snapshotRefOf(loadManifestOrDevcontainer(resolve(ctx.cwd, opts.environment)).manifest) }
+          : {}),
         log,
       };
       const lr = fromLockfile
