@@ -22,6 +22,7 @@ import {
   applyLayers,
   DEFAULT_LIMITS,
   LIMIT_CEILINGS,
+  memorySink,
   STRICT_POLICY,
   type CanonicalTree,
   type ContentSink,
@@ -96,14 +97,7 @@ function unpackBlob(input: BlobInput, maxUnpacked: number): Buffer {
  */
 export async function readLayerBlobs(blobs: readonly BlobInput[], options: ReadBlobsOptions = {}): Promise<BlobTree> {
   const maxUnpacked = options.maxUnpacked ?? DEFAULT_MAX_UNPACKED_BYTES;
-  const content = new Map<Sha256Digest, Uint8Array>();
-  const sink: ContentSink = {
-    async put(data) {
-      const d = sha256(data);
-      content.set(d, data);
-      return { sha256: d, size: data.length };
-    },
-  };
+  const { sink, content } = memorySink();
   const layers = blobs.map((b) => ({ bytes: unpackBlob(b, maxUnpacked), compression: "none" as const, where: b.where }));
   const { tree } = await applyLayers({
     layers,

@@ -43,7 +43,7 @@ import {
   type Sha256Digest,
 } from "../core/index.ts";
 import { Store } from "../store/index.ts";
-import { applyLayers, DEFAULT_LIMITS, STRICT_POLICY, type ContentSink, type LayerLimits } from "../tree/index.ts";
+import { applyLayers, DEFAULT_LIMITS, memorySink, STRICT_POLICY, type LayerLimits } from "../tree/index.ts";
 import { parseWorkloadLock } from "../workload/index.ts";
 import { KIT_ROOT, loadKit, putKitObject, qemuVersion, writeKit, type Kit } from "./kit.ts";
 import { RUNS_ROOT } from "./record.ts";
@@ -127,14 +127,7 @@ function parseIndex(bytes: Uint8Array): { runId: string; qemu: string; kit: Bund
 /** Steps 1–5: the bundle read, checked member by member, and its closure complete. Nothing is written. */
 export async function openBundle(file: string): Promise<OpenedBundle> {
   const bytes = readFileBounded(file, BUNDLE_MAX_BYTES, "bundle.max_bytes", { missing: "USAGE", notRegular: "BUNDLE_INVALID" });
-  const content = new Map<Sha256Digest, Uint8Array>();
-  const sink: ContentSink = {
-    async put(data) {
-      const d = sha256(data);
-      content.set(d, data);
-      return { sha256: d, size: data.length };
-    },
-  };
+  const { sink, content } = memorySink();
   const { tree } = await applyLayers({
     layers: [{ bytes, compression: "none", where: "bundle" }],
     policy: STRICT_POLICY,

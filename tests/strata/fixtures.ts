@@ -33,3 +33,22 @@ export const NOW = new Date("2026-03-01T12:00:00.000Z");
 export async function probedExampleBase(ex: ExampleRegistry, now = NOW): Promise<LockBase> {
   return probedBase(await probeRoot(directoryView(ex.rootfs), ex.rootfs), "rootfs:example", now);
 }
+
+/** `cairn resolve PROFILE` against the example registry and rootfs, signed with its lock key, into `out`; the CLI's arguments for it. */
+export function resolveArgs(ex: ExampleRegistry, profile: string, out: string, extra: readonly string[] = []): string[] {
+  return [
+    "resolve",
+    profile,
+    "--registry",
+    ex.registry,
+    "--trust",
+    `keyfile://${ex.root}/registry.pub`,
+    "--base",
+    `rootfs:${ex.rootfs}`,
+    "--sign",
+    join(ex.root, "lock.key"),
+    "--out",
+    out,
+    ...extra,
+  ];
+}

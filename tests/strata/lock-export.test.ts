@@ -12,7 +12,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSy
 import { join } from "node:path";
 import { runCli } from "../helpers/cli.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
-import { exampleRegistry, tempDir } from "./fixtures.ts";
+import { exampleRegistry, resolveArgs, tempDir } from "./fixtures.ts";
 import { EXPORT_ANNOTATIONS, LocalRegistry, environmentId, readLockfile } from "../../src/strata/index.ts";
 import { readOciSource } from "../../src/oci/index.ts";
 import { applyLayers, STRICT_POLICY, type ContentSink } from "../../src/tree/index.ts";
@@ -26,23 +26,7 @@ const LOCK = join(ex.root, "env.lock");
 const PUB = join(ex.root, "lock.pub");
 
 async function resolveTo(profile: string, out: string): Promise<void> {
-  const r = await runCli(
-    [
-      "resolve",
-      profile,
-      "--registry",
-      ex.registry,
-      "--trust",
-      `keyfile://${ex.root}/registry.pub`,
-      "--base",
-      `rootfs:${ex.rootfs}`,
-      "--sign",
-      join(ex.root, "lock.key"),
-      "--out",
-      out,
-    ],
-    env,
-  );
+  const r = await runCli(resolveArgs(ex, profile, out), env);
   assert.equal(r.code, 0, r.stderr);
 }
 
