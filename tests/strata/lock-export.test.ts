@@ -243,3 +243,42 @@ test("refusals: unverified, tampered, mutable layer, no registry, host base, roo
     "no staging directory is left",
   );
 });
+
+test("an oci: base exports its own layers byte for byte (gzip and plain tar), then the lockfile's layers", async () => {
+  const { gunzipSync } = await import("node:zlib");
+  const { buildLayerBlob, readDirectory } = await import("../../src/strata/index.ts");
+  const { writeOciLayout } = await import("../workload/fixtures/oci-writer.ts");
+  const tar = gunzipSync(buildLayerBlob(readDirectory(ex.rootfs)).blob);
+  const extra = gunzipSync(
+    buildLayerBlob([
+      { type: "dir", path: "srv", mode: 0o755 },
+      { type: "file", path: "srv/motd", mode: 0o644, data: Buffer.from("hi\n") },
+    ]).blob,
+  );
+  const dir = join(tempDir("cairn-export-oci-"), "base");
+  const img = writeOciLayout(dir, { layers: [{ tar }, { tar: extra, gzip: false }], config: { Cmd: ["/bin/sh"], User: "1000" } });
+  const base = `oci:${dir}@${img.manifestDigest}`;
+  const lock = join(tempDir("cairn-export-oci-lock-"), "oci.lock");
+  const r = await runCli([...resolveArgs(ex, PROFILE, lock).map((a) => (a === `rootfs:${ex.rootfs}` ? base : a))], env);
+  assert.equal(r.code, 0, r.stderr);
+  const out = join(tempDir("cairn-export-oci-out-"), "img");
+  const e = await runCli(["lock", "export", lock, "--pub", PUB, "--registry", ex.registry, "--base", base, "--oci", out, "--json"], env);
+  assert.equal(e.code, 0, e.stderr + e.stdout);
+  const manifest = (JSON.parse(e.stdout) as { manifest: string }).manifest;
+  const src = await readOciSource({ layoutDir: out, manifestDigest: manifest, stagingDir: join(tempDir("cairn-export-oci-read-"), "s") });
+  const l = readLockfile(lock).lock;
+  assert.deepEqual(
+    src.layers.map((x) => [x.digest, x.mediaType]),
+    [
+      ...img.layers.map((x) => [x.digest, x.mediaType]),
+      ...[...l.layers].sort((a, b) => a.mount_order! - b.mount_order!).map((x) => [x.sha256, "application/vnd.oci.image.layer.v1.tar+gzip"]),
+    ],
+  );
+  assert.equal(img.layers[1]!.mediaType, "application/vnd.oci.image.layer.v1.tar", "the control layer is uncompressed");
+  // control: the rootfs directory is not this lockfile's base
+  const wrong = await runCli(
+    ["lock", "export", lock, "--pub", PUB, "--registry", ex.registry, "--base", `rootfs:${ex.rootfs}`, "--oci", `${out}-2`, "--json"],
+    env,
+  );
+  assert.equal((JSON.parse(wrong.stdout) as { error: { code: string } }).error.code, "BASE_MISMATCH");
+});
