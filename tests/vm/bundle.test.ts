@@ -17,7 +17,7 @@ import { buildExampleRegistry, toySpec } from "../../examples/strata/build-regis
 import { sha256, type ErrorCode } from "../../src/core/index.ts";
 import { buildLayerFromDirectory, LocalRegistry } from "../../src/strata/index.ts";
 import { writeTar, type TarEntry } from "../../src/tree/index.ts";
-import { importBundle, openBundle } from "../../src/vm/index.ts";
+import { importBundle, loadKit, openBundle } from "../../src/vm/index.ts";
 import { runCli } from "../helpers/cli.ts";
 import { assertCodeAsync } from "../helpers/errors.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
@@ -48,6 +48,62 @@ function rebuild(members: ReadonlyMap<string, Uint8Array>, edit: (files: Map<str
     ...[...files].map(([path, data]): TarEntry => ({ type: "file", path, mode: 0o644, data })),
     ...extra,
   ]);
+}
+
+/** Every file under `dir` (recursively) whose name is 64 hex digits hashes to its name. */
+function checkAddressed(dir: string): number {
+  if (!existsSync(dir)) return 0;
+  let n = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (!e.isFile() || !/^[0-9a-f]{64}$/.test(e.name)) continue;
+    assert.equal(sha256(readFileSync(join(e.parentPath, e.name))).slice(7), e.name, `${e.parentPath}/${e.name} is whole`);
+    n++;
+  }
+  return n;
+}
+
+/**
+ * Imports killed (SIGKILL) at several points leave nothing half-visible: every
+ * store and kit object present is whole, a run directory is there complete or
+ * not at all, a kit.json names only objects that are there; a later import
+ * into the same home completes.
+ */
+async function interruptedImports(bundle: string, work: string): Promise<void> {
+  const { spawn } = await import("node:child_process");
+  const code = `const m = await import(${JSON.stringify(join(PROJECT_ROOT, "src/vm/index.ts"))}); const h = process.argv[1]; process.stdout.write("start\\n"); await m.importBundle(${JSON.stringify(bundle)}, { storeDir: h + "/store", kitDir: h + "/kit", runsDir: h + "/runs" }); process.stdout.write("done\\n");`;
+  let interrupted = 0;
+  for (const [i, delay] of [0, 20, 60, 120, 250].entries()) {
+    const home = join(work, `killed-${i}`);
+    const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", code, home], {
+      cwd: PROJECT_ROOT,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    await new Promise<void>((resolve) => {
+      child.stdout.on("data", (d: Buffer) => {
+        out += d.toString();
+        if (out.includes("start")) setTimeout(() => child.kill("SIGKILL"), delay);
+      });
+      child.on("exit", () => resolve());
+    });
+    if (!out.includes("done")) interrupted++;
+    checkAddressed(join(home, "store"));
+    checkAddressed(join(home, "kit"));
+    const runs = join(home, "runs");
+    for (const n of existsSync(runs) ? readdirSync(runs).filter((x) => !x.startsWith(".") && x !== "cairn-runs.json") : []) {
+      for (const f of ["run.json", "events.json", "assertions.json", "replay.log", "lock.json"]) assert.ok(existsSync(join(runs, n, f)), `${n}/${f}`);
+    }
+    const kit = loadKit(join(home, "kit"));
+    if (kit !== undefined) {
+      for (const d of [kit.kernel.digest, ...kit.kernel.modules.map((m) => m.digest)])
+        assert.ok(existsSync(join(home, "kit", "kernels", "sha256", d.slice(7))), d);
+      assert.ok(existsSync(join(home, "kit", "agents", "sha256", kit.agent.digest.slice(7))));
+    }
+    // the next import into the same home completes
+    const again = await importBundle(bundle, { storeDir: join(home, "store"), kitDir: join(home, "kit"), runsDir: runs });
+    assert.ok(existsSync(join(again.runDir, "run.json")));
+  }
+  assert.ok(interrupted >= 1, "at least one kill landed before the import finished");
 }
 
 describe("replay bundles", { skip: VM_SKIP || GCC_SKIP }, () => {
@@ -182,6 +238,7 @@ describe("replay bundles", { skip: VM_SKIP || GCC_SKIP }, () => {
       "BUNDLE_INVALID",
       "run/receipt.dsse.json#/predicate/events/sha256",
     );
+    await interruptedImports(bundle, work);
     await refused("not-a-tar", Buffer.from("not a tar at all, just text that is long enough to fill part of a header block"), "TAR_INVALID");
   });
 });
