@@ -18,9 +18,9 @@
  * from what run.json claims (the replay log is hashed, not read from
  * run.json); identities come from run.json, whose own sha256 is bound. So
  * `verifyReceipt` with a run directory recomputes the statement and names
- * the first field that differs. Guest instructions are not in the cost: QEMU 7.2 keeps the
- * instruction count only inside its replay log's private event format, which
- * cairn does not parse (a wrong parser would sign a wrong number).
+ * the first field that differs. Guest instructions come from the replay
+ * log's instruction records (replay-log.ts): exact for this record (every
+ * replay executes them), null when the log is not one cairn frames exactly.
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
@@ -42,6 +42,7 @@ import {
 } from "../core/index.ts";
 import { sourceIdentity } from "../workload/index.ts";
 import { readRunManifest, RUN_READ_LIMITS } from "./replay-run.ts";
+import { guestInstructions } from "./replay-log.ts";
 import { RUN_FILES } from "./rundir.ts";
 import { readRunEnvManifest, RUN_COST_FILE, RUN_ENVIRONMENT_FILE, type RunEnvironment } from "./run-facts.ts";
 
@@ -135,7 +136,7 @@ export function receiptStatement(runDir: string): ReceiptStatement {
       events: { sha256: sha256(events.bytes) },
       assertions: { sha256: sha256(assertions.bytes) },
       cost: {
-        deterministic: { guest_image_bytes: m.guest_image.size, output_bytes: outputBytes(events.model) },
+        deterministic: { guest_instructions: guestInstructions(log) ?? null, guest_image_bytes: m.guest_image.size, output_bytes: outputBytes(events.model) },
         non_deterministic: cost,
       },
       cairn_version: m.recorded.cairn_version,

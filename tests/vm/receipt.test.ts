@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { generateSigningKey, signEnvelope, writeKeyPair } from "../../src/core/index.ts";
+import { guestInstructions } from "../../src/vm/replay-log.ts";
 import { runCli } from "../helpers/cli.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
 import { buildProgram, GCC_SKIP } from "../workload/fixtures/static-program.ts";
@@ -55,6 +56,9 @@ describe("run receipts", { skip: VM_SKIP || GCC_SKIP }, () => {
     const stdout = readFileSync(join(a, "streams", "1.stdout"));
     assert.equal(statement.predicate.cost.deterministic.output_bytes.stdout, stdout.length);
     assert.equal(typeof statement.predicate.cost.non_deterministic.wall_ms, "number");
+    // the instruction records of this record's log: a kernel boot is far more than a million instructions
+    assert.equal(statement.predicate.cost.deterministic.guest_instructions, guestInstructions(readFileSync(join(a, "replay.log"))));
+    assert.ok(statement.predicate.cost.deterministic.guest_instructions > 1_000_000);
     // signing afterwards gives the same envelope (Ed25519 is deterministic; the statement is the directory's)
     const again = join(dir, "again.dsse.json");
     assert.equal((await runCli(["receipt", "sign", a, "--key", me.keyPath, "--out", again], env)).code, 0);
