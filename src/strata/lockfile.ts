@@ -17,6 +17,7 @@ import {
   Checker,
   childPath,
   isDigest,
+  isJsonObject,
   parseYamlText,
   safeComponent,
   type Issue,
@@ -26,7 +27,7 @@ import {
 } from "../core/index.ts";
 import { parseCapability, parseHostRequirement, type Capability, type HostRequirement } from "./capability.ts";
 import { ARCHES, BASE_NAME, canonicalArch, type Arch } from "./platform.ts";
-import { PACKAGE_MANAGERS, type PackageSet } from "./profile-model.ts";
+import { readPackageSet, type PackageSet } from "./profile-model.ts";
 import { readDefaults, readMutableLayer, type MutableLayer, type ProfileDefaults } from "./profile-forms.ts";
 import { baseDigest, type LockBase } from "./base.ts";
 import type { Attestation } from "./trust.ts";
@@ -262,24 +263,15 @@ function readLayer(c: Checker, v: JsonModel, p: string, rules: Checker): LockLay
   };
 }
 
+/** The profile's own package-set rule (profile-model.ts), so a lockfile holds nothing a profile could not have asked for. */
 function readPackages(c: Checker, v: JsonModel | undefined): PackageSet[] {
   const out: PackageSet[] = [];
   c.array(v, "/packages")?.forEach((s, i) => {
     const p = `/packages/${i}`;
-    const o = c.object(s, p, ["manager", "packages", "env"]);
-    if (o === undefined) return;
-    const manager = c.string(c.required(o, "manager", p), `${p}/manager`);
-    if (manager !== undefined && !(PACKAGE_MANAGERS as readonly string[]).includes(manager)) c.add(`${p}/manager`, "unknown manager", "MODEL_VALUE");
-    const pkgs: { name: string; version?: string }[] = [];
-    c.array(c.required(o, "packages", p), `${p}/packages`)?.forEach((x, j) => {
-      const xo = c.object(x, `${p}/packages/${j}`, ["name", "version"]);
-      if (xo === undefined) return;
-      const name = c.string(c.required(xo, "name", `${p}/packages/${j}`), `${p}/packages/${j}/name`);
-      const version = has(xo, "version") ? c.string(xo.version, `${p}/packages/${j}/version`) : undefined;
-      if (name !== undefined) pkgs.push({ name, ...(version !== undefined ? { version } : {}) });
-    });
-    const env = has(o, "env") ? c.string(o.env, `${p}/env`) : undefined;
-    if (manager !== undefined) out.push({ manager: manager as PackageSet["manager"], packages: pkgs, ...(env !== undefined ? { env } : {}) });
+    // the writer always writes the list, even empty
+    if (isJsonObject(s) && !has(s, "packages")) c.required(s, "packages", p);
+    const set = readPackageSet(c, s, p);
+    if (set !== undefined) out.push(set);
   });
   return out;
 }
