@@ -26,7 +26,7 @@
  * interrupted at any point leaves complete verified objects and no partial
  * run directory; replay then verifies every byte again from the store.
  */
-import { existsSync, mkdirSync, renameSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import {
   CairnError,
@@ -36,7 +36,7 @@ import {
   parseEnvelope,
   parseJsonBytes,
   readFileBounded,
-  sha256,
+  removeIn,
   tempSibling,
   writeFileAtomic,
   type JsonModel,
@@ -204,6 +204,30 @@ function checkReceiptClosure(bytes: Uint8Array, files: ReadonlyMap<string, { sha
   }
 }
 
+/**
+ * The staging directories (`.<run id>.<pid>.<hex>.tmp`, core's tempSibling) an
+ * import killed before its rename left in the runs directory: removed by the
+ * next import of that run when their process is gone.
+ */
+function removeDeadStaging(runsDir: string, runId: string): void {
+  const prefix = `.${runId}.`;
+  for (const name of readdirSync(runsDir)) {
+    if (!name.startsWith(prefix) || !name.endsWith(".tmp")) continue;
+    const pid = Number(name.slice(prefix.length).split(".")[0]);
+    if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid || isAlive(pid)) continue;
+    removeIn(runsDir, "", name);
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as { code?: string }).code === "EPERM";
+  }
+}
+
 export interface ImportOptions {
   readonly storeDir: string;
   readonly kitDir: string;
@@ -255,6 +279,7 @@ export async function importBundle(file: string, opts: ImportOptions): Promise<{
     kit = synthetic;
   }
   openRoot(opts.runsDir, RUNS_ROOT, { create: true });
+  removeDeadStaging(opts.runsDir, b.runId);
   const runDir = join(opts.runsDir, b.runId);
   if (existsSync(runDir)) {
     // imported before: reused only when every run file the bundle carries is there, byte for byte

@@ -102,6 +102,11 @@ async function interruptedImports(bundle: string, work: string): Promise<void> {
     // the next import into the same home completes
     const again = await importBundle(bundle, { storeDir: join(home, "store"), kitDir: join(home, "kit"), runsDir: runs });
     assert.ok(existsSync(join(again.runDir, "run.json")));
+    assert.deepEqual(
+      readdirSync(runs).filter((n) => n.endsWith(".tmp")),
+      [],
+      "the killed import's staging is removed by the next import",
+    );
   }
   assert.ok(interrupted >= 1, "at least one kill landed before the import finished");
 }
