@@ -30,6 +30,7 @@ import { readVerifyingKey } from "../../src/core/index.ts";
 import { buildLayerFromDirectory, exportLock, LocalRegistry } from "../../src/strata/index.ts";
 import { importBundle, loadKit, recordLockfileRun, replayRun, writeRunBundle } from "../../src/vm/index.ts";
 import { runCli } from "../../tests/helpers/cli.ts";
+import { resolveArgs } from "../../tests/helpers/resolve-args.ts";
 import { staticFixture } from "../../tests/vm/fixtures/programs.ts";
 import { TEST_KIT_DIR, testKit } from "../../tests/vm/fixtures/kit.ts";
 
@@ -58,23 +59,7 @@ const profile = join(work, "big.yaml");
 writeFileSync(profile, `name: big\nversion: "1"\nbase:\n  os: debian12\n  arch: x86_64\nsoftware:\n${layerDirs.map((_, i) => `  - big${i}`).join("\n")}\n`);
 const lock = join(work, "big.lock");
 const env = { ...process.env, CAIRN_KIT: TEST_KIT_DIR, CAIRN_HOME: join(work, "home") };
-const reso = await runCli(
-  [
-    "resolve",
-    profile,
-    "--registry",
-    ex.registry,
-    "--trust",
-    `keyfile://${ex.root}/registry.pub`,
-    "--base",
-    `rootfs:${ex.rootfs}`,
-    "--sign",
-    join(ex.root, "lock.key"),
-    "--out",
-    lock,
-  ],
-  env,
-);
+const reso = await runCli(resolveArgs(ex, profile, lock), env);
 if (reso.code !== 0) throw new Error(reso.stderr);
 const verify = { keys: [readVerifyingKey(join(ex.root, "lock.pub"))], now: new Date(), registries: [reg], layerKeys: [], allowUnsignedOffline: false };
 const cairnExport: number[] = [];
@@ -119,23 +104,7 @@ LocalRegistry.open(ex2.registry).publishLayer(built.blob.blob, built.manifest, [
 const p2 = join(work, "p2.yaml");
 writeFileSync(p2, readFileSync(join(import.meta.dirname, "../../examples/strata/profile.yaml"), "utf8").replace("  - numpy\n", "  - numpy\n  - lstree\n"));
 const lock2 = join(work, "p2.lock");
-const r2 = await runCli(
-  [
-    "resolve",
-    p2,
-    "--registry",
-    ex2.registry,
-    "--trust",
-    `keyfile://${ex2.root}/registry.pub`,
-    "--base",
-    `rootfs:${ex2.rootfs}`,
-    "--sign",
-    join(ex2.root, "lock.key"),
-    "--out",
-    lock2,
-  ],
-  env,
-);
+const r2 = await runCli(resolveArgs(ex2, p2, lock2), env);
 if (r2.code !== 0) throw new Error(r2.stderr);
 const storeDir = join(work, "store");
 const rec = await recordLockfileRun({

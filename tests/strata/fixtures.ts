@@ -34,21 +34,4 @@ export async function probedExampleBase(ex: ExampleRegistry, now = NOW): Promise
   return probedBase(await probeRoot(directoryView(ex.rootfs), ex.rootfs), "rootfs:example", now);
 }
 
-/** `cairn resolve PROFILE` against the example registry and rootfs, signed with its lock key, into `out`; the CLI's arguments for it. */
-export function resolveArgs(ex: ExampleRegistry, profile: string, out: string, extra: readonly string[] = []): string[] {
-  return [
-    "resolve",
-    profile,
-    "--registry",
-    ex.registry,
-    "--trust",
-    `keyfile://${ex.root}/registry.pub`,
-    "--base",
-    `rootfs:${ex.rootfs}`,
-    "--sign",
-    join(ex.root, "lock.key"),
-    "--out",
-    out,
-    ...extra,
-  ];
-}
+export { resolveArgs } from "../helpers/resolve-args.ts";
