@@ -9,7 +9,7 @@
  * unmodified bundle, which opens (the control).
  */
 import assert from "node:assert/strict";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
@@ -146,6 +146,18 @@ describe("replay bundles", { skip: VM_SKIP || GCC_SKIP }, () => {
     // nothing private without --include-private
     const opened = await openBundle(bundle);
     assert.equal([...opened.members.keys()].filter((p) => p.startsWith("private/")).length, 0);
+    assert.equal(statSync(bundle).mode & 0o777, 0o644);
+    // with --include-private: the exact streams, and the file is owner-only; they land in the imported run's streams/
+    const privateBundle = join(work, "private.cairn");
+    await ok(["bundle", run.run_dir, "--out", privateBundle, "--include-private"]);
+    assert.equal(statSync(privateBundle).mode & 0o777, 0o600);
+    const withPrivate = await openBundle(privateBundle);
+    const stdout = readFileSync(join(run.run_dir, "streams", "1.stdout"));
+    assert.ok(Buffer.from(withPrivate.members.get("private/streams/1.stdout")!).equals(stdout));
+    const privHome = join(work, "private-home");
+    const privImport = await importBundle(privateBundle, { storeDir: join(privHome, "store"), kitDir: join(privHome, "kit"), runsDir: join(privHome, "runs") });
+    assert.ok(readFileSync(join(privImport.runDir, "streams", "1.stdout")).equals(stdout));
+    assert.equal(statSync(join(privImport.runDir, "streams", "1.stdout")).mode & 0o777, 0o600);
 
     // another machine: another directory, a fresh home, no kit; the original home is gone
     const elsewhere = mkdtempSync(join(tmpdir(), "cairn-elsewhere-"));
@@ -161,6 +173,16 @@ describe("replay bundles", { skip: VM_SKIP || GCC_SKIP }, () => {
     await ok(["receipt", "verify", join(imported, "receipt.dsse.json"), "--pub", join(elsewhere, "me.pub"), "--run", imported], fresh);
     // a second replay of the same bundle reuses the imported run
     assert.match(await ok(["replay", join(elsewhere, "run.cairn")], fresh), /matches the record/);
+    // environment.json is bound to the workload: another image manifest there is refused
+    const envCopy = mkdtempSync(join(tmpdir(), "cairn-envjson-"));
+    cpSync(imported, envCopy, { recursive: true });
+    const envJson = JSON.parse(readFileSync(join(envCopy, "environment.json"), "utf8")) as { image_manifest: string };
+    writeFileSync(join(envCopy, "environment.json"), JSON.stringify({ ...envJson, image_manifest: `sha256:${"1".repeat(64)}` }));
+    const envRefused = await runCli(
+      ["receipt", "verify", join(envCopy, "receipt.dsse.json"), "--pub", join(elsewhere, "me.pub"), "--run", envCopy, "--json"],
+      fresh,
+    );
+    assert.equal((JSON.parse(envRefused.stdout) as { error: { code: string; path: string } }).error.path, "environment.json#/image_manifest");
     writeFileSync(join(imported, "assertions.json"), readFileSync(join(imported, "assertions.json"), "utf8").replace("true", "false"));
     const tampered = await runCli(
       ["receipt", "verify", join(imported, "receipt.dsse.json"), "--pub", join(elsewhere, "me.pub"), "--run", imported, "--json"],
