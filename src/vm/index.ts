@@ -25,8 +25,8 @@ export { prepareGuest, bootGuest, evaluate, defaultMemoryMib, IMAGE_BYTES_MAX } 
 export type { PreparedGuest, BootResult, Evaluation } from "./guest.ts";
 export { recordRun, defaultRunsDir } from "./record.ts";
 export type { RecordOptions, RecordResult } from "./record.ts";
-export { isEnvironmentLockfile, recordLockfileRun } from "./lockfile-run.ts";
-export type { LockfileRunOptions, LockfileRunResult } from "./lockfile-run.ts";
+export { isEnvironmentLockfile, readLockfileSpec, recordLockfileRun } from "./lockfile-run.ts";
+export type { LockfileRunOptions, LockfileRunResult, LockfileSpec } from "./lockfile-run.ts";
 export { replayRun, preflight, readRunManifest } from "./replay-run.ts";
 export type { ReplayOptions, ReplayResult } from "./replay-run.ts";
 export { parseRunManifest, RUN_MANIFEST_SCHEMA, RUN_MANIFEST_SCOPE } from "./run-manifest.ts";

@@ -97,5 +97,24 @@ describe("run an environment lockfile", { skip: VM_SKIP || GCC_SKIP }, () => {
     const p = await runCli(["replay", run.run_dir], env);
     assert.equal(p.code, 0, p.stderr);
     assert.match(p.stdout, /matches the record/);
+
+    // the same run as a spec naming the lockfile, with a run section: its expectations apply
+    const spec = (exitCode: number): string => {
+      const f = join(ex.root, `lstree-${exitCode}.yaml`);
+      writeFileSync(
+        f,
+        `schema: cairn.workload/1\nsource:\n  lockfile:\n    path: ./env.lock\n    cmd: [/usr/local/bin/lstree]\nrun:\n  steps:\n    - action: start\n    - action: close-stdin\n  expect:\n    - exit-code: ${exitCode}\n      stdout-includes: ["f /usr/local/bin/lstree"]\n`,
+      );
+      return f;
+    };
+    const good = await runCli(["run", spec(0), "--pub", join(ex.root, "lock.pub"), ...base, "--json"], env);
+    assert.equal(good.code, 0, good.stderr + good.stdout);
+    const fromSpec = JSON.parse(good.stdout) as { outcome: string; workload: string; environment: { environment_id: string } };
+    assert.equal(fromSpec.environment.environment_id, run.environment.environment_id);
+    const bad = await runCli(["run", spec(3), "--pub", join(ex.root, "lock.pub"), ...base, "--json"], env);
+    assert.equal(bad.code, 1);
+    assert.equal((JSON.parse(bad.stdout) as { error: { code: string } }).error.code, "ASSERTION_FAILED");
+    // the spec names the command: --cmd beside it is a usage error
+    assert.equal((await runCli(["run", spec(0), "--pub", join(ex.root, "lock.pub"), ...base, "--cmd", "/x"], env)).code, 2);
   });
 });

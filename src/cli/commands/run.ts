@@ -4,7 +4,7 @@ import { CairnError, readSigningKey } from "../../core/index.ts";
 import { defaultStoreDir } from "../../store/index.ts";
 import { loadManifestOrDevcontainer, snapshotRefOf } from "../../manifest/index.ts";
 import { DEFAULT_EXPORT_LAUNCH } from "../../strata/index.ts";
-import { defaultRunsDir, ensureKit, isEnvironmentLockfile, kitDir, recordLockfileRun, recordRun, signReceipt } from "../../vm/index.ts";
+import { defaultRunsDir, ensureKit, isEnvironmentLockfile, kitDir, readLockfileSpec, recordLockfileRun, recordRun, signReceipt } from "../../vm/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
 import { CAIRN_VERSION } from "../cairn-version.ts";
@@ -48,23 +48,20 @@ export function registerRun(program: Command, ctx: Context): void {
       const log = (line: string) => ctx.io.err(`cairn run: ${line}`);
       const input = resolve(ctx.cwd, unsafeInput);
       const fromLockfile = isEnvironmentLockfile(input);
-      if (
-        !fromLockfile &&
-        (opts.cmd !== undefined ||
-          opts.pub !== undefined ||
-          opts.registry.length > 0 ||
-          opts.base !== undefined ||
-          opts.user !== undefined ||
-          opts.workdir !== undefined)
-      ) {
+      const lockSpec = fromLockfile ? undefined : readLockfileSpec(input);
+      const launchFlags = opts.cmd !== undefined || opts.user !== undefined || opts.workdir !== undefined;
+      const verifyFlags = opts.pub !== undefined || opts.registry.length > 0 || opts.base !== undefined;
+      if (!fromLockfile && lockSpec === undefined && (launchFlags || verifyFlags)) {
         throw new CairnError(
           "USAGE",
           "--cmd, --user, --workdir, --pub, --registry and --base are for an environment lockfile; a workload spec or lock names its own launch",
-          {
-            path: "--cmd",
-          },
+          { path: "--cmd" },
         );
       }
+      if (lockSpec !== undefined && launchFlags)
+        throw new CairnError("USAGE", "the spec names the command (source.lockfile.cmd); --cmd, --user and --workdir are for a lockfile given directly", {
+          path: "--cmd",
+        });
       if (fromLockfile && opts.cmd === undefined)
         throw new CairnError("USAGE", "running an environment lockfile needs --cmd /path/to/program [ARG...]", { path: "--cmd" });
       const signingKey = opts.sign !== undefined ? readSigningKey(opts.sign) : undefined; // a bad key fails before the run
@@ -81,18 +78,24 @@ export function registerRun(program: Command, ctx: Context): void {
           : {}),
         log,
       };
-      const lr = fromLockfile
-        ? await recordLockfileRun({
-            ...record,
-            export: {
-              lockPath: input,
-              verify: lockVerifyOptions(ctx, opts, clock(ctx.env)),
-              base: exportBaseFlag(ctx, opts.base),
-              contents: opts.contents === true,
-              launch: { argv: opts.cmd!, user: opts.user ?? DEFAULT_EXPORT_LAUNCH.user, workdir: opts.workdir ?? DEFAULT_EXPORT_LAUNCH.workdir },
-            },
-          })
-        : undefined;
+      const lr =
+        fromLockfile || lockSpec !== undefined
+          ? await recordLockfileRun({
+              ...record,
+              export: {
+                lockPath: lockSpec?.lockPath ?? input,
+                verify: lockVerifyOptions(ctx, opts, clock(ctx.env)),
+                base: exportBaseFlag(ctx, opts.base),
+                contents: opts.contents === true,
+                launch: lockSpec?.launch ?? {
+                  argv: opts.cmd!,
+                  user: opts.user ?? DEFAULT_EXPORT_LAUNCH.user,
+                  workdir: opts.workdir ?? DEFAULT_EXPORT_LAUNCH.workdir,
+                },
+              },
+              ...(lockSpec !== undefined ? { specSections: lockSpec.sections } : {}),
+            })
+          : undefined;
       const r = lr ?? (await recordRun({ ...record, input }));
       const exported = lr?.exported;
       const receipt = signingKey !== undefined ? signReceipt(r.runDir, [signingKey]).file : undefined;
