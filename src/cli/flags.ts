@@ -9,10 +9,22 @@
  * instead of importing each other.
  */
 import { resolve as resolvePath } from "node:path";
-import { CairnError, readSigningKey, type SigningKey } from "../core/index.ts";
-import { directoryView } from "../tree/index.ts";
-import { LocalRegistry, defaultRegistryDir, probeOciBase, probeRoot, probedBase, type LockBase } from "../strata/index.ts";
 import type { Command } from "commander";
+import { CairnError, readSigningKey, readVerifyingKey, type SigningKey } from "../core/index.ts";
+import { directoryView } from "../tree/index.ts";
+import {
+  LocalRegistry,
+  defaultRegistryDir,
+  openRegistries,
+  parseMaxAge,
+  probeOciBase,
+  probeRoot,
+  probedBase,
+  readTrust,
+  type ExportBase,
+  type LockBase,
+  type VerifyOptions,
+} from "../strata/index.ts";
 import type { RemoteOptions } from "../workload/index.ts";
 import type { Context } from "./context.ts";
 
@@ -50,18 +62,14 @@ export function openOrInit(ctx: Context, dir: string | undefined, init: boolean 
   return init ? LocalRegistry.init(p) : LocalRegistry.open(p);
 }
 
-/** `--base host | rootfs:DIR | oci:LAYOUT@sha256:DIGEST` → a probed base; undefined means declared. */
-export async function probeBaseFlag(ctx: Context, flag: string | undefined, now: Date): Promise<LockBase | undefined> {
-  if (flag === undefined) return undefined;
-  if (flag === "host") return probedBase(await probeRoot(directoryView("/"), "host"), "host", now);
-  if (flag.startsWith("rootfs:")) {
-    const dir = resolvePath(ctx.cwd, flag.slice("rootfs:".length));
-    return probedBase(await probeRoot(directoryView(dir), dir), `rootfs:${dir}`, now);
-  }
+/** `--base host | rootfs:DIR | oci:LAYOUT@sha256:DIGEST`, parsed (paths resolved against the cwd), not yet probed. */
+export function parseBaseFlag(ctx: Context, flag: string): { readonly kind: "host" } | ExportBase {
+  if (flag === "host") return { kind: "host" };
+  if (flag.startsWith("rootfs:")) return { kind: "rootfs", dir: resolvePath(ctx.cwd, flag.slice("rootfs:".length)) };
   if (flag.startsWith("oci:")) {
     const m = /^(.+)@(sha256:[0-9a-f]{64})$/.exec(flag.slice("oci:".length));
     if (m === null) throw new CairnError("USAGE", "--base oci: needs LAYOUT@sha256:DIGEST (the image manifest digest)");
-    return probeOciBase({ layoutDir: resolvePath(ctx.cwd, m[1]!), manifestDigest: m[2]!, now });
+    return { kind: "oci", layoutDir: resolvePath(ctx.cwd, m[1]!), manifest: m[2]! };
   }
   throw new CairnError("USAGE", `--base ${JSON.stringify(flag).slice(0, 60)} is not host, rootfs:DIR or oci:LAYOUT@sha256:DIGEST`);
 }
@@ -96,4 +104,69 @@ export function remoteOptions(ctx: Context, f: RemoteFlags): RemoteOptions {
     env: ctx.env,
     cwd: ctx.cwd,
   };
+}
+
+/** `--base host | rootfs:DIR | oci:LAYOUT@sha256:DIGEST` → a probed base; undefined means declared. */
+export async function probeBaseFlag(ctx: Context, flag: string | undefined, now: Date): Promise<LockBase | undefined> {
+  if (flag === undefined) return undefined;
+  const b = parseBaseFlag(ctx, flag);
+  if (b.kind === "host") return probedBase(await probeRoot(directoryView("/"), "host"), "host", now);
+  if (b.kind === "rootfs") return probedBase(await probeRoot(directoryView(b.dir), b.dir), `rootfs:${b.dir}`, now);
+  return probeOciBase({ layoutDir: b.layoutDir, manifestDigest: b.manifest, now });
+}
+
+/** The flags `lock verify` takes, shared by every command that verifies a lockfile before using it (`lock export`, `run LOCK`). */
+export interface LockVerifyFlags {
+  pub?: string;
+  registry: string[];
+  trust: string[];
+  maxAge?: string;
+  allowUnsignedOffline?: boolean;
+  base?: string;
+  contents?: boolean;
+}
+
+export function withLockVerifyFlags(cmd: Command, pubRequired: boolean): Command {
+  const pubHelp = "the Ed25519 public key the lockfile must be signed by";
+  (pubRequired ? cmd.requiredOption("--pub <key>", pubHelp) : cmd.option("--pub <key>", `${pubHelp} (a lockfile input only)`))
+    .option("--registry <dir>", "check every layer's manifest and blob bytes in this registry (repeatable)", collect, [])
+    .option(
+      "--trust <keyfile://PATH>",
+      "also verify each layer manifest's own signature with this key (repeatable); without --registry, on the manifests the lockfile embeds",
+      collect,
+      [],
+    )
+    .option("--max-age <age>", "refuse a lockfile older than this: a Go duration (90m, 1h30m, 720h), 30d or 2w; 0 for no bound")
+    .option("--allow-unsigned-offline", "accept a lockfile whose policy is unsigned-offline")
+    .option("--base <base>", "probe the base now (host, rootfs:DIR or oci:LAYOUT@sha256:DIGEST) and require the lockfile's base digest")
+    .option("--contents", "with --registry: also unpack every layer and check it holds exactly the files its manifest lists");
+  return cmd;
+}
+
+/** The verification the flags ask for, as `verifyLock` takes it (without the probed base). */
+export function lockVerifyOptions(ctx: Context, opts: LockVerifyFlags, now: Date): Omit<VerifyOptions, "probedBase"> {
+  if (opts.pub === undefined) throw new CairnError("USAGE", "a lockfile is verified before use: give --pub KEY", { path: "--pub" });
+  const maxAgeMs = opts.maxAge !== undefined ? parseMaxAge(opts.maxAge) : undefined;
+  const regs = opts.registry.length > 0 ? openRegistries({ env: ctx.env, cwd: ctx.cwd, registries: opts.registry, trust: [] }) : [];
+  return {
+    keys: [readVerifyingKey(opts.pub)],
+    now,
+    ...(maxAgeMs !== undefined ? { maxAgeMs, maxAgeText: opts.maxAge! } : {}),
+    registries: regs.map((r) => r.registry),
+    layerKeys: opts.trust.map((t) => readTrust(t, ctx.cwd)),
+    allowUnsignedOffline: opts.allowUnsignedOffline === true,
+  };
+}
+
+/** `--base` for an export: a root directory or an OCI image whose bytes become the image's base (the host cannot be exported). */
+export function exportBaseFlag(ctx: Context, flag: string | undefined): ExportBase {
+  if (flag === undefined)
+    throw new CairnError("USAGE", "an export needs the base's bytes: give --base rootfs:DIR or --base oci:LAYOUT@sha256:DIGEST", { path: "--base" });
+  const b = parseBaseFlag(ctx, flag);
+  if (b.kind === "host")
+    throw new CairnError("EXPORT_REFUSED", "the host cannot be exported as an image base", {
+      path: "--base",
+      hint: "give --base rootfs:DIR or oci:LAYOUT@sha256:DIGEST",
+    });
+  return b;
 }

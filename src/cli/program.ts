@@ -13,6 +13,8 @@ import { registerWorkload } from "./commands/workload.ts";
 import { registerSetup } from "./commands/setup.ts";
 import { registerRun } from "./commands/run.ts";
 import { registerReplay } from "./commands/replay.ts";
+import { registerReceipt } from "./commands/receipt.ts";
+import { registerBundle } from "./commands/replay-bundle.ts";
 import { registerProfile } from "./commands/profile.ts";
 import { registerResolve } from "./commands/resolve.ts";
 import { registerLock } from "./commands/lock.ts";
@@ -40,6 +42,8 @@ export const COMMANDS: ReadonlyArray<(program: Command, ctx: Context) => void> =
   registerSetup,
   registerRun,
   registerReplay,
+  registerReceipt,
+  registerBundle,
 ];
 
 export function buildProgram(ctx: Context): Command {

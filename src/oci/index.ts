@@ -23,3 +23,6 @@ export type { BlobCache } from "./registry/blob-cache.ts";
 export { importOciArchive } from "./oci-archive.ts";
 export { registryClientFor } from "./registry/remote-client.ts";
 export type { RemoteOptions } from "./registry/remote-client.ts";
+export { writeOciLayout, configDocument, selectionDocuments } from "./image-writer.ts";
+export type { LayoutImageInput, LayoutLayerInput, LayoutLaunchConfig, WrittenLayout } from "./image-writer.ts";
+export { OCI_LAYER_GZIP, OCI_LAYER_TAR } from "./media-types.ts";

@@ -21,6 +21,7 @@ import {
   applyLayers,
   DEFAULT_LIMITS,
   LIMIT_CEILINGS,
+  memorySink,
   STRICT_POLICY,
   type CanonicalTree,
   type ContentSink,

@@ -66,3 +66,5 @@ export type { FreezeOptions, FreezeResult } from "./freeze/freeze-lock.ts";
 export { DEFAULT_FREEZE_LIMITS, FREEZE_LIMIT_NAMES } from "./freeze/index-source.ts";
 export type { FreezeLimits } from "./freeze/index-source.ts";
 export type { FrozenPackages, LockPackageSet, PackagePin } from "./freeze/pins.ts";
+export { exportLock, EXPORT_ANNOTATIONS, DEFAULT_EXPORT_LAUNCH } from "./lockfile-export.ts";
+export type { ExportBase, ExportLaunch, ExportLockOptions, ExportResult } from "./lockfile-export.ts";

@@ -37,6 +37,8 @@ export interface VerifyOptions {
 export interface VerifyReport {
   readonly lock: Lockfile;
   readonly environment_id: Sha256Digest;
+  /** sha256 of the lockfile's bytes as verified (the signed payload). */
+  readonly lockfile_sha256: Sha256Digest;
   readonly signature: LockSignature;
   readonly freshness: Freshness;
   readonly verification_policy: VerificationPolicy;
@@ -214,6 +216,7 @@ export function verifyLock(path: string, opts: VerifyOptions): VerifyReport {
   return {
     lock,
     environment_id,
+    lockfile_sha256: sha256(read.bytes),
     signature: read.signature!,
     freshness: fresh,
     verification_policy: lock.verification_policy,

@@ -117,7 +117,11 @@ function envMap(c: Checker, o: JsonObject, key: string, path: string): Map<strin
   return m;
 }
 
-/** The one rule for a package set, read by the profile and by the lockfile (which adds its pins). */
+/**
+ * One package set (`{manager, packages: [{name, version}], env}`), the single
+ * rule for profiles and lockfiles alike: names match PKG_NAME, versions are
+ * non-empty strings (a YAML number is refused), `env` is for conda only.
+ */
 export function readPackageSet(c: Checker, v: JsonModel, p: string): PackageSet | undefined {
   const o = c.object(v, p, ["manager", "packages", "env"]);
   if (o === undefined) return undefined;

@@ -21,3 +21,5 @@ export { parseCapability, parseRequirement, satisfies } from "./index.ts";
 export type { Capability, Requirement } from "./index.ts";
 export { DEFAULT_FREEZE_LIMITS, freezeLock } from "./index.ts";
 export type { FreezeLimits, FreezeOptions, FreezeResult, FrozenPackages, LockPackageSet, PackagePin } from "./index.ts";
+export { EXPORT_ANNOTATIONS, exportLock } from "./index.ts";
+export type { ExportBase, ExportLaunch, ExportLockOptions, ExportResult } from "./index.ts";

@@ -5,7 +5,7 @@
  * initramfs writer. The model does no I/O; file bytes live in a content sink
  * addressed by their sha256.
  */
-import type { Sha256Digest } from "../core/index.ts";
+import { sha256, type Sha256Digest } from "../core/index.ts";
 
 export type FsEntryType = "dir" | "file" | "symlink";
 
@@ -44,6 +44,21 @@ export type CanonicalTree = ReadonlyMap<string, FsEntry>;
 /** Where layer application puts file bytes; returns their digest and size. */
 export interface ContentSink {
   put(data: Uint8Array): Promise<{ sha256: Sha256Digest; size: number }>;
+}
+
+/** A sink that keeps every file's bytes in memory by digest, for a tree read whole (a strata layer blob, a replay bundle). */
+export function memorySink(): { readonly sink: ContentSink; readonly content: Map<Sha256Digest, Uint8Array> } {
+  const content = new Map<Sha256Digest, Uint8Array>();
+  return {
+    content,
+    sink: {
+      async put(data) {
+        const d = sha256(data);
+        content.set(d, data);
+        return { sha256: d, size: data.length };
+      },
+    },
+  };
 }
 
 /** Reads back file bytes by digest (from staging or the content store), verifying them. */

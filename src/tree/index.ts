@@ -2,6 +2,7 @@
 // the layer policy and limits, the strict tar gate, the directory reader, the tar writer, and layer
 // application with whiteouts. Imports only core.
 export type { CanonicalTree, FsEntry, FileEntry, DirEntry, SymlinkEntry, ContentSource, ContentSink } from "./entries.ts";
+export { memorySink } from "./entries.ts";
 export { fsIdentity, frameTree, frameEntry, sortedEntries, FS_IDENTITY } from "./fs-digest.ts";
 export { isCanonicalPath, parentOf, ancestors } from "./tree-paths.ts";
 export { resolveInRoot, resolveInTree, MAX_SYMLINK_HOPS } from "./in-root.ts";

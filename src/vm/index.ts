@@ -25,6 +25,8 @@ export { prepareGuest, bootGuest, evaluate, defaultMemoryMib, IMAGE_BYTES_MAX } 
 export type { PreparedGuest, BootResult, Evaluation } from "./guest.ts";
 export { recordRun, defaultRunsDir } from "./record.ts";
 export type { RecordOptions, RecordResult } from "./record.ts";
+export { isEnvironmentLockfile, readLockfileSpec, recordLockfileRun } from "./lockfile-run.ts";
+export type { LockfileRunOptions, LockfileRunResult, LockfileSpec } from "./lockfile-run.ts";
 export { replayRun, preflight, readRunManifest } from "./replay-run.ts";
 export type { ReplayOptions, ReplayResult } from "./replay-run.ts";
 export { parseRunManifest, RUN_MANIFEST_SCHEMA, RUN_MANIFEST_SCOPE } from "./run-manifest.ts";
@@ -32,3 +34,19 @@ export type { RunManifest } from "./run-manifest.ts";
 export { writeFailureBundle } from "./bundle.ts";
 export { collectStoreGarbage } from "./store-gc.ts";
 export type { StoreGcOptions, StoreGcResult } from "./store-gc.ts";
+export {
+  signReceipt,
+  verifyReceipt,
+  receiptStatement,
+  firstDifference,
+  RECEIPT_FILE,
+  RUN_PREDICATE_TYPE,
+  IN_TOTO_PAYLOAD_TYPE,
+  IN_TOTO_STATEMENT_TYPE,
+} from "./run-receipt.ts";
+export type { ReceiptStatement, ReceiptVerification } from "./run-receipt.ts";
+export type { RunEnvironment } from "./run-facts.ts";
+export { writeRunBundle, bundleKit, RUN_BUNDLE_SCHEMA } from "./run-bundle.ts";
+export type { BundleMember, WriteBundleOptions } from "./run-bundle.ts";
+export { openBundle, importBundle } from "./bundle-import.ts";
+export type { ImportOptions, OpenedBundle } from "./bundle-import.ts";

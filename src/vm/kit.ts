@@ -117,7 +117,8 @@ function objectPath(dir: string, area: "kernels" | "agents", digest: Sha256Diges
   return join(dir, area, alg, hex);
 }
 
-function putObject(dir: string, area: "kernels" | "agents", bytes: Buffer): Sha256Digest {
+/** Puts a kit object by its digest (written atomically, never rewritten). */
+export function putKitObject(dir: string, area: "kernels" | "agents", bytes: Buffer): Sha256Digest {
   const digest = sha256(bytes);
   const path = objectPath(dir, area, digest);
   ensureDirsIn(dir, [area, `${area}/sha256`], 0o755);
@@ -174,7 +175,7 @@ export function loadKit(dir: string): Kit | undefined {
   };
 }
 
-function writeKit(kit: Kit): void {
+export function writeKit(kit: Kit): void {
   const model = {
     schema: KIT_SCHEMA,
     qemu: kit.qemu,
@@ -229,16 +230,16 @@ export async function setupKit(opts: SetupOptions): Promise<Kit> {
   const previous = loadKit(opts.dir);
   opts.log("building the guest agent twice and comparing");
   const agent = buildAgent();
-  const agentDigest = putObject(opts.dir, "agents", agent.bytes);
+  const agentDigest = putKitObject(opts.dir, "agents", agent.bytes);
   let kernel = previous?.kernel;
   const complete = kernel !== undefined && [kernel.digest, ...kernel.modules.map((m) => m.digest)].every((d) => existsSync(objectPath(opts.dir, "kernels", d)));
   if (opts.kernelDeb !== undefined || opts.refreshKernel || !complete) {
     const k = await fetchKernel(opts.log, opts.kernelDeb, opts.isRoot);
     kernel = {
-      digest: putObject(opts.dir, "kernels", k.bytes),
+      digest: putKitObject(opts.dir, "kernels", k.bytes),
       package: k.packageFile,
       file: k.fileName,
-      modules: k.modules.map((m) => ({ name: m.name, digest: putObject(opts.dir, "kernels", m.bytes) })),
+      modules: k.modules.map((m) => ({ name: m.name, digest: putKitObject(opts.dir, "kernels", m.bytes) })),
     };
   }
   if (kernel === undefined) throw new Error("unreachable: a kernel was just fetched");
@@ -306,7 +307,7 @@ async function ensureKitLocked(opts: SetupOptions): Promise<Kit> {
   if (kit.agent.source !== agentSourceDigest()) {
     opts.log("the agent sources changed since setup; rebuilding the agent");
     const agent = buildAgent();
-    const updated: Kit = { ...kit, agent: { digest: putObject(kit.dir, "agents", agent.bytes), source: agentSourceDigest(), compiler: agent.compiler } };
+    const updated: Kit = { ...kit, agent: { digest: putKitObject(kit.dir, "agents", agent.bytes), source: agentSourceDigest(), compiler: agent.compiler } };
     writeKit(updated);
     return updated;
   }

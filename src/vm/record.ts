@@ -38,6 +38,8 @@ import { writeFailureBundle, writeFailureBundleAfter } from "./bundle.ts";
 import { bootGuest, evaluate, prepareGuest, type BootResult, type Evaluation, type PreparedGuest } from "./guest.ts";
 import { CONSOLE_LOG_FILE, consoleFailures } from "./kernel-log.ts";
 import { qemuVersion, type Kit } from "./kit.ts";
+import type { SnapshotRef } from "../manifest/index.ts";
+import { childrenCpuMs, writeRunCost, writeRunEnvManifest } from "./run-facts.ts";
 import { RUN_MANIFEST_SCHEMA, type RunManifest } from "./run-manifest.ts";
 import { diskFullError, dropImage, RUN_FILES, shellQuote, writeEvaluation, writeJsonPublic, writeStreams } from "./rundir.ts";
 import { parseScenario, type Scenario } from "./scenario.ts";
@@ -106,6 +108,8 @@ export interface RecordOptions {
   readonly cairnVersion: string;
   readonly timeoutMs?: number;
   readonly includePrivateStreams?: boolean;
+  /** `--environment MANIFEST`: the environment manifest the run is made in, recorded for replay's resume check (run-facts.ts). */
+  readonly environmentManifest?: SnapshotRef;
   readonly now?: () => Date;
   readonly log?: (line: string) => void;
   /** How to reach a registry when the spec names `oci.ref` (see workload assembly). */
@@ -179,6 +183,7 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
   writeFileAtomic(rrfile, "", { mode: 0o600 });
   const identities = { ...workloadFacts(w), vm: vmDigest(prepared.vm), initramfs: prepared.image.digest };
   let boot: BootResult;
+  const cpuBefore = childrenCpuMs();
   try {
     boot = await bootGuest(prepared, "record", { dir: runDir, rrfile }, opts.timeoutMs ?? DEFAULT_TIMEOUT_MS);
     const full = diskFullError(runDir); // QEMU does not report a failed write of its log: a "passed" run may lack its tail
@@ -194,12 +199,15 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
   } finally {
     dropImage(runDir);
   }
+  const cpuAfter = childrenCpuMs();
+  writeRunCost(runDir, { wallMs: boot.qemu.durationMs, hostCpuMs: cpuBefore !== undefined && cpuAfter !== undefined ? cpuAfter - cpuBefore : undefined });
   const evaluation = evaluate(boot.decoded, scenario, boot.kernel);
   const logBytes = readFileSync(rrfile);
   const manifest = buildManifest(runId, w, prepared, evaluation, logBytes, now, opts.cairnVersion);
   writeEvaluation(runDir, evaluation);
   writeStreams(runDir, boot.decoded.streams);
   writeJsonPublic(join(runDir, RUN_FILES.manifest), manifest);
+  if (opts.environmentManifest !== undefined) writeRunEnvManifest(runDir, opts.environmentManifest);
   const replayCommand = `cairn replay ${shellQuote(runDir)} --store ${shellQuote(resolve(opts.storeDir))}`;
   writeFileAtomic(join(runDir, RUN_FILES.replayCommand), `${replayCommand}\n`, { mode: 0o644 });
   if (evaluation.status !== "passed") {

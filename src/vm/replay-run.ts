@@ -23,6 +23,8 @@ import { writeFailureBundle, writeFailureBundleAfter } from "./bundle.ts";
 import { bootGuest, evaluate, prepareGuest, type BootResult, type Evaluation } from "./guest.ts";
 import { CONSOLE_LOG_FILE, consoleFailures } from "./kernel-log.ts";
 import { qemuVersion, type Kit } from "./kit.ts";
+import type { EnvManifest } from "../manifest/index.ts";
+import { checkRunEnvironment } from "./run-facts.ts";
 import { parseRunManifest, type RunManifest } from "./run-manifest.ts";
 import { DEFAULT_TIMEOUT_MS, guestLaunch, workloadFacts } from "./record.ts";
 import { dropImage, nextReplayDir, RUN_FILES, writeEvaluation, writeJsonPublic } from "./rundir.ts";
@@ -35,6 +37,9 @@ export interface ReplayOptions {
   readonly kit: Kit;
   readonly timeoutMs?: number;
   readonly includePrivateStreams?: boolean;
+  /** The environment manifest offered for the replay; required when the run recorded one (run-facts.ts `checkRunEnvironment`). */
+  readonly offeredEnvironment?: EnvManifest;
+  readonly allowUnpinned?: boolean;
   readonly log?: (line: string) => void;
 }
 
@@ -70,6 +75,7 @@ export function readRunManifest(runDir: string): RunManifest {
 /** Steps 1–6: everything that can be checked before launch. */
 export async function preflight(opts: ReplayOptions) {
   const m = readRunManifest(opts.runDir);
+  checkRunEnvironment(opts.runDir, opts.offeredEnvironment, opts.allowUnpinned === true);
   if (vmDigest(m.vm) !== m.vm_digest) refuse("REPLAY_MISMATCH", "/vm_digest", "vm_digest is not the digest of the recorded VM identity");
   const logPath = join(opts.runDir, RUN_FILES.replayLog);
   if (!existsSync(logPath)) refuse("REPLAY_MISMATCH", "/replay_log", "the replay log is missing", "a run directory without replay.log cannot be replayed");

@@ -6,8 +6,13 @@
  */
 import { type Checker, childPath, parseSha256, type JsonModel, type Sha256Digest } from "../core/index.ts";
 
-/** binary: spec, executable. oci: spec, oci-layout, index, descriptor, manifest, config, layer (one per layer, base first). */
+/**
+ * binary: spec, executable. oci: spec, manifest, config, layer (one per layer, base first).
+ * `oci-layout`, `index` and `descriptor` are read (so an older lock parses) and refused by
+ * verification: the layout's own index does not affect what runs (see oci-workload.ts).
+ */
 export const RAW_ROLES = ["spec", "executable", "oci-layout", "index", "descriptor", "manifest", "config", "layer"] as const;
+export const LEGACY_OCI_ROLES = ["oci-layout", "index", "descriptor"] as const;
 export type RawRole = (typeof RAW_ROLES)[number];
 
 export interface RawRef {

@@ -4,25 +4,31 @@
  * and verification (reading the store's raw copies through the same reader
  * code, so verify reparses the selected graph with every check assembly ran).
  */
-import { constants } from "node:fs";
+import { constants, mkdtempSync, rmSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { join } from "node:path";
-import { CairnError, type Sha256Digest } from "../core/index.ts";
+import { CairnError, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
 import { PackCheck, PackWriter, type PackIndex, type Store } from "../store/index.ts";
 import type { RawRef } from "./closure.ts";
 import { finishDerivation, type Derived } from "./derive.ts";
 import { launchFromOci } from "./launch.ts";
 import type { WorkloadLock } from "./workload-lock.ts";
 import type { WorkloadSpec } from "./spec.ts";
-import { readOciSource, type OciObjectReader, type OciSource, type OpenedFile } from "../oci/index.ts";
+import { readOciSource, selectionDocuments, type OciObjectReader, type OciSource, type OpenedFile } from "../oci/index.ts";
 import { applyLayers, resolveInTree, type CanonicalTree, type ContentSink, type FsEntry } from "../tree/index.ts";
 
-/** The raw closure of an OCI source, in lock order. */
+/**
+ * The raw closure of an OCI source, in lock order: the selected manifest, its
+ * config and its layers, which are what runs. The layout's own `oci-layout`,
+ * `index.json` and the selecting descriptor are not in it: tags, annotations
+ * and other entries do not change the image, and pinning them made a run
+ * recorded from one layout fail to replay from a store filled from a
+ * re-tagged (`umoci tag`) or copied (`skopeo copy`) layout of the same
+ * manifest (STORE_MISSING at /raw/2). Verification selects the manifest
+ * through cairn's own one-entry index (oci `selectionDocuments`).
+ */
 function rawRefs(src: OciSource): RawRef[] {
   const refs: RawRef[] = [
-    { role: "oci-layout", digest: src.ociLayout.digest, size: src.ociLayout.size },
-    { role: "index", digest: src.index.digest, size: src.index.size },
-    { role: "descriptor", digest: src.descriptor.digest, size: src.descriptor.size },
     { role: "manifest", digest: src.manifest.digest, size: src.manifest.size },
     { role: "config", digest: src.config.digest, size: src.config.size },
   ];
@@ -121,7 +127,7 @@ export async function assembleOci(spec: WorkloadSpec, layoutDir: string, store: 
   const total = src.layers.reduce((n, l) => n + l.size, 0);
   progress?.(`applying ${src.layers.length} layer(s), ${total} bytes compressed`);
   const packed = await deriveAndPack(spec, src, store, false, progress);
-  for (const o of [src.ociLayout, src.index, src.descriptor, src.manifest, src.config]) store.put("objects", o.bytes);
+  for (const o of [src.manifest, src.config]) store.put("objects", o.bytes);
   const adopted = new Set<Sha256Digest>();
   for (const l of src.layers) {
     if (adopted.has(l.digest)) continue;
@@ -134,24 +140,28 @@ export async function assembleOci(spec: WorkloadSpec, layoutDir: string, store: 
 /**
  * A reader of raw OCI objects from the store, restricted to the lock's raw
  * closure: anything the lock does not name is missing, so verify cannot be
- * steered to other store content.
+ * steered to other store content. The top-level files are cairn's one-entry
+ * selection index for the lock's manifest, written to private staging (`top`).
  */
-function storeReader(lock: WorkloadLock, store: Store): OciObjectReader {
-  const byRole = (role: RawRef["role"]): RawRef => {
-    const r = lock.raw.find((x) => x.role === role);
-    if (r === undefined) throw new CairnError("WORKLOAD_MISMATCH", `the lock's raw closure has no ${role}`, { path: "/raw" });
-    return r;
-  };
+function storeReader(lock: WorkloadLock, store: Store, top: string): OciObjectReader {
+  const manifest = lock.raw.find((x) => x.role === "manifest");
+  if (manifest === undefined) throw new CairnError("WORKLOAD_MISMATCH", "the lock's raw closure has no manifest", { path: "/raw" });
+  const docs = selectionDocuments(manifest);
   const named = new Set(lock.raw.filter((r) => r.role === "manifest" || r.role === "config" || r.role === "layer").map((r) => r.digest));
-  const openObject = async (ref: { digest: Sha256Digest; size: number }, locator: string): Promise<OpenedFile> => {
-    store.require("objects", ref.digest, ref.size);
-    const handle = await open(store.pathOf("objects", ref.digest), constants.O_RDONLY | constants.O_NOFOLLOW);
+  const openFile = async (path: string, locator: string): Promise<OpenedFile> => {
+    const handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
     const st = await handle.stat();
     return { handle, size: st.size, locator };
   };
+  const openObject = async (ref: { digest: Sha256Digest; size: number }, locator: string): Promise<OpenedFile> => {
+    store.require("objects", ref.digest, ref.size);
+    return openFile(store.pathOf("objects", ref.digest), locator);
+  };
   return {
     async openTop(name) {
-      return openObject(byRole(name === "index.json" ? "index" : "oci-layout"), `store ${name}`);
+      const path = join(top, name);
+      writeFileAtomic(path, name === "index.json" ? docs.index : docs.ociLayout, { mode: 0o600 });
+      return openFile(path, `selection ${name}`);
     },
     async openBlob(digest, path) {
       const ref = lock.raw.find((r) => r.digest === digest);
@@ -172,12 +182,18 @@ function storeReader(lock: WorkloadLock, store: Store): OciObjectReader {
  */
 export async function verifyOci(spec: WorkloadSpec, lock: WorkloadLock, store: Store): Promise<DerivedOci> {
   if (spec.source.kind !== "oci") throw new CairnError("WORKLOAD_SPEC_INVALID", "not an OCI spec", { path: "/source" });
-  const src = await readOciSource({
-    reader: storeReader(lock, store),
-    manifestDigest: spec.source.manifest,
-    stagingDir: join(store.stagingDir, "oci"),
-    limits: spec.limits,
-  });
+  const top = mkdtempSync(join(store.stagingDir, "selection-"));
+  let src: OciSource;
+  try {
+    src = await readOciSource({
+      reader: storeReader(lock, store, top),
+      manifestDigest: spec.source.manifest,
+      stagingDir: join(store.stagingDir, "oci"),
+      limits: spec.limits,
+    });
+  } finally {
+    rmSync(top, { recursive: true, force: true });
+  }
   const check = new PackCheck(store);
   const derived = await deriveFromSource(spec, src, packSink(check));
   const contents = check.finish();

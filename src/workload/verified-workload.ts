@@ -21,6 +21,7 @@
  *     binary tree's one file is the stored executable.
  * Only then are the tree, a verifying content source and the launch handed out.
  */
+import { LEGACY_OCI_ROLES } from "./closure.ts";
 import { resolve } from "node:path";
 import { CairnError, ioError, type Sha256Digest } from "../core/index.ts";
 import { readPacked, Store, type PackIndex } from "../store/index.ts";
@@ -116,6 +117,13 @@ export async function openVerifiedWorkload(lockPath: string, storeDir: string): 
 async function verifyAgainst(lock: WorkloadLock, storeDir: string, writable: Store): Promise<VerifiedWorkload> {
   const store = new Store(storeDir, { write: false });
   // 2. every raw object present with its recorded size, in lock order, before anything is parsed
+  const legacy = lock.raw.findIndex((r) => (LEGACY_OCI_ROLES as readonly string[]).includes(r.role));
+  if (legacy >= 0) {
+    throw new CairnError("WORKLOAD_MISMATCH", `the lock pins the layout's ${lock.raw[legacy]!.role}, which no longer belongs to a raw closure`, {
+      path: `/raw/${legacy}`,
+      hint: "this lock was written by a cairn that pinned index.json; assemble the spec again",
+    });
+  }
   lock.raw.forEach((r, i) => {
     atField(`/raw/${i}`, r.role, () => store.require("objects", r.digest, r.size));
   });

@@ -107,7 +107,7 @@ export const WORKLOAD_IDENTITY_SCOPE = defineScope({
     "spec:/run": "belongs to runs (scenario steps, assertions); one workload serves many runs",
     "lock:/schema": "the lock format version; not a property of the workload",
     "lock:/raw":
-      "the raw closure (spec, oci-layout, index.json, descriptor, ...) is how the identity is re-derived; oci-layout, index.json and other index entries are not part of what runs",
+      "the raw closure (spec, executable or manifest, config, layers) is how the identity is re-derived; the layout's oci-layout and index.json are not in it and not part of what runs",
     "lock:/derived": "the stored derived entry's digest; it also names the raw closure and the canonical spec, so it changes with limits and run",
     "lock:/created": "wall-clock provenance",
     "lock:/cairn_version": "provenance: which cairn wrote the lock",

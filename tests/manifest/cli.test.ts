@@ -224,3 +224,10 @@ test("diff and resume-check: an unpinned pair is the same declaration, not a cla
   assert.equal(JSON.parse(diff.stdout).error.code, "RESUME_MISMATCH");
   assert.ok(!diff.stdout.includes("hunter2-secret"));
 });
+
+test("manifest check-resume is the same command as resume-check (issue 10's name)", async () => {
+  assert.equal((await runCli(["manifest", "check-resume", PINNED, PINNED])).code, 0);
+  const diff = await runCli(["manifest", "check-resume", PINNED, UNPINNED, "--allow-unpinned", "--json"]);
+  assert.equal(diff.code, 1);
+  assert.equal(JSON.parse(diff.stdout).error.code, "RESUME_MISMATCH");
+});

@@ -4,7 +4,7 @@ import { copyFileSync, existsSync, readFileSync, writeFileSync, mkdirSync } from
 import { join } from "node:path";
 import { runCli } from "../helpers/cli.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
-import { exampleRegistry } from "./fixtures.ts";
+import { exampleRegistry, resolveArgs } from "./fixtures.ts";
 import { probeRoot } from "../../src/strata/index.ts";
 import { directoryView } from "../../src/tree/index.ts";
 import { writeToyRootfs } from "../../examples/strata/build-registry.ts";
@@ -15,24 +15,7 @@ const env = (now: string): NodeJS.ProcessEnv => ({ ...process.env, CAIRN_NOW: no
 const NOW = "2026-03-01T12:00:00.000Z";
 
 async function resolveTo(out: string, extra: string[] = []): Promise<void> {
-  const r = await runCli(
-    [
-      "resolve",
-      PROFILE,
-      "--registry",
-      ex.registry,
-      "--trust",
-      `keyfile://${ex.root}/registry.pub`,
-      "--base",
-      `rootfs:${ex.rootfs}`,
-      "--sign",
-      join(ex.root, "lock.key"),
-      "--out",
-      out,
-      ...extra,
-    ],
-    env(NOW),
-  );
+  const r = await runCli(resolveArgs(ex, PROFILE, out, extra), env(NOW));
   assert.equal(r.code, 0, r.stderr);
 }
 

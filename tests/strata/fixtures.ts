@@ -61,3 +61,4 @@ export async function resolveWithCli(
 export async function resolveExample(ex: ExampleRegistry, profile: Profile): Promise<Lockfile> {
   return resolveProfile({ profile, catalog: catalogOf(ex), probedBase: await probedExampleBase(ex), allowUnsignedOffline: false, now: NOW, cairnVersion: "t" });
 }
+export { resolveArgs } from "../helpers/resolve-args.ts";

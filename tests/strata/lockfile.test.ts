@@ -206,3 +206,24 @@ test("verify refuses a signed lockfile whose policy claims more than its layer r
   assertCode(() => verifyLock(path, opts), "TRUST_REFUSED");
   assert.equal(verifyLock(path, { ...opts, allowUnsignedOffline: true }).verification_policy, "unsigned-offline");
 });
+
+test("Validate: package sets follow the profile's rule (name pattern, non-empty version, env for conda only)", async () => {
+  const l = await lock();
+  const withPackages = (packages: unknown) => edit(l, (m) => void (m.packages = packages));
+  // control: a set a profile could declare
+  const ok = parseLockfile(withPackages([{ manager: "pip", packages: [{ name: "pandas", version: "2.2.2" }] }]));
+  assert.deepEqual(ok.packages, [{ manager: "pip", packages: [{ name: "pandas", version: "2.2.2" }] }]);
+  const issues = (packages: unknown): string[] => {
+    try {
+      parseLockfile(withPackages(packages));
+      return [];
+    } catch (e) {
+      const err = e as { issues?: Array<{ path: string }>; path?: string };
+      return (err.issues ?? [{ path: err.path ?? "" }]).map((i) => i.path);
+    }
+  };
+  assert.deepEqual(issues([{ manager: "pip", packages: [{ name: "bad name!" }] }]), ["/packages/0/packages/0/name"]);
+  assert.deepEqual(issues([{ manager: "pip", packages: [{ name: "x", version: "" }] }]), ["/packages/0/packages/0/version"]);
+  assert.deepEqual(issues([{ manager: "pip", packages: [{ name: "x" }], env: "base" }]), ["/packages/0/env"]);
+  assert.deepEqual(issues([{ manager: "pip" }]), ["/packages/0/packages"]);
+});

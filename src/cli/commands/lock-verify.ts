@@ -1,62 +1,26 @@
 import type { Command } from "commander";
-import { CairnError, readVerifyingKey } from "../../core/index.ts";
-import { lockfileCaveats, openRegistries, parseMaxAge, readTrust, verifyLock, verifyLockContents } from "../../strata/index.ts";
+import { CairnError } from "../../core/index.ts";
+import { lockfileCaveats, verifyLock, verifyLockContents } from "../../strata/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
-import { clock, collect, probeBaseFlag } from "../flags.ts";
-
-interface VerifyOpts {
-  pub: string;
-  registry: string[];
-  trust: string[];
-  maxAge?: string;
-  allowUnsignedOffline?: boolean;
-  base?: string;
-  contents?: boolean;
-  json?: boolean;
-}
+import { clock, lockVerifyOptions, probeBaseFlag, withLockVerifyFlags, type LockVerifyFlags } from "../flags.ts";
 
 export function registerLockVerify(lock: Command, ctx: Context): void {
-  lock
+  const cmd = lock
     .command("verify")
     .description(
       "verify a signed lockfile offline: signature, Validate, freshness, policy, and every layer's bytes in the registry (exit 1 at the first failure)",
     )
-    .argument("<lock>", "lockfile (its signature is LOCK.dsse.json)")
-    .requiredOption("--pub <key>", "the Ed25519 public key the lockfile must be signed by")
-    .option("--registry <dir>", "check every layer's manifest and blob bytes in this registry (repeatable)", collect, [])
-    .option(
-      "--trust <keyfile://PATH>",
-      "also verify each layer manifest's own signature with this key (repeatable); without --registry, on the manifests the lockfile embeds",
-      collect,
-      [],
-    )
-    .option("--max-age <age>", "refuse a lockfile older than this: a Go duration (90m, 1h30m, 720h), 30d or 2w; 0 for no bound")
-    .option("--allow-unsigned-offline", "accept a lockfile whose policy is unsigned-offline")
-    .option("--base <base>", "probe the base now (host, rootfs:DIR or oci:LAYOUT@sha256:DIGEST) and require the lockfile's base digest")
-    .option("--contents", "with --registry: also unpack every layer and check it holds exactly the files its manifest lists")
+    .argument("<lock>", "lockfile (its signature is LOCK.dsse.json)");
+  withLockVerifyFlags(cmd, true)
     .option("--json", "print the result as JSON")
-    .action(async (path: string, opts: VerifyOpts) => {
+    .action(async (path: string, opts: LockVerifyFlags & { json?: boolean }) => {
       const now = clock(ctx.env);
       const probed = await probeBaseFlag(ctx, opts.base, now);
-      const maxAgeMs = opts.maxAge !== undefined ? parseMaxAge(opts.maxAge) : undefined;
-      const regs = opts.registry.length > 0 ? openRegistries({ env: ctx.env, cwd: ctx.cwd, registries: opts.registry, trust: [] }) : [];
-      const report = verifyLock(path, {
-        keys: [readVerifyingKey(opts.pub)],
-        now,
-        ...(probed !== undefined ? { probedBase: probed } : {}),
-        ...(maxAgeMs !== undefined ? { maxAgeMs, maxAgeText: opts.maxAge! } : {}),
-        registries: regs.map((r) => r.registry),
-        layerKeys: opts.trust.map((t) => readTrust(t, ctx.cwd)),
-        allowUnsignedOffline: opts.allowUnsignedOffline === true,
-      });
-      if (opts.contents && regs.length === 0) throw new CairnError("USAGE", "--contents needs --registry");
-      const contentsChecked = opts.contents
-        ? await verifyLockContents(
-            report.lock,
-            regs.map((r) => r.registry),
-          )
-        : null;
+      const verify = lockVerifyOptions(ctx, opts, now);
+      const report = verifyLock(path, { ...verify, ...(probed !== undefined ? { probedBase: probed } : {}) });
+      if (opts.contents && verify.registries.length === 0) throw new CairnError("USAGE", "--contents needs --registry");
+      const contentsChecked = opts.contents ? await verifyLockContents(report.lock, verify.registries) : null;
       const caveats = lockfileCaveats(report.lock);
       if (opts.json) {
         printJson(ctx.io, {

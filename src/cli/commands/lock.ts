@@ -4,12 +4,13 @@ import { environmentId, explainScope, explainText, isFrozen, lockfileCaveats, re
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
 import { registerLockVerify } from "./lock-verify.ts";
+import { registerLockExport } from "./lock-export.ts";
 import { registerLockDiff } from "./lock-diff.ts";
 import { registerLockProvenance } from "./lock-provenance.ts";
 
-/** `cairn lock verify|id|diff|explain|provenance`. */
+/** `cairn lock verify|id|diff|explain|provenance|export`. */
 export function registerLock(program: Command, ctx: Context): void {
-  const lock = program.command("lock").description("layered-environment lockfiles: verify, identify, compare, explain, cite");
+  const lock = program.command("lock").description("layered-environment lockfiles: verify, identify, compare, explain, cite, export");
   registerLockVerify(lock, ctx);
   lock
     .command("id")
@@ -45,4 +46,5 @@ export function registerLock(program: Command, ctx: Context): void {
       ctx.io.out(lines.join("\n"));
     });
   registerLockProvenance(lock, ctx);
+  registerLockExport(lock, ctx);
 }

@@ -12,6 +12,7 @@ interface ResumeCheckOptions {
 export function registerManifestResumeCheck(manifest: Command, ctx: Context): void {
   manifest
     .command("resume-check")
+    .alias("check-resume")
     .description("may a run suspended in SUSPENDED resume in OFFERED? (exit 0 yes; 1 different, or an unpinned pair without --allow-unpinned)")
     .argument("<suspended>", "the environment the run was suspended in: a manifest or devcontainer.json")
     .argument("<offered>", "the environment offered for the resume: a manifest or devcontainer.json")

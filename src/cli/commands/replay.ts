@@ -1,8 +1,10 @@
 import type { Command } from "commander";
+import { statSync } from "node:fs";
 import { resolve } from "node:path";
 import { CairnError } from "../../core/index.ts";
+import { loadManifestOrDevcontainer } from "../../manifest/index.ts";
 import { defaultStoreDir } from "../../store/index.ts";
-import { kitDir, loadKit, replayRun } from "../../vm/index.ts";
+import { defaultRunsDir, importBundle, kitDir, loadKit, replayRun } from "../../vm/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
 import { parseTimeout } from "../flags.ts";
@@ -11,44 +13,72 @@ export function registerReplay(program: Command, ctx: Context): void {
   program
     .command("replay")
     .description("verify a recorded run's whole closure, replay it passively under QEMU and compare events, assertions and outcome exactly")
-    .argument("<run-dir>", "a run directory written by `cairn run`")
+    .argument("<run>", "a run directory written by `cairn run`, or a bundle written by `cairn bundle` (imported into this store, kit and runs directory first)")
     .option("--store <dir>", "content store (default $CAIRN_HOME/store or $XDG_CACHE_HOME/cairn/store)")
     .option("--kit <dir>", "guest kit (default $CAIRN_KIT, $CAIRN_HOME/kit or $XDG_CACHE_HOME/cairn/kit)")
+    .option("--environment <manifest>", "the environment manifest (or devcontainer.json) offered for the replay; required when the run recorded one")
+    .option("--allow-unpinned", "with --environment: accept an unpinned pair with equal addresses (recorded in the output)")
+    .option("--runs <dir>", "a bundle only: where its run directory goes (default $CAIRN_HOME/runs or $XDG_DATA_HOME/cairn/runs)")
     .option("--timeout <seconds>", "wall-clock limit for QEMU; the process group is killed after it")
     .option("--include-private-streams", "put the exact output streams into a mismatch's failure bundle (local use only)")
     .option("--json", "print the result as JSON")
-    .action(async (runDir: string, opts: { store?: string; kit?: string; timeout?: string; includePrivateStreams?: boolean; json?: boolean }) => {
-      const dir = kitDir(ctx.env, ctx.cwd, opts.kit);
-      const kit = loadKit(dir);
-      if (kit === undefined) {
-        throw new CairnError("PREREQUISITE_MISSING", `no guest kit at ${dir}`, { path: dir, hint: "run `cairn setup` first (or pass --kit)" });
-      }
-      const r = await replayRun({
-        runDir: resolve(ctx.cwd, runDir),
-        storeDir: defaultStoreDir(ctx.env, ctx.cwd, opts.store),
-        kit,
-        timeoutMs: parseTimeout(opts.timeout),
-        includePrivateStreams: opts.includePrivateStreams === true,
-        log: (line) => ctx.io.err(`cairn replay: ${line}`),
-      });
-      if (opts.json) {
-        printJson(ctx.io, {
-          run_id: r.manifest.run_id,
-          matches: true,
-          outcome: r.evaluation.outcome,
-          status: r.evaluation.status,
-          replay_dir: r.replayDir,
-          qemu_ms: Math.round(r.qemuMs),
+    .action(
+      async (
+        input: string,
+        opts: {
+          store?: string;
+          kit?: string;
+          runs?: string;
+          environment?: string;
+          allowUnpinned?: boolean;
+          timeout?: string;
+          includePrivateStreams?: boolean;
+          json?: boolean;
+        },
+      ) => {
+        const dir = kitDir(ctx.env, ctx.cwd, opts.kit);
+        const storeDir = defaultStoreDir(ctx.env, ctx.cwd, opts.store);
+        const path = resolve(ctx.cwd, input);
+        let runDir = path;
+        let kit = loadKit(dir);
+        if (statSync(path, { throwIfNoEntry: false })?.isFile()) {
+          ctx.io.err(`cairn replay: importing ${input}`);
+          const imported = await importBundle(path, { storeDir, kitDir: dir, runsDir: defaultRunsDir(ctx.env, ctx.cwd, opts.runs) });
+          runDir = imported.runDir;
+          kit = imported.kit;
+        }
+        if (kit === undefined) {
+          throw new CairnError("PREREQUISITE_MISSING", `no guest kit at ${dir}`, { path: dir, hint: "run `cairn setup` first (or pass --kit)" });
+        }
+        const r = await replayRun({
+          runDir,
+          storeDir,
+          kit,
+          timeoutMs: parseTimeout(opts.timeout),
+          includePrivateStreams: opts.includePrivateStreams === true,
+          ...(opts.environment !== undefined ? { offeredEnvironment: loadManifestOrDevcontainer(resolve(ctx.cwd, opts.environment)).manifest } : {}),
+          allowUnpinned: opts.allowUnpinned === true,
+          log: (line) => ctx.io.err(`cairn replay: ${line}`),
         });
-      } else {
-        ctx.io.out(
-          [
-            `replay   ${r.manifest.run_id}  matches the record`,
-            `outcome  ${r.evaluation.outcome}`,
-            `events   ${r.evaluation.events.length} identical, assertions ${r.evaluation.assertions.length} identical`,
-            `replayed in ${(r.qemuMs / 1000).toFixed(1)} s (${r.replayDir})`,
-          ].join("\n"),
-        );
-      }
-    });
+        if (opts.json) {
+          printJson(ctx.io, {
+            run_id: r.manifest.run_id,
+            matches: true,
+            outcome: r.evaluation.outcome,
+            status: r.evaluation.status,
+            replay_dir: r.replayDir,
+            qemu_ms: Math.round(r.qemuMs),
+          });
+        } else {
+          ctx.io.out(
+            [
+              `replay   ${r.manifest.run_id}  matches the record`,
+              `outcome  ${r.evaluation.outcome}`,
+              `events   ${r.evaluation.events.length} identical, assertions ${r.evaluation.assertions.length} identical`,
+              `replayed in ${(r.qemuMs / 1000).toFixed(1)} s (${r.replayDir})`,
+            ].join("\n"),
+          );
+        }
+      },
+    );
 }

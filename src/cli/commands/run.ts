@@ -1,37 +1,115 @@
 import type { Command } from "commander";
-import { CairnError } from "../../core/index.ts";
+import { resolve } from "node:path";
+import { CairnError, readSigningKey } from "../../core/index.ts";
 import { defaultStoreDir } from "../../store/index.ts";
-import { defaultRunsDir, ensureKit, kitDir, recordRun } from "../../vm/index.ts";
+import { loadManifestOrDevcontainer, snapshotRefOf } from "../../manifest/index.ts";
+import { DEFAULT_EXPORT_LAUNCH } from "../../strata/index.ts";
+import { defaultRunsDir, ensureKit, isEnvironmentLockfile, kitDir, readLockfileSpec, recordLockfileRun, recordRun, signReceipt } from "../../vm/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
 import { CAIRN_VERSION } from "../cairn-version.ts";
-import { parseTimeout, remoteFlags, remoteOptions, type RemoteFlags } from "../flags.ts";
+import {
+  clock,
+  exportBaseFlag,
+  lockVerifyOptions,
+  parseTimeout,
+  remoteFlags,
+  remoteOptions,
+  withLockVerifyFlags,
+  type LockVerifyFlags,
+  type RemoteFlags,
+} from "../flags.ts";
+
+interface RunFlags extends LockVerifyFlags, RemoteFlags {
+  sign?: string;
+  environment?: string;
+  store?: string;
+  runs?: string;
+  kit?: string;
+  timeout?: string;
+  includePrivateStreams?: boolean;
+  cmd?: string[];
+  user?: string;
+  workdir?: string;
+  json?: boolean;
+}
 
 export function registerRun(program: Command, ctx: Context): void {
-  remoteFlags(program.command("run"))
+  const cmd = remoteFlags(program.command("run"))
     .description("record a workload run under QEMU record/replay and write a replayable run directory")
-    .argument("<spec-or-lock>", "a workload spec (assembled first) or a workload lock")
+    .argument(
+      "<spec-or-lock>",
+      "a workload spec (assembled first), a workload lock, or an environment lockfile (exported first; give --cmd and the lock verify flags)",
+    )
     .option("--store <dir>", "content store (default $CAIRN_HOME/store or $XDG_CACHE_HOME/cairn/store)")
     .option("--runs <dir>", "where run directories go (default $CAIRN_HOME/runs or $XDG_DATA_HOME/cairn/runs)")
     .option("--kit <dir>", "guest kit (default $CAIRN_KIT, $CAIRN_HOME/kit or $XDG_CACHE_HOME/cairn/kit)")
     .option("--timeout <seconds>", "wall-clock limit for QEMU; the process group is killed after it")
     .option("--include-private-streams", "put the exact output streams into the failure bundle (local use only)")
+    .option("--environment <manifest>", "the environment manifest (or devcontainer.json) the run is made in; replay then requires one that resumes it")
+    .option("--sign <key>", "sign a receipt of the run with this Ed25519 key (RUNDIR/receipt.dsse.json)")
+    .option("--user <uid:gid>", "environment lockfile only: the numeric user the command runs as (default 1000:1000)")
+    .option("--workdir <dir>", "environment lockfile only: the command's working directory (default /)");
+  withLockVerifyFlags(cmd, false)
+    .option("--cmd <argv...>", "environment lockfile only: the program (absolute path) and its arguments (last option)")
     .option("--json", "print the result as JSON")
-    .action(async (input: string, opts: RemoteFlags & { store?: string; runs?: string; kit?: string; timeout?: string; includePrivateStreams?: boolean; json?: boolean }) => {
+    .action(async (unsafeInput: string, opts: RunFlags) => {
       const log = (line: string) => ctx.io.err(`cairn run: ${line}`);
+      const input = resolve(ctx.cwd, unsafeInput);
+      const fromLockfile = isEnvironmentLockfile(input);
+      const lockSpec = fromLockfile ? undefined : readLockfileSpec(input);
+      const launchFlags = opts.cmd !== undefined || opts.user !== undefined || opts.workdir !== undefined;
+      const verifyFlags = opts.pub !== undefined || opts.registry.length > 0 || opts.base !== undefined;
+      if (!fromLockfile && lockSpec === undefined && (launchFlags || verifyFlags)) {
+        throw new CairnError(
+          "USAGE",
+          "--cmd, --user, --workdir, --pub, --registry and --base are for an environment lockfile; a workload spec or lock names its own launch",
+          { path: "--cmd" },
+        );
+      }
+      if (lockSpec !== undefined && launchFlags)
+        throw new CairnError("USAGE", "the spec names the command (source.lockfile.cmd); --cmd, --user and --workdir are for a lockfile given directly", {
+          path: "--cmd",
+        });
+      if (fromLockfile && opts.cmd === undefined)
+        throw new CairnError("USAGE", "running an environment lockfile needs --cmd /path/to/program [ARG...]", { path: "--cmd" });
+      const signingKey = opts.sign !== undefined ? readSigningKey(opts.sign) : undefined; // a bad key fails before the run
       // the kit is set up only once the input has been read and validated (recordRun calls this then)
       const kit = () => ensureKit({ dir: kitDir(ctx.env, ctx.cwd, opts.kit), isRoot: process.getuid?.() === 0, log });
-      const r = await recordRun({
-        input,
+      const record = {
         storeDir: defaultStoreDir(ctx.env, ctx.cwd, opts.store),
         runsDir: defaultRunsDir(ctx.env, ctx.cwd, opts.runs),
         kit,
         cairnVersion: CAIRN_VERSION,
         timeoutMs: parseTimeout(opts.timeout),
         includePrivateStreams: opts.includePrivateStreams === true,
+        ...(opts.environment !== undefined
+          ? { environmentManifest: snapshotRefOf(loadManifestOrDevcontainer(resolve(ctx.cwd, opts.environment)).manifest) }
+          : {}),
         log,
         remote: remoteOptions(ctx, opts),
-      });
+      };
+      const lr =
+        fromLockfile || lockSpec !== undefined
+          ? await recordLockfileRun({
+              ...record,
+              export: {
+                lockPath: lockSpec?.lockPath ?? input,
+                verify: lockVerifyOptions(ctx, opts, clock(ctx.env)),
+                base: exportBaseFlag(ctx, opts.base),
+                contents: opts.contents === true,
+                launch: lockSpec?.launch ?? {
+                  argv: opts.cmd!,
+                  user: opts.user ?? DEFAULT_EXPORT_LAUNCH.user,
+                  workdir: opts.workdir ?? DEFAULT_EXPORT_LAUNCH.workdir,
+                },
+              },
+              ...(lockSpec !== undefined ? { specSections: lockSpec.sections } : {}),
+            })
+          : undefined;
+      const r = lr ?? (await recordRun({ ...record, input }));
+      const exported = lr?.exported;
+      const receipt = signingKey !== undefined ? signReceipt(r.runDir, [signingKey]).file : undefined;
       const failed = r.evaluation.assertions.filter((a) => !a.ok).length;
       const summary = {
         run_dir: r.runDir,
@@ -43,6 +121,8 @@ export function registerRun(program: Command, ctx: Context): void {
         assertions: { total: r.evaluation.assertions.length, failed },
         replay_command: r.replayCommand,
         qemu_ms: Math.round(r.durations.qemuMs),
+        ...(receipt !== undefined ? { receipt } : {}),
+        ...(exported !== undefined ? { environment: { environment_id: exported.environmentId, lockfile_sha256: exported.lockfileSha256 } } : {}),
       };
       const failure =
         r.manifest.status === "passed"
@@ -66,10 +146,12 @@ export function registerRun(program: Command, ctx: Context): void {
         [
           `run      ${r.manifest.run_id}  ${r.manifest.status}`,
           `dir      ${r.runDir}`,
+          ...(exported !== undefined ? [`env      ${exported.environmentId} (lockfile ${exported.lockfileSha256})`] : []),
           `workload ${r.manifest.workload.workload}`,
           `vm       ${r.manifest.vm_digest}`,
           `outcome  ${r.manifest.outcome}`,
           `asserts  ${r.evaluation.assertions.length - failed}/${r.evaluation.assertions.length} passed`,
+          ...(receipt !== undefined ? [`receipt  ${receipt}`] : []),
           `recorded in ${(r.durations.qemuMs / 1000).toFixed(1)} s; replay with:`,
           `  ${r.replayCommand}`,
         ].join("\n"),

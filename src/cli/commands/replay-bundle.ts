@@ -1,0 +1,37 @@
+import type { Command } from "commander";
+import { resolve } from "node:path";
+import { defaultStoreDir } from "../../store/index.ts";
+import { bundleKit, kitDir, writeRunBundle } from "../../vm/index.ts";
+import type { Context } from "../context.ts";
+import { printJson } from "../output.ts";
+
+/** `cairn bundle RUNDIR --out run.cairn`: one deterministic file that replays anywhere (vm/run-bundle.ts). */
+export function registerBundle(program: Command, ctx: Context): void {
+  program
+    .command("bundle")
+    .description(
+      "write a replay bundle: one deterministic tar with the run, the workload's raw closure and lock, and the kernel, modules and agent its VM names",
+    )
+    .argument("<run-dir>", "a run directory written by `cairn run`")
+    .requiredOption("--out <file>", "the bundle to write (run.cairn)")
+    .option("--store <dir>", "content store (default $CAIRN_HOME/store or $XDG_CACHE_HOME/cairn/store)")
+    .option("--kit <dir>", "guest kit (default $CAIRN_KIT, $CAIRN_HOME/kit or $XDG_CACHE_HOME/cairn/kit)")
+    .option("--include-private", "also put the exact output streams, console log and protocol stream in (the file is then owner-only)")
+    .option("--json", "print the result as JSON")
+    .action((runDir: string, opts: { out: string; store?: string; kit?: string; includePrivate?: boolean; json?: boolean }) => {
+      const r = writeRunBundle({
+        runDir: resolve(ctx.cwd, runDir),
+        storeDir: defaultStoreDir(ctx.env, ctx.cwd, opts.store),
+        kit: bundleKit(kitDir(ctx.env, ctx.cwd, opts.kit)),
+        out: resolve(ctx.cwd, opts.out),
+        includePrivate: opts.includePrivate === true,
+      });
+      const parts = r.members.reduce((n, m) => n + m.size, 0);
+      if (opts.json)
+        printJson(ctx.io, { bundle: r.file, bytes: r.size, members: r.members.length, member_bytes: parts, private: opts.includePrivate === true });
+      else
+        ctx.io.out(
+          `wrote ${r.file}: ${r.size} bytes, ${r.members.length} members (${parts} bytes of content)${opts.includePrivate ? ", private streams included" : ""}`,
+        );
+    });
+}

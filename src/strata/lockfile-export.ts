@@ -1,0 +1,192 @@
+/**
+ * `lock export`: a resolved, verified environment lockfile becomes an OCI
+ * image layout, written by the OCI area's deterministic writer. This is the
+ * single definition of what an exported image holds:
+ *
+ *   layers   the base (a `rootfs:` directory packed as one reproducible layer,
+ *            or an `oci:` image's own layers, byte for byte), then each strata
+ *            layer's blob, byte for byte, in mount order;
+ *   config   Env from the lockfile's `env` (sorted by name), User, WorkingDir
+ *            and, when given, Cmd; no `created`, no history;
+ *   annotations  the EnvironmentID, the lockfile's sha256, the base digest.
+ *
+ * The lockfile is verified first exactly as `lock verify` does (signature,
+ * Validate, freshness, policy, every layer's manifest and blob in the
+ * registries) and the base is re-probed and must have the lockfile's base
+ * digest: an unverified lockfile never becomes an image. A lockfile with a
+ * mutable layer is refused, since what a writable upper layer holds is not
+ * covered by anything an image could carry.
+ *
+ * What the image's digest does not promise (said by `caveats`): a `rootfs:`
+ * base is pinned by its probed facts, not by every byte, so the same
+ * lockfile over another directory with the same facts exports another
+ * image; package requests and on_ready commands are not acted upon.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { kMaxLength } from "node:buffer";
+import { gunzipSync } from "node:zlib";
+import { CairnError, sha256, sortByBytes, type Sha256Digest } from "../core/index.ts";
+import { OCI_LAYER_GZIP, OCI_LAYER_TAR, readOciSource, writeOciLayout, type LayoutLayerInput, type WrittenLayout } from "../oci/index.ts";
+import { directoryView } from "../tree/index.ts";
+import { probedBase, type LockBase } from "./base.ts";
+import { buildLayerBlob } from "./blob.ts";
+import { DEFAULT_MAX_UNPACKED_BYTES } from "./blob-reader.ts";
+import { readDirectory } from "../tree/index.ts";
+import { lockfileCaveats } from "./lockfile-caveats.ts";
+import type { Lockfile } from "./lockfile.ts";
+import { verifyLock, verifyLockContents, type VerifyOptions, type VerifyReport } from "./lockfile-verify.ts";
+import { probeOciBase } from "./probe-oci.ts";
+import { probeRoot } from "./probe.ts";
+
+/** The image manifest annotations an export writes (the values are covered by the manifest digest). */
+export const EXPORT_ANNOTATIONS = {
+  environmentId: "dev.cairn.environment.id",
+  lockfile: "dev.cairn.lockfile.sha256",
+  base: "dev.cairn.base.digest",
+} as const;
+
+/** Where the base's bytes come from: a root directory or an OCI image (the same forms `--base` takes, minus `host`). */
+export type ExportBase = { readonly kind: "rootfs"; readonly dir: string } | { readonly kind: "oci"; readonly layoutDir: string; readonly manifest: string };
+
+export interface ExportLaunch {
+  /** The image's Cmd (absolute program path first); absent: an image with no command. */
+  readonly argv?: readonly string[];
+  /** Numeric `uid:gid` (cairn runs nothing as root). */
+  readonly user: string;
+  readonly workdir: string;
+}
+
+export interface ExportLockOptions {
+  readonly lockPath: string;
+  /** As `verifyLock` takes them; `registries` must not be empty (the layer bytes come from them), `probedBase` is made here. */
+  readonly verify: Omit<VerifyOptions, "probedBase">;
+  readonly base: ExportBase;
+  /** Also unpack every layer and check it against its manifest's file list (`lock verify --contents`). */
+  readonly contents?: boolean;
+  readonly launch: ExportLaunch;
+  readonly outDir: string;
+  /** Private staging for an OCI base (a fresh directory inside, removed afterwards); default the OS temp dir. */
+  readonly tmpDir?: string;
+}
+
+export interface ExportResult {
+  readonly layout: WrittenLayout;
+  readonly environmentId: Sha256Digest;
+  readonly lockfileSha256: Sha256Digest;
+  readonly report: VerifyReport;
+  readonly caveats: readonly string[];
+}
+
+export const DEFAULT_EXPORT_LAUNCH: ExportLaunch = { user: "1000:1000", workdir: "/" };
+
+function refuse(message: string, path: string, hint: string): never {
+  throw new CairnError("EXPORT_REFUSED", message, { path, hint });
+}
+
+async function probeExportBase(base: ExportBase, now: Date): Promise<LockBase> {
+  if (base.kind === "rootfs") return probedBase(await probeRoot(directoryView(base.dir), base.dir), `rootfs:${base.dir}`, now);
+  return probeOciBase({ layoutDir: base.layoutDir, manifestDigest: base.manifest, now });
+}
+
+/** sha256 of the uncompressed tar: the config's diff_id, computed, never copied from a manifest. */
+function diffIdOf(blob: Buffer, where: string): Sha256Digest {
+  try {
+    return sha256(gunzipSync(blob, { maxOutputLength: Math.min(DEFAULT_MAX_UNPACKED_BYTES, kMaxLength) }));
+  } catch (cause) {
+    throw new CairnError("TAR_INVALID", `${where}: the layer blob is not a gzip stream within layer.max_unpacked_bytes`, { path: where, cause });
+  }
+}
+
+/** The lockfile's layers in mount order (a frozen, verified lockfile has every mount_order, all distinct). */
+function inMountOrder(lock: Lockfile): { i: number; l: Lockfile["layers"][number] }[] {
+  return lock.layers.map((l, i) => ({ i, l })).sort((a, b) => a.l.mount_order! - b.l.mount_order!);
+}
+
+function envList(lock: Lockfile): string[] {
+  return sortByBytes([...lock.env.entries()], ([k]) => k).map(([k, v]) => `${k}=${v}`);
+}
+
+function checkLaunch(l: ExportLaunch): void {
+  if (!/^[1-9][0-9]{0,9}:[1-9][0-9]{0,9}$/.test(l.user))
+    refuse(`user ${JSON.stringify(l.user)} is not a nonzero numeric uid:gid`, "/launch/user", "give --user 1000:1000 (cairn runs nothing as root)");
+  if (!l.workdir.startsWith("/")) refuse("the working directory must be absolute", "/launch/workdir", "give --workdir /");
+  if (l.argv !== undefined && (l.argv.length === 0 || !l.argv[0]!.startsWith("/")))
+    refuse("the command's program must be an absolute path (there is no shell and no PATH search)", "/launch/argv/0", "give --cmd /usr/bin/prog ARG...");
+}
+
+/** Verifies the lockfile and its base, then writes the image layout at `outDir` (atomically; it must not exist). */
+export async function exportLock(opts: ExportLockOptions): Promise<ExportResult> {
+  checkLaunch(opts.launch);
+  if (opts.verify.registries.length === 0) {
+    refuse(
+      "export needs the registries that hold the lockfile's layers",
+      "/layers",
+      "give --registry (the layer blobs are copied from it, after verification)",
+    );
+  }
+  const probed = await probeExportBase(opts.base, opts.verify.now);
+  const report = verifyLock(opts.lockPath, { ...opts.verify, probedBase: probed });
+  const lock = report.lock;
+  if (lock.mutable_layer !== false) {
+    refuse(
+      "the lockfile enables a mutable layer; what it holds cannot be part of an image",
+      "/mutable_layer",
+      "resolve a profile without mutable_layer to export it",
+    );
+  }
+  if (opts.contents) await verifyLockContents(lock, opts.verify.registries);
+  const layers: LayoutLayerInput[] = [];
+  const staging = mkdtempSync(join(opts.tmpDir ?? tmpdir(), "cairn-export-"));
+  try {
+    if (opts.base.kind === "rootfs") {
+      const b = buildLayerBlob(readDirectory(opts.base.dir));
+      layers.push({ mediaType: OCI_LAYER_GZIP, digest: b.sha256, size: b.size, diffId: b.diff_id, blob: { bytes: b.blob } });
+    } else {
+      const src = await readOciSource({ layoutDir: opts.base.layoutDir, manifestDigest: opts.base.manifest, stagingDir: join(staging, "oci") });
+      for (const l of src.layers) {
+        if (l.compression !== "gzip" && l.compression !== "none") {
+          refuse(
+            `base layer ${l.index} is ${l.mediaType}; an export writes gzip or uncompressed layers`,
+            `/base/layers/${l.index}`,
+            "use a base image with gzip layers",
+          );
+        }
+        layers.push({
+          mediaType: l.compression === "gzip" ? OCI_LAYER_GZIP : OCI_LAYER_TAR,
+          digest: l.digest,
+          size: l.size,
+          diffId: l.diffId,
+          blob: { path: l.path },
+        });
+      }
+    }
+    for (const { i, l } of inMountOrder(lock)) {
+      const reg = opts.verify.registries.find((r) => r.hasBlob(l.sha256!))!; // verifyLock found and checked it
+      const blob = reg.readBlob(l.sha256!, l.size!);
+      layers.push({ mediaType: OCI_LAYER_GZIP, digest: l.sha256!, size: l.size!, diffId: diffIdOf(blob, `/layers/${i}`), blob: { bytes: blob } });
+    }
+    const layout = writeOciLayout(opts.outDir, {
+      config: {
+        User: opts.launch.user,
+        Env: envList(lock),
+        WorkingDir: opts.launch.workdir,
+        ...(opts.launch.argv !== undefined ? { Cmd: opts.launch.argv } : {}),
+      },
+      layers,
+      annotations: {
+        [EXPORT_ANNOTATIONS.environmentId]: report.environment_id,
+        [EXPORT_ANNOTATIONS.lockfile]: report.lockfile_sha256,
+        [EXPORT_ANNOTATIONS.base]: lock.base.digest!,
+      },
+      access: "private",
+    });
+    const caveats = [...lockfileCaveats(lock)];
+    if (opts.base.kind === "rootfs")
+      caveats.push("the rootfs base is pinned by its probed facts, not by every byte: another directory with the same facts exports another image");
+    return { layout, environmentId: report.environment_id, lockfileSha256: report.lockfile_sha256, report, caveats };
+  } finally {
+    rmSync(staging, { recursive: true, force: true });
+  }
+}

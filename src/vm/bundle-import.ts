@@ -1,0 +1,314 @@
+/**
+ * Reading a replay bundle (`cairn replay run.cairn`): hostile input, like an
+ * OCI layout. In this order, and nothing is imported before the last check:
+ *
+ *   1. the file is read once, bounded (bundle.max_bytes);
+ *   2. it is read by the tree area's strict tar gate (the one tar reader:
+ *      strict headers, no devices, FIFOs, hard links or setid bits, no
+ *      member twice, no `..`, parents required) into memory;
+ *   3. every member is in its place: the index, run/<known file>,
+ *      store/objects|derived/<hex>, kit/kernels|agents/<hex>,
+ *      private/...; anything else, and any symlink, is refused (BUNDLE_INVALID
+ *      naming the member);
+ *   4. the index parses strictly and lists exactly the members there are,
+ *      each with the sha256 and size it has; a content-addressed member is
+ *      named by its own digest;
+ *   5. what the run names is contained: the workload lock's raw closure and
+ *      derived entry, the kernel, modules and agent of the VM identity, the
+ *      replay log's digest, and every digest a receipt names;
+ *   6. the host's QEMU version is the recorded one (VM_MISMATCH /vm/qemu,
+ *      naming the version needed), before anything touches the disk.
+ *
+ * Then the import: store objects by the store's atomic publish, kit objects
+ * by digest (each appears whole or not at all), the kit's kit.json only when
+ * the kit has none (written last), and the run directory written into
+ * private staging inside the runs directory and renamed into place. A copy
+ * interrupted at any point leaves complete verified objects and no partial
+ * run directory; replay then verifies every byte again from the store.
+ */
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import {
+  CairnError,
+  Checker,
+  isJsonObject,
+  openRoot,
+  parseEnvelope,
+  parseJsonBytes,
+  readFileBounded,
+  removeIn,
+  tempSibling,
+  writeFileAtomic,
+  type JsonModel,
+  type Sha256Digest,
+} from "../core/index.ts";
+import { Store } from "../store/index.ts";
+import { applyLayers, DEFAULT_LIMITS, memorySink, STRICT_POLICY, type LayerLimits } from "../tree/index.ts";
+import { parseWorkloadLock } from "../workload/index.ts";
+import { KIT_ROOT, loadKit, putKitObject, qemuVersion, writeKit, type Kit } from "./kit.ts";
+import { RUNS_ROOT } from "./record.ts";
+import { parseRunManifest, type RunManifest } from "./run-manifest.ts";
+import { BUNDLE_INDEX, BUNDLE_MAX_BYTES, BUNDLE_OPTIONAL_RUN_FILES, BUNDLE_RUN_FILES, RUN_BUNDLE_SCHEMA, type BundleKitFacts } from "./run-bundle.ts";
+import { IN_TOTO_PAYLOAD_TYPE } from "./run-receipt.ts";
+import { RUN_ENV_MANIFEST_FILE } from "./run-facts.ts";
+import { RUN_FILES } from "./rundir.ts";
+import { parseModuleEntries } from "./vmid.ts";
+
+const HEX = "[0-9a-f]{64}";
+/** Run files kept owner-only once imported, as `cairn run` writes them. */
+const PRIVATE_RUN_FILES = new Set<string>([RUN_FILES.replayLog, RUN_FILES.lock, RUN_ENV_MANIFEST_FILE]);
+/** Where a member may be. The pattern is the whole path: nothing outside these places. */
+const PLACES: ReadonlyArray<{ readonly re: RegExp; readonly addressed: boolean }> = [
+  { re: new RegExp(`^/run/(${[...BUNDLE_RUN_FILES, ...BUNDLE_OPTIONAL_RUN_FILES].map((n) => n.replace(".", "\\.")).join("|")})$`), addressed: false },
+  { re: new RegExp(`^/store/(objects|derived)/${HEX}$`), addressed: true },
+  { re: new RegExp(`^/kit/(kernels|agents)/${HEX}$`), addressed: true },
+  { re: /^\/private\/streams\/[0-9]{1,9}\.(stdout|stderr)$/, addressed: false },
+  { re: /^\/private\/(console\.log|protocol\.bin)$/, addressed: false },
+];
+const DIRS = new Set(["/", "/run", "/store", "/store/objects", "/store/derived", "/kit", "/kit/kernels", "/kit/agents", "/private", "/private/streams"]);
+
+/** The tree limits a bundle is read under: its whole size is bounded by bundle.max_bytes before the gate. */
+const BUNDLE_LIMITS: LayerLimits = Object.freeze({
+  ...DEFAULT_LIMITS,
+  compressedBytes: BUNDLE_MAX_BYTES,
+  expandedBytes: BUNDLE_MAX_BYTES,
+  fileSize: 2 * 1024 * 1024 * 1024 - 1,
+  entries: 100_000,
+});
+
+function refuse(path: string, message: string): never {
+  throw new CairnError("BUNDLE_INVALID", message, { path, hint: "the bundle is damaged or was not written by `cairn bundle`; nothing was imported" });
+}
+
+export interface OpenedBundle {
+  readonly manifest: RunManifest;
+  readonly runId: string;
+  /** Member path (no leading slash) → verified bytes. */
+  readonly members: ReadonlyMap<string, Uint8Array>;
+  readonly kit: BundleKitFacts | null;
+}
+
+interface IndexEntry {
+  readonly path: string;
+  readonly sha256: Sha256Digest;
+  readonly size: number;
+}
+
+function parseIndex(bytes: Uint8Array): { runId: string; qemu: string; kit: BundleKitFacts | null; members: IndexEntry[] } {
+  const c = new Checker("BUNDLE_INVALID");
+  const o = c.object(parseJsonBytes(bytes, { source: BUNDLE_INDEX }), "", ["schema", "run_id", "qemu", "kit", "members"]) ?? {};
+  if (o.schema !== RUN_BUNDLE_SCHEMA) c.add("/schema", `must be "${RUN_BUNDLE_SCHEMA}"`);
+  const runId = c.string(c.required(o, "run_id", ""), "/run_id", { pattern: /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/ }) ?? "";
+  const qemu = c.string(c.required(o, "qemu", ""), "/qemu") ?? "";
+  let kit: BundleKitFacts | null = null;
+  if (c.required(o, "kit", "") !== null) {
+    const k = c.object(o.kit, "/kit", ["kernel_package", "kernel_file", "agent_source", "agent_compiler"]) ?? {};
+    const s = (key: string, pattern?: RegExp) => c.string(c.required(k, key, "/kit"), `/kit/${key}`, pattern ? { pattern } : {}) ?? "";
+    kit = {
+      kernel_package: s("kernel_package", /^[A-Za-z0-9._+~:-]{1,255}$/),
+      kernel_file: s("kernel_file", /^[A-Za-z0-9._+~-]{1,255}$/),
+      agent_source: s("agent_source", /^sha256:[0-9a-f]{64}$/) as Sha256Digest,
+      agent_compiler: s("agent_compiler"),
+    };
+  }
+  const list = c.array(c.required(o, "members", ""), "/members") ?? [];
+  const members: IndexEntry[] = list.map((m, i) => {
+    const mo = c.object(m, `/members/${i}`, ["path", "sha256", "size"]) ?? {};
+    return {
+      path: c.string(c.required(mo, "path", `/members/${i}`), `/members/${i}/path`) ?? "",
+      sha256: (c.string(c.required(mo, "sha256", `/members/${i}`), `/members/${i}/sha256`, { pattern: /^sha256:[0-9a-f]{64}$/ }) ?? "") as Sha256Digest,
+      size: c.integer(c.required(mo, "size", `/members/${i}`), `/members/${i}/size`, { min: 0 }) ?? 0,
+    };
+  });
+  c.done(`invalid ${BUNDLE_INDEX}`, "the bundle was not written by this cairn");
+  return { runId, qemu, kit, members };
+}
+
+/** Steps 1–5: the bundle read, checked member by member, and its closure complete. Nothing is written. */
+export async function openBundle(file: string): Promise<OpenedBundle> {
+  const bytes = readFileBounded(file, BUNDLE_MAX_BYTES, "bundle.max_bytes", { missing: "USAGE", notRegular: "BUNDLE_INVALID" });
+  const { sink, content } = memorySink();
+  const { tree } = await applyLayers({
+    layers: [{ bytes, compression: "none", where: "bundle" }],
+    policy: STRICT_POLICY,
+    limits: BUNDLE_LIMITS,
+    sink,
+    parents: "required",
+  });
+  const files = new Map<string, { sha256: Sha256Digest; size: number }>();
+  for (const e of tree.values()) {
+    if (e.type === "dir") {
+      if (!DIRS.has(e.path)) refuse(e.path, `the bundle has a directory ${e.path} where none belongs`);
+      continue;
+    }
+    if (e.type !== "file") refuse(e.path, `the bundle member ${e.path} is a ${e.type}; a bundle holds regular files only`);
+    if (e.path !== `/${BUNDLE_INDEX}`) {
+      const place = PLACES.find((p) => p.re.test(e.path));
+      if (place === undefined) refuse(e.path, `the bundle member ${e.path} is outside every place a bundle has`);
+      // a content-addressed member is named by the digest of its bytes
+      if (place.addressed && e.path.slice(-64) !== e.sha256.slice(7)) refuse(e.path, `the bundle member ${e.path} is not named by its digest`);
+    }
+    files.set(e.path.slice(1), { sha256: e.sha256, size: e.size });
+  }
+  const indexRef = files.get(BUNDLE_INDEX);
+  if (indexRef === undefined) refuse(`/${BUNDLE_INDEX}`, `the bundle has no ${BUNDLE_INDEX}`);
+  const index = parseIndex(content.get(indexRef.sha256)!);
+  const listed = new Set<string>();
+  index.members.forEach((m, i) => {
+    const f = files.get(m.path);
+    if (f === undefined) refuse(`/members/${i}`, `the index lists ${m.path}, which the bundle does not contain`);
+    if (f.sha256 !== m.sha256 || f.size !== m.size) refuse(`/members/${i}`, `${m.path} does not have the digest and size the index gives`);
+    listed.add(m.path);
+  });
+  for (const p of files.keys()) if (p !== BUNDLE_INDEX && !listed.has(p)) refuse(`/${p}`, `the bundle member ${p} is not in the index`);
+  const members = new Map<string, Uint8Array>();
+  for (const [p, f] of files) members.set(p, content.get(f.sha256)!);
+  const get = (p: string): Uint8Array => members.get(p) ?? refuse(`/${p}`, `the bundle has no ${p}`);
+
+  // 5. the closure the run names is in the bundle
+  const manifest = parseRunManifest(Buffer.from(get(`run/${RUN_FILES.manifest}`)), `bundle run/${RUN_FILES.manifest}`);
+  if (manifest.run_id !== index.runId) refuse("/run_id", "the index and run.json name different runs");
+  if (manifest.vm.qemu !== index.qemu) refuse("/qemu", "the index and run.json name different QEMU versions");
+  const lock = parseWorkloadLock(get(`run/${RUN_FILES.lock}`), `bundle run/${RUN_FILES.lock}`);
+  const need = (path: string, digest: Sha256Digest, field: string): void => {
+    const f = files.get(path);
+    if (f === undefined || f.sha256 !== digest) refuse(field, `the run names ${digest} (${field}), which the bundle does not contain`);
+  };
+  for (const [i, r] of lock.raw.entries()) need(`store/objects/${r.digest.slice(7)}`, r.digest, `lock.json#/raw/${i}`);
+  need(`store/derived/${lock.derived.digest.slice(7)}`, lock.derived.digest, "lock.json#/derived");
+  need(`kit/kernels/${manifest.vm.kernel.slice(7)}`, manifest.vm.kernel, "run.json#/vm/kernel");
+  for (const [i, m] of parseModuleEntries(manifest.vm.kernel_modules, "/vm/kernel_modules").entries())
+    need(`kit/kernels/${m.digest.slice(7)}`, m.digest, `run.json#/vm/kernel_modules/${i}`);
+  need(`kit/agents/${manifest.vm.agent.slice(7)}`, manifest.vm.agent, "run.json#/vm/agent");
+  need(`run/${RUN_FILES.replayLog}`, manifest.replay_log.sha256, "run.json#/replay_log/sha256");
+  const receipt = members.get("run/receipt.dsse.json");
+  if (receipt !== undefined) checkReceiptClosure(receipt, files);
+  return { manifest, runId: index.runId, members, kit: index.kit };
+}
+
+/** Every file digest an enclosed receipt names must be the bundle's file (the signature is checked by `receipt verify`). */
+function checkReceiptClosure(bytes: Uint8Array, files: ReadonlyMap<string, { sha256: Sha256Digest }>): void {
+  const env = parseEnvelope(parseJsonBytes(bytes, { source: "bundle run/receipt.dsse.json" }));
+  if (env.payloadType !== IN_TOTO_PAYLOAD_TYPE) refuse("run/receipt.dsse.json#/payloadType", "the enclosed receipt is not an in-toto statement");
+  const st: JsonModel = parseJsonBytes(Buffer.from(env.payload, "base64"), { source: "bundle receipt payload" });
+  const p = isJsonObject(st) && isJsonObject(st.predicate) ? st.predicate : undefined;
+  if (p === undefined) refuse("run/receipt.dsse.json#/predicate", "the enclosed receipt has no predicate");
+  const named: Array<[string, string, unknown]> = [
+    ["run/run.json", "/predicate/run_manifest/sha256", isJsonObject(p.run_manifest) ? p.run_manifest.sha256 : undefined],
+    ["run/replay.log", "/predicate/replay_log/sha256", isJsonObject(p.replay_log) ? p.replay_log.sha256 : undefined],
+    ["run/events.json", "/predicate/events/sha256", isJsonObject(p.events) ? p.events.sha256 : undefined],
+    ["run/assertions.json", "/predicate/assertions/sha256", isJsonObject(p.assertions) ? p.assertions.sha256 : undefined],
+  ];
+  for (const [path, field, digest] of named) {
+    if (files.get(path)?.sha256 !== digest) refuse(`run/receipt.dsse.json#${field}`, `the enclosed receipt names a ${path} the bundle does not contain`);
+  }
+}
+
+/**
+ * The staging directories (`.<run id>.<pid>.<hex>.tmp`, core's tempSibling) an
+ * import killed before its rename left in the runs directory: removed by the
+ * next import of that run when their process is gone.
+ */
+function removeDeadStaging(runsDir: string, runId: string): void {
+  const prefix = `.${runId}.`;
+  for (const name of readdirSync(runsDir)) {
+    if (!name.startsWith(prefix) || !name.endsWith(".tmp")) continue;
+    const pid = Number(name.slice(prefix.length).split(".")[0]);
+    if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid || isAlive(pid)) continue;
+    removeIn(runsDir, "", name);
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as { code?: string }).code === "EPERM";
+  }
+}
+
+export interface ImportOptions {
+  readonly storeDir: string;
+  readonly kitDir: string;
+  readonly runsDir: string;
+  /** The host's QEMU version; default: asked from QEMU. */
+  readonly qemu?: string;
+}
+
+/** Steps 1–6, then the import. Returns the run directory (new, or the same run imported before) and the kit to replay with. */
+export async function importBundle(file: string, opts: ImportOptions): Promise<{ runDir: string; kit: Kit; manifest: RunManifest }> {
+  const b = await openBundle(file);
+  const host = opts.qemu ?? qemuVersion();
+  if (host !== b.manifest.vm.qemu) {
+    throw new CairnError("VM_MISMATCH", `this run needs QEMU ${b.manifest.vm.qemu}; this host has ${host}`, {
+      path: "/vm/qemu",
+      hint: `replay needs the QEMU build that recorded the run: install qemu-system-x86 ${b.manifest.vm.qemu}; nothing was imported`,
+    });
+  }
+  const store = new Store(opts.storeDir);
+  try {
+    for (const [p, bytes] of b.members) {
+      if (p.startsWith("store/objects/")) store.put("objects", bytes);
+      else if (p.startsWith("store/derived/")) store.put("derived", bytes);
+    }
+  } finally {
+    store.close();
+  }
+  openRoot(opts.kitDir, KIT_ROOT, { create: true });
+  for (const [p, bytes] of b.members) {
+    if (p.startsWith("kit/kernels/")) putKitObject(opts.kitDir, "kernels", Buffer.from(bytes));
+    else if (p.startsWith("kit/agents/")) putKitObject(opts.kitDir, "agents", Buffer.from(bytes));
+  }
+  let kit = loadKit(opts.kitDir);
+  const m = b.manifest;
+  const synthetic: Kit = {
+    dir: opts.kitDir,
+    qemu: host,
+    kernel: {
+      digest: m.vm.kernel,
+      package: b.kit?.kernel_package ?? "unknown",
+      file: b.kit?.kernel_file ?? "unknown",
+      modules: parseModuleEntries(m.vm.kernel_modules, "/vm/kernel_modules").map((x) => ({ name: x.name, digest: x.digest })),
+    },
+    agent: { digest: m.vm.agent, source: b.kit?.agent_source ?? m.vm.agent, compiler: b.kit?.agent_compiler ?? "unknown" },
+  };
+  if (kit === undefined) {
+    // a fresh kit: its kit.json is written last, so a kit whose import stopped midway still reads as absent
+    writeKit(synthetic);
+    kit = synthetic;
+  }
+  openRoot(opts.runsDir, RUNS_ROOT, { create: true });
+  removeDeadStaging(opts.runsDir, b.runId);
+  const runDir = join(opts.runsDir, b.runId);
+  if (existsSync(runDir)) {
+    // imported before: reused only when every run file the bundle carries is there, byte for byte
+    for (const [p, bytes] of b.members) {
+      if (!p.startsWith("run/")) continue;
+      const f = join(runDir, p.slice(4));
+      const there = existsSync(f) ? readFileBounded(f, bytes.length + 1, "bundle.existing-run-bytes", { missing: "RUN_INVALID" }) : undefined;
+      if (there === undefined || !there.equals(bytes)) {
+        throw new CairnError("USAGE", `${runDir} holds another copy of this run (${p.slice(4)} differs)`, {
+          path: f,
+          hint: "pass --runs with another directory",
+        });
+      }
+    }
+    return { runDir, kit, manifest: m };
+  }
+  const staging = tempSibling(runDir);
+  try {
+    mkdirSync(staging, { mode: 0o700 });
+    mkdirSync(join(staging, RUN_FILES.streams), { mode: 0o700 });
+    for (const [p, bytes] of b.members) {
+      if (p.startsWith("run/")) writeFileAtomic(join(staging, p.slice(4)), bytes, { mode: PRIVATE_RUN_FILES.has(p.slice(4)) ? 0o600 : 0o644 });
+      else if (p.startsWith("private/streams/")) writeFileAtomic(join(staging, RUN_FILES.streams, p.slice("private/streams/".length)), bytes, { mode: 0o600 });
+      else if (p.startsWith("private/")) writeFileAtomic(join(staging, p.slice("private/".length)), bytes, { mode: 0o600 });
+    }
+    renameSync(staging, runDir);
+  } catch (e) {
+    rmSync(staging, { recursive: true, force: true });
+    throw e;
+  }
+  return { runDir, kit, manifest: m };
+}

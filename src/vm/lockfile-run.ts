@@ -1,0 +1,121 @@
+/**
+ * `cairn run env.lock --cmd ...`: an environment lockfile run directly. The
+ * lockfile is exported (strata's `exportLock`: verified as `lock verify`
+ * does, base re-probed, every layer checked) into a private staging
+ * directory, together with a workload spec naming the exported image by
+ * manifest digest; `recordRun` then assembles that spec like any OCI spec,
+ * so the run's workload lock, raw closure and replay are those of an OCI
+ * workload whose manifest carries the EnvironmentID and the lockfile digest
+ * (its annotations are covered by the manifest digest, the source identity).
+ * The staging directory is removed when the run is recorded or refused: the
+ * store holds everything replay needs.
+ *
+ * The same run can be described by a spec that names the lockfile, so it
+ * carries a `run` section (steps, expectations) like any workload spec:
+ *
+ *   schema: cairn.workload/1
+ *   source:
+ *     lockfile: {path: ./env.lock, cmd: [/usr/local/bin/prog, arg], user: "1000:1000", workdir: /}
+ *   run: {...}            # and limits, policy: passed to the exported OCI spec unchanged
+ *
+ * `path` is a locator relative to the spec; the verification policy (keys,
+ * registries, base) stays on the command line, never in a file.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { Checker, isJsonObject, parseYamlBytes, readFileBounded, readFilePrefix, writeFileAtomic, type JsonModel } from "../core/index.ts";
+import { DEFAULT_EXPORT_LAUNCH, exportLock, LOCKFILE_FORMAT, type ExportLaunch, type ExportLockOptions, type ExportResult } from "../strata/index.ts";
+import { SPEC_MAX_BYTES } from "../workload/index.ts";
+import { writeRunEnvironment } from "./run-facts.ts";
+import { recordRun, type RecordOptions, type RecordResult } from "./record.ts";
+
+/** Enough of a file to see whether it is an environment lockfile (its `format` is the first key cairn writes; the rest is never needed here). */
+const SNIFF_BYTES = 64 * 1024;
+
+/** True when `path` holds an environment lockfile (`format: cairn.lock/1`), not a workload spec or workload lock. */
+export function isEnvironmentLockfile(path: string): boolean {
+  const head = readFilePrefix(path, SNIFF_BYTES);
+  if (head === undefined) return false;
+  const first = head.toString("utf8").split("\n", 1)[0]?.trim();
+  if (first === `format: ${LOCKFILE_FORMAT}`) return true;
+  try {
+    const m = parseYamlBytes(head);
+    return isJsonObject(m) && m.format === LOCKFILE_FORMAT;
+  } catch {
+    return false;
+  }
+}
+
+export interface LockfileRunOptions extends Omit<RecordOptions, "input"> {
+  /** What `exportLock` takes, minus where to write: the image goes to private staging. */
+  readonly export: Omit<ExportLockOptions, "outDir">;
+  /** The `run`, `limits` and `policy` sections of a spec that named the lockfile (checked by the workload spec reader). */
+  readonly specSections?: Readonly<Record<string, JsonModel>>;
+}
+
+/** A workload spec whose source is `lockfile`: where the lockfile is, the launch, and the other sections. */
+export interface LockfileSpec {
+  readonly lockPath: string;
+  readonly launch: ExportLaunch;
+  readonly sections: Readonly<Record<string, JsonModel>>;
+}
+
+const SPEC_SECTIONS = ["run", "limits", "policy"] as const;
+
+/**
+ * Reads `path` as a spec naming an environment lockfile; undefined when it
+ * is not one (another spec, a lock, a lockfile). A spec that names a
+ * lockfile is read strictly (WORKLOAD_SPEC_INVALID lists every issue).
+ */
+export function readLockfileSpec(path: string): LockfileSpec | undefined {
+  let model: JsonModel;
+  try {
+    model = parseYamlBytes(readFileBounded(path, SPEC_MAX_BYTES, "spec.max_bytes"));
+  } catch {
+    return undefined;
+  }
+  if (!isJsonObject(model) || !isJsonObject(model.source) || !Object.hasOwn(model.source, "lockfile")) return undefined;
+  const c = new Checker("WORKLOAD_SPEC_INVALID");
+  const o = c.object(model, "", ["schema", "source", ...SPEC_SECTIONS]) ?? {};
+  if (o.schema !== "cairn.workload/1") c.add("/schema", 'must be "cairn.workload/1"');
+  const src = c.object(o.source, "/source", ["lockfile"]) ?? {};
+  const l = c.object(src.lockfile, "/source/lockfile", ["path", "cmd", "user", "workdir"]) ?? {};
+  const lockPath = c.string(c.required(l, "path", "/source/lockfile"), "/source/lockfile/path", { nonEmpty: true }) ?? "";
+  const argv = c.stringArray(c.required(l, "cmd", "/source/lockfile"), "/source/lockfile/cmd") ?? [];
+  const user = Object.hasOwn(l, "user") ? c.string(l.user, "/source/lockfile/user") : undefined;
+  const workdir = Object.hasOwn(l, "workdir") ? c.string(l.workdir, "/source/lockfile/workdir") : undefined;
+  c.done(`invalid spec ${path}`, "see docs/runs.md: a spec naming a lockfile");
+  const sections: Record<string, JsonModel> = {};
+  for (const k of SPEC_SECTIONS) if (Object.hasOwn(o, k)) sections[k] = o[k]!;
+  return {
+    lockPath: resolve(dirname(path), lockPath),
+    launch: { argv, user: user ?? DEFAULT_EXPORT_LAUNCH.user, workdir: workdir ?? DEFAULT_EXPORT_LAUNCH.workdir },
+    sections,
+  };
+}
+
+export interface LockfileRunResult extends RecordResult {
+  readonly exported: ExportResult;
+}
+
+/** Exports the lockfile, then records the exported image as an OCI workload. */
+export async function recordLockfileRun(opts: LockfileRunOptions): Promise<LockfileRunResult> {
+  const staging = mkdtempSync(join(opts.export.tmpDir ?? tmpdir(), "cairn-lockfile-run-"));
+  try {
+    const exported = await exportLock({ ...opts.export, outDir: join(staging, "image") });
+    const spec = join(staging, "workload.json");
+    const model = { schema: "cairn.workload/1", source: { oci: { layout: "./image", manifest: exported.layout.manifest.digest } }, ...opts.specSections };
+    writeFileAtomic(spec, `${JSON.stringify(model)}\n`, { mode: 0o600 });
+    const { export: _export, specSections: _sections, ...record } = opts;
+    const r = await recordRun({ ...record, input: spec });
+    writeRunEnvironment(r.runDir, {
+      environment_id: exported.environmentId,
+      lockfile_sha256: exported.lockfileSha256,
+      image_manifest: exported.layout.manifest.digest,
+    });
+    return { ...r, exported };
+  } finally {
+    rmSync(staging, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,119 @@
+/**
+ * Guest instructions executed, read from QEMU's record/replay log. With
+ * `-icount`, QEMU writes the instructions executed between two events as an
+ * `EVENT_INSTRUCTION` record, so their sum is the run's instruction count, a
+ * deterministic cost: every replay executes exactly these instructions.
+ *
+ * The log format is QEMU's private one, versioned by REPLAY_VERSION. This
+ * reader knows one version, 0xe0200c (QEMU 7.1 and 7.2, Debian 12's), as
+ * replay/replay-internal.h of that version numbers its events:
+ *
+ *   header   u32 REPLAY_VERSION, u64 offset (big-endian, as every number)
+ *   0        instruction: u32 count
+ *   1, 2     interrupt, exception
+ *   3..9     async (bh, bh-oneshot, input, input-sync, char-read, block, net)
+ *   10..21   shutdown (cause in the event number)
+ *   22       char write: u32 result, u32 offset
+ *   23, 24   char read all: u32 size + bytes; its error: u32
+ *   25, 26   audio out, audio in
+ *   27       random: u32 result, u32 size + bytes
+ *   28, 29   clock (host, virtual-rt): u64
+ *   30..38   checkpoints
+ *   39       end of log
+ *
+ * It reads only what it can frame exactly: an input event or audio (whose
+ * records it does not frame), another version, a log that does not end with
+ * the end event exactly at its last byte, all give `undefined`, never a
+ * guess. So a receipt says "not measured" rather than a wrong number.
+ */
+
+/** REPLAY_VERSION of QEMU 7.1 and 7.2. */
+export const REPLAY_LOG_VERSION = 0xe0200c;
+
+const EV = {
+  instruction: 0,
+  interrupt: 1,
+  exception: 2,
+  asyncBh: 3,
+  asyncBhOneshot: 4,
+  asyncInput: 5,
+  asyncInputSync: 6,
+  asyncCharRead: 7,
+  asyncBlock: 8,
+  asyncNet: 9,
+  shutdownFirst: 10,
+  shutdownLast: 21,
+  charWrite: 22,
+  charReadAll: 23,
+  charReadAllError: 24,
+  audioOut: 25,
+  audioIn: 26,
+  random: 27,
+  clockFirst: 28,
+  clockLast: 29,
+  checkpointFirst: 30,
+  checkpointLast: 38,
+  end: 39,
+} as const;
+
+/** The sum of the log's instruction records, or undefined when the log is not one this reader frames exactly. */
+export function guestInstructions(log: Uint8Array): number | undefined {
+  const b = Buffer.from(log.buffer, log.byteOffset, log.byteLength);
+  if (b.length < 13 || b.readUInt32BE(0) !== REPLAY_LOG_VERSION) return undefined;
+  let at = 12;
+  let total = 0;
+  const need = (n: number): boolean => at + n <= b.length;
+  const array = (): boolean => {
+    if (!need(4)) return false;
+    const n = b.readUInt32BE(at);
+    at += 4;
+    if (!need(n)) return false;
+    at += n;
+    return true;
+  };
+  while (at < b.length) {
+    const e = b[at++]!;
+    if (e === EV.end) return at === b.length && Number.isSafeInteger(total) ? total : undefined;
+    if (e === EV.instruction) {
+      if (!need(4)) return undefined;
+      total += b.readUInt32BE(at);
+      at += 4;
+    } else if (e === EV.interrupt || e === EV.exception || e === EV.asyncInputSync) {
+      // no payload
+    } else if (e === EV.asyncBh || e === EV.asyncBhOneshot || e === EV.asyncBlock) {
+      if (!need(8)) return undefined;
+      at += 8;
+    } else if (e === EV.asyncCharRead) {
+      if (!need(1)) return undefined;
+      at += 1;
+      if (!array()) return undefined;
+    } else if (e === EV.asyncNet) {
+      if (!need(5)) return undefined;
+      at += 5;
+      if (!array()) return undefined;
+    } else if (e >= EV.shutdownFirst && e <= EV.shutdownLast) {
+      // the cause is in the event number
+    } else if (e === EV.charWrite) {
+      if (!need(8)) return undefined;
+      at += 8;
+    } else if (e === EV.charReadAll) {
+      if (!array()) return undefined;
+    } else if (e === EV.charReadAllError) {
+      if (!need(4)) return undefined;
+      at += 4;
+    } else if (e === EV.random) {
+      if (!need(4)) return undefined;
+      at += 4;
+      if (!array()) return undefined;
+    } else if (e >= EV.clockFirst && e <= EV.clockLast) {
+      if (!need(8)) return undefined;
+      at += 8;
+    } else if (e >= EV.checkpointFirst && e <= EV.checkpointLast) {
+      // no payload
+    } else {
+      // input events, audio, or a number this version does not have: not framed here
+      return undefined;
+    }
+  }
+  return undefined; // no end event
+}

@@ -1,0 +1,133 @@
+/**
+ * Replay bundles `cairn.bundle/1` (`cairn bundle RUNDIR --out run.cairn`):
+ * one deterministic tar holding everything a replay needs on another
+ * machine, and nothing private unless asked:
+ *
+ *   cairn-bundle.json          the index: schema, run id, QEMU version, the
+ *                              kit facts, and every other member's path,
+ *                              sha256 and size
+ *   run/<file>                 run.json, events.json, assertions.json,
+ *                              replay.log, lock.json (the workload lock),
+ *                              and when present cost.json, environment.json,
+ *                              receipt.dsse.json
+ *   store/objects/<hex>        the workload lock's raw closure
+ *   store/derived/<hex>        the lock's derived entry (rebuilt and compared on verify)
+ *   kit/kernels/<hex>          the kernel and modules the VM identity names
+ *   kit/agents/<hex>           the agent the VM identity names
+ *   private/...                only with `includePrivate`: streams/<n>.stdout|stderr,
+ *                              console.log, protocol.bin (exact output bytes)
+ *
+ * Written with the tree area's deterministic tar writer (ustar, 0:0, mtime 0,
+ * fixed modes, entries in byte order), uncompressed: the same run directory
+ * gives the same bundle bytes. The reading side, with every hostile-input
+ * rule, is bundle-import.ts.
+ */
+import { existsSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { CairnError, compareBytes, readFileBounded, sha256, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
+import { writeTar, type TarEntry } from "../tree/index.ts";
+import { Store } from "../store/index.ts";
+import { readWorkloadLock } from "../workload/index.ts";
+import { loadKit, readKitObject, type Kit } from "./kit.ts";
+import { readRunManifest, RUN_READ_LIMITS } from "./replay-run.ts";
+import { RUN_COST_FILE, RUN_ENV_MANIFEST_FILE, RUN_ENVIRONMENT_FILE } from "./run-facts.ts";
+import { RECEIPT_FILE } from "./run-receipt.ts";
+import { RUN_FILES } from "./rundir.ts";
+import { parseModuleEntries } from "./vmid.ts";
+
+export const RUN_BUNDLE_SCHEMA = "cairn.bundle/1";
+export const BUNDLE_INDEX = "cairn-bundle.json";
+/** The run files a bundle carries: always, then when present. */
+export const BUNDLE_RUN_FILES = [RUN_FILES.manifest, RUN_FILES.events, RUN_FILES.assertions, RUN_FILES.replayLog, RUN_FILES.lock] as const;
+export const BUNDLE_OPTIONAL_RUN_FILES = [RUN_COST_FILE, RUN_ENVIRONMENT_FILE, RUN_ENV_MANIFEST_FILE, RECEIPT_FILE] as const;
+/** bundle.max_bytes: the most a bundle may hold (read whole, in memory). */
+export const BUNDLE_MAX_BYTES = 4 * 1024 * 1024 * 1024;
+
+export interface BundleMember {
+  readonly path: string;
+  readonly sha256: Sha256Digest;
+  readonly size: number;
+}
+
+/** Kit facts a fresh home needs to write its kit.json (names, not bytes: the bytes are members). */
+export interface BundleKitFacts {
+  readonly kernel_package: string;
+  readonly kernel_file: string;
+  readonly agent_source: Sha256Digest;
+  readonly agent_compiler: string;
+}
+
+export interface WriteBundleOptions {
+  readonly runDir: string;
+  readonly storeDir: string;
+  readonly kit: Kit;
+  readonly out: string;
+  readonly includePrivate?: boolean;
+}
+
+function runFile(runDir: string, name: string): Buffer {
+  return readFileBounded(join(runDir, name), RUN_READ_LIMITS["run.replay-log-bytes"], "run.replay-log-bytes", { missing: "RUN_INVALID" });
+}
+
+/** Writes the bundle of `runDir` to `out` (atomically); returns its members and size. */
+export function writeRunBundle(opts: WriteBundleOptions): { file: string; size: number; members: readonly BundleMember[] } {
+  const m = readRunManifest(opts.runDir);
+  const lock = readWorkloadLock(join(opts.runDir, RUN_FILES.lock));
+  const files = new Map<string, Buffer>();
+  for (const name of BUNDLE_RUN_FILES) files.set(`run/${name}`, runFile(opts.runDir, name));
+  for (const name of BUNDLE_OPTIONAL_RUN_FILES) if (existsSync(join(opts.runDir, name))) files.set(`run/${name}`, runFile(opts.runDir, name));
+  const store = new Store(opts.storeDir, { write: false });
+  for (const r of lock.raw) files.set(`store/objects/${hex(r.digest)}`, store.read("objects", r.digest, r.size, "bundle.object"));
+  files.set(`store/derived/${hex(lock.derived.digest)}`, store.read("derived", lock.derived.digest, lock.derived.size, "bundle.derived"));
+  const kernels = [m.vm.kernel, ...parseModuleEntries(m.vm.kernel_modules, "/vm/kernel_modules").map((x) => x.digest)];
+  for (const [i, d] of kernels.entries()) {
+    const field = i === 0 ? "/vm/kernel" : `/vm/kernel_modules/${i - 1}`;
+    files.set(`kit/kernels/${hex(d)}`, readKitObject(opts.kit.dir, "kernels", d, field).bytes);
+  }
+  files.set(`kit/agents/${hex(m.vm.agent)}`, readKitObject(opts.kit.dir, "agents", m.vm.agent, "/vm/agent").bytes);
+  if (opts.includePrivate) {
+    const sdir = join(opts.runDir, RUN_FILES.streams);
+    if (existsSync(sdir))
+      for (const n of readdirSync(sdir).filter((x) => /^[0-9]+\.(stdout|stderr)$/.test(x))) files.set(`private/streams/${n}`, runFile(sdir, n));
+    for (const n of ["console.log", "protocol.bin"]) if (existsSync(join(opts.runDir, n))) files.set(`private/${n}`, runFile(opts.runDir, n));
+  }
+  const members = [...files.entries()].map(([path, b]) => ({ path, sha256: sha256(b), size: b.length })).sort((a, b) => compareBytes(a.path, b.path));
+  const kitFacts: BundleKitFacts | null =
+    opts.kit.kernel.digest === m.vm.kernel && opts.kit.agent.digest === m.vm.agent
+      ? {
+          kernel_package: opts.kit.kernel.package,
+          kernel_file: opts.kit.kernel.file,
+          agent_source: opts.kit.agent.source,
+          agent_compiler: opts.kit.agent.compiler,
+        }
+      : null;
+  const index = Buffer.from(`${JSON.stringify({ schema: RUN_BUNDLE_SCHEMA, run_id: m.run_id, qemu: m.vm.qemu, kit: kitFacts, members }, null, 1)}\n`);
+  const entries: TarEntry[] = [{ type: "file", path: BUNDLE_INDEX, mode: 0o644, data: index }];
+  const dirs = new Set<string>();
+  for (const mb of members) {
+    const parts = mb.path.split("/");
+    for (let i = 1; i < parts.length; i++) dirs.add(parts.slice(0, i).join("/"));
+  }
+  for (const d of [...dirs].sort(compareBytes)) entries.push({ type: "dir", path: d, mode: 0o755 });
+  for (const mb of members) entries.push({ type: "file", path: mb.path, mode: 0o644, data: files.get(mb.path)! });
+  const tar = writeTar(entries);
+  if (tar.length > BUNDLE_MAX_BYTES) {
+    throw new CairnError("LIMIT_EXCEEDED", `the bundle would be ${tar.length} bytes, more than bundle.max_bytes`, { path: opts.out });
+  }
+  // a bundle without --include-private holds no private bytes; one with them is owner-only
+  writeFileAtomic(opts.out, tar, { mode: opts.includePrivate ? 0o600 : 0o644 });
+  return { file: opts.out, size: tar.length, members };
+}
+
+function hex(d: Sha256Digest): string {
+  return d.slice("sha256:".length);
+}
+
+/** The kit of the recording host, for `cairn bundle` (the bytes it names are read by digest and verified). */
+export function bundleKit(dir: string): Kit {
+  const kit = loadKit(dir);
+  if (kit === undefined) {
+    throw new CairnError("PREREQUISITE_MISSING", `no guest kit at ${dir}`, { path: dir, hint: "bundle on the host that recorded the run (or pass --kit)" });
+  }
+  return kit;
+}

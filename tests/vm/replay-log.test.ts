@@ -1,0 +1,59 @@
+/**
+ * The instruction count read from a QEMU 7.2 replay log (vm/replay-log.ts),
+ * on logs assembled here byte by byte from the documented event numbers: the
+ * sum of the instruction records, every framed event skipped by its size;
+ * anything not framed exactly (another version, an unknown or input event, a
+ * truncated record, bytes after the end event, no end event) is undefined.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { guestInstructions, REPLAY_LOG_VERSION } from "../../src/vm/replay-log.ts";
+
+const u32 = (n: number): number[] => [(n >>> 24) & 255, (n >>> 16) & 255, (n >>> 8) & 255, n & 255];
+const u64 = (): number[] => [1, 2, 3, 4, 5, 6, 7, 8];
+const header = (version = REPLAY_LOG_VERSION): number[] => [...u32(version), 0, 0, 0, 0, 0, 0, 0, 0];
+const log = (...events: number[][]): Buffer => Buffer.from([...header(), ...events.flat()]);
+
+const INSN = (n: number) => [0, ...u32(n)];
+const END = [39];
+const every = [
+  [28, ...u64()], // clock host
+  [37], // checkpoint init
+  INSN(1000),
+  [1], // interrupt
+  INSN(2000),
+  [2], // exception
+  [3, ...u64()], // async bh
+  [4, ...u64()], // async bh oneshot
+  [6], // async input sync
+  [7, 9, ...u32(3), 1, 2, 3], // async char read: id, array
+  [8, ...u64()], // async block
+  [9, 1, ...u32(0), ...u32(2), 7, 7], // async net: id, flags, array
+  [16], // shutdown (guest-shutdown)
+  [22, ...u32(5), ...u32(0)], // char write
+  [23, ...u32(2), 65, 66], // char read all
+  [24, ...u32(5)], // char read all error
+  [27, ...u32(4), ...u32(4), 1, 2, 3, 4], // random
+  [29, ...u64()], // clock virtual-rt
+  INSN(4294967295),
+  [30], // checkpoint
+];
+
+test("the instruction records of a framed log are summed", () => {
+  assert.equal(guestInstructions(log(...every, END)), 1000 + 2000 + 4294967295);
+  assert.equal(guestInstructions(log(END)), 0);
+});
+
+test("a log this reader does not frame exactly is undefined, never a guess", () => {
+  // control: the same events frame
+  assert.notEqual(guestInstructions(log(...every, END)), undefined);
+  assert.equal(guestInstructions(Buffer.from([...header(0xe0200b), ...INSN(5), ...END])), undefined, "another version");
+  assert.equal(guestInstructions(log(INSN(5))), undefined, "no end event");
+  assert.equal(guestInstructions(log(INSN(5), END, [0])), undefined, "bytes after the end");
+  assert.equal(guestInstructions(log([0, 0, 0])), undefined, "a truncated instruction record");
+  assert.equal(guestInstructions(log([5, 1, 2], END)), undefined, "an input event (not framed)");
+  assert.equal(guestInstructions(log([25, ...u32(1)], END)), undefined, "audio (not framed)");
+  assert.equal(guestInstructions(log([40], END)), undefined, "an event number past the end event");
+  assert.equal(guestInstructions(log([23, ...u32(10), 1], END)), undefined, "an array longer than the log");
+  assert.equal(guestInstructions(Buffer.alloc(5)), undefined, "shorter than the header");
+});
