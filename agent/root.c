@@ -1,5 +1,6 @@
 /* A fresh writable root per start. Each start mounts a new tmpfs (so nothing
-   a previous invocation wrote can survive), copies the immutable template
+   a previous invocation wrote can survive) and either overlays it on the
+   read-only root disk (disk.c) or copies the immutable template
    (/cairn/template, unpacked by the kernel from the initramfs) into it
    reproducing bytes, modes, owners, mtimes and symlinks, then applies the
    runtime overlay cairn.overlay/1:
@@ -172,12 +173,13 @@ static int overlay(int rootfd) {
 
 int root_create(const char *template_dir, const char *dir) {
   if (mkdir(dir, 0700) < 0 && errno != EEXIST) return STAGE_ROOT;
-  if (mount("cairn-root", dir, "tmpfs", MS_NOSUID, "mode=0700") < 0) return STAGE_ROOT;
+  /* a disk root is overlaid (disk.c), an initramfs template copied */
+  if (disk_root() ? disk_overlay(template_dir, dir) < 0 : mount("cairn-root", dir, "tmpfs", MS_NOSUID, "mode=0700") < 0) return STAGE_ROOT;
   int sfd = open(template_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   struct stat rootst;
   int stage = 0;
-  if (sfd < 0 || dfd < 0 || fstat(sfd, &rootst) < 0 || copy_dir(sfd, dfd) < 0) stage = STAGE_ROOT;
+  if (sfd < 0 || dfd < 0 || fstat(sfd, &rootst) < 0 || (!disk_root() && copy_dir(sfd, dfd) < 0)) stage = STAGE_ROOT;
   if (!stage && overlay(dfd) < 0) stage = STAGE_OVERLAY;
   /* the root's own metadata last: creating /tmp or /dev moved its mtime */
   if (!stage && meta(dfd, ".", &rootst, 0) < 0) stage = STAGE_ROOT;
@@ -190,5 +192,6 @@ int root_create(const char *template_dir, const char *dir) {
 
 void root_destroy(const char *dir) {
   umount2(dir, MNT_DETACH);
+  if (disk_root()) disk_overlay_destroy(dir);
   rmdir(dir);
 }

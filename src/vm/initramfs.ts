@@ -7,6 +7,8 @@
  *   /cairn/inputs         the recorded inputs (launch + scenario), 0400
  *   /cairn/tree           the tree manifest (tree-manifest.ts) the agent checks the template against, 0400
  *   /cairn/modules/NN-name.ko   kernel modules the agent loads in name order, 0400
+ *   /cairn/disk           only with a root disk (`run.root: disk`): "erofs\n"; the
+ *                         template is then an empty mount point (agent/disk.c)
  *   /cairn/template/...   the immutable workload template: the canonical tree,
  *                         with the metadata of its "/" on /cairn/template itself
  *
@@ -32,6 +34,12 @@ export interface GuestImageParts {
   readonly modules: ReadonlyArray<{ readonly name: string; readonly bytes: Uint8Array }>;
   readonly tree: CanonicalTree;
   readonly content: ContentSource;
+  /**
+   * The template is on a root disk (`run.root: disk`): the image then holds
+   * `/cairn/disk` (the agent's cue to mount it) and an empty
+   * `/cairn/template` as the mount point, and no tree entries.
+   */
+  readonly disk?: boolean;
 }
 
 export interface GuestImage {
@@ -113,9 +121,15 @@ export async function buildGuestImage(parts: GuestImageParts): Promise<GuestImag
   parts.modules.forEach((m, i) => {
     w.add({ name: `cairn/modules/${String(i).padStart(2, "0")}-${safeComponent(m.name)}.ko`, mode: S_IFREG | 0o400, ...sys, data: m.bytes });
   });
+  if (parts.disk === true) w.add({ name: "cairn/disk", mode: S_IFREG | 0o400, ...sys, data: Buffer.from("erofs\n") });
   w.add({ name: "dev", mode: S_IFDIR | 0o755, ...sys });
   w.add({ name: "dev/console", mode: S_IFCHR | 0o600, ...sys, rdevMajor: 5, rdevMinor: 1 });
   w.add({ name: "init", mode: S_IFREG | 0o755, ...sys, data: parts.agent });
+  if (parts.disk === true) {
+    w.add({ name: TEMPLATE_DIR, mode: S_IFDIR | 0o700, ...sys }); // the mount point; the disk's root carries the tree's "/"
+    w.finish();
+    return { bytes: Buffer.concat(chunks), digest: hasher.digest(), size: w.size, entries: 10 + parts.modules.length };
+  }
   w.add({ name: TEMPLATE_DIR, mode: S_IFDIR | root.mode, uid: root.uid, gid: root.gid, mtime: root.mtime });
   const entries = [...parts.tree.values()].filter((e) => e.path !== "/").sort((a, b) => compareBytes(a.path, b.path));
   for (const e of entries) {

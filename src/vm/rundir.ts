@@ -74,9 +74,10 @@ export function nextReplayDir(runDir: string): string {
   );
 }
 
-/** Removes the initramfs copy a boot left behind (replay rebuilds it from the store). */
+/** Removes the initramfs and root disk copies a boot left behind (replay rebuilds them from the store). */
 export function dropImage(dir: string): void {
   rmSync(join(dir, "initramfs.img"), { force: true });
+  rmSync(join(dir, "root.erofs"), { force: true });
 }
 
 export function readIfExists(path: string): Buffer | undefined {
