@@ -112,7 +112,11 @@ describe("VM identity cairn.vm/1", () => {
     assert.ok(line.includes("-device virtio-blk-pci,drive=rootrr,ioeventfd=off"));
     // control: no disk, no drive
     assert.ok(!qemuArgs(id, paths, "record").includes("-drive"));
-    assertCode(() => qemuArgs({ ...withDisk, root_disk: { ...withDisk.root_disk!, device: "ide-hd" } }, paths, "record"), "VM_MISMATCH", "/vm/root_disk/device");
+    assertCode(
+      () => qemuArgs({ ...withDisk, root_disk: { ...withDisk.root_disk!, device: "ide-hd" } }, paths, "record"),
+      "VM_MISMATCH",
+      "/vm/root_disk/device",
+    );
     const { diskPath: _, ...noDisk } = paths;
     assertCode(() => qemuArgs(withDisk, noDisk, "record"), "RUN_INFRASTRUCTURE", "/vm/root_disk");
     const model = JSON.parse(JSON.stringify(withDisk));
