@@ -13,15 +13,13 @@
  *     unpack (tests/vm/guest-proof.test.ts).
  */
 import assert from "node:assert/strict";
-import { randomBytes } from "node:crypto";
 import { cpSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { CairnError, sha256 } from "../../src/core/index.ts";
-import type { FsEntry } from "../../src/tree/entries.ts";
+import { CairnError } from "../../src/core/index.ts";
 import { DEFAULT_RUN_LIMITS, recordRun, replayRun, ROOT_DISK_DEVICE, vmDigest, type Scenario } from "../../src/vm/index.ts";
-import { bootProbe, probeWorld, type ProbeWorld } from "./fixtures/guest.ts";
+import { bigWorld, bootProbe } from "./fixtures/guest.ts";
 import { testKit, VM_SKIP } from "./fixtures/kit.ts";
 import { probePath } from "./fixtures/programs.ts";
 
@@ -40,21 +38,6 @@ const restart = (first: string, second: string): Scenario => ({
   ],
   limits: DEFAULT_RUN_LIMITS,
 });
-
-/** The probe world plus `mib` MiB of incompressible files under /var and /zz-marker, last in write order. */
-function bigWorld(mib: number): ProbeWorld {
-  const w = probeWorld();
-  const tree = new Map(w.tree);
-  const blobs = new Map(w.blobs);
-  tree.set("/var", { type: "dir", path: "/var", mode: 0o755, uid: 0, gid: 0, mtime: 1000 });
-  const add = (path: string, bytes: Buffer) => {
-    blobs.set(sha256(bytes), bytes);
-    tree.set(path, { type: "file", path, mode: 0o644, uid: 0, gid: 0, mtime: 1000, size: bytes.length, sha256: sha256(bytes) } as FsEntry);
-  };
-  for (let i = 0; i < mib; i++) add(`/var/blob-${String(i).padStart(4, "0")}`, randomBytes(1 << 20));
-  add("/zz-marker", Buffer.from("marker\n"));
-  return { tree, blobs };
-}
 
 describe("the disk-backed guest root", { skip: VM_SKIP }, () => {
   it("the guest sees the tree on the disk, and a start never sees what the previous one wrote", async () => {
