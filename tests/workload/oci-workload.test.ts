@@ -99,9 +99,13 @@ test("a dynamically linked program with its interpreter and libraries assembles 
   assert.equal(w.tree.get("/lib64/ld-linux-x86-64.so.2")?.type, "file");
 });
 
-test("OCI launch refusals: no User (root), named user, relative Entrypoint", opts, async () => {
+test("OCI launch: no User runs as 65534:65534; refused: root, a named user, a relative Entrypoint", opts, async () => {
   const cfg = helloImage().config!;
-  await assertCodeAsync(() => assemble(ociWorkspace(helloImage({ config: { ...cfg, User: undefined } }))), "LAUNCH_INVALID");
+  const ws = ociWorkspace(helloImage({ config: { ...cfg, User: undefined } }));
+  await assemble(ws);
+  const w = await openVerifiedWorkload(ws.lockPath, ws.storeDir);
+  assert.deepEqual([w.launch.uid, w.launch.gid], [65534, 65534]);
+  await assertCodeAsync(() => assemble(ociWorkspace(helloImage({ config: { ...cfg, User: "0:0" } }))), "LAUNCH_INVALID");
   await assertCodeAsync(() => assemble(ociWorkspace(helloImage({ config: { ...cfg, User: "app" } }))), "LAUNCH_INVALID");
   await assertCodeAsync(() => assemble(ociWorkspace(helloImage({ config: { ...cfg, Entrypoint: ["hello"] } }))), "LAUNCH_INVALID");
 });
