@@ -99,7 +99,8 @@ async function boot(w: ReturnType<typeof world>, root: GuestRoot, argv: string[]
       hostS: (performance.now() - t - b.qemu.durationMs) / 1000,
       stdout: b.decoded.streams.get(1)?.stdout.toString("utf8") ?? "",
       events: canonicalize(ev.events),
-      status: ev.status,
+      // an infrastructure failure names its reasons: the agent's and the kernel's
+      status: [ev.status, ...ev.events.filter((e) => e.event === "infra-failure").map((e) => (e as { reason?: string }).reason), ...ev.kernel.map((k) => k.reason)].join(" "),
     };
   }
   const log = modes.includes("record") ? statSync(rrfile).size : 0;
