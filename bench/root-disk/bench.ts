@@ -100,7 +100,11 @@ async function boot(w: ReturnType<typeof world>, root: GuestRoot, argv: string[]
       stdout: b.decoded.streams.get(1)?.stdout.toString("utf8") ?? "",
       events: canonicalize(ev.events),
       // an infrastructure failure names its reasons: the agent's and the kernel's
-      status: [ev.status, ...ev.events.filter((e) => e.event === "infra-failure").map((e) => (e as { reason?: string }).reason), ...ev.kernel.map((k) => k.reason)].join(" "),
+      status: [
+        ev.status,
+        ...ev.events.filter((e) => e.event === "infra-failure").map((e) => (e as { reason?: string }).reason),
+        ...ev.kernel.map((k) => k.reason),
+      ].join(" "),
     };
   }
   const log = modes.includes("record") ? statSync(rrfile).size : 0;
