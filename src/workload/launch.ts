@@ -143,6 +143,36 @@ export function launchFromOci(fields: OciLaunchFields, base = "/config/config"):
   );
 }
 
+/**
+ * The image's launch fields with the spec's `source.oci.launch` over them:
+ * `args` replaces Cmd, `env` sets variables by name (replacing the image's
+ * entry of that name in place, else appended), `workdir` and `user`
+ * replace WorkingDir and User.
+ */
+export function ociLaunchWithSpec(
+  image: OciLaunchFields,
+  spec: { readonly args?: readonly string[]; readonly env?: ReadonlyMap<string, string>; readonly workdir?: string; readonly user?: string } | undefined,
+): OciLaunchFields {
+  if (spec === undefined) return image;
+  let env = image.env;
+  if (spec.env !== undefined) {
+    const out = [...(image.env ?? [])];
+    for (const [name, value] of spec.env) {
+      const i = out.findIndex((kv) => kv === name || kv.startsWith(`${name}=`));
+      if (i >= 0) out[i] = `${name}=${value}`;
+      else out.push(`${name}=${value}`);
+    }
+    env = out;
+  }
+  return {
+    entrypoint: image.entrypoint,
+    cmd: spec.args ?? image.cmd,
+    env,
+    workingDir: spec.workdir ?? image.workingDir,
+    user: spec.user ?? image.user,
+  };
+}
+
 /** The JSON model hashed for the identity and stored in derived entries. */
 export function launchModel(l: Launch): { argv: string[]; env: string[]; workdir: string; uid: number; gid: number } {
   return { argv: [...l.argv], env: [...l.env], workdir: l.workdir, uid: l.uid, gid: l.gid };
