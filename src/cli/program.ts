@@ -13,6 +13,7 @@ import { registerWorkload } from "./commands/workload.ts";
 import { registerSetup } from "./commands/setup.ts";
 import { registerRun } from "./commands/run.ts";
 import { registerReplay } from "./commands/replay.ts";
+import { registerRuns } from "./commands/runs.ts";
 import { registerProfile } from "./commands/profile.ts";
 import { registerResolve } from "./commands/resolve.ts";
 import { registerLock } from "./commands/lock.ts";
@@ -36,6 +37,7 @@ export const COMMANDS: ReadonlyArray<(program: Command, ctx: Context) => void> =
   registerSetup,
   registerRun,
   registerReplay,
+  registerRuns,
 ];
 
 export function buildProgram(ctx: Context): Command {

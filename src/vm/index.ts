@@ -37,6 +37,8 @@ export type { PreparedGuest, BootResult, Evaluation } from "./guest.ts";
 export { recordRun, defaultRunsDir } from "./record.ts";
 export type { RecordOptions, RecordResult } from "./record.ts";
 export { replayRun, preflight, readRunManifest } from "./replay-run.ts";
+export { listRuns, describeRun } from "./run-summary.ts";
+export type { RunSummary, UnreadableRun } from "./run-summary.ts";
 export type { ReplayOptions, ReplayResult } from "./replay-run.ts";
 export { parseRunManifest, RUN_MANIFEST_SCHEMA, RUN_MANIFEST_SCOPE } from "./run-manifest.ts";
 export type { RunManifest } from "./run-manifest.ts";
