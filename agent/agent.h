@@ -147,6 +147,13 @@ int disk_mount(const char *template_dir);
 int disk_overlay(const char *template_dir, const char *dir);
 void disk_overlay_destroy(const char *dir);
 
+/* ---- guestfs.c: opt-in overlay parts (/cairn/overlay) ---- */
+int guestfs_proc(void);
+/* Creates /dev/random and /dev/urandom in devfd when asked for; 0 or -1. */
+int guestfs_dev(int devfd);
+/* Mounts /proc and a read-only /sys under root when asked for; 0 or -1. */
+int guestfs_mount(const char *root);
+
 /* ---- child.c: the workload process ---- */
 struct launch_pipes {
   int in_w, out_r, err_r;

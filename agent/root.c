@@ -157,6 +157,7 @@ static int overlay_dir(int rootfd, const char *name, mode_t mode) {
 
 static int overlay(int rootfd) {
   if (overlay_dir(rootfd, "tmp", 01777) < 0 || overlay_dir(rootfd, "dev", 0755) < 0) return -1;
+  if (guestfs_proc() && (overlay_dir(rootfd, "proc", 0555) < 0 || overlay_dir(rootfd, "sys", 0555) < 0)) return -1;
   int dev = openat(rootfd, "dev", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (dev < 0) return -1;
   struct stat node = {0};
@@ -164,6 +165,7 @@ static int overlay(int rootfd) {
   int rc = 0;
   if (mknodat(dev, "null", S_IFCHR | 0666, makedev(1, 3)) < 0 || meta(dev, "null", &node, 0) < 0) rc = -1;
   if (!rc && (mknodat(dev, "zero", S_IFCHR | 0666, makedev(1, 5)) < 0 || meta(dev, "zero", &node, 0) < 0)) rc = -1;
+  if (!rc && guestfs_dev(dev) < 0) rc = -1;
   struct stat devst = {0};
   devst.st_mode = 0755;
   if (!rc) rc = meta(rootfd, "dev", &devst, 0); /* the two mknods moved /dev's mtime */
@@ -183,6 +185,7 @@ int root_create(const char *template_dir, const char *dir) {
   if (!stage && overlay(dfd) < 0) stage = STAGE_OVERLAY;
   /* the root's own metadata last: creating /tmp or /dev moved its mtime */
   if (!stage && meta(dfd, ".", &rootst, 0) < 0) stage = STAGE_ROOT;
+  if (!stage && guestfs_mount(dir) < 0) stage = STAGE_OVERLAY; /* after the metadata: mounting changes none of it */
   int saved = errno;
   if (sfd >= 0) close(sfd);
   if (dfd >= 0) close(dfd);

@@ -136,6 +136,7 @@ export async function prepareGuest(g: GuestInputs, choice: KitChoice): Promise<P
     tree: g.tree,
     content: g.content,
     disk: disk !== undefined,
+    overlay: { proc: g.scenario.proc === true, urandom: g.scenario.urandom === true },
   });
   checkLimit("vm.image-bytes", image.size, imageMax, "/guest_image", "bytes", IMAGE_HINT);
   const vm = defaultVmIdentity({

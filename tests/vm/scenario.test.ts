@@ -75,6 +75,8 @@ describe("run section", () => {
       ["steps: [{action: start}]\nlimits: {image-bytes: 1073741825}", "/run/limits/image-bytes"],
       ["steps: [{action: start}]\nroot: ext4", "/run/root"],
       ["steps: [{action: start}]\nroot: 1", "/run/root"],
+      ["steps: [{action: start}]\nproc: yes-please", "/run/proc"],
+      ["steps: [{action: start}]\nurandom: 1", "/run/urandom"],
     ];
     for (const [yaml, path] of bad) {
       assert.throws(
@@ -95,6 +97,11 @@ describe("run section", () => {
     assert.equal(chooseRoot(plain, DISK_ROOT_FROM_BYTES + 1), "disk");
     assert.equal(chooseRoot(inRam, DISK_ROOT_FROM_BYTES + 1), "initramfs", "the spec's choice wins");
     assert.equal(chooseRoot({ ...plain, root: "disk" }, 0), "disk");
+    const opt = parseScenario(parseYamlText("steps: [{action: start}]\nproc: true\nurandom: true"));
+    assert.deepEqual([opt.proc, opt.urandom], [true, true]);
+    assert.deepEqual([plain.proc, plain.urandom], [undefined, undefined]);
+    const off = parseScenario(parseYamlText("steps: [{action: start}]\nproc: false"));
+    assert.equal(off.proc, undefined, "false is the default: the same scenario");
   });
 
   it("reads run.memory-mib and run.limits.image-bytes; without them RAM is sized from the image and the image limit is 100 MiB", () => {
