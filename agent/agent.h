@@ -138,6 +138,22 @@ int tree_verify(const char *manifest, const char *template_dir, uint64_t *detail
 int root_create(const char *template_dir, const char *dir);
 void root_destroy(const char *dir);
 
+/* ---- disk.c: the disk-backed root (run.root: disk) ---- */
+/* 1 when the image names a root disk (/cairn/disk). */
+int disk_root(void);
+/* Mounts the root disk read-only at template_dir (no-op without a disk); -1 leaves it empty. */
+int disk_mount(const char *template_dir);
+/* Mounts a fresh overlay at dir: template_dir below, a new tmpfs above. */
+int disk_overlay(const char *template_dir, const char *dir);
+void disk_overlay_destroy(const char *dir);
+
+/* ---- guestfs.c: opt-in overlay parts (/cairn/overlay) ---- */
+int guestfs_proc(void);
+/* Creates /dev/random and /dev/urandom in devfd when asked for; 0 or -1. */
+int guestfs_dev(int devfd);
+/* Mounts /proc and a read-only /sys under root when asked for; 0 or -1. */
+int guestfs_mount(const char *root);
+
 /* ---- child.c: the workload process ---- */
 struct launch_pipes {
   int in_w, out_r, err_r;

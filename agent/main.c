@@ -391,6 +391,7 @@ int main(void) {
   mkdir("/cairn/run", 0700);
   if (boot_transport() < 0) power_off(2);
   rec_hello();
+  disk_mount("/cairn/template"); /* a failure leaves the template empty: tree-mismatch below */
   sigset_t chld;
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);

@@ -1,5 +1,6 @@
 /* A fresh writable root per start. Each start mounts a new tmpfs (so nothing
-   a previous invocation wrote can survive), copies the immutable template
+   a previous invocation wrote can survive) and either overlays it on the
+   read-only root disk (disk.c) or copies the immutable template
    (/cairn/template, unpacked by the kernel from the initramfs) into it
    reproducing bytes, modes, owners, mtimes and symlinks, then applies the
    runtime overlay cairn.overlay/1:
@@ -156,6 +157,7 @@ static int overlay_dir(int rootfd, const char *name, mode_t mode) {
 
 static int overlay(int rootfd) {
   if (overlay_dir(rootfd, "tmp", 01777) < 0 || overlay_dir(rootfd, "dev", 0755) < 0) return -1;
+  if (guestfs_proc() && (overlay_dir(rootfd, "proc", 0555) < 0 || overlay_dir(rootfd, "sys", 0555) < 0)) return -1;
   int dev = openat(rootfd, "dev", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (dev < 0) return -1;
   struct stat node = {0};
@@ -163,6 +165,7 @@ static int overlay(int rootfd) {
   int rc = 0;
   if (mknodat(dev, "null", S_IFCHR | 0666, makedev(1, 3)) < 0 || meta(dev, "null", &node, 0) < 0) rc = -1;
   if (!rc && (mknodat(dev, "zero", S_IFCHR | 0666, makedev(1, 5)) < 0 || meta(dev, "zero", &node, 0) < 0)) rc = -1;
+  if (!rc && guestfs_dev(dev) < 0) rc = -1;
   struct stat devst = {0};
   devst.st_mode = 0755;
   if (!rc) rc = meta(rootfd, "dev", &devst, 0); /* the two mknods moved /dev's mtime */
@@ -172,15 +175,17 @@ static int overlay(int rootfd) {
 
 int root_create(const char *template_dir, const char *dir) {
   if (mkdir(dir, 0700) < 0 && errno != EEXIST) return STAGE_ROOT;
-  if (mount("cairn-root", dir, "tmpfs", MS_NOSUID, "mode=0700") < 0) return STAGE_ROOT;
+  /* a disk root is overlaid (disk.c), an initramfs template copied */
+  if (disk_root() ? disk_overlay(template_dir, dir) < 0 : mount("cairn-root", dir, "tmpfs", MS_NOSUID, "mode=0700") < 0) return STAGE_ROOT;
   int sfd = open(template_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   struct stat rootst;
   int stage = 0;
-  if (sfd < 0 || dfd < 0 || fstat(sfd, &rootst) < 0 || copy_dir(sfd, dfd) < 0) stage = STAGE_ROOT;
+  if (sfd < 0 || dfd < 0 || fstat(sfd, &rootst) < 0 || (!disk_root() && copy_dir(sfd, dfd) < 0)) stage = STAGE_ROOT;
   if (!stage && overlay(dfd) < 0) stage = STAGE_OVERLAY;
   /* the root's own metadata last: creating /tmp or /dev moved its mtime */
   if (!stage && meta(dfd, ".", &rootst, 0) < 0) stage = STAGE_ROOT;
+  if (!stage && guestfs_mount(dir) < 0) stage = STAGE_OVERLAY; /* after the metadata: mounting changes none of it */
   int saved = errno;
   if (sfd >= 0) close(sfd);
   if (dfd >= 0) close(dfd);
@@ -190,5 +195,6 @@ int root_create(const char *template_dir, const char *dir) {
 
 void root_destroy(const char *dir) {
   umount2(dir, MNT_DETACH);
+  if (disk_root()) disk_overlay_destroy(dir);
   rmdir(dir);
 }

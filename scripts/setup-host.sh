@@ -8,8 +8,10 @@ cd "$(dirname "$0")/.."
 # Debian packages the project uses: gcc for static fixtures and the guest agent,
 # qemu for runs, umoci as the OCI peer in tests and benches, python3 for the
 # second cairn.fs/1 implementation (tests/tree/fs-digest-python.test.ts), strace
-# to observe fsyncs from outside (tests/workload/durability.test.ts).
-PACKAGES=(gcc libc6-dev qemu-system-x86 umoci python3 strace lmod zip docker-registry skopeo apache2-utils)
+# to observe fsyncs from outside (tests/workload/durability.test.ts), erofs-utils
+# as the independent reader of cairn's EROFS root disks (tests/vm/erofs.test.ts),
+# mmdebstrap to build a Debian root for bench/root-disk (issue 9).
+PACKAGES=(gcc libc6-dev qemu-system-x86 umoci python3 strace erofs-utils mmdebstrap lmod zip docker-registry skopeo apache2-utils)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -15,6 +15,7 @@ import { registerRun } from "./commands/run.ts";
 import { registerReplay } from "./commands/replay.ts";
 import { registerReceipt } from "./commands/receipt.ts";
 import { registerBundle } from "./commands/replay-bundle.ts";
+import { registerRuns } from "./commands/runs.ts";
 import { registerProfile } from "./commands/profile.ts";
 import { registerResolve } from "./commands/resolve.ts";
 import { registerLock } from "./commands/lock.ts";
@@ -44,6 +45,7 @@ export const COMMANDS: ReadonlyArray<(program: Command, ctx: Context) => void> =
   registerReplay,
   registerReceipt,
   registerBundle,
+  registerRuns,
 ];
 
 export function buildProgram(ctx: Context): Command {

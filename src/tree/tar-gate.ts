@@ -314,10 +314,6 @@ export class TarGate {
     if (flag === "S") throw refuse("TAR_SPARSE", "GNU sparse member", at, "sparse files are refused; rebuild the layer without --sparse");
     const type: MemberType | undefined =
       flag === "0" || flag === "\0" ? "file" : flag === "5" ? "dir" : flag === "2" ? "symlink" : flag === "1" ? "hardlink" : undefined;
-    if (type === undefined) {
-      const what = flag === "3" || flag === "4" ? "device" : flag === "6" ? "FIFO" : `type ${JSON.stringify(flag)}`;
-      throw refuse("TAR_UNSUPPORTED_TYPE", `${what} member`, at, "cairn trees hold directories, regular files and symlinks only");
-    }
     const pax = this.#pax;
     this.#pax = undefined;
     let nameBytes: Uint8Array = cstr(h, 0, 100);
@@ -335,9 +331,23 @@ export class TarGate {
     let linkBytes: Uint8Array | undefined = h[157] === 0 ? undefined : cstr(h, 157, 100);
     if (this.#gnuLink !== undefined) linkBytes = this.#gnuLink;
     this.#gnuLink = undefined;
+    // the member's own name first, so a refusal of its type or of a pax key names it (issue 9: "/layers/0@2048" alone sent people to a hex dump)
+    const paxPath = pax?.get("path");
+    if (paxPath !== undefined) nameBytes = paxPath;
+    const name = text(nameBytes, "member name", at);
+    const member = `${this.#where}:${name.slice(0, 200)}`;
+    if (type === undefined) {
+      const what = flag === "3" || flag === "4" ? "device" : flag === "6" ? "FIFO" : `type ${JSON.stringify(flag)}`;
+      throw refuse(
+        "TAR_UNSUPPORTED_TYPE",
+        `${what} member ${name.slice(0, 200)} (${at})`,
+        member,
+        "cairn trees hold directories, regular files and symlinks only",
+      );
+    }
     let rec = {
       ordinal: this.#ordinal++,
-      name: "",
+      name,
       type,
       mode: numeric(h, 100, 8, "mode", at) & 0o7777,
       uid: numeric(h, 108, 8, "uid", at),
@@ -348,20 +358,18 @@ export class TarGate {
     };
     if (pax !== undefined) {
       for (const [key, v] of pax) {
-        if (!KNOWN_PAX.has(key)) throw paxKeyRefusal(key, at);
-        if (key === "path") nameBytes = v;
-        else if (key === "linkpath") linkBytes = v;
+        if (!KNOWN_PAX.has(key)) throw paxKeyRefusal(key, member);
+        if (key === "linkpath") linkBytes = v;
         else if (key === "size" || key === "uid" || key === "gid" || key === "mtime") rec = { ...rec, [key]: paxInt(v, key, at) };
       }
     }
-    rec.name = text(nameBytes, "member name", at);
-    if (linkBytes !== undefined) rec.linkname = text(linkBytes, "link name", at);
+    if (linkBytes !== undefined) rec.linkname = text(linkBytes, "link name", member);
     if (rec.name.length === 0) throw refuse("TAR_UNSAFE_PATH", "empty member name", at);
-    if (type === "file" && rec.name.endsWith("/")) throw refuse("TAR_INVALID", "regular-file member whose name ends in /", at);
-    if (type !== "file" && rec.size !== 0) throw refuse("TAR_INVALID", `${type} member with a data size`, at);
+    if (type === "file" && rec.name.endsWith("/")) throw refuse("TAR_INVALID", "regular-file member whose name ends in /", member);
+    if (type !== "file" && rec.size !== 0) throw refuse("TAR_INVALID", `${type} member with a data size`, member);
     if ((type === "symlink" || type === "hardlink") && (rec.linkname === undefined || rec.linkname.length === 0))
-      throw refuse("TAR_INVALID", `${type} member without a target`, at);
-    if (type === "file") enforceLimit(this.#limits, "fileSize", rec.size, at);
+      throw refuse("TAR_INVALID", `${type} member without a target`, member);
+    if (type === "file") enforceLimit(this.#limits, "fileSize", rec.size, member);
     this.records.push(Object.freeze(rec));
     const padded = Math.ceil(rec.size / BLOCK) * BLOCK;
     this.#need = padded;

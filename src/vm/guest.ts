@@ -6,18 +6,20 @@
  * `bootGuest` runs QEMU once (record, replay or plain) and decodes the
  * protocol stream; `evaluate` applies the host-side checker.
  */
-import { readFileSync } from "node:fs";
+import { closeSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { CairnError, checkLimit, sha256, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
+import { CairnError, checkLimit, createExclusive, sha256, writeFileAtomic, writeFully, type Sha256Digest } from "../core/index.ts";
 import type { CanonicalTree, ContentSource } from "../tree/index.ts";
 import { checkAssertions, outcomeDigest, runStatus, type AssertionResult, type RunStatus } from "./checker.ts";
+import { planErofs, writeErofs, type ErofsPlan } from "./erofs.ts";
 import { buildGuestImage, type GuestImage } from "./initramfs.ts";
+import { GUEST_MODULES } from "./kernel.ts";
 import { encodeInputs, type GuestLaunch } from "./inputs.ts";
 import { CONSOLE_LOG_FILE, consoleFailures, type KernelFailure } from "./kernel-log.ts";
 import { readKitObject, type Kit } from "./kit.ts";
 import { decodeProtocol, DEFAULT_PROTOCOL_LIMITS, type DecodedProtocol, type NormalizedEvent } from "./protocol.ts";
 import { runQemu, type QemuResult, type RrMode } from "./qemu.ts";
-import { DEFAULT_RUN_LIMITS, type Scenario } from "./scenario.ts";
+import { DEFAULT_RUN_LIMITS, type GuestRoot, type Scenario } from "./scenario.ts";
 import { encodeTreeManifest, type TreeManifest } from "./tree-manifest.ts";
 import { defaultVmIdentity, type VmIdentity } from "./vmid.ts";
 
@@ -36,6 +38,16 @@ export interface PreparedGuest {
   readonly vm: VmIdentity;
   readonly kernelPath: string;
   readonly scenario: Scenario;
+  /** The root disk (`run.root: disk`), written into the boot directory by `bootGuest` and checked against `vm.root_disk`. */
+  readonly disk?: PreparedDisk;
+}
+
+export interface PreparedDisk {
+  readonly plan: ErofsPlan;
+  readonly tree: CanonicalTree;
+  readonly content: ContentSource;
+  readonly digest: Sha256Digest;
+  readonly size: number;
 }
 
 /** Which kernel, modules and agent to use: the kit's current ones (record) or those a run names (replay). */
@@ -76,13 +88,30 @@ export function defaultMemoryMib(imageBytes: number): number {
 
 const IMAGE_HINT = "raise run.limits.image-bytes in the workload spec (guest RAM follows the image, or set run.memory-mib)";
 
+/**
+ * Where the template lives when the spec does not say (`run.root`): trees of
+ * more than 64 MiB of files go on a root disk, smaller ones stay in the
+ * initramfs. The initramfs needs guest RAM of about three times the image
+ * and its boot time grows with it; the disk's does not (docs/runs.md has the
+ * measurements), while small trees keep the initramfs's smaller replay log
+ * (a disk needs icount sleep=on, which logs more during boot).
+ */
+export const DISK_ROOT_FROM_BYTES = 64 * MIB;
+
+export function chooseRoot(scenario: Scenario, treeBytes: number): GuestRoot {
+  return scenario.root ?? (treeBytes > DISK_ROOT_FROM_BYTES ? "disk" : "initramfs");
+}
+
 export async function prepareGuest(g: GuestInputs, choice: KitChoice): Promise<PreparedGuest> {
   let treeBytes = 0;
   for (const e of g.tree.values()) if (e.type === "file") treeBytes += e.size;
   const imageMax = g.scenario.limits.imageBytes;
   checkLimit("vm.image-bytes", treeBytes, imageMax, "/tree", "bytes", IMAGE_HINT);
+  const root = chooseRoot(g.scenario, treeBytes);
   const kernel = readKitObject(choice.kit.dir, "kernels", choice.kernel ?? choice.kit.kernel.digest, "/vm/kernel");
-  const moduleRefs = choice.modules ?? choice.kit.kernel.modules;
+  // an initramfs root needs only the protocol's modules; a disk root all the kit's
+  const protocolOnly = (m: { readonly name: string }) => root === "disk" || GUEST_MODULES.some(([n]) => n === m.name);
+  const moduleRefs = choice.modules ?? choice.kit.kernel.modules.filter(protocolOnly);
   const modules = moduleRefs.map((m, i) => ({
     name: m.name,
     digest: m.digest,
@@ -91,7 +120,24 @@ export async function prepareGuest(g: GuestInputs, choice: KitChoice): Promise<P
   const agent = readKitObject(choice.kit.dir, "agents", choice.agent ?? choice.kit.agent.digest, "/vm/agent");
   const inputs = encodeInputs(g.launch, g.scenario);
   const treeManifest = encodeTreeManifest(g.tree, g.scenario.verifyTree ?? "metadata");
-  const image = await buildGuestImage({ agent: agent.bytes, inputs, treeManifest: treeManifest.bytes, modules, tree: g.tree, content: g.content });
+  let disk: PreparedDisk | undefined;
+  if (root === "disk") {
+    // written once here only to be hashed; bootGuest writes it again into the boot directory and checks the digest
+    const plan = planErofs(g.tree);
+    checkLimit("vm.image-bytes", plan.size, imageMax, "/guest_image/disk", "bytes", IMAGE_HINT);
+    const hashed = await writeErofs(g.tree, g.content, { write() {} }, plan);
+    disk = { plan, tree: g.tree, content: g.content, digest: hashed.digest, size: hashed.size };
+  }
+  const image = await buildGuestImage({
+    agent: agent.bytes,
+    inputs,
+    treeManifest: treeManifest.bytes,
+    modules,
+    tree: g.tree,
+    content: g.content,
+    disk: disk !== undefined,
+    overlay: { proc: g.scenario.proc === true, urandom: g.scenario.urandom === true },
+  });
   checkLimit("vm.image-bytes", image.size, imageMax, "/guest_image", "bytes", IMAGE_HINT);
   const vm = defaultVmIdentity({
     qemu: choice.qemu,
@@ -100,9 +146,11 @@ export async function prepareGuest(g: GuestInputs, choice: KitChoice): Promise<P
     agent: sha256(agent.bytes),
     initramfs: image.digest,
     treeManifest: treeManifest.digest,
-    memoryMib: g.scenario.memoryMib ?? defaultMemoryMib(image.size),
+    // a disk root is read through the page cache: guest RAM need not hold the tree
+    memoryMib: g.scenario.memoryMib ?? (disk === undefined ? defaultMemoryMib(image.size) : BASE_MEMORY_MIB),
+    ...(disk !== undefined ? { disk: { image: disk.digest, size: disk.size } } : {}),
   });
-  return { inputs, inputsDigest: sha256(inputs), image, treeManifest, vm, kernelPath: kernel.path, scenario: g.scenario };
+  return { inputs, inputsDigest: sha256(inputs), image, treeManifest, vm, kernelPath: kernel.path, scenario: g.scenario, ...(disk ? { disk } : {}) };
 }
 
 export interface BootFiles {
@@ -121,6 +169,35 @@ export interface BootResult {
   readonly kernel: readonly KernelFailure[];
 }
 
+export const ROOT_DISK_FILE = "root.erofs";
+
+/**
+ * Writes the root disk (0600) from the verified tree and refuses it unless
+ * its digest and size are the ones the VM identity names: the content
+ * source re-verifies every file, and the image bytes are hashed as written.
+ */
+async function writeRootDisk(d: PreparedDisk, path: string): Promise<string> {
+  rmSync(path, { force: true }); // a previous boot's copy in the same directory
+  const fd = createExclusive(path, 0o600);
+  let image: Awaited<ReturnType<typeof writeErofs>>;
+  try {
+    image = await writeErofs(d.tree, d.content, { write: (chunk) => writeFully(fd, chunk) }, d.plan);
+  } finally {
+    closeSync(fd);
+  }
+  if (image.digest !== d.digest || image.size !== d.size) {
+    throw new CairnError(
+      "RUN_INFRASTRUCTURE",
+      `the root disk written for this boot (${image.digest}, ${image.size} bytes) is not the one the VM identity names`,
+      {
+        path: "/vm/root_disk/image",
+        hint: "the content store changed while the run was prepared; run it again",
+      },
+    );
+  }
+  return path;
+}
+
 /** QEMU exit statuses the agent produces through isa-debug-exit: (value << 1) | 1. */
 const AGENT_OK = 1;
 const AGENT_INFRA = 3;
@@ -132,7 +209,13 @@ export async function bootGuest(p: PreparedGuest, mode: RrMode, files: BootFiles
   writeFileAtomic(initrdPath, p.image.bytes, { mode: 0o600 });
   writeFileAtomic(consoleLog, "", { mode: 0o600 });
   writeFileAtomic(protocolLog, "", { mode: 0o600 });
-  const qemu = await runQemu(p.vm, { kernelPath: p.kernelPath, initrdPath, rrfile: files.rrfile, consoleLog, protocolLog }, mode, timeoutMs);
+  const diskPath = p.disk === undefined ? undefined : await writeRootDisk(p.disk, join(files.dir, ROOT_DISK_FILE));
+  const qemu = await runQemu(
+    p.vm,
+    { kernelPath: p.kernelPath, initrdPath, rrfile: files.rrfile, consoleLog, protocolLog, ...(diskPath ? { diskPath } : {}) },
+    mode,
+    timeoutMs,
+  );
   if (qemu.timedOut) {
     throw new CairnError("RUN_TIMEOUT", `QEMU (${mode}) did not finish within ${timeoutMs} ms and was killed with its process group`, {
       path: consoleLog,

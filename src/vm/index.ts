@@ -2,6 +2,8 @@
 export { CpioWriter, S_IFDIR, S_IFREG, S_IFLNK, S_IFCHR } from "./cpio.ts";
 export type { CpioEntry } from "./cpio.ts";
 export { buildGuestImage } from "./initramfs.ts";
+export { planErofs, writeErofs, EROFS_BLOCK } from "./erofs.ts";
+export type { ErofsPlan, ErofsImage } from "./erofs.ts";
 export { encodeTreeManifest, TREE_MANIFEST_IDENTITY } from "./tree-manifest.ts";
 export type { TreeManifest } from "./tree-manifest.ts";
 export { kernelFailures, consoleFailures, KERNEL_PATTERNS } from "./kernel-log.ts";
@@ -9,25 +11,36 @@ export type { KernelFailure, KernelReason } from "./kernel-log.ts";
 export { encodeInputs } from "./inputs.ts";
 export type { GuestLaunch } from "./inputs.ts";
 export { parseScenario, DEFAULT_SCENARIO, DEFAULT_RUN_LIMITS } from "./scenario.ts";
-export type { Scenario, Step, Trigger } from "./scenario.ts";
+export type { Scenario, Step, Trigger, GuestRoot } from "./scenario.ts";
 export { decodeProtocol, DEFAULT_PROTOCOL_LIMITS } from "./protocol.ts";
 export type { DecodedProtocol, NormalizedEvent } from "./protocol.ts";
 export { checkAssertions, outcomeDigest, runStatus, splitLines, OUTCOME_IDENTITY, OUTCOME_SCOPE } from "./checker.ts";
 export type { RunStatus } from "./checker.ts";
-export { VM_IDENTITY, VM_IDENTITY_SCOPE, defaultVmIdentity, vmDigest, parseVmIdentity, firstVmDifference, parseModuleEntries } from "./vmid.ts";
-export type { VmIdentity } from "./vmid.ts";
+export {
+  VM_IDENTITY,
+  VM_IDENTITY_SCOPE,
+  defaultVmIdentity,
+  vmDigest,
+  parseVmIdentity,
+  firstVmDifference,
+  parseModuleEntries,
+  ROOT_DISK_DEVICE,
+} from "./vmid.ts";
+export type { VmIdentity, RootDisk } from "./vmid.ts";
 export { qemuArgs, runQemu } from "./qemu.ts";
 export type { QemuPaths } from "./qemu.ts";
 export { buildAgent, AGENT_SOURCE_DIR } from "./agentbuild.ts";
 export { kitDir, loadKit, setupKit, ensureKit, qemuVersion, missingPackages, AGENT_SOURCE_DIGEST } from "./kit.ts";
 export type { Kit, SetupOptions } from "./kit.ts";
-export { prepareGuest, bootGuest, evaluate, defaultMemoryMib, IMAGE_BYTES_MAX } from "./guest.ts";
+export { prepareGuest, bootGuest, evaluate, defaultMemoryMib, chooseRoot, DISK_ROOT_FROM_BYTES, IMAGE_BYTES_MAX } from "./guest.ts";
 export type { PreparedGuest, BootResult, Evaluation } from "./guest.ts";
 export { recordRun, defaultRunsDir } from "./record.ts";
 export type { RecordOptions, RecordResult } from "./record.ts";
 export { isEnvironmentLockfile, readLockfileSpec, recordLockfileRun } from "./lockfile-run.ts";
 export type { LockfileRunOptions, LockfileRunResult, LockfileSpec } from "./lockfile-run.ts";
 export { replayRun, preflight, readRunManifest } from "./replay-run.ts";
+export { listRuns, describeRun } from "./run-summary.ts";
+export type { RunSummary, UnreadableRun } from "./run-summary.ts";
 export type { ReplayOptions, ReplayResult } from "./replay-run.ts";
 export { parseRunManifest, RUN_MANIFEST_SCHEMA, RUN_MANIFEST_SCOPE } from "./run-manifest.ts";
 export type { RunManifest } from "./run-manifest.ts";

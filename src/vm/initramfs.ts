@@ -7,6 +7,8 @@
  *   /cairn/inputs         the recorded inputs (launch + scenario), 0400
  *   /cairn/tree           the tree manifest (tree-manifest.ts) the agent checks the template against, 0400
  *   /cairn/modules/NN-name.ko   kernel modules the agent loads in name order, 0400
+ *   /cairn/disk           only with a root disk (`run.root: disk`): "erofs\n"; the
+ *                         template is then an empty mount point (agent/disk.c)
  *   /cairn/template/...   the immutable workload template: the canonical tree,
  *                         with the metadata of its "/" on /cairn/template itself
  *
@@ -22,6 +24,8 @@ import { CpioWriter, S_IFCHR, S_IFDIR, S_IFLNK, S_IFREG } from "./cpio.ts";
 export const TEMPLATE_DIR = "cairn/template";
 /** Paths the runtime overlay owns (cairn.overlay/1); see agent/root.c. */
 export const OVERLAY_DIRS = ["/tmp", "/dev"] as const;
+/** Mount points the overlay owns with `run.proc: true`. */
+export const PROC_DIRS = ["/proc", "/sys"] as const;
 
 export interface GuestImageParts {
   readonly agent: Uint8Array;
@@ -32,6 +36,14 @@ export interface GuestImageParts {
   readonly modules: ReadonlyArray<{ readonly name: string; readonly bytes: Uint8Array }>;
   readonly tree: CanonicalTree;
   readonly content: ContentSource;
+  /**
+   * The template is on a root disk (`run.root: disk`): the image then holds
+   * `/cairn/disk` (the agent's cue to mount it) and an empty
+   * `/cairn/template` as the mount point, and no tree entries.
+   */
+  readonly disk?: boolean;
+  /** Opt-in parts of the runtime overlay (`run.proc`, `run.urandom`), written as `/cairn/overlay`. */
+  readonly overlay?: { readonly proc?: boolean; readonly urandom?: boolean };
 }
 
 export interface GuestImage {
@@ -46,8 +58,9 @@ export interface GuestImage {
  * exist only as directories (the agent replaces their metadata) and must be
  * empty in the package.
  */
-export function checkOverlay(tree: CanonicalTree): void {
-  for (const dir of OVERLAY_DIRS) {
+export function checkOverlay(tree: CanonicalTree, opts: { readonly proc?: boolean } = {}): void {
+  const owned: readonly string[] = opts.proc === true ? [...OVERLAY_DIRS, ...PROC_DIRS] : OVERLAY_DIRS;
+  for (const dir of owned) {
     const e = tree.get(dir);
     if (e !== undefined && e.type !== "dir") {
       throw new CairnError("RUN_INVALID", `the workload has a ${e.type} at ${dir}, which the runtime overlay owns`, {
@@ -57,7 +70,7 @@ export function checkOverlay(tree: CanonicalTree): void {
     }
   }
   for (const path of tree.keys()) {
-    for (const dir of OVERLAY_DIRS) {
+    for (const dir of owned) {
       if (path.startsWith(`${dir}/`)) {
         throw new CairnError("RUN_INVALID", `the workload has an entry below ${dir}, which the runtime overlay owns`, {
           path,
@@ -90,7 +103,7 @@ export function checkLinuxNames(tree: CanonicalTree): void {
 }
 
 export async function buildGuestImage(parts: GuestImageParts): Promise<GuestImage> {
-  checkOverlay(parts.tree);
+  checkOverlay(parts.tree, { proc: parts.overlay?.proc === true });
   checkLinuxNames(parts.tree);
   const root = parts.tree.get("/");
   if (root === undefined || root.type !== "dir") {
@@ -113,9 +126,17 @@ export async function buildGuestImage(parts: GuestImageParts): Promise<GuestImag
   parts.modules.forEach((m, i) => {
     w.add({ name: `cairn/modules/${String(i).padStart(2, "0")}-${safeComponent(m.name)}.ko`, mode: S_IFREG | 0o400, ...sys, data: m.bytes });
   });
+  const flags = [parts.overlay?.proc === true ? "proc\n" : "", parts.overlay?.urandom === true ? "urandom\n" : ""].join("");
+  if (flags !== "") w.add({ name: "cairn/overlay", mode: S_IFREG | 0o400, ...sys, data: Buffer.from(flags) });
+  if (parts.disk === true) w.add({ name: "cairn/disk", mode: S_IFREG | 0o400, ...sys, data: Buffer.from("erofs\n") });
   w.add({ name: "dev", mode: S_IFDIR | 0o755, ...sys });
   w.add({ name: "dev/console", mode: S_IFCHR | 0o600, ...sys, rdevMajor: 5, rdevMinor: 1 });
   w.add({ name: "init", mode: S_IFREG | 0o755, ...sys, data: parts.agent });
+  if (parts.disk === true) {
+    w.add({ name: TEMPLATE_DIR, mode: S_IFDIR | 0o700, ...sys }); // the mount point; the disk's root carries the tree's "/"
+    w.finish();
+    return { bytes: Buffer.concat(chunks), digest: hasher.digest(), size: w.size, entries: 10 + parts.modules.length + (flags !== "" ? 1 : 0) };
+  }
   w.add({ name: TEMPLATE_DIR, mode: S_IFDIR | root.mode, uid: root.uid, gid: root.gid, mtime: root.mtime });
   const entries = [...parts.tree.values()].filter((e) => e.path !== "/").sort((a, b) => compareBytes(a.path, b.path));
   for (const e of entries) {
@@ -134,5 +155,5 @@ export async function buildGuestImage(parts: GuestImageParts): Promise<GuestImag
     }
   }
   w.finish();
-  return { bytes: Buffer.concat(chunks), digest: hasher.digest(), size: w.size, entries: entries.length + 8 + parts.modules.length };
+  return { bytes: Buffer.concat(chunks), digest: hasher.digest(), size: w.size, entries: entries.length + 8 + parts.modules.length + (flags !== "" ? 1 : 0) };
 }

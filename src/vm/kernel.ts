@@ -35,6 +35,23 @@ export const GUEST_MODULES = [
   ["virtio_console", "drivers/char"],
 ] as const;
 
+/**
+ * The modules a disk-backed root (`run.root: disk`) adds after GUEST_MODULES,
+ * in load order: the virtio block driver, erofs (which `depends=libcrc32c`)
+ * and overlayfs for the fresh writable root per start. Debian's cloud kernel
+ * builds all four as modules; ext4 is built in but `mkfs.ext4 -d` is not
+ * reproducible, and erofs is simple enough for cairn to write (erofs.ts).
+ */
+export const DISK_MODULES = [
+  ["virtio_blk", "drivers/block"],
+  ["libcrc32c", "lib"],
+  ["erofs", "fs/erofs"],
+  ["overlay", "fs/overlayfs"],
+] as const;
+
+/** Every module the kit keeps, in load order. */
+export const KIT_MODULES = [...GUEST_MODULES, ...DISK_MODULES] as const;
+
 /** The ABI package name, e.g. linux-image-6.1.0-57-cloud-amd64. */
 export function resolveKernelPackage(): string {
   const r = runTool("apt-cache", ["depends", KERNEL_META_PACKAGE], { fix: APT_FIX });
@@ -52,7 +69,7 @@ export interface FetchedKernel {
   readonly packageFile: string;
   readonly fileName: string;
   readonly bytes: Buffer;
-  /** In GUEST_MODULES order. */
+  /** In KIT_MODULES order. */
   readonly modules: ReadonlyArray<{ readonly name: string; readonly bytes: Buffer }>;
 }
 
@@ -60,14 +77,14 @@ async function extractFromTar(tarBytes: Buffer, deb: string): Promise<Omit<Fetch
   const extract = tarStream.extract();
   let kernel: { name: string; bytes: Buffer } | undefined;
   const modules = new Map<string, Buffer>();
-  const moduleRe = /^\.\/lib\/modules\/[^/]+\/kernel\/(drivers\/(?:virtio|char))\/([a-z_]+)\.ko$/;
+  const moduleRe = /^\.\/lib\/modules\/[^/]+\/kernel\/(drivers\/(?:virtio|char|block)|lib|fs\/erofs|fs\/overlayfs)\/([a-z0-9_]+)\.ko$/;
   const done = new Promise<void>((resolve, reject) => {
     extract.on("entry", (header, stream, next) => {
       const chunks: Buffer[] = [];
       let size = 0;
       const isKernel = header.type === "file" && /^\.\/boot\/vmlinuz-[^/]+$/.test(header.name) && kernel === undefined;
       const m = header.type === "file" ? moduleRe.exec(header.name) : null;
-      const isModule = m !== null && GUEST_MODULES.some(([n, d]) => n === m[2] && d === m[1]);
+      const isModule = m !== null && KIT_MODULES.some(([n, d]) => n === m[2] && d === m[1]);
       stream.on("data", (c: unknown) => {
         if (!isKernel && !isModule) return;
         size += (c as Buffer).length;
@@ -87,14 +104,14 @@ async function extractFromTar(tarBytes: Buffer, deb: string): Promise<Omit<Fetch
   Readable.from([tarBytes]).pipe(extract);
   await done;
   if (kernel === undefined) throw new CairnError("PREREQUISITE_MISSING", `${deb} holds no ./boot/vmlinuz-*`, { path: deb });
-  const missing = GUEST_MODULES.filter(([n]) => !modules.has(n)).map(([n]) => n);
+  const missing = KIT_MODULES.filter(([n]) => !modules.has(n)).map(([n]) => n);
   if (missing.length > 0) {
     throw new CairnError("PREREQUISITE_MISSING", `${deb} lacks the kernel modules ${missing.join(", ")}`, {
       path: deb,
       hint: "use a Debian cloud kernel package (linux-image-*-cloud-amd64), which builds virtio as modules",
     });
   }
-  return { fileName: kernel.name, bytes: kernel.bytes, modules: GUEST_MODULES.map(([n]) => ({ name: n, bytes: modules.get(n)! })) };
+  return { fileName: kernel.name, bytes: kernel.bytes, modules: KIT_MODULES.map(([n]) => ({ name: n, bytes: modules.get(n)! })) };
 }
 
 /** The ABI package name; as root, refreshes apt's package lists once when they do not know it yet. */

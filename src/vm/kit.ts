@@ -36,7 +36,7 @@ import {
 } from "../core/index.ts";
 import { AGENT_SOURCE_DIR, buildAgent } from "./agentbuild.ts";
 import { hasTool, runTool, toolEnv } from "./host.ts";
-import { fetchKernel } from "./kernel.ts";
+import { fetchKernel, KIT_MODULES } from "./kernel.ts";
 import { QEMU_BINARY, QEMU_FIX } from "./qemu.ts";
 
 export const KIT_SCHEMA = "cairn.kit/2";
@@ -71,7 +71,7 @@ export interface Kit {
     readonly digest: Sha256Digest;
     readonly package: string;
     readonly file: string;
-    /** The virtio modules in load order (GUEST_MODULES), by digest. */
+    /** Every module the guest may load, in load order (KIT_MODULES: the protocol's, then a disk root's), by digest. */
     readonly modules: ReadonlyArray<{ readonly name: string; readonly digest: Sha256Digest }>;
   };
   readonly agent: { readonly digest: Sha256Digest; readonly source: Sha256Digest; readonly compiler: string };
@@ -161,6 +161,8 @@ export function loadKit(dir: string): Kit | undefined {
   const a = c.object(o.agent, "/agent", ["digest", "source", "compiler"]);
   const qemu = c.string(o.qemu, "/qemu");
   c.done(`invalid ${file}`, "run `cairn setup` again");
+  // a kit set up before disk roots lacks their modules: treated as absent, so it is set up again
+  if (modules.map((m) => m.name).join(",") !== KIT_MODULES.map(([n]) => n).join(",")) return undefined;
   const d = (v: unknown, p: string) => parseSha256(v, p);
   return {
     dir,

@@ -14,7 +14,7 @@
  */
 import { spawn } from "node:child_process";
 import { CairnError } from "../core/index.ts";
-import type { VmIdentity } from "./vmid.ts";
+import { ROOT_DISK_DEVICE, type VmIdentity } from "./vmid.ts";
 
 export type RrMode = "record" | "replay" | "none";
 
@@ -24,6 +24,8 @@ export interface QemuPaths {
   readonly rrfile: string;
   readonly consoleLog: string;
   readonly protocolLog: string;
+  /** The root disk image (when the identity names one). */
+  readonly diskPath?: string;
 }
 
 export const QEMU_BINARY = "qemu-system-x86_64";
@@ -83,7 +85,32 @@ export function qemuArgs(id: VmIdentity, paths: QemuPaths, mode: RrMode): string
     `virtserialport,bus=vs.0,chardev=proto,name=${port[1]}`,
   );
   args.push("-device", id.debug_exit);
+  args.push(...rootDiskArgs(id, paths));
   return args;
+}
+
+/**
+ * The root disk: the image file read-only, under QEMU's blkreplay driver (so
+ * a recording logs when each read completes and a replay delivers it at the
+ * same instruction), on a virtio-blk device with ioeventfd off (requests
+ * handled in the vCPU thread, as for the protocol port). Both block nodes
+ * must be read-only: blkreplay refuses a writable image under a read-only
+ * device. The same arguments in record, replay and plain boots.
+ */
+function rootDiskArgs(id: VmIdentity, paths: QemuPaths): string[] {
+  if (id.root_disk === null) return [];
+  if (id.root_disk.device !== ROOT_DISK_DEVICE)
+    throw new CairnError("VM_MISMATCH", `unsupported root disk device "${id.root_disk.device}"`, { path: "/vm/root_disk/device" });
+  if (paths.diskPath === undefined)
+    throw new CairnError("RUN_INFRASTRUCTURE", "the VM identity names a root disk but no image file was given", { path: "/vm/root_disk" });
+  return [
+    "-drive",
+    `file=${optValue(paths.diskPath)},if=none,id=rootimg,format=raw,readonly=on`,
+    "-drive",
+    "driver=blkreplay,if=none,image=rootimg,id=rootrr,readonly=on",
+    "-device",
+    "virtio-blk-pci,drive=rootrr,ioeventfd=off",
+  ];
 }
 
 export interface QemuResult {

@@ -125,6 +125,8 @@ export interface RecordResult {
   readonly imageSize: number;
   readonly replayLogSize: number;
   readonly protocolBytes: number;
+  /** The workload's exact output per invocation (also in the private streams/ directory). */
+  readonly streams: ReadonlyMap<number, { readonly stdout: Buffer; readonly stderr: Buffer }>;
 }
 
 export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
@@ -237,6 +239,7 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
     imageSize: prepared.image.size,
     replayLogSize: logBytes.length,
     protocolBytes: boot.protocolBytes.length,
+    streams: boot.decoded.streams,
   };
 }
 

@@ -74,7 +74,6 @@ export function nextReplayDir(runDir: string): string {
   );
 }
 
-/** Removes the initramfs copy a boot left behind (replay rebuilds it from the store). */
 /**
  * run.min_free_bytes: the room a run directory's file system must still
  * have when QEMU has exited. QEMU does not report a failed write of its
@@ -112,8 +111,10 @@ export function diskFullError(dir: string, cause?: unknown): CairnError | undefi
   );
 }
 
+/** Removes the initramfs and root disk copies a boot left behind (replay rebuilds them from the store). */
 export function dropImage(dir: string): void {
   rmSync(join(dir, "initramfs.img"), { force: true });
+  rmSync(join(dir, "root.erofs"), { force: true });
 }
 
 export function readIfExists(path: string): Buffer | undefined {

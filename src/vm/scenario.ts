@@ -93,7 +93,25 @@ export interface Scenario {
   readonly verifyTree?: "content";
   /** `run.memory-mib`: guest RAM. Absent: sized from the guest image (guest.ts `defaultMemoryMib`). */
   readonly memoryMib?: number;
+  /**
+   * `run.root`: where the guest's workload template lives. `initramfs`: in
+   * guest RAM, copied per start; `disk`: a read-only EROFS disk, overlaid per
+   * start. Absent: chosen from the tree's size (guest.ts `chooseRoot`).
+   */
+  readonly root?: GuestRoot;
+  /**
+   * `run.proc: true`: the workload's root gets /proc (processes of its own
+   * uid only, `hidepid=2`) and a read-only /sys. `run.urandom: true`: its
+   * /dev gets `random` and `urandom`. Both off by default; either is written
+   * into the guest image (`/cairn/overlay`), so the image digest in the VM
+   * identity covers it.
+   */
+  readonly proc?: true;
+  readonly urandom?: true;
 }
+
+export type GuestRoot = "initramfs" | "disk";
+export const GUEST_ROOTS: readonly GuestRoot[] = ["initramfs", "disk"];
 
 /** Used when a spec has no `run` section: start once, close stdin, expect exit code 0. */
 export const DEFAULT_SCENARIO: Scenario = {
@@ -252,7 +270,7 @@ function parseLimits(c: Checker, v: JsonModel | undefined, path: string): RunLim
 export function parseScenario(unsafeRun: JsonModel | undefined, path = "/run"): Scenario {
   if (unsafeRun === undefined) return DEFAULT_SCENARIO;
   const c = new Checker("RUN_INVALID");
-  const o = c.object(unsafeRun, path, ["steps", "expect", "limits", "verify-tree", "memory-mib"]);
+  const o = c.object(unsafeRun, path, ["steps", "expect", "limits", "verify-tree", "memory-mib", "root", "proc", "urandom"]);
   if (!o) {
     c.done("invalid run section");
     return DEFAULT_SCENARIO;
@@ -265,6 +283,12 @@ export function parseScenario(unsafeRun: JsonModel | undefined, path = "/run"): 
   if (verify !== undefined && verify !== "metadata" && verify !== "content")
     c.add(childPath(path, "verify-tree"), 'expected "metadata" (the default) or "content"', "RUN_INVALID");
   const memory = o["memory-mib"] === undefined ? undefined : c.integer(o["memory-mib"], childPath(path, "memory-mib"), MEMORY_MIB_RANGE);
+  const rootName = o.root === undefined ? undefined : c.string(o.root, childPath(path, "root"));
+  const root = GUEST_ROOTS.find((r) => r === rootName);
+  if (rootName !== undefined && root === undefined)
+    c.add(childPath(path, "root"), 'expected "initramfs" or "disk" (absent: chosen from the tree\'s size)', "RUN_INVALID");
+  const proc = o.proc === undefined ? false : c.boolean(o.proc, childPath(path, "proc"));
+  const urandom = o.urandom === undefined ? false : c.boolean(o.urandom, childPath(path, "urandom"));
   c.done("invalid run section", "see docs/runs.md for the run section's format");
   return {
     steps,
@@ -272,5 +296,8 @@ export function parseScenario(unsafeRun: JsonModel | undefined, path = "/run"): 
     limits,
     ...(verify === "content" ? { verifyTree: "content" as const } : {}),
     ...(memory !== undefined ? { memoryMib: memory } : {}),
+    ...(root !== undefined ? { root } : {}),
+    ...(proc === true ? { proc: true as const } : {}),
+    ...(urandom === true ? { urandom: true as const } : {}),
   };
 }

@@ -52,6 +52,8 @@ export interface VmIdentity {
   readonly initramfs: Sha256Digest;
   /** The tree manifest (`cairn.tree-manifest/1`) the agent checks the unpacked template against before the first start. */
   readonly tree_manifest: Sha256Digest;
+  /** The read-only root disk holding the template (`run.root: disk`), or null when the template is in the initramfs. */
+  readonly root_disk: RootDisk | null;
   /** Serial ports in order (the 8250 console). */
   readonly serial: readonly string[];
   /** The device carrying the agent protocol. */
@@ -59,6 +61,17 @@ export interface VmIdentity {
   readonly debug_exit: string;
   readonly protocol: string;
 }
+
+/** A root disk: the EROFS image cairn wrote from the canonical tree, and how QEMU attaches it. */
+export interface RootDisk {
+  readonly filesystem: "erofs";
+  readonly image: Sha256Digest;
+  readonly size: number;
+  /** The guest device and the block driver between it and the image file. */
+  readonly device: string;
+}
+
+export const ROOT_DISK_DEVICE = "virtio-blk-pci,ioeventfd=off;blkreplay;raw,read-only";
 
 /**
  * What the identity covers, field by field (the model's keys, exactly), and
@@ -77,7 +90,8 @@ export const VM_IDENTITY_SCOPE = defineScope({
     "/memory_mib": "guest RAM (run.memory-mib, or sized from the guest image)",
     "/smp": "one vCPU: record/replay is single-threaded",
     "/icount_shift": "instruction counting: virtual time = instructions << shift",
-    "/icount_sleep": "sleep=off: idle virtual time is skipped, not waited",
+    "/icount_sleep":
+      "sleep=off (initramfs root): idle virtual time is skipped, not waited; sleep=on with a root disk, whose blkreplay completions QEMU 7.2 delivers only then",
     "/rtc_base": "the guest wall clock at boot",
     "/rtc_clock": "the RTC follows virtual time",
     "/kernel": "the guest kernel bytes",
@@ -86,6 +100,7 @@ export const VM_IDENTITY_SCOPE = defineScope({
     "/agent": "the guest agent (PID 1) bytes",
     "/initramfs": "the whole guest image: agent, recorded inputs, workload template",
     "/tree_manifest": "what the agent proves the guest sees (every path, type, mode, owner, size, symlink target), derived from the canonical tree",
+    "/root_disk": "the read-only root disk (run.root: disk): its filesystem, image digest and size, and the device and block driver QEMU attaches it with",
     "/serial": "which serial ports exist and what each carries",
     "/protocol_port": "the virtio-serial device and port the protocol travels on",
     "/debug_exit": "the status device the agent reports through",
@@ -94,6 +109,7 @@ export const VM_IDENTITY_SCOPE = defineScope({
   excludes: {
     "/kernelPath": "where the kernel file lives on this host; its digest is covered",
     "/initrdPath": "where the initramfs file lives; its digest is covered",
+    "/diskPath": "where the root disk image lives; its digest and size are covered",
     "/rrfile": "the replay log path; the log is the run's output, verified by replay itself",
     "/consoleLog": "host path of the console log",
     "/protocolLog": "host path of the protocol stream",
@@ -118,6 +134,8 @@ export function defaultVmIdentity(parts: {
   treeManifest: Sha256Digest;
   /** Guest RAM: `run.memory-mib`, or sized from the image (guest.ts `defaultMemoryMib`). */
   memoryMib: number;
+  /** The root disk, when the template is not in the initramfs. */
+  disk?: { readonly image: Sha256Digest; readonly size: number };
 }): VmIdentity {
   return {
     schema: VM_SCHEMA,
@@ -128,7 +146,8 @@ export function defaultVmIdentity(parts: {
     memory_mib: parts.memoryMib,
     smp: 1,
     icount_shift: 3,
-    icount_sleep: false,
+    // with sleep=off QEMU 7.2 never completes a blkreplay read while recording (the log grows, the guest waits forever)
+    icount_sleep: parts.disk !== undefined,
     rtc_base: "2020-01-01T00:00:00",
     rtc_clock: "vm",
     kernel: parts.kernel,
@@ -137,6 +156,7 @@ export function defaultVmIdentity(parts: {
     agent: parts.agent,
     initramfs: parts.initramfs,
     tree_manifest: parts.treeManifest,
+    root_disk: parts.disk === undefined ? null : { filesystem: "erofs", image: parts.disk.image, size: parts.disk.size, device: ROOT_DISK_DEVICE },
     serial: ["console"],
     protocol_port: `virtio-serial-pci,ioeventfd=off;virtserialport,name=${PROTOCOL_PORT_NAME}`,
     debug_exit: "isa-debug-exit,iobase=0xf4,iosize=0x04",
@@ -186,6 +206,7 @@ export function parseVmIdentity(unsafe: JsonModel | undefined, path: string): Vm
     agent: d("agent"),
     initramfs: d("initramfs"),
     tree_manifest: d("tree_manifest"),
+    root_disk: parseRootDisk(c, c.required(o, "root_disk", path), childPath(path, "root_disk")),
     serial: c.stringArray(c.required(o, "serial", path), childPath(path, "serial")) ?? [],
     protocol_port: s("protocol_port"),
     debug_exit: s("debug_exit"),
@@ -193,6 +214,26 @@ export function parseVmIdentity(unsafe: JsonModel | undefined, path: string): Vm
   };
   c.done("invalid VM identity");
   return id;
+}
+
+function parseRootDisk(c: Checker, unsafe: JsonModel | undefined, path: string): RootDisk | null {
+  if (unsafe === null) return null;
+  const o = c.object(unsafe, path, ["filesystem", "image", "size", "device"]);
+  if (!o) return null;
+  const filesystem = c.string(c.required(o, "filesystem", path), childPath(path, "filesystem"));
+  if (filesystem !== undefined && filesystem !== "erofs") c.add(childPath(path, "filesystem"), 'expected "erofs"', "RUN_INVALID");
+  let image = "" as Sha256Digest;
+  try {
+    image = parseSha256(c.required(o, "image", path), childPath(path, "image"));
+  } catch {
+    c.add(childPath(path, "image"), "expected a sha256 digest", "DIGEST_INVALID");
+  }
+  return {
+    filesystem: "erofs",
+    image,
+    size: c.integer(c.required(o, "size", path), childPath(path, "size"), { min: 0 }) ?? 0,
+    device: c.string(c.required(o, "device", path), childPath(path, "device")) ?? "",
+  };
 }
 
 /** Splits "name=sha256:…" module entries; refuses anything else. */

@@ -123,20 +123,54 @@ export function makeLaunch(unsafe: { argv: readonly string[]; env: readonly stri
   return launch;
 }
 
-/** The launch of an OCI image: Entrypoint+Cmd, Env, WorkingDir (default "/"), User. */
+/**
+ * The user an OCI image without `User` runs as: 65534:65534 (nobody:nogroup),
+ * as the workload RFD says. Most upstream images set no User; refusing them
+ * (the old rule) kept ordinary images out, and running them as root is never done.
+ */
+export const DEFAULT_OCI_USER = "65534:65534";
+
+/** The launch of an OCI image: Entrypoint+Cmd, Env, WorkingDir (default "/"), User (default DEFAULT_OCI_USER). */
 export function launchFromOci(fields: OciLaunchFields, base = "/config/config"): Launch {
-  if (fields.user === undefined || fields.user === "") {
-    invalid(`${base}/User`, "the image sets no User, so it would run as root", 'set a numeric, nonzero User such as "1000:1000" in the image config');
-  }
   return makeLaunch(
     {
       argv: [...(fields.entrypoint ?? []), ...(fields.cmd ?? [])],
       env: fields.env ?? [],
       workdir: fields.workingDir === undefined || fields.workingDir === "" ? "/" : fields.workingDir,
-      user: fields.user,
+      user: fields.user === undefined || fields.user === "" ? DEFAULT_OCI_USER : fields.user,
     },
     base,
   );
+}
+
+/**
+ * The image's launch fields with the spec's `source.oci.launch` over them:
+ * `args` replaces Cmd, `env` sets variables by name (replacing the image's
+ * entry of that name in place, else appended), `workdir` and `user`
+ * replace WorkingDir and User.
+ */
+export function ociLaunchWithSpec(
+  image: OciLaunchFields,
+  spec: { readonly args?: readonly string[]; readonly env?: ReadonlyMap<string, string>; readonly workdir?: string; readonly user?: string } | undefined,
+): OciLaunchFields {
+  if (spec === undefined) return image;
+  let env = image.env;
+  if (spec.env !== undefined) {
+    const out = [...(image.env ?? [])];
+    for (const [name, value] of spec.env) {
+      const i = out.findIndex((kv) => kv === name || kv.startsWith(`${name}=`));
+      if (i >= 0) out[i] = `${name}=${value}`;
+      else out.push(`${name}=${value}`);
+    }
+    env = out;
+  }
+  return {
+    entrypoint: image.entrypoint,
+    cmd: spec.args ?? image.cmd,
+    env,
+    workingDir: spec.workdir ?? image.workingDir,
+    user: spec.user ?? image.user,
+  };
 }
 
 /** The JSON model hashed for the identity and stored in derived entries. */

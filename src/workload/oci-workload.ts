@@ -11,7 +11,7 @@ import { CairnError, writeFileAtomic, type Sha256Digest } from "../core/index.ts
 import { PackCheck, PackWriter, type PackIndex, type Store } from "../store/index.ts";
 import type { RawRef } from "./closure.ts";
 import { finishDerivation, type Derived } from "./derive.ts";
-import { launchFromOci } from "./launch.ts";
+import { launchFromOci, ociLaunchWithSpec } from "./launch.ts";
 import type { WorkloadLock } from "./workload-lock.ts";
 import type { WorkloadSpec } from "./spec.ts";
 import { readOciSource, selectionDocuments, type OciObjectReader, type OciSource, type OpenedFile } from "../oci/index.ts";
@@ -103,7 +103,7 @@ async function resolveLaunchPath(tree: CanonicalTree, unsafePath: string, path: 
 async function deriveFromSource(spec: WorkloadSpec, src: OciSource, sink: ContentSink): Promise<Derived> {
   if (spec.source.kind !== "oci") throw new CairnError("WORKLOAD_SPEC_INVALID", "not an OCI spec", { path: "/source" });
   // Launch first: a root or shell-form image is refused before any layer is expanded.
-  const launch = launchFromOci(src.launch);
+  const launch = launchFromOci(ociLaunchWithSpec(src.launch, spec.source.launch));
   const { tree } = await applyLayers({ layers: src.layers, policy: spec.policy, limits: spec.limits, sink });
   const wd = await resolveLaunchPath(tree, launch.workdir, "/config/config/WorkingDir");
   if (wd !== undefined && wd.type !== "dir") {

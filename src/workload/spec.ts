@@ -53,6 +53,23 @@ export interface OciSourceSpec {
   readonly manifest: Sha256Digest;
   /** True when `manifest` was not written and stands for the ref's digest. */
   readonly manifestFromRef?: boolean;
+  /** `source.oci.launch`: the spec's launch over the image config's (launch.ts `ociLaunchWithSpec`). */
+  readonly launch?: OciLaunchSpec;
+}
+
+/**
+ * What a spec may set of an OCI image's launch: `args` replaces `Cmd` (the
+ * Entrypoint stays; without one `args[0]` is the program, absolute), `env`
+ * sets variables by name over the image's `Env`, `workdir` and `user`
+ * replace `WorkingDir` and `User`. Each is optional; all are part of the
+ * launch identity through the launch they produce.
+ */
+export interface OciLaunchSpec {
+  readonly args?: readonly string[];
+  /** Name → value, in document order. Values are secrets in messages. */
+  readonly env?: ReadonlyMap<string, string>;
+  readonly workdir?: string;
+  readonly user?: string;
 }
 
 export type SourceSpec = BinarySourceSpec | OciSourceSpec;
@@ -70,7 +87,8 @@ export interface WorkloadSpec {
 
 const TOP_KEYS = ["schema", "source", "policy", "limits", "run"] as const;
 const BINARY_KEYS = ["path", "args", "env", "workdir", "user"] as const;
-const OCI_KEYS = ["layout", "manifest", "ref"] as const;
+const OCI_KEYS = ["layout", "manifest", "ref", "launch"] as const;
+const OCI_LAUNCH_KEYS = ["args", "env", "workdir", "user"] as const;
 
 /** A required string field: one issue when missing, one when mistyped, never both. */
 function requiredString(c: Checker, o: JsonObject, key: string, path: string, max?: number): string | undefined {
@@ -79,7 +97,7 @@ function requiredString(c: Checker, o: JsonObject, key: string, path: string, ma
 }
 
 /** Every field the spec parser accepts, for the identity scope test (identity.ts places each one). */
-export const SPEC_FIELDS = { top: TOP_KEYS, binary: BINARY_KEYS, oci: OCI_KEYS } as const;
+export const SPEC_FIELDS = { top: TOP_KEYS, binary: BINARY_KEYS, oci: OCI_KEYS, ociLaunch: OCI_LAUNCH_KEYS } as const;
 
 /** `file`: a spec a user wrote (locators required). `stored`: a canonical spec from the store (locators refused). */
 type SpecForm = "file" | "stored";
@@ -146,8 +164,19 @@ function checkOci(c: Checker, o: JsonObject, path: string, form: SpecForm): OciS
       c.add(childPath(path, "manifest"), "must be sha256:<64 lowercase hex>", "DIGEST_INVALID");
     }
   }
+  let launch: OciLaunchSpec | undefined;
+  if ("launch" in o) {
+    const lp = childPath(path, "launch");
+    const l = c.object(o.launch, lp, OCI_LAUNCH_KEYS);
+    if (l === undefined) return undefined;
+    const args = "args" in l ? c.stringArray(l.args, childPath(lp, "args")) : undefined;
+    const env = "env" in l ? c.stringMap(l.env, childPath(lp, "env")) : undefined;
+    const workdir = "workdir" in l ? c.string(l.workdir, childPath(lp, "workdir"), { nonEmpty: true }) : undefined;
+    const user = "user" in l ? c.string(l.user, childPath(lp, "user"), { nonEmpty: true }) : undefined;
+    launch = { ...(args ? { args } : {}), ...(env ? { env } : {}), ...(workdir ? { workdir } : {}), ...(user ? { user } : {}) };
+  }
   if (layout === undefined || manifest === undefined) return undefined;
-  return { kind: "oci", layout, manifest };
+  return { kind: "oci", layout, manifest, ...(launch ? { launch } : {}) };
 }
 
 /** Checks a parsed model against `cairn.workload/1`; throws one error listing every problem. */
@@ -209,7 +238,21 @@ export function canonicalSpecModel(spec: WorkloadSpec): JsonObject {
     for (const [k, v] of s.env) env[k] = v;
     out.source = { binary: { args: [...s.args], env, workdir: s.workdir, user: s.user } };
   } else {
-    out.source = { oci: { manifest: s.manifest } };
+    const oci: JsonObject = Object.create(null) as JsonObject;
+    oci.manifest = s.manifest;
+    if (s.launch !== undefined) {
+      const l: JsonObject = Object.create(null) as JsonObject;
+      if (s.launch.args !== undefined) l.args = [...s.launch.args];
+      if (s.launch.env !== undefined) {
+        const env: JsonObject = Object.create(null) as JsonObject;
+        for (const [k, v] of s.launch.env) env[k] = v;
+        l.env = env;
+      }
+      if (s.launch.workdir !== undefined) l.workdir = s.launch.workdir;
+      if (s.launch.user !== undefined) l.user = s.launch.user;
+      oci.launch = l;
+    }
+    out.source = { oci };
   }
   if (s.kind === "oci") {
     const policy: JsonObject = Object.create(null) as JsonObject;

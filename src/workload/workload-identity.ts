@@ -92,6 +92,8 @@ export const WORKLOAD_IDENTITY_SCOPE = defineScope({
     "spec:/source/binary/workdir": "part of the launch identity, and of the tree when it adds directories",
     "spec:/source/binary/user": "part of the launch identity and the executable's owner in the tree",
     "spec:/source/oci/manifest": "selects the image; it is the OCI source identity",
+    "spec:/source/oci/launch":
+      "the spec's launch over the image config's (args, env, workdir, user): part of the launch identity through the launch it produces",
     "spec:/policy": "decides how layers become a tree (version and relaxations)",
     "lock:/workload": "the workload identity itself",
     "lock:/source_kind": "binary or oci",

@@ -276,8 +276,8 @@ const EXPECTED: Record<string, string> = {
   "workload (copy policy)": "sha256:58a10131bc614cc4493c4e6a652b1bc5fa14bd7649c7d8af84899c45f733be27",
   "derived entry": "sha256:b7870ae9c446f2c3f58351baca29c04b72aef7051ddb6d74b7019641fa58f5b2",
   "workload lock lock_digest": "sha256:2f34805159c0c42f617c76ddd6b274b10b37c3378f0fe74161c01b412e317a4d",
-  // moved on purpose (issue 9): the VM identity gained tree_manifest; see CHANGELOG.md
-  vm: "sha256:71417e2e2b394ea411a3c62006fce685ceffd80b640ae6b52c6c8b97981a44a9",
+  // moved on purpose (issue 9): the VM identity gained tree_manifest, then root_disk (null without a root disk); see CHANGELOG.md
+  vm: "sha256:2706bd2c2f5222b4902347a76c9e934f64bc0f32dd5087fff9b535dd58c62d3e",
   "tree manifest": "sha256:14cf992353c05d3b225278976e8c5d44f6c2f7df9922e0b828d1ca69e33d83c2",
   outcome: "sha256:6123b3563da0cc2e92136f509065bb40812e8976d471f01746cc0b499bb57dde",
   "agent source digest": "sha256:ceb6b7f2e837c69376e0e1ce040e09b1cf85e80409c0f60040e0c3b743c40d09",

@@ -68,3 +68,24 @@ describe("tar gate", () => {
     }
   });
 });
+
+describe("a member's refusal names the member (issue 9)", () => {
+  const gateOver = (items: Parameters<typeof writeTar>[0]) => () => {
+    const gate = new TarGate(DEFAULT_LIMITS, { expandedBytes: 0, entries: 0 }, "/layers/1");
+    gate.push(writeTar(items));
+    gate.end();
+  };
+  it("a device node, a FIFO and a file capability are refused at /layers/<i>:<member path>, not a byte offset", () => {
+    assertCode(gateOver([dir("dev"), { name: "dev/null", type: "char", devmajor: 1, devminor: 3 }]), "TAR_UNSUPPORTED_TYPE", "/layers/1:dev/null");
+    assertCode(gateOver([{ name: "run/fifo", type: "fifo" }]), "TAR_UNSUPPORTED_TYPE", "/layers/1:run/fifo");
+    assertCode(gateOver([file("usr/bin/ping", "x", { pax: { "SCHILY.xattr.security.capability": "caps" } })]), "TAR_XATTR", "/layers/1:usr/bin/ping");
+    // a long name given by pax is the one named
+    assertCode(
+      gateOver([{ name: "short", type: "fifo", pax: { path: `deep/${"n".repeat(120)}` } }]),
+      "TAR_UNSUPPORTED_TYPE",
+      `/layers/1:deep/${"n".repeat(120)}`,
+    );
+    // control: the same members as plain files pass
+    gateOver([dir("dev"), file("dev/null", ""), file("run/fifo", ""), file("usr/bin/ping", "x")])();
+  });
+});

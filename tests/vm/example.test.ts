@@ -24,6 +24,8 @@ describe("bundled example", { skip: VM_SKIP || GCC_SKIP }, () => {
     const r = await runCli(["run", join(dir, "hello.yaml")], env);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /passed/);
+    // the workload's own output follows the summary
+    assert.match(r.stdout, /\n--- invocation 1 stdout \(\d+ bytes\) ---\nhello from \/bin\/app world\ncwd=\/home\/app uid=1000 gid=1000\n/);
     const command = /^\s+(cairn replay .+)$/m.exec(r.stdout)?.[1];
     assert.ok(command, r.stdout);
     const outcome = /^outcome\s+(sha256:[0-9a-f]{64})$/m.exec(r.stdout)?.[1];

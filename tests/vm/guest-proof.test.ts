@@ -11,7 +11,6 @@
  * killer acting) pass.
  */
 import assert from "node:assert/strict";
-import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -33,7 +32,7 @@ import {
   type Scenario,
 } from "../../src/vm/index.ts";
 import { readKitObject } from "../../src/vm/kit.ts";
-import { bootProbe, PROBE_LAUNCH, probeWorld, type ProbeWorld } from "./fixtures/guest.ts";
+import { bigWorld, bootProbe, PROBE_LAUNCH, probeWorld, type ProbeWorld } from "./fixtures/guest.ts";
 import { testKit, VM_SKIP } from "./fixtures/kit.ts";
 import { oomWorkspace, truncatedOciWorkspace } from "./fixtures/workloads.ts";
 
@@ -46,33 +45,6 @@ const SCENARIO: Scenario = {
   expect: [{ invocation: 1, exitCode: 0 }],
   limits: DEFAULT_RUN_LIMITS,
 };
-
-/** The probe world plus `mib` MiB of incompressible files under /var (after /bin and /home in write order, as a Debian root has) and /zz-marker, last in write order. */
-function bigWorld(mib: number): ProbeWorld {
-  const w = probeWorld();
-  const tree = new Map(w.tree);
-  const blobs = new Map(w.blobs);
-  tree.set("/var", { type: "dir", path: "/var", mode: 0o755, uid: 0, gid: 0, mtime: 1000 } as FsEntry);
-  for (let i = 0; i < mib; i++) {
-    const bytes = randomBytes(1 << 20);
-    const path = `/var/blob-${String(i).padStart(4, "0")}`;
-    blobs.set(sha256(bytes), bytes);
-    tree.set(path, { type: "file", path, mode: 0o644, uid: 0, gid: 0, mtime: 1000, size: bytes.length, sha256: sha256(bytes) } as FsEntry);
-  }
-  const marker = Buffer.from("marker\n");
-  blobs.set(sha256(marker), marker);
-  tree.set("/zz-marker", {
-    type: "file",
-    path: "/zz-marker",
-    mode: 0o644,
-    uid: 0,
-    gid: 0,
-    mtime: 1000,
-    size: marker.length,
-    sha256: sha256(marker),
-  } as FsEntry);
-  return { tree, blobs };
-}
 
 function infraReasons(events: readonly { event: string; reason?: string }[]): string[] {
   return events.filter((e) => e.event === "infra-failure").map((e) => e.reason ?? "");
@@ -92,7 +64,7 @@ describe("the guest proves what it runs", { skip: VM_SKIP }, () => {
   for (const mib of [72, 90, 97]) {
     it(`a ${mib} MiB tree the kernel cannot unpack in guest RAM is an infrastructure failure, never passed`, async () => {
       // guest RAM fixed at 256 MiB, as it was for every image before run.memory-mib
-      const b = await bootProbe({ ...SCENARIO, memoryMib: 256 }, undefined, bigWorld(mib));
+      const b = await bootProbe({ ...SCENARIO, memoryMib: 256, root: "initramfs" }, undefined, bigWorld(mib));
       const console = readFileSync(b.boot.consoleLog, "utf8");
       // the defect as it is: the unpacker failed and said so only on the console
       assert.match(console, /Initramfs unpacking failed/);
@@ -144,7 +116,7 @@ describe("a truncated tree through record and replay", { skip: VM_SKIP }, () => 
 
 describe("guest RAM follows the image (run.memory-mib, run.limits.image-bytes)", { skip: VM_SKIP }, () => {
   it("the 97 MiB tree runs whole with the default RAM sized from the image, and sees the marker", async () => {
-    const b = await bootProbe(SCENARIO, undefined, bigWorld(97));
+    const b = await bootProbe({ ...SCENARIO, root: "initramfs" }, undefined, bigWorld(97));
     assert.equal(b.prepared.vm.memory_mib, defaultMemoryMib(b.prepared.image.size));
     assert.ok(b.prepared.vm.memory_mib > 256);
     assert.equal(b.evaluation.status, "passed", JSON.stringify(b.evaluation.events));
@@ -153,11 +125,12 @@ describe("guest RAM follows the image (run.memory-mib, run.limits.image-bytes)",
 
   it("a 160 MiB tree is refused by vm.image-bytes until the spec raises it, then runs whole", async () => {
     const world = bigWorld(160);
+    const inRam: Scenario = { ...SCENARIO, root: "initramfs" };
     await assert.rejects(
-      () => bootProbe(SCENARIO, undefined, world),
+      () => bootProbe(inRam, undefined, world),
       (e: unknown) => isCairnError(e) && e.code === "LIMIT_EXCEEDED",
     );
-    const raised: Scenario = { ...SCENARIO, limits: { ...SCENARIO.limits, imageBytes: 200 * 1024 * 1024 } };
+    const raised: Scenario = { ...inRam, limits: { ...SCENARIO.limits, imageBytes: 200 * 1024 * 1024 } };
     const b = await bootProbe(raised, undefined, world);
     assert.equal(b.evaluation.status, "passed", JSON.stringify(b.evaluation.events));
     assert.ok(b.stdout(1).some((l) => l.startsWith("entry /zz-marker")));

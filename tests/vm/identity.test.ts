@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { scopeFieldNames, type Sha256Digest } from "../../src/core/index.ts";
 import {
+  ROOT_DISK_DEVICE,
   checkAssertions,
   decodeProtocol,
   defaultVmIdentity,
@@ -40,6 +41,7 @@ const paths: QemuPaths = {
   rrfile: "/r/replay.log",
   consoleLog: "/r/console.log",
   protocolLog: "/r/protocol.bin",
+  diskPath: "/r/root,erofs",
 };
 
 describe("VM identity cairn.vm/1", () => {
@@ -83,6 +85,45 @@ describe("VM identity cairn.vm/1", () => {
       line.includes("-device virtio-serial-pci,id=vs,ioeventfd=off") && line.includes("-device virtserialport,bus=vs.0,chardev=proto,name=cairn.protocol"),
     );
     assert.equal(rec[rec.indexOf("-initrd") + 1], "/r/init,rd", "paths go as separate argv entries");
+  });
+
+  it("attaches a root disk read-only through blkreplay, with icount sleep=on; record and replay differ only in rr mode", () => {
+    const withDisk = defaultVmIdentity({
+      qemu: id.qemu,
+      kernel: id.kernel,
+      modules: [],
+      agent: id.agent,
+      initramfs: id.initramfs,
+      treeManifest: id.tree_manifest,
+      memoryMib: 256,
+      disk: { image: d("9"), size: 8192 },
+    });
+    assert.deepEqual(withDisk.root_disk, { filesystem: "erofs", image: d("9"), size: 8192, device: ROOT_DISK_DEVICE });
+    assert.equal(withDisk.icount_sleep, true);
+    const rec = qemuArgs(withDisk, paths, "record");
+    const rep = qemuArgs(withDisk, paths, "replay");
+    assert.deepEqual(
+      rec.map((a, i) => [a, rep[i]]).filter(([a, b]) => a !== b),
+      [["shift=3,sleep=on,rr=record,rrfile=/r/replay.log", "shift=3,sleep=on,rr=replay,rrfile=/r/replay.log"]],
+    );
+    const line = rec.join(" ");
+    assert.ok(line.includes("-drive file=/r/root,,erofs,if=none,id=rootimg,format=raw,readonly=on"), "the image node, read-only, its comma escaped");
+    assert.ok(line.includes("-drive driver=blkreplay,if=none,image=rootimg,id=rootrr,readonly=on"));
+    assert.ok(line.includes("-device virtio-blk-pci,drive=rootrr,ioeventfd=off"));
+    // control: no disk, no drive
+    assert.ok(!qemuArgs(id, paths, "record").includes("-drive"));
+    assertCode(
+      () => qemuArgs({ ...withDisk, root_disk: { ...withDisk.root_disk!, device: "ide-hd" } }, paths, "record"),
+      "VM_MISMATCH",
+      "/vm/root_disk/device",
+    );
+    const { diskPath: _, ...noDisk } = paths;
+    assertCode(() => qemuArgs(withDisk, noDisk, "record"), "RUN_INFRASTRUCTURE", "/vm/root_disk");
+    const model = JSON.parse(JSON.stringify(withDisk));
+    assert.deepEqual(parseVmIdentity(model, "/vm"), withDisk);
+    assertCode(() => parseVmIdentity({ ...model, root_disk: { ...model.root_disk, extra: 1 } }, "/vm"), "MODEL_UNKNOWN_FIELD", "/vm/root_disk/extra");
+    assertCode(() => parseVmIdentity({ ...model, root_disk: { ...model.root_disk, image: "md5:1" } }, "/vm"), "DIGEST_INVALID", "/vm/root_disk/image");
+    assertCode(() => parseVmIdentity({ ...model, root_disk: { ...model.root_disk, filesystem: "ext4" } }, "/vm"), "RUN_INVALID", "/vm/root_disk/filesystem");
   });
 
   it("changes its digest with any covered field and names the first difference", () => {

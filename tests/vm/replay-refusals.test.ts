@@ -11,8 +11,8 @@ import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { before, describe, it } from "node:test";
-import { CairnError, digestHex, type ErrorCode } from "../../src/core/index.ts";
-import { recordRun, replayRun, vmDigest, type Kit, type RecordResult, type VmIdentity } from "../../src/vm/index.ts";
+import { CairnError, digestHex, type ErrorCode, type Sha256Digest } from "../../src/core/index.ts";
+import { recordRun, replayRun, ROOT_DISK_DEVICE, vmDigest, type Kit, type RecordResult, type VmIdentity } from "../../src/vm/index.ts";
 import { testKit, VM_SKIP } from "./fixtures/kit.ts";
 import { binaryWorkspace, SECRET, type Workspace } from "./fixtures/workloads.ts";
 
@@ -124,6 +124,8 @@ describe("replay refuses before launch", { skip: VM_SKIP }, () => {
       agent: (vm) => ({ ...vm, agent: sha("c") as VmIdentity["agent"] }),
       initramfs: (vm) => ({ ...vm, initramfs: sha("d") as VmIdentity["initramfs"] }),
       tree_manifest: (vm) => ({ ...vm, tree_manifest: sha("e") as VmIdentity["tree_manifest"] }),
+      // the recorded run has no disk; naming one is a difference (a recorded disk's own edits: tests/vm/root-disk.test.ts)
+      root_disk: (vm) => ({ ...vm, root_disk: { filesystem: "erofs", image: sha("f") as Sha256Digest, size: 4096, device: ROOT_DISK_DEVICE } }),
       serial: (vm) => ({ ...vm, serial: [...vm.serial, "null"] }),
       protocol_port: (vm) => ({ ...vm, protocol_port: `${vm.protocol_port}x` }),
       debug_exit: (vm) => ({ ...vm, debug_exit: `${vm.debug_exit}x` }),

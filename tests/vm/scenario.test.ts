@@ -1,7 +1,16 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { CairnError, parseYamlText } from "../../src/core/index.ts";
-import { checkAssertions, DEFAULT_RUN_LIMITS, DEFAULT_SCENARIO, defaultMemoryMib, parseScenario, splitLines } from "../../src/vm/index.ts";
+import {
+  checkAssertions,
+  chooseRoot,
+  DEFAULT_RUN_LIMITS,
+  DEFAULT_SCENARIO,
+  defaultMemoryMib,
+  DISK_ROOT_FROM_BYTES,
+  parseScenario,
+  splitLines,
+} from "../../src/vm/index.ts";
 import { oneRun } from "./fixtures/records.ts";
 import { decodeProtocol } from "../../src/vm/index.ts";
 
@@ -64,6 +73,10 @@ describe("run section", () => {
       ["steps: [{action: start}]\nmemory-mib: 64", "/run/memory-mib"],
       ["steps: [{action: start}]\nmemory-mib: 16385", "/run/memory-mib"],
       ["steps: [{action: start}]\nlimits: {image-bytes: 1073741825}", "/run/limits/image-bytes"],
+      ["steps: [{action: start}]\nroot: ext4", "/run/root"],
+      ["steps: [{action: start}]\nroot: 1", "/run/root"],
+      ["steps: [{action: start}]\nproc: yes-please", "/run/proc"],
+      ["steps: [{action: start}]\nurandom: 1", "/run/urandom"],
     ];
     for (const [yaml, path] of bad) {
       assert.throws(
@@ -72,6 +85,23 @@ describe("run section", () => {
         `${yaml}: expected a refusal with an issue at ${path}`,
       );
     }
+  });
+
+  it("reads run.root; without it the root is chosen by the tree's file bytes (a disk above 64 MiB)", () => {
+    assert.equal(parseScenario(parseYamlText("steps: [{action: start}]\nroot: disk")).root, "disk");
+    const inRam = parseScenario(parseYamlText("steps: [{action: start}]\nroot: initramfs"));
+    assert.equal(inRam.root, "initramfs");
+    const plain = parseScenario(parseYamlText("steps: [{action: start}]"));
+    assert.equal(plain.root, undefined);
+    assert.equal(chooseRoot(plain, DISK_ROOT_FROM_BYTES), "initramfs");
+    assert.equal(chooseRoot(plain, DISK_ROOT_FROM_BYTES + 1), "disk");
+    assert.equal(chooseRoot(inRam, DISK_ROOT_FROM_BYTES + 1), "initramfs", "the spec's choice wins");
+    assert.equal(chooseRoot({ ...plain, root: "disk" }, 0), "disk");
+    const opt = parseScenario(parseYamlText("steps: [{action: start}]\nproc: true\nurandom: true"));
+    assert.deepEqual([opt.proc, opt.urandom], [true, true]);
+    assert.deepEqual([plain.proc, plain.urandom], [undefined, undefined]);
+    const off = parseScenario(parseYamlText("steps: [{action: start}]\nproc: false"));
+    assert.equal(off.proc, undefined, "false is the default: the same scenario");
   });
 
   it("reads run.memory-mib and run.limits.image-bytes; without them RAM is sized from the image and the image limit is 100 MiB", () => {

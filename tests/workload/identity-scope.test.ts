@@ -39,7 +39,10 @@ function instances(): unknown[] {
     return full;
   };
   const binary = withAll(JSON.parse(binarySpec()) as Record<string, unknown>);
-  const oci = withAll({ schema: "cairn.workload/1", source: { oci: { layout: "./image", manifest: d("1") } } });
+  const oci = withAll({
+    schema: "cairn.workload/1",
+    source: { oci: { layout: "./image", manifest: d("1"), launch: { args: ["x"], env: { A: "1" }, workdir: "/", user: "1:1" } } },
+  });
   const ociRef = withAll({ schema: "cairn.workload/1", source: { oci: { ref: `127.0.0.1:5000/app@${d("8")}`, manifest: d("1") } } });
   const identities = { workload: d("2"), source: d("3"), fs: d("4"), launch: d("5") };
   const lock = JSON.parse(

@@ -35,11 +35,15 @@ test("refusals: empty argv, relative program, NUL, bad env, duplicate env, relat
   assertCode(() => makeLaunch({ ...ok, argv: ["/a", "x".repeat(200 * 1024)] }, "/x"), "LIMIT_EXCEEDED");
 });
 
-test("OCI: Entrypoint+Cmd, WorkingDir default /, User required and numeric", () => {
+test("OCI: Entrypoint+Cmd, WorkingDir default /, User numeric and 65534:65534 when missing", () => {
   const l = launchFromOci({ entrypoint: ["/bin/app"], cmd: ["--x"], env: ["PATH=/bin"], workingDir: undefined, user: "10:20" });
   assert.deepEqual(l.argv, ["/bin/app", "--x"]);
   assert.equal(l.workdir, "/");
-  assertCode(() => launchFromOci({ entrypoint: ["/bin/app"], cmd: undefined, env: undefined, workingDir: undefined, user: undefined }), "LAUNCH_INVALID");
+  for (const user of [undefined, ""]) {
+    const l = launchFromOci({ entrypoint: ["/bin/app"], cmd: undefined, env: undefined, workingDir: undefined, user });
+    assert.deepEqual([l.uid, l.gid], [65534, 65534], `User ${JSON.stringify(user)}`);
+  }
+  assertCode(() => launchFromOci({ entrypoint: ["/bin/app"], cmd: undefined, env: undefined, workingDir: undefined, user: "0:0" }), "LAUNCH_INVALID");
   assertCode(() => launchFromOci({ entrypoint: ["/bin/app"], cmd: undefined, env: undefined, workingDir: undefined, user: "nobody" }), "LAUNCH_INVALID");
   assertCode(() => launchFromOci({ entrypoint: undefined, cmd: ["sh", "-c", "x"], env: undefined, workingDir: undefined, user: "1:1" }), "LAUNCH_INVALID");
 });

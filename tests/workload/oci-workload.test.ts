@@ -99,9 +99,13 @@ test("a dynamically linked program with its interpreter and libraries assembles 
   assert.equal(w.tree.get("/lib64/ld-linux-x86-64.so.2")?.type, "file");
 });
 
-test("OCI launch refusals: no User (root), named user, relative Entrypoint", opts, async () => {
+test("OCI launch: no User runs as 65534:65534; refused: root, a named user, a relative Entrypoint", opts, async () => {
   const cfg = helloImage().config!;
-  await assertCodeAsync(() => assemble(ociWorkspace(helloImage({ config: { ...cfg, User: undefined } }))), "LAUNCH_INVALID");
+  const ws = ociWorkspace(helloImage({ config: { ...cfg, User: undefined } }));
+  await assemble(ws);
+  const w = await openVerifiedWorkload(ws.lockPath, ws.storeDir);
+  assert.deepEqual([w.launch.uid, w.launch.gid], [65534, 65534]);
+  await assertCodeAsync(() => assemble(ociWorkspace(helloImage({ config: { ...cfg, User: "0:0" } }))), "LAUNCH_INVALID");
   await assertCodeAsync(() => assemble(ociWorkspace(helloImage({ config: { ...cfg, User: "app" } }))), "LAUNCH_INVALID");
   await assertCodeAsync(() => assemble(ociWorkspace(helloImage({ config: { ...cfg, Entrypoint: ["hello"] } }))), "LAUNCH_INVALID");
 });
@@ -231,4 +235,51 @@ test("assemble reports progress lines when asked (the CLI asks on a TTY only)", 
   const lines: string[] = [];
   await assembleWorkload({ specPath: ws.specPath, storeDir: ws.storeDir, lockOut: ws.lockPath, cairnVersion: "test", progress: (l) => lines.push(l) });
   assert.match(lines[0] ?? "", /applying 1 layer/);
+});
+
+test("the spec's launch over an OCI image's: args replace Cmd, env by name, workdir and user replace; part of the launch identity", opts, async () => {
+  const plain = ociWorkspace();
+  const base = await assemble(plain);
+  const spec = {
+    source: {
+      oci: {
+        layout: "./image",
+        manifest: plain.image.manifestDigest,
+        launch: { args: ["other", "arg"], env: { GREETING: "hi", EXTRA: "1" }, workdir: "/etc", user: "2000:3000" },
+      },
+    },
+  };
+  const ws = ociWorkspace(helloImage(), spec);
+  const r = await assemble(ws);
+  const w = await openVerifiedWorkload(ws.lockPath, ws.storeDir);
+  assert.deepEqual(w.launch.argv, ["/app/hello", "other", "arg"], "the Entrypoint stays, args replace Cmd");
+  assert.deepEqual(w.launch.env, ["EXTRA=1", "GREETING=hi"]);
+  assert.equal(w.launch.workdir, "/etc");
+  assert.deepEqual([w.launch.uid, w.launch.gid], [2000, 3000]);
+  assert.notEqual(r.identities.launch, base.identities.launch);
+  assert.equal(r.identities.fs, base.identities.fs, "the tree is the image's");
+  // control: an empty launch object is the image's launch
+  const same = ociWorkspace(helloImage(), { source: { oci: { layout: "./image", manifest: plain.image.manifestDigest, launch: {} } } });
+  assert.equal((await assemble(same)).identities.launch, base.identities.launch);
+  // the same rules as the image's: no Entrypoint and a relative program, root, a workdir that is a file
+  const noEntry = helloImage({ config: { ...helloImage().config!, Entrypoint: undefined } });
+  const refusals: Array<[object, ReturnType<typeof helloImage>]> = [
+    [{ args: ["hello"] }, noEntry],
+    [{ user: "0:0" }, helloImage()],
+    [{ workdir: "/etc/motd" }, helloImage()],
+  ];
+  for (const [launch, image] of refusals) {
+    const bad = ociWorkspace(image);
+    writeFileSync(
+      bad.specPath,
+      JSON.stringify({ schema: "cairn.workload/1", source: { oci: { layout: "./image", manifest: bad.image.manifestDigest, launch } } }),
+    );
+    await assertCodeAsync(() => assemble(bad), "LAUNCH_INVALID");
+  }
+  const unknown = ociWorkspace();
+  writeFileSync(
+    unknown.specPath,
+    JSON.stringify({ schema: "cairn.workload/1", source: { oci: { layout: "./image", manifest: unknown.image.manifestDigest, launch: { cmd: ["x"] } } } }),
+  );
+  await assertCodeAsync(() => assemble(unknown), "MODEL_UNKNOWN_FIELD");
 });

@@ -156,6 +156,11 @@ export function registerRun(program: Command, ctx: Context): void {
           `  ${r.replayCommand}`,
         ].join("\n"),
       );
+      // then the workload's own output, each stream to its own (the recording is already written; printing changes nothing in it)
+      for (const [inv, s] of [...r.streams].sort((a, b) => a[0] - b[0])) {
+        if (s.stdout.length > 0) ctx.io.out(`--- invocation ${inv} stdout (${s.stdout.length} bytes) ---\n${s.stdout.toString("utf8")}`);
+        if (s.stderr.length > 0) ctx.io.err(`--- invocation ${inv} stderr (${s.stderr.length} bytes) ---\n${s.stderr.toString("utf8")}`);
+      }
       if (failure) throw failure;
     });
 }
