@@ -78,6 +78,7 @@ enum infra_reason {
   INFRA_INPUTS_MALFORMED = 8,
   INFRA_NO_INVOCATION = 9,
   INFRA_TREE_MISMATCH = 10,
+  INFRA_NETWORK = 11,
 };
 
 int proto_open(const char *tty);
@@ -166,6 +167,12 @@ pid_t child_start(const struct inputs *in, const char *root, struct launch_pipes
 /* Kills every process but PID 1, reaps them, returns how many were reaped (excluding `main_pid`),
    and stores main_pid's wait status in *main_status if it is reaped here. -1 if processes remain. */
 int cleanup_all(pid_t main_pid, int *main_status, int *main_reaped);
+
+/* ---- net.c: the guest's network ---- */
+/* infra-failure network details: which step of bringing loopback up failed */
+enum net_failure { NET_FAIL_LO_UP = 1, NET_FAIL_IPV4 = 2, NET_FAIL_IPV6 = 3 };
+/* Brings `lo` up and proves 127.0.0.1 and ::1 can be bound. 0, or -1 with *detail a net_failure. */
+int net_loopback_up(uint64_t *detail);
 
 /* ---- boot.c ---- */
 /* Loads the kernel modules in /cairn/modules and opens the protocol port. */

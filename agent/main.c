@@ -406,6 +406,10 @@ int main(void) {
     /* the guest does not see the tree the identity names: nothing may run on it */
     rec_infra(0, tree == TREE_MALFORMED ? INFRA_INPUTS_MALFORMED : INFRA_TREE_MISMATCH, tree == TREE_MALFORMED ? 1 : bad);
     infra = 1;
+  } else if (net_loopback_up(&bad) < 0) {
+    /* loopback is part of what every start gets; without it nothing may run */
+    rec_infra(0, INFRA_NETWORK, bad);
+    infra = 1;
   } else {
     run_steps();
   }

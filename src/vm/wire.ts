@@ -72,6 +72,7 @@ export const INFRA_REASONS: Readonly<Record<number, string>> = {
   8: "inputs-malformed",
   9: "no-invocation",
   10: "tree-mismatch",
+  11: "network",
 };
 
 export const ACTION = { start: 1, "write-stdin": 2, "close-stdin": 3, terminate: 4 } as const;
