@@ -45,9 +45,9 @@ export { diffLocks } from "./lockfile-diff.ts";
 export type { LockDiff } from "./lockfile-diff.ts";
 export { explainScope, explainText } from "./explain.ts";
 export { buildLayerFromDirectory, foldLayers, formationOf, manifestFor } from "./build.ts";
-export { freezeUpperLayer, frozenProfile } from "./freeze.ts";
+export { freezeUpperLayer, frozenProfile } from "./layer-freeze.ts";
 export { overlayXattrs } from "./overlay-xattrs.ts";
-export type { DirtyLock } from "./freeze.ts";
+export type { DirtyLock } from "./layer-freeze.ts";
 export {
   checkModulefile,
   generateModulefile,

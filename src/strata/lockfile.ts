@@ -286,6 +286,8 @@ function readPackages(c: Checker, v: JsonModel | undefined, rules: Checker): Loc
   c.array(v, "/packages")?.forEach((s, i) => {
     const p = `/packages/${i}`;
     if (s === null) return; // reported by c.array with its index
+    // the writer always writes the list, even empty
+    if (isJsonObject(s) && !has(s, "packages")) c.required(s, "packages", p);
     const { frozen: unsafeFrozen, ...request } = isJsonObject(s) ? s : { frozen: undefined };
     const set = readPackageSet(c, isJsonObject(s) ? (request as JsonObject) : s, p);
     const frozen = unsafeFrozen !== undefined ? readFrozen(c, rules, unsafeFrozen, `${p}/frozen`, set?.manager) : undefined;

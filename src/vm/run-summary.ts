@@ -8,7 +8,7 @@
  */
 import { existsSync, lstatSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { compareBytes, isCairnError, parseJsonBytes, readFileBounded, type Sha256Digest } from "../core/index.ts";
+import { compareBytes, ioError, isCairnError, parseJsonBytes, readFileBounded, type Sha256Digest } from "../core/index.ts";
 import type { RunStatus } from "./checker.ts";
 import { readRunManifest } from "./replay-run.ts";
 import { RUN_FILES } from "./rundir.ts";
@@ -78,15 +78,20 @@ export function listRuns(runsDir: string): { runs: RunSummary[]; unreadable: Unr
   const runs: RunSummary[] = [];
   const unreadable: UnreadableRun[] = [];
   if (!existsSync(runsDir)) return { runs, unreadable };
-  for (const name of readdirSync(runsDir).sort(compareBytes)) {
+  let names: string[];
+  try {
+    names = readdirSync(runsDir).sort(compareBytes);
+  } catch (cause) {
+    throw ioError(runsDir, cause); // not a directory, or gone or unreadable since the check
+  }
+  for (const name of names) {
     if (name.startsWith(".")) continue;
     const dir = join(runsDir, name);
-    if (!lstatSync(dir).isDirectory()) continue; // the root's marker file, or a symlink: never followed
     try {
+      if (!lstatSync(dir).isDirectory()) continue; // the root's marker file, or a symlink: never followed
       runs.push(describeRun(dir));
     } catch (e) {
-      if (!isCairnError(e)) throw e;
-      unreadable.push({ dir, error: e.code });
+      unreadable.push({ dir, error: isCairnError(e) ? e.code : ioError(dir, e).code });
     }
   }
   return { runs, unreadable };

@@ -33,7 +33,15 @@ test("the packed package, installed without tsx, runs cairn --version, manifest 
   assert.ok(!runtimePackages().includes("node_modules/tsx"), "the lockfile marks tsx dev-only");
   const dir = mkdtempSync(join(tmpdir(), "cairn-packed-"));
   try {
-    const packed = npm(["pack", "--ignore-scripts", "--json", "--pack-destination", dir, "--cache", join(dir, "npm-cache")], PROJECT_ROOT);
+    // npm packs a copy of what the package's `files` names (plus package.json and the docs npm always adds): other test
+    // files write into the checkout while this one runs, and npm pack over a changing tree warned "tarball data ...
+    // seems to be corrupted", retried, and produced a tarball without dist/ (seen once here and once in CI).
+    const source = join(dir, "source");
+    const manifest = JSON.parse(readFileSync(join(PROJECT_ROOT, "package.json"), "utf8")) as { files: string[] };
+    for (const f of [...manifest.files, "package.json", "README.md", "CHANGELOG.md", ".npmignore"]) {
+      if (existsSync(join(PROJECT_ROOT, f))) cpSync(join(PROJECT_ROOT, f), join(source, f), { recursive: true });
+    }
+    const packed = npm(["pack", "--ignore-scripts", "--json", "--pack-destination", dir, "--cache", join(dir, "npm-cache")], source);
     assert.equal(packed.status, 0, packed.stderr);
     const [info] = JSON.parse(packed.stdout) as Array<{ filename: string; files: Array<{ path: string }> }>;
     // What the tarball holds, read from the tarball itself (npm's own listing is printed beside it when they differ).
