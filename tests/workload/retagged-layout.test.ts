@@ -16,6 +16,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openVerifiedWorkload } from "../../src/workload/index.ts";
 import { assertCodeAsync } from "../helpers/errors.ts";
+import { needs } from "../helpers/prerequisites.ts";
 import { GCC_SKIP } from "./fixtures/static-program.ts";
 import { assemble, helloImage, ociSpec, ociWorkspace, readLockJson, rewriteLock } from "./fixtures/workspace.ts";
 import { file } from "./fixtures/tar-writer.ts";
@@ -61,8 +62,12 @@ test("a lock verifies against a store filled from a re-tagged layout of the same
   await assertCodeAsync(() => openVerifiedWorkload(ws.lockPath, ws2.storeDir), "STORE_MISSING");
 });
 
-test("a skopeo copy of the layout (its platform restored, as docs/oci.md requires) fills a store the lock verifies against", opts, async (t) => {
-  if (spawnSync("sh", ["-c", "command -v skopeo"]).status !== 0) return t.skip("skopeo is not installed");
+const SKOPEO_SKIP = needs(spawnSync("sh", ["-c", "command -v skopeo"]).status === 0 ? undefined : "skopeo is not installed");
+
+test("a skopeo copy of the layout (its platform restored, as docs/oci.md requires) fills a store the lock verifies against", {
+  ...opts,
+  skip: opts.skip || SKOPEO_SKIP,
+}, async () => {
   const ws = ociWorkspace();
   await assemble(ws);
   const copied = join(mkdtempSync(join(tmpdir(), "cairn-skopeo-")), "image");
