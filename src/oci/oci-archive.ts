@@ -15,11 +15,11 @@
  * config says linux/amd64.
  */
 import { createReadStream } from "node:fs";
-import { open, rm } from "node:fs/promises";
+import { rm } from "node:fs/promises";
 import tarStream from "tar-stream";
 import { CairnError, Sha256Hasher, isJsonObject, parseJsonBytes, parseSha256, type JsonObject, type Sha256Digest } from "../core/index.ts";
 import { checkDescriptor, type Descriptor } from "./documents.ts";
-import type { BlobCache } from "./registry/blob-cache.ts";
+import { stageBlob, type BlobCache } from "./registry/blob-cache.ts";
 import { pullImage, type PulledImage } from "./registry/pull-image.ts";
 import { RegistryClient } from "./registry/registry-client.ts";
 import { validateOciDocument } from "./schemas.ts";
@@ -85,21 +85,13 @@ async function importMembers(archive: string, cache: BlobCache): Promise<JsonObj
         entry.resume();
         continue;
       }
-      const staged = cache.stagePath();
-      const out = await open(staged, "wx", 0o600);
       const hasher = new Sha256Hasher();
-      try {
+      const staged = await stageBlob(cache, async (write) => {
         for await (const c of entry) {
           hasher.update(c as Buffer);
-          await out.write(c as Buffer);
+          await write(c as Buffer);
         }
-        await out.sync();
-        await out.close();
-      } catch (e) {
-        await out.close().catch(() => undefined);
-        await rm(staged, { force: true });
-        throw e;
-      }
+      });
       if (hasher.digest() !== digest) {
         await rm(staged, { force: true });
         throw new CairnError("DIGEST_MISMATCH", `oci-archive blob ${name} does not match its name`, { path: name });

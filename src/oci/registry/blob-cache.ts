@@ -6,6 +6,7 @@
  * cache to adopt it under its digest; a transfer that fails or is killed
  * leaves at most a staged file, never an entry under a digest.
  */
+import { open, rm } from "node:fs/promises";
 import type { Sha256Digest } from "../../core/index.ts";
 
 export interface BlobCache {
@@ -23,4 +24,27 @@ export interface BlobCache {
   read(digest: Sha256Digest, maxBytes: number): Buffer;
   /** The path of a present entry, to copy from. */
   pathOf(digest: Sha256Digest): string;
+}
+
+/**
+ * Streams a blob into a fresh staged file of `cache`: `fill` writes the chunks
+ * (and verifies them as they pass); the file is fsynced and closed, and on any
+ * failure removed. Returns the staged path, for `adopt` once the caller's
+ * checks hold (a staged file that fails them is the caller's to remove).
+ */
+export async function stageBlob(cache: BlobCache, fill: (write: (chunk: Uint8Array) => Promise<void>) => Promise<void>): Promise<string> {
+  const staged = cache.stagePath();
+  const out = await open(staged, "wx", 0o600);
+  try {
+    await fill(async (chunk) => {
+      await out.write(chunk);
+    });
+    await out.sync();
+    await out.close();
+  } catch (e) {
+    await out.close().catch(() => undefined);
+    await rm(staged, { force: true });
+    throw e;
+  }
+  return staged;
 }

@@ -9,13 +9,11 @@
  * Nothing is fetched by tag after the first resolve: a tag that moves while
  * the pull runs cannot make it mix the old index with the new manifest.
  */
-import { open } from "node:fs/promises";
-import { rm } from "node:fs/promises";
 import { CairnError, isJsonObject, parseJsonBytes, type JsonObject, type Sha256Digest } from "../../core/index.ts";
 import { checkDescriptor, checkPlatform, type Descriptor } from "../documents.ts";
 import { CONFIG_TYPES, INDEX_TYPES, MANIFEST_TYPES, layerCompression, requireMediaType } from "../media-types.ts";
 import { validateOciDocument } from "../schemas.ts";
-import type { BlobCache } from "./blob-cache.ts";
+import { stageBlob, type BlobCache } from "./blob-cache.ts";
 import { formatImageRef, type ImageRef } from "./image-ref.ts";
 import type { RegistryClient } from "./registry-client.ts";
 
@@ -95,19 +93,7 @@ async function jsonObject(
 
 /** Streams one layer blob into the cache's staging, verified, then has the cache adopt it. */
 async function pullBlob(client: RegistryClient, cache: BlobCache, repo: string, d: Descriptor): Promise<void> {
-  const staged = cache.stagePath();
-  const out = await open(staged, "wx", 0o600);
-  try {
-    await client.fetchBlob(repo, d.digest, d.size, async (chunk) => {
-      await out.write(chunk);
-    });
-    await out.sync();
-    await out.close();
-  } catch (e) {
-    await out.close().catch(() => undefined);
-    await rm(staged, { force: true });
-    throw e;
-  }
+  const staged = await stageBlob(cache, (write) => client.fetchBlob(repo, d.digest, d.size, write));
   cache.adopt(staged, d.digest, d.size);
 }
 
