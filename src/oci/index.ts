@@ -20,6 +20,7 @@ export { pushLayoutImage } from "./registry/push-image.ts";
 export type { PushOptions } from "./registry/push-image.ts";
 export type { PulledImage } from "./registry/pull-image.ts";
 export type { BlobCache } from "./registry/blob-cache.ts";
+export { stageBlob } from "./registry/blob-cache.ts";
 export { importOciArchive } from "./oci-archive.ts";
 export { registryClientFor } from "./registry/remote-client.ts";
 export type { RemoteOptions } from "./registry/remote-client.ts";

@@ -127,7 +127,7 @@ export async function exportLock(opts: ExportLockOptions): Promise<ExportResult>
     );
   }
   const probed = await probeExportBase(opts.base, opts.verify.now);
-  const report = verifyLock(opts.lockPath, { ...opts.verify, probedBase: probed });
+  const report = await verifyLock(opts.lockPath, { ...opts.verify, probedBase: probed });
   const lock = report.lock;
   if (lock.mutable_layer !== false) {
     refuse(
@@ -164,7 +164,7 @@ export async function exportLock(opts: ExportLockOptions): Promise<ExportResult>
     }
     for (const { i, l } of inMountOrder(lock)) {
       const reg = opts.verify.registries.find((r) => r.hasBlob(l.sha256!))!; // verifyLock found and checked it
-      const blob = reg.readBlob(l.sha256!, l.size!);
+      const blob = await reg.readBlob(l.sha256!, l.size!);
       layers.push({ mediaType: OCI_LAYER_GZIP, digest: l.sha256!, size: l.size!, diffId: diffIdOf(blob, `/layers/${i}`), blob: { bytes: blob } });
     }
     const layout = writeOciLayout(opts.outDir, {

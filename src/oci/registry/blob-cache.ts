@@ -32,7 +32,7 @@ export interface BlobCache {
  * failure removed. Returns the staged path, for `adopt` once the caller's
  * checks hold (a staged file that fails them is the caller's to remove).
  */
-export async function stageBlob(cache: BlobCache, fill: (write: (chunk: Uint8Array) => Promise<void>) => Promise<void>): Promise<string> {
+export async function stageBlob(cache: Pick<BlobCache, "stagePath">, fill: (write: (chunk: Uint8Array) => Promise<void>) => Promise<void>): Promise<string> {
   const staged = cache.stagePath();
   const out = await open(staged, "wx", 0o600);
   try {
