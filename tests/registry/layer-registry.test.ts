@@ -145,6 +145,34 @@ describe("OCI registries as layer registries", { skip }, () => {
     // every layer blob is now in home-b's store, by digest, and sound
     const stored = assertStoreSound(join(home, "store"));
     for (const l of lockfile.layers) assert.ok(stored.includes(l.sha256!), `${l.id} cached by digest`);
+    // lock export opens the registry the same way: an OCI layout with the base and every layer
+    const image = join(work, "exported");
+    const e = await cli(home, [
+      "lock",
+      "export",
+      lock,
+      "--pub",
+      join(ex.root, "lock.pub"),
+      "--registry",
+      url,
+      "--base",
+      `rootfs:${ex.rootfs}`,
+      "--oci",
+      image,
+      "--plain-http",
+      "--json",
+    ]);
+    assert.equal(e.code, 0, e.stderr + e.stdout);
+    assert.ok(existsSync(join(image, "index.json")));
+  });
+
+  test("plain http only to loopback, as for pull: another host is REMOTE_INSECURE before any request", async () => {
+    const home = join(work, "home-insecure");
+    const r = await cli(home, ["search", "", "--registry", "oci://192.0.2.1:5000/layers", "--plain-http", "--json"]);
+    assert.equal(r.code, 1);
+    assert.equal((JSON.parse(r.stdout) as { error: { code: string } }).error.code, "REMOTE_INSECURE");
+    const ok = await cli(home, ["search", "", "--registry", url, "--plain-http", "--json"]);
+    assert.equal(ok.code, 0, "control: the loopback registry");
   });
 
   test("a blob fetched once is read from the store afterwards: no second blob request", async () => {
