@@ -16,7 +16,7 @@ export interface BlobCache {
   sizeOf(digest: Sha256Digest): number | undefined;
   /** A fresh private path to stream into (not yet existing). */
   stagePath(): string;
-  /** Names the complete, verified staged file under `digest` (atomic; the staged file is gone afterwards). */
+  /** Names the complete, verified staged file under `digest`, durably (fsynced before the atomic rename; the staged file is gone afterwards). */
   adopt(stagedPath: string, digest: Sha256Digest, size: number): void;
   /** Stores verified bytes under their digest. */
   put(bytes: Uint8Array): Sha256Digest;
@@ -28,9 +28,13 @@ export interface BlobCache {
 
 /**
  * Streams a blob into a fresh staged file of `cache`: `fill` writes the chunks
- * (and verifies them as they pass); the file is fsynced and closed, and on any
- * failure removed. Returns the staged path, for `adopt` once the caller's
- * checks hold (a staged file that fails them is the caller's to remove).
+ * (and verifies them as they pass); the file is closed, and on any failure
+ * removed. Returns the staged path, for `adopt` once the caller's checks hold
+ * (a staged file that fails them is the caller's to remove). It is not
+ * fsynced here: `adopt` makes it durable before naming it (the store fsyncs
+ * the file, renames it, and fsyncs the directory), and a staged file that is
+ * never adopted needs no durability. Syncing here as well flushed every
+ * pulled blob twice.
  */
 export async function stageBlob(cache: Pick<BlobCache, "stagePath">, fill: (write: (chunk: Uint8Array) => Promise<void>) => Promise<void>): Promise<string> {
   const staged = cache.stagePath();
@@ -39,7 +43,6 @@ export async function stageBlob(cache: Pick<BlobCache, "stagePath">, fill: (writ
     await fill(async (chunk) => {
       await out.write(chunk);
     });
-    await out.sync();
     await out.close();
   } catch (e) {
     await out.close().catch(() => undefined);
