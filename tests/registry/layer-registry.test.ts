@@ -338,3 +338,64 @@ describe("OCI registries as layer registries", { skip }, () => {
     await assertCodeAsync(() => Promise.resolve(oci.publishLayer(blob, l.value, [generateSigningKey()])), "REGISTRY_INVALID");
   });
 });
+
+describe("an OCI layer registry behind htpasswd auth", { skip }, () => {
+  const USER = "layers";
+  const SENTINEL = "S3ntinel-layer-pa55-91c2";
+  let reg: TestRegistry;
+  let work: string;
+  before(async () => {
+    work = tempDir("layer-registry-auth");
+    reg = await TestRegistry.create(join(work, "registry"), { users: { [USER]: SENTINEL } });
+  });
+  after(async () => {
+    await reg?.stop();
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  test("credentials from REGISTRY_AUTH_FILE publish and search; without them REMOTE_AUTH; the password is never printed", async () => {
+    const ex = buildExampleRegistry(join(work, "example"));
+    const auth = join(work, "auth.json");
+    writeFileSync(auth, JSON.stringify({ auths: { [reg.host]: { auth: Buffer.from(`${USER}:${SENTINEL}`).toString("base64") } } }));
+    const url = `oci://${reg.host}/team/layers`;
+    const env = (withAuth: boolean): NodeJS.ProcessEnv => ({
+      HOME: work,
+      CAIRN_HOME: join(work, "home"),
+      CAIRN_NOW: NOW,
+      ...(withAuth ? { REGISTRY_AUTH_FILE: auth } : {}),
+    });
+    const dir = join(work, "tool");
+    mkdirSync(dir);
+    writeFileSync(join(dir, "tool"), "tool\n");
+    const build = [
+      "layer",
+      "build",
+      dir,
+      "--name",
+      "tool",
+      "--version",
+      "1.0",
+      "--registry",
+      url,
+      "--key",
+      join(ex.root, "registry.key"),
+      "--plain-http",
+      "--json",
+    ];
+    const denied = await runCli(build, env(false));
+    assert.equal(denied.code, 1);
+    assert.equal((JSON.parse(denied.stdout) as { error: { code: string } }).error.code, "REMOTE_AUTH");
+    const pub = await runCli(build, env(true));
+    assert.equal(pub.code, 0, `control: ${pub.stderr}${pub.stdout}`);
+    const s = await runCli(["search", "tool", "--registry", url, "--plain-http", "--json"], env(true));
+    assert.equal(s.code, 0, s.stderr);
+    assert.deepEqual(
+      (JSON.parse(s.stdout) as { hits: { name: string }[] }).hits.map((h) => h.name),
+      ["tool"],
+    );
+    for (const r of [denied, pub, s]) {
+      const text = r.stdout + r.stderr;
+      assert.ok(!text.includes(SENTINEL) && !text.includes(Buffer.from(`${USER}:${SENTINEL}`).toString("base64")), "the password never appears");
+    }
+  });
+});

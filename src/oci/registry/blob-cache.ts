@@ -7,7 +7,10 @@
  * leaves at most a staged file, never an entry under a digest.
  */
 import { open, rm } from "node:fs/promises";
-import type { Sha256Digest } from "../../core/index.ts";
+import { CairnError, type Sha256Digest } from "../../core/index.ts";
+
+/** How many bytes a staged blob collects before one write. */
+const WRITE_BATCH_BYTES = 1024 * 1024;
 
 export interface BlobCache {
   /** True when a complete copy of `digest` with `size` bytes is present (the cache verified it when it adopted it). */
@@ -39,10 +42,26 @@ export interface BlobCache {
 export async function stageBlob(cache: Pick<BlobCache, "stagePath">, fill: (write: (chunk: Uint8Array) => Promise<void>) => Promise<void>): Promise<string> {
   const staged = cache.stagePath();
   const out = await open(staged, "wx", 0o600);
+  // Chunks arrive in tens of kilobytes; they are written in batches of about
+  // WRITE_BATCH_BYTES (one writev each) instead of one awaited write per chunk.
+  let pending: Uint8Array[] = [];
+  let pendingBytes = 0;
+  const flush = async (): Promise<void> => {
+    const batch = pending;
+    const bytes = pendingBytes;
+    pending = [];
+    pendingBytes = 0;
+    if (batch.length === 0) return;
+    const { bytesWritten } = await out.writev(batch);
+    if (bytesWritten !== bytes) throw new CairnError("IO_ERROR", `a short write staging a blob (${bytesWritten} of ${bytes} bytes)`, { path: staged });
+  };
   try {
     await fill(async (chunk) => {
-      await out.write(chunk);
+      pending.push(chunk);
+      pendingBytes += chunk.length;
+      if (pendingBytes >= WRITE_BATCH_BYTES) await flush();
     });
+    await flush();
     await out.close();
   } catch (e) {
     await out.close().catch(() => undefined);
