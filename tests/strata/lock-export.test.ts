@@ -36,6 +36,22 @@ function exportArgs(lock: string, out: string, extra: string[] = []): string[] {
 
 await resolveTo(PROFILE, LOCK);
 
+test("the image's Cmd may follow --, so an argument may start with - (with --cmd commander reads it as an option)", async () => {
+  const out = join(tempDir("cairn-export-dashes-"), "img");
+  const r = await runCli([...exportArgs(LOCK, out), "--", "/bin/sh", "-c", "echo hi"], env);
+  assert.equal(r.code, 0, r.stderr);
+  const j = JSON.parse(r.stdout) as { manifest: string };
+  const src = await readOciSource({ layoutDir: out, manifestDigest: j.manifest, stagingDir: join(tempDir("cairn-export-read-"), "s") });
+  assert.deepEqual(src.launch.cmd, ["/bin/sh", "-c", "echo hi"]);
+  // the same argv through --cmd: "-c" is read as an unknown option (usage error), which is why -- exists
+  const viaFlag = await runCli(exportArgs(LOCK, join(tempDir("cairn-export-dashes-"), "img"), ["--cmd", "/bin/sh", "-c", "echo hi"]), env);
+  assert.equal(viaFlag.code, 2);
+  // both forms at once is a usage error naming --cmd
+  const both = await runCli([...exportArgs(LOCK, join(tempDir("cairn-export-dashes-"), "img"), ["--cmd", "/bin/true"]), "--", "/bin/sh"], env);
+  assert.equal(both.code, 2);
+  assert.equal((JSON.parse(both.stdout) as { error: { path: string } }).error.path, "--cmd");
+});
+
 test("the exported image holds exactly the base and the lockfile's layers in mount order, with env, launch and annotations", async () => {
   const out = join(tempDir("cairn-export-"), "img");
   const r = await runCli(exportArgs(LOCK, out, ["--cmd", "/opt/python/3.12/bin/python3", "hello"]), env);

@@ -3,7 +3,7 @@ import { resolve } from "node:path";
 import { DEFAULT_EXPORT_LAUNCH, exportLock } from "../../strata/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
-import { clock, exportBaseFlag, lockVerifyOptions, withLockVerifyFlags, type LockVerifyFlags } from "../flags.ts";
+import { clock, exportBaseFlag, launchArgv, lockVerifyOptions, withLockVerifyFlags, type LockVerifyFlags } from "../flags.ts";
 
 interface ExportFlags extends LockVerifyFlags {
   oci: string;
@@ -21,13 +21,15 @@ export function registerLockExport(lock: Command, ctx: Context): void {
       "verify a lockfile as `lock verify` does, then write its environment as an OCI image layout: the base, each layer in mount order, env and launch config (the same lockfile and base give the same manifest digest on any host)",
     )
     .argument("<lock>", "lockfile (its signature is LOCK.dsse.json)")
+    .argument("[command...]", "after --, the image's Cmd: an absolute program path and its arguments, any of which may start with -")
     .requiredOption("--oci <layout>", "the OCI image layout directory to write (must not exist)");
   withLockVerifyFlags(cmd, true)
     .option("--user <uid:gid>", "the image's numeric User (default 1000:1000; root is refused)")
     .option("--workdir <dir>", "the image's WorkingDir (default /)")
     .option("--cmd <argv...>", "the image's Cmd: an absolute program path and its arguments (last option)")
     .option("--json", "print the result as JSON")
-    .action(async (path: string, opts: ExportFlags) => {
+    .action(async (path: string, afterDashes: string[], opts: ExportFlags) => {
+      const argv = launchArgv(opts.cmd, afterDashes);
       const now = clock(ctx.env);
       const r = await exportLock({
         lockPath: resolve(ctx.cwd, path),
@@ -37,7 +39,7 @@ export function registerLockExport(lock: Command, ctx: Context): void {
         launch: {
           user: opts.user ?? DEFAULT_EXPORT_LAUNCH.user,
           workdir: opts.workdir ?? DEFAULT_EXPORT_LAUNCH.workdir,
-          ...(opts.cmd !== undefined ? { argv: opts.cmd } : {}),
+          ...(argv !== undefined ? { argv } : {}),
         },
         outDir: resolve(ctx.cwd, opts.oci),
       });

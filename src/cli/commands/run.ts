@@ -11,6 +11,7 @@ import { CAIRN_VERSION } from "../cairn-version.ts";
 import {
   clock,
   exportBaseFlag,
+  launchArgv,
   lockVerifyOptions,
   parseTimeout,
   remoteFlags,
@@ -41,6 +42,7 @@ export function registerRun(program: Command, ctx: Context): void {
       "<spec-or-lock>",
       "a workload spec (assembled first), a workload lock, or an environment lockfile (exported first; give --cmd and the lock verify flags)",
     )
+    .argument("[command...]", "environment lockfile only: after --, the program (absolute path) and its arguments, any of which may start with -")
     .option("--store <dir>", "content store (default $CAIRN_HOME/store or $XDG_CACHE_HOME/cairn/store)")
     .option("--runs <dir>", "where run directories go (default $CAIRN_HOME/runs or $XDG_DATA_HOME/cairn/runs)")
     .option("--kit <dir>", "guest kit (default $CAIRN_KIT, $CAIRN_HOME/kit or $XDG_CACHE_HOME/cairn/kit)")
@@ -53,12 +55,13 @@ export function registerRun(program: Command, ctx: Context): void {
   withLockVerifyFlags(cmd, false)
     .option("--cmd <argv...>", "environment lockfile only: the program (absolute path) and its arguments (last option)")
     .option("--json", "print the result as JSON")
-    .action(async (unsafeInput: string, opts: RunFlags) => {
+    .action(async (unsafeInput: string, afterDashes: string[], opts: RunFlags) => {
+      const argv = launchArgv(opts.cmd, afterDashes);
       const log = (line: string) => ctx.io.err(`cairn run: ${line}`);
       const input = resolve(ctx.cwd, unsafeInput);
       const fromLockfile = isEnvironmentLockfile(input);
       const lockSpec = fromLockfile ? undefined : readLockfileSpec(input);
-      const launchFlags = opts.cmd !== undefined || opts.user !== undefined || opts.workdir !== undefined;
+      const launchFlags = argv !== undefined || opts.user !== undefined || opts.workdir !== undefined;
       const verifyFlags = opts.pub !== undefined || opts.registry.length > 0 || opts.base !== undefined;
       if (!fromLockfile && lockSpec === undefined && (launchFlags || verifyFlags)) {
         throw new CairnError(
@@ -71,8 +74,10 @@ export function registerRun(program: Command, ctx: Context): void {
         throw new CairnError("USAGE", "the spec names the command (source.lockfile.cmd); --cmd, --user and --workdir are for a lockfile given directly", {
           path: "--cmd",
         });
-      if (fromLockfile && opts.cmd === undefined)
-        throw new CairnError("USAGE", "running an environment lockfile needs --cmd /path/to/program [ARG...]", { path: "--cmd" });
+      if (fromLockfile && argv === undefined)
+        throw new CairnError("USAGE", "running an environment lockfile needs --cmd /path/to/program [ARG...] or -- /path/to/program [ARG...]", {
+          path: "--cmd",
+        });
       const signingKey = opts.sign !== undefined ? readSigningKey(opts.sign) : undefined; // a bad key fails before the run
       // the kit is set up only once the input has been read and validated (recordRun calls this then)
       const kit = () => ensureKit({ dir: kitDir(ctx.env, ctx.cwd, opts.kit), isRoot: process.getuid?.() === 0, log });
@@ -99,7 +104,7 @@ export function registerRun(program: Command, ctx: Context): void {
                 base: exportBaseFlag(ctx, opts.base),
                 contents: opts.contents === true,
                 launch: lockSpec?.launch ?? {
-                  argv: opts.cmd!,
+                  argv: argv!,
                   user: opts.user ?? DEFAULT_EXPORT_LAUNCH.user,
                   workdir: opts.workdir ?? DEFAULT_EXPORT_LAUNCH.workdir,
                 },
