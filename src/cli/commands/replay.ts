@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { statSync } from "node:fs";
 import { resolve } from "node:path";
-import { CairnError } from "../../core/index.ts";
+import { CairnError, fileKind } from "../../core/index.ts";
 import { loadManifestOrDevcontainer } from "../../manifest/index.ts";
 import { defaultStoreDir } from "../../store/index.ts";
 import { defaultRunsDir, importBundle, kitDir, loadKit, replayRun } from "../../vm/index.ts";
@@ -40,8 +40,17 @@ export function registerReplay(program: Command, ctx: Context): void {
         const storeDir = defaultStoreDir(ctx.env, ctx.cwd, opts.store);
         const path = resolve(ctx.cwd, input);
         let runDir = path;
+        // a run directory or a bundle file, nothing else: a FIFO or device here is named as such, before any kit is looked for
+        const st = statSync(path, { throwIfNoEntry: false });
+        if (st === undefined || !(st.isFile() || st.isDirectory())) {
+          const what = st === undefined ? "does not exist" : `is neither a run directory nor a bundle file (${fileKind(st)})`;
+          throw new CairnError("RUN_INVALID", `${input} ${what}`, {
+            path: input,
+            hint: "give a run directory written by `cairn run` or a bundle written by `cairn bundle`",
+          });
+        }
         let kit = loadKit(dir);
-        if (statSync(path, { throwIfNoEntry: false })?.isFile()) {
+        if (st.isFile()) {
           ctx.io.err(`cairn replay: importing ${input}`);
           const imported = await importBundle(path, { storeDir, kitDir: dir, runsDir: defaultRunsDir(ctx.env, ctx.cwd, opts.runs) });
           runDir = imported.runDir;
