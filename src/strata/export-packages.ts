@@ -68,8 +68,10 @@ export function installOrder(pins: readonly PackagePin[]): PackagePin[] {
 }
 
 /** A shell word: the characters of a pin's file name (pins.ts FILENAME) need no quoting, and anything else is refused. */
-function word(s: string): string {
-  if (!/^[A-Za-z0-9._+!/-]+$/.test(s)) throw new CairnError("LOCK_INVALID", `${JSON.stringify(s.slice(0, 80))} cannot be written into an installer`, {});
+function word(s: string, path: string): string {
+  // The attack: a version or env name (`1.0; rm -rf /`, `1.0 --index-url …`) that a shell or pip would read as more than one word.
+  if (!/^[A-Za-z0-9._+!/-]+$/.test(s))
+    throw new CairnError("LOCK_INVALID", `${JSON.stringify(s.slice(0, 80))} is not a plain word, so it cannot be written into an installer`, { path });
   return s;
 }
 
@@ -80,19 +82,19 @@ const HEADER = [
   'cd "$(dirname "$0")"',
 ];
 
-function installer(set: LockPackageSet, pins: readonly PackagePin[]): string {
+function installer(set: LockPackageSet, pins: readonly PackagePin[], at: string): string {
   const check = "sha256sum --check --strict --quiet SHA256SUMS";
-  const files = installOrder(pins).map((p) => word(`archives/${p.filename}`));
+  const files = installOrder(pins).map((p) => word(`archives/${p.filename}`, `${at}/frozen/pins`));
   const run =
     set.manager === "pip"
       ? 'exec "${PYTHON:-python3}" -m pip install --no-index --no-deps --require-hashes --find-links archives -r requirements.txt'
       : set.manager === "conda"
-        ? `exec "\${CONDA:-conda}" install --yes --offline${set.env !== undefined ? ` --name ${word(set.env)}` : ""} ${files.join(" ")}`
+        ? `exec "\${CONDA:-conda}" install --yes --offline${set.env !== undefined ? ` --name ${word(set.env, `${at}/env`)}` : ""} ${files.join(" ")}`
         : `exec "\${R:-R}" CMD INSTALL ${files.join(" ")}`;
   return [...HEADER, check, run, ""].join("\n");
 }
 
-function setFiles(dir: string, set: LockPackageSet, archives: ReadonlyMap<string, Uint8Array>): AddedFile[] {
+function setFiles(dir: string, set: LockPackageSet, archives: ReadonlyMap<string, Uint8Array>, at: string): AddedFile[] {
   const pins = set.frozen!.pins;
   const hex = (p: PackagePin): string => p.sha256.slice("sha256:".length);
   const sums = [...pins].sort((a, b) => compareBytes(a.filename, b.filename)).map((p) => `${hex(p)}  archives/${p.filename}\n`);
@@ -106,10 +108,12 @@ function setFiles(dir: string, set: LockPackageSet, archives: ReadonlyMap<string
   files.push({ path: `${dir}/SHA256SUMS`, data: Buffer.from(sums.join(""), "utf8") });
   files.push({ path: `${dir}/manifest.json`, data: manifest });
   if (set.manager === "pip") {
-    const reqs = pins.map((p) => `${word(p.name)}==${word(p.version)} --hash=sha256:${hex(p)}\n`).join("");
+    const reqs = pins
+      .map((p, j) => `${word(p.name, `${at}/frozen/pins/${j}/name`)}==${word(p.version, `${at}/frozen/pins/${j}/version`)} --hash=sha256:${hex(p)}\n`)
+      .join("");
     files.push({ path: `${dir}/requirements.txt`, data: Buffer.from(reqs, "utf8") });
   }
-  files.push({ path: `${dir}/install.sh`, data: Buffer.from(installer(set, pins), "utf8"), executable: true });
+  files.push({ path: `${dir}/install.sh`, data: Buffer.from(installer(set, pins, at), "utf8"), executable: true });
   return files;
 }
 
@@ -146,7 +150,7 @@ export async function packagesExportLayer(lock: Lockfile, o: PackageExportOption
     const source = IndexSource.open(o.indexes?.[s.manager] ?? s.frozen!.index, o.cwd, o.limits ?? DEFAULT_FREEZE_LIMITS);
     const archives = new Map<string, Uint8Array>();
     for (const [j, p] of s.frozen!.pins.entries()) archives.set(p.filename, await fetchPinned(source, s.frozen!.index, p, `/packages/${i}/frozen/pins/${j}`));
-    files.push(...setFiles(dir, s, archives));
+    files.push(...setFiles(dir, s, archives, `/packages/${i}`));
     top.push(`sh ./${s.manager}-${i}/install.sh`);
   }
   files.push({ path: `${EXPORT_PACKAGES_ROOT}/install.sh`, data: Buffer.from(`${top.join("\n")}\n`, "utf8"), executable: true });

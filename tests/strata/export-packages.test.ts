@@ -189,3 +189,17 @@ test("CLI: lock export --index MIRROR --json reports the added packages layer; a
   assert.equal(bad.code, 1);
   assert.equal((JSON.parse(bad.stdout) as { error: { code: string } }).error.code, "STORE_MISSING");
 });
+
+test("a pinned version that is not one plain word is refused (LOCK_INVALID at its pointer) before anything is written; control: as frozen", async () => {
+  const f = await frozenFixture();
+  const set = f.lock.packages[0]!;
+  const pins = set.frozen!.pins.map((p, j) => (j === 1 ? { ...p, version: "1.0 --index-url=https://example.invalid/" } : p));
+  const hostile = { ...f.lock, packages: [{ ...set, frozen: { ...set.frozen!, pins } }] };
+  writeLockfile(f.lockPath, hostile, LOCK_KEY);
+  const out = join(tempDir("cairn-export-pkg-out-"), "img");
+  const e = await assertCodeAsync(() => exportFixture(f, out), "LOCK_INVALID");
+  assert.equal(e.path, "/packages/0/frozen/pins/1/version");
+  assert.equal(existsSync(out), false);
+  writeLockfile(f.lockPath, f.lock, LOCK_KEY);
+  assert.equal((await exportFixture(f, out)).added.length, 1);
+});
