@@ -22,7 +22,8 @@ import { exportFixture, LOCK_KEY, pinnedFixture, type PinnedFixture } from "./ex
 import { NOW, tempDir } from "./fixtures.ts";
 import { sha256sum, writePipIndex } from "./freeze-fixtures.ts";
 
-const pipMissing = spawnSync("python3", ["-m", "pip", "--version"]).status === 0 ? undefined : "python3 with pip (scripts/setup-host.sh)";
+const pipMissing =
+  spawnSync("python3", ["-m", "pip", "--version"]).status === 0 ? undefined : "python3 with pip (Debian package python3-pip, scripts/setup-host.sh)";
 
 const dir = tempDir("cairn-export-pkg-");
 const pypi = join(dir, "pypi");
