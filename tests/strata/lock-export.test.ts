@@ -230,17 +230,28 @@ test("refusals: unverified, tampered, mutable layer, no registry, host base, roo
   const mprofile = join(dir, "mutable.yaml");
   writeFileSync(mprofile, `${readFileSync(PROFILE, "utf8")}mutable_layer: true\n`);
   const mlock = join(dir, "mutable.lock");
-  // a dirty lock cannot be signed (LOCK_DIRTY, issue 13), so it is written unsigned and export refuses it, unsigned,
-  // before it reads it further (the /mutable_layer refusal behind the signature check is defence in depth)
+  // a dirty lock cannot be signed (LOCK_DIRTY, issue 13), so it is written unsigned; export names the real reason,
+  // the mutable layer, before the signature check would report the missing signature
   const margs = resolveArgs(ex, mprofile, mlock);
   const signAt = margs.indexOf("--sign");
   margs.splice(signAt, 2);
   const mr = await runCli(margs, env);
   assert.equal(mr.code, 0, mr.stderr);
-  const m = await runCli(exportArgs(mlock, join(dir, "m"), ["--allow-unsigned-offline"]), env);
-  const merr = (JSON.parse(m.stdout) as { error: { code: string; path: string } }).error;
-  assert.equal(merr.code, "SIGNATURE_MISSING", m.stdout);
-  assert.equal(existsSync(join(dir, "m")), false);
+  for (const extra of [[], ["--allow-unsigned-offline"]]) {
+    const m = await runCli(exportArgs(mlock, join(dir, "m"), extra), env);
+    assert.equal(m.code, 1);
+    const merr = (JSON.parse(m.stdout) as { error: { code: string; path: string } }).error;
+    assert.deepEqual([merr.code, merr.path], ["LOCK_DIRTY", "/mutable_layer"], m.stdout);
+    assert.equal(existsSync(join(dir, "m")), false);
+  }
+  // control: the same lockfile unsigned but clean is refused for its missing signature, not as dirty
+  const cprofile = join(dir, "clean.yaml");
+  writeFileSync(cprofile, `${readFileSync(PROFILE, "utf8")}mutable_layer: false\n`);
+  const clock = join(dir, "clean.lock");
+  const cargs = resolveArgs(ex, cprofile, clock);
+  cargs.splice(cargs.indexOf("--sign"), 2);
+  assert.equal((await runCli(cargs, env)).code, 0);
+  assert.equal(await code(exportArgs(clock, join(dir, "m"))), "SIGNATURE_MISSING");
   // no registry, the host as base, root
   assert.equal(await code(["lock", "export", LOCK, "--pub", PUB, "--base", `rootfs:${ex.rootfs}`, "--oci", join(dir, "n"), "--json"]), "EXPORT_REFUSED");
   assert.equal(

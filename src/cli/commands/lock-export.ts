@@ -10,6 +10,9 @@ interface ExportFlags extends LockVerifyFlags {
   user?: string;
   workdir?: string;
   cmd?: string[];
+  index?: string;
+  condaChannel?: string;
+  cranRepo?: string;
   json?: boolean;
 }
 
@@ -27,6 +30,9 @@ export function registerLockExport(lock: Command, ctx: Context): void {
     .option("--user <uid:gid>", "the image's numeric User (default 1000:1000; root is refused)")
     .option("--workdir <dir>", "the image's WorkingDir (default /)")
     .option("--cmd <argv...>", "the image's Cmd: an absolute program path and its arguments (last option)")
+    .option("--index <dir-or-url>", "read the pinned pip archives from this mirror of the index the lockfile recorded")
+    .option("--conda-channel <dir-or-url>", "read the pinned conda archives from this mirror of the recorded channel")
+    .option("--cran-repo <dir-or-url>", "read the pinned CRAN archives from this mirror of the recorded repository")
     .option("--json", "print the result as JSON")
     .action(async (path: string, afterDashes: string[], opts: ExportFlags) => {
       const argv = launchArgv(opts.cmd, afterDashes);
@@ -42,6 +48,12 @@ export function registerLockExport(lock: Command, ctx: Context): void {
           ...(argv !== undefined ? { argv } : {}),
         },
         outDir: resolve(ctx.cwd, opts.oci),
+        packageIndexes: {
+          ...(opts.index !== undefined ? { pip: opts.index } : {}),
+          ...(opts.condaChannel !== undefined ? { conda: opts.condaChannel } : {}),
+          ...(opts.cranRepo !== undefined ? { cran: opts.cranRepo } : {}),
+        },
+        cwd: ctx.cwd,
       });
       if (opts.json) {
         printJson(ctx.io, {
@@ -52,6 +64,7 @@ export function registerLockExport(lock: Command, ctx: Context): void {
           layer_bytes: r.layout.layerBytes,
           environment_id: r.environmentId,
           lockfile_sha256: r.lockfileSha256,
+          added: r.added.map((a) => ({ kind: a.kind, digest: a.digest, size: a.size })),
           caveats: r.caveats,
         });
         return;
@@ -62,7 +75,7 @@ export function registerLockExport(lock: Command, ctx: Context): void {
           `manifest   ${r.layout.manifest.digest}`,
           `environment ${r.environmentId}`,
           `lockfile   ${r.lockfileSha256}`,
-          `layers     ${r.layout.layers}: ${r.layout.layers - r.report.lock.layers.length} base, ${r.report.lock.layers.length} strata in mount order; ${r.layout.layerBytes} bytes`,
+          `layers     ${r.layout.layers}: ${r.layout.layers - r.report.lock.layers.length - r.added.length} base, ${r.report.lock.layers.length} strata in mount order${r.added.map((a) => `, ${a.kind}`).join("")}; ${r.layout.layerBytes} bytes`,
           ...r.caveats.map((c) => `  ! ${c}`),
         ].join("\n"),
       );
