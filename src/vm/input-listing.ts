@@ -49,15 +49,23 @@ export function encodeListing(t: RunInputTree): Buffer {
   return canonicalBytes({ schema: RUN_INPUTS_SCHEMA, inputs: [...t.tos], entries });
 }
 
-/** Parses a listing into the entries its tree is rebuilt from (file data looked up by `data`). */
-export function parseListing(bytes: Buffer, data: (sha: Sha256Digest, size: number, path: string) => Uint8Array, where: string): RunInputTree {
+interface ListedEntry {
+  readonly path: string;
+  readonly type: string;
+  readonly mode: number;
+  readonly size?: number;
+  readonly sha256?: Sha256Digest;
+}
+
+/** Parses a listing strictly into its `to` paths and entries (no store access). */
+export function parseListingModel(bytes: Buffer, where: string): { tos: string[]; entries: ListedEntry[] } {
   const c = new Checker("RUN_INVALID");
   const o = c.object(parseJsonBytes(bytes, { source: where }), "", ["schema", "inputs", "entries"]) ?? {};
   if (o.schema !== RUN_INPUTS_SCHEMA) c.add("/schema", `must be "${RUN_INPUTS_SCHEMA}"`);
   const tos = c.stringArray(c.required(o, "inputs", ""), "/inputs") ?? [];
   const list = c.array(c.required(o, "entries", ""), "/entries") ?? [];
   if (list.length > RUN_INPUT_LIMITS["run.inputs-entries"]) c.add("/entries", "limit run.inputs-entries exceeded", "LIMIT_EXCEEDED");
-  const parsed: Array<{ path: string; type: string; mode: number; size?: number; sha256?: Sha256Digest }> = [];
+  const parsed: ListedEntry[] = [];
   list.forEach((item, i) => {
     const p = childPath("/entries", i);
     const e = c.object(item, p, ["path", "type", "mode", "size", "sha256"]);
@@ -82,6 +90,12 @@ export function parseListing(bytes: Buffer, data: (sha: Sha256Digest, size: numb
     }
   });
   c.done(`invalid run input listing ${where}`, "the store's copy of the run's inputs was edited");
+  return { tos, entries: parsed };
+}
+
+/** Parses a listing into the tree it names, file data looked up (and verified by the caller's reader) by `data`. */
+export function parseListing(bytes: Buffer, data: (sha: Sha256Digest, size: number, path: string) => Uint8Array, where: string): RunInputTree {
+  const { tos, entries: parsed } = parseListingModel(bytes, where);
   let bytes0 = 0;
   for (const e of parsed)
     if (!e.path.startsWith("/") || e.path === "/")

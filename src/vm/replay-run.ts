@@ -29,7 +29,7 @@ import type { EnvManifest } from "../manifest/index.ts";
 import { checkRunEnvironment } from "./run-facts.ts";
 import { parseRunManifest, type RunManifest } from "./run-manifest.ts";
 import { DEFAULT_TIMEOUT_MS, guestLaunch, workloadFacts } from "./record.ts";
-import { dropImage, nextReplayDir, RUN_FILES, writeEvaluation, writeJsonPublic } from "./rundir.ts";
+import { dropImage, nextReplayDir, RUN_FILES, writeEvaluation, writeJsonPublic, writeStreams } from "./rundir.ts";
 import { parseScenario } from "./scenario.ts";
 import { loadRunInputs } from "./input-listing.ts";
 import { firstVmDifference, parseModuleEntries, vmDigest } from "./vmid.ts";
@@ -44,6 +44,12 @@ export interface ReplayOptions {
   readonly offeredEnvironment?: EnvManifest;
   readonly allowUnpinned?: boolean;
   readonly log?: (line: string) => void;
+  /**
+   * Called with the workload's replayed output as soon as the guest is done,
+   * before the comparison, so a caller can show it even when the replay is
+   * then refused as a mismatch (it is also in the replay directory's streams/).
+   */
+  readonly onStreams?: (streams: ReadonlyMap<number, { readonly stdout: Buffer; readonly stderr: Buffer }>) => void;
 }
 
 export interface ReplayResult {
@@ -52,6 +58,8 @@ export interface ReplayResult {
   readonly manifest: RunManifest;
   readonly evaluation: Evaluation;
   readonly qemuMs: number;
+  /** The workload's replayed output per invocation (also in the replay directory's private streams/). */
+  readonly streams: ReadonlyMap<number, { readonly stdout: Buffer; readonly stderr: Buffer }>;
 }
 
 /**
@@ -151,6 +159,9 @@ export async function replayRun(opts: ReplayOptions): Promise<ReplayResult> {
   }
   const evaluation = evaluate(boot.decoded, scenario, boot.kernel);
   writeEvaluation(dir, evaluation);
+  // the same streams a record writes, so a replayed failure's output can be read (and compared with the record's)
+  writeStreams(dir, boot.decoded.streams);
+  opts.onStreams?.(boot.decoded.streams);
   const result = { run_id: manifest.run_id, outcome: evaluation.outcome, status: evaluation.status, matches: false };
   let mismatch: CairnError | undefined;
   const ei = firstEventDifference(recordedEvents, evaluation.events as unknown[]);
@@ -188,5 +199,5 @@ export async function replayRun(opts: ReplayOptions): Promise<ReplayResult> {
     );
     throw mismatch;
   }
-  return { runDir: opts.runDir, replayDir: dir, manifest, evaluation, qemuMs: boot.qemu.durationMs };
+  return { runDir: opts.runDir, replayDir: dir, manifest, evaluation, qemuMs: boot.qemu.durationMs, streams: boot.decoded.streams };
 }

@@ -18,7 +18,17 @@ import { join } from "node:path";
 import { before, describe, it } from "node:test";
 import { CairnError, digestHex, type ErrorCode, type Sha256Digest } from "../../src/core/index.ts";
 import { fsIdentity, type FsEntry } from "../../src/tree/index.ts";
-import { importBundle, recordRun, replayRun, vmDigest, writeRunBundle, type Kit, type RecordResult, type VmIdentity } from "../../src/vm/index.ts";
+import {
+  collectStoreGarbage,
+  importBundle,
+  recordRun,
+  replayRun,
+  vmDigest,
+  writeRunBundle,
+  type Kit,
+  type RecordResult,
+  type VmIdentity,
+} from "../../src/vm/index.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
 import { testKit, VM_SKIP } from "./fixtures/kit.ts";
 
@@ -188,6 +198,17 @@ describe("run inputs", { skip: VM_SKIP }, () => {
       m.vm_digest = vmDigest(m.vm);
     });
     await refused(e, "REPLAY_MISMATCH", "/run_inputs");
+  });
+
+  it("store gc keeps a kept run's input tree (the listing and every file), and sweeps what nothing keeps", () => {
+    const c = copy();
+    const garbage = randomBytes(100);
+    writeFileSync(objectPath(c.storeDir, `sha256:${hex(garbage)}`), garbage, { mode: 0o600 });
+    const r = collectStoreGarbage({ storeDir: c.storeDir, cwd: c.runDir, keepRuns: [c.runDir] });
+    assert.ok(r.removed.objects.files >= 1, "the unreferenced object went");
+    assert.ok(!existsSync(objectPath(c.storeDir, `sha256:${hex(garbage)}`)));
+    assert.ok(existsSync(objectPath(c.storeDir, rec.manifest.run_inputs!.listing)), "the listing stays");
+    for (const b of [w.data, w.a, w.b]) assert.ok(existsSync(objectPath(c.storeDir, `sha256:${hex(b)}`)), "every input file stays");
   });
 
   it("a bundle carries the input tree: it replays on a fresh home", async () => {
