@@ -56,7 +56,7 @@ describe("run --follow and replay streams", { skip: VM_SKIP || GCC_SKIP }, () =>
     // the live output comes before the summary, exactly the recorded bytes, and is not printed a second time
     assert.ok(followed.stdout.startsWith(OUTPUT), followed.stdout);
     assert.ok(!followed.stdout.includes("--- invocation 1 stdout"), followed.stdout);
-    const runDir = /^dir\s+(\S+)$/m.exec(followed.stdout)?.[1]!;
+    const runDir = /^dir\s+(\S+)$/m.exec(followed.stdout)?.[1] ?? "";
     const m = JSON.parse(readFileSync(join(runDir, "run.json"), "utf8")) as { vm_digest: string; outcome: string; workload: { workload: string } };
     assert.equal(m.vm_digest, plain.vm);
     assert.equal(m.workload.workload, plain.workload);
@@ -89,7 +89,7 @@ describe("run --follow and replay streams", { skip: VM_SKIP || GCC_SKIP }, () =>
     assert.match(replay.stdout, /matches the record/);
     // the failure's output, as `cairn run` prints it, after the summary
     assert.match(replay.stdout, /\n--- invocation 1 stdout \(\d+ bytes\) ---\nhello from \/bin\/app world\n/);
-    const replayDir = /\((\S+\/replays\/\d+)\)$/m.exec(replay.stdout)?.[1]!;
+    const replayDir = /\((\S+\/replays\/\d+)\)$/m.exec(replay.stdout)?.[1] ?? "";
     assert.ok(readFileSync(join(replayDir, "streams", "1.stdout")).equals(readFileSync(join(runDir, "streams", "1.stdout"))));
     // control: --json prints one document, no streams
     const quiet = await runCli(["replay", runDir, "--json"], env);
