@@ -64,7 +64,7 @@ interface World {
 
 const ARGS = ["/in/data.bin", "/in/tree/a.txt", "/in/tree/sub/b.txt"];
 
-function world(): World {
+function world(root0?: "disk"): World {
   const root = mkdtempSync(join(tmpdir(), "cairn-inputs-"));
   cpSync(hashProgram(), join(root, "hashfile"));
   const data = randomBytes(200_000);
@@ -78,6 +78,7 @@ function world(): World {
     schema: "cairn.workload/1",
     source: { binary: { path: "hashfile", args: ARGS, user: "1000:1000" } },
     run: {
+      ...(root0 !== undefined ? { root: root0 } : {}),
       steps: [{ action: "start" }, { action: "close-stdin" }],
       expect: [
         { "exit-code": 0, "stdout-includes": [`sha256 ${hex(data)} /in/data.bin`, `sha256 ${hex(a)} /in/tree/a.txt`, `sha256 ${hex(b)} /in/tree/sub/b.txt`] },
@@ -198,6 +199,20 @@ describe("run inputs", { skip: VM_SKIP }, () => {
       m.vm_digest = vmDigest(m.vm);
     });
     await refused(e, "REPLAY_MISMATCH", "/run_inputs");
+  });
+
+  it("on a root disk too: the inputs are in the EROFS image the VM identity names", async () => {
+    const d = world("disk");
+    const r = await recordRun({ input: d.specPath, storeDir: d.storeDir, runsDir: d.runsDir, kit, cairnVersion: "test" });
+    assert.equal(r.manifest.status, "passed", JSON.stringify(r.evaluation.assertions));
+    assert.notEqual(r.manifest.vm.root_disk, null);
+    assert.ok(
+      r.streams
+        .get(1)!
+        .stdout.toString("utf8")
+        .includes(`sha256 ${hex(d.b)} /in/tree/sub/b.txt\n`),
+    );
+    assert.equal(r.manifest.vm.run_inputs, r.manifest.run_inputs?.tree);
   });
 
   it("store gc keeps a kept run's input tree (the listing and every file), and sweeps what nothing keeps", () => {
