@@ -156,6 +156,22 @@ describe("run inputs", { skip: VM_SKIP }, () => {
     assert.equal(r.evaluation.status, "passed");
   });
 
+  it("a workload lock given to `cairn run` reads its inputs again, relative to the lock's directory: the changed host file is a new input tree", async () => {
+    const lock = join(w.root, "again.lock.json");
+    cpSync(join(rec.runDir, "lock.json"), lock);
+    const again = await recordRun({ input: lock, storeDir: w.storeDir, runsDir: w.runsDir, kit, cairnVersion: "test" });
+    const changed = readFileSync(join(w.root, "data.bin"));
+    assert.ok(
+      again.streams
+        .get(1)!
+        .stdout.toString("utf8")
+        .includes(`sha256 ${hex(changed)} /in/data.bin\n`),
+    );
+    assert.equal(again.manifest.status, "assertions-failed", "the spec expects the recorded bytes");
+    assert.notEqual(again.manifest.vm.run_inputs, rec.manifest.vm.run_inputs);
+    assert.equal(again.manifest.workload.workload, rec.manifest.workload.workload, "the inputs are not the workload");
+  });
+
   it("a changed stored input is refused before launch", async () => {
     const c = copy();
     const file = objectPath(c.storeDir, `sha256:${hex(w.data)}`);

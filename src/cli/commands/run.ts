@@ -96,7 +96,7 @@ export function registerRun(program: Command, ctx: Context): void {
         remote: remoteOptions(ctx, opts),
         ...(live !== undefined ? { onOutput: live.listener } : {}),
       };
-      const lr =
+      const recordFromLockfile = async () =>
         fromLockfile || lockSpec !== undefined
           ? await recordLockfileRun({
               ...record,
@@ -114,11 +114,13 @@ export function registerRun(program: Command, ctx: Context): void {
               ...(lockSpec !== undefined ? { specSections: lockSpec.sections } : {}),
             })
           : undefined;
+      let lr: Awaited<ReturnType<typeof recordFromLockfile>>;
       let r: Awaited<ReturnType<typeof recordRun>>;
       try {
+        lr = await recordFromLockfile();
         r = lr ?? (await recordRun({ ...record, input }));
       } finally {
-        live?.flush();
+        live?.flush(); // a line the workload left unfinished
       }
       const exported = lr?.exported;
       const receipt = signingKey !== undefined ? signReceipt(r.runDir, [signingKey]).file : undefined;
