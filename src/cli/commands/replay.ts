@@ -8,6 +8,7 @@ import { defaultRunsDir, importBundle, kitDir, loadKit, replayRun } from "../../
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
 import { parseTimeout } from "../flags.ts";
+import { printStreams, type Streams } from "../workload-output.ts";
 
 export function registerReplay(program: Command, ctx: Context): void {
   program
@@ -59,7 +60,8 @@ export function registerReplay(program: Command, ctx: Context): void {
         if (kit === undefined) {
           throw new CairnError("PREREQUISITE_MISSING", `no guest kit at ${dir}`, { path: dir, hint: "run `cairn setup` first (or pass --kit)" });
         }
-        const r = await replayRun({
+        let replayed: Streams | undefined;
+        const run = replayRun({
           runDir,
           storeDir,
           kit,
@@ -68,6 +70,12 @@ export function registerReplay(program: Command, ctx: Context): void {
           ...(opts.environment !== undefined ? { offeredEnvironment: loadManifestOrDevcontainer(resolve(ctx.cwd, opts.environment)).manifest } : {}),
           allowUnpinned: opts.allowUnpinned === true,
           log: (line) => ctx.io.err(`cairn replay: ${line}`),
+          onStreams: (streams) => void (replayed = streams),
+        });
+        const r = await run.catch((e: unknown) => {
+          // a replay that ran but did not match: its output still helps to see why (the error follows it)
+          if (!opts.json && replayed !== undefined) printStreams(ctx.io, replayed);
+          throw e;
         });
         if (opts.json) {
           printJson(ctx.io, {
@@ -87,6 +95,8 @@ export function registerReplay(program: Command, ctx: Context): void {
               `replayed in ${(r.qemuMs / 1000).toFixed(1)} s (${r.replayDir})`,
             ].join("\n"),
           );
+          // the workload's replayed output, as `cairn run` prints it (also in the replay directory's streams/)
+          printStreams(ctx.io, r.streams);
         }
       },
     );

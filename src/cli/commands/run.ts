@@ -7,6 +7,7 @@ import { DEFAULT_EXPORT_LAUNCH } from "../../strata/index.ts";
 import { defaultRunsDir, ensureKit, isEnvironmentLockfile, kitDir, readLockfileSpec, recordLockfileRun, recordRun, signReceipt } from "../../vm/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
+import { lineFollower, printStreams } from "../workload-output.ts";
 import { CAIRN_VERSION } from "../cairn-version.ts";
 import {
   clock,
@@ -33,6 +34,7 @@ interface RunFlags extends LockVerifyFlags, RemoteFlags {
   user?: string;
   workdir?: string;
   json?: boolean;
+  follow?: boolean;
 }
 
 export function registerRun(program: Command, ctx: Context): void {
@@ -54,6 +56,7 @@ export function registerRun(program: Command, ctx: Context): void {
     .option("--workdir <dir>", "environment lockfile only: the command's working directory (default /)");
   withLockVerifyFlags(cmd, false)
     .option("--cmd <argv...>", "environment lockfile only: the program (absolute path) and its arguments (last option)")
+    .option("--follow", "print the workload's output live while recording (unverified until the run ends; the recording is the same)")
     .option("--json", "print the result as JSON")
     .action(async (unsafeInput: string, afterDashes: string[], opts: RunFlags) => {
       const argv = launchArgv(opts.cmd, afterDashes);
@@ -81,6 +84,9 @@ export function registerRun(program: Command, ctx: Context): void {
       const signingKey = opts.sign !== undefined ? readSigningKey(opts.sign) : undefined; // a bad key fails before the run
       // the kit is set up only once the input has been read and validated (recordRun calls this then)
       const kit = () => ensureKit({ dir: kitDir(ctx.env, ctx.cwd, opts.kit), isRoot: process.getuid?.() === 0, log });
+      if (opts.follow === true && opts.json === true)
+        throw new CairnError("USAGE", "--follow prints the workload's output as text; it cannot be used with --json", { path: "--follow" });
+      const live = opts.follow === true ? lineFollower(ctx.io) : undefined;
       const record = {
         storeDir: defaultStoreDir(ctx.env, ctx.cwd, opts.store),
         runsDir: defaultRunsDir(ctx.env, ctx.cwd, opts.runs),
@@ -93,8 +99,9 @@ export function registerRun(program: Command, ctx: Context): void {
           : {}),
         log,
         remote: remoteOptions(ctx, opts),
+        ...(live !== undefined ? { onOutput: live.listener } : {}),
       };
-      const lr =
+      const recordFromLockfile = async () =>
         fromLockfile || lockSpec !== undefined
           ? await recordLockfileRun({
               ...record,
@@ -112,7 +119,14 @@ export function registerRun(program: Command, ctx: Context): void {
               ...(lockSpec !== undefined ? { specSections: lockSpec.sections } : {}),
             })
           : undefined;
-      const r = lr ?? (await recordRun({ ...record, input }));
+      let lr: Awaited<ReturnType<typeof recordFromLockfile>>;
+      let r: Awaited<ReturnType<typeof recordRun>>;
+      try {
+        lr = await recordFromLockfile();
+        r = lr ?? (await recordRun({ ...record, input }));
+      } finally {
+        live?.flush(); // a line the workload left unfinished
+      }
       const exported = lr?.exported;
       const receipt = signingKey !== undefined ? signReceipt(r.runDir, [signingKey]).file : undefined;
       const failed = r.evaluation.assertions.filter((a) => !a.ok).length;
@@ -161,11 +175,8 @@ export function registerRun(program: Command, ctx: Context): void {
           `  ${r.replayCommand}`,
         ].join("\n"),
       );
-      // then the workload's own output, each stream to its own (the recording is already written; printing changes nothing in it)
-      for (const [inv, s] of [...r.streams].sort((a, b) => a[0] - b[0])) {
-        if (s.stdout.length > 0) ctx.io.out(`--- invocation ${inv} stdout (${s.stdout.length} bytes) ---\n${s.stdout.toString("utf8")}`);
-        if (s.stderr.length > 0) ctx.io.err(`--- invocation ${inv} stderr (${s.stderr.length} bytes) ---\n${s.stderr.toString("utf8")}`);
-      }
+      // then the workload's own output, each stream to its own, unless --follow showed it already
+      if (live === undefined) printStreams(ctx.io, r.streams);
       if (failure) throw failure;
     });
 }
