@@ -175,3 +175,15 @@ export function exportBaseFlag(ctx: Context, flag: string | undefined): ExportBa
     });
   return b;
 }
+
+/**
+ * The program and arguments of a launch: `--cmd PROG ARG...` (commander reads
+ * an argument that starts with `-` as an option), or everything after `--`
+ * (`-- /bin/sh -c 'echo hi'`), never both. Undefined when neither was given.
+ */
+export function launchArgv(cmdFlag: readonly string[] | undefined, afterDashes: readonly string[]): string[] | undefined {
+  if (cmdFlag !== undefined && afterDashes.length > 0)
+    throw new CairnError("USAGE", "give the command either with --cmd or after --, not both", { path: "--cmd" });
+  if (cmdFlag !== undefined) return [...cmdFlag];
+  return afterDashes.length > 0 ? [...afterDashes] : undefined;
+}

@@ -70,4 +70,6 @@ export { DEFAULT_FREEZE_LIMITS, FREEZE_LIMIT_NAMES } from "./freeze/index-source
 export type { FreezeLimits } from "./freeze/index-source.ts";
 export type { FrozenPackages, LockPackageSet, PackagePin } from "./freeze/pins.ts";
 export { exportLock, EXPORT_ANNOTATIONS, DEFAULT_EXPORT_LAUNCH } from "./lockfile-export.ts";
-export type { ExportBase, ExportLaunch, ExportLockOptions, ExportResult } from "./lockfile-export.ts";
+export { EXPORT_MODULE_ROOT } from "./export-lmod.ts";
+export { EXPORT_PACKAGES_ROOT, PACKAGES_MANIFEST_FORMAT } from "./export-packages.ts";
+export type { AddedExportLayer, ExportBase, ExportLaunch, ExportLockOptions, ExportResult } from "./lockfile-export.ts";

@@ -22,4 +22,4 @@ export type { Capability, Requirement } from "./index.ts";
 export { DEFAULT_FREEZE_LIMITS, freezeLock } from "./index.ts";
 export type { FreezeLimits, FreezeOptions, FreezeResult, FrozenPackages, LockPackageSet, PackagePin } from "./index.ts";
 export { EXPORT_ANNOTATIONS, exportLock } from "./index.ts";
-export type { ExportBase, ExportLaunch, ExportLockOptions, ExportResult } from "./index.ts";
+export type { AddedExportLayer, ExportBase, ExportLaunch, ExportLockOptions, ExportResult } from "./index.ts";

@@ -35,6 +35,17 @@ const id = defaultVmIdentity({
   treeManifest: d("f"),
   memoryMib: 256,
 });
+/** The same identity for a run with `run.inputs`: the one optional field present (absent, every other identity keeps its value). */
+const withInputs = defaultVmIdentity({
+  qemu: "7.2.22 (Debian test)",
+  kernel: d("a"),
+  modules: [],
+  agent: d("b"),
+  initramfs: d("c"),
+  treeManifest: d("f"),
+  memoryMib: 256,
+  runInputs: d("9"),
+});
 const paths: QemuPaths = {
   kernelPath: "/k/vmlinuz",
   initrdPath: "/r/init,rd",
@@ -49,8 +60,17 @@ describe("VM identity cairn.vm/1", () => {
   const host = { ...paths, timeoutMs: 60_000, qemuBinary: QEMU_BINARY };
 
   it("classifies every field: the model's keys are exactly the covered list", () => {
-    assert.deepEqual(Object.keys(id).sort(), scopeFieldNames(VM_IDENTITY_SCOPE, "covers").sort());
-    assertScopeExhaustive(VM_IDENTITY_SCOPE, id, host);
+    assert.deepEqual(Object.keys(withInputs).sort(), scopeFieldNames(VM_IDENTITY_SCOPE, "covers").sort());
+    assert.deepEqual(
+      Object.keys(id).sort(),
+      scopeFieldNames(VM_IDENTITY_SCOPE, "covers")
+        .filter((k) => k !== "run_inputs")
+        .sort(),
+      "without run.inputs the field is absent",
+    );
+    assertScopeExhaustive(VM_IDENTITY_SCOPE, id, withInputs, host);
+    assert.deepEqual(parseVmIdentity(JSON.parse(JSON.stringify(withInputs)), "/vm"), withInputs);
+    assert.deepEqual(parseVmIdentity(JSON.parse(JSON.stringify(id)), "/vm"), id);
   });
 
   it("control: one more field in the identity model fails the scope check", () => {
@@ -177,9 +197,11 @@ describe("run manifest cairn.run/1", () => {
     outcome: d("8"),
     recorded: { at: "2026-01-01T00:00:00.000Z", cairn_version: "0.1.0" },
   };
+  const withInputsManifest = { ...manifest, vm: withInputs, vm_digest: vmDigest(withInputs), run_inputs: { tree: d("9"), listing: d("a"), size: 300 } };
 
   it("classifies every field it records", () => {
-    assertScopeExhaustive(RUN_MANIFEST_SCOPE, manifest);
+    assertScopeExhaustive(RUN_MANIFEST_SCOPE, manifest, withInputsManifest);
+    assert.deepEqual(parseRunManifest(Buffer.from(JSON.stringify(withInputsManifest)), "run.json"), withInputsManifest);
     assertCatchesExtraField(RUN_MANIFEST_SCOPE, manifest);
     assert.deepEqual(parseRunManifest(Buffer.from(JSON.stringify(manifest)), "run.json"), manifest);
   });
