@@ -106,11 +106,15 @@ describe("OCI registries as layer registries", { skip }, () => {
       "--plain-http",
     ]);
     assert.equal(pub.code, 0, pub.stderr);
+    const formation = ["formation", "build", "--name", "extras", "--version", "1.0", "--layer", "extra-1.0-none-noarch", "--registry", url, "--plain-http"];
+    const f = await cli(join(work, "home-a"), [...formation, "--key", join(ex.root, "registry.key")]);
+    assert.equal(f.code, 0, f.stderr + f.stdout);
     const search = await cli(home, ["search", "", "--registry", url, "--plain-http", "--json"]);
     assert.equal(search.code, 0, search.stderr);
     const hits = (JSON.parse(search.stdout) as { hits: { kind: string; name: string; versions: string[] }[] }).hits;
     assert.deepEqual(hits.find((h) => h.name === "python")?.versions, ["3.12.4", "3.11.9"]);
     assert.ok(hits.some((h) => h.name === "extra") && hits.some((h) => h.kind === "formation" && h.name === "bio-seq"));
+    assert.deepEqual(hits.find((h) => h.kind === "formation" && h.name === "extras")?.versions, ["1.0"], "the formation built with the CLI");
 
     const lock = join(work, "oci.lock");
     const base = ["--base", `rootfs:${ex.rootfs}`, "--sign", join(ex.root, "lock.key")];
