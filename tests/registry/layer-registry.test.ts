@@ -8,7 +8,7 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { buildExampleRegistry, type ExampleRegistry } from "../../examples/strata/build-registry.ts";
+import { TOY_LAYERS, buildExampleRegistry, toySpec, type ExampleRegistry } from "../../examples/strata/build-registry.ts";
 import { generateSigningKey, sha256, writeKeyPair, type Sha256Digest } from "../../src/core/index.ts";
 import { RegistryClient } from "../../src/oci/index.ts";
 import {
@@ -16,6 +16,7 @@ import {
   OciLayerRegistry,
   artifactTag,
   buildLayerFromDirectory,
+  foldLayers,
   parseCapability,
   parseOciRegistryUrl,
   readLockfile,
@@ -189,6 +190,18 @@ describe("OCI registries as layer registries", { skip }, () => {
     assert.equal(blobGets(), 1, "control: the first read fetched it");
     assert.equal(sha256(await oci.readBlob(m.sha256, m.size)), m.sha256);
     assert.equal(blobGets(), 1, "the second read came from the store");
+  });
+
+  test("layer fold reads its sources from an OCI registry (verified first) and publishes the fold to it, the same bytes as from the directory", async () => {
+    const oci = await open(url, join(work, "fold-store"));
+    const ids = ["tool-a-1.0-none-noarch", "tool-b-1.0-none-noarch"];
+    const spec = { ...toySpec(TOY_LAYERS[5]!), name: "tools", version: "1.0" };
+    await assertCodeAsync(() => foldLayers(oci, ids, spec, { keys: [generateSigningKey()], allowUnsignedOffline: false }), "TRUST_REFUSED");
+    const folded = await foldLayers(oci, ids, spec, { keys: [ex.registryKey], allowUnsignedOffline: false });
+    const fromDir = await foldLayers(LocalRegistry.open(ex.registry), ids, spec, { keys: [ex.registryKey], allowUnsignedOffline: false });
+    assert.equal(folded.manifest.sha256, fromDir.manifest.sha256, "control: the same fold from the directory registry");
+    await oci.publishLayer(folded.blob.blob, folded.manifest, [ex.registryKey]);
+    assert.equal((await open(url, join(work, "fold-store"))).readLayer(folded.manifest.id).value.sha256, folded.manifest.sha256);
   });
 
   test("a layer signed by another key is refused by resolve against --trust; trusting that key accepts it", async () => {
