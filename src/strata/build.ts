@@ -22,7 +22,7 @@ import {
   type LayerManifest,
   type FoldedFrom,
 } from "./layer-manifest.ts";
-import type { LocalRegistry, SignedDocument } from "./registry.ts";
+import type { LayerRegistry, SignedDocument } from "./registry.ts";
 import { readLayerBlobs, treeToTarEntries, type BlobInput } from "./blob-reader.ts";
 import { parseVersion } from "./version.ts";
 import { REF_NAME } from "./ref.ts";
@@ -120,11 +120,11 @@ export function buildLayerFromDirectory(dir: string, spec: LayerSpec, limits: Di
   return { blob, manifest: manifestFor(spec, blob) };
 }
 
-export function publishBuiltLayer(
-  reg: LocalRegistry,
+export async function publishBuiltLayer(
+  reg: LayerRegistry,
   built: { blob: LayerBlob; manifest: LayerManifest },
   keys: readonly SigningKey[],
-): SignedDocument<LayerManifest> {
+): Promise<SignedDocument<LayerManifest>> {
   return reg.publishLayer(built.blob.blob, built.manifest, keys);
 }
 
@@ -149,7 +149,7 @@ export interface SourceTrust {
  * looking vouched for.
  */
 export async function foldLayers(
-  reg: LocalRegistry,
+  reg: LayerRegistry,
   ids: readonly string[],
   spec: LayerSpec,
   trust: SourceTrust,
@@ -164,7 +164,7 @@ export async function foldLayers(
     attest(doc, trust.keys, trust.allowUnsignedOffline, `layer ${id}`);
     const m = doc.value;
     sources.push(m);
-    blobs.push({ blob: reg.readBlob(m.sha256, m.size), expected: m, where: reg.blobPath(m.sha256) });
+    blobs.push({ blob: await reg.readBlob(m.sha256, m.size), expected: m, where: reg.blobWhere(m.sha256) });
     folded.push({ id: m.id, sha256: m.sha256 });
   }
   // The sources are applied in order on one tree, as the layers would be
@@ -204,7 +204,7 @@ export function inheritedCapabilities(sources: readonly LayerManifest[]): { prov
 }
 
 /** A formation over published layers, in the given order (which fixes their mount order among themselves). */
-export function formationOf(reg: LocalRegistry, name: string, version: string, ids: readonly string[], description?: string): Formation {
+export function formationOf(reg: LayerRegistry, name: string, version: string, ids: readonly string[], description?: string): Formation {
   if (!REF_NAME.test(name)) throw new CairnError("USAGE", `formation name ${JSON.stringify(name).slice(0, 60)} is not valid`);
   parseVersion(version, "--version");
   formationKey(name, version);

@@ -179,7 +179,7 @@ export async function exportLock(opts: ExportLockOptions): Promise<ExportResult>
   }
   refuseDirty(opts.lockPath);
   const probed = await probeExportBase(opts.base, opts.verify.now);
-  const report = verifyLock(opts.lockPath, { ...opts.verify, probedBase: probed });
+  const report = await verifyLock(opts.lockPath, { ...opts.verify, probedBase: probed });
   const lock = report.lock;
   if (lock.mutable_layer !== false) refuseDirty(opts.lockPath, lock); // a signed dirty lockfile (signed before cairn refused to): same refusal
   if (opts.contents) await verifyLockContents(lock, opts.verify.registries);
@@ -211,7 +211,7 @@ export async function exportLock(opts: ExportLockOptions): Promise<ExportResult>
     const blobs = new Map<number, Buffer>();
     for (const { i, l } of inMountOrder(lock)) {
       const reg = opts.verify.registries.find((r) => r.hasBlob(l.sha256!))!; // verifyLock found and checked it
-      const blob = reg.readBlob(l.sha256!, l.size!);
+      const blob = await reg.readBlob(l.sha256!, l.size!);
       blobs.set(i, blob);
       layers.push({ mediaType: OCI_LAYER_GZIP, digest: l.sha256!, size: l.size!, diffId: diffIdOf(blob, `/layers/${i}`), blob: { bytes: blob } });
     }

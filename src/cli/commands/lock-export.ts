@@ -3,7 +3,7 @@ import { resolve } from "node:path";
 import { DEFAULT_EXPORT_LAUNCH, exportLock } from "../../strata/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
-import { clock, exportBaseFlag, launchArgv, lockVerifyOptions, withLockVerifyFlags, type LockVerifyFlags } from "../flags.ts";
+import { clock, exportBaseFlag, launchArgv, lockVerifyOptions, remoteFlags, withLockVerifyFlags, type LockVerifyFlags } from "../flags.ts";
 
 interface ExportFlags extends LockVerifyFlags {
   oci: string;
@@ -26,7 +26,7 @@ export function registerLockExport(lock: Command, ctx: Context): void {
     .argument("<lock>", "lockfile (its signature is LOCK.dsse.json)")
     .argument("[command...]", "after --, the image's Cmd: an absolute program path and its arguments, any of which may start with -")
     .requiredOption("--oci <layout>", "the OCI image layout directory to write (must not exist)");
-  withLockVerifyFlags(cmd, true)
+  withLockVerifyFlags(remoteFlags(cmd), true)
     .option("--user <uid:gid>", "the image's numeric User (default 1000:1000; root is refused)")
     .option("--workdir <dir>", "the image's WorkingDir (default /)")
     .option("--cmd <argv...>", "the image's Cmd: an absolute program path and its arguments (last option)")
@@ -39,7 +39,7 @@ export function registerLockExport(lock: Command, ctx: Context): void {
       const now = clock(ctx.env);
       const r = await exportLock({
         lockPath: resolve(ctx.cwd, path),
-        verify: lockVerifyOptions(ctx, opts, now),
+        verify: await lockVerifyOptions(ctx, opts, now),
         base: exportBaseFlag(ctx, opts.base),
         contents: opts.contents === true,
         launch: {

@@ -107,7 +107,7 @@ export function registerRun(program: Command, ctx: Context): void {
               ...record,
               export: {
                 lockPath: lockSpec?.lockPath ?? input,
-                verify: lockVerifyOptions(ctx, opts, clock(ctx.env)),
+                verify: await lockVerifyOptions(ctx, opts, clock(ctx.env)),
                 base: exportBaseFlag(ctx, opts.base),
                 contents: opts.contents === true,
                 launch: lockSpec?.launch ?? {
