@@ -18,8 +18,20 @@ export function registerWorkloadCheck(parent: Command, ctx: Context): void {
       const r = await checkWorkload({ specPath: spec });
       ctx.exitCode = r.problemCount === 0 ? 0 : 1;
       const omitted = r.problemCount - r.problems.length;
+      const first = r.problems[0];
       if (opts.json)
         return printJson(ctx.io, {
+          // a failure under --json carries the error object every command prints (the first problem's code and path)
+          ...(first === undefined
+            ? {}
+            : {
+                error: {
+                  code: first.code,
+                  message: `${r.problemCount} problem(s); the first: ${first.message}`,
+                  path: first.path,
+                  hint: r.admissible ? "every problem is admitted by the suggested policy" : "some problems are admitted by no policy: fix the image",
+                },
+              }),
           source_kind: r.kind,
           ok: r.problemCount === 0,
           problems: r.problems,

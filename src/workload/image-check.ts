@@ -66,12 +66,14 @@ class Problems {
   count = 0;
   readonly keys = new Set<PolicyKey>();
   unadmitted = 0;
+  fatal = 0;
 
   add(e: unknown, policy: PolicyKey | undefined, fatal = false): void {
     if (!(e instanceof CairnError)) throw e;
     this.count++;
     if (policy !== undefined) this.keys.add(policy);
     else this.unadmitted++;
+    if (fatal) this.fatal++;
     if (this.list.length >= MAX_ISSUES) return;
     this.list.push({
       code: e.code,

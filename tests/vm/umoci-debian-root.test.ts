@@ -1,0 +1,121 @@
+/**
+ * An upstream-style Debian root packed by umoci as umoci writes it (issue 9,
+ * item 3, "done when" without a mirror): base-files and busybox-static as
+ * downloaded by apt-get (checked by the digest apt's index names), unpacked
+ * with `dpkg-deb -x` into a root directory, with what mmdebstrap's roots
+ * and Debian's ping carry planted in it: a character device /dev/null, a
+ * FIFO, an empty /dev/pts, and /usr/bin/ping with a file capability
+ * (`security.capability`, cap_net_raw). Packed by `umoci init`, `new`,
+ * `unpack`, a copy into the bundle's rootfs and `umoci repack`: the index
+ * descriptor has no platform and the config no command.
+ *
+ * `checkWorkload` lists every problem with the policy that admits it; with
+ * exactly those policies and a spec launch (`busybox sh -c 'cat
+ * /etc/debian_version; ls /usr/bin | wc -l'`) the root assembles, runs on a
+ * root disk and replays twice with the same outcome. The expected lines come
+ * from the unpacked root, read on the host. Control: the strict spec is refused.
+ */
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, it } from "node:test";
+import { isCairnError } from "../../src/core/index.ts";
+import { recordRun, replayRun } from "../../src/vm/index.ts";
+import { checkWorkload } from "../../src/workload/index.ts";
+import { needs } from "../helpers/prerequisites.ts";
+import { debianMissing, debianPackage } from "./fixtures/debian.ts";
+import { testKit, VM_SKIP } from "./fixtures/kit.ts";
+
+const isRoot = process.getuid?.() === 0;
+const umociMissing = spawnSync("umoci", ["--version"]).error === undefined ? undefined : "umoci (apt-get install umoci)";
+const SKIP = VM_SKIP || needs(debianMissing() ?? umociMissing ?? (isRoot ? undefined : "root (mknod, security.capability and root-owned files)"));
+const SCRIPT = "cat /etc/debian_version; ls /usr/bin | wc -l";
+const APPLETS = ["cat", "ls", "sh", "wc"];
+/** A VFS_CAP_REVISION_2 capability xattr: cap_net_raw (bit 13) permitted and effective, as `setcap cap_net_raw+ep` writes it. */
+const CAP_NET_RAW = Buffer.from([0x01, 0x00, 0x00, 0x02, 0x00, 0x20, 0x00, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+
+function run(cmd: string, args: string[]): string {
+  const r = spawnSync(cmd, args, { encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`${cmd} ${args.join(" ")}: ${r.stderr}`);
+  return r.stdout;
+}
+
+/** The root directory: two packages unpacked, the applet links, and the planted device, FIFO, empty dir and capability. */
+function debianRoot(dir: string): void {
+  for (const p of ["base-files", "busybox-static"]) run("dpkg-deb", ["-x", debianPackage(p), dir]);
+  for (const a of APPLETS) symlinkSync("/bin/busybox", join(dir, "usr", "bin", a));
+  mkdirSync(join(dir, "dev", "pts"), { recursive: true });
+  run("mknod", ["-m", "666", join(dir, "dev", "null"), "c", "1", "3"]);
+  mkdirSync(join(dir, "run"), { recursive: true });
+  run("mkfifo", [join(dir, "run", "initctl")]);
+  writeFileSync(join(dir, "usr", "bin", "ping"), readFileSync(join(dir, "bin", "busybox")), { mode: 0o755 });
+  run("python3", [
+    "-c",
+    "import os,sys; os.setxattr(sys.argv[1], 'security.capability', bytes.fromhex(sys.argv[2]))",
+    join(dir, "usr", "bin", "ping"),
+    CAP_NET_RAW.toString("hex"),
+  ]);
+}
+
+describe("a Debian root packed by umoci as it writes it", { skip: SKIP }, () => {
+  it("check names every problem with its policy; with those policies and a spec launch it runs and replays twice", async () => {
+    const root = mkdtempSync(join(tmpdir(), "cairn-umoci-debian-"));
+    const rootfs = join(root, "rootfs");
+    mkdirSync(rootfs);
+    debianRoot(rootfs);
+    const version = readFileSync(join(rootfs, "etc", "debian_version"), "utf8").trim();
+    const inUsrBin = readdirSync(join(rootfs, "usr", "bin")).length;
+    const layout = join(root, "layout");
+    run("umoci", ["init", "--layout", layout]);
+    run("umoci", ["new", "--image", `${layout}:debian`]);
+    run("umoci", ["unpack", "--image", `${layout}:debian`, join(root, "bundle")]);
+    run("cp", ["-a", `${rootfs}/.`, join(root, "bundle", "rootfs")]);
+    run("umoci", ["repack", "--image", `${layout}:debian`, join(root, "bundle")]);
+    const index = JSON.parse(readFileSync(join(layout, "index.json"), "utf8")) as { manifests: { digest: string; platform?: unknown }[] };
+    assert.equal(index.manifests[0]!.platform, undefined, "umoci writes no platform");
+    const spec = (policy: object) => ({
+      schema: "cairn.workload/1",
+      source: {
+        oci: {
+          layout: "./layout",
+          manifest: index.manifests[0]!.digest,
+          launch: { args: ["/bin/busybox", "sh", "-c", SCRIPT], env: { PATH: "/usr/bin:/bin" } },
+        },
+      },
+      policy,
+      run: {
+        root: "disk",
+        steps: [{ action: "start" }, { action: "close-stdin" }],
+        expect: [{ "exit-code": 0, "stdout-lines": [version, String(inUsrBin)] }],
+      },
+    });
+    writeFileSync(join(root, "strict.json"), JSON.stringify(spec({})));
+    const found = await checkWorkload({ specPath: join(root, "strict.json") });
+    const named = (code: string, path: string) => found.problems.find((p) => p.code === code && p.path.endsWith(path));
+    assert.equal(named("OCI_PLATFORM", "/platform")?.policy, "platform: config");
+    assert.equal(named("TAR_UNSUPPORTED_TYPE", ":dev/null")?.policy, "devices: skip");
+    assert.equal(named("TAR_UNSUPPORTED_TYPE", ":run/initctl")?.policy, "devices: skip");
+    assert.equal(named("TAR_XATTR", ":usr/bin/ping")?.policy, "xattrs: drop", "umoci recorded the capability and check names it");
+    assert.equal(named("TAR_SETID", ":var/local")?.policy, "setid: strip");
+    assert.equal(found.admissible, true, JSON.stringify(found.problems));
+    assert.deepEqual(found.suggested, { platform: "config", setid: "strip", devices: "skip", xattrs: "drop" });
+    const kit = await testKit();
+    const storeDir = join(root, "store");
+    const runsDir = join(root, "runs");
+    // control: the strict spec is refused before anything runs
+    await assert.rejects(
+      () => recordRun({ input: join(root, "strict.json"), storeDir, runsDir, kit, cairnVersion: "test" }),
+      (e: unknown) => isCairnError(e) && e.code === "OCI_PLATFORM",
+    );
+    writeFileSync(join(root, "spec.json"), JSON.stringify(spec(found.suggested)));
+    const rec = await recordRun({ input: join(root, "spec.json"), storeDir, runsDir, kit, cairnVersion: "test" });
+    assert.equal(rec.manifest.status, "passed", JSON.stringify(rec.evaluation));
+    assert.ok(rec.manifest.vm.root_disk !== null);
+    for (let i = 0; i < 2; i++) {
+      const r = await replayRun({ runDir: rec.runDir, storeDir, kit });
+      assert.equal(r.evaluation.outcome, rec.manifest.outcome);
+    }
+  });
+});
