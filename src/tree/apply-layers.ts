@@ -247,6 +247,22 @@ async function readMembers(
         hint: "a layer must name each path once ('a' and './a//' are the same path)",
       });
     seen.add(path);
+    // before the whiteout branch: a marker with xattrs is refused (or its xattrs dropped) like any member
+    if (rec.xattrs !== undefined) {
+      if (policy.xattrs !== "drop") {
+        refuse(
+          options,
+          layer,
+          new CairnError("TAR_XATTR", `${path} has extended attributes (${rec.xattrs.join(", ").slice(0, 200)})`, {
+            path: at,
+            hint: 'xattrs are not part of a cairn tree; name the policy "xattrs: drop" to drop them (file capabilities included) knowingly',
+          }),
+          "xattrs",
+        );
+      }
+      stats.xattrsDropped += rec.xattrs.length;
+      listed.droppedXattrs.push({ layer, path, names: rec.xattrs });
+    }
     const wh = classifyWhiteout(path, at);
     if (wh.kind !== "none") {
       if (rec.type !== "file" || rec.size !== 0) throw new CairnError("TAR_WHITEOUT", "a whiteout marker must be an empty regular file", { path: at });
@@ -294,21 +310,6 @@ async function readMembers(
       }
       stats.devicesSkipped++;
       listed.skipped.push({ layer, path, type: rec.type, ...(rec.device ? { device: rec.device } : {}) });
-    }
-    if (rec.xattrs !== undefined) {
-      if (policy.xattrs !== "drop") {
-        refuse(
-          options,
-          layer,
-          new CairnError("TAR_XATTR", `${path} has extended attributes (${rec.xattrs.join(", ").slice(0, 200)})`, {
-            path: at,
-            hint: 'xattrs are not part of a cairn tree; name the policy "xattrs: drop" to drop them (file capabilities included) knowingly',
-          }),
-          "xattrs",
-        );
-      }
-      stats.xattrsDropped += rec.xattrs.length;
-      listed.droppedXattrs.push({ layer, path, names: rec.xattrs });
     }
     if (rec.type === "symlink") enforceLimit(limits, "pathLength", Buffer.byteLength(rec.linkname ?? ""), at);
     const p: Pending = { rec, path, where: at, wh, mode };

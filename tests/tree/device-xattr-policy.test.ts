@@ -76,6 +76,12 @@ describe("xattrs: drop", () => {
     assert.deepEqual([...r.tree.values()], [...plain.tree.values()]);
     assert.deepEqual(plain.droppedXattrs, []);
   });
+  it("a whiteout marker with an xattr is refused like any member (control: the plain marker applies)", async () => {
+    const lower = [file("a", "x")];
+    await assertCodeAsync(() => runLayers([lower, [file(".wh.a", "", { pax: { "SCHILY.xattr.user.x": "1" } })]]), "TAR_XATTR", "/layers/1:.wh.a");
+    const r = await runLayers([lower, [file(".wh.a", "")]]);
+    assert.equal(r.tree.has("/a"), false);
+  });
   it("drop does not drop ACLs, in either encoding", async () => {
     const drop = parsePolicy({ xattrs: "drop" });
     await assertCodeAsync(() => runLayers([[file("f", "x", { pax: { "SCHILY.acl.access": "user::rw-" } })]], { policy: drop }), "TAR_XATTR", "/layers/0:f");

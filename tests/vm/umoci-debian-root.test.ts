@@ -14,6 +14,8 @@
  * /etc/debian_version; ls /usr/bin | wc -l'`) the root assembles, runs on a
  * root disk and replays twice with the same outcome. The expected lines come
  * from the unpacked root, read on the host. Control: the strict spec is refused.
+ * The same for python3-minimal and its dependencies (the done-when's
+ * `python3 -c 'import hashlib; print(hashlib.sha256(b"x").hexdigest())'`).
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -59,7 +61,50 @@ function debianRoot(dir: string): void {
   ]);
 }
 
+/** Packs `rootfs` as umoci does (init, new, unpack, copy into the bundle, repack); the manifest digest of the one image. */
+function umociPack(root: string, rootfs: string): string {
+  const layout = join(root, "layout");
+  run("umoci", ["init", "--layout", layout]);
+  run("umoci", ["new", "--image", `${layout}:debian`]);
+  run("umoci", ["unpack", "--image", `${layout}:debian`, join(root, "bundle")]);
+  run("cp", ["-a", `${rootfs}/.`, join(root, "bundle", "rootfs")]);
+  run("umoci", ["repack", "--image", `${layout}:debian`, join(root, "bundle")]);
+  const index = JSON.parse(readFileSync(join(layout, "index.json"), "utf8")) as { manifests: { digest: string; platform?: unknown }[] };
+  assert.equal(index.manifests[0]!.platform, undefined, "umoci writes no platform");
+  return index.manifests[0]!.digest;
+}
+
+/** python3 and what it loads: Debian 12's python3-minimal and its dependencies, unpacked over base-files. */
+const PYTHON = ["base-files", "libc6", "zlib1g", "libexpat1", "libssl3", "libpython3.11-minimal", "python3.11-minimal", "python3-minimal"];
+const SHA256_X = "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881"; // sha256("x"), as sha256sum prints it
+
 describe("a Debian root packed by umoci as it writes it", { skip: SKIP }, () => {
+  it("python3-minimal and its dependencies: check, then python3's sha256 with the suggested policies, recorded and replayed twice", async () => {
+    const root = mkdtempSync(join(tmpdir(), "cairn-umoci-python-"));
+    const rootfs = join(root, "rootfs");
+    mkdirSync(rootfs);
+    for (const p of PYTHON) run("dpkg-deb", ["-x", debianPackage(p), rootfs]);
+    const manifest = umociPack(root, rootfs);
+    const spec = (policy: object) => ({
+      schema: "cairn.workload/1",
+      source: {
+        oci: { layout: "./layout", manifest, launch: { args: ["/usr/bin/python3", "-c", 'import hashlib; print(hashlib.sha256(b"x").hexdigest())'] } },
+      },
+      policy,
+      run: { root: "disk", steps: [{ action: "start" }, { action: "close-stdin" }], expect: [{ "exit-code": 0, "stdout-lines": [SHA256_X] }] },
+    });
+    writeFileSync(join(root, "strict.json"), JSON.stringify(spec({})));
+    const found = await checkWorkload({ specPath: join(root, "strict.json") });
+    assert.equal(found.admissible, true, JSON.stringify(found.problems));
+    assert.equal(found.suggested.platform, "config");
+    writeFileSync(join(root, "spec.json"), JSON.stringify(spec(found.suggested)));
+    const kit = await testKit();
+    const storeDir = join(root, "store");
+    const rec = await recordRun({ input: join(root, "spec.json"), storeDir, runsDir: join(root, "runs"), kit, cairnVersion: "test" });
+    assert.equal(rec.manifest.status, "passed", JSON.stringify(rec.evaluation));
+    for (let i = 0; i < 2; i++) assert.equal((await replayRun({ runDir: rec.runDir, storeDir, kit })).evaluation.outcome, rec.manifest.outcome);
+  });
+
   it("check names every problem with its policy; with those policies and a spec launch it runs and replays twice", async () => {
     const root = mkdtempSync(join(tmpdir(), "cairn-umoci-debian-"));
     const rootfs = join(root, "rootfs");
@@ -67,20 +112,13 @@ describe("a Debian root packed by umoci as it writes it", { skip: SKIP }, () => 
     debianRoot(rootfs);
     const version = readFileSync(join(rootfs, "etc", "debian_version"), "utf8").trim();
     const inUsrBin = readdirSync(join(rootfs, "usr", "bin")).length;
-    const layout = join(root, "layout");
-    run("umoci", ["init", "--layout", layout]);
-    run("umoci", ["new", "--image", `${layout}:debian`]);
-    run("umoci", ["unpack", "--image", `${layout}:debian`, join(root, "bundle")]);
-    run("cp", ["-a", `${rootfs}/.`, join(root, "bundle", "rootfs")]);
-    run("umoci", ["repack", "--image", `${layout}:debian`, join(root, "bundle")]);
-    const index = JSON.parse(readFileSync(join(layout, "index.json"), "utf8")) as { manifests: { digest: string; platform?: unknown }[] };
-    assert.equal(index.manifests[0]!.platform, undefined, "umoci writes no platform");
+    const manifest = umociPack(root, rootfs);
     const spec = (policy: object) => ({
       schema: "cairn.workload/1",
       source: {
         oci: {
           layout: "./layout",
-          manifest: index.manifests[0]!.digest,
+          manifest,
           launch: { args: ["/bin/busybox", "sh", "-c", SCRIPT], env: { PATH: "/usr/bin:/bin" } },
         },
       },

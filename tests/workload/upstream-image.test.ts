@@ -116,8 +116,8 @@ test("cairn workload check lists every problem in one pass with the policy that 
       ["LAUNCH_INVALID", "/config/config/StopSignal", null],
       ["TAR_UNSUPPORTED_TYPE", "/layers/1:dev/null", "devices: skip"],
       ["TAR_UNSUPPORTED_TYPE", "/layers/1:run/fifo", "devices: skip"],
-      ["TAR_SETID", "/layers/1:bin/ping", "setid: strip"],
       ["TAR_XATTR", "/layers/1:bin/ping", "xattrs: drop"],
+      ["TAR_SETID", "/layers/1:bin/ping", "setid: strip"],
       ["LAUNCH_INVALID", "/config/config/WorkingDir", null],
     ],
   );
