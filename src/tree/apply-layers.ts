@@ -27,7 +27,10 @@
  */
 import { CairnError, type Sha256Digest } from "../core/index.ts";
 import { DEFAULT_LIMITS, enforceLimit, type LayerLimits } from "./layer-limits.ts";
-import type { LayerPolicy, PolicyKey } from "./layer-policy.ts";
+import type { LayerPolicy } from "./layer-policy.ts";
+import { admitMember, checkXattrs, type DroppedXattrs, type LayerIssue, type Listed, type SkippedMember } from "./member-policy.ts";
+
+export type { DroppedXattrs, LayerIssue, SkippedMember } from "./member-policy.ts";
 import type { CanonicalTree, ContentSink, FsEntry } from "./entries.ts";
 import { IMPLICIT_DIR, TreeModel } from "./tree-builder.ts";
 import { ancestors, classifyWhiteout, normalizeMemberPath, parentOf, type WhiteoutKind } from "./tree-paths.ts";
@@ -90,33 +93,6 @@ export interface ApplyLayersOptions {
   readonly collect?: (issue: LayerIssue) => void;
 }
 
-/** One refusal found in check mode. */
-export interface LayerIssue {
-  readonly error: CairnError;
-  /** The layer (its index among the layers given). */
-  readonly layer: number;
-  /** The policy whose relaxation would admit it; undefined when none would. */
-  readonly policy: PolicyKey | undefined;
-  /** True when the rest of the layer could not be read (framing, gzip, DiffID, a limit): it was left out. */
-  readonly fatal: boolean;
-}
-
-/** A device node or FIFO member left out of the tree (`devices: skip`). */
-export interface SkippedMember {
-  readonly layer: number;
-  readonly path: string;
-  readonly type: "chardev" | "blockdev" | "fifo";
-  /** major:minor of a device node. */
-  readonly device?: { readonly major: number; readonly minor: number };
-}
-
-/** The extended attributes dropped from one member (`xattrs: drop`). */
-export interface DroppedXattrs {
-  readonly layer: number;
-  readonly path: string;
-  readonly names: readonly string[];
-}
-
 export interface ApplyStats {
   layers: number;
   /** Tar members read (extended headers included). */
@@ -153,18 +129,6 @@ interface Pending {
   /** Permission bits as the policy leaves them (setid cleared under `setid: strip`). */
   readonly mode: number;
   content?: { sha256: Sha256Digest; size: number };
-}
-
-/** What one layer's reading lists besides its members. */
-interface Listed {
-  readonly skipped: SkippedMember[];
-  readonly droppedXattrs: DroppedXattrs[];
-}
-
-/** Throws `error`, or in check mode hands it to `collect` and returns. */
-function refuse(options: ApplyLayersOptions, layer: number, error: CairnError, policy: PolicyKey | undefined): void {
-  if (options.collect === undefined) throw error;
-  options.collect({ error, layer, policy, fatal: false });
 }
 
 /** Sink writes in flight at once: file bytes are handed on while the next member is parsed. */
@@ -206,7 +170,7 @@ async function readMembers(
   layer: number,
   listed: Listed,
 ): Promise<Pending[]> {
-  const { policy, sink } = options;
+  const { sink } = options;
   const collect = options.collect;
   const pending: Pending[] = [];
   const seen = new Set<string>();
@@ -247,70 +211,14 @@ async function readMembers(
         hint: "a layer must name each path once ('a' and './a//' are the same path)",
       });
     seen.add(path);
-    // before the whiteout branch: a marker with xattrs is refused (or its xattrs dropped) like any member
-    if (rec.xattrs !== undefined) {
-      if (policy.xattrs !== "drop") {
-        refuse(
-          options,
-          layer,
-          new CairnError("TAR_XATTR", `${path} has extended attributes (${rec.xattrs.join(", ").slice(0, 200)})`, {
-            path: at,
-            hint: 'xattrs are not part of a cairn tree; name the policy "xattrs: drop" to drop them (file capabilities included) knowingly',
-          }),
-          "xattrs",
-        );
-      }
-      stats.xattrsDropped += rec.xattrs.length;
-      listed.droppedXattrs.push({ layer, path, names: rec.xattrs });
-    }
+    checkXattrs(rec, path, at, options, layer, listed, stats);
     const wh = classifyWhiteout(path, at);
     if (wh.kind !== "none") {
       if (rec.type !== "file" || rec.size !== 0) throw new CairnError("TAR_WHITEOUT", "a whiteout marker must be an empty regular file", { path: at });
       pending.push({ rec, path, where: at, wh, mode: rec.mode });
       return;
     }
-    let mode = rec.mode;
-    if ((rec.mode & 0o6000) !== 0) {
-      if (policy.setid === "refuse")
-        refuse(
-          options,
-          layer,
-          new CairnError("TAR_SETID", `${path} has the setuid or setgid bit`, {
-            path: at,
-            hint: 'name the policy "setid: strip" to clear these bits knowingly',
-          }),
-          "setid",
-        );
-      stats.setidStripped++;
-      mode = rec.mode & ~0o6000;
-    }
-    if (rec.type === "hardlink" && policy.hardlinks === "refuse") {
-      refuse(
-        options,
-        layer,
-        new CairnError("TAR_HARDLINK", `${path} is a hard link`, {
-          path: at,
-          hint: 'name the policy "hardlinks: copy" to turn in-root hard links into copies',
-        }),
-        "hardlinks",
-      );
-    }
-    if (rec.type === "chardev" || rec.type === "blockdev" || rec.type === "fifo") {
-      if (policy.devices !== "skip") {
-        const what = rec.type === "fifo" ? "a FIFO" : `a ${rec.type === "chardev" ? "character" : "block"} device (${rec.device?.major}:${rec.device?.minor})`;
-        refuse(
-          options,
-          layer,
-          new CairnError("TAR_UNSUPPORTED_TYPE", `${path} is ${what}`, {
-            path: at,
-            hint: 'cairn trees hold directories, regular files and symlinks only; name the policy "devices: skip" to leave device nodes and FIFOs out knowingly',
-          }),
-          "devices",
-        );
-      }
-      stats.devicesSkipped++;
-      listed.skipped.push({ layer, path, type: rec.type, ...(rec.device ? { device: rec.device } : {}) });
-    }
+    const mode = admitMember(rec, path, at, options, layer, listed, stats);
     if (rec.type === "symlink") enforceLimit(limits, "pathLength", Buffer.byteLength(rec.linkname ?? ""), at);
     const p: Pending = { rec, path, where: at, wh, mode };
     pending.push(p);
