@@ -151,3 +151,11 @@ test("check caps its list at 100 problems and counts the rest", opts, async () =
   assert.equal((await checkWorkload({ specPath: ociWorkspace().specPath })).problemCount, 0);
   assert.equal(existsSync(join(ws.dir, "store")), false);
 });
+
+test("check reads local layouts only: a spec naming a registry ref is refused as USAGE (control: a layout spec is checked)", opts, async () => {
+  const ws = ociWorkspace(helloImage());
+  const ref = join(ws.dir, "ref.json");
+  writeFileSync(ref, JSON.stringify({ schema: "cairn.workload/1", source: { oci: { ref: `127.0.0.1:5000/app@${ws.image.manifestDigest}` } } }));
+  await assertCodeAsync(() => checkWorkload({ specPath: ref }), "USAGE", "/source/oci/ref");
+  assert.equal((await checkWorkload({ specPath: ws.specPath })).problemCount, 0);
+});
