@@ -19,10 +19,10 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, it } from "node:test";
+import { after, describe, it } from "node:test";
 import { isCairnError } from "../../src/core/index.ts";
 import { recordRun, replayRun } from "../../src/vm/index.ts";
 import { checkWorkload } from "../../src/workload/index.ts";
@@ -79,8 +79,13 @@ const PYTHON = ["base-files", "libc6", "zlib1g", "libexpat1", "libssl3", "libpyt
 const SHA256_X = "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881"; // sha256("x"), as sha256sum prints it
 
 describe("a Debian root packed by umoci as it writes it", { skip: SKIP }, () => {
+  const made: string[] = [];
+  after(() => {
+    for (const d of made) rmSync(d, { recursive: true, force: true });
+  });
   it("python3-minimal and its dependencies: check, then python3's sha256 with the suggested policies, recorded and replayed twice", async () => {
     const root = mkdtempSync(join(tmpdir(), "cairn-umoci-python-"));
+    made.push(root);
     const rootfs = join(root, "rootfs");
     mkdirSync(rootfs);
     for (const p of PYTHON) run("dpkg-deb", ["-x", debianPackage(p), rootfs]);
@@ -107,6 +112,7 @@ describe("a Debian root packed by umoci as it writes it", { skip: SKIP }, () => 
 
   it("check names every problem with its policy; with those policies and a spec launch it runs and replays twice", async () => {
     const root = mkdtempSync(join(tmpdir(), "cairn-umoci-debian-"));
+    made.push(root);
     const rootfs = join(root, "rootfs");
     mkdirSync(rootfs);
     debianRoot(rootfs);
