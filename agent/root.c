@@ -9,9 +9,12 @@
            /dev/null (1,3) and /dev/zero (1,5), character devices, 0:0, 0666, mtime 0
    A package entry at /tmp or /dev must be a directory (its metadata is
    replaced); empty directories below them (Debian's /dev/pts, /dev/shm)
-   are removed from the fresh root, as the workload RFD accepts them (the
-   host refused anything else below them: src/vm/initramfs.ts checkOverlay);
-   any other entry below them collides and the start is refused.
+   are removed from the fresh root, as the workload RFD accepts them; the
+   standard symlinks directly in /dev (DEV_LINKS: fd, stdin, stdout, stderr,
+   ptmx, each with its one target) are kept as the template has them (the
+   host refused anything else below them: src/vm/initramfs.ts checkOverlay,
+   DEV_SYMLINKS); any other entry below them collides and the start is
+   refused.
    No /proc, /sys or entropy device is created. */
 #include <dirent.h>
 #include <errno.h>
@@ -130,9 +133,29 @@ static int copy_dir(int sfd, int dfd) {
   return rc;
 }
 
+/* The standard /dev symlinks a root may keep, with their only accepted
+   targets (the same list as DEV_SYMLINKS in src/vm/initramfs.ts). */
+static const char *const DEV_LINKS[][2] = {
+    {"fd", "/proc/self/fd"}, {"stdin", "/proc/self/fd/0"}, {"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"}, {"ptmx", "pts/ptmx"},
+};
+
+/* Whether `name` in the directory fd is one of DEV_LINKS, target included. */
+static int dev_link(int dfd, const char *name) {
+  for (size_t i = 0; i < sizeof DEV_LINKS / sizeof DEV_LINKS[0]; i++) {
+    if (strcmp(name, DEV_LINKS[i][0])) continue;
+    char target[64];
+    ssize_t n = readlinkat(dfd, name, target, sizeof target - 1);
+    if (n < 0) return 0;
+    target[n] = 0;
+    return !strcmp(target, DEV_LINKS[i][1]);
+  }
+  return 0;
+}
+
 /* Removes every entry below the directory fd, each of which must be a
-   directory holding only directories; anything else fails with ENOTEMPTY. */
-static int clear_empty_dirs(int dfd, int depth) {
+   directory holding only directories, or (`links`, at the top only) one of
+   DEV_LINKS, which stays; anything else fails with ENOTEMPTY. */
+static int clear_empty_dirs(int dfd, int depth, int links) {
   if (depth > 64) {
     errno = ELOOP;
     return -1;
@@ -146,12 +169,13 @@ static int clear_empty_dirs(int dfd, int depth) {
     if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
     struct stat st;
     if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) rc = -1;
+    else if (links && S_ISLNK(st.st_mode) && dev_link(dfd, e->d_name)) continue;
     else if (!S_ISDIR(st.st_mode)) {
       errno = ENOTEMPTY;
       rc = -1;
     } else {
       int sub = openat(dfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      if (sub < 0 || clear_empty_dirs(sub, depth + 1) < 0) rc = -1;
+      if (sub < 0 || clear_empty_dirs(sub, depth + 1, 0) < 0) rc = -1;
       if (sub >= 0) close(sub);
       if (!rc && unlinkat(dfd, e->d_name, AT_REMOVEDIR) < 0) rc = -1;
       if (!rc) rewinddir(d); /* the directory changed under readdir */
@@ -164,8 +188,9 @@ static int clear_empty_dirs(int dfd, int depth) {
 }
 
 /* Prepares an overlay directory: must be absent or a directory; `clear`:
-   empty directories below it are removed, else it must be empty. */
-static int overlay_dir(int rootfd, const char *name, mode_t mode, int clear) {
+   empty directories below it are removed, else it must be empty; `links`:
+   DEV_LINKS directly in it stay. */
+static int overlay_dir(int rootfd, const char *name, mode_t mode, int clear, int links) {
   struct stat st;
   if (fstatat(rootfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
     if (!S_ISDIR(st.st_mode)) {
@@ -173,7 +198,7 @@ static int overlay_dir(int rootfd, const char *name, mode_t mode, int clear) {
       return -1;
     }
     int fd = openat(rootfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (clear && fd >= 0 && clear_empty_dirs(fd, 0) < 0) {
+    if (clear && fd >= 0 && clear_empty_dirs(fd, 0, links) < 0) {
       int saved = errno;
       close(fd);
       errno = saved;
@@ -184,7 +209,7 @@ static int overlay_dir(int rootfd, const char *name, mode_t mode, int clear) {
     struct dirent *e;
     int children = 0;
     while ((e = readdir(d)))
-      if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) children++;
+      if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && !(links && dev_link(dirfd(d), e->d_name))) children++;
     closedir(d);
     if (children) {
       errno = ENOTEMPTY;
@@ -199,8 +224,8 @@ static int overlay_dir(int rootfd, const char *name, mode_t mode, int clear) {
 }
 
 static int overlay(int rootfd) {
-  if (overlay_dir(rootfd, "tmp", 01777, 1) < 0 || overlay_dir(rootfd, "dev", 0755, 1) < 0) return -1;
-  if (guestfs_proc() && (overlay_dir(rootfd, "proc", 0555, 0) < 0 || overlay_dir(rootfd, "sys", 0555, 0) < 0)) return -1;
+  if (overlay_dir(rootfd, "tmp", 01777, 1, 0) < 0 || overlay_dir(rootfd, "dev", 0755, 1, 1) < 0) return -1;
+  if (guestfs_proc() && (overlay_dir(rootfd, "proc", 0555, 0, 0) < 0 || overlay_dir(rootfd, "sys", 0555, 0, 0) < 0)) return -1;
   int dev = openat(rootfd, "dev", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (dev < 0) return -1;
   struct stat node = {0};

@@ -26,6 +26,20 @@ export const TEMPLATE_DIR = "cairn/template";
 export const OVERLAY_DIRS = ["/tmp", "/dev"] as const;
 /** Mount points the overlay owns with `run.proc: true`. */
 export const PROC_DIRS = ["/proc", "/sys"] as const;
+/**
+ * The standard symlinks a Debian root keeps in /dev (mmdebstrap and
+ * debootstrap write them; runc makes the same ones), each with the one target
+ * accepted: the agent keeps them in every fresh root (agent/root.c,
+ * DEV_LINKS), so the workload sees exactly the entries its tree names. Any
+ * other entry below /dev collides with the overlay's devices.
+ */
+export const DEV_SYMLINKS: Readonly<Record<string, string>> = Object.freeze({
+  "/dev/fd": "/proc/self/fd",
+  "/dev/stdin": "/proc/self/fd/0",
+  "/dev/stdout": "/proc/self/fd/1",
+  "/dev/stderr": "/proc/self/fd/2",
+  "/dev/ptmx": "pts/ptmx",
+});
 
 export interface GuestImageParts {
   readonly agent: Uint8Array;
@@ -57,7 +71,8 @@ export interface GuestImage {
  * Refuses a tree the runtime overlay would collide with: /tmp and /dev may
  * exist only as directories (the agent replaces their metadata) and may hold
  * only empty directories (Debian's /dev/pts and /dev/shm; the workload RFD
- * accepts them, the agent removes them from each fresh root: agent/root.c);
+ * accepts them, the agent removes them from each fresh root: agent/root.c)
+ * and, in /dev, the standard symlinks of DEV_SYMLINKS with their own targets;
  * /proc and /sys (with `run.proc`) must be empty.
  */
 export function checkOverlay(tree: CanonicalTree, opts: { readonly proc?: boolean } = {}): void {
@@ -72,6 +87,7 @@ export function checkOverlay(tree: CanonicalTree, opts: { readonly proc?: boolea
     }
   }
   for (const [path, e] of tree) {
+    if (e.type === "symlink" && DEV_SYMLINKS[path] === e.target) continue; // kept as it is by the agent
     for (const dir of owned) {
       if (path.startsWith(`${dir}/`) && !(e.type === "dir" && (OVERLAY_DIRS as readonly string[]).includes(dir))) {
         throw new CairnError("RUN_INVALID", `the workload has an entry below ${dir}, which the runtime overlay owns`, {

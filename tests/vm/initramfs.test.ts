@@ -8,6 +8,7 @@ import { join } from "node:path";
 import {
   buildGuestImage,
   DEFAULT_SCENARIO,
+  DEV_SYMLINKS,
   encodeInputs,
   encodeTreeManifest,
   IMAGE_BYTES_MAX,
@@ -100,14 +101,19 @@ describe("guest image", () => {
     await assertCodeAsync(() => image([...entries, { type: "symlink", path: "/dev", mode: 0o777, uid: 0, gid: 0, mtime: 0, target: "/x" }]), "RUN_INVALID");
   });
 
-  it("accepts empty directories below /tmp and /dev (Debian's /dev/pts), nothing else below them (issue 9)", async () => {
+  it("accepts empty directories below /tmp and /dev (Debian's /dev/pts) and the standard /dev symlinks, nothing else below them (issue 9)", async () => {
     const d = (path: string): FsEntry => ({ type: "dir", path, mode: 0o755, uid: 0, gid: 0, mtime: 0 });
     const withDev = [...entries.filter((e) => e.path !== "/dev"), d("/dev"), d("/dev/pts"), d("/dev/shm"), d("/tmp/.X11-unix"), d("/tmp/.X11-unix/a")];
     await image(withDev);
-    await assertCodeAsync(
-      () => image([...withDev, { type: "symlink", path: "/dev/fd", mode: 0o777, uid: 0, gid: 0, mtime: 0, target: "/proc/self/fd" }]),
-      "RUN_INVALID",
-    );
+    const link = (path: string, target: string): FsEntry => ({ type: "symlink", path, mode: 0o777, uid: 0, gid: 0, mtime: 0, target });
+    // the standard /dev symlinks a Debian root keeps, each with its own target, are accepted (the agent keeps them)...
+    await image([...withDev, ...Object.entries(DEV_SYMLINKS).map(([path, target]) => link(path, target))]);
+    // ...another target, another name, or one below a subdirectory is not (controls for the rule above)
+    await assertCodeAsync(() => image([...withDev, link("/dev/fd", "/etc")]), "RUN_INVALID", "/dev/fd");
+    await assertCodeAsync(() => image([...withDev, link("/dev/stdout", "/proc/self/fd/2")]), "RUN_INVALID", "/dev/stdout");
+    await assertCodeAsync(() => image([...withDev, link("/dev/core", "/proc/kcore")]), "RUN_INVALID", "/dev/core");
+    await assertCodeAsync(() => image([...withDev, link("/dev/pts/fd", "/proc/self/fd")]), "RUN_INVALID", "/dev/pts/fd");
+    await assertCodeAsync(() => image([...withDev, link("/tmp/fd", "/proc/self/fd")]), "RUN_INVALID", "/tmp/fd");
     await assertCodeAsync(
       () => image([...withDev, { type: "file", path: "/dev/pts/x", mode: 0o644, uid: 0, gid: 0, mtime: 0, size: exe.length, sha256: sha256(exe) }]),
       "RUN_INVALID",

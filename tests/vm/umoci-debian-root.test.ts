@@ -3,7 +3,8 @@
  * item 3, "done when" without a mirror): base-files and busybox-static as
  * downloaded by apt-get (checked by the digest apt's index names), unpacked
  * with `dpkg-deb -x` into a root directory, with what mmdebstrap's roots
- * and Debian's ping carry planted in it: a character device /dev/null, a
+ * and Debian's ping carry planted in it: a character device /dev/null, the
+ * standard /dev symlinks (fd, stdin, stdout, stderr) as mmdebstrap writes them, a
  * FIFO, an empty /dev/pts, and /usr/bin/ping with a file capability
  * (`security.capability`, cap_net_raw). Packed by `umoci init`, `new`,
  * `unpack`, a copy into the bundle's rootfs and `umoci repack`: the index
@@ -33,8 +34,8 @@ import { testKit, VM_SKIP } from "./fixtures/kit.ts";
 const isRoot = process.getuid?.() === 0;
 const umociMissing = spawnSync("umoci", ["--version"]).error === undefined ? undefined : "umoci (apt-get install umoci)";
 const SKIP = VM_SKIP || needs(debianMissing() ?? umociMissing ?? (isRoot ? undefined : "root (mknod, security.capability and root-owned files)"));
-const SCRIPT = "cat /etc/debian_version; ls /usr/bin | wc -l";
-const APPLETS = ["cat", "ls", "sh", "wc"];
+const SCRIPT = "cat /etc/debian_version; ls /usr/bin | wc -l; readlink /dev/stdout";
+const APPLETS = ["cat", "ls", "readlink", "sh", "wc"];
 /** A VFS_CAP_REVISION_2 capability xattr: cap_net_raw (bit 13) permitted and effective, as `setcap cap_net_raw+ep` writes it. */
 const CAP_NET_RAW = Buffer.from([0x01, 0x00, 0x00, 0x02, 0x00, 0x20, 0x00, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
 
@@ -50,6 +51,14 @@ function debianRoot(dir: string): void {
   for (const a of APPLETS) symlinkSync("/bin/busybox", join(dir, "usr", "bin", a));
   mkdirSync(join(dir, "dev", "pts"), { recursive: true });
   run("mknod", ["-m", "666", join(dir, "dev", "null"), "c", "1", "3"]);
+  // the standard /dev symlinks, as mmdebstrap writes them into every root
+  for (const [name, target] of [
+    ["fd", "/proc/self/fd"],
+    ["stdin", "/proc/self/fd/0"],
+    ["stdout", "/proc/self/fd/1"],
+    ["stderr", "/proc/self/fd/2"],
+  ] as const)
+    symlinkSync(target, join(dir, "dev", name));
   mkdirSync(join(dir, "run"), { recursive: true });
   run("mkfifo", [join(dir, "run", "initctl")]);
   writeFileSync(join(dir, "usr", "bin", "ping"), readFileSync(join(dir, "bin", "busybox")), { mode: 0o755 });
@@ -132,7 +141,7 @@ describe("a Debian root packed by umoci as it writes it", { skip: SKIP }, () => 
       run: {
         root: "disk",
         steps: [{ action: "start" }, { action: "close-stdin" }],
-        expect: [{ "exit-code": 0, "stdout-lines": [version, String(inUsrBin)] }],
+        expect: [{ "exit-code": 0, "stdout-lines": [version, String(inUsrBin), "/proc/self/fd/1"] }],
       },
     });
     writeFileSync(join(root, "strict.json"), JSON.stringify(spec({})));
