@@ -6,7 +6,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import {
   cairnDir,
   ensureDirsIn,
@@ -43,6 +43,7 @@ import { childrenCpuMs, writeRunCost, writeRunEnvManifest } from "./run-facts.ts
 import { RUN_MANIFEST_SCHEMA, type RunManifest } from "./run-manifest.ts";
 import { diskFullError, dropImage, RUN_FILES, shellQuote, writeEvaluation, writeJsonPublic, writeStreams } from "./rundir.ts";
 import { parseScenario, type Scenario } from "./scenario.ts";
+import { readHttpRoot } from "./responder-host.ts";
 import { vmDigest } from "./vmid.ts";
 import type { GuestLaunch } from "./inputs.ts";
 
@@ -173,7 +174,13 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
     w = await openVerifiedWorkload(lockPath, opts.storeDir);
     scenario = parseScenario(w.run);
     t1 = performance.now();
-    prepared = await prepareGuest({ tree: w.tree, content: w.content, launch: guestLaunch(w), scenario }, { kit, qemu: qemuVersion() });
+    // the served directory is read once, here, relative to the input; the responder serves only these bytes
+    const http = scenario.network?.http;
+    const httpRoot = http === undefined ? undefined : readHttpRoot(http.unsafeRoot, dirname(input));
+    prepared = await prepareGuest(
+      { tree: w.tree, content: w.content, launch: guestLaunch(w), scenario, ...(httpRoot ? { httpRoot } : {}) },
+      { kit, qemu: qemuVersion() },
+    );
   } catch (e) {
     // refused before anything ran: leave no half-written run directory behind
     removeIn(opts.runsDir, "", runId);

@@ -20,6 +20,7 @@
  *     limits: { output-bytes: 1048576, time-ms: 60000 }
  */
 import { Checker, childPath, parseSha256, type JsonModel, type Sha256Digest } from "../core/index.ts";
+import { parseNetworkSpec, type NetworkSpec } from "./network-spec.ts";
 import { EVENT_NAMES, LAUNCH_STAGES, type EventName } from "./wire.ts";
 
 export { EVENT_NAMES };
@@ -36,7 +37,11 @@ export type Step =
   | { readonly action: "start"; readonly after: Trigger }
   | { readonly action: "write-stdin"; readonly after: Trigger; readonly data: Uint8Array; readonly offset: number }
   | { readonly action: "close-stdin"; readonly after: Trigger }
-  | { readonly action: "terminate"; readonly after: Trigger };
+  | { readonly action: "terminate"; readonly after: Trigger }
+  /** `run.network` only: the guest's eth0 goes down (every route through it gone) or up again (issue 14 item 3). */
+  | { readonly action: NetworkAction; readonly after: Trigger };
+
+export type NetworkAction = "network-down" | "network-up";
 
 export interface Expectation {
   readonly invocation: number;
@@ -108,6 +113,8 @@ export interface Scenario {
    */
   readonly proc?: true;
   readonly urandom?: true;
+  /** `run.network` (network-spec.ts): one NIC and the host responders the guest may reach. */
+  readonly network?: NetworkSpec;
 }
 
 export type GuestRoot = "initramfs" | "disk";
@@ -170,7 +177,9 @@ function parseSteps(c: Checker, v: JsonModel | undefined, path: string): Step[] 
     const p = childPath(path, i);
     const o = c.object(item, p, STEP_KEYS);
     if (!o) return;
-    const action = c.string(c.required(o, "action", p), childPath(p, "action"), { pattern: /^(start|write-stdin|close-stdin|terminate)$/ });
+    const action = c.string(c.required(o, "action", p), childPath(p, "action"), {
+      pattern: /^(start|write-stdin|close-stdin|terminate|network-down|network-up)$/,
+    });
     let after = parseTrigger(c, o.after, childPath(p, "after"));
     if (action !== "write-stdin" && (o.data !== undefined || o.offset !== undefined)) {
       c.add(p, `"data" and "offset" belong to write-stdin steps only`, "MODEL_VALUE");
@@ -180,6 +189,9 @@ function parseSteps(c: Checker, v: JsonModel | undefined, path: string): Step[] 
       if (started > 0 && o.after === undefined) after = { kind: "event", event: "cleanup-complete" };
       started++;
       offset = 0;
+      steps.push({ action, after });
+    } else if (action === "network-down" || action === "network-up") {
+      // the network belongs to the boot, not to an invocation: allowed before the first start too
       steps.push({ action, after });
     } else if (action !== undefined) {
       if (started === 0) c.add(childPath(p, "action"), `"${action}" before any start`, "MODEL_VALUE");
@@ -270,7 +282,7 @@ function parseLimits(c: Checker, v: JsonModel | undefined, path: string): RunLim
 export function parseScenario(unsafeRun: JsonModel | undefined, path = "/run"): Scenario {
   if (unsafeRun === undefined) return DEFAULT_SCENARIO;
   const c = new Checker("RUN_INVALID");
-  const o = c.object(unsafeRun, path, ["steps", "expect", "limits", "verify-tree", "memory-mib", "root", "proc", "urandom"]);
+  const o = c.object(unsafeRun, path, ["steps", "expect", "limits", "verify-tree", "memory-mib", "root", "proc", "urandom", "network"]);
   if (!o) {
     c.done("invalid run section");
     return DEFAULT_SCENARIO;
@@ -289,6 +301,11 @@ export function parseScenario(unsafeRun: JsonModel | undefined, path = "/run"): 
     c.add(childPath(path, "root"), 'expected "initramfs" or "disk" (absent: chosen from the tree\'s size)', "RUN_INVALID");
   const proc = o.proc === undefined ? false : c.boolean(o.proc, childPath(path, "proc"));
   const urandom = o.urandom === undefined ? false : c.boolean(o.urandom, childPath(path, "urandom"));
+  const network = parseNetworkSpec(c, o.network, childPath(path, "network"));
+  steps.forEach((s, i) => {
+    if (network === undefined && (s.action === "network-down" || s.action === "network-up"))
+      c.add(childPath(childPath(path, "steps"), i), `"${s.action}" needs run.network (the guest has no NIC without it)`, "RUN_INVALID");
+  });
   c.done("invalid run section", "see docs/runs.md for the run section's format");
   return {
     steps,
@@ -299,5 +316,6 @@ export function parseScenario(unsafeRun: JsonModel | undefined, path = "/run"): 
     ...(root !== undefined ? { root } : {}),
     ...(proc === true ? { proc: true as const } : {}),
     ...(urandom === true ? { urandom: true as const } : {}),
+    ...(network !== undefined ? { network } : {}),
   };
 }

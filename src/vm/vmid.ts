@@ -19,6 +19,7 @@ import {
   type JsonModel,
   type Sha256Digest,
 } from "../core/index.ts";
+import { parseVmNetwork, type VmNetwork } from "./netid.ts";
 
 export const VM_SCHEMA = "cairn.vm/1";
 
@@ -40,7 +41,8 @@ export interface VmIdentity {
   readonly cpu: string;
   readonly memory_mib: number;
   readonly smp: number;
-  readonly icount_shift: number;
+  /** 3, or "auto" with run.network (a fixed shift stalls the guest's traffic to the host: bench/network). */
+  readonly icount_shift: number | "auto";
   readonly icount_sleep: boolean;
   readonly rtc_base: string;
   readonly rtc_clock: string;
@@ -60,6 +62,8 @@ export interface VmIdentity {
   readonly protocol_port: string;
   readonly debug_exit: string;
   readonly protocol: string;
+  /** `run.network` only (netid.ts): the NIC, its network and the host responders. Absent otherwise, so other identities keep their values. */
+  readonly network?: VmNetwork;
 }
 
 /** A root disk: the EROFS image cairn wrote from the canonical tree, and how QEMU attaches it. */
@@ -105,6 +109,8 @@ export const VM_IDENTITY_SCOPE = defineScope({
     "/protocol_port": "the virtio-serial device and port the protocol travels on",
     "/debug_exit": "the status device the agent reports through",
     "/protocol": "the agent protocol version",
+    "/network":
+      "run.network only (absent otherwise): the vmxnet3 NIC and its MAC, the restricted user-mode network, filter-replay, the guest's static addresses, and every responder's kind, address, port, served directory digest, version and limits",
   } satisfies Record<`/${keyof VmIdentity}`, string>,
   excludes: {
     "/kernelPath": "where the kernel file lives on this host; its digest is covered",
@@ -115,6 +121,8 @@ export const VM_IDENTITY_SCOPE = defineScope({
     "/protocolLog": "host path of the protocol stream",
     "/timeoutMs": "host wall-clock guard that kills a hung QEMU; it never changes guest execution",
     "/qemuBinary": "the executable found on PATH; its version string is covered",
+    "/responders":
+      "the host command and socket path each guestfwd runs per connection (responder-host.ts); the responder's configuration is covered, and a replay delivers recorded packets without it",
   },
 });
 
@@ -136,6 +144,8 @@ export function defaultVmIdentity(parts: {
   memoryMib: number;
   /** The root disk, when the template is not in the initramfs. */
   disk?: { readonly image: Sha256Digest; readonly size: number };
+  /** run.network: the network identity (netid.ts); it also sets icount to shift=auto, sleep=on. */
+  network?: VmNetwork;
 }): VmIdentity {
   return {
     schema: VM_SCHEMA,
@@ -145,9 +155,10 @@ export function defaultVmIdentity(parts: {
     cpu: "max",
     memory_mib: parts.memoryMib,
     smp: 1,
-    icount_shift: 3,
+    // with a fixed shift and sleep=off the guest's ARP times out before the user-mode network answers (bench/network)
+    icount_shift: parts.network !== undefined ? "auto" : 3,
     // with sleep=off QEMU 7.2 never completes a blkreplay read while recording (the log grows, the guest waits forever)
-    icount_sleep: parts.disk !== undefined,
+    icount_sleep: parts.disk !== undefined || parts.network !== undefined,
     rtc_base: "2020-01-01T00:00:00",
     rtc_clock: "vm",
     kernel: parts.kernel,
@@ -161,6 +172,7 @@ export function defaultVmIdentity(parts: {
     protocol_port: `virtio-serial-pci,ioeventfd=off;virtserialport,name=${PROTOCOL_PORT_NAME}`,
     debug_exit: "isa-debug-exit,iobase=0xf4,iosize=0x04",
     protocol: "cairn.protocol/1",
+    ...(parts.network !== undefined ? { network: parts.network } : {}),
   };
 }
 
@@ -196,7 +208,7 @@ export function parseVmIdentity(unsafe: JsonModel | undefined, path: string): Vm
     cpu: s("cpu"),
     memory_mib: n("memory_mib"),
     smp: n("smp"),
-    icount_shift: n("icount_shift"),
+    icount_shift: o.icount_shift === "auto" ? "auto" : n("icount_shift"),
     icount_sleep: c.boolean(c.required(o, "icount_sleep", path), childPath(path, "icount_sleep")) ?? false,
     rtc_base: s("rtc_base"),
     rtc_clock: s("rtc_clock"),
@@ -212,7 +224,9 @@ export function parseVmIdentity(unsafe: JsonModel | undefined, path: string): Vm
     debug_exit: s("debug_exit"),
     protocol: s("protocol"),
   };
+  const network = parseVmNetwork(c, o.network, childPath(path, "network"));
   c.done("invalid VM identity");
+  if (network !== undefined) return { ...id, network };
   return id;
 }
 

@@ -17,6 +17,7 @@ import {
   vmDigest,
   type QemuPaths,
 } from "../../src/vm/index.ts";
+import { networkIdentity } from "../../src/vm/netid.ts";
 import { QEMU_BINARY } from "../../src/vm/qemu.ts";
 import { assertCode } from "../helpers/errors.ts";
 import { assertCatchesExtraField, assertScopeExhaustive } from "../helpers/identity-scope.ts";
@@ -35,6 +36,17 @@ const id = defaultVmIdentity({
   treeManifest: d("f"),
   memoryMib: 256,
 });
+/** The same VM with run.network: the only instance holding every covered field. */
+const netId = defaultVmIdentity({
+  qemu: "7.2.22 (Debian test)",
+  kernel: d("a"),
+  modules: [{ name: "vmxnet3", digest: d("9") }],
+  agent: d("b"),
+  initramfs: d("c"),
+  treeManifest: d("f"),
+  memoryMib: 256,
+  network: networkIdentity({ http: { port: 80, unsafeRoot: "./site" }, echo: { port: 7 } }, d("7")),
+});
 const paths: QemuPaths = {
   kernelPath: "/k/vmlinuz",
   initrdPath: "/r/init,rd",
@@ -42,6 +54,12 @@ const paths: QemuPaths = {
   consoleLog: "/r/console.log",
   protocolLog: "/r/protocol.bin",
   diskPath: "/r/root,erofs",
+  responders: {
+    connect: new Map([
+      [80, ["socat", "-", "UNIX-CONNECT:/n/80.sock"]],
+      [7, ["socat", "-", "UNIX-CONNECT:/n/7.sock"]],
+    ]),
+  },
 };
 
 describe("VM identity cairn.vm/1", () => {
@@ -49,8 +67,15 @@ describe("VM identity cairn.vm/1", () => {
   const host = { ...paths, timeoutMs: 60_000, qemuBinary: QEMU_BINARY };
 
   it("classifies every field: the model's keys are exactly the covered list", () => {
-    assert.deepEqual(Object.keys(id).sort(), scopeFieldNames(VM_IDENTITY_SCOPE, "covers").sort());
-    assertScopeExhaustive(VM_IDENTITY_SCOPE, id, host);
+    assert.deepEqual(Object.keys(netId).sort(), scopeFieldNames(VM_IDENTITY_SCOPE, "covers").sort());
+    // without run.network the key is absent (so no identity recorded before it moved)
+    assert.deepEqual(
+      Object.keys(id).sort(),
+      scopeFieldNames(VM_IDENTITY_SCOPE, "covers")
+        .filter((k) => k !== "network")
+        .sort(),
+    );
+    assertScopeExhaustive(VM_IDENTITY_SCOPE, id, netId, host);
   });
 
   it("control: one more field in the identity model fails the scope check", () => {

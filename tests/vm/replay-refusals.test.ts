@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { before, describe, it } from "node:test";
 import { CairnError, digestHex, type ErrorCode, type Sha256Digest } from "../../src/core/index.ts";
 import { recordRun, replayRun, ROOT_DISK_DEVICE, vmDigest, type Kit, type RecordResult, type VmIdentity } from "../../src/vm/index.ts";
+import { networkIdentity } from "../../src/vm/netid.ts";
 import { testKit, VM_SKIP } from "./fixtures/kit.ts";
 import { binaryWorkspace, SECRET, type Workspace } from "./fixtures/workloads.ts";
 
@@ -130,10 +131,12 @@ describe("replay refuses before launch", { skip: VM_SKIP }, () => {
       protocol_port: (vm) => ({ ...vm, protocol_port: `${vm.protocol_port}x` }),
       debug_exit: (vm) => ({ ...vm, debug_exit: `${vm.debug_exit}x` }),
       protocol: (vm) => ({ ...vm, protocol: `${vm.protocol}x` }),
+      // the recorded run has no network; naming one is a difference (a recorded network's own edits: tests/vm/network-guest.test.ts)
+      network: (vm) => ({ ...vm, network: networkIdentity({ echo: { port: 7 } }, undefined) }),
     };
     assert.deepEqual(
       Object.keys(edits).sort(),
-      Object.keys(rec.manifest.vm)
+      [...Object.keys(rec.manifest.vm), "network"] // network is absent without run.network
         .filter((k) => k !== "schema")
         .sort(),
       "one case per field",
