@@ -28,7 +28,7 @@ static int dial(int port) {
   struct pollfd p = {fd, POLLOUT, 0};
   int err = 0;
   socklen_t len = sizeof err;
-  if (poll(&p, 1, 2000) != 1 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err) {
+  if (poll(&p, 1, 10000) != 1 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err) {
     close(fd);
     errno = err ? err : ETIMEDOUT;
     return -1;
@@ -76,7 +76,8 @@ int main(void) {
   if (!fgets(line, sizeof line, stdin)) return 2; /* the scenario says when to go on */
   fetch(2);
   char buf[64];
+  errno = 0;
   if (exchange(7, "ping\n", buf, sizeof buf) > 0) printf("echo: %s", buf);
-  else printf("echo: %s\n", strerror(errno));
+  else printf("echo: failed (%s)\n", errno ? strerror(errno) : "no answer");
   return 0;
 }

@@ -146,13 +146,17 @@ export interface NetworkPaths {
   readonly connect: ReadonlyMap<number, readonly string[]>;
 }
 
-/** QEMU's option parser splits on ","; slirp's guestfwd command is split like a shell line (g_shell_parse_argv). */
+/**
+ * slirp splits the guestfwd command like a shell line (g_shell_parse_argv),
+ * so a word may hold no blank or quote; QEMU's option parser splits on ",",
+ * so a literal comma is written ",,".
+ */
 function commandWord(word: string): string {
-  if (!/^[A-Za-z0-9_./:=+-]+$/.test(word))
+  if (!/^[A-Za-z0-9_./:=+,-]+$/.test(word))
     throw new CairnError("RUN_INFRASTRUCTURE", `a responder connector argument holds characters QEMU's guestfwd cannot carry: ${JSON.stringify(word)}`, {
       path: "/vm/network",
     });
-  return word;
+  return word.replaceAll(",", ",,");
 }
 
 export function networkArgs(n: VmNetwork, paths: NetworkPaths, mode: "record" | "replay" | "none"): string[] {

@@ -33,12 +33,16 @@ export function parseNetworkSpec(c: Checker, unsafe: JsonModel | undefined, path
   if (unsafe === undefined) return undefined;
   const o = c.object(unsafe, path, ["http", "echo"]);
   if (!o) return undefined;
-  const port = (obj: JsonObject, p: string) => c.integer(c.required(obj, "port", p), childPath(p, "port"), { min: 1, max: 65535 });
+  const port = (obj: JsonObject, p: string) => {
+    const v = c.required(obj, "port", p);
+    return v === undefined ? undefined : c.integer(v, childPath(p, "port"), { min: 1, max: 65535 });
+  };
   let http: NetworkSpec["http"];
   if (o.http !== undefined) {
     const p = childPath(path, "http");
     const h = c.object(o.http, p, ["port", "root"]);
-    const root = h ? c.string(c.required(h, "root", p), childPath(p, "root"), { nonEmpty: true }) : undefined;
+    const rootValue = h ? c.required(h, "root", p) : undefined;
+    const root = rootValue === undefined ? undefined : c.string(rootValue, childPath(p, "root"), { nonEmpty: true });
     const n = h ? port(h, p) : undefined;
     if (root !== undefined && root.includes("\0")) c.add(childPath(p, "root"), "a path cannot hold a NUL byte", "RUN_INVALID");
     if (n !== undefined && root !== undefined) http = { port: n, unsafeRoot: root };
@@ -52,6 +56,6 @@ export function parseNetworkSpec(c: Checker, unsafe: JsonModel | undefined, path
   }
   if (o.http === undefined && o.echo === undefined) c.add(path, "run.network needs at least one responder (http or echo)", "RUN_INVALID");
   if (http !== undefined && echo !== undefined && http.port === echo.port)
-    c.add(childPath(path, "echo/port"), `the echo responder's port ${echo.port} is the http responder's`, "RUN_INVALID");
+    c.add(childPath(childPath(path, "echo"), "port"), `the echo responder's port ${echo.port} is the http responder's`, "RUN_INVALID");
   return { ...(http ? { http } : {}), ...(echo ? { echo } : {}) };
 }

@@ -77,8 +77,18 @@ export interface RunningResponder {
   stop(): void;
 }
 
+/**
+ * The command QEMU's guestfwd runs per guest connection. slirp gives it the
+ * connection (a loopback TCP socket) as stdin, stdout and stderr alike, so:
+ * socat's own messages go to a log beside the socket (`-lf`), never into the
+ * guest's stream; the connection is addressed as one socket (`FD:0,shut-down`),
+ * so the responder's end of stream reaches the guest as a FIN at once (with
+ * `-`, socat's stdio, it came only when socat gave up after `-t`, and a guest
+ * that half-closed first could lose the answer); `-t 30` bounds how long it
+ * waits for the other direction after one has ended.
+ */
 function connector(socket: string): string[] {
-  return ["setpriv", "--pdeathsig", "SIGKILL", "--", "socat", "-", `UNIX-CONNECT:${socket}`];
+  return ["setpriv", "--pdeathsig", "SIGKILL", "--", "socat", "-t", "30", "-lf", `${socket}.log`, "FD:0,shut-down", `UNIX-CONNECT:${socket}`];
 }
 
 /** The host ends for a replay: the same command shape, pointing at sockets nobody serves (a replay delivers recorded packets). */

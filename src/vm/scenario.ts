@@ -211,7 +211,10 @@ function parseSteps(c: Checker, v: JsonModel | undefined, path: string): Step[] 
       }
     }
   });
-  if (steps[0]?.action !== "start" && list.length > 0) c.add(childPath(path, 0), "the first step must be a start", "MODEL_VALUE");
+  // network steps belong to the boot and may come first; the first other step must be a start
+  const first = steps.findIndex((s) => s.action !== "network-down" && s.action !== "network-up");
+  if (first >= 0 && steps[first]!.action !== "start") c.add(childPath(path, first), "the first step must be a start", "MODEL_VALUE");
+  if (first < 0 && list.length > 0) c.add(childPath(path, 0), "the first step must be a start", "MODEL_VALUE");
   if (list.length === 0) c.add(path, "a scenario needs at least one step", "MODEL_VALUE");
   return steps;
 }
