@@ -44,7 +44,7 @@ export function parseNetworkSpec(c: Checker, unsafe: JsonModel | undefined, path
     const rootValue = h ? c.required(h, "root", p) : undefined;
     const root = rootValue === undefined ? undefined : c.string(rootValue, childPath(p, "root"), { nonEmpty: true });
     const n = h ? port(h, p) : undefined;
-    if (root !== undefined && root.includes("\0")) c.add(childPath(p, "root"), "a path cannot hold a NUL byte", "RUN_INVALID");
+    if (root?.includes("\0")) c.add(childPath(p, "root"), "a path cannot hold a NUL byte", "RUN_INVALID");
     if (n !== undefined && root !== undefined) http = { port: n, unsafeRoot: root };
   }
   let echo: NetworkSpec["echo"];

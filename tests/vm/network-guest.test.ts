@@ -190,7 +190,7 @@ describe("a NIC in the guest", { skip: VM_SKIP || GCC_SKIP }, () => {
       const kit = await testKit();
       const dir = exampleDir();
       // the client fetches once, then waits on stdin for ever: only the responder's failure can end this record early
-      const spec = readFileSync(join(dir, "http.yaml"), "utf8").replace(/ {2}steps:[^]*$/, "  steps:\n    - action: start\n  limits: {time-ms: 600000}\n");
+      const spec = readFileSync(join(dir, "http.yaml"), "utf8").replace(/ {2}steps:[\s\S]*$/, "  steps:\n    - action: start\n  limits: {time-ms: 600000}\n");
       writeFileSync(join(dir, "http.yaml"), spec);
       const recording = recordRun({ input: join(dir, "http.yaml"), storeDir: join(dir, "store"), runsDir: join(dir, "runs"), kit, cairnVersion: "test" });
       await waitForResponder();
