@@ -12,6 +12,7 @@ import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
+import { CairnError } from "../../src/core/index.ts";
 import { networkIdentity } from "../../src/vm/netid.ts";
 import { lookup } from "../../src/vm/responder.ts";
 import { readHttpRoot, startResponder, type RunningResponder } from "../../src/vm/responder-host.ts";
@@ -135,6 +136,17 @@ describe("the responder process", { skip: SOCAT_SKIP }, () => {
       r.stop();
     }
     assert.equal(readFileSync(join(dir, "hello.txt"), "utf8"), "changed after the read\n");
+  });
+
+  it("without socat on PATH a network record is refused as a missing prerequisite naming it (control: the tests above start it)", async () => {
+    const root = readHttpRoot(site(), "/");
+    const path = process.env.PATH;
+    process.env.PATH = mkdtempSync(join(tmpdir(), "cairn-empty-path-"));
+    try {
+      await assert.rejects(startResponder(net(root), root), (e: unknown) => e instanceof CairnError && e.code === "PREREQUISITE_MISSING" && e.path === "socat");
+    } finally {
+      process.env.PATH = path;
+    }
   });
 
   it("a responder that dies aborts the run naming it (control: a live one does not)", async () => {
