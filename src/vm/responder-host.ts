@@ -111,6 +111,9 @@ function responderCommand(config: string): string[] {
 
 export async function startResponder(n: VmNetwork, http: HttpRoot | undefined): Promise<RunningResponder> {
   if (!hasTool("socat")) throw new CairnError("PREREQUISITE_MISSING", "socat is not installed", { path: "socat", hint: SOCAT_FIX });
+  for (const r of n.responders)
+    if (r.kind === "http" && (http?.files === undefined || http.digest !== r.root))
+      throw new CairnError("INTERNAL", "the http responder's directory was not read for this record", { path: "/vm/network/responders" });
   const dir = mkdtempSync(join(tmpdir(), "cairn-net-")); // 0700; short, so socket paths stay below 108 bytes
   const connect_ = new Map<number, string[]>();
   const config: { -readonly [K in keyof ResponderConfig]: ResponderConfig[K] } = {
@@ -123,10 +126,8 @@ export async function startResponder(n: VmNetwork, http: HttpRoot | undefined): 
     connect_.set(r.port, connector(socket));
     if (r.kind === "echo") config.echo = { socket };
     else {
-      if (http?.files === undefined || http.digest !== r.root)
-        throw new CairnError("INTERNAL", "the http responder's directory was not read for this record", { path: "/vm/network/responders" });
       const files: Record<string, { sha256: Sha256Digest; size: number }> = {};
-      for (const [path, bytes] of http.files) {
+      for (const [path, bytes] of http!.files!) {
         const digest = writeObject(dir, bytes);
         files[path] = { sha256: digest, size: bytes.length };
       }

@@ -12,6 +12,7 @@
  */
 import assert from "node:assert/strict";
 import { copyFileSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
 import { connect, createServer } from "node:net";
 import { networkInterfaces, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -181,6 +182,41 @@ describe("a NIC in the guest", { skip: VM_SKIP || GCC_SKIP }, () => {
       listener.close();
     }
   });
+
+  for (const signal of ["SIGINT", "SIGKILL"] as const) {
+    it(`${signal} of cairn run during a network record leaves no responder and no QEMU behind`, { timeout: 240_000 }, async () => {
+      await testKit();
+      const dir = exampleDir();
+      writeFileSync(join(dir, "http.yaml"), readFileSync(join(dir, "http.yaml"), "utf8").replace(/ {2}steps:[\s\S]*$/, "  steps:\n    - action: start\n"));
+      const cairn = spawn(process.execPath, [join(PROJECT_ROOT, "bin", "cairn.js"), "run", join(dir, "http.yaml"), "--timeout", "180", "--kit", TEST_KIT_DIR], {
+        cwd: dir,
+        env: { ...process.env, CAIRN_HOME: join(dir, "home") },
+        stdio: "ignore",
+      });
+      const exited = new Promise<void>((r) => cairn.on("exit", () => r()));
+      const children = (name: string) =>
+        (spawnSync("pgrep", ["-P", String(cairn.pid), "-f", name], { encoding: "utf8" }).stdout ?? "").split("\n").filter(Boolean).map(Number);
+      let responder: number[] = [];
+      let qemu: number[] = [];
+      for (let waited = 0; (responder.length === 0 || qemu.length === 0) && waited < 180_000; waited += 250) {
+        await new Promise((r) => setTimeout(r, 250));
+        responder = children("responder-main");
+        qemu = children("qemu-system");
+      }
+      assert.ok(responder.length > 0 && qemu.length > 0, "precondition: the responder and QEMU run under cairn");
+      cairn.kill(signal);
+      await exited;
+      await new Promise((r) => setTimeout(r, 2000));
+      const alive = (pid: number) => {
+        try {
+          return !/^\d+ \([^)]*\) [ZX]/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+        } catch {
+          return false;
+        }
+      };
+      assert.deepEqual([...responder, ...qemu].filter(alive), [], "nothing of the run is left");
+    });
+  }
 
   for (const [signal, what] of [
     ["SIGKILL", "dies"],
