@@ -23,7 +23,7 @@ import { runCli } from "../helpers/cli.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
 import { buildProgramFrom, GCC_SKIP } from "../workload/fixtures/static-program.ts";
 import { TEST_KIT_DIR, testKit, VM_SKIP } from "./fixtures/kit.ts";
-import { killResponder, waitForResponder } from "./fixtures/responder.ts";
+import { killResponder, SOCAT_SKIP, waitForResponder } from "./fixtures/responder.ts";
 
 const EXAMPLES = join(PROJECT_ROOT, "examples", "network");
 
@@ -44,7 +44,7 @@ function editManifest(runDir: string, edit: (m: Editable) => void): void {
   writeFileSync(file, JSON.stringify(m, null, 2));
 }
 
-describe("a NIC in the guest", { skip: VM_SKIP || GCC_SKIP }, () => {
+describe("a NIC in the guest", { skip: VM_SKIP || GCC_SKIP || SOCAT_SKIP }, () => {
   it("the http example records an outage and a recovery, then replays twice byte-identically with no responder and no served directory", async () => {
     const kit = await testKit();
     const dir = exampleDir();

@@ -6,7 +6,6 @@
  * aborts the run naming why. Each refusal has a control on good input.
  */
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
@@ -17,10 +16,7 @@ import { networkIdentity } from "../../src/vm/netid.ts";
 import { lookup } from "../../src/vm/responder.ts";
 import { readHttpRoot, startResponder, type RunningResponder } from "../../src/vm/responder-host.ts";
 import { assertCode } from "../helpers/errors.ts";
-import { needs } from "../helpers/prerequisites.ts";
-import { killResponder } from "./fixtures/responder.ts";
-
-const SOCAT_SKIP = needs(spawnSync("sh", ["-c", "command -v socat"]).status === 0 ? undefined : "socat (apt-get install socat)");
+import { killResponder, SOCAT_SKIP } from "./fixtures/responder.ts";
 
 function site(): string {
   const dir = mkdtempSync(join(tmpdir(), "cairn-site-"));
