@@ -13,9 +13,9 @@
  *  - The responder runs as `setpriv --pdeathsig SIGKILL -- node
  *    responder-main …` in its own process group: killed with its group when
  *    the run ends, and by the kernel if cairn dies. QEMU's guestfwd runs
- *    `setpriv --pdeathsig SIGKILL -- socat - UNIX-CONNECT:<socket>` per guest
- *    connection (slirp starts it in a new session; the parent-death signal
- *    ends it with QEMU).
+ *    `socat … FD:0,shut-down UNIX-CONNECT:<socket>` per guest connection
+ *    (slirp starts it detached, in a new session; it ends with its
+ *    connection, whose QEMU end closes when QEMU ends).
  *  - While QEMU records, the responder exiting, or not answering its control
  *    socket within RESPONDER_ANSWER_MS, aborts the run (QEMU's group killed)
  *    as an infrastructure failure naming it: a crashed or hung responder
@@ -67,6 +67,7 @@ const READY_MS = 60_000;
 /** The responder must answer its control socket within this (host ms) while the run records. */
 export const RESPONDER_ANSWER_MS = 10_000;
 const CHECK_EVERY_MS = 1000;
+const INTERRUPTS: readonly NodeJS.Signals[] = ["SIGINT", "SIGTERM", "SIGHUP"];
 const SOCAT_FIX = "apt-get install -y socat (the connector QEMU's guestfwd runs per guest connection)";
 
 export interface RunningResponder {
@@ -86,9 +87,15 @@ export interface RunningResponder {
  * `-`, socat's stdio, it came only when socat gave up after `-t`, and a guest
  * that half-closed first could lose the answer); `-t 30` bounds how long it
  * waits for the other direction after one has ended.
+ *
+ * No `setpriv --pdeathsig` here: glib starts it through an intermediate
+ * child that exits at once, so a parent-death signal killed socat at random
+ * before it read the request (about one connection in five on a loaded
+ * host: the guest got an empty answer). socat ends when its connection
+ * does, and QEMU's end of it closes when QEMU ends.
  */
 function connector(socket: string): string[] {
-  return ["setpriv", "--pdeathsig", "SIGKILL", "--", "socat", "-t", "30", "-lf", `${socket}.log`, "FD:0,shut-down", `UNIX-CONNECT:${socket}`];
+  return ["socat", "-t", "30", "-lf", `${socket}.log`, "FD:0,shut-down", `UNIX-CONNECT:${socket}`];
 }
 
 /** The host ends for a replay: the same command shape, pointing at sockets nobody serves (a replay delivers recorded packets). */
@@ -170,6 +177,16 @@ export async function startResponder(n: VmNetwork, http: HttpRoot | undefined): 
     rmSync(dir, { recursive: true, force: true });
     throw e;
   }
+  // interrupted (qemu.ts ends QEMU's group and re-raises the signal): the responder and its private directory go too
+  const onSignal = (signal: NodeJS.Signals): void => {
+    stopped = true;
+    killGroup();
+    rmSync(dir, { recursive: true, force: true });
+    for (const sig of INTERRUPTS) process.removeListener(sig, onSignal);
+    // before QEMU started nobody else ends the process: do what the signal asked
+    if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+  };
+  for (const sig of INTERRUPTS) process.on(sig, onSignal);
   const timer = setInterval(() => {
     if (stopped || why !== undefined) return;
     probe(config.control, RESPONDER_ANSWER_MS).then((ok) => {
@@ -183,6 +200,7 @@ export async function startResponder(n: VmNetwork, http: HttpRoot | undefined): 
     stop() {
       stopped = true;
       clearInterval(timer);
+      for (const sig of INTERRUPTS) process.removeListener(sig, onSignal);
       killGroup();
       rmSync(dir, { recursive: true, force: true });
     },

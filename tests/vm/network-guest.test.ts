@@ -15,7 +15,7 @@ import { copyFileSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, wr
 import { spawn, spawnSync } from "node:child_process";
 import { connect, createServer } from "node:net";
 import { networkInterfaces, tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { describe, it } from "node:test";
 import { CairnError } from "../../src/core/index.ts";
 import { recordRun, replayRun, vmDigest, type RunManifest } from "../../src/vm/index.ts";
@@ -204,6 +204,10 @@ describe("a NIC in the guest", { skip: VM_SKIP || GCC_SKIP || SOCAT_SKIP }, () =
         qemu = children("qemu-system");
       }
       assert.ok(responder.length > 0 && qemu.length > 0, "precondition: the responder and QEMU run under cairn");
+      // the responder's private directory: its configuration is the last argument
+      const config = readFileSync(`/proc/${responder[0]}/cmdline`, "utf8").split("\0").filter(Boolean).at(-1)!;
+      const privateDir = dirname(config);
+      assert.ok(existsSync(privateDir), "precondition: the private directory exists");
       cairn.kill(signal);
       await exited;
       await new Promise((r) => setTimeout(r, 2000));
@@ -215,6 +219,9 @@ describe("a NIC in the guest", { skip: VM_SKIP || GCC_SKIP || SOCAT_SKIP }, () =
         }
       };
       assert.deepEqual([...responder, ...qemu].filter(alive), [], "nothing of the run is left");
+      // SIGINT is handled: the directory goes too; after SIGKILL nothing of cairn runs to remove it (docs/host-safety.md)
+      if (signal === "SIGINT") assert.equal(existsSync(privateDir), false, "the responder's private directory is removed");
+      rmSync(privateDir, { recursive: true, force: true });
     });
   }
 
