@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,15 +15,6 @@
 #include <time.h>
 #include <unistd.h>
 #include "agent.h"
-
-void diag(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fputs("cairn-agent: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
-  va_end(ap);
-}
 
 struct inv {
   uint32_t id;

@@ -8,7 +8,10 @@
      /dev  directory, 0:0, mode 0755, mtime 0, holding only
            /dev/null (1,3) and /dev/zero (1,5), character devices, 0:0, 0666, mtime 0
    A package entry at /tmp or /dev must be a directory (its metadata is
-   replaced); anything below them collides and the start is refused.
+   replaced); empty directories below them (Debian's /dev/pts, /dev/shm)
+   are removed from the fresh root, as the workload RFD accepts them (the
+   host refused anything else below them: src/vm/initramfs.ts checkOverlay);
+   any other entry below them collides and the start is refused.
    No /proc, /sys or entropy device is created. */
 #include <dirent.h>
 #include <errno.h>
@@ -127,8 +130,42 @@ static int copy_dir(int sfd, int dfd) {
   return rc;
 }
 
-/* Prepares an overlay directory: must be absent or an empty directory. */
-static int overlay_dir(int rootfd, const char *name, mode_t mode) {
+/* Removes every entry below the directory fd, each of which must be a
+   directory holding only directories; anything else fails with ENOTEMPTY. */
+static int clear_empty_dirs(int dfd, int depth) {
+  if (depth > 64) {
+    errno = ELOOP;
+    return -1;
+  }
+  int fd = dup(dfd);
+  DIR *d = fd < 0 ? NULL : fdopendir(fd);
+  if (!d) return -1;
+  struct dirent *e;
+  int rc = 0;
+  while (!rc && (e = readdir(d))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    struct stat st;
+    if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) rc = -1;
+    else if (!S_ISDIR(st.st_mode)) {
+      errno = ENOTEMPTY;
+      rc = -1;
+    } else {
+      int sub = openat(dfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (sub < 0 || clear_empty_dirs(sub, depth + 1) < 0) rc = -1;
+      if (sub >= 0) close(sub);
+      if (!rc && unlinkat(dfd, e->d_name, AT_REMOVEDIR) < 0) rc = -1;
+      if (!rc) rewinddir(d); /* the directory changed under readdir */
+    }
+  }
+  int saved = errno;
+  closedir(d);
+  errno = saved;
+  return rc;
+}
+
+/* Prepares an overlay directory: must be absent or a directory; `clear`:
+   empty directories below it are removed, else it must be empty. */
+static int overlay_dir(int rootfd, const char *name, mode_t mode, int clear) {
   struct stat st;
   if (fstatat(rootfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
     if (!S_ISDIR(st.st_mode)) {
@@ -136,6 +173,12 @@ static int overlay_dir(int rootfd, const char *name, mode_t mode) {
       return -1;
     }
     int fd = openat(rootfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (clear && fd >= 0 && clear_empty_dirs(fd, 0) < 0) {
+      int saved = errno;
+      close(fd);
+      errno = saved;
+      return -1;
+    }
     DIR *d = fd < 0 ? NULL : fdopendir(fd);
     if (!d) return -1;
     struct dirent *e;
@@ -156,8 +199,8 @@ static int overlay_dir(int rootfd, const char *name, mode_t mode) {
 }
 
 static int overlay(int rootfd) {
-  if (overlay_dir(rootfd, "tmp", 01777) < 0 || overlay_dir(rootfd, "dev", 0755) < 0) return -1;
-  if (guestfs_proc() && (overlay_dir(rootfd, "proc", 0555) < 0 || overlay_dir(rootfd, "sys", 0555) < 0)) return -1;
+  if (overlay_dir(rootfd, "tmp", 01777, 1) < 0 || overlay_dir(rootfd, "dev", 0755, 1) < 0) return -1;
+  if (guestfs_proc() && (overlay_dir(rootfd, "proc", 0555, 0) < 0 || overlay_dir(rootfd, "sys", 0555, 0) < 0)) return -1;
   int dev = openat(rootfd, "dev", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (dev < 0) return -1;
   struct stat node = {0};

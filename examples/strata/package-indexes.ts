@@ -81,6 +81,12 @@ export function writeWheel(dir: string, name: string, w: WheelSpec): string {
     }),
   );
   writeFileSync(join(info, "WHEEL"), `Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: ${w.tag ?? "py3-none-any"}\n`);
+  // RECORD (the wheel spec's list of every file with its urlsafe-base64 sha256), so pip can install the wheel.
+  const record = [`${dist}/__init__.py`, `${dist}-${w.version}.dist-info/METADATA`, `${dist}-${w.version}.dist-info/WHEEL`].map((f) => {
+    const data = readFileSync(join(stage, f));
+    return `${f},sha256=${createHash("sha256").update(data).digest("base64url")},${data.length}`;
+  });
+  writeFileSync(join(info, "RECORD"), `${[...record, `${dist}-${w.version}.dist-info/RECORD,,`].join("\n")}\n`);
   execFileSync("zip", ["-q", "-X", "-r", join(dir, filename), "."], { cwd: stage });
   return filename;
 }

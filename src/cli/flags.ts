@@ -13,8 +13,7 @@ import type { Command } from "commander";
 import { CairnError, readSigningKey, readVerifyingKey, type SigningKey } from "../core/index.ts";
 import { directoryView } from "../tree/index.ts";
 import {
-  LocalRegistry,
-  defaultRegistryDir,
+  openPublishRegistry,
   openRegistries,
   parseMaxAge,
   probeOciBase,
@@ -22,7 +21,9 @@ import {
   probedBase,
   readTrust,
   type ExportBase,
+  type LayerRegistry,
   type LockBase,
+  type RegistryPlace,
   type VerifyOptions,
 } from "../strata/index.ts";
 import type { RemoteOptions } from "../workload/index.ts";
@@ -56,10 +57,14 @@ export function signingKeys(o: { key?: string; unsigned?: boolean }): SigningKey
   throw new CairnError("USAGE", "give --key KEY to sign, or --unsigned to publish an unsigned document knowingly");
 }
 
-/** The registry a publishing command writes to: --registry DIR, else the default registry; created only with --init-registry. */
-export function openOrInit(ctx: Context, dir: string | undefined, init: boolean | undefined): LocalRegistry {
-  const p = dir === undefined ? defaultRegistryDir(ctx.env, ctx.cwd) : resolvePath(ctx.cwd, dir);
-  return init ? LocalRegistry.init(p) : LocalRegistry.open(p);
+/** The registry a publishing command writes to: --registry DIR or oci://HOST/REPO, else the default registry; a directory is created only with --init-registry. */
+export function openOrInit(ctx: Context, location: string | undefined, init: boolean | undefined, remote: RemoteFlags = {}): Promise<LayerRegistry> {
+  return openPublishRegistry(registryPlace(ctx, remote), location, init === true);
+}
+
+/** Where registries are opened from: the command's environment, directory and registry flags. */
+export function registryPlace(ctx: Context, remote: RemoteFlags): RegistryPlace {
+  return { env: ctx.env, cwd: ctx.cwd, remote: remoteOptions(ctx, remote) };
 }
 
 /** `--base host | rootfs:DIR | oci:LAYOUT@sha256:DIGEST`, parsed (paths resolved against the cwd), not yet probed. */
@@ -116,7 +121,7 @@ export async function probeBaseFlag(ctx: Context, flag: string | undefined, now:
 }
 
 /** The flags `lock verify` takes, shared by every command that verifies a lockfile before using it (`lock export`, `run LOCK`). */
-export interface LockVerifyFlags {
+export interface LockVerifyFlags extends RemoteFlags {
   pub?: string;
   registry: string[];
   trust: string[];
@@ -129,7 +134,7 @@ export interface LockVerifyFlags {
 export function withLockVerifyFlags(cmd: Command, pubRequired: boolean): Command {
   const pubHelp = "the Ed25519 public key the lockfile must be signed by";
   (pubRequired ? cmd.requiredOption("--pub <key>", pubHelp) : cmd.option("--pub <key>", `${pubHelp} (a lockfile input only)`))
-    .option("--registry <dir>", "check every layer's manifest and blob bytes in this registry (repeatable)", collect, [])
+    .option("--registry <dir>", "check every layer's manifest and blob bytes in this registry: a directory or oci://HOST/REPO (repeatable)", collect, [])
     .option(
       "--trust <keyfile://PATH>",
       "also verify each layer manifest's own signature with this key (repeatable); without --registry, on the manifests the lockfile embeds",
@@ -144,10 +149,10 @@ export function withLockVerifyFlags(cmd: Command, pubRequired: boolean): Command
 }
 
 /** The verification the flags ask for, as `verifyLock` takes it (without the probed base). */
-export function lockVerifyOptions(ctx: Context, opts: LockVerifyFlags, now: Date): Omit<VerifyOptions, "probedBase"> {
+export async function lockVerifyOptions(ctx: Context, opts: LockVerifyFlags, now: Date): Promise<Omit<VerifyOptions, "probedBase">> {
   if (opts.pub === undefined) throw new CairnError("USAGE", "a lockfile is verified before use: give --pub KEY", { path: "--pub" });
   const maxAgeMs = opts.maxAge !== undefined ? parseMaxAge(opts.maxAge) : undefined;
-  const regs = opts.registry.length > 0 ? openRegistries({ env: ctx.env, cwd: ctx.cwd, registries: opts.registry, trust: [] }) : [];
+  const regs = opts.registry.length > 0 ? await openRegistries({ ...registryPlace(ctx, opts), registries: opts.registry, trust: [] }) : [];
   return {
     keys: [readVerifyingKey(opts.pub)],
     now,
@@ -169,4 +174,16 @@ export function exportBaseFlag(ctx: Context, flag: string | undefined): ExportBa
       hint: "give --base rootfs:DIR or oci:LAYOUT@sha256:DIGEST",
     });
   return b;
+}
+
+/**
+ * The program and arguments of a launch: `--cmd PROG ARG...` (commander reads
+ * an argument that starts with `-` as an option), or everything after `--`
+ * (`-- /bin/sh -c 'echo hi'`), never both. Undefined when neither was given.
+ */
+export function launchArgv(cmdFlag: readonly string[] | undefined, afterDashes: readonly string[]): string[] | undefined {
+  if (cmdFlag !== undefined && afterDashes.length > 0)
+    throw new CairnError("USAGE", "give the command either with --cmd or after --, not both", { path: "--cmd" });
+  if (cmdFlag !== undefined) return [...cmdFlag];
+  return afterDashes.length > 0 ? [...afterDashes] : undefined;
 }

@@ -12,8 +12,8 @@ import { buildProgram } from "./program.ts";
 
 export async function main(argv: string[], io: Io = processIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const ctx: Context = { io, env, cwd: process.cwd(), json: argv.includes("--json") };
-  const program = buildProgram(ctx);
   try {
+    const program = await buildProgram(ctx, argv);
     await program.parseAsync(argv, { from: "user" });
     return ctx.exitCode ?? 0;
   } catch (error) {

@@ -2,53 +2,53 @@
  * The cairn program: every command registered on one commander program, in
  * help order. Each command lives in its own file under `commands/` (a noun
  * with verbs, such as `lock`, registers its verb files); this file only lists
- * them. Add one line per top-level command file.
+ * them, and loads only the one a command line names. Add one line per
+ * top-level command file.
  */
 import { Command } from "commander";
 import type { Context } from "./context.ts";
 import { CAIRN_VERSION } from "./cairn-version.ts";
-import { registerKeygen } from "./commands/keygen.ts";
-import { registerManifest } from "./commands/manifest.ts";
-import { registerWorkload } from "./commands/workload.ts";
-import { registerSetup } from "./commands/setup.ts";
-import { registerRun } from "./commands/run.ts";
-import { registerReplay } from "./commands/replay.ts";
-import { registerReceipt } from "./commands/receipt.ts";
-import { registerBundle } from "./commands/replay-bundle.ts";
-import { registerRuns } from "./commands/runs.ts";
-import { registerProfile } from "./commands/profile.ts";
-import { registerResolve } from "./commands/resolve.ts";
-import { registerLock } from "./commands/lock.ts";
-import { registerFreeze } from "./commands/freeze.ts";
-import { registerLayer } from "./commands/layer.ts";
-import { registerFormation } from "./commands/formation.ts";
-import { registerSearch } from "./commands/search.ts";
-import { registerStore } from "./commands/content-store.ts";
-import { registerPull } from "./commands/pull.ts";
 
-/** Every command, in help order. Add one line per command file. */
-export const COMMANDS: ReadonlyArray<(program: Command, ctx: Context) => void> = [
-  registerKeygen,
-  registerManifest,
-  registerWorkload,
-  registerPull,
-  registerStore,
-  registerProfile,
-  registerResolve,
-  registerFreeze,
-  registerLock,
-  registerLayer,
-  registerFormation,
-  registerSearch,
-  registerSetup,
-  registerRun,
-  registerReplay,
-  registerReceipt,
-  registerBundle,
-  registerRuns,
+type Register = (program: Command, ctx: Context) => void;
+
+/**
+ * Every top-level command, in help order: its name and its file, imported
+ * only when that command runs (or for help), so a command does not pay for
+ * loading every other command's library. Add one line per command file.
+ */
+export const COMMANDS: ReadonlyArray<{ readonly name: string; readonly load: () => Promise<Register> }> = [
+  { name: "keygen", load: async () => (await import("./commands/keygen.ts")).registerKeygen },
+  { name: "manifest", load: async () => (await import("./commands/manifest.ts")).registerManifest },
+  { name: "workload", load: async () => (await import("./commands/workload.ts")).registerWorkload },
+  { name: "pull", load: async () => (await import("./commands/pull.ts")).registerPull },
+  { name: "store", load: async () => (await import("./commands/content-store.ts")).registerStore },
+  { name: "profile", load: async () => (await import("./commands/profile.ts")).registerProfile },
+  { name: "resolve", load: async () => (await import("./commands/resolve.ts")).registerResolve },
+  { name: "freeze", load: async () => (await import("./commands/freeze.ts")).registerFreeze },
+  { name: "lock", load: async () => (await import("./commands/lock.ts")).registerLock },
+  { name: "layer", load: async () => (await import("./commands/layer.ts")).registerLayer },
+  { name: "formation", load: async () => (await import("./commands/formation.ts")).registerFormation },
+  { name: "search", load: async () => (await import("./commands/search.ts")).registerSearch },
+  { name: "setup", load: async () => (await import("./commands/setup.ts")).registerSetup },
+  { name: "run", load: async () => (await import("./commands/run.ts")).registerRun },
+  { name: "replay", load: async () => (await import("./commands/replay.ts")).registerReplay },
+  { name: "receipt", load: async () => (await import("./commands/receipt.ts")).registerReceipt },
+  { name: "bundle", load: async () => (await import("./commands/replay-bundle.ts")).registerBundle },
+  { name: "runs", load: async () => (await import("./commands/runs.ts")).registerRuns },
 ];
 
-export function buildProgram(ctx: Context): Command {
+/** The top-level command `argv` names (its first word that is not an option), if it is one of COMMANDS. */
+function commandNamed(argv: readonly string[] | undefined): string | undefined {
+  const first = argv?.find((a) => !a.startsWith("-"));
+  return COMMANDS.some((c) => c.name === first) ? first : undefined;
+}
+
+/**
+ * The program. With `argv`, only the command it names is loaded and
+ * registered (anything else, such as `--help` or an unknown word, loads them
+ * all, so help and commander's suggestions see every command).
+ */
+export async function buildProgram(ctx: Context, argv?: readonly string[]): Promise<Command> {
   const program = new Command("cairn")
     .description("Make a compute environment a checkable fact: canonical identities, signed locks, offline verification, deterministic record/replay.")
     .version(CAIRN_VERSION)
@@ -58,6 +58,10 @@ export function buildProgram(ctx: Context): Command {
       writeOut: (s) => ctx.io.out(s),
       writeErr: (s) => ctx.io.err(s),
     });
-  for (const register of COMMANDS) register(program, ctx);
+  // Root options go before the noun (`cairn --version`): `layer build --version V` and
+  // `formation build --version V` are the commands' own flags wherever they appear.
+  program.enablePositionalOptions();
+  const named = commandNamed(argv);
+  for (const c of COMMANDS) if (named === undefined || c.name === named) (await c.load())(program, ctx);
   return program;
 }

@@ -64,12 +64,15 @@ function sameFile(a: Stats, b: Stats): boolean {
   return a.dev === b.dev && a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs && a.ctimeMs === b.ctimeMs;
 }
 
-function kindOf(st: Stats): string {
+/** What kind of file `st` (from lstat or fstat) describes, for messages: "a FIFO", "a symlink", ... */
+export function fileKind(st: Stats): string {
+  if (st.isFile()) return "a regular file";
   if (st.isDirectory()) return "a directory";
+  if (st.isSymbolicLink()) return "a symlink";
   if (st.isFIFO()) return "a FIFO";
   if (st.isSocket()) return "a socket";
   if (st.isCharacterDevice() || st.isBlockDevice()) return "a device";
-  return "not a regular file";
+  return "an unknown file type";
 }
 
 /**
@@ -92,7 +95,7 @@ export function readFileBounded(path: string, max: number, limit: string, option
   }
   try {
     const before = fstatSync(fd);
-    if (!before.isFile()) throw notRegular(kindOf(before));
+    if (!before.isFile()) throw notRegular(fileKind(before));
     if (options.expectedSize !== undefined && before.size !== options.expectedSize) throw changed();
     try {
       checkLimit(limit, before.size, max, path, "bytes", options.limitHint);

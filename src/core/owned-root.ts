@@ -33,7 +33,7 @@
 import { randomBytes } from "node:crypto";
 import { chmodSync, closeSync, fchmodSync, fstatSync, lstatSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, type Stats } from "node:fs";
 import { basename, dirname, join } from "node:path";
-import { readFileBounded } from "./bounded-read.ts";
+import { fileKind, readFileBounded } from "./bounded-read.ts";
 import { CairnError, ioError, type ErrorCode } from "./errors.ts";
 import { openDirectory, writeFileAtomic } from "./files.ts";
 import { parseJsonBytes } from "./json.ts";
@@ -71,15 +71,6 @@ export function descriptorPath(fd: number): string {
 
 function errno(e: unknown): string | undefined {
   return (e as { code?: string } | null)?.code;
-}
-
-function kindOf(st: Stats): string {
-  if (st.isSymbolicLink()) return "a symlink";
-  if (st.isFIFO()) return "a FIFO";
-  if (st.isSocket()) return "a socket";
-  if (st.isCharacterDevice() || st.isBlockDevice()) return "a device";
-  if (st.isFile()) return "a file";
-  return "not a directory";
 }
 
 const uid = (): number | undefined => process.geteuid?.();
@@ -163,7 +154,7 @@ export function openDirIn(root: string, rel: string, options: DirOptions = {}): 
             try {
               st = lstatSync(at);
             } catch {}
-            throw unsafe(shown, st === undefined ? "not a directory" : kindOf(st));
+            throw unsafe(shown, st === undefined ? "not a directory" : fileKind(st));
           }
           if (code === "ENOENT") throw new CairnError("IO_ERROR", `${shown} does not exist`, { path: shown, cause: e });
           throw ioError(shown, e, "open");
@@ -279,7 +270,7 @@ export function openRoot(root: string, kind: RootKind, options: { create: boolea
     }
     return;
   }
-  if (!st.isDirectory()) throw foreign(kindOf(st));
+  if (!st.isDirectory()) throw foreign(fileKind(st));
   const fd = openDirIn(root, "");
   try {
     const dir = descriptorPath(fd);

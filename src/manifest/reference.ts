@@ -3,25 +3,21 @@
  * reference is pinned only when it ends in `@sha256:<64 lowercase hex>`, so
  * the bytes it names cannot change. Tags and URLs are accepted but unpinned.
  *
- * References follow the OCI distribution grammar
- * ([domain[:port]/]path[:tag][@digest], path components lowercase). A digest
- * with another algorithm or with uppercase hex is refused rather than counted
- * as unpinned: registries reject it, and a label must not depend on which
- * tool reads the string.
+ * The grammar itself is oci's (`splitImageReference`,
+ * src/oci/registry/image-ref.ts), the one cairn reads every image reference
+ * with, so what ingest calls a valid image is what `manifest pin` and `pull`
+ * can resolve. A digest with another algorithm or with uppercase hex is
+ * refused rather than counted as unpinned: registries reject it, and a label
+ * must not depend on which tool reads the string.
  */
+import { MAX_REFERENCE_LENGTH, splitImageReference } from "../oci/index.ts";
 
-const DOMAIN_COMPONENT = "(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])";
-const DOMAIN = `${DOMAIN_COMPONENT}(?:\\.${DOMAIN_COMPONENT})*(?::[0-9]+)?`;
-const PATH_COMPONENT = "[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*";
-const TAG = "[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}";
-const REFERENCE = new RegExp(`^((?:${DOMAIN}/)?${PATH_COMPONENT}(?:/${PATH_COMPONENT})*)(?::(${TAG}))?(?:@([^@]*))?$`);
+export { MAX_REFERENCE_LENGTH };
+
 const SHA256_DIGEST = /^sha256:[0-9a-f]{64}$/;
 
-/** Longest reference accepted (the distribution spec caps names at 255). */
-export const MAX_REFERENCE_LENGTH = 512;
-
 export interface ParsedReference {
-  /** The reference without tag or digest. */
+  /** The reference without tag or digest, as written. */
   readonly name: string;
   readonly tag: string | undefined;
   readonly digest: string | undefined;
@@ -32,17 +28,10 @@ export type ReferenceResult = { ok: true; ref: ParsedReference } | { ok: false; 
 
 /** Parses an OCI image reference; the reason on failure never echoes the value. */
 export function parseReference(unsafeRef: string): ReferenceResult {
-  if (unsafeRef.length === 0) return { ok: false, why: "is empty" };
-  if (unsafeRef.length > MAX_REFERENCE_LENGTH) return { ok: false, why: `is longer than ${MAX_REFERENCE_LENGTH} characters` };
-  const m = REFERENCE.exec(unsafeRef);
-  if (m === null || m[1]!.length > 255) {
-    return { ok: false, why: "is not a valid reference ([registry/]path[:tag][@sha256:<64 hex>], path in lowercase)" };
-  }
-  const digest = m[3];
-  if (digest !== undefined && !SHA256_DIGEST.test(digest)) {
-    return { ok: false, why: "has a digest that is not sha256:<64 lowercase hex>" };
-  }
-  return { ok: true, ref: { name: m[1]!, tag: m[2], digest, pinned: digest !== undefined } };
+  const r = splitImageReference(unsafeRef);
+  if (!r.ok) return r;
+  const { name, tag, digest } = r.parts;
+  return { ok: true, ref: { name, tag, digest, pinned: digest !== undefined } };
 }
 
 /** How a feature is addressed; only `oci` can be pinned (by `@sha256`). */

@@ -80,6 +80,12 @@ export interface OciLaunchConfig {
   readonly workingDir: string | undefined;
   /** `config.User`; absent is `undefined`. */
   readonly user: string | undefined;
+  /** The paths of `config.Volumes` (its keys), absent or `{}` is `undefined`; a workload refuses them (launch.ts). */
+  readonly volumes?: readonly string[];
+  /** `config.StopSignal`; absent or "" is `undefined`; a workload refuses it. */
+  readonly stopSignal?: string;
+  /** `config.ArgsEscaped` when it is `true` (Windows' one-string command line); a workload refuses it. */
+  readonly argsEscaped?: true;
 }
 
 function stringList(v: JsonModel | undefined, path: string): readonly string[] | undefined {
@@ -119,12 +125,17 @@ export function checkConfig(config: JsonObject, layerCount: number): CheckedConf
   const c = config.config;
   const cfg: JsonObject = isJsonObject(c) ? c : Object.create(null);
   if (c !== undefined && c !== null && !isJsonObject(c)) throw new CairnError("OCI_INVALID", "config.config is not an object", { path: "/config" });
+  const volumes = isJsonObject(cfg.Volumes) ? Object.keys(cfg.Volumes) : [];
+  const stopSignal = optString(cfg.StopSignal, "/config/StopSignal");
   const launch: OciLaunchConfig = Object.freeze({
     entrypoint: stringList(cfg.Entrypoint, "/config/Entrypoint"),
     cmd: stringList(cfg.Cmd, "/config/Cmd"),
     env: stringList(cfg.Env, "/config/Env"),
     workingDir: optString(cfg.WorkingDir, "/config/WorkingDir"),
     user: optString(cfg.User, "/config/User"),
+    ...(volumes.length > 0 ? { volumes: Object.freeze(volumes) } : {}),
+    ...(stopSignal !== undefined && stopSignal !== "" ? { stopSignal } : {}),
+    ...(cfg.ArgsEscaped === true ? { argsEscaped: true as const } : {}),
   });
   return { diffIds: Object.freeze(diffIds), launch };
 }

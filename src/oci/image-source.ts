@@ -29,7 +29,8 @@ import {
   type JsonObject,
   type Sha256Digest,
 } from "../core/index.ts";
-import { DEFAULT_LIMITS, enforceLimit, type LayerCompression, type LayerLimits } from "../tree/index.ts";
+import { DEFAULT_LIMITS, enforceLimit, type LayerCompression, type LayerLimits, type PlatformPolicy, type PolicyKey } from "../tree/index.ts";
+
 import { checkConfig, checkDescriptor, checkPlatform, type Descriptor, type OciLaunchConfig } from "./documents.ts";
 import { CONFIG_TYPES, INDEX_TYPES, MANIFEST_TYPES, OCI_INDEX, layerCompression, requireMediaType } from "./media-types.ts";
 import { copyVerified, openLayoutDir, readVerified, type OciObjectReader } from "./layout-reader.ts";
@@ -69,7 +70,7 @@ export interface OciSource {
   readonly config: StagedObject;
   /** Always linux/amd64 (anything else is refused). */
   readonly platform: { readonly os: "linux"; readonly architecture: "amd64" };
-  /** Entrypoint, Cmd, Env, WorkingDir, User as the config gives them. */
+  /** Entrypoint, Cmd, Env, WorkingDir, User (and the fields a launch refuses) as the config gives them. */
   readonly launch: OciLaunchConfig;
   readonly diffIds: readonly Sha256Digest[];
   readonly layers: readonly OciLayer[];
@@ -89,6 +90,19 @@ export interface ReadOciSourceOptions {
    */
   readonly stagingDir: string;
   readonly limits?: LayerLimits;
+  /**
+   * The policy's `platform` (tree/layer-policy.ts). `refuse` (default): the
+   * selected descriptor must declare linux/amd64. `config`: a descriptor
+   * without `platform` is accepted and the config's os/architecture decide
+   * (they are checked either way); a declared platform is checked as ever.
+   */
+  readonly platform?: PlatformPolicy;
+  /**
+   * Check mode (`cairn workload check`): a refusal that leaves the rest of
+   * the image readable (a descriptor without platform) goes here, with the
+   * policy that would admit it, instead of being thrown.
+   */
+  readonly report?: (error: CairnError, policy: PolicyKey | undefined) => void;
 }
 
 function parseDoc(bytes: Uint8Array, source: string, kind: "layout" | "index" | "manifest" | "config"): JsonObject {
@@ -99,7 +113,7 @@ function parseDoc(bytes: Uint8Array, source: string, kind: "layout" | "index" | 
 }
 
 /** Finds the one direct image-manifest descriptor with `wanted` in `index.json`. */
-function selectDescriptor(index: JsonObject, wanted: Sha256Digest): { model: JsonModel; descriptor: Descriptor; path: string } {
+function selectDescriptor(index: JsonObject, wanted: Sha256Digest, options: ReadOciSourceOptions): { model: JsonModel; descriptor: Descriptor; path: string } {
   const manifests = Array.isArray(index.manifests) ? index.manifests : [];
   const hits = manifests.map((m, i) => ({ m, i })).filter(({ m }) => isJsonObject(m) && m.digest === wanted);
   if (hits.length === 0) {
@@ -125,11 +139,15 @@ function selectDescriptor(index: JsonObject, wanted: Sha256Digest): { model: Jso
   }
   requireMediaType(descriptor.mediaType, MANIFEST_TYPES, `${path}/mediaType`);
   const platform = isJsonObject(m) ? m.platform : undefined;
+  if (platform === undefined && options.platform === "config") return { model: m!, descriptor, path };
   if (!isJsonObject(platform)) {
-    throw new CairnError("OCI_PLATFORM", "the selected descriptor declares no platform", {
+    const e = new CairnError("OCI_PLATFORM", "the selected descriptor declares no platform", {
       path: `${path}/platform`,
-      hint: 'cairn needs "platform": {"os": "linux", "architecture": "amd64"} on the selected descriptor',
+      hint: 'cairn needs "platform": {"os": "linux", "architecture": "amd64"} on the selected descriptor; name the policy "platform: config" to let the image config\'s linux/amd64 decide (umoci and skopeo write no platform)',
     });
+    if (platform !== undefined || options.report === undefined) throw e;
+    options.report(e, "platform");
+    return { model: m!, descriptor, path };
   }
   checkPlatform(platform, `${path}/platform`);
   return { model: m!, descriptor, path };
@@ -165,7 +183,7 @@ export async function readOciSource(options: ReadOciSourceOptions): Promise<OciS
     if (typeof index.mediaType === "string") requireMediaType(index.mediaType, OCI_INDEX, "/mediaType");
     enforceLimit(limits, "descriptors", Array.isArray(index.manifests) ? index.manifests.length : 0, "/manifests");
 
-    const selected = selectDescriptor(index, wanted);
+    const selected = selectDescriptor(index, wanted, options);
     const descriptor = stageBytes("descriptor.json", canonicalBytes(toJsonValue(selected.model)));
 
     const jsonBlob = async (d: Descriptor, path: string): Promise<StagedObject> => {

@@ -34,7 +34,7 @@ import {
   type JsonModel,
   type Sha256Digest,
 } from "../core/index.ts";
-import { OCI_CONFIG, OCI_INDEX, OCI_LAYER_GZIP, OCI_LAYER_TAR, OCI_MANIFEST } from "./media-types.ts";
+import { OCI_CONFIG, OCI_INDEX, type OCI_LAYER_GZIP, type OCI_LAYER_TAR, OCI_MANIFEST } from "./media-types.ts";
 import { validateOciDocument, type OciDocumentKind } from "./schemas.ts";
 
 /** One layer to write: its blob (bytes in memory, or a verified private file to copy) and the digests it must have. */

@@ -47,30 +47,52 @@ function withoutIds(v: unknown): unknown {
 const DATE_TIME = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 const URI = /^[A-Za-z][A-Za-z0-9+.-]*:[^\s]*$/;
 
-let validators: Record<OciDocumentKind, ValidateFunction> | undefined;
+let ajv: InstanceType<typeof Ajv04.default> | undefined;
+const validators = new Map<OciDocumentKind, ValidateFunction>();
 
-function load(): Record<OciDocumentKind, ValidateFunction> {
-  if (validators) return validators;
+/**
+ * The validator for one kind, compiled on first use: a command compiles
+ * only the schemas of the documents it reads (a pull never compiles the
+ * layout schema). The vendored schemas are registered without validating
+ * them against the draft-04 meta-schema at every start
+ * (`validateSchema: false`): they are the spec's unmodified files, and
+ * tests/oci/schemas-vendored.test.ts compiles each with the meta-schema check
+ * on, so a damaged file still fails, in the tests instead of in every run.
+ */
+function load(kind: OciDocumentKind): ValidateFunction {
+  const cached = validators.get(kind);
+  if (cached !== undefined) return cached;
+  ajv ??= registry(false);
+  const v = ajv.getSchema(`${BASE}${KIND_FILE[kind]}.json`);
+  if (v === undefined) throw new CairnError("OCI_SCHEMA", `schema for ${kind} did not load`);
+  validators.set(kind, v);
+  return v;
+}
+
+/** An ajv instance with every vendored schema registered under its file name (exposed for the vendored-schema test). */
+export function registry(validateSchema: boolean): InstanceType<typeof Ajv04.default> {
   // ajv-draft-04 is CommonJS: its class is `module.exports.default` under Node ESM interop.
-  const ajv = new Ajv04.default({ allErrors: true, strict: true });
-  ajv.addKeyword({ keyword: "media", schemaType: "object" });
-  ajv.addFormat("date-time", DATE_TIME);
-  ajv.addFormat("uri", URI);
+  const a = new Ajv04.default({ allErrors: true, strict: true, validateSchema });
+  a.addKeyword({ keyword: "media", schemaType: "object" });
+  a.addFormat("date-time", DATE_TIME);
+  a.addFormat("uri", URI);
   for (const f of FILES) {
     const text = readFileSync(new URL(`./schemas/${f}.json`, import.meta.url), "utf8");
     // Trusted, vendored spec files: plain JSON.parse (their int64 bounds are not safe integers).
     const schema = withoutIds(JSON.parse(text)) as Record<string, unknown>;
     delete schema.$schema;
-    ajv.addSchema(schema, `${BASE}${f}.json`);
+    a.addSchema(schema, `${BASE}${f}.json`);
   }
-  const get = (k: OciDocumentKind): ValidateFunction => {
-    const v = ajv.getSchema(`${BASE}${KIND_FILE[k]}.json`);
-    if (v === undefined) throw new CairnError("OCI_SCHEMA", `schema for ${k} did not load`);
-    return v;
-  };
-  validators = { layout: get("layout"), index: get("index"), manifest: get("manifest"), config: get("config") };
-  return validators;
+  return a;
 }
+
+/** Every kind's schema URL, for the vendored-schema test. */
+export const SCHEMA_URLS: Readonly<Record<OciDocumentKind, string>> = {
+  layout: `${BASE}${KIND_FILE.layout}.json`,
+  index: `${BASE}${KIND_FILE.index}.json`,
+  manifest: `${BASE}${KIND_FILE.manifest}.json`,
+  config: `${BASE}${KIND_FILE.config}.json`,
+};
 
 /**
  * Validates `doc` (already strictly parsed) as an OCI `kind` document and
@@ -78,7 +100,7 @@ function load(): Record<OciDocumentKind, ValidateFunction> {
  * names the document (a file name or digest) for the message.
  */
 export function validateOciDocument(kind: OciDocumentKind, doc: JsonModel, source: string): void {
-  const validate = load()[kind];
+  const validate = load(kind);
   if (validate(doc)) return;
   const issues: Issue[] = (validate.errors ?? []).map((e) => ({
     code: "OCI_SCHEMA",

@@ -85,6 +85,8 @@ export interface ReadBlobsOptions {
   readonly maxRatio?: number;
   /** Keep every file's bytes in `content` (default true; fold needs them, a content check only needs the tree's digests). */
   readonly keepContent?: boolean;
+  /** Keep only the bytes of files with these digests (an export picking one modulefile out of a layer); overrides keepContent. */
+  readonly keepOnly?: ReadonlySet<Sha256Digest>;
   /** Called before a member replaces an existing entry; may throw to refuse (see ApplyLayersOptions.onReplace). */
   readonly onReplace?: (old: FsEntry, next: FsEntry, where: string) => void;
 }
@@ -122,7 +124,7 @@ export async function readLayerBlobs(blobs: readonly BlobInput[], options: ReadB
   const sink: ContentSink = {
     async put(data) {
       const d = sha256(data);
-      if (keep) content.set(d, data);
+      if (options.keepOnly !== undefined ? options.keepOnly.has(d) : keep) content.set(d, data);
       return { sha256: d, size: data.length };
     },
   };

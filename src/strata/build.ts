@@ -4,7 +4,7 @@
  * here reads the clock or the host's identity, so the same directory and
  * options give the same blob and the same manifest everywhere.
  */
-import { compareBytes, CairnError, type SigningKey, type VerifyingKey } from "../core/index.ts";
+import { compareBytes, CairnError, type VerifyingKey } from "../core/index.ts";
 import { readDirectory, type DirLimits, DEFAULT_DIR_LIMITS } from "../tree/index.ts";
 import { buildLayerBlob, type LayerBlob } from "./blob.ts";
 import { capabilityString, requirementString, satisfies, type Capability, type Requirement } from "./capability.ts";
@@ -22,7 +22,7 @@ import {
   type LayerManifest,
   type FoldedFrom,
 } from "./layer-manifest.ts";
-import type { LocalRegistry, SignedDocument } from "./registry.ts";
+import type { LayerRegistry } from "./registry.ts";
 import { readLayerBlobs, treeToTarEntries, type BlobInput } from "./blob-reader.ts";
 import { parseVersion } from "./version.ts";
 import { REF_NAME } from "./ref.ts";
@@ -120,21 +120,6 @@ export function buildLayerFromDirectory(dir: string, spec: LayerSpec, limits: Di
   return { blob, manifest: manifestFor(spec, blob) };
 }
 
-export function publishBuiltLayer(
-  reg: LocalRegistry,
-  built: { blob: LayerBlob; manifest: LayerManifest },
-  keys: readonly SigningKey[],
-): SignedDocument<LayerManifest> {
-  return reg.publishLayer(built.blob.blob, built.manifest, keys);
-}
-
-/**
- * Merges layers into one, later layers over earlier ones (a later file
- * replaces an earlier one at the same path; a directory never replaces a file
- * or the reverse). Records `folded_from` with each source's id and blob digest.
- * Each source blob is verified against its manifest before it is read, and
- * read through the strict tar gate (blob-reader.ts).
- */
 /** Whose signatures a fold accepts on its source layers (closed by default, like resolve). */
 export interface SourceTrust {
   readonly keys: readonly VerifyingKey[];
@@ -143,13 +128,17 @@ export interface SourceTrust {
 }
 
 /**
- * Merges published layers into one. Each source manifest's signature is
+ * Merges published layers into one, later layers over earlier ones (a later
+ * file replaces an earlier one at the same path; a directory never replaces a
+ * file or the reverse), and records `folded_from` with each source's id and
+ * blob digest. Each source blob is verified against its manifest and read
+ * through the strict tar gate (blob-reader.ts). Each source manifest's signature is
  * checked against `trust` before its blob is read: folding re-signs the
  * result with the user's key, so an unverified source would come out
  * looking vouched for.
  */
 export async function foldLayers(
-  reg: LocalRegistry,
+  reg: LayerRegistry,
   ids: readonly string[],
   spec: LayerSpec,
   trust: SourceTrust,
@@ -164,7 +153,7 @@ export async function foldLayers(
     attest(doc, trust.keys, trust.allowUnsignedOffline, `layer ${id}`);
     const m = doc.value;
     sources.push(m);
-    blobs.push({ blob: reg.readBlob(m.sha256, m.size), expected: m, where: reg.blobPath(m.sha256) });
+    blobs.push({ blob: await reg.readBlob(m.sha256, m.size), expected: m, where: reg.blobWhere(m.sha256) });
     folded.push({ id: m.id, sha256: m.sha256 });
   }
   // The sources are applied in order on one tree, as the layers would be
@@ -204,7 +193,7 @@ export function inheritedCapabilities(sources: readonly LayerManifest[]): { prov
 }
 
 /** A formation over published layers, in the given order (which fixes their mount order among themselves). */
-export function formationOf(reg: LocalRegistry, name: string, version: string, ids: readonly string[], description?: string): Formation {
+export function formationOf(reg: LayerRegistry, name: string, version: string, ids: readonly string[], description?: string): Formation {
   if (!REF_NAME.test(name)) throw new CairnError("USAGE", `formation name ${JSON.stringify(name).slice(0, 60)} is not valid`);
   parseVersion(version, "--version");
   formationKey(name, version);

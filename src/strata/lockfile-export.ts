@@ -10,17 +10,28 @@
  *            and, when given, Cmd; no `created`, no history;
  *   annotations  the EnvironmentID, the lockfile's sha256, the base digest.
  *
- * The lockfile is verified first exactly as `lock verify` does (signature,
- * Validate, freshness, policy, every layer's manifest and blob in the
- * registries) and the base is re-probed and must have the lockfile's base
- * digest: an unverified lockfile never becomes an image. A lockfile with a
- * mutable layer is refused, since what a writable upper layer holds is not
- * covered by anything an image could carry.
+ *   added    then, only when the lockfile has them, two layers of cairn's own
+ *            (uncompressed tar, export-layer.ts): the pinned package archives
+ *            and their installer (export-packages.ts), and the Lmod tree
+ *            and login script (export-lmod.ts). Both follow from the
+ *            lockfile alone, so the manifest digest stays a function of the
+ *            lockfile (and base); a lockfile with no frozen package, no
+ *            modulefile and no Lmod preload list exports exactly as before.
+ *
+ * A dirty lockfile (a mutable upper layer) is refused first, with LOCK_DIRTY
+ * naming `/mutable_layer`: what a writable upper layer holds is covered by
+ * nothing an image could carry (and such a lockfile is never signed, so the
+ * signature check would otherwise hide the reason). Then the lockfile is
+ * verified exactly as `lock verify` does (signature, Validate, freshness,
+ * policy, every layer's manifest and blob in the registries) and the base is
+ * re-probed and must have the lockfile's base digest: an unverified
+ * lockfile never becomes an image.
  *
  * What the image's digest does not promise (said by `caveats`): a `rootfs:`
  * base is pinned by its probed facts, not by every byte, so the same
  * lockfile over another directory with the same facts exports another
- * image; package requests and on_ready commands are not acted upon.
+ * image; pinned packages are placed with an installer, not installed;
+ * unpinned package requests and on_ready commands are not acted upon.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -37,6 +48,10 @@ import { readDirectory } from "../tree/index.ts";
 import { lockfileCaveats } from "./lockfile-caveats.ts";
 import type { Lockfile } from "./lockfile.ts";
 import { verifyLock, verifyLockContents, type VerifyOptions, type VerifyReport } from "./lockfile-verify.ts";
+import { readLockfile } from "./lockfile-io.ts";
+import { lmodExportLayer } from "./export-lmod.ts";
+import { packagesExportLayer } from "./export-packages.ts";
+import type { PackageManager } from "./profile-model.ts";
 import { probeOciBase } from "./probe-oci.ts";
 import { probeRoot } from "./probe.ts";
 
@@ -69,6 +84,17 @@ export interface ExportLockOptions {
   readonly outDir: string;
   /** Private staging for an OCI base (a fresh directory inside, removed afterwards); default the OS temp dir. */
   readonly tmpDir?: string;
+  /** Mirrors to read pinned package archives from instead of the index each frozen set recorded (export-packages.ts). */
+  readonly packageIndexes?: Partial<Record<PackageManager, string>>;
+  /** Relative package mirror paths resolve against this directory (default the process's). */
+  readonly cwd?: string;
+}
+
+/** A layer the export added above the lockfile's own. */
+export interface AddedExportLayer {
+  readonly kind: "packages" | "lmod";
+  readonly digest: Sha256Digest;
+  readonly size: number;
 }
 
 export interface ExportResult {
@@ -76,6 +102,8 @@ export interface ExportResult {
   readonly environmentId: Sha256Digest;
   readonly lockfileSha256: Sha256Digest;
   readonly report: VerifyReport;
+  /** The export's own layers, in image order (none for a lockfile without frozen packages, modulefiles or Lmod defaults). */
+  readonly added: readonly AddedExportLayer[];
   readonly caveats: readonly string[];
 }
 
@@ -116,6 +144,29 @@ function checkLaunch(l: ExportLaunch): void {
     refuse("the command's program must be an absolute path (there is no shell and no PATH search)", "/launch/argv/0", "give --cmd /usr/bin/prog ARG...");
 }
 
+/**
+ * Refuses a dirty lockfile (LOCK_DIRTY at /mutable_layer) before its
+ * signature is checked: such a lockfile is never signed, so the signature
+ * check would report SIGNATURE_MISSING and hide the reason. Reading the
+ * unverified file here only ever leads to a refusal; a file that does not
+ * parse is left to verifyLock, which reports why.
+ */
+function refuseDirty(path: string, verified?: Lockfile): void {
+  let lock = verified;
+  if (lock === undefined) {
+    try {
+      lock = readLockfile(path).lock;
+    } catch {
+      return;
+    }
+  }
+  if (lock.mutable_layer === false) return;
+  throw new CairnError("LOCK_DIRTY", "the lockfile enables a mutable upper layer (dirty): what it holds cannot be part of an image", {
+    path: "/mutable_layer",
+    hint: "freeze the upper layer into a layer (`cairn layer freeze UPPER_DIR --lock LOCK …`) and export the lockfile that resolves without mutable_layer",
+  });
+}
+
 /** Verifies the lockfile and its base, then writes the image layout at `outDir` (atomically; it must not exist). */
 export async function exportLock(opts: ExportLockOptions): Promise<ExportResult> {
   checkLaunch(opts.launch);
@@ -126,16 +177,11 @@ export async function exportLock(opts: ExportLockOptions): Promise<ExportResult>
       "give --registry (the layer blobs are copied from it, after verification)",
     );
   }
+  refuseDirty(opts.lockPath);
   const probed = await probeExportBase(opts.base, opts.verify.now);
-  const report = verifyLock(opts.lockPath, { ...opts.verify, probedBase: probed });
+  const report = await verifyLock(opts.lockPath, { ...opts.verify, probedBase: probed });
   const lock = report.lock;
-  if (lock.mutable_layer !== false) {
-    refuse(
-      "the lockfile enables a mutable layer; what it holds cannot be part of an image",
-      "/mutable_layer",
-      "resolve a profile without mutable_layer to export it",
-    );
-  }
+  if (lock.mutable_layer !== false) refuseDirty(opts.lockPath, lock); // a signed dirty lockfile (signed before cairn refused to): same refusal
   if (opts.contents) await verifyLockContents(lock, opts.verify.registries);
   const layers: LayoutLayerInput[] = [];
   const staging = mkdtempSync(join(opts.tmpDir ?? tmpdir(), "cairn-export-"));
@@ -162,10 +208,29 @@ export async function exportLock(opts: ExportLockOptions): Promise<ExportResult>
         });
       }
     }
+    const blobs = new Map<number, Buffer>();
     for (const { i, l } of inMountOrder(lock)) {
       const reg = opts.verify.registries.find((r) => r.hasBlob(l.sha256!))!; // verifyLock found and checked it
-      const blob = reg.readBlob(l.sha256!, l.size!);
+      const blob = await reg.readBlob(l.sha256!, l.size!);
+      blobs.set(i, blob);
       layers.push({ mediaType: OCI_LAYER_GZIP, digest: l.sha256!, size: l.size!, diffId: diffIdOf(blob, `/layers/${i}`), blob: { bytes: blob } });
+    }
+    const added: AddedExportLayer[] = [];
+    const addedCaveats: string[] = [];
+    const packages = await packagesExportLayer(lock, { ...(opts.packageIndexes ? { indexes: opts.packageIndexes } : {}), cwd: opts.cwd ?? process.cwd() });
+    const lmod = await lmodExportLayer(
+      lock,
+      (i) => blobs.get(i)!,
+      inMountOrder(lock).map(({ i }) => i),
+    );
+    for (const [kind, a] of [
+      ["packages", packages],
+      ["lmod", lmod],
+    ] as const) {
+      if (a === undefined) continue;
+      layers.push(a.layer);
+      added.push({ kind, digest: a.layer.digest, size: a.layer.size });
+      addedCaveats.push(...a.caveats);
     }
     const layout = writeOciLayout(opts.outDir, {
       config: {
@@ -182,10 +247,10 @@ export async function exportLock(opts: ExportLockOptions): Promise<ExportResult>
       },
       access: "private",
     });
-    const caveats = [...lockfileCaveats(lock)];
+    const caveats = [...lockfileCaveats(lock), ...addedCaveats];
     if (opts.base.kind === "rootfs")
       caveats.push("the rootfs base is pinned by its probed facts, not by every byte: another directory with the same facts exports another image");
-    return { layout, environmentId: report.environment_id, lockfileSha256: report.lockfile_sha256, report, caveats };
+    return { layout, environmentId: report.environment_id, lockfileSha256: report.lockfile_sha256, report, added, caveats };
   } finally {
     rmSync(staging, { recursive: true, force: true });
   }

@@ -8,14 +8,13 @@
  * `unsigned-offline` lockfile is refused unless the caller allows it, and a
  * check that was not done (no registry given) is reported as not done.
  */
-import { existsSync } from "node:fs";
 import { CairnError, sha256, type Sha256Digest, type VerifyingKey } from "../core/index.ts";
 import { attest } from "./trust.ts";
 import { environmentId } from "./env-id.ts";
 import { checkFreshness, type Freshness } from "./freshness.ts";
 import { readLockfile, type LockSignature } from "./lockfile-io.ts";
 import type { Lockfile, LockLayer, VerificationPolicy } from "./lockfile.ts";
-import { MAX_ENVELOPE_BYTES, readBounded, type LocalRegistry } from "./registry.ts";
+import type { LayerRegistry } from "./registry.ts";
 import type { LockBase } from "./base.ts";
 import { capabilityString } from "./capability.ts";
 import { checkLayerContents } from "./contents.ts";
@@ -26,7 +25,7 @@ export interface VerifyOptions {
   readonly now: Date;
   readonly maxAgeMs?: number;
   readonly maxAgeText?: string;
-  readonly registries: readonly LocalRegistry[];
+  readonly registries: readonly LayerRegistry[];
   /** Keys to check each layer's own signature with; without them the envelope digest pinned by the signed lockfile is checked. */
   readonly layerKeys: readonly VerifyingKey[];
   readonly allowUnsignedOffline: boolean;
@@ -101,13 +100,12 @@ function checkPolicy(lock: Lockfile, allowUnsigned: boolean): void {
  * result depend on --registry order when two registries hold the same blob
  * with different envelopes (one re-signed, one stale).
  */
-function findEnvelope(l: LockLayer, i: number, registries: readonly LocalRegistry[]): { reg: LocalRegistry; bytes: Buffer } {
+function findEnvelope(l: LockLayer, i: number, registries: readonly LayerRegistry[]): { reg: LayerRegistry; bytes: Buffer } {
   const found: string[] = [];
   for (const reg of registries) {
-    const path = reg.layerPath(l.id);
-    if (!existsSync(path)) continue;
     // Read once, check the pinned digest, then parse those same bytes (no second read to race with).
-    const bytes = readBounded(path, MAX_ENVELOPE_BYTES, "registry.max_envelope_bytes");
+    const bytes = reg.layerEnvelope(l.id);
+    if (bytes === undefined) continue;
     const sha = sha256(bytes);
     if (l.signature === undefined || sha === l.signature.envelope_sha256) return { reg, bytes };
     found.push(sha);
@@ -123,13 +121,13 @@ function findEnvelope(l: LockLayer, i: number, registries: readonly LocalRegistr
 }
 
 /** The registry holding layer `i`'s blob, after checking the blob's size and digest (STORE_MISSING, SIZE_MISMATCH, DIGEST_MISMATCH). */
-function checkedBlobRegistry(lock: Lockfile, i: number, registries: readonly LocalRegistry[]): LocalRegistry {
+async function checkedBlobRegistry(lock: Lockfile, i: number, registries: readonly LayerRegistry[]): Promise<LayerRegistry> {
   const l = lock.layers[i]!;
   const reg = registries.find((r) => r.hasBlob(l.sha256!));
   if (reg === undefined) {
     throw new CairnError("STORE_MISSING", `layer ${l.id}: blob ${l.sha256} is in none of the registries`, { path: `/layers/${i}/sha256` });
   }
-  reg.readBlob(l.sha256!, l.size ?? -1);
+  await reg.readBlob(l.sha256!, l.size ?? -1);
   return reg;
 }
 
@@ -139,11 +137,11 @@ function checkedBlobRegistry(lock: Lockfile, i: number, registries: readonly Loc
  * whose layers can be fetched as pinned, not one whose blob is missing or
  * corrupt.
  */
-export function requireLayerBlobs(lock: Lockfile, registries: readonly LocalRegistry[]): void {
-  for (const i of lock.layers.keys()) checkedBlobRegistry(lock, i, registries);
+export async function requireLayerBlobs(lock: Lockfile, registries: readonly LayerRegistry[]): Promise<void> {
+  for (const i of lock.layers.keys()) await checkedBlobRegistry(lock, i, registries);
 }
 
-function checkLayers(lock: Lockfile, opts: VerifyOptions): number {
+async function checkLayers(lock: Lockfile, opts: VerifyOptions): Promise<number> {
   for (const [i, l] of lock.layers.entries()) {
     const { reg, bytes: envBytes } = findEnvelope(l, i, opts.registries);
     const doc = reg.layerFromBytes(l.id, envBytes);
@@ -168,7 +166,7 @@ function checkLayers(lock: Lockfile, opts: VerifyOptions): number {
     if (blobReg === undefined) {
       throw new CairnError("STORE_MISSING", `layer ${l.id}: blob ${l.sha256} is in none of the registries`, { path: `/layers/${i}/sha256` });
     }
-    blobReg.readBlob(l.sha256!, l.size ?? -1);
+    await blobReg.readBlob(l.sha256!, l.size ?? -1);
     if (opts.layerKeys.length > 0 && l.signature?.status === "signed") {
       attest(doc, opts.layerKeys, false, `layer ${l.id}`);
     }
@@ -176,8 +174,8 @@ function checkLayers(lock: Lockfile, opts: VerifyOptions): number {
   for (const [i, f] of lock.formations.entries()) {
     // The formation envelope must be the one resolution saw, in some registry.
     const found = opts.registries.some((r) => {
-      const path = r.formationPath(f.name, f.version);
-      return existsSync(path) && sha256(readBounded(path, MAX_ENVELOPE_BYTES, "registry.max_envelope_bytes")) === f.signature.envelope_sha256;
+      const bytes = r.formationEnvelope(f.name, f.version);
+      return bytes !== undefined && sha256(bytes) === f.signature.envelope_sha256;
     });
     if (!found) {
       throw new CairnError("DIGEST_MISMATCH", `formation ${f.name}@${f.version}: no registry holds the envelope the lockfile pins`, {
@@ -193,25 +191,25 @@ function checkLayers(lock: Lockfile, opts: VerifyOptions): number {
  * `lock verify --contents`: after verifyLock passed, unpack every layer blob
  * and check it holds exactly the files and symlinks its manifest lists.
  */
-export async function verifyLockContents(lock: Lockfile, registries: readonly LocalRegistry[]): Promise<number> {
+export async function verifyLockContents(lock: Lockfile, registries: readonly LayerRegistry[]): Promise<number> {
   for (const [i, l] of lock.layers.entries()) {
     const reg = registries.find((r) => r.hasBlob(l.sha256!));
     if (reg === undefined)
       throw new CairnError("STORE_MISSING", `layer ${l.id}: blob ${l.sha256} is in none of the registries`, { path: `/layers/${i}/sha256` });
     const doc = reg.readLayer(l.id);
-    await checkLayerContents(reg.readBlob(l.sha256!, l.size!), doc.value, `/layers/${i}`);
+    await checkLayerContents(await reg.readBlob(l.sha256!, l.size!), doc.value, `/layers/${i}`);
   }
   return lock.layers.length;
 }
 
-export function verifyLock(path: string, opts: VerifyOptions): VerifyReport {
+export async function verifyLock(path: string, opts: VerifyOptions): Promise<VerifyReport> {
   const read = readLockfile(path, opts.keys);
   const lock = read.lock;
   const environment_id = environmentId(lock); // LOCK_UNFROZEN for an unfrozen lockfile
   const fresh = checkFreshness(lock.resolved_at, opts.now, opts.maxAgeMs, opts.maxAgeText);
   checkPolicy(lock, opts.allowUnsignedOffline);
   if (opts.probedBase !== undefined) checkBase(lock, opts.probedBase);
-  const layers_checked = opts.registries.length > 0 ? checkLayers(lock, opts) : null;
+  const layers_checked = opts.registries.length > 0 ? await checkLayers(lock, opts) : null;
   const embedded_signatures_checked = opts.registries.length === 0 && opts.layerKeys.length > 0 ? checkEmbeddedSignatures(lock, opts.layerKeys) : null;
   return {
     lock,

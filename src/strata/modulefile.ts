@@ -131,7 +131,8 @@ export function withModulefile(entries: readonly TarEntry[], name: string, versi
 export const LMOD_LOGIN_SCRIPT = "/etc/profile.d/z-cairn-lmod.sh";
 
 /**
- * The login script an export writes: puts the layers' Lmod tree on MODULEPATH
+ * The login script an export writes (export-lmod.ts, with `moduleRoot` the
+ * export's own tree, /opt/cairn/modulefiles): puts the tree on MODULEPATH
  * and loads the profile's `defaults` when they are Strata's preload list (a
  * settings mapping loads nothing). Module names were checked by the profile
  * reader against MODULE_NAME (letters, digits, `._+-` and `/`), so none needs

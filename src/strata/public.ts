@@ -4,8 +4,8 @@
 // EnvironmentID, verification, and building layers and formations.
 export { notActedUpon, parseProfileText, profileToYaml, readProfileFile } from "./index.ts";
 export type { Profile } from "./index.ts";
-export { catalogFromRegistries, LocalRegistry, openRegistries, readTrust, searchRegistries } from "./index.ts";
-export type { OpenedRegistry, SearchHit, SignedDocument } from "./index.ts";
+export { catalogFromRegistries, LocalRegistry, OciLayerRegistry, openPublishRegistry, openRegistries, readTrust, searchRegistries } from "./index.ts";
+export type { LayerRegistry, OpenedRegistry, RegistryPlace, SearchHit, SignedDocument } from "./index.ts";
 export { declaredBase, probedBase, probeOciBase, probeRoot } from "./index.ts";
 export type { LockBase, ProbeOciOptions, ProbeResult } from "./index.ts";
 export { resolveProfile } from "./index.ts";
@@ -22,4 +22,4 @@ export type { Capability, Requirement } from "./index.ts";
 export { DEFAULT_FREEZE_LIMITS, freezeLock } from "./index.ts";
 export type { FreezeLimits, FreezeOptions, FreezeResult, FrozenPackages, LockPackageSet, PackagePin } from "./index.ts";
 export { EXPORT_ANNOTATIONS, exportLock } from "./index.ts";
-export type { ExportBase, ExportLaunch, ExportLockOptions, ExportResult } from "./index.ts";
+export type { AddedExportLayer, ExportBase, ExportLaunch, ExportLockOptions, ExportResult } from "./index.ts";

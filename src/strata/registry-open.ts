@@ -9,19 +9,31 @@
  *
  * Everything the choice depends on (the environment, the working directory)
  * is an argument, so tests and library users can vary it.
+ *
+ * A location is a directory (a path or file:// URL: `cairn.registry/1`,
+ * offline) or `oci://HOST[:PORT]/REPO` (an OCI registry, registry-oci.ts):
+ * this is the one place a registry string becomes a registry, for the CLI
+ * and library callers alike. Only an `oci://` location contacts a network.
  */
 import { isAbsolute, resolve as resolvePath } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CairnError, cairnDir, type VerifyingKey } from "../core/index.ts";
+import type { RemoteOptions } from "../oci/index.ts";
+import { defaultStoreDir } from "../store/index.ts";
 import type { CatalogSource } from "./catalog.ts";
 import type { Profile } from "./profile-model.ts";
-import { LocalRegistry } from "./registry.ts";
+import { LocalRegistry, type LayerRegistry } from "./registry.ts";
+import { OCI_REGISTRY_SCHEME, OciLayerRegistry, parseOciRegistryUrl } from "./registry-oci.ts";
 import { readTrust } from "./trust.ts";
 
 /** Where relative paths and the default registry are taken from. */
 export interface RegistryPlace {
   readonly env: Readonly<Record<string, string | undefined>>;
   readonly cwd: string;
+  /** How to reach `oci://` registries (transport flags, credentials); default: https, credentials from `env`. */
+  readonly remote?: RemoteOptions;
+  /** The content store `oci://` blobs are cached in (default `$CAIRN_HOME/store`, as every command's). */
+  readonly storeDir?: string;
 }
 
 /**
@@ -35,19 +47,53 @@ export function defaultRegistryDir(env: RegistryPlace["env"], cwd: string): stri
   return cairnDir("registry", env, cwd);
 }
 
-/** A registry location: a path (relative to `baseDir`) or a file:// URL. */
+/**
+ * A registry location, normalised: `oci://HOST/REPO` as written (after its
+ * grammar is checked), else a directory path (relative to `baseDir`) or a
+ * file:// URL. Two spellings of one location compare equal.
+ */
 export function registryPath(url: string, baseDir: string): string {
+  if (url.startsWith(OCI_REGISTRY_SCHEME)) return parseOciRegistryUrl(url).location;
   if (url.startsWith("file://")) return fileURLToPath(url);
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) {
-    throw new CairnError("REGISTRY_INVALID", `registry ${url} is not a local directory`, {
-      hint: "this version of cairn reads local directory registries (a path or file:// URL)",
+    throw new CairnError("REGISTRY_INVALID", `registry ${url} is neither a local directory nor oci://HOST/REPO`, {
+      hint: "name a directory registry (a path or file:// URL) or an OCI registry repository (oci://HOST[:PORT]/REPO)",
     });
   }
   return isAbsolute(url) ? url : resolvePath(baseDir, url);
 }
 
+/**
+ * Opens one registry at a normalised location (`registryPath`). A
+ * directory must exist unless `init` (then it is created, as
+ * `--init-registry` asks); an OCI repository nothing was pushed to opens
+ * empty only when `init` (a publisher's first push creates it).
+ */
+export async function openRegistryAt(location: string, place: RegistryPlace, init = false): Promise<LayerRegistry> {
+  if (location.startsWith(OCI_REGISTRY_SCHEME)) {
+    return OciLayerRegistry.open(location, {
+      remote: place.remote ?? { env: place.env, cwd: place.cwd },
+      storeDir: place.storeDir ?? defaultStoreDir(place.env as NodeJS.ProcessEnv, place.cwd),
+      create: init,
+    });
+  }
+  return init ? LocalRegistry.init(location) : LocalRegistry.open(location);
+}
+
+/**
+ * The registry a publishing command writes to: the one named (a directory
+ * relative to `cwd`, or `oci://HOST/REPO`), else the default directory
+ * registry. A directory is created only with `init`; an OCI repository is
+ * created by the first push.
+ */
+export async function openPublishRegistry(place: RegistryPlace, unsafeLocation: string | undefined, init: boolean): Promise<LayerRegistry> {
+  if (unsafeLocation === undefined) return openRegistryAt(defaultRegistryDir(place.env, place.cwd), place, init);
+  const location = registryPath(unsafeLocation, place.cwd);
+  return openRegistryAt(location, place, init || location.startsWith(OCI_REGISTRY_SCHEME));
+}
+
 export interface OpenedRegistry {
-  readonly registry: LocalRegistry;
+  readonly registry: LayerRegistry;
   readonly source: CatalogSource;
 }
 
@@ -66,7 +112,7 @@ export interface RegistryChoice extends RegistryPlace {
  * profile's trust for the same directory), else the profile's own, else the
  * default registry (trusting only the caller's keys).
  */
-export function openRegistries(choice: RegistryChoice): OpenedRegistry[] {
+export async function openRegistries(choice: RegistryChoice): Promise<OpenedRegistry[]> {
   const { cwd, profile, profileDir } = choice;
   const cliKeys: VerifyingKey[] = choice.trust.map((t) => readTrust(t, cwd));
   const fromProfile = (profile?.registries ?? []).map((r) => ({
@@ -86,5 +132,7 @@ export function openRegistries(choice: RegistryChoice): OpenedRegistry[] {
     const dir = defaultRegistryDir(choice.env, cwd);
     chosen.push({ path: dir, url: dir, keys: cliKeys });
   }
-  return chosen.map((c) => ({ registry: LocalRegistry.open(c.path), source: { url: c.url, keys: c.keys } }));
+  const opened: OpenedRegistry[] = [];
+  for (const c of chosen) opened.push({ registry: await openRegistryAt(c.path, choice), source: { url: c.url, keys: c.keys } });
+  return opened;
 }

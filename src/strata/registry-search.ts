@@ -1,5 +1,5 @@
 /** `cairn search`: user-selectable layers and formations whose name contains a term, with every version (highest first). */
-import type { LocalRegistry } from "./registry.ts";
+import type { LayerRegistry } from "./registry.ts";
 import { compareBytes } from "../core/index.ts";
 import { compareVersions } from "./version.ts";
 
@@ -10,7 +10,7 @@ export interface SearchHit {
   readonly provides: string[];
 }
 
-export function searchRegistries(regs: readonly LocalRegistry[], term: string): SearchHit[] {
+export function searchRegistries(regs: readonly LayerRegistry[], term: string): SearchHit[] {
   const hits = new Map<string, SearchHit>();
   const add = (kind: SearchHit["kind"], name: string, version: string, provides: string[]): void => {
     if (!name.includes(term.toLowerCase())) return;

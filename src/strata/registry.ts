@@ -18,7 +18,7 @@
  * Every name that becomes a path goes through `safeComponent` or
  * `digestComponents`, because `path.join` resolves `..` instead of refusing it.
  */
-import { readdirSync, statSync } from "node:fs";
+import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import {
   CairnError,
@@ -80,8 +80,79 @@ export function readBounded(path: string, max: number, limit: string): Buffer {
   return readFileBounded(path, max, limit, { notRegular: "REGISTRY_INVALID", limitHint: FIXED_LIMIT_HINT });
 }
 
-export class LocalRegistry {
+type Awaitable<T> = T | Promise<T>;
+
+/**
+ * What the resolver, `lock verify`, `lock export`, `formation build` and
+ * `search` need of a layer registry, whether a local directory
+ * (`LocalRegistry`) or an OCI registry (`OciLayerRegistry`,
+ * registry-oci.ts). Documents are read from what was opened (an OCI registry
+ * is a snapshot taken once, at open); blobs may need the network, so reading
+ * one is awaited. Every read is bounded and digest-checked by the
+ * implementation before its bytes are returned.
+ */
+export interface LayerRegistry {
+  /** How the registry was named (a directory or `oci://HOST/REPO`), for messages. */
+  readonly location: string;
+  listLayers(): SignedDocument<LayerManifest>[];
+  listFormations(): SignedDocument<Formation>[];
+  readLayer(id: string): SignedDocument<LayerManifest>;
+  readFormation(name: string, version: string): SignedDocument<Formation>;
+  /** Parses envelope bytes the caller already read (and checked against a pinned digest). */
+  layerFromBytes(id: string, bytes: Buffer): SignedDocument<LayerManifest>;
+  /** The bytes of layer `id`'s manifest envelope, bounded; undefined when the registry has none. */
+  layerEnvelope(id: string): Buffer | undefined;
+  formationEnvelope(name: string, version: string): Buffer | undefined;
+  /** True when the registry names (or holds) this blob; `readBlob` checks its bytes. */
+  hasBlob(digest: Sha256Digest): boolean;
+  readBlob(digest: Sha256Digest, size: number): Awaitable<Buffer>;
+  /** Where a blob is, for messages. */
+  blobWhere(digest: Sha256Digest): string;
+  publishLayer(blob: Uint8Array, manifest: LayerManifest, keys: readonly SigningKey[]): Awaitable<SignedDocument<LayerManifest>>;
+  publishFormation(formation: Formation, keys: readonly SigningKey[]): Awaitable<SignedDocument<Formation>>;
+}
+
+/** Signs a layer manifest as a DSSE envelope, after checking the blob is the one it names. Shared by every registry kind. */
+export function signLayer(blob: Uint8Array, manifest: LayerManifest, keys: readonly SigningKey[]): SignedDocument<LayerManifest> {
+  if (sha256(blob) !== manifest.sha256 || blob.length !== manifest.size) {
+    throw new CairnError(
+      "DIGEST_MISMATCH",
+      `the blob does not match the manifest: manifest says ${manifest.sha256} (${manifest.size} bytes), the blob is ${sha256(blob)} (${blob.length} bytes)`,
+      { path: "/sha256" },
+    );
+  }
+  return signedDocument(manifest, LAYER_MANIFEST_TYPE, canonicalBytes(layerManifestToModel(manifest)), keys);
+}
+
+/** Signs a formation as a DSSE envelope. */
+export function signFormation(formation: Formation, keys: readonly SigningKey[]): SignedDocument<Formation> {
+  return signedDocument(formation, FORMATION_TYPE, canonicalBytes(formationToModel(formation)), keys);
+}
+
+function signedDocument<T>(value: T, type: string, payload: Buffer, keys: readonly SigningKey[]): SignedDocument<T> {
+  const envelope = signEnvelope(type, payload, keys);
+  const envBytes = Buffer.from(`${JSON.stringify(envelope, null, 2)}\n`);
+  return { value, envelope, envelopeSha256: sha256(envBytes), envelopeBytes: envBytes, payloadSha256: sha256(payload) };
+}
+
+/** Whether a formation's members are the published layers it pins (DIGEST_MISMATCH naming the member otherwise). */
+export function checkFormationMembers(formation: Formation, readLayer: (id: string) => SignedDocument<LayerManifest>): void {
+  for (const [i, m] of formation.layers.entries()) {
+    const layer = readLayer(m.id);
+    if (layer.value.sha256 !== m.sha256) {
+      throw new CairnError("DIGEST_MISMATCH", `formation member ${m.id} pins ${m.sha256}, the published layer is ${layer.value.sha256}`, {
+        path: `/layers/${i}/sha256`,
+      });
+    }
+  }
+}
+
+export class LocalRegistry implements LayerRegistry {
   private constructor(readonly root: string) {}
+
+  get location(): string {
+    return this.root;
+  }
 
   /**
    * Opens an existing registry: its marker names the format, and its
@@ -128,35 +199,31 @@ export class LocalRegistry {
 
   /** Publishes a blob and its manifest, blob first. Returns the envelope written. */
   publishLayer(blob: Uint8Array, manifest: LayerManifest, keys: readonly SigningKey[]): SignedDocument<LayerManifest> {
-    if (sha256(blob) !== manifest.sha256 || blob.length !== manifest.size) {
-      throw new CairnError(
-        "DIGEST_MISMATCH",
-        `the blob does not match the manifest: manifest says ${manifest.sha256} (${manifest.size} bytes), the blob is ${sha256(blob)} (${blob.length} bytes)`,
-        { path: "/sha256" },
-      );
-    }
-    const payload = canonicalBytes(layerManifestToModel(manifest));
-    const envelope = signEnvelope(LAYER_MANIFEST_TYPE, payload, keys);
-    const envBytes = Buffer.from(`${JSON.stringify(envelope, null, 2)}\n`);
+    const doc = signLayer(blob, manifest, keys);
     this.publishOnce(this.blobPath(manifest.sha256), blob, `blob ${manifest.sha256}`);
-    this.publishOnce(this.layerPath(manifest.id), envBytes, `layer ${manifest.id}`);
-    return { value: manifest, envelope, envelopeSha256: sha256(envBytes), envelopeBytes: envBytes, payloadSha256: sha256(payload) };
+    this.publishOnce(this.layerPath(manifest.id), doc.envelopeBytes, `layer ${manifest.id}`);
+    return doc;
   }
 
   publishFormation(formation: Formation, keys: readonly SigningKey[]): SignedDocument<Formation> {
-    for (const [i, m] of formation.layers.entries()) {
-      const layer = this.readLayer(m.id);
-      if (layer.value.sha256 !== m.sha256) {
-        throw new CairnError("DIGEST_MISMATCH", `formation member ${m.id} pins ${m.sha256}, the published layer is ${layer.value.sha256}`, {
-          path: `/layers/${i}/sha256`,
-        });
-      }
-    }
-    const payload = canonicalBytes(formationToModel(formation));
-    const envelope = signEnvelope(FORMATION_TYPE, payload, keys);
-    const envBytes = Buffer.from(`${JSON.stringify(envelope, null, 2)}\n`);
-    this.publishOnce(this.formationPath(formation.name, formation.version), envBytes, `formation ${formation.name}@${formation.version}`);
-    return { value: formation, envelope, envelopeSha256: sha256(envBytes), envelopeBytes: envBytes, payloadSha256: sha256(payload) };
+    checkFormationMembers(formation, (id) => this.readLayer(id));
+    const doc = signFormation(formation, keys);
+    this.publishOnce(this.formationPath(formation.name, formation.version), doc.envelopeBytes, `formation ${formation.name}@${formation.version}`);
+    return doc;
+  }
+
+  layerEnvelope(id: string): Buffer | undefined {
+    const path = this.layerPath(id);
+    return existsSync(path) ? readBounded(path, MAX_ENVELOPE_BYTES, "registry.max_envelope_bytes") : undefined;
+  }
+
+  formationEnvelope(name: string, version: string): Buffer | undefined {
+    const path = this.formationPath(name, version);
+    return existsSync(path) ? readBounded(path, MAX_ENVELOPE_BYTES, "registry.max_envelope_bytes") : undefined;
+  }
+
+  blobWhere(digest: Sha256Digest): string {
+    return this.blobPath(digest);
   }
 
   private readSigned<T>(path: string, type: string, parse: (m: ReturnType<typeof parseJsonBytes>, src: string) => T): SignedDocument<T> {
@@ -169,10 +236,7 @@ export class LocalRegistry {
 
   /** Parses envelope bytes the caller already read (and, for verify, already checked against a pinned digest). */
   layerFromBytes(id: string, bytes: Buffer): SignedDocument<LayerManifest> {
-    const path = this.layerPath(id);
-    const doc = parseSigned(bytes, path, LAYER_MANIFEST_TYPE, (m, src) => parseLayerManifest(m, src));
-    if (doc.value.id !== id) throw new CairnError("REGISTRY_INVALID", `${path} holds layer ${doc.value.id}`, { path });
-    return doc;
+    return parseLayerEnvelope(id, bytes, this.layerPath(id));
   }
 
   readFormation(name: string, version: string): SignedDocument<Formation> {
@@ -240,6 +304,18 @@ export class LocalRegistry {
       return false;
     }
   }
+}
+
+/** Parses a layer manifest envelope found at `where` (under `id`, when given: REGISTRY_INVALID when it holds another layer). */
+export function parseLayerEnvelope(id: string | undefined, bytes: Buffer, where: string): SignedDocument<LayerManifest> {
+  const doc = parseSigned(bytes, where, LAYER_MANIFEST_TYPE, (m, src) => parseLayerManifest(m, src));
+  if (id !== undefined && doc.value.id !== id) throw new CairnError("REGISTRY_INVALID", `${where} holds layer ${doc.value.id}`, { path: where });
+  return doc;
+}
+
+/** Parses a formation envelope; the payload type must be a formation's. */
+export function parseFormationEnvelope(bytes: Buffer, where: string): SignedDocument<Formation> {
+  return parseSigned(bytes, where, FORMATION_TYPE, (m, src) => parseFormation(m, src));
 }
 
 function parseSigned<T>(bytes: Buffer, path: string, type: string, parse: (m: ReturnType<typeof parseJsonBytes>, src: string) => T): SignedDocument<T> {

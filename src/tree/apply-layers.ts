@@ -6,18 +6,31 @@
  * One layer is applied in three steps, so that whiteouts remove only
  * lower-layer content whatever the member order:
  *   1. read: every member is parsed, normalized, checked (duplicates,
- *      whiteout names, setid, hard links) and its file bytes stored; the
- *      layer's DiffID is verified at the end, before the tree changes;
+ *      whiteout names, setid, hard links, devices and FIFOs, xattrs) and its
+ *      file bytes stored; the layer's DiffID is verified at the end, before
+ *      the tree changes;
  *   2. whiteouts: `.wh.<name>` removes `<name>` and `.wh..wh..opq` empties
  *      its directory, both against the tree as the lower layers left it;
  *   3. additions, in archive order: a directory over a directory updates
  *      its attributes; any other replacement removes and recreates; writing
  *      beneath a symlink is refused, whichever layer planted it.
- * Whiteout markers never appear in the result.
+ * Whiteout markers never appear in the result. A device or FIFO skipped by
+ * `devices: skip` and the xattrs dropped by `xattrs: drop` are listed in the
+ * result, never silently lost.
+ *
+ * With `collect` (`cairn workload check`) a refusal does not end the
+ * application: a member's refusal is handed over, with the policy that would
+ * admit it, and the member is treated as that policy would treat it (or left
+ * out when none would); a refusal of a layer's stream (framing, gzip,
+ * DiffID, a limit) is handed over and the layer left out. So one pass lists
+ * every problem of an image.
  */
 import { CairnError, type Sha256Digest } from "../core/index.ts";
 import { DEFAULT_LIMITS, enforceLimit, type LayerLimits } from "./layer-limits.ts";
 import type { LayerPolicy } from "./layer-policy.ts";
+import { admitMember, checkXattrs, type DroppedXattrs, type LayerIssue, type Listed, type SkippedMember } from "./member-policy.ts";
+
+export type { DroppedXattrs, LayerIssue, SkippedMember } from "./member-policy.ts";
 import type { CanonicalTree, ContentSink, FsEntry } from "./entries.ts";
 import { IMPLICIT_DIR, TreeModel } from "./tree-builder.ts";
 import { ancestors, classifyWhiteout, normalizeMemberPath, parentOf, type WhiteoutKind } from "./tree-paths.ts";
@@ -76,6 +89,8 @@ export interface ApplyLayersOptions {
    * running totals. The caller throttles and draws (on a TTY only).
    */
   readonly onProgress?: (p: { layer: number; layers: number; layerSize: number | undefined; compressedBytes: number; expandedBytes: number }) => void;
+  /** Check mode: every refusal goes here instead of being thrown (see the module comment). */
+  readonly collect?: (issue: LayerIssue) => void;
 }
 
 export interface ApplyStats {
@@ -93,11 +108,17 @@ export interface ApplyStats {
   opaques: number;
   hardlinksCopied: number;
   setidStripped: number;
+  devicesSkipped: number;
+  xattrsDropped: number;
 }
 
 export interface ApplyResult {
   readonly tree: CanonicalTree;
   readonly stats: ApplyStats;
+  /** Device and FIFO members left out (`devices: skip`, or check mode), in layer and archive order. */
+  readonly skipped: readonly SkippedMember[];
+  /** Members whose xattrs were dropped (`xattrs: drop`, or check mode), in layer and archive order. */
+  readonly droppedXattrs: readonly DroppedXattrs[];
 }
 
 interface Pending {
@@ -105,6 +126,8 @@ interface Pending {
   readonly path: string;
   readonly where: string;
   readonly wh: WhiteoutKind;
+  /** Permission bits as the policy leaves them (setid cleared under `setid: strip`). */
+  readonly mode: number;
   content?: { sha256: Sha256Digest; size: number };
 }
 
@@ -144,8 +167,11 @@ async function readMembers(
   limits: LayerLimits,
   budget: Budget,
   stats: ApplyStats,
+  layer: number,
+  listed: Listed,
 ): Promise<Pending[]> {
-  const { policy, sink } = options;
+  const { sink } = options;
+  const collect = options.collect;
   const pending: Pending[] = [];
   const seen = new Set<string>();
   const inflight: Promise<void>[] = [];
@@ -154,9 +180,29 @@ async function readMembers(
   }
   const recheck = options.recheckStored ? { digest: input.digest, size: input.size } : {};
   const inflation = options.inflation === undefined ? {} : { inflation: options.inflation };
-  const stream = { path: input.path, bytes: input.bytes, compression: input.compression, diffId: input.diffId, ...recheck, ...inflation, where };
+  const stream = {
+    path: input.path,
+    bytes: input.bytes,
+    compression: input.compression,
+    diffId: input.diffId,
+    ...recheck,
+    ...inflation,
+    collect: collect !== undefined,
+    where,
+  };
   // Not async: most members return synchronously, and readLayer moves on without a microtask.
   const onMember = (rec: GateRecord, data: Buffer | undefined): Promise<void> | void => {
+    if (collect === undefined) return member(rec, data);
+    for (const error of rec.issues ?? []) collect({ error, layer, policy: undefined, fatal: false });
+    try {
+      return member(rec, data);
+    } catch (e) {
+      // check mode: a member refused by no policy is listed and left out
+      if (!(e instanceof CairnError)) throw e;
+      collect({ error: e, layer, policy: undefined, fatal: false });
+    }
+  };
+  const member = (rec: GateRecord, data: Buffer | undefined): Promise<void> | void => {
     const at = `${where}:${rec.name.slice(0, 200)}`;
     const path = normalizeMemberPath(rec.name, limits, at);
     if (seen.has(path))
@@ -165,28 +211,16 @@ async function readMembers(
         hint: "a layer must name each path once ('a' and './a//' are the same path)",
       });
     seen.add(path);
+    checkXattrs(rec, path, at, options, layer, listed, stats);
     const wh = classifyWhiteout(path, at);
     if (wh.kind !== "none") {
       if (rec.type !== "file" || rec.size !== 0) throw new CairnError("TAR_WHITEOUT", "a whiteout marker must be an empty regular file", { path: at });
-      pending.push({ rec, path, where: at, wh });
+      pending.push({ rec, path, where: at, wh, mode: rec.mode });
       return;
     }
-    if ((rec.mode & 0o6000) !== 0) {
-      if (policy.setid === "refuse")
-        throw new CairnError("TAR_SETID", `${path} has the setuid or setgid bit`, {
-          path: at,
-          hint: 'name the policy "setid: strip" to clear these bits knowingly',
-        });
-      stats.setidStripped++;
-    }
-    if (rec.type === "hardlink" && policy.hardlinks === "refuse") {
-      throw new CairnError("TAR_HARDLINK", `${path} is a hard link`, {
-        path: at,
-        hint: 'name the policy "hardlinks: copy" to turn in-root hard links into copies',
-      });
-    }
+    const mode = admitMember(rec, path, at, options, layer, listed, stats);
     if (rec.type === "symlink") enforceLimit(limits, "pathLength", Buffer.byteLength(rec.linkname ?? ""), at);
-    const p: Pending = { rec, path, where: at, wh };
+    const p: Pending = { rec, path, where: at, wh, mode };
     pending.push(p);
     if (data === undefined) return;
     const write = sink.put(data).then((c) => {
@@ -209,8 +243,25 @@ async function readMembers(
   return pending;
 }
 
-function applyWhiteouts(model: TreeModel, pending: readonly Pending[], stats: ApplyStats): void {
+/** Runs `step` for each pending member; in check mode a member's refusal is collected and the member left out. */
+function eachMember(pending: readonly Pending[], options: ApplyLayersOptions, layer: number, step: (p: Pending) => void): void {
+  const collect = options.collect;
+  if (collect === undefined) {
+    for (const p of pending) step(p);
+    return;
+  }
   for (const p of pending) {
+    try {
+      step(p);
+    } catch (e) {
+      if (!(e instanceof CairnError)) throw e;
+      collect({ error: e, layer, policy: undefined, fatal: false });
+    }
+  }
+}
+
+function applyWhiteouts(model: TreeModel, pending: readonly Pending[], stats: ApplyStats, options: ApplyLayersOptions, layer: number): void {
+  eachMember(pending, options, layer, (p) => {
     if (p.wh.kind === "whiteout") {
       checkParents(model, p.wh.target, p.where, false);
       model.remove(p.wh.target);
@@ -222,23 +273,27 @@ function applyWhiteouts(model: TreeModel, pending: readonly Pending[], stats: Ap
       if (d?.type === "dir") for (const c of model.children(p.wh.dir)) model.remove(c);
       stats.opaques++;
     }
-  }
+  });
 }
 
-function applyAdditions(model: TreeModel, pending: readonly Pending[], options: ApplyLayersOptions, limits: LayerLimits): void {
-  const { policy, onReplace } = options;
+function applyAdditions(model: TreeModel, pending: readonly Pending[], options: ApplyLayersOptions, limits: LayerLimits, layer: number): void {
+  const { onReplace } = options;
   const required = options.parents === "required";
-  for (const p of pending) {
-    if (p.wh.kind !== "none") continue;
-    const { rec, path } = p;
-    const mode = policy.setid === "strip" ? rec.mode & ~0o6000 : rec.mode;
+  eachMember(pending, options, layer, (p) => {
+    if (p.wh.kind !== "none") return;
+    const { rec, path, mode } = p;
     const { uid, gid, mtime } = rec;
     if (path === "/") {
       if (rec.type !== "dir") throw new CairnError("TAR_UNSAFE_PATH", "refusing to change the type of the root directory", { path: p.where });
       model.set({ path, type: "dir", mode, uid, gid, mtime });
-      continue;
+      return;
     }
     checkParents(model, path, p.where, true, required);
+    if (rec.type === "chardev" || rec.type === "blockdev" || rec.type === "fifo") {
+      // left out (`devices: skip`; refused earlier otherwise): the node would have replaced what a lower layer had here
+      model.remove(path);
+      return;
+    }
     // Entries are built field by field (no spreads): this loop runs once per member.
     let entry: FsEntry;
     if (rec.type === "dir") entry = { path, type: "dir", mode, uid, gid, mtime };
@@ -260,7 +315,7 @@ function applyAdditions(model: TreeModel, pending: readonly Pending[], options: 
       if (old !== undefined) onReplace(old, entry, p.where);
     }
     model.set(entry);
-  }
+  });
 }
 
 /** Applies `layers` base to top and returns the complete canonical tree; see the module comment. */
@@ -279,7 +334,10 @@ export async function applyLayers(options: ApplyLayersOptions): Promise<ApplyRes
     opaques: 0,
     hardlinksCopied: 0,
     setidStripped: 0,
+    devicesSkipped: 0,
+    xattrsDropped: 0,
   };
+  const listed: Listed = { skipped: [], droppedXattrs: [] };
   const budget: Budget = { compressedBytes: 0, expandedBytes: 0, entries: 0 };
   const report = options.onProgress;
   enforceLimit(limits, "descriptors", options.layers.length, "/layers");
@@ -287,9 +345,17 @@ export async function applyLayers(options: ApplyLayersOptions): Promise<ApplyRes
   for (const [i, layer] of options.layers.entries()) {
     const where = layer.where ?? `/layers/${i}`;
     if (report) budget.onProgress = (t) => report({ layer: i, layers: options.layers.length, layerSize: layer.size, ...t });
-    const pending = await readMembers(layer, where, options, limits, budget, stats);
-    applyWhiteouts(model, pending, stats);
-    applyAdditions(model, pending, options, limits);
+    let pending: Pending[];
+    try {
+      pending = await readMembers(layer, where, options, limits, budget, stats, i, listed);
+    } catch (e) {
+      // check mode: a layer whose stream cannot be read is listed and left out
+      if (options.collect === undefined || !(e instanceof CairnError)) throw e;
+      options.collect({ error: e, layer: i, policy: undefined, fatal: true });
+      continue;
+    }
+    applyWhiteouts(model, pending, stats, options, i);
+    applyAdditions(model, pending, options, limits, i);
     for (const p of pending) if (p.rec.type === "hardlink") stats.hardlinksCopied++;
     stats.layers++;
   }
@@ -304,5 +370,5 @@ export async function applyLayers(options: ApplyLayersOptions): Promise<ApplyRes
   stats.members = budget.entries;
   stats.compressedBytes = budget.compressedBytes;
   stats.expandedBytes = budget.expandedBytes;
-  return { tree, stats };
+  return { tree, stats, skipped: listed.skipped, droppedXattrs: listed.droppedXattrs };
 }

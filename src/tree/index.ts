@@ -8,8 +8,19 @@ export { isCanonicalPath, parentOf, ancestors } from "./tree-paths.ts";
 export { resolveInRoot, resolveInTree, MAX_SYMLINK_HOPS } from "./in-root.ts";
 export { directoryView, treeView } from "./root-view.ts";
 export type { RootView } from "./root-view.ts";
-export { parsePolicy, policyModel, isStrictPolicy, STRICT_POLICY, POLICY_VERSION } from "./layer-policy.ts";
-export type { LayerPolicy } from "./layer-policy.ts";
+export {
+  parsePolicy,
+  policyModel,
+  policyName,
+  policyValue,
+  isStrictPolicy,
+  samePolicy,
+  STRICT_POLICY,
+  POLICY_VERSION,
+  POLICY_CHOICES,
+  POLICY_KEYS,
+} from "./layer-policy.ts";
+export type { LayerPolicy, PlatformPolicy, PolicyKey } from "./layer-policy.ts";
 export { parseLimits, limitsModel, enforceLimit, DEFAULT_LIMITS, LIMIT_CEILINGS, LIMIT_NAMES } from "./layer-limits.ts";
 export type { LayerLimits, LimitName } from "./layer-limits.ts";
 export type { InflationBound, LayerCompression } from "./layer-reader.ts";
@@ -18,4 +29,4 @@ export type { DirLimits, DirLimitNames, DirReadPolicy, OverlayXattrReader } from
 export { writeTar } from "./tar-writer.ts";
 export type { TarEntry } from "./tar-writer.ts";
 export { applyLayers } from "./apply-layers.ts";
-export type { ApplyLayersOptions, ApplyResult, ApplyStats, LayerInput } from "./apply-layers.ts";
+export type { ApplyLayersOptions, ApplyResult, ApplyStats, DroppedXattrs, LayerInput, LayerIssue, SkippedMember } from "./apply-layers.ts";

@@ -32,6 +32,8 @@ export interface LayerStreamInput {
   readonly where: string;
   /** Bounds on this layer's gunzip output, checked as each chunk leaves gunzip (see InflationBound). */
   readonly inflation?: InflationBound;
+  /** Records the gate's member-level pax refusals on the member instead of throwing them (see TarGate; `cairn workload check`). */
+  readonly collect?: boolean;
 }
 
 /**
@@ -68,7 +70,15 @@ export interface Budget extends GateBudget {
 /** How a layer blob is compressed (the OCI side maps media types to this). */
 export type LayerCompression = "none" | "gzip";
 
-const TAR_TYPE: Record<GateRecord["type"], string> = { file: "file", dir: "directory", symlink: "symlink", hardlink: "link" };
+const TAR_TYPE: Record<GateRecord["type"], string> = {
+  file: "file",
+  dir: "directory",
+  symlink: "symlink",
+  hardlink: "link",
+  chardev: "character-device",
+  blockdev: "block-device",
+  fifo: "fifo",
+};
 
 /** In-memory bytes in 1 MiB slices (no copies), as a file stream would deliver them. */
 function* slices(bytes: Uint8Array): Generator<Buffer> {
@@ -157,7 +167,7 @@ export async function readLayer(
   budget: Budget,
   onMember: (rec: GateRecord, data: Buffer | undefined) => Promise<void> | void,
 ): Promise<void> {
-  const gate = new TarGate(limits, budget, input.where);
+  const gate = new TarGate(limits, budget, input.where, input.collect === true);
   const source = storedStream(input, limits, budget);
   const extract = tarStream.extract();
   let failure: unknown;

@@ -49,16 +49,39 @@ export function parsePax(body: Uint8Array, where: string): Map<string, Uint8Arra
   return out;
 }
 
+const XATTR_PREFIXES = ["SCHILY.xattr.", "LIBARCHIVE.xattr.", "RHT.security."] as const;
+
+/**
+ * The extended attribute a pax key carries (`SCHILY.xattr.security.capability`
+ * → `security.capability`; Red Hat's `RHT.security.selinux` → `security.selinux`),
+ * or undefined for any other key. POSIX ACLs stored as xattrs
+ * (`system.posix_acl_*`) are not returned: an ACL grants access beyond the
+ * mode bits, and dropping one can widen what a group may do, so ACLs are
+ * refused under every policy (paxKeyRefusal, TAR_XATTR).
+ */
+export function xattrName(key: string): string | undefined {
+  for (const p of XATTR_PREFIXES) {
+    if (!key.startsWith(p)) continue;
+    const name = p === "RHT.security." ? `security.${key.slice(p.length)}` : key.slice(p.length);
+    if (name.length === 0 || name.startsWith("system.posix_acl_")) return undefined;
+    return name;
+  }
+  return undefined;
+}
+
 /** Which refusal an unsupported pax key earns; the rule for what cairn accepts is KNOWN_PAX. */
 export function paxKeyRefusal(key: string, where: string): CairnError {
   if (key.startsWith("GNU.sparse."))
     return refuse("TAR_SPARSE", "sparse member (pax GNU.sparse)", where, "sparse files are refused; rebuild the layer without --sparse");
   if (/^(SCHILY\.xattr\.|LIBARCHIVE\.xattr\.|SCHILY\.acl\.|RHT\.security\.|SCHILY\.fflags$)/.test(key)) {
+    const acl = xattrName(key) === undefined;
     return refuse(
       "TAR_XATTR",
-      `extended attribute or ACL (pax ${JSON.stringify(key)})`,
+      `${acl ? "ACL, file flags or empty xattr name" : "extended attribute"} (pax ${JSON.stringify(key)})`,
       where,
-      "xattrs, ACLs and file flags are not part of a cairn tree; rebuild the layer without them",
+      acl
+        ? "ACLs and file flags are not part of a cairn tree and no policy drops them (an ACL can grant more than the mode bits); rebuild the layer without them"
+        : 'xattrs are not part of a cairn tree; name the policy "xattrs: drop" to drop them (file capabilities included) knowingly',
     );
   }
   if (key === "atime" || key === "ctime") return refuse("TAR_TIMESTAMP", `extended timestamp (pax ${key})`, where, "cairn keeps whole-second mtimes only");

@@ -5,9 +5,19 @@
 export type { CanonicalTree, ContentSink, ContentSource, DirEntry, FileEntry, FsEntry, SymlinkEntry } from "./index.ts";
 export { FS_IDENTITY, frameTree, fsIdentity } from "./index.ts";
 export { applyLayers } from "./index.ts";
-export type { ApplyLayersOptions, ApplyResult, ApplyStats, InflationBound, LayerCompression, LayerInput } from "./index.ts";
+export type {
+  ApplyLayersOptions,
+  ApplyResult,
+  ApplyStats,
+  DroppedXattrs,
+  InflationBound,
+  LayerCompression,
+  LayerInput,
+  LayerIssue,
+  SkippedMember,
+} from "./index.ts";
 export { parsePolicy, STRICT_POLICY } from "./index.ts";
-export type { LayerPolicy } from "./index.ts";
+export type { LayerPolicy, PolicyKey } from "./index.ts";
 export { DEFAULT_LIMITS, LIMIT_CEILINGS, parseLimits } from "./index.ts";
 export type { LayerLimits, LimitName } from "./index.ts";
 export { directoryView, resolveInRoot, resolveInTree, treeView } from "./index.ts";

@@ -13,10 +13,13 @@
  *   - names and link names are kept as raw bytes and must be valid UTF-8
  *     with no NUL;
  *   - every pax record is parsed strictly and only known keys pass
- *     (xattrs/ACLs → TAR_XATTR, sparse → TAR_SPARSE, atime/ctime and
+ *     (ACLs → TAR_XATTR, sparse → TAR_SPARSE, atime/ctime and
  *     sub-second mtimes → TAR_TIMESTAMP, anything else → TAR_PAX);
+ *     extended attributes are recorded by name on the member, for layer
+ *     application to refuse or drop by policy;
  *   - global pax headers, GNU sparse and every type but file, directory,
- *     symlink and hard link are refused before tar-stream sees them;
+ *     symlink, hard link, device and FIFO are refused before tar-stream
+ *     sees them (devices and FIFOs are refused or skipped by policy later);
  *   - at the first zero block the archive ends: only zero bytes may follow
  *     (TAR_TRAILING), and nothing after it is forwarded.
  *
@@ -28,9 +31,10 @@
  */
 import { CairnError, Sha256Hasher, type Sha256Digest } from "../core/index.ts";
 import { enforceLimit, type LayerLimits } from "./layer-limits.ts";
-import { KNOWN_PAX, parsePax, paxInt, paxKeyRefusal } from "./pax.ts";
+import { KNOWN_PAX, parsePax, paxInt, paxKeyRefusal, xattrName } from "./pax.ts";
 
-export type MemberType = "file" | "dir" | "symlink" | "hardlink";
+/** Device nodes and FIFOs pass the gate as records; layer application refuses or skips them by policy (`devices`). */
+export type MemberType = "file" | "dir" | "symlink" | "hardlink" | "chardev" | "blockdev" | "fifo";
 
 /** One tar member as the gate parsed it (extended headers already applied). */
 export interface GateRecord {
@@ -44,9 +48,31 @@ export interface GateRecord {
   readonly mtime: number;
   readonly size: number;
   readonly linkname: string | undefined;
+  /** Device numbers of a character or block device member. */
+  readonly device?: { readonly major: number; readonly minor: number };
+  /**
+   * Names of the member's extended attributes (pax `SCHILY.xattr.*`,
+   * `LIBARCHIVE.xattr.*`, `RHT.security.*`), in header order; layer
+   * application refuses or drops them by policy (`xattrs`). ACLs never get here.
+   */
+  readonly xattrs?: readonly string[];
+  /** Check mode only: this member's pax refusals, in header order (see TarGate's constructor). */
+  readonly issues?: readonly CairnError[];
 }
 
 const BLOCK = 512;
+
+/** The member types the gate lets through, by type flag; every other flag is refused (TAR_UNSUPPORTED_TYPE). */
+const MEMBER_TYPES: Readonly<Record<string, MemberType>> = Object.freeze({
+  "0": "file",
+  "\0": "file",
+  "5": "dir",
+  "2": "symlink",
+  "1": "hardlink",
+  "3": "chardev",
+  "4": "blockdev",
+  "6": "fifo",
+});
 const USTAR_MAGIC = Buffer.from("ustar\x0000", "latin1");
 const GNU_MAGIC = Buffer.from("ustar  \0", "latin1");
 
@@ -143,10 +169,26 @@ export class TarGate {
   #ordinal = 0;
   #offset = 0;
 
-  constructor(limits: LayerLimits, budget: GateBudget, where: string) {
+  readonly #collect: boolean;
+  #issues: CairnError[] | undefined;
+
+  /**
+   * `collect` (`cairn workload check`): a refusal that concerns one member's
+   * pax keys alone (sparse, timestamps, ACLs, unknown keys) is recorded on
+   * the member's record (`issues`, so it is met in archive order) and the
+   * member is read on as if the key were absent; refusals of the stream's
+   * framing always throw.
+   */
+  constructor(limits: LayerLimits, budget: GateBudget, where: string, collect = false) {
     this.#limits = limits;
     this.#budget = budget;
     this.#where = where;
+    this.#collect = collect;
+  }
+
+  #memberIssue(e: CairnError): void {
+    if (!this.#collect) throw e;
+    (this.#issues ??= []).push(e);
   }
 
   /** Where in the layer we are, for messages: "<layer path>@<byte offset>". */
@@ -312,8 +354,7 @@ export class TarGate {
     if (flag === "g")
       throw refuse("TAR_PAX", "global pax header", at, "global pax headers change every later member invisibly; rebuild the layer without them");
     if (flag === "S") throw refuse("TAR_SPARSE", "GNU sparse member", at, "sparse files are refused; rebuild the layer without --sparse");
-    const type: MemberType | undefined =
-      flag === "0" || flag === "\0" ? "file" : flag === "5" ? "dir" : flag === "2" ? "symlink" : flag === "1" ? "hardlink" : undefined;
+    const type: MemberType | undefined = MEMBER_TYPES[flag];
     const pax = this.#pax;
     this.#pax = undefined;
     let nameBytes: Uint8Array = cstr(h, 0, 100);
@@ -337,12 +378,11 @@ export class TarGate {
     const name = text(nameBytes, "member name", at);
     const member = `${this.#where}:${name.slice(0, 200)}`;
     if (type === undefined) {
-      const what = flag === "3" || flag === "4" ? "device" : flag === "6" ? "FIFO" : `type ${JSON.stringify(flag)}`;
       throw refuse(
         "TAR_UNSUPPORTED_TYPE",
-        `${what} member ${name.slice(0, 200)} (${at})`,
+        `member ${name.slice(0, 200)} of type ${JSON.stringify(flag)} (${at})`,
         member,
-        "cairn trees hold directories, regular files and symlinks only",
+        "cairn trees hold directories, regular files and symlinks only (devices and FIFOs can be skipped by the policy devices: skip)",
       );
     }
     let rec = {
@@ -355,12 +395,26 @@ export class TarGate {
       mtime: numeric(h, 136, 12, "mtime", at),
       size,
       linkname: undefined as string | undefined,
+      device: undefined as { major: number; minor: number } | undefined,
+      xattrs: undefined as string[] | undefined,
     };
+    if (type === "chardev" || type === "blockdev") rec.device = { major: numeric(h, 329, 8, "devmajor", at), minor: numeric(h, 337, 8, "devminor", at) };
     if (pax !== undefined) {
       for (const [key, v] of pax) {
-        if (!KNOWN_PAX.has(key)) throw paxKeyRefusal(key, member);
-        if (key === "linkpath") linkBytes = v;
-        else if (key === "size" || key === "uid" || key === "gid" || key === "mtime") rec = { ...rec, [key]: paxInt(v, key, at) };
+        const xattr = xattrName(key);
+        if (xattr !== undefined) (rec.xattrs ??= []).push(xattr);
+        else if (!KNOWN_PAX.has(key)) this.#memberIssue(paxKeyRefusal(key, member));
+        else if (key === "linkpath") linkBytes = v;
+        else if (key === "size") rec.size = paxInt(v, key, at);
+        else if (key === "uid" || key === "gid" || key === "mtime") {
+          try {
+            rec = { ...rec, [key]: paxInt(v, key, at) };
+          } catch (e) {
+            // only a member's own value is wrong here; its framing (size) is not
+            if (!(e instanceof CairnError)) throw e;
+            this.#memberIssue(e);
+          }
+        }
       }
     }
     if (linkBytes !== undefined) rec.linkname = text(linkBytes, "link name", member);
@@ -370,7 +424,16 @@ export class TarGate {
     if ((type === "symlink" || type === "hardlink") && (rec.linkname === undefined || rec.linkname.length === 0))
       throw refuse("TAR_INVALID", `${type} member without a target`, member);
     if (type === "file") enforceLimit(this.#limits, "fileSize", rec.size, member);
-    this.records.push(Object.freeze(rec));
+    const { device, xattrs, ...plain } = rec;
+    const issues = this.#issues;
+    this.#issues = undefined;
+    this.records.push(
+      Object.freeze(
+        device === undefined && xattrs === undefined && issues === undefined
+          ? plain
+          : { ...plain, ...(device ? { device } : {}), ...(xattrs ? { xattrs: Object.freeze(xattrs) } : {}), ...(issues ? { issues } : {}) },
+      ),
+    );
     const padded = Math.ceil(rec.size / BLOCK) * BLOCK;
     this.#need = padded;
     this.#state = padded === 0 ? "header" : "data";

@@ -14,7 +14,8 @@
  *      each with the sha256 and size it has; a content-addressed member is
  *      named by its own digest;
  *   5. what the run names is contained: the workload lock's raw closure and
- *      derived entry, the kernel, modules and agent of the VM identity, the
+ *      derived entry, the run's input tree (listing and files, with the
+ *      digest the VM identity names), the kernel, modules and agent of the VM identity, the
  *      replay log's digest, and every digest a receipt names;
  *   6. the host's QEMU version is the recorded one (VM_MISMATCH /vm/qemu,
  *      naming the version needed), before anything touches the disk.
@@ -53,6 +54,7 @@ import { IN_TOTO_PAYLOAD_TYPE } from "./run-receipt.ts";
 import { RUN_ENV_MANIFEST_FILE } from "./run-facts.ts";
 import { RUN_FILES } from "./rundir.ts";
 import { parseModuleEntries } from "./vmid.ts";
+import { parseListing } from "./input-listing.ts";
 
 const HEX = "[0-9a-f]{64}";
 /** Run files kept owner-only once imported, as `cairn run` writes them. */
@@ -181,6 +183,20 @@ export async function openBundle(file: string): Promise<OpenedBundle> {
     need(`kit/kernels/${m.digest.slice(7)}`, m.digest, `run.json#/vm/kernel_modules/${i}`);
   need(`kit/agents/${manifest.vm.agent.slice(7)}`, manifest.vm.agent, "run.json#/vm/agent");
   need(`run/${RUN_FILES.replayLog}`, manifest.replay_log.sha256, "run.json#/replay_log/sha256");
+  const inputs = manifest.run_inputs;
+  if (inputs !== undefined) {
+    need(`store/objects/${inputs.listing.slice(7)}`, inputs.listing, "run.json#/run_inputs/listing");
+    const t = parseListing(
+      Buffer.from(get(`store/objects/${inputs.listing.slice(7)}`)),
+      (sha, _size, path) => {
+        need(`store/objects/${sha.slice(7)}`, sha, `run.json#/run_inputs (${path})`);
+        return get(`store/objects/${sha.slice(7)}`);
+      },
+      "bundle run input listing",
+    );
+    if (t.digest !== inputs.tree || t.digest !== manifest.vm.run_inputs)
+      refuse("run.json#/run_inputs/tree", "the bundle's input tree is not the one the run names");
+  }
   const receipt = members.get("run/receipt.dsse.json");
   if (receipt !== undefined) checkReceiptClosure(receipt, files);
   return { manifest, runId: index.runId, members, kit: index.kit };

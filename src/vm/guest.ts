@@ -12,6 +12,7 @@ import { CairnError, checkLimit, createExclusive, sha256, writeFileAtomic, write
 import type { CanonicalTree, ContentSource } from "../tree/index.ts";
 import { checkAssertions, outcomeDigest, runStatus, type AssertionResult, type RunStatus } from "./checker.ts";
 import { planErofs, writeErofs, type ErofsPlan } from "./erofs.ts";
+import { following, type OutputListener } from "./follow.ts";
 import { buildGuestImage, type GuestImage } from "./initramfs.ts";
 import { DISK_MODULES, GUEST_MODULES, NET_MODULES } from "./kernel.ts";
 import { encodeInputs, type GuestLaunch } from "./inputs.ts";
@@ -20,6 +21,7 @@ import { readKitObject, type Kit } from "./kit.ts";
 import { decodeProtocol, DEFAULT_PROTOCOL_LIMITS, type DecodedProtocol, type NormalizedEvent } from "./protocol.ts";
 import { runQemu, type QemuResult, type RrMode } from "./qemu.ts";
 import { DEFAULT_RUN_LIMITS, type GuestRoot, type Scenario } from "./scenario.ts";
+import { mergeRunInputs, withInputContent, type RunInputTree } from "./run-inputs.ts";
 import { encodeTreeManifest, type TreeManifest } from "./tree-manifest.ts";
 import { guestNetworkLine, networkIdentity } from "./netid.ts";
 import { absentResponder, infra, startResponder, type HttpRoot } from "./responder-host.ts";
@@ -30,6 +32,8 @@ export interface GuestInputs {
   readonly content: ContentSource;
   readonly launch: GuestLaunch;
   readonly scenario: Scenario;
+  /** The run's input tree (`run.inputs`): read from the host when recording, from the store when replaying (run-inputs.ts). */
+  readonly runInputs?: RunInputTree;
   /** `run.network.http`: the served directory (read before a record; only its recorded digest at replay). */
   readonly httpRoot?: HttpRoot;
 }
@@ -108,7 +112,21 @@ export function chooseRoot(scenario: Scenario, treeBytes: number): GuestRoot {
   return scenario.root ?? (treeBytes > DISK_ROOT_FROM_BYTES ? "disk" : "initramfs");
 }
 
-export async function prepareGuest(g: GuestInputs, choice: KitChoice): Promise<PreparedGuest> {
+/** The workload's tree and content with the run's inputs laid in; the inputs must be exactly the ones the scenario names. */
+function withRunInputs(g: GuestInputs): { tree: CanonicalTree; content: ContentSource } {
+  const wanted = (g.scenario.inputs ?? []).map((i) => i.to);
+  const have = g.runInputs?.tos ?? [];
+  if (wanted.length !== have.length || wanted.some((t, i) => t !== have[i]))
+    throw new CairnError("RUN_INVALID", "the run's input tree does not hold the inputs the run section names", {
+      path: "/run/inputs",
+      hint: "the input tree is made from the spec's run.inputs when the run is recorded",
+    });
+  if (g.runInputs === undefined) return { tree: g.tree, content: g.content };
+  return { tree: mergeRunInputs(g.tree, g.runInputs), content: withInputContent(g.content, g.runInputs) };
+}
+
+export async function prepareGuest(unmerged: GuestInputs, choice: KitChoice): Promise<PreparedGuest> {
+  const g = { ...unmerged, ...withRunInputs(unmerged) };
   let treeBytes = 0;
   for (const e of g.tree.values()) if (e.type === "file") treeBytes += e.size;
   const imageMax = g.scenario.limits.imageBytes;
@@ -162,6 +180,7 @@ export async function prepareGuest(g: GuestInputs, choice: KitChoice): Promise<P
     // a disk root is read through the page cache: guest RAM need not hold the tree
     memoryMib: g.scenario.memoryMib ?? (disk === undefined ? defaultMemoryMib(image.size) : BASE_MEMORY_MIB),
     ...(disk !== undefined ? { disk: { image: disk.digest, size: disk.size } } : {}),
+    ...(g.runInputs !== undefined ? { runInputs: g.runInputs.digest } : {}),
     ...(network !== undefined ? { network } : {}),
   });
   return {
@@ -226,7 +245,8 @@ async function writeRootDisk(d: PreparedDisk, path: string): Promise<string> {
 const AGENT_OK = 1;
 const AGENT_INFRA = 3;
 
-export async function bootGuest(p: PreparedGuest, mode: RrMode, files: BootFiles, timeoutMs: number): Promise<BootResult> {
+/** `follow`: called with the workload's output while QEMU runs (follow.ts); it only reads the protocol file QEMU writes. */
+export async function bootGuest(p: PreparedGuest, mode: RrMode, files: BootFiles, timeoutMs: number, follow?: OutputListener): Promise<BootResult> {
   const initrdPath = join(files.dir, "initramfs.img");
   const consoleLog = join(files.dir, CONSOLE_LOG_FILE);
   const protocolLog = join(files.dir, "protocol.bin");
@@ -239,20 +259,22 @@ export async function bootGuest(p: PreparedGuest, mode: RrMode, files: BootFiles
   const responder = net === undefined ? undefined : mode === "replay" ? absentResponder(net) : await startResponder(net, p.httpRoot);
   let qemu: QemuResult;
   try {
-    qemu = await runQemu(
-      p.vm,
-      {
-        kernelPath: p.kernelPath,
-        initrdPath,
-        rrfile: files.rrfile,
-        consoleLog,
-        protocolLog,
-        ...(diskPath ? { diskPath } : {}),
-        ...(responder ? { responders: responder.paths } : {}),
-      },
-      mode,
-      timeoutMs,
-      responder !== undefined && "failed" in responder ? responder.failed : undefined,
+    qemu = await following(protocolLog, follow, () =>
+      runQemu(
+        p.vm,
+        {
+          kernelPath: p.kernelPath,
+          initrdPath,
+          rrfile: files.rrfile,
+          consoleLog,
+          protocolLog,
+          ...(diskPath ? { diskPath } : {}),
+          ...(responder ? { responders: responder.paths } : {}),
+        },
+        mode,
+        timeoutMs,
+        responder !== undefined && "failed" in responder ? responder.failed : undefined,
+      ),
     );
   } finally {
     responder?.stop();

@@ -57,8 +57,10 @@ export interface GuestImage {
 
 /**
  * Refuses a tree the runtime overlay would collide with: /tmp and /dev may
- * exist only as directories (the agent replaces their metadata) and must be
- * empty in the package.
+ * exist only as directories (the agent replaces their metadata) and may hold
+ * only empty directories (Debian's /dev/pts and /dev/shm; the workload RFD
+ * accepts them, the agent removes them from each fresh root: agent/root.c);
+ * /proc and /sys (with `run.proc`) must be empty.
  */
 export function checkOverlay(tree: CanonicalTree, opts: { readonly proc?: boolean } = {}): void {
   const owned: readonly string[] = opts.proc === true ? [...OVERLAY_DIRS, ...PROC_DIRS] : OVERLAY_DIRS;
@@ -71,12 +73,12 @@ export function checkOverlay(tree: CanonicalTree, opts: { readonly proc?: boolea
       });
     }
   }
-  for (const path of tree.keys()) {
+  for (const [path, e] of tree) {
     for (const dir of owned) {
-      if (path.startsWith(`${dir}/`)) {
+      if (path.startsWith(`${dir}/`) && !(e.type === "dir" && (OVERLAY_DIRS as readonly string[]).includes(dir))) {
         throw new CairnError("RUN_INVALID", `the workload has an entry below ${dir}, which the runtime overlay owns`, {
           path,
-          hint: `${dir} starts empty in every run; move this entry elsewhere`,
+          hint: `${dir} starts empty in every run (only empty directories below it are accepted); move this entry elsewhere`,
         });
       }
     }

@@ -88,6 +88,10 @@ export function readLockfileSpec(path: string): LockfileSpec | undefined {
   c.done(`invalid spec ${path}`, "see docs/runs.md: a spec naming a lockfile");
   const sections: Record<string, JsonModel> = {};
   for (const k of SPEC_SECTIONS) if (Object.hasOwn(o, k)) sections[k] = o[k]!;
+  // the exported spec is written elsewhere: run.inputs stay relative to this spec's directory
+  const run = sections.run;
+  if (isJsonObject(run) && Array.isArray(run.inputs))
+    for (const i of run.inputs) if (isJsonObject(i) && typeof i.from === "string") i.from = resolve(dirname(path), i.from);
   return {
     lockPath: resolve(dirname(path), lockPath),
     launch: { argv, user: user ?? DEFAULT_EXPORT_LAUNCH.user, workdir: workdir ?? DEFAULT_EXPORT_LAUNCH.workdir },

@@ -46,6 +46,9 @@ import { parseScenario, type Scenario } from "./scenario.ts";
 import { readHttpRoot } from "./responder-host.ts";
 import { vmDigest } from "./vmid.ts";
 import type { GuestLaunch } from "./inputs.ts";
+import { storeRunInputs, type RunInputsRef } from "./input-listing.ts";
+import type { OutputListener } from "./follow.ts";
+import { readRunInputs, type RunInputTree } from "./run-inputs.ts";
 
 /** run.max_input_bytes: the input of `cairn run`, a spec or a workload lock (the larger of their own limits). */
 const RUN_INPUT_MAX_BYTES = Math.max(SPEC_MAX_BYTES, LOCK_MAX_BYTES);
@@ -115,6 +118,8 @@ export interface RecordOptions {
   readonly log?: (line: string) => void;
   /** How to reach a registry when the spec names `oci.ref` (see workload assembly). */
   readonly remote?: RemoteOptions;
+  /** `--follow`: the workload's output as the guest writes it (unverified until the run ends; follow.ts). */
+  readonly onOutput?: OutputListener;
 }
 
 export interface RecordResult {
@@ -146,7 +151,9 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
   // openVerifiedWorkload read the input again and check it again in full.
   const inputIsLock = isLockFile(input, inputBytes);
   if (inputIsLock) parseWorkloadLock(inputBytes, input);
-  else parseScenario(parseWorkloadSpec(inputBytes, input).run);
+  const early = inputIsLock ? undefined : parseScenario(parseWorkloadSpec(inputBytes, input).run);
+  // run.inputs are read from the host here, once, before anything else happens (relative to the spec's directory)
+  let runInputs: RunInputTree | undefined = early?.inputs !== undefined ? readRunInputs(early.inputs, dirname(input)) : undefined;
   const kit = typeof opts.kit === "function" ? await opts.kit() : opts.kit;
   openRoot(opts.runsDir, RUNS_ROOT, { create: true });
   ensureDirsIn(opts.runsDir, [runId]);
@@ -156,6 +163,7 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
   let w: VerifiedWorkload;
   let scenario: Scenario;
   let prepared: PreparedGuest;
+  let inputsRef: RunInputsRef | undefined;
   let t1: number;
   try {
     if (inputIsLock) {
@@ -173,14 +181,25 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
     }
     w = await openVerifiedWorkload(lockPath, opts.storeDir);
     scenario = parseScenario(w.run);
+    // a lock given directly: its spec's run.inputs are relative to the lock's directory
+    if (inputIsLock && scenario.inputs !== undefined) runInputs = readRunInputs(scenario.inputs, dirname(input));
     t1 = performance.now();
     // the served directory is read once, here, relative to the input; the responder serves only these bytes
     const http = scenario.network?.http;
     const httpRoot = http === undefined ? undefined : readHttpRoot(http.unsafeRoot, dirname(input));
     prepared = await prepareGuest(
-      { tree: w.tree, content: w.content, launch: guestLaunch(w), scenario, ...(httpRoot ? { httpRoot } : {}) },
+      {
+        tree: w.tree,
+        content: w.content,
+        launch: guestLaunch(w),
+        scenario,
+        ...(runInputs !== undefined ? { runInputs } : {}),
+        ...(httpRoot ? { httpRoot } : {}),
+      },
       { kit, qemu: qemuVersion() },
     );
+    // published only once the guest is built from them: a replay finds them in the store by digest
+    if (runInputs !== undefined) inputsRef = storeRunInputs(opts.storeDir, runInputs);
   } catch (e) {
     // refused before anything ran: leave no half-written run directory behind
     removeIn(opts.runsDir, "", runId);
@@ -194,7 +213,7 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
   let boot: BootResult;
   const cpuBefore = childrenCpuMs();
   try {
-    boot = await bootGuest(prepared, "record", { dir: runDir, rrfile }, opts.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+    boot = await bootGuest(prepared, "record", { dir: runDir, rrfile }, opts.timeoutMs ?? DEFAULT_TIMEOUT_MS, opts.onOutput);
     const full = diskFullError(runDir); // QEMU does not report a failed write of its log: a "passed" run may lack its tail
     if (full !== undefined) throw full;
   } catch (caught) {
@@ -212,7 +231,7 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
   writeRunCost(runDir, { wallMs: boot.qemu.durationMs, hostCpuMs: cpuBefore !== undefined && cpuAfter !== undefined ? cpuAfter - cpuBefore : undefined });
   const evaluation = evaluate(boot.decoded, scenario, boot.kernel);
   const logBytes = readFileSync(rrfile);
-  const manifest = buildManifest(runId, w, prepared, evaluation, logBytes, now, opts.cairnVersion);
+  const manifest = buildManifest(runId, w, prepared, evaluation, logBytes, now, opts.cairnVersion, inputsRef);
   writeEvaluation(runDir, evaluation);
   writeStreams(runDir, boot.decoded.streams);
   writeJsonPublic(join(runDir, RUN_FILES.manifest), manifest);
@@ -250,7 +269,16 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
   };
 }
 
-function buildManifest(runId: string, w: VerifiedWorkload, p: PreparedGuest, ev: Evaluation, log: Buffer, now: Date, version: string): RunManifest {
+function buildManifest(
+  runId: string,
+  w: VerifiedWorkload,
+  p: PreparedGuest,
+  ev: Evaluation,
+  log: Buffer,
+  now: Date,
+  version: string,
+  inputs: RunInputsRef | undefined,
+): RunManifest {
   const logDigest: Sha256Digest = sha256(log);
   return {
     schema: RUN_MANIFEST_SCHEMA,
@@ -262,6 +290,7 @@ function buildManifest(runId: string, w: VerifiedWorkload, p: PreparedGuest, ev:
     vm_digest: vmDigest(p.vm),
     replay_log: { sha256: logDigest, size: log.length },
     outcome: ev.outcome,
+    ...(inputs !== undefined ? { run_inputs: inputs } : {}),
     recorded: { at: now.toISOString(), cairn_version: version },
   };
 }

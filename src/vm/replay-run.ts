@@ -9,7 +9,9 @@
  *   3. the workload lock re-verifies against the store (every raw object,
  *      every re-derived identity) and its identities equal the manifest's;
  *   4. the kernel and agent the VM identity names are in the kit, by digest;
- *   5. the recorded inputs and the rebuilt initramfs have the recorded digests;
+ *   5. the run's input tree (`run.inputs`) is read from the store, every
+ *      file verified, and has the digest the run names; the recorded inputs
+ *      and the rebuilt initramfs have the recorded digests;
  *   6. the rebuilt VM identity (current QEMU version included) equals the
  *      recorded one field by field.
  * The replay has no network, no drives, no host mounts and no host input:
@@ -27,8 +29,9 @@ import type { EnvManifest } from "../manifest/index.ts";
 import { checkRunEnvironment } from "./run-facts.ts";
 import { parseRunManifest, type RunManifest } from "./run-manifest.ts";
 import { DEFAULT_TIMEOUT_MS, guestLaunch, workloadFacts } from "./record.ts";
-import { dropImage, nextReplayDir, RUN_FILES, writeEvaluation, writeJsonPublic } from "./rundir.ts";
+import { dropImage, nextReplayDir, RUN_FILES, writeEvaluation, writeJsonPublic, writeStreams } from "./rundir.ts";
 import { parseScenario } from "./scenario.ts";
+import { loadRunInputs } from "./input-listing.ts";
 import { firstNetworkDifference } from "./netid.ts";
 import { firstVmDifference, parseModuleEntries, vmDigest } from "./vmid.ts";
 
@@ -42,6 +45,12 @@ export interface ReplayOptions {
   readonly offeredEnvironment?: EnvManifest;
   readonly allowUnpinned?: boolean;
   readonly log?: (line: string) => void;
+  /**
+   * Called with the workload's replayed output as soon as the guest is done,
+   * before the comparison, so a caller can show it even when the replay is
+   * then refused as a mismatch (it is also in the replay directory's streams/).
+   */
+  readonly onStreams?: (streams: ReadonlyMap<number, { readonly stdout: Buffer; readonly stderr: Buffer }>) => void;
 }
 
 export interface ReplayResult {
@@ -50,6 +59,8 @@ export interface ReplayResult {
   readonly manifest: RunManifest;
   readonly evaluation: Evaluation;
   readonly qemuMs: number;
+  /** The workload's replayed output per invocation (also in the replay directory's private streams/). */
+  readonly streams: ReadonlyMap<number, { readonly stdout: Buffer; readonly stderr: Buffer }>;
 }
 
 /**
@@ -92,11 +103,23 @@ export async function preflight(opts: ReplayOptions) {
     if (facts[k] !== m.workload[k]) refuse("WORKLOAD_MISMATCH", `/workload/${k}`, `the verified workload's ${k} differs from the recorded one`);
   }
   const scenario = parseScenario(w.run);
+  if (scenario.inputs !== undefined && m.run_inputs === undefined)
+    refuse("REPLAY_MISMATCH", "/run_inputs", "the run section names inputs, but the run manifest records no input tree");
+  if (m.run_inputs !== undefined && m.run_inputs.tree !== m.vm.run_inputs)
+    refuse("REPLAY_MISMATCH", "/run_inputs/tree", "the run manifest's input tree is not the one the VM identity names");
+  const runInputs = m.run_inputs !== undefined ? loadRunInputs(opts.storeDir, m.run_inputs) : undefined;
   // the served directory is not read again (a replay needs no responder): its recorded digest stands for it, as its packets are in the log
   const recordedRoot = m.vm.network?.responders.find((r) => r.kind === "http")?.root ?? undefined;
   const httpRoot = scenario.network?.http === undefined ? undefined : { digest: recordedRoot ?? NO_ROOT };
   const prepared = await prepareGuest(
-    { tree: w.tree, content: w.content, launch: guestLaunch(w), scenario, ...(httpRoot ? { httpRoot } : {}) },
+    {
+      tree: w.tree,
+      content: w.content,
+      launch: guestLaunch(w),
+      scenario,
+      ...(runInputs !== undefined ? { runInputs } : {}),
+      ...(httpRoot ? { httpRoot } : {}),
+    },
     { kit: opts.kit, qemu: qemuVersion(), kernel: m.vm.kernel, modules: parseModuleEntries(m.vm.kernel_modules, "/vm/kernel_modules"), agent: m.vm.agent },
   );
   // the network first: adding or removing run.network also changes the image, and the field is the better name
@@ -153,6 +176,9 @@ export async function replayRun(opts: ReplayOptions): Promise<ReplayResult> {
   }
   const evaluation = evaluate(boot.decoded, scenario, boot.kernel);
   writeEvaluation(dir, evaluation);
+  // the same streams a record writes, so a replayed failure's output can be read (and compared with the record's)
+  writeStreams(dir, boot.decoded.streams);
+  opts.onStreams?.(boot.decoded.streams);
   const result = { run_id: manifest.run_id, outcome: evaluation.outcome, status: evaluation.status, matches: false };
   let mismatch: CairnError | undefined;
   const ei = firstEventDifference(recordedEvents, evaluation.events as unknown[]);
@@ -190,5 +216,5 @@ export async function replayRun(opts: ReplayOptions): Promise<ReplayResult> {
     );
     throw mismatch;
   }
-  return { runDir: opts.runDir, replayDir: dir, manifest, evaluation, qemuMs: boot.qemu.durationMs };
+  return { runDir: opts.runDir, replayDir: dir, manifest, evaluation, qemuMs: boot.qemu.durationMs, streams: boot.decoded.streams };
 }

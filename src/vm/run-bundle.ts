@@ -10,7 +10,8 @@
  *                              replay.log, lock.json (the workload lock),
  *                              and when present cost.json, environment.json,
  *                              receipt.dsse.json
- *   store/objects/<hex>        the workload lock's raw closure
+ *   store/objects/<hex>        the workload lock's raw closure, and the run's
+ *                              input tree (`run.inputs`): its listing and files
  *   store/derived/<hex>        the lock's derived entry (rebuilt and compared on verify)
  *   kit/kernels/<hex>          the kernel and modules the VM identity names
  *   kit/agents/<hex>           the agent the VM identity names
@@ -34,6 +35,7 @@ import { RUN_COST_FILE, RUN_ENV_MANIFEST_FILE, RUN_ENVIRONMENT_FILE } from "./ru
 import { RECEIPT_FILE } from "./run-receipt.ts";
 import { RUN_FILES } from "./rundir.ts";
 import { parseModuleEntries } from "./vmid.ts";
+import { runInputObjects } from "./input-listing.ts";
 
 export const RUN_BUNDLE_SCHEMA = "cairn.bundle/1";
 export const BUNDLE_INDEX = "cairn-bundle.json";
@@ -78,6 +80,10 @@ export function writeRunBundle(opts: WriteBundleOptions): { file: string; size: 
   for (const name of BUNDLE_OPTIONAL_RUN_FILES) if (existsSync(join(opts.runDir, name))) files.set(`run/${name}`, runFile(opts.runDir, name));
   const store = new Store(opts.storeDir, { write: false });
   for (const r of lock.raw) files.set(`store/objects/${hex(r.digest)}`, store.read("objects", r.digest, r.size, "bundle.object"));
+  // the run's inputs, read back and verified from the store: a fresh home has no host paths to read them from
+  if (m.run_inputs !== undefined)
+    for (const o of runInputObjects(opts.storeDir, m.run_inputs))
+      files.set(`store/objects/${hex(o.digest)}`, store.read("objects", o.digest, o.size, "bundle.object"));
   files.set(`store/derived/${hex(lock.derived.digest)}`, store.read("derived", lock.derived.digest, lock.derived.size, "bundle.derived"));
   const kernels = [m.vm.kernel, ...parseModuleEntries(m.vm.kernel_modules, "/vm/kernel_modules").map((x) => x.digest)];
   for (const [i, d] of kernels.entries()) {

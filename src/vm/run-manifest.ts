@@ -6,6 +6,7 @@
  */
 import { Checker, childPath, defineScope, parseJsonBytes, parseSha256, scopeFieldNames, type JsonModel, type Sha256Digest } from "../core/index.ts";
 import type { RunStatus } from "./checker.ts";
+import type { RunInputsRef } from "./input-listing.ts";
 import { parseVmIdentity, type VmIdentity } from "./vmid.ts";
 
 export const RUN_MANIFEST_SCHEMA = "cairn.run/1";
@@ -27,6 +28,8 @@ export interface RunManifest {
   readonly vm_digest: Sha256Digest;
   readonly replay_log: { readonly sha256: Sha256Digest; readonly size: number };
   readonly outcome: Sha256Digest;
+  /** Where the run's input tree is in the store (`run.inputs`); absent without inputs. */
+  readonly run_inputs?: RunInputsRef;
   /** Provenance only; never compared. */
   readonly recorded: { readonly at: string; readonly cairn_version: string };
 }
@@ -47,6 +50,8 @@ export const RUN_MANIFEST_SCOPE = defineScope({
     "/vm_digest": "checked before launch: must be the digest of `vm`",
     "/replay_log": "checked before launch: size and sha256 of replay.log",
     "/outcome": "compared after replay",
+    "/run_inputs":
+      "checked before launch: the input tree's listing and files are read from the store by digest, and the tree's cairn.fs/1 digest must be the VM identity's run_inputs",
   },
   excludes: {
     "/run_id": "names the record; not compared (two records of one workload have different ids)",
@@ -63,6 +68,15 @@ function digestAt(c: Checker, o: Record<string, JsonModel>, key: string, path: s
     c.add(childPath(path, key), "expected a sha256 digest", "DIGEST_INVALID");
     return "" as Sha256Digest;
   }
+}
+
+function parseInputsRef(c: Checker, unsafe: JsonModel): RunInputsRef {
+  const o = c.object(unsafe, "/run_inputs", ["tree", "listing", "size"]) ?? {};
+  return {
+    tree: digestAt(c, o, "tree", "/run_inputs"),
+    listing: digestAt(c, o, "listing", "/run_inputs"),
+    size: c.integer(c.required(o, "size", "/run_inputs"), "/run_inputs/size", { min: 1 }) ?? 0,
+  };
 }
 
 export function parseRunManifest(bytes: Buffer, file: string): RunManifest {
@@ -101,6 +115,7 @@ export function parseRunManifest(bytes: Buffer, file: string): RunManifest {
     vm_digest: digestAt(c, o, "vm_digest", ""),
     replay_log: { sha256: digestAt(c, r, "sha256", "/replay_log"), size: c.integer(c.required(r, "size", "/replay_log"), "/replay_log/size", { min: 0 }) ?? 0 },
     outcome: digestAt(c, o, "outcome", ""),
+    ...(o.run_inputs !== undefined ? { run_inputs: parseInputsRef(c, o.run_inputs) } : {}),
     recorded: {
       at: c.string(c.required(rec, "at", "/recorded"), "/recorded/at") ?? "",
       cairn_version: c.string(c.required(rec, "cairn_version", "/recorded"), "/recorded/cairn_version") ?? "",

@@ -28,6 +28,8 @@ export interface RunSummary {
   /** Where the guest kept the tree: "disk" (with the image's size) or "initramfs". */
   readonly root: "disk" | "initramfs";
   readonly memory_mib: number;
+  /** The run's input tree (`run.inputs`, its `cairn.fs/1` digest), or null without inputs. */
+  readonly inputs: Sha256Digest | null;
   /** Each replay directory's verdict in order: true matched, false did not, null left no result (interrupted or refused). */
   readonly replays: ReadonlyArray<boolean | null>;
 }
@@ -69,6 +71,7 @@ export function describeRun(runDir: string): RunSummary {
     outcome: m.outcome,
     root: m.vm.root_disk === null ? "initramfs" : "disk",
     memory_mib: m.vm.memory_mib,
+    inputs: m.vm.run_inputs ?? null,
     replays: replayResults(runDir),
   };
 }

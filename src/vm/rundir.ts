@@ -11,7 +11,7 @@
  *   protocol.bin         the raw protocol stream, holding output bytes (private)
  *   streams/N.stdout|stderr   exact output per invocation (private)
  *   failure-bundle.json  only when the run did not pass (shareable)
- *   replays/N/           one directory per replay, same layout for its outputs
+ *   replays/N/           one directory per replay, same layout for its outputs (streams/ included)
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statfsSync } from "node:fs";
 import { join } from "node:path";

@@ -20,6 +20,7 @@
  *     limits: { output-bytes: 1048576, time-ms: 60000 }
  */
 import { Checker, childPath, parseSha256, type JsonModel, type Sha256Digest } from "../core/index.ts";
+import { isCanonicalPath } from "../tree/index.ts";
 import { parseNetworkSpec, type NetworkSpec } from "./network-spec.ts";
 import { EVENT_NAMES, LAUNCH_STAGES, type EventName } from "./wire.ts";
 
@@ -113,9 +114,25 @@ export interface Scenario {
    */
   readonly proc?: true;
   readonly urandom?: true;
+  /**
+   * `run.inputs`: host files or directories copied into the run's input
+   * tree (run-inputs.ts) and seen by the workload at `to`. Absent: none.
+   */
+  readonly inputs?: readonly RunInput[];
   /** `run.network` (network-spec.ts): one NIC and the host responders the guest may reach. */
   readonly network?: NetworkSpec;
 }
+
+/** One `run.inputs` entry: `from` a host path (relative to the spec's directory), `to` an absolute path in the workload's root. */
+export interface RunInput {
+  readonly from: string;
+  readonly to: string;
+}
+
+/** `run.inputs`: at most this many entries (a fixed limit). */
+export const MAX_RUN_INPUTS = 64;
+/** Where no input may go: the runtime overlay owns these (initramfs.ts), whether or not `run.proc` is set. */
+const OVERLAY_OWNED = ["/tmp", "/dev", "/proc", "/sys"];
 
 export type GuestRoot = "initramfs" | "disk";
 export const GUEST_ROOTS: readonly GuestRoot[] = ["initramfs", "disk"];
@@ -278,6 +295,38 @@ function parseLimits(c: Checker, v: JsonModel | undefined, path: string): RunLim
   };
 }
 
+function parseInputs(c: Checker, v: JsonModel | undefined, path: string): RunInput[] {
+  const list = c.array(v, path) ?? [];
+  if (list.length > MAX_RUN_INPUTS) c.add(path, `limit run.inputs exceeded (${list.length} > ${MAX_RUN_INPUTS})`, "LIMIT_EXCEEDED");
+  const out: RunInput[] = [];
+  list.forEach((item, i) => {
+    const p = childPath(path, i);
+    const o = c.object(item, p, ["from", "to"]);
+    if (!o) return;
+    const from = c.string(c.required(o, "from", p), childPath(p, "from"), { nonEmpty: true });
+    const to = c.string(c.required(o, "to", p), childPath(p, "to"), { nonEmpty: true });
+    if (from?.includes("\0")) c.add(childPath(p, "from"), "a host path cannot contain NUL", "RUN_INVALID");
+    if (to === undefined || from === undefined) return;
+    // the guest path decides where bytes land in the workload's root: only a normalized absolute path, never "/" or the overlay's own
+    if (!isCanonicalPath(to) || to === "/") {
+      c.add(childPath(p, "to"), 'expected an absolute, normalized path other than "/" (no "..", ".", "//" or trailing "/")', "RUN_INVALID");
+      return;
+    }
+    const owned = OVERLAY_OWNED.find((d) => to === d || to.startsWith(`${d}/`));
+    if (owned !== undefined) {
+      c.add(childPath(p, "to"), `${owned} is provided by the guest at run time; an input cannot go there`, "RUN_INVALID");
+      return;
+    }
+    const other = out.findIndex((x) => x.to === to || x.to.startsWith(`${to}/`) || to.startsWith(`${x.to}/`));
+    if (other >= 0) {
+      c.add(childPath(p, "to"), `overlaps /run/inputs/${other}/to (${out[other]!.to}); each input needs its own place`, "RUN_INVALID");
+      return;
+    }
+    out.push({ from, to });
+  });
+  return out;
+}
+
 /**
  * Parses a spec's raw `run` section (`undefined` → the default scenario).
  * `path` is the JSON pointer of the section in the spec ("/run").
@@ -285,7 +334,7 @@ function parseLimits(c: Checker, v: JsonModel | undefined, path: string): RunLim
 export function parseScenario(unsafeRun: JsonModel | undefined, path = "/run"): Scenario {
   if (unsafeRun === undefined) return DEFAULT_SCENARIO;
   const c = new Checker("RUN_INVALID");
-  const o = c.object(unsafeRun, path, ["steps", "expect", "limits", "verify-tree", "memory-mib", "root", "proc", "urandom", "network"]);
+  const o = c.object(unsafeRun, path, ["steps", "expect", "limits", "verify-tree", "memory-mib", "root", "proc", "urandom", "inputs", "network"]);
   if (!o) {
     c.done("invalid run section");
     return DEFAULT_SCENARIO;
@@ -304,6 +353,7 @@ export function parseScenario(unsafeRun: JsonModel | undefined, path = "/run"): 
     c.add(childPath(path, "root"), 'expected "initramfs" or "disk" (absent: chosen from the tree\'s size)', "RUN_INVALID");
   const proc = o.proc === undefined ? false : c.boolean(o.proc, childPath(path, "proc"));
   const urandom = o.urandom === undefined ? false : c.boolean(o.urandom, childPath(path, "urandom"));
+  const inputs = o.inputs === undefined ? [] : parseInputs(c, o.inputs, childPath(path, "inputs"));
   const network = parseNetworkSpec(c, o.network, childPath(path, "network"));
   steps.forEach((s, i) => {
     if (network === undefined && (s.action === "network-down" || s.action === "network-up"))
@@ -319,6 +369,7 @@ export function parseScenario(unsafeRun: JsonModel | undefined, path = "/run"): 
     ...(root !== undefined ? { root } : {}),
     ...(proc === true ? { proc: true as const } : {}),
     ...(urandom === true ? { urandom: true as const } : {}),
+    ...(inputs.length > 0 ? { inputs } : {}),
     ...(network !== undefined ? { network } : {}),
   };
 }

@@ -13,6 +13,10 @@
  *  3. every run under `--keep-runs DIR` (DIR itself when it is a run
  *     directory, else each run directory in it): its lock.json.
  *
+ * A kept lock that is a run directory's lock.json keeps that run's input
+ * tree too (`run.inputs`: the listing its run.json names and every file the
+ * listing names), which a replay reads from the store and nothing else has.
+ *
  * Failure bundles carry identities, never store content, so no bundle is a
  * root. What a kept lock needs: its raw closure (spec, executable or OCI
  * documents and compressed layers), its derived entry, and the content pack
@@ -25,11 +29,14 @@
  * or verifier is open meanwhile, and one that starts waits for the sweep.
  */
 import { existsSync, readdirSync, type Stats, statSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { CairnError, type Sha256Digest } from "../core/index.ts";
 import { dropRoot, holdForGc, listRoots, Store, sweepStore, type StoreArea, type SweepResult, type Tally } from "../store/index.ts";
 import { readWorkloadLock, type WorkloadLock } from "../workload/index.ts";
 import { RUN_FILES } from "./rundir.ts";
+import { LISTING_MAX_BYTES, parseListingModel } from "./input-listing.ts";
+import type { RunManifest } from "./run-manifest.ts";
+import { readRunManifest } from "./replay-run.ts";
 
 export interface StoreGcOptions {
   readonly storeDir: string;
@@ -88,6 +95,26 @@ function keep(live: Record<StoreArea, Set<Sha256Digest>>, store: Store, lock: Wo
   }
 }
 
+/** The input tree of the run whose lock.json is `lockPath` (none when it is not a run's, or the run has none). */
+function keepRunInputs(live: Record<StoreArea, Set<Sha256Digest>>, store: Store, lockPath: string): void {
+  const runDir = dirname(lockPath);
+  if (basename(lockPath) !== RUN_FILES.lock || !existsSync(join(runDir, RUN_FILES.manifest))) return;
+  let ref: RunManifest["run_inputs"];
+  try {
+    ref = readRunManifest(runDir).run_inputs;
+  } catch {
+    return; // an unreadable run manifest names nothing to keep; replay refuses that run anyway
+  }
+  if (ref === undefined) return;
+  live.objects.add(ref.listing);
+  try {
+    const listing = store.read("objects", ref.listing, Math.min(ref.size, LISTING_MAX_BYTES), "run.inputs-listing-bytes");
+    for (const e of parseListingModel(listing, `store object ${ref.listing}`).entries) if (e.sha256 !== undefined) live.objects.add(e.sha256);
+  } catch {
+    // a missing or edited listing keeps only itself: that run's replay is refused either way
+  }
+}
+
 /** Marks what the roots need and sweeps the rest (see the file comment for the roots). */
 export function collectStoreGarbage(opts: StoreGcOptions): StoreGcResult {
   const dryRun = opts.dryRun ?? false;
@@ -101,6 +128,7 @@ export function collectStoreGarbage(opts: StoreGcOptions): StoreGcResult {
     const live: Record<StoreArea, Set<Sha256Digest>> = { objects: new Set(), derived: new Set(), packs: new Set(), "derived-packs": new Set() };
     const keptPaths = new Set<string>(namedPaths);
     for (const lock of named) keep(live, store, lock, opts.dropPacks ?? false);
+    for (const p of namedPaths) keepRunInputs(live, store, p);
     let stale = 0;
     const unreadable: string[] = [];
     for (const root of listRoots(store)) {
@@ -118,6 +146,7 @@ export function collectStoreGarbage(opts: StoreGcOptions): StoreGcResult {
       }
       keptPaths.add(root.lockPath);
       keep(live, store, lock, opts.dropPacks ?? false);
+      keepRunInputs(live, store, root.lockPath);
     }
     const swept: SweepResult = sweepStore(store, live, dryRun);
     const freedBytes = Object.values(swept.removed).reduce((n, t) => n + t.bytes, 0);

@@ -62,6 +62,12 @@ export interface VmIdentity {
   readonly protocol_port: string;
   readonly debug_exit: string;
   readonly protocol: string;
+  /**
+   * The run's input tree (`run.inputs`, run-inputs.ts): its `cairn.fs/1`
+   * digest. Absent when the spec has no inputs, so every identity of a run
+   * without them keeps its value.
+   */
+  readonly run_inputs?: Sha256Digest;
   /** `run.network` only (netid.ts): the NIC, its network and the host responders. Absent otherwise, so other identities keep their values. */
   readonly network?: VmNetwork;
 }
@@ -109,6 +115,8 @@ export const VM_IDENTITY_SCOPE = defineScope({
     "/protocol_port": "the virtio-serial device and port the protocol travels on",
     "/debug_exit": "the status device the agent reports through",
     "/protocol": "the agent protocol version",
+    "/run_inputs":
+      "the run's input files (run.inputs) as one cairn.fs/1 tree: the workload reads them, so a replay log recorded with other bytes cannot replay (absent without inputs)",
     "/network":
       "run.network only (absent otherwise): the vmxnet3 NIC and its MAC, the restricted user-mode network, filter-replay, the guest's static addresses, and every responder's kind, address, port, served directory digest, version and limits",
   } satisfies Record<`/${keyof VmIdentity}`, string>,
@@ -144,6 +152,8 @@ export function defaultVmIdentity(parts: {
   memoryMib: number;
   /** The root disk, when the template is not in the initramfs. */
   disk?: { readonly image: Sha256Digest; readonly size: number };
+  /** The run's input tree digest (`run.inputs`), when it has inputs. */
+  runInputs?: Sha256Digest;
   /** run.network: the network identity (netid.ts); it also sets icount to shift=auto, sleep=on. */
   network?: VmNetwork;
 }): VmIdentity {
@@ -172,6 +182,7 @@ export function defaultVmIdentity(parts: {
     protocol_port: `virtio-serial-pci,ioeventfd=off;virtserialport,name=${PROTOCOL_PORT_NAME}`,
     debug_exit: "isa-debug-exit,iobase=0xf4,iosize=0x04",
     protocol: "cairn.protocol/1",
+    ...(parts.runInputs !== undefined ? { run_inputs: parts.runInputs } : {}),
     ...(parts.network !== undefined ? { network: parts.network } : {}),
   };
 }
@@ -223,6 +234,7 @@ export function parseVmIdentity(unsafe: JsonModel | undefined, path: string): Vm
     protocol_port: s("protocol_port"),
     debug_exit: s("debug_exit"),
     protocol: s("protocol"),
+    ...(o.run_inputs !== undefined ? { run_inputs: d("run_inputs") } : {}),
   };
   const network = parseVmNetwork(c, o.network, childPath(path, "network"));
   c.done("invalid VM identity");

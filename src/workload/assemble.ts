@@ -17,6 +17,7 @@ import { encodeWorkloadLock, type WorkloadLock } from "./workload-lock.ts";
 import { readSourceFile } from "./source-file.ts";
 import { parseWorkloadSpec, SPEC_MAX_BYTES } from "./spec.ts";
 import type { RemoteOptions } from "./registry-pull.ts";
+import type { PolicyListing } from "./oci-workload.ts";
 
 export interface AssembleOptions {
   readonly specPath: string;
@@ -42,6 +43,8 @@ export interface AssembleResult {
   readonly treeBytes: number;
   readonly rawBytes: number;
   readonly durationMs: number;
+  /** OCI: device nodes and FIFOs left out (`devices: skip`) and members whose xattrs were dropped (`xattrs: drop`); empty otherwise. */
+  readonly listing: PolicyListing;
 }
 
 export function defaultLockPath(specPath: string): string {
@@ -58,6 +61,7 @@ export async function assembleWorkload(opts: AssembleOptions): Promise<AssembleR
   // Open for writing until the lock is rooted: `cairn store gc` waits for an open writer (store/gc-lock.ts).
   const store = new Store(opts.storeDir);
   let derived: Derived;
+  let listing: PolicyListing = { skipped: [], droppedXattrs: [] };
   try {
     let pack: Sha256Digest | undefined;
     if (spec.source.kind === "binary") {
@@ -80,6 +84,7 @@ export async function assembleWorkload(opts: AssembleOptions): Promise<AssembleR
       const { assembleOci } = await import("./oci-workload.ts");
       const oci = await assembleOci(spec, layoutDir, store, opts.progress);
       derived = oci.derived;
+      listing = oci.listing;
       pack = oci.contents.digest;
     }
     store.put("objects", derived.specBytes);
@@ -120,5 +125,6 @@ export async function assembleWorkload(opts: AssembleOptions): Promise<AssembleR
     treeBytes,
     rawBytes: derived.raw.reduce((n, r) => n + r.size, 0),
     durationMs: Math.round(performance.now() - started),
+    listing,
   };
 }

@@ -13,6 +13,9 @@ export { encodeWorkloadLock, parseWorkloadLock, WORKLOAD_LOCK_SCHEMA, LOCK_DIGES
 export type { WorkloadLock } from "./workload-lock.ts";
 export { DERIVED_ENTRY_IDENTITY, DERIVED_ENTRY_SCOPE } from "./derived-entry.ts";
 export { assembleWorkload } from "./assemble.ts";
+export { checkWorkload } from "./image-check.ts";
+export type { CheckProblem, CheckResult } from "./image-check.ts";
+export type { PolicyListing } from "./oci-workload.ts";
 export type { AssembleOptions, AssembleResult } from "./assemble.ts";
 export { openVerifiedWorkload, readWorkloadLock } from "./verified-workload.ts";
 export type { VerifiedWorkload } from "./verified-workload.ts";

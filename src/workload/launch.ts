@@ -5,9 +5,18 @@
  *  - argv: from a binary spec, [install path, ...args]; from an OCI config,
  *    Entrypoint followed by Cmd. argv[0] must be an absolute path: there is no
  *    shell and no PATH search, so what runs is decided here, not in the guest.
- *  - env: "NAME=value" strings, names unique, sorted by the UTF-8 bytes of the
- *    name. Nothing from the host environment is added.
- *  - workdir: an absolute, normalized path.
+ *  - env: "NAME=value" strings, names unique. From an OCI config, in the
+ *    image's order (a program may read its environment in order, and the
+ *    workload RFD keeps it), variables the spec adds after them sorted by the
+ *    UTF-8 bytes of the name; from a binary spec (a map), sorted by the UTF-8
+ *    bytes of the name. Nothing from the host environment is added.
+ *  - workdir: an absolute, normalized path (for an OCI image, a directory
+ *    of the tree itself, not missing and not reached through a symlink:
+ *    oci-workload.ts).
+ *  - an image config's Volumes, StopSignal and ArgsEscaped: true are refused:
+ *    cairn provides no volumes, sends no stop signal and runs no Windows
+ *    command line, so running such an image would silently differ from what
+ *    the image asks for.
  *  - uid, gid: numeric and nonzero. A named user would be resolved against an
  *    /etc/passwd inside the image at run time, so it is refused; root is
  *    refused because a workload never needs to own the guest.
@@ -32,7 +41,8 @@ export const LAUNCH_IDENTITY_SCOPE = defineScope({
   identity: LAUNCH_IDENTITY_TAG,
   covers: {
     "/argv": "the program (an absolute path) and its arguments, exactly as execve receives them",
-    "/env": "the whole environment, sorted by the UTF-8 bytes of the names; nothing comes from the host",
+    "/env":
+      "the whole environment in launch order (an image's own order, then the spec's additions sorted by name bytes; a binary spec's sorted by name bytes); nothing comes from the host",
     "/workdir": "the working directory the program starts in",
     "/uid": "the numeric user the program runs as",
     "/gid": "the numeric group the program runs as",
@@ -62,6 +72,9 @@ export interface OciLaunchFields {
   readonly env?: readonly string[] | undefined;
   readonly workingDir?: string | undefined;
   readonly user?: string | undefined;
+  readonly volumes?: readonly string[] | undefined;
+  readonly stopSignal?: string | undefined;
+  readonly argsEscaped?: true | undefined;
 }
 
 function invalid(path: string, message: string, hint?: string): never {
@@ -92,8 +105,16 @@ function checkString(s: string, path: string, what: string): void {
   if (s.includes("\0")) invalid(path, `${what} holds a NUL byte`);
 }
 
-/** Builds and checks a launch; `env` entries are "NAME=value" in any order. */
-export function makeLaunch(unsafe: { argv: readonly string[]; env: readonly string[]; workdir: string; user: string }, base: string): Launch {
+/**
+ * Builds and checks a launch; `env` entries are "NAME=value". `envOrder`:
+ * `sorted` (default; a binary spec's map) sorts them by the UTF-8 bytes of
+ * the name, `kept` keeps them as given (an OCI image's Env, see launchFromOci).
+ */
+export function makeLaunch(
+  unsafe: { argv: readonly string[]; env: readonly string[]; workdir: string; user: string },
+  base: string,
+  envOrder: "sorted" | "kept" = "sorted",
+): Launch {
   const { uid, gid } = parseUser(unsafe.user, `${base}/user`);
   if (unsafe.argv.length === 0) invalid(`${base}/argv`, "the command is empty", "set an entrypoint or command");
   unsafe.argv.forEach((a, i) => {
@@ -114,7 +135,7 @@ export function makeLaunch(unsafe: { argv: readonly string[]; env: readonly stri
     names.add(name);
     env.push([name, kv]);
   });
-  env.sort((a, b) => compareBytes(a[0], b[0]));
+  if (envOrder === "sorted") env.sort((a, b) => compareBytes(a[0], b[0]));
   const launch: Launch = { argv: [...unsafe.argv], env: env.map((e) => e[1]), workdir: unsafe.workdir, uid, gid };
   checkLimit("launch.argv_count", launch.argv.length, LAUNCH_LIMITS["launch.argv_count"], `${base}/argv`);
   checkLimit("launch.env_count", launch.env.length, LAUNCH_LIMITS["launch.env_count"], `${base}/env`);
@@ -130,8 +151,44 @@ export function makeLaunch(unsafe: { argv: readonly string[]; env: readonly stri
  */
 export const DEFAULT_OCI_USER = "65534:65534";
 
-/** The launch of an OCI image: Entrypoint+Cmd, Env, WorkingDir (default "/"), User (default DEFAULT_OCI_USER). */
+/**
+ * The config fields a workload refuses, each naming its field (LAUNCH_INVALID),
+ * in a fixed order: Volumes, StopSignal, ArgsEscaped. Empty when none is set.
+ */
+export function ociConfigRefusals(fields: OciLaunchFields, base = "/config/config"): CairnError[] {
+  const out: CairnError[] = [];
+  if (fields.volumes !== undefined && fields.volumes.length > 0)
+    out.push(
+      new CairnError("LAUNCH_INVALID", `the image declares Volumes (${fields.volumes.length}), which cairn does not provide`, {
+        path: `${base}/Volumes`,
+        hint: "a run has no volumes: the program would write into the image's own directories instead; rebuild the image without VOLUME",
+      }),
+    );
+  if (fields.stopSignal !== undefined)
+    out.push(
+      new CairnError("LAUNCH_INVALID", "the image declares a StopSignal, which cairn never sends", {
+        path: `${base}/StopSignal`,
+        hint: "a run ends when the program exits or its step limit is reached; rebuild the image without STOPSIGNAL",
+      }),
+    );
+  if (fields.argsEscaped === true)
+    out.push(
+      new CairnError("LAUNCH_INVALID", "the image sets ArgsEscaped: true (a Windows command line in one string)", {
+        path: `${base}/ArgsEscaped`,
+        hint: "cairn runs argv as given, with no command-line parsing; rebuild the image for Linux",
+      }),
+    );
+  return out;
+}
+
+/**
+ * The launch of an OCI image: Entrypoint+Cmd, Env (in the image's order),
+ * WorkingDir (default "/"), User (default DEFAULT_OCI_USER). Volumes,
+ * StopSignal and ArgsEscaped: true are refused (ociConfigRefusals).
+ */
 export function launchFromOci(fields: OciLaunchFields, base = "/config/config"): Launch {
+  const refused = ociConfigRefusals(fields, base);
+  if (refused.length > 0) throw refused[0];
   return makeLaunch(
     {
       argv: [...(fields.entrypoint ?? []), ...(fields.cmd ?? [])],
@@ -140,14 +197,16 @@ export function launchFromOci(fields: OciLaunchFields, base = "/config/config"):
       user: fields.user === undefined || fields.user === "" ? DEFAULT_OCI_USER : fields.user,
     },
     base,
+    "kept",
   );
 }
 
 /**
  * The image's launch fields with the spec's `source.oci.launch` over them:
  * `args` replaces Cmd, `env` sets variables by name (replacing the image's
- * entry of that name in place, else appended), `workdir` and `user`
- * replace WorkingDir and User.
+ * entry of that name in place, else appended; the appended ones sorted by
+ * the UTF-8 bytes of the name, since the spec's map has no order that
+ * survives its canonical form), `workdir` and `user` replace WorkingDir and User.
  */
 export function ociLaunchWithSpec(
   image: OciLaunchFields,
@@ -157,14 +216,17 @@ export function ociLaunchWithSpec(
   let env = image.env;
   if (spec.env !== undefined) {
     const out = [...(image.env ?? [])];
+    const added: Array<[string, string]> = [];
     for (const [name, value] of spec.env) {
       const i = out.findIndex((kv) => kv === name || kv.startsWith(`${name}=`));
       if (i >= 0) out[i] = `${name}=${value}`;
-      else out.push(`${name}=${value}`);
+      else added.push([name, `${name}=${value}`]);
     }
-    env = out;
+    added.sort((a, b) => compareBytes(a[0], b[0]));
+    env = [...out, ...added.map((a) => a[1])];
   }
   return {
+    ...image,
     entrypoint: image.entrypoint,
     cmd: spec.args ?? image.cmd,
     env,

@@ -11,11 +11,11 @@ import { CairnError, writeFileAtomic, type Sha256Digest } from "../core/index.ts
 import { PackCheck, PackWriter, type PackIndex, type Store } from "../store/index.ts";
 import type { RawRef } from "./closure.ts";
 import { finishDerivation, type Derived } from "./derive.ts";
-import { launchFromOci, ociLaunchWithSpec } from "./launch.ts";
+import { launchFromOci, ociLaunchWithSpec, type Launch } from "./launch.ts";
 import type { WorkloadLock } from "./workload-lock.ts";
 import type { WorkloadSpec } from "./spec.ts";
 import { readOciSource, selectionDocuments, type OciObjectReader, type OciSource, type OpenedFile } from "../oci/index.ts";
-import { applyLayers, resolveInTree, type CanonicalTree, type ContentSink, type FsEntry } from "../tree/index.ts";
+import { applyLayers, resolveInTree, type CanonicalTree, type ContentSink, type DroppedXattrs, type FsEntry, type SkippedMember } from "../tree/index.ts";
 
 /**
  * The raw closure of an OCI source, in lock order: the selected manifest, its
@@ -59,6 +59,8 @@ function packSink(pack: PackWriter | PackCheck, progress?: (line: string) => voi
 /** A derived OCI workload and the pack holding its tree's file contents. */
 export interface DerivedOci {
   readonly derived: Derived;
+  /** Device nodes and FIFOs left out, xattrs dropped (by the spec's policy). */
+  readonly listing: PolicyListing;
   readonly contents: PackIndex;
   /** True when verification found the pack missing or different and wrote a new one. */
   readonly repaired?: boolean;
@@ -73,8 +75,8 @@ export interface DerivedOci {
 async function deriveAndPack(spec: WorkloadSpec, src: OciSource, store: Store, checkExisting: boolean, progress?: (line: string) => void): Promise<DerivedOci> {
   const pack = new PackWriter(store);
   try {
-    const derived = await deriveFromSource(spec, src, packSink(pack, progress));
-    return { derived, contents: pack.finish({ checkExisting }) };
+    const { derived, listing } = await deriveFromSource(spec, src, packSink(pack, progress));
+    return { derived, listing, contents: pack.finish({ checkExisting }) };
   } catch (e) {
     pack.abort();
     throw e;
@@ -100,30 +102,66 @@ async function resolveLaunchPath(tree: CanonicalTree, unsafePath: string, path: 
   }
 }
 
-async function deriveFromSource(spec: WorkloadSpec, src: OciSource, sink: ContentSink): Promise<Derived> {
-  if (spec.source.kind !== "oci") throw new CairnError("WORKLOAD_SPEC_INVALID", "not an OCI spec", { path: "/source" });
-  // Launch first: a root or shell-form image is refused before any layer is expanded.
-  const launch = launchFromOci(ociLaunchWithSpec(src.launch, spec.source.launch));
-  const { tree } = await applyLayers({ layers: src.layers, policy: spec.policy, limits: spec.limits, sink });
-  const wd = await resolveLaunchPath(tree, launch.workdir, "/config/config/WorkingDir");
-  if (wd !== undefined && wd.type !== "dir") {
-    throw new CairnError("LAUNCH_INVALID", `WorkingDir ${launch.workdir} is not a directory in the image`, { path: "/config/config/WorkingDir" });
+/**
+ * The launch checked against the tree, every problem in order (the workdir,
+ * then the program). The workdir must be a directory of the tree itself:
+ * missing, it would be created by some runtimes and refused by others; reached
+ * through a symlink, it would depend on where the link points at run time.
+ */
+export async function launchTreeProblems(tree: CanonicalTree, launch: Launch, workdirFromSpec: boolean): Promise<CairnError[]> {
+  const out: CairnError[] = [];
+  const wdPath = workdirFromSpec ? "/source/oci/launch/workdir" : "/config/config/WorkingDir";
+  const wd = tree.get(launch.workdir);
+  if (wd?.type !== "dir") {
+    const through = wd?.type === "symlink" || (wd === undefined && (await resolveLaunchPath(tree, launch.workdir, wdPath)) !== undefined);
+    const what = through ? "is reached through a symlink" : wd === undefined ? "is missing" : "is not a directory";
+    out.push(
+      new CairnError("LAUNCH_INVALID", `the working directory ${launch.workdir} ${what} in the image`, {
+        path: wdPath,
+        hint: "the working directory must be a directory the layers create, named by its own path (no symlink on the way)",
+      }),
+    );
   }
   // No shell, no PATH: the program must be a regular file with an execute bit, in the image.
   const program = await resolveLaunchPath(tree, launch.argv[0]!, "/config/config/Entrypoint");
   if (program?.type !== "file" || (program.mode & 0o111) === 0) {
-    throw new CairnError("LAUNCH_INVALID", `the program ${launch.argv[0]} is not an executable file in the image`, {
-      path: "/config/config/Entrypoint",
-      hint: "Entrypoint (or Cmd) must name an executable file the layers create, by absolute path",
-    });
+    out.push(
+      new CairnError("LAUNCH_INVALID", `the program ${launch.argv[0]} is not an executable file in the image`, {
+        path: "/config/config/Entrypoint",
+        hint: "Entrypoint (or Cmd) must name an executable file the layers create, by absolute path",
+      }),
+    );
   }
-  return finishDerivation({ spec, tree, launch, source: { kind: "oci", manifest: src.manifest.digest }, raw: rawRefs(src) });
+  return out;
+}
+
+/** What a derivation listed besides the tree: members left out or changed by a policy. */
+export interface PolicyListing {
+  readonly skipped: readonly SkippedMember[];
+  readonly droppedXattrs: readonly DroppedXattrs[];
+}
+
+async function deriveFromSource(spec: WorkloadSpec, src: OciSource, sink: ContentSink): Promise<{ derived: Derived; listing: PolicyListing }> {
+  if (spec.source.kind !== "oci") throw new CairnError("WORKLOAD_SPEC_INVALID", "not an OCI spec", { path: "/source" });
+  // Launch first: a root or shell-form image is refused before any layer is expanded.
+  const launch = launchFromOci(ociLaunchWithSpec(src.launch, spec.source.launch));
+  const { tree, skipped, droppedXattrs } = await applyLayers({ layers: src.layers, policy: spec.policy, limits: spec.limits, sink });
+  const problems = await launchTreeProblems(tree, launch, spec.source.launch?.workdir !== undefined);
+  if (problems.length > 0) throw problems[0];
+  const derived = finishDerivation({ spec, tree, launch, source: { kind: "oci", manifest: src.manifest.digest }, raw: rawRefs(src) });
+  return { derived, listing: { skipped, droppedXattrs } };
 }
 
 /** Assembly: reads the user's layout into the store's staging, derives, and adopts the raw objects. */
 export async function assembleOci(spec: WorkloadSpec, layoutDir: string, store: Store, progress?: (line: string) => void): Promise<DerivedOci> {
   if (spec.source.kind !== "oci") throw new CairnError("WORKLOAD_SPEC_INVALID", "not an OCI spec", { path: "/source" });
-  const src = await readOciSource({ layoutDir, manifestDigest: spec.source.manifest, stagingDir: join(store.stagingDir, "oci"), limits: spec.limits });
+  const src = await readOciSource({
+    layoutDir,
+    manifestDigest: spec.source.manifest,
+    stagingDir: join(store.stagingDir, "oci"),
+    limits: spec.limits,
+    platform: spec.policy.platform ?? "refuse",
+  });
   const total = src.layers.reduce((n, l) => n + l.size, 0);
   progress?.(`applying ${src.layers.length} layer(s), ${total} bytes compressed`);
   const packed = await deriveAndPack(spec, src, store, false, progress);
@@ -195,8 +233,8 @@ export async function verifyOci(spec: WorkloadSpec, lock: WorkloadLock, store: S
     rmSync(top, { recursive: true, force: true });
   }
   const check = new PackCheck(store);
-  const derived = await deriveFromSource(spec, src, packSink(check));
+  const { derived, listing } = await deriveFromSource(spec, src, packSink(check));
   const contents = check.finish();
-  if (contents !== undefined) return { derived, contents };
+  if (contents !== undefined) return { derived, listing, contents };
   return { ...(await deriveAndPack(spec, src, store, true)), repaired: true };
 }

@@ -30,7 +30,7 @@ import type { SourceKind, WorkloadIdentities } from "./workload-identity.ts";
 import type { Launch } from "./launch.ts";
 import { LOCK_MAX_BYTES, parseWorkloadLock, type WorkloadLock } from "./workload-lock.ts";
 import { parseCanonicalSpec, SPEC_MAX_BYTES, type WorkloadSpec } from "./spec.ts";
-import type { CanonicalTree, ContentSource } from "../tree/index.ts";
+import { samePolicy, type CanonicalTree, type ContentSource } from "../tree/index.ts";
 import { readSourceFile } from "./source-file.ts";
 
 export interface VerifiedWorkload {
@@ -72,7 +72,7 @@ function compareWithLock(lock: WorkloadLock, d: Derived): void {
   if (d.identities.source !== lock.identities.source) mismatch("/identities/source", "the source identity");
   if (d.identities.fs !== lock.identities.fs) mismatch("/identities/fs", "the canonical filesystem identity");
   if (d.identities.launch !== lock.identities.launch) mismatch("/identities/launch", "the launch identity");
-  if (d.policy.hardlinks !== lock.policy.hardlinks || d.policy.setid !== lock.policy.setid) mismatch("/policy", "the layer policy");
+  if (!samePolicy(d.policy, lock.policy)) mismatch("/policy", "the layer policy");
   if (d.identities.workload !== lock.identities.workload) mismatch("/workload", "the workload identity");
   if (d.derivedDigest !== lock.derived.digest || d.derivedBytes.length !== lock.derived.size) mismatch("/derived", "the derived entry");
 }

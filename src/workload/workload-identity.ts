@@ -95,10 +95,22 @@ export const WORKLOAD_IDENTITY_SCOPE = defineScope({
     "spec:/source/oci/launch":
       "the spec's launch over the image config's (args, env, workdir, user): part of the launch identity through the launch it produces",
     "spec:/policy": "decides how layers become a tree (version and relaxations)",
+    "spec:/policy/hardlinks": "copy: in-root hard links become copies (the tree has the copies)",
+    "spec:/policy/setid": "strip: setuid and setgid bits are cleared (the tree has the cleared modes)",
+    "spec:/policy/devices": "skip: device nodes and FIFOs are left out of the tree (named in the policy model only when taken)",
+    "spec:/policy/xattrs": "drop: extended attributes, file capabilities included, are dropped (named in the policy model only when taken)",
+    "spec:/policy/platform":
+      "config: a selected descriptor without platform is accepted on the config's linux/amd64 (named in the policy model only when taken)",
     "lock:/workload": "the workload identity itself",
     "lock:/source_kind": "binary or oci",
     "lock:/identities": "source, fs and launch identities",
     "lock:/policy": "the layer policy model",
+    "lock:/policy/version": "the policy semantics version, cairn.policy/1",
+    "lock:/policy/hardlinks": "the hard-link relaxation, refuse or copy",
+    "lock:/policy/setid": "the setid relaxation, refuse or strip",
+    "lock:/policy/devices": "present only as skip: devices and FIFOs left out",
+    "lock:/policy/xattrs": "present only as drop: xattrs dropped",
+    "lock:/policy/platform": "present only as config: platform taken from the image config",
   },
   excludes: {
     "spec:/source/binary/path": "a locator: where the executable was found, not what it is; its bytes are covered through the source identity",

@@ -20,7 +20,7 @@ import {
 } from "../core/index.ts";
 import { checkRaw, rawModel, type RawRef } from "./closure.ts";
 import type { SourceKind, WorkloadIdentities } from "./workload-identity.ts";
-import { POLICY_VERSION, policyModel, type LayerPolicy } from "../tree/index.ts";
+import { parsePolicy, POLICY_CHOICES, POLICY_KEYS, POLICY_VERSION, policyModel, type LayerPolicy } from "../tree/index.ts";
 
 export const WORKLOAD_LOCK_SCHEMA = "cairn.workload-lock/1";
 /** A lock is small (one row per raw object); anything bigger is not a lock. */
@@ -96,11 +96,18 @@ export function parseWorkloadLock(bytes: Uint8Array, name: string): WorkloadLock
   const source = ids && digestField(c, ids, "source", "/identities");
   const fs = ids && digestField(c, ids, "fs", "/identities");
   const launch = ids && digestField(c, ids, "launch", "/identities");
-  const pol = c.object(c.required(top, "policy", ""), "/policy", ["version", "hardlinks", "setid"]);
+  const pol = c.object(c.required(top, "policy", ""), "/policy", ["version", ...POLICY_KEYS]);
+  const relaxations: Record<string, string> = Object.create(null);
   if (pol !== undefined) {
     if (pol.version !== POLICY_VERSION) c.add("/policy/version", `must be "${POLICY_VERSION}" (this cairn's policy version)`, "MODEL_VALUE");
-    if (pol.hardlinks !== "refuse" && pol.hardlinks !== "copy") c.add("/policy/hardlinks", "must be refuse or copy", "MODEL_VALUE");
-    if (pol.setid !== "refuse" && pol.setid !== "strip") c.add("/policy/setid", "must be refuse or strip", "MODEL_VALUE");
+    for (const key of POLICY_KEYS) {
+      const v = pol[key];
+      const choices: readonly string[] = POLICY_CHOICES[key];
+      // hardlinks and setid are always named (policyModel); a later key only when taken
+      if (v === undefined && (key === "hardlinks" || key === "setid")) c.add(`/policy/${key}`, `must be ${choices.join(" or ")}`, "MODEL_VALUE");
+      else if (v !== undefined && (typeof v !== "string" || !choices.includes(v))) c.add(`/policy/${key}`, `must be ${choices.join(" or ")}`, "MODEL_VALUE");
+      else if (typeof v === "string") relaxations[key] = v;
+    }
   }
   const raw = checkRaw(c, c.required(top, "raw", ""), "/raw");
   const der = c.object(c.required(top, "derived", ""), "/derived", ["digest", "size"]);
@@ -113,7 +120,7 @@ export function parseWorkloadLock(bytes: Uint8Array, name: string): WorkloadLock
   const lock: WorkloadLock = {
     kind: kind as SourceKind,
     identities: { workload: workload!, source: source!, fs: fs!, launch: launch! },
-    policy: { version: POLICY_VERSION, hardlinks: pol!.hardlinks as "refuse" | "copy", setid: pol!.setid as "refuse" | "strip" },
+    policy: parsePolicy(relaxations, "/policy"),
     raw: raw!,
     derived: { digest: derivedDigest!, size: derivedSize! },
     created: created!,

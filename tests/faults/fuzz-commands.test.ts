@@ -44,8 +44,8 @@ interface Leaf {
 }
 
 /** Every leaf command with its positional arguments and long flags, from the program itself. */
-function leaves(): Leaf[] {
-  const program = buildProgram({ io: { out() {}, err() {}, tty: false }, env: {}, cwd: "/", json: false });
+async function leaves(): Promise<Leaf[]> {
+  const program = await buildProgram({ io: { out() {}, err() {}, tty: false }, env: {}, cwd: "/", json: false });
   const out: Leaf[] = [];
   const walk = (c: Command, path: string[]): void => {
     if (c.commands.length === 0 && path.length > 0)
@@ -59,6 +59,9 @@ function leaves(): Leaf[] {
   walk(program, []);
   return out;
 }
+
+/** Read once, before the suite is declared (the program loads its command files asynchronously). */
+const LEAVES = await leaves();
 
 /** What a run must never show: an internal error, a stack frame, a non-JSON failure under --json. */
 export function violation(argv: readonly string[], r: CliResult): string | undefined {
@@ -290,7 +293,7 @@ describe(`every command survives ${FUZZ_RUNS} random inputs (seed ${SEED})`, () 
     assert.equal(violation(["--json"], { code: 1, stdout: '{"error":{"code":"USAGE"}}', stderr: "" }), undefined);
   });
 
-  for (const leaf of leaves()) {
+  for (const leaf of LEAVES) {
     it(`cairn ${leaf.path.join(" ")}`, async (t) => {
       const seen = new Map<string, number>(); // outcome -> count, reported so a reader sees how deep the inputs reached
       await fc.assert(

@@ -60,6 +60,12 @@ describe("special files as inputs are refused by the bounded reader (child proce
     ["FIFO as --sign", ["manifest", "ingest", "m.json", "--sign", "fifo"], "KEY_INVALID"],
     ["FIFO as --trust keyfile://", ["resolve", PROFILE, "--out", "o.lock", "--trust", "keyfile://fifo"], "KEY_INVALID"],
     ["/dev/zero as --trust keyfile://", ["resolve", PROFILE, "--out", "o.lock", "--trust", "keyfile:///dev/zero"], "KEY_INVALID"],
+    // replay takes a run directory or a bundle file; anything else is named before a kit is looked for (there is none in this home)
+    ["FIFO as the input of a replay", ["replay", "fifo"], "RUN_INVALID"],
+    ["/dev/zero as the input of a replay", ["replay", "/dev/zero"], "RUN_INVALID"],
+    ["a missing replay input", ["replay", "nothing-here"], "RUN_INVALID"],
+    // control: a regular file is read as a bundle (and refused as one), so the check above is about the kind of file
+    ["control: a regular file as the input of a replay is read as a bundle", ["replay", "m.json"], "TAR_INVALID"],
   ];
   for (const [name, args, code] of cases) {
     it(`${name}: ${code}`, () => {

@@ -3,7 +3,7 @@
 // 127.0.0.1 holding tools/app:1.0, with the exit code each comment states.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync, rmSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runCli } from "../helpers/cli.ts";
 import { needs } from "../helpers/prerequisites.ts";
@@ -36,6 +36,11 @@ before(async () => {
   reg = await TestRegistry.create(join(work, "registry"));
   const img = writeImage(join(work, "src"), "1.0");
   await skopeoPush(`${img.dir}:1.0`, `${reg.host}/tools/app:1.0`);
+  // the layer-registry examples: a directory to publish, a profile asking for it, and a key nobody signed with
+  mkdirSync(join(work, "tool", "bin"), { recursive: true });
+  writeFileSync(join(work, "tool", "bin", "tool"), "#!/bin/sh\necho tool\n", { mode: 0o755 });
+  writeFileSync(join(work, "tool.yaml"), "name: t\nbase: {os: debian12}\nsoftware: [tool]\n");
+  assert.equal((await runCli(["keygen", "--out", join(work, "me")], { HOME: work })).code, 0);
 });
 after(async () => {
   await reg?.stop();

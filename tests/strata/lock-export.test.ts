@@ -36,6 +36,22 @@ function exportArgs(lock: string, out: string, extra: string[] = []): string[] {
 
 await resolveTo(PROFILE, LOCK);
 
+test("the image's Cmd may follow --, so an argument may start with - (with --cmd commander reads it as an option)", async () => {
+  const out = join(tempDir("cairn-export-dashes-"), "img");
+  const r = await runCli([...exportArgs(LOCK, out), "--", "/bin/sh", "-c", "echo hi"], env);
+  assert.equal(r.code, 0, r.stderr);
+  const j = JSON.parse(r.stdout) as { manifest: string };
+  const src = await readOciSource({ layoutDir: out, manifestDigest: j.manifest, stagingDir: join(tempDir("cairn-export-read-"), "s") });
+  assert.deepEqual(src.launch.cmd, ["/bin/sh", "-c", "echo hi"]);
+  // the same argv through --cmd: "-c" is read as an unknown option (usage error), which is why -- exists
+  const viaFlag = await runCli(exportArgs(LOCK, join(tempDir("cairn-export-dashes-"), "img"), ["--cmd", "/bin/sh", "-c", "echo hi"]), env);
+  assert.equal(viaFlag.code, 2);
+  // both forms at once is a usage error naming --cmd
+  const both = await runCli([...exportArgs(LOCK, join(tempDir("cairn-export-dashes-"), "img"), ["--cmd", "/bin/true"]), "--", "/bin/sh"], env);
+  assert.equal(both.code, 2);
+  assert.equal((JSON.parse(both.stdout) as { error: { path: string } }).error.path, "--cmd");
+});
+
 test("the exported image holds exactly the base and the lockfile's layers in mount order, with env, launch and annotations", async () => {
   const out = join(tempDir("cairn-export-"), "img");
   const r = await runCli(exportArgs(LOCK, out, ["--cmd", "/opt/python/3.12/bin/python3", "hello"]), env);
@@ -214,17 +230,28 @@ test("refusals: unverified, tampered, mutable layer, no registry, host base, roo
   const mprofile = join(dir, "mutable.yaml");
   writeFileSync(mprofile, `${readFileSync(PROFILE, "utf8")}mutable_layer: true\n`);
   const mlock = join(dir, "mutable.lock");
-  // a dirty lock cannot be signed (LOCK_DIRTY, issue 13), so it is written unsigned and export refuses it, unsigned,
-  // before it reads it further (the /mutable_layer refusal behind the signature check is defence in depth)
+  // a dirty lock cannot be signed (LOCK_DIRTY, issue 13), so it is written unsigned; export names the real reason,
+  // the mutable layer, before the signature check would report the missing signature
   const margs = resolveArgs(ex, mprofile, mlock);
   const signAt = margs.indexOf("--sign");
   margs.splice(signAt, 2);
   const mr = await runCli(margs, env);
   assert.equal(mr.code, 0, mr.stderr);
-  const m = await runCli(exportArgs(mlock, join(dir, "m"), ["--allow-unsigned-offline"]), env);
-  const merr = (JSON.parse(m.stdout) as { error: { code: string; path: string } }).error;
-  assert.equal(merr.code, "SIGNATURE_MISSING", m.stdout);
-  assert.equal(existsSync(join(dir, "m")), false);
+  for (const extra of [[], ["--allow-unsigned-offline"]]) {
+    const m = await runCli(exportArgs(mlock, join(dir, "m"), extra), env);
+    assert.equal(m.code, 1);
+    const merr = (JSON.parse(m.stdout) as { error: { code: string; path: string } }).error;
+    assert.deepEqual([merr.code, merr.path], ["LOCK_DIRTY", "/mutable_layer"], m.stdout);
+    assert.equal(existsSync(join(dir, "m")), false);
+  }
+  // control: the same lockfile unsigned but clean is refused for its missing signature, not as dirty
+  const cprofile = join(dir, "clean.yaml");
+  writeFileSync(cprofile, `${readFileSync(PROFILE, "utf8")}mutable_layer: false\n`);
+  const clock = join(dir, "clean.lock");
+  const cargs = resolveArgs(ex, cprofile, clock);
+  cargs.splice(cargs.indexOf("--sign"), 2);
+  assert.equal((await runCli(cargs, env)).code, 0);
+  assert.equal(await code(exportArgs(clock, join(dir, "m"))), "SIGNATURE_MISSING");
   // no registry, the host as base, root
   assert.equal(await code(["lock", "export", LOCK, "--pub", PUB, "--base", `rootfs:${ex.rootfs}`, "--oci", join(dir, "n"), "--json"]), "EXPORT_REFUSED");
   assert.equal(

@@ -22,7 +22,7 @@ import {
   type Lockfile,
 } from "../../src/strata/index.ts";
 import { catalogOf, exampleRegistry, NOW, probedExampleBase, tempDir } from "./fixtures.ts";
-import { assertCode } from "../helpers/errors.ts";
+import { assertCode, assertCodeAsync } from "../helpers/errors.ts";
 
 const ex = exampleRegistry();
 
@@ -192,7 +192,7 @@ test("verify refuses a signed lockfile whose policy claims more than its layer r
   const honest = join(dir, "honest.lock");
   writeLockfile(honest, l, ex.lockKey);
   const opts = { keys: [ex.lockKey], now: NOW, registries: [], layerKeys: [], allowUnsignedOffline: false };
-  assert.equal(verifyLock(honest, opts).verification_policy, "signed", "control");
+  assert.equal((await verifyLock(honest, opts)).verification_policy, "signed", "control");
   const first = l.layers[0]!;
   const forged: Lockfile = {
     ...l,
@@ -200,11 +200,11 @@ test("verify refuses a signed lockfile whose policy claims more than its layer r
   };
   const path = join(dir, "forged.lock");
   writeLockfile(path, forged, ex.lockKey);
-  assertCode(() => verifyLock(path, opts), "LOCK_INVALID");
+  await assertCodeAsync(() => verifyLock(path, opts), "LOCK_INVALID");
   const unsigned: Lockfile = { ...forged, verification_policy: "unsigned-offline" };
   writeLockfile(path, unsigned, ex.lockKey);
-  assertCode(() => verifyLock(path, opts), "TRUST_REFUSED");
-  assert.equal(verifyLock(path, { ...opts, allowUnsignedOffline: true }).verification_policy, "unsigned-offline");
+  await assertCodeAsync(() => verifyLock(path, opts), "TRUST_REFUSED");
+  assert.equal((await verifyLock(path, { ...opts, allowUnsignedOffline: true })).verification_policy, "unsigned-offline");
 });
 
 test("Validate: package sets follow the profile's rule (name pattern, non-empty version, env for conda only)", async () => {

@@ -20,7 +20,7 @@ import {
   registryPath,
   resolveProfile,
 } from "../../src/strata/index.ts";
-import { assertCode } from "../helpers/errors.ts";
+import { assertCode, assertCodeAsync } from "../helpers/errors.ts";
 import { NOW, catalogOf, exampleRegistry, probedExampleBase, tempDir } from "./fixtures.ts";
 
 const ex = exampleRegistry();
@@ -40,17 +40,17 @@ test("registryPath: a path relative to its base or a file:// URL; a remote URL i
   assertCode(() => registryPath("https://example.com/reg", "/base"), "REGISTRY_INVALID");
 });
 
-test("openRegistries: the caller's registries get the caller's keys plus the profile's key for the same directory only", () => {
+test("openRegistries: the caller's registries get the caller's keys plus the profile's key for the same directory only", async () => {
   const profile = parseProfileText(`name: p\nbase: {os: debian12}\nregistries:\n  - {url: ./registry, trust: "${LOCK_KEY}"}\n`);
   const env = { HOME: "/nonexistent" };
-  const same = openRegistries({ env, cwd: ex.root, registries: [ex.registry], trust: [REG_KEY], profile, profileDir: ex.root });
+  const same = await openRegistries({ env, cwd: ex.root, registries: [ex.registry], trust: [REG_KEY], profile, profileDir: ex.root });
   assert.equal(same.length, 1);
   assert.deepEqual(
     same[0]!.source.keys.map((k) => k.keyId),
     [ex.registryKey.keyId, ex.lockKey.keyId],
   );
   const other = tempDir("cairn-regopen-");
-  const elsewhere = openRegistries({ env, cwd: ex.root, registries: [ex.registry], trust: [REG_KEY], profile, profileDir: other });
+  const elsewhere = await openRegistries({ env, cwd: ex.root, registries: [ex.registry], trust: [REG_KEY], profile, profileDir: other });
   assert.deepEqual(
     elsewhere[0]!.source.keys.map((k) => k.keyId),
     [ex.registryKey.keyId],
@@ -58,9 +58,9 @@ test("openRegistries: the caller's registries get the caller's keys plus the pro
   );
 });
 
-test("openRegistries: without registries from the caller the profile's own are used, with only the profile's keys", () => {
+test("openRegistries: without registries from the caller the profile's own are used, with only the profile's keys", async () => {
   const profile = parseProfileText(`name: p\nbase: {os: debian12}\nregistries:\n  - {url: ./registry, trust: "keyfile://registry.pub"}\n`);
-  const opened = openRegistries({ env: { HOME: "/nonexistent" }, cwd: "/", registries: [], trust: [LOCK_KEY], profile, profileDir: ex.root });
+  const opened = await openRegistries({ env: { HOME: "/nonexistent" }, cwd: "/", registries: [], trust: [LOCK_KEY], profile, profileDir: ex.root });
   assert.equal(opened.length, 1);
   assert.equal(opened[0]!.source.url, "./registry");
   assert.deepEqual(
@@ -69,14 +69,14 @@ test("openRegistries: without registries from the caller the profile's own are u
   );
 });
 
-test("openRegistries: with nothing named the default registry is opened, trusting only the caller's keys (trust is never defaulted)", () => {
+test("openRegistries: with nothing named the default registry is opened, trusting only the caller's keys (trust is never defaulted)", async () => {
   const home = tempDir("cairn-regopen-home-");
   mkdirSync(join(home, "cairn"));
-  assertCode(() => openRegistries({ env: { CAIRN_HOME: join(home, "cairn") }, cwd: "/", registries: [], trust: [] }), "REGISTRY_INVALID");
-  const opened = openRegistries({ env: { CAIRN_HOME: ex.root }, cwd: "/", registries: [], trust: [] }); // control: $CAIRN_HOME/registry exists
+  await assertCodeAsync(() => openRegistries({ env: { CAIRN_HOME: join(home, "cairn") }, cwd: "/", registries: [], trust: [] }), "REGISTRY_INVALID");
+  const opened = await openRegistries({ env: { CAIRN_HOME: ex.root }, cwd: "/", registries: [], trust: [] }); // control: $CAIRN_HOME/registry exists
   assert.equal(opened[0]!.source.url, ex.registry);
   assert.deepEqual(opened[0]!.source.keys, []);
-  const trusted = openRegistries({ env: { CAIRN_HOME: ex.root }, cwd: ex.root, registries: [], trust: ["keyfile://registry.pub"] });
+  const trusted = await openRegistries({ env: { CAIRN_HOME: ex.root }, cwd: ex.root, registries: [], trust: ["keyfile://registry.pub"] });
   assert.deepEqual(
     trusted[0]!.source.keys.map((k) => k.keyId),
     [ex.registryKey.keyId],

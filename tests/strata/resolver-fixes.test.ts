@@ -38,7 +38,7 @@ import { isVersion, parseVersion } from "../../src/strata/version.ts";
 import { resolveRefs } from "../../src/strata/resolve/refs.ts";
 import { toySpec } from "../../examples/strata/build-registry.ts";
 import { catalogOf, exampleRegistry, NOW, probedExampleBase, tempDir } from "./fixtures.ts";
-import { assertCode } from "../helpers/errors.ts";
+import { assertCode, assertCodeAsync } from "../helpers/errors.ts";
 
 const ex = exampleRegistry();
 
@@ -84,12 +84,19 @@ test("lock verify: the result does not depend on --registry order when two regis
   const resigned = Buffer.from(JSON.stringify(signEnvelope(LAYER_MANIFEST_TYPE, Buffer.from(doc.envelope.payload, "base64"), [generateSigningKey()])));
   rmSync(b.layerPath(id), { force: true });
   writeFileSync(b.layerPath(id), resigned);
-  const verify = (regs: string[]): number | null =>
-    verifyLock(lockPath, { keys: [ex.lockKey], now: NOW, registries: regs.map((r) => LocalRegistry.open(r)), layerKeys: [], allowUnsignedOffline: false })
-      .layers_checked;
-  assert.equal(verify([ex.registry, regB]), 1, "control: the resolving registry first");
-  assert.equal(verify([regB, ex.registry]), 1, "the other order finds the pinned envelope too (failed before the fix)");
-  const e = assertCode(() => verify([regB]), "DIGEST_MISMATCH");
+  const verify = async (regs: string[]): Promise<number | null> =>
+    (
+      await verifyLock(lockPath, {
+        keys: [ex.lockKey],
+        now: NOW,
+        registries: regs.map((r) => LocalRegistry.open(r)),
+        layerKeys: [],
+        allowUnsignedOffline: false,
+      })
+    ).layers_checked;
+  assert.equal(await verify([ex.registry, regB]), 1, "control: the resolving registry first");
+  assert.equal(await verify([regB, ex.registry]), 1, "the other order finds the pinned envelope too (failed before the fix)");
+  const e = await assertCodeAsync(() => verify([regB]), "DIGEST_MISMATCH");
   // The property under test is the text itself: the error names the digest it found, not only the one it wanted.
   assert.ok(e.message.includes(sha256(resigned)), e.message);
   assert.ok(e.message.includes(lock.layers[0]!.signature!.envelope_sha256), e.message);
@@ -249,13 +256,13 @@ test("the lockfile embeds each layer's manifest envelope, pinned by its digests 
 test("offline audit: lock verify without a registry verifies layer signatures on the embedded manifests", async () => {
   const lock = await resolveText("name: t\nbase: {os: debian12}\nsoftware: [tool-a, numpy, python]\n");
   const dir = tempDir("cairn-w13-audit-");
-  const verify = (path: string, layerKeys: SigningKey[]): number | null =>
-    verifyLock(path, { keys: [ex.lockKey], now: NOW, registries: [], layerKeys, allowUnsignedOffline: false }).embedded_signatures_checked;
+  const verify = async (path: string, layerKeys: SigningKey[]): Promise<number | null> =>
+    (await verifyLock(path, { keys: [ex.lockKey], now: NOW, registries: [], layerKeys, allowUnsignedOffline: false })).embedded_signatures_checked;
   const good = join(dir, "good.yaml");
   writeLockfile(good, lock, ex.lockKey);
-  assert.equal(verify(good, [ex.registryKey]), 3, "every signed layer verified offline");
-  assert.equal(verify(good, []), null, "no keys: not attempted, and said so");
-  assertCode(() => verify(good, [generateSigningKey()]), "TRUST_REFUSED");
+  assert.equal(await verify(good, [ex.registryKey]), 3, "every signed layer verified offline");
+  assert.equal(await verify(good, []), null, "no keys: not attempted, and said so");
+  await assertCodeAsync(() => verify(good, [generateSigningKey()]), "TRUST_REFUSED");
   // A signature altered inside the embedded envelope, with the pins updated and the lockfile re-signed: only the signature check can catch it.
   const model = lockfileToModel(lock) as { layers: { manifest_envelope: string; signature: { envelope_sha256: string } }[] };
   const env = JSON.parse(Buffer.from(model.layers[0]!.manifest_envelope, "base64").toString());
@@ -267,5 +274,5 @@ test("offline audit: lock verify without a registry verifies layer signatures on
   model.layers[0]!.signature.envelope_sha256 = sha256(bytes);
   const bad = join(dir, "bad.yaml");
   writeLockfile(bad, parseLockfile(model as never), ex.lockKey);
-  assertCode(() => verify(bad, [ex.registryKey]), "SIGNATURE_INVALID");
+  await assertCodeAsync(() => verify(bad, [ex.registryKey]), "SIGNATURE_INVALID");
 });

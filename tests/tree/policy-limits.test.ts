@@ -24,8 +24,24 @@ describe("policy", () => {
     assert.deepEqual(policyModel(p), { version: POLICY_VERSION, hardlinks: "copy", setid: "strip" });
     assert.equal(isStrictPolicy(p), false);
   });
+  it("names devices, xattrs and platform in the model only when taken, so a policy without them keeps its model (and every identity)", () => {
+    const all = parsePolicy({ hardlinks: "copy", setid: "strip", devices: "skip", xattrs: "drop", platform: "config" });
+    assert.deepEqual(policyModel(all), { version: POLICY_VERSION, hardlinks: "copy", setid: "strip", devices: "skip", xattrs: "drop", platform: "config" });
+    for (const key of ["devices", "xattrs", "platform"] as const) {
+      const one = parsePolicy({ [key]: String(all[key]) });
+      assert.equal(isStrictPolicy(one), false, key);
+      assert.deepEqual(Object.keys(policyModel(one)), ["version", "hardlinks", "setid", key]);
+    }
+    // control: naming a default changes nothing
+    const defaults = parsePolicy({ devices: "refuse", xattrs: "refuse", platform: "refuse" });
+    assert.deepEqual(policyModel(defaults), policyModel(STRICT_POLICY));
+    assert.ok(isStrictPolicy(defaults));
+  });
   it("refuses unknown keys, unknown values and wrong types, naming the field", () => {
-    assertCode(() => parsePolicy({ devices: "allow" }), "MODEL_UNKNOWN_FIELD", "/policy/devices");
+    assertCode(() => parsePolicy({ sockets: "allow" }), "MODEL_UNKNOWN_FIELD", "/policy/sockets");
+    assertCode(() => parsePolicy({ devices: "allow" }), "MODEL_VALUE", "/policy/devices");
+    assertCode(() => parsePolicy({ xattrs: "keep" }), "MODEL_VALUE", "/policy/xattrs");
+    assertCode(() => parsePolicy({ platform: "any" }), "MODEL_VALUE", "/policy/platform");
     assertCode(() => parsePolicy({ hardlinks: "symlink" }), "MODEL_VALUE", "/policy/hardlinks");
     assertCode(() => parsePolicy({ setid: true }), "MODEL_TYPE", "/policy/setid");
     assertCode(() => parsePolicy("copy"), "MODEL_TYPE", "/policy");

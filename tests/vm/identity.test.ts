@@ -36,8 +36,8 @@ const id = defaultVmIdentity({
   treeManifest: d("f"),
   memoryMib: 256,
 });
-/** The same VM with run.network: the only instance holding every covered field. */
-const netId = defaultVmIdentity({
+/** The same identity for a run with `run.inputs` and `run.network`: every optional field present (absent, every other identity keeps its value). */
+const withInputs = defaultVmIdentity({
   qemu: "7.2.22 (Debian test)",
   kernel: d("a"),
   modules: [{ name: "vmxnet3", digest: d("9") }],
@@ -45,6 +45,7 @@ const netId = defaultVmIdentity({
   initramfs: d("c"),
   treeManifest: d("f"),
   memoryMib: 256,
+  runInputs: d("9"),
   network: networkIdentity({ http: { port: 80, unsafeRoot: "./site" }, echo: { port: 7 } }, d("7")),
 });
 const paths: QemuPaths = {
@@ -67,15 +68,17 @@ describe("VM identity cairn.vm/1", () => {
   const host = { ...paths, timeoutMs: 60_000, qemuBinary: QEMU_BINARY };
 
   it("classifies every field: the model's keys are exactly the covered list", () => {
-    assert.deepEqual(Object.keys(netId).sort(), scopeFieldNames(VM_IDENTITY_SCOPE, "covers").sort());
-    // without run.network the key is absent (so no identity recorded before it moved)
+    assert.deepEqual(Object.keys(withInputs).sort(), scopeFieldNames(VM_IDENTITY_SCOPE, "covers").sort());
     assert.deepEqual(
       Object.keys(id).sort(),
       scopeFieldNames(VM_IDENTITY_SCOPE, "covers")
-        .filter((k) => k !== "network")
+        .filter((k) => k !== "run_inputs" && k !== "network")
         .sort(),
+      "without run.inputs and run.network the fields are absent",
     );
-    assertScopeExhaustive(VM_IDENTITY_SCOPE, id, netId, host);
+    assertScopeExhaustive(VM_IDENTITY_SCOPE, id, withInputs, host);
+    assert.deepEqual(parseVmIdentity(JSON.parse(JSON.stringify(withInputs)), "/vm"), withInputs);
+    assert.deepEqual(parseVmIdentity(JSON.parse(JSON.stringify(id)), "/vm"), id);
   });
 
   it("control: one more field in the identity model fails the scope check", () => {
@@ -202,9 +205,11 @@ describe("run manifest cairn.run/1", () => {
     outcome: d("8"),
     recorded: { at: "2026-01-01T00:00:00.000Z", cairn_version: "0.1.0" },
   };
+  const withInputsManifest = { ...manifest, vm: withInputs, vm_digest: vmDigest(withInputs), run_inputs: { tree: d("9"), listing: d("a"), size: 300 } };
 
   it("classifies every field it records", () => {
-    assertScopeExhaustive(RUN_MANIFEST_SCOPE, manifest);
+    assertScopeExhaustive(RUN_MANIFEST_SCOPE, manifest, withInputsManifest);
+    assert.deepEqual(parseRunManifest(Buffer.from(JSON.stringify(withInputsManifest)), "run.json"), withInputsManifest);
     assertCatchesExtraField(RUN_MANIFEST_SCOPE, manifest);
     assert.deepEqual(parseRunManifest(Buffer.from(JSON.stringify(manifest)), "run.json"), manifest);
   });

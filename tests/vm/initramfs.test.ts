@@ -100,6 +100,20 @@ describe("guest image", () => {
     await assertCodeAsync(() => image([...entries, { type: "symlink", path: "/dev", mode: 0o777, uid: 0, gid: 0, mtime: 0, target: "/x" }]), "RUN_INVALID");
   });
 
+  it("accepts empty directories below /tmp and /dev (Debian's /dev/pts), nothing else below them (issue 9)", async () => {
+    const d = (path: string): FsEntry => ({ type: "dir", path, mode: 0o755, uid: 0, gid: 0, mtime: 0 });
+    const withDev = [...entries.filter((e) => e.path !== "/dev"), d("/dev"), d("/dev/pts"), d("/dev/shm"), d("/tmp/.X11-unix"), d("/tmp/.X11-unix/a")];
+    await image(withDev);
+    await assertCodeAsync(
+      () => image([...withDev, { type: "symlink", path: "/dev/fd", mode: 0o777, uid: 0, gid: 0, mtime: 0, target: "/proc/self/fd" }]),
+      "RUN_INVALID",
+    );
+    await assertCodeAsync(
+      () => image([...withDev, { type: "file", path: "/dev/pts/x", mode: 0o644, uid: 0, gid: 0, mtime: 0, size: exe.length, sha256: sha256(exe) }]),
+      "RUN_INVALID",
+    );
+  });
+
   it("refuses entries Linux cannot create, which the kernel's initramfs unpacker would skip silently (controls: the largest that fit)", async () => {
     const dir = (path: string): FsEntry => ({ type: "dir", path, mode: 0o755, uid: 0, gid: 0, mtime: 0 });
     const link = (target: string): FsEntry => ({ type: "symlink", path: "/a/t", mode: 0o777, uid: 0, gid: 0, mtime: 0, target });

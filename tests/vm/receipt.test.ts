@@ -56,6 +56,9 @@ describe("run receipts", { skip: VM_SKIP || GCC_SKIP }, () => {
     const stdout = readFileSync(join(a, "streams", "1.stdout"));
     assert.equal(statement.predicate.cost.deterministic.output_bytes.stdout, stdout.length);
     assert.equal(typeof statement.predicate.cost.non_deterministic.wall_ms, "number");
+    // QEMU's host CPU time, from the reaped child's cutime + cstime: a TCG boot costs far more than 100 ms of CPU
+    const cpu = statement.predicate.cost.non_deterministic.host_cpu_ms;
+    assert.ok(Number.isSafeInteger(cpu) && cpu > 100, `host_cpu_ms is ${cpu}`);
     // the instruction records of this record's log: a kernel boot is far more than a million instructions
     assert.equal(statement.predicate.cost.deterministic.guest_instructions, guestInstructions(readFileSync(join(a, "replay.log"))));
     assert.ok(statement.predicate.cost.deterministic.guest_instructions > 1_000_000);

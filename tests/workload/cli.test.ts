@@ -4,7 +4,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runCli } from "../helpers/cli.ts";
 import { GCC_SKIP } from "./fixtures/static-program.ts";
-import { binarySpec, binaryWorkspace, objectPath, ociWorkspace, rawDigest } from "./fixtures/workspace.ts";
+import { binarySpec, binaryWorkspace, helloImage, objectPath, ociWorkspace, rawDigest } from "./fixtures/workspace.ts";
 
 const opts = { skip: GCC_SKIP };
 
@@ -82,3 +82,35 @@ test("workload show --tree verifies first and lists the tree; env values are not
   assert.equal((await runCli(["workload", "show", ws.lockPath, "--tree", "--store", ws.storeDir])).code, 1);
   assert.equal((await runCli(["workload", "show", ws.lockPath])).code, 0);
 });
+
+test(
+  "workload check: exit 1 with every problem and the usual error object under --json; exit 0 on a clean image; assemble lists what a policy left out",
+  opts,
+  async () => {
+    const image = helloImage({ platform: null, layers: [...helloImage().layers, { entries: [{ name: "dev/null", type: "char", devmajor: 1, devminor: 3 }] }] });
+    const ws = ociWorkspace(image);
+    const r = await runCli(["workload", "check", ws.specPath, "--json"]);
+    assert.equal(r.code, 1, r.stdout + r.stderr);
+    const out = JSON.parse(r.stdout) as {
+      error: { code: string; path: string };
+      problem_count: number;
+      suggested_policy: Record<string, string>;
+      admissible: boolean;
+    };
+    assert.deepEqual([out.error.code, out.error.path, out.problem_count, out.admissible], ["OCI_PLATFORM", "/manifests/0/platform", 2, true]);
+    assert.deepEqual(out.suggested_policy, { platform: "config", devices: "skip" });
+    const human = await runCli(["workload", "check", ws.specPath]);
+    assert.equal(human.code, 1);
+    assert.match(human.stdout, /admitted by policy devices: skip/);
+    // control: with the suggested policy check finds nothing and assemble lists the device it left out
+    const ok = ociWorkspace(image, { policy: out.suggested_policy });
+    const clean = await runCli(["workload", "check", ok.specPath, "--json"]);
+    assert.equal(clean.code, 0, clean.stdout);
+    assert.equal((JSON.parse(clean.stdout) as { error?: unknown }).error, undefined);
+    const a = await runCli(["workload", "assemble", ok.specPath, "--store", ok.storeDir]);
+    assert.equal(a.code, 0, a.stdout + a.stderr);
+    assert.match(a.stdout, /left out {2}1 device node\(s\) and FIFO\(s\) \(policy devices: skip\):\n {2}\/layers\/1:\/dev\/null chardev 1:3/);
+    const show = await runCli(["workload", "show", ok.lockPath]);
+    assert.match(show.stdout, /policy {4}cairn\.policy\/1 hardlinks=refuse setid=refuse devices=skip platform=config/);
+  },
+);

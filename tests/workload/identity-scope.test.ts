@@ -9,11 +9,14 @@ import { DERIVED_ENTRY_SCOPE, encodeDerived } from "../../src/workload/derived-e
 import { SOURCE_IDENTITY_SCOPE, WORKLOAD_IDENTITY_SCOPE } from "../../src/workload/workload-identity.ts";
 import { LAUNCH_IDENTITY_SCOPE, launchModel, makeLaunch } from "../../src/workload/launch.ts";
 import { encodeWorkloadLock, LOCK_FIELDS } from "../../src/workload/workload-lock.ts";
-import { STRICT_POLICY } from "../../src/tree/index.ts";
+import { parsePolicy, POLICY_KEYS, STRICT_POLICY } from "../../src/tree/index.ts";
 import { canonicalSpecModel, checkWorkloadSpec, SPEC_FIELDS } from "../../src/workload/spec.ts";
 import { assertCatchesExtraField, assertScopeExhaustive, named } from "../helpers/identity-scope.ts";
 import { GCC_SKIP } from "./fixtures/static-program.ts";
 import { assemble, binarySpec, binaryWorkspace } from "./fixtures/workspace.ts";
+
+/** Every relaxation taken, so the policy model names every key. */
+const ALL_RELAXED = { hardlinks: "copy", setid: "strip", devices: "skip", xattrs: "drop", platform: "config" };
 
 const SCOPE_FIELDS = [...Object.keys(WORKLOAD_IDENTITY_SCOPE.covers), ...Object.keys(WORKLOAD_IDENTITY_SCOPE.excludes)];
 
@@ -23,6 +26,8 @@ test("every spec field and every lock field is placed as covered or not covered 
   for (const k of SPEC_FIELDS.binary) fields.add(`spec:/source/binary/${k}`);
   for (const k of SPEC_FIELDS.oci) fields.add(`spec:/source/oci/${k}`);
   for (const k of LOCK_FIELDS) fields.add(`lock:/${k}`);
+  for (const k of POLICY_KEYS) fields.add(`spec:/policy/${k}`);
+  for (const k of ["version", ...POLICY_KEYS]) fields.add(`lock:/policy/${k}`);
   const missing = [...fields].filter((f) => !SCOPE_FIELDS.includes(f));
   assert.deepEqual(missing, [], "add these fields to WORKLOAD_IDENTITY_SCOPE in src/workload/workload-identity.ts");
   const stale = SCOPE_FIELDS.filter((f) => !fields.has(f));
@@ -42,14 +47,15 @@ function instances(): unknown[] {
   const oci = withAll({
     schema: "cairn.workload/1",
     source: { oci: { layout: "./image", manifest: d("1"), launch: { args: ["x"], env: { A: "1" }, workdir: "/", user: "1:1" } } },
+    policy: ALL_RELAXED,
   });
   const ociRef = withAll({ schema: "cairn.workload/1", source: { oci: { ref: `127.0.0.1:5000/app@${d("8")}`, manifest: d("1") } } });
   const identities = { workload: d("2"), source: d("3"), fs: d("4"), launch: d("5") };
   const lock = JSON.parse(
     encodeWorkloadLock({
-      kind: "binary",
+      kind: "oci",
       identities,
-      policy: STRICT_POLICY,
+      policy: parsePolicy(ALL_RELAXED),
       raw: [{ role: "spec", digest: d("6"), size: 1 }],
       derived: { digest: d("7"), size: 2 },
       created: "2026-01-01T00:00:00.000Z",

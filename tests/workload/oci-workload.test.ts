@@ -253,7 +253,8 @@ test("the spec's launch over an OCI image's: args replace Cmd, env by name, work
   const r = await assemble(ws);
   const w = await openVerifiedWorkload(ws.lockPath, ws.storeDir);
   assert.deepEqual(w.launch.argv, ["/app/hello", "other", "arg"], "the Entrypoint stays, args replace Cmd");
-  assert.deepEqual(w.launch.env, ["EXTRA=1", "GREETING=hi"]);
+  // the image's Env order kept (GREETING replaced in place), the spec's additions after it
+  assert.deepEqual(w.launch.env, ["GREETING=hi", "EXTRA=1"]);
   assert.equal(w.launch.workdir, "/etc");
   assert.deepEqual([w.launch.uid, w.launch.gid], [2000, 3000]);
   assert.notEqual(r.identities.launch, base.identities.launch);

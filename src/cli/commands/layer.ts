@@ -37,9 +37,9 @@ import {
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
 import { CAIRN_VERSION } from "../cairn-version.ts";
-import { clock, collect, openOrInit, signingKeys } from "../flags.ts";
+import { clock, collect, openOrInit, registryPlace, remoteFlags, signingKeys, type RemoteFlags } from "../flags.ts";
 
-interface SpecOpts {
+interface SpecOpts extends RemoteFlags {
   name: string;
   version: string;
   provides: string[];
@@ -121,7 +121,7 @@ export function specFrom(o: SpecOpts, recorded?: RecordedBuild): LayerSpec {
 }
 
 function withSpecOptions(c: Command): Command {
-  return c
+  return remoteFlags(c)
     .requiredOption("--name <name>", "layer name")
     .requiredOption("--version <version>", "layer version (dotted)")
     .option("--provides <name@version>", "a capability the layer provides (repeatable)", collect, [])
@@ -130,7 +130,7 @@ function withSpecOptions(c: Command): Command {
     .option("--abi <abi>", `ABI: ${ABIS.join(", ")} (none = no native code)`, "none")
     .option("--install-layout <layout>", "rootfs (paths as in the directory) or prefix (under opt/NAME/VERSION)", "rootfs")
     .option("--internal", "not user-selectable: only reachable through a formation")
-    .option("--registry <dir>", "local directory registry to publish to (default $CAIRN_HOME/registry or $XDG_DATA_HOME/cairn/registry)")
+    .option("--registry <dir>", "a directory registry or oci://HOST/REPO to publish to (default $CAIRN_HOME/registry or $XDG_DATA_HOME/cairn/registry)")
     .option("--init-registry", "create the registry if it does not exist")
     .option("--key <key>", "Ed25519 private key to sign the layer manifest")
     .option("--unsigned", "publish without a signature (resolving it then needs --allow-unsigned-offline)")
@@ -198,12 +198,12 @@ export function registerLayer(program: Command, ctx: Context): void {
         "generate the Lmod modulefile from the prefix, the directories the layer holds (bin, lib, …), --provides and --module-env",
       )
       .option("--module-env <NAME=VALUE>", "a variable the generated modulefile sets (repeatable; implies --generate-modulefile)", collect, []),
-  ).action((dir: string, opts: SpecOpts & ModuleOpts) => {
+  ).action(async (dir: string, opts: SpecOpts & ModuleOpts) => {
     const spec = { ...specFrom(opts, recordedFrom(ctx, opts)), ...moduleFrom(ctx, opts) };
     const keys = signingKeys(opts);
-    const reg = openOrInit(ctx, opts.registry, opts.initRegistry);
+    const reg = await openOrInit(ctx, opts.registry, opts.initRegistry, opts);
     const built = buildLayerFromDirectory(resolvePath(ctx.cwd, dir), spec);
-    report(ctx, reg.publishLayer(built.blob.blob, built.manifest, keys), opts.json, "published");
+    report(ctx, await reg.publishLayer(built.blob.blob, built.manifest, keys), opts.json, "published");
   });
   withSpecOptions(
     layer
@@ -217,11 +217,11 @@ export function registerLayer(program: Command, ctx: Context): void {
   ).action(async (ids: string[], opts: SpecOpts & { trust: string[]; allowUnsignedOffline?: boolean }) => {
     const spec = specFrom(opts, recordedFrom(ctx, opts));
     const keys = signingKeys(opts);
-    const reg = openOrInit(ctx, opts.registry, opts.initRegistry);
+    const reg = await openOrInit(ctx, opts.registry, opts.initRegistry, opts);
     const trust = { keys: opts.trust.map((t) => readTrust(t, ctx.cwd)), allowUnsignedOffline: opts.allowUnsignedOffline === true };
     // Without --provides/--requires the folded layer inherits its sources' capabilities.
     const built = await foldLayers(reg, ids, spec, trust, opts.provides.length === 0 && opts.requires.length === 0);
-    report(ctx, reg.publishLayer(built.blob.blob, built.manifest, keys), opts.json, "folded");
+    report(ctx, await reg.publishLayer(built.blob.blob, built.manifest, keys), opts.json, "folded");
   });
   registerLayerFreeze(layer, ctx);
 }
@@ -256,18 +256,17 @@ function registerLayerFreeze(layer: Command, ctx: Context): void {
     const read = readLockfile(resolvePath(ctx.cwd, opts.lock));
     const spec = specFrom(opts, recordedFrom(ctx, opts));
     const keys = signingKeys(opts);
-    const reg = openOrInit(ctx, opts.registry, opts.initRegistry);
+    const reg = await openOrInit(ctx, opts.registry, opts.initRegistry, opts);
     const built = freezeUpperLayer(resolvePath(ctx.cwd, upper), { lock: read.lock, bytes: read.bytes }, spec);
-    const doc = reg.publishLayer(built.blob.blob, built.manifest, keys);
+    const doc = await reg.publishLayer(built.blob.blob, built.manifest, keys);
     if (opts.profile === undefined || opts.out === undefined) {
       report(ctx, doc, opts.json, "frozen");
       return;
     }
     const profilePath = resolvePath(ctx.cwd, opts.profile);
     const profile = frozenProfile(readProfileFile(profilePath), read.lock, built.manifest);
-    const regs = openRegistries({
-      env: ctx.env,
-      cwd: ctx.cwd,
+    const regs = await openRegistries({
+      ...registryPlace(ctx, opts),
       registries: opts.registry === undefined ? [] : [opts.registry],
       trust: opts.trust,
       profile,
@@ -284,7 +283,7 @@ function registerLayerFreeze(layer: Command, ctx: Context): void {
     });
     const key = opts.sign === undefined ? undefined : readSigningKey(opts.sign);
     if (key !== undefined)
-      requireLayerBlobs(
+      await requireLayerBlobs(
         lock,
         regs.map((r) => r.registry),
       );

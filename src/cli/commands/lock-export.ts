@@ -3,13 +3,16 @@ import { resolve } from "node:path";
 import { DEFAULT_EXPORT_LAUNCH, exportLock } from "../../strata/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
-import { clock, exportBaseFlag, lockVerifyOptions, withLockVerifyFlags, type LockVerifyFlags } from "../flags.ts";
+import { clock, exportBaseFlag, launchArgv, lockVerifyOptions, remoteFlags, withLockVerifyFlags, type LockVerifyFlags } from "../flags.ts";
 
 interface ExportFlags extends LockVerifyFlags {
   oci: string;
   user?: string;
   workdir?: string;
   cmd?: string[];
+  index?: string;
+  condaChannel?: string;
+  cranRepo?: string;
   json?: boolean;
 }
 
@@ -21,25 +24,36 @@ export function registerLockExport(lock: Command, ctx: Context): void {
       "verify a lockfile as `lock verify` does, then write its environment as an OCI image layout: the base, each layer in mount order, env and launch config (the same lockfile and base give the same manifest digest on any host)",
     )
     .argument("<lock>", "lockfile (its signature is LOCK.dsse.json)")
+    .argument("[command...]", "after --, the image's Cmd: an absolute program path and its arguments, any of which may start with -")
     .requiredOption("--oci <layout>", "the OCI image layout directory to write (must not exist)");
-  withLockVerifyFlags(cmd, true)
+  withLockVerifyFlags(remoteFlags(cmd), true)
     .option("--user <uid:gid>", "the image's numeric User (default 1000:1000; root is refused)")
     .option("--workdir <dir>", "the image's WorkingDir (default /)")
     .option("--cmd <argv...>", "the image's Cmd: an absolute program path and its arguments (last option)")
+    .option("--index <dir-or-url>", "read the pinned pip archives from this mirror of the index the lockfile recorded")
+    .option("--conda-channel <dir-or-url>", "read the pinned conda archives from this mirror of the recorded channel")
+    .option("--cran-repo <dir-or-url>", "read the pinned CRAN archives from this mirror of the recorded repository")
     .option("--json", "print the result as JSON")
-    .action(async (path: string, opts: ExportFlags) => {
+    .action(async (path: string, afterDashes: string[], opts: ExportFlags) => {
+      const argv = launchArgv(opts.cmd, afterDashes);
       const now = clock(ctx.env);
       const r = await exportLock({
         lockPath: resolve(ctx.cwd, path),
-        verify: lockVerifyOptions(ctx, opts, now),
+        verify: await lockVerifyOptions(ctx, opts, now),
         base: exportBaseFlag(ctx, opts.base),
         contents: opts.contents === true,
         launch: {
           user: opts.user ?? DEFAULT_EXPORT_LAUNCH.user,
           workdir: opts.workdir ?? DEFAULT_EXPORT_LAUNCH.workdir,
-          ...(opts.cmd !== undefined ? { argv: opts.cmd } : {}),
+          ...(argv !== undefined ? { argv } : {}),
         },
         outDir: resolve(ctx.cwd, opts.oci),
+        packageIndexes: {
+          ...(opts.index !== undefined ? { pip: opts.index } : {}),
+          ...(opts.condaChannel !== undefined ? { conda: opts.condaChannel } : {}),
+          ...(opts.cranRepo !== undefined ? { cran: opts.cranRepo } : {}),
+        },
+        cwd: ctx.cwd,
       });
       if (opts.json) {
         printJson(ctx.io, {
@@ -50,6 +64,7 @@ export function registerLockExport(lock: Command, ctx: Context): void {
           layer_bytes: r.layout.layerBytes,
           environment_id: r.environmentId,
           lockfile_sha256: r.lockfileSha256,
+          added: r.added.map((a) => ({ kind: a.kind, digest: a.digest, size: a.size })),
           caveats: r.caveats,
         });
         return;
@@ -60,7 +75,7 @@ export function registerLockExport(lock: Command, ctx: Context): void {
           `manifest   ${r.layout.manifest.digest}`,
           `environment ${r.environmentId}`,
           `lockfile   ${r.lockfileSha256}`,
-          `layers     ${r.layout.layers}: ${r.layout.layers - r.report.lock.layers.length} base, ${r.report.lock.layers.length} strata in mount order; ${r.layout.layerBytes} bytes`,
+          `layers     ${r.layout.layers}: ${r.layout.layers - r.report.lock.layers.length - r.added.length} base, ${r.report.lock.layers.length} strata in mount order${r.added.map((a) => `, ${a.kind}`).join("")}; ${r.layout.layerBytes} bytes`,
           ...r.caveats.map((c) => `  ! ${c}`),
         ].join("\n"),
       );

@@ -3,7 +3,7 @@ import { CairnError } from "../../core/index.ts";
 import { lockfileCaveats, verifyLock, verifyLockContents } from "../../strata/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
-import { clock, lockVerifyOptions, probeBaseFlag, withLockVerifyFlags, type LockVerifyFlags } from "../flags.ts";
+import { clock, lockVerifyOptions, probeBaseFlag, remoteFlags, withLockVerifyFlags, type LockVerifyFlags } from "../flags.ts";
 
 export function registerLockVerify(lock: Command, ctx: Context): void {
   const cmd = lock
@@ -12,13 +12,13 @@ export function registerLockVerify(lock: Command, ctx: Context): void {
       "verify a signed lockfile offline: signature, Validate, freshness, policy, and every layer's bytes in the registry (exit 1 at the first failure)",
     )
     .argument("<lock>", "lockfile (its signature is LOCK.dsse.json)");
-  withLockVerifyFlags(cmd, true)
+  withLockVerifyFlags(remoteFlags(cmd), true)
     .option("--json", "print the result as JSON")
     .action(async (path: string, opts: LockVerifyFlags & { json?: boolean }) => {
       const now = clock(ctx.env);
       const probed = await probeBaseFlag(ctx, opts.base, now);
-      const verify = lockVerifyOptions(ctx, opts, now);
-      const report = verifyLock(path, { ...verify, ...(probed !== undefined ? { probedBase: probed } : {}) });
+      const verify = await lockVerifyOptions(ctx, opts, now);
+      const report = await verifyLock(path, { ...verify, ...(probed !== undefined ? { probedBase: probed } : {}) });
       if (opts.contents && verify.registries.length === 0) throw new CairnError("USAGE", "--contents needs --registry");
       const contentsChecked = opts.contents ? await verifyLockContents(report.lock, verify.registries) : null;
       const caveats = lockfileCaveats(report.lock);

@@ -1,13 +1,14 @@
 import type { Command } from "commander";
 import { statSync } from "node:fs";
 import { resolve } from "node:path";
-import { CairnError } from "../../core/index.ts";
+import { CairnError, fileKind } from "../../core/index.ts";
 import { loadManifestOrDevcontainer } from "../../manifest/index.ts";
 import { defaultStoreDir } from "../../store/index.ts";
 import { defaultRunsDir, importBundle, kitDir, loadKit, replayRun } from "../../vm/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
 import { parseTimeout } from "../flags.ts";
+import { printStreams, type Streams } from "../workload-output.ts";
 
 export function registerReplay(program: Command, ctx: Context): void {
   program
@@ -40,8 +41,17 @@ export function registerReplay(program: Command, ctx: Context): void {
         const storeDir = defaultStoreDir(ctx.env, ctx.cwd, opts.store);
         const path = resolve(ctx.cwd, input);
         let runDir = path;
+        // a run directory or a bundle file, nothing else: a FIFO or device here is named as such, before any kit is looked for
+        const st = statSync(path, { throwIfNoEntry: false });
+        if (st === undefined || !(st.isFile() || st.isDirectory())) {
+          const what = st === undefined ? "does not exist" : `is neither a run directory nor a bundle file (${fileKind(st)})`;
+          throw new CairnError("RUN_INVALID", `${input} ${what}`, {
+            path: input,
+            hint: "give a run directory written by `cairn run` or a bundle written by `cairn bundle`",
+          });
+        }
         let kit = loadKit(dir);
-        if (statSync(path, { throwIfNoEntry: false })?.isFile()) {
+        if (st.isFile()) {
           ctx.io.err(`cairn replay: importing ${input}`);
           const imported = await importBundle(path, { storeDir, kitDir: dir, runsDir: defaultRunsDir(ctx.env, ctx.cwd, opts.runs) });
           runDir = imported.runDir;
@@ -50,7 +60,8 @@ export function registerReplay(program: Command, ctx: Context): void {
         if (kit === undefined) {
           throw new CairnError("PREREQUISITE_MISSING", `no guest kit at ${dir}`, { path: dir, hint: "run `cairn setup` first (or pass --kit)" });
         }
-        const r = await replayRun({
+        let replayed: Streams | undefined;
+        const run = replayRun({
           runDir,
           storeDir,
           kit,
@@ -59,6 +70,12 @@ export function registerReplay(program: Command, ctx: Context): void {
           ...(opts.environment !== undefined ? { offeredEnvironment: loadManifestOrDevcontainer(resolve(ctx.cwd, opts.environment)).manifest } : {}),
           allowUnpinned: opts.allowUnpinned === true,
           log: (line) => ctx.io.err(`cairn replay: ${line}`),
+          onStreams: (streams) => void (replayed = streams),
+        });
+        const r = await run.catch((e: unknown) => {
+          // a replay that ran but did not match: its output still helps to see why (the error follows it)
+          if (!opts.json && replayed !== undefined) printStreams(ctx.io, replayed);
+          throw e;
         });
         if (opts.json) {
           printJson(ctx.io, {
@@ -78,6 +95,8 @@ export function registerReplay(program: Command, ctx: Context): void {
               `replayed in ${(r.qemuMs / 1000).toFixed(1)} s (${r.replayDir})`,
             ].join("\n"),
           );
+          // the workload's replayed output, as `cairn run` prints it (also in the replay directory's streams/)
+          printStreams(ctx.io, r.streams);
         }
       },
     );

@@ -16,9 +16,9 @@ import {
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
 import { CAIRN_VERSION } from "../cairn-version.ts";
-import { clock, collect, probeBaseFlag } from "../flags.ts";
+import { clock, collect, probeBaseFlag, registryPlace, remoteFlags, type RemoteFlags } from "../flags.ts";
 
-interface ResolveOpts {
+interface ResolveOpts extends RemoteFlags {
   registry: string[];
   trust: string[];
   base?: string;
@@ -30,13 +30,12 @@ interface ResolveOpts {
 
 /** `cairn resolve P --registry REG [--base …] [--allow-unsigned-offline] [--sign KEY] --out LOCK`. */
 export function registerResolve(program: Command, ctx: Context): void {
-  program
-    .command("resolve")
+  remoteFlags(program.command("resolve"))
     .description("resolve a profile against layer registries into a (signed) lockfile")
     .argument("<profile>", "profile YAML file")
     .option(
       "--registry <dir>",
-      "a local directory registry (repeatable; default: the profile's registries, else $CAIRN_HOME/registry or $XDG_DATA_HOME/cairn/registry)",
+      "a directory registry or oci://HOST/REPO (repeatable; default: the profile's registries, else $CAIRN_HOME/registry or $XDG_DATA_HOME/cairn/registry)",
       collect,
       [],
     )
@@ -50,9 +49,8 @@ export function registerResolve(program: Command, ctx: Context): void {
       const profile = readProfileFile(path);
       const now = clock(ctx.env);
       const key = opts.sign !== undefined ? readSigningKey(opts.sign) : undefined;
-      const regs = openRegistries({
-        env: ctx.env,
-        cwd: ctx.cwd,
+      const regs = await openRegistries({
+        ...registryPlace(ctx, opts),
         registries: opts.registry,
         trust: opts.trust,
         profile,
@@ -71,7 +69,7 @@ export function registerResolve(program: Command, ctx: Context): void {
       const out = resolvePath(ctx.cwd, opts.out);
       // a signature attests that every chosen layer can be fetched as pinned: its blob must be there, intact
       if (key !== undefined)
-        requireLayerBlobs(
+        await requireLayerBlobs(
           lock,
           regs.map((r) => r.registry),
         );

@@ -7,10 +7,12 @@ import { DEFAULT_EXPORT_LAUNCH } from "../../strata/index.ts";
 import { defaultRunsDir, ensureKit, isEnvironmentLockfile, kitDir, readLockfileSpec, recordLockfileRun, recordRun, signReceipt } from "../../vm/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
+import { lineFollower, printStreams } from "../workload-output.ts";
 import { CAIRN_VERSION } from "../cairn-version.ts";
 import {
   clock,
   exportBaseFlag,
+  launchArgv,
   lockVerifyOptions,
   parseTimeout,
   remoteFlags,
@@ -32,6 +34,7 @@ interface RunFlags extends LockVerifyFlags, RemoteFlags {
   user?: string;
   workdir?: string;
   json?: boolean;
+  follow?: boolean;
 }
 
 export function registerRun(program: Command, ctx: Context): void {
@@ -41,6 +44,7 @@ export function registerRun(program: Command, ctx: Context): void {
       "<spec-or-lock>",
       "a workload spec (assembled first), a workload lock, or an environment lockfile (exported first; give --cmd and the lock verify flags)",
     )
+    .argument("[command...]", "environment lockfile only: after --, the program (absolute path) and its arguments, any of which may start with -")
     .option("--store <dir>", "content store (default $CAIRN_HOME/store or $XDG_CACHE_HOME/cairn/store)")
     .option("--runs <dir>", "where run directories go (default $CAIRN_HOME/runs or $XDG_DATA_HOME/cairn/runs)")
     .option("--kit <dir>", "guest kit (default $CAIRN_KIT, $CAIRN_HOME/kit or $XDG_CACHE_HOME/cairn/kit)")
@@ -52,13 +56,15 @@ export function registerRun(program: Command, ctx: Context): void {
     .option("--workdir <dir>", "environment lockfile only: the command's working directory (default /)");
   withLockVerifyFlags(cmd, false)
     .option("--cmd <argv...>", "environment lockfile only: the program (absolute path) and its arguments (last option)")
+    .option("--follow", "print the workload's output live while recording (unverified until the run ends; the recording is the same)")
     .option("--json", "print the result as JSON")
-    .action(async (unsafeInput: string, opts: RunFlags) => {
+    .action(async (unsafeInput: string, afterDashes: string[], opts: RunFlags) => {
+      const argv = launchArgv(opts.cmd, afterDashes);
       const log = (line: string) => ctx.io.err(`cairn run: ${line}`);
       const input = resolve(ctx.cwd, unsafeInput);
       const fromLockfile = isEnvironmentLockfile(input);
       const lockSpec = fromLockfile ? undefined : readLockfileSpec(input);
-      const launchFlags = opts.cmd !== undefined || opts.user !== undefined || opts.workdir !== undefined;
+      const launchFlags = argv !== undefined || opts.user !== undefined || opts.workdir !== undefined;
       const verifyFlags = opts.pub !== undefined || opts.registry.length > 0 || opts.base !== undefined;
       if (!fromLockfile && lockSpec === undefined && (launchFlags || verifyFlags)) {
         throw new CairnError(
@@ -71,11 +77,16 @@ export function registerRun(program: Command, ctx: Context): void {
         throw new CairnError("USAGE", "the spec names the command (source.lockfile.cmd); --cmd, --user and --workdir are for a lockfile given directly", {
           path: "--cmd",
         });
-      if (fromLockfile && opts.cmd === undefined)
-        throw new CairnError("USAGE", "running an environment lockfile needs --cmd /path/to/program [ARG...]", { path: "--cmd" });
+      if (fromLockfile && argv === undefined)
+        throw new CairnError("USAGE", "running an environment lockfile needs --cmd /path/to/program [ARG...] or -- /path/to/program [ARG...]", {
+          path: "--cmd",
+        });
       const signingKey = opts.sign !== undefined ? readSigningKey(opts.sign) : undefined; // a bad key fails before the run
       // the kit is set up only once the input has been read and validated (recordRun calls this then)
       const kit = () => ensureKit({ dir: kitDir(ctx.env, ctx.cwd, opts.kit), isRoot: process.getuid?.() === 0, log });
+      if (opts.follow === true && opts.json === true)
+        throw new CairnError("USAGE", "--follow prints the workload's output as text; it cannot be used with --json", { path: "--follow" });
+      const live = opts.follow === true ? lineFollower(ctx.io) : undefined;
       const record = {
         storeDir: defaultStoreDir(ctx.env, ctx.cwd, opts.store),
         runsDir: defaultRunsDir(ctx.env, ctx.cwd, opts.runs),
@@ -88,18 +99,19 @@ export function registerRun(program: Command, ctx: Context): void {
           : {}),
         log,
         remote: remoteOptions(ctx, opts),
+        ...(live !== undefined ? { onOutput: live.listener } : {}),
       };
-      const lr =
+      const recordFromLockfile = async () =>
         fromLockfile || lockSpec !== undefined
           ? await recordLockfileRun({
               ...record,
               export: {
                 lockPath: lockSpec?.lockPath ?? input,
-                verify: lockVerifyOptions(ctx, opts, clock(ctx.env)),
+                verify: await lockVerifyOptions(ctx, opts, clock(ctx.env)),
                 base: exportBaseFlag(ctx, opts.base),
                 contents: opts.contents === true,
                 launch: lockSpec?.launch ?? {
-                  argv: opts.cmd!,
+                  argv: argv!,
                   user: opts.user ?? DEFAULT_EXPORT_LAUNCH.user,
                   workdir: opts.workdir ?? DEFAULT_EXPORT_LAUNCH.workdir,
                 },
@@ -107,7 +119,14 @@ export function registerRun(program: Command, ctx: Context): void {
               ...(lockSpec !== undefined ? { specSections: lockSpec.sections } : {}),
             })
           : undefined;
-      const r = lr ?? (await recordRun({ ...record, input }));
+      let lr: Awaited<ReturnType<typeof recordFromLockfile>>;
+      let r: Awaited<ReturnType<typeof recordRun>>;
+      try {
+        lr = await recordFromLockfile();
+        r = lr ?? (await recordRun({ ...record, input }));
+      } finally {
+        live?.flush(); // a line the workload left unfinished
+      }
       const exported = lr?.exported;
       const receipt = signingKey !== undefined ? signReceipt(r.runDir, [signingKey]).file : undefined;
       const failed = r.evaluation.assertions.filter((a) => !a.ok).length;
@@ -156,11 +175,8 @@ export function registerRun(program: Command, ctx: Context): void {
           `  ${r.replayCommand}`,
         ].join("\n"),
       );
-      // then the workload's own output, each stream to its own (the recording is already written; printing changes nothing in it)
-      for (const [inv, s] of [...r.streams].sort((a, b) => a[0] - b[0])) {
-        if (s.stdout.length > 0) ctx.io.out(`--- invocation ${inv} stdout (${s.stdout.length} bytes) ---\n${s.stdout.toString("utf8")}`);
-        if (s.stderr.length > 0) ctx.io.err(`--- invocation ${inv} stderr (${s.stderr.length} bytes) ---\n${s.stderr.toString("utf8")}`);
-      }
+      // then the workload's own output, each stream to its own, unless --follow showed it already
+      if (live === undefined) printStreams(ctx.io, r.streams);
       if (failure) throw failure;
     });
 }

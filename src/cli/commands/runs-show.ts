@@ -32,6 +32,7 @@ export function registerRunsShow(runs: Command, ctx: Context): void {
           `workload  ${r.source_kind} ${r.workload}`,
           `vm        ${r.vm_digest} (${r.root} root, ${r.memory_mib} MiB)`,
           `outcome   ${r.outcome}`,
+          ...(r.inputs !== null ? [`inputs    ${r.inputs} (run.inputs tree)`] : []),
           `replays   ${replays}`,
           `dir       ${r.dir}`,
         ].join("\n"),

@@ -2,19 +2,24 @@ import type { Command } from "commander";
 import { openRegistries, searchRegistries } from "../../strata/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
-import { collect } from "../flags.ts";
+import { collect, registryPlace, remoteFlags, type RemoteFlags } from "../flags.ts";
 
 /** `cairn search TERM --registry REG`. */
 export function registerSearch(program: Command, ctx: Context): void {
-  program
-    .command("search")
+  remoteFlags(program.command("search"))
     .description("list user-selectable layers and formations whose name contains TERM, with their versions")
     .argument("<term>", "part of a name ('' lists everything)")
-    .option("--registry <dir>", "a local directory registry (repeatable; default $CAIRN_HOME/registry or $XDG_DATA_HOME/cairn/registry)", collect, [])
+    .option(
+      "--registry <dir>",
+      "a directory registry or oci://HOST/REPO (repeatable; default $CAIRN_HOME/registry or $XDG_DATA_HOME/cairn/registry)",
+      collect,
+      [],
+    )
     .option("--json", "print the result as JSON")
-    .action((term: string, opts: { registry: string[]; json?: boolean }) => {
+    .action(async (term: string, opts: RemoteFlags & { registry: string[]; json?: boolean }) => {
+      const regs = await openRegistries({ ...registryPlace(ctx, opts), registries: opts.registry, trust: [] });
       const hits = searchRegistries(
-        openRegistries({ env: ctx.env, cwd: ctx.cwd, registries: opts.registry, trust: [] }).map((r) => r.registry),
+        regs.map((r) => r.registry),
         term,
       );
       if (opts.json) {

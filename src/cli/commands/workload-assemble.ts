@@ -1,10 +1,35 @@
 import type { Command } from "commander";
 import { defaultStoreDir } from "../../store/index.ts";
-import { assembleWorkload } from "../../workload/index.ts";
+import { assembleWorkload, type PolicyListing } from "../../workload/index.ts";
 import type { Context } from "../context.ts";
 import { remoteFlags, remoteOptions, type RemoteFlags } from "../flags.ts";
 import { printJson } from "../output.ts";
 import { CAIRN_VERSION } from "../cairn-version.ts";
+
+/** Listed members shown (the rest counted), like the issues of a refusal. */
+const MAX_LISTED = 100;
+
+/** A path as one line: one with a control character (a newline could forge a line) is printed JSON-quoted. */
+function printable(s: string): string {
+  return /[\u0000-\u001f\u007f]/.test(s) ? JSON.stringify(s) : s;
+}
+
+/** What the policy left out or dropped, listed (devices: skip, xattrs: drop). */
+function listing(l: PolicyListing): string[] {
+  const out: string[] = [];
+  if (l.skipped.length > 0) {
+    out.push(`left out  ${l.skipped.length} device node(s) and FIFO(s) (policy devices: skip):`);
+    for (const s of l.skipped.slice(0, MAX_LISTED))
+      out.push(`  /layers/${s.layer}:${printable(s.path)} ${s.type}${s.device ? ` ${s.device.major}:${s.device.minor}` : ""}`);
+    if (l.skipped.length > MAX_LISTED) out.push(`  … and ${l.skipped.length - MAX_LISTED} more`);
+  }
+  if (l.droppedXattrs.length > 0) {
+    out.push(`dropped   the xattrs of ${l.droppedXattrs.length} member(s) (policy xattrs: drop):`);
+    for (const x of l.droppedXattrs.slice(0, MAX_LISTED)) out.push(`  /layers/${x.layer}:${printable(x.path)} ${x.names.map(printable).join(", ")}`);
+    if (l.droppedXattrs.length > MAX_LISTED) out.push(`  … and ${l.droppedXattrs.length - MAX_LISTED} more`);
+  }
+  return out;
+}
 
 export function registerWorkloadAssemble(parent: Command, ctx: Context): void {
   remoteFlags(parent.command("assemble"))
@@ -30,6 +55,10 @@ export function registerWorkloadAssemble(parent: Command, ctx: Context): void {
         lock: r.lockPath,
         sizes: { entries: r.entries, files: r.files, tree_bytes: r.treeBytes, raw_bytes: r.rawBytes },
         duration_ms: r.durationMs,
+        ...(r.listing.skipped.length > 0 ? { skipped: r.listing.skipped.slice(0, MAX_LISTED), skipped_count: r.listing.skipped.length } : {}),
+        ...(r.listing.droppedXattrs.length > 0
+          ? { dropped_xattrs: r.listing.droppedXattrs.slice(0, MAX_LISTED), dropped_xattrs_count: r.listing.droppedXattrs.length }
+          : {}),
       };
       if (opts.json) return printJson(ctx.io, result);
       ctx.io.out(
@@ -42,6 +71,7 @@ export function registerWorkloadAssemble(parent: Command, ctx: Context): void {
           `tree      ${r.entries} entries, ${r.files} files, ${r.treeBytes} bytes (raw closure ${r.rawBytes} bytes)`,
           `lock      ${r.lockPath}`,
           `took      ${r.durationMs} ms`,
+          ...listing(r.listing),
         ].join("\n"),
       );
     });

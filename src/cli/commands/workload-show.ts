@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { compareBytes } from "../../core/index.ts";
 import { defaultStoreDir } from "../../store/index.ts";
-import type { FsEntry } from "../../tree/index.ts";
+import { policyModel, type FsEntry } from "../../tree/index.ts";
 import { openVerifiedWorkload, readWorkloadLock } from "../../workload/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
@@ -42,7 +42,7 @@ export function registerWorkloadShow(parent: Command, ctx: Context): void {
         source_kind: l.kind,
         workload: l.identities.workload,
         identities: { source: l.identities.source, fs: l.identities.fs, launch: l.identities.launch },
-        policy: { version: l.policy.version, hardlinks: l.policy.hardlinks, setid: l.policy.setid },
+        policy: policyModel(l.policy),
         raw: l.raw.map((r) => ({ role: r.role, digest: r.digest, size: r.size })),
         derived: l.derived,
         created: l.created,
@@ -67,7 +67,9 @@ export function registerWorkloadShow(parent: Command, ctx: Context): void {
         `fs        ${l.identities.fs}`,
         `launch    ${l.identities.launch}`,
         `source    ${l.identities.source}`,
-        `policy    ${l.policy.version} hardlinks=${l.policy.hardlinks} setid=${l.policy.setid}`,
+        `policy    ${Object.entries(policyModel(l.policy))
+          .map(([k, v]) => (k === "version" ? v : `${k}=${v}`))
+          .join(" ")}`,
         `derived   ${l.derived.digest} (${l.derived.size} bytes)`,
         `created   ${l.created} by cairn ${l.cairnVersion}`,
         "raw closure:",

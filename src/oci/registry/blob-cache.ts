@@ -7,7 +7,10 @@
  * leaves at most a staged file, never an entry under a digest.
  */
 import { open, rm } from "node:fs/promises";
-import type { Sha256Digest } from "../../core/index.ts";
+import { CairnError, type Sha256Digest } from "../../core/index.ts";
+
+/** How many bytes a staged blob collects before one write. */
+const WRITE_BATCH_BYTES = 1024 * 1024;
 
 export interface BlobCache {
   /** True when a complete copy of `digest` with `size` bytes is present (the cache verified it when it adopted it). */
@@ -16,7 +19,7 @@ export interface BlobCache {
   sizeOf(digest: Sha256Digest): number | undefined;
   /** A fresh private path to stream into (not yet existing). */
   stagePath(): string;
-  /** Names the complete, verified staged file under `digest` (atomic; the staged file is gone afterwards). */
+  /** Names the complete, verified staged file under `digest`, durably (fsynced before the atomic rename; the staged file is gone afterwards). */
   adopt(stagedPath: string, digest: Sha256Digest, size: number): void;
   /** Stores verified bytes under their digest. */
   put(bytes: Uint8Array): Sha256Digest;
@@ -28,18 +31,37 @@ export interface BlobCache {
 
 /**
  * Streams a blob into a fresh staged file of `cache`: `fill` writes the chunks
- * (and verifies them as they pass); the file is fsynced and closed, and on any
- * failure removed. Returns the staged path, for `adopt` once the caller's
- * checks hold (a staged file that fails them is the caller's to remove).
+ * (and verifies them as they pass); the file is closed, and on any failure
+ * removed. Returns the staged path, for `adopt` once the caller's checks hold
+ * (a staged file that fails them is the caller's to remove). It is not
+ * fsynced here: `adopt` makes it durable before naming it (the store fsyncs
+ * the file, renames it, and fsyncs the directory), and a staged file that is
+ * never adopted needs no durability. Syncing here as well flushed every
+ * pulled blob twice.
  */
-export async function stageBlob(cache: BlobCache, fill: (write: (chunk: Uint8Array) => Promise<void>) => Promise<void>): Promise<string> {
+export async function stageBlob(cache: Pick<BlobCache, "stagePath">, fill: (write: (chunk: Uint8Array) => Promise<void>) => Promise<void>): Promise<string> {
   const staged = cache.stagePath();
   const out = await open(staged, "wx", 0o600);
+  // Chunks arrive in tens of kilobytes; they are written in batches of about
+  // WRITE_BATCH_BYTES (one writev each) instead of one awaited write per chunk.
+  let pending: Uint8Array[] = [];
+  let pendingBytes = 0;
+  const flush = async (): Promise<void> => {
+    const batch = pending;
+    const bytes = pendingBytes;
+    pending = [];
+    pendingBytes = 0;
+    if (batch.length === 0) return;
+    const { bytesWritten } = await out.writev(batch);
+    if (bytesWritten !== bytes) throw new CairnError("IO_ERROR", `a short write staging a blob (${bytesWritten} of ${bytes} bytes)`, { path: staged });
+  };
   try {
     await fill(async (chunk) => {
-      await out.write(chunk);
+      pending.push(chunk);
+      pendingBytes += chunk.length;
+      if (pendingBytes >= WRITE_BATCH_BYTES) await flush();
     });
-    await out.sync();
+    await flush();
     await out.close();
   } catch (e) {
     await out.close().catch(() => undefined);

@@ -1,17 +1,28 @@
 /**
- * Image references: `HOST[:PORT]/REPO[:TAG][@sha256:HEX]`, the grammar of the
- * distribution reference package (github.com/distribution/reference), kept
- * to what cairn needs. This is the single parser: the CLI, workload specs and
- * devcontainer pinning all go through it, so one spelling means one image.
+ * Image references: `[HOST[:PORT]/]PATH[:TAG][@sha256:HEX]`, the grammar of
+ * the distribution reference package (github.com/distribution/reference),
+ * kept to what cairn needs. This is the single definition: `splitImageReference`
+ * is the grammar (what is valid, and which part is which, as written), and
+ * both its users read references through it: `parseImageRef` here (pull,
+ * workload specs, pinning, `oci://` layer registries) adds the registry
+ * defaults, and the manifest area's `parseReference` (devcontainer.json
+ * images and features, the pinned label) keeps the name as written. Two
+ * grammars once disagreed (one accepted `foo_bar.io/x` that the other
+ * refused; one took `[::1]:5000/x` that the other did not), so a reference
+ * could be "valid" and then fail to pin.
  *
- * A name without a registry host (`debian:bookworm`) means Docker Hub, as it
- * does for docker, skopeo and podman (`docker.io/library/debian`). The host
- * is the first component only when it contains `.` or `:` or is `localhost`.
- * Upper case in a repository, empty components and `..` are refused: the
- * repository becomes part of a URL path, so a hostile reference must not be
- * able to reach another endpoint.
+ * The first component is the registry host when there is more than one and
+ * it contains `.` or `:`, is `localhost`, or has upper case (distribution's
+ * rule); it must then be a DNS name or a bracketed IPv6 address, with an
+ * optional port. A name without a host (`debian:bookworm`) means Docker Hub
+ * to `parseImageRef`, as it does for docker, skopeo and podman
+ * (`docker.io/library/debian`). Path components are lowercase; empty
+ * components and `..` are refused: the repository becomes part of a URL
+ * path, so a hostile reference must not be able to reach another endpoint.
+ * Every pattern is linear (no nested quantifiers over the same characters),
+ * and lengths are bounded before any of them runs.
  */
-import { CairnError, parseSha256, type Sha256Digest } from "../../core/index.ts";
+import { CairnError, type Sha256Digest } from "../../core/index.ts";
 
 /** A parsed image reference. `tag` and `digest` may both be present (`repo:tag@sha256:…`: the digest wins). */
 export interface ImageRef {
@@ -23,14 +34,68 @@ export interface ImageRef {
   readonly digest: Sha256Digest | undefined;
 }
 
+/** A reference split as written, with no defaults: what the grammar says. */
+export interface ImageReferenceParts {
+  /** The host, when the reference names one (`ghcr.io`, `127.0.0.1:5000`, `[::1]:5000`). */
+  readonly host: string | undefined;
+  /** The repository path as written (no `library/` added). */
+  readonly path: string;
+  /** Host and path as written: the reference without tag or digest. */
+  readonly name: string;
+  readonly tag: string | undefined;
+  readonly digest: Sha256Digest | undefined;
+}
+
+export type ImageReferenceResult = { readonly ok: true; readonly parts: ImageReferenceParts } | { readonly ok: false; readonly why: string };
+
 const COMPONENT = /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$/;
 const TAG = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/;
 const HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/;
-const MAX_REF = 1024;
+const DIGEST = /^sha256:[0-9a-f]{64}$/;
+
+/** Longest reference accepted (a 255-character name, a 128-character tag and a digest fit). */
+export const MAX_REFERENCE_LENGTH = 512;
+/** Longest name (host and path), as the distribution spec caps it. */
+export const MAX_NAME_LENGTH = 255;
 
 /** The host Docker Hub's API answers on, for the `docker.io` name. */
 export const DOCKER_HUB = "docker.io";
 const DOCKER_HUB_API = "registry-1.docker.io";
+
+/** The grammar: splits a reference, or says why it is not one (never echoing the value). */
+export function splitImageReference(unsafe: string): ImageReferenceResult {
+  if (unsafe.length === 0) return { ok: false, why: "is empty" };
+  if (unsafe.length > MAX_REFERENCE_LENGTH) return { ok: false, why: `is longer than ${MAX_REFERENCE_LENGTH} characters` };
+  let rest = unsafe;
+  let digest: Sha256Digest | undefined;
+  const at = rest.indexOf("@");
+  if (at >= 0) {
+    const d = rest.slice(at + 1);
+    if (!DIGEST.test(d)) return { ok: false, why: "has a digest that is not sha256:<64 lowercase hex>" };
+    digest = d as Sha256Digest;
+    rest = rest.slice(0, at);
+  }
+  let tag: string | undefined;
+  const colon = rest.lastIndexOf(":");
+  if (colon > rest.lastIndexOf("/")) {
+    tag = rest.slice(colon + 1);
+    if (!TAG.test(tag)) return { ok: false, why: "has an invalid tag" };
+    rest = rest.slice(0, colon);
+  }
+  if (rest.length > MAX_NAME_LENGTH) return { ok: false, why: `has a name longer than ${MAX_NAME_LENGTH} characters` };
+  const parts = rest.split("/");
+  const first = parts[0]!;
+  let host: string | undefined;
+  if (parts.length > 1 && (first.includes(".") || first.includes(":") || first === "localhost" || first !== first.toLowerCase())) {
+    if (!HOST.test(first)) return { ok: false, why: "has an invalid registry host" };
+    host = first;
+    parts.shift();
+  }
+  if (!parts.every((p) => COMPONENT.test(p))) {
+    return { ok: false, why: "is not a valid reference ([registry/]path[:tag][@sha256:<64 hex>], path in lowercase)" };
+  }
+  return { ok: true, parts: { host, path: parts.join("/"), name: rest, tag, digest } };
+}
 
 function refuse(unsafe: string, why: string, path: string): never {
   throw new CairnError("REFERENCE_INVALID", `image reference ${JSON.stringify(unsafe.slice(0, 200))} ${why}`, {
@@ -39,40 +104,15 @@ function refuse(unsafe: string, why: string, path: string): never {
   });
 }
 
-/** Parses an image reference; REFERENCE_INVALID naming `path` otherwise. */
+/** Parses an image reference for a registry (Docker Hub and `latest` by default); REFERENCE_INVALID naming `path` otherwise. */
 export function parseImageRef(unsafe: unknown, path = ""): ImageRef {
   if (typeof unsafe !== "string" || unsafe.length === 0) refuse(String(unsafe), "is not a non-empty string", path);
-  if (unsafe.length > MAX_REF) refuse(unsafe, `is longer than ${MAX_REF} characters`, path);
-  let rest = unsafe;
-  let digest: Sha256Digest | undefined;
-  const at = rest.indexOf("@");
-  if (at >= 0) {
-    try {
-      digest = parseSha256(rest.slice(at + 1), path);
-    } catch {
-      refuse(unsafe, "has a digest that is not sha256:<64 lowercase hex>", path);
-    }
-    rest = rest.slice(0, at);
-  }
-  let tag: string | undefined;
-  const lastSlash = rest.lastIndexOf("/");
-  const colon = rest.lastIndexOf(":");
-  if (colon > lastSlash) {
-    tag = rest.slice(colon + 1);
-    if (!TAG.test(tag)) refuse(unsafe, "has an invalid tag", path);
-    rest = rest.slice(0, colon);
-  }
-  const parts = rest.split("/");
-  let registry = DOCKER_HUB;
-  const first = parts[0] ?? "";
-  if (parts.length > 1 && (first.includes(".") || first.includes(":") || first === "localhost")) {
-    if (!HOST.test(first)) refuse(unsafe, "has an invalid registry host", path);
-    registry = first;
-    parts.shift();
-  }
-  if (parts.length === 0 || !parts.every((p) => COMPONENT.test(p))) refuse(unsafe, "has an invalid repository (lowercase components of [a-z0-9._-])", path);
-  if (registry === DOCKER_HUB && parts.length === 1) parts.unshift("library");
-  return Object.freeze({ registry, repository: parts.join("/"), tag: digest === undefined && tag === undefined ? "latest" : tag, digest });
+  const r = splitImageReference(unsafe);
+  if (!r.ok) refuse(unsafe, r.why, path);
+  const { host, tag, digest } = r.parts;
+  const registry = host ?? DOCKER_HUB;
+  const repository = registry === DOCKER_HUB && !r.parts.path.includes("/") ? `library/${r.parts.path}` : r.parts.path;
+  return Object.freeze({ registry, repository, tag: digest === undefined && tag === undefined ? "latest" : tag, digest });
 }
 
 /** The host (with port) the registry's HTTP API answers on. */

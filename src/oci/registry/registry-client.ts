@@ -231,12 +231,20 @@ export class RegistryClient {
     return digest;
   }
 
-  /** Every tag of a repository, following `Link` pagination (at most `maxTags`). */
-  async listTags(repo: string, maxTags = 100_000): Promise<string[]> {
+  /**
+   * Every tag of a repository, following `Link` pagination (at most
+   * `maxTags`). With `missingOk`, a repository the registry does not know
+   * (404 on the first page: nothing was pushed to it yet) has no tags.
+   */
+  async listTags(repo: string, maxTags = 100_000, options: { missingOk?: boolean } = {}): Promise<string[]> {
     const tags: string[] = [];
     let next: string | URL = `${checkRepo(repo)}/tags/list?n=1000`;
     for (;;) {
       const res = await this.transport.send("GET", next, { scope: `repository:${repo}:pull` });
+      if (res.status === 404 && options.missingOk === true && tags.length === 0 && typeof next === "string") {
+        await res.body?.cancel().catch(() => undefined);
+        return tags;
+      }
       if (res.status !== 200) await this.#refused(res, `tags of ${repo}`);
       const page = parseJsonBytes(await readBodyBounded(res, this.manifestBytes, "manifestBytes", `tags of ${repo}`), { source: `tags of ${repo}` });
       const list = isJsonObject(page) && Array.isArray(page.tags) ? page.tags : [];
