@@ -95,7 +95,7 @@ int rec_final(uint8_t status, uint32_t invocations);
 int proto_failed(void);
 
 /* ---- inputs.c: the recorded inputs ---- */
-enum step_action { ACT_START = 1, ACT_WRITE = 2, ACT_CLOSE = 3, ACT_TERMINATE = 4 };
+enum step_action { ACT_START = 1, ACT_WRITE = 2, ACT_CLOSE = 3, ACT_TERMINATE = 4, ACT_NET_DOWN = 5, ACT_NET_UP = 6 };
 enum trigger_kind { TRIG_NONE = 0, TRIG_EVENT = 1, TRIG_OUTPUT = 2 };
 
 struct step {
@@ -169,10 +169,24 @@ pid_t child_start(const struct inputs *in, const char *root, struct launch_pipes
 int cleanup_all(pid_t main_pid, int *main_status, int *main_reaped);
 
 /* ---- net.c: the guest's network ---- */
-/* infra-failure network details: which step of bringing loopback up failed */
-enum net_failure { NET_FAIL_LO_UP = 1, NET_FAIL_IPV4 = 2, NET_FAIL_IPV6 = 3 };
+/* infra-failure network details: which step of bringing loopback (1-3) or eth0 (4-8) up failed */
+enum net_failure {
+  NET_FAIL_LO_UP = 1,
+  NET_FAIL_IPV4 = 2,
+  NET_FAIL_IPV6 = 3,
+  NET_FAIL_CONFIG = 4,  /* /cairn/network malformed */
+  NET_FAIL_NO_ETH = 5,  /* eth0 never appeared */
+  NET_FAIL_ADDRESS = 6, /* address or netmask refused */
+  NET_FAIL_LINK = 7,    /* eth0 up/down refused */
+  NET_FAIL_ROUTE = 8,   /* default route refused */
+};
 /* Brings `lo` up and proves 127.0.0.1 and ::1 can be bound. 0, or -1 with *detail a net_failure. */
 int net_loopback_up(uint64_t *detail);
+/* run.network (/cairn/network present): configures eth0 statically and brings it up.
+   0 (also when there is no /cairn/network), or -1 with *detail a net_failure. */
+int net_eth_configure(uint64_t *detail);
+/* network-down / network-up steps: eth0's link (and its default route). 0 or -1 with *detail. */
+int net_eth_set(int up, uint64_t *detail);
 
 /* ---- boot.c ---- */
 /* Loads the kernel modules in /cairn/modules and opens the protocol port. */

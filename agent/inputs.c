@@ -116,7 +116,7 @@ int inputs_load(const char *file, struct inputs *in) {
     s->pattern = bytes(&c, &s->pattern_len);
     s->offset = get(&c, 8);
     s->data = bytes(&c, &s->data_len);
-    if (s->action < ACT_START || s->action > ACT_TERMINATE || s->trigger > TRIG_OUTPUT) c.bad = 1;
+    if (s->action < ACT_START || s->action > ACT_NET_UP || s->trigger > TRIG_OUTPUT) c.bad = 1;
     if (s->pattern_len > PATTERN_MAX) c.bad = 1;
     if (s->trigger == TRIG_OUTPUT && (s->pattern_len == 0 || s->trigger_arg < 1 || s->trigger_arg > 2)) c.bad = 1;
   }

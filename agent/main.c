@@ -275,6 +275,10 @@ static int trigger_met(const struct step *s) {
 static void exec_step(const struct step *s) {
   if (s->action == ACT_START) {
     do_start();
+  } else if (s->action == ACT_NET_DOWN || s->action == ACT_NET_UP) {
+    /* the network belongs to the boot: no invocation needed */
+    uint64_t detail = 0;
+    if (net_eth_set(s->action == ACT_NET_UP, &detail) < 0) fail_infra(INFRA_NETWORK, detail);
   } else if (!cur.active) {
     fail_infra(INFRA_NO_INVOCATION, s->action);
   } else if (s->action == ACT_WRITE) {
@@ -396,8 +400,8 @@ int main(void) {
     /* the guest does not see the tree the identity names: nothing may run on it */
     rec_infra(0, tree == TREE_MALFORMED ? INFRA_INPUTS_MALFORMED : INFRA_TREE_MISMATCH, tree == TREE_MALFORMED ? 1 : bad);
     infra = 1;
-  } else if (net_loopback_up(&bad) < 0) {
-    /* loopback is part of what every start gets; without it nothing may run */
+  } else if (net_loopback_up(&bad) < 0 || net_eth_configure(&bad) < 0) {
+    /* loopback (and eth0 with run.network) is part of what every start gets; without it nothing may run */
     rec_infra(0, INFRA_NETWORK, bad);
     infra = 1;
   } else {

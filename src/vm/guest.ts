@@ -14,7 +14,7 @@ import { checkAssertions, outcomeDigest, runStatus, type AssertionResult, type R
 import { planErofs, writeErofs, type ErofsPlan } from "./erofs.ts";
 import { following, type OutputListener } from "./follow.ts";
 import { buildGuestImage, type GuestImage } from "./initramfs.ts";
-import { GUEST_MODULES } from "./kernel.ts";
+import { DISK_MODULES, GUEST_MODULES, NET_MODULES } from "./kernel.ts";
 import { encodeInputs, type GuestLaunch } from "./inputs.ts";
 import { CONSOLE_LOG_FILE, consoleFailures, type KernelFailure } from "./kernel-log.ts";
 import { readKitObject, type Kit } from "./kit.ts";
@@ -23,6 +23,8 @@ import { runQemu, type QemuResult, type RrMode } from "./qemu.ts";
 import { DEFAULT_RUN_LIMITS, type GuestRoot, type Scenario } from "./scenario.ts";
 import { mergeRunInputs, withInputContent, type RunInputTree } from "./run-inputs.ts";
 import { encodeTreeManifest, type TreeManifest } from "./tree-manifest.ts";
+import { guestNetworkLine, networkIdentity } from "./netid.ts";
+import { absentResponder, infra, startResponder, type HttpRoot } from "./responder-host.ts";
 import { defaultVmIdentity, type VmIdentity } from "./vmid.ts";
 
 export interface GuestInputs {
@@ -32,6 +34,8 @@ export interface GuestInputs {
   readonly scenario: Scenario;
   /** The run's input tree (`run.inputs`): read from the host when recording, from the store when replaying (run-inputs.ts). */
   readonly runInputs?: RunInputTree;
+  /** `run.network.http`: the served directory (read before a record; only its recorded digest at replay). */
+  readonly httpRoot?: HttpRoot;
 }
 
 export interface PreparedGuest {
@@ -44,6 +48,8 @@ export interface PreparedGuest {
   readonly scenario: Scenario;
   /** The root disk (`run.root: disk`), written into the boot directory by `bootGuest` and checked against `vm.root_disk`. */
   readonly disk?: PreparedDisk;
+  /** What the http responder serves (record and plain boots start it; a replay needs none). */
+  readonly httpRoot?: HttpRoot;
 }
 
 export interface PreparedDisk {
@@ -127,9 +133,14 @@ export async function prepareGuest(unmerged: GuestInputs, choice: KitChoice): Pr
   checkLimit("vm.image-bytes", treeBytes, imageMax, "/tree", "bytes", IMAGE_HINT);
   const root = chooseRoot(g.scenario, treeBytes);
   const kernel = readKitObject(choice.kit.dir, "kernels", choice.kernel ?? choice.kit.kernel.digest, "/vm/kernel");
-  // an initramfs root needs only the protocol's modules; a disk root all the kit's
-  const protocolOnly = (m: { readonly name: string }) => root === "disk" || GUEST_MODULES.some(([n]) => n === m.name);
-  const moduleRefs = choice.modules ?? choice.kit.kernel.modules.filter(protocolOnly);
+  // every guest loads the protocol's modules; a disk root adds the disk's, a network run the NIC's
+  const groups: ReadonlyArray<readonly (readonly [string, string])[]> = [
+    GUEST_MODULES,
+    ...(root === "disk" ? [DISK_MODULES] : []),
+    ...(g.scenario.network !== undefined ? [NET_MODULES] : []),
+  ];
+  const wanted = (m: { readonly name: string }) => groups.some((grp) => grp.some(([n]) => n === m.name));
+  const moduleRefs = choice.modules ?? choice.kit.kernel.modules.filter(wanted);
   const modules = moduleRefs.map((m, i) => ({
     name: m.name,
     digest: m.digest,
@@ -137,6 +148,7 @@ export async function prepareGuest(unmerged: GuestInputs, choice: KitChoice): Pr
   }));
   const agent = readKitObject(choice.kit.dir, "agents", choice.agent ?? choice.kit.agent.digest, "/vm/agent");
   const inputs = encodeInputs(g.launch, g.scenario);
+  const network = g.scenario.network === undefined ? undefined : networkIdentity(g.scenario.network, g.httpRoot?.digest);
   const treeManifest = encodeTreeManifest(g.tree, g.scenario.verifyTree ?? "metadata");
   let disk: PreparedDisk | undefined;
   if (root === "disk") {
@@ -155,6 +167,7 @@ export async function prepareGuest(unmerged: GuestInputs, choice: KitChoice): Pr
     content: g.content,
     disk: disk !== undefined,
     overlay: { proc: g.scenario.proc === true, urandom: g.scenario.urandom === true },
+    ...(network !== undefined ? { network: guestNetworkLine(network) } : {}),
   });
   checkLimit("vm.image-bytes", image.size, imageMax, "/guest_image", "bytes", IMAGE_HINT);
   const vm = defaultVmIdentity({
@@ -168,8 +181,19 @@ export async function prepareGuest(unmerged: GuestInputs, choice: KitChoice): Pr
     memoryMib: g.scenario.memoryMib ?? (disk === undefined ? defaultMemoryMib(image.size) : BASE_MEMORY_MIB),
     ...(disk !== undefined ? { disk: { image: disk.digest, size: disk.size } } : {}),
     ...(g.runInputs !== undefined ? { runInputs: g.runInputs.digest } : {}),
+    ...(network !== undefined ? { network } : {}),
   });
-  return { inputs, inputsDigest: sha256(inputs), image, treeManifest, vm, kernelPath: kernel.path, scenario: g.scenario, ...(disk ? { disk } : {}) };
+  return {
+    inputs,
+    inputsDigest: sha256(inputs),
+    image,
+    treeManifest,
+    vm,
+    kernelPath: kernel.path,
+    scenario: g.scenario,
+    ...(disk ? { disk } : {}),
+    ...(g.httpRoot ? { httpRoot: g.httpRoot } : {}),
+  };
 }
 
 export interface BootFiles {
@@ -230,9 +254,35 @@ export async function bootGuest(p: PreparedGuest, mode: RrMode, files: BootFiles
   writeFileAtomic(consoleLog, "", { mode: 0o600 });
   writeFileAtomic(protocolLog, "", { mode: 0o600 });
   const diskPath = p.disk === undefined ? undefined : await writeRootDisk(p.disk, join(files.dir, ROOT_DISK_FILE));
-  const qemu = await following(protocolLog, follow, () =>
-    runQemu(p.vm, { kernelPath: p.kernelPath, initrdPath, rrfile: files.rrfile, consoleLog, protocolLog, ...(diskPath ? { diskPath } : {}) }, mode, timeoutMs),
-  );
+  // a record (or plain boot) talks to cairn's responder; a replay gets the recorded packets and none
+  const net = p.vm.network;
+  const responder = net === undefined ? undefined : mode === "replay" ? absentResponder(net) : await startResponder(net, p.httpRoot);
+  let qemu: QemuResult;
+  try {
+    qemu = await following(protocolLog, follow, () =>
+      runQemu(
+        p.vm,
+        {
+          kernelPath: p.kernelPath,
+          initrdPath,
+          rrfile: files.rrfile,
+          consoleLog,
+          protocolLog,
+          ...(diskPath ? { diskPath } : {}),
+          ...(responder ? { responders: responder.paths } : {}),
+        },
+        mode,
+        timeoutMs,
+        responder !== undefined && "failed" in responder ? responder.failed : undefined,
+      ),
+    );
+  } finally {
+    responder?.stop();
+  }
+  if (qemu.aborted) {
+    const why = responder !== undefined && "reason" in responder ? responder.reason() : undefined;
+    throw infra(`QEMU (${mode}) was stopped: ${why ?? "the responder failed"}`);
+  }
   if (qemu.timedOut) {
     throw new CairnError("RUN_TIMEOUT", `QEMU (${mode}) did not finish within ${timeoutMs} ms and was killed with its process group`, {
       path: consoleLog,

@@ -58,6 +58,8 @@ export interface GuestImageParts {
   readonly disk?: boolean;
   /** Opt-in parts of the runtime overlay (`run.proc`, `run.urandom`), written as `/cairn/overlay`. */
   readonly overlay?: { readonly proc?: boolean; readonly urandom?: boolean };
+  /** `run.network`: eth0's static configuration line for the agent (agent/eth.c), written as `/cairn/network`. */
+  readonly network?: string;
 }
 
 export interface GuestImage {
@@ -147,13 +149,19 @@ export async function buildGuestImage(parts: GuestImageParts): Promise<GuestImag
   const flags = [parts.overlay?.proc === true ? "proc\n" : "", parts.overlay?.urandom === true ? "urandom\n" : ""].join("");
   if (flags !== "") w.add({ name: "cairn/overlay", mode: S_IFREG | 0o400, ...sys, data: Buffer.from(flags) });
   if (parts.disk === true) w.add({ name: "cairn/disk", mode: S_IFREG | 0o400, ...sys, data: Buffer.from("erofs\n") });
+  if (parts.network !== undefined) w.add({ name: "cairn/network", mode: S_IFREG | 0o400, ...sys, data: Buffer.from(parts.network) });
   w.add({ name: "dev", mode: S_IFDIR | 0o755, ...sys });
   w.add({ name: "dev/console", mode: S_IFCHR | 0o600, ...sys, rdevMajor: 5, rdevMinor: 1 });
   w.add({ name: "init", mode: S_IFREG | 0o755, ...sys, data: parts.agent });
   if (parts.disk === true) {
     w.add({ name: TEMPLATE_DIR, mode: S_IFDIR | 0o700, ...sys }); // the mount point; the disk's root carries the tree's "/"
     w.finish();
-    return { bytes: Buffer.concat(chunks), digest: hasher.digest(), size: w.size, entries: 10 + parts.modules.length + (flags !== "" ? 1 : 0) };
+    return {
+      bytes: Buffer.concat(chunks),
+      digest: hasher.digest(),
+      size: w.size,
+      entries: 10 + parts.modules.length + (flags !== "" ? 1 : 0) + (parts.network !== undefined ? 1 : 0),
+    };
   }
   w.add({ name: TEMPLATE_DIR, mode: S_IFDIR | root.mode, uid: root.uid, gid: root.gid, mtime: root.mtime });
   const entries = [...parts.tree.values()].filter((e) => e.path !== "/").sort((a, b) => compareBytes(a.path, b.path));
@@ -173,5 +181,10 @@ export async function buildGuestImage(parts: GuestImageParts): Promise<GuestImag
     }
   }
   w.finish();
-  return { bytes: Buffer.concat(chunks), digest: hasher.digest(), size: w.size, entries: entries.length + 8 + parts.modules.length + (flags !== "" ? 1 : 0) };
+  return {
+    bytes: Buffer.concat(chunks),
+    digest: hasher.digest(),
+    size: w.size,
+    entries: entries.length + 8 + parts.modules.length + (flags !== "" ? 1 : 0) + (parts.network !== undefined ? 1 : 0),
+  };
 }

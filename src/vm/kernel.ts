@@ -49,8 +49,17 @@ export const DISK_MODULES = [
   ["overlay", "fs/overlayfs"],
 ] as const;
 
+/**
+ * The module a network run (`run.network`) adds last: VMware's paravirtual
+ * NIC, which QEMU emulates as `-device vmxnet3`. Debian's cloud kernel has no
+ * e1000, e1000e, rtl8139, ne2k or pcnet driver, and virtio-net replays hang
+ * on QEMU 7.2 (bench/network/README.md); its `.modinfo` says `depends=`
+ * (none), so it loads after the protocol's modules in any order.
+ */
+export const NET_MODULES = [["vmxnet3", "drivers/net/vmxnet3"]] as const;
+
 /** Every module the kit keeps, in load order. */
-export const KIT_MODULES = [...GUEST_MODULES, ...DISK_MODULES] as const;
+export const KIT_MODULES = [...GUEST_MODULES, ...DISK_MODULES, ...NET_MODULES] as const;
 
 /** The ABI package name, e.g. linux-image-6.1.0-57-cloud-amd64. */
 export function resolveKernelPackage(): string {
@@ -77,7 +86,7 @@ async function extractFromTar(tarBytes: Buffer, deb: string): Promise<Omit<Fetch
   const extract = tarStream.extract();
   let kernel: { name: string; bytes: Buffer } | undefined;
   const modules = new Map<string, Buffer>();
-  const moduleRe = /^\.\/lib\/modules\/[^/]+\/kernel\/(drivers\/(?:virtio|char|block)|lib|fs\/erofs|fs\/overlayfs)\/([a-z0-9_]+)\.ko$/;
+  const moduleRe = /^\.\/lib\/modules\/[^/]+\/kernel\/(drivers\/(?:virtio|char|block|net\/vmxnet3)|lib|fs\/erofs|fs\/overlayfs)\/([a-z0-9_]+)\.ko$/;
   const done = new Promise<void>((resolve, reject) => {
     extract.on("entry", (header, stream, next) => {
       const chunks: Buffer[] = [];

@@ -14,6 +14,7 @@
  */
 import { spawn } from "node:child_process";
 import { CairnError } from "../core/index.ts";
+import { networkArgs, type NetworkPaths } from "./netid.ts";
 import { ROOT_DISK_DEVICE, type VmIdentity } from "./vmid.ts";
 
 export type RrMode = "record" | "replay" | "none";
@@ -26,6 +27,8 @@ export interface QemuPaths {
   readonly protocolLog: string;
   /** The root disk image (when the identity names one). */
   readonly diskPath?: string;
+  /** The responders' host ends (when the identity names a network). */
+  readonly responders?: NetworkPaths;
 }
 
 export const QEMU_BINARY = "qemu-system-x86_64";
@@ -86,6 +89,11 @@ export function qemuArgs(id: VmIdentity, paths: QemuPaths, mode: RrMode): string
   );
   args.push("-device", id.debug_exit);
   args.push(...rootDiskArgs(id, paths));
+  if (id.network !== undefined) {
+    if (paths.responders === undefined)
+      throw new CairnError("RUN_INFRASTRUCTURE", "the VM identity names a network but no responder ends were given", { path: "/vm/network" });
+    args.push(...networkArgs(id.network, paths.responders, mode));
+  }
   return args;
 }
 
@@ -118,6 +126,8 @@ export interface QemuResult {
   readonly exitCode: number | null;
   readonly signal: string | null;
   readonly timedOut: boolean;
+  /** Killed because `abort` fired (the run's responder failed). */
+  readonly aborted: boolean;
   readonly durationMs: number;
   /** QEMU's own stderr (bounded), for diagnostics. */
   readonly stderr: string;
@@ -128,7 +138,12 @@ const STDERR_MAX = 64 * 1024;
 const SETPRIV_BINARY = "setpriv";
 const INTERRUPTS: readonly NodeJS.Signals[] = ["SIGINT", "SIGTERM", "SIGHUP"];
 
-export function runQemu(id: VmIdentity, paths: QemuPaths, mode: RrMode, timeoutMs: number): Promise<QemuResult> {
+/**
+ * Runs QEMU to its end. `abort` (the responder died or stopped answering,
+ * responder-host.ts) kills its process group at once; the result then says
+ * `aborted` and the caller names why.
+ */
+export function runQemu(id: VmIdentity, paths: QemuPaths, mode: RrMode, timeoutMs: number, abort?: AbortSignal): Promise<QemuResult> {
   const args = qemuArgs(id, paths, mode);
   const started = process.hrtime.bigint();
   return new Promise((resolve, reject) => {
@@ -152,6 +167,7 @@ export function runQemu(id: VmIdentity, paths: QemuPaths, mode: RrMode, timeoutM
     };
     const stopWatching = (): void => {
       for (const s of INTERRUPTS) process.removeListener(s, onSignal);
+      abort?.removeEventListener("abort", onAbort);
     };
     for (const s of INTERRUPTS) process.on(s, onSignal);
     let stderr = "";
@@ -163,6 +179,13 @@ export function runQemu(id: VmIdentity, paths: QemuPaths, mode: RrMode, timeoutM
       timedOut = true;
       killGroup();
     }, timeoutMs);
+    let aborted = false;
+    const onAbort = (): void => {
+      aborted = true;
+      killGroup();
+    };
+    if (abort?.aborted) onAbort();
+    else abort?.addEventListener("abort", onAbort, { once: true });
     child.on("error", (e) => {
       clearTimeout(timer);
       stopWatching();
@@ -179,7 +202,7 @@ export function runQemu(id: VmIdentity, paths: QemuPaths, mode: RrMode, timeoutM
         return;
       }
       const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
-      resolve({ exitCode: code, signal, timedOut, durationMs, stderr });
+      resolve({ exitCode: code, signal, timedOut, aborted, durationMs, stderr });
     });
   });
 }

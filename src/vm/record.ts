@@ -43,6 +43,7 @@ import { childrenCpuMs, writeRunCost, writeRunEnvManifest } from "./run-facts.ts
 import { RUN_MANIFEST_SCHEMA, type RunManifest } from "./run-manifest.ts";
 import { diskFullError, dropImage, RUN_FILES, shellQuote, writeEvaluation, writeJsonPublic, writeStreams } from "./rundir.ts";
 import { parseScenario, type Scenario } from "./scenario.ts";
+import { readHttpRoot } from "./responder-host.ts";
 import { vmDigest } from "./vmid.ts";
 import type { GuestLaunch } from "./inputs.ts";
 import { storeRunInputs, type RunInputsRef } from "./input-listing.ts";
@@ -183,8 +184,18 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
     // a lock given directly: its spec's run.inputs are relative to the lock's directory
     if (inputIsLock && scenario.inputs !== undefined) runInputs = readRunInputs(scenario.inputs, dirname(input));
     t1 = performance.now();
+    // the served directory is read once, here, relative to the input; the responder serves only these bytes
+    const http = scenario.network?.http;
+    const httpRoot = http === undefined ? undefined : readHttpRoot(http.unsafeRoot, dirname(input));
     prepared = await prepareGuest(
-      { tree: w.tree, content: w.content, launch: guestLaunch(w), scenario, ...(runInputs !== undefined ? { runInputs } : {}) },
+      {
+        tree: w.tree,
+        content: w.content,
+        launch: guestLaunch(w),
+        scenario,
+        ...(runInputs !== undefined ? { runInputs } : {}),
+        ...(httpRoot ? { httpRoot } : {}),
+      },
       { kit, qemu: qemuVersion() },
     );
     // published only once the guest is built from them: a replay finds them in the store by digest

@@ -19,7 +19,7 @@
  */
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { CairnError, canonicalize, isCairnError, parseJsonBytes, readFileBounded, sha256 } from "../core/index.ts";
+import { CairnError, canonicalize, isCairnError, parseJsonBytes, parseSha256, readFileBounded, sha256 } from "../core/index.ts";
 import { openVerifiedWorkload } from "../workload/index.ts";
 import { writeFailureBundle, writeFailureBundleAfter } from "./bundle.ts";
 import { bootGuest, evaluate, prepareGuest, type BootResult, type Evaluation } from "./guest.ts";
@@ -32,6 +32,7 @@ import { DEFAULT_TIMEOUT_MS, guestLaunch, workloadFacts } from "./record.ts";
 import { dropImage, nextReplayDir, RUN_FILES, writeEvaluation, writeJsonPublic, writeStreams } from "./rundir.ts";
 import { parseScenario } from "./scenario.ts";
 import { loadRunInputs } from "./input-listing.ts";
+import { firstNetworkDifference } from "./netid.ts";
 import { firstVmDifference, parseModuleEntries, vmDigest } from "./vmid.ts";
 
 export interface ReplayOptions {
@@ -73,6 +74,9 @@ export const RUN_READ_LIMITS = {
   "run.replay-log-bytes": 1024 * 1024 * 1024,
 } as const;
 
+/** Stands for an http responder the record did not have: the network comparison then names the difference. */
+const NO_ROOT = parseSha256(`sha256:${"0".repeat(64)}`, "/vm/network");
+
 function refuse(code: "REPLAY_MISMATCH" | "WORKLOAD_MISMATCH" | "VM_MISMATCH", path: string, message: string, hint?: string): never {
   throw new CairnError(code, message, { path, hint: hint ?? "this run cannot be replayed on this host as it is; nothing was launched" });
 }
@@ -104,10 +108,23 @@ export async function preflight(opts: ReplayOptions) {
   if (m.run_inputs !== undefined && m.run_inputs.tree !== m.vm.run_inputs)
     refuse("REPLAY_MISMATCH", "/run_inputs/tree", "the run manifest's input tree is not the one the VM identity names");
   const runInputs = m.run_inputs !== undefined ? loadRunInputs(opts.storeDir, m.run_inputs) : undefined;
+  // the served directory is not read again (a replay needs no responder): its recorded digest stands for it, as its packets are in the log
+  const recordedRoot = m.vm.network?.responders.find((r) => r.kind === "http")?.root ?? undefined;
+  const httpRoot = scenario.network?.http === undefined ? undefined : { digest: recordedRoot ?? NO_ROOT };
   const prepared = await prepareGuest(
-    { tree: w.tree, content: w.content, launch: guestLaunch(w), scenario, ...(runInputs !== undefined ? { runInputs } : {}) },
+    {
+      tree: w.tree,
+      content: w.content,
+      launch: guestLaunch(w),
+      scenario,
+      ...(runInputs !== undefined ? { runInputs } : {}),
+      ...(httpRoot ? { httpRoot } : {}),
+    },
     { kit: opts.kit, qemu: qemuVersion(), kernel: m.vm.kernel, modules: parseModuleEntries(m.vm.kernel_modules, "/vm/kernel_modules"), agent: m.vm.agent },
   );
+  // the network first: adding or removing run.network also changes the image, and the field is the better name
+  const netDiff = firstNetworkDifference(m.vm.network, prepared.vm.network);
+  if (netDiff !== undefined) refuse("VM_MISMATCH", `/vm/network${netDiff}`, `the recorded network configuration differs at /vm/network${netDiff}`);
   if (prepared.inputsDigest !== m.guest_image.inputs) refuse("REPLAY_MISMATCH", "/guest_image/inputs", "the recorded inputs (launch and scenario) differ");
   if (prepared.image.digest !== m.guest_image.initramfs)
     refuse("REPLAY_MISMATCH", "/guest_image/initramfs", "the rebuilt guest image differs from the recorded one");

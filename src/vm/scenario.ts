@@ -21,6 +21,7 @@
  */
 import { Checker, childPath, parseSha256, type JsonModel, type Sha256Digest } from "../core/index.ts";
 import { isCanonicalPath } from "../tree/index.ts";
+import { parseNetworkSpec, type NetworkSpec } from "./network-spec.ts";
 import { EVENT_NAMES, LAUNCH_STAGES, type EventName } from "./wire.ts";
 
 export { EVENT_NAMES };
@@ -37,7 +38,11 @@ export type Step =
   | { readonly action: "start"; readonly after: Trigger }
   | { readonly action: "write-stdin"; readonly after: Trigger; readonly data: Uint8Array; readonly offset: number }
   | { readonly action: "close-stdin"; readonly after: Trigger }
-  | { readonly action: "terminate"; readonly after: Trigger };
+  | { readonly action: "terminate"; readonly after: Trigger }
+  /** `run.network` only: the guest's eth0 goes down (every route through it gone) or up again (issue 14 item 3). */
+  | { readonly action: NetworkAction; readonly after: Trigger };
+
+export type NetworkAction = "network-down" | "network-up";
 
 export interface Expectation {
   readonly invocation: number;
@@ -114,6 +119,8 @@ export interface Scenario {
    * tree (run-inputs.ts) and seen by the workload at `to`. Absent: none.
    */
   readonly inputs?: readonly RunInput[];
+  /** `run.network` (network-spec.ts): one NIC and the host responders the guest may reach. */
+  readonly network?: NetworkSpec;
 }
 
 /** One `run.inputs` entry: `from` a host path (relative to the spec's directory), `to` an absolute path in the workload's root. */
@@ -187,7 +194,9 @@ function parseSteps(c: Checker, v: JsonModel | undefined, path: string): Step[] 
     const p = childPath(path, i);
     const o = c.object(item, p, STEP_KEYS);
     if (!o) return;
-    const action = c.string(c.required(o, "action", p), childPath(p, "action"), { pattern: /^(start|write-stdin|close-stdin|terminate)$/ });
+    const action = c.string(c.required(o, "action", p), childPath(p, "action"), {
+      pattern: /^(start|write-stdin|close-stdin|terminate|network-down|network-up)$/,
+    });
     let after = parseTrigger(c, o.after, childPath(p, "after"));
     if (action !== "write-stdin" && (o.data !== undefined || o.offset !== undefined)) {
       c.add(p, `"data" and "offset" belong to write-stdin steps only`, "MODEL_VALUE");
@@ -197,6 +206,9 @@ function parseSteps(c: Checker, v: JsonModel | undefined, path: string): Step[] 
       if (started > 0 && o.after === undefined) after = { kind: "event", event: "cleanup-complete" };
       started++;
       offset = 0;
+      steps.push({ action, after });
+    } else if (action === "network-down" || action === "network-up") {
+      // the network belongs to the boot, not to an invocation: allowed before the first start too
       steps.push({ action, after });
     } else if (action !== undefined) {
       if (started === 0) c.add(childPath(p, "action"), `"${action}" before any start`, "MODEL_VALUE");
@@ -216,7 +228,10 @@ function parseSteps(c: Checker, v: JsonModel | undefined, path: string): Step[] 
       }
     }
   });
-  if (steps[0]?.action !== "start" && list.length > 0) c.add(childPath(path, 0), "the first step must be a start", "MODEL_VALUE");
+  // network steps belong to the boot and may come first; the first other step must be a start
+  const first = steps.findIndex((s) => s.action !== "network-down" && s.action !== "network-up");
+  if (first >= 0 && steps[first]!.action !== "start") c.add(childPath(path, first), "the first step must be a start", "MODEL_VALUE");
+  if (first < 0 && list.length > 0) c.add(childPath(path, 0), "the first step must be a start", "MODEL_VALUE");
   if (list.length === 0) c.add(path, "a scenario needs at least one step", "MODEL_VALUE");
   return steps;
 }
@@ -319,7 +334,7 @@ function parseInputs(c: Checker, v: JsonModel | undefined, path: string): RunInp
 export function parseScenario(unsafeRun: JsonModel | undefined, path = "/run"): Scenario {
   if (unsafeRun === undefined) return DEFAULT_SCENARIO;
   const c = new Checker("RUN_INVALID");
-  const o = c.object(unsafeRun, path, ["steps", "expect", "limits", "verify-tree", "memory-mib", "root", "proc", "urandom", "inputs"]);
+  const o = c.object(unsafeRun, path, ["steps", "expect", "limits", "verify-tree", "memory-mib", "root", "proc", "urandom", "inputs", "network"]);
   if (!o) {
     c.done("invalid run section");
     return DEFAULT_SCENARIO;
@@ -339,6 +354,11 @@ export function parseScenario(unsafeRun: JsonModel | undefined, path = "/run"): 
   const proc = o.proc === undefined ? false : c.boolean(o.proc, childPath(path, "proc"));
   const urandom = o.urandom === undefined ? false : c.boolean(o.urandom, childPath(path, "urandom"));
   const inputs = o.inputs === undefined ? [] : parseInputs(c, o.inputs, childPath(path, "inputs"));
+  const network = parseNetworkSpec(c, o.network, childPath(path, "network"));
+  steps.forEach((s, i) => {
+    if (network === undefined && (s.action === "network-down" || s.action === "network-up"))
+      c.add(childPath(childPath(path, "steps"), i), `"${s.action}" needs run.network (the guest has no NIC without it)`, "RUN_INVALID");
+  });
   c.done("invalid run section", "see docs/runs.md for the run section's format");
   return {
     steps,
@@ -350,5 +370,6 @@ export function parseScenario(unsafeRun: JsonModel | undefined, path = "/run"): 
     ...(proc === true ? { proc: true as const } : {}),
     ...(urandom === true ? { urandom: true as const } : {}),
     ...(inputs.length > 0 ? { inputs } : {}),
+    ...(network !== undefined ? { network } : {}),
   };
 }

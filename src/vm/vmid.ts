@@ -19,6 +19,7 @@ import {
   type JsonModel,
   type Sha256Digest,
 } from "../core/index.ts";
+import { parseVmNetwork, type VmNetwork } from "./netid.ts";
 
 export const VM_SCHEMA = "cairn.vm/1";
 
@@ -40,7 +41,8 @@ export interface VmIdentity {
   readonly cpu: string;
   readonly memory_mib: number;
   readonly smp: number;
-  readonly icount_shift: number;
+  /** 3, or "auto" with run.network (a fixed shift stalls the guest's traffic to the host: bench/network). */
+  readonly icount_shift: number | "auto";
   readonly icount_sleep: boolean;
   readonly rtc_base: string;
   readonly rtc_clock: string;
@@ -66,6 +68,8 @@ export interface VmIdentity {
    * without them keeps its value.
    */
   readonly run_inputs?: Sha256Digest;
+  /** `run.network` only (netid.ts): the NIC, its network and the host responders. Absent otherwise, so other identities keep their values. */
+  readonly network?: VmNetwork;
 }
 
 /** A root disk: the EROFS image cairn wrote from the canonical tree, and how QEMU attaches it. */
@@ -113,6 +117,8 @@ export const VM_IDENTITY_SCOPE = defineScope({
     "/protocol": "the agent protocol version",
     "/run_inputs":
       "the run's input files (run.inputs) as one cairn.fs/1 tree: the workload reads them, so a replay log recorded with other bytes cannot replay (absent without inputs)",
+    "/network":
+      "run.network only (absent otherwise): the vmxnet3 NIC and its MAC, the restricted user-mode network, filter-replay, the guest's static addresses, and every responder's kind, address, port, served directory digest, version and limits",
   } satisfies Record<`/${keyof VmIdentity}`, string>,
   excludes: {
     "/kernelPath": "where the kernel file lives on this host; its digest is covered",
@@ -123,6 +129,8 @@ export const VM_IDENTITY_SCOPE = defineScope({
     "/protocolLog": "host path of the protocol stream",
     "/timeoutMs": "host wall-clock guard that kills a hung QEMU; it never changes guest execution",
     "/qemuBinary": "the executable found on PATH; its version string is covered",
+    "/responders":
+      "the host command and socket path each guestfwd runs per connection (responder-host.ts); the responder's configuration is covered, and a replay delivers recorded packets without it",
   },
 });
 
@@ -146,6 +154,8 @@ export function defaultVmIdentity(parts: {
   disk?: { readonly image: Sha256Digest; readonly size: number };
   /** The run's input tree digest (`run.inputs`), when it has inputs. */
   runInputs?: Sha256Digest;
+  /** run.network: the network identity (netid.ts); it also sets icount to shift=auto, sleep=on. */
+  network?: VmNetwork;
 }): VmIdentity {
   return {
     schema: VM_SCHEMA,
@@ -155,9 +165,10 @@ export function defaultVmIdentity(parts: {
     cpu: "max",
     memory_mib: parts.memoryMib,
     smp: 1,
-    icount_shift: 3,
+    // with a fixed shift and sleep=off the guest's ARP times out before the user-mode network answers (bench/network)
+    icount_shift: parts.network !== undefined ? "auto" : 3,
     // with sleep=off QEMU 7.2 never completes a blkreplay read while recording (the log grows, the guest waits forever)
-    icount_sleep: parts.disk !== undefined,
+    icount_sleep: parts.disk !== undefined || parts.network !== undefined,
     rtc_base: "2020-01-01T00:00:00",
     rtc_clock: "vm",
     kernel: parts.kernel,
@@ -172,6 +183,7 @@ export function defaultVmIdentity(parts: {
     debug_exit: "isa-debug-exit,iobase=0xf4,iosize=0x04",
     protocol: "cairn.protocol/1",
     ...(parts.runInputs !== undefined ? { run_inputs: parts.runInputs } : {}),
+    ...(parts.network !== undefined ? { network: parts.network } : {}),
   };
 }
 
@@ -207,7 +219,7 @@ export function parseVmIdentity(unsafe: JsonModel | undefined, path: string): Vm
     cpu: s("cpu"),
     memory_mib: n("memory_mib"),
     smp: n("smp"),
-    icount_shift: n("icount_shift"),
+    icount_shift: o.icount_shift === "auto" ? "auto" : n("icount_shift"),
     icount_sleep: c.boolean(c.required(o, "icount_sleep", path), childPath(path, "icount_sleep")) ?? false,
     rtc_base: s("rtc_base"),
     rtc_clock: s("rtc_clock"),
@@ -224,7 +236,9 @@ export function parseVmIdentity(unsafe: JsonModel | undefined, path: string): Vm
     protocol: s("protocol"),
     ...(o.run_inputs !== undefined ? { run_inputs: d("run_inputs") } : {}),
   };
+  const network = parseVmNetwork(c, o.network, childPath(path, "network"));
   c.done("invalid VM identity");
+  if (network !== undefined) return { ...id, network };
   return id;
 }
 

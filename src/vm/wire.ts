@@ -75,6 +75,6 @@ export const INFRA_REASONS: Readonly<Record<number, string>> = {
   11: "network",
 };
 
-export const ACTION = { start: 1, "write-stdin": 2, "close-stdin": 3, terminate: 4 } as const;
+export const ACTION = { start: 1, "write-stdin": 2, "close-stdin": 3, terminate: 4, "network-down": 5, "network-up": 6 } as const;
 export const TRIGGER = { none: 0, event: 1, output: 2 } as const;
 export const STREAM = { stdout: 1, stderr: 2 } as const;

@@ -15,7 +15,7 @@ import { describe, it } from "node:test";
 import { sha256 } from "../../src/core/index.ts";
 import type { FsEntry } from "../../src/tree/entries.ts";
 import { AGENT_SOURCE_DIR, buildAgent, DEFAULT_RUN_LIMITS, encodeInputs, encodeTreeManifest, parseScenario } from "../../src/vm/index.ts";
-import { INFRA_REASONS, LAUNCH_STAGES, RECORD } from "../../src/vm/wire.ts";
+import { ACTION, INFRA_REASONS, LAUNCH_STAGES, RECORD } from "../../src/vm/wire.ts";
 import { GCC_SKIP } from "../workload/fixtures/static-program.ts";
 
 const header = readFileSync(join(AGENT_SOURCE_DIR, "agent.h"), "utf8");
@@ -152,6 +152,35 @@ describe("guest agent sources", { skip: GCC_SKIP }, () => {
     assert.equal(execFileSync(exe, ["inputs", f]).toString(), "refused\n");
     writeFileSync(f, Buffer.concat([bytes, Buffer.from([0])]));
     assert.equal(execFileSync(exe, ["inputs", f]).toString(), "refused\n");
+  });
+
+  it("reads the network steps (issue 14) with the action numbers of wire.ts", () => {
+    const act: Record<string, string> = {
+      start: "ACT_START",
+      "write-stdin": "ACT_WRITE",
+      "close-stdin": "ACT_CLOSE",
+      terminate: "ACT_TERMINATE",
+      "network-down": "ACT_NET_DOWN",
+      "network-up": "ACT_NET_UP",
+    };
+    for (const [k, v] of Object.entries(ACTION)) assert.equal(enumValue(act[k]!), v, k);
+    const scenario = parseScenario({
+      network: { echo: { port: 7 } },
+      steps: [{ action: "network-down" }, { action: "start" }, { action: "network-up", after: { output: "stdout", contains: "x" } }],
+    });
+    const f = join(mkdtempSync(join(tmpdir(), "cairn-inputs-")), "inputs");
+    writeFileSync(f, encodeInputs({ path: "/x", argv: ["/x"], env: [], workdir: "/", uid: 1, gid: 1 }, scenario));
+    assert.deepEqual(
+      execFileSync(exe, ["inputs", f])
+        .toString()
+        .split("\n")
+        .filter((l) => l.startsWith("step=")),
+      [
+        `step=${ACTION["network-down"]} trig=0 arg=0 pat= off=0 data=`,
+        "step=1 trig=0 arg=0 pat= off=0 data=",
+        `step=${ACTION["network-up"]} trig=2 arg=1 pat=x off=0 data=`,
+      ],
+    );
   });
 
   it("checks a directory against the tree manifest: every path, type, mode, owner, size, target, nothing extra; contents when asked", () => {

@@ -17,6 +17,7 @@ import {
   vmDigest,
   type QemuPaths,
 } from "../../src/vm/index.ts";
+import { networkIdentity } from "../../src/vm/netid.ts";
 import { QEMU_BINARY } from "../../src/vm/qemu.ts";
 import { assertCode } from "../helpers/errors.ts";
 import { assertCatchesExtraField, assertScopeExhaustive } from "../helpers/identity-scope.ts";
@@ -35,16 +36,17 @@ const id = defaultVmIdentity({
   treeManifest: d("f"),
   memoryMib: 256,
 });
-/** The same identity for a run with `run.inputs`: the one optional field present (absent, every other identity keeps its value). */
+/** The same identity for a run with `run.inputs` and `run.network`: every optional field present (absent, every other identity keeps its value). */
 const withInputs = defaultVmIdentity({
   qemu: "7.2.22 (Debian test)",
   kernel: d("a"),
-  modules: [],
+  modules: [{ name: "vmxnet3", digest: d("9") }],
   agent: d("b"),
   initramfs: d("c"),
   treeManifest: d("f"),
   memoryMib: 256,
   runInputs: d("9"),
+  network: networkIdentity({ http: { port: 80, unsafeRoot: "./site" }, echo: { port: 7 } }, d("7")),
 });
 const paths: QemuPaths = {
   kernelPath: "/k/vmlinuz",
@@ -53,6 +55,12 @@ const paths: QemuPaths = {
   consoleLog: "/r/console.log",
   protocolLog: "/r/protocol.bin",
   diskPath: "/r/root,erofs",
+  responders: {
+    connect: new Map([
+      [80, ["socat", "-", "UNIX-CONNECT:/n/80.sock"]],
+      [7, ["socat", "-", "UNIX-CONNECT:/n/7.sock"]],
+    ]),
+  },
 };
 
 describe("VM identity cairn.vm/1", () => {
@@ -64,9 +72,9 @@ describe("VM identity cairn.vm/1", () => {
     assert.deepEqual(
       Object.keys(id).sort(),
       scopeFieldNames(VM_IDENTITY_SCOPE, "covers")
-        .filter((k) => k !== "run_inputs")
+        .filter((k) => k !== "run_inputs" && k !== "network")
         .sort(),
-      "without run.inputs the field is absent",
+      "without run.inputs and run.network the fields are absent",
     );
     assertScopeExhaustive(VM_IDENTITY_SCOPE, id, withInputs, host);
     assert.deepEqual(parseVmIdentity(JSON.parse(JSON.stringify(withInputs)), "/vm"), withInputs);

@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { before, describe, it } from "node:test";
 import { CairnError, digestHex, type ErrorCode, type Sha256Digest } from "../../src/core/index.ts";
 import { recordRun, replayRun, ROOT_DISK_DEVICE, VM_IDENTITY_SCOPE, vmDigest, type Kit, type RecordResult, type VmIdentity } from "../../src/vm/index.ts";
+import { networkIdentity } from "../../src/vm/netid.ts";
 import { testKit, VM_SKIP } from "./fixtures/kit.ts";
 import { binaryWorkspace, SECRET, type Workspace } from "./fixtures/workloads.ts";
 
@@ -132,6 +133,8 @@ describe("replay refuses before launch", { skip: VM_SKIP }, () => {
       protocol: (vm) => ({ ...vm, protocol: `${vm.protocol}x` }),
       // the recorded run has no inputs; naming an input tree is a difference (a recorded tree's own edits: tests/vm/run-inputs.test.ts)
       run_inputs: (vm) => ({ ...vm, run_inputs: sha("9") as Sha256Digest }),
+      // the recorded run has no network; naming one is a difference (a recorded network's own edits: tests/vm/network-guest.test.ts)
+      network: (vm) => ({ ...vm, network: networkIdentity({ echo: { port: 7 } }, undefined) }),
     };
     assert.deepEqual(
       Object.keys(edits).sort(),

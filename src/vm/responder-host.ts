@@ -1,0 +1,267 @@
+/**
+ * The host side of `run.network`'s responders: reading the declared
+ * directory once before launch, starting the responder process for a
+ * record, watching it, and ending it.
+ *
+ *  - The directory is read by tree's one directory reader (never following a
+ *    symlink; each file by the bounded reader), with bounds named
+ *    `network.http-root-*`; any symlink is refused, so the served bytes are
+ *    exactly the directory's own. Its `cairn.fs/1` digest goes into the VM
+ *    identity, and the responder serves copies of these bytes, checked by
+ *    digest again in the responder: a file changed after the read is never
+ *    served.
+ *  - The responder runs as `setpriv --pdeathsig SIGKILL -- node
+ *    responder-main …` in its own process group: killed with its group when
+ *    the run ends, and by the kernel if cairn dies. QEMU's guestfwd runs
+ *    `socat … FD:0,shut-down UNIX-CONNECT:<socket>` per guest connection
+ *    (slirp starts it detached, in a new session; it ends with its
+ *    connection, whose QEMU end closes when QEMU ends).
+ *  - While QEMU records, the responder exiting, or not answering its control
+ *    socket within RESPONDER_ANSWER_MS, aborts the run (QEMU's group killed)
+ *    as an infrastructure failure naming it: a crashed or hung responder
+ *    never leaves the run waiting.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { connect } from "node:net";
+import { tmpdir } from "node:os";
+import { extname, isAbsolute, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { CairnError, sha256, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
+import { entriesTree, fsIdentity, readDirectory } from "../tree/index.ts";
+import { hasTool } from "./host.ts";
+import { HTTP_ROOT_LIMITS, RESPONDER_LIMITS, type NetworkPaths, type VmNetwork } from "./netid.ts";
+import type { ResponderConfig } from "./responder.ts";
+
+/** The served directory as read before launch: its digest and, at record, its files. */
+export interface HttpRoot {
+  readonly digest: Sha256Digest;
+  /** "/a/b.txt" → bytes; absent at replay (the recorded digest stands for it). */
+  readonly files?: ReadonlyMap<string, Buffer>;
+}
+
+export function readHttpRoot(unsafeRoot: string, baseDir: string): HttpRoot {
+  const root = isAbsolute(unsafeRoot) ? unsafeRoot : resolve(baseDir, unsafeRoot);
+  const entries = readDirectory(
+    root,
+    "",
+    {
+      ...HTTP_ROOT_LIMITS,
+      names: { entries: "network.http-root-entries", fileBytes: "network.http-root-file-bytes", totalBytes: "network.http-root-bytes" },
+    },
+    { symlinks: "inside" },
+  );
+  const files = new Map<string, Buffer>();
+  for (const e of entries) {
+    if (e.type === "symlink")
+      throw new CairnError("PATH_UNSAFE", `${join(root, e.path)} is a symlink; the responder serves only the directory's own files`, {
+        path: "/run/network/http/root",
+        hint: "replace the link by the file it points to",
+      });
+    if (e.type === "file") files.set(`/${e.path}`, Buffer.from(e.data));
+  }
+  return { digest: fsIdentity(entriesTree(entries)), files };
+}
+
+const READY_MS = 60_000;
+/** The responder must answer its control socket within this (host ms) while the run records. */
+export const RESPONDER_ANSWER_MS = 10_000;
+const CHECK_EVERY_MS = 1000;
+const INTERRUPTS: readonly NodeJS.Signals[] = ["SIGINT", "SIGTERM", "SIGHUP"];
+const SOCAT_FIX = "apt-get install -y socat (the connector QEMU's guestfwd runs per guest connection)";
+
+export interface RunningResponder {
+  readonly paths: NetworkPaths;
+  /** Fires when the responder exits or stops answering; `reason` says which. */
+  readonly failed: AbortSignal;
+  reason(): string | undefined;
+  stop(): void;
+}
+
+/**
+ * The command QEMU's guestfwd runs per guest connection. slirp gives it the
+ * connection (a loopback TCP socket) as stdin, stdout and stderr alike, so:
+ * socat's own messages go to a log beside the socket (`-lf`), never into the
+ * guest's stream; the connection is addressed as one socket (`FD:0,shut-down`),
+ * so the responder's end of stream reaches the guest as a FIN at once (with
+ * `-`, socat's stdio, it came only when socat gave up after `-t`, and a guest
+ * that half-closed first could lose the answer); `-t 30` bounds how long it
+ * waits for the other direction after one has ended.
+ *
+ * No `setpriv --pdeathsig` here: glib starts it through an intermediate
+ * child that exits at once, so a parent-death signal killed socat at random
+ * before it read the request (about one connection in five on a loaded
+ * host: the guest got an empty answer). socat ends when its connection
+ * does, and QEMU's end of it closes when QEMU ends.
+ */
+function connector(socket: string): string[] {
+  return ["socat", "-t", "30", "-lf", `${socket}.log`, "FD:0,shut-down", `UNIX-CONNECT:${socket}`];
+}
+
+/** The host ends for a replay: the same command shape, pointing at sockets nobody serves (a replay delivers recorded packets). */
+export function absentResponder(n: VmNetwork): { paths: NetworkPaths; stop(): void } {
+  const dir = mkdtempSync(join(tmpdir(), "cairn-net-"));
+  rmSync(dir, { recursive: true, force: true });
+  return { paths: { connect: new Map(n.responders.map((r) => [r.port, connector(join(dir, `${r.port}.sock`))])) }, stop() {} };
+}
+
+/** The responder's entry script beside this file (.ts under tsx, .js in dist), and the loader flags this process runs with. */
+function responderCommand(config: string): string[] {
+  const script = fileURLToPath(new URL(`./responder-main${extname(fileURLToPath(import.meta.url))}`, import.meta.url));
+  const loader: string[] = [];
+  process.execArgv.forEach((a, i) => {
+    if ((a === "--import" || a === "--loader") && process.execArgv[i + 1] !== undefined) loader.push(a, process.execArgv[i + 1]!);
+    else if (a.startsWith("--import=")) loader.push(a);
+  });
+  return [process.execPath, ...loader, script, config];
+}
+
+export async function startResponder(n: VmNetwork, http: HttpRoot | undefined): Promise<RunningResponder> {
+  if (!hasTool("socat")) throw new CairnError("PREREQUISITE_MISSING", "socat is not installed", { path: "socat", hint: SOCAT_FIX });
+  for (const r of n.responders)
+    if (r.kind === "http" && (http?.files === undefined || http.digest !== r.root))
+      throw new CairnError("INTERNAL", "the http responder's directory was not read for this record", { path: "/vm/network/responders" });
+  const dir = mkdtempSync(join(tmpdir(), "cairn-net-")); // 0700; short, so socket paths stay below 108 bytes
+  const connect_ = new Map<number, string[]>();
+  const config: { -readonly [K in keyof ResponderConfig]: ResponderConfig[K] } = {
+    control: join(dir, "control.sock"),
+    headBytes: RESPONDER_LIMITS["responder.request-head-bytes"],
+    echoBytes: RESPONDER_LIMITS["responder.echo-bytes"],
+  };
+  for (const r of n.responders) {
+    const socket = join(dir, `${r.port}.sock`);
+    connect_.set(r.port, connector(socket));
+    if (r.kind === "echo") config.echo = { socket };
+    else {
+      const files: Record<string, { sha256: Sha256Digest; size: number }> = {};
+      for (const [path, bytes] of http!.files!) {
+        const digest = writeObject(dir, bytes);
+        files[path] = { sha256: digest, size: bytes.length };
+      }
+      config.http = { socket, objects: join(dir, "objects"), files };
+    }
+  }
+  const configPath = join(dir, "config.json");
+  writeFileAtomic(configPath, JSON.stringify(config), { mode: 0o600 });
+  const [cmd, ...args] = responderCommand(configPath);
+  const child = spawn("setpriv", ["--pdeathsig", "SIGKILL", "--", cmd!, ...args], {
+    detached: true, // its own process group
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LC_ALL: "C" },
+  });
+  const controller = new AbortController();
+  let why: string | undefined;
+  let stderr = "";
+  child.stderr!.on("data", (d: Buffer) => void (stderr = (stderr + d.toString("utf8")).slice(-2000)));
+  const fail = (reason: string): void => {
+    if (why !== undefined) return;
+    why = reason;
+    controller.abort();
+  };
+  const killGroup = (): void => {
+    try {
+      if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
+    } catch {
+      // gone
+    }
+  };
+  let stopped = false;
+  child.on("exit", (code, signal) => {
+    if (!stopped) fail(`the responder exited (${signal ?? `status ${code}`})${stderr ? `: ${stderr.trim().slice(0, 300)}` : ""}`);
+  });
+  try {
+    await waitReady(child, () => why);
+  } catch (e) {
+    stopped = true;
+    killGroup();
+    rmSync(dir, { recursive: true, force: true });
+    throw e;
+  }
+  // interrupted (qemu.ts ends QEMU's group and re-raises the signal): the responder and its private directory go too
+  const onSignal = (signal: NodeJS.Signals): void => {
+    stopped = true;
+    killGroup();
+    rmSync(dir, { recursive: true, force: true });
+    for (const sig of INTERRUPTS) process.removeListener(sig, onSignal);
+    // before QEMU started nobody else ends the process: do what the signal asked
+    if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+  };
+  for (const sig of INTERRUPTS) process.on(sig, onSignal);
+  const timer = setInterval(() => {
+    if (stopped || why !== undefined) return;
+    probe(config.control, RESPONDER_ANSWER_MS).then((ok) => {
+      if (!ok && !stopped) fail(`the responder did not answer within ${RESPONDER_ANSWER_MS} ms (hung)`);
+    });
+  }, CHECK_EVERY_MS);
+  return {
+    paths: { connect: connect_ },
+    failed: controller.signal,
+    reason: () => why,
+    stop() {
+      stopped = true;
+      clearInterval(timer);
+      for (const sig of INTERRUPTS) process.removeListener(sig, onSignal);
+      killGroup();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The responder's copy of one served file, by digest, in its private directory. */
+function writeObject(dir: string, bytes: Buffer): Sha256Digest {
+  const digest = sha256(bytes);
+  mkdirSync(join(dir, "objects"), { recursive: true, mode: 0o700 });
+  writeFileAtomic(join(dir, "objects", digest.slice("sha256:".length)), bytes, { mode: 0o600 });
+  return digest;
+}
+
+function waitReady(child: ChildProcess, failed: () => string | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let out = "";
+    const timer = setTimeout(() => reject(infra(`the responder did not start within ${READY_MS} ms`)), READY_MS);
+    const done = (): void => clearTimeout(timer);
+    child.stdout!.on("data", (d: Buffer) => {
+      out += d.toString("utf8");
+      if (out.includes("ready\n")) {
+        done();
+        resolve();
+      }
+    });
+    child.on("exit", () => {
+      done();
+      reject(infra(failed() ?? "the responder exited before it was ready"));
+    });
+    child.on("error", (e) => {
+      done();
+      reject(infra(`cannot start the responder (${(e as { code?: string }).code ?? e.message})`));
+    });
+  });
+}
+
+export function infra(message: string): CairnError {
+  return new CairnError("RUN_INFRASTRUCTURE", message, {
+    path: "/vm/network/responders",
+    hint: "the run's host responder (cairn's own, not the workload) failed; record again",
+  });
+}
+
+/** Whether the control socket answers "ok" within `ms`. */
+function probe(socket: string, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect(socket);
+    let got = "";
+    const timer = setTimeout(() => {
+      s.destroy();
+      resolve(false);
+    }, ms);
+    s.on("data", (d: Buffer) => void (got += d.toString("utf8")));
+    s.on("end", () => {
+      clearTimeout(timer);
+      resolve(got === "ok\n");
+    });
+    s.on("error", () => {
+      clearTimeout(timer);
+      resolve(false);
+    });
+  });
+}

@@ -1,0 +1,179 @@
+/**
+ * The built-in host responder of run.network (issue 14), without a VM: the
+ * directory is read once with its bounds and refusals, the responder
+ * process serves exactly those bytes over its sockets, never a path with
+ * `..`, bounds what it reads, and a responder that dies or stops answering
+ * aborts the run naming why. Each refusal has a control on good input.
+ */
+import assert from "node:assert/strict";
+import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { connect } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, it } from "node:test";
+import { CairnError } from "../../src/core/index.ts";
+import { networkIdentity } from "../../src/vm/netid.ts";
+import { lookup } from "../../src/vm/responder.ts";
+import { readHttpRoot, startResponder, type RunningResponder } from "../../src/vm/responder-host.ts";
+import { assertCode } from "../helpers/errors.ts";
+import { killResponder, SOCAT_SKIP } from "./fixtures/responder.ts";
+
+function site(): string {
+  const dir = mkdtempSync(join(tmpdir(), "cairn-site-"));
+  writeFileSync(join(dir, "hello.txt"), "hello\n");
+  writeFileSync(join(dir, "index.html"), "<p>index</p>\n");
+  mkdirSync(join(dir, "sub"));
+  writeFileSync(join(dir, "sub", "a b.txt"), "spaced\n");
+  return dir;
+}
+
+/** One exchange over a Unix socket: sends `req` (then half-closes), returns all it answers. */
+function exchange(socket: string, req: string | Buffer): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    const s = connect(socket, () => s.end(req));
+    s.on("data", (d: Buffer) => chunks.push(d));
+    s.on("end", () => resolve(Buffer.concat(chunks)));
+    s.on("error", reject);
+  });
+}
+
+/** The Unix socket the responder listens on for a port (the last word of the connector QEMU runs). */
+function socketOf(r: RunningResponder, port: number): string {
+  return r.paths.connect.get(port)!.at(-1)!.slice("UNIX-CONNECT:".length);
+}
+
+describe("reading the served directory", () => {
+  it("gives the same cairn.fs/1 digest for the same files, another for other bytes, and keeps every file", () => {
+    const a = readHttpRoot(site(), "/");
+    const b = readHttpRoot(site(), "/");
+    assert.equal(a.digest, b.digest);
+    assert.deepEqual([...a.files!.keys()].sort(), ["/hello.txt", "/index.html", "/sub/a b.txt"]);
+    const c = site();
+    writeFileSync(join(c, "hello.txt"), "hellO\n");
+    assert.notEqual(readHttpRoot(c, "/").digest, a.digest);
+  });
+
+  it("resolves a relative root against the spec's directory", () => {
+    const dir = site();
+    assert.equal(readHttpRoot("./", dir).digest, readHttpRoot(dir, "/").digest);
+  });
+
+  it("refuses any symlink (inside or out), a missing directory, and too many entries (control: the plain directory reads)", () => {
+    const inside = site();
+    readHttpRoot(inside, "/");
+    symlinkSync("hello.txt", join(inside, "link"));
+    assertCode(() => readHttpRoot(inside, "/"), "PATH_UNSAFE", "/run/network/http/root");
+    const out = site();
+    symlinkSync("/etc/passwd", join(out, "passwd"));
+    assertCode(() => readHttpRoot(out, "/"), "PATH_UNSAFE");
+    assertCode(() => readHttpRoot(join(out, "absent"), "/"), "IO_ERROR");
+    const many = mkdtempSync(join(tmpdir(), "cairn-site-many-"));
+    for (let i = 0; i < 4097; i++) writeFileSync(join(many, `f${i}`), "");
+    assertCode(() => readHttpRoot(many, "/"), "LIMIT_EXCEEDED");
+  });
+});
+
+describe("request paths", () => {
+  const files = new Map([
+    ["/hello.txt", Buffer.from("hello\n")],
+    ["/index.html", Buffer.from("index\n")],
+  ]);
+  it("serves the map's own names only; `..` and `.` are refused even percent-encoded (control: the plain name)", () => {
+    assert.deepEqual(lookup("/hello.txt", files), Buffer.from("hello\n"));
+    assert.deepEqual(lookup("/", files), Buffer.from("index\n"));
+    assert.equal(lookup("/absent", files), 404);
+    for (const bad of ["/../etc/passwd", "/%2e%2e/etc/passwd", "/a/../hello.txt", "/./hello.txt", "hello.txt", "/%zz", "/a%00b", "/..%5cx", "/a\\..\\b"]) {
+      assert.equal(lookup(bad, files), 400, bad);
+    }
+  });
+});
+
+describe("the responder process", { skip: SOCAT_SKIP }, () => {
+  const net = (root: ReturnType<typeof readHttpRoot>) => networkIdentity({ http: { port: 80, unsafeRoot: "x" }, echo: { port: 7 } }, root.digest);
+
+  it("answers GET, HEAD, 404, 400 for `..`, 405 and 431 with fixed bytes; echoes up to its bound", async () => {
+    const root = readHttpRoot(site(), "/");
+    const r = await startResponder(net(root), root);
+    try {
+      const http = socketOf(r, 80);
+      const get = await exchange(http, "GET /hello.txt HTTP/1.0\r\n\r\n");
+      assert.equal(get.toString(), "HTTP/1.0 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\nhello\n");
+      assert.equal((await exchange(http, "GET /hello.txt HTTP/1.0\r\n\r\n")).toString(), get.toString(), "the same request, the same bytes");
+      assert.equal(
+        (await exchange(http, "HEAD /hello.txt HTTP/1.1\r\nHost: x\r\n\r\n")).toString(),
+        "HTTP/1.0 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\n",
+      );
+      assert.match((await exchange(http, "GET /sub/a%20b.txt HTTP/1.0\r\n\r\n")).toString(), /200 OK[\s\S]*spaced\n$/);
+      assert.match((await exchange(http, "GET /nothing HTTP/1.0\r\n\r\n")).toString(), /^HTTP\/1\.0 404 /);
+      assert.match((await exchange(http, "GET /../../etc/passwd HTTP/1.0\r\n\r\n")).toString(), /^HTTP\/1\.0 400 /);
+      assert.match((await exchange(http, "GET /%2e%2e/%2e%2e/etc/passwd HTTP/1.0\r\n\r\n")).toString(), /^HTTP\/1\.0 400 /);
+      assert.match((await exchange(http, "POST /hello.txt HTTP/1.0\r\n\r\n")).toString(), /^HTTP\/1\.0 405 /);
+      assert.match((await exchange(http, `GET /${"a".repeat(9000)} HTTP/1.0\r\n\r\n`)).toString(), /^HTTP\/1\.0 431 /);
+      assert.match((await exchange(http, "nonsense\r\n\r\n")).toString(), /^HTTP\/1\.0 400 /);
+      const echo = socketOf(r, 7);
+      assert.equal((await exchange(echo, "ping\n")).toString(), "ping\n");
+      const big = Buffer.alloc(1024 * 1024 + 5000, 0x61);
+      assert.equal((await exchange(echo, big)).length, 1024 * 1024, "echo stops at responder.echo-bytes");
+      assert.equal(r.failed.aborted, false);
+    } finally {
+      r.stop();
+    }
+  });
+
+  it("serves the bytes it was given, not the directory as it is later (a file changed after the read is never served)", async () => {
+    const dir = site();
+    const root = readHttpRoot(dir, "/");
+    writeFileSync(join(dir, "hello.txt"), "changed after the read\n");
+    const r = await startResponder(net(root), root);
+    try {
+      assert.match((await exchange(socketOf(r, 80), "GET /hello.txt HTTP/1.0\r\n\r\n")).toString(), /\r\n\r\nhello\n$/);
+    } finally {
+      r.stop();
+    }
+    assert.equal(readFileSync(join(dir, "hello.txt"), "utf8"), "changed after the read\n");
+  });
+
+  it("without socat on PATH a network record is refused as a missing prerequisite naming it (control: the tests above start it)", async () => {
+    const root = readHttpRoot(site(), "/");
+    const path = process.env.PATH;
+    process.env.PATH = mkdtempSync(join(tmpdir(), "cairn-empty-path-"));
+    try {
+      await assert.rejects(startResponder(net(root), root), (e: unknown) => e instanceof CairnError && e.code === "PREREQUISITE_MISSING" && e.path === "socat");
+    } finally {
+      process.env.PATH = path;
+    }
+  });
+
+  it("a responder that dies aborts the run naming it (control: a live one does not)", async () => {
+    const root = readHttpRoot(site(), "/");
+    const r = await startResponder(net(root), root);
+    try {
+      await new Promise((res) => setTimeout(res, 2500));
+      assert.equal(r.failed.aborted, false, "control: alive and answering");
+      killResponder("SIGKILL");
+      await waitAborted(r, 10_000);
+      assert.match(r.reason()!, /exited \(SIGKILL\)/);
+    } finally {
+      r.stop();
+    }
+  });
+
+  it("a responder that stops answering (SIGSTOP) aborts the run as hung", async () => {
+    const root = readHttpRoot(site(), "/");
+    const r = await startResponder(net(root), root);
+    try {
+      killResponder("SIGSTOP");
+      await waitAborted(r, 30_000);
+      assert.match(r.reason()!, /did not answer/);
+    } finally {
+      r.stop();
+    }
+  });
+});
+
+async function waitAborted(r: RunningResponder, ms: number): Promise<void> {
+  const until = Date.now() + ms;
+  while (!r.failed.aborted && Date.now() < until) await new Promise((res) => setTimeout(res, 100));
+  assert.equal(r.failed.aborted, true, "the run is aborted");
+}
