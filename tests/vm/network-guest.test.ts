@@ -183,63 +183,60 @@ describe("a NIC in the guest", { skip: VM_SKIP || GCC_SKIP || SOCAT_SKIP }, () =
     }
   });
 
-  for (const signal of ["SIGINT", "SIGKILL"] as const) {
-    it(`${signal} of cairn run during a network record leaves no responder and no QEMU behind`, { timeout: 240_000 }, async () => {
-      await testKit();
-      const dir = exampleDir();
-      writeFileSync(join(dir, "http.yaml"), readFileSync(join(dir, "http.yaml"), "utf8").replace(/ {2}steps:[\s\S]*$/, "  steps:\n    - action: start\n"));
-      const cairn = spawn(process.execPath, [join(PROJECT_ROOT, "bin", "cairn.js"), "run", join(dir, "http.yaml"), "--timeout", "180", "--kit", TEST_KIT_DIR], {
-        cwd: dir,
-        env: { ...process.env, CAIRN_HOME: join(dir, "home") },
-        stdio: "ignore",
-      });
-      const exited = new Promise<void>((r) => cairn.on("exit", () => r()));
-      const children = (name: string) =>
-        (spawnSync("pgrep", ["-P", String(cairn.pid), "-f", name], { encoding: "utf8" }).stdout ?? "").split("\n").filter(Boolean).map(Number);
-      let responder: number[] = [];
-      let qemu: number[] = [];
-      for (let waited = 0; (responder.length === 0 || qemu.length === 0) && waited < 180_000; waited += 250) {
-        await new Promise((r) => setTimeout(r, 250));
-        responder = children("responder-main");
-        qemu = children("qemu-system");
+  const interrupted = (signal: "SIGINT" | "SIGKILL") => async () => {
+    await testKit();
+    const dir = exampleDir();
+    writeFileSync(join(dir, "http.yaml"), readFileSync(join(dir, "http.yaml"), "utf8").replace(/ {2}steps:[\s\S]*$/, "  steps:\n    - action: start\n"));
+    const cairn = spawn(process.execPath, [join(PROJECT_ROOT, "bin", "cairn.js"), "run", join(dir, "http.yaml"), "--timeout", "180", "--kit", TEST_KIT_DIR], {
+      cwd: dir,
+      env: { ...process.env, CAIRN_HOME: join(dir, "home") },
+      stdio: "ignore",
+    });
+    const exited = new Promise<void>((r) => cairn.on("exit", () => r()));
+    const children = (name: string) =>
+      (spawnSync("pgrep", ["-P", String(cairn.pid), "-f", name], { encoding: "utf8" }).stdout ?? "").split("\n").filter(Boolean).map(Number);
+    let responder: number[] = [];
+    let qemu: number[] = [];
+    for (let waited = 0; (responder.length === 0 || qemu.length === 0) && waited < 180_000; waited += 250) {
+      await new Promise((r) => setTimeout(r, 250));
+      responder = children("responder-main");
+      qemu = children("qemu-system");
+    }
+    assert.ok(responder.length > 0 && qemu.length > 0, "precondition: the responder and QEMU run under cairn");
+    // the responder's private directory: its configuration is the last argument
+    const config = readFileSync(`/proc/${responder[0]}/cmdline`, "utf8").split("\0").filter(Boolean).at(-1)!;
+    const privateDir = dirname(config);
+    assert.ok(existsSync(privateDir), "precondition: the private directory exists");
+    cairn.kill(signal);
+    await exited;
+    await new Promise((r) => setTimeout(r, 2000));
+    const alive = (pid: number) => {
+      try {
+        return !/^\d+ \([^)]*\) [ZX]/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+      } catch {
+        return false;
       }
-      assert.ok(responder.length > 0 && qemu.length > 0, "precondition: the responder and QEMU run under cairn");
-      // the responder's private directory: its configuration is the last argument
-      const config = readFileSync(`/proc/${responder[0]}/cmdline`, "utf8").split("\0").filter(Boolean).at(-1)!;
-      const privateDir = dirname(config);
-      assert.ok(existsSync(privateDir), "precondition: the private directory exists");
-      cairn.kill(signal);
-      await exited;
-      await new Promise((r) => setTimeout(r, 2000));
-      const alive = (pid: number) => {
-        try {
-          return !/^\d+ \([^)]*\) [ZX]/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
-        } catch {
-          return false;
-        }
-      };
-      assert.deepEqual([...responder, ...qemu].filter(alive), [], "nothing of the run is left");
-      // SIGINT is handled: the directory goes too; after SIGKILL nothing of cairn runs to remove it (docs/host-safety.md)
-      if (signal === "SIGINT") assert.equal(existsSync(privateDir), false, "the responder's private directory is removed");
-      rmSync(privateDir, { recursive: true, force: true });
-    });
-  }
+    };
+    assert.deepEqual([...responder, ...qemu].filter(alive), [], "nothing of the run is left");
+    // SIGINT is handled: the directory goes too; after SIGKILL nothing of cairn runs to remove it (docs/host-safety.md)
+    if (signal === "SIGINT") assert.equal(existsSync(privateDir), false, "the responder's private directory is removed");
+    rmSync(privateDir, { recursive: true, force: true });
+  };
+  it("SIGINT of cairn run during a network record leaves no responder and no QEMU behind", { timeout: 240_000 }, interrupted("SIGINT"));
+  it("SIGKILL of cairn run during a network record leaves no responder and no QEMU behind", { timeout: 240_000 }, interrupted("SIGKILL"));
 
-  for (const [signal, what] of [
-    ["SIGKILL", "dies"],
-    ["SIGSTOP", "hangs"],
-  ] as const) {
-    it(`a responder that ${what} during the record ends it as an infrastructure failure, not a hang`, async () => {
-      const kit = await testKit();
-      const dir = exampleDir();
-      // the client fetches once, then waits on stdin for ever: only the responder's failure can end this record early
-      const spec = readFileSync(join(dir, "http.yaml"), "utf8").replace(/ {2}steps:[\s\S]*$/, "  steps:\n    - action: start\n  limits: {time-ms: 600000}\n");
-      writeFileSync(join(dir, "http.yaml"), spec);
-      const recording = recordRun({ input: join(dir, "http.yaml"), storeDir: join(dir, "store"), runsDir: join(dir, "runs"), kit, cairnVersion: "test" });
-      await waitForResponder();
-      await new Promise((res) => setTimeout(res, 3000));
-      killResponder(signal);
-      await assert.rejects(recording, (e: unknown) => e instanceof CairnError && e.code === "RUN_INFRASTRUCTURE" && e.path === "/vm/network/responders");
-    });
-  }
+  const failing = (signal: "SIGKILL" | "SIGSTOP") => async () => {
+    const kit = await testKit();
+    const dir = exampleDir();
+    // the client fetches once, then waits on stdin for ever: only the responder's failure can end this record early
+    const spec = readFileSync(join(dir, "http.yaml"), "utf8").replace(/ {2}steps:[\s\S]*$/, "  steps:\n    - action: start\n  limits: {time-ms: 600000}\n");
+    writeFileSync(join(dir, "http.yaml"), spec);
+    const recording = recordRun({ input: join(dir, "http.yaml"), storeDir: join(dir, "store"), runsDir: join(dir, "runs"), kit, cairnVersion: "test" });
+    await waitForResponder();
+    await new Promise((res) => setTimeout(res, 3000));
+    killResponder(signal);
+    await assert.rejects(recording, (e: unknown) => e instanceof CairnError && e.code === "RUN_INFRASTRUCTURE" && e.path === "/vm/network/responders");
+  };
+  it("a responder that dies during the record ends it as an infrastructure failure, not a hang", failing("SIGKILL"));
+  it("a responder that hangs during the record ends it as an infrastructure failure, not a hang", failing("SIGSTOP"));
 });
