@@ -202,6 +202,8 @@ export const HOST_PACKAGES: ReadonlyArray<{ pkg: string; present: () => boolean 
   { pkg: "qemu-system-x86", present: () => hasTool(QEMU_BINARY) },
   { pkg: "gcc", present: () => hasTool("gcc") },
   { pkg: "libc6-dev", present: () => existsSync("/usr/lib/x86_64-linux-gnu/libc.a") },
+  // the connector QEMU's guestfwd runs per guest connection of a `run.network` run (responder-host.ts)
+  { pkg: "socat", present: () => hasTool("socat") },
 ];
 
 export function missingPackages(): string[] {
