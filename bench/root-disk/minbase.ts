@@ -23,9 +23,9 @@
  * (tests/vm/debian-root.test.ts is the suite's mirror-free Debian root).
  * Without `--dev` the root is mmdebstrap's tarball with `--skip=output/dev`,
  * unpacked: an empty /dev. With `--dev` it is mmdebstrap's directory output,
- * whose /dev holds eight device nodes (left out by `devices: skip`) but also
- * the symlinks /dev/fd, /dev/stdin, /dev/stdout and /dev/stderr, which the
- * runtime overlay owns: `cairn run` refuses them (RUN_INVALID at /dev/fd). (`umoci insert` is not used:
+ * whose /dev holds eight device nodes (left out by `devices: skip`) and
+ * the standard symlinks /dev/fd, /dev/stdin, /dev/stdout and /dev/stderr,
+ * which the agent keeps as they are. (`umoci insert` is not used:
  * umoci 0.4.7 writes its root member as the absolute name "/" and ends the
  * layer without the end-of-archive marker, both refused: TAR_UNSAFE_PATH,
  * TAR_INVALID.)
