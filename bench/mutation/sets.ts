@@ -17,15 +17,21 @@ export interface MutationSet {
 }
 
 export const MUTATION_SETS: Readonly<Record<string, MutationSet>> = {
-  jcs: { mutate: ["src/core/jcs.ts"], tests: ["tests/core/json.test.ts", "tests/core/vectors.test.ts", "tests/core/identity-values.test.ts"] },
-  digest: { mutate: ["src/core/digest.ts"], tests: ["tests/core/crypto.test.ts", "tests/core/identity-values.test.ts", "tests/core/vectors.test.ts"] },
+  jcs: {
+    mutate: ["src/core/jcs.ts"],
+    tests: ["tests/core/jcs.test.ts", "tests/core/json.test.ts", "tests/core/vectors.test.ts", "tests/core/identity-values.test.ts"],
+  },
+  digest: {
+    mutate: ["src/core/digest.ts"],
+    tests: ["tests/core/digest.test.ts", "tests/core/crypto.test.ts", "tests/core/identity-values.test.ts", "tests/core/vectors.test.ts"],
+  },
   identity: {
     mutate: ["src/core/identity.ts"],
     tests: ["tests/core/identity.test.ts", "tests/core/identity-values.test.ts", "tests/core/identities-doc.test.ts"],
   },
-  dsse: { mutate: ["src/core/dsse.ts"], tests: ["tests/core/crypto.test.ts", "tests/core/vectors.test.ts"] },
-  json: { mutate: ["src/core/json.ts"], tests: ["tests/core/json.test.ts", "tests/core/vectors.test.ts", "tests/faults/memory-budget.test.ts"] },
-  yaml: { mutate: ["src/core/yaml.ts"], tests: ["tests/core/json.test.ts", "tests/faults/memory-budget.test.ts", "tests/faults/smaller.test.ts"] },
+  dsse: { mutate: ["src/core/dsse.ts"], tests: ["tests/core/dsse.test.ts", "tests/core/crypto.test.ts", "tests/core/vectors.test.ts"] },
+  json: { mutate: ["src/core/json.ts"], tests: ["tests/core/json-paths.test.ts", "tests/core/json.test.ts", "tests/core/vectors.test.ts"] },
+  yaml: { mutate: ["src/core/yaml.ts"], tests: ["tests/core/yaml-strict.test.ts", "tests/core/json.test.ts", "tests/faults/smaller.test.ts"] },
   "tar-gate": { mutate: ["src/tree/tar-gate.ts"], tests: ["tests/tree/tar-gate.test.ts", "tests/tree/refusals.test.ts", "tests/tree/policy-limits.test.ts"] },
   "fs-digest": { mutate: ["src/tree/fs-digest.ts"], tests: ["tests/tree/fs-digest.test.ts", "tests/core/identity-values.test.ts"] },
   protocol: { mutate: ["src/vm/protocol.ts"], tests: ["tests/vm/protocol.test.ts"] },

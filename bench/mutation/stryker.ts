@@ -35,6 +35,8 @@ function configFor(name: string, set: MutationSet): object {
     testRunner: "tap",
     tap: { testFiles: set.tests, nodeArgs: ["--import", "tsx"], forceBail: true },
     checkers: ["typescript"],
+    plugins: ["@stryker-mutator/*", "./bench/mutation/ignore-messages.mjs"],
+    ignorers: ["error-messages"],
     tsconfigFile: "tsconfig.json",
     typescriptChecker: { prioritizePerformanceOverAccuracy: true },
     coverageAnalysis: "perTest",
