@@ -20,6 +20,7 @@ const CALL_MESSAGE = {
   "src/core/yaml.ts": { refuse: [2] },
   "src/tree/tar-gate.ts": { refuse: [1, 3] },
   "src/vm/protocol.ts": { bad: [2] },
+  "src/tree/fs-digest.ts": { refuse: [1] },
 };
 const MESSAGE_HELPERS = {
   "src/core/json.ts": ["lineCol"],
