@@ -8,8 +8,10 @@
 //     `refuse(issues, code, message, path)`, tar-gate.ts `refuse(code,
 //     message, where, hint)` message and hint, protocol.ts `bad(offset, check,
 //     message)`);
+//   - the message of a Checker issue, `x.add(path, message, code)`, and the
+//     words of `x.done(what, hint)` (core/model.ts);
 //   - helpers that only build message text (json.ts `lineCol`, yaml.ts
-//     `where`, `problemKind`, `position`).
+//     `where`, `problemKind`, `position`, layout-reader.ts `kind`).
 // The code, the path and the decision to throw stay mutated.
 // Plain JavaScript because Stryker imports plugins without tsx; the plugin
 // record is what @stryker-mutator/api's declareValuePlugin returns.
@@ -25,6 +27,7 @@ const CALL_MESSAGE = {
 const MESSAGE_HELPERS = {
   "src/core/json.ts": ["lineCol"],
   "src/core/yaml.ts": ["where", "problemKind", "position"],
+  "src/oci/layout-reader.ts": ["kind"],
 };
 
 function fileOf(path) {
@@ -37,9 +40,17 @@ function calleeName(node) {
   return node?.callee?.type === "Identifier" ? node.callee.name : undefined;
 }
 
+function checkerText(parent, key) {
+  const callee = parent?.type === "CallExpression" ? parent.callee : undefined;
+  if (callee?.type !== "MemberExpression" || callee.property?.type !== "Identifier") return false;
+  if (callee.property.name === "add") return parent.arguments.length >= 2 && key === 1;
+  return callee.property.name === "done";
+}
+
 function messageArgument(path, file) {
   if (path.listKey !== "arguments" || typeof path.key !== "number") return false;
   const parent = path.parentPath?.node;
+  if (checkerText(parent, path.key)) return true;
   const name = calleeName(parent);
   if (name === undefined) return false;
   if (parent.type === "NewExpression") return NEW_MESSAGE[name]?.includes(path.key) ?? false;

@@ -15,8 +15,9 @@
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join, relative, resolve } from "node:path";
-import { MUTATION_SETS, MUTATION_WORK_DIR, type MutationSet, STRYKER_TEMP_DIR } from "./sets.ts";
+import { join, resolve } from "node:path";
+import { strykerConfig, tsconfigPath, checkerTsconfig } from "./config.ts";
+import { MUTATION_SETS, MUTATION_WORK_DIR } from "./sets.ts";
 
 const ROOT = resolve(import.meta.dirname, "..", "..");
 
@@ -28,45 +29,6 @@ interface Mutant {
 }
 interface Report {
   readonly files: Readonly<Record<string, { readonly mutants: readonly Mutant[] }>>;
-}
-
-/**
- * The TypeScript checker's project: the mutated files and what they import,
- * not the files that import them. A mutant keeps its module's signatures, so
- * it type-checks or not in its own file; checking the whole project (500
- * files, every dependant of core re-checked for each mutant) made the checker
- * take 50 times the CPU of the tests.
- */
-function tsconfigFor(name: string, set: MutationSet): string {
-  const file = join(MUTATION_WORK_DIR, `${name}.tsconfig.json`);
-  const up = relative(join(ROOT, MUTATION_WORK_DIR), ROOT);
-  const config = { extends: join(up, "tsconfig.json"), include: [], files: set.mutate.map((m) => join(up, m)) };
-  writeFileSync(join(ROOT, file), `${JSON.stringify(config, null, 2)}\n`);
-  return file;
-}
-
-function configFor(name: string, set: MutationSet): object {
-  return {
-    testRunner: "tap",
-    tap: { testFiles: set.tests, nodeArgs: ["--import", "tsx"], forceBail: true },
-    checkers: ["typescript"],
-    plugins: ["@stryker-mutator/*", "./bench/mutation/ignore-messages.mjs"],
-    ignorers: ["error-messages"],
-    tsconfigFile: tsconfigFor(name, set),
-    typescriptChecker: { prioritizePerformanceOverAccuracy: true },
-    coverageAnalysis: "perTest",
-    concurrency: 1,
-    timeoutMS: 60000,
-    mutate: set.mutate,
-    tempDirName: STRYKER_TEMP_DIR,
-    cleanTempDir: true,
-    // The sandbox copy leaves out build output and other benches' work, but keeps the checker's tsconfig.
-    ignorePatterns: ["dist", "tests/.generated", "bench/.work/*", `!${MUTATION_WORK_DIR}`],
-    reporters: ["clear-text", "json", "progress-append-only"],
-    clearTextReporter: { allowColor: false, logTests: false, reportMutants: false, reportScoreTable: true },
-    jsonReporter: { fileName: join(MUTATION_WORK_DIR, `${name}.json`) },
-    thresholds: { high: 95, low: 90, break: null },
-  };
 }
 
 function summarize(name: string, report: Report, seconds: number): string[] {
@@ -102,7 +64,8 @@ function main(): number {
   for (const name of names) {
     const set = MUTATION_SETS[name]!;
     const config = join(MUTATION_WORK_DIR, `${name}.conf.json`);
-    writeFileSync(join(ROOT, config), `${JSON.stringify(configFor(name, set), null, 2)}\n`);
+    writeFileSync(join(ROOT, tsconfigPath(name)), `${JSON.stringify(checkerTsconfig(set), null, 2)}\n`);
+    writeFileSync(join(ROOT, config), `${JSON.stringify(strykerConfig(name, set), null, 2)}\n`);
     const stryker = join("node_modules", "@stryker-mutator", "core", "bin", "stryker.js");
     const started = process.hrtime.bigint();
     // nice/ionice: the run only takes CPU and disk time nothing else wants.

@@ -18,6 +18,9 @@ test("digests: every refusal names the field it was given; the same forms parse 
   assertCode(() => parseDigest(`sha256:${HEX}x`, "/c"), "DIGEST_INVALID", "/c");
   assertCode(() => parseDigest(`blake3:${HEX}`, "/d", "sha256"), "DIGEST_INVALID", "/d");
   assert.equal(parseDigest(`blake3:${HEX}`, "/e", "blake3"), `blake3:${HEX}`);
+  // Without a field name the refusal names the root, "".
+  assertCode(() => parseDigest("sha256:x"), "DIGEST_INVALID", "");
+  assertCode(() => parseSha256(`blake3:${HEX}`), "DIGEST_INVALID", "");
 });
 
 test("digests: an object whose text is a valid digest is not a digest; the string is", () => {
