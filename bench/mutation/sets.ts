@@ -30,14 +30,14 @@ export const MUTATION_SETS: Readonly<Record<string, MutationSet>> = {
     tests: ["tests/core/identity.test.ts", "tests/core/identity-values.test.ts", "tests/core/identities-doc.test.ts"],
   },
   dsse: { mutate: ["src/core/dsse.ts"], tests: ["tests/core/dsse.test.ts", "tests/core/crypto.test.ts", "tests/core/vectors.test.ts"] },
-  json: { mutate: ["src/core/json.ts"], tests: ["tests/core/json-paths.test.ts", "tests/core/json.test.ts", "tests/core/vectors.test.ts"] },
+  json: { mutate: ["src/core/json.ts"], tests: ["tests/core/json-paths.test.ts", "tests/core/json.test.ts", "tests/core/vectors.test.ts", "tests/core/json-nodes.test.ts"] },
   yaml: { mutate: ["src/core/yaml.ts"], tests: ["tests/core/yaml-strict.test.ts", "tests/core/json.test.ts", "tests/faults/smaller.test.ts"] },
   "tar-gate": { mutate: ["src/tree/tar-gate.ts"], tests: ["tests/tree/tar-gate-fields.test.ts", "tests/tree/tar-gate.test.ts", "tests/tree/refusals.test.ts", "tests/tree/policy-limits.test.ts"] },
   "fs-digest": {
     mutate: ["src/tree/fs-digest.ts"],
     tests: ["tests/tree/fs-digest-bounds.test.ts", "tests/tree/fs-digest.test.ts", "tests/core/identity-values.test.ts"],
   },
-  protocol: { mutate: ["src/vm/protocol.ts"], tests: ["tests/vm/protocol.test.ts"] },
+  protocol: { mutate: ["src/vm/protocol.ts"], tests: ["tests/vm/protocol-events.test.ts", "tests/vm/protocol.test.ts"] },
   checker: {
     mutate: ["src/vm/checker.ts"],
     tests: ["tests/vm/checker.test.ts", "tests/vm/protocol.test.ts", "tests/vm/status.test.ts", "tests/core/identity-values.test.ts"],

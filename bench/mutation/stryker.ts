@@ -6,6 +6,7 @@
  * these modules that is a refusal or an identity byte nothing checks.
  *
  *   node --import tsx bench/mutation/stryker.ts jcs digest ...   (or: all)
+ *   node --import tsx bench/mutation/stryker.ts --report jcs ...  (summaries of the last runs)
  *
  * Not part of the test command: a set takes minutes. Stryker works in a copy
  * of the project under .stryker-tmp/ (ignored by git and Biome), so the tree
@@ -40,7 +41,7 @@ function summarize(name: string, report: Report, seconds: number): string[] {
   const lines = [
     `${name}: ${all.length} mutants, ${killed} killed (${count("Timeout")} by timeout), ${count("Survived")} survived, ` +
       `${count("NoCoverage")} not covered, ${count("CompileError")} rejected by tsc, ${count("Ignored")} ignored; ` +
-      `score ${score.toFixed(1)}%, ${seconds.toFixed(0)} s`,
+      `score ${score.toFixed(1)}%${Number.isNaN(seconds) ? "" : `, ${seconds.toFixed(0)} s`}`,
   ];
   for (const [file, { mutants }] of Object.entries(report.files)) {
     for (const m of mutants.filter((x) => x.status === "Survived" || x.status === "NoCoverage")) {
@@ -50,13 +51,30 @@ function summarize(name: string, report: Report, seconds: number): string[] {
   return lines;
 }
 
+/** `--report SET...`: the summaries of the JSON reports already in bench/.work/mutation, without running anything. */
+function report(names: readonly string[]): number {
+  for (const name of names) {
+    const file = join(ROOT, MUTATION_WORK_DIR, `${name}.json`);
+    if (!existsSync(file)) {
+      console.log(`${name}: no report (not run)`);
+      continue;
+    }
+    const lines = summarize(name, JSON.parse(readFileSync(file, "utf8")) as Report, Number.NaN);
+    console.log(lines.join("\n"));
+  }
+  return 0;
+}
+
 function main(): number {
-  const args = process.argv.slice(2);
+  const argv = process.argv.slice(2);
+  const onlyReport = argv[0] === "--report";
+  const args = onlyReport ? argv.slice(1) : argv;
   const names = args.includes("all") ? Object.keys(MUTATION_SETS) : args;
   if (names.length === 0 || names.some((n) => MUTATION_SETS[n] === undefined)) {
-    console.error(`usage: stryker.ts SET... | all\n  sets: ${Object.keys(MUTATION_SETS).join(" ")}`);
+    console.error(`usage: stryker.ts [--report] SET... | all\n  sets: ${Object.keys(MUTATION_SETS).join(" ")}`);
     return 2;
   }
+  if (onlyReport) return report(names);
   mkdirSync(join(ROOT, MUTATION_WORK_DIR), { recursive: true });
   const vectors = process.env.CAIRN_VECTORS ?? "/work/shared/vectors";
   const env = { ...process.env, ...(existsSync(vectors) ? { CAIRN_VECTORS: vectors } : {}) };
