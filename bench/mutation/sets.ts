@@ -27,12 +27,18 @@ export const MUTATION_SETS: Readonly<Record<string, MutationSet>> = {
   },
   identity: {
     mutate: ["src/core/identity.ts"],
-    tests: ["tests/core/identity.test.ts", "tests/core/identity-values.test.ts", "tests/core/identities-doc.test.ts"],
+    tests: ["tests/core/identity-rules.test.ts", "tests/core/identity.test.ts", "tests/core/identity-values.test.ts", "tests/core/identities-doc.test.ts"],
   },
   dsse: { mutate: ["src/core/dsse.ts"], tests: ["tests/core/dsse.test.ts", "tests/core/crypto.test.ts", "tests/core/vectors.test.ts"] },
-  json: { mutate: ["src/core/json.ts"], tests: ["tests/core/json-paths.test.ts", "tests/core/json.test.ts", "tests/core/vectors.test.ts", "tests/core/json-nodes.test.ts"] },
+  json: {
+    mutate: ["src/core/json.ts"],
+    tests: ["tests/core/json-paths.test.ts", "tests/core/json.test.ts", "tests/core/vectors.test.ts", "tests/core/json-nodes.test.ts"],
+  },
   yaml: { mutate: ["src/core/yaml.ts"], tests: ["tests/core/yaml-strict.test.ts", "tests/core/json.test.ts", "tests/faults/smaller.test.ts"] },
-  "tar-gate": { mutate: ["src/tree/tar-gate.ts"], tests: ["tests/tree/tar-gate-fields.test.ts", "tests/tree/tar-gate.test.ts", "tests/tree/refusals.test.ts", "tests/tree/policy-limits.test.ts"] },
+  "tar-gate": {
+    mutate: ["src/tree/tar-gate.ts"],
+    tests: ["tests/tree/tar-gate-fields.test.ts", "tests/tree/tar-gate.test.ts", "tests/tree/refusals.test.ts", "tests/tree/policy-limits.test.ts"],
+  },
   "fs-digest": {
     mutate: ["src/tree/fs-digest.ts"],
     tests: ["tests/tree/fs-digest-bounds.test.ts", "tests/tree/fs-digest.test.ts", "tests/core/identity-values.test.ts"],
@@ -46,7 +52,7 @@ export const MUTATION_SETS: Readonly<Record<string, MutationSet>> = {
   "env-id": { mutate: ["src/strata/env-id.ts"], tests: ["tests/strata/lockfile.test.ts", "tests/strata/scope.test.ts", "tests/core/identity-values.test.ts"] },
   lockfile: {
     mutate: ["src/strata/lockfile.ts"],
-    tests: ["tests/strata/lockfile.test.ts", "tests/strata/freeze-hostile.test.ts", "tests/strata/scope.test.ts"],
+    tests: ["tests/strata/lockfile-rules.test.ts", "tests/strata/lockfile.test.ts", "tests/strata/freeze-hostile.test.ts", "tests/strata/scope.test.ts"],
   },
   "layout-reader": { mutate: ["src/oci/layout-reader.ts"], tests: ["tests/oci/source.test.ts", "tests/oci/refusals.test.ts"] },
   "manifest-core": { mutate: ["src/manifest/core.ts"], tests: ["tests/manifest/normalize.test.ts", "tests/manifest/document.test.ts"] },

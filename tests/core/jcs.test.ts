@@ -1,6 +1,6 @@
 // JCS (RFC 8785) edge cases that the official vectors do not pin: the
 // refusals and the paths they name, UTF-16 key order, -0, and pointer escapes.
-// Written to kill the mutants StrykerJS found surviving in src/core/jcs.ts
+// Written to kill StrykerJS survivors in src/core/jcs.ts
 // (bench/mutation/README.md); each refusal sits beside a control that passes.
 import { test } from "node:test";
 import assert from "node:assert/strict";

@@ -1,6 +1,7 @@
 // The strict JSON reader's node-count bound (src/core/json.ts, limit
 // json_nodes), in a file of its own: a 4 MB document is slow under Stryker's
-// instrumentation, so the mutation set runs this file last.
+// instrumentation, so the mutation set runs this file last. Written to kill
+// StrykerJS survivors (bench/mutation/README.md).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { parseJsonText } from "../../src/core/index.ts";

@@ -4,7 +4,7 @@
 // test; their report is bench/mutation/README.md.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { strykerConfig } from "../../bench/mutation/config.ts";
 import { MUTATION_SETS, MUTATION_WORK_DIR, STRYKER_TEMP_DIR } from "../../bench/mutation/sets.ts";
@@ -42,6 +42,22 @@ test("every module of issue 17 is in a set, and every set names files that exist
     assert.ok(set.tests.length > 0, name);
     for (const f of [...set.mutate, ...set.tests]) assert.ok(existsSync(join(PROJECT_ROOT, f)), `${name}: ${f}`);
   }
+});
+
+test("every test file written to kill survivors is run by a set (a kill no run includes would not count)", () => {
+  const sets = new Set(Object.values(MUTATION_SETS).flatMap((s) => s.tests));
+  const killers = readdirSync(join(PROJECT_ROOT, "tests"), { recursive: true, encoding: "utf8" })
+    .filter((f) => f.endsWith(".test.ts"))
+    .map((f) => `tests/${f}`)
+    .filter((f) =>
+      /kill StrykerJS survivors/.test(
+        readFileSync(join(PROJECT_ROOT, f), "utf8")
+          .slice(0, 600)
+          .replace(/\s*\n\/\/\s*/g, " "),
+      ),
+    );
+  assert.ok(killers.length >= 10, `found ${killers.length}`);
+  for (const f of killers) assert.ok(sets.has(f), `${f} is in no mutation set`);
 });
 
 test("each run: TAP runner under tsx, TypeScript checker, one runner, the set's files only, the ignorer loaded", () => {
