@@ -26,10 +26,25 @@ interface Mutant {
   readonly mutatorName: string;
   readonly replacement?: string;
   readonly status: string;
-  readonly location: { readonly start: { readonly line: number; readonly column: number } };
+  readonly location: { readonly start: Position; readonly end: Position };
+}
+interface Position {
+  readonly line: number;
+  readonly column: number;
 }
 interface Report {
-  readonly files: Readonly<Record<string, { readonly mutants: readonly Mutant[] }>>;
+  readonly files: Readonly<Record<string, { readonly source: string; readonly mutants: readonly Mutant[] }>>;
+}
+
+/** The source text a mutant replaces (lines and columns are 1-based). */
+function original(source: string, m: Mutant): string {
+  const lines = source.split("\n");
+  const { start, end } = m.location;
+  const text =
+    start.line === end.line
+      ? lines[start.line - 1]!.slice(start.column - 1, end.column - 1)
+      : [lines[start.line - 1]!.slice(start.column - 1), ...lines.slice(start.line, end.line - 1), lines[end.line - 1]!.slice(0, end.column - 1)].join("\n");
+  return text.length > 120 ? `${text.slice(0, 117)}...` : text;
 }
 
 function summarize(name: string, report: Report, seconds: number): string[] {
@@ -43,9 +58,10 @@ function summarize(name: string, report: Report, seconds: number): string[] {
       `${count("NoCoverage")} not covered, ${count("CompileError")} rejected by tsc, ${count("Ignored")} ignored; ` +
       `score ${score.toFixed(1)}%${Number.isNaN(seconds) ? "" : `, ${seconds.toFixed(0)} s`}`,
   ];
-  for (const [file, { mutants }] of Object.entries(report.files)) {
+  for (const [file, { source, mutants }] of Object.entries(report.files)) {
     for (const m of mutants.filter((x) => x.status === "Survived" || x.status === "NoCoverage")) {
-      lines.push(`  ${m.status} ${file}:${m.location.start.line}:${m.location.start.column} ${m.mutatorName} -> ${JSON.stringify(m.replacement ?? "")}`);
+      const at = `${file}:${m.location.start.line}:${m.location.start.column}`;
+      lines.push(`  ${m.status} ${at} ${m.mutatorName}: ${JSON.stringify(original(source, m))} -> ${JSON.stringify(m.replacement ?? "")}`);
     }
   }
   return lines;

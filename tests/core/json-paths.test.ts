@@ -17,6 +17,10 @@ test("a syntax error names the pointer of the value it sits in", () => {
     ['{"a": 1 "b": 2}', "/b"],
     ["  ", ""],
     ['{"a": 1} x', ""],
+    // An error at the very end of a value belongs to that value.
+    ['{"a": [1}', "/a/0"],
+    ['{"a"', "/a"],
+    ['[{"a":1}{"b":2}]', "/0"],
   ];
   for (const [text, path] of cases) assertCode(() => parseJsonText(text), "JSON_SYNTAX", path);
   // Control: the same documents, repaired, parse.
@@ -38,12 +42,21 @@ test("the shape pre-pass counts brackets outside strings and comments, and value
   assert.deepEqual(jsonShape("[1] /* [[ unterminated"), { depth: 1, nodes: 2 });
   assert.deepEqual(jsonShape("[1] / [2]"), { depth: 1, nodes: 3 });
   assert.equal(nestingDepth("[[[]]]"), 3);
+  // Each closing brace and bracket closes a level.
+  assert.deepEqual(jsonShape("[{},{},{}]"), { depth: 2, nodes: 7 });
+  // A line comment ends at the newline; what follows counts again.
+  assert.deepEqual(jsonShape("[ // c\n[1]]"), { depth: 2, nodes: 3 });
+  // Only "/*" opens a block comment; "*/" closes it only after its opening, and what follows counts again.
+  assert.deepEqual(jsonShape("[1*[2]]"), { depth: 2, nodes: 3 });
+  assert.deepEqual(jsonShape("/*/[*/"), { depth: 0, nodes: 1 });
+  assert.deepEqual(jsonShape("/* a *//[1]"), { depth: 1, nodes: 2 });
+  assert.deepEqual(jsonShape("/* a *//* b */[[1]]"), { depth: 2, nodes: 3 });
 });
 
 test("maxDepth is the json_depth limit: one level more is refused, the limit itself parses", () => {
   const deep = (n: number) => "[".repeat(n) + "]".repeat(n);
   assert.doesNotThrow(() => parseJsonText(deep(4), { maxDepth: 4 }));
-  assertCode(() => parseJsonText(deep(5), { maxDepth: 4 }), "LIMIT_EXCEEDED");
+  assertCode(() => parseJsonText(deep(5), { maxDepth: 4 }), "LIMIT_EXCEEDED", "");
   assert.doesNotThrow(() => parseJsonText(deep(256)));
   assertCode(() => parseJsonText(deep(257)), "LIMIT_EXCEEDED");
 });
