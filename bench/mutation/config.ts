@@ -36,7 +36,8 @@ export function strykerConfig(name: string, set: MutationSet): Record<string, un
     typescriptChecker: { prioritizePerformanceOverAccuracy: true },
     coverageAnalysis: "perTest",
     concurrency: 1,
-    timeoutMS: 60000,
+    // On top of 1.5x the dry run's time per file: a mutant that loops is stopped after this (counted killed, as "timeout").
+    timeoutMS: 30000,
     mutate: [...set.mutate],
     tempDirName: STRYKER_TEMP_DIR,
     cleanTempDir: true,

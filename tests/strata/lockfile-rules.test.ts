@@ -219,7 +219,15 @@ test("Validate: what is read back is what the document says", () => {
       delete m[k];
   });
   assert.deepEqual(
-    [bare.env.size, bare.on_ready, bare.defaults.size, bare.packages, bare.mutable_layer, bare.requires_host, bare.formations],
+    [
+      bare.env.size,
+      bare.on_ready,
+      bare.defaults instanceof Map ? bare.defaults.size : -1,
+      bare.packages,
+      bare.mutable_layer,
+      bare.requires_host,
+      bare.formations,
+    ],
     [0, [], 0, [], false, [], []],
   );
   assert.equal("not_acted_upon" in bare || "profile_sha256" in bare, false);
