@@ -21,7 +21,8 @@ export function tsconfigPath(name: string): string {
  */
 export function checkerTsconfig(set: MutationSet): { extends: string; include: string[]; files: string[] } {
   const up = relative(MUTATION_WORK_DIR, ".");
-  return { extends: join(up, "tsconfig.json"), include: [], files: set.mutate.map((m) => join(up, m)) };
+  const files = [...new Set(set.mutate.map((m) => m.replace(/:[0-9:-]+$/, "")))]; // without a line range
+  return { extends: join(up, "tsconfig.json"), include: [], files: files.map((m) => join(up, m)) };
 }
 
 export function strykerConfig(name: string, set: MutationSet): Record<string, unknown> {

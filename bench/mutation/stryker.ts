@@ -7,6 +7,7 @@
  *
  *   node --import tsx bench/mutation/stryker.ts jcs digest ...   (or: all)
  *   node --import tsx bench/mutation/stryker.ts --report jcs ...  (summaries of the last runs)
+ *   node --import tsx bench/mutation/stryker.ts --lines 65,174-178 json   (only those lines' mutants)
  *
  * Not part of the test command: a set takes minutes. Stryker works in a copy
  * of the project under .stryker-tmp/ (ignored by git and Biome), so the tree
@@ -18,7 +19,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { strykerConfig, tsconfigPath, checkerTsconfig } from "./config.ts";
-import { MUTATION_SETS, MUTATION_WORK_DIR } from "./sets.ts";
+import { MUTATION_SETS, MUTATION_WORK_DIR, type MutationSet } from "./sets.ts";
 
 const ROOT = resolve(import.meta.dirname, "..", "..");
 
@@ -81,13 +82,29 @@ function report(names: readonly string[]): number {
   return 0;
 }
 
+/**
+ * `--lines 65,174-178 SET`: only the mutants on those lines of the set's
+ * (single) module, to confirm that new tests kill the survivors of a full
+ * run without repeating it. The report goes to `<set>.lines.json`.
+ */
+function withLines(name: string, set: MutationSet, spec: string): { name: string; set: MutationSet } {
+  const file = set.mutate[0]!;
+  const ranges = spec.split(",").map((r) => (r.includes("-") ? r : `${r}-${r}`));
+  return { name: `${name}.lines`, set: { ...set, mutate: ranges.map((r) => `${file}:${r}`) } };
+}
+
 function main(): number {
-  const argv = process.argv.slice(2);
+  let argv = process.argv.slice(2);
   const onlyReport = argv[0] === "--report";
+  let lineSpec: string | undefined;
+  if (argv[0] === "--lines") {
+    lineSpec = argv[1];
+    argv = argv.slice(2);
+  }
   const args = onlyReport ? argv.slice(1) : argv;
   const names = args.includes("all") ? Object.keys(MUTATION_SETS) : args;
   if (names.length === 0 || names.some((n) => MUTATION_SETS[n] === undefined)) {
-    console.error(`usage: stryker.ts [--report] SET... | all\n  sets: ${Object.keys(MUTATION_SETS).join(" ")}`);
+    console.error(`usage: stryker.ts [--report | --lines L,M-N] SET... | all\n  sets: ${Object.keys(MUTATION_SETS).join(" ")}`);
     return 2;
   }
   if (onlyReport) return report(names);
@@ -95,8 +112,8 @@ function main(): number {
   const vectors = process.env.CAIRN_VECTORS ?? "/work/shared/vectors";
   const env = { ...process.env, ...(existsSync(vectors) ? { CAIRN_VECTORS: vectors } : {}) };
   const out: string[] = [];
-  for (const name of names) {
-    const set = MUTATION_SETS[name]!;
+  for (const setName of names) {
+    const { name, set } = lineSpec === undefined ? { name: setName, set: MUTATION_SETS[setName]! } : withLines(setName, MUTATION_SETS[setName]!, lineSpec);
     const config = join(MUTATION_WORK_DIR, `${name}.conf.json`);
     writeFileSync(join(ROOT, tsconfigPath(name)), `${JSON.stringify(checkerTsconfig(set), null, 2)}\n`);
     writeFileSync(join(ROOT, config), `${JSON.stringify(strykerConfig(name, set), null, 2)}\n`);
