@@ -39,6 +39,14 @@ test("YAML refusals carry their code and pointer; the repaired document is the c
   assert.equal(parsed("a: ~\nb:\nc: true\nd: false\ne: 'x'\n"), '{"a":null,"b":null,"c":true,"d":false,"e":"x"}');
   assert.equal(parsed("- a\n- [b]\n- {c: d}\n"), '["a",["b"],{"c":"d"}]');
   assert.equal(parsed("x"), '"x"');
+  // An explicit key without a value is a null value, not an unsupported node.
+  assert.equal(parsed("? a\nb: 1\n"), '{"a":null,"b":1}');
+  // Known tags are not resolved: !!binary is refused by the parser, at the root, before any value is built.
+  assertCode(() => parseYamlText("a: !!binary aGk=\n"), "YAML_UNSUPPORTED", "");
+  assertCode(() => parseYamlText("a: !!timestamp 2001-12-14\n"), "YAML_UNSUPPORTED", "");
+  // Strict parsing: an implicit key longer than 1024 characters is an error (the lenient parser would accept it).
+  assertCode(() => parseYamlText(`${"k".repeat(1100)}: 1\n`), "YAML_SYNTAX", "");
+  assert.equal(parsed(`${"k".repeat(1000)}: 1\n`), `{"${"k".repeat(1000)}":1}`);
   assert.equal(parsed("\uFEFFa: 1\n"), '{"a":1}');
 });
 
@@ -82,17 +90,31 @@ test("the depth pre-pass counts indentation, block indicators and flow brackets 
     ["- a: 1\n  b: 2\n", 3],
     ["a: b-c\nd: e:f\n", 2],
     ["a: -\n", 3],
+    // Blank and comment lines do not count, however deep they are indented.
+    ["a: 1\n  #\n    #\n      #\n", 2],
+    ["a: 1\n   \n      \n         \n", 2],
+    ["a: 1\n  # c\n    # d\n", 2],
+    // A quote closes: what follows it on the line counts (a backslash escapes only inside double quotes).
+    ['a: ["x", [1]]\n', 4],
+    ['a: ["x\\\\", [1]]\n', 4],
+    ["a: ['x', [1]]\n", 4],
+    // "#" starts a comment only after a space.
+    ["a: [1] #[[[\n", 3],
+    // "{" opens a level as "[" does; "]" and "}" close one, also across lines.
+    ["a: {b: {c: 1}}\n", 6],
+    ["a: [1]\nb: [2]\nc: [3]\n", 3],
+    ["a: {x: 1}\nb: {y: 2}\nc: {z: 3}\n", 4],
   ];
   for (const [text, depth] of cases) assert.equal(yamlNestingDepth(text), depth, JSON.stringify(text));
   assert.doesNotThrow(() => parseYamlText("a: [[1]]\n", "t", 4));
-  assertCode(() => parseYamlText("a: [[1]]\n", "t", 3), "LIMIT_EXCEEDED");
+  assertCode(() => parseYamlText("a: [[1]]\n", "t", 3), "LIMIT_EXCEEDED", "");
 });
 
 test("the node estimate counts line ends, flow separators and dashes; yaml_nodes refuses one over 500,000", () => {
   assert.equal(yamlNodeEstimate(""), 1);
   assert.equal(yamlNodeEstimate("a: [1, {b: -2}]\n"), 8);
   assert.equal(yamlNodeEstimate("x"), 1);
-  assertCode(() => parseYamlText("-\n".repeat(250_000)), "LIMIT_EXCEEDED");
+  assertCode(() => parseYamlText("-\n".repeat(250_000)), "LIMIT_EXCEEDED", "");
   // Control: the estimate of one line fewer is exactly at the limit, so it reaches the parser (and its null entries).
   assert.equal(yamlNodeEstimate("-\n".repeat(249_999) + "-"), 500_000);
   assertCode(() => parseYamlText("- a\n- ~\n"), "MODEL_NULL_ENTRY", "/1");
