@@ -181,3 +181,100 @@ test("the end: two zero blocks and only zeros after them; one zero block or a cu
   const cut = writeTar([file("f", "abc")]).subarray(0, 600);
   refused(cut, "TAR_INVALID");
 });
+
+/** A GNU extended header of `type` ("L" long name, "K" long link) holding `body`, as header and padded body blocks. */
+function gnuExt(type: "L" | "K", body: Buffer): Buffer {
+  const blocks = writeTar([file("x".repeat(101), "", { longName: "gnu" })], { eof: false });
+  const h = header({ raw: blocks.subarray(0, 512) }, (b) => {
+    b.write(type, 156, "latin1");
+    b.fill(0, 124, 136);
+    b.write(`${body.length.toString(8).padStart(11, "0")}\0`, 124, 12, "latin1");
+  });
+  const padded = Buffer.alloc(Math.ceil(body.length / 512) * 512);
+  body.copy(padded);
+  return Buffer.concat([h, padded]);
+}
+
+test("numbers fill their whole field without a terminator; a 100-byte name fills its field", () => {
+  assert.equal(gate(archive(header(dir("d"), field(108, 8, "00000017"))))[0]!.uid, 15);
+  assert.equal(gate(archive(header(dir("d"), field(136, 12, "000000000017"))))[0]!.mtime, 15);
+  const name = "n".repeat(100);
+  assert.equal(gate(writeTar([file(name, "")]))[0]!.name, name);
+});
+
+test("refusals name the byte offset of their header, past data, extended headers and zero blocks", () => {
+  const bad = header(dir("z"), (h) => (h[0] = 0x79), true);
+  refused(Buffer.concat([writeTar([file("f", "abc")], { eof: false }), bad, Buffer.alloc(1024)]), "TAR_INVALID", "/layers/0@1024");
+  refused(Buffer.concat([writeTar([dir("d")], { eof: false }), bad, Buffer.alloc(1024)]), "TAR_INVALID", "/layers/0@512");
+  const pax = writeTar([file("a", "", { pax: { mtime: "1" } })], { eof: false });
+  refused(Buffer.concat([pax.subarray(0, 1024), bad, Buffer.alloc(1024)]), "TAR_INVALID", "/layers/0@1024");
+  const one = writeTar([dir("d")], { eof: false });
+  refused(Buffer.concat([one, Buffer.alloc(512), header(dir("x"))]), "TAR_TRAILING", "/layers/0@1024");
+  refused(Buffer.concat([one, Buffer.alloc(1024), Buffer.from([0, 0, 1])]), "TAR_TRAILING", "/layers/0@1536");
+  // Zero bytes after the marker, in another chunk, move the offset on.
+  const g = new TarGate(DEFAULT_LIMITS, { expandedBytes: 0, entries: 0 }, "/layers/0");
+  g.push(Buffer.concat([one, Buffer.alloc(1024), Buffer.alloc(100)]));
+  assertCode(() => g.push(Buffer.from([1])), "TAR_TRAILING", "/layers/0@1636");
+  // A member name longer than 200 characters is cut to 200 in the path.
+  const long = "m".repeat(250);
+  refused(writeTar([{ name: long, type: "fifo" }]), "TAR_UNSUPPORTED_TYPE", `/layers/0:${long.slice(0, 200)}`);
+});
+
+test("chunks that end exactly at a header boundary forward every header (control: one chunk)", () => {
+  const tar = writeTar([dir("d"), file("d/a", "x".repeat(600)), symlink("l", "d/a")]);
+  const forwarded = (size: number) => {
+    const g = new TarGate(DEFAULT_LIMITS, { expandedBytes: 0, entries: 0 }, "/layers/0");
+    const out: Buffer[] = [];
+    for (let at = 0; at < tar.length; at += size) out.push(...g.push(tar.subarray(at, at + size)));
+    g.end();
+    return Buffer.concat(out);
+  };
+  const whole = forwarded(tar.length);
+  assert.equal(whole.length, tar.length - 1024);
+  assert.deepEqual(forwarded(512), whole);
+  assert.deepEqual(forwarded(1024), whole);
+});
+
+test("GNU long names and links: each applies to the next member once; two of a kind, or one with no member, are refused", () => {
+  const longName = "L".repeat(150);
+  const longLink = "K".repeat(150);
+  const nameExt = gnuExt("L", Buffer.from(`${longName}\0`));
+  const linkExt = gnuExt("K", Buffer.from(`${longLink}\0\0`));
+  const link = writeTar([symlink("s", "t")], { eof: false });
+  const r = gate(Buffer.concat([nameExt, linkExt, link, writeTar([symlink("s2", "t2")])]));
+  assert.deepEqual(
+    r.map((x) => [x.name, x.linkname]),
+    [
+      [longName, longLink],
+      ["s2", "t2"],
+    ],
+  );
+  // A pax header and a GNU long name for one member are two kinds, not two of one kind.
+  const pax = writeTar([file("a", "", { pax: { mtime: "1" } })], { eof: false }).subarray(0, 1024);
+  assert.equal(gate(Buffer.concat([pax, nameExt, writeTar([file("a", "")])]))[0]!.name, longName);
+  refused(Buffer.concat([nameExt, nameExt, writeTar([file("a", "")])]), "TAR_PAX", "/layers/0@1024");
+  refused(Buffer.concat([linkExt, linkExt, link, Buffer.alloc(1024)]), "TAR_PAX", "/layers/0@1024");
+  refused(Buffer.concat([nameExt, Buffer.alloc(1024)]), "TAR_INVALID", "/layers/0@1024");
+  refused(Buffer.concat([linkExt, Buffer.alloc(1024)]), "TAR_INVALID", "/layers/0@1024");
+  // A NUL inside a long name (not only at its end) is refused.
+  refused(Buffer.concat([gnuExt("L", Buffer.from("ab\0cd\0")), writeTar([file("a", "")])]), "TAR_UNSAFE_PATH", "/layers/0@1024");
+  refused(Buffer.concat([gnuExt("K", Buffer.from("ab\0cd\0")), link, Buffer.alloc(1024)]), "TAR_UNSAFE_PATH", "/layers/0@1024");
+  // A long link then a long name (the other order) is accepted too.
+  assert.deepEqual(
+    gate(Buffer.concat([linkExt, nameExt, link, Buffer.alloc(1024)])).map((x) => [x.name, x.linkname]),
+    [[longName, longLink]],
+  );
+});
+
+test("pax: an empty extended header is accepted; a pax size replaces the header's size", () => {
+  const empty = header(file("PaxHeaders/x", ""), (h) => h.write("x", 156, "latin1"));
+  assert.equal(gate(Buffer.concat([empty, writeTar([file("a", "")])]))[0]!.name, "a");
+  const r = gate(writeTar([file("f", "abc", { size: 0, pax: { size: "3" } }), file("g", "")]));
+  assert.deepEqual(
+    r.map((x) => [x.name, x.size]),
+    [
+      ["f", 3],
+      ["g", 0],
+    ],
+  );
+});
