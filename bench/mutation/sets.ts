@@ -46,10 +46,19 @@ export const MUTATION_SETS: Readonly<Record<string, MutationSet>> = {
   protocol: { mutate: ["src/vm/protocol.ts"], tests: ["tests/vm/protocol-events.test.ts", "tests/vm/protocol.test.ts"] },
   checker: {
     mutate: ["src/vm/checker.ts"],
-    tests: ["tests/vm/checker.test.ts", "tests/vm/protocol.test.ts", "tests/vm/status.test.ts", "tests/core/identity-values.test.ts", "tests/core/identities-doc.test.ts"],
+    tests: [
+      "tests/vm/checker.test.ts",
+      "tests/vm/protocol.test.ts",
+      "tests/vm/status.test.ts",
+      "tests/core/identity-values.test.ts",
+      "tests/core/identities-doc.test.ts",
+    ],
   },
   publish: { mutate: ["src/store/publish.ts"], tests: ["tests/store/publish.test.ts", "tests/store/store.test.ts"] },
-  "env-id": { mutate: ["src/strata/env-id.ts"], tests: ["tests/strata/lockfile.test.ts", "tests/strata/scope.test.ts", "tests/core/identity-values.test.ts", "tests/core/identities-doc.test.ts"] },
+  "env-id": {
+    mutate: ["src/strata/env-id.ts"],
+    tests: ["tests/strata/lockfile.test.ts", "tests/strata/scope.test.ts", "tests/core/identity-values.test.ts", "tests/core/identities-doc.test.ts"],
+  },
   lockfile: {
     mutate: ["src/strata/lockfile.ts"],
     tests: ["tests/strata/lockfile-rules.test.ts", "tests/strata/lockfile.test.ts", "tests/strata/freeze-hostile.test.ts", "tests/strata/scope.test.ts"],
