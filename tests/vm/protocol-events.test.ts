@@ -96,13 +96,20 @@ test("bounds at their edges: magic length, record lengths, body sizes, frame byt
   const frame = (n: number) =>
     new StreamWriter().hello().record(2, 1).frame(1, 1, 0, Buffer.alloc(n, 0x61)).exit(1, 0, Buffer.alloc(n, 0x61), Buffer.alloc(0)).final(0, 1);
   decodeProtocol(frame(4), limits);
-  assertCode(() => decodeProtocol(frame(5), limits), "LIMIT_EXCEEDED");
+  // The frame limit names the frame record's offset: magic 8 + hello 21 + start 17.
+  assertCode(() => decodeProtocol(frame(5), limits), "LIMIT_EXCEEDED", "protocol@46");
+  // A record may be as long as the largest fixed body (an exit record, 137 bytes) even under a small frame
+  // limit, so a 125-byte frame is refused by the frame limit, not as a bad record length.
+  assertCode(() => decodeProtocol(frame(125), limits), "LIMIT_EXCEEDED", "protocol@46");
+  // Four bytes left hold a whole length field: an impossible length is record-length, not truncated.
+  const four = Buffer.concat([new StreamWriter().hello().final(0, 0).subarray(0, 29), Buffer.alloc(4)]);
+  assert.equal(check(four), "protocol@29/record-length");
   // records: the limit counts every record, the final included.
   decodeProtocol(start, { ...DEFAULT_PROTOCOL_LIMITS, records: 3 });
-  assertCode(() => decodeProtocol(start, { ...DEFAULT_PROTOCOL_LIMITS, records: 2 }), "LIMIT_EXCEEDED");
+  assertCode(() => decodeProtocol(start, { ...DEFAULT_PROTOCOL_LIMITS, records: 2 }), "LIMIT_EXCEEDED", "protocol");
   // protocol bytes: the whole stream, exactly.
   decodeProtocol(start, { ...DEFAULT_PROTOCOL_LIMITS, protocolBytes: start.length });
-  assertCode(() => decodeProtocol(start, { ...DEFAULT_PROTOCOL_LIMITS, protocolBytes: start.length - 1 }), "LIMIT_EXCEEDED");
+  assertCode(() => decodeProtocol(start, { ...DEFAULT_PROTOCOL_LIMITS, protocolBytes: start.length - 1 }), "LIMIT_EXCEEDED", "protocol");
 });
 
 test("each fixed-size body must be exactly its size: one byte more or less is body-size", () => {
