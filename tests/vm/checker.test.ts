@@ -47,7 +47,8 @@ test("splitLines: no bytes is no lines; a trailing newline adds none; empty line
 });
 
 test("exit code and signal: matched only against the exit of their own invocation and kind", () => {
-  const d = decoded([exited(1, 3), signaled(2, 9), final], []);
+  // Each invocation's start comes first: the check must find the exit event, not the invocation's first event.
+  const d = decoded([{ invocation: 1, event: "start" }, exited(1, 3), { invocation: 2, event: "start" }, signaled(2, 9), final], []);
   const r = checkAssertions(
     [
       { invocation: 1, exitCode: 3, signal: 9 },
@@ -69,7 +70,7 @@ test("exit code and signal: matched only against the exit of their own invocatio
 });
 
 test("a launch failure matches the stage of its own invocation; another invocation's does not count", () => {
-  const d = decoded([{ invocation: 2, event: "launch-failure", stage: "exec", errno: 2 }, final], []);
+  const d = decoded([{ invocation: 2, event: "start" }, { invocation: 2, event: "launch-failure", stage: "exec", errno: 2 }, final], []);
   const r = checkAssertions(
     [
       { invocation: 2, launchFailure: "exec" },
