@@ -15,9 +15,9 @@ export function tsconfigPath(name: string): string {
 /**
  * The TypeScript checker's project: the mutated files and what they import,
  * not the files that import them. A mutant keeps its module's signatures, so
- * it type-checks or not in its own file; checking the whole project (500
- * files, every dependant of core re-checked for each mutant) made the checker
- * take 50 times the CPU of the tests.
+ * it type-checks or not in its own file; with the whole project (500 files,
+ * every dependant of core re-checked for each mutant) the checker had used 3
+ * minutes of CPU after 9 minutes of the jcs run, with hardly a mutant tested.
  */
 export function checkerTsconfig(set: MutationSet): { extends: string; include: string[]; files: string[] } {
   const up = relative(MUTATION_WORK_DIR, ".");
