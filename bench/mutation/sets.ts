@@ -1,0 +1,73 @@
+/**
+ * The module sets StrykerJS mutates (bench/mutation/stryker.ts), each with the
+ * test files that cover it. A set is one run, kept to minutes: the test files
+ * are the fast ones that exercise the module directly (no VM boots, no
+ * registry servers), so a mutant no listed file kills is a check no fast test
+ * needs. These are the modules where a surviving mutant is a security or
+ * identity bug (issue 17): canonical bytes, digests, identities, signatures,
+ * strict parsers, the tar gate, tree identity, the protocol decoder, the
+ * store's publish path, the lockfile and the OCI reader.
+ */
+
+export interface MutationSet {
+  /** Source files Stryker mutates. */
+  readonly mutate: readonly string[];
+  /** Test files run against each mutant (each is one node:test process). */
+  readonly tests: readonly string[];
+}
+
+export const MUTATION_SETS: Readonly<Record<string, MutationSet>> = {
+  jcs: {
+    mutate: ["src/core/jcs.ts"],
+    tests: ["tests/core/jcs.test.ts", "tests/core/json.test.ts", "tests/core/vectors.test.ts", "tests/core/identity-values.test.ts"],
+  },
+  digest: {
+    mutate: ["src/core/digest.ts"],
+    tests: ["tests/core/digest.test.ts", "tests/core/crypto.test.ts", "tests/core/identity-values.test.ts", "tests/core/vectors.test.ts"],
+  },
+  identity: {
+    mutate: ["src/core/identity.ts"],
+    tests: ["tests/core/identity-rules.test.ts", "tests/core/identity.test.ts", "tests/core/identity-values.test.ts", "tests/core/identities-doc.test.ts"],
+  },
+  dsse: { mutate: ["src/core/dsse.ts"], tests: ["tests/core/dsse.test.ts", "tests/core/crypto.test.ts", "tests/core/vectors.test.ts"] },
+  json: {
+    mutate: ["src/core/json.ts"],
+    tests: ["tests/core/json-paths.test.ts", "tests/core/json.test.ts", "tests/core/vectors.test.ts", "tests/core/json-nodes.test.ts"],
+  },
+  yaml: { mutate: ["src/core/yaml.ts"], tests: ["tests/core/yaml-strict.test.ts", "tests/core/json.test.ts", "tests/faults/smaller.test.ts"] },
+  "tar-gate": {
+    mutate: ["src/tree/tar-gate.ts"],
+    tests: ["tests/tree/tar-gate-fields.test.ts", "tests/tree/tar-gate.test.ts", "tests/tree/refusals.test.ts", "tests/tree/policy-limits.test.ts"],
+  },
+  "fs-digest": {
+    mutate: ["src/tree/fs-digest.ts"],
+    tests: ["tests/tree/fs-digest-bounds.test.ts", "tests/tree/fs-digest.test.ts", "tests/core/identity-values.test.ts", "tests/core/identities-doc.test.ts"],
+  },
+  protocol: { mutate: ["src/vm/protocol.ts"], tests: ["tests/vm/protocol-events.test.ts", "tests/vm/protocol.test.ts"] },
+  checker: {
+    mutate: ["src/vm/checker.ts"],
+    tests: [
+      "tests/vm/checker.test.ts",
+      "tests/vm/protocol.test.ts",
+      "tests/vm/status.test.ts",
+      "tests/core/identity-values.test.ts",
+      "tests/core/identities-doc.test.ts",
+    ],
+  },
+  publish: { mutate: ["src/store/publish.ts"], tests: ["tests/store/publish.test.ts", "tests/store/store.test.ts"] },
+  "env-id": {
+    mutate: ["src/strata/env-id.ts"],
+    tests: ["tests/strata/lockfile.test.ts", "tests/strata/scope.test.ts", "tests/core/identity-values.test.ts", "tests/core/identities-doc.test.ts"],
+  },
+  lockfile: {
+    mutate: ["src/strata/lockfile.ts"],
+    tests: ["tests/strata/lockfile-rules.test.ts", "tests/strata/lockfile.test.ts", "tests/strata/freeze-hostile.test.ts", "tests/strata/scope.test.ts"],
+  },
+  "layout-reader": { mutate: ["src/oci/layout-reader.ts"], tests: ["tests/oci/source.test.ts", "tests/oci/refusals.test.ts"] },
+  "manifest-core": { mutate: ["src/manifest/core.ts"], tests: ["tests/manifest/normalize.test.ts", "tests/manifest/document.test.ts"] },
+};
+
+/** Stryker's sandbox and temp directory: ignored by git and Biome, never under src/ or tests/. */
+export const STRYKER_TEMP_DIR = ".stryker-tmp";
+/** Where the per-set configuration, log and JSON report go (ignored by git and Biome). */
+export const MUTATION_WORK_DIR = "bench/.work/mutation";
