@@ -170,7 +170,7 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
       writeFileAtomic(lockPath, inputBytes, { mode: 0o600, overwrite: false });
     } else {
       log(`assembling ${opts.input}`);
-      await assembleWorkload({
+      const assembled = await assembleWorkload({
         specPath: input,
         storeDir: opts.storeDir,
         lockOut: lockPath,
@@ -178,6 +178,10 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
         now: () => now,
         remote: opts.remote,
       });
+      // what the spec's policies left out of the tree is said here too, not only by `workload assemble` and `workload check`
+      const { skipped, droppedXattrs } = assembled.listing;
+      if (skipped.length > 0) log(`policy devices: skip left out ${skipped.length} device node(s) and FIFO(s) (cairn workload check lists them)`);
+      if (droppedXattrs.length > 0) log(`policy xattrs: drop dropped the xattrs of ${droppedXattrs.length} member(s) (cairn workload check lists them)`);
     }
     w = await openVerifiedWorkload(lockPath, opts.storeDir);
     scenario = parseScenario(w.run);

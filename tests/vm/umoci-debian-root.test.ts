@@ -163,9 +163,13 @@ describe("a Debian root packed by umoci as it writes it", { skip: SKIP }, () => 
       (e: unknown) => isCairnError(e) && e.code === "OCI_PLATFORM",
     );
     writeFileSync(join(root, "spec.json"), JSON.stringify(spec(found.suggested)));
-    const rec = await recordRun({ input: join(root, "spec.json"), storeDir, runsDir, kit, cairnVersion: "test" });
+    const said: string[] = [];
+    const rec = await recordRun({ input: join(root, "spec.json"), storeDir, runsDir, kit, cairnVersion: "test", log: (l) => said.push(l) });
     assert.equal(rec.manifest.status, "passed", JSON.stringify(rec.evaluation));
     assert.ok(rec.manifest.vm.root_disk !== null);
+    // the run says what its policies left out: the device node and the FIFO, and ping's capability
+    assert.ok(said.includes("policy devices: skip left out 2 device node(s) and FIFO(s) (cairn workload check lists them)"), said.join("\n"));
+    assert.ok(said.includes("policy xattrs: drop dropped the xattrs of 1 member(s) (cairn workload check lists them)"), said.join("\n"));
     for (let i = 0; i < 2; i++) {
       const r = await replayRun({ runDir: rec.runDir, storeDir, kit });
       assert.equal(r.evaluation.outcome, rec.manifest.outcome);
