@@ -26,4 +26,4 @@ export { registryClientFor } from "./registry/remote-client.ts";
 export type { RemoteOptions } from "./registry/remote-client.ts";
 export { writeOciLayout, configDocument, selectionDocuments } from "./image-writer.ts";
 export type { LayoutImageInput, LayoutLayerInput, LayoutLaunchConfig, WrittenLayout } from "./image-writer.ts";
-export { OCI_LAYER_GZIP, OCI_LAYER_TAR } from "./media-types.ts";
+export { OCI_LAYER_GZIP, OCI_LAYER_TAR, OCI_MANIFEST } from "./media-types.ts";

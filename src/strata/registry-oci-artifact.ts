@@ -21,13 +21,15 @@
  * again gives the same digest.
  */
 import { CairnError, canonicalBytes, isJsonObject, parseJsonBytes, parseSha256, sha256, type JsonModel, type Sha256Digest } from "../core/index.ts";
+import { OCI_LAYER_GZIP, OCI_MANIFEST } from "../oci/index.ts";
 
-export const OCI_MANIFEST_TYPE = "application/vnd.oci.image.manifest.v1+json";
+/** The OCI media types, defined once in oci/media-types.ts. */
+export const OCI_MANIFEST_TYPE = OCI_MANIFEST;
 export const LAYER_ARTIFACT = "application/vnd.cairn.layer.v1+json";
 export const FORMATION_ARTIFACT = "application/vnd.cairn.formation.v1+json";
 /** The media type of a DSSE envelope blob (as in-toto attestations in OCI registries use it). */
 export const DSSE_BLOB = "application/vnd.dsse.envelope.v1+json";
-export const LAYER_BLOB = "application/vnd.oci.image.layer.v1.tar+gzip";
+export const LAYER_BLOB = OCI_LAYER_GZIP;
 export const EMPTY_TYPE = "application/vnd.oci.empty.v1+json";
 export const EMPTY_BYTES = Buffer.from("{}");
 export const EMPTY_DIGEST: Sha256Digest = sha256(EMPTY_BYTES);
