@@ -36,7 +36,7 @@ export const MUTATION_SETS: Readonly<Record<string, MutationSet>> = {
   },
   yaml: { mutate: ["src/core/yaml.ts"], tests: ["tests/core/yaml-strict.test.ts", "tests/core/json.test.ts", "tests/faults/smaller.test.ts"] },
   "tar-gate": {
-    mutate: ["src/tree/tar-gate.ts"],
+    mutate: ["src/tree/tar-gate.ts", "src/tree/tar-fields.ts"],
     tests: ["tests/tree/tar-gate-fields.test.ts", "tests/tree/tar-gate.test.ts", "tests/tree/refusals.test.ts", "tests/tree/policy-limits.test.ts"],
   },
   "fs-digest": {

@@ -32,9 +32,9 @@
 import { CairnError, Sha256Hasher, type Sha256Digest } from "../core/index.ts";
 import { enforceLimit, type LayerLimits } from "./layer-limits.ts";
 import { KNOWN_PAX, parsePax, paxInt, paxKeyRefusal, xattrName } from "./pax.ts";
+import { cstr, GNU_MAGIC, isZero, matches, MEMBER_TYPES, numeric, refuse, text, USTAR_MAGIC, type MemberType } from "./tar-fields.ts";
 
-/** Device nodes and FIFOs pass the gate as records; layer application refuses or skips them by policy (`devices`). */
-export type MemberType = "file" | "dir" | "symlink" | "hardlink" | "chardev" | "blockdev" | "fifo";
+export type { MemberType } from "./tar-fields.ts";
 
 /** One tar member as the gate parsed it (extended headers already applied). */
 export interface GateRecord {
@@ -62,87 +62,10 @@ export interface GateRecord {
 
 const BLOCK = 512;
 
-/** The member types the gate lets through, by type flag; every other flag is refused (TAR_UNSUPPORTED_TYPE). */
-const MEMBER_TYPES: Readonly<Record<string, MemberType>> = Object.freeze({
-  "0": "file",
-  "\0": "file",
-  "5": "dir",
-  "2": "symlink",
-  "1": "hardlink",
-  "3": "chardev",
-  "4": "blockdev",
-  "6": "fifo",
-});
-const USTAR_MAGIC = Buffer.from("ustar\x0000", "latin1");
-const GNU_MAGIC = Buffer.from("ustar  \0", "latin1");
-
-function matches(h: Uint8Array, off: number, magic: Uint8Array): boolean {
-  for (let i = 0; i < magic.length; i++) if (h[off + i] !== magic[i]) return false;
-  return true;
-}
-
-const utf8 = new TextDecoder("utf-8", { fatal: true });
-
 /** Running totals shared by all layers of one assembly. */
 export interface GateBudget {
   expandedBytes: number;
   entries: number;
-}
-
-function refuse(
-  code: "TAR_INVALID" | "TAR_PAX" | "TAR_SPARSE" | "TAR_TIMESTAMP" | "TAR_UNSUPPORTED_TYPE" | "TAR_NAME_UTF8" | "TAR_UNSAFE_PATH" | "TAR_TRAILING",
-  message: string,
-  where: string,
-  hint?: string,
-): CairnError {
-  return new CairnError(code, message, { path: where, hint });
-}
-
-function isZero(b: Uint8Array): boolean {
-  for (let i = 0; i < b.length; i++) if (b[i] !== 0) return false;
-  return true;
-}
-
-/** Strict numeric field: octal digits (leading spaces/zeros allowed, NUL or space terminated) or base-256. Reads `h` in place (once per field of every header, so no subarray). */
-function numeric(h: Uint8Array, off: number, len: number, field: string, where: string): number {
-  const end = off + len;
-  if ((h[off]! & 0x80) !== 0) {
-    if (h[off] !== 0x80) throw refuse(field === "mtime" ? "TAR_TIMESTAMP" : "TAR_INVALID", `negative or malformed base-256 ${field}`, where);
-    let v = 0;
-    for (let i = off + 1; i < end; i++) {
-      v = v * 256 + h[i]!;
-      if (!Number.isSafeInteger(v)) throw refuse("TAR_INVALID", `${field} is too large`, where);
-    }
-    return v;
-  }
-  let i = off;
-  while (i < end && h[i] === 0x20) i++;
-  let v = 0;
-  for (; i < end; i++) {
-    const c = h[i]!;
-    if (c === 0 || c === 0x20) break;
-    if (c < 0x30 || c > 0x37) throw refuse("TAR_INVALID", `${field} is not an octal number`, where);
-    v = v * 8 + (c - 0x30);
-  }
-  for (; i < end; i++) if (h[i] !== 0 && h[i] !== 0x20) throw refuse("TAR_INVALID", `${field} has bytes after its terminator`, where);
-  if (!Number.isSafeInteger(v)) throw refuse("TAR_INVALID", `${field} is too large`, where);
-  return v;
-}
-
-/** Bytes of a NUL-terminated field. */
-function cstr(h: Uint8Array, off: number, len: number): Uint8Array {
-  const f = h.subarray(off, off + len);
-  const end = f.indexOf(0);
-  return end === -1 ? f : f.subarray(0, end);
-}
-
-function text(bytes: Uint8Array, what: string, where: string): string {
-  if (bytes.includes(0)) throw refuse("TAR_UNSAFE_PATH", `${what} contains NUL`, where);
-  try {
-    return utf8.decode(bytes);
-  } catch {
-    throw refuse("TAR_NAME_UTF8", `${what} is not valid UTF-8`, where, "rebuild the layer with UTF-8 file names");
-  }
 }
 
 type State = "header" | "data" | "ext" | "eof1" | "end";
