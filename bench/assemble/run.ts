@@ -34,7 +34,7 @@ import { Transform, Writable } from "node:stream";
 import { createGunzip } from "node:zlib";
 import { sha256 } from "../../src/core/index.ts";
 import { PackWriter, Store } from "../../src/store/index.ts";
-import { applyLayers } from "../../src/tree/index.ts";
+import { applyLayers, HASH_ONLY_SINK, wholeFileSink } from "../../src/tree/index.ts";
 import { readOciSource } from "../../src/oci/index.ts";
 import { STRICT_POLICY } from "../../src/tree/layer-policy.ts";
 import type { ContentSink } from "../../src/tree/entries.ts";
@@ -46,22 +46,14 @@ const work = mkdtempSync(join(tmpdir(), "cairn-bench-assemble-"));
 const rootless = process.getuid?.() === 0 ? [] : ["--rootless"];
 
 /** Hashes file bytes as a store would, writes nothing: isolates decoding from file-creation cost. */
-const hashSink: ContentSink = {
-  async put(data) {
-    return { sha256: sha256(data), size: data.length };
-  },
-};
+const hashSink: ContentSink = HASH_ONLY_SINK;
 
 /** File bytes into cairn's content store, exactly as `cairn workload assemble` stores them (one content pack). */
 function storeSink(root: string): { sink: ContentSink; finish: () => void } {
   const store = new Store(root);
   const pack = new PackWriter(store);
   return {
-    sink: {
-      async put(data) {
-        return pack.add(data);
-      },
-    },
+    sink: { begin: (size) => pack.begin(size) },
     finish: () => {
       pack.finish();
       store.close();
@@ -73,11 +65,7 @@ function storeSink(root: string): { sink: ContentSink; finish: () => void } {
 function looseSink(root: string): { sink: ContentSink; finish: () => void } {
   const store = new Store(root);
   return {
-    sink: {
-      async put(data) {
-        return { sha256: store.put("objects", data, { durable: false }), size: data.length };
-      },
-    },
+    sink: wholeFileSink((_a, data) => store.put("objects", data!, { durable: false })),
     finish: () => store.close(),
   };
 }

@@ -140,6 +140,12 @@ export function writeFully(fd: number, data: Uint8Array): void {
   while (off < data.length) off += writeSync(fd, data, off, data.length - off);
 }
 
+/** Writes all of `data` at `position` of an open file (a short write is retried, never dropped); the file position is not used. */
+export function writeFullyAt(fd: number, data: Uint8Array, position: number): void {
+  let off = 0;
+  while (off < data.length) off += writeSync(fd, data, off, data.length - off, position + off);
+}
+
 /**
  * Fills `buf` from `position` of an open file. It returns how many bytes it
  * read, fewer only when the file ends first; whether that means the file

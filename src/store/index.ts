@@ -6,7 +6,7 @@ export { defaultStoreDir } from "./location.ts";
 export { publishBytes, publishStaged } from "./publish.ts";
 export type { WriteOnce } from "./publish.ts";
 export { PackCheck, PackWriter, inspectPack, readPacked } from "./pack.ts";
-export type { PackIndex } from "./pack.ts";
+export type { PackContentWriter, PackedAddress, PackIndex } from "./pack.ts";
 export { dropRoot, listRoots, storeUsage, sweepStore, SWEPT_AREAS } from "./gc.ts";
 export type { LiveSet, RootRecord, StoreUsage, SweepResult, Tally } from "./gc.ts";
 export { holdForGc } from "./gc-lock.ts";

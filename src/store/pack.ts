@@ -24,10 +24,33 @@
  * content's sha256 before returning it: a tampered pack yields STORE_CORRUPT,
  * never wrong bytes.
  */
-import { closeSync, fstatSync, rmSync } from "node:fs";
+import { closeSync, fstatSync, ftruncateSync, rmSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
-import { CairnError, createExclusive, ioError, openForRead, readFullyAt, sha256, writeFully, type Sha256Digest } from "../core/index.ts";
+import { CairnError, createExclusive, ioError, openForRead, readFullyAt, sha256, Sha256Hasher, writeFullyAt, type Sha256Digest } from "../core/index.ts";
+
+/** A content's address in a pack, and the writer one content streams through (tree's ContentSink shape; store sits beside tree, not above it). */
+export interface PackedAddress {
+  readonly sha256: Sha256Digest;
+  readonly size: number;
+}
+export interface PackContentWriter {
+  write(chunk: Uint8Array): void;
+  end(): PackedAddress;
+}
+
+/** Hashes and counts the chunks of one content. */
+function contentHash(): { write(chunk: Uint8Array): void; end(): PackedAddress } {
+  const h = new Sha256Hasher();
+  let size = 0;
+  return {
+    write(chunk) {
+      h.update(chunk);
+      size += chunk.length;
+    },
+    end: () => ({ sha256: h.digest(), size }),
+  };
+}
 import type { Store } from "./store.ts";
 
 export const PACK_MAGIC = Buffer.from("cairn.pack/1", "latin1");
@@ -96,16 +119,13 @@ class PackPlan {
   readonly order: Sha256Digest[] = [];
   offset = 0;
 
-  /** Records `data`; returns its address and whether it is new to the pack. */
-  add(data: Uint8Array): { sha256: Sha256Digest; size: number; fresh: boolean } {
-    const digest = sha256(data);
-    const fresh = !this.entries.has(digest);
-    if (fresh) {
-      this.entries.set(digest, { offset: this.offset, size: data.length });
-      this.order.push(digest);
-      this.offset += data.length;
-    }
-    return { sha256: digest, size: data.length, fresh };
+  /** Records a content that ends the body so far; false when the pack already holds it (its bytes are then dropped). */
+  record(digest: Sha256Digest, size: number): boolean {
+    if (this.entries.has(digest)) return false;
+    this.entries.set(digest, { offset: this.offset, size });
+    this.order.push(digest);
+    this.offset += size;
+    return true;
   }
 
   /** The tail (index, count, magic), the pack's name and its size. */
@@ -116,9 +136,11 @@ class PackPlan {
 }
 
 /**
- * Writes one pack into the store's staging: `add` each content (hashed,
- * deduplicated, buffered), then `finish` publishes the complete pack with a
- * single rename, or `abort` drops it. Until `finish` returns, nothing is
+ * Writes one pack into the store's staging: each content streams in through
+ * `begin` (hashed and written as its chunks arrive, never held whole; a
+ * content the pack already holds is dropped at its end by moving the write
+ * position back), then `finish` publishes the complete pack with a single
+ * rename, or `abort` drops it. Until `finish` returns, nothing is
  * published: a SIGKILL leaves only the staging file.
  */
 export class PackWriter {
@@ -127,7 +149,11 @@ export class PackWriter {
   #fd: number | undefined;
   readonly #plan = new PackPlan();
   readonly #buf = Buffer.allocUnsafe(WRITE_BUFFER);
+  /** File offset of `#buf[0]`; `#fill` bytes of the buffer are pending. */
+  #pos = 0;
   #fill = 0;
+  /** The writer whose content is being written (one at a time). */
+  #open: object | undefined;
 
   constructor(store: Store) {
     this.#store = store;
@@ -139,11 +165,45 @@ export class PackWriter {
     }
   }
 
-  /** Adds one content (copied; the caller may reuse `data`) and returns its address. */
-  add(data: Uint8Array): { sha256: Sha256Digest; size: number } {
-    const { sha256: digest, size, fresh } = this.#plan.add(data);
-    if (fresh) this.#write(data);
-    return { sha256: digest, size };
+  /** Starts one content; an earlier writer that never ended (a refused member) is dropped. */
+  begin(_size: number): PackContentWriter {
+    this.#rollback();
+    const hash = contentHash();
+    const token = {};
+    this.#open = token;
+    return {
+      write: (chunk) => {
+        if (this.#open !== token) throw new CairnError("USAGE", "pack content written after another began", { path: this.#tmp });
+        hash.write(chunk);
+        this.#write(chunk);
+      },
+      end: () => {
+        if (this.#open !== token) throw new CairnError("USAGE", "pack content ended after another began", { path: this.#tmp });
+        this.#open = undefined;
+        const a = hash.end();
+        if (!this.#plan.record(a.sha256, a.size)) this.#rollback(true);
+        return a;
+      },
+    };
+  }
+
+  /** Adds one content held whole (copied; the caller may reuse `data`) and returns its address. */
+  add(data: Uint8Array): PackedAddress {
+    const w = this.begin(data.length);
+    w.write(data);
+    return w.end();
+  }
+
+  /** Moves the write position back to the end of the recorded body, dropping an unfinished or duplicate content's bytes. */
+  #rollback(force = false): void {
+    if (this.#open === undefined && !force) return;
+    this.#open = undefined;
+    const start = this.#plan.offset;
+    if (start >= this.#pos) this.#fill = start - this.#pos;
+    else {
+      this.#pos = start;
+      this.#fill = 0;
+    }
   }
 
   #write(data: Uint8Array): void {
@@ -151,8 +211,10 @@ export class PackWriter {
     if (fd === undefined) throw new CairnError("USAGE", "pack writer already finished", { path: this.#tmp });
     try {
       if (this.#fill + data.length > WRITE_BUFFER) this.#flush(fd);
-      if (data.length >= WRITE_BUFFER) writeFully(fd, data);
-      else {
+      if (data.length >= WRITE_BUFFER) {
+        writeFullyAt(fd, data, this.#pos);
+        this.#pos += data.length;
+      } else {
         this.#buf.set(data, this.#fill);
         this.#fill += data.length;
       }
@@ -162,7 +224,8 @@ export class PackWriter {
   }
 
   #flush(fd: number): void {
-    writeFully(fd, this.#buf.subarray(0, this.#fill));
+    writeFullyAt(fd, this.#buf.subarray(0, this.#fill), this.#pos);
+    this.#pos += this.#fill;
     this.#fill = 0;
   }
 
@@ -175,10 +238,13 @@ export class PackWriter {
   finish(options: { checkExisting?: boolean } = {}): PackIndex {
     const fd = this.#fd;
     if (fd === undefined) throw new CairnError("USAGE", "pack writer already finished", { path: this.#tmp });
+    this.#rollback();
     const { tail, digest, size } = this.#plan.seal();
     try {
       this.#flush(fd);
-      writeFully(fd, tail);
+      // Bytes of a dropped content may lie past the body; the tail overwrites or the truncation removes them.
+      ftruncateSync(fd, this.#plan.offset);
+      writeFullyAt(fd, tail, this.#plan.offset);
       closeSync(fd);
       this.#fd = undefined;
     } catch (cause) {
@@ -217,9 +283,22 @@ export class PackCheck {
     this.#store = store;
   }
 
-  add(data: Uint8Array): { sha256: Sha256Digest; size: number } {
-    const { sha256: digest, size } = this.#plan.add(data);
-    return { sha256: digest, size };
+  begin(_size: number): PackContentWriter {
+    const hash = contentHash();
+    return {
+      write: (chunk) => hash.write(chunk),
+      end: () => {
+        const a = hash.end();
+        this.#plan.record(a.sha256, a.size);
+        return a;
+      },
+    };
+  }
+
+  add(data: Uint8Array): PackedAddress {
+    const w = this.begin(data.length);
+    w.write(data);
+    return w.end();
   }
 
   finish(): PackIndex | undefined {
@@ -231,8 +310,7 @@ export class PackCheck {
       if (!fstatSync(fd).isFile() || fstatSync(fd).size !== size) return undefined;
       for (const d of this.#plan.order) {
         const e = this.#plan.entries.get(d)!;
-        const buf = Buffer.allocUnsafe(e.size);
-        if (readFullyAt(fd, buf, e.offset) !== e.size || sha256(buf) !== d) return undefined;
+        if (!rangeMatches(fd, e, d)) return undefined;
       }
       const stored = Buffer.allocUnsafe(tail.length);
       if (readFullyAt(fd, stored, this.#plan.offset) !== tail.length || !stored.equals(tail)) return undefined;
@@ -243,6 +321,19 @@ export class PackCheck {
       if (fd !== undefined) closeSync(fd);
     }
   }
+}
+
+/** True when the pack's bytes at `e` hash to `digest`, read in bounded chunks (a large content is never read whole). */
+function rangeMatches(fd: number, e: PackEntry, digest: Sha256Digest): boolean {
+  const h = new Sha256Hasher();
+  const buf = Buffer.allocUnsafe(Math.min(e.size, WRITE_BUFFER));
+  for (let at = 0; at < e.size; ) {
+    const n = Math.min(buf.length, e.size - at);
+    if (readFullyAt(fd, buf.subarray(0, n), e.offset + at) !== n) return false;
+    h.update(buf.subarray(0, n));
+    at += n;
+  }
+  return h.digest() === digest;
 }
 
 function openPack(store: Store, digest: Sha256Digest): number {

@@ -21,10 +21,9 @@ import {
   applyLayers,
   DEFAULT_LIMITS,
   LIMIT_CEILINGS,
-  memorySink,
   STRICT_POLICY,
+  wholeFileSink,
   type CanonicalTree,
-  type ContentSink,
   type FsEntry,
   type InflationBound,
   type LayerLimits,
@@ -121,13 +120,14 @@ export async function readLayerBlobs(blobs: readonly BlobInput[], options: ReadB
   };
   const keep = options.keepContent ?? true;
   const content = new Map<Sha256Digest, Uint8Array>();
-  const sink: ContentSink = {
-    async put(data) {
-      const d = sha256(data);
-      if (options.keepOnly !== undefined ? options.keepOnly.has(d) : keep) content.set(d, data);
-      return { sha256: d, size: data.length };
+  // Bytes are gathered only when some may be kept; a content check only hashes them.
+  const gather = options.keepOnly !== undefined ? options.keepOnly.size > 0 : keep;
+  const sink = wholeFileSink(
+    (a, data) => {
+      if (data !== undefined && (options.keepOnly !== undefined ? options.keepOnly.has(a.sha256) : keep)) content.set(a.sha256, data);
     },
-  };
+    () => gather,
+  );
   const layers = blobs.map((b) => ({ bytes: b.blob, compression: "gzip" as const, where: b.where }));
   const { tree } = await applyLayers({
     layers,

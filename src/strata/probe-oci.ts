@@ -18,7 +18,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseSha256, sha256, type Sha256Digest } from "../core/index.ts";
 import { readOciSource } from "../oci/index.ts";
-import { applyLayers, parsePolicy, treeView, type ContentSink } from "../tree/index.ts";
+import { applyLayers, parsePolicy, treeView, wholeFileSink } from "../tree/index.ts";
 import { probedBase, type LockBase } from "./base.ts";
 import { probeRoot } from "./probe.ts";
 
@@ -44,13 +44,12 @@ export async function probeOciBase(options: ProbeOciOptions): Promise<LockBase> 
   try {
     const src = await readOciSource({ layoutDir, manifestDigest: manifest, stagingDir: join(staging, "oci") });
     const content = new Map<Sha256Digest, Uint8Array>();
-    const sink: ContentSink = {
-      async put(data) {
-        const d = sha256(data);
-        if (data.length <= MAX_CACHED_FILE_BYTES) content.set(d, data);
-        return { sha256: d, size: data.length };
+    const sink = wholeFileSink(
+      (a, data) => {
+        if (data !== undefined) content.set(a.sha256, data);
       },
-    };
+      (size) => size <= MAX_CACHED_FILE_BYTES,
+    );
     const { tree } = await applyLayers({ layers: src.layers, policy: parsePolicy({ hardlinks: "copy", setid: "strip" }), sink });
     const where = `oci:${layoutDir}`;
     return probedBase(await probeRoot(treeView(tree, content), where), where, now, manifest);

@@ -31,11 +31,11 @@ import type { LayerPolicy } from "./layer-policy.ts";
 import { admitMember, checkXattrs, type DroppedXattrs, type LayerIssue, type Listed, type SkippedMember } from "./member-policy.ts";
 
 export type { DroppedXattrs, LayerIssue, SkippedMember } from "./member-policy.ts";
-import type { CanonicalTree, ContentSink, FsEntry } from "./entries.ts";
+import type { CanonicalTree, ContentAddress, ContentSink, FsEntry } from "./entries.ts";
 import { IMPLICIT_DIR, TreeModel } from "./tree-builder.ts";
 import { ancestors, classifyWhiteout, normalizeMemberPath, parentOf, type WhiteoutKind } from "./tree-paths.ts";
 import type { GateRecord } from "./tar-gate.ts";
-import { readLayer, type Budget, type InflationBound, type LayerCompression } from "./layer-reader.ts";
+import { readLayer, type Budget, type InflationBound, type LayerCompression, type MemberBody } from "./layer-reader.ts";
 
 /** One layer to apply: the staged blob and what it must hash to. `OciLayer` from the OCI source fits as is. */
 export interface LayerInput {
@@ -128,11 +128,8 @@ interface Pending {
   readonly wh: WhiteoutKind;
   /** Permission bits as the policy leaves them (setid cleared under `setid: strip`). */
   readonly mode: number;
-  content?: { sha256: Sha256Digest; size: number };
+  content?: ContentAddress;
 }
-
-/** Sink writes in flight at once: file bytes are handed on while the next member is parsed. */
-const SINK_WINDOW = 32;
 
 /** Refuses when any ancestor of `path` is a symlink (writing or deleting through it) or not a directory. */
 function checkParents(model: TreeModel, path: string, where: string, create: boolean, required = false): void {
@@ -174,7 +171,6 @@ async function readMembers(
   const collect = options.collect;
   const pending: Pending[] = [];
   const seen = new Set<string>();
-  const inflight: Promise<void>[] = [];
   if (options.recheckStored && (input.digest === undefined || input.size === undefined)) {
     throw new CairnError("USAGE", "recheckStored needs each layer's digest and size", { path: where });
   }
@@ -190,19 +186,18 @@ async function readMembers(
     collect: collect !== undefined,
     where,
   };
-  // Not async: most members return synchronously, and readLayer moves on without a microtask.
-  const onMember = (rec: GateRecord, data: Buffer | undefined): Promise<void> | void => {
-    if (collect === undefined) return member(rec, data);
+  const onMember = (rec: GateRecord): MemberBody | undefined => {
+    if (collect === undefined) return member(rec);
     for (const error of rec.issues ?? []) collect({ error, layer, policy: undefined, fatal: false });
     try {
-      return member(rec, data);
+      return member(rec);
     } catch (e) {
       // check mode: a member refused by no policy is listed and left out
       if (!(e instanceof CairnError)) throw e;
       collect({ error: e, layer, policy: undefined, fatal: false });
     }
   };
-  const member = (rec: GateRecord, data: Buffer | undefined): Promise<void> | void => {
+  const member = (rec: GateRecord): MemberBody | undefined => {
     const at = `${where}:${rec.name.slice(0, 200)}`;
     const path = normalizeMemberPath(rec.name, limits, at);
     if (seen.has(path))
@@ -222,24 +217,17 @@ async function readMembers(
     if (rec.type === "symlink") enforceLimit(limits, "pathLength", Buffer.byteLength(rec.linkname ?? ""), at);
     const p: Pending = { rec, path, where: at, wh, mode };
     pending.push(p);
-    if (data === undefined) return;
-    const write = sink.put(data).then((c) => {
-      p.content = c;
-    });
-    write.catch(() => undefined); // observed below (allSettled) or by readLayer; never an unhandled rejection
-    inflight.push(write);
-    if (inflight.length >= SINK_WINDOW) return inflight.shift();
+    if (rec.type !== "file") return undefined;
+    // The bytes stream into the sink as they are read, never gathered whole.
+    const writer = sink.begin(rec.size);
+    return {
+      write: (chunk) => writer.write(chunk),
+      end: () => {
+        p.content = writer.end();
+      },
+    };
   };
-  let failure: unknown;
-  try {
-    await readLayer(stream, limits, budget, onMember);
-  } catch (e) {
-    failure = e;
-  }
-  // Every sink write settles before the layer is applied or a refusal propagates; the first refusal wins.
-  const settled = await Promise.allSettled(inflight);
-  if (failure !== undefined) throw failure;
-  for (const r of settled) if (r.status === "rejected") throw r.reason;
+  await readLayer(stream, limits, budget, onMember);
   return pending;
 }
 

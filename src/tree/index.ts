@@ -1,8 +1,8 @@
 // The canonical tree: its model, cairn.fs/1, tree paths and in-root resolution,
 // the layer policy and limits, the strict tar gate, the directory reader, the tar writer, and layer
 // application with whiteouts. Imports only core.
-export type { CanonicalTree, FsEntry, FileEntry, DirEntry, SymlinkEntry, ContentSource, ContentSink } from "./entries.ts";
-export { memorySink } from "./entries.ts";
+export type { CanonicalTree, FsEntry, FileEntry, DirEntry, SymlinkEntry, ContentSource, ContentSink, ContentWriter, ContentAddress } from "./entries.ts";
+export { memorySink, wholeFileSink, hashingWriter, HASH_ONLY_SINK } from "./entries.ts";
 export { fsIdentity, frameTree, frameEntry, sortedEntries, FS_IDENTITY } from "./fs-digest.ts";
 export { isCanonicalPath, parentOf, ancestors } from "./tree-paths.ts";
 export { resolveInRoot, resolveInTree, MAX_SYMLINK_HOPS } from "./in-root.ts";

@@ -156,16 +156,25 @@ function gunzipError(e: unknown, where: string): unknown {
   return e;
 }
 
+/** Where one regular member's bytes go as they are read: `write` per chunk, `end` once all `size` bytes arrived. */
+export interface MemberBody {
+  readonly write: (chunk: Buffer) => void;
+  readonly end: () => void;
+}
+
 /**
  * Streams the members of one layer to `onMember`, in archive order, then
- * checks the end-of-archive marker and the DiffID (when given). Rejects with the first
- * refusal; `onMember` may throw to refuse too.
+ * checks the end-of-archive marker and the DiffID (when given). `onMember`
+ * sees each member's record as its header is read and, for a regular file,
+ * may return a body that receives the member's bytes chunk by chunk (never
+ * gathered whole) and is ended once exactly the header's size arrived.
+ * Rejects with the first refusal; `onMember` and the body may throw to refuse too.
  */
 export async function readLayer(
   input: LayerStreamInput,
   limits: LayerLimits,
   budget: Budget,
-  onMember: (rec: GateRecord, data: Buffer | undefined) => Promise<void> | void,
+  onMember: (rec: GateRecord) => MemberBody | undefined,
 ): Promise<void> {
   const gate = new TarGate(limits, budget, input.where, input.collect === true);
   const source = storedStream(input, limits, budget);
@@ -211,6 +220,7 @@ export async function readLayer(
       resolve();
     };
     extract.on("entry", (h, entry, next) => {
+      entry.on("error", () => undefined); // the same failure reaches extract's "error"; tar-stream's own iterator does this too
       const rec = gate.records.shift();
       if (rec === undefined || h.name !== rec.name || h.size !== rec.size || h.type !== TAR_TYPE[rec.type]) {
         fail(
@@ -221,30 +231,42 @@ export async function readLayer(
         );
         return;
       }
-      const parts: Buffer[] = [];
-      entry.on("error", () => undefined); // the same failure reaches extract's "error"; tar-stream's own iterator does this too
-      entry.on("data", (c) => {
-        // tar-stream emits Buffer chunks (subarrays of what the gate forwarded).
-        if (rec.type === "file") parts.push(c as Buffer);
-      });
-      entry.on("end", () => {
-        let data: Buffer | undefined;
-        if (rec.type === "file") {
-          data = parts.length === 1 ? parts[0]! : Buffer.concat(parts, rec.size);
-          if (data.length !== rec.size) {
-            fail(new CairnError("TAR_INVALID", "member data shorter than its header size", { path: input.where }));
-            return;
+      let body: MemberBody | undefined;
+      try {
+        body = onMember(rec);
+      } catch (e) {
+        fail(e);
+        return;
+      }
+      let got = 0;
+      let broken = false;
+      if (rec.type === "file") {
+        entry.on("data", (data) => {
+          const c = data as Buffer;
+          // tar-stream emits Buffer chunks (subarrays of what the gate forwarded).
+          got += c.length;
+          if (broken || body === undefined) return;
+          try {
+            body.write(c);
+          } catch (e) {
+            broken = true;
+            fail(e);
           }
+        });
+      } else entry.resume();
+      entry.on("end", () => {
+        if (broken) return;
+        if (rec.type === "file" && got !== rec.size) {
+          fail(new CairnError("TAR_INVALID", "member data shorter than its header size", { path: input.where }));
+          return;
         }
-        let r: Promise<void> | void;
         try {
-          r = onMember(rec, data);
+          body?.end();
         } catch (e) {
           fail(e);
           return;
         }
-        if (r instanceof Promise) r.then(() => next(), fail);
-        else next();
+        next();
       });
     });
     extract.on("finish", () => resolve());

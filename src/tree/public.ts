@@ -2,7 +2,8 @@
 // `from "cairn/tree"`): the canonical tree model and its `cairn.fs/1`
 // identity, strict layer application with its policy and limits, and in-root
 // path resolution. The tar gate, the builder and path helpers stay internal.
-export type { CanonicalTree, ContentSink, ContentSource, DirEntry, FileEntry, FsEntry, SymlinkEntry } from "./index.ts";
+export type { CanonicalTree, ContentAddress, ContentSink, ContentSource, ContentWriter, DirEntry, FileEntry, FsEntry, SymlinkEntry } from "./index.ts";
+export { HASH_ONLY_SINK, hashingWriter, memorySink, wholeFileSink } from "./index.ts";
 export { FS_IDENTITY, frameTree, fsIdentity } from "./index.ts";
 export { applyLayers } from "./index.ts";
 export type {

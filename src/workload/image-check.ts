@@ -21,7 +21,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { CairnError, MAX_ISSUES, sha256, type ErrorCode } from "../core/index.ts";
 import { readOciSource } from "../oci/index.ts";
-import { applyLayers, policyName, policyValue, type ContentSink, type DroppedXattrs, type PolicyKey, type SkippedMember } from "../tree/index.ts";
+import { applyLayers, policyName, policyValue, HASH_ONLY_SINK, type DroppedXattrs, type PolicyKey, type SkippedMember } from "../tree/index.ts";
 import { deriveBinary } from "./derive.ts";
 import { launchFromOci, ociConfigRefusals, ociLaunchWithSpec, type Launch } from "./launch.ts";
 import { readSourceFile } from "./source-file.ts";
@@ -53,13 +53,6 @@ export interface CheckResult {
   readonly skipped: readonly SkippedMember[];
   readonly droppedXattrs: readonly DroppedXattrs[];
 }
-
-/** A sink that hashes file bytes and keeps none (check stores nothing). */
-const HASH_ONLY: ContentSink = {
-  async put(data: Uint8Array) {
-    return { sha256: sha256(data), size: data.length };
-  },
-};
 
 class Problems {
   readonly list: CheckProblem[] = [];
@@ -117,7 +110,7 @@ async function checkOci(spec: WorkloadSpec, layoutDir: string, found: Problems):
       layers: src.layers,
       policy: spec.policy,
       limits: spec.limits,
-      sink: HASH_ONLY,
+      sink: HASH_ONLY_SINK, // check stores nothing
       collect: (i) => found.add(i.error, i.policy, i.fatal),
     });
     // what the spec's own policy takes out (a listing, not a problem): the collected ones are problems already

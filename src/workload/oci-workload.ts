@@ -44,14 +44,14 @@ function packSink(pack: PackWriter | PackCheck, progress?: (line: string) => voi
   let files = 0;
   let next = PROGRESS_STEP;
   return {
-    async put(data: Uint8Array) {
-      bytes += data.length;
+    begin(size) {
+      bytes += size;
       files++;
       if (progress !== undefined && bytes >= next) {
         next = bytes + PROGRESS_STEP;
         progress(`  ${files} files, ${(bytes / 1024 / 1024).toFixed(0)} MiB written`);
       }
-      return pack.add(data);
+      return pack.begin(size);
     },
   };
 }

@@ -35,6 +35,47 @@ test("a pack holds each distinct content once, is private, and reads back verifi
   assert.deepEqual(readdirSync(join(store.root, "staging")), [], "nothing left in staging");
 });
 
+/** Streams `data` into `w` in chunks of `step` bytes. */
+function stream(w: PackWriter, data: Buffer, step: number): { sha256: string; size: number } {
+  const c = w.begin(data.length);
+  for (let i = 0; i < data.length; i += step) c.write(data.subarray(i, i + step));
+  return c.end();
+}
+
+test("contents streamed in chunks make the same pack as contents added whole; a repeat or an abandoned content leaves no bytes", () => {
+  const whole = writePack(fresh());
+  for (const step of [1, 7, 1 << 20, 5 << 20]) {
+    const store = fresh();
+    const w = new PackWriter(store);
+    for (const c of CONTENTS) {
+      // an abandoned content (a refused member) before each: its bytes must not stay in the body
+      const dropped = w.begin(100);
+      dropped.write(Buffer.from("never ended ".repeat(200_000)));
+      assert.deepEqual(stream(w, c, step), { sha256: sha256(c), size: c.length });
+    }
+    const streamed = w.finish();
+    assert.equal(streamed.digest, whole.digest, `chunks of ${step}`);
+    assert.equal(streamed.size, whole.size);
+    assert.equal(statSync(store.pathOf("packs", streamed.digest)).size, whole.size, "no bytes of a dropped content are left past the body");
+    assert.equal(inspectPack(store, streamed.digest, Number.MAX_SAFE_INTEGER).entries.size, 5);
+    for (const c of CONTENTS) assert.ok(readPacked(store, streamed, sha256(c), c.length).equals(c));
+    store.close();
+  }
+});
+
+test("a content writer used after another began is refused", () => {
+  const store = fresh();
+  const w = new PackWriter(store);
+  const a = w.begin(1);
+  const b = w.begin(1);
+  assertCode(() => a.write(Buffer.from("a")), "USAGE");
+  assertCode(() => a.end(), "USAGE");
+  // control: the current writer works
+  b.write(Buffer.from("b"));
+  assert.equal(b.end().size, 1);
+  w.abort();
+});
+
 test("the pack name is a function of the contents and their order, and pins every byte", () => {
   const a = writePack(fresh());
   const b = writePack(fresh());

@@ -15,7 +15,7 @@ import { PROJECT_ROOT } from "../helpers/vectors.ts";
 import { exampleRegistry, resolveArgs, tempDir } from "./fixtures.ts";
 import { EXPORT_ANNOTATIONS, LocalRegistry, environmentId, readLockfile } from "../../src/strata/index.ts";
 import { readOciSource } from "../../src/oci/index.ts";
-import { applyLayers, STRICT_POLICY, type ContentSink } from "../../src/tree/index.ts";
+import { applyLayers, HASH_ONLY_SINK, STRICT_POLICY } from "../../src/tree/index.ts";
 import { sha256, type Sha256Digest } from "../../src/core/index.ts";
 
 const ex = exampleRegistry();
@@ -79,12 +79,7 @@ test("the exported image holds exactly the base and the lockfile's layers in mou
     ordered.map((l) => l.sha256),
   );
   // the tree: every file and symlink a layer manifest lists, with its digest, plus the base directory's files
-  const sink: ContentSink = {
-    async put(d) {
-      return { sha256: sha256(d), size: d.length };
-    },
-  };
-  const { tree } = await applyLayers({ layers: src.layers, policy: STRICT_POLICY, sink });
+  const { tree } = await applyLayers({ layers: src.layers, policy: STRICT_POLICY, sink: HASH_ONLY_SINK });
   const reg = LocalRegistry.open(ex.registry);
   const expectedFiles = new Map<string, Sha256Digest>();
   const expectedLinks = new Map<string, string>();

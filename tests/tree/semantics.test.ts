@@ -11,11 +11,11 @@ import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { describe, it } from "node:test";
 import fc from "fast-check";
-import { parseSha256 } from "../../src/core/index.ts";
+import { CairnError, parseSha256, sha256 } from "../../src/core/index.ts";
 import { applyLayers } from "../../src/tree/index.ts";
 import { readOciSource } from "../../src/oci/index.ts";
 import { STRICT_POLICY, parsePolicy } from "../../src/tree/layer-policy.ts";
-import type { CanonicalTree } from "../../src/tree/entries.ts";
+import type { CanonicalTree, ContentSink } from "../../src/tree/entries.ts";
 import { assertCode, assertCodeAsync } from "../helpers/errors.ts";
 import { layerCompression } from "../../src/oci/media-types.ts";
 import { CONFORMANCE_TREE, writeConformanceLayout, type ExpectedEntry } from "../workload/fixtures/conformance.ts";
@@ -205,54 +205,84 @@ describe("progress", () => {
 });
 
 describe("content sink", () => {
-  it("a slow sink applies backpressure and every file still arrives, in any completion order", { timeout: 60_000 }, async () => {
+  /** A sink that records each write's size and checks the bytes arrive in order. */
+  function recordingSink(): { sink: ContentSink; writes: number[][]; mem: MemorySink } {
+    const mem = new MemorySink();
+    const writes: number[][] = [];
+    return {
+      mem,
+      writes,
+      sink: {
+        begin(size) {
+          const sizes: number[] = [];
+          writes.push(sizes);
+          const w = mem.begin(size);
+          return {
+            write(chunk) {
+              sizes.push(chunk.length);
+              w.write(chunk);
+            },
+            end: () => w.end(),
+          };
+        },
+      },
+    };
+  }
+
+  it("a large member's bytes reach the sink in chunks as they are read, never gathered whole", async () => {
     const d = tmp();
-    const tar = writeTar(Array.from({ length: 200 }, (_, i) => file(`f${i}`, Buffer.alloc(20_000, i % 251))));
+    const big = Buffer.alloc(8 << 20);
+    for (let i = 0; i < big.length; i += 4096) big[i] = (i >> 12) % 251;
+    const tar = writeTar([file("small", "x"), file("big", big)]);
     const path = join(d, "l");
     writeFileSync(path, gzipSync(tar));
     const diffId = parseSha256(`sha256:${createHash("sha256").update(tar).digest("hex")}`);
-    const mem = new MemorySink();
-    let open = 0;
-    let peak = 0;
-    // No timers: each write is held until 8 are in flight (or the last file arrives), then the batch completes
-    // in reverse order. A writer that awaited each put before the next would never reach 8 and hang (the
-    // test's timeout fails it); one that ignored the window would exceed it.
-    const held: (() => void)[] = [];
-    let seen = 0;
-    const sink = {
-      put: async (data: Uint8Array) => {
-        peak = Math.max(peak, ++open);
-        seen++;
-        await new Promise<void>((release) => {
-          held.push(release);
-          if (held.length >= 8 || seen === 200) for (const f of held.splice(0).reverse()) f();
-        });
-        open--;
-        return mem.put(data);
-      },
-    };
+    const { sink, writes, mem } = recordingSink();
     const r = await applyLayers({ layers: [{ compression: "gzip" as const, path, diffId }], policy: STRICT_POLICY, sink });
-    assert.equal(r.stats.files, 200);
-    for (let i = 0; i < 200; i++) {
-      const e = r.tree.get(`/f${i}`);
-      assert.ok(e?.type === "file" && mem.blobs.get(e.sha256)?.[0] === i % 251);
-    }
-    assert.ok(peak >= 8 && peak <= 33, `writes overlap, within the window (peak ${peak})`);
+    // control: the one-byte file arrives in one write
+    assert.deepEqual(writes[0], [1]);
+    const bigWrites = writes[1]!;
+    assert.ok(bigWrites.length >= 8, `8 MiB arrive in several chunks (${bigWrites.length})`);
+    assert.ok(Math.max(...bigWrites) <= 1 << 20, "no chunk is larger than the reader's 1 MiB");
+    assert.equal(
+      bigWrites.reduce((a, b) => a + b, 0),
+      big.length,
+    );
+    const e = r.tree.get("/big");
+    assert.ok(e?.type === "file" && e.size === big.length && e.sha256 === sha256(big));
+    assert.ok(Buffer.from(mem.blobs.get(e.sha256)!).equals(big));
   });
-  it("a failing sink refuses the layer with the sink's error, and nothing is left pending", async () => {
+
+  it("a failing sink refuses the layer with the sink's error", async () => {
     const d = tmp();
     const tar = writeTar(Array.from({ length: 100 }, (_, i) => file(`f${i}`, `content ${i}`)));
     const path = join(d, "l");
     writeFileSync(path, tar);
     const diffId = parseSha256(`sha256:${createHash("sha256").update(tar).digest("hex")}`);
-    let n = 0;
-    const sink = {
-      put: async (data: Uint8Array) => {
-        if (++n === 50) throw new Error("disk full");
-        return new MemorySink().put(data);
-      },
-    };
-    await assert.rejects(applyLayers({ layers: [{ compression: "none" as const, path, diffId }], policy: STRICT_POLICY, sink }), /disk full/);
+    for (const at of ["write", "end"] as const) {
+      let n = 0;
+      const sink: ContentSink = {
+        begin(size) {
+          const w = new MemorySink().begin(size);
+          const fail = ++n === 50;
+          return {
+            write(chunk) {
+              if (fail && at === "write") throw new CairnError("IO_ERROR", "disk full");
+              w.write(chunk);
+            },
+            end() {
+              if (fail && at === "end") throw new CairnError("IO_ERROR", "disk full");
+              return w.end();
+            },
+          };
+        },
+      };
+      await assert.rejects(applyLayers({ layers: [{ compression: "none" as const, path, diffId }], policy: STRICT_POLICY, sink }), (e: unknown) => {
+        assert.ok(e instanceof CairnError && e.code === "IO_ERROR", at);
+        return true;
+      });
+    }
+    // control: the same layer into a sink that does not fail
     const ok = await applyLayers({ layers: [{ compression: "none" as const, path, diffId }], policy: STRICT_POLICY, sink: new MemorySink() });
     assert.equal(ok.stats.files, 100);
   });
