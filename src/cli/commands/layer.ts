@@ -265,8 +265,10 @@ function registerLayerFreeze(layer: Command, ctx: Context): void {
     const spec = specFrom(opts, recordedFrom(ctx, opts));
     const keys = signingKeys(opts);
     const reg = await openOrInit(ctx, opts.registry, opts.initRegistry, opts);
-    const built = freezeUpperLayer(resolvePath(ctx.cwd, upper), { lock: read.lock, bytes: read.bytes }, spec);
-    const doc = await reg.publishLayer(built.blob.blob, built.manifest, keys);
+    const { built, doc } = await withBlobStaging(async (staging) => {
+      const b = await freezeUpperLayer(resolvePath(ctx.cwd, upper), { lock: read.lock, bytes: read.bytes }, spec, staging.path("frozen.tar.gz"));
+      return { built: b, doc: await reg.publishLayer({ path: b.blob.path }, b.manifest, keys) };
+    });
     if (opts.profile === undefined || opts.out === undefined) {
       report(ctx, doc, opts.json, "frozen");
       return;
