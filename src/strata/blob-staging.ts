@@ -77,7 +77,7 @@ function openBlob(path: string, where: string): number {
 /**
  * Reads the blob at `path` in chunks, giving each to `each` (when set), and
  * checks it is a regular file of exactly `expected.size` bytes hashing to
- * `expected.sha256`; returns the digest found.
+ * `expected.sha256`.
  */
 function streamChecked(path: string, expected: ExpectedBlob, where: string, each?: (chunk: Buffer) => void): void {
   const fd = openBlob(path, where);
@@ -109,6 +109,23 @@ function streamChecked(path: string, expected: ExpectedBlob, where: string, each
   } catch (cause) {
     if (cause instanceof CairnError) throw cause;
     throw ioError(path, cause);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The bytes of a staged file (opened like every read: no symlink, no FIFO), a fresh 1 MiB buffer at a time. */
+export function* fileChunks(path: string): Generator<Buffer> {
+  const fd = openBlob(path, path);
+  try {
+    if (!fstatSync(fd).isFile()) throw new CairnError("REGISTRY_INVALID", `${path} is not a regular file`, { path });
+    for (let off = 0; ; ) {
+      const buf = Buffer.allocUnsafe(STAGE_CHUNK_BYTES);
+      const n = readFullyAt(fd, buf, off);
+      if (n === 0) return;
+      off += n;
+      yield buf.subarray(0, n);
+    }
   } finally {
     closeSync(fd);
   }

@@ -36,7 +36,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createReadStream } from "node:fs";
+import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { createGunzip } from "node:zlib";
 import { CairnError, Sha256Hasher, sortByBytes, type Sha256Digest } from "../core/index.ts";
@@ -45,7 +45,7 @@ import { directoryView } from "../tree/index.ts";
 import { probedBase, type LockBase } from "./base.ts";
 import { writeLayerBlob } from "./blob.ts";
 import { DEFAULT_MAX_UNPACKED_BYTES } from "./blob-reader.ts";
-import { BlobStaging } from "./blob-staging.ts";
+import { BlobStaging, fileChunks } from "./blob-staging.ts";
 import { readDirectoryStreamed } from "../tree/index.ts";
 import { lockfileCaveats } from "./lockfile-caveats.ts";
 import type { Lockfile } from "./lockfile.ts";
@@ -128,7 +128,7 @@ async function probeExportBase(base: ExportBase, now: Date): Promise<LockBase> {
 async function diffIdOf(path: string, where: string): Promise<Sha256Digest> {
   const h = new Sha256Hasher();
   try {
-    await pipeline(createReadStream(path), createGunzip(), async (tar: AsyncIterable<Buffer>) => {
+    await pipeline(Readable.from(fileChunks(path), { highWaterMark: 1 }), createGunzip(), async (tar: AsyncIterable<Buffer>) => {
       for await (const chunk of tar) {
         h.update(chunk);
         if (h.size > DEFAULT_MAX_UNPACKED_BYTES) throw new Error("layer.max_unpacked_bytes");
