@@ -146,9 +146,10 @@ export async function readLayerBlobs(blobs: readonly BlobInput[], options: ReadB
   const spilled = new Map<Sha256Digest, string>();
   // Bytes are gathered only when some may be kept; a content check only hashes them.
   const gather = options.keepOnly !== undefined ? options.keepOnly.size > 0 : keep;
+  const spill = options.spillDir !== undefined ? spillSink(options.spillDir, spilled) : undefined;
   const sink =
-    options.spillDir !== undefined
-      ? spillSink(options.spillDir, spilled)
+    spill !== undefined
+      ? spill.sink
       : wholeFileSink(
           (a, data) => {
             if (data !== undefined && (options.keepOnly !== undefined ? options.keepOnly.has(a.sha256) : keep)) content.set(a.sha256, data);
@@ -156,16 +157,20 @@ export async function readLayerBlobs(blobs: readonly BlobInput[], options: ReadB
           () => gather,
         );
   const layers = blobs.map((b) => ({ ...("path" in b ? { path: b.path } : { bytes: b.blob }), compression: "gzip" as const, where: b.where }));
-  const { tree } = await applyLayers({
-    layers,
-    policy: STRICT_POLICY,
-    limits: BLOB_LIMITS,
-    sink,
-    parents: "required",
-    inflation,
-    ...(options.onReplace ? { onReplace: options.onReplace } : {}),
-  });
-  return { tree, content, spilled };
+  try {
+    const { tree } = await applyLayers({
+      layers,
+      policy: STRICT_POLICY,
+      limits: BLOB_LIMITS,
+      sink,
+      parents: "required",
+      inflation,
+      ...(options.onReplace ? { onReplace: options.onReplace } : {}),
+    });
+    return { tree, content, spilled };
+  } finally {
+    spill?.close(); // a file a refusal abandoned mid-way: closed and removed
+  }
 }
 
 /**
@@ -174,7 +179,7 @@ export async function readLayerBlobs(blobs: readonly BlobInput[], options: ReadB
  * of known bytes is hashed and dropped, a file abandoned by a refusal is
  * removed by the next `begin`. Memory holds one chunk.
  */
-function spillSink(dir: string, spilled: Map<Sha256Digest, string>): ContentSink {
+function spillSink(dir: string, spilled: Map<Sha256Digest, string>): { readonly sink: ContentSink; readonly close: () => void } {
   let n = 0;
   let open: { fd: number; tmp: string } | undefined;
   const abandon = (): void => {
@@ -183,7 +188,7 @@ function spillSink(dir: string, spilled: Map<Sha256Digest, string>): ContentSink
     rmSync(open.tmp, { force: true });
     open = undefined;
   };
-  return {
+  const sink: ContentSink = {
     begin() {
       abandon();
       const tmp = join(dir, `partial-${++n}`);
@@ -210,6 +215,7 @@ function spillSink(dir: string, spilled: Map<Sha256Digest, string>): ContentSink
       };
     },
   };
+  return { sink, close: abandon };
 }
 
 /** The tree as streamed writer entries whose file bytes are read back from the spill files as the blob is written. */
