@@ -9,13 +9,14 @@
  */
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import {
   BlobStaging,
   buildLayerBlob,
   buildLayerFromDirectory,
+  foldLayers,
   LocalRegistry,
   manifestFor,
   withBlobStaging,
@@ -26,7 +27,7 @@ import {
 import { readDirectory, readDirectoryStreamed, tarChunks, writeTar, type TarStreamEntry } from "../../src/tree/index.ts";
 import { assertCode, assertCodeAsync } from "../helpers/errors.ts";
 import { tempDir } from "./fixtures.ts";
-import { signingKeyFromSeed } from "../../src/core/index.ts";
+import { sha256, signingKeyFromSeed } from "../../src/core/index.ts";
 
 const key = signingKeyFromSeed(Buffer.alloc(32, 1));
 const spec: LayerSpec = {
@@ -133,6 +134,36 @@ test("a streamed blob is published write-once from its file: identical bytes kep
     // Another file under the published blob's name (a damaged copy) is refused, never replaced.
     writeFileSync(reg.blobPath(built.manifest.sha256), randomBytes(built.blob.size));
     assertCode(() => reg.publishLayer({ path: built.blob.path }, built.manifest, [key]), "REGISTRY_INVALID");
+  } finally {
+    s.dispose();
+  }
+});
+
+test("a fold refused mid-file (a truncated gzip stream) leaves no partial spill file and publishes nothing; control: the intact fold spills by digest", async () => {
+  const reg = LocalRegistry.init(join(tempDir("cairn-blob-spill-"), "registry"));
+  const trust = { keys: [key], allowUnsignedOffline: false };
+  const publish = (name: string, b: ReturnType<typeof buildLayerBlob>) => reg.publishLayer(b.blob, manifestFor({ ...spec, name }, b), [key]).value.id;
+  const big = buildLayerBlob([{ type: "file", path: "big", mode: 0o644, data: randomBytes(4 * 1024 * 1024) }]);
+  const cut = big.blob.subarray(0, big.blob.length - 1024 * 1024);
+  const truncated = publish("cut", { ...big, blob: cut, sha256: sha256(cut), size: cut.length });
+  const whole = publish("whole", big);
+  const small = publish("small", buildLayerBlob([{ type: "file", path: "small", mode: 0o644, data: Buffer.from("s") }]));
+  const s = BlobStaging.create();
+  try {
+    await assertCodeAsync(() => foldLayers(reg, [truncated, small], { ...spec, name: "f1" }, trust, false, s), "TAR_INVALID");
+    const left = readdirSync(s.dir, { recursive: true }).map(String);
+    assert.deepEqual(
+      left.filter((n) => n.includes("partial-")),
+      [],
+      `no partial file is left: ${left.join(", ")}`,
+    );
+    const ok = await foldLayers(reg, [whole, small], { ...spec, name: "f2" }, trust, false, s);
+    assert.equal(ok.manifest.content_manifest.size, 2);
+    const spilled = readdirSync(s.dir, { recursive: true }).map(String);
+    assert.ok(
+      spilled.some((n) => n.endsWith(big.content_manifest.get("/big")!.slice("sha256:".length))),
+      "control: the file was spilled under its digest",
+    );
   } finally {
     s.dispose();
   }
