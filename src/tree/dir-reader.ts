@@ -6,6 +6,9 @@
  * core's bounded reader (O_NOFOLLOW | O_NONBLOCK, a regular file of the size
  * the walk saw, refused when it grows or shrinks while read). Sockets, FIFOs
  * and devices are refused (they have no place in a layer or a feature).
+ * `readDirectoryStreamed` walks the same way but leaves each file's bytes to
+ * be read when they are written (1 MiB at a time, with the same checks), so
+ * a layer build does not hold the directory in memory.
  * Names must be valid UTF-8 so the sorted byte order is defined.
  *
  * Two policies differ by caller, both named here rather than copied:
