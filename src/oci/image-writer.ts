@@ -20,15 +20,18 @@
  * sibling directory, fsynced, and renamed onto the target, which must not
  * exist yet (an existing directory is never merged into or replaced).
  */
-import { chmodSync, copyFileSync, existsSync, lstatSync, mkdirSync, renameSync, rmSync } from "node:fs";
+import { chmodSync, closeSync, copyFileSync, existsSync, fstatSync, lstatSync, mkdirSync, renameSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import {
   CairnError,
   canonicalBytes,
   fsyncDir,
+  checkLimit,
   ioError,
-  readFileBounded,
+  openForRead,
+  readFullyAt,
   sha256,
+  Sha256Hasher,
   tempSibling,
   writeFileAtomic,
   type JsonModel,
@@ -145,8 +148,30 @@ function writeLayer(dir: string, l: LayoutLayerInput, i: number, mode: number): 
   } catch (cause) {
     throw ioError(l.blob.path, cause);
   }
-  // the copy is what the layout holds: check it, not the source
-  checkBlob(readFileBounded(target, MAX_LAYER_BYTES, "oci.max_layer_copy_bytes"), l, where);
+  // the copy is what the layout holds: check it, not the source (in chunks: a layer blob can be gigabytes)
+  checkCopied(target, l, where);
+}
+
+/** Hashes the copied blob at `target` 1 MiB at a time and checks it against the descriptor, as checkBlob does for bytes. */
+function checkCopied(target: string, l: LayoutLayerInput, where: string): void {
+  const fd = openForRead(target);
+  try {
+    const size = fstatSync(fd).size;
+    checkLimit("oci.max_layer_copy_bytes", size, MAX_LAYER_BYTES, target, "bytes");
+    if (size !== l.size) throw new CairnError("SIZE_MISMATCH", `layer ${where} is ${size} bytes, its descriptor says ${l.size}`, { path: where });
+    const h = new Sha256Hasher();
+    const buf = Buffer.allocUnsafe(1024 * 1024);
+    for (let off = 0; off < size; ) {
+      const n = readFullyAt(fd, buf.subarray(0, Math.min(buf.length, size - off)), off);
+      if (n === 0) throw new CairnError("SIZE_MISMATCH", `layer ${where} shrank while it was checked`, { path: where });
+      h.update(buf.subarray(0, n));
+      off += n;
+    }
+    const d = h.digest();
+    if (d !== l.digest) throw new CairnError("DIGEST_MISMATCH", `layer ${where} hashes to ${d}, its descriptor says ${l.digest}`, { path: where });
+  } finally {
+    closeSync(fd);
+  }
 }
 
 function checkBlob(bytes: Buffer, l: LayoutLayerInput, where: string): void {

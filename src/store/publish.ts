@@ -20,10 +20,18 @@
  *    replaces: an existing file with identical bytes is kept, and different
  *    bytes are refused with the caller's code (REGISTRY_INVALID), so a
  *    published envelope is never silently swapped for another.
+ *
+ * The bytes come from memory (`publishBytes`) or from a complete file the
+ * caller wrote elsewhere (`publishFile`: a layer blob streamed to a private
+ * file), which is copied and compared in 1 MiB chunks, so publishing a large
+ * blob holds one chunk of it, never the whole.
  */
 import { chmodSync, closeSync, fstatSync, fsyncSync, linkSync, lstatSync, renameSync, rmSync, unlinkSync } from "node:fs";
 import { dirname } from "node:path";
-import { CairnError, createExclusive, fsyncDir, ioError, openForRead, readFileBounded, tempSibling, writeFully, type ErrorCode } from "../core/index.ts";
+import { CairnError, createExclusive, fsyncDir, ioError, openForRead, readFullyAt, tempSibling, writeFully, type ErrorCode } from "../core/index.ts";
+
+/** How much of a file publishFile copies or compares at once. */
+const COPY_CHUNK_BYTES = 1024 * 1024;
 
 /**
  * The named points of publication, for fault injection in tests: `staged`
@@ -81,12 +89,58 @@ export function publishBytes(target: string, data: Uint8Array, options: PublishO
     if (options.durable ?? true) fsyncSync(fd);
     closeSync(fd);
     fd = undefined;
-    return name(tmp, target, options.durable ?? true, options.writeOnce === undefined ? undefined : { writeOnce: options.writeOnce, data });
+    return name(tmp, target, options.durable ?? true, options.writeOnce === undefined ? undefined : bytesOnce(options.writeOnce, data));
   } catch (cause) {
     if (fd !== undefined) closeSync(fd);
     rmSync(tmp, { force: true });
     if (cause instanceof CairnError) throw cause;
     throw ioError(target, cause, "write");
+  }
+}
+
+/**
+ * Publishes a copy of the complete regular file at `source` (left where it
+ * is; the caller removes it) under `target`, with publishBytes's rules; the
+ * copy and a write-once comparison go in chunks. A source that changes size
+ * while copied is refused (IO_ERROR).
+ */
+export function publishFile(target: string, source: string, options: Omit<PublishOptions, "tmp"> = {}): Published {
+  let src: number | undefined;
+  try {
+    src = openForRead(source);
+    const st = fstatSync(src);
+    if (!st.isFile()) throw new CairnError("IO_ERROR", `${source} is not a regular file`, { path: source });
+    const size = st.size;
+    const from = src;
+    const once = options.writeOnce === undefined ? undefined : fileOnce(options.writeOnce, from, size);
+    if (once !== undefined && existingIdentical(target, once)) return "kept";
+    const tmp = tempSibling(target);
+    const mode = options.mode ?? 0o600;
+    let fd: number | undefined;
+    try {
+      fd = createExclusive(tmp, mode);
+      const buf = Buffer.allocUnsafe(Math.min(COPY_CHUNK_BYTES, Math.max(1, size)));
+      for (let off = 0; off < size; ) {
+        const n = readFullyAt(from, buf.subarray(0, Math.min(buf.length, size - off)), off);
+        if (n === 0) throw new CairnError("IO_ERROR", `${source} shrank while it was copied`, { path: source });
+        writeFully(fd, buf.subarray(0, n));
+        off += n;
+      }
+      chmodSync(tmp, mode);
+      if (options.durable ?? true) fsyncSync(fd);
+      closeSync(fd);
+      fd = undefined;
+      return name(tmp, target, options.durable ?? true, once);
+    } catch (cause) {
+      if (fd !== undefined) closeSync(fd);
+      rmSync(tmp, { force: true });
+      throw cause;
+    }
+  } catch (cause) {
+    if (cause instanceof CairnError) throw cause;
+    throw ioError(target, cause, "write");
+  } finally {
+    if (src !== undefined) closeSync(src);
   }
 }
 
@@ -118,8 +172,45 @@ export function publishStaged(staged: string, target: string, expectedSize: numb
   }
 }
 
-/** Gives the complete temporary file `tmp` the name `target`: by rename, or write-once (holding `once.data`) by link. */
-function name(tmp: string, target: string, durable: boolean, once?: { readonly writeOnce: WriteOnce; readonly data: Uint8Array }): Published {
+/** A write-once publication: the refusal, and how to tell whether a file already under the name holds the same bytes. */
+interface Once {
+  readonly writeOnce: WriteOnce;
+  readonly size: number;
+  /** Whether the open regular file `fd` (of `size` bytes) holds the bytes being published. */
+  readonly sameAs: (fd: number) => boolean;
+}
+
+function bytesOnce(writeOnce: WriteOnce, data: Uint8Array): Once {
+  return {
+    writeOnce,
+    size: data.length,
+    sameAs: (fd) => {
+      const buf = Buffer.allocUnsafe(data.length);
+      return readFullyAt(fd, buf, 0) === data.length && buf.equals(data);
+    },
+  };
+}
+
+function fileOnce(writeOnce: WriteOnce, src: number, size: number): Once {
+  return {
+    writeOnce,
+    size,
+    sameAs: (fd) => {
+      const a = Buffer.allocUnsafe(Math.min(COPY_CHUNK_BYTES, Math.max(1, size)));
+      const b = Buffer.allocUnsafe(a.length);
+      for (let off = 0; off < size; ) {
+        const len = Math.min(a.length, size - off);
+        const n = readFullyAt(src, a.subarray(0, len), off);
+        if (n !== len || readFullyAt(fd, b.subarray(0, len), off) !== len || !a.subarray(0, len).equals(b.subarray(0, len))) return false;
+        off += len;
+      }
+      return true;
+    },
+  };
+}
+
+/** Gives the complete temporary file `tmp` the name `target`: by rename, or write-once by link. */
+function name(tmp: string, target: string, durable: boolean, once?: Once): Published {
   publishHook?.("staged", target);
   if (once === undefined) {
     renameSync(tmp, target);
@@ -133,7 +224,7 @@ function name(tmp: string, target: string, durable: boolean, once?: { readonly w
     if ((cause as { code?: string }).code !== "EEXIST") throw cause;
     // Published before, or a concurrent publisher won the race: accept only identical bytes.
     unlinkSync(tmp);
-    keepIdentical(target, once.data, once.writeOnce);
+    keepIdentical(target, once);
     return "kept";
   }
   publishHook?.("named", target);
@@ -148,22 +239,38 @@ function name(tmp: string, target: string, durable: boolean, once?: { readonly w
  * Returns false when nothing is there.
  */
 export function publishedIdentical(target: string, data: Uint8Array, writeOnce: WriteOnce): boolean {
+  return existingIdentical(target, bytesOnce(writeOnce, data));
+}
+
+function existingIdentical(target: string, once: Once): boolean {
   try {
     lstatSync(target);
   } catch (cause) {
     if ((cause as { code?: string }).code === "ENOENT") return false;
     throw ioError(target, cause);
   }
-  keepIdentical(target, data, writeOnce);
+  keepIdentical(target, once);
   return true;
 }
 
-function keepIdentical(target: string, data: Uint8Array, writeOnce: WriteOnce): void {
+function keepIdentical(target: string, once: Once): void {
+  const { writeOnce } = once;
   const refuse = (): never => {
     throw new CairnError(writeOnce.code, `${writeOnce.what} is already published with different content`, { path: target, hint: writeOnce.hint });
   };
   const st = lstatSync(target);
-  if (!st.isFile() || st.size !== data.length) refuse();
-  const existing = readFileBounded(target, data.length, "publish.existing_bytes", { notRegular: writeOnce.code, changed: writeOnce.code });
-  if (!existing.equals(data)) refuse();
+  if (!st.isFile() || st.size !== once.size) refuse();
+  let fd: number;
+  try {
+    fd = openForRead(target); // O_NOFOLLOW: a symlink swapped in since the lstat is refused, not followed
+  } catch {
+    refuse();
+    return;
+  }
+  try {
+    const now = fstatSync(fd);
+    if (!now.isFile() || now.size !== once.size || !once.sameAs(fd)) refuse();
+  } finally {
+    closeSync(fd);
+  }
 }

@@ -12,13 +12,26 @@
  * member whose parent directory the blob does not name is refused: cairn's
  * writer names every parent, so a blob without one was made by hand.
  *
+ * A blob is read from memory or, as every command does, from its private
+ * staged copy (blob-staging.ts), whose size and digest are checked again,
+ * in chunks, before it is decompressed. Fold keeps file bytes: with a
+ * staging directory they are spilled there, one private file per content
+ * digest, instead of memory, and read back as the folded blob is written.
+ *
  * This replaces strata's own tar reader, which checked none of the tree
  * rules: a hand-made blob could write `a/x` under another layer's symlink
  * `a`, and fold merged it.
  */
-import { CairnError, FIXED_LIMIT_HINT, sha256, type Sha256Digest } from "../core/index.ts";
+import { closeSync, renameSync, rmSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { checkBlobFile } from "./blob-staging.ts";
+import { CairnError, createExclusive, digestHex, FIXED_LIMIT_HINT, sha256, writeFully, type Sha256Digest } from "../core/index.ts";
 import {
   applyLayers,
+  hashingWriter,
+  streamedRegular,
+  type ContentSink,
+  type TarStreamEntry,
   DEFAULT_LIMITS,
   LIMIT_CEILINGS,
   STRICT_POLICY,
@@ -66,17 +79,21 @@ export const BLOB_LIMITS: LayerLimits = Object.freeze({
   extendedHeaderBytes: LIMIT_CEILINGS.extendedHeaderBytes,
 });
 
-/** One blob to read: its bytes, what its manifest says they are, and a name for messages. */
-export interface BlobInput {
-  readonly blob: Uint8Array;
+/** One blob to read: its bytes or its staged copy's path, what its manifest says they are, and a name for messages. */
+export type BlobInput = ({ readonly blob: Uint8Array } | { readonly path: string }) & {
   readonly expected: { readonly sha256: Sha256Digest; readonly size: number };
   readonly where: string;
-}
+};
 
-/** The tree a sequence of blobs builds, and (unless told not to keep them) the bytes of every file in it by sha256. */
+/**
+ * The tree a sequence of blobs builds, and (unless told not to keep them) the
+ * bytes of every file in it by sha256: in `content`, or, when read with a
+ * spill directory, in `spilled` (the private file holding them).
+ */
 export interface BlobTree {
   readonly tree: CanonicalTree;
   readonly content: ReadonlyMap<Sha256Digest, Uint8Array>;
+  readonly spilled: ReadonlyMap<Sha256Digest, string>;
 }
 
 export interface ReadBlobsOptions {
@@ -88,10 +105,16 @@ export interface ReadBlobsOptions {
   readonly keepOnly?: ReadonlySet<Sha256Digest>;
   /** Called before a member replaces an existing entry; may throw to refuse (see ApplyLayersOptions.onReplace). */
   readonly onReplace?: (old: FsEntry, next: FsEntry, where: string) => void;
+  /** Keep file bytes in private files under this directory (one per digest) instead of memory; implies keepContent. */
+  readonly spillDir?: string;
 }
 
 /** Size and digest first: nothing is decompressed before it is verified. */
 function checkBlob(input: BlobInput): void {
+  if ("path" in input) {
+    checkBlobFile(input.path, input.expected, input.where);
+    return;
+  }
   const { blob, expected, where } = input;
   if (blob.length !== expected.size)
     throw new CairnError("SIZE_MISMATCH", `${where}: blob is ${blob.length} bytes, manifest says ${expected.size}`, { path: where });
@@ -120,25 +143,96 @@ export async function readLayerBlobs(blobs: readonly BlobInput[], options: ReadB
   };
   const keep = options.keepContent ?? true;
   const content = new Map<Sha256Digest, Uint8Array>();
+  const spilled = new Map<Sha256Digest, string>();
   // Bytes are gathered only when some may be kept; a content check only hashes them.
   const gather = options.keepOnly !== undefined ? options.keepOnly.size > 0 : keep;
-  const sink = wholeFileSink(
-    (a, data) => {
-      if (data !== undefined && (options.keepOnly !== undefined ? options.keepOnly.has(a.sha256) : keep)) content.set(a.sha256, data);
+  const spill = options.spillDir !== undefined ? spillSink(options.spillDir, spilled) : undefined;
+  const sink =
+    spill !== undefined
+      ? spill.sink
+      : wholeFileSink(
+          (a, data) => {
+            if (data !== undefined && (options.keepOnly !== undefined ? options.keepOnly.has(a.sha256) : keep)) content.set(a.sha256, data);
+          },
+          () => gather,
+        );
+  const layers = blobs.map((b) => ({ ...("path" in b ? { path: b.path } : { bytes: b.blob }), compression: "gzip" as const, where: b.where }));
+  try {
+    const { tree } = await applyLayers({
+      layers,
+      policy: STRICT_POLICY,
+      limits: BLOB_LIMITS,
+      sink,
+      parents: "required",
+      inflation,
+      ...(options.onReplace ? { onReplace: options.onReplace } : {}),
+    });
+    return { tree, content, spilled };
+  } finally {
+    spill?.close(); // a file a refusal abandoned mid-way: closed and removed
+  }
+}
+
+/**
+ * A sink that writes each file's bytes to a private file under `dir`
+ * (created exclusively, 0600), named by its digest once complete; a repeat
+ * of known bytes is hashed and dropped, a file abandoned by a refusal is
+ * removed by the next `begin`. Memory holds one chunk.
+ */
+function spillSink(dir: string, spilled: Map<Sha256Digest, string>): { readonly sink: ContentSink; readonly close: () => void } {
+  let n = 0;
+  let open: { fd: number; tmp: string } | undefined;
+  const abandon = (): void => {
+    if (open === undefined) return;
+    closeSync(open.fd);
+    rmSync(open.tmp, { force: true });
+    open = undefined;
+  };
+  const sink: ContentSink = {
+    begin() {
+      abandon();
+      const tmp = join(dir, `partial-${++n}`);
+      const file = { fd: createExclusive(tmp, 0o600), tmp };
+      open = file;
+      const w = hashingWriter();
+      return {
+        write: (chunk) => {
+          w.write(chunk);
+          writeFully(file.fd, chunk);
+        },
+        end: () => {
+          const a = w.end();
+          closeSync(file.fd);
+          open = undefined;
+          if (spilled.has(a.sha256)) rmSync(tmp, { force: true });
+          else {
+            const at = join(dir, digestHex(a.sha256));
+            renameSync(tmp, at);
+            spilled.set(a.sha256, at);
+          }
+          return a;
+        },
+      };
     },
-    () => gather,
-  );
-  const layers = blobs.map((b) => ({ bytes: b.blob, compression: "gzip" as const, where: b.where }));
-  const { tree } = await applyLayers({
-    layers,
-    policy: STRICT_POLICY,
-    limits: BLOB_LIMITS,
-    sink,
-    parents: "required",
-    inflation,
-    ...(options.onReplace ? { onReplace: options.onReplace } : {}),
-  });
-  return { tree, content };
+  };
+  return { sink, close: abandon };
+}
+
+/** The tree as streamed writer entries whose file bytes are read back from the spill files as the blob is written. */
+export function treeToStreamEntries(t: BlobTree): TarStreamEntry[] {
+  const out: TarStreamEntry[] = [];
+  for (const e of t.tree.values()) {
+    if (e.path === "/") continue;
+    const path = e.path.slice(1);
+    if (e.type === "dir") out.push({ type: "dir", path, mode: e.mode });
+    else if (e.type === "symlink") out.push({ type: "symlink", path, target: e.target });
+    else {
+      const at = t.spilled.get(e.sha256);
+      if (at === undefined || statSync(at).size !== e.size) throw new CairnError("STORE_MISSING", `the bytes of ${e.path} were not kept`, { path: e.path });
+      out.push({ type: "file", path, mode: e.mode, content: streamedRegular(at, e.size) });
+    }
+  }
+  return out;
 }
 
 /** The tree as writer entries (relative paths, the root left out), for building a blob from it. */

@@ -3,10 +3,19 @@
  * `cairn layer build`, `cairn layer fold` and `cairn formation build`. Nothing
  * here reads the clock or the host's identity, so the same directory and
  * options give the same blob and the same manifest everywhere.
+ *
+ * What the CLI runs streams (`writeLayerFromDirectory`, `foldLayers` with a
+ * staging directory): each file is read as it is written into the tar, the
+ * gzip output goes to a private staged file, a fold's source blobs are staged
+ * copies and its file bytes are spilled to private files, so memory does not
+ * grow with the layer. `buildLayerFromDirectory` and `foldLayers` without
+ * staging give the same blob in memory (small layers, library callers, tests).
  */
+import { mkdirSync, readFileSync } from "node:fs";
 import { compareBytes, CairnError, type VerifyingKey } from "../core/index.ts";
-import { readDirectory, type DirLimits, DEFAULT_DIR_LIMITS } from "../tree/index.ts";
-import { buildLayerBlob, type LayerBlob } from "./blob.ts";
+import { readDirectoryStreamed, type DirLimits, type TarStreamEntry, DEFAULT_DIR_LIMITS } from "../tree/index.ts";
+import { buildLayerBlob, writeLayerBlob, type LayerBlob, type LayerBlobFacts, type LayerBlobFile } from "./blob.ts";
+import { BlobStaging } from "./blob-staging.ts";
 import { capabilityString, requirementString, satisfies, type Capability, type Requirement } from "./capability.ts";
 import { formationKey, type Formation } from "./formation-document.ts";
 import {
@@ -23,7 +32,7 @@ import {
   type FoldedFrom,
 } from "./layer-manifest.ts";
 import type { LayerRegistry } from "./registry.ts";
-import { readLayerBlobs, treeToTarEntries, type BlobInput } from "./blob-reader.ts";
+import { readLayerBlobs, treeToStreamEntries, type BlobInput } from "./blob-reader.ts";
 import { parseVersion } from "./version.ts";
 import { REF_NAME } from "./ref.ts";
 import { generateModulefile, modulefilePath, withModulefile } from "./modulefile.ts";
@@ -77,7 +86,7 @@ function checkSpec(s: LayerSpec): void {
   parseVersion(s.version, "--version");
 }
 
-export function manifestFor(spec: LayerSpec, blob: LayerBlob, folded_from?: readonly FoldedFrom[]): LayerManifest {
+export function manifestFor(spec: LayerSpec, blob: LayerBlobFacts, folded_from?: readonly FoldedFrom[]): LayerManifest {
   checkSpec(spec);
   return {
     id: layerId(spec.name, spec.version, spec.abi, spec.arch),
@@ -104,9 +113,10 @@ export function layoutPrefix(spec: LayerSpec): string {
   return spec.install_layout === "prefix" ? `opt/${spec.name}/${spec.version}` : "";
 }
 
-export function buildLayerFromDirectory(dir: string, spec: LayerSpec, limits: DirLimits = DEFAULT_DIR_LIMITS): { blob: LayerBlob; manifest: LayerManifest } {
+/** The layer's entries: the directory's (file bytes read when written), under the layout prefix, plus the modulefile when the spec has one. */
+function layerEntries(dir: string, spec: LayerSpec, limits: DirLimits): TarStreamEntry[] {
   checkSpec(spec);
-  let entries = readDirectory(dir, layoutPrefix(spec), limits);
+  let entries = readDirectoryStreamed(dir, layoutPrefix(spec), limits);
   const mf = spec.modulefile;
   if (mf !== undefined) {
     const dirs = new Set(entries.filter((e) => e.type === "dir").map((e) => e.path));
@@ -116,7 +126,27 @@ export function buildLayerFromDirectory(dir: string, spec: LayerSpec, limits: Di
         : generateModulefile({ name: spec.name, version: spec.version, prefix: layoutPrefix(spec), provides: spec.provides, env: mf.env }, dirs);
     entries = withModulefile(entries, spec.name, spec.version, text);
   }
-  const blob = buildLayerBlob(entries);
+  return entries;
+}
+
+/** The layer of a directory, built in memory (the blob is held whole: small layers, library callers). */
+export function buildLayerFromDirectory(dir: string, spec: LayerSpec, limits: DirLimits = DEFAULT_DIR_LIMITS): { blob: LayerBlob; manifest: LayerManifest } {
+  const blob = buildLayerBlob(layerEntries(dir, spec, limits));
+  return { blob, manifest: manifestFor(spec, blob) };
+}
+
+/**
+ * The layer of a directory, streamed to the new private file `out` (what
+ * `cairn layer build` runs): the same blob as buildLayerFromDirectory, with
+ * memory bounded by a chunk, not by the directory's size.
+ */
+export async function writeLayerFromDirectory(
+  dir: string,
+  spec: LayerSpec,
+  out: string,
+  limits: DirLimits = DEFAULT_DIR_LIMITS,
+): Promise<{ blob: LayerBlobFile; manifest: LayerManifest }> {
+  const blob = await writeLayerBlob(layerEntries(dir, spec, limits), out);
   return { blob, manifest: manifestFor(spec, blob) };
 }
 
@@ -136,14 +166,56 @@ export interface SourceTrust {
  * checked against `trust` before its blob is read: folding re-signs the
  * result with the user's key, so an unverified source would come out
  * looking vouched for.
+ *
+ * With `staging`, everything goes through files there: each source blob is
+ * a staged copy checked as it is copied, file bytes are spilled to private
+ * files, and the folded blob is streamed to a file in it (returned as
+ * `path`; the caller publishes it and disposes of the staging). Without,
+ * the same is done in a private staging of its own and the folded blob is
+ * returned in memory.
  */
 export async function foldLayers(
   reg: LayerRegistry,
   ids: readonly string[],
   spec: LayerSpec,
   trust: SourceTrust,
+  inheritCapabilities?: boolean,
+): Promise<{ blob: LayerBlob; manifest: LayerManifest }>;
+export async function foldLayers(
+  reg: LayerRegistry,
+  ids: readonly string[],
+  spec: LayerSpec,
+  trust: SourceTrust,
+  inheritCapabilities: boolean,
+  staging: BlobStaging,
+): Promise<{ blob: LayerBlobFile; manifest: LayerManifest }>;
+export async function foldLayers(
+  reg: LayerRegistry,
+  ids: readonly string[],
+  spec: LayerSpec,
+  trust: SourceTrust,
   inheritCapabilities = false,
-): Promise<{ blob: LayerBlob; manifest: LayerManifest }> {
+  staging?: BlobStaging,
+): Promise<{ blob: LayerBlob | LayerBlobFile; manifest: LayerManifest }> {
+  if (staging !== undefined) return foldToFile(reg, ids, spec, trust, inheritCapabilities, staging);
+  const own = BlobStaging.create();
+  try {
+    const { blob, manifest } = await foldToFile(reg, ids, spec, trust, inheritCapabilities, own);
+    const { path, ...facts } = blob;
+    return { blob: { ...facts, blob: readFileSync(path) }, manifest };
+  } finally {
+    own.dispose();
+  }
+}
+
+async function foldToFile(
+  reg: LayerRegistry,
+  ids: readonly string[],
+  spec: LayerSpec,
+  trust: SourceTrust,
+  inheritCapabilities: boolean,
+  staging: BlobStaging,
+): Promise<{ blob: LayerBlobFile; manifest: LayerManifest }> {
   if (ids.length < 2) throw new CairnError("USAGE", "layer fold needs at least two layers");
   const folded: FoldedFrom[] = [];
   const sources: LayerManifest[] = [];
@@ -153,13 +225,16 @@ export async function foldLayers(
     attest(doc, trust.keys, trust.allowUnsignedOffline, `layer ${id}`);
     const m = doc.value;
     sources.push(m);
-    blobs.push({ blob: await reg.readBlob(m.sha256, m.size), expected: m, where: reg.blobWhere(m.sha256) });
+    blobs.push({ path: await reg.stageBlob(m.sha256, m.size, staging), expected: m, where: reg.blobWhere(m.sha256) });
     folded.push({ id: m.id, sha256: m.sha256 });
   }
   // The sources are applied in order on one tree, as the layers would be
   // mounted: a later file replaces an earlier one, and a later member beneath
   // an earlier source's symlink is refused (TAR_THROUGH_SYMLINK).
+  const spillDir = staging.path("contents");
+  mkdirSync(spillDir, { mode: 0o700 });
   const merged = await readLayerBlobs(blobs, {
+    spillDir,
     onReplace(old, next, where) {
       if ((old.type === "dir") !== (next.type === "dir")) {
         throw new CairnError("RESOLVE_CONFLICT", `${next.path} is a directory in one layer and not in another`, {
@@ -169,7 +244,7 @@ export async function foldLayers(
       }
     },
   });
-  const blob = buildLayerBlob(treeToTarEntries(merged));
+  const blob = await writeLayerBlob(treeToStreamEntries(merged), staging.path("folded.tar.gz"));
   const finalSpec = inheritCapabilities ? { ...spec, ...inheritedCapabilities(sources) } : spec;
   return { blob, manifest: manifestFor(finalSpec, blob, folded) };
 }

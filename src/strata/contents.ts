@@ -12,8 +12,10 @@ import { CairnError } from "../core/index.ts";
 import type { LayerManifest } from "./layer-manifest.ts";
 import { readLayerBlobs } from "./blob-reader.ts";
 
-export async function checkLayerContents(blob: Uint8Array, m: LayerManifest, where: string): Promise<void> {
-  const { tree } = await readLayerBlobs([{ blob, expected: m, where }], { keepContent: false });
+/** `blob` is the bytes or a staged copy's path; either is checked against the manifest's size and digest before it is unpacked. */
+export async function checkLayerContents(blob: Uint8Array | { readonly path: string }, m: LayerManifest, where: string): Promise<void> {
+  const input = blob instanceof Uint8Array ? { blob } : { path: blob.path };
+  const { tree } = await readLayerBlobs([{ ...input, expected: m, where }], { keepContent: false });
   const files = new Map<string, string>();
   const links = new Map<string, string>();
   for (const e of tree.values()) {

@@ -47,7 +47,11 @@ function preloadList(lock: Lockfile): readonly string[] {
  * no preload list. `blobOf(i)` gives layer i's blob (already verified by
  * digest against the lockfile; it is checked again before it is unpacked).
  */
-export async function lmodExportLayer(lock: Lockfile, blobOf: (i: number) => Buffer, order: readonly number[]): Promise<LmodExport | undefined> {
+export async function lmodExportLayer(
+  lock: Lockfile,
+  blobOf: (i: number) => Buffer | { readonly path: string },
+  order: readonly number[],
+): Promise<LmodExport | undefined> {
   const preload = preloadList(lock);
   const carriers = order.filter((i) => lock.layers[i]!.modulefile !== undefined);
   if (carriers.length === 0 && preload.length === 0) return undefined;
@@ -58,7 +62,9 @@ export async function lmodExportLayer(lock: Lockfile, blobOf: (i: number) => Buf
     const mf = l.modulefile!;
     const where = `/layers/${i}`;
     const want = new Set<Sha256Digest>([mf.sha256]);
-    const { tree, content } = await readLayerBlobs([{ blob: blobOf(i), expected: { sha256: l.sha256!, size: l.size! }, where }], { keepOnly: want });
+    const b = blobOf(i);
+    const input = b instanceof Uint8Array ? { blob: b } : { path: b.path };
+    const { tree, content } = await readLayerBlobs([{ ...input, expected: { sha256: l.sha256!, size: l.size! }, where }], { keepOnly: want });
     const e = tree.get(mf.path);
     if (e?.type !== "file" || e.sha256 !== mf.sha256) {
       const found = e === undefined ? "nothing" : e.type === "file" ? e.sha256 : `a ${e.type}`;

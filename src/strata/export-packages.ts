@@ -18,8 +18,15 @@
  * checked against the pin's size and sha256 before it is placed: the index is
  * only where the bytes come from, the lockfile says what they are. The layer
  * is therefore a function of the lockfile's pins alone.
+ *
+ * Archives are copied in chunks into the caller's private staging (checked by
+ * size and sha256 as they are copied) and the layer is streamed to a file
+ * there, so an export holds one chunk of its archives at a time, not the
+ * archives (export.max_package_bytes bounds their total, on disk).
  */
-import { CairnError, canonicalBytes, checkLimit, compareBytes, sha256, sortedRecord } from "../core/index.ts";
+import { closeSync, rmSync } from "node:fs";
+import { CairnError, canonicalBytes, checkLimit, compareBytes, createExclusive, ioError, Sha256Hasher, sortedRecord, writeFully } from "../core/index.ts";
+import type { BlobStaging } from "./blob-staging.ts";
 import type { LayoutLayerInput } from "../oci/index.ts";
 import { addedLayer, type AddedFile } from "./export-layer.ts";
 import { DEFAULT_FREEZE_LIMITS, IndexSource, type FreezeLimits } from "./freeze/index-source.ts";
@@ -30,7 +37,7 @@ import type { PackageManager } from "./profile-model.ts";
 /** Where an export places the pinned archives, relative to the image root. */
 export const EXPORT_PACKAGES_ROOT = "opt/cairn/packages";
 export const PACKAGES_MANIFEST_FORMAT = "cairn.packages/1";
-/** export.max_package_bytes: every pinned archive of one export is held in memory once. */
+/** export.max_package_bytes: the pinned archives of one export, together (staged on disk, streamed into the layer). */
 export const MAX_EXPORT_PACKAGE_BYTES = 2 * 1024 * 1024 * 1024 - 1;
 
 export interface PackageExportOptions {
@@ -39,6 +46,8 @@ export interface PackageExportOptions {
   /** Relative mirror paths resolve against this directory. */
   readonly cwd: string;
   readonly limits?: FreezeLimits;
+  /** Private staging for the archives and the layer file. */
+  readonly staging: BlobStaging;
 }
 
 export interface PackagesExport {
@@ -94,7 +103,7 @@ function installer(set: LockPackageSet, pins: readonly PackagePin[], at: string)
   return [...HEADER, check, run, ""].join("\n");
 }
 
-function setFiles(dir: string, set: LockPackageSet, archives: ReadonlyMap<string, Uint8Array>, at: string): AddedFile[] {
+function setFiles(dir: string, set: LockPackageSet, archives: ReadonlyMap<string, string>, at: string): AddedFile[] {
   const pins = set.frozen!.pins;
   const hex = (p: PackagePin): string => p.sha256.slice("sha256:".length);
   const sums = [...pins].sort((a, b) => compareBytes(a.filename, b.filename)).map((p) => `${hex(p)}  archives/${p.filename}\n`);
@@ -104,7 +113,7 @@ function setFiles(dir: string, set: LockPackageSet, archives: ReadonlyMap<string
     target: sortedRecord(set.frozen!.target),
     archives: pins.map((p) => ({ name: p.name, version: p.version, kind: p.kind, filename: p.filename, sha256: p.sha256, size: p.size })),
   });
-  const files: AddedFile[] = pins.map((p) => ({ path: `${dir}/archives/${p.filename}`, data: archives.get(p.filename)! }));
+  const files: AddedFile[] = pins.map((p) => ({ path: `${dir}/archives/${p.filename}`, file: { path: archives.get(p.filename)!, size: p.size } }));
   files.push({ path: `${dir}/SHA256SUMS`, data: Buffer.from(sums.join(""), "utf8") });
   files.push({ path: `${dir}/manifest.json`, data: manifest });
   if (set.manager === "pip") {
@@ -117,24 +126,40 @@ function setFiles(dir: string, set: LockPackageSet, archives: ReadonlyMap<string
   return files;
 }
 
-/** Reads one pinned archive from `source` and checks it against the pin. */
-async function fetchPinned(source: IndexSource, recordedIndex: string, p: PackagePin, path: string): Promise<Buffer> {
+/** Copies one pinned archive from `source` into a staged file `dst`, checking it against the pin as it is copied; returns `dst`. */
+async function fetchPinned(source: IndexSource, recordedIndex: string, p: PackagePin, path: string, dst: string): Promise<string> {
   // The pin's place relative to the recorded index, applied to the index read now (the same place in a mirror).
   const rel = p.url.startsWith(recordedIndex) ? p.url.slice(recordedIndex.length) : p.url;
   const url = source.resolve(rel, source.root, `${path}/url`);
-  const bytes = await source.read(url, "archive");
-  if (bytes === undefined) {
-    throw new CairnError("STORE_MISSING", `${p.filename} (${p.name} ${p.version}) is not at ${url.href}`, {
-      path,
-      hint: "give the index (or a mirror with the same layout) that holds the pinned archives: --index, --conda-channel, --cran-repo",
+  const h = new Sha256Hasher();
+  let fd: number | undefined;
+  try {
+    fd = createExclusive(dst, 0o600);
+    const out = fd;
+    const found = await source.stream(url, "archive", (chunk) => {
+      h.update(chunk);
+      if (h.size > p.size) throw new CairnError("SIZE_MISMATCH", `${p.filename} is more than the ${p.size} bytes the lockfile pins`, { path: `${path}/size` });
+      writeFully(out, chunk);
     });
+    closeSync(fd);
+    fd = undefined;
+    if (!found) {
+      throw new CairnError("STORE_MISSING", `${p.filename} (${p.name} ${p.version}) is not at ${url.href}`, {
+        path,
+        hint: "give the index (or a mirror with the same layout) that holds the pinned archives: --index, --conda-channel, --cran-repo",
+      });
+    }
+    if (h.size !== p.size) throw new CairnError("SIZE_MISMATCH", `${p.filename} is ${h.size} bytes, the lockfile pins ${p.size}`, { path: `${path}/size` });
+    const digest = h.digest();
+    if (digest !== p.sha256)
+      throw new CairnError("DIGEST_MISMATCH", `${p.filename} hashes to ${digest}, the lockfile pins ${p.sha256}`, { path: `${path}/sha256` });
+    return dst;
+  } catch (cause) {
+    if (fd !== undefined) closeSync(fd);
+    rmSync(dst, { force: true });
+    if (cause instanceof CairnError) throw cause;
+    throw ioError(dst, cause, "write");
   }
-  if (bytes.length !== p.size)
-    throw new CairnError("SIZE_MISMATCH", `${p.filename} is ${bytes.length} bytes, the lockfile pins ${p.size}`, { path: `${path}/size` });
-  const found = sha256(bytes);
-  if (found !== p.sha256)
-    throw new CairnError("DIGEST_MISMATCH", `${p.filename} hashes to ${found}, the lockfile pins ${p.sha256}`, { path: `${path}/sha256` });
-  return bytes;
 }
 
 /** The packages layer for `lock`, or undefined when no package set is frozen. */
@@ -148,8 +173,9 @@ export async function packagesExportLayer(lock: Lockfile, o: PackageExportOption
   for (const { s, i } of sets) {
     const dir = `${EXPORT_PACKAGES_ROOT}/${s.manager}-${i}`;
     const source = IndexSource.open(o.indexes?.[s.manager] ?? s.frozen!.index, o.cwd, o.limits ?? DEFAULT_FREEZE_LIMITS);
-    const archives = new Map<string, Uint8Array>();
-    for (const [j, p] of s.frozen!.pins.entries()) archives.set(p.filename, await fetchPinned(source, s.frozen!.index, p, `/packages/${i}/frozen/pins/${j}`));
+    const archives = new Map<string, string>();
+    for (const [j, p] of s.frozen!.pins.entries())
+      archives.set(p.filename, await fetchPinned(source, s.frozen!.index, p, `/packages/${i}/frozen/pins/${j}`, o.staging.path(p.filename)));
     files.push(...setFiles(dir, s, archives, `/packages/${i}`));
     top.push(`sh ./${s.manager}-${i}/install.sh`);
   }
@@ -158,5 +184,5 @@ export async function packagesExportLayer(lock: Lockfile, o: PackageExportOption
   const caveats = [
     `${archives} pinned archive(s) are placed under /${EXPORT_PACKAGES_ROOT}, not installed: run /${EXPORT_PACKAGES_ROOT}/install.sh inside the image`,
   ];
-  return { layer: addedLayer(files), archives, caveats };
+  return { layer: addedLayer(files, o.staging.path("packages.tar")), archives, caveats };
 }

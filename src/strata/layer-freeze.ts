@@ -17,8 +17,8 @@
  *    resolver then runs on it, on the dirty lock's own base.
  */
 import { CairnError, sha256 } from "../core/index.ts";
-import { readDirectory, DEFAULT_DIR_LIMITS, type DirLimits } from "../tree/index.ts";
-import { buildLayerBlob, type LayerBlob } from "./blob.ts";
+import { readDirectoryStreamed, DEFAULT_DIR_LIMITS, type DirLimits } from "../tree/index.ts";
+import { writeLayerBlob, type LayerBlobFile } from "./blob.ts";
 import { layoutPrefix, manifestFor, type LayerSpec } from "./build.ts";
 import { environmentId } from "./env-id.ts";
 import type { LayerManifest } from "./layer-manifest.ts";
@@ -42,13 +42,18 @@ function requireDirty(lock: Lockfile): void {
   }
 }
 
-/** The upper directory as a layer whose build provenance names the dirty lock. */
-export function freezeUpperLayer(
+/**
+ * The upper directory as a layer whose build provenance names the dirty
+ * lock, streamed into the new private file `out` (files read as they are
+ * written, as `layer build` does).
+ */
+export async function freezeUpperLayer(
   upper: string,
   dirty: DirtyLock,
   spec: LayerSpec,
+  out: string,
   limits: DirLimits = DEFAULT_DIR_LIMITS,
-): { blob: LayerBlob; manifest: LayerManifest } {
+): Promise<{ blob: LayerBlobFile; manifest: LayerManifest }> {
   requireDirty(dirty.lock);
   let lock_id: ReturnType<typeof environmentId> | undefined;
   try {
@@ -68,7 +73,7 @@ export function freezeUpperLayer(
         : {}),
     },
   };
-  const blob = buildLayerBlob(readDirectory(upper, layoutPrefix(spec), limits, { whiteouts: "overlayfs", overlayXattrs }));
+  const blob = await writeLayerBlob(readDirectoryStreamed(upper, layoutPrefix(spec), limits, { whiteouts: "overlayfs", overlayXattrs }), out);
   return { blob, manifest: manifestFor(withProvenance, blob) };
 }
 

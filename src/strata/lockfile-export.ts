@@ -36,15 +36,17 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { kMaxLength } from "node:buffer";
-import { gunzipSync } from "node:zlib";
-import { CairnError, sha256, sortByBytes, type Sha256Digest } from "../core/index.ts";
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { createGunzip } from "node:zlib";
+import { CairnError, Sha256Hasher, sortByBytes, type Sha256Digest } from "../core/index.ts";
 import { OCI_LAYER_GZIP, OCI_LAYER_TAR, readOciSource, writeOciLayout, type LayoutLayerInput, type WrittenLayout } from "../oci/index.ts";
 import { directoryView } from "../tree/index.ts";
 import { probedBase, type LockBase } from "./base.ts";
-import { buildLayerBlob } from "./blob.ts";
+import { writeLayerBlob } from "./blob.ts";
 import { DEFAULT_MAX_UNPACKED_BYTES } from "./blob-reader.ts";
-import { readDirectory } from "../tree/index.ts";
+import { BlobStaging, fileChunks } from "./blob-staging.ts";
+import { readDirectoryStreamed } from "../tree/index.ts";
 import { lockfileCaveats } from "./lockfile-caveats.ts";
 import type { Lockfile } from "./lockfile.ts";
 import { verifyLock, verifyLockContents, type VerifyOptions, type VerifyReport } from "./lockfile-verify.ts";
@@ -118,13 +120,24 @@ async function probeExportBase(base: ExportBase, now: Date): Promise<LockBase> {
   return probeOciBase({ layoutDir: base.layoutDir, manifestDigest: base.manifest, now });
 }
 
-/** sha256 of the uncompressed tar: the config's diff_id, computed, never copied from a manifest. */
-function diffIdOf(blob: Buffer, where: string): Sha256Digest {
+/**
+ * sha256 of the uncompressed tar: the config's diff_id, computed, never
+ * copied from a manifest. The staged (verified) blob is gunzipped as a
+ * stream and hashed as it flows, bounded by layer.max_unpacked_bytes.
+ */
+async function diffIdOf(path: string, where: string): Promise<Sha256Digest> {
+  const h = new Sha256Hasher();
   try {
-    return sha256(gunzipSync(blob, { maxOutputLength: Math.min(DEFAULT_MAX_UNPACKED_BYTES, kMaxLength) }));
+    await pipeline(Readable.from(fileChunks(path), { highWaterMark: 1 }), createGunzip(), async (tar: AsyncIterable<Buffer>) => {
+      for await (const chunk of tar) {
+        h.update(chunk);
+        if (h.size > DEFAULT_MAX_UNPACKED_BYTES) throw new Error("layer.max_unpacked_bytes");
+      }
+    });
   } catch (cause) {
     throw new CairnError("TAR_INVALID", `${where}: the layer blob is not a gzip stream within layer.max_unpacked_bytes`, { path: where, cause });
   }
+  return h.digest();
 }
 
 /** The lockfile's layers in mount order (a frozen, verified lockfile has every mount_order, all distinct). */
@@ -185,10 +198,12 @@ export async function exportLock(opts: ExportLockOptions): Promise<ExportResult>
   if (opts.contents) await verifyLockContents(lock, opts.verify.registries);
   const layers: LayoutLayerInput[] = [];
   const staging = mkdtempSync(join(opts.tmpDir ?? tmpdir(), "cairn-export-"));
+  // Layer blobs go through private staged files (streamed, checked as copied), never memory.
+  const blobStaging = BlobStaging.create(staging);
   try {
     if (opts.base.kind === "rootfs") {
-      const b = buildLayerBlob(readDirectory(opts.base.dir));
-      layers.push({ mediaType: OCI_LAYER_GZIP, digest: b.sha256, size: b.size, diffId: b.diff_id, blob: { bytes: b.blob } });
+      const b = await writeLayerBlob(readDirectoryStreamed(opts.base.dir), blobStaging.path("base.tar.gz"));
+      layers.push({ mediaType: OCI_LAYER_GZIP, digest: b.sha256, size: b.size, diffId: b.diff_id, blob: { path: b.path } });
     } else {
       const src = await readOciSource({ layoutDir: opts.base.layoutDir, manifestDigest: opts.base.manifest, stagingDir: join(staging, "oci") });
       for (const l of src.layers) {
@@ -208,19 +223,23 @@ export async function exportLock(opts: ExportLockOptions): Promise<ExportResult>
         });
       }
     }
-    const blobs = new Map<number, Buffer>();
+    const blobs = new Map<number, string>();
     for (const { i, l } of inMountOrder(lock)) {
       const reg = opts.verify.registries.find((r) => r.hasBlob(l.sha256!))!; // verifyLock found and checked it
-      const blob = await reg.readBlob(l.sha256!, l.size!);
-      blobs.set(i, blob);
-      layers.push({ mediaType: OCI_LAYER_GZIP, digest: l.sha256!, size: l.size!, diffId: diffIdOf(blob, `/layers/${i}`), blob: { bytes: blob } });
+      const path = await reg.stageBlob(l.sha256!, l.size!, blobStaging);
+      blobs.set(i, path);
+      layers.push({ mediaType: OCI_LAYER_GZIP, digest: l.sha256!, size: l.size!, diffId: await diffIdOf(path, `/layers/${i}`), blob: { path } });
     }
     const added: AddedExportLayer[] = [];
     const addedCaveats: string[] = [];
-    const packages = await packagesExportLayer(lock, { ...(opts.packageIndexes ? { indexes: opts.packageIndexes } : {}), cwd: opts.cwd ?? process.cwd() });
+    const packages = await packagesExportLayer(lock, {
+      ...(opts.packageIndexes ? { indexes: opts.packageIndexes } : {}),
+      cwd: opts.cwd ?? process.cwd(),
+      staging: blobStaging,
+    });
     const lmod = await lmodExportLayer(
       lock,
-      (i) => blobs.get(i)!,
+      (i) => ({ path: blobs.get(i)! }),
       inMountOrder(lock).map(({ i }) => i),
     );
     for (const [kind, a] of [
@@ -252,6 +271,7 @@ export async function exportLock(opts: ExportLockOptions): Promise<ExportResult>
       caveats.push("the rootfs base is pinned by its probed facts, not by every byte: another directory with the same facts exports another image");
     return { layout, environmentId: report.environment_id, lockfileSha256: report.lockfile_sha256, report, added, caveats };
   } finally {
+    blobStaging.dispose();
     rmSync(staging, { recursive: true, force: true });
   }
 }

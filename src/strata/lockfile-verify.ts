@@ -9,6 +9,7 @@
  * check that was not done (no registry given) is reported as not done.
  */
 import { CairnError, sha256, type Sha256Digest, type VerifyingKey } from "../core/index.ts";
+import { withBlobStaging } from "./blob-staging.ts";
 import { attest } from "./trust.ts";
 import { environmentId } from "./env-id.ts";
 import { checkFreshness, type Freshness } from "./freshness.ts";
@@ -127,7 +128,7 @@ async function checkedBlobRegistry(lock: Lockfile, i: number, registries: readon
   if (reg === undefined) {
     throw new CairnError("STORE_MISSING", `layer ${l.id}: blob ${l.sha256} is in none of the registries`, { path: `/layers/${i}/sha256` });
   }
-  await reg.readBlob(l.sha256!, l.size ?? -1);
+  await reg.checkBlob(l.sha256!, l.size ?? -1);
   return reg;
 }
 
@@ -166,7 +167,7 @@ async function checkLayers(lock: Lockfile, opts: VerifyOptions): Promise<number>
     if (blobReg === undefined) {
       throw new CairnError("STORE_MISSING", `layer ${l.id}: blob ${l.sha256} is in none of the registries`, { path: `/layers/${i}/sha256` });
     }
-    await blobReg.readBlob(l.sha256!, l.size ?? -1);
+    await blobReg.checkBlob(l.sha256!, l.size ?? -1);
     if (opts.layerKeys.length > 0 && l.signature?.status === "signed") {
       attest(doc, opts.layerKeys, false, `layer ${l.id}`);
     }
@@ -197,7 +198,8 @@ export async function verifyLockContents(lock: Lockfile, registries: readonly La
     if (reg === undefined)
       throw new CairnError("STORE_MISSING", `layer ${l.id}: blob ${l.sha256} is in none of the registries`, { path: `/layers/${i}/sha256` });
     const doc = reg.readLayer(l.id);
-    await checkLayerContents(await reg.readBlob(l.sha256!, l.size!), doc.value, `/layers/${i}`);
+    // A private staged copy, checked as it is copied, is what gets unpacked (memory stays a chunk whatever the blob's size).
+    await withBlobStaging(async (staging) => checkLayerContents({ path: await reg.stageBlob(l.sha256!, l.size!, staging) }, doc.value, `/layers/${i}`));
   }
   return lock.layers.length;
 }

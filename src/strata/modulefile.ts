@@ -14,7 +14,7 @@
  * Lua code. cairn never runs Lmod or a modulefile.
  */
 import { CairnError, checkLimit, compareBytes, FIXED_LIMIT_HINT, decodeUtf8 } from "../core/index.ts";
-import type { TarEntry } from "../tree/index.ts";
+import { bytesContent, type TarStreamEntry } from "../tree/index.ts";
 import { capabilityString, type Capability } from "./capability.ts";
 import { MODULE_NAME, type ProfileDefaults } from "./profile-forms.ts";
 
@@ -104,7 +104,7 @@ export function checkModulefile(bytes: Uint8Array, source: string): string {
  * directory the entries do not name). A file the directory already has there
  * is refused: two sources for one modulefile would make one of them silently win.
  */
-export function withModulefile(entries: readonly TarEntry[], name: string, version: string, text: string): TarEntry[] {
+export function withModulefile(entries: readonly TarStreamEntry[], name: string, version: string, text: string): TarStreamEntry[] {
   const path = modulefilePath(name, version).slice(1);
   if (entries.some((e) => e.path === path)) {
     throw new CairnError("LAYER_INVALID", `the directory already holds ${path}; give the modulefile once (--modulefile, or in the directory)`, { path });
@@ -123,7 +123,7 @@ export function withModulefile(entries: readonly TarEntry[], name: string, versi
       have.add(dir);
     }
   }
-  out.push({ type: "file", path, mode: 0o644, data: Buffer.from(text, "utf8") });
+  out.push({ type: "file", path, mode: 0o644, content: bytesContent(Buffer.from(text, "utf8")) });
   return out;
 }
 

@@ -18,8 +18,9 @@
  * of a layer makes no blob request.
  */
 import { randomBytes } from "node:crypto";
+import { closeSync, fstatSync } from "node:fs";
 import { join } from "node:path";
-import { CairnError, FIXED_LIMIT_HINT, checkLimit, type Sha256Digest, type SigningKey } from "../core/index.ts";
+import { CairnError, FIXED_LIMIT_HINT, checkLimit, ioError, openForRead, readFullyAt, type Sha256Digest, type SigningKey } from "../core/index.ts";
 import { parseImageRef, registryClientFor, stageBlob, type RegistryClient, type RemoteOptions } from "../oci/index.ts";
 import { Store } from "../store/index.ts";
 import type { Formation } from "./formation-document.ts";
@@ -33,9 +34,11 @@ import {
   parseLayerEnvelope,
   signFormation,
   signLayer,
+  type BlobSource,
   type LayerRegistry,
   type SignedDocument,
 } from "./registry.ts";
+import { checkBlobFile, copyVerified, type BlobStaging } from "./blob-staging.ts";
 import {
   EMPTY_BYTES,
   EMPTY_DIGEST,
@@ -174,11 +177,11 @@ export class OciLayerRegistry implements LayerRegistry {
   }
 
   /**
-   * A blob one of the snapshot's layers names, from the store when it is
-   * there, else fetched into it (verified while streaming); then read back
-   * and verified by the store.
+   * Runs `use` on the store's copy of a blob one of the snapshot's layers
+   * names: from the store when it is there, else first fetched into it
+   * (verified while streaming) and adopted.
    */
-  async readBlob(digest: Sha256Digest, size: number): Promise<Buffer> {
+  async #stored<T>(digest: Sha256Digest, size: number, use: (path: string, where: string, store: Store) => T): Promise<T> {
     const where = this.blobWhere(digest);
     checkLimit("registry.max_blob_bytes", size, MAX_BLOB_BYTES, where, "bytes", FIXED_LIMIT_HINT);
     if (!this.#blobs.has(digest)) throw new CairnError("STORE_MISSING", `blob ${digest} is named by no layer of ${this.location}`, { path: where });
@@ -190,12 +193,29 @@ export class OciLayerRegistry implements LayerRegistry {
         );
         store.adopt("objects", staged, digest, size);
       }
-      const data = store.read("objects", digest, size, "registry.max_blob_bytes");
-      if (data.length !== size) throw new CairnError("SIZE_MISMATCH", `blob ${digest} is ${data.length} bytes, expected ${size}`, { path: where });
-      return data;
+      return use(store.pathOf("objects", digest), where, store);
     } finally {
       store.close();
     }
+  }
+
+  /** Checks the store's copy (fetched first when absent) in chunks, keeping nothing. */
+  async checkBlob(digest: Sha256Digest, size: number): Promise<void> {
+    await this.#stored(digest, size, (path, where) => checkBlobFile(path, { sha256: digest, size }, where));
+  }
+
+  /** Copies the store's copy (fetched first when absent) into `staging`, checked as it is copied. */
+  async stageBlob(digest: Sha256Digest, size: number, staging: BlobStaging): Promise<string> {
+    return this.#stored(digest, size, (path, where) => copyVerified(path, staging.path(digest.slice("sha256:".length)), { sha256: digest, size }, where));
+  }
+
+  /** The whole blob in memory (small blobs, tests), read back and verified by the store. */
+  async readBlob(digest: Sha256Digest, size: number): Promise<Buffer> {
+    return this.#stored(digest, size, (_path, where, store) => {
+      const data = store.read("objects", digest, size, "registry.max_blob_bytes");
+      if (data.length !== size) throw new CairnError("SIZE_MISMATCH", `blob ${digest} is ${data.length} bytes, expected ${size}`, { path: where });
+      return data;
+    });
   }
 
   /**
@@ -203,12 +223,13 @@ export class OciLayerRegistry implements LayerRegistry {
    * (under the layer's tag) last, so no tag ever names an incomplete layer.
    * A tag already naming another document is refused (publish a new version).
    */
-  async publishLayer(blob: Uint8Array, manifest: LayerManifest, keys: readonly SigningKey[]): Promise<SignedDocument<LayerManifest>> {
+  async publishLayer(blob: BlobSource, manifest: LayerManifest, keys: readonly SigningKey[]): Promise<SignedDocument<LayerManifest>> {
     const doc = signLayer(blob, manifest, keys);
     const existing = this.#layers.get(manifest.id);
     refuseReplace(existing?.doc, doc, `layer ${manifest.id}`);
     const blobRef = { digest: manifest.sha256, size: manifest.size };
-    await this.client.pushBlob(this.repository, manifest.sha256, blob);
+    if (blob instanceof Uint8Array) await this.client.pushBlob(this.repository, manifest.sha256, blob);
+    else await pushFile(this.client, this.repository, manifest.sha256, manifest.size, blob.path);
     await this.#push("layer", manifest.id, doc, blobRef);
     this.#layers.set(manifest.id, { doc, blob: blobRef });
     this.#blobs.add(manifest.sha256);
@@ -230,6 +251,29 @@ export class OciLayerRegistry implements LayerRegistry {
     await this.client.pushBlob(this.repository, envelope.digest, doc.envelopeBytes);
     await this.client.pushBlob(this.repository, EMPTY_DIGEST, EMPTY_BYTES);
     await this.client.pushManifest(this.repository, artifactTag(kind, name), artifactManifestBytes(kind, name, envelope, blob), OCI_MANIFEST_TYPE);
+  }
+}
+
+/** Pushes a blob from a file, read in the client's request-sized pieces (a monolithic push still sends one body). */
+async function pushFile(client: RegistryClient, repo: string, digest: Sha256Digest, size: number, path: string): Promise<void> {
+  let fd: number;
+  try {
+    fd = openForRead(path);
+  } catch (cause) {
+    throw ioError(path, cause);
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile() || st.size !== size) throw new CairnError("SIZE_MISMATCH", `${path} is not the ${size}-byte blob to push`, { path });
+    const from = fd;
+    const read = async (offset: number, length: number): Promise<Uint8Array> => {
+      const buf = Buffer.allocUnsafe(length);
+      if (readFullyAt(from, buf, offset) !== length) throw new CairnError("SIZE_MISMATCH", `${path} shrank while it was pushed`, { path });
+      return buf;
+    };
+    await client.pushBlob(repo, digest, { size, read }, { chunked: true });
+  } finally {
+    closeSync(fd);
   }
 }
 

@@ -41,7 +41,8 @@ import {
   type SigningKey,
   type Sha256Digest,
 } from "../core/index.ts";
-import { publishBytes } from "../store/index.ts";
+import { publishBytes, publishFile } from "../store/index.ts";
+import { checkBlobFile, copyVerified, type BlobStaging } from "./blob-staging.ts";
 import { LAYER_MANIFEST_TYPE, layerManifestToModel, parseLayerManifest, type LayerManifest } from "./layer-manifest.ts";
 import { FORMATION_TYPE, formationKey, formationToModel, parseFormation, type Formation } from "./formation-document.ts";
 
@@ -82,6 +83,9 @@ export function readBounded(path: string, max: number, limit: string): Buffer {
 
 type Awaitable<T> = T | Promise<T>;
 
+/** A layer blob to publish: its bytes in memory, or a complete file (a blob streamed by `layer build` or `layer fold`), copied in chunks. */
+export type BlobSource = Uint8Array | { readonly path: string };
+
 /**
  * What the resolver, `lock verify`, `lock export`, `formation build` and
  * `search` need of a layer registry, whether a local directory
@@ -103,18 +107,35 @@ export interface LayerRegistry {
   /** The bytes of layer `id`'s manifest envelope, bounded; undefined when the registry has none. */
   layerEnvelope(id: string): Buffer | undefined;
   formationEnvelope(name: string, version: string): Buffer | undefined;
-  /** True when the registry names (or holds) this blob; `readBlob` checks its bytes. */
+  /** True when the registry names (or holds) this blob; `checkBlob` and `stageBlob` check its bytes. */
   hasBlob(digest: Sha256Digest): boolean;
+  /** Checks the blob's size and digest, reading it in chunks and keeping nothing. */
+  checkBlob(digest: Sha256Digest, size: number): Awaitable<void>;
+  /**
+   * Copies the blob into `staging` (a private file), checking its size and
+   * digest as it is copied; returns the copy's path. What commands read
+   * (fold, `lock verify --contents`, `lock export`): memory stays one chunk
+   * whatever the blob's size.
+   */
+  stageBlob(digest: Sha256Digest, size: number, staging: BlobStaging): Awaitable<string>;
+  /** The whole blob in memory, checked: for small blobs and tests; no command reads a blob this way. */
   readBlob(digest: Sha256Digest, size: number): Awaitable<Buffer>;
   /** Where a blob is, for messages. */
   blobWhere(digest: Sha256Digest): string;
-  publishLayer(blob: Uint8Array, manifest: LayerManifest, keys: readonly SigningKey[]): Awaitable<SignedDocument<LayerManifest>>;
+  publishLayer(blob: BlobSource, manifest: LayerManifest, keys: readonly SigningKey[]): Awaitable<SignedDocument<LayerManifest>>;
   publishFormation(formation: Formation, keys: readonly SigningKey[]): Awaitable<SignedDocument<Formation>>;
 }
 
 /** Signs a layer manifest as a DSSE envelope, after checking the blob is the one it names. Shared by every registry kind. */
-export function signLayer(blob: Uint8Array, manifest: LayerManifest, keys: readonly SigningKey[]): SignedDocument<LayerManifest> {
-  if (sha256(blob) !== manifest.sha256 || blob.length !== manifest.size) {
+export function signLayer(blob: BlobSource, manifest: LayerManifest, keys: readonly SigningKey[]): SignedDocument<LayerManifest> {
+  if (!(blob instanceof Uint8Array)) {
+    try {
+      checkBlobFile(blob.path, manifest, blob.path);
+    } catch (e) {
+      if (!(e instanceof CairnError) || (e.code !== "SIZE_MISMATCH" && e.code !== "DIGEST_MISMATCH")) throw e;
+      throw new CairnError("DIGEST_MISMATCH", `the blob does not match the manifest: ${e.message}`, { path: "/sha256", cause: e });
+    }
+  } else if (sha256(blob) !== manifest.sha256 || blob.length !== manifest.size) {
     throw new CairnError(
       "DIGEST_MISMATCH",
       `the blob does not match the manifest: manifest says ${manifest.sha256} (${manifest.size} bytes), the blob is ${sha256(blob)} (${blob.length} bytes)`,
@@ -190,15 +211,17 @@ export class LocalRegistry implements LayerRegistry {
    * different bytes (the store's write-once publication, also safe against a
    * concurrent publisher of the same name).
    */
-  private publishOnce(path: string, data: Uint8Array, what: string): void {
-    publishBytes(path, data, {
+  private publishOnce(path: string, data: BlobSource, what: string): void {
+    const options = {
       mode: 0o644,
-      writeOnce: { code: "REGISTRY_INVALID", what, hint: "publish a new version instead of replacing a published one" },
-    });
+      writeOnce: { code: "REGISTRY_INVALID" as const, what, hint: "publish a new version instead of replacing a published one" },
+    };
+    if (data instanceof Uint8Array) publishBytes(path, data, options);
+    else publishFile(path, data.path, options);
   }
 
   /** Publishes a blob and its manifest, blob first. Returns the envelope written. */
-  publishLayer(blob: Uint8Array, manifest: LayerManifest, keys: readonly SigningKey[]): SignedDocument<LayerManifest> {
+  publishLayer(blob: BlobSource, manifest: LayerManifest, keys: readonly SigningKey[]): SignedDocument<LayerManifest> {
     const doc = signLayer(blob, manifest, keys);
     this.publishOnce(this.blobPath(manifest.sha256), blob, `blob ${manifest.sha256}`);
     this.publishOnce(this.layerPath(manifest.id), doc.envelopeBytes, `layer ${manifest.id}`);
@@ -269,6 +292,18 @@ export class LocalRegistry implements LayerRegistry {
       const path = join(this.root, "formations", `${safeComponent(key)}.json`);
       return this.readSigned(path, FORMATION_TYPE, (m, src) => parseFormation(m, src));
     });
+  }
+
+  checkBlob(digest: Sha256Digest, size: number): void {
+    const path = this.blobPath(digest);
+    checkLimit("registry.max_blob_bytes", size, MAX_BLOB_BYTES, path, "bytes", FIXED_LIMIT_HINT); // the manifest itself asks for too much
+    checkBlobFile(path, { sha256: digest, size }, path);
+  }
+
+  stageBlob(digest: Sha256Digest, size: number, staging: BlobStaging): string {
+    const path = this.blobPath(digest);
+    checkLimit("registry.max_blob_bytes", size, MAX_BLOB_BYTES, path, "bytes", FIXED_LIMIT_HINT);
+    return copyVerified(path, staging.path(digest.slice("sha256:".length)), { sha256: digest, size }, path);
   }
 
   /** Reads a blob and checks it against `digest` and `size` before anyone parses it. */

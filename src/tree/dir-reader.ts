@@ -6,6 +6,9 @@
  * core's bounded reader (O_NOFOLLOW | O_NONBLOCK, a regular file of the size
  * the walk saw, refused when it grows or shrinks while read). Sockets, FIFOs
  * and devices are refused (they have no place in a layer or a feature).
+ * `readDirectoryStreamed` walks the same way but leaves each file's bytes to
+ * be read when they are written (1 MiB at a time, with the same checks), so
+ * a layer build does not hold the directory in memory.
  * Names must be valid UTF-8 so the sorted byte order is defined.
  *
  * Two policies differ by caller, both named here rather than copied:
@@ -16,11 +19,22 @@
  *  - every limit carries the name its caller documents (`layer.max_entries`,
  *    `features_dir.max_entries`, …), so an error names the limit the user can find.
  */
-import { lstatSync, readdirSync, readlinkSync, type Stats } from "node:fs";
+import { closeSync, fstatSync, lstatSync, readdirSync, readlinkSync, readSync, type Stats } from "node:fs";
 import { join } from "node:path";
-import { CairnError, checkLimit, FIXED_LIMIT_HINT, decodeUtf8, ioError, readFileBounded, sha256, sortByBytes } from "../core/index.ts";
+import {
+  CairnError,
+  checkLimit,
+  FIXED_LIMIT_HINT,
+  decodeUtf8,
+  ioError,
+  openForRead,
+  readFileBounded,
+  readFullyAt,
+  sha256,
+  sortByBytes,
+} from "../core/index.ts";
 import type { CanonicalTree, FsEntry } from "./entries.ts";
-import type { TarEntry } from "./tar-writer.ts";
+import { bytesContent, type FileContent, type TarEntry, type TarStreamEntry } from "./tar-writer.ts";
 import { TreeModel } from "./tree-builder.ts";
 
 export interface DirLimitNames {
@@ -95,6 +109,45 @@ function readRegular(abs: string, expectedSize: number, maxFileBytes: number, li
   });
 }
 
+/** How much of a file a streamed read holds at once. */
+const READ_CHUNK_BYTES = 1024 * 1024;
+
+/**
+ * One file of the walk, read only when its bytes are written (a streamed
+ * layer build): opened like the bounded reader (O_NOFOLLOW | O_NONBLOCK), it
+ * must still be a regular file of `expectedSize` bytes and must not grow or
+ * shrink while read (SOURCE_CHANGED); each chunk is a fresh buffer, so a
+ * consumer may keep it.
+ */
+export function streamedRegular(abs: string, expectedSize: number): FileContent {
+  const changed = (): CairnError => new CairnError("SOURCE_CHANGED", `${abs} changed while it was read`, { path: abs, hint: SOURCE_DIR_HINT });
+  return {
+    size: expectedSize,
+    *chunks() {
+      let fd: number;
+      try {
+        fd = openForRead(abs);
+      } catch (cause) {
+        if ((cause as { code?: string }).code === "ELOOP" || (cause as { code?: string }).code === "ENOENT") throw changed();
+        throw ioError(abs, cause);
+      }
+      try {
+        const st = fstatSync(fd);
+        if (!st.isFile() || st.size !== expectedSize) throw changed();
+        for (let off = 0; off < expectedSize; ) {
+          const buf = Buffer.allocUnsafe(Math.min(READ_CHUNK_BYTES, expectedSize - off));
+          if (readFullyAt(fd, buf, off) !== buf.length) throw changed(); // shrank under us
+          off += buf.length;
+          yield buf;
+        }
+        if (readSync(fd, Buffer.alloc(1), 0, 1, expectedSize) !== 0) throw changed(); // grew under us
+      } finally {
+        closeSync(fd);
+      }
+    },
+  };
+}
+
 /**
  * Refuses a link that leaves the root it was found in: an absolute target, or
  * a relative one that climbs above the root once joined to the link's parent.
@@ -124,6 +177,34 @@ function checkInside(abs: string, rel: string, target: string): void {
  */
 export function readDirectory(root: string, prefix = "", limits: DirLimits = DEFAULT_DIR_LIMITS, policy: DirReadPolicy = {}): TarEntry[] {
   const names = limits.names ?? LAYER_DIR_LIMIT_NAMES;
+  return walkDirectory(root, prefix, limits, policy, (abs, size) => readRegular(abs, size, limits.maxFileBytes, names.fileBytes)).map((e) =>
+    e.type === "file" ? { type: "file", path: e.path, mode: e.mode, data: e.content } : e,
+  );
+}
+
+/**
+ * The same walk and checks as `readDirectory`, but a file's bytes are not
+ * read here: each file entry's content reads them (in 1 MiB chunks) when it
+ * is written, so a layer build holds one chunk of a file at a time.
+ */
+export function readDirectoryStreamed(root: string, prefix = "", limits: DirLimits = DEFAULT_DIR_LIMITS, policy: DirReadPolicy = {}): TarStreamEntry[] {
+  const names = limits.names ?? LAYER_DIR_LIMIT_NAMES;
+  return walkDirectory(root, prefix, limits, policy, (abs, size) => {
+    checkLimit(names.fileBytes, size, limits.maxFileBytes, abs, "bytes", FIXED_LIMIT_HINT);
+    return streamedRegular(abs, size);
+  }).map((e) =>
+    e.type === "file"
+      ? { type: "file", path: e.path, mode: e.mode, content: e.content instanceof Buffer ? bytesContent(e.content) : (e.content as FileContent) }
+      : e,
+  );
+}
+
+type WalkEntry<C> =
+  | Exclude<TarEntry, { readonly type: "file" }>
+  | { readonly type: "file"; readonly path: string; readonly mode: number; readonly content: C | Buffer };
+
+function walkDirectory<C>(root: string, prefix: string, limits: DirLimits, policy: DirReadPolicy, file: (abs: string, size: number) => C): WalkEntry<C>[] {
+  const names = limits.names ?? LAYER_DIR_LIMIT_NAMES;
   let st: Stats;
   try {
     st = lstatSync(root);
@@ -131,7 +212,7 @@ export function readDirectory(root: string, prefix = "", limits: DirLimits = DEF
     throw ioError(root, cause);
   }
   if (!st.isDirectory()) throw new CairnError("SOURCE_NOT_REGULAR", `${root} is not a directory`, { path: root });
-  const out: TarEntry[] = [];
+  const out: WalkEntry<C>[] = [];
   if (prefix !== "") {
     const parts = prefix.split("/");
     for (let i = 1; i <= parts.length; i++) out.push({ type: "dir", path: parts.slice(0, i).join("/"), mode: 0o755 });
@@ -170,11 +251,11 @@ export function readDirectory(root: string, prefix = "", limits: DirLimits = DEF
       } else if (cst.isFile()) {
         total += cst.size;
         checkLimit(names.totalBytes, total, limits.maxTotalBytes, childAbs, "bytes", FIXED_LIMIT_HINT);
-        out.push({ type: "file", path: childRel, mode: cst.mode & 0o7777, data: readRegular(childAbs, cst.size, limits.maxFileBytes, names.fileBytes) });
+        out.push({ type: "file", path: childRel, mode: cst.mode & 0o7777, content: file(childAbs, cst.size) });
       } else if (policy.whiteouts === "overlayfs" && cst.isCharacterDevice() && cst.rdev === 0) {
         // overlayfs records a deletion as a 0:0 character device; the OCI layer format as an empty `.wh.<name>`.
         const marker = rel === "" ? `.wh.${name}` : `${rel}/.wh.${name}`;
-        out.push({ type: "file", path: marker, mode: 0o644, data: Buffer.alloc(0) });
+        out.push({ type: "file", path: marker, mode: 0o644, content: Buffer.alloc(0) });
       } else {
         throw new CairnError("SOURCE_NOT_REGULAR", `${childAbs} is a socket, FIFO or device; a layer holds only files, directories and symlinks`, {
           path: childAbs,
@@ -198,13 +279,16 @@ export function readDirectory(root: string, prefix = "", limits: DirLimits = DEF
  * (redirect, metacopy, xattr whiteouts) cannot be frozen from the upper
  * directory alone and is refused, naming it.
  */
-function overlayMarkers(root: string, prefix: string, entries: readonly TarEntry[], overlayXattrs: OverlayXattrReader): TarEntry[] {
+function overlayMarkers<C>(root: string, prefix: string, entries: readonly WalkEntry<C>[], overlayXattrs: OverlayXattrReader): WalkEntry<C>[] {
   const strip = prefix === "" ? 0 : prefix.length + 1;
-  const candidates = entries.filter((e) => e.type !== "symlink" && !(e.type === "file" && e.data.length === 0 && e.path.split("/").pop()!.startsWith(".wh.")));
+  // A marker this walk made is an empty Buffer; a real file's content is the caller's (never a Buffer when streamed).
+  const isMarker = (e: WalkEntry<C>): boolean =>
+    e.type === "file" && e.content instanceof Buffer && e.content.length === 0 && e.path.split("/").pop()!.startsWith(".wh.");
+  const candidates = entries.filter((e) => e.type !== "symlink" && !isMarker(e));
   const real = candidates.filter((e) => e.path.length >= strip);
   const abs = real.map((e) => join(root, e.path.slice(strip)));
   const attrs = overlayXattrs([root, ...abs]);
-  const out: TarEntry[] = [];
+  const out: WalkEntry<C>[] = [];
   const check = (a: Map<string, Buffer> | undefined, at: string, rel: string, isDir: boolean): void => {
     for (const [name, value] of a ?? []) {
       const key = name.replace(/^(trusted|user)\.overlay\./, "");
@@ -215,7 +299,7 @@ function overlayMarkers(root: string, prefix: string, entries: readonly TarEntry
         });
       }
       if (key === "opaque" && isDir)
-        out.push({ type: "file", path: rel === "" ? OPAQUE_MARKER : `${rel}/${OPAQUE_MARKER}`, mode: 0o644, data: Buffer.alloc(0) });
+        out.push({ type: "file", path: rel === "" ? OPAQUE_MARKER : `${rel}/${OPAQUE_MARKER}`, mode: 0o644, content: Buffer.alloc(0) });
     }
   };
   check(attrs.get(0), root, prefix, true);

@@ -6,6 +6,13 @@
  * nothing else ever goes into a PAX header, so no host metadata (atime, ctime,
  * xattrs, uid names) can leak in. The same entries give the same bytes on every
  * host.
+ *
+ * The archive can be produced whole (`writeTar`, small layers) or as a
+ * stream of chunks (`tarChunks`), where a file's bytes are read as they are
+ * written (`FileContent`): a 2 GiB file costs one chunk of memory, not 2 GiB.
+ * Both give the same bytes; a content that yields more or fewer bytes than
+ * it declared is refused (SOURCE_CHANGED), never written short or long,
+ * since the header already promised its size.
  */
 import { CairnError } from "../core/index.ts";
 
@@ -13,6 +20,27 @@ export type TarEntry =
   | { readonly type: "dir"; readonly path: string; readonly mode: number }
   | { readonly type: "file"; readonly path: string; readonly mode: number; readonly data: Uint8Array }
   | { readonly type: "symlink"; readonly path: string; readonly target: string };
+
+/** A file's bytes, read when they are written: exactly `size` bytes, in order, from `chunks()`. */
+export interface FileContent {
+  readonly size: number;
+  chunks(): Iterable<Uint8Array>;
+}
+
+/** An entry whose file bytes are read as they are written (see FileContent). */
+export type TarStreamEntry =
+  | Exclude<TarEntry, { readonly type: "file" }>
+  | { readonly type: "file"; readonly path: string; readonly mode: number; readonly content: FileContent };
+
+/** Bytes already in memory as a FileContent. */
+export function bytesContent(data: Uint8Array): FileContent {
+  return { size: data.length, chunks: () => [data] };
+}
+
+/** An in-memory entry as a stream entry. */
+export function streamEntry(e: TarEntry): TarStreamEntry {
+  return e.type === "file" ? { type: "file", path: e.path, mode: e.mode, content: bytesContent(e.data) } : e;
+}
 
 const BLOCK = 512;
 
@@ -70,9 +98,11 @@ function paxRecord(key: string, value: Buffer): Buffer {
   return Buffer.concat([Buffer.from(String(len)), body]);
 }
 
-/** Serializes entries in the order given (the caller sorts them) and ends the archive with two zero blocks. */
-export function writeTar(entries: readonly TarEntry[]): Buffer {
-  const parts: Buffer[] = [];
+/**
+ * Serializes entries in the order given (the caller sorts them) and ends the
+ * archive with two zero blocks, one header, record or file chunk at a time.
+ */
+export function* tarChunks(entries: Iterable<TarStreamEntry>): Generator<Buffer> {
   for (const e of entries) {
     const nameBuf = Buffer.from(e.type === "dir" ? `${e.path}/` : e.path, "utf8");
     const link = Buffer.from(e.type === "symlink" ? e.target : "", "utf8");
@@ -82,13 +112,38 @@ export function writeTar(entries: readonly TarEntry[]): Buffer {
     if (link.length > 100) records.push(paxRecord("linkpath", link));
     if (records.length > 0) {
       const pax = Buffer.concat(records);
-      parts.push(header(Buffer.from("PaxHeader"), Buffer.alloc(0), 0o644, pax.length, "x", Buffer.alloc(0)), pax, pad(pax.length));
+      yield Buffer.concat([header(Buffer.from("PaxHeader"), Buffer.alloc(0), 0o644, pax.length, "x", Buffer.alloc(0)), pax, pad(pax.length)]);
     }
     const [prefix, name] = split ?? [Buffer.alloc(0), nameBuf.subarray(0, 100)];
-    if (e.type === "dir") parts.push(header(name, prefix, e.mode, 0, "5", Buffer.alloc(0)));
-    else if (e.type === "symlink") parts.push(header(name, prefix, 0o777, 0, "2", link.length > 100 ? Buffer.alloc(0) : link));
-    else parts.push(header(name, prefix, e.mode, e.data.length, "0", Buffer.alloc(0)), Buffer.from(e.data), pad(e.data.length));
+    if (e.type === "dir") yield header(name, prefix, e.mode, 0, "5", Buffer.alloc(0));
+    else if (e.type === "symlink") yield header(name, prefix, 0o777, 0, "2", link.length > 100 ? Buffer.alloc(0) : link);
+    else {
+      const size = e.content.size;
+      yield header(name, prefix, e.mode, size, "0", Buffer.alloc(0));
+      let written = 0;
+      for (const chunk of e.content.chunks()) {
+        written += chunk.length;
+        if (written > size) break;
+        yield Buffer.from(chunk.buffer, chunk.byteOffset, chunk.length);
+      }
+      // The header promised `size` bytes: a file that grew or shrank since it was measured would misframe every member after it.
+      if (written !== size)
+        throw new CairnError(
+          "SOURCE_CHANGED",
+          `${e.path} changed while it was written: ${size} bytes were promised, ${written > size ? "more" : written} came`,
+          {
+            path: e.path,
+            hint: "read a directory nothing else is writing to",
+          },
+        );
+      const p = pad(size);
+      if (p.length > 0) yield p;
+    }
   }
-  parts.push(Buffer.alloc(BLOCK * 2));
-  return Buffer.concat(parts);
+  yield Buffer.alloc(BLOCK * 2);
+}
+
+/** The whole archive in memory (small layers, tests); the same bytes as `tarChunks`. */
+export function writeTar(entries: readonly TarEntry[]): Buffer {
+  return Buffer.concat([...tarChunks(entries.map(streamEntry))]);
 }

@@ -21,6 +21,8 @@ import {
   parseOciRegistryUrl,
   readLockfile,
   searchRegistries,
+  withBlobStaging,
+  writeLayerFromDirectory,
 } from "../../src/strata/index.ts";
 import { runCli } from "../helpers/cli.ts";
 import { assertCode, assertCodeAsync } from "../helpers/errors.ts";
@@ -202,6 +204,25 @@ describe("OCI registries as layer registries", { skip }, () => {
     assert.equal(folded.manifest.sha256, fromDir.manifest.sha256, "control: the same fold from the directory registry");
     await oci.publishLayer(folded.blob.blob, folded.manifest, [ex.registryKey]);
     assert.equal((await open(url, join(work, "fold-store"))).readLayer(folded.manifest.id).value.sha256, folded.manifest.sha256);
+  });
+
+  test("a layer streamed to a file is pushed from it in chunks and staged back checked (issue 16); control: a file with other bytes is refused", async () => {
+    const oci = await open(url, join(work, "stream-store"));
+    const src = join(work, "stream-src");
+    mkdirSync(join(src, "bin"), { recursive: true });
+    writeFileSync(join(src, "bin", "big"), Buffer.alloc(20 * 1024 * 1024 + 3, 5)); // over the 8 MiB push chunk
+    const spec = { ...toySpec(TOY_LAYERS[5]!), name: "streamed", version: "1.0" };
+    await withBlobStaging(async (s) => {
+      const built = await writeLayerFromDirectory(src, spec, s.path("layer"));
+      const other = s.path("other");
+      writeFileSync(other, Buffer.alloc(built.blob.size, 1));
+      await assertCodeAsync(() => Promise.resolve(oci.publishLayer({ path: other }, built.manifest, [ex.registryKey])), "DIGEST_MISMATCH");
+      await oci.publishLayer({ path: built.blob.path }, built.manifest, [ex.registryKey]);
+      const fresh = await open(url, join(work, "stream-store-2"));
+      await fresh.checkBlob(built.manifest.sha256, built.manifest.size);
+      const staged = await fresh.stageBlob(built.manifest.sha256, built.manifest.size, s);
+      assert.ok(readFileSync(staged).equals(readFileSync(built.blob.path)), "control: the pushed blob comes back byte for byte");
+    });
   });
 
   test("a layer signed by another key is refused by resolve against --trust; trusting that key accepts it", async () => {

@@ -5,7 +5,8 @@ import {
   ABIS,
   ARCHES,
   INSTALL_LAYOUTS,
-  buildLayerFromDirectory,
+  withBlobStaging,
+  writeLayerFromDirectory,
   buildProvenanceLines,
   catalogFromRegistries,
   environmentId,
@@ -202,8 +203,12 @@ export function registerLayer(program: Command, ctx: Context): void {
     const spec = { ...specFrom(opts, recordedFrom(ctx, opts)), ...moduleFrom(ctx, opts) };
     const keys = signingKeys(opts);
     const reg = await openOrInit(ctx, opts.registry, opts.initRegistry, opts);
-    const built = buildLayerFromDirectory(resolvePath(ctx.cwd, dir), spec);
-    report(ctx, await reg.publishLayer(built.blob.blob, built.manifest, keys), opts.json, "published");
+    // Streamed: the blob goes to a private staged file and is published from there.
+    const doc = await withBlobStaging(async (staging) => {
+      const built = await writeLayerFromDirectory(resolvePath(ctx.cwd, dir), spec, staging.path("layer.tar.gz"));
+      return reg.publishLayer({ path: built.blob.path }, built.manifest, keys);
+    });
+    report(ctx, doc, opts.json, "published");
   });
   withSpecOptions(
     layer
@@ -220,8 +225,11 @@ export function registerLayer(program: Command, ctx: Context): void {
     const reg = await openOrInit(ctx, opts.registry, opts.initRegistry, opts);
     const trust = { keys: opts.trust.map((t) => readTrust(t, ctx.cwd)), allowUnsignedOffline: opts.allowUnsignedOffline === true };
     // Without --provides/--requires the folded layer inherits its sources' capabilities.
-    const built = await foldLayers(reg, ids, spec, trust, opts.provides.length === 0 && opts.requires.length === 0);
-    report(ctx, await reg.publishLayer(built.blob.blob, built.manifest, keys), opts.json, "folded");
+    const doc = await withBlobStaging(async (staging) => {
+      const built = await foldLayers(reg, ids, spec, trust, opts.provides.length === 0 && opts.requires.length === 0, staging);
+      return reg.publishLayer({ path: built.blob.path }, built.manifest, keys);
+    });
+    report(ctx, doc, opts.json, "folded");
   });
   registerLayerFreeze(layer, ctx);
 }
@@ -257,8 +265,10 @@ function registerLayerFreeze(layer: Command, ctx: Context): void {
     const spec = specFrom(opts, recordedFrom(ctx, opts));
     const keys = signingKeys(opts);
     const reg = await openOrInit(ctx, opts.registry, opts.initRegistry, opts);
-    const built = freezeUpperLayer(resolvePath(ctx.cwd, upper), { lock: read.lock, bytes: read.bytes }, spec);
-    const doc = await reg.publishLayer(built.blob.blob, built.manifest, keys);
+    const { built, doc } = await withBlobStaging(async (staging) => {
+      const b = await freezeUpperLayer(resolvePath(ctx.cwd, upper), { lock: read.lock, bytes: read.bytes }, spec, staging.path("frozen.tar.gz"));
+      return { built: b, doc: await reg.publishLayer({ path: b.blob.path }, b.manifest, keys) };
+    });
     if (opts.profile === undefined || opts.out === undefined) {
       report(ctx, doc, opts.json, "frozen");
       return;

@@ -14,10 +14,10 @@
  * - every read is bounded by a named limit (LIMIT_EXCEEDED names it), checked
  *   against Content-Length first and against the bytes as they arrive.
  */
-import { realpathSync, statSync } from "node:fs";
+import { closeSync, fstatSync, realpathSync, statSync } from "node:fs";
 import { dirname, resolve as resolvePath, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { CairnError, checkLimit, readFileBounded } from "../../core/index.ts";
+import { CairnError, checkLimit, ioError, openForRead, readFileBounded, readFullyAt } from "../../core/index.ts";
 
 /** The named bounds of `cairn freeze`, in bytes. */
 export interface FreezeLimits {
@@ -46,6 +46,35 @@ export const FREEZE_LIMIT_NAMES: Readonly<Record<keyof FreezeLimits, string>> = 
 };
 
 const MAX_REDIRECTS = 5;
+const CHUNK_BYTES = 1024 * 1024;
+
+/** A local index file in chunks: opened without following a symlink (PATH_UNSAFE), a regular file within `max` bytes. */
+function streamLocal(file: string, max: number, name: string, each: (chunk: Buffer) => void): void {
+  let fd: number;
+  try {
+    fd = openForRead(file);
+  } catch (cause) {
+    if ((cause as { code?: string }).code === "ELOOP")
+      throw new CairnError("PATH_UNSAFE", `${file} is a symlink`, { path: file, hint: "an index holds regular files only, never symlinks" });
+    throw ioError(file, cause);
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile())
+      throw new CairnError("PATH_UNSAFE", `${file} is not a regular file`, { path: file, hint: "an index holds regular files only, never symlinks" });
+    checkLimit(name, st.size, max, file, "bytes");
+    for (let off = 0; ; ) {
+      const buf = Buffer.allocUnsafe(CHUNK_BYTES);
+      const n = readFullyAt(fd, buf, off);
+      if (n === 0) break;
+      off += n;
+      checkLimit(name, off, max, file, "bytes"); // grew while read
+      each(buf.subarray(0, n));
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
 
 function isLoopback(host: string): boolean {
   return host === "localhost" || host === "[::1]" || /^127(\.\d{1,3}){3}$/.test(host);
@@ -134,11 +163,33 @@ export class IndexSource {
   async read(url: URL, limit: keyof FreezeLimits): Promise<Buffer | undefined> {
     const max = this.limits[limit];
     const name = FREEZE_LIMIT_NAMES[limit];
-    if (this.dir !== undefined) return this.readLocal(url, max, name);
-    return this.readRemote(url, max, name);
+    if (this.dir !== undefined) {
+      const file = this.localFile(url);
+      return file === undefined
+        ? undefined
+        : readFileBounded(file, max, name, { notRegular: "PATH_UNSAFE", notRegularHint: "an index holds regular files only, never symlinks" });
+    }
+    const chunks: Buffer[] = [];
+    return (await this.readRemote(url, max, name, (c) => void chunks.push(c))) ? Buffer.concat(chunks) : undefined;
   }
 
-  private readLocal(url: URL, max: number, name: string): Buffer | undefined {
+  /**
+   * Reads `url` like `read`, but hands its bytes to `each` in chunks as they
+   * come instead of gathering them (an export copying a pinned archive to a
+   * file); false when nothing is there.
+   */
+  async stream(url: URL, limit: keyof FreezeLimits, each: (chunk: Buffer) => void): Promise<boolean> {
+    const max = this.limits[limit];
+    const name = FREEZE_LIMIT_NAMES[limit];
+    if (this.dir === undefined) return this.readRemote(url, max, name, each);
+    const file = this.localFile(url);
+    if (file === undefined) return false;
+    streamLocal(file, max, name, each);
+    return true;
+  }
+
+  /** The index file `url` names, checked to be inside the index; undefined when nothing is there. */
+  private localFile(url: URL): string | undefined {
     let file: string;
     try {
       file = fileURLToPath(url);
@@ -162,10 +213,10 @@ export class IndexSource {
     } catch {
       return undefined;
     }
-    return readFileBounded(file, max, name, { notRegular: "PATH_UNSAFE", notRegularHint: "an index holds regular files only, never symlinks" });
+    return file;
   }
 
-  private async readRemote(start: URL, max: number, name: string): Promise<Buffer | undefined> {
+  private async readRemote(start: URL, max: number, name: string, each: (chunk: Buffer) => void): Promise<boolean> {
     let url = start;
     for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
       let res: Response;
@@ -183,7 +234,7 @@ export class IndexSource {
       }
       if (res.status === 404 || res.status === 410) {
         await res.body?.cancel();
-        return undefined;
+        return false;
       }
       if (res.status !== 200) {
         await res.body?.cancel();
@@ -194,7 +245,6 @@ export class IndexSource {
         await res.body?.cancel();
         checkLimit(name, declared, max, url.href, "bytes");
       }
-      const chunks: Buffer[] = [];
       let total = 0;
       const reader = res.body?.getReader();
       for (;;) {
@@ -205,9 +255,9 @@ export class IndexSource {
           await reader!.cancel().catch(() => undefined);
           checkLimit(name, total, max, url.href, "bytes");
         }
-        chunks.push(Buffer.from(next.value));
+        each(Buffer.from(next.value));
       }
-      return Buffer.concat(chunks);
+      return true;
     }
     throw new CairnError("LIMIT_EXCEEDED", `limit freeze.max_redirects exceeded (more than ${MAX_REDIRECTS} redirects from ${start.href})`, {
       path: start.href,
