@@ -1,6 +1,6 @@
 export { Store } from "./store.ts";
 export type { StoreArea, StoreOptions } from "./store.ts";
-export { cleanStaging } from "./staging.ts";
+export { cleanStaging, hostTag, processAlive } from "./staging.ts";
 export type { Staging } from "./staging.ts";
 export { defaultStoreDir } from "./location.ts";
 export { publishBytes, publishFile, publishStaged } from "./publish.ts";

@@ -9,18 +9,54 @@
  * change it between the check and the read), and nothing is decompressed
  * before the whole blob has matched its digest.
  *
+ * A command killed before it removed its directory (SIGKILL, power loss)
+ * leaves it behind; the next command to stage blobs removes such leftovers:
+ * directories named `cairn-blobs-<host tag>-<pid>-*`, owned by this user,
+ * real directories (never a symlink), whose pid is gone on this host.
+ * Anything else in the temporary directory is left alone.
+ *
  * Refusals keep the codes a whole read gave: a file of another size is
  * SIZE_MISMATCH (larger: another layer's blob put in its place is a
  * mismatch, not a limit), other bytes DIGEST_MISMATCH, a symlink, FIFO or
  * device where the blob should be REGISTRY_INVALID.
  */
-import { closeSync, fstatSync, mkdtempSync, readSync, rmSync } from "node:fs";
+import { closeSync, fstatSync, lstatSync, mkdtempSync, readdirSync, readSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { hostTag, processAlive } from "../store/index.ts";
 import { CairnError, createExclusive, ioError, openForRead, readFullyAt, Sha256Hasher, writeFully, type Sha256Digest } from "../core/index.ts";
 
 /** How much of a blob a copy or hash holds at once. */
 export const STAGE_CHUNK_BYTES = 1024 * 1024;
+
+const PREFIX = "cairn-blobs-";
+const LEFTOVER = /^cairn-blobs-([0-9a-f]{8})-([1-9][0-9]{0,9})-[A-Za-z0-9]{6}$/;
+
+/** Removes staging directories of dead cairn processes of this user on this host from `parent`; returns how many. */
+export function sweepLeftovers(parent: string): number {
+  let names: string[];
+  try {
+    names = readdirSync(parent);
+  } catch {
+    return 0; // an unreadable temporary directory holds nothing we can clean; mkdtemp reports it
+  }
+  const uid = process.getuid?.();
+  let removed = 0;
+  for (const name of names) {
+    const m = LEFTOVER.exec(name);
+    if (m === null || m[1] !== hostTag() || processAlive(Number(m[2]))) continue;
+    const path = join(parent, name);
+    try {
+      const st = lstatSync(path);
+      if (!st.isDirectory() || (uid !== undefined && st.uid !== uid)) continue;
+      rmSync(path, { recursive: true, force: true });
+      removed++;
+    } catch {
+      // gone already, or not ours to remove
+    }
+  }
+  return removed;
+}
 
 /** A blob's expected size and digest (from its manifest or lockfile), and a name for messages. */
 export interface ExpectedBlob {
@@ -33,10 +69,15 @@ export class BlobStaging {
   #n = 0;
   private constructor(readonly dir: string) {}
 
-  /** Creates a fresh private directory (mkdtemp: 0700, a name nobody else holds) under `parent` (default the OS temporary directory). */
+  /**
+   * Creates a fresh private directory (mkdtemp: 0700, a name nobody else
+   * holds) under `parent` (default the OS temporary directory), after
+   * removing what killed commands left there (see the module comment).
+   */
   static create(parent: string = tmpdir()): BlobStaging {
+    sweepLeftovers(parent);
     try {
-      return new BlobStaging(mkdtempSync(join(parent, "cairn-blobs-")));
+      return new BlobStaging(mkdtempSync(join(parent, `${PREFIX}${hostTag()}-${process.pid}-`)));
     } catch (cause) {
       throw ioError(parent, cause, "create");
     }

@@ -16,7 +16,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseSha256, sha256, type Sha256Digest } from "../core/index.ts";
+import { parseSha256, type Sha256Digest } from "../core/index.ts";
 import { readOciSource } from "../oci/index.ts";
 import { applyLayers, parsePolicy, treeView, wholeFileSink } from "../tree/index.ts";
 import { probedBase, type LockBase } from "./base.ts";

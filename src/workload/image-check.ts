@@ -19,7 +19,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
-import { CairnError, MAX_ISSUES, sha256, type ErrorCode } from "../core/index.ts";
+import { CairnError, MAX_ISSUES, type ErrorCode } from "../core/index.ts";
 import { readOciSource } from "../oci/index.ts";
 import { applyLayers, policyName, policyValue, HASH_ONLY_SINK, type DroppedXattrs, type PolicyKey, type SkippedMember } from "../tree/index.ts";
 import { deriveBinary } from "./derive.ts";

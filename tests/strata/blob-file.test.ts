@@ -8,6 +8,7 @@
  * has its control.
  */
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -27,6 +28,8 @@ import {
 import { readDirectory, readDirectoryStreamed, tarChunks, writeTar, type TarStreamEntry } from "../../src/tree/index.ts";
 import { assertCode, assertCodeAsync } from "../helpers/errors.ts";
 import { tempDir } from "./fixtures.ts";
+import { hostTag, processAlive } from "../../src/store/index.ts";
+import { sweepLeftovers } from "../../src/strata/blob-staging.ts";
 import { sha256, signingKeyFromSeed } from "../../src/core/index.ts";
 
 const key = signingKeyFromSeed(Buffer.alloc(32, 1));
@@ -167,4 +170,35 @@ test("a fold refused mid-file (a truncated gzip stream) leaves no partial spill 
   } finally {
     s.dispose();
   }
+});
+
+test("a killed command's blob staging is removed by the next one; live, foreign, other-host and symlinked names are left alone", () => {
+  const parent = tempDir("cairn-blob-sweep-");
+  const tag = hostTag();
+  // a pid that is surely gone: a child that has exited
+  const dead = spawnSync(process.execPath, ["-e", ""]).pid!;
+  assert.ok(!processAlive(dead));
+  const leftover = join(parent, `cairn-blobs-${tag}-${dead}-AbC123`);
+  mkdirSync(leftover);
+  writeFileSync(join(leftover, "1-blob"), "staged bytes");
+  const live = join(parent, `cairn-blobs-${tag}-${process.pid}-LiVe12`);
+  mkdirSync(live);
+  const otherHost = join(parent, `cairn-blobs-00000000-${dead}-OtHer1`);
+  mkdirSync(otherHost);
+  const foreign = join(parent, "cairn-blobs-notours");
+  mkdirSync(foreign);
+  const canary = join(parent, "canary");
+  mkdirSync(canary);
+  writeFileSync(join(canary, "keep"), "keep");
+  symlinkSync(canary, join(parent, `cairn-blobs-${tag}-${dead}-SyMlnk`));
+
+  const s = BlobStaging.create(parent);
+  assert.ok(!existsSync(leftover), "the dead command's directory is gone");
+  for (const kept of [live, otherHost, foreign, join(canary, "keep"), join(parent, `cairn-blobs-${tag}-${dead}-SyMlnk`)]) assert.ok(existsSync(kept), kept);
+  // control: the new directory is private, named after this process, and removed by dispose
+  assert.ok(s.dir.startsWith(join(parent, `cairn-blobs-${tag}-${process.pid}-`)));
+  assert.equal(statSync(s.dir).mode & 0o777, 0o700);
+  s.dispose();
+  assert.ok(!existsSync(s.dir));
+  assert.equal(sweepLeftovers(parent), 0, "nothing else matches");
 });
