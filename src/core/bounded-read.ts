@@ -80,6 +80,42 @@ export function fileKind(st: Stats): string {
  * bytes (limit named `limit`), under the rules above.
  */
 export function readFileBounded(path: string, max: number, limit: string, options: BoundedReadOptions = {}): Buffer {
+  return withBoundedFile(path, max, limit, options, (fd, size) => {
+    const buf = Buffer.alloc(size);
+    return readFullyAt(fd, buf, 0) === size ? buf : undefined;
+  });
+}
+
+/**
+ * The same checks as `readFileBounded`, but the bytes are handed to `chunk`
+ * in order, at most `chunkBytes` at a time, instead of returned whole: for
+ * inputs whose limit is larger than what may be held in memory (a replay
+ * bundle is copied to a private file this way). A file that changed while
+ * read is refused after the chunks were handed over, so the caller must not
+ * use what it got until this returns.
+ */
+export function streamFileBounded(
+  path: string,
+  max: number,
+  limit: string,
+  chunk: (bytes: Buffer) => void,
+  options: BoundedReadOptions = {},
+  chunkBytes = 1024 * 1024,
+): number {
+  return withBoundedFile(path, max, limit, options, (fd, size) => {
+    const buf = Buffer.allocUnsafe(Math.max(1, Math.min(size, chunkBytes)));
+    for (let at = 0; at < size; ) {
+      const n = Math.min(buf.length, size - at);
+      if (readFullyAt(fd, buf.subarray(0, n), at) !== n) return undefined;
+      chunk(buf.subarray(0, n));
+      at += n;
+    }
+    return size;
+  });
+}
+
+/** Opens, checks and bounds the file as the module comment says, then lets `read` take its bytes (undefined: it ended early). */
+function withBoundedFile<T>(path: string, max: number, limit: string, options: BoundedReadOptions, read: (fd: number, size: number) => T | undefined): T {
   const notRegular = (what: string): CairnError =>
     new CairnError(options.notRegular ?? "IO_ERROR", `${path} is not a regular file (${what})`, { path, hint: options.notRegularHint });
   const changed = (): CairnError => new CairnError(options.changed ?? "IO_ERROR", `${path} changed while it was read`, { path, hint: options.changedHint });
@@ -103,8 +139,8 @@ export function readFileBounded(path: string, max: number, limit: string, option
       if (options.oversized === undefined || !(e instanceof CairnError)) throw e;
       throw new CairnError(options.oversized, e.message, { path, hint: e.hint, cause: e });
     }
-    const buf = Buffer.alloc(before.size);
-    if (readFullyAt(fd, buf, 0) !== before.size) throw changed(); // shrank under us
+    const result = read(fd, before.size);
+    if (result === undefined) throw changed(); // shrank under us
     if (readSync(fd, Buffer.alloc(1), 0, 1, before.size) !== 0) throw changed(); // grew under us
     readHook?.(path);
     if (options.checkIdentity === true) {
@@ -117,7 +153,7 @@ export function readFileBounded(path: string, max: number, limit: string, option
       }
       if (!sameFile(before, after) || !sameFile(before, atPath)) throw changed();
     }
-    return buf;
+    return result;
   } catch (cause) {
     if (cause instanceof CairnError) throw cause;
     throw ioError(path, cause);

@@ -26,7 +26,7 @@
  * that is how `cairn store gc` knows a writer is open and waits for it
  * (gc-lock.ts); the roots and pack records are what gc keeps (gc.ts).
  */
-import { lstatSync, rmSync, type Stats } from "node:fs";
+import { closeSync, lstatSync, rmSync, type Stats } from "node:fs";
 import { isAbsolute } from "node:path";
 import { join } from "node:path";
 import {
@@ -36,8 +36,13 @@ import {
   hasDirIn,
   openRoot,
   parseSha256,
+  createExclusive,
+  ioError,
   readFileBounded,
   sha256,
+  Sha256Hasher,
+  streamFileBounded,
+  writeFully,
   type RootKind,
   type Sha256Digest,
 } from "../core/index.ts";
@@ -239,6 +244,44 @@ export class Store {
     // Not present (or corrupt and being repaired): a content address, published by rename from this writer's staging.
     publishBytes(this.pathOf(area, digest), data, { tmp: join(this.stagingDir, `put-${this.#seq++}`), durable: options.durable ?? true, mode: 0o600 });
     return digest;
+  }
+
+  /**
+   * Publishes a copy of the regular file at `file` (left where it is), which
+   * must hold exactly the bytes named by `digest` and `size`: copied in 1 MiB
+   * chunks into this writer's staging and hashed as it is copied (a large
+   * object is never held whole; STORE_CORRUPT when the bytes are not the
+   * ones named), then adopted (fsynced, renamed into place). A present file
+   * is kept.
+   */
+  putFile(area: StoreArea, file: string, digest: Sha256Digest, size: number): void {
+    if (this.has(area, digest, size)) return;
+    const tmp = join(this.stagingDir, `put-${this.#seq++}`);
+    const hash = new Sha256Hasher();
+    let fd: number | undefined;
+    try {
+      fd = createExclusive(tmp, 0o600);
+      const out = fd;
+      streamFileBounded(
+        file,
+        size,
+        "storeObjectBytes",
+        (chunk) => {
+          hash.update(chunk);
+          writeFully(out, chunk);
+        },
+        { expectedSize: size },
+      );
+      closeSync(fd);
+      fd = undefined;
+      if (hash.digest() !== digest) throw new CairnError("STORE_CORRUPT", `${file} does not hold ${digest}`, { path: file });
+    } catch (e) {
+      if (fd !== undefined) closeSync(fd);
+      rmSync(tmp, { force: true });
+      if (e instanceof CairnError) throw e;
+      throw ioError(tmp, e, "write");
+    }
+    this.adopt(area, tmp, digest, size);
   }
 
   /**

@@ -2,10 +2,15 @@
  * Reading a replay bundle (`cairn replay run.cairn`): hostile input, like an
  * OCI layout. In this order, and nothing is imported before the last check:
  *
- *   1. the file is read once, bounded (bundle.max_bytes);
- *   2. it is read by the tree area's strict tar gate (the one tar reader:
- *      strict headers, no devices, FIFOs, hard links or setid bits, no
- *      member twice, no `..`, parents required) into memory;
+ *   1. the file is copied once, bounded (bundle.max_bytes), chunk by chunk
+ *      into a private directory (bundle-spill.ts), so what is checked is
+ *      what is imported;
+ *   2. the copy is read by the tree area's strict tar gate (the one tar
+ *      reader: strict headers, no devices, FIFOs, hard links or setid bits,
+ *      no member twice, no `..`, parents required); small members are held
+ *      in memory, large ones (layer blobs, kernels) are spilled to private
+ *      files as they stream out, so an import holds at most one member's
+ *      bytes, never the bundle;
  *   3. every member is in its place: the index, run/<known file>,
  *      store/objects|derived/<hex>, kit/kernels|agents/<hex>,
  *      private/...; anything else, and any symlink, is refused (BUNDLE_INVALID
@@ -27,7 +32,7 @@
  * interrupted at any point leaves complete verified objects and no partial
  * run directory; replay then verifies every byte again from the store.
  */
-import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import {
   CairnError,
@@ -44,7 +49,8 @@ import {
   type Sha256Digest,
 } from "../core/index.ts";
 import { Store } from "../store/index.ts";
-import { applyLayers, DEFAULT_LIMITS, memorySink, STRICT_POLICY, type LayerLimits } from "../tree/index.ts";
+import { applyLayers, DEFAULT_LIMITS, STRICT_POLICY, type LayerLimits } from "../tree/index.ts";
+import { BundleSpill } from "./bundle-spill.ts";
 import { parseWorkloadLock } from "../workload/index.ts";
 import { KIT_ROOT, loadKit, putKitObject, qemuVersion, writeKit, type Kit } from "./kit.ts";
 import { RUNS_ROOT } from "./record.ts";
@@ -85,9 +91,13 @@ function refuse(path: string, message: string): never {
 export interface OpenedBundle {
   readonly manifest: RunManifest;
   readonly runId: string;
-  /** Member path (no leading slash) → verified bytes. */
+  /** Member path (no leading slash) → verified bytes (a large member is read back from its private file each time it is asked for). */
   readonly members: ReadonlyMap<string, Uint8Array>;
   readonly kit: BundleKitFacts | null;
+  /** The private file holding a large member's verified bytes, or undefined when the member is held in memory. */
+  spilled(path: string): string | undefined;
+  /** Removes the private copy and spilled members. */
+  dispose(): void;
 }
 
 interface IndexEntry {
@@ -128,13 +138,22 @@ function parseIndex(bytes: Uint8Array): { runId: string; qemu: string; kit: Bund
 
 /** Steps 1–5: the bundle read, checked member by member, and its closure complete. Nothing is written. */
 export async function openBundle(file: string): Promise<OpenedBundle> {
-  const bytes = readFileBounded(file, BUNDLE_MAX_BYTES, "bundle.max_bytes", { missing: "USAGE", notRegular: "BUNDLE_INVALID" });
-  const { sink, content } = memorySink();
+  const spill = new BundleSpill();
+  try {
+    return await checkBundle(file, spill);
+  } catch (e) {
+    spill.dispose();
+    throw e;
+  }
+}
+
+async function checkBundle(file: string, spill: BundleSpill): Promise<OpenedBundle> {
+  const copy = spill.copyBundle(file, BUNDLE_MAX_BYTES, "bundle.max_bytes");
   const { tree } = await applyLayers({
-    layers: [{ bytes, compression: "none", where: "bundle" }],
+    layers: [{ path: copy, compression: "none", where: "bundle" }],
     policy: STRICT_POLICY,
     limits: BUNDLE_LIMITS,
-    sink,
+    sink: spill.sink(),
     parents: "required",
   });
   const files = new Map<string, { sha256: Sha256Digest; size: number }>();
@@ -154,7 +173,7 @@ export async function openBundle(file: string): Promise<OpenedBundle> {
   }
   const indexRef = files.get(BUNDLE_INDEX);
   if (indexRef === undefined) refuse(`/${BUNDLE_INDEX}`, `the bundle has no ${BUNDLE_INDEX}`);
-  const index = parseIndex(content.get(indexRef.sha256)!);
+  const index = parseIndex(spill.bytes(indexRef.sha256, indexRef.size, "bundle.max_member_bytes")!);
   const listed = new Set<string>();
   index.members.forEach((m, i) => {
     const f = files.get(m.path);
@@ -163,8 +182,7 @@ export async function openBundle(file: string): Promise<OpenedBundle> {
     listed.add(m.path);
   });
   for (const p of files.keys()) if (p !== BUNDLE_INDEX && !listed.has(p)) refuse(`/${p}`, `the bundle member ${p} is not in the index`);
-  const members = new Map<string, Uint8Array>();
-  for (const [p, f] of files) members.set(p, content.get(f.sha256)!);
+  const members = spill.members(files);
   const get = (p: string): Uint8Array => members.get(p) ?? refuse(`/${p}`, `the bundle has no ${p}`);
 
   // 5. the closure the run names is in the bundle
@@ -199,7 +217,11 @@ export async function openBundle(file: string): Promise<OpenedBundle> {
   }
   const receipt = members.get("run/receipt.dsse.json");
   if (receipt !== undefined) checkReceiptClosure(receipt, files);
-  return { manifest, runId: index.runId, members, kit: index.kit };
+  const spilled = (p: string): string | undefined => {
+    const f = files.get(p);
+    return f === undefined ? undefined : spill.held(f.sha256)?.file;
+  };
+  return { manifest, runId: index.runId, members, kit: index.kit, spilled, dispose: () => spill.dispose() };
 }
 
 /** Every file digest an enclosed receipt names must be the bundle's file (the signature is checked by `receipt verify`). */
@@ -255,6 +277,14 @@ export interface ImportOptions {
 /** Steps 1–6, then the import. Returns the run directory (new, or the same run imported before) and the kit to replay with. */
 export async function importBundle(file: string, opts: ImportOptions): Promise<{ runDir: string; kit: Kit; manifest: RunManifest }> {
   const b = await openBundle(file);
+  try {
+    return writeImport(b, opts);
+  } finally {
+    b.dispose();
+  }
+}
+
+function writeImport(b: OpenedBundle, opts: ImportOptions): { runDir: string; kit: Kit; manifest: RunManifest } {
   const host = opts.qemu ?? qemuVersion();
   if (host !== b.manifest.vm.qemu) {
     throw new CairnError("VM_MISMATCH", `this run needs QEMU ${b.manifest.vm.qemu}; this host has ${host}`, {
@@ -264,17 +294,21 @@ export async function importBundle(file: string, opts: ImportOptions): Promise<{
   }
   const store = new Store(opts.storeDir);
   try {
-    for (const [p, bytes] of b.members) {
-      if (p.startsWith("store/objects/")) store.put("objects", bytes);
-      else if (p.startsWith("store/derived/")) store.put("derived", bytes);
+    for (const p of b.members.keys()) {
+      const area = p.startsWith("store/objects/") ? "objects" : p.startsWith("store/derived/") ? "derived" : undefined;
+      if (area === undefined) continue;
+      const file = b.spilled(p);
+      // a large member (a layer blob) is published from its private file in chunks, never read whole
+      if (file !== undefined) store.putFile(area, file, `sha256:${p.slice(-64)}` as Sha256Digest, statSync(file).size);
+      else store.put(area, b.members.get(p)!);
     }
   } finally {
     store.close();
   }
   openRoot(opts.kitDir, KIT_ROOT, { create: true });
-  for (const [p, bytes] of b.members) {
-    if (p.startsWith("kit/kernels/")) putKitObject(opts.kitDir, "kernels", Buffer.from(bytes));
-    else if (p.startsWith("kit/agents/")) putKitObject(opts.kitDir, "agents", Buffer.from(bytes));
+  for (const p of b.members.keys()) {
+    if (p.startsWith("kit/kernels/")) putKitObject(opts.kitDir, "kernels", Buffer.from(b.members.get(p)!));
+    else if (p.startsWith("kit/agents/")) putKitObject(opts.kitDir, "agents", Buffer.from(b.members.get(p)!));
   }
   let kit = loadKit(opts.kitDir);
   const m = b.manifest;
@@ -299,8 +333,9 @@ export async function importBundle(file: string, opts: ImportOptions): Promise<{
   const runDir = join(opts.runsDir, b.runId);
   if (existsSync(runDir)) {
     // imported before: reused only when every run file the bundle carries is there, byte for byte
-    for (const [p, bytes] of b.members) {
+    for (const p of b.members.keys()) {
       if (!p.startsWith("run/")) continue;
+      const bytes = b.members.get(p)!;
       const f = join(runDir, p.slice(4));
       const there = existsSync(f) ? readFileBounded(f, bytes.length + 1, "bundle.existing-run-bytes", { missing: "RUN_INVALID" }) : undefined;
       if (there === undefined || !there.equals(bytes)) {
@@ -316,7 +351,9 @@ export async function importBundle(file: string, opts: ImportOptions): Promise<{
   try {
     mkdirSync(staging, { mode: 0o700 });
     mkdirSync(join(staging, RUN_FILES.streams), { mode: 0o700 });
-    for (const [p, bytes] of b.members) {
+    for (const p of b.members.keys()) {
+      if (!p.startsWith("run/") && !p.startsWith("private/")) continue;
+      const bytes = b.members.get(p)!;
       if (p.startsWith("run/")) writeFileAtomic(join(staging, p.slice(4)), bytes, { mode: PRIVATE_RUN_FILES.has(p.slice(4)) ? 0o600 : 0o644 });
       else if (p.startsWith("private/streams/")) writeFileAtomic(join(staging, RUN_FILES.streams, p.slice("private/streams/".length)), bytes, { mode: 0o600 });
       else if (p.startsWith("private/")) writeFileAtomic(join(staging, p.slice("private/".length)), bytes, { mode: 0o600 });
