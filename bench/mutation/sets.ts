@@ -54,10 +54,16 @@ export const MUTATION_SETS: Readonly<Record<string, MutationSet>> = {
       "tests/core/identities-doc.test.ts",
     ],
   },
-  publish: { mutate: ["src/store/publish.ts"], tests: ["tests/store/publish.test.ts", "tests/store/store.test.ts"] },
+  publish: { mutate: ["src/store/publish.ts"], tests: ["tests/store/publish.test.ts", "tests/store/store.test.ts", "tests/store/publish-durability.test.ts"] },
   "env-id": {
     mutate: ["src/strata/env-id.ts"],
-    tests: ["tests/strata/lockfile.test.ts", "tests/strata/scope.test.ts", "tests/core/identity-values.test.ts", "tests/core/identities-doc.test.ts"],
+    tests: [
+      "tests/strata/env-id-input.test.ts",
+      "tests/strata/lockfile.test.ts",
+      "tests/strata/scope.test.ts",
+      "tests/core/identity-values.test.ts",
+      "tests/core/identities-doc.test.ts",
+    ],
   },
   lockfile: {
     mutate: ["src/strata/lockfile.ts"],
