@@ -70,7 +70,10 @@ export const MUTATION_SETS: Readonly<Record<string, MutationSet>> = {
     tests: ["tests/strata/lockfile-rules.test.ts", "tests/strata/lockfile.test.ts", "tests/strata/freeze-hostile.test.ts", "tests/strata/scope.test.ts"],
   },
   "layout-reader": { mutate: ["src/oci/layout-reader.ts"], tests: ["tests/oci/source.test.ts", "tests/oci/refusals.test.ts"] },
-  "manifest-core": { mutate: ["src/manifest/core.ts"], tests: ["tests/manifest/normalize.test.ts", "tests/manifest/document.test.ts"] },
+  "manifest-core": {
+    mutate: ["src/manifest/core.ts"],
+    tests: ["tests/manifest/core-fields.test.ts", "tests/manifest/normalize.test.ts", "tests/manifest/document.test.ts"],
+  },
 };
 
 /** Stryker's sandbox and temp directory: ignored by git and Biome, never under src/ or tests/. */
