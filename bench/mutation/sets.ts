@@ -69,7 +69,10 @@ export const MUTATION_SETS: Readonly<Record<string, MutationSet>> = {
     mutate: ["src/strata/lockfile.ts"],
     tests: ["tests/strata/lockfile-rules.test.ts", "tests/strata/lockfile.test.ts", "tests/strata/freeze-hostile.test.ts", "tests/strata/scope.test.ts"],
   },
-  "layout-reader": { mutate: ["src/oci/layout-reader.ts"], tests: ["tests/oci/source.test.ts", "tests/oci/refusals.test.ts"] },
+  "layout-reader": {
+    mutate: ["src/oci/layout-reader.ts"],
+    tests: ["tests/oci/layout-reader.test.ts", "tests/oci/source.test.ts", "tests/oci/refusals.test.ts"],
+  },
   "manifest-core": {
     mutate: ["src/manifest/core.ts"],
     tests: ["tests/manifest/core-fields.test.ts", "tests/manifest/normalize.test.ts", "tests/manifest/document.test.ts"],
