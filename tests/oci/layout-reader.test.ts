@@ -13,12 +13,13 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync,
 import { open } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Sha256Digest } from "../../src/core/index.ts";
 import { copyVerified, openLayoutDir, readVerified, type OpenedFile } from "../../src/oci/layout-reader.ts";
 import { assertCodeAsync } from "../helpers/errors.ts";
 
 const sha256Hex = (b: Uint8Array): string => createHash("sha256").update(b).digest("hex");
 const tempDir = (): string => mkdtempSync(join(tmpdir(), "cairn-layout-reader-"));
-const digestOf = (b: Uint8Array) => `sha256:${sha256Hex(b)}` as const;
+const digestOf = (b: Uint8Array): Sha256Digest => `sha256:${sha256Hex(b)}` as Sha256Digest;
 const rm = (p: string): void => rmSync(p, { recursive: true });
 const openFds = (): number => readdirSync("/proc/self/fd").length;
 
