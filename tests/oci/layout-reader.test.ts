@@ -13,7 +13,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync,
 import { open } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Sha256Digest } from "../../src/core/index.ts";
+import type { ErrorCode, Sha256Digest } from "../../src/core/index.ts";
 import { copyVerified, openLayoutDir, readVerified, type OpenedFile } from "../../src/oci/layout-reader.ts";
 import { assertCodeAsync } from "../helpers/errors.ts";
 
@@ -76,7 +76,7 @@ test("blobs: a missing blobs or blobs/sha256 directory is OCI_MISSING_BLOB at bl
   } finally {
     await r.close();
   }
-  const cases: [string, (dir: string) => void, string, (dir: string) => string][] = [
+  const cases: [string, (dir: string) => void, ErrorCode, (dir: string) => string][] = [
     ["no blobs", (dir) => rmSync(join(dir, "blobs"), { recursive: true }), "OCI_MISSING_BLOB", (dir) => join(dir, "blobs", "sha256")],
     ["no sha256", (dir) => rm(join(dir, "blobs", "sha256")), "OCI_MISSING_BLOB", (dir) => join(dir, "blobs", "sha256")],
     [
