@@ -168,7 +168,7 @@ test("readVerified: another size is SIZE_MISMATCH, other bytes DIGEST_MISMATCH, 
   }
 });
 
-test("a file shorter than the size it was opened with (a sysfs attribute, 4096 reported) or longer is SOURCE_CHANGED at the caller's path; control: a file of its size", async () => {
+test("a file shorter than the size it was opened with (a sysfs attribute, 4096 reported) or longer (also after a first full chunk) is SOURCE_CHANGED at the caller's path; control: a file of its size", async () => {
   const attr = "/sys/devices/system/cpu/online";
   const short: OpenedFile = { handle: await open(attr, "r"), size: 4096, locator: attr };
   await assertCodeAsync(() => readVerified(short, 4096, undefined, "/m/short"), "SOURCE_CHANGED", "/m/short");
@@ -176,6 +176,10 @@ test("a file shorter than the size it was opened with (a sysfs attribute, 4096 r
   writeFileSync(join(dir, "f"), "0123456789");
   const long: OpenedFile = { handle: await open(join(dir, "f"), "r"), size: 5, locator: "f" };
   await assertCodeAsync(() => readVerified(long, 5, undefined, "/m/long"), "SOURCE_CHANGED", "/m/long");
+  const bigger = Buffer.alloc(2 * 1024 * 1024, 1);
+  writeFileSync(join(dir, "big"), bigger);
+  const grewPastChunk: OpenedFile = { handle: await open(join(dir, "big"), "r"), size: 1024 * 1024 + 512 * 1024, locator: "big" };
+  await assertCodeAsync(() => readVerified(grewPastChunk, 1024 * 1024 + 512 * 1024, undefined, "/m/grew"), "SOURCE_CHANGED", "/m/grew");
   const exact: OpenedFile = { handle: await open(join(dir, "f"), "r"), size: 10, locator: "f" };
   assert.equal((await readVerified(exact, 10, undefined, "/m")).toString(), "0123456789", "control");
 });
