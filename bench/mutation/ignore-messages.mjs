@@ -5,8 +5,8 @@
 //   - the message of `new CairnError(code, message, …)` and its `hint`, the
 //     message of `new TypeError(message)` (and RangeError, Error);
 //   - the message argument of a module's own refusal helper (yaml.ts
-//     `refuse(issues, code, message, path)`, tar-gate.ts `refuse(code,
-//     message, where, hint)` message and hint, protocol.ts `bad(offset, check,
+//     `refuse(issues, code, message, path)`, tar-gate.ts and tar-fields.ts
+//     `refuse(code, message, where, hint)` message and hint, protocol.ts `bad(offset, check,
 //     message)`);
 //   - the message of a Checker issue, `x.add(path, message, code)`, and the
 //     words of `x.done(what, hint)` (core/model.ts);
@@ -21,6 +21,8 @@ const NEW_MESSAGE = { CairnError: [1], TypeError: [0], RangeError: [0], Error: [
 const CALL_MESSAGE = {
   "src/core/yaml.ts": { refuse: [2] },
   "src/tree/tar-gate.ts": { refuse: [1, 3] },
+  // the same helper, moved with the header field decoding out of tar-gate.ts
+  "src/tree/tar-fields.ts": { refuse: [1, 3] },
   "src/vm/protocol.ts": { bad: [2] },
   "src/tree/fs-digest.ts": { refuse: [1] },
 };

@@ -54,17 +54,29 @@ export const MUTATION_SETS: Readonly<Record<string, MutationSet>> = {
       "tests/core/identities-doc.test.ts",
     ],
   },
-  publish: { mutate: ["src/store/publish.ts"], tests: ["tests/store/publish.test.ts", "tests/store/store.test.ts"] },
+  publish: { mutate: ["src/store/publish.ts"], tests: ["tests/store/publish.test.ts", "tests/store/store.test.ts", "tests/store/publish-durability.test.ts"] },
   "env-id": {
     mutate: ["src/strata/env-id.ts"],
-    tests: ["tests/strata/lockfile.test.ts", "tests/strata/scope.test.ts", "tests/core/identity-values.test.ts", "tests/core/identities-doc.test.ts"],
+    tests: [
+      "tests/strata/env-id-input.test.ts",
+      "tests/strata/lockfile.test.ts",
+      "tests/strata/scope.test.ts",
+      "tests/core/identity-values.test.ts",
+      "tests/core/identities-doc.test.ts",
+    ],
   },
   lockfile: {
     mutate: ["src/strata/lockfile.ts"],
     tests: ["tests/strata/lockfile-rules.test.ts", "tests/strata/lockfile.test.ts", "tests/strata/freeze-hostile.test.ts", "tests/strata/scope.test.ts"],
   },
-  "layout-reader": { mutate: ["src/oci/layout-reader.ts"], tests: ["tests/oci/source.test.ts", "tests/oci/refusals.test.ts"] },
-  "manifest-core": { mutate: ["src/manifest/core.ts"], tests: ["tests/manifest/normalize.test.ts", "tests/manifest/document.test.ts"] },
+  "layout-reader": {
+    mutate: ["src/oci/layout-reader.ts"],
+    tests: ["tests/oci/layout-reader.test.ts", "tests/oci/source.test.ts", "tests/oci/refusals.test.ts"],
+  },
+  "manifest-core": {
+    mutate: ["src/manifest/core.ts"],
+    tests: ["tests/manifest/core-fields.test.ts", "tests/manifest/normalize.test.ts", "tests/manifest/document.test.ts"],
+  },
 };
 
 /** Stryker's sandbox and temp directory: ignored by git and Biome, never under src/ or tests/. */

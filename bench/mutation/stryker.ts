@@ -56,7 +56,7 @@ function summarize(name: string, report: Report, seconds: number): string[] {
   const score = killed + missed === 0 ? 100 : (100 * killed) / (killed + missed);
   const lines = [
     `${name}: ${all.length} mutants, ${killed} killed (${count("Timeout")} by timeout), ${count("Survived")} survived, ` +
-      `${count("NoCoverage")} not covered, ${count("CompileError")} rejected by tsc, ${count("Ignored")} ignored; ` +
+      `${count("NoCoverage")} not covered, ${count("CompileError")} rejected by tsc, ${count("RuntimeError")} errored (RuntimeError), ${count("Ignored")} ignored; ` +
       `score ${score.toFixed(1)}%${Number.isNaN(seconds) ? "" : `, ${seconds.toFixed(0)} s`}`,
   ];
   for (const [file, { source, mutants }] of Object.entries(report.files)) {

@@ -1,10 +1,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { publishBytes, publishStaged, type WriteOnce } from "../../src/store/index.ts";
-import { setPublishHook } from "../../src/store/publish.ts";
+import { type PublishPoint, publishedIdentical, setPublishHook } from "../../src/store/publish.ts";
 import { assertCode } from "../helpers/errors.ts";
 
 const ONCE: WriteOnce = { code: "REGISTRY_INVALID", what: "layer x", hint: "publish a new version" };
@@ -118,4 +118,76 @@ test("write-once: a target whose lookup fails (a parent that is a file) is IO_ER
   const e = assertCode(() => publishBytes(join(dir, "file", "x.json"), Buffer.from("{}\n"), { writeOnce: ONCE }), "IO_ERROR");
   assert.match(e.message, /ENOTDIR/);
   assert.equal(publishBytes(join(dir, "x.json"), Buffer.from("{}\n"), { writeOnce: ONCE, durable: false }), "published", "control");
+});
+
+// Beyond the codes: the path each refusal names, the write-once size check
+// before any read, the caller's code for a file that is not what its stat
+// says, no staging when the bytes are already there, and no descriptor left
+// open. Written to kill StrykerJS survivors (bench/mutation/README.md).
+
+test("a refusal names the file it is about: the staged file for SIZE_MISMATCH, the published name for a write-once refusal; control: the right bytes", () => {
+  const dir = tempDir();
+  writeFileSync(join(dir, "staged"), "1234");
+  assertCode(() => publishStaged(join(dir, "staged"), join(dir, "obj"), 5, { durable: false }), "SIZE_MISMATCH", join(dir, "staged"));
+  const target = join(dir, "x.json");
+  assert.equal(publishBytes(target, Buffer.from("{}\n"), { writeOnce: ONCE, durable: false }), "published", "control");
+  const e = assertCode(() => publishBytes(target, Buffer.from("[]\n"), { writeOnce: ONCE, durable: false }), "REGISTRY_INVALID", target);
+  assert.equal(e.hint, ONCE.hint, "the caller's hint");
+});
+
+test("write-once: an existing file longer than the bytes is refused with the caller's code before it is read (not a read limit); control: the same length", () => {
+  const dir = tempDir();
+  const target = join(dir, "x.json");
+  writeFileSync(target, "{}\n\n\n");
+  assertCode(() => publishBytes(target, Buffer.from("{}\n"), { writeOnce: ONCE, durable: false }), "REGISTRY_INVALID", target);
+  assert.equal(publishBytes(target, Buffer.from("{}\n\n\n"), { writeOnce: ONCE, durable: false }), "kept", "control");
+});
+
+test("write-once: an existing file shorter than its stat says (a sysfs attribute, 4096 bytes reported) is refused with the caller's code, not IO_ERROR; control: a real file of 4096 bytes", () => {
+  const attr = "/sys/devices/system/cpu/online";
+  assert.equal(statSync(attr).size, 4096, `${attr} reports 4096 bytes here (the test needs it)`);
+  const data = Buffer.alloc(4096, 0x30);
+  assertCode(() => publishedIdentical(attr, data, ONCE), "REGISTRY_INVALID", attr);
+  const dir = tempDir();
+  writeFileSync(join(dir, "real"), data);
+  assert.equal(publishedIdentical(join(dir, "real"), data, ONCE), true, "control");
+  assert.equal(publishedIdentical(join(dir, "absent"), data, ONCE), false, "nothing there");
+});
+
+test("write-once: bytes already published are kept without staging anything; control: a first publication stages and names", () => {
+  const dir = tempDir();
+  const target = join(dir, "x.json");
+  const points: PublishPoint[] = [];
+  try {
+    setPublishHook((point) => points.push(point));
+    assert.equal(publishBytes(target, Buffer.from("{}\n"), { writeOnce: ONCE, durable: false }), "published", "control");
+    assert.deepEqual(points, ["staged", "named"]);
+    points.length = 0;
+    assert.equal(publishBytes(target, Buffer.from("{}\n"), { writeOnce: ONCE, durable: false }), "kept");
+    assert.deepEqual(points, [], "nothing staged: the published bytes were compared first");
+  } finally {
+    setPublishHook(undefined);
+  }
+});
+
+test("a staged file that is already gone is IO_ERROR naming the target, not a raw errno; control: a staged file that is there", () => {
+  const dir = tempDir();
+  assertCode(() => publishStaged(join(dir, "gone"), join(dir, "obj"), 5, { durable: false }), "IO_ERROR", join(dir, "obj"));
+  writeFileSync(join(dir, "staged"), "12345");
+  assert.equal(publishStaged(join(dir, "staged"), join(dir, "obj"), 5, { durable: false }), "published", "control");
+});
+
+test("staged publication leaves no descriptor open, published or refused; control: the count sees one open file", () => {
+  const open = (): number => readdirSync("/proc/self/fd").length;
+  const dir = tempDir();
+  const before = open();
+  const fd = openSync(join(dir, "x"), "w");
+  assert.equal(open(), before + 1, "control");
+  closeSync(fd);
+  writeFileSync(join(dir, "staged"), "12345");
+  publishStaged(join(dir, "staged"), join(dir, "obj"), 5, { durable: false });
+  assert.equal(open(), before, "after a publication");
+  writeFileSync(join(dir, "staged"), "1234");
+  assertCode(() => publishStaged(join(dir, "staged"), join(dir, "obj2"), 5, { durable: false }), "SIZE_MISMATCH");
+  assert.equal(open(), before, "after a refusal");
 });

@@ -257,3 +257,87 @@ test("Parse without Validate: rules between fields come back as problems; a shap
   assert.deepEqual(parseLockfileUnvalidated(JSON.parse(JSON.stringify(doc())) as JsonModel).problems, []);
   assertCode(() => parseLockfileUnvalidated({ ...(JSON.parse(JSON.stringify(doc())) as object), format: 1 } as JsonModel), "MODEL_TYPE");
 });
+
+// A value of the wrong type, a missing field, a null entry: the issues are
+// exactly these, at their own paths (another issue, or one at the parent,
+// would mean a check that runs on a value already refused, or a path built
+// wrong). A missing required string is reported as missing and as not a string.
+const REFUSED_ONCE: [string, (m: Doc) => void, ErrorCode, string][] = [
+  ["format number", (m) => (m.format = 1), "MODEL_TYPE", "/format"],
+  ["policy number", (m) => (m.verification_policy = 1), "MODEL_TYPE", "/verification_policy"],
+  ["arch number", (m) => (m.base.arch = 1), "MODEL_TYPE", "/base/arch"],
+  ["abi number", (m) => (m.base.abi = 1), "MODEL_TYPE", "/base/abi"],
+  ["version_id number", (m) => (m.base.version_id = 12), "MODEL_TYPE", "/base/version_id"],
+  ["probed_at prefixed", (m) => (m.base.probed_at = "x2026-03-01T12:00:00Z"), "MODEL_VALUE", "/base/probed_at"],
+  ["probed_at suffixed", (m) => (m.base.probed_at = "2026-03-01T12:00:00Zx"), "MODEL_VALUE", "/base/probed_at"],
+  ["layer id number", (m) => (m.layers[0].id = 1), "MODEL_TYPE", "/layers/0/id"],
+  ["sig status number", (m) => (m.layers[0].signature = { ...SIG, status: 1 }), "MODEL_TYPE", "/layers/0/signature/status"],
+  ["envelope number", (m) => (m.layers[0].manifest_envelope = 1), "MODEL_TYPE", "/layers/0/manifest_envelope"],
+  ["envelope not base64", (m) => (m.layers[0].manifest_envelope = "not base64!"), "MODEL_VALUE", "/layers/0/manifest_envelope"],
+  ["modulefile path number", (m) => (m.layers[0].modulefile = { path: 1, sha256: `sha256:${"5".repeat(64)}` }), "MODEL_TYPE", "/layers/0/modulefile/path"],
+  ["packages number", (m) => (m.packages = 1), "MODEL_TYPE", "/packages"],
+  ["packages null entry", (m) => (m.packages = [null]), "MODEL_NULL_ENTRY", "/packages/0"],
+  ["package set without its list", (m) => (m.packages = [{ manager: "pip" }]), "MODEL_MISSING_FIELD", "/packages/0/packages"],
+  ["frozen number", (m) => (m.packages[0].frozen = 1), "MODEL_TYPE", "/packages/0/frozen"],
+  ["formations number", (m) => (m.formations = 1), "MODEL_TYPE", "/formations"],
+  ["formation name number", (m) => (m.formations[0].name = 1), "MODEL_TYPE", "/formations/0/name"],
+  ["formation version number", (m) => (m.formations[0].version = 1), "MODEL_TYPE", "/formations/0/version"],
+  ["formation signature number", (m) => (m.formations[0].signature = 1), "MODEL_TYPE", "/formations/0/signature"],
+  ["defaults number", (m) => (m.defaults = 1), "MODEL_TYPE", "/defaults"],
+  ["mutable_layer number", (m) => (m.mutable_layer = 1), "MODEL_TYPE", "/mutable_layer"],
+];
+
+test("Validate: a wrong type, a missing field or a null entry is one issue at its own path; control: the unedited document", () => {
+  assert.doesNotThrow(() => parse(() => {}), "control");
+  const issues = (edit: (m: Doc) => void, code: ErrorCode) => (assertCode(() => parse(edit), code).issues ?? []).map((i) => [i.path, i.code]);
+  for (const [name, edit, code, path] of REFUSED_ONCE) assert.deepEqual(issues(edit, code), [[path, code]], name);
+  const missing = (path: string) => [
+    [path, "MODEL_MISSING_FIELD"],
+    [path, "MODEL_TYPE"],
+  ];
+  assert.deepEqual(
+    issues((m) => delete m.format, "LOCK_INVALID"),
+    missing("/format"),
+  );
+  assert.deepEqual(
+    issues((m) => (m.layers[0].modulefile = { sha256: `sha256:${"5".repeat(64)}` }), "LOCK_INVALID"),
+    missing("/layers/0/modulefile/path"),
+  );
+});
+
+test("Validate: abi none and unknown are accepted; a layer without satisfied_by has none; the base image is kept", () => {
+  for (const abi of ["none", "unknown"]) {
+    assert.equal(
+      parse((m) => {
+        m.base.abi = abi;
+        delete m.base.digest;
+      }).base.abi,
+      abi,
+    );
+  }
+  assert.equal(parse((m) => delete m.layers[0].satisfied_by).layers[0]!.satisfied_by.size, 0);
+  const image = `sha256:${"6".repeat(64)}`;
+  assert.equal(
+    parse((m) => {
+      m.base.image = image;
+      delete m.base.digest;
+    }).base.image,
+    image,
+  );
+});
+
+test("Validate: an optional field that is absent is absent from what is read back, not present as undefined", () => {
+  const bare = parse((m) => {
+    for (const k of ["os_id", "version_id", "digest", "probed_at"]) delete m.base[k];
+    m.layers = [{ id: "l1-1-gnu-x86_64", name: "l1", version: "1" }];
+  });
+  assert.deepEqual(Object.keys(bare.base).sort(), ["abi", "arch", "capabilities", "name", "source"]);
+  assert.deepEqual(Object.keys(bare.layers[0]!).sort(), ["id", "name", "satisfied_by", "version"]);
+  const full = parse(() => {});
+  assert.deepEqual(Object.keys(full.base).sort(), ["abi", "arch", "capabilities", "digest", "name", "os_id", "probed_at", "source", "version_id"], "control");
+  assert.deepEqual(
+    Object.keys(full.layers[0]!).sort(),
+    ["from_formation", "id", "manifest_sha256", "mount_order", "name", "registry", "satisfied_by", "sha256", "signature", "size", "version"],
+    "control",
+  );
+});

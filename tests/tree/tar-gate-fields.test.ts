@@ -280,3 +280,30 @@ test("pax: an empty extended header is accepted; a pax size replaces the header'
     ],
   );
 });
+
+test("device members carry their major and minor numbers, block devices as well as character devices; a plain member has no device", () => {
+  for (const flag of ["3", "4"]) {
+    const h = header(file("m", ""), (b) => {
+      b.write(flag, 156, "latin1");
+      field(329, 8, "0000010\0")(b);
+      field(337, 8, "0000002\0")(b);
+    });
+    assert.deepEqual(gate(archive(h))[0]!.device, { major: 8, minor: 2 }, flag);
+  }
+  assert.equal("device" in gate(archive(header(file("m", ""))))[0]!, false, "control");
+});
+
+test("a member's own pax problem (an unknown key): refused by default; in collect mode put on that member's record, and the stream reads on; control: the next member has no issues", () => {
+  const bytes = writeTar([file("a", "x", { pax: { "cairn.unknown": "1" } }), file("b", "y")]);
+  const code = assertCode(() => gate(bytes), "TAR_PAX").code;
+  const g = new TarGate(DEFAULT_LIMITS, { expandedBytes: 0, entries: 0 }, "/layers/0", true);
+  g.push(bytes);
+  g.end();
+  assert.deepEqual(
+    g.records.map((r) => [r.name, (r as { issues?: { code: string }[] }).issues?.map((i) => i.code)]),
+    [
+      ["a", [code]],
+      ["b", undefined],
+    ],
+  );
+});

@@ -1,0 +1,204 @@
+// The OCI layout reader (src/oci/layout-reader.ts) on directories written by
+// the test: the code and path of each refusal (a missing layout, a missing
+// top file, a missing blobs directory or blob, a symlink where a directory or
+// file belongs), exact reads of files larger than one read chunk, a file that
+// shrinks or grows against the size it was opened with, digest and size
+// mismatches, a copy into a missing directory, and no descriptor left open.
+// Each refusal has a control. Written to kill StrykerJS survivors
+// (bench/mutation/README.md).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { open } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { ErrorCode, Sha256Digest } from "../../src/core/index.ts";
+import { copyVerified, openLayoutDir, readVerified, type OpenedFile } from "../../src/oci/layout-reader.ts";
+import { assertCodeAsync } from "../helpers/errors.ts";
+
+const sha256Hex = (b: Uint8Array): string => createHash("sha256").update(b).digest("hex");
+const tempDir = (): string => mkdtempSync(join(tmpdir(), "cairn-layout-reader-"));
+const digestOf = (b: Uint8Array): Sha256Digest => `sha256:${sha256Hex(b)}` as Sha256Digest;
+const rm = (p: string): void => rmSync(p, { recursive: true });
+const openFds = (): number => readdirSync("/proc/self/fd").length;
+
+function layout(blobs: Uint8Array[] = []): string {
+  const dir = tempDir();
+  writeFileSync(join(dir, "oci-layout"), '{"imageLayoutVersion":"1.0.0"}');
+  writeFileSync(join(dir, "index.json"), "{}");
+  mkdirSync(join(dir, "blobs", "sha256"), { recursive: true });
+  for (const b of blobs) writeFileSync(join(dir, "blobs", "sha256", sha256Hex(b)), b);
+  return dir;
+}
+
+test("a layout that is missing or not a directory is OCI_INVALID naming it; control: a directory opens", async () => {
+  const dir = layout();
+  await (await openLayoutDir(dir)).close();
+  await assertCodeAsync(() => openLayoutDir(join(dir, "absent")), "OCI_INVALID", join(dir, "absent"));
+  await assertCodeAsync(() => openLayoutDir(join(dir, "index.json")), "OCI_INVALID", join(dir, "index.json"));
+});
+
+test("a missing top file is OCI_INVALID and a symlinked one SOURCE_NOT_REGULAR, each naming the file; control: the file opens with its locator", async () => {
+  const dir = layout();
+  const r = await openLayoutDir(dir);
+  try {
+    const f = await r.openTop("index.json");
+    assert.equal(f.locator, join(dir, "index.json"));
+    assert.equal(f.size, 2);
+    await f.handle.close();
+  } finally {
+    await r.close();
+  }
+  const missing = layout();
+  writeFileSync(join(missing, "index.json"), "{}");
+  const r2 = await openLayoutDir(missing);
+  try {
+    rmSync(join(missing, "oci-layout"));
+    await assertCodeAsync(() => r2.openTop("oci-layout"), "OCI_INVALID", join(missing, "oci-layout"));
+    symlinkSync(join(missing, "index.json"), join(missing, "oci-layout"));
+    await assertCodeAsync(() => r2.openTop("oci-layout"), "SOURCE_NOT_REGULAR", join(missing, "oci-layout"));
+  } finally {
+    await r2.close();
+  }
+});
+
+test("blobs: a missing blobs or blobs/sha256 directory is OCI_MISSING_BLOB at blobs/sha256, a symlinked one SOURCE_NOT_REGULAR at itself, a missing blob OCI_MISSING_BLOB at the caller's path; control: the blob opens", async () => {
+  const data = Buffer.from("blob");
+  const d = digestOf(data);
+  const ok = layout([data]);
+  const r = await openLayoutDir(ok);
+  try {
+    const f = await r.openBlob(d, "/layers/0");
+    assert.equal(f.locator, join(ok, "blobs", "sha256", sha256Hex(data)));
+    await f.handle.close();
+    await assertCodeAsync(() => r.openBlob(digestOf(Buffer.from("other")), "/layers/1"), "OCI_MISSING_BLOB", "/layers/1");
+  } finally {
+    await r.close();
+  }
+  const cases: [string, (dir: string) => void, ErrorCode, (dir: string) => string][] = [
+    ["no blobs", (dir) => rmSync(join(dir, "blobs"), { recursive: true }), "OCI_MISSING_BLOB", (dir) => join(dir, "blobs", "sha256")],
+    ["no sha256", (dir) => rm(join(dir, "blobs", "sha256")), "OCI_MISSING_BLOB", (dir) => join(dir, "blobs", "sha256")],
+    [
+      "blobs a symlink",
+      (dir) => {
+        rm(join(dir, "blobs"));
+        mkdirSync(join(dir, "real", "sha256"), { recursive: true });
+        symlinkSync(join(dir, "real"), join(dir, "blobs"));
+      },
+      "SOURCE_NOT_REGULAR",
+      (dir) => join(dir, "blobs"),
+    ],
+    [
+      "sha256 a symlink",
+      (dir) => {
+        rm(join(dir, "blobs", "sha256"));
+        mkdirSync(join(dir, "real"));
+        symlinkSync(join(dir, "real"), join(dir, "blobs", "sha256"));
+      },
+      "SOURCE_NOT_REGULAR",
+      (dir) => join(dir, "blobs", "sha256"),
+    ],
+    [
+      "blob a symlink",
+      (dir) => {
+        writeFileSync(join(dir, "real"), data);
+        symlinkSync(join(dir, "real"), join(dir, "blobs", "sha256", sha256Hex(data)));
+      },
+      "SOURCE_NOT_REGULAR",
+      (dir) => join(dir, "blobs", "sha256", sha256Hex(data)),
+    ],
+  ];
+  for (const [name, plant, code, path] of cases) {
+    const dir = layout();
+    plant(dir);
+    const rr = await openLayoutDir(dir);
+    try {
+      const e = await assertCodeAsync(() => rr.openBlob(d, "/layers/0"), code);
+      assert.equal(e.path, path(dir), name);
+    } finally {
+      await rr.close();
+    }
+  }
+});
+
+test("close releases every descriptor the reader opened (the layout, blobs, blobs/sha256); control: the count sees an open reader", async () => {
+  const data = Buffer.from("blob");
+  const dir = layout([data]);
+  const before = openFds();
+  const r = await openLayoutDir(dir);
+  const f = await r.openBlob(digestOf(data), "/b");
+  await f.handle.close();
+  assert.equal(openFds(), before + 3, "control: the layout, blobs and blobs/sha256 are open");
+  await r.close();
+  assert.equal(openFds(), before);
+});
+
+test("readVerified and copyVerified read exactly the size over several chunks (1.5 MiB), with the digest; control: the bytes", async () => {
+  const big = Buffer.alloc(1024 * 1024 + 512 * 1024);
+  for (let i = 0; i < big.length; i++) big[i] = (i * 7 + (i >> 12)) & 0xff;
+  const d = digestOf(big);
+  const dir = layout([big]);
+  const r = await openLayoutDir(dir);
+  try {
+    const out = await readVerified(await r.openBlob(d, "/b"), big.length, d, "/b");
+    assert.ok(out.equals(big));
+    const dest = join(tempDir(), "copy");
+    await copyVerified(await r.openBlob(d, "/b"), big.length, d, dest, "/b");
+    assert.ok(readFileSync(dest).equals(big));
+  } finally {
+    await r.close();
+  }
+});
+
+test("readVerified: another size is SIZE_MISMATCH, other bytes DIGEST_MISMATCH, each at the caller's path, and the file is closed; control: the right size and digest", async () => {
+  const data = Buffer.from("0123456789");
+  const dir = layout([data]);
+  const r = await openLayoutDir(dir);
+  try {
+    await (await r.openBlob(digestOf(data), "/b")).handle.close(); // blobs and blobs/sha256 are opened once, on first use
+    const before = openFds();
+    await assertCodeAsync(async () => readVerified(await r.openBlob(digestOf(data), "/b"), 9, undefined, "/m/size"), "SIZE_MISMATCH", "/m/size");
+    await assertCodeAsync(async () => readVerified(await r.openBlob(digestOf(data), "/b"), 10, digestOf(Buffer.from("x")), "/m/d"), "DIGEST_MISMATCH", "/m/d");
+    assert.equal(openFds(), before, "the refused files are closed");
+    assert.ok((await readVerified(await r.openBlob(digestOf(data), "/b"), 10, digestOf(data), "/m")).equals(data), "control");
+    assert.equal(openFds(), before, "and the read one");
+  } finally {
+    await r.close();
+  }
+});
+
+test("a file shorter than the size it was opened with (a sysfs attribute, 4096 reported) or longer (also after a first full chunk) is SOURCE_CHANGED at the caller's path; control: a file of its size", async () => {
+  const attr = "/sys/devices/system/cpu/online";
+  const short: OpenedFile = { handle: await open(attr, "r"), size: 4096, locator: attr };
+  await assertCodeAsync(() => readVerified(short, 4096, undefined, "/m/short"), "SOURCE_CHANGED", "/m/short");
+  const dir = tempDir();
+  writeFileSync(join(dir, "f"), "0123456789");
+  const long: OpenedFile = { handle: await open(join(dir, "f"), "r"), size: 5, locator: "f" };
+  await assertCodeAsync(() => readVerified(long, 5, undefined, "/m/long"), "SOURCE_CHANGED", "/m/long");
+  const bigger = Buffer.alloc(2 * 1024 * 1024, 1);
+  writeFileSync(join(dir, "big"), bigger);
+  const grewPastChunk: OpenedFile = { handle: await open(join(dir, "big"), "r"), size: 1024 * 1024 + 512 * 1024, locator: "big" };
+  await assertCodeAsync(() => readVerified(grewPastChunk, 1024 * 1024 + 512 * 1024, undefined, "/m/grew"), "SOURCE_CHANGED", "/m/grew");
+  const exact: OpenedFile = { handle: await open(join(dir, "f"), "r"), size: 10, locator: "f" };
+  assert.equal((await readVerified(exact, 10, undefined, "/m")).toString(), "0123456789", "control");
+});
+
+test("copyVerified into a missing directory is IO_ERROR naming the destination, leaves nothing and closes the source; control: an existing directory", async () => {
+  const data = Buffer.from("0123456789");
+  const dir = tempDir();
+  writeFileSync(join(dir, "f"), data);
+  const before = openFds();
+  const src = (): Promise<OpenedFile> => open(join(dir, "f"), "r").then((handle) => ({ handle, size: 10, locator: "f" }));
+  await assertCodeAsync(
+    async () => copyVerified(await src(), 10, digestOf(data), join(dir, "missing", "copy"), "/c"),
+    "IO_ERROR",
+    join(dir, "missing", "copy"),
+  );
+  assert.equal(openFds(), before, "the source is closed");
+  await assertCodeAsync(async () => copyVerified(await src(), 10, digestOf(Buffer.from("x")), join(dir, "copy"), "/c"), "DIGEST_MISMATCH", "/c");
+  assert.deepEqual(readdirSync(dir), ["f"], "no temporary file left");
+  await copyVerified(await src(), 10, digestOf(data), join(dir, "copy"), "/c");
+  assert.equal(readFileSync(join(dir, "copy"), "utf8"), "0123456789", "control");
+  assert.equal(openFds(), before);
+});
