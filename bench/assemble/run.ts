@@ -22,51 +22,73 @@
  * ratios cairn/umoci and cairn/floor. CPU time is the steadier figure on a
  * shared machine; wall time is what a user waits.
  *
- *   node --import tsx bench/assemble/run.ts [N] [--keep DIR]
+ *   node --import tsx bench/assemble/run.ts [N] [--keep] [--only large|small] [--reuse DIR]
+ *
+ * `--reuse DIR` keeps the generated layouts in DIR and takes them from there
+ * on the next run; `--only` runs one layout.
  */
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { createReadStream, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createReadStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pipeline } from "node:stream/promises";
 import { Transform, Writable } from "node:stream";
 import { createGunzip } from "node:zlib";
-import { sha256 } from "../../src/core/index.ts";
 import { PackWriter, Store } from "../../src/store/index.ts";
 import { applyLayers, HASH_ONLY_SINK, wholeFileSink } from "../../src/tree/index.ts";
 import { readOciSource } from "../../src/oci/index.ts";
 import { STRICT_POLICY } from "../../src/tree/layer-policy.ts";
 import type { ContentSink } from "../../src/tree/entries.ts";
-import { blobPath } from "../../tests/workload/fixtures/oci-writer.ts";
+import { blobPath, type WrittenImage } from "../../tests/workload/fixtures/oci-writer.ts";
 import { writeLargeLayout, writeSmallLayout } from "./layouts.ts";
 
 const N = Number(process.argv[2] ?? 3);
+const flag = (name: string): string | undefined => {
+  const i = process.argv.indexOf(name);
+  return i < 0 ? undefined : process.argv[i + 1];
+};
+const reuse = flag("--reuse");
+if (reuse !== undefined) mkdirSync(reuse, { recursive: true });
+const only = flag("--only");
 const work = mkdtempSync(join(tmpdir(), "cairn-bench-assemble-"));
 const rootless = process.getuid?.() === 0 ? [] : ["--rootless"];
 
 /** Hashes file bytes as a store would, writes nothing: isolates decoding from file-creation cost. */
 const hashSink: ContentSink = HASH_ONLY_SINK;
 
-/** File bytes into cairn's content store, exactly as `cairn workload assemble` stores them (one content pack). */
-function storeSink(root: string): { sink: ContentSink; finish: () => void } {
+type Staged = Awaited<ReturnType<typeof readOciSource>>;
+
+/** The raw layers into the store, durable, as `cairn workload assemble` adopts them after deriving (fsync, rename). */
+function adoptLayers(store: Store, src: Staged): void {
+  for (const l of src.layers) store.adopt("objects", l.path, l.digest, l.size);
+}
+
+/** File bytes into cairn's content store, exactly as `cairn workload assemble` stores them (one content pack), then the raw layers adopted. */
+function storeSink(root: string): { sink: ContentSink; staging: string; finish: (src: Staged) => void } {
   const store = new Store(root);
   const pack = new PackWriter(store);
   return {
     sink: { begin: (size) => pack.begin(size) },
-    finish: () => {
+    staging: join(store.stagingDir, "oci"),
+    finish: (src) => {
       pack.finish();
+      adoptLayers(store, src);
       store.close();
     },
   };
 }
 
 /** The previous format, kept for comparison: one loose store object per distinct content. */
-function looseSink(root: string): { sink: ContentSink; finish: () => void } {
+function looseSink(root: string): { sink: ContentSink; staging: string; finish: (src: Staged) => void } {
   const store = new Store(root);
   return {
     sink: wholeFileSink((_a, data) => store.put("objects", data!, { durable: false })),
-    finish: () => store.close(),
+    staging: join(store.stagingDir, "oci"),
+    finish: (src) => {
+      adoptLayers(store, src);
+      store.close();
+    },
   };
 }
 
@@ -143,13 +165,27 @@ async function verifyingFloor(blob: string): Promise<void> {
   content.digest();
 }
 
-async function bench(name: string, write: (dir: string) => { manifestDigest: string; layers: { digest: string; size: number; tar: Buffer }[] }): Promise<void> {
-  const layout = join(work, name);
-  const img = write(layout);
-  const expanded = img.layers.reduce((n, l) => n + l.tar.length, 0);
+interface LayoutFacts {
+  manifestDigest: string;
+  layers: { digest: string; size: number; expanded: number }[];
+}
+
+/** Writes the layout, or with `--reuse DIR` takes the one a previous run left there (the generator takes a minute per layout). */
+function layoutFor(name: string, write: (dir: string) => WrittenImage): { layout: string; img: LayoutFacts } {
+  const layout = join(reuse ?? work, name);
+  const facts = join(reuse ?? work, `${name}.json`);
+  if (reuse !== undefined && existsSync(facts)) return { layout, img: JSON.parse(readFileSync(facts, "utf8")) as LayoutFacts };
+  const w = write(layout);
+  const img = { manifestDigest: w.manifestDigest, layers: w.layers.map((l) => ({ digest: l.digest, size: l.size, expanded: l.tar.length })) };
+  writeFileSync(facts, JSON.stringify(img));
+  return { layout, img };
+}
+
+async function bench(name: string, write: (dir: string) => WrittenImage): Promise<void> {
+  const { layout, img } = layoutFor(name, write);
+  const expanded = img.layers.reduce((n, l) => n + l.expanded, 0);
   const compressed = img.layers.reduce((n, l) => n + l.size, 0);
   const blob = blobPath(layout, img.layers[0]!.digest);
-  for (const l of img.layers) l.tar = Buffer.alloc(0); // let the generator's copy go
   const times = { cairn: [] as Sample[], loose: [] as Sample[], decode: [] as Sample[], umoci: [] as Sample[], floor: [] as Sample[], vfloor: [] as Sample[] };
   let files = 0;
   for (let i = 0; i < N; i++) {
@@ -161,10 +197,10 @@ async function bench(name: string, write: (dir: string) => { manifestDigest: str
         "cairn",
         () =>
           timed(async () => {
-            const src = await readOciSource({ layoutDir: layout, manifestDigest: img.manifestDigest, stagingDir: join(out, "staging") });
             const store = storeSink(join(out, "store"));
+            const src = await readOciSource({ layoutDir: layout, manifestDigest: img.manifestDigest, stagingDir: store.staging, flushLayers: true });
             const r = await applyLayers({ layers: src.layers, policy: STRICT_POLICY, sink: store.sink });
-            store.finish();
+            store.finish(src);
             files = r.stats.files;
           }),
       ],
@@ -172,10 +208,10 @@ async function bench(name: string, write: (dir: string) => { manifestDigest: str
         "loose",
         () =>
           timed(async () => {
-            const src = await readOciSource({ layoutDir: layout, manifestDigest: img.manifestDigest, stagingDir: join(out, "staging3") });
             const store = looseSink(join(out, "store3"));
+            const src = await readOciSource({ layoutDir: layout, manifestDigest: img.manifestDigest, stagingDir: store.staging, flushLayers: true });
             await applyLayers({ layers: src.layers, policy: STRICT_POLICY, sink: store.sink });
-            store.finish();
+            store.finish(src);
           }),
       ],
       [
@@ -231,8 +267,8 @@ try {
 }
 console.log(`node ${process.version}, umoci ${execFileSync("umoci", ["--version"]).toString().trim()}, ${rootless.length ? "rootless" : "as root"}`);
 try {
-  await bench("large", (d) => writeLargeLayout(d));
-  await bench("small", (d) => writeSmallLayout(d));
+  if (only === undefined || only === "large") await bench("large", (d) => writeLargeLayout(d));
+  if (only === undefined || only === "small") await bench("small", (d) => writeSmallLayout(d));
 } finally {
   if (!process.argv.includes("--keep")) rmSync(work, { recursive: true, force: true });
 }
