@@ -7,7 +7,9 @@
  * no `data`), then exactly `size` bytes are read and hashed, then the bytes
  * are copied into private staging, and only then are they parsed (JSON) or
  * handed on for decompression (layers, from the staged copy only). Nothing
- * is ever re-read from the source.
+ * is ever re-read from the source. A staged copy is named only once its
+ * digest matched; it is not fsynced (staging is private and per run), the
+ * store's adoption is what makes a copy durable (see `flushLayers`).
  *
  * The staging directory is itself a minimal OCI layout holding the selected
  * closure (`oci-layout`, `index.json`, `blobs/sha256/<manifest|config|layers>`),
@@ -90,6 +92,14 @@ export interface ReadOciSourceOptions {
    */
   readonly stagingDir: string;
   readonly limits?: LayerLimits;
+  /**
+   * Start writing each staged layer copy to disk as soon as it is verified
+   * (not awaited), for a caller that adopts the copies into the store
+   * (assembly): the store's fsync then finds them written, and the disk
+   * works while the layers are decompressed. Off, a staged copy that is
+   * read and dropped (verify, check, export) costs no disk writes at all.
+   */
+  readonly flushLayers?: boolean;
   /**
    * The policy's `platform` (tree/layer-policy.ts). `refuse` (default): the
    * selected descriptor must declare linux/amd64. `config`: a descriptor
@@ -221,7 +231,8 @@ export async function readOciSource(options: ReadOciSourceOptions): Promise<OciS
     for (const [i, { d, compression }] of layerDescs.entries()) {
       const path = `/layers/${i}`;
       const dest = blobDest(d.digest);
-      if (!layers.some((l) => l.digest === d.digest)) await copyVerified(await reader.openBlob(d.digest, path), d.size, d.digest, dest, path);
+      if (!layers.some((l) => l.digest === d.digest))
+        await copyVerified(await reader.openBlob(d.digest, path), d.size, d.digest, dest, path, options.flushLayers === true);
       layers.push(Object.freeze({ index: i, mediaType: d.mediaType, compression, digest: d.digest, size: d.size, diffId: checked.diffIds[i]!, path: dest }));
     }
     return Object.freeze({

@@ -154,6 +154,12 @@ export async function openLayoutDir(layoutDir: string): Promise<OciObjectReader>
 
 const CHUNK = 1024 * 1024;
 
+/**
+ * Reads exactly `expectedSize` bytes in 1 MiB chunks, hashing each and handing
+ * it to `onChunk`. Two buffers alternate, so the next read (and its hash)
+ * overlaps the previous chunk's `onChunk` (a write): a buffer is reused only
+ * after the `onChunk` given it has settled.
+ */
 async function readExactly(file: OpenedFile, expectedSize: number, path: string, onChunk: (chunk: Uint8Array) => Promise<void> | void): Promise<Sha256Digest> {
   if (file.size !== expectedSize) {
     throw new CairnError("SIZE_MISMATCH", `${file.locator} has ${file.size} bytes, its descriptor says ${expectedSize}`, {
@@ -162,18 +168,29 @@ async function readExactly(file: OpenedFile, expectedSize: number, path: string,
     });
   }
   const hasher = new Sha256Hasher();
-  const buf = Buffer.allocUnsafe(Math.min(CHUNK, Math.max(expectedSize, 1)));
+  const size = Math.min(CHUNK, Math.max(expectedSize, 1));
+  const bufs = [Buffer.allocUnsafe(size), Buffer.allocUnsafe(size)];
+  let pending: Promise<void> = Promise.resolve();
   let pos = 0;
-  while (pos < expectedSize) {
-    const { bytesRead } = await file.handle.read(buf, 0, Math.min(buf.length, expectedSize - pos), pos);
-    if (bytesRead === 0) throw new CairnError("SOURCE_CHANGED", `${file.locator} shrank while being read`, { path });
-    const chunk = buf.subarray(0, bytesRead);
-    hasher.update(chunk);
-    await onChunk(chunk);
-    pos += bytesRead;
+  try {
+    for (let i = 0; pos < expectedSize; i++) {
+      const buf = bufs[i % 2]!;
+      const { bytesRead } = await file.handle.read(buf, 0, Math.min(buf.length, expectedSize - pos), pos);
+      if (bytesRead === 0) throw new CairnError("SOURCE_CHANGED", `${file.locator} shrank while being read`, { path });
+      const chunk = buf.subarray(0, bytesRead);
+      hasher.update(chunk);
+      await pending;
+      pending = Promise.resolve(onChunk(chunk));
+      pending.catch(() => undefined); // handled: the next await (or the catch below) rethrows it
+      pos += bytesRead;
+    }
+    await pending;
+  } catch (e) {
+    await pending.catch(() => undefined); // never leave a write running into a buffer or a file being removed
+    throw e;
   }
   // One more read: a file that grew after fstat is refused rather than silently cut.
-  const extra = await file.handle.read(buf, 0, 1, pos);
+  const extra = await file.handle.read(bufs[0]!, 0, 1, pos);
   if (extra.bytesRead !== 0) throw new CairnError("SOURCE_CHANGED", `${file.locator} grew while being read`, { path });
   return hasher.digest();
 }
@@ -200,24 +217,41 @@ export async function readVerified(file: OpenedFile, size: number, digest: Sha25
 
 /**
  * Streams exactly `size` bytes into `dest` (a new private 0600 file, written
- * to a temporary sibling, fsynced and renamed only when the digest matched).
- * Closes the source file.
+ * to a temporary sibling and renamed only when the digest matched). Closes
+ * the source file.
+ *
+ * The copy is not fsynced before it is named: it is private staging that
+ * this process reads, and a crash leaves it to the next writer's clean-up
+ * like any staging leftover. Durability is the store's: `Store.adopt`
+ * fsyncs the file before it gets its store name. With `flush` (a caller
+ * that will adopt the copy), the write-back is started here (`datasync`,
+ * not awaited) so that the disk writes overlap decompression instead of
+ * stalling it or waiting for the adoption; its outcome is not relied on.
  */
-export async function copyVerified(file: OpenedFile, size: number, digest: Sha256Digest, dest: string, path: string): Promise<void> {
+export async function copyVerified(file: OpenedFile, size: number, digest: Sha256Digest, dest: string, path: string, flush = false): Promise<void> {
   const tmp = tempSibling(dest);
   let out: FileHandle | undefined;
   try {
     out = await open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
     const w = out;
+    let at = 0;
     const actual = await readExactly(file, size, path, async (c) => {
-      await w.write(c);
+      const n = c.length;
+      const where = at;
+      at += n;
+      for (let done = 0; done < n; ) done += (await w.write(c, done, n - done, where + done)).bytesWritten;
     });
     if (actual !== digest) throw mismatch(file, digest, actual, path);
     await out.chmod(0o600);
-    await out.sync();
-    await out.close();
-    out = undefined;
     await rename(tmp, dest);
+    const done = out;
+    out = undefined;
+    if (!flush) await done.close();
+    else
+      void done
+        .datasync()
+        .catch(() => undefined)
+        .finally(() => done.close().catch(() => undefined));
   } catch (cause) {
     if (out) await out.close().catch(() => undefined);
     await rm(tmp, { force: true });

@@ -308,10 +308,7 @@ export class PackCheck {
     try {
       fd = openPack(this.#store, digest);
       if (!fstatSync(fd).isFile() || fstatSync(fd).size !== size) return undefined;
-      for (const d of this.#plan.order) {
-        const e = this.#plan.entries.get(d)!;
-        if (!rangeMatches(fd, e, d)) return undefined;
-      }
+      if (!bodyMatches(fd, this.#plan)) return undefined;
       const stored = Buffer.allocUnsafe(tail.length);
       if (readFullyAt(fd, stored, this.#plan.offset) !== tail.length || !stored.equals(tail)) return undefined;
       return { digest, size, entries: this.#plan.entries };
@@ -323,17 +320,42 @@ export class PackCheck {
   }
 }
 
-/** True when the pack's bytes at `e` hash to `digest`, read in bounded chunks (a large content is never read whole). */
-function rangeMatches(fd: number, e: PackEntry, digest: Sha256Digest): boolean {
-  const h = new Sha256Hasher();
-  const buf = Buffer.allocUnsafe(Math.min(e.size, WRITE_BUFFER));
-  for (let at = 0; at < e.size; ) {
-    const n = Math.min(buf.length, e.size - at);
-    if (readFullyAt(fd, buf.subarray(0, n), e.offset + at) !== n) return false;
-    h.update(buf.subarray(0, n));
+/**
+ * True when the pack's body holds exactly the plan's contents: the body is
+ * read once, front to back, in 1 MiB blocks (the contents lie end to end in
+ * plan order), and each content's bytes are hashed as they pass and checked
+ * against its sha256 when it ends. One read per block, not one per content:
+ * a tree of 20,000 small files costs ~100 reads, not 20,000.
+ */
+function bodyMatches(fd: number, plan: PackPlan): boolean {
+  const buf = Buffer.allocUnsafe(Math.min(Math.max(plan.offset, 1), WRITE_BUFFER));
+  let k = 0; // the content being hashed
+  let h = new Sha256Hasher();
+  let left = plan.order.length > 0 ? plan.entries.get(plan.order[0]!)!.size : 0; // its bytes still to come
+  const settle = (): boolean => {
+    // closes every content that has all its bytes (empty ones included)
+    while (k < plan.order.length && left === 0) {
+      if (h.digest() !== plan.order[k]) return false;
+      k++;
+      h = new Sha256Hasher();
+      left = k < plan.order.length ? plan.entries.get(plan.order[k]!)!.size : 0;
+    }
+    return true;
+  };
+  if (!settle()) return false;
+  for (let at = 0; at < plan.offset; ) {
+    const n = Math.min(buf.length, plan.offset - at);
+    if (readFullyAt(fd, buf.subarray(0, n), at) !== n) return false;
+    for (let pos = 0; pos < n; ) {
+      const take = Math.min(left, n - pos);
+      h.update(buf.subarray(pos, pos + take));
+      pos += take;
+      left -= take;
+      if (!settle()) return false;
+    }
     at += n;
   }
-  return h.digest() === digest;
+  return k === plan.order.length;
 }
 
 function openPack(store: Store, digest: Sha256Digest): number {

@@ -161,6 +161,7 @@ export async function assembleOci(spec: WorkloadSpec, layoutDir: string, store: 
     stagingDir: join(store.stagingDir, "oci"),
     limits: spec.limits,
     platform: spec.policy.platform ?? "refuse",
+    flushLayers: true, // the layers are adopted below
   });
   const total = src.layers.reduce((n, l) => n + l.size, 0);
   progress?.(`applying ${src.layers.length} layer(s), ${total} bytes compressed`);

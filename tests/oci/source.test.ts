@@ -19,8 +19,17 @@ import { STRICT_POLICY } from "../../src/tree/layer-policy.ts";
 import { MemorySink } from "../tree/fixtures/memory-sink.ts";
 import { writeCase } from "./fixtures/oci-refusals.ts";
 import { MEDIA, blobPath, writeBlob } from "../workload/fixtures/oci-writer.ts";
+import { file } from "../workload/fixtures/tar-writer.ts";
+import { randomBytes } from "node:crypto";
 
 const tmp = (): string => mkdtempSync(join(tmpdir(), "cairn-ocisrc-"));
+
+function flipLastMiB(path: string): void {
+  const b = readFileSync(path);
+  const at = b.length - (1 << 19);
+  b.writeUInt8(b.readUInt8(at) ^ 1, at);
+  writeFileSync(path, b);
+}
 
 describe("OCI source", () => {
   it("ignores unselected descriptors, even broken ones, and unknown fields", async () => {
@@ -136,6 +145,29 @@ describe("OCI source", () => {
       else await assertCodeAsync(read, "SOURCE_CHANGED");
       await inner.close();
     }
+  });
+
+  // claim W43: the copy is written chunk by chunk at its own offsets (two 1 MiB buffers in turn, each reused only after its write settled)
+  it("stages a layer of several MiB byte for byte, and a byte changed in its last MiB is DIGEST_MISMATCH with nothing under the blob name", async () => {
+    const d = tmp();
+    const layout = join(d, "layout");
+    const noise = randomBytes((3 << 20) + 12345); // gzip cannot shrink it: the blob spans four 1 MiB chunks
+    const img = writeCase(layout, { layers: [{ entries: [file("noise.bin", noise, { mode: 0o644 })] }] });
+    const layer = img.layers[0]!;
+    assert.ok(layer.size > 3 << 20);
+    const src = await readOciSource({ layoutDir: layout, manifestDigest: img.manifestDigest, stagingDir: join(d, "staging") });
+    assert.ok(readFileSync(src.layers[0]!.path).equals(readFileSync(blobPath(layout, layer.digest))), "control: the staged copy is the blob");
+    assert.equal(statSync(src.layers[0]!.path).mode & 0o777, 0o600);
+    flipLastMiB(blobPath(layout, layer.digest));
+    const staging = join(d, "staging2");
+    await assertCodeAsync(() => readOciSource({ layoutDir: layout, manifestDigest: img.manifestDigest, stagingDir: staging }), "DIGEST_MISMATCH");
+    const names = readdirSync(join(staging, "blobs", "sha256"));
+    assert.ok(!names.includes(layer.digest.slice("sha256:".length)), "no copy under the layer's name");
+    assert.deepEqual(
+      names.sort(),
+      [img.manifestDigest, img.configDigest].map((x) => x.slice("sha256:".length)).sort(),
+      "only the verified documents, no temporary file left",
+    );
   });
 
   it("a device node in the layout is refused without being opened (root only: mknod)", {
