@@ -52,6 +52,19 @@ function kind(st: Stats): string {
   return "a regular file";
 }
 
+/**
+ * A function called between the lstat and the open of each layout file or
+ * directory, for fault injection in tests. Nothing in cairn sets it and no
+ * environment variable does: only tests/oci/layout-reader.test.ts installs
+ * one, to swap a file at exactly that point, so the swap checks below are
+ * arranged rather than raced. Not part of the public API.
+ */
+let swapHook: ((fullPath: string) => void) | undefined;
+
+export function setLayoutOpenHook(hook: ((fullPath: string) => void) | undefined): void {
+  swapHook = hook;
+}
+
 /** lstat-then-open-then-fstat: refuses the wrong type without opening it, and a swap between the two looks. */
 async function openChecked(fullPath: string, locator: string, want: "file" | "dir", missing: () => CairnError): Promise<FileHandle> {
   let before: Stats;
@@ -68,6 +81,7 @@ async function openChecked(fullPath: string, locator: string, want: "file" | "di
       hint: "an OCI layout must hold plain files and directories; symlinks, FIFOs and devices are refused",
     });
   }
+  swapHook?.(fullPath);
   let handle: FileHandle;
   try {
     handle = await open(fullPath, want === "file" ? FILE_FLAGS : DIR_FLAGS);

@@ -9,12 +9,12 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ErrorCode, Sha256Digest } from "../../src/core/index.ts";
-import { copyVerified, openLayoutDir, readVerified, type OpenedFile } from "../../src/oci/layout-reader.ts";
+import { copyVerified, openLayoutDir, readVerified, setLayoutOpenHook, type OpenedFile } from "../../src/oci/layout-reader.ts";
 import { assertCodeAsync } from "../helpers/errors.ts";
 
 const sha256Hex = (b: Uint8Array): string => createHash("sha256").update(b).digest("hex");
@@ -201,4 +201,79 @@ test("copyVerified into a missing directory is IO_ERROR naming the destination, 
   await copyVerified(await src(), 10, digestOf(data), join(dir, "copy"), "/c");
   assert.equal(readFileSync(join(dir, "copy"), "utf8"), "0123456789", "control");
   assert.equal(openFds(), before);
+});
+
+test("a file or directory swapped between lstat and open is SOURCE_CHANGED at its locator: another file renamed over it, a symlink, a file for a directory; control: without a swap it opens", async () => {
+  const blob = Buffer.from("blob bytes");
+  const hex = sha256Hex(blob);
+  /** Opens `what` of a fresh layout while `swap` runs (once) between the reader's lstat and open of the path ending in `name`. */
+  const attempt = async (name: string, swap: (dir: string) => void, what: (r: Awaited<ReturnType<typeof openLayoutDir>>) => Promise<OpenedFile>) => {
+    const dir = layout([blob]);
+    let swapped = false;
+    setLayoutOpenHook((full) => {
+      if (swapped || !full.endsWith(`/${name}`)) return;
+      swapped = true;
+      swap(dir);
+    });
+    const r = await openLayoutDir(dir);
+    try {
+      const f = await what(r);
+      await f.handle.close();
+    } finally {
+      setLayoutOpenHook(undefined);
+      await r.close();
+    }
+    assert.ok(swapped, `the hook ran for ${name}`);
+  };
+  const top = (r: Awaited<ReturnType<typeof openLayoutDir>>) => r.openTop("index.json");
+  const blobOf = (r: Awaited<ReturnType<typeof openLayoutDir>>) => r.openBlob(digestOf(blob), "/layers/0");
+  // control: the hook runs and changes nothing, and both open
+  await attempt("index.json", () => undefined, top);
+  await attempt(hex, () => undefined, blobOf);
+  const refused = async (name: string, swap: (dir: string) => void, what: typeof top, at: (dir: string) => string) => {
+    let where = "";
+    await assertCodeAsync(
+      () =>
+        attempt(
+          name,
+          (d) => {
+            where = at(d);
+            swap(d);
+          },
+          what,
+        ),
+      "SOURCE_CHANGED",
+    ).then((e) => assert.equal(e.path, where, name));
+  };
+  // another regular file renamed over it: same type, other inode
+  await refused(
+    "index.json",
+    (d) => {
+      writeFileSync(join(d, "other"), "{}");
+      renameSync(join(d, "other"), join(d, "index.json"));
+    },
+    top,
+    (d) => join(d, "index.json"),
+  );
+  // a symlink in its place: O_NOFOLLOW refuses it (ELOOP)
+  await refused(
+    hex,
+    (d) => {
+      const p = join(d, "blobs", "sha256", hex);
+      renameSync(p, join(d, "moved"));
+      symlinkSync(join(d, "moved"), p);
+    },
+    blobOf,
+    (d) => join(d, "blobs", "sha256", hex),
+  );
+  // a regular file where the blobs directory was: O_DIRECTORY refuses it (ENOTDIR)
+  await refused(
+    "blobs",
+    (d) => {
+      renameSync(join(d, "blobs"), join(d, "blobs-moved"));
+      writeFileSync(join(d, "blobs"), "not a directory");
+    },
+    blobOf,
+    (d) => `${d}/blobs`,
+  );
 });
