@@ -116,9 +116,13 @@ try {
       );
       const at200k = base + slope * 200_000;
       const goals = c === "umoci" ? "(peer)" : `slope/600 ${(slope / 600).toFixed(2)}x   at 200k/300 MB ${(at200k / 300 / MB).toFixed(2)}x`;
-      console.log(`  ${c.padEnd(9)} ${slope.toFixed(0).padStart(6)} B/entry  base ${(base / MB).toFixed(0).padStart(4)} MB  at 200k ${(at200k / MB).toFixed(0).padStart(4)} MB   ${goals}`);
+      console.log(
+        `  ${c.padEnd(9)} ${slope.toFixed(0).padStart(6)} B/entry  base ${(base / MB).toFixed(0).padStart(4)} MB  at 200k ${(at200k / MB).toFixed(0).padStart(4)} MB   ${goals}`,
+      );
     }
-    console.log(`  large-file base: assemble ${(large.rss.assemble / MB).toFixed(0)} MB vs umoci ${(large.rss.umoci / MB).toFixed(0)} MB (${(large.rss.assemble / large.rss.umoci).toFixed(1)}x)`);
+    console.log(
+      `  large-file base: assemble ${(large.rss.assemble / MB).toFixed(0)} MB vs umoci ${(large.rss.umoci / MB).toFixed(0)} MB (${(large.rss.assemble / large.rss.umoci).toFixed(1)}x)`,
+    );
   }
 } finally {
   if (!process.argv.includes("--keep")) rmSync(work, { recursive: true, force: true });

@@ -2,7 +2,7 @@ export { CairnError, ERROR_CODES, isCairnError, refuseAll, ioError, MAX_ISSUES, 
 export type { ErrorCode, Issue } from "./errors.ts";
 export { parseDigest, parseSha256, isDigest, digestHex, sha256, blake3, Sha256Hasher, verifyDigest } from "./digest.ts";
 export type { Digest, Sha256Digest, Blake3Digest } from "./digest.ts";
-export { canonicalize, canonicalBytes, escapePointer } from "./jcs.ts";
+export { canonicalize, canonicalBytes, encodeNumber as jcsNumber, encodeString as jcsString, escapePointer } from "./jcs.ts";
 export type { JsonValue } from "./jcs.ts";
 export { parseJsonText, parseJsonBytes, decodeUtf8, isJsonObject, toJsonValue } from "./json.ts";
 export type { JsonModel, JsonObject } from "./json.ts";
@@ -30,6 +30,6 @@ export { safeComponent, digestComponents } from "./safepath.ts";
 export { checkLimit, formatBytes, FIXED_LIMIT_HINT } from "./limits.ts";
 export { declareIdentity, isIdentityDeclaration, identityBytes, identityDigest, identityHasher, defineScope, scopeFieldNames } from "./identity.ts";
 export type { IdentityDeclaration, IdentityFraming, IdentityRole, IdentityScope } from "./identity.ts";
-export { compareBytes, sortByBytes, sortedRecord } from "./byte-order.ts";
+export { compareBytes, inByteOrder, sortByBytes, sortedRecord } from "./byte-order.ts";
 export { cairnDir, registryAuthFiles } from "./locations.ts";
 export type { CairnDirKind } from "./locations.ts";
