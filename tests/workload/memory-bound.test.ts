@@ -49,29 +49,36 @@ function assemble(name: string, layout: string, manifest: string, limits: Record
   return JSON.parse(r.stdout.trim().split("\n").pop()!) as Outcome;
 }
 
+function report(t: { diagnostic(message: string): void }, o: Outcome): void {
+  t.diagnostic(`peak RSS ${(o.maxRssBytes / MiB).toFixed(0)} MiB (${o.code ?? `${o.entries} entries`})`);
+}
+
 before(async () => {
   work = mkdtempSync(join(tmpdir(), "cairn-memory-bound-"));
-  hugeManifest = (await writeManyFilesLayout(join(work, "huge"), { count: HUGE })).manifestDigest;
+  hugeManifest = (await writeManyFilesLayout(join(work, "huge-layout"), { count: HUGE })).manifestDigest;
 });
 after(() => rmSync(work, { recursive: true, force: true }));
 
-test("control: a layer of 2,000 empty files of the same shape assembles within 400 MiB", { timeout: 300_000 }, async () => {
-  const small = await writeManyFilesLayout(join(work, "small"), { count: 2000 });
-  const o = assemble("small", join(work, "small"), small.manifestDigest, undefined);
+test("control: a layer of 2,000 empty files of the same shape assembles within 400 MiB", { timeout: 300_000 }, async (t) => {
+  const small = await writeManyFilesLayout(join(work, "small-layout"), { count: 2000 });
+  const o = assemble("small", join(work, "small-layout"), small.manifestDigest, undefined);
+  report(t, o);
   assert.equal(o.code, undefined, o.message);
   assert.equal(o.entries, small.members + 1, "every member and the root");
   assert.ok(o.maxRssBytes <= 400 * MiB, `peak RSS ${(o.maxRssBytes / MiB).toFixed(0)} MiB`);
 });
 
-test("a layer of 2,000,000 empty files is refused by the entries limit at the defaults, within 400 MiB", { timeout: 900_000 }, () => {
-  const o = assemble("huge-defaults", join(work, "huge"), hugeManifest, undefined);
+test("a layer of 2,000,000 empty files is refused by the entries limit at the defaults, within 400 MiB", { timeout: 900_000 }, (t) => {
+  const o = assemble("huge-defaults", join(work, "huge-layout"), hugeManifest, undefined);
+  report(t, o);
   assert.equal(o.code, "LIMIT_EXCEEDED");
   assert.match(o.message!, /\bentries\b/);
   assert.ok(o.maxRssBytes <= 400 * MiB, `peak RSS ${(o.maxRssBytes / MiB).toFixed(0)} MiB`);
 });
 
-test("with entries at its ceiling the same layer is refused by expandedBytes, within 1 GiB, never out of memory", { timeout: 900_000 }, () => {
-  const o = assemble("huge-ceiling", join(work, "huge"), hugeManifest, { entries: LIMIT_CEILINGS.entries });
+test("with entries at its ceiling the same layer is refused by expandedBytes, within 1 GiB, never out of memory", { timeout: 900_000 }, (t) => {
+  const o = assemble("huge-ceiling", join(work, "huge-layout"), hugeManifest, { entries: LIMIT_CEILINGS.entries });
+  report(t, o);
   assert.equal(o.code, "LIMIT_EXCEEDED");
   assert.match(o.message!, /\bexpandedBytes\b/);
   assert.ok(o.maxRssBytes <= 1024 * MiB, `peak RSS ${(o.maxRssBytes / MiB).toFixed(0)} MiB`);
