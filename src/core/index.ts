@@ -25,7 +25,7 @@ export type { DsseEnvelope, DsseSignature } from "./dsse.ts";
 export { writeFileAtomic, mkdirPrivate, tempSibling, fsyncDir, readFullyAt, writeFully, writeFullyAt, openForRead, createExclusive } from "./files.ts";
 export { openRoot, openDirIn, hasDirIn, withDirIn, ensureDirsIn, removeIn, descriptorPath, MAX_MARKER_BYTES } from "./owned-root.ts";
 export type { RootKind, DirOptions } from "./owned-root.ts";
-export { fileKind, readFileBounded, readFilePrefix } from "./bounded-read.ts";
+export { fileKind, hashFileBounded, readFileBounded, readFilePrefix } from "./bounded-read.ts";
 export { safeComponent, digestComponents } from "./safepath.ts";
 export { checkLimit, formatBytes, FIXED_LIMIT_HINT } from "./limits.ts";
 export { declareIdentity, isIdentityDeclaration, identityBytes, identityDigest, identityHasher, defineScope, scopeFieldNames } from "./identity.ts";
