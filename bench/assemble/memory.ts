@@ -1,7 +1,8 @@
 /**
  * Peak memory of assembly, verification and the guest image build, per tree
- * size, with umoci's beside it (issue 15, item 3). RSS does not depend on
- * the machine's load, so these figures are steady on a shared machine.
+ * size, with umoci's beside it (issue 15, item 3). RSS depends on the
+ * machine's load far less than time does (though V8's concurrent marking
+ * lets the heap grow further on a busy machine: compare runs at like load).
  *
  * Inputs (generated, streamed: tests/workload/fixtures/many-files-layout.ts):
  * single-layer gzip layouts of 20,000, 80,000 and 200,000 files of a few

@@ -33,6 +33,7 @@ import { admitMember, checkXattrs, type DroppedXattrs, type LayerIssue, type Lis
 export type { DroppedXattrs, LayerIssue, SkippedMember } from "./member-policy.ts";
 import type { CanonicalTree, ContentSink, FsEntry } from "./entries.ts";
 import { IMPLICIT_DIR, TreeModel } from "./tree-builder.ts";
+import { memberAt, type Pending, type PendingLayer } from "./pending-members.ts";
 import { ancestors, classifyWhiteout, normalizeMemberPath, parentOf } from "./tree-paths.ts";
 import type { GateRecord } from "./tar-gate.ts";
 import { readLayer, type Budget, type InflationBound, type LayerCompression, type MemberBody } from "./layer-reader.ts";
@@ -119,38 +120,6 @@ export interface ApplyResult {
   readonly skipped: readonly SkippedMember[];
   /** Members whose xattrs were dropped (`xattrs: drop`, or check mode), in layer and archive order. */
   readonly droppedXattrs: readonly DroppedXattrs[];
-}
-
-/**
- * A member kept between reading a layer and applying it: a directory,
- * symlink or file is kept as the very entry the tree will hold (so a member
- * costs one object, and the gate's record is not kept), anything else as the
- * little the later steps read. A file's entry replaces its placeholder when
- * its bytes are stored.
- */
-type Pending =
-  | FsEntry
-  | { readonly op: "file"; readonly path: string }
-  | { readonly op: "whiteout"; readonly path: string; readonly target: string }
-  | { readonly op: "opaque"; readonly path: string; readonly dir: string }
-  | { readonly op: "device"; readonly path: string }
-  | { readonly op: "hardlink"; readonly path: string; readonly linkname: string };
-
-/**
- * A layer's pending members, and their names as the archive wrote them where
- * that is not the path without its "/" (`usr/`, `./x`): refusals name the
- * member as written, and most names need not be kept for that.
- */
-interface PendingLayer {
-  readonly where: string;
-  readonly members: Pending[];
-  readonly names: Map<number, string>;
-}
-
-/** The location of member `i` in messages: `<layer>:<name as written>`. */
-function memberAt(layer: PendingLayer, i: number): string {
-  const p = layer.members[i]!;
-  return `${layer.where}:${(layer.names.get(i) ?? p.path.slice(1)).slice(0, 200)}`;
 }
 
 /** Refuses when any ancestor of `path` is a symlink (writing or deleting through it) or not a directory. */
