@@ -25,6 +25,7 @@
  * LIMIT_EXCEEDED.
  */
 import { closeSync, fstatSync, lstatSync, readSync, type Stats } from "node:fs";
+import { Sha256Hasher, type Sha256Digest } from "./digest.ts";
 import { CairnError, ioError, type ErrorCode } from "./errors.ts";
 import { openForRead, readFullyAt, readPrefix } from "./files.ts";
 import { checkLimit } from "./limits.ts";
@@ -80,9 +81,10 @@ export function fileKind(st: Stats): string {
  * bytes (limit named `limit`), under the rules above.
  */
 export function readFileBounded(path: string, max: number, limit: string, options: BoundedReadOptions = {}): Buffer {
-  return withBoundedFile(path, max, limit, options, (fd, size) => {
+  return withBoundedFile(path, max, limit, options, (fd, size, changed) => {
     const buf = Buffer.alloc(size);
-    return readFullyAt(fd, buf, 0) === size ? buf : undefined;
+    if (readFullyAt(fd, buf, 0) !== size) throw changed(); // shrank under us
+    return buf;
   });
 }
 
@@ -102,11 +104,11 @@ export function streamFileBounded(
   options: BoundedReadOptions = {},
   chunkBytes = 1024 * 1024,
 ): number {
-  return withBoundedFile(path, max, limit, options, (fd, size) => {
+  return withBoundedFile(path, max, limit, options, (fd, size, changed) => {
     const buf = Buffer.allocUnsafe(Math.max(1, Math.min(size, chunkBytes)));
     for (let at = 0; at < size; ) {
       const n = Math.min(buf.length, size - at);
-      if (readFullyAt(fd, buf.subarray(0, n), at) !== n) return undefined;
+      if (readFullyAt(fd, buf.subarray(0, n), at) !== n) throw changed(); // shrank under us
       chunk(buf.subarray(0, n));
       at += n;
     }
@@ -114,8 +116,32 @@ export function streamFileBounded(
   });
 }
 
-/** Opens, checks and bounds the file as the module comment says, then lets `read` take its bytes (undefined: it ended early). */
-function withBoundedFile<T>(path: string, max: number, limit: string, options: BoundedReadOptions, read: (fd: number, size: number) => T | undefined): T {
+/**
+ * The sha256 and size of a file, under exactly readFileBounded's checks,
+ * read in 1 MiB chunks: a large file is checked without being held.
+ */
+export function hashFileBounded(path: string, max: number, limit: string, options: BoundedReadOptions = {}): { digest: Sha256Digest; size: number } {
+  return withBoundedFile(path, max, limit, options, (fd, size, changed) => {
+    const h = new Sha256Hasher();
+    const buf = Buffer.allocUnsafe(Math.min(size, 1 << 20));
+    for (let at = 0; at < size; ) {
+      const n = readFullyAt(fd, buf.subarray(0, Math.min(buf.length, size - at)), at);
+      if (n === 0) throw changed(); // shrank under us
+      h.update(buf.subarray(0, n));
+      at += n;
+    }
+    return { digest: h.digest(), size };
+  });
+}
+
+/** Opens `path` as readFileBounded does, runs `body` over its descriptor and size, and checks the file did not change. */
+function withBoundedFile<T>(
+  path: string,
+  max: number,
+  limit: string,
+  options: BoundedReadOptions,
+  body: (fd: number, size: number, changed: () => CairnError) => T,
+): T {
   const notRegular = (what: string): CairnError =>
     new CairnError(options.notRegular ?? "IO_ERROR", `${path} is not a regular file (${what})`, { path, hint: options.notRegularHint });
   const changed = (): CairnError => new CairnError(options.changed ?? "IO_ERROR", `${path} changed while it was read`, { path, hint: options.changedHint });
@@ -139,8 +165,7 @@ function withBoundedFile<T>(path: string, max: number, limit: string, options: B
       if (options.oversized === undefined || !(e instanceof CairnError)) throw e;
       throw new CairnError(options.oversized, e.message, { path, hint: e.hint, cause: e });
     }
-    const result = read(fd, before.size);
-    if (result === undefined) throw changed(); // shrank under us
+    const out = body(fd, before.size, changed);
     if (readSync(fd, Buffer.alloc(1), 0, 1, before.size) !== 0) throw changed(); // grew under us
     readHook?.(path);
     if (options.checkIdentity === true) {
@@ -153,7 +178,7 @@ function withBoundedFile<T>(path: string, max: number, limit: string, options: B
       }
       if (!sameFile(before, after) || !sameFile(before, atPath)) throw changed();
     }
-    return result;
+    return out;
   } catch (cause) {
     if (cause instanceof CairnError) throw cause;
     throw ioError(path, cause);

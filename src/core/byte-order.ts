@@ -9,18 +9,43 @@
 
 /** Compares two strings by their UTF-8 bytes; use as a sort comparator. */
 export function compareBytes(a: string, b: string): number {
+  // Without allocating: for code units outside the surrogate range, UTF-16
+  // order is UTF-8 byte order, and an equal prefix of units is an equal
+  // prefix of bytes. Where a surrogate decides (pairs, and lone ones, which
+  // encode as U+FFFD), the encodings are compared.
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    if (isSurrogate(x) || isSurrogate(y)) return encodedCompare(a, b);
+    return x < y ? -1 : 1;
+  }
+  if (a.length === b.length) return 0;
+  const longer = a.length > b.length ? a : b;
+  if ((n > 0 && isSurrogate(longer.charCodeAt(n - 1))) || isSurrogate(longer.charCodeAt(n))) return encodedCompare(a, b);
+  return a.length < b.length ? -1 : 1;
+}
+
+const isSurrogate = (unit: number): boolean => (unit & 0xf800) === 0xd800;
+
+function encodedCompare(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
 }
 
-/**
- * `items` sorted by the UTF-8 bytes of `key(item)`, each key encoded once
- * (for large lists such as every path of a tree, where encoding inside the
- * comparator would dominate). Equal to sorting with `compareBytes` on the keys.
- */
+/** `items` sorted by the UTF-8 bytes of `key(item)` (compareBytes on the keys; nothing is encoded per item). */
 export function sortByBytes<T>(items: readonly T[], key: (item: T) => string): T[] {
-  const keyed = items.map((item) => ({ item, bytes: Buffer.from(key(item), "utf8") }));
-  keyed.sort((a, b) => Buffer.compare(a.bytes, b.bytes));
-  return keyed.map((k) => k.item);
+  return [...items].sort((a, b) => compareBytes(key(a), key(b)));
+}
+
+/** True when `keys` are in strictly ascending byte order (no repeats): a sorted list is then not sorted again. */
+export function inByteOrder(keys: Iterable<string>): boolean {
+  let prev: string | undefined;
+  for (const k of keys) {
+    if (prev !== undefined && compareBytes(prev, k) >= 0) return false;
+    prev = k;
+  }
+  return true;
 }
 
 /** A plain object with the map's keys in byte order (for stable YAML and JCS-independent output). */

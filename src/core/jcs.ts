@@ -15,7 +15,8 @@ export function hasLoneSurrogate(s: string): boolean {
   return LONE_SURROGATE.test(s);
 }
 
-function encodeString(s: string, path: string): string {
+/** The JCS text of one string (for encoders that write a fixed-shape object themselves); `path` names it in a refusal. */
+export function encodeString(s: string, path: string): string {
   if (hasLoneSurrogate(s)) {
     throw new CairnError("JSON_STRING", "string holds a lone surrogate and has no canonical form", { path });
   }
@@ -24,7 +25,8 @@ function encodeString(s: string, path: string): string {
   return JSON.stringify(s);
 }
 
-function encodeNumber(n: number, path: string): string {
+/** The JCS text of one number; `path` names it in a refusal. */
+export function encodeNumber(n: number, path: string): string {
   if (!Number.isFinite(n)) {
     throw new CairnError("JSON_NUMBER", "non-finite number has no canonical form", { path });
   }
@@ -36,7 +38,21 @@ function compareUtf16(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-function encode(value: unknown, path: string, out: string[]): void {
+/**
+ * Where encoded pieces go. `path` is the JSON pointer of the value being
+ * encoded, kept only when `track` is set: pointers are built for messages,
+ * and building one per value would cost more than the encoding (a pass
+ * that fails is run again with `track` to name the value).
+ */
+interface Out {
+  readonly track: boolean;
+  push(piece: string): void;
+}
+
+const child = (out: Out, path: string, token: string | number): string =>
+  out.track ? `${path}/${typeof token === "number" ? token : escapePointer(token)}` : "";
+
+function encode(value: unknown, path: string, out: Out): void {
   if (value === null) {
     out.push("null");
     return;
@@ -54,10 +70,10 @@ function encode(value: unknown, path: string, out: string[]): void {
     case "object": {
       if (Array.isArray(value)) {
         out.push("[");
-        value.forEach((item, i) => {
+        for (let i = 0; i < value.length; i++) {
           if (i > 0) out.push(",");
-          encode(item, `${path}/${i}`, out);
-        });
+          encode(value[i], child(out, path, i), out);
+        }
         out.push("]");
         return;
       }
@@ -67,12 +83,13 @@ function encode(value: unknown, path: string, out: string[]): void {
       }
       const keys = Object.keys(value).sort(compareUtf16);
       out.push("{");
-      keys.forEach((k, i) => {
-        const child = (value as Record<string, unknown>)[k];
+      for (let i = 0; i < keys.length; i++) {
+        const k = keys[i]!;
         if (i > 0) out.push(",");
-        out.push(encodeString(k, path), ":");
-        encode(child, `${path}/${escapePointer(k)}`, out);
-      });
+        out.push(encodeString(k, path));
+        out.push(":");
+        encode((value as Record<string, unknown>)[k], child(out, path, k), out);
+      }
       out.push("}");
       return;
     }
@@ -81,16 +98,48 @@ function encode(value: unknown, path: string, out: string[]): void {
   }
 }
 
-/** The canonical JSON text of `value`. */
-export function canonicalize(value: unknown): string {
-  const out: string[] = [];
-  encode(value, "", out);
-  return out.join("");
+/** Encodes `value` into `out`; a refusal is raised again by a tracking pass, so it names the value's pointer. */
+function encodeAll(value: unknown, out: Out): void {
+  try {
+    encode(value, "", out);
+  } catch (e) {
+    if (!(e instanceof CairnError)) throw e;
+    encode(value, "", { track: true, push() {} });
+    throw e; // not reached: the tracking pass meets the same refusal first
+  }
 }
 
-/** The canonical JSON bytes (UTF-8) of `value`; identities hash these. */
+/** The canonical JSON text of `value`. */
+export function canonicalize(value: unknown): string {
+  const parts: string[] = [];
+  encodeAll(value, { track: false, push: (p) => void parts.push(p) });
+  return parts.join("");
+}
+
+const CHUNK = 64 * 1024;
+
+/**
+ * The canonical JSON bytes (UTF-8) of `value`; identities hash these.
+ * Encoded in chunks of about 64 KiB (pieces never split a character), so a
+ * large document (a derived entry listing every file of a tree) costs its
+ * bytes, not one string per token.
+ */
 export function canonicalBytes(value: unknown): Buffer {
-  return Buffer.from(canonicalize(value), "utf8");
+  const chunks: Buffer[] = [];
+  let cur = "";
+  encodeAll(value, {
+    track: false,
+    push(p) {
+      cur += p;
+      if (cur.length >= CHUNK) {
+        chunks.push(Buffer.from(cur, "utf8"));
+        cur = "";
+      }
+    },
+  });
+  if (chunks.length === 0) return Buffer.from(cur, "utf8");
+  chunks.push(Buffer.from(cur, "utf8"));
+  return Buffer.concat(chunks);
 }
 
 /** RFC 6901 escaping of one pointer token. */

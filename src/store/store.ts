@@ -38,6 +38,7 @@ import {
   parseSha256,
   createExclusive,
   ioError,
+  hashFileBounded,
   readFileBounded,
   sha256,
   Sha256Hasher,
@@ -84,6 +85,8 @@ const STORE_DIRS = [
 ] as const;
 
 const STORE_CORRUPT_HINT = "the store was modified; remove the file and assemble again";
+
+const BOUNDED_STORE_READ = { missing: "STORE_MISSING", notRegular: "STORE_CORRUPT", changed: "STORE_CORRUPT" } as const;
 
 export class Store {
   readonly root: string;
@@ -301,15 +304,32 @@ export class Store {
 
   /** Reads and verifies one stored file; STORE_MISSING when absent, STORE_CORRUPT when its bytes do not match its name. */
   read(area: StoreArea, digest: Sha256Digest, maxBytes: number, limitName = "storeObjectBytes"): Buffer {
+    // core's bounded reader: no symlink, no FIFO or device, size bounded before reading, refused if it changes while read
+    const buf = this.#bounded(area, digest, limitName, () => readFileBounded(this.pathOf(area, digest), maxBytes, limitName, BOUNDED_STORE_READ));
+    if (sha256(buf) !== digest) this.#corrupt(area, digest);
+    return buf;
+  }
+
+  /**
+   * Verifies one stored file as `read` does (the same refusals) without
+   * holding it: its bytes are hashed in chunks. For a large file whose bytes
+   * the caller already has, such as a rebuilt derived entry.
+   */
+  check(area: StoreArea, digest: Sha256Digest, maxBytes: number, limitName = "storeObjectBytes"): void {
+    const r = this.#bounded(area, digest, limitName, () => hashFileBounded(this.pathOf(area, digest), maxBytes, limitName, BOUNDED_STORE_READ));
+    if (r.digest !== digest) this.#corrupt(area, digest);
+  }
+
+  #corrupt(area: StoreArea, digest: Sha256Digest): never {
     const what = area === "objects" ? "object" : "derived entry";
-    let buf: Buffer;
+    throw new CairnError("STORE_CORRUPT", `stored ${what} ${digest} does not match its digest`, { path: digest, hint: STORE_CORRUPT_HINT });
+  }
+
+  /** Runs a bounded read of a stored file, naming the file by its digest in a refusal. */
+  #bounded<T>(area: StoreArea, digest: Sha256Digest, limitName: string, fn: () => T): T {
+    const what = area === "objects" ? "object" : "derived entry";
     try {
-      // core's bounded reader: no symlink, no FIFO or device, size bounded before reading, refused if it changes while read
-      buf = readFileBounded(this.pathOf(area, digest), maxBytes, limitName, {
-        missing: "STORE_MISSING",
-        notRegular: "STORE_CORRUPT",
-        changed: "STORE_CORRUPT",
-      });
+      return fn();
     } catch (e) {
       if (!(e instanceof CairnError)) throw e;
       // the store names a file by its digest, not by where this machine keeps it
@@ -330,9 +350,5 @@ export class Store {
         });
       throw e;
     }
-    if (sha256(buf) !== digest) {
-      throw new CairnError("STORE_CORRUPT", `stored ${what} ${digest} does not match its digest`, { path: digest, hint: STORE_CORRUPT_HINT });
-    }
-    return buf;
   }
 }

@@ -31,9 +31,10 @@ import type { LayerPolicy } from "./layer-policy.ts";
 import { admitMember, checkXattrs, type DroppedXattrs, type LayerIssue, type Listed, type SkippedMember } from "./member-policy.ts";
 
 export type { DroppedXattrs, LayerIssue, SkippedMember } from "./member-policy.ts";
-import type { CanonicalTree, ContentAddress, ContentSink, FsEntry } from "./entries.ts";
+import type { CanonicalTree, ContentSink, FsEntry } from "./entries.ts";
 import { IMPLICIT_DIR, TreeModel } from "./tree-builder.ts";
-import { ancestors, classifyWhiteout, normalizeMemberPath, parentOf, type WhiteoutKind } from "./tree-paths.ts";
+import { memberAt, type Pending, type PendingLayer } from "./pending-members.ts";
+import { ancestors, classifyWhiteout, normalizeMemberPath, parentOf } from "./tree-paths.ts";
 import type { GateRecord } from "./tar-gate.ts";
 import { readLayer, type Budget, type InflationBound, type LayerCompression, type MemberBody } from "./layer-reader.ts";
 
@@ -121,18 +122,8 @@ export interface ApplyResult {
   readonly droppedXattrs: readonly DroppedXattrs[];
 }
 
-interface Pending {
-  readonly rec: GateRecord;
-  readonly path: string;
-  readonly where: string;
-  readonly wh: WhiteoutKind;
-  /** Permission bits as the policy leaves them (setid cleared under `setid: strip`). */
-  readonly mode: number;
-  content?: ContentAddress;
-}
-
 /** Refuses when any ancestor of `path` is a symlink (writing or deleting through it) or not a directory. */
-function checkParents(model: TreeModel, path: string, where: string, create: boolean, required = false): void {
+function checkParents(model: TreeModel, path: string, at: () => string, create: boolean, required = false): void {
   // Fast path: the model keeps every ancestor of an entry a directory (see
   // TreeModel), so a directory parent means the whole chain is directories.
   if (model.get(parentOf(path))?.type === "dir") return;
@@ -142,17 +133,17 @@ function checkParents(model: TreeModel, path: string, where: string, create: boo
       if (!create) return;
       if (required)
         throw new CairnError("TAR_INVALID", `${path} has no parent directory ${a} in the layer`, {
-          path: where,
+          path: at(),
           hint: "cairn's layer writer names every parent directory before its contents; this blob was not written by it",
         });
       model.set({ path: a, type: "dir", ...IMPLICIT_DIR });
     } else if (e.type === "symlink") {
       throw new CairnError("TAR_THROUGH_SYMLINK", `${path} lies beneath the symlink ${a}`, {
-        path: where,
+        path: at(),
         hint: "a layer may not write or delete through a symlink (planted by this or an earlier layer)",
       });
     } else if (e.type !== "dir") {
-      throw new CairnError("TAR_INVALID", `${path} lies beneath the regular file ${a}`, { path: where });
+      throw new CairnError("TAR_INVALID", `${path} lies beneath the regular file ${a}`, { path: at() });
     }
   }
 }
@@ -166,10 +157,11 @@ async function readMembers(
   stats: ApplyStats,
   layer: number,
   listed: Listed,
-): Promise<Pending[]> {
+): Promise<PendingLayer> {
   const { sink } = options;
   const collect = options.collect;
-  const pending: Pending[] = [];
+  const pending: PendingLayer = { where, members: [], names: new Map() };
+  const members = pending.members;
   const seen = new Set<string>();
   if (options.recheckStored && (input.digest === undefined || input.size === undefined)) {
     throw new CairnError("USAGE", "recheckStored needs each layer's digest and size", { path: where });
@@ -197,6 +189,10 @@ async function readMembers(
       collect({ error: e, layer, policy: undefined, fatal: false });
     }
   };
+  const keep = (rec: GateRecord, p: Pending): number => {
+    if (rec.name !== p.path.slice(1)) pending.names.set(members.length, rec.name);
+    return members.push(p) - 1;
+  };
   const member = (rec: GateRecord): MemberBody | undefined => {
     const at = `${where}:${rec.name.slice(0, 200)}`;
     const path = normalizeMemberPath(rec.name, limits, at);
@@ -210,20 +206,37 @@ async function readMembers(
     const wh = classifyWhiteout(path, at);
     if (wh.kind !== "none") {
       if (rec.type !== "file" || rec.size !== 0) throw new CairnError("TAR_WHITEOUT", "a whiteout marker must be an empty regular file", { path: at });
-      pending.push({ rec, path, where: at, wh, mode: rec.mode });
+      keep(rec, wh.kind === "whiteout" ? { op: "whiteout", path, target: wh.target } : { op: "opaque", path, dir: wh.dir });
       return;
     }
     const mode = admitMember(rec, path, at, options, layer, listed, stats);
-    if (rec.type === "symlink") enforceLimit(limits, "pathLength", Buffer.byteLength(rec.linkname ?? ""), at);
-    const p: Pending = { rec, path, where: at, wh, mode };
-    pending.push(p);
-    if (rec.type !== "file") return undefined;
+    const { uid, gid, mtime } = rec;
+    // Entries are built field by field (no spreads): this runs once per member.
+    switch (rec.type) {
+      case "dir":
+        keep(rec, { path, type: "dir", mode, uid, gid, mtime });
+        return;
+      case "symlink":
+        enforceLimit(limits, "pathLength", Buffer.byteLength(rec.linkname ?? ""), at);
+        keep(rec, { path, type: "symlink", mode: 0o777, uid, gid, mtime, target: rec.linkname! });
+        return;
+      case "hardlink":
+        keep(rec, { op: "hardlink", path, linkname: rec.linkname! });
+        return;
+      case "file":
+        break;
+      default:
+        keep(rec, { op: "device", path });
+        return;
+    }
+    const i = keep(rec, { op: "file", path });
     // The bytes stream into the sink as they are read, never gathered whole.
     const writer = sink.begin(rec.size);
     return {
       write: (chunk) => writer.write(chunk),
       end: () => {
-        p.content = writer.end();
+        const c = writer.end();
+        members[i] = { path, type: "file", mode, uid, gid, mtime, size: c.size, sha256: c.sha256 };
       },
     };
   };
@@ -232,15 +245,17 @@ async function readMembers(
 }
 
 /** Runs `step` for each pending member; in check mode a member's refusal is collected and the member left out. */
-function eachMember(pending: readonly Pending[], options: ApplyLayersOptions, layer: number, step: (p: Pending) => void): void {
+function eachMember(pending: PendingLayer, options: ApplyLayersOptions, layer: number, step: (p: Pending, at: () => string) => void): void {
   const collect = options.collect;
-  if (collect === undefined) {
-    for (const p of pending) step(p);
-    return;
-  }
-  for (const p of pending) {
+  const { members } = pending;
+  for (let i = 0; i < members.length; i++) {
+    const at = () => memberAt(pending, i);
+    if (collect === undefined) {
+      step(members[i]!, at);
+      continue;
+    }
     try {
-      step(p);
+      step(members[i]!, at);
     } catch (e) {
       if (!(e instanceof CairnError)) throw e;
       collect({ error: e, layer, policy: undefined, fatal: false });
@@ -248,59 +263,57 @@ function eachMember(pending: readonly Pending[], options: ApplyLayersOptions, la
   }
 }
 
-function applyWhiteouts(model: TreeModel, pending: readonly Pending[], stats: ApplyStats, options: ApplyLayersOptions, layer: number): void {
-  eachMember(pending, options, layer, (p) => {
-    if (p.wh.kind === "whiteout") {
-      checkParents(model, p.wh.target, p.where, false);
-      model.remove(p.wh.target);
+function applyWhiteouts(model: TreeModel, pending: PendingLayer, stats: ApplyStats, options: ApplyLayersOptions, layer: number): void {
+  eachMember(pending, options, layer, (p, at) => {
+    if (!("op" in p)) return;
+    if (p.op === "whiteout") {
+      checkParents(model, p.target, at, false);
+      model.remove(p.target);
       stats.whiteouts++;
-    } else if (p.wh.kind === "opaque") {
-      checkParents(model, p.wh.dir, p.where, false);
-      const d = model.get(p.wh.dir);
-      if (d?.type === "symlink") throw new CairnError("TAR_THROUGH_SYMLINK", `opaque marker inside the symlink ${p.wh.dir}`, { path: p.where });
-      if (d?.type === "dir") for (const c of model.children(p.wh.dir)) model.remove(c);
+    } else if (p.op === "opaque") {
+      checkParents(model, p.dir, at, false);
+      const d = model.get(p.dir);
+      if (d?.type === "symlink") throw new CairnError("TAR_THROUGH_SYMLINK", `opaque marker inside the symlink ${p.dir}`, { path: at() });
+      if (d?.type === "dir") for (const c of model.children(p.dir)) model.remove(c);
       stats.opaques++;
     }
   });
 }
 
-function applyAdditions(model: TreeModel, pending: readonly Pending[], options: ApplyLayersOptions, limits: LayerLimits, layer: number): void {
+function applyAdditions(model: TreeModel, pending: PendingLayer, options: ApplyLayersOptions, limits: LayerLimits, layer: number): void {
   const { onReplace } = options;
   const required = options.parents === "required";
-  eachMember(pending, options, layer, (p) => {
-    if (p.wh.kind !== "none") return;
-    const { rec, path, mode } = p;
-    const { uid, gid, mtime } = rec;
+  eachMember(pending, options, layer, (p, at) => {
+    if ("op" in p && (p.op === "whiteout" || p.op === "opaque")) return;
+    const { path } = p;
     if (path === "/") {
-      if (rec.type !== "dir") throw new CairnError("TAR_UNSAFE_PATH", "refusing to change the type of the root directory", { path: p.where });
-      model.set({ path, type: "dir", mode, uid, gid, mtime });
+      if (!("type" in p) || p.type !== "dir") throw new CairnError("TAR_UNSAFE_PATH", "refusing to change the type of the root directory", { path: at() });
+      model.set(p);
       return;
     }
-    checkParents(model, path, p.where, true, required);
-    if (rec.type === "chardev" || rec.type === "blockdev" || rec.type === "fifo") {
+    checkParents(model, path, at, true, required);
+    let entry: FsEntry;
+    if (!("op" in p)) entry = p;
+    else if (p.op === "device") {
       // left out (`devices: skip`; refused earlier otherwise): the node would have replaced what a lower layer had here
       model.remove(path);
       return;
-    }
-    // Entries are built field by field (no spreads): this loop runs once per member.
-    let entry: FsEntry;
-    if (rec.type === "dir") entry = { path, type: "dir", mode, uid, gid, mtime };
-    else if (rec.type === "symlink") entry = { path, type: "symlink", mode: 0o777, uid, gid, mtime, target: rec.linkname! };
-    else if (rec.type === "file") entry = { path, type: "file", mode, uid, gid, mtime, size: p.content!.size, sha256: p.content!.sha256 };
-    else {
+    } else if (p.op === "hardlink") {
       // policy.hardlinks === "copy" (refused earlier otherwise): the copy takes the target's
       // content and attributes, as the shared inode would have given it.
-      const target = normalizeMemberPath(rec.linkname!, limits, p.where);
-      checkParents(model, target, p.where, false);
+      const target = normalizeMemberPath(p.linkname, limits, at());
+      checkParents(model, target, at, false);
       const t = model.get(target);
       if (t?.type !== "file" || target === path) {
-        throw new CairnError("TAR_HARDLINK", `hard link ${path} does not point at a regular file already in the tree`, { path: p.where });
+        throw new CairnError("TAR_HARDLINK", `hard link ${path} does not point at a regular file already in the tree`, { path: at() });
       }
       entry = { ...t, path };
+    } else {
+      throw new CairnError("TAR_INVALID", `the bytes of ${path} were never stored`, { path: at() });
     }
     if (onReplace !== undefined) {
       const old = model.get(path);
-      if (old !== undefined) onReplace(old, entry, p.where);
+      if (old !== undefined) onReplace(old, entry, at());
     }
     model.set(entry);
   });
@@ -333,7 +346,7 @@ export async function applyLayers(options: ApplyLayersOptions): Promise<ApplyRes
   for (const [i, layer] of options.layers.entries()) {
     const where = layer.where ?? `/layers/${i}`;
     if (report) budget.onProgress = (t) => report({ layer: i, layers: options.layers.length, layerSize: layer.size, ...t });
-    let pending: Pending[];
+    let pending: PendingLayer;
     try {
       pending = await readMembers(layer, where, options, limits, budget, stats, i, listed);
     } catch (e) {
@@ -344,7 +357,7 @@ export async function applyLayers(options: ApplyLayersOptions): Promise<ApplyRes
     }
     applyWhiteouts(model, pending, stats, options, i);
     applyAdditions(model, pending, options, limits, i);
-    for (const p of pending) if (p.rec.type === "hardlink") stats.hardlinksCopied++;
+    for (const p of pending.members) if ("op" in p && p.op === "hardlink") stats.hardlinksCopied++;
     stats.layers++;
   }
   const tree = model.freeze();

@@ -20,7 +20,7 @@
  * can differ in them): inode numbers, link counts, atime/ctime, sub-second
  * times, xattrs/ACLs, device numbers, host user names, enumeration order.
  */
-import { CairnError, declareIdentity, digestHex, identityHasher, sortByBytes, type Sha256Digest } from "../core/index.ts";
+import { CairnError, compareBytes, declareIdentity, digestHex, identityHasher, sortByBytes, type Sha256Digest } from "../core/index.ts";
 import type { CanonicalTree, FsEntry } from "./entries.ts";
 import { isCanonicalPath, parentOf } from "./tree-paths.ts";
 
@@ -53,7 +53,12 @@ export function sortedEntries(tree: CanonicalTree): FsEntry[] {
   const root = tree.get("/");
   if (root === undefined || root.type !== "dir") refuse("/", "the root must be an explicit directory");
   const out: FsEntry[] = [];
+  // A frozen tree is already in byte order (TreeModel.freeze); only another map is sorted here.
+  let sorted = true;
+  let prev: string | undefined;
   for (const [key, e] of tree) {
+    if (sorted && prev !== undefined && compareBytes(prev, key) >= 0) sorted = false;
+    prev = key;
     if (key !== e.path) refuse(key, "map key differs from the entry path");
     if (!isCanonicalPath(e.path)) refuse(e.path, "path is not absolute and normalized");
     if (e.path !== "/" && tree.get(parentOf(e.path))?.type !== "dir") refuse(e.path, "parent is not an explicit directory");
@@ -65,33 +70,49 @@ export function sortedEntries(tree: CanonicalTree): FsEntry[] {
     if (e.type === "symlink" && (e.target.length === 0 || e.target.includes("\0"))) refuse(e.path, "symlink target empty or holds NUL");
     out.push(e);
   }
-  return sortByBytes(out, (e) => e.path);
+  return sorted ? out : sortByBytes(out, (e) => e.path);
 }
 
-function str(s: string): Buffer {
-  const bytes = Buffer.from(s, "utf8");
-  const len = Buffer.alloc(4);
-  len.writeUInt32BE(bytes.length);
-  return Buffer.concat([len, bytes]);
+/** Bytes of one entry's frame. */
+function frameSize(e: FsEntry): number {
+  const base = 1 + 4 + Buffer.byteLength(e.path, "utf8") + 4 + 4 + 4 + 8;
+  if (e.type === "file") return base + 8 + 32;
+  if (e.type === "symlink") return base + 4 + Buffer.byteLength(e.target, "utf8");
+  return base;
+}
+
+/** Writes a `str` frame at `at`; returns the offset after it. */
+function putStr(buf: Buffer, at: number, s: string): number {
+  const n = buf.write(s, at + 4, "utf8");
+  buf.writeUInt32BE(n, at);
+  return at + 4 + n;
+}
+
+/** Writes `e`'s frame into `buf` (at least frameSize(e) bytes); returns its length. */
+function frameInto(e: FsEntry, buf: Buffer): number {
+  buf[0] = TYPE_TAG[e.type];
+  let at = putStr(buf, 1, e.path);
+  buf.writeUInt32BE(e.mode, at);
+  buf.writeUInt32BE(e.uid, at + 4);
+  buf.writeUInt32BE(e.gid, at + 8);
+  buf.writeBigInt64BE(BigInt(e.mtime), at + 12);
+  at += 20;
+  if (e.type === "file") {
+    buf.writeBigUInt64BE(BigInt(e.size), at);
+    at += 8;
+    if (buf.write(digestHex(e.sha256), at, "hex") !== 32) refuse(e.path, "sha256 is not 32 bytes");
+    at += 32;
+  } else if (e.type === "symlink") {
+    at = putStr(buf, at, e.target);
+  }
+  return at;
 }
 
 /** The framed bytes of one entry (exported for the framing test vectors in the docs). */
 export function frameEntry(e: FsEntry): Buffer {
-  const fixed = Buffer.from([TYPE_TAG[e.type]]);
-  const nums = Buffer.alloc(4 + 4 + 4 + 8);
-  nums.writeUInt32BE(e.mode, 0);
-  nums.writeUInt32BE(e.uid, 4);
-  nums.writeUInt32BE(e.gid, 8);
-  nums.writeBigInt64BE(BigInt(e.mtime), 12);
-  const parts = [fixed, str(e.path), nums];
-  if (e.type === "file") {
-    const size = Buffer.alloc(8);
-    size.writeBigUInt64BE(BigInt(e.size));
-    parts.push(size, Buffer.from(digestHex(e.sha256), "hex"));
-  } else if (e.type === "symlink") {
-    parts.push(str(e.target));
-  }
-  return Buffer.concat(parts);
+  const buf = Buffer.alloc(frameSize(e));
+  frameInto(e, buf);
+  return buf;
 }
 
 /** The full framing (without the domain tag) of a tree. */
@@ -109,6 +130,12 @@ export function fsIdentity(tree: CanonicalTree): Sha256Digest {
   const count = Buffer.alloc(8);
   count.writeBigUInt64BE(BigInt(entries.length));
   h.update(count);
-  for (const e of entries) h.update(frameEntry(e));
+  // one scratch buffer for every frame (grown for a long path or target), not a few buffers per entry
+  let scratch = Buffer.allocUnsafe(16 * 1024);
+  for (const e of entries) {
+    const need = frameSize(e);
+    if (need > scratch.length) scratch = Buffer.allocUnsafe(need);
+    h.update(scratch.subarray(0, frameInto(e, scratch)));
+  }
   return h.digest();
 }

@@ -11,6 +11,7 @@
  */
 import { sortByBytes } from "../core/index.ts";
 import type { CanonicalTree, DirEntry, FsEntry } from "./entries.ts";
+import { FrozenTree } from "./frozen-tree.ts";
 import { parentOf } from "./tree-paths.ts";
 
 /** Attributes of directories cairn creates because a member needed a parent that no member named. */
@@ -68,9 +69,8 @@ export class TreeModel {
     this.#children.get(parentOf(path))?.delete(path);
   }
 
+  /** The canonical tree (a FrozenTree: one sorted array, no second table). */
   freeze(): CanonicalTree {
-    const out = new Map<string, FsEntry>();
-    for (const e of sortByBytes([...this.#entries.values()], (e) => e.path)) out.set(e.path, e);
-    return out;
+    return new FrozenTree(sortByBytes([...this.#entries.values()], (e) => e.path));
   }
 }

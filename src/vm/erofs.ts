@@ -59,7 +59,7 @@ interface Planned {
   blkaddr: number;
   nlink: number;
   /** Directories: child names in byte order ("." and ".." included) with the child's path. */
-  readonly children?: Array<{ readonly name: Buffer; readonly path: string }>;
+  readonly children?: Array<{ readonly name: string; readonly path: string }>;
 }
 
 export interface ErofsPlan {
@@ -73,12 +73,12 @@ export interface ErofsPlan {
 }
 
 /** Splits a directory's sorted names into blocks; returns the directory's i_size. */
-function dirBlocks(children: ReadonlyArray<{ readonly name: Buffer }>): { size: number; blocks: number[][] } {
+function dirBlocks(children: ReadonlyArray<{ readonly name: string }>): { size: number; blocks: number[][] } {
   const blocks: number[][] = [];
   let cur: number[] = [];
   let used = 0;
   children.forEach((c, i) => {
-    const need = DIRENT_SIZE + c.name.length;
+    const need = DIRENT_SIZE + Buffer.byteLength(c.name, "utf8");
     if (used + need > EROFS_BLOCK) {
       blocks.push(cur);
       cur = [];
@@ -91,7 +91,7 @@ function dirBlocks(children: ReadonlyArray<{ readonly name: Buffer }>): { size: 
   return { size: (blocks.length - 1) * EROFS_BLOCK + used, blocks };
 }
 
-function dataSize(e: FsEntry, children?: ReadonlyArray<{ readonly name: Buffer }>): number {
+function dataSize(e: FsEntry, children?: ReadonlyArray<{ readonly name: string }>): number {
   if (e.type === "file") return e.size;
   if (e.type === "symlink") return Buffer.byteLength(e.target, "utf8");
   return dirBlocks(children ?? []).size;
@@ -105,10 +105,11 @@ export function planErofs(tree: CanonicalTree): ErofsPlan {
   const root = tree.get("/");
   if (root === undefined || root.type !== "dir") throw new CairnError("RUN_INVALID", "the canonical tree has no root directory", { path: "/" });
   const paths = [...tree.keys()].sort(compareBytes);
-  const kids = new Map<string, Array<{ name: Buffer; path: string }>>();
+  // names are kept as strings (encoded where the directory is written), not one Buffer per entry
+  const kids = new Map<string, Array<{ name: string; path: string }>>();
   for (const p of paths) {
     const e = tree.get(p)!;
-    if (e.type === "dir") kids.set(p, [{ name: Buffer.from("."), path: p }]);
+    if (e.type === "dir") kids.set(p, [{ name: ".", path: p }]);
   }
   for (const p of paths) {
     if (p === "/") continue;
@@ -116,12 +117,12 @@ export function planErofs(tree: CanonicalTree): ErofsPlan {
     const parent = cut === 0 ? "/" : p.slice(0, cut);
     const list = kids.get(parent);
     if (list === undefined) throw new CairnError("RUN_INVALID", `the canonical tree has no directory ${parent} for ${p}`, { path: p });
-    list.push({ name: Buffer.from(p.slice(cut + 1), "utf8"), path: p });
+    list.push({ name: p.slice(cut + 1), path: p });
   }
   for (const [p, list] of kids) {
     const cut = p.lastIndexOf("/");
-    list.push({ name: Buffer.from(".."), path: p === "/" ? "/" : cut === 0 ? "/" : p.slice(0, cut) });
-    list.sort((a, b) => compareBytes(a.name.toString("utf8"), b.name.toString("utf8")));
+    list.push({ name: "..", path: p === "/" ? "/" : cut === 0 ? "/" : p.slice(0, cut) });
+    list.sort((a, b) => compareBytes(a.name, b.name));
   }
   const order: Planned[] = [];
   const byPath = new Map<string, Planned>();
@@ -213,8 +214,7 @@ function dirData(plan: ErofsPlan, pl: Planned): Buffer {
       out.writeBigUInt64LE(BigInt(nidOf(target)), d);
       out.writeUInt16LE(nameoff, d + 8);
       out.writeUInt8(FILE_TYPE[target.entry.type], d + 10);
-      c.name.copy(out, base + nameoff);
-      nameoff += c.name.length;
+      nameoff += out.write(c.name, base + nameoff, "utf8");
     });
   });
   return out.subarray(0, size);

@@ -122,6 +122,8 @@ export function checkLinuxNames(tree: CanonicalTree): void {
   }
 }
 
+const BLOCK = 1024 * 1024;
+
 export async function buildGuestImage(parts: GuestImageParts): Promise<GuestImage> {
   checkOverlay(parts.tree, { proc: parts.overlay?.proc === true });
   checkLinuxNames(parts.tree);
@@ -129,15 +131,29 @@ export async function buildGuestImage(parts: GuestImageParts): Promise<GuestImag
   if (root === undefined || root.type !== "dir") {
     throw new CairnError("RUN_INVALID", "the canonical tree has no root directory", { path: "/" });
   }
+  // Written into 1 MiB blocks, not one copy per header, name and pad (several small buffers per tree entry).
   const chunks: Buffer[] = [];
+  let block = Buffer.allocUnsafe(0);
+  let used = 0;
   const hasher = new Sha256Hasher();
   const w = new CpioWriter({
     write(chunk) {
-      const copy = Buffer.from(chunk);
-      chunks.push(copy);
-      hasher.update(copy);
+      hasher.update(chunk);
+      let from = 0;
+      while (from < chunk.length) {
+        if (used === block.length) {
+          if (block.length > 0) chunks.push(block);
+          block = Buffer.allocUnsafe(Math.max(BLOCK, chunk.length - from));
+          used = 0;
+        }
+        const n = Math.min(block.length - used, chunk.length - from);
+        block.set(chunk.subarray(from, from + n), used);
+        used += n;
+        from += n;
+      }
     },
   });
+  const collected = (): Buffer => Buffer.concat([...chunks, block.subarray(0, used)]);
   const sys = { uid: 0, gid: 0, mtime: 0 };
   w.add({ name: "cairn", mode: S_IFDIR | 0o700, ...sys });
   w.add({ name: "cairn/inputs", mode: S_IFREG | 0o400, ...sys, data: parts.inputs });
@@ -157,7 +173,7 @@ export async function buildGuestImage(parts: GuestImageParts): Promise<GuestImag
     w.add({ name: TEMPLATE_DIR, mode: S_IFDIR | 0o700, ...sys }); // the mount point; the disk's root carries the tree's "/"
     w.finish();
     return {
-      bytes: Buffer.concat(chunks),
+      bytes: collected(),
       digest: hasher.digest(),
       size: w.size,
       entries: 10 + parts.modules.length + (flags !== "" ? 1 : 0) + (parts.network !== undefined ? 1 : 0),
@@ -182,7 +198,7 @@ export async function buildGuestImage(parts: GuestImageParts): Promise<GuestImag
   }
   w.finish();
   return {
-    bytes: Buffer.concat(chunks),
+    bytes: collected(),
     digest: hasher.digest(),
     size: w.size,
     entries: entries.length + 8 + parts.modules.length + (flags !== "" ? 1 : 0) + (parts.network !== undefined ? 1 : 0),

@@ -9,7 +9,7 @@
  * from the raw closure and requires the stored bytes to be identical, then
  * hands out the rebuilt values.
  */
-import { declareIdentity, defineScope, identityBytes } from "../core/index.ts";
+import { CairnError, canonicalize, declareIdentity, defineScope, identityBytes, jcsNumber, jcsString } from "../core/index.ts";
 import { rawModel, type RawRef } from "./closure.ts";
 import type { SourceKind, WorkloadIdentities } from "./workload-identity.ts";
 import { launchModel, type Launch } from "./launch.ts";
@@ -51,21 +51,73 @@ export interface DerivedEntry {
   readonly tree: CanonicalTree;
 }
 
-function entryModel(e: FsEntry): Record<string, string | number> {
+/** One tree entry's model in the derived entry. */
+export function entryModel(e: FsEntry): Record<string, string | number> {
   const base = { path: e.path, type: e.type, mode: e.mode, uid: e.uid, gid: e.gid, mtime: e.mtime };
   if (e.type === "file") return { ...base, size: e.size, sha256: e.sha256 };
   if (e.type === "symlink") return { ...base, target: e.target };
   return base;
 }
 
-/** The JCS bytes of a derived entry (deterministic: the same workload always gives the same bytes). */
+/**
+ * Entry `i`'s JCS text, written directly (this runs once per entry of the
+ * tree, twice per encoding): keys in JCS order (gid, mode, mtime, path,
+ * sha256, size | target, type, uid), values through core's JCS number and
+ * string encoders. Equal to canonicalize(entryModel(e)) (tests/workload/
+ * derived-entry.test.ts checks every kind of entry); a value JCS refuses is
+ * refused as canonicalize names it, at /tree/<i>/<key>.
+ */
+export function entryText(e: FsEntry, i: number): string {
+  try {
+    const head = `{"gid":${jcsNumber(e.gid, "")},"mode":${jcsNumber(e.mode, "")},"mtime":${jcsNumber(e.mtime, "")},"path":${jcsString(e.path, "")}`;
+    const tail = `"type":${jcsString(e.type, "")},"uid":${jcsNumber(e.uid, "")}}`;
+    if (e.type === "file") return `${head},"sha256":${jcsString(e.sha256, "")},"size":${jcsNumber(e.size, "")},${tail}`;
+    if (e.type === "symlink") return `${head},"target":${jcsString(e.target, "")},${tail}`;
+    return `${head},${tail}`;
+  } catch (err) {
+    if (!(err instanceof CairnError)) throw err;
+    try {
+      canonicalize(entryModel(e));
+    } catch (named) {
+      if (named instanceof CairnError) throw new CairnError(named.code, named.message, { path: `/tree/${i}${named.path ?? ""}`, cause: named });
+    }
+    throw err;
+  }
+}
+
+/** `"tree"` sorts after every other key of the entry (JCS orders keys by UTF-16 units), so the document ends with it. */
+const EMPTY_TREE_TAIL = Buffer.from('"tree":[]}');
+
+/**
+ * The JCS bytes of a derived entry (deterministic: the same workload always
+ * gives the same bytes). The tree is the bulk of it (one object per entry),
+ * so it is never held as one model, nor as pieces to be joined: a first pass
+ * sizes every entry's text, a second writes them into the one buffer of the
+ * result. The result equals canonicalBytes of the whole model: a JCS array
+ * is its items' JCS texts joined by commas, and "tree" is the last key.
+ */
 export function encodeDerived(d: DerivedEntry): Buffer {
-  return identityBytes(DERIVED_ENTRY_IDENTITY, {
+  const head = identityBytes(DERIVED_ENTRY_IDENTITY, {
     source_kind: d.kind,
     identities: { ...d.identities },
     policy: policyModel(d.policy),
     launch: launchModel(d.launch),
     raw: rawModel(d.raw),
-    tree: sortedEntries(d.tree).map(entryModel),
+    tree: [],
   });
+  if (!head.subarray(head.length - EMPTY_TREE_TAIL.length).equals(EMPTY_TREE_TAIL)) throw new TypeError("derived entry: the tree is not the last key");
+  const entries = sortedEntries(d.tree);
+  const open = head.length - 2; // up to and including `"tree":[`
+  let size = open + Math.max(0, entries.length - 1) + 2;
+  for (let i = 0; i < entries.length; i++) size += Buffer.byteLength(entryText(entries[i]!, i), "utf8");
+  const out = Buffer.allocUnsafe(size);
+  head.copy(out, 0, 0, open);
+  let at = open;
+  for (let i = 0; i < entries.length; i++) {
+    if (i > 0) out[at++] = 0x2c; // ","
+    at += out.write(entryText(entries[i]!, i), at, "utf8");
+  }
+  at += out.write("]}", at, "latin1");
+  if (at !== size) throw new TypeError(`derived entry: wrote ${at} bytes of ${size}`);
+  return out;
 }

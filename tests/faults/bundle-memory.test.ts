@@ -88,7 +88,10 @@ describe(`a replay bundle with a ${LARGE_MIB} MiB member opens within baseline +
     assert.ok(opened.rssMiB < baseline + BUDGET_OVER_BASE_MIB, `openBundle peaked at ${opened.rssMiB} MiB (baseline ${baseline} MiB)`);
     const whole = measure("whole", bundle, 'core.readFileBounded(bundle, 1 << 30, "bundle.max_bytes");');
     assert.equal(whole.outcome, "accepted");
-    assert.ok(whole.rssMiB > baseline + BUDGET_OVER_BASE_MIB, `control: the bundle read whole peaks at ${whole.rssMiB} MiB (baseline ${baseline}, open ${opened.rssMiB})`);
+    assert.ok(
+      whole.rssMiB > baseline + BUDGET_OVER_BASE_MIB,
+      `control: the bundle read whole peaks at ${whole.rssMiB} MiB (baseline ${baseline}, open ${opened.rssMiB})`,
+    );
     process.stdout.write(`# baseline ${baseline} MiB, openBundle ${opened.rssMiB} MiB, read whole ${whole.rssMiB} MiB\n`);
   });
 });

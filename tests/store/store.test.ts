@@ -38,6 +38,26 @@ test("reads refuse missing, corrupt, symlinked and oversized files", () => {
   assertCode(() => s.require("objects", d, 99), "STORE_CORRUPT");
 });
 
+test("check verifies a stored file as read does, without holding it: the same refusals, and a file over 1 MiB hashed in chunks", () => {
+  const s = new Store(fresh());
+  const big = Buffer.alloc(3 * 1024 * 1024 + 17, 7);
+  const b = s.put("objects", big);
+  s.check("objects", b, big.length); // control: a good file passes
+  const d = s.put("objects", Buffer.from("data"));
+  s.check("objects", d, 100);
+  assertCode(() => s.check("objects", sha256("other"), 100), "STORE_MISSING");
+  assertCode(() => s.check("objects", d, 2), "LIMIT_EXCEEDED");
+  writeFileSync(s.pathOf("objects", d), "DATA");
+  assertCode(() => s.check("objects", d, 100), "STORE_CORRUPT");
+  big[big.length - 1] = 8;
+  writeFileSync(s.pathOf("objects", b), big);
+  assertCode(() => s.check("objects", b, big.length), "STORE_CORRUPT");
+  const e = sha256("target");
+  writeFileSync(join(s.root, "elsewhere"), "target");
+  symlinkSync(join(s.root, "elsewhere"), s.pathOf("objects", e));
+  assertCode(() => s.check("objects", e, 100), "STORE_CORRUPT");
+});
+
 test("put never replaces a verified object, and repairs a corrupt one only when asked", () => {
   const s = new Store(fresh());
   const d = s.put("objects", Buffer.from("abc"));

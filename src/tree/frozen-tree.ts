@@ -1,0 +1,70 @@
+/**
+ * The frozen canonical tree: every entry once, in the byte order of its path
+ * (core's compareBytes), held as one sorted array and looked up by binary
+ * search. It is a `ReadonlyMap<string, FsEntry>` (CanonicalTree) to every
+ * consumer, iterating in byte order, but costs one array slot per entry
+ * instead of a hash-table entry, and freezing makes no second table: a
+ * tree of a million entries is held once. It cannot be changed after it is
+ * made (no setter, the array is private), so a consumer cannot alter the
+ * tree an identity was computed over.
+ */
+import { compareBytes } from "../core/index.ts";
+import type { FsEntry } from "./entries.ts";
+
+export class FrozenTree implements ReadonlyMap<string, FsEntry> {
+  readonly #sorted: readonly FsEntry[];
+
+  /** `sorted` must be in strictly ascending byte order of path (TreeModel.freeze sorts it); it is checked. */
+  constructor(sorted: readonly FsEntry[]) {
+    for (let i = 1; i < sorted.length; i++) {
+      if (compareBytes(sorted[i - 1]!.path, sorted[i]!.path) >= 0) throw new TypeError(`FrozenTree: ${sorted[i]!.path} is out of byte order`);
+    }
+    this.#sorted = sorted;
+  }
+
+  get size(): number {
+    return this.#sorted.length;
+  }
+
+  get [Symbol.toStringTag](): string {
+    return "FrozenTree";
+  }
+
+  get(path: string): FsEntry | undefined {
+    const s = this.#sorted;
+    let lo = 0;
+    let hi = s.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      const e = s[mid]!;
+      if (e.path === path) return e;
+      if (compareBytes(e.path, path) < 0) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return undefined;
+  }
+
+  has(path: string): boolean {
+    return this.get(path) !== undefined;
+  }
+
+  forEach(fn: (value: FsEntry, key: string, map: ReadonlyMap<string, FsEntry>) => void, thisArg?: unknown): void {
+    for (const e of this.#sorted) fn.call(thisArg, e, e.path, this);
+  }
+
+  *entries(): MapIterator<[string, FsEntry]> {
+    for (const e of this.#sorted) yield [e.path, e];
+  }
+
+  *keys(): MapIterator<string> {
+    for (const e of this.#sorted) yield e.path;
+  }
+
+  *values(): MapIterator<FsEntry> {
+    yield* this.#sorted;
+  }
+
+  [Symbol.iterator](): MapIterator<[string, FsEntry]> {
+    return this.entries();
+  }
+}
