@@ -9,10 +9,12 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { spawnSync } from "node:child_process";
+import { PROJECT_ROOT } from "../helpers/vectors.ts";
 import type { ErrorCode, Sha256Digest } from "../../src/core/index.ts";
 import { copyVerified, openLayoutDir, readVerified, setLayoutOpenHook, type OpenedFile } from "../../src/oci/layout-reader.ts";
 import { assertCodeAsync } from "../helpers/errors.ts";
@@ -276,4 +278,42 @@ test("a file or directory swapped between lstat and open is SOURCE_CHANGED at it
     blobOf,
     (d) => `${d}/blobs`,
   );
+});
+
+test("an lstat or open refused by permissions (EACCES) is IO_ERROR naming the locator, not a missing file or a swap; control: the same layout readable opens (run as an unprivileged user)", () => {
+  const dir = layout([Buffer.from("locked blob")]);
+  const hex = sha256Hex(Buffer.from("locked blob"));
+  const readable = layout([Buffer.from("open blob")]);
+  // The child runs as nobody when this process is root (root passes every permission check), as itself otherwise.
+  for (const d of [dir, readable]) chmodSync(d, 0o755);
+  chmodSync(join(dir, "blobs", "sha256"), 0o704); // others may list it (open) but not search it (lstat of a blob: EACCES)
+  const noOpen = layout([Buffer.from("unreadable blob")]);
+  chmodSync(noOpen, 0o755);
+  chmodSync(join(noOpen, "blobs", "sha256", sha256Hex(Buffer.from("unreadable blob"))), 0o600); // lstat works, open: EACCES
+  const shut = layout();
+  chmodSync(shut, 0o700); // the layout itself cannot be opened
+  const script = join(mkdtempSync(join(tmpdir(), "cairn-layout-eacces-")), "child.mts");
+  chmodSync(dirname(script), 0o755);
+  writeFileSync(
+    script,
+    `const { openLayoutDir } = await import(${JSON.stringify(join(PROJECT_ROOT, "src", "oci", "layout-reader.ts"))});
+const outcome = async (f) => { try { await f(); return "opened"; } catch (e) { return e.code + " " + e.path; } };
+const blob = async (dir, hex) => { const r = await openLayoutDir(dir); try { const f = await r.openBlob("sha256:" + hex, "/layers/0"); await f.handle.close(); } finally { await r.close(); } };
+process.stdout.write(JSON.stringify([
+  await outcome(() => blob(${JSON.stringify(dir)}, ${JSON.stringify(hex)})),
+  await outcome(() => blob(${JSON.stringify(noOpen)}, ${JSON.stringify(sha256Hex(Buffer.from("unreadable blob")))})),
+  await outcome(() => openLayoutDir(${JSON.stringify(shut)})),
+  await outcome(() => blob(${JSON.stringify(readable)}, ${JSON.stringify(sha256Hex(Buffer.from("open blob")))})),
+]));
+`,
+  );
+  const asNobody = process.getuid?.() === 0 ? ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] : [];
+  const argv = [...asNobody, process.execPath, "--import", "tsx", script];
+  const r = spawnSync(argv[0]!, argv.slice(1), { cwd: PROJECT_ROOT, encoding: "utf8", timeout: 60_000 });
+  assert.equal(r.status, 0, r.stderr.slice(-600));
+  const [lstatDenied, openDenied, layoutDenied, control] = JSON.parse(r.stdout) as string[];
+  assert.equal(lstatDenied, `IO_ERROR ${join(dir, "blobs", "sha256", hex)}`);
+  assert.equal(openDenied, `IO_ERROR ${join(noOpen, "blobs", "sha256", sha256Hex(Buffer.from("unreadable blob")))}`);
+  assert.equal(layoutDenied, `IO_ERROR ${shut}`);
+  assert.equal(control, "opened");
 });
