@@ -9,10 +9,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { spawnSync } from "node:child_process";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
 import type { ErrorCode, Sha256Digest } from "../../src/core/index.ts";
@@ -280,40 +280,43 @@ test("a file or directory swapped between lstat and open is SOURCE_CHANGED at it
   );
 });
 
-test("an lstat or open refused by permissions (EACCES) is IO_ERROR naming the locator, not a missing file or a swap; control: the same layout readable opens (run as an unprivileged user)", () => {
-  const dir = layout([Buffer.from("locked blob")]);
-  const hex = sha256Hex(Buffer.from("locked blob"));
-  const readable = layout([Buffer.from("open blob")]);
-  // The child runs as nobody when this process is root (root passes every permission check), as itself otherwise.
-  for (const d of [dir, readable]) chmodSync(d, 0o755);
-  chmodSync(join(dir, "blobs", "sha256"), 0o704); // others may list it (open) but not search it (lstat of a blob: EACCES)
-  const noOpen = layout([Buffer.from("unreadable blob")]);
-  chmodSync(noOpen, 0o755);
-  chmodSync(join(noOpen, "blobs", "sha256", sha256Hex(Buffer.from("unreadable blob"))), 0o600); // lstat works, open: EACCES
+test("an lstat or open refused by permissions (EACCES) is IO_ERROR naming the locator, not a missing file or a swap; control: the same layout readable opens (in a child without the permission-override capabilities)", () => {
+  const root = process.getuid?.() === 0;
+  /** Gives `path` mode `mode`, owned by nobody when this process is root (whose child below keeps uid 0 but loses the capabilities that pass permission checks). */
+  const lock = (path: string, mode: number): void => {
+    if (root) chownSync(path, 65534, 65534);
+    chmodSync(path, mode);
+  };
+  const bytes = (s: string): Buffer => Buffer.from(s);
+  const dir = layout([bytes("locked blob")]);
+  lock(join(dir, "blobs", "sha256"), 0o444); // it may be opened (read) but not searched: lstat of a blob is EACCES
+  const noOpen = layout([bytes("unreadable blob")]);
+  lock(join(noOpen, "blobs", "sha256", sha256Hex(bytes("unreadable blob"))), 0o000); // lstat works, open is EACCES
   const shut = layout();
-  chmodSync(shut, 0o700); // the layout itself cannot be opened
-  const script = join(mkdtempSync(join(tmpdir(), "cairn-layout-eacces-")), "child.mts");
-  chmodSync(dirname(script), 0o755);
+  lock(shut, 0o000); // the layout itself cannot be opened
+  const readable = layout([bytes("open blob")]);
+  const script = join(tempDir(), "child.mts");
+  const blobCall = (d: string, content: string): string => `() => blob(${JSON.stringify(d)}, ${JSON.stringify(sha256Hex(bytes(content)))})`;
   writeFileSync(
     script,
     `const { openLayoutDir } = await import(${JSON.stringify(join(PROJECT_ROOT, "src", "oci", "layout-reader.ts"))});
 const outcome = async (f) => { try { await f(); return "opened"; } catch (e) { return e.code + " " + e.path; } };
 const blob = async (dir, hex) => { const r = await openLayoutDir(dir); try { const f = await r.openBlob("sha256:" + hex, "/layers/0"); await f.handle.close(); } finally { await r.close(); } };
 process.stdout.write(JSON.stringify([
-  await outcome(() => blob(${JSON.stringify(dir)}, ${JSON.stringify(hex)})),
-  await outcome(() => blob(${JSON.stringify(noOpen)}, ${JSON.stringify(sha256Hex(Buffer.from("unreadable blob")))})),
+  await outcome(${blobCall(dir, "locked blob")}),
+  await outcome(${blobCall(noOpen, "unreadable blob")}),
   await outcome(() => openLayoutDir(${JSON.stringify(shut)})),
-  await outcome(() => blob(${JSON.stringify(readable)}, ${JSON.stringify(sha256Hex(Buffer.from("open blob")))})),
+  await outcome(${blobCall(readable, "open blob")}),
 ]));
 `,
   );
-  const asNobody = process.getuid?.() === 0 ? ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] : [];
-  const argv = [...asNobody, process.execPath, "--import", "tsx", script];
+  const dropCaps = root ? ["setpriv", "--bounding-set=-dac_override,-dac_read_search"] : [];
+  const argv = [...dropCaps, process.execPath, "--import", "tsx", script];
   const r = spawnSync(argv[0]!, argv.slice(1), { cwd: PROJECT_ROOT, encoding: "utf8", timeout: 60_000 });
   assert.equal(r.status, 0, r.stderr.slice(-600));
   const [lstatDenied, openDenied, layoutDenied, control] = JSON.parse(r.stdout) as string[];
-  assert.equal(lstatDenied, `IO_ERROR ${join(dir, "blobs", "sha256", hex)}`);
-  assert.equal(openDenied, `IO_ERROR ${join(noOpen, "blobs", "sha256", sha256Hex(Buffer.from("unreadable blob")))}`);
+  assert.equal(lstatDenied, `IO_ERROR ${join(dir, "blobs", "sha256", sha256Hex(bytes("locked blob")))}`);
+  assert.equal(openDenied, `IO_ERROR ${join(noOpen, "blobs", "sha256", sha256Hex(bytes("unreadable blob")))}`);
   assert.equal(layoutDenied, `IO_ERROR ${shut}`);
   assert.equal(control, "opened");
 });
