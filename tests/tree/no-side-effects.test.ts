@@ -26,14 +26,20 @@ const READ_ONLY_FS = new Set([
   "readlinkSync",
   "readFileSync",
   "readSync",
+  "closeSync",
   "existsSync",
   "realpathSync",
   "constants",
   "type Stats",
   "type Dirent",
 ]);
-/** core's file writers and openers (src/core/files.ts): none belongs in the tree area. */
-const CORE_FILE_API = ["writeFileAtomic", "mkdirPrivate", "tempSibling", "fsyncDir", "writeFully", "openForRead", "createExclusive", "readFullyAt"];
+/**
+ * core's file writers and creators (src/core/files.ts): none belongs in the
+ * tree area. Its read-only opener and positional read (`openForRead`:
+ * O_RDONLY | O_NOFOLLOW | O_NONBLOCK; `readFullyAt`) may be used: the
+ * directory reader streams a layer build's files through them.
+ */
+const CORE_FILE_API = ["writeFileAtomic", "mkdirPrivate", "tempSibling", "fsyncDir", "writeFully", "writeFullyAt", "createExclusive"];
 /** fs calls that write, create, open or change metadata, sync or async, by name. */
 const WRITE_CALLS = [
   "writeFile",
@@ -141,9 +147,11 @@ describe("no side effects in src/tree (O17)", () => {
     }
     assert.deepEqual(sideEffects('import * as fs from "node:fs";'), ["imports * as fs from node:fs"]);
     assert.deepEqual(sideEffects('import { open } from "node:fs/promises";'), ["imports open from node:fs/promises"]);
-    for (const n of ["createExclusive", "openForRead", "writeFileAtomic", "writeFully"]) {
+    for (const n of ["createExclusive", "writeFileAtomic", "writeFully", "writeFullyAt"]) {
       assert.deepEqual(sideEffects(`import { CairnError, ${n} } from "../core/index.ts";`), [`imports ${n} from core`], n);
     }
+    // the read-only opener and reads pass
+    assert.deepEqual(sideEffects('import { openForRead, readFullyAt } from "../core/index.ts";\nimport { closeSync } from "node:fs";'), []);
     assert.deepEqual(sideEffects("import { execFile } from 'node:child_process';"), ["imports node:child_process"]);
     assert.deepEqual(sideEffects('spawnSync("tar", ["x"]);'), ["uses spawnSync("]);
     assert.deepEqual(sideEffects('buf.write("ustar", 257); stream.write(part);'), [], "Buffer and stream writes are not fs");
