@@ -67,3 +67,16 @@ test("RFC 6901: ~ becomes ~0 and / becomes ~1, every occurrence, ~ first", () =>
   assert.equal(escapePointer("a/b/c~d~e"), "a~1b~1c~0d~0e");
   assert.equal(escapePointer("~1"), "~01");
 });
+
+test("JCS: canonical bytes of a document many 64 KiB chunks long are exactly the UTF-8 of its canonical text; control: a small one", () => {
+  const small = { a: "é", b: [1, 2] };
+  assert.ok(canonicalBytes(small).equals(Buffer.from(canonicalize(small), "utf8")));
+  // 5,000 entries of about 100 characters, multi-byte characters on every chunk boundary's side
+  const big = { tree: Array.from({ length: 5000 }, (_, i) => ({ path: `/usr/share/doc/pkg-${i}/é-ü-漢-${"x".repeat(i % 50)}`, size: i, sha256: "0".repeat(64) })) };
+  const text = canonicalize(big);
+  assert.ok(text.length > 6 * 64 * 1024, "spans several chunks");
+  const bytes = canonicalBytes(big);
+  assert.equal(bytes.length, Buffer.byteLength(text, "utf8"));
+  assert.ok(bytes.equals(Buffer.from(text, "utf8")));
+  assert.ok(bytes.subarray(0, 10).equals(Buffer.from('{"tree":[{', "utf8")), "the first chunk is kept");
+});
