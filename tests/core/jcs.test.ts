@@ -72,7 +72,9 @@ test("JCS: canonical bytes of a document many 64 KiB chunks long are exactly the
   const small = { a: "é", b: [1, 2] };
   assert.ok(canonicalBytes(small).equals(Buffer.from(canonicalize(small), "utf8")));
   // 5,000 entries of about 100 characters, multi-byte characters on every chunk boundary's side
-  const big = { tree: Array.from({ length: 5000 }, (_, i) => ({ path: `/usr/share/doc/pkg-${i}/é-ü-漢-${"x".repeat(i % 50)}`, size: i, sha256: "0".repeat(64) })) };
+  const big = {
+    tree: Array.from({ length: 5000 }, (_, i) => ({ path: `/usr/share/doc/pkg-${i}/é-ü-漢-${"x".repeat(i % 50)}`, size: i, sha256: "0".repeat(64) })),
+  };
   const text = canonicalize(big);
   assert.ok(text.length > 6 * 64 * 1024, "spans several chunks");
   const bytes = canonicalBytes(big);
