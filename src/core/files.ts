@@ -134,6 +134,30 @@ export function createExclusive(path: string, mode: number): number {
   return openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
 }
 
+/**
+ * Creates `dst` exclusively (0600, see createExclusive) and lets `produce`
+ * write its bytes in order; the file is closed when `produce` returns, and
+ * removed when it (or a write) throws, so a refused or failed copy leaves
+ * nothing under the name. A non-CairnError becomes IO_ERROR naming `dst`.
+ * Used for the private staged copies of large inputs (blobs, bundles).
+ */
+export function writeNewFile<T>(dst: string, produce: (write: (chunk: Uint8Array) => void) => T): T {
+  let fd: number | undefined;
+  try {
+    fd = createExclusive(dst, 0o600);
+    const out = fd;
+    const result = produce((chunk) => writeFully(out, chunk));
+    closeSync(fd);
+    fd = undefined;
+    return result;
+  } catch (cause) {
+    if (fd !== undefined) closeSync(fd);
+    rmSync(dst, { force: true });
+    if (cause instanceof CairnError) throw cause;
+    throw ioError(dst, cause, "write");
+  }
+}
+
 /** Writes all of `data` at the file's current position (a short write is retried, never dropped). */
 export function writeFully(fd: number, data: Uint8Array): void {
   let off = 0;

@@ -22,7 +22,18 @@ export {
 export type { SigningKey, VerifyingKey } from "./keys.ts";
 export { pae, signEnvelope, verifyEnvelope, parseEnvelope } from "./dsse.ts";
 export type { DsseEnvelope, DsseSignature } from "./dsse.ts";
-export { writeFileAtomic, mkdirPrivate, tempSibling, fsyncDir, readFullyAt, writeFully, writeFullyAt, openForRead, createExclusive } from "./files.ts";
+export {
+  writeFileAtomic,
+  mkdirPrivate,
+  tempSibling,
+  fsyncDir,
+  readFullyAt,
+  writeFully,
+  writeFullyAt,
+  writeNewFile,
+  openForRead,
+  createExclusive,
+} from "./files.ts";
 export { openRoot, openDirIn, hasDirIn, withDirIn, ensureDirsIn, removeIn, descriptorPath, MAX_MARKER_BYTES } from "./owned-root.ts";
 export type { RootKind, DirOptions } from "./owned-root.ts";
 export { fileKind, hashFileBounded, readFileBounded, readFilePrefix, streamFileBounded } from "./bounded-read.ts";

@@ -26,7 +26,7 @@
  * that is how `cairn store gc` knows a writer is open and waits for it
  * (gc-lock.ts); the roots and pack records are what gc keeps (gc.ts).
  */
-import { closeSync, lstatSync, rmSync, type Stats } from "node:fs";
+import { lstatSync, rmSync, type Stats } from "node:fs";
 import { isAbsolute } from "node:path";
 import { join } from "node:path";
 import {
@@ -36,14 +36,12 @@ import {
   hasDirIn,
   openRoot,
   parseSha256,
-  createExclusive,
-  ioError,
   hashFileBounded,
   readFileBounded,
   sha256,
   Sha256Hasher,
   streamFileBounded,
-  writeFully,
+  writeNewFile,
   type RootKind,
   type Sha256Digest,
 } from "../core/index.ts";
@@ -261,29 +259,14 @@ export class Store {
     if (this.has(area, digest, size)) return;
     const tmp = join(this.stagingDir, `put-${this.#seq++}`);
     const hash = new Sha256Hasher();
-    let fd: number | undefined;
-    try {
-      fd = createExclusive(tmp, 0o600);
-      const out = fd;
-      streamFileBounded(
-        file,
-        size,
-        "storeObjectBytes",
-        (chunk) => {
-          hash.update(chunk);
-          writeFully(out, chunk);
-        },
-        { expectedSize: size },
-      );
-      closeSync(fd);
-      fd = undefined;
+    writeNewFile(tmp, (write) => {
+      const copy = (chunk: Uint8Array): void => {
+        hash.update(chunk);
+        write(chunk);
+      };
+      streamFileBounded(file, size, "storeObjectBytes", copy, { expectedSize: size });
       if (hash.digest() !== digest) throw new CairnError("STORE_CORRUPT", `${file} does not hold ${digest}`, { path: file });
-    } catch (e) {
-      if (fd !== undefined) closeSync(fd);
-      rmSync(tmp, { force: true });
-      if (e instanceof CairnError) throw e;
-      throw ioError(tmp, e, "write");
-    }
+    });
     this.adopt(area, tmp, digest, size);
   }
 

@@ -24,7 +24,7 @@ import { closeSync, fstatSync, lstatSync, mkdtempSync, readdirSync, readSync, rm
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { hostTag, processAlive } from "../store/index.ts";
-import { CairnError, createExclusive, ioError, openForRead, readFullyAt, Sha256Hasher, writeFully, type Sha256Digest } from "../core/index.ts";
+import { CairnError, ioError, openForRead, readFullyAt, Sha256Hasher, writeNewFile, type Sha256Digest } from "../core/index.ts";
 
 /** How much of a blob a copy or hash holds at once. */
 export const STAGE_CHUNK_BYTES = 1024 * 1024;
@@ -182,18 +182,6 @@ export function checkBlobFile(path: string, expected: ExpectedBlob, where: strin
  * size and digest as it is copied; `dst` is removed unless the copy matched.
  */
 export function copyVerified(src: string, dst: string, expected: ExpectedBlob, where: string): string {
-  let fd: number | undefined;
-  try {
-    fd = createExclusive(dst, 0o600);
-    const out = fd;
-    streamChecked(src, expected, where, (chunk) => writeFully(out, chunk));
-    closeSync(fd);
-    fd = undefined;
-    return dst;
-  } catch (cause) {
-    if (fd !== undefined) closeSync(fd);
-    rmSync(dst, { force: true });
-    if (cause instanceof CairnError) throw cause;
-    throw ioError(dst, cause, "write");
-  }
+  writeNewFile(dst, (write) => streamChecked(src, expected, where, write));
+  return dst;
 }

@@ -10,7 +10,7 @@
  * bytes stream out of the gate, hashed as they go.
  */
 import { closeSync } from "node:fs";
-import { CairnError, createExclusive, ioError, readFileBounded, streamFileBounded, writeFully, type Sha256Digest } from "../core/index.ts";
+import { createExclusive, ioError, readFileBounded, streamFileBounded, writeFully, writeNewFile, type Sha256Digest } from "../core/index.ts";
 import { BlobStaging } from "../strata/index.ts";
 import { hashingWriter, type ContentSink } from "../tree/index.ts";
 
@@ -35,15 +35,7 @@ export class BundleSpill {
   /** Copies the bundle at `file` into the private directory (the checks and codes of a bounded read) and returns the copy's path. */
   copyBundle(file: string, max: number, limit: string): string {
     const copy = this.#staging.path("bundle.tar");
-    const fd = createExclusive(copy, 0o600);
-    try {
-      streamFileBounded(file, max, limit, (chunk) => writeFully(fd, chunk), { missing: "USAGE", notRegular: "BUNDLE_INVALID" });
-    } catch (e) {
-      if (e instanceof CairnError) throw e;
-      throw ioError(copy, e, "write");
-    } finally {
-      closeSync(fd);
-    }
+    writeNewFile(copy, (write) => streamFileBounded(file, max, limit, write, { missing: "USAGE", notRegular: "BUNDLE_INVALID" }));
     return copy;
   }
 
