@@ -74,14 +74,15 @@ function bodyMatches(fd: number, plan: PackPlan): boolean {
   const buf = Buffer.allocUnsafe(Math.min(Math.max(plan.offset, 1), WRITE_BUFFER));
   let k = 0; // the content being hashed
   let h = new Sha256Hasher();
-  let left = plan.order.length > 0 ? plan.entries.get(plan.order[0]!)!.size : 0; // its bytes still to come
+  const n = plan.entries.size;
+  let left = n > 0 ? plan.entries.sizeAt(0) : 0; // its bytes still to come
   const settle = (): boolean => {
     // closes every content that has all its bytes (empty ones included)
-    while (k < plan.order.length && left === 0) {
-      if (h.digest() !== plan.order[k]) return false;
+    while (k < n && left === 0) {
+      if (h.digest() !== plan.entries.digestAt(k)) return false;
       k++;
       h = new Sha256Hasher();
-      left = k < plan.order.length ? plan.entries.get(plan.order[k]!)!.size : 0;
+      left = k < n ? plan.entries.sizeAt(k) : 0;
     }
     return true;
   };
@@ -98,5 +99,5 @@ function bodyMatches(fd: number, plan: PackPlan): boolean {
     }
     at += n;
   }
-  return k === plan.order.length;
+  return k === n;
 }

@@ -52,33 +52,32 @@ export function contentHash(): { write(chunk: Uint8Array): void; end(): PackedAd
   };
 }
 import type { Store } from "./store.ts";
+import { PackEntries } from "./pack-entries.ts";
+
+export type { PackEntry } from "./pack-entries.ts";
 
 export const PACK_MAGIC = Buffer.from("cairn.pack/1", "latin1");
 const ENTRY_BYTES = 40;
 const TRAILER_BYTES = 8 + PACK_MAGIC.length;
 export const WRITE_BUFFER = 1 << 20;
 
-export interface PackEntry {
-  readonly offset: number;
-  readonly size: number;
-}
-
-/** Where each content of a pack lies; `size` is the pack file's size. */
+/** Where each content of a pack lies (compact columns: store/pack-entries.ts); `size` is the pack file's size. */
 export interface PackIndex {
   readonly digest: Sha256Digest;
   readonly size: number;
-  readonly entries: ReadonlyMap<Sha256Digest, PackEntry>;
+  readonly entries: PackEntries;
 }
 
 /** The bytes after the body: index, count, magic. Their sha256 names the pack. */
-function encodeTail(order: readonly Sha256Digest[], entries: ReadonlyMap<Sha256Digest, PackEntry>): Buffer {
-  const tail = Buffer.alloc(order.length * ENTRY_BYTES + TRAILER_BYTES);
-  order.forEach((d, i) => {
-    tail.write(d.slice("sha256:".length), i * ENTRY_BYTES, "hex");
-    tail.writeBigUInt64BE(BigInt(entries.get(d)!.size), i * ENTRY_BYTES + 32);
-  });
-  tail.writeBigUInt64BE(BigInt(order.length), order.length * ENTRY_BYTES);
-  PACK_MAGIC.copy(tail, order.length * ENTRY_BYTES + 8);
+function encodeTail(entries: PackEntries): Buffer {
+  const n = entries.size;
+  const tail = Buffer.alloc(n * ENTRY_BYTES + TRAILER_BYTES);
+  for (let i = 0; i < n; i++) {
+    entries.copyDigest(i, tail, i * ENTRY_BYTES);
+    tail.writeBigUInt64BE(BigInt(entries.sizeAt(i)), i * ENTRY_BYTES + 32);
+  }
+  tail.writeBigUInt64BE(BigInt(n), n * ENTRY_BYTES);
+  PACK_MAGIC.copy(tail, n * ENTRY_BYTES + 8);
   return tail;
 }
 
@@ -113,24 +112,21 @@ function sameBytes(a: string, b: string, size: number): boolean {
   }
 }
 
-/** The index of a pack being built: each distinct content once, in the order added. */
+/** The index of a pack being built: each distinct content once, in the order added (entry i is the i-th in the body). */
 export class PackPlan {
-  readonly entries = new Map<Sha256Digest, PackEntry>();
-  readonly order: Sha256Digest[] = [];
+  readonly entries = new PackEntries();
   offset = 0;
 
   /** Records a content that ends the body so far; false when the pack already holds it (its bytes are then dropped). */
   record(digest: Sha256Digest, size: number): boolean {
-    if (this.entries.has(digest)) return false;
-    this.entries.set(digest, { offset: this.offset, size });
-    this.order.push(digest);
+    if (!this.entries.add(digest, this.offset, size)) return false;
     this.offset += size;
     return true;
   }
 
   /** The tail (index, count, magic), the pack's name and its size. */
   seal(): { tail: Buffer; digest: Sha256Digest; size: number } {
-    const tail = encodeTail(this.order, this.entries);
+    const tail = encodeTail(this.entries);
     return { tail, digest: sha256(tail), size: this.offset + tail.length };
   }
 }
@@ -328,13 +324,12 @@ export function inspectPack(store: Store, unsafeDigest: string, maxBytes: number
     const tail = Buffer.alloc(Number(tailBytes));
     readFullyAt(fd, tail, st.size - tail.length);
     if (sha256(tail) !== digest) throw corrupt(digest, "does not match its name");
-    const entries = new Map<Sha256Digest, PackEntry>();
+    const entries = new PackEntries();
     let offset = 0;
     for (let i = 0; i < Number(count); i++) {
       const d = `sha256:${tail.toString("hex", i * ENTRY_BYTES, i * ENTRY_BYTES + 32)}` as Sha256Digest;
       const size = Number(tail.readBigUInt64BE(i * ENTRY_BYTES + 32));
-      if (entries.has(d) || offset + size > st.size - tail.length) throw corrupt(digest, "has a malformed index");
-      entries.set(d, { offset, size });
+      if (offset + size > st.size - tail.length || !entries.add(d, offset, size)) throw corrupt(digest, "has a malformed index");
       offset += size;
     }
     if (offset !== st.size - tail.length) throw corrupt(digest, "has a body of another length than its index");

@@ -2,7 +2,7 @@
 export { CpioWriter, S_IFDIR, S_IFREG, S_IFLNK, S_IFCHR } from "./cpio.ts";
 export type { CpioEntry } from "./cpio.ts";
 export { buildGuestImage, DEV_SYMLINKS } from "./initramfs.ts";
-export { planErofs, writeErofs, EROFS_BLOCK } from "./erofs.ts";
+export { planErofs, planned, writeErofs, EROFS_BLOCK } from "./erofs.ts";
 export type { ErofsPlan, ErofsImage } from "./erofs.ts";
 export { encodeTreeManifest, TREE_MANIFEST_IDENTITY } from "./tree-manifest.ts";
 export type { TreeManifest } from "./tree-manifest.ts";

@@ -8,7 +8,7 @@
 import { CairnError, canonicalBytes, sha256, type Sha256Digest } from "../core/index.ts";
 import { buildBinaryWorkload } from "./binary.ts";
 import type { RawRef } from "./closure.ts";
-import { encodeDerived } from "./derived-entry.ts";
+import { digestDerived, encodeDerived } from "./derived-entry.ts";
 import { fsIdentity } from "../tree/index.ts";
 import { sourceIdentity, workloadIdentity, type SourceFacts, type SourceKind, type WorkloadIdentities } from "./workload-identity.ts";
 import { launchIdentity, type Launch } from "./launch.ts";
@@ -24,7 +24,9 @@ export interface Derived {
   readonly policy: LayerPolicy;
   readonly identities: WorkloadIdentities;
   readonly raw: readonly RawRef[];
-  readonly derivedBytes: Buffer;
+  /** The derived entry's bytes, when asked for (`keepBytes`: assembly stores them); verification keeps only digest and size. */
+  readonly derivedBytes?: Buffer;
+  readonly derivedSize: number;
   readonly derivedDigest: Sha256Digest;
 }
 
@@ -34,7 +36,14 @@ export function canonicalSpecBytes(spec: WorkloadSpec): Buffer {
 }
 
 /** Computes every identity and the derived entry from a tree, launch and source facts. */
-export function finishDerivation(input: { spec: WorkloadSpec; tree: CanonicalTree; launch: Launch; source: SourceFacts; raw: readonly RawRef[] }): Derived {
+export function finishDerivation(input: {
+  spec: WorkloadSpec;
+  tree: CanonicalTree;
+  launch: Launch;
+  source: SourceFacts;
+  raw: readonly RawRef[];
+  keepBytes?: boolean;
+}): Derived {
   const specBytes = canonicalSpecBytes(input.spec);
   const specRef: RawRef = { role: "spec", digest: sha256(specBytes), size: specBytes.length };
   const raw = [specRef, ...input.raw];
@@ -44,7 +53,9 @@ export function finishDerivation(input: { spec: WorkloadSpec; tree: CanonicalTre
   const source = sourceIdentity(input.source);
   const workload = workloadIdentity({ kind, source, fs, launch, policy: input.spec.policy });
   const identities = { workload, source, fs, launch };
-  const derivedBytes = encodeDerived({ kind, identities, policy: input.spec.policy, launch: input.launch, raw, tree: input.tree });
+  const entry = { kind, identities, policy: input.spec.policy, launch: input.launch, raw, tree: input.tree };
+  const derivedBytes = input.keepBytes === true ? encodeDerived(entry) : undefined;
+  const digested = derivedBytes !== undefined ? { digest: sha256(derivedBytes), size: derivedBytes.length } : digestDerived(entry);
   return {
     kind,
     specBytes,
@@ -53,13 +64,14 @@ export function finishDerivation(input: { spec: WorkloadSpec; tree: CanonicalTre
     policy: input.spec.policy,
     identities,
     raw,
-    derivedBytes,
-    derivedDigest: sha256(derivedBytes),
+    ...(derivedBytes !== undefined ? { derivedBytes } : {}),
+    derivedSize: digested.size,
+    derivedDigest: digested.digest,
   };
 }
 
 /** A binary workload from the executable's bytes (already read, bounded). */
-export function deriveBinary(spec: WorkloadSpec, exeBytes: Uint8Array, where: string): Derived {
+export function deriveBinary(spec: WorkloadSpec, exeBytes: Uint8Array, where: string, keepBytes = false): Derived {
   if (spec.source.kind !== "binary") throw new CairnError("WORKLOAD_SPEC_INVALID", "not a binary spec", { path: "/source" });
   const source: BinarySourceSpec = spec.source;
   const exe = { bytes: exeBytes, sha256: sha256(exeBytes) };
@@ -70,5 +82,6 @@ export function deriveBinary(spec: WorkloadSpec, exeBytes: Uint8Array, where: st
     launch,
     source: { kind: "binary", executable: exe.sha256, size: exeBytes.length },
     raw: [{ role: "executable", digest: exe.sha256, size: exeBytes.length }],
+    keepBytes,
   });
 }

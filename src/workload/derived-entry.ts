@@ -9,7 +9,7 @@
  * from the raw closure and requires the stored bytes to be identical, then
  * hands out the rebuilt values.
  */
-import { CairnError, canonicalize, declareIdentity, defineScope, identityBytes, jcsNumber, jcsString } from "../core/index.ts";
+import { CairnError, canonicalize, declareIdentity, defineScope, identityBytes, jcsNumber, jcsString, Sha256Hasher, type Sha256Digest } from "../core/index.ts";
 import { rawModel, type RawRef } from "./closure.ts";
 import type { SourceKind, WorkloadIdentities } from "./workload-identity.ts";
 import { launchModel, type Launch } from "./launch.ts";
@@ -88,15 +88,8 @@ export function entryText(e: FsEntry, i: number): string {
 /** `"tree"` sorts after every other key of the entry (JCS orders keys by UTF-16 units), so the document ends with it. */
 const EMPTY_TREE_TAIL = Buffer.from('"tree":[]}');
 
-/**
- * The JCS bytes of a derived entry (deterministic: the same workload always
- * gives the same bytes). The tree is the bulk of it (one object per entry),
- * so it is never held as one model, nor as pieces to be joined: a first pass
- * sizes every entry's text, a second writes them into the one buffer of the
- * result. The result equals canonicalBytes of the whole model: a JCS array
- * is its items' JCS texts joined by commas, and "tree" is the last key.
- */
-export function encodeDerived(d: DerivedEntry): Buffer {
+/** The entry's JCS bytes up to and including `"tree":[` (every other key sorts before "tree"). */
+function derivedHead(d: DerivedEntry): Buffer {
   const head = identityBytes(DERIVED_ENTRY_IDENTITY, {
     source_kind: d.kind,
     identities: { ...d.identities },
@@ -106,13 +99,25 @@ export function encodeDerived(d: DerivedEntry): Buffer {
     tree: [],
   });
   if (!head.subarray(head.length - EMPTY_TREE_TAIL.length).equals(EMPTY_TREE_TAIL)) throw new TypeError("derived entry: the tree is not the last key");
+  return head.subarray(0, head.length - 2);
+}
+
+/**
+ * The JCS bytes of a derived entry (deterministic: the same workload always
+ * gives the same bytes). The tree is the bulk of it (one object per entry),
+ * so it is never held as one model, nor as pieces to be joined: a first pass
+ * sizes every entry's text, a second writes them into the one buffer of the
+ * result. The result equals canonicalBytes of the whole model: a JCS array
+ * is its items' JCS texts joined by commas, and "tree" is the last key.
+ */
+export function encodeDerived(d: DerivedEntry): Buffer {
+  const head = derivedHead(d);
   const entries = sortedEntries(d.tree);
-  const open = head.length - 2; // up to and including `"tree":[`
-  let size = open + Math.max(0, entries.length - 1) + 2;
+  let size = head.length + Math.max(0, entries.length - 1) + 2;
   for (let i = 0; i < entries.length; i++) size += Buffer.byteLength(entryText(entries[i]!, i), "utf8");
   const out = Buffer.allocUnsafe(size);
-  head.copy(out, 0, 0, open);
-  let at = open;
+  head.copy(out, 0);
+  let at = head.length;
   for (let i = 0; i < entries.length; i++) {
     if (i > 0) out[at++] = 0x2c; // ","
     at += out.write(entryText(entries[i]!, i), at, "utf8");
@@ -120,4 +125,37 @@ export function encodeDerived(d: DerivedEntry): Buffer {
   at += out.write("]}", at, "latin1");
   if (at !== size) throw new TypeError(`derived entry: wrote ${at} bytes of ${size}`);
   return out;
+}
+
+const HASH_CHUNK = 1 << 16;
+
+/**
+ * The sha256 and length of encodeDerived's bytes, without holding them: the
+ * same texts go through one 64 KiB buffer into the hash. Verification needs
+ * only these (the stored entry is checked against them in chunks), and the
+ * bytes of a 200,000-entry tree are some 35 MB.
+ */
+export function digestDerived(d: DerivedEntry): { readonly digest: Sha256Digest; readonly size: number } {
+  const h = new Sha256Hasher();
+  const buf = Buffer.allocUnsafe(HASH_CHUNK);
+  let fill = 0;
+  let size = 0;
+  const put = (text: string): void => {
+    const n = Buffer.byteLength(text, "utf8");
+    if (fill + n > buf.length) {
+      h.update(buf.subarray(0, fill));
+      fill = 0;
+    }
+    if (n > buf.length) h.update(Buffer.from(text, "utf8"));
+    else fill += buf.write(text, fill, "utf8");
+    size += n;
+  };
+  const head = derivedHead(d);
+  h.update(head);
+  size += head.length;
+  const entries = sortedEntries(d.tree);
+  for (let i = 0; i < entries.length; i++) put(i > 0 ? `,${entryText(entries[i]!, i)}` : entryText(entries[i]!, i));
+  put("]}");
+  h.update(buf.subarray(0, fill));
+  return { digest: h.digest(), size };
 }

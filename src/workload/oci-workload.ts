@@ -75,7 +75,7 @@ export interface DerivedOci {
 async function deriveAndPack(spec: WorkloadSpec, src: OciSource, store: Store, checkExisting: boolean, progress?: (line: string) => void): Promise<DerivedOci> {
   const pack = new PackWriter(store);
   try {
-    const { derived, listing } = await deriveFromSource(spec, src, packSink(pack, progress));
+    const { derived, listing } = await deriveFromSource(spec, src, packSink(pack, progress), !checkExisting);
     return { derived, listing, contents: pack.finish({ checkExisting }) };
   } catch (e) {
     pack.abort();
@@ -141,14 +141,20 @@ export interface PolicyListing {
   readonly droppedXattrs: readonly DroppedXattrs[];
 }
 
-async function deriveFromSource(spec: WorkloadSpec, src: OciSource, sink: ContentSink): Promise<{ derived: Derived; listing: PolicyListing }> {
+/** `keepBytes`: assembly keeps the derived entry's bytes to store them; verification needs only their digest and size. */
+async function deriveFromSource(
+  spec: WorkloadSpec,
+  src: OciSource,
+  sink: ContentSink,
+  keepBytes: boolean,
+): Promise<{ derived: Derived; listing: PolicyListing }> {
   if (spec.source.kind !== "oci") throw new CairnError("WORKLOAD_SPEC_INVALID", "not an OCI spec", { path: "/source" });
   // Launch first: a root or shell-form image is refused before any layer is expanded.
   const launch = launchFromOci(ociLaunchWithSpec(src.launch, spec.source.launch));
   const { tree, skipped, droppedXattrs } = await applyLayers({ layers: src.layers, policy: spec.policy, limits: spec.limits, sink });
   const problems = await launchTreeProblems(tree, launch, spec.source.launch?.workdir !== undefined);
   if (problems.length > 0) throw problems[0];
-  const derived = finishDerivation({ spec, tree, launch, source: { kind: "oci", manifest: src.manifest.digest }, raw: rawRefs(src) });
+  const derived = finishDerivation({ spec, tree, launch, source: { kind: "oci", manifest: src.manifest.digest }, raw: rawRefs(src), keepBytes });
   return { derived, listing: { skipped, droppedXattrs } };
 }
 
@@ -234,7 +240,7 @@ export async function verifyOci(spec: WorkloadSpec, lock: WorkloadLock, store: S
     rmSync(top, { recursive: true, force: true });
   }
   const check = new PackCheck(store);
-  const { derived, listing } = await deriveFromSource(spec, src, packSink(check));
+  const { derived, listing } = await deriveFromSource(spec, src, packSink(check), false);
   const contents = check.finish();
   if (contents !== undefined) return { derived, listing, contents };
   return { ...(await deriveAndPack(spec, src, store, true)), repaired: true };

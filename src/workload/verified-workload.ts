@@ -74,7 +74,7 @@ function compareWithLock(lock: WorkloadLock, d: Derived): void {
   if (d.identities.launch !== lock.identities.launch) mismatch("/identities/launch", "the launch identity");
   if (!samePolicy(d.policy, lock.policy)) mismatch("/policy", "the layer policy");
   if (d.identities.workload !== lock.identities.workload) mismatch("/workload", "the workload identity");
-  if (d.derivedDigest !== lock.derived.digest || d.derivedBytes.length !== lock.derived.size) mismatch("/derived", "the derived entry");
+  if (d.derivedDigest !== lock.derived.digest || d.derivedSize !== lock.derived.size) mismatch("/derived", "the derived entry");
 }
 
 /** Runs a store check for one lock field; a store refusal keeps its code but names the lock field and role. */
@@ -174,19 +174,7 @@ async function verifyAgainst(lock: WorkloadLock, storeDir: string, writable: Sto
     }
   }
   if (pack !== undefined) writable.recordPack(lock.derived.digest, pack.digest);
-  const sizes = new Map<Sha256Digest, number>();
-  for (const e of derived.tree.values()) if (e.type === "file") sizes.set(e.sha256, e.size);
-  const contents = pack;
-  const content: ContentSource = {
-    async get(sha256: Sha256Digest): Promise<Uint8Array> {
-      const size = sizes.get(sha256);
-      if (size === undefined) {
-        throw new CairnError("STORE_MISSING", `${sha256} is not a file of this workload`, { path: sha256 });
-      }
-      // Both reads verify the bytes against the digest before returning them.
-      return contents !== undefined ? readPacked(store, contents, sha256, size) : store.read("objects", sha256, size, "fileSize");
-    },
-  };
+  const content = contentSource(store, derived.tree, pack);
   return {
     lock,
     kind: lock.kind,
@@ -198,6 +186,34 @@ async function verifyAgainst(lock: WorkloadLock, storeDir: string, writable: Sto
     identities: derived.identities,
     derivedDigest: derived.derivedDigest,
     repaired,
+  };
+}
+
+/**
+ * File bytes of the verified tree only: a digest no file of the tree has (a
+ * content an upper layer removed is still in the pack) is STORE_MISSING. An
+ * OCI tree's files are marked in a byte per pack content, not held in a
+ * second table by digest; a binary tree has one file.
+ */
+function contentSource(store: Store, tree: CanonicalTree, pack: PackIndex | undefined): ContentSource {
+  const inTree = pack !== undefined ? new Uint8Array(pack.entries.size) : undefined;
+  const sizes = new Map<Sha256Digest, number>();
+  for (const e of tree.values()) {
+    if (e.type !== "file") continue;
+    const i = pack?.entries.indexOf(e.sha256) ?? -1;
+    if (i >= 0) inTree![i] = 1;
+    else if (pack === undefined) sizes.set(e.sha256, e.size);
+  }
+  return {
+    async get(sha256: Sha256Digest): Promise<Uint8Array> {
+      const i = pack !== undefined ? pack.entries.indexOf(sha256) : -1;
+      const size = pack !== undefined ? (i >= 0 && inTree![i] === 1 ? pack.entries.sizeAt(i) : undefined) : sizes.get(sha256);
+      if (size === undefined) {
+        throw new CairnError("STORE_MISSING", `${sha256} is not a file of this workload`, { path: sha256 });
+      }
+      // Both reads verify the bytes against the digest before returning them.
+      return pack !== undefined ? readPacked(store, pack, sha256, size) : store.read("objects", sha256, size, "fileSize");
+    },
   };
 }
 

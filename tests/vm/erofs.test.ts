@@ -17,7 +17,7 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import { sha256, type Sha256Digest } from "../../src/core/index.ts";
 import type { CanonicalTree, FsEntry } from "../../src/tree/entries.ts";
-import { EROFS_BLOCK, planErofs, writeErofs } from "../../src/vm/index.ts";
+import { EROFS_BLOCK, planErofs, planned, writeErofs } from "../../src/vm/index.ts";
 import { needs } from "../helpers/prerequisites.ts";
 
 const FSCK = spawnSync("fsck.erofs", ["-V"]).error === undefined;
@@ -49,6 +49,8 @@ function world(order: "forward" | "reverse"): { tree: CanonicalTree; blobs: Map<
   for (let i = 0; i < 600; i++) file(`/srv/many/${String(i).padStart(4, "0")}-${"n".repeat(i % 60)}`, Buffer.from(`file ${i}\n`), 0o755);
   file("/srv/many/-dash", Buffer.from("sorts before .\n"));
   file("/srv/many/+plus", Buffer.from("sorts before .\n"));
+  file("/srv/many/.-between", Buffer.from("sorts between . and ..\n"));
+  file("/srv/many/.after", Buffer.from("sorts after ..\n"));
   if (order === "reverse") entries.reverse();
   return { tree: new Map(entries.map((e) => [e.path, e])), blobs };
 }
@@ -105,17 +107,17 @@ describe("EROFS writer", { skip: SKIP }, () => {
     assert.deepEqual(readBack(r.dir, w.tree), []);
     // the layout used every form it has: inline tails, plain blocks, a multi-block directory
     const plan = planErofs(w.tree);
-    const many = plan.byPath.get("/srv/many")!;
+    const many = planned(plan, "/srv/many")!;
     assert.ok(many.size > 2 * EROFS_BLOCK, "the directory spans several blocks");
-    assert.equal(plan.byPath.get("/srv/size-4032")!.tail, 4032);
-    assert.equal(plan.byPath.get("/srv/size-4033")!.tail, 0);
-    assert.equal(plan.byPath.get("/srv/size-10000")!.tail, 10_000 - 2 * EROFS_BLOCK);
+    assert.equal(planned(plan, "/srv/size-4032")!.tail, 4032);
+    assert.equal(planned(plan, "/srv/size-4033")!.tail, 0);
+    assert.equal(planned(plan, "/srv/size-10000")!.tail, 10_000 - 2 * EROFS_BLOCK);
   });
 
   it("control: the oracle catches a damaged directory block", async () => {
     const w = world("forward");
     const img = await image(w);
-    const many = planErofs(w.tree).byPath.get("/srv/many")!;
+    const many = planned(planErofs(w.tree), "/srv/many")!;
     const damaged = Buffer.from(img.bytes);
     // the first dirent of the directory's first block: its nid now points elsewhere
     damaged[many.blkaddr * EROFS_BLOCK] = damaged[many.blkaddr * EROFS_BLOCK]! ^ 0x41;
