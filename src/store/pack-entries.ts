@@ -1,8 +1,8 @@
 /**
  * A content pack's index in memory (store/pack.ts): each content's sha256,
- * size and offset, in body order, held as flat columns (32 raw digest bytes
- * and two numbers per content, plus a hash table of int32 slots), not as a
- * Map of digest strings to entry objects. A tree of 200,000 files costs some
+ * size and offset, in body order, held as columns (32 raw digest bytes and
+ * two numbers per content, in chunks of 4,096 contents, plus a hash table of
+ * int32 slots), not as a Map of digest strings to entry objects. A tree of 200,000 files costs some
  * 60 bytes per content here instead of ~180, and no digest string is kept
  * (the tree's entries hold their own). To every consumer it is a
  * `ReadonlyMap<Sha256Digest, PackEntry>`; keys and entries are made on demand.
@@ -21,15 +21,19 @@ export interface PackEntry {
 }
 
 const DIGEST_BYTES = 32;
+const CHUNK_BITS = 12;
+const CHUNK = 1 << CHUNK_BITS;
+const IN_CHUNK = CHUNK - 1;
 const PREFIX = "sha256:".length;
 const SEED = randomBytes(4).readUInt32LE(0);
 const SHA256_DIGEST = /^sha256:[0-9a-f]{64}$/;
 
 export class PackEntries implements ReadonlyMap<Sha256Digest, PackEntry> {
   #count = 0;
-  #digests = Buffer.alloc(0);
-  #sizes = new Float64Array(0);
-  #offsets = new Float64Array(0);
+  /** Columns in chunks of CHUNK contents: growing allocates one more chunk, never copies (no slack of a doubled array, no garbage). */
+  readonly #digests: Buffer[] = [];
+  readonly #sizes: Float64Array[] = [];
+  readonly #offsets: Float64Array[] = [];
   /** Open addressing, linear probing: 0 is empty, otherwise index + 1. Kept at most half full. */
   #slots = new Int32Array(16);
   readonly #scratch = Buffer.alloc(DIGEST_BYTES);
@@ -56,7 +60,9 @@ export class PackEntries implements ReadonlyMap<Sha256Digest, PackEntry> {
     const mask = this.#slots.length - 1;
     for (let s = this.#hash(buf, at) & mask; ; s = (s + 1) & mask) {
       const v = this.#slots[s]!;
-      if (v === 0 || this.#digests.compare(buf, at, at + DIGEST_BYTES, (v - 1) * DIGEST_BYTES, v * DIGEST_BYTES) === 0) return s;
+      if (v === 0) return s;
+      const d = (v - 1) & IN_CHUNK;
+      if (this.#digests[(v - 1) >>> CHUNK_BITS]!.compare(buf, at, at + DIGEST_BYTES, d * DIGEST_BYTES, (d + 1) * DIGEST_BYTES) === 0) return s;
     }
   }
 
@@ -74,20 +80,22 @@ export class PackEntries implements ReadonlyMap<Sha256Digest, PackEntry> {
   }
 
   digestAt(i: number): Sha256Digest {
-    return `sha256:${this.#digests.toString("hex", i * DIGEST_BYTES, (i + 1) * DIGEST_BYTES)}` as Sha256Digest;
+    const d = i & IN_CHUNK;
+    return `sha256:${this.#digests[i >>> CHUNK_BITS]!.toString("hex", d * DIGEST_BYTES, (d + 1) * DIGEST_BYTES)}` as Sha256Digest;
   }
 
   sizeAt(i: number): number {
-    return this.#sizes[i]!;
+    return this.#sizes[i >>> CHUNK_BITS]![i & IN_CHUNK]!;
   }
 
   offsetAt(i: number): number {
-    return this.#offsets[i]!;
+    return this.#offsets[i >>> CHUNK_BITS]![i & IN_CHUNK]!;
   }
 
   /** Copies content i's 32 digest bytes into `out` at `at`. */
   copyDigest(i: number, out: Buffer, at: number): void {
-    this.#digests.copy(out, at, i * DIGEST_BYTES, (i + 1) * DIGEST_BYTES);
+    const d = i & IN_CHUNK;
+    this.#digests[i >>> CHUNK_BITS]!.copy(out, at, d * DIGEST_BYTES, (d + 1) * DIGEST_BYTES);
   }
 
   /** Appends a content (in body order); false, and nothing added, when the digest is already present. */
@@ -95,37 +103,29 @@ export class PackEntries implements ReadonlyMap<Sha256Digest, PackEntry> {
     if (!this.#parse(digest)) throw new TypeError(`PackEntries: ${digest} is not a sha256 digest`);
     if (this.#slots[this.#slot(this.#scratch, 0)] !== 0) return false;
     const i = this.#count;
-    if (i === this.#sizes.length) this.#grow();
-    this.#scratch.copy(this.#digests, i * DIGEST_BYTES);
-    this.#sizes[i] = size;
-    this.#offsets[i] = offset;
+    const c = i >>> CHUNK_BITS;
+    if (c === this.#sizes.length) {
+      this.#digests.push(Buffer.alloc(CHUNK * DIGEST_BYTES));
+      this.#sizes.push(new Float64Array(CHUNK));
+      this.#offsets.push(new Float64Array(CHUNK));
+    }
+    this.#scratch.copy(this.#digests[c]!, (i & IN_CHUNK) * DIGEST_BYTES);
+    this.#sizes[c]![i & IN_CHUNK] = size;
+    this.#offsets[c]![i & IN_CHUNK] = offset;
     this.#count++;
     if (this.#count * 2 > this.#slots.length) this.#rehash();
     else this.#slots[this.#slot(this.#scratch, 0)] = i + 1;
     return true;
   }
 
-  #grow(): void {
-    const cap = Math.max(64, this.#sizes.length * 2);
-    const digests = Buffer.alloc(cap * DIGEST_BYTES);
-    this.#digests.copy(digests);
-    this.#digests = digests;
-    const sizes = new Float64Array(cap);
-    sizes.set(this.#sizes);
-    this.#sizes = sizes;
-    const offsets = new Float64Array(cap);
-    offsets.set(this.#offsets);
-    this.#offsets = offsets;
-  }
-
   #rehash(): void {
     this.#slots = new Int32Array(this.#slots.length * 2);
-    for (let i = 0; i < this.#count; i++) this.#slots[this.#slot(this.#digests, i * DIGEST_BYTES)] = i + 1;
+    for (let i = 0; i < this.#count; i++) this.#slots[this.#slot(this.#digests[i >>> CHUNK_BITS]!, (i & IN_CHUNK) * DIGEST_BYTES)] = i + 1;
   }
 
   get(digest: Sha256Digest): PackEntry | undefined {
     const i = this.indexOf(digest);
-    return i < 0 ? undefined : { offset: this.#offsets[i]!, size: this.#sizes[i]! };
+    return i < 0 ? undefined : { offset: this.offsetAt(i), size: this.sizeAt(i) };
   }
 
   has(digest: Sha256Digest): boolean {
@@ -137,7 +137,7 @@ export class PackEntries implements ReadonlyMap<Sha256Digest, PackEntry> {
   }
 
   *entries(): MapIterator<[Sha256Digest, PackEntry]> {
-    for (let i = 0; i < this.#count; i++) yield [this.digestAt(i), { offset: this.#offsets[i]!, size: this.#sizes[i]! }];
+    for (let i = 0; i < this.#count; i++) yield [this.digestAt(i), { offset: this.offsetAt(i), size: this.sizeAt(i) }];
   }
 
   *keys(): MapIterator<Sha256Digest> {
@@ -145,7 +145,7 @@ export class PackEntries implements ReadonlyMap<Sha256Digest, PackEntry> {
   }
 
   *values(): MapIterator<PackEntry> {
-    for (let i = 0; i < this.#count; i++) yield { offset: this.#offsets[i]!, size: this.#sizes[i]! };
+    for (let i = 0; i < this.#count; i++) yield { offset: this.offsetAt(i), size: this.sizeAt(i) };
   }
 
   [Symbol.iterator](): MapIterator<[Sha256Digest, PackEntry]> {
