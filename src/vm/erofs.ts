@@ -23,7 +23,7 @@
  * Every field not named here is zero, the UUID and volume name included.
  */
 import { CairnError, checkLimit, compareBytes, FIXED_LIMIT_HINT, Sha256Hasher, type Sha256Digest } from "../core/index.ts";
-import type { CanonicalTree, ContentSource, FsEntry } from "../tree/index.ts";
+import { entriesInByteOrder, type CanonicalTree, type ContentSource, type FsEntry } from "../tree/index.ts";
 import type { ByteSink } from "./cpio.ts";
 
 export const EROFS_BLOCK = 4096;
@@ -126,15 +126,6 @@ function dirBlocks(plan: Pick<ErofsPlan, "entries" | "children" | "childStart">,
   return full * EROFS_BLOCK + used;
 }
 
-/** The tree's entries in byte order of path (a FrozenTree already iterates so; another map is sorted). */
-function byteOrdered(tree: CanonicalTree): FsEntry[] {
-  const out = [...tree.values()];
-  for (let i = 1; i < out.length; i++) {
-    if (compareBytes(out[i - 1]!.path, out[i]!.path) >= 0) return out.sort((a, b) => compareBytes(a.path, b.path));
-  }
-  return out;
-}
-
 /**
  * Lays the image out: where every inode, inline tail and data block goes.
  * Pure: reads no content (sizes come from the tree).
@@ -142,7 +133,7 @@ function byteOrdered(tree: CanonicalTree): FsEntry[] {
 export function planErofs(tree: CanonicalTree): ErofsPlan {
   const root = tree.get("/");
   if (root === undefined || root.type !== "dir") throw new CairnError("RUN_INVALID", "the canonical tree has no root directory", { path: "/" });
-  const entries = byteOrdered(tree);
+  const entries = entriesInByteOrder(tree);
   const n = entries.length;
   // parents: directories by path (only directories are keys), then one index per entry
   const dirIndex = new Map<string, number>();

@@ -21,8 +21,8 @@
  * Entries in the byte order of their paths (the root first).
  * digest = sha256("cairn.tree-manifest/1\0" || bytes)
  */
-import { CairnError, compareBytes, declareIdentity, digestHex, identityHasher, type Sha256Digest } from "../core/index.ts";
-import type { CanonicalTree, FsEntry } from "../tree/index.ts";
+import { CairnError, declareIdentity, digestHex, identityHasher, type Sha256Digest } from "../core/index.ts";
+import { entriesInByteOrder, type CanonicalTree, type FsEntry } from "../tree/index.ts";
 
 export const TREE_MANIFEST_MAGIC = "CAIRNTM1";
 export const TREE_MANIFEST_VERSION = 1;
@@ -65,28 +65,14 @@ function putStr(out: Buffer, at: number, v: string): number {
 }
 
 /**
- * The entries in byte order of path: a frozen tree already iterates so, and
- * is iterated as it is (no copy of 200,000 references, no sort); another map
- * is copied and sorted.
- */
-function inByteOrder(tree: CanonicalTree): Iterable<FsEntry> {
-  let prev: string | undefined;
-  for (const p of tree.keys()) {
-    if (prev !== undefined && compareBytes(prev, p) >= 0) return [...tree.values()].sort((a, b) => compareBytes(a.path, b.path));
-    prev = p;
-  }
-  return { [Symbol.iterator]: () => tree.values() };
-}
-
-/**
  * `check`: "content" makes the agent hash every file too (`run.verify-tree: content`).
  * Written into one buffer sized first (a tree of 200,000 entries would
  * otherwise make ten small buffers per entry).
  */
 export function encodeTreeManifest(tree: CanonicalTree, check: "metadata" | "content" = "metadata"): TreeManifest {
-  const entries = inByteOrder(tree);
+  const entries = entriesInByteOrder(tree);
   const flags = check === "content" ? TREE_FLAG_CONTENT : 0;
-  const head = Buffer.concat([Buffer.from(TREE_MANIFEST_MAGIC, "ascii"), u32(TREE_MANIFEST_VERSION), u32(flags), u32(tree.size)]);
+  const head = Buffer.concat([Buffer.from(TREE_MANIFEST_MAGIC, "ascii"), u32(TREE_MANIFEST_VERSION), u32(flags), u32(entries.length)]);
   let size = head.length;
   for (const e of entries) size += recordSize(e);
   const out = Buffer.alloc(size);
@@ -108,5 +94,5 @@ export function encodeTreeManifest(tree: CanonicalTree, check: "metadata" | "con
   }
   if (at !== size)
     throw new CairnError("RUN_INFRASTRUCTURE", `the tree manifest writer wrote ${at} bytes, its plan says ${size}`, { path: "/vm/tree_manifest" });
-  return { bytes: out, digest: identityHasher(TREE_MANIFEST_IDENTITY).update(out).digest(), entries: tree.size };
+  return { bytes: out, digest: identityHasher(TREE_MANIFEST_IDENTITY).update(out).digest(), entries: entries.length };
 }
