@@ -45,15 +45,21 @@ export class PackCheck {
   }
 
   finish(): PackIndex | undefined {
-    const { tail, digest, size } = this.#plan.seal();
+    const { digest, size } = this.#plan.seal();
     if (!this.#store.has("packs", digest, size)) return undefined;
     let fd: number | undefined;
     try {
       fd = openPack(this.#store, digest);
       if (!fstatSync(fd).isFile() || fstatSync(fd).size !== size) return undefined;
       if (!bodyMatches(fd, this.#plan)) return undefined;
-      const stored = Buffer.allocUnsafe(tail.length);
-      if (readFullyAt(fd, stored, this.#plan.offset) !== tail.length || !stored.equals(tail)) return undefined;
+      // the stored tail against the plan's, chunk by chunk (neither is held whole)
+      let at = this.#plan.offset;
+      const stored = Buffer.allocUnsafe(64 * 1024);
+      for (const chunk of this.#plan.tail()) {
+        const got = stored.subarray(0, chunk.length);
+        if (readFullyAt(fd, got, at) !== chunk.length || !got.equals(chunk)) return undefined;
+        at += chunk.length;
+      }
       return { digest, size, entries: this.#plan.entries };
     } catch {
       return undefined;

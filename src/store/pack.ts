@@ -68,17 +68,30 @@ export interface PackIndex {
   readonly entries: PackEntries;
 }
 
-/** The bytes after the body: index, count, magic. Their sha256 names the pack. */
-function encodeTail(entries: PackEntries): Buffer {
+/** Index records per chunk of the tail: 1,638 records, 64 KiB. */
+const TAIL_CHUNK_ENTRIES = Math.floor((64 * 1024) / ENTRY_BYTES);
+
+/**
+ * The bytes after the body (index, count, magic; their sha256 names the
+ * pack), in chunks of about 64 KiB made from the index's columns as they are
+ * asked for: the tail of a 200,000-content pack (8 MB) is never held whole.
+ * The chunks are views of one buffer, valid until the next is asked for.
+ */
+function* tailChunks(entries: PackEntries): Generator<Buffer> {
   const n = entries.size;
-  const tail = Buffer.alloc(n * ENTRY_BYTES + TRAILER_BYTES);
-  for (let i = 0; i < n; i++) {
-    entries.copyDigest(i, tail, i * ENTRY_BYTES);
-    tail.writeBigUInt64BE(BigInt(entries.sizeAt(i)), i * ENTRY_BYTES + 32);
+  const buf = Buffer.allocUnsafe(Math.max(TAIL_CHUNK_ENTRIES * ENTRY_BYTES, TRAILER_BYTES));
+  for (let first = 0; first < n; first += TAIL_CHUNK_ENTRIES) {
+    const end = Math.min(n, first + TAIL_CHUNK_ENTRIES);
+    for (let i = first; i < end; i++) {
+      const at = (i - first) * ENTRY_BYTES;
+      entries.copyDigest(i, buf, at);
+      buf.writeBigUInt64BE(BigInt(entries.sizeAt(i)), at + 32);
+    }
+    yield buf.subarray(0, (end - first) * ENTRY_BYTES);
   }
-  tail.writeBigUInt64BE(BigInt(n), n * ENTRY_BYTES);
-  PACK_MAGIC.copy(tail, n * ENTRY_BYTES + 8);
-  return tail;
+  buf.writeBigUInt64BE(BigInt(n), 0);
+  PACK_MAGIC.copy(buf, 8);
+  yield buf.subarray(0, TRAILER_BYTES);
 }
 
 function corrupt(digest: string, what: string): CairnError {
@@ -124,10 +137,16 @@ export class PackPlan {
     return true;
   }
 
-  /** The tail (index, count, magic), the pack's name and its size. */
-  seal(): { tail: Buffer; digest: Sha256Digest; size: number } {
-    const tail = encodeTail(this.entries);
-    return { tail, digest: sha256(tail), size: this.offset + tail.length };
+  /** The pack's name (the sha256 of its tail) and its size; the tail is hashed chunk by chunk, not held. */
+  seal(): { digest: Sha256Digest; size: number } {
+    const h = new Sha256Hasher();
+    for (const chunk of this.tail()) h.update(chunk);
+    return { digest: h.digest(), size: this.offset + h.size };
+  }
+
+  /** The tail (index, count, magic) in chunks of about 64 KiB, each valid until the next is asked for. */
+  tail(): Iterable<Buffer> {
+    return tailChunks(this.entries);
   }
 }
 
@@ -235,12 +254,16 @@ export class PackWriter {
     const fd = this.#fd;
     if (fd === undefined) throw new CairnError("USAGE", "pack writer already finished", { path: this.#tmp });
     this.#rollback();
-    const { tail, digest, size } = this.#plan.seal();
+    const { digest, size } = this.#plan.seal();
     try {
       this.#flush(fd);
       // Bytes of a dropped content may lie past the body; the tail overwrites or the truncation removes them.
       ftruncateSync(fd, this.#plan.offset);
-      writeFullyAt(fd, tail, this.#plan.offset);
+      let at = this.#plan.offset;
+      for (const chunk of this.#plan.tail()) {
+        writeFullyAt(fd, chunk, at);
+        at += chunk.length;
+      }
       closeSync(fd);
       this.#fd = undefined;
     } catch (cause) {
