@@ -43,6 +43,8 @@ const FILE_TYPE = { file: 1, dir: 2, symlink: 7 } as const;
 const MODE_TYPE = { dir: 0o040000, file: 0o100000, symlink: 0o120000 } as const;
 /** The root inode's nid must fit the superblock's 16-bit `root_nid`; it is always the first inode. */
 const FIRST_NID = (SUPER_OFFSET + SUPER_SIZE) / SLOT;
+/** The metadata area is written through windows of this many bytes (a whole number of blocks). */
+const META_WINDOW = 256 * EROFS_BLOCK;
 /** Block addresses are 32-bit: 16 TiB at 4 KiB blocks. */
 const BLOCKS_MAX = 0xffffffff;
 
@@ -230,10 +232,9 @@ function superblock(plan: ErofsPlan): Buffer {
   return b; // build_time, meta_blkaddr, xattr_blkaddr, uuid, volume_name, feature_incompat: 0
 }
 
-/** Writes entry i's inode into `meta` at its offset. */
-function inode(plan: ErofsPlan, i: number, meta: Buffer): void {
+/** Writes entry i's inode into `meta` at `at`. */
+function inode(plan: ErofsPlan, i: number, meta: Buffer, at: number): void {
   const e = plan.entries[i]!;
-  const at = plan.offset[i]!;
   const layout = plan.tail[i]! > 0 ? LAYOUT_FLAT_INLINE : LAYOUT_FLAT_PLAIN;
   meta.writeUInt16LE((layout << 1) | INODE_EXTENDED, at); // i_format
   const perm = e.type === "symlink" ? 0o777 : e.mode & 0o7777;
@@ -299,7 +300,7 @@ export interface ErofsImage {
 
 /**
  * Writes the image to `sink` in order (metadata area, then data blocks) and
- * returns its sha256. Memory: the metadata area plus one file at a time.
+ * returns its sha256. Memory: one 1 MiB window of the metadata area plus one file at a time.
  */
 export async function writeErofs(tree: CanonicalTree, content: ContentSource, sink: ByteSink, plan = planErofs(tree)): Promise<ErofsImage> {
   const hasher = new Sha256Hasher();
@@ -310,24 +311,38 @@ export async function writeErofs(tree: CanonicalTree, content: ContentSource, si
     sink.write(chunk);
     written += chunk.length;
   };
-  const meta = Buffer.alloc(plan.dataStart);
+  // The metadata area (inodes and inline tails, in offset order) is written
+  // through a window of META_WINDOW bytes, emitted as each fills: it is about
+  // 100 bytes per entry, and is never held whole. An inode and its tail never
+  // cross a block, so never a window (a whole number of blocks).
+  let meta = Buffer.alloc(Math.min(META_WINDOW, plan.dataStart));
+  let metaStart = 0;
+  const advance = (to: number): void => {
+    while (meta.length > 0 && to >= metaStart + meta.length) {
+      emit(meta);
+      metaStart += meta.length;
+      meta = Buffer.alloc(Math.min(META_WINDOW, plan.dataStart - metaStart));
+    }
+  };
   superblock(plan).copy(meta, SUPER_OFFSET);
   // directory and symlink data with whole blocks is kept for the data area;
   // file contents are read again there (one file in memory at a time)
   const blocksOf = new Map<number, Uint8Array>();
   const n = plan.entries.length;
   for (let i = 0; i < n; i++) {
-    inode(plan, i, meta);
+    advance(plan.offset[i]!);
+    const at = plan.offset[i]! - metaStart;
+    inode(plan, i, meta, at);
     const type = plan.entries[i]!.type;
     const tail = plan.tail[i]!;
     if (tail > 0 || type !== "file") {
       // a file with an inline tail is read here for its tail and once more below for its blocks
       const data = await entryData(plan, i, content);
-      if (tail > 0) Buffer.from(data.buffer, data.byteOffset, data.length).copy(meta, plan.offset[i]! + INODE_SIZE, fullBlocks(plan, i) * EROFS_BLOCK);
+      if (tail > 0) Buffer.from(data.buffer, data.byteOffset, data.length).copy(meta, at + INODE_SIZE, fullBlocks(plan, i) * EROFS_BLOCK);
       if (fullBlocks(plan, i) > 0 && type !== "file") blocksOf.set(i, data);
     }
   }
-  emit(meta);
+  advance(plan.dataStart);
   const pad = Buffer.alloc(EROFS_BLOCK);
   for (let i = 0; i < n; i++) {
     const full = fullBlocks(plan, i);

@@ -136,4 +136,21 @@ describe("EROFS writer", { skip: SKIP }, () => {
     changed.set("/etc/empty", { ...e, mtime: e.mtime + 1 });
     assert.notEqual((await image({ tree: changed, blobs: w.blobs })).digest, a.digest);
   });
+
+  it("writes a metadata area of several 1 MiB windows (20,000 entries, inline tails) that fsck.erofs extracts to exactly the tree", async () => {
+    const blobs = new Map<string, Buffer>();
+    const entries: FsEntry[] = [{ type: "dir", path: "/", mode: 0o755, uid: 0, gid: 0, mtime: 1 }];
+    for (let d = 0; d < 20; d++) entries.push({ type: "dir", path: `/d${d}`, mode: 0o755, uid: 0, gid: 0, mtime: 2 });
+    for (let i = 0; i < 20_000; i++) {
+      const bytes = Buffer.from(`file ${i}\n`.repeat(1 + (i % 9)));
+      blobs.set(sha256(bytes), bytes);
+      entries.push({ type: "file", path: `/d${i % 20}/f${i}`, mode: 0o644, uid: 0, gid: 0, mtime: 3, size: bytes.length, sha256: sha256(bytes) });
+    }
+    const w = { tree: new Map(entries.map((e) => [e.path, e])) as CanonicalTree, blobs };
+    assert.ok(planErofs(w.tree).dataStart > 2 * 1024 * 1024, "the metadata area spans more than two windows");
+    const img = await image(w);
+    const r = fsck(img.bytes);
+    assert.equal(r.status, 0, r.out);
+    assert.deepEqual(readBack(r.dir, w.tree), []);
+  });
 });
