@@ -16,7 +16,8 @@ const CHUNK_BITS = 12;
 const CHUNK = 1 << CHUNK_BITS;
 const SEED = randomBytes(4).readUInt32LE(0);
 
-function hash(s: string): number {
+/** A path's slot hash, keyed with the per-process seed (also PathMap's). */
+export function pathHash(s: string): number {
   let h = SEED ^ s.length;
   for (let i = 0; i < s.length; i++) {
     h = Math.imul(h ^ s.charCodeAt(i), 0x9e3779b1);
@@ -49,19 +50,19 @@ export class PathSet {
   }
 
   has(path: string): boolean {
-    return this.#slots[this.#slot(path, hash(path))] !== 0;
+    return this.#slots[this.#slot(path, pathHash(path))] !== 0;
   }
 
   /** Adds `path`; false, and nothing changed, when it is already in the set. */
   add(path: string): boolean {
-    const s = this.#slot(path, hash(path));
+    const s = this.#slot(path, pathHash(path));
     if (this.#slots[s] !== 0) return false;
     const i = this.#count++;
     if ((i & (CHUNK - 1)) === 0) this.#chunks.push([]);
     this.#chunks[i >>> CHUNK_BITS]!.push(path);
     if (this.#count * 2 > this.#slots.length) {
       this.#slots = new Int32Array(this.#slots.length * 2);
-      for (let k = 0; k < this.#count; k++) this.#slots[this.#slot(this.#at(k), hash(this.#at(k)))] = k + 1;
+      for (let k = 0; k < this.#count; k++) this.#slots[this.#slot(this.#at(k), pathHash(this.#at(k)))] = k + 1;
     } else this.#slots[s] = i + 1;
     return true;
   }

@@ -15,13 +15,15 @@
 import { compareBytes } from "../core/index.ts";
 import type { CanonicalTree, DirEntry, FsEntry } from "./entries.ts";
 import { FrozenTree } from "./frozen-tree.ts";
+import { PathMap } from "./path-map.ts";
 import { parentOf } from "./tree-paths.ts";
 
 /** Attributes of directories cairn creates because a member needed a parent that no member named. */
 export const IMPLICIT_DIR = Object.freeze({ mode: 0o755, uid: 0, gid: 0, mtime: 0 });
 
 export class TreeModel {
-  readonly #entries = new Map<string, FsEntry>();
+  /** By path; a PathMap (chunks and int32 slots) rather than a Map: see path-map.ts. */
+  readonly #entries = new PathMap<FsEntry>();
   /** Children (full paths) of every directory; undefined until a directory is first removed or listed. */
   #children: Map<string, Set<string>> | undefined;
 
