@@ -315,7 +315,10 @@ export function readPacked(store: Store, pack: PackIndex, digest: Sha256Digest, 
   try {
     const st = fstatSync(fd);
     if (!st.isFile() || st.size !== pack.size) throw corrupt(pack.digest, `is not a regular file of ${pack.size} bytes`);
-    const buf = Buffer.alloc(e.size);
+    // allocUnsafe: a small content is a slice of Node's shared pool, not an ArrayBuffer of its own (200,000 of
+    // them, read one after another by the image writers, were tens of MB of external garbage); every byte is
+    // overwritten by the read, and a short read is refused before the buffer is handed out
+    const buf = Buffer.allocUnsafe(e.size);
     if (readFullyAt(fd, buf, e.offset) !== e.size || sha256(buf) !== digest) throw corrupt(pack.digest, `holds wrong bytes for ${digest}`);
     return buf;
   } finally {

@@ -301,6 +301,8 @@ export interface ErofsImage {
 /**
  * Writes the image to `sink` in order (metadata area, then data blocks) and
  * returns its sha256. Memory: one 1 MiB window of the metadata area plus one file at a time.
+ * The sink must take what it keeps of a chunk before `write` returns (the
+ * window is reused; the root disk writer writes it out, a hash hashes it).
  */
 export async function writeErofs(tree: CanonicalTree, content: ContentSource, sink: ByteSink, plan = planErofs(tree)): Promise<ErofsImage> {
   const hasher = new Sha256Hasher();
@@ -315,13 +317,16 @@ export async function writeErofs(tree: CanonicalTree, content: ContentSource, si
   // through a window of META_WINDOW bytes, emitted as each fills: it is about
   // 100 bytes per entry, and is never held whole. An inode and its tail never
   // cross a block, so never a window (a whole number of blocks).
-  let meta = Buffer.alloc(Math.min(META_WINDOW, plan.dataStart));
+  // The window is reused (zeroed) after each is emitted: the sink must take what it keeps before `write` returns.
+  const window = Buffer.alloc(Math.min(META_WINDOW, plan.dataStart));
+  let meta = window;
   let metaStart = 0;
   const advance = (to: number): void => {
     while (meta.length > 0 && to >= metaStart + meta.length) {
       emit(meta);
       metaStart += meta.length;
-      meta = Buffer.alloc(Math.min(META_WINDOW, plan.dataStart - metaStart));
+      meta = window.subarray(0, Math.min(META_WINDOW, plan.dataStart - metaStart));
+      meta.fill(0);
     }
   };
   superblock(plan).copy(meta, SUPER_OFFSET);
