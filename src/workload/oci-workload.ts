@@ -142,7 +142,12 @@ export interface PolicyListing {
   readonly droppedXattrs: readonly DroppedXattrs[];
 }
 
-async function deriveFromSource(spec: WorkloadSpec, src: OciSource, sink: ContentSink, recheckStored: boolean): Promise<{ derived: Derived; listing: PolicyListing }> {
+async function deriveFromSource(
+  spec: WorkloadSpec,
+  src: OciSource,
+  sink: ContentSink,
+  recheckStored: boolean,
+): Promise<{ derived: Derived; listing: PolicyListing }> {
   if (spec.source.kind !== "oci") throw new CairnError("WORKLOAD_SPEC_INVALID", "not an OCI spec", { path: "/source" });
   // Launch first: a root or shell-form image is refused before any layer is expanded.
   const launch = launchFromOci(ociLaunchWithSpec(src.launch, spec.source.launch));
