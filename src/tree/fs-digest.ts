@@ -56,12 +56,16 @@ export function sortedEntries(tree: CanonicalTree): FsEntry[] {
   // A frozen tree is already in byte order (TreeModel.freeze); only another map is sorted here.
   let sorted = true;
   let prev: string | undefined;
+  // The directories met so far: in byte order a parent comes before its children, so its lookup is a hash
+  // probe, not a search of the tree; an entry met before its parent (another map's order) falls back to `get`.
+  const dirs = new Set<string>();
   for (const [key, e] of tree) {
     if (sorted && prev !== undefined && compareBytes(prev, key) >= 0) sorted = false;
     prev = key;
     if (key !== e.path) refuse(key, "map key differs from the entry path");
     if (!isCanonicalPath(e.path)) refuse(e.path, "path is not absolute and normalized");
-    if (e.path !== "/" && tree.get(parentOf(e.path))?.type !== "dir") refuse(e.path, "parent is not an explicit directory");
+    if (e.path !== "/" && !dirs.has(parentOf(e.path)) && tree.get(parentOf(e.path))?.type !== "dir") refuse(e.path, "parent is not an explicit directory");
+    if (e.type === "dir") dirs.add(e.path);
     if (!Number.isInteger(e.mode) || e.mode < 0 || e.mode > 0o7777) refuse(e.path, "mode out of range");
     if (!Number.isInteger(e.uid) || e.uid < 0 || e.uid > U32_MAX) refuse(e.path, "uid out of range");
     if (!Number.isInteger(e.gid) || e.gid < 0 || e.gid > U32_MAX) refuse(e.path, "gid out of range");

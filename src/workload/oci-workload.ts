@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { CairnError, Sha256Hasher, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
 import { PackCheck, PackWriter, type PackIndex, type Store } from "../store/index.ts";
 import type { RawRef } from "./closure.ts";
-import { finishDerivation, type Derived } from "./derive.ts";
+import { finishDerivation, type DeriveFor, type Derived } from "./derive.ts";
 import { launchFromOci, ociLaunchWithSpec, type Launch } from "./launch.ts";
 import type { WorkloadLock } from "./workload-lock.ts";
 import type { WorkloadSpec } from "./spec.ts";
@@ -76,7 +76,7 @@ async function deriveAndPack(spec: WorkloadSpec, src: OciSource, store: Store, c
   const pack = new PackWriter(store);
   try {
     // verify (checkExisting) reads the store's layer files unstaged: every byte is re-hashed as it is read
-    const { derived, listing } = await deriveFromSource(spec, src, packSink(pack, progress), checkExisting);
+    const { derived, listing } = await deriveFromSource(spec, src, packSink(pack, progress), checkExisting ? "verify" : "assemble");
     return { derived, listing, contents: pack.finish({ checkExisting }) };
   } catch (e) {
     pack.abort();
@@ -146,15 +146,21 @@ async function deriveFromSource(
   spec: WorkloadSpec,
   src: OciSource,
   sink: ContentSink,
-  recheckStored: boolean,
+  purpose: DeriveFor,
 ): Promise<{ derived: Derived; listing: PolicyListing }> {
   if (spec.source.kind !== "oci") throw new CairnError("WORKLOAD_SPEC_INVALID", "not an OCI spec", { path: "/source" });
   // Launch first: a root or shell-form image is refused before any layer is expanded.
   const launch = launchFromOci(ociLaunchWithSpec(src.launch, spec.source.launch));
-  const { tree, skipped, droppedXattrs } = await applyLayers({ layers: src.layers, policy: spec.policy, limits: spec.limits, sink, recheckStored });
+  const { tree, skipped, droppedXattrs } = await applyLayers({
+    layers: src.layers,
+    policy: spec.policy,
+    limits: spec.limits,
+    sink,
+    recheckStored: purpose === "verify",
+  });
   const problems = await launchTreeProblems(tree, launch, spec.source.launch?.workdir !== undefined);
   if (problems.length > 0) throw problems[0];
-  const derived = finishDerivation({ spec, tree, launch, source: { kind: "oci", manifest: src.manifest.digest }, raw: rawRefs(src) });
+  const derived = finishDerivation({ spec, tree, launch, source: { kind: "oci", manifest: src.manifest.digest }, raw: rawRefs(src), for: purpose });
   return { derived, listing: { skipped, droppedXattrs } };
 }
 
@@ -251,10 +257,15 @@ export async function verifyOci(spec: WorkloadSpec, lock: WorkloadLock, store: S
     rmSync(top, { recursive: true, force: true });
   }
   try {
-    const check = new PackCheck(store);
-    const { derived, listing } = await deriveFromSource(spec, src, packSink(check), true);
-    const contents = check.finish();
-    if (contents !== undefined) return { derived, listing, contents };
+    // the pack recorded for the derived entry is compared as the layers stream (a hint: it must turn out to be the rebuilt one)
+    const check = new PackCheck(store, store.packOf(lock.derived.digest));
+    try {
+      const { derived, listing } = await deriveFromSource(spec, src, packSink(check), "verify");
+      const contents = check.finish();
+      if (contents !== undefined) return { derived, listing, contents };
+    } finally {
+      check.abort();
+    }
     return { ...(await deriveAndPack(spec, src, store, true)), repaired: true };
   } catch (e) {
     throw await storedLayerFirst(src, e);

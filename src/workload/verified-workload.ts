@@ -74,7 +74,7 @@ function compareWithLock(lock: WorkloadLock, d: Derived): void {
   if (d.identities.launch !== lock.identities.launch) mismatch("/identities/launch", "the launch identity");
   if (!samePolicy(d.policy, lock.policy)) mismatch("/policy", "the layer policy");
   if (d.identities.workload !== lock.identities.workload) mismatch("/workload", "the workload identity");
-  if (d.derivedDigest !== lock.derived.digest || d.derivedBytes.length !== lock.derived.size) mismatch("/derived", "the derived entry");
+  if (d.derivedDigest !== lock.derived.digest || d.derivedSize !== lock.derived.size) mismatch("/derived", "the derived entry");
 }
 
 /** Runs a store check for one lock field; a store refusal keeps its code but names the lock field and role. */
@@ -152,7 +152,7 @@ async function verifyAgainst(lock: WorkloadLock, storeDir: string, writable: Sto
   if (spec.source.kind === "binary") {
     const exeRef = lock.raw.find((r) => r.role === "executable");
     if (exeRef === undefined) mismatch("/raw", "the raw closure (no executable)");
-    derived = deriveBinary(spec, raw.get(exeRef.digest)!, `stored executable ${exeRef.digest}`);
+    derived = deriveBinary(spec, raw.get(exeRef.digest)!, `stored executable ${exeRef.digest}`, "verify");
   } else {
     const { verifyOci } = await import("./oci-workload.ts");
     const oci = await verifyOci(spec, lock, writable);
