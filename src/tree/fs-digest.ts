@@ -92,6 +92,17 @@ function putStr(buf: Buffer, at: number, s: string): number {
   return at + 4 + n;
 }
 
+/**
+ * Writes a safe integer as a big-endian two's-complement i64 (a u64 for the
+ * non-negative sizes), as two 32-bit halves: the same bytes as
+ * writeBigInt64BE(BigInt(v)) without a BigInt per entry.
+ */
+function putI64(buf: Buffer, at: number, v: number): void {
+  const hi = Math.floor(v / 0x1_0000_0000);
+  buf.writeInt32BE(hi, at);
+  buf.writeUInt32BE(v - hi * 0x1_0000_0000, at + 4);
+}
+
 /** Writes `e`'s frame into `buf` (at least frameSize(e) bytes); returns its length. */
 function frameInto(e: FsEntry, buf: Buffer): number {
   buf[0] = TYPE_TAG[e.type];
@@ -99,10 +110,10 @@ function frameInto(e: FsEntry, buf: Buffer): number {
   buf.writeUInt32BE(e.mode, at);
   buf.writeUInt32BE(e.uid, at + 4);
   buf.writeUInt32BE(e.gid, at + 8);
-  buf.writeBigInt64BE(BigInt(e.mtime), at + 12);
+  putI64(buf, at + 12, e.mtime);
   at += 20;
   if (e.type === "file") {
-    buf.writeBigUInt64BE(BigInt(e.size), at);
+    putI64(buf, at, e.size);
     at += 8;
     if (buf.write(digestHex(e.sha256), at, "hex") !== 32) refuse(e.path, "sha256 is not 32 bytes");
     at += 32;

@@ -165,17 +165,19 @@ async function verifyAgainst(lock: WorkloadLock, storeDir: string, writable: Sto
   // checked in chunks, not held: it hashes to the lock's digest, which the rebuilt entry's digest equals (compared above)
   atField("/derived", "derived entry", () => store.check("derived", lock.derived.digest, lock.derived.size, "derivedBytes"));
   if (derived.derivedDigest !== lock.derived.digest) mismatch("/derived", "the stored derived entry");
+  // every file's content is in the store, and the contents `content` hands out are exactly the tree's files'
+  const sizes = new Map<Sha256Digest, number>();
   for (const e of derived.tree.values()) {
-    if (e.type === "file" && !(pack !== undefined ? pack.entries.has(e.sha256) : store.has("objects", e.sha256, e.size))) {
+    if (e.type !== "file") continue;
+    if (!(pack !== undefined ? pack.entries.has(e.sha256) : store.has("objects", e.sha256, e.size))) {
       throw new CairnError("STORE_MISSING", `file content ${e.sha256} of ${e.path} is not in the store`, {
         path: e.path,
         hint: "assemble again into this store",
       });
     }
+    sizes.set(e.sha256, e.size);
   }
   if (pack !== undefined) writable.recordPack(lock.derived.digest, pack.digest);
-  const sizes = new Map<Sha256Digest, number>();
-  for (const e of derived.tree.values()) if (e.type === "file") sizes.set(e.sha256, e.size);
   const contents = pack;
   const content: ContentSource = {
     async get(sha256: Sha256Digest): Promise<Uint8Array> {
