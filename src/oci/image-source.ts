@@ -10,6 +10,11 @@
  * is ever re-read from the source. A staged copy is named only once its
  * digest matched; it is not fsynced (staging is private and per run), the
  * store's adoption is what makes a copy durable (see `flushLayers`).
+ * One exception, for verify reading the store's own copies
+ * (`stageLayers: false`): a layer is opened and its size checked but not
+ * read here; its one read, by the layer reader, hashes exactly the bytes it
+ * decompresses, and nothing derived from them stands unless the digest
+ * matched at the end.
  *
  * The staging directory is itself a minimal OCI layout holding the selected
  * closure (`oci-layout`, `index.json`, `blobs/sha256/<manifest|config|layers>`),
@@ -213,7 +218,7 @@ export async function readOciSource(options: ReadOciSourceOptions): Promise<OciS
   const blobDest = (d: Sha256Digest): string => join(staging, "blobs", ...digestComponents(d));
   const stageBytes = (name: string, bytes: Uint8Array): StagedObject => {
     const path = join(staging, name);
-    writeFileAtomic(path, bytes, { mode: 0o600 });
+    writeFileAtomic(path, bytes, { mode: 0o600, durable: false }); // private staging, read back and dropped or re-put by the store
     return { digest: sha256(bytes), size: bytes.length, path, bytes };
   };
   const opened: OpenedFile[] = [];
@@ -237,7 +242,7 @@ export async function readOciSource(options: ReadOciSourceOptions): Promise<OciS
       enforceLimit(limits, "ociJsonBytes", d.size, `${path}/size`);
       const bytes = await readVerified(await reader.openBlob(d.digest, path), d.size, d.digest, path);
       const dest = blobDest(d.digest);
-      writeFileAtomic(dest, bytes, { mode: 0o600 });
+      writeFileAtomic(dest, bytes, { mode: 0o600, durable: false });
       return { digest: d.digest, size: d.size, path: dest, bytes };
     };
     const manifest = await jsonBlob(selected.descriptor, selected.path);

@@ -221,7 +221,7 @@ function storeReader(lock: WorkloadLock, store: Store, top: string): OciObjectRe
   return {
     async openTop(name) {
       const path = join(top, name);
-      writeFileAtomic(path, name === "index.json" ? docs.index : docs.ociLayout, { mode: 0o600 });
+      writeFileAtomic(path, name === "index.json" ? docs.index : docs.ociLayout, { mode: 0o600, durable: false });
       return openFile(path, `selection ${name}`);
     },
     async openBlob(digest, path) {
