@@ -103,10 +103,10 @@ function putI64(buf: Buffer, at: number, v: number): void {
   buf.writeUInt32BE(v - hi * 0x1_0000_0000, at + 4);
 }
 
-/** Writes `e`'s frame into `buf` (at least frameSize(e) bytes); returns its length. */
-function frameInto(e: FsEntry, buf: Buffer): number {
-  buf[0] = TYPE_TAG[e.type];
-  let at = putStr(buf, 1, e.path);
+/** Writes `e`'s frame into `buf` at `base` (at least frameSize(e) bytes free there); returns the offset after it. */
+function frameInto(e: FsEntry, buf: Buffer, base: number): number {
+  buf[base] = TYPE_TAG[e.type];
+  let at = putStr(buf, base + 1, e.path);
   buf.writeUInt32BE(e.mode, at);
   buf.writeUInt32BE(e.uid, at + 4);
   buf.writeUInt32BE(e.gid, at + 8);
@@ -126,7 +126,7 @@ function frameInto(e: FsEntry, buf: Buffer): number {
 /** The framed bytes of one entry (exported for the framing test vectors in the docs). */
 export function frameEntry(e: FsEntry): Buffer {
   const buf = Buffer.alloc(frameSize(e));
-  frameInto(e, buf);
+  frameInto(e, buf, 0);
   return buf;
 }
 
@@ -145,12 +145,19 @@ export function fsIdentity(tree: CanonicalTree): Sha256Digest {
   const count = Buffer.alloc(8);
   count.writeBigUInt64BE(BigInt(entries.length));
   h.update(count);
-  // one scratch buffer for every frame (grown for a long path or target), not a few buffers per entry
-  let scratch = Buffer.allocUnsafe(16 * 1024);
+  // frames written end to end into one scratch buffer (grown for a long path or target) and hashed
+  // whenever the next does not fit: neither a few buffers nor a hash call per entry
+  let scratch = Buffer.allocUnsafe(64 * 1024);
+  let fill = 0;
   for (const e of entries) {
     const need = frameSize(e);
+    if (fill + need > scratch.length) {
+      h.update(scratch.subarray(0, fill));
+      fill = 0;
+    }
     if (need > scratch.length) scratch = Buffer.allocUnsafe(need);
-    h.update(scratch.subarray(0, frameInto(e, scratch)));
+    fill = frameInto(e, scratch, fill);
   }
+  h.update(scratch.subarray(0, fill));
   return h.digest();
 }
