@@ -247,7 +247,15 @@ async function bench(name: string, write: (dir: string) => WrittenImage): Promis
   const expanded = img.layers.reduce((n, l) => n + l.expanded, 0);
   const compressed = img.layers.reduce((n, l) => n + l.size, 0);
   const blob = blobPath(layout, img.layers[0]!.digest);
-  const times = { cairn: [] as Sample[], loose: [] as Sample[], decode: [] as Sample[], umoci: [] as Sample[], floor: [] as Sample[], vfloor: [] as Sample[], wfloor: [] as Sample[] };
+  const times = {
+    cairn: [] as Sample[],
+    loose: [] as Sample[],
+    decode: [] as Sample[],
+    umoci: [] as Sample[],
+    floor: [] as Sample[],
+    vfloor: [] as Sample[],
+    wfloor: [] as Sample[],
+  };
   let files = 0;
   for (let i = 0; i < N; i++) {
     const out = join(work, `${name}-run${i}`);
