@@ -94,7 +94,10 @@ describe("fuzzing OCI documents", () => {
               return;
             }
             const edit = (o: JsonObj): void => replaceAt(o, picks, value);
-            const img = writeCase(join(d, "layout"), doc === "index" ? { editIndex: edit } : doc === "manifest" ? { editManifest: edit } : { editConfig: edit });
+            const img = writeCase(
+              join(d, "layout"),
+              doc === "index" ? { editIndex: edit } : doc === "manifest" ? { editManifest: edit } : { editConfig: edit },
+            );
             try {
               const src = await readOciSource({ layoutDir: join(d, "layout"), manifestDigest: img.manifestDigest, stagingDir: join(d, "staging") });
               await applyLayers({ layers: src.layers, policy: STRICT_POLICY, sink: new MemorySink() });
