@@ -5,7 +5,8 @@
  * field comes from the caller, names are written as given, data and names
  * are padded to 4 bytes with zeros, and the archive ends with the
  * `TRAILER!!!` entry padded to a 512-byte boundary. Same entries in the same
- * order → same bytes, on any host.
+ * order → same bytes, on any host. A regular file's data may be streamed
+ * (`addStreamed`): its header's size is then enforced on what arrives.
  */
 import { CairnError } from "../core/index.ts";
 

@@ -15,7 +15,9 @@
  * Entries are written in a fixed order (agent files, then the tree sorted by
  * the UTF-8 bytes of its paths), so the same workload and kit give the same
  * bytes on any host. Modes, owners, mtimes and symlink targets come from the
- * canonical tree only.
+ * canonical tree only. The image is written as a stream and never held:
+ * file contents pass a MiB at a time, verified as they pass, and exactly
+ * the tree's size of them or the build fails (content-stream.ts).
  */
 import { CairnError, checkLimit, compareBytes, FIXED_LIMIT_HINT, safeComponent, Sha256Hasher, type Sha256Digest } from "../core/index.ts";
 import type { CanonicalTree, ContentSource } from "../tree/index.ts";
