@@ -12,7 +12,7 @@
  * are not fsynced.
  */
 import { renameSync, rmSync } from "node:fs";
-import { CairnError, tempSibling, writeNewFileAsync, type Sha256Digest } from "../core/index.ts";
+import { CairnError, ioError, tempSibling, writeNewFileAsync, type Sha256Digest } from "../core/index.ts";
 import type { CanonicalTree, ContentSource } from "../tree/index.ts";
 import type { ByteSink } from "./cpio.ts";
 import { writeErofs, type ErofsPlan } from "./erofs.ts";
@@ -54,12 +54,19 @@ async function publishImage<T extends Written>(
 ): Promise<T> {
   rmSync(path, { force: true }); // a previous boot's copy in the same directory
   const tmp = tempSibling(path);
-  const got = await writeNewFileAsync(tmp, async (write) => {
-    const sink = blockSink(write);
-    const r = await produce(sink);
-    sink.flush();
-    return r;
-  });
+  let got: T;
+  try {
+    got = await writeNewFileAsync(tmp, async (write) => {
+      const sink = blockSink(write);
+      const r = await produce(sink);
+      sink.flush();
+      return r;
+    });
+  } catch (e) {
+    // a failed write (ENOSPC, most often) names the image, not its temporary sibling
+    if (e instanceof CairnError && e.code === "IO_ERROR" && e.path === tmp) throw ioError(path, e.cause, "write");
+    throw e;
+  }
   if (expected !== undefined && (got.digest !== expected.digest || got.size !== expected.size)) {
     rmSync(tmp, { force: true });
     throw new CairnError(
