@@ -165,6 +165,24 @@ export function writeNewFile<T>(dst: string, produce: (write: (chunk: Uint8Array
   }
 }
 
+/** `writeNewFile` for a `produce` that awaits between its writes (a guest image read from the store a MiB at a time). */
+export async function writeNewFileAsync<T>(dst: string, produce: (write: (chunk: Uint8Array) => void) => Promise<T>): Promise<T> {
+  let fd: number | undefined;
+  try {
+    fd = createExclusive(dst, 0o600);
+    const out = fd;
+    const result = await produce((chunk) => writeFully(out, chunk));
+    closeSync(fd);
+    fd = undefined;
+    return result;
+  } catch (cause) {
+    if (fd !== undefined) closeSync(fd);
+    rmSync(dst, { force: true });
+    if (cause instanceof CairnError) throw cause;
+    throw ioError(dst, cause, "write");
+  }
+}
+
 /** Writes all of `data` at the file's current position (a short write is retried, never dropped). */
 export function writeFully(fd: number, data: Uint8Array): void {
   let off = 0;

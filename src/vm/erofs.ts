@@ -23,7 +23,8 @@
  * Every field not named here is zero, the UUID and volume name included.
  */
 import { CairnError, checkLimit, compareBytes, FIXED_LIMIT_HINT, Sha256Hasher, type Sha256Digest } from "../core/index.ts";
-import type { CanonicalTree, ContentSource, FsEntry } from "../tree/index.ts";
+import type { CanonicalTree, ContentSource, FileEntry, FsEntry } from "../tree/index.ts";
+import { streamFile } from "./content-stream.ts";
 import type { ByteSink } from "./cpio.ts";
 
 export const EROFS_BLOCK = 4096;
@@ -220,14 +221,23 @@ function dirData(plan: ErofsPlan, pl: Planned): Buffer {
   return out.subarray(0, size);
 }
 
-async function entryData(plan: ErofsPlan, pl: Planned, content: ContentSource): Promise<Uint8Array> {
+/** A directory's or symlink's data (file contents are streamed: fileRange). */
+function entryData(plan: ErofsPlan, pl: Planned): Uint8Array {
   const e = pl.entry;
   if (e.type === "dir") return dirData(plan, pl);
   if (e.type === "symlink") return Buffer.from(e.target, "utf8");
-  const data = await content.get(e.sha256); // the source verifies the digest
-  if (data.length !== e.size)
-    throw new CairnError("SIZE_MISMATCH", `content for ${e.path} has ${data.length} bytes, the tree says ${e.size}`, { path: e.path });
-  return data;
+  throw new CairnError("RUN_INFRASTRUCTURE", `${e.path} is a file: its content is streamed`, { path: e.path });
+}
+
+/** Streams a file's content (verified as it passes, exactly its size: streamFile), handing `emit` only its bytes in [from, to). */
+async function fileRange(content: ContentSource, e: FileEntry, from: number, to: number, emit: (chunk: Uint8Array) => void): Promise<void> {
+  let at = 0;
+  await streamFile(content, e, (chunk) => {
+    const start = Math.max(from - at, 0);
+    const end = Math.min(to - at, chunk.length);
+    if (start < end) emit(chunk.subarray(start, end));
+    at += chunk.length;
+  });
 }
 
 export interface ErofsImage {
@@ -238,7 +248,8 @@ export interface ErofsImage {
 
 /**
  * Writes the image to `sink` in order (metadata area, then data blocks) and
- * returns its sha256. Memory: the metadata area plus one file at a time.
+ * returns its sha256. Memory: the metadata area, the directories' blocks and
+ * a MiB of a file at a time (file contents are streamed from the source).
  */
 export async function writeErofs(tree: CanonicalTree, content: ContentSource, sink: ByteSink, plan = planErofs(tree)): Promise<ErofsImage> {
   const hasher = new Sha256Hasher();
@@ -252,27 +263,39 @@ export async function writeErofs(tree: CanonicalTree, content: ContentSource, si
   const meta = Buffer.alloc(plan.dataStart);
   superblock(plan).copy(meta, SUPER_OFFSET);
   // directory and symlink data with whole blocks is kept for the data area;
-  // file contents are read again there (one file in memory at a time)
+  // file contents are streamed again there
   const blocksOf = new Map<Planned, Uint8Array>();
   for (let i = 0; i < plan.order.length; i++) {
     const pl = plan.order[i]!;
     inode(pl, i + 1).copy(meta, pl.offset);
-    if (pl.tail > 0 || pl.entry.type !== "file") {
+    const e = pl.entry;
+    if (e.type === "file") {
       // a file with an inline tail is read here for its tail and once more below for its blocks
-      const data = await entryData(plan, pl, content);
+      let at = pl.offset + INODE_SIZE;
+      if (pl.tail > 0)
+        await fileRange(content, e, pl.fullBlocks * EROFS_BLOCK, e.size, (c) => void (at += Buffer.from(c.buffer, c.byteOffset, c.length).copy(meta, at)));
+    } else {
+      const data = entryData(plan, pl);
       if (pl.tail > 0) Buffer.from(data.buffer, data.byteOffset, data.length).copy(meta, pl.offset + INODE_SIZE, pl.fullBlocks * EROFS_BLOCK);
-      if (pl.fullBlocks > 0 && pl.entry.type !== "file") blocksOf.set(pl, data);
+      if (pl.fullBlocks > 0) blocksOf.set(pl, data);
     }
   }
   emit(meta);
   const pad = Buffer.alloc(EROFS_BLOCK);
   for (const pl of plan.order) {
     if (pl.fullBlocks === 0) continue;
-    const data = blocksOf.get(pl) ?? (await entryData(plan, pl, content));
     const bytes = pl.fullBlocks * EROFS_BLOCK;
-    const body = data.subarray(0, Math.min(data.length, bytes));
-    emit(body);
-    emit(pad.subarray(0, bytes - body.length));
+    const e = pl.entry;
+    let body: number;
+    if (e.type === "file") {
+      await fileRange(content, e, 0, bytes, emit);
+      body = Math.min(e.size, bytes);
+    } else {
+      const data = blocksOf.get(pl)!;
+      body = Math.min(data.length, bytes);
+      emit(data.subarray(0, body));
+    }
+    emit(pad.subarray(0, bytes - body));
   }
   if (written !== plan.size)
     throw new CairnError("RUN_INFRASTRUCTURE", `the EROFS writer wrote ${written} bytes, its plan says ${plan.size}`, { path: "/guest_image/disk" });

@@ -24,7 +24,7 @@
 import { LEGACY_OCI_ROLES } from "./closure.ts";
 import { resolve } from "node:path";
 import { CairnError, ioError, type Sha256Digest } from "../core/index.ts";
-import { readPacked, Store, type PackIndex } from "../store/index.ts";
+import { readPacked, Store, streamPacked, type PackIndex } from "../store/index.ts";
 import { canonicalSpecBytes, deriveBinary, type Derived } from "./derive.ts";
 import type { SourceKind, WorkloadIdentities } from "./workload-identity.ts";
 import type { Launch } from "./launch.ts";
@@ -179,14 +179,21 @@ async function verifyAgainst(lock: WorkloadLock, storeDir: string, writable: Sto
   }
   if (pack !== undefined) writable.recordPack(lock.derived.digest, pack.digest);
   const contents = pack;
+  const sizeOf = (sha256: Sha256Digest): number => {
+    const size = sizes.get(sha256);
+    if (size === undefined) throw new CairnError("STORE_MISSING", `${sha256} is not a file of this workload`, { path: sha256 });
+    return size;
+  };
+  // Both reads verify the bytes against the digest: `get` before returning them, `stream` (a MiB at a time, so
+  // the guest image is written without holding a file) as they pass, refusing at the end.
   const content: ContentSource = {
     async get(sha256: Sha256Digest): Promise<Uint8Array> {
-      const size = sizes.get(sha256);
-      if (size === undefined) {
-        throw new CairnError("STORE_MISSING", `${sha256} is not a file of this workload`, { path: sha256 });
-      }
-      // Both reads verify the bytes against the digest before returning them.
+      const size = sizeOf(sha256);
       return contents !== undefined ? readPacked(store, contents, sha256, size) : store.read("objects", sha256, size, "fileSize");
+    },
+    async stream(sha256: Sha256Digest, chunk: (bytes: Uint8Array) => void): Promise<number> {
+      const size = sizeOf(sha256);
+      return contents !== undefined ? streamPacked(store, contents, sha256, size, chunk) : store.stream("objects", sha256, size, chunk, "fileSize");
     },
   };
   return {
