@@ -20,6 +20,7 @@
  * closure (`oci-layout`, `index.json`, `blobs/sha256/<manifest|config|layers>`),
  * plus `descriptor.json`, the JCS bytes of the selected descriptor.
  */
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import {
   CairnError,
@@ -118,7 +119,8 @@ export interface ReadOciSourceOptions {
    * the caller reads it once, re-hashing the bytes it decompresses against
    * the digest (applyLayers' `recheckStored`), so what is applied is still
    * exactly what was hashed, without a second pass and a write of every
-   * compressed byte. On (default): staged private copies, as above.
+   * compressed byte. On (default): staged private copies, as above; also
+   * where /proc/self/fd, which names the open files, is missing.
    */
   readonly stageLayers?: boolean;
   /**
@@ -222,6 +224,8 @@ export async function readOciSource(options: ReadOciSourceOptions): Promise<OciS
     return { digest: sha256(bytes), size: bytes.length, path, bytes };
   };
   const opened: OpenedFile[] = [];
+  // an open file is named through /proc/self/fd; without /proc the layers are staged as usual (re-hashing a staged copy is harmless)
+  const unstaged = options.stageLayers === false && existsSync("/proc/self/fd");
   try {
     const top = async (name: "oci-layout" | "index.json"): Promise<StagedObject> => {
       const f = await reader.openTop(name);
@@ -273,7 +277,7 @@ export async function readOciSource(options: ReadOciSourceOptions): Promise<OciS
     for (const [i, { d, compression }] of layerDescs.entries()) {
       const path = `/layers/${i}`;
       let dest = layers.find((l) => l.digest === d.digest)?.path;
-      if (dest === undefined && options.stageLayers === false) dest = openedPath(await reader.openBlob(d.digest, path), d.size, path, opened);
+      if (dest === undefined && unstaged) dest = openedPath(await reader.openBlob(d.digest, path), d.size, path, opened);
       else if (dest === undefined) {
         dest = blobDest(d.digest);
         await copyVerified(await reader.openBlob(d.digest, path), d.size, d.digest, dest, path, options.flushLayers === true);
