@@ -134,7 +134,7 @@ const HASH_BUFFER = 64 * 1024;
  * sha256): one pass, each entry's text written once into a 64 KiB buffer
  * that is hashed whenever it fills, instead of two passes into a buffer of
  * the whole entry. The same texts in the same order as encodeDerived, so
- * the same bytes are hashed (tests/workload/derived-entry.test.ts).
+ * the same bytes are hashed (tests/workload/derived-digest.test.ts).
  */
 export function hashDerived(d: DerivedEntry): { digest: Sha256Digest; size: number } {
   const { open, entries } = opening(d);

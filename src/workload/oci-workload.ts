@@ -286,7 +286,7 @@ async function storedLayerFirst(src: OciSource, failure: unknown): Promise<unkno
   for (const l of src.layers) {
     let actual: Sha256Digest;
     try {
-      actual = await hashFile(l.path);
+      actual = await hashFile(l.path, l.size);
     } catch {
       continue; // unreadable now: the original failure stands
     }
@@ -301,8 +301,9 @@ async function storedLayerFirst(src: OciSource, failure: unknown): Promise<unkno
   return failure;
 }
 
-async function hashFile(path: string): Promise<Sha256Digest> {
+/** sha256 of a file's first `size` + 1 bytes (one more than expected: a grown file does not match, and is not read on). */
+async function hashFile(path: string, size: number): Promise<Sha256Digest> {
   const h = new Sha256Hasher();
-  for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 })) h.update(chunk as Buffer);
+  for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20, start: 0, end: size })) h.update(chunk as Buffer);
   return h.digest();
 }
