@@ -88,6 +88,7 @@ export async function assembleWorkload(opts: AssembleOptions): Promise<AssembleR
       pack = oci.contents.digest;
     }
     store.put("objects", derived.specBytes);
+    if (derived.derivedBytes === undefined) throw new TypeError("assembly derives the derived entry's bytes");
     const published = store.put("derived", derived.derivedBytes);
     if (published !== derived.derivedDigest) throw new CairnError("STORE_CONFLICT", "derived entry digest changed while publishing", { path: published });
     if (pack !== undefined) store.recordPack(derived.derivedDigest, pack);
@@ -96,7 +97,7 @@ export async function assembleWorkload(opts: AssembleOptions): Promise<AssembleR
       identities: derived.identities,
       policy: derived.policy,
       raw: derived.raw,
-      derived: { digest: derived.derivedDigest, size: derived.derivedBytes.length },
+      derived: { digest: derived.derivedDigest, size: derived.derivedSize },
       created: (opts.now ?? (() => new Date()))().toISOString(),
       cairnVersion: opts.cairnVersion,
     };

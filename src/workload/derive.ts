@@ -8,7 +8,7 @@
 import { CairnError, canonicalBytes, sha256, type Sha256Digest } from "../core/index.ts";
 import { buildBinaryWorkload } from "./binary.ts";
 import type { RawRef } from "./closure.ts";
-import { encodeDerived } from "./derived-entry.ts";
+import { encodeDerived, hashDerived } from "./derived-entry.ts";
 import { fsIdentity } from "../tree/index.ts";
 import { sourceIdentity, workloadIdentity, type SourceFacts, type SourceKind, type WorkloadIdentities } from "./workload-identity.ts";
 import { launchIdentity, type Launch } from "./launch.ts";
@@ -24,9 +24,14 @@ export interface Derived {
   readonly policy: LayerPolicy;
   readonly identities: WorkloadIdentities;
   readonly raw: readonly RawRef[];
-  readonly derivedBytes: Buffer;
+  /** The derived entry's bytes, held only for assembly (which stores them); verify has only their digest and size. */
+  readonly derivedBytes: Buffer | undefined;
   readonly derivedDigest: Sha256Digest;
+  readonly derivedSize: number;
 }
+
+/** `assemble` keeps the derived entry's bytes to store them; `verify` hashes them as they are made (hashDerived). */
+export type DeriveFor = "assemble" | "verify";
 
 /** The canonical spec bytes (the spec's raw object). */
 export function canonicalSpecBytes(spec: WorkloadSpec): Buffer {
@@ -34,7 +39,14 @@ export function canonicalSpecBytes(spec: WorkloadSpec): Buffer {
 }
 
 /** Computes every identity and the derived entry from a tree, launch and source facts. */
-export function finishDerivation(input: { spec: WorkloadSpec; tree: CanonicalTree; launch: Launch; source: SourceFacts; raw: readonly RawRef[] }): Derived {
+export function finishDerivation(input: {
+  spec: WorkloadSpec;
+  tree: CanonicalTree;
+  launch: Launch;
+  source: SourceFacts;
+  raw: readonly RawRef[];
+  for: DeriveFor;
+}): Derived {
   const specBytes = canonicalSpecBytes(input.spec);
   const specRef: RawRef = { role: "spec", digest: sha256(specBytes), size: specBytes.length };
   const raw = [specRef, ...input.raw];
@@ -44,7 +56,9 @@ export function finishDerivation(input: { spec: WorkloadSpec; tree: CanonicalTre
   const source = sourceIdentity(input.source);
   const workload = workloadIdentity({ kind, source, fs, launch, policy: input.spec.policy });
   const identities = { workload, source, fs, launch };
-  const derivedBytes = encodeDerived({ kind, identities, policy: input.spec.policy, launch: input.launch, raw, tree: input.tree });
+  const entry = { kind, identities, policy: input.spec.policy, launch: input.launch, raw, tree: input.tree };
+  const derivedBytes = input.for === "assemble" ? encodeDerived(entry) : undefined;
+  const hashed = derivedBytes !== undefined ? { digest: sha256(derivedBytes), size: derivedBytes.length } : hashDerived(entry);
   return {
     kind,
     specBytes,
@@ -54,12 +68,13 @@ export function finishDerivation(input: { spec: WorkloadSpec; tree: CanonicalTre
     identities,
     raw,
     derivedBytes,
-    derivedDigest: sha256(derivedBytes),
+    derivedDigest: hashed.digest,
+    derivedSize: hashed.size,
   };
 }
 
 /** A binary workload from the executable's bytes (already read, bounded). */
-export function deriveBinary(spec: WorkloadSpec, exeBytes: Uint8Array, where: string): Derived {
+export function deriveBinary(spec: WorkloadSpec, exeBytes: Uint8Array, where: string, purpose: DeriveFor = "assemble"): Derived {
   if (spec.source.kind !== "binary") throw new CairnError("WORKLOAD_SPEC_INVALID", "not a binary spec", { path: "/source" });
   const source: BinarySourceSpec = spec.source;
   const exe = { bytes: exeBytes, sha256: sha256(exeBytes) };
@@ -70,5 +85,6 @@ export function deriveBinary(spec: WorkloadSpec, exeBytes: Uint8Array, where: st
     launch,
     source: { kind: "binary", executable: exe.sha256, size: exeBytes.length },
     raw: [{ role: "executable", digest: exe.sha256, size: exeBytes.length }],
+    for: purpose,
   });
 }

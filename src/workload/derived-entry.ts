@@ -9,7 +9,7 @@
  * from the raw closure and requires the stored bytes to be identical, then
  * hands out the rebuilt values.
  */
-import { CairnError, canonicalize, declareIdentity, defineScope, identityBytes, jcsNumber, jcsString } from "../core/index.ts";
+import { CairnError, canonicalize, declareIdentity, defineScope, identityBytes, jcsNumber, jcsString, Sha256Hasher, type Sha256Digest } from "../core/index.ts";
 import { rawModel, type RawRef } from "./closure.ts";
 import type { SourceKind, WorkloadIdentities } from "./workload-identity.ts";
 import { launchModel, type Launch } from "./launch.ts";
@@ -88,15 +88,8 @@ export function entryText(e: FsEntry, i: number): string {
 /** `"tree"` sorts after every other key of the entry (JCS orders keys by UTF-16 units), so the document ends with it. */
 const EMPTY_TREE_TAIL = Buffer.from('"tree":[]}');
 
-/**
- * The JCS bytes of a derived entry (deterministic: the same workload always
- * gives the same bytes). The tree is the bulk of it (one object per entry),
- * so it is never held as one model, nor as pieces to be joined: a first pass
- * sizes every entry's text, a second writes them into the one buffer of the
- * result. The result equals canonicalBytes of the whole model: a JCS array
- * is its items' JCS texts joined by commas, and "tree" is the last key.
- */
-export function encodeDerived(d: DerivedEntry): Buffer {
+/** The entry's bytes up to and including `"tree":[`, and the tree's entries in byte order (checked by sortedEntries). */
+function opening(d: DerivedEntry): { open: Buffer; entries: readonly FsEntry[] } {
   const head = identityBytes(DERIVED_ENTRY_IDENTITY, {
     source_kind: d.kind,
     identities: { ...d.identities },
@@ -106,13 +99,24 @@ export function encodeDerived(d: DerivedEntry): Buffer {
     tree: [],
   });
   if (!head.subarray(head.length - EMPTY_TREE_TAIL.length).equals(EMPTY_TREE_TAIL)) throw new TypeError("derived entry: the tree is not the last key");
-  const entries = sortedEntries(d.tree);
-  const open = head.length - 2; // up to and including `"tree":[`
-  let size = open + Math.max(0, entries.length - 1) + 2;
+  return { open: head.subarray(0, head.length - 2), entries: sortedEntries(d.tree) };
+}
+
+/**
+ * The JCS bytes of a derived entry (deterministic: the same workload always
+ * gives the same bytes). The tree is the bulk of it (one object per entry),
+ * so it is never held as one model, nor as pieces to be joined: a first pass
+ * sizes every entry's text, a second writes them into the one buffer of the
+ * result. The result equals canonicalBytes of the whole model: a JCS array
+ * is its items' JCS texts joined by commas, and "tree" is the last key.
+ */
+export function encodeDerived(d: DerivedEntry): Buffer {
+  const { open, entries } = opening(d);
+  let size = open.length + Math.max(0, entries.length - 1) + 2;
   for (let i = 0; i < entries.length; i++) size += Buffer.byteLength(entryText(entries[i]!, i), "utf8");
   const out = Buffer.allocUnsafe(size);
-  head.copy(out, 0, 0, open);
-  let at = open;
+  open.copy(out, 0);
+  let at = open.length;
   for (let i = 0; i < entries.length; i++) {
     if (i > 0) out[at++] = 0x2c; // ","
     at += out.write(entryText(entries[i]!, i), at, "utf8");
@@ -120,4 +124,43 @@ export function encodeDerived(d: DerivedEntry): Buffer {
   at += out.write("]}", at, "latin1");
   if (at !== size) throw new TypeError(`derived entry: wrote ${at} bytes of ${size}`);
   return out;
+}
+
+const HASH_BUFFER = 64 * 1024;
+
+/**
+ * The sha256 and size of `encodeDerived(d)` without holding the entry
+ * (verify compares only these with the lock, then the stored entry's own
+ * sha256): one pass, each entry's text written once into a 64 KiB buffer
+ * that is hashed whenever it fills, instead of two passes into a buffer of
+ * the whole entry. The same texts in the same order as encodeDerived, so
+ * the same bytes are hashed (tests/workload/derived-digest.test.ts).
+ */
+export function hashDerived(d: DerivedEntry): { digest: Sha256Digest; size: number } {
+  const { open, entries } = opening(d);
+  const h = new Sha256Hasher();
+  h.update(open);
+  let size = open.length;
+  const buf = Buffer.allocUnsafe(HASH_BUFFER);
+  let fill = 0;
+  const flush = (): void => {
+    h.update(buf.subarray(0, fill));
+    size += fill;
+    fill = 0;
+  };
+  for (let i = 0; i < entries.length; i++) {
+    const text = entryText(entries[i]!, i);
+    // at most 3 UTF-8 bytes per UTF-16 unit, and 1 for the comma
+    if (fill + 3 * text.length + 1 > buf.length) flush();
+    if (i > 0) buf[fill++] = 0x2c; // ","
+    if (3 * text.length + 1 > buf.length) {
+      flush();
+      const bytes = Buffer.from(text, "utf8");
+      h.update(bytes);
+      size += bytes.length;
+    } else fill += buf.write(text, fill, "utf8");
+  }
+  flush();
+  h.update(EMPTY_TREE_TAIL.subarray(EMPTY_TREE_TAIL.length - 2)); // "]}"
+  return { digest: h.digest(), size: size + 2 };
 }

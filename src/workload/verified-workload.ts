@@ -74,7 +74,7 @@ function compareWithLock(lock: WorkloadLock, d: Derived): void {
   if (d.identities.launch !== lock.identities.launch) mismatch("/identities/launch", "the launch identity");
   if (!samePolicy(d.policy, lock.policy)) mismatch("/policy", "the layer policy");
   if (d.identities.workload !== lock.identities.workload) mismatch("/workload", "the workload identity");
-  if (d.derivedDigest !== lock.derived.digest || d.derivedBytes.length !== lock.derived.size) mismatch("/derived", "the derived entry");
+  if (d.derivedDigest !== lock.derived.digest || d.derivedSize !== lock.derived.size) mismatch("/derived", "the derived entry");
 }
 
 /** Runs a store check for one lock field; a store refusal keeps its code but names the lock field and role. */
@@ -152,7 +152,7 @@ async function verifyAgainst(lock: WorkloadLock, storeDir: string, writable: Sto
   if (spec.source.kind === "binary") {
     const exeRef = lock.raw.find((r) => r.role === "executable");
     if (exeRef === undefined) mismatch("/raw", "the raw closure (no executable)");
-    derived = deriveBinary(spec, raw.get(exeRef.digest)!, `stored executable ${exeRef.digest}`);
+    derived = deriveBinary(spec, raw.get(exeRef.digest)!, `stored executable ${exeRef.digest}`, "verify");
   } else {
     const { verifyOci } = await import("./oci-workload.ts");
     const oci = await verifyOci(spec, lock, writable);
@@ -165,17 +165,19 @@ async function verifyAgainst(lock: WorkloadLock, storeDir: string, writable: Sto
   // checked in chunks, not held: it hashes to the lock's digest, which the rebuilt entry's digest equals (compared above)
   atField("/derived", "derived entry", () => store.check("derived", lock.derived.digest, lock.derived.size, "derivedBytes"));
   if (derived.derivedDigest !== lock.derived.digest) mismatch("/derived", "the stored derived entry");
+  // every file's content is in the store, and the contents `content` hands out are exactly the tree's files'
+  const sizes = new Map<Sha256Digest, number>();
   for (const e of derived.tree.values()) {
-    if (e.type === "file" && !(pack !== undefined ? pack.entries.has(e.sha256) : store.has("objects", e.sha256, e.size))) {
+    if (e.type !== "file") continue;
+    if (!(pack !== undefined ? pack.entries.has(e.sha256) : store.has("objects", e.sha256, e.size))) {
       throw new CairnError("STORE_MISSING", `file content ${e.sha256} of ${e.path} is not in the store`, {
         path: e.path,
         hint: "assemble again into this store",
       });
     }
+    sizes.set(e.sha256, e.size);
   }
   if (pack !== undefined) writable.recordPack(lock.derived.digest, pack.digest);
-  const sizes = new Map<Sha256Digest, number>();
-  for (const e of derived.tree.values()) if (e.type === "file") sizes.set(e.sha256, e.size);
   const contents = pack;
   const sizeOf = (sha256: Sha256Digest): number => {
     const size = sizes.get(sha256);
