@@ -21,7 +21,14 @@ fi
 
 log="$(mktemp)"
 tap="$(mktemp)"
-trap 'rm -f "$log" "$tap"' EXIT
+# Every test's temporary files go under one directory of this run, removed at
+# the end however the tests left them: processes the tests kill on purpose
+# (SIGKILL mid-write) cannot clean up after themselves. The VM test kit is
+# built once per machine, so it stays where it was (tests/vm/fixtures/kit.ts).
+export CAIRN_TEST_KIT="${CAIRN_TEST_KIT:-${TMPDIR:-/tmp}/cairn-test-kit}"
+run_tmp="$(mktemp -d "${TMPDIR:-/tmp}/cairn-test-run-XXXXXX")"
+trap 'rm -f "$log" "$tap"; rm -rf "$run_tmp"' EXIT
+export TMPDIR="$run_tmp"
 # A bound on every test file's process (Node 20 applies --test-timeout to each
 # file run in its own process): a test that hangs fails the run instead of
 # hanging it. Tests that may block (FIFOs, VMs) also bound themselves.

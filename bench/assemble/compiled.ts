@@ -40,3 +40,4 @@ export const oci = await load<typeof import("../../src/oci/index.ts")>("oci");
 export const { STRICT_POLICY } = (await import(join(root, "dist", "tree", "layer-policy.js"))) as typeof import("../../src/tree/layer-policy.ts");
 export const { readLayer } = (await import(join(root, "dist", "tree", "layer-reader.js"))) as typeof import("../../src/tree/layer-reader.ts");
 export const { TarGate } = (await import(join(root, "dist", "tree", "tar-gate.js"))) as typeof import("../../src/tree/tar-gate.ts");
+export const workload = await load<typeof import("../../src/workload/index.ts")>("workload");

@@ -18,6 +18,14 @@
  *             writes nothing (the floor writes nothing either).
  *   floor     Node's createGunzip + sha256 of the same compressed bytes:
  *             the least any verifying reader of a gzip layer must do.
+ *   floor with three hashes   the floor with the hashing cairn's rules
+ *             require (stored blob, DiffID, file bytes).
+ *   floor with three hashes and writes   that floor, also writing what
+ *             the store must keep: a copy of the stored blob and the
+ *             uncompressed bytes, each into one file, both fsynced (cairn
+ *             keeps the raw layer durable and the file bytes in one pack).
+ *             The floors above write nothing; this one shows what is the
+ *             kernel's cost of writing and what is cairn's own.
  *
  * Each run times every variant once, in an order rotated from run to run.
  * Prints medians of N runs (wall time, and CPU time: user+system of this
@@ -32,7 +40,7 @@
  */
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { createReadStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, createReadStream, existsSync, fsyncSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pipeline } from "node:stream/promises";
@@ -176,6 +184,48 @@ async function verifyingFloor(blob: string): Promise<void> {
   content.digest();
 }
 
+/** verifyingFloor, also writing the stored blob's copy and the uncompressed bytes to files under `dir` and fsyncing both. */
+async function writingFloor(blob: string, dir: string): Promise<void> {
+  mkdirSync(dir, { recursive: true });
+  const stored = createHash("sha256");
+  const diff = createHash("sha256");
+  const content = createHash("sha256");
+  const copy = openSync(join(dir, "layer"), "wx", 0o600);
+  const unpacked = openSync(join(dir, "pack"), "wx", 0o600);
+  const written = (fd: number, c: Buffer): void => {
+    for (let at = 0; at < c.length; ) at += writeSync(fd, c, at);
+  };
+  try {
+    await pipeline(
+      createReadStream(blob, { highWaterMark: 1 << 20 }),
+      new Transform({
+        transform(c: Buffer, _e, cb) {
+          stored.update(c);
+          written(copy, c);
+          cb(null, c);
+        },
+      }),
+      createGunzip({ chunkSize: 1 << 20 }),
+      new Writable({
+        write(c: Buffer, _e, cb) {
+          diff.update(c);
+          content.update(c);
+          written(unpacked, c);
+          cb();
+        },
+      }),
+    );
+    fsyncSync(copy);
+    fsyncSync(unpacked);
+  } finally {
+    closeSync(copy);
+    closeSync(unpacked);
+  }
+  stored.digest();
+  diff.digest();
+  content.digest();
+}
+
 interface LayoutFacts {
   manifestDigest: string;
   layers: { digest: string; size: number; expanded: number }[];
@@ -197,13 +247,22 @@ async function bench(name: string, write: (dir: string) => WrittenImage): Promis
   const expanded = img.layers.reduce((n, l) => n + l.expanded, 0);
   const compressed = img.layers.reduce((n, l) => n + l.size, 0);
   const blob = blobPath(layout, img.layers[0]!.digest);
-  const times = { cairn: [] as Sample[], loose: [] as Sample[], decode: [] as Sample[], umoci: [] as Sample[], floor: [] as Sample[], vfloor: [] as Sample[] };
+  const times = {
+    cairn: [] as Sample[],
+    loose: [] as Sample[],
+    decode: [] as Sample[],
+    umoci: [] as Sample[],
+    floor: [] as Sample[],
+    vfloor: [] as Sample[],
+    wfloor: [] as Sample[],
+  };
   let files = 0;
   for (let i = 0; i < N; i++) {
     const out = join(work, `${name}-run${i}`);
     const variants: Array<[keyof typeof times, () => Promise<Sample>]> = [
       ["floor", () => timed(() => floor(blob))],
       ["vfloor", () => timed(() => verifyingFloor(blob))],
+      ["wfloor", () => timed(() => writingFloor(blob, join(out, "wfloor")))],
       [
         "cairn",
         () =>
@@ -260,6 +319,7 @@ async function bench(name: string, write: (dir: string) => WrittenImage): Promis
   row("umoci raw unpack", times.umoci);
   row("floor: node gunzip+sha256", times.floor);
   row("floor with cairn's three hashes", times.vfloor);
+  row("  the same, writing and fsyncing", times.wfloor);
   const r = (a: Sample[], b: Sample[], k: keyof Sample): string => (median(a, k) / median(b, k)).toFixed(2);
   console.log(
     `  cairn/umoci  wall ${r(times.cairn, times.umoci, "wall")}x  cpu ${r(times.cairn, times.umoci, "cpu")}x  user ${r(times.cairn, times.umoci, "user")}x   (issue 15 goal for the large layout: ≤ 0.5)`,
@@ -272,6 +332,9 @@ async function bench(name: string, write: (dir: string) => WrittenImage): Promis
   );
   console.log(
     `  cairn without file writes / floor with three hashes: wall ${r(times.decode, times.vfloor, "wall")}x  cpu ${r(times.decode, times.vfloor, "cpu")}x`,
+  );
+  console.log(
+    `  cairn / floor with three hashes and the same writes: wall ${r(times.cairn, times.wfloor, "wall")}x  cpu ${r(times.cairn, times.wfloor, "cpu")}x  user ${r(times.cairn, times.wfloor, "user")}x`,
   );
 }
 

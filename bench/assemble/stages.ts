@@ -86,7 +86,7 @@ const STAGES: Record<string, () => Promise<unknown>> = {
     return gunzipInto((c) => h.update(c));
   },
   "gunzip+gate": () => {
-    const g = new TarGate(tree.DEFAULT_LIMITS, budget(), "/layers/0");
+    const g = new TarGate(tree.DEFAULT_LIMITS, budget(), "/layers/0", () => undefined);
     return gunzipInto((c) => g.push(c));
   },
   "read-layer": () => readLayer({ path: blob, compression: "gzip", where: "/layers/0" }, tree.DEFAULT_LIMITS, budget(), () => undefined),

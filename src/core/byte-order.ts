@@ -33,9 +33,23 @@ function encodedCompare(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
 }
 
-/** `items` sorted by the UTF-8 bytes of `key(item)` (compareBytes on the keys; nothing is encoded per item). */
+const SURROGATE = /[\uD800-\uDFFF]/;
+
+/**
+ * `items` sorted by the UTF-8 bytes of `key(item)`, nothing encoded per item.
+ * When no key holds a surrogate code unit, UTF-16 order is UTF-8 byte order
+ * (every unit is then its code point), so the engine's own string comparison
+ * sorts; it is several times faster than compareBytes on the long shared
+ * prefixes of tree paths. Otherwise compareBytes decides.
+ */
 export function sortByBytes<T>(items: readonly T[], key: (item: T) => string): T[] {
-  return [...items].sort((a, b) => compareBytes(key(a), key(b)));
+  const out = [...items];
+  for (const item of out) if (SURROGATE.test(key(item))) return out.sort((a, b) => compareBytes(key(a), key(b)));
+  return out.sort((a, b) => {
+    const x = key(a);
+    const y = key(b);
+    return x < y ? -1 : x > y ? 1 : 0;
+  });
 }
 
 /** True when `keys` are in strictly ascending byte order (no repeats): a sorted list is then not sorted again. */

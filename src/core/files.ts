@@ -28,6 +28,13 @@ export interface WriteOptions {
   mode?: number;
   /** Replace an existing file (default true). When false an existing target is an error. */
   overwrite?: boolean;
+  /**
+   * Fsync the file before its rename and the directory after (default true).
+   * Off only for private per-run staging that is read back and dropped,
+   * never published: the rename is atomic either way, and a crash leaves it
+   * to the next writer's clean-up.
+   */
+  durable?: boolean;
 }
 
 /** Fsyncs a directory so a rename inside it is durable; a filesystem that refuses is tolerated. */
@@ -58,7 +65,7 @@ export function writeFileAtomic(path: string, data: string | Uint8Array, options
     fd = createExclusive(tmp, mode);
     writeFully(fd, typeof data === "string" ? Buffer.from(data, "utf8") : data);
     chmodSync(tmp, mode); // the umask must not widen or narrow what we promised
-    fsyncSync(fd);
+    if (options.durable !== false) fsyncSync(fd);
     closeSync(fd);
     fd = undefined;
     if (overwrite) {
@@ -78,7 +85,7 @@ export function writeFileAtomic(path: string, data: string | Uint8Array, options
       }
       unlinkSync(tmp);
     }
-    fsyncDir(dirname(path));
+    if (options.durable !== false) fsyncDir(dirname(path));
   } catch (cause) {
     if (fd !== undefined) closeSync(fd);
     rmSync(tmp, { force: true });
@@ -147,6 +154,24 @@ export function writeNewFile<T>(dst: string, produce: (write: (chunk: Uint8Array
     fd = createExclusive(dst, 0o600);
     const out = fd;
     const result = produce((chunk) => writeFully(out, chunk));
+    closeSync(fd);
+    fd = undefined;
+    return result;
+  } catch (cause) {
+    if (fd !== undefined) closeSync(fd);
+    rmSync(dst, { force: true });
+    if (cause instanceof CairnError) throw cause;
+    throw ioError(dst, cause, "write");
+  }
+}
+
+/** `writeNewFile` for a `produce` that awaits between its writes (a guest image read from the store a MiB at a time). */
+export async function writeNewFileAsync<T>(dst: string, produce: (write: (chunk: Uint8Array) => void) => Promise<T>): Promise<T> {
+  let fd: number | undefined;
+  try {
+    fd = createExclusive(dst, 0o600);
+    const out = fd;
+    const result = await produce((chunk) => writeFully(out, chunk));
     closeSync(fd);
     fd = undefined;
     return result;

@@ -31,6 +31,7 @@ export {
   writeFully,
   writeFullyAt,
   writeNewFile,
+  writeNewFileAsync,
   openForRead,
   createExclusive,
 } from "./files.ts";

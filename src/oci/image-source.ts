@@ -10,11 +10,17 @@
  * is ever re-read from the source. A staged copy is named only once its
  * digest matched; it is not fsynced (staging is private and per run), the
  * store's adoption is what makes a copy durable (see `flushLayers`).
+ * One exception, for verify reading the store's own copies
+ * (`stageLayers: false`): a layer is opened and its size checked but not
+ * read here; its one read, by the layer reader, hashes exactly the bytes it
+ * decompresses, and nothing derived from them stands unless the digest
+ * matched at the end.
  *
  * The staging directory is itself a minimal OCI layout holding the selected
  * closure (`oci-layout`, `index.json`, `blobs/sha256/<manifest|config|layers>`),
  * plus `descriptor.json`, the JCS bytes of the selected descriptor.
  */
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import {
   CairnError,
@@ -35,7 +41,7 @@ import { DEFAULT_LIMITS, enforceLimit, type LayerCompression, type LayerLimits, 
 
 import { checkConfig, checkDescriptor, checkPlatform, type Descriptor, type OciLaunchConfig } from "./documents.ts";
 import { CONFIG_TYPES, INDEX_TYPES, MANIFEST_TYPES, OCI_INDEX, layerCompression, requireMediaType } from "./media-types.ts";
-import { copyVerified, openLayoutDir, readVerified, type OciObjectReader } from "./layout-reader.ts";
+import { copyVerified, openLayoutDir, readVerified, type OciObjectReader, type OpenedFile } from "./layout-reader.ts";
 import { validateOciDocument } from "./schemas.ts";
 
 /** One raw object as staged: its verified bytes (JSON documents only), digest, size and private path. */
@@ -58,7 +64,12 @@ export interface OciLayer {
   readonly size: number;
   /** sha256 of the uncompressed tar stream, from the config's `rootfs.diff_ids`. */
   readonly diffId: Sha256Digest;
-  /** The private staged copy of the blob (0600); the only copy used from here on. */
+  /**
+   * The private staged copy of the blob (0600); the only copy used from here
+   * on. With `stageLayers: false`, the reader's open file instead
+   * (`/proc/self/fd/N`, valid until the source is closed), never read here:
+   * its bytes must be re-hashed as they are read (applyLayers' `recheckStored`).
+   */
   readonly path: string;
 }
 
@@ -76,6 +87,8 @@ export interface OciSource {
   readonly launch: OciLaunchConfig;
   readonly diffIds: readonly Sha256Digest[];
   readonly layers: readonly OciLayer[];
+  /** Closes the layer files left open by `stageLayers: false` (nothing otherwise). Safe to call more than once. */
+  close(): Promise<void>;
 }
 
 export interface ReadOciSourceOptions {
@@ -100,6 +113,16 @@ export interface ReadOciSourceOptions {
    * read and dropped (verify, check, export) costs no disk writes at all.
    */
   readonly flushLayers?: boolean;
+  /**
+   * Off (verify, reading the store's own copies): each layer blob is opened
+   * through the reader and its size checked, but neither read nor copied;
+   * the caller reads it once, re-hashing the bytes it decompresses against
+   * the digest (applyLayers' `recheckStored`), so what is applied is still
+   * exactly what was hashed, without a second pass and a write of every
+   * compressed byte. On (default): staged private copies, as above; also
+   * where /proc/self/fd, which names the open files, is missing.
+   */
+  readonly stageLayers?: boolean;
   /**
    * The policy's `platform` (tree/layer-policy.ts). `refuse` (default): the
    * selected descriptor must declare linux/amd64. `config`: a descriptor
@@ -163,6 +186,26 @@ function selectDescriptor(index: JsonObject, wanted: Sha256Digest, options: Read
   return { model: m!, descriptor, path };
 }
 
+/**
+ * An opened, unread layer blob as a path to its open file: the size must be
+ * the descriptor's (SIZE_MISMATCH otherwise); the digest is checked by the
+ * one read that follows. Kept in `opened` until the source is closed.
+ */
+function openedPath(file: OpenedFile, size: number, path: string, opened: OpenedFile[]): string {
+  opened.push(file);
+  if (file.size !== size) {
+    throw new CairnError("SIZE_MISMATCH", `${file.locator} has ${file.size} bytes, its descriptor says ${size}`, {
+      path,
+      hint: "the layout is corrupt or was modified",
+    });
+  }
+  return `/proc/self/fd/${file.handle.fd}`;
+}
+
+async function closeAll(opened: OpenedFile[]): Promise<void> {
+  await Promise.all(opened.splice(0).map((f) => f.handle.close().catch(() => undefined)));
+}
+
 /** Reads, verifies, stages and selects; see the module comment for the order of checks. */
 export async function readOciSource(options: ReadOciSourceOptions): Promise<OciSource> {
   const limits = options.limits ?? DEFAULT_LIMITS;
@@ -177,9 +220,12 @@ export async function readOciSource(options: ReadOciSourceOptions): Promise<OciS
   const blobDest = (d: Sha256Digest): string => join(staging, "blobs", ...digestComponents(d));
   const stageBytes = (name: string, bytes: Uint8Array): StagedObject => {
     const path = join(staging, name);
-    writeFileAtomic(path, bytes, { mode: 0o600 });
+    writeFileAtomic(path, bytes, { mode: 0o600, durable: false }); // private staging, read back and dropped or re-put by the store
     return { digest: sha256(bytes), size: bytes.length, path, bytes };
   };
+  const opened: OpenedFile[] = [];
+  // an open file is named through /proc/self/fd; without /proc the layers are staged as usual (re-hashing a staged copy is harmless)
+  const unstaged = options.stageLayers === false && existsSync("/proc/self/fd");
   try {
     const top = async (name: "oci-layout" | "index.json"): Promise<StagedObject> => {
       const f = await reader.openTop(name);
@@ -200,7 +246,7 @@ export async function readOciSource(options: ReadOciSourceOptions): Promise<OciS
       enforceLimit(limits, "ociJsonBytes", d.size, `${path}/size`);
       const bytes = await readVerified(await reader.openBlob(d.digest, path), d.size, d.digest, path);
       const dest = blobDest(d.digest);
-      writeFileAtomic(dest, bytes, { mode: 0o600 });
+      writeFileAtomic(dest, bytes, { mode: 0o600, durable: false });
       return { digest: d.digest, size: d.size, path: dest, bytes };
     };
     const manifest = await jsonBlob(selected.descriptor, selected.path);
@@ -230,9 +276,12 @@ export async function readOciSource(options: ReadOciSourceOptions): Promise<OciS
     const layers: OciLayer[] = [];
     for (const [i, { d, compression }] of layerDescs.entries()) {
       const path = `/layers/${i}`;
-      const dest = blobDest(d.digest);
-      if (!layers.some((l) => l.digest === d.digest))
+      let dest = layers.find((l) => l.digest === d.digest)?.path;
+      if (dest === undefined && unstaged) dest = openedPath(await reader.openBlob(d.digest, path), d.size, path, opened);
+      else if (dest === undefined) {
+        dest = blobDest(d.digest);
         await copyVerified(await reader.openBlob(d.digest, path), d.size, d.digest, dest, path, options.flushLayers === true);
+      }
       layers.push(Object.freeze({ index: i, mediaType: d.mediaType, compression, digest: d.digest, size: d.size, diffId: checked.diffIds[i]!, path: dest }));
     }
     return Object.freeze({
@@ -246,7 +295,11 @@ export async function readOciSource(options: ReadOciSourceOptions): Promise<OciS
       launch: checked.launch,
       diffIds: checked.diffIds,
       layers: Object.freeze(layers),
+      close: () => closeAll(opened),
     });
+  } catch (e) {
+    await closeAll(opened);
+    throw e;
   } finally {
     if (options.reader === undefined) await reader.close();
   }

@@ -5,7 +5,7 @@ export type { Staging } from "./staging.ts";
 export { defaultStoreDir } from "./location.ts";
 export { publishBytes, publishFile, publishStaged } from "./publish.ts";
 export type { WriteOnce } from "./publish.ts";
-export { PackWriter, inspectPack, readPacked } from "./pack.ts";
+export { PackWriter, inspectPack, readPacked, streamPacked } from "./pack.ts";
 export { PackCheck } from "./pack-check.ts";
 export type { PackContentWriter, PackedAddress, PackEntry, PackIndex } from "./pack.ts";
 export { PackEntries } from "./pack-entries.ts";

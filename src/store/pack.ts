@@ -307,6 +307,54 @@ export function openPack(store: Store, digest: Sha256Digest): number {
  * when the pack is not the expected regular file or the bytes do not match.
  */
 export function readPacked(store: Store, pack: PackIndex, digest: Sha256Digest, maxBytes: number, limitName = "fileSize"): Buffer {
+  return withPackedRange(store, pack, digest, maxBytes, limitName, (fd, e) => {
+    // allocUnsafe: a small content is a slice of Node's shared pool, not an ArrayBuffer of its own; every byte
+    // is overwritten by the read, and a short read is refused before the buffer is handed out
+    const buf = Buffer.allocUnsafe(e.size);
+    if (readFullyAt(fd, buf, e.offset) !== e.size || sha256(buf) !== digest) throw corrupt(pack.digest, `holds wrong bytes for ${digest}`);
+    return buf;
+  });
+}
+
+/**
+ * Hands one content of a pack to `chunk` in order, WRITE_BUFFER bytes at a
+ * time from one reused buffer (a large content is never held whole), and
+ * returns its size; the same refusals as `readPacked`, but STORE_CORRUPT for
+ * wrong bytes comes after the chunks were handed over: the caller must not
+ * use them until this returns.
+ */
+export function streamPacked(
+  store: Store,
+  pack: PackIndex,
+  digest: Sha256Digest,
+  maxBytes: number,
+  chunk: (bytes: Buffer) => void,
+  limitName = "fileSize",
+): number {
+  return withPackedRange(store, pack, digest, maxBytes, limitName, (fd, e) => {
+    const h = new Sha256Hasher();
+    const buf = Buffer.allocUnsafe(Math.max(1, Math.min(e.size, WRITE_BUFFER)));
+    for (let at = 0; at < e.size; ) {
+      const n = Math.min(buf.length, e.size - at);
+      if (readFullyAt(fd, buf.subarray(0, n), e.offset + at) !== n) throw corrupt(pack.digest, `holds wrong bytes for ${digest}`);
+      h.update(buf.subarray(0, n));
+      chunk(buf.subarray(0, n));
+      at += n;
+    }
+    if (h.digest() !== digest) throw corrupt(pack.digest, `holds wrong bytes for ${digest}`);
+    return e.size;
+  });
+}
+
+/** Opens the pack holding `digest` as a regular file of the indexed size, after the index and limit checks, for `fn` to read the content's range. */
+function withPackedRange<T>(
+  store: Store,
+  pack: PackIndex,
+  digest: Sha256Digest,
+  maxBytes: number,
+  limitName: string,
+  fn: (fd: number, e: { readonly offset: number; readonly size: number }) => T,
+): T {
   const e = pack.entries.get(digest);
   if (e === undefined) throw new CairnError("STORE_MISSING", `${digest} is not in pack ${pack.digest}`, { path: digest });
   if (e.size > maxBytes)
@@ -315,12 +363,7 @@ export function readPacked(store: Store, pack: PackIndex, digest: Sha256Digest, 
   try {
     const st = fstatSync(fd);
     if (!st.isFile() || st.size !== pack.size) throw corrupt(pack.digest, `is not a regular file of ${pack.size} bytes`);
-    // allocUnsafe: a small content is a slice of Node's shared pool, not an ArrayBuffer of its own (200,000 of
-    // them, read one after another by the image writers, were tens of MB of external garbage); every byte is
-    // overwritten by the read, and a short read is refused before the buffer is handed out
-    const buf = Buffer.allocUnsafe(e.size);
-    if (readFullyAt(fd, buf, e.offset) !== e.size || sha256(buf) !== digest) throw corrupt(pack.digest, `holds wrong bytes for ${digest}`);
-    return buf;
+    return fn(fd, e);
   } finally {
     closeSync(fd);
   }

@@ -294,6 +294,30 @@ export class Store {
   }
 
   /**
+   * Hands one stored file to `chunk` in 1 MiB pieces (core's bounded reader,
+   * the same checks as `read`) and returns its size; STORE_CORRUPT when its
+   * bytes do not match its name comes after the chunks were handed over, so
+   * the caller must not use them until this returns.
+   */
+  stream(area: StoreArea, digest: Sha256Digest, maxBytes: number, chunk: (bytes: Buffer) => void, limitName = "storeObjectBytes"): number {
+    const hash = new Sha256Hasher();
+    const size = this.#bounded(area, digest, limitName, () =>
+      streamFileBounded(
+        this.pathOf(area, digest),
+        maxBytes,
+        limitName,
+        (bytes) => {
+          hash.update(bytes);
+          chunk(bytes);
+        },
+        BOUNDED_STORE_READ,
+      ),
+    );
+    if (hash.digest() !== digest) this.#corrupt(area, digest);
+    return size;
+  }
+
+  /**
    * Verifies one stored file as `read` does (the same refusals) without
    * holding it: its bytes are hashed in chunks. For a large file whose bytes
    * the caller already has, such as a rebuilt derived entry.

@@ -125,4 +125,12 @@ export function memorySink(): { readonly sink: ContentSink; readonly content: Ma
 /** Reads back file bytes by digest (from staging or the content store), verifying them. */
 export interface ContentSource {
   get(sha256: Sha256Digest): Promise<Uint8Array>;
+  /**
+   * The same bytes handed to `chunk` in order, a bounded piece at a time (a
+   * large file is never held whole), returning their count. The bytes are
+   * verified against `sha256` as they pass, so a refusal can come after
+   * chunks were handed over: the caller must not use them until this
+   * returns. A source without it is read whole through `get`.
+   */
+  stream?(sha256: Sha256Digest, chunk: (bytes: Uint8Array) => void): Promise<number>;
 }

@@ -56,12 +56,16 @@ export function sortedEntries(tree: CanonicalTree): readonly FsEntry[] {
   // A frozen tree is already in byte order (TreeModel.freeze) and its own array is handed out; only another map is copied and sorted.
   let sorted = true;
   let prev: string | undefined;
+  // The directories met so far: in byte order a parent comes before its children, so its lookup is a hash
+  // probe, not a search of the tree; an entry met before its parent (another map's order) falls back to `get`.
+  const dirs = new Set<string>();
   for (const [key, e] of tree) {
     if (sorted && prev !== undefined && compareBytes(prev, key) >= 0) sorted = false;
     prev = key;
     if (key !== e.path) refuse(key, "map key differs from the entry path");
     if (!isCanonicalPath(e.path)) refuse(e.path, "path is not absolute and normalized");
-    if (e.path !== "/" && tree.get(parentOf(e.path))?.type !== "dir") refuse(e.path, "parent is not an explicit directory");
+    if (e.path !== "/" && !dirs.has(parentOf(e.path)) && tree.get(parentOf(e.path))?.type !== "dir") refuse(e.path, "parent is not an explicit directory");
+    if (e.type === "dir") dirs.add(e.path);
     if (!Number.isInteger(e.mode) || e.mode < 0 || e.mode > 0o7777) refuse(e.path, "mode out of range");
     if (!Number.isInteger(e.uid) || e.uid < 0 || e.uid > U32_MAX) refuse(e.path, "uid out of range");
     if (!Number.isInteger(e.gid) || e.gid < 0 || e.gid > U32_MAX) refuse(e.path, "gid out of range");
@@ -89,17 +93,28 @@ function putStr(buf: Buffer, at: number, s: string): number {
   return at + 4 + n;
 }
 
-/** Writes `e`'s frame into `buf` (at least frameSize(e) bytes); returns its length. */
-function frameInto(e: FsEntry, buf: Buffer): number {
-  buf[0] = TYPE_TAG[e.type];
-  let at = putStr(buf, 1, e.path);
+/**
+ * Writes a safe integer as a big-endian two's-complement i64 (a u64 for the
+ * non-negative sizes), as two 32-bit halves: the same bytes as
+ * writeBigInt64BE(BigInt(v)) without a BigInt per entry.
+ */
+function putI64(buf: Buffer, at: number, v: number): void {
+  const hi = Math.floor(v / 0x1_0000_0000);
+  buf.writeInt32BE(hi, at);
+  buf.writeUInt32BE(v - hi * 0x1_0000_0000, at + 4);
+}
+
+/** Writes `e`'s frame into `buf` at `base` (at least frameSize(e) bytes free there); returns the offset after it. */
+function frameInto(e: FsEntry, buf: Buffer, base: number): number {
+  buf[base] = TYPE_TAG[e.type];
+  let at = putStr(buf, base + 1, e.path);
   buf.writeUInt32BE(e.mode, at);
   buf.writeUInt32BE(e.uid, at + 4);
   buf.writeUInt32BE(e.gid, at + 8);
-  buf.writeBigInt64BE(BigInt(e.mtime), at + 12);
+  putI64(buf, at + 12, e.mtime);
   at += 20;
   if (e.type === "file") {
-    buf.writeBigUInt64BE(BigInt(e.size), at);
+    putI64(buf, at, e.size);
     at += 8;
     if (buf.write(digestHex(e.sha256), at, "hex") !== 32) refuse(e.path, "sha256 is not 32 bytes");
     at += 32;
@@ -112,7 +127,7 @@ function frameInto(e: FsEntry, buf: Buffer): number {
 /** The framed bytes of one entry (exported for the framing test vectors in the docs). */
 export function frameEntry(e: FsEntry): Buffer {
   const buf = Buffer.alloc(frameSize(e));
-  frameInto(e, buf);
+  frameInto(e, buf, 0);
   return buf;
 }
 
@@ -131,12 +146,19 @@ export function fsIdentity(tree: CanonicalTree): Sha256Digest {
   const count = Buffer.alloc(8);
   count.writeBigUInt64BE(BigInt(entries.length));
   h.update(count);
-  // one scratch buffer for every frame (grown for a long path or target), not a few buffers per entry
-  let scratch = Buffer.allocUnsafe(16 * 1024);
+  // frames written end to end into one scratch buffer (grown for a long path or target) and hashed
+  // whenever the next does not fit: neither a few buffers nor a hash call per entry
+  let scratch = Buffer.allocUnsafe(64 * 1024);
+  let fill = 0;
   for (const e of entries) {
     const need = frameSize(e);
+    if (fill + need > scratch.length) {
+      h.update(scratch.subarray(0, fill));
+      fill = 0;
+    }
     if (need > scratch.length) scratch = Buffer.allocUnsafe(need);
-    h.update(scratch.subarray(0, frameInto(e, scratch)));
+    fill = frameInto(e, scratch, fill);
   }
+  h.update(scratch.subarray(0, fill));
   return h.digest();
 }

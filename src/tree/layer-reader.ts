@@ -1,21 +1,20 @@
 /**
  * Reads one layer blob (a private staged file, or bytes already in memory):
- * counts and (optionally) re-hashes the stored bytes, gunzips with node:zlib when the layer is gzip, passes every
- * uncompressed byte through the strict TarGate, and lets `tar-stream` frame
- * the members the gate let through. Each member reaches the caller with the
- * gate's record (the authority on metadata) and, for regular files, its
- * bytes. tar-stream's own header must agree with the gate's on name, type
- * and size, so no parser differential between the two can slip through.
+ * counts and (optionally) re-hashes the stored bytes, gunzips with node:zlib
+ * when the layer is gzip, and passes every uncompressed byte through the
+ * strict TarGate, which frames the members. Each member reaches the caller
+ * with the gate's record and, for regular files, its bytes as they arrive.
  *
  * Never runs a tar process; never writes anything.
  */
 import { createReadStream } from "node:fs";
 import { Readable, Transform, pipeline } from "node:stream";
 import { createGunzip } from "node:zlib";
-import tarStream from "tar-stream";
 import { CairnError, checkLimit, Sha256Hasher, type Sha256Digest } from "../core/index.ts";
 import { enforceLimit, type LayerLimits } from "./layer-limits.ts";
-import { TarGate, type GateBudget, type GateRecord } from "./tar-gate.ts";
+import { TarGate, type GateBudget, type OnMember } from "./tar-gate.ts";
+
+export type { MemberBody } from "./tar-gate.ts";
 
 export interface LayerStreamInput {
   /** The private staged copy of the blob. Give this or `bytes`. */
@@ -69,16 +68,6 @@ export interface Budget extends GateBudget {
 
 /** How a layer blob is compressed (the OCI side maps media types to this). */
 export type LayerCompression = "none" | "gzip";
-
-const TAR_TYPE: Record<GateRecord["type"], string> = {
-  file: "file",
-  dir: "directory",
-  symlink: "symlink",
-  hardlink: "link",
-  chardev: "character-device",
-  blockdev: "block-device",
-  fifo: "fifo",
-};
 
 /** In-memory bytes in 1 MiB slices (no copies), as a file stream would deliver them. */
 function* slices(bytes: Uint8Array): Generator<Buffer> {
@@ -151,15 +140,7 @@ function gunzipError(e: unknown, where: string): unknown {
   if (e instanceof CairnError) return e;
   const code = (e as { code?: string } | null)?.code;
   if (typeof code === "string" && code.startsWith("Z_")) return new CairnError("TAR_INVALID", `layer is not valid gzip (${code})`, { path: where, cause: e });
-  if (e instanceof Error && /tar|header|Unexpected end/i.test(e.message))
-    return new CairnError("TAR_INVALID", `layer is not a valid tar stream: ${e.message}`, { path: where, cause: e });
   return e;
-}
-
-/** Where one regular member's bytes go as they are read: `write` per chunk, `end` once all `size` bytes arrived. */
-export interface MemberBody {
-  readonly write: (chunk: Buffer) => void;
-  readonly end: () => void;
 }
 
 /**
@@ -170,117 +151,16 @@ export interface MemberBody {
  * gathered whole) and is ended once exactly the header's size arrived.
  * Rejects with the first refusal; `onMember` and the body may throw to refuse too.
  */
-export async function readLayer(
-  input: LayerStreamInput,
-  limits: LayerLimits,
-  budget: Budget,
-  onMember: (rec: GateRecord) => MemberBody | undefined,
-): Promise<void> {
-  const gate = new TarGate(limits, budget, input.where, input.collect === true);
+export async function readLayer(input: LayerStreamInput, limits: LayerLimits, budget: Budget, onMember: OnMember): Promise<void> {
+  const gate = new TarGate(limits, budget, input.where, onMember, input.collect === true);
   const source = storedStream(input, limits, budget);
-  const extract = tarStream.extract();
-  let failure: unknown;
-  const pump = (async () => {
-    try {
-      for await (const chunk of source as AsyncIterable<Buffer>) {
-        if (failure !== undefined) return;
-        for (const part of gate.push(chunk)) {
-          if (!extract.write(part)) {
-            // Wait for room, or stop if the consumer failed and destroyed the extractor.
-            await new Promise<void>((resolve) => {
-              const done = (): void => {
-                extract.off("drain", done);
-                extract.off("close", done);
-                resolve();
-              };
-              extract.on("drain", done);
-              extract.on("close", done);
-            });
-            if (failure !== undefined) return;
-          }
-        }
-      }
-      gate.end();
-      // streamx's end() takes an optional chunk; its typings make it required.
-      extract.end(undefined);
-    } catch (e) {
-      failure ??= gunzipError(e, input.where);
-      source.destroy();
-      extract.destroy(failure as Error);
-    }
-  })();
-  // Entries are consumed with tar-stream's event API (one callback per
-  // member, no promise per chunk): it is several times cheaper per member
-  // than async iteration, which matters for layers of many small files.
-  const consumed = new Promise<void>((resolve) => {
-    const fail = (e: unknown): void => {
-      failure ??= gunzipError(e, input.where);
-      source.destroy();
-      extract.destroy(failure as Error);
-      resolve();
-    };
-    extract.on("entry", (h, entry, next) => {
-      entry.on("error", () => undefined); // the same failure reaches extract's "error"; tar-stream's own iterator does this too
-      const rec = gate.records.shift();
-      if (rec === undefined || h.name !== rec.name || h.size !== rec.size || h.type !== TAR_TYPE[rec.type]) {
-        fail(
-          new CairnError("TAR_INVALID", "tar parsers disagree on a member header", {
-            path: input.where,
-            hint: "the layer is ambiguous; rebuild it with a standard tar writer",
-          }),
-        );
-        return;
-      }
-      let body: MemberBody | undefined;
-      try {
-        body = onMember(rec);
-      } catch (e) {
-        fail(e);
-        return;
-      }
-      let got = 0;
-      let broken = false;
-      if (rec.type === "file") {
-        entry.on("data", (data) => {
-          const c = data as Buffer;
-          // tar-stream emits Buffer chunks (subarrays of what the gate forwarded).
-          got += c.length;
-          if (broken || body === undefined) return;
-          try {
-            body.write(c);
-          } catch (e) {
-            broken = true;
-            fail(e);
-          }
-        });
-      } else entry.resume();
-      entry.on("end", () => {
-        if (broken) return;
-        if (rec.type === "file" && got !== rec.size) {
-          fail(new CairnError("TAR_INVALID", "member data shorter than its header size", { path: input.where }));
-          return;
-        }
-        try {
-          body?.end();
-        } catch (e) {
-          fail(e);
-          return;
-        }
-        next();
-      });
-    });
-    extract.on("finish", () => resolve());
-    extract.on("close", () => resolve());
-    extract.on("error", (e) => {
-      failure ??= gunzipError(e, input.where);
-      source.destroy();
-      resolve();
-    });
-  });
-  await consumed;
-  await pump;
-  if (failure !== undefined) throw failure;
-  if (gate.records.length !== 0) throw new CairnError("TAR_INVALID", "tar parsers disagree on the member count", { path: input.where });
+  try {
+    for await (const chunk of source as AsyncIterable<Buffer>) gate.push(chunk);
+    gate.end();
+  } catch (e) {
+    source.destroy();
+    throw gunzipError(e, input.where);
+  }
   if (input.diffId === undefined) return;
   const actual = gate.diffId();
   if (actual !== input.diffId) {

@@ -1,13 +1,13 @@
 /**
- * The tar gate: a strict, streaming reader of raw tar header blocks that sits
- * in front of `tar-stream`.
+ * The tar gate: cairn's one tar reader, strict and streaming. It frames the
+ * members itself and hands each member's bytes to the caller as they arrive.
  *
- * `tar-stream` frames members and streams their data, but it is lenient in
- * exactly the places a hostile layer aims at: it decodes names lossily
- * (invalid UTF-8 becomes U+FFFD), drops NUL-truncated tails, merges global
- * pax headers silently, ignores pax keys it does not know (xattrs, sparse
- * maps, atime), parses numbers with `parseInt`, and reads on past the
- * end-of-archive marker. The gate sees every byte first and decides:
+ * Lenient tar readers are lenient exactly where a hostile layer aims: they
+ * decode names lossily (invalid UTF-8 becomes U+FFFD), drop NUL-truncated
+ * tails, merge global pax headers silently, ignore pax keys they do not know
+ * (xattrs, sparse maps, atime), parse numbers with `parseInt`, and read on
+ * past the end-of-archive marker (tar-stream, which cairn ran beside the gate
+ * until issue 15, does all of these). The gate decides every byte:
  *
  *   - each header's checksum, magic and numeric fields are parsed strictly;
  *   - names and link names are kept as raw bytes and must be valid UTF-8
@@ -18,16 +18,19 @@
  *     extended attributes are recorded by name on the member, for layer
  *     application to refuse or drop by policy;
  *   - global pax headers, GNU sparse and every type but file, directory,
- *     symlink, hard link, device and FIFO are refused before tar-stream
- *     sees them (devices and FIFOs are refused or skipped by policy later);
+ *     symlink, hard link, device and FIFO are refused (devices and FIFOs are
+ *     refused or skipped by policy later);
+ *   - a member's data is exactly the header's size, then padding to the next
+ *     512-byte block; a stream that ends inside a member or before the
+ *     end-of-archive marker is refused (truncated);
  *   - at the first zero block the archive ends: only zero bytes may follow
- *     (TAR_TRAILING), and nothing after it is forwarded.
+ *     (TAR_TRAILING), and nothing after it is read as a member.
  *
  * It also hashes every uncompressed byte (the DiffID) and enforces the
  * expanded-bytes, entries, extended-header and file-size limits as bytes
  * arrive, so a zip bomb stops at the limit. The member records it emits are
- * the single source of member metadata; tar-stream's view is only
- * cross-checked against them (see layer-reader.ts).
+ * the only source of member metadata. tests/tree/gate-differential.test.ts
+ * checks its framing against tar-stream and GNU tar on archives both accept.
  */
 import { CairnError, Sha256Hasher, type Sha256Digest } from "../core/index.ts";
 import { enforceLimit, type LayerLimits } from "./layer-limits.ts";
@@ -68,15 +71,33 @@ export interface GateBudget {
   entries: number;
 }
 
-type State = "header" | "data" | "ext" | "eof1" | "end";
+type State = "header" | "data" | "pad" | "ext" | "eof1" | "end";
+
+/** Where one regular member's bytes go as they are read: `write` per chunk, `end` once all `size` bytes arrived. */
+export interface MemberBody {
+  readonly write: (chunk: Buffer) => void;
+  readonly end: () => void;
+}
 
 /**
- * Feed uncompressed bytes with `push`; it returns the slices to forward to
- * tar-stream and queues one `GateRecord` per real member. Call `end()` after
- * the last chunk, then `diffId()`.
+ * Called once per real member, in archive order, when its header (extended
+ * headers applied) has been accepted. For a regular file it may return the
+ * body that receives the member's bytes; the chunks are subarrays of what was
+ * pushed, valid only during the call (copy what you keep). A body returned
+ * for any other type is ended at once.
+ */
+export type OnMember = (rec: GateRecord) => MemberBody | undefined;
+
+/**
+ * Feed uncompressed bytes with `push`; each accepted member reaches
+ * `onMember`, and a regular file's bytes its body. Call `end()` after the last
+ * chunk, then `diffId()`. Anything `onMember` or a body throws leaves `push`
+ * as the refusal.
  */
 export class TarGate {
-  readonly records: GateRecord[] = [];
+  readonly #onMember: OnMember;
+  #body: MemberBody | undefined;
+  #dataLeft = 0; // data bytes of the current member still to come (state "data")
   readonly #hasher = new Sha256Hasher();
   readonly #limits: LayerLimits;
   readonly #budget: GateBudget;
@@ -84,7 +105,7 @@ export class TarGate {
   #state: State = "header";
   #hdr = Buffer.alloc(BLOCK);
   #hdrFill = 0;
-  #need = 0; // data or padding bytes still to pass (state "data"), or ext body bytes to collect (state "ext")
+  #need = 0; // padding bytes still to skip (state "pad"), or ext body bytes to collect (state "ext")
   #ext: { type: string; body: Buffer; fill: number; padded: number } | undefined;
   #pax: Map<string, Uint8Array> | undefined;
   #gnuName: Uint8Array | undefined;
@@ -102,7 +123,8 @@ export class TarGate {
    * member is read on as if the key were absent; refusals of the stream's
    * framing always throw.
    */
-  constructor(limits: LayerLimits, budget: GateBudget, where: string, collect = false) {
+  constructor(limits: LayerLimits, budget: GateBudget, where: string, onMember: OnMember, collect = false) {
+    this.#onMember = onMember;
     this.#limits = limits;
     this.#budget = budget;
     this.#where = where;
@@ -119,24 +141,23 @@ export class TarGate {
     return `${this.#where}@${this.#offset}`;
   }
 
-  push(chunk: Buffer): Buffer[] {
+  push(chunk: Buffer): void {
     this.#budget.expandedBytes += chunk.length;
     enforceLimit(this.#limits, "expandedBytes", this.#budget.expandedBytes, this.#where);
     this.#hasher.update(chunk);
-    // What is forwarded: every accepted byte up to the first zero block, as
-    // few, large slices of `chunk` as possible (tar-stream's cost is per
-    // write). A header split across chunks is held back and forwarded as one
-    // copy once complete and accepted; nothing from the end-of-archive
-    // marker on is forwarded.
-    const forward: Buffer[] = [];
-    let run = this.#state === "eof1" || this.#state === "end" ? -1 : 0; // start of the unforwarded run, -1 when not forwarding
-    const flush = (to: number): void => {
-      if (run >= 0 && to > run) forward.push(chunk.subarray(run, to));
-    };
     let pos = 0;
     while (pos < chunk.length) {
       switch (this.#state) {
         case "data": {
+          const n = Math.min(this.#dataLeft, chunk.length - pos);
+          this.#body?.write(chunk.subarray(pos, pos + n));
+          pos += n;
+          this.#dataLeft -= n;
+          this.#offset += n;
+          if (this.#dataLeft === 0) this.#endMember();
+          break;
+        }
+        case "pad": {
           const n = Math.min(this.#need, chunk.length - pos);
           pos += n;
           this.#need -= n;
@@ -161,17 +182,12 @@ export class TarGate {
         }
         case "header":
         case "eof1": {
+          // A header split across chunks is gathered in #hdr; a whole one is read in place.
           let block: Buffer;
-          const start = pos;
-          const split = this.#hdrFill > 0;
-          if (!split && chunk.length - pos >= BLOCK) {
+          if (this.#hdrFill === 0 && chunk.length - pos >= BLOCK) {
             block = chunk.subarray(pos, pos + BLOCK);
             pos += BLOCK;
           } else {
-            if (!split) {
-              flush(pos); // hold the partial header back
-              run = -1;
-            }
             const n = Math.min(BLOCK - this.#hdrFill, chunk.length - pos);
             chunk.copy(this.#hdr, this.#hdrFill, pos, pos + n);
             this.#hdrFill += n;
@@ -196,18 +212,12 @@ export class TarGate {
             if (this.#ext !== undefined || this.#pax !== undefined || this.#gnuName !== undefined || this.#gnuLink !== undefined) {
               throw refuse("TAR_INVALID", "extended header without a member", this.#at());
             }
-            if (!split) flush(start);
-            run = -1;
             this.#offset += BLOCK;
             this.#state = "eof1";
             break;
           }
           this.#header(block);
           this.#offset += BLOCK;
-          if (split) {
-            forward.push(Buffer.from(block));
-            run = pos;
-          }
           break;
         }
         case "end": {
@@ -225,8 +235,14 @@ export class TarGate {
         }
       }
     }
-    if (this.#hdrFill === 0) flush(chunk.length);
-    return forward;
+  }
+
+  /** The current member's data is complete: end its body, then skip its padding. */
+  #endMember(): void {
+    const body = this.#body;
+    this.#body = undefined;
+    this.#state = this.#need === 0 ? "header" : "pad";
+    body?.end();
   }
 
   /** Checks that the stream ended at a complete end-of-archive marker. */
@@ -234,7 +250,11 @@ export class TarGate {
     if (this.#state !== "end" || this.#hdrFill !== 0) {
       throw refuse(
         "TAR_INVALID",
-        this.#state === "eof1" ? "the end-of-archive marker has one zero block, not two" : "the tar stream ends without an end-of-archive marker (truncated)",
+        this.#state === "eof1"
+          ? "the end-of-archive marker has one zero block, not two"
+          : this.#state === "data"
+            ? "the tar stream ends inside a member's data (truncated)"
+            : "the tar stream ends without an end-of-archive marker (truncated)",
         this.#at(),
       );
     }
@@ -350,16 +370,16 @@ export class TarGate {
     const { device, xattrs, ...plain } = rec;
     const issues = this.#issues;
     this.#issues = undefined;
-    this.records.push(
-      Object.freeze(
-        device === undefined && xattrs === undefined && issues === undefined
-          ? plain
-          : { ...plain, ...(device ? { device } : {}), ...(xattrs ? { xattrs: Object.freeze(xattrs) } : {}), ...(issues ? { issues } : {}) },
-      ),
+    const record: GateRecord = Object.freeze(
+      device === undefined && xattrs === undefined && issues === undefined
+        ? plain
+        : { ...plain, ...(device ? { device } : {}), ...(xattrs ? { xattrs: Object.freeze(xattrs) } : {}), ...(issues ? { issues } : {}) },
     );
-    const padded = Math.ceil(rec.size / BLOCK) * BLOCK;
-    this.#need = padded;
-    this.#state = padded === 0 ? "header" : "data";
+    this.#dataLeft = rec.size;
+    this.#need = Math.ceil(rec.size / BLOCK) * BLOCK - rec.size;
+    this.#state = "data";
+    this.#body = this.#onMember(record);
+    if (type !== "file" || rec.size === 0) this.#endMember();
   }
 
   #finishExt(ext: { type: string; body: Buffer }): void {

@@ -12,7 +12,7 @@
  * filesystem; `freeze()` yields the canonical tree (sorted by UTF-8 path
  * bytes, every directory explicit, "/" included).
  */
-import { compareBytes } from "../core/index.ts";
+import { sortByBytes } from "../core/index.ts";
 import type { CanonicalTree, DirEntry, FsEntry } from "./entries.ts";
 import { FrozenTree } from "./frozen-tree.ts";
 import { PathMap } from "./path-map.ts";
@@ -95,8 +95,6 @@ export class TreeModel {
 
   /** The canonical tree (a FrozenTree: one sorted array, no second table). */
   freeze(): CanonicalTree {
-    const sorted = [...this.#entries.values()];
-    sorted.sort((a, b) => compareBytes(a.path, b.path)); // in place: one array, not sortByBytes' copy of it
-    return new FrozenTree(sorted);
+    return new FrozenTree(sortByBytes([...this.#entries.values()], (e) => e.path));
   }
 }

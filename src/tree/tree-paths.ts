@@ -46,12 +46,23 @@ export function normalizeMemberPath(unsafeName: string, limits: LayerLimits, whe
 /** True for "/" or "/a/b" with no empty, "." or ".." parts, no NUL and no trailing slash (the canonical tree's path form). */
 export function isCanonicalPath(p: string): boolean {
   if (p === "/") return true;
-  if (!p.startsWith("/") || p.endsWith("/") || p.includes("\0")) return false;
-  return p
-    .slice(1)
-    .split("/")
-    .every((part) => part !== "" && part !== "." && part !== "..");
+  if (p.charCodeAt(0) !== SLASH) return false;
+  // one scan, no pieces (this runs for every entry of every tree an identity is computed over):
+  // every component between slashes, and the last one, is non-empty, not "." or "..", and holds no NUL
+  let start = 1;
+  for (let i = 1; i <= p.length; i++) {
+    const c = i < p.length ? p.charCodeAt(i) : SLASH;
+    if (c === 0) return false;
+    if (c !== SLASH) continue;
+    const n = i - start;
+    if (n === 0 || (n <= 2 && p.charCodeAt(start) === DOT && (n === 1 || p.charCodeAt(start + 1) === DOT))) return false;
+    start = i + 1;
+  }
+  return true;
 }
+
+const SLASH = 0x2f;
+const DOT = 0x2e;
 
 /** The parent of a canonical path ("/" for "/" and for top-level entries). */
 export function parentOf(path: string): string {

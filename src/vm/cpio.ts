@@ -5,7 +5,8 @@
  * field comes from the caller, names are written as given, data and names
  * are padded to 4 bytes with zeros, and the archive ends with the
  * `TRAILER!!!` entry padded to a 512-byte boundary. Same entries in the same
- * order → same bytes, on any host.
+ * order → same bytes, on any host. A regular file's data may be streamed
+ * (`addStreamed`): its header's size is then enforced on what arrives.
  */
 import { CairnError } from "../core/index.ts";
 
@@ -93,6 +94,28 @@ export class CpioWriter {
   }
 
   add(e: CpioEntry): void {
+    const data = e.data ?? new Uint8Array(0);
+    this.begin(e, data.length);
+    this.emit(data);
+    this.emit(ZEROS.subarray(0, pad4(data.length)));
+  }
+
+  /**
+   * A regular file of `size` bytes whose data `fill` emits in order (a large
+   * file is never held whole): refused unless exactly `size` bytes came.
+   */
+  async addStreamed(e: Omit<CpioEntry, "data">, size: number, fill: (emit: (chunk: Uint8Array) => void) => Promise<void>): Promise<void> {
+    if ((e.mode & 0o170000) !== S_IFREG) throw new CairnError("RUN_INVALID", `cpio entry "${e.name}" streamed is not a regular file`, { path: e.name });
+    this.begin(e, size);
+    const start = this.offset;
+    await fill((chunk) => this.emit(chunk));
+    if (this.offset - start !== size)
+      throw new CairnError("SIZE_MISMATCH", `cpio entry "${e.name}" got ${this.offset - start} bytes, its header says ${size}`, { path: e.name });
+    this.emit(ZEROS.subarray(0, pad4(size)));
+  }
+
+  /** Checks the entry and writes its header for `size` bytes of data. */
+  private begin(e: CpioEntry, size: number): void {
     if (e.name.length === 0 || e.name.startsWith("/") || e.name.includes("\0") || e.name === "TRAILER!!!") {
       throw new CairnError("PATH_UNSAFE", `cpio entry name ${JSON.stringify(e.name)} is not allowed`, { path: e.name });
     }
@@ -100,14 +123,11 @@ export class CpioWriter {
       throw new CairnError("RUN_INVALID", `cpio entry "${e.name}" written twice`, { path: e.name });
     }
     this.names.add(e.name);
-    const data = e.data ?? new Uint8Array(0);
     const type = e.mode & 0o170000;
-    if (type !== S_IFREG && type !== S_IFLNK && data.length > 0) {
+    if (type !== S_IFREG && type !== S_IFLNK && size > 0) {
       throw new CairnError("RUN_INVALID", `cpio entry "${e.name}" of this type cannot carry data`, { path: e.name });
     }
-    this.header(e, ++this.ino, type === S_IFDIR ? 2 : 1, data.length);
-    this.emit(data);
-    this.emit(ZEROS.subarray(0, pad4(data.length)));
+    this.header(e, ++this.ino, type === S_IFDIR ? 2 : 1, size);
   }
 
   /** Writes the trailer and pads the archive to a 512-byte boundary. */

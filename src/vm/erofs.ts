@@ -23,7 +23,8 @@
  * Every field not named here is zero, the UUID and volume name included.
  */
 import { CairnError, checkLimit, compareBytes, FIXED_LIMIT_HINT, Sha256Hasher, type Sha256Digest } from "../core/index.ts";
-import { entriesInByteOrder, type CanonicalTree, type ContentSource, type FsEntry } from "../tree/index.ts";
+import { entriesInByteOrder, type CanonicalTree, type ContentSource, type FileEntry, type FsEntry } from "../tree/index.ts";
+import { streamFile } from "./content-stream.ts";
 import type { ByteSink } from "./cpio.ts";
 
 export const EROFS_BLOCK = 4096;
@@ -268,14 +269,23 @@ function dirData(plan: ErofsPlan, i: number): Buffer {
   return out.subarray(0, size);
 }
 
-async function entryData(plan: ErofsPlan, i: number, content: ContentSource): Promise<Uint8Array> {
+/** A directory's or symlink's data (file contents are streamed: fileRange). */
+function entryData(plan: ErofsPlan, i: number): Uint8Array {
   const e = plan.entries[i]!;
   if (e.type === "dir") return dirData(plan, i);
   if (e.type === "symlink") return Buffer.from(e.target, "utf8");
-  const data = await content.get(e.sha256); // the source verifies the digest
-  if (data.length !== e.size)
-    throw new CairnError("SIZE_MISMATCH", `content for ${e.path} has ${data.length} bytes, the tree says ${e.size}`, { path: e.path });
-  return data;
+  throw new CairnError("RUN_INFRASTRUCTURE", `${e.path} is a file: its content is streamed`, { path: e.path });
+}
+
+/** Streams a file's content (verified as it passes, exactly its size: streamFile), handing `emit` only its bytes in [from, to). */
+async function fileRange(content: ContentSource, e: FileEntry, from: number, to: number, emit: (chunk: Uint8Array) => void): Promise<void> {
+  let at = 0;
+  await streamFile(content, e, (chunk) => {
+    const start = Math.max(from - at, 0);
+    const end = Math.min(to - at, chunk.length);
+    if (start < end) emit(chunk.subarray(start, end));
+    at += chunk.length;
+  });
 }
 
 /** Where the plan put the entry at `path` (for tests and diagnostics; a binary search, no index by path). */
@@ -300,9 +310,10 @@ export interface ErofsImage {
 
 /**
  * Writes the image to `sink` in order (metadata area, then data blocks) and
- * returns its sha256. Memory: one 1 MiB window of the metadata area plus one file at a time.
- * The sink must take what it keeps of a chunk before `write` returns (the
- * window is reused; the root disk writer writes it out, a hash hashes it).
+ * returns its sha256. Memory: one 1 MiB window of the metadata area, the
+ * directories' blocks and a MiB of a file at a time (file contents are
+ * streamed from the source). The sink must take what it keeps of a chunk
+ * before `write` returns (the window and the stream's buffer are reused).
  */
 export async function writeErofs(tree: CanonicalTree, content: ContentSource, sink: ByteSink, plan = planErofs(tree)): Promise<ErofsImage> {
   const hasher = new Sha256Hasher();
@@ -331,20 +342,30 @@ export async function writeErofs(tree: CanonicalTree, content: ContentSource, si
   };
   superblock(plan).copy(meta, SUPER_OFFSET);
   // directory and symlink data with whole blocks is kept for the data area;
-  // file contents are read again there (one file in memory at a time)
+  // file contents are streamed again there
   const blocksOf = new Map<number, Uint8Array>();
   const n = plan.entries.length;
   for (let i = 0; i < n; i++) {
     advance(plan.offset[i]!);
-    const at = plan.offset[i]! - metaStart;
-    inode(plan, i, meta, at);
-    const type = plan.entries[i]!.type;
+    const base = plan.offset[i]! - metaStart;
+    inode(plan, i, meta, base);
+    const e = plan.entries[i]!;
     const tail = plan.tail[i]!;
-    if (tail > 0 || type !== "file") {
+    if (e.type === "file") {
       // a file with an inline tail is read here for its tail and once more below for its blocks
-      const data = await entryData(plan, i, content);
-      if (tail > 0) Buffer.from(data.buffer, data.byteOffset, data.length).copy(meta, at + INODE_SIZE, fullBlocks(plan, i) * EROFS_BLOCK);
-      if (fullBlocks(plan, i) > 0 && type !== "file") blocksOf.set(i, data);
+      let at = base + INODE_SIZE;
+      if (tail > 0)
+        await fileRange(
+          content,
+          e,
+          fullBlocks(plan, i) * EROFS_BLOCK,
+          e.size,
+          (c) => void (at += Buffer.from(c.buffer, c.byteOffset, c.length).copy(meta, at)),
+        );
+    } else {
+      const data = entryData(plan, i);
+      if (tail > 0) Buffer.from(data.buffer, data.byteOffset, data.length).copy(meta, base + INODE_SIZE, fullBlocks(plan, i) * EROFS_BLOCK);
+      if (fullBlocks(plan, i) > 0) blocksOf.set(i, data);
     }
   }
   advance(plan.dataStart);
@@ -352,11 +373,18 @@ export async function writeErofs(tree: CanonicalTree, content: ContentSource, si
   for (let i = 0; i < n; i++) {
     const full = fullBlocks(plan, i);
     if (full === 0) continue;
-    const data = blocksOf.get(i) ?? (await entryData(plan, i, content));
     const bytes = full * EROFS_BLOCK;
-    const body = data.subarray(0, Math.min(data.length, bytes));
-    emit(body);
-    emit(pad.subarray(0, bytes - body.length));
+    const e = plan.entries[i]!;
+    let body: number;
+    if (e.type === "file") {
+      await fileRange(content, e, 0, bytes, emit);
+      body = Math.min(e.size, bytes);
+    } else {
+      const data = blocksOf.get(i)!;
+      body = Math.min(data.length, bytes);
+      emit(data.subarray(0, body));
+    }
+    emit(pad.subarray(0, bytes - body));
   }
   if (written !== plan.size)
     throw new CairnError("RUN_INFRASTRUCTURE", `the EROFS writer wrote ${written} bytes, its plan says ${plan.size}`, { path: "/guest_image/disk" });

@@ -6,14 +6,15 @@
  * `bootGuest` runs QEMU once (record, replay or plain) and decodes the
  * protocol stream; `evaluate` applies the host-side checker.
  */
-import { closeSync, readFileSync, rmSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { CairnError, checkLimit, createExclusive, sha256, writeFileAtomic, writeFully, type Sha256Digest } from "../core/index.ts";
+import { CairnError, checkLimit, sha256, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
 import type { CanonicalTree, ContentSource } from "../tree/index.ts";
 import { checkAssertions, outcomeDigest, runStatus, type AssertionResult, type RunStatus } from "./checker.ts";
 import { planErofs, writeErofs, type ErofsPlan } from "./erofs.ts";
+import { writeGuestImageFile, writeRootDiskFile } from "./boot-image.ts";
 import { following, type OutputListener } from "./follow.ts";
-import { buildGuestImage, type GuestImage } from "./initramfs.ts";
+import { writeGuestImage, type GuestImage, type GuestImageParts } from "./initramfs.ts";
 import { DISK_MODULES, GUEST_MODULES, NET_MODULES } from "./kernel.ts";
 import { encodeInputs, type GuestLaunch } from "./inputs.ts";
 import { CONSOLE_LOG_FILE, consoleFailures, type KernelFailure } from "./kernel-log.ts";
@@ -41,7 +42,9 @@ export interface GuestInputs {
 export interface PreparedGuest {
   readonly inputs: Buffer;
   readonly inputsDigest: Sha256Digest;
+  /** The initramfs's digest and size; its bytes are written again from `imageParts` by `bootGuest` (never held whole). */
   readonly image: GuestImage;
+  readonly imageParts: GuestImageParts;
   readonly treeManifest: TreeManifest;
   readonly vm: VmIdentity;
   readonly kernelPath: string;
@@ -158,7 +161,8 @@ export async function prepareGuest(unmerged: GuestInputs, choice: KitChoice): Pr
     const hashed = await writeErofs(g.tree, g.content, { write() {} }, plan);
     disk = { plan, tree: g.tree, content: g.content, digest: hashed.digest, size: hashed.size };
   }
-  const image = await buildGuestImage({
+  // hashed here, not kept: bootGuest writes it again into the boot directory and checks the digest, as it does the disk's
+  const imageParts: GuestImageParts = {
     agent: agent.bytes,
     inputs,
     treeManifest: treeManifest.bytes,
@@ -168,7 +172,8 @@ export async function prepareGuest(unmerged: GuestInputs, choice: KitChoice): Pr
     disk: disk !== undefined,
     overlay: { proc: g.scenario.proc === true, urandom: g.scenario.urandom === true },
     ...(network !== undefined ? { network: guestNetworkLine(network) } : {}),
-  });
+  };
+  const image = await writeGuestImage(imageParts, { write() {} });
   checkLimit("vm.image-bytes", image.size, imageMax, "/guest_image", "bytes", IMAGE_HINT);
   const vm = defaultVmIdentity({
     qemu: choice.qemu,
@@ -187,6 +192,7 @@ export async function prepareGuest(unmerged: GuestInputs, choice: KitChoice): Pr
     inputs,
     inputsDigest: sha256(inputs),
     image,
+    imageParts,
     treeManifest,
     vm,
     kernelPath: kernel.path,
@@ -197,7 +203,7 @@ export async function prepareGuest(unmerged: GuestInputs, choice: KitChoice): Pr
 }
 
 export interface BootFiles {
-  /** Private directory for the initramfs copy, logs and protocol stream. */
+  /** Private directory for the image files (boot-image.ts), logs and protocol stream. */
   readonly dir: string;
   readonly rrfile: string;
 }
@@ -214,33 +220,6 @@ export interface BootResult {
 
 export const ROOT_DISK_FILE = "root.erofs";
 
-/**
- * Writes the root disk (0600) from the verified tree and refuses it unless
- * its digest and size are the ones the VM identity names: the content
- * source re-verifies every file, and the image bytes are hashed as written.
- */
-async function writeRootDisk(d: PreparedDisk, path: string): Promise<string> {
-  rmSync(path, { force: true }); // a previous boot's copy in the same directory
-  const fd = createExclusive(path, 0o600);
-  let image: Awaited<ReturnType<typeof writeErofs>>;
-  try {
-    image = await writeErofs(d.tree, d.content, { write: (chunk) => writeFully(fd, chunk) }, d.plan);
-  } finally {
-    closeSync(fd);
-  }
-  if (image.digest !== d.digest || image.size !== d.size) {
-    throw new CairnError(
-      "RUN_INFRASTRUCTURE",
-      `the root disk written for this boot (${image.digest}, ${image.size} bytes) is not the one the VM identity names`,
-      {
-        path: "/vm/root_disk/image",
-        hint: "the content store changed while the run was prepared; run it again",
-      },
-    );
-  }
-  return path;
-}
-
 /** QEMU exit statuses the agent produces through isa-debug-exit: (value << 1) | 1. */
 const AGENT_OK = 1;
 const AGENT_INFRA = 3;
@@ -250,10 +229,14 @@ export async function bootGuest(p: PreparedGuest, mode: RrMode, files: BootFiles
   const initrdPath = join(files.dir, "initramfs.img");
   const consoleLog = join(files.dir, CONSOLE_LOG_FILE);
   const protocolLog = join(files.dir, "protocol.bin");
-  writeFileAtomic(initrdPath, p.image.bytes, { mode: 0o600 });
+  await writeGuestImageFile(p.imageParts, initrdPath, p.image);
   writeFileAtomic(consoleLog, "", { mode: 0o600 });
   writeFileAtomic(protocolLog, "", { mode: 0o600 });
-  const diskPath = p.disk === undefined ? undefined : await writeRootDisk(p.disk, join(files.dir, ROOT_DISK_FILE));
+  let diskPath: string | undefined;
+  if (p.disk !== undefined) {
+    diskPath = join(files.dir, ROOT_DISK_FILE);
+    await writeRootDiskFile(p.disk.tree, p.disk.content, p.disk.plan, diskPath, p.disk);
+  }
   // a record (or plain boot) talks to cairn's responder; a replay gets the recorded packets and none
   const net = p.vm.network;
   const responder = net === undefined ? undefined : mode === "replay" ? absentResponder(net) : await startResponder(net, p.httpRoot);

@@ -1,7 +1,9 @@
 // The runs library: guest kit, guest image, QEMU record/replay, protocol, checker.
 export { CpioWriter, S_IFDIR, S_IFREG, S_IFLNK, S_IFCHR } from "./cpio.ts";
 export type { CpioEntry } from "./cpio.ts";
-export { buildGuestImage, DEV_SYMLINKS } from "./initramfs.ts";
+export { writeGuestImage, DEV_SYMLINKS } from "./initramfs.ts";
+export type { GuestImage, GuestImageParts } from "./initramfs.ts";
+export { writeGuestImageFile } from "./boot-image.ts";
 export { planErofs, planned, writeErofs, EROFS_BLOCK } from "./erofs.ts";
 export type { ErofsPlan, ErofsImage } from "./erofs.ts";
 export { encodeTreeManifest, TREE_MANIFEST_IDENTITY } from "./tree-manifest.ts";

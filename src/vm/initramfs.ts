@@ -15,11 +15,14 @@
  * Entries are written in a fixed order (agent files, then the tree sorted by
  * the UTF-8 bytes of its paths), so the same workload and kit give the same
  * bytes on any host. Modes, owners, mtimes and symlink targets come from the
- * canonical tree only.
+ * canonical tree only. The image is written as a stream and never held:
+ * file contents pass a MiB at a time, verified as they pass, and exactly
+ * the tree's size of them or the build fails (content-stream.ts).
  */
 import { CairnError, checkLimit, compareBytes, FIXED_LIMIT_HINT, safeComponent, Sha256Hasher, type Sha256Digest } from "../core/index.ts";
 import type { CanonicalTree, ContentSource } from "../tree/index.ts";
-import { CpioWriter, S_IFCHR, S_IFDIR, S_IFLNK, S_IFREG } from "./cpio.ts";
+import { streamFile } from "./content-stream.ts";
+import { CpioWriter, S_IFCHR, S_IFDIR, S_IFLNK, S_IFREG, type ByteSink } from "./cpio.ts";
 
 export const TEMPLATE_DIR = "cairn/template";
 /** Paths the runtime overlay owns (cairn.overlay/1); see agent/root.c. */
@@ -62,8 +65,8 @@ export interface GuestImageParts {
   readonly network?: string;
 }
 
+/** What names a guest image: its bytes are written to a sink, never kept (writeGuestImage). */
 export interface GuestImage {
-  readonly bytes: Buffer;
   readonly digest: Sha256Digest;
   readonly size: number;
   readonly entries: number;
@@ -122,38 +125,26 @@ export function checkLinuxNames(tree: CanonicalTree): void {
   }
 }
 
-const BLOCK = 1024 * 1024;
-
-export async function buildGuestImage(parts: GuestImageParts): Promise<GuestImage> {
+/**
+ * Writes the guest image to `sink` in order and returns its digest and
+ * size. Memory: the tree's entries and one MiB of a file at a time (file
+ * contents come through `streamFile`), never the image: the caller hashes
+ * it (prepareGuest) or writes it to a private file (writeGuestImageFile).
+ */
+export async function writeGuestImage(parts: GuestImageParts, sink: ByteSink): Promise<GuestImage> {
   checkOverlay(parts.tree, { proc: parts.overlay?.proc === true });
   checkLinuxNames(parts.tree);
   const root = parts.tree.get("/");
   if (root === undefined || root.type !== "dir") {
     throw new CairnError("RUN_INVALID", "the canonical tree has no root directory", { path: "/" });
   }
-  // Written into 1 MiB blocks, not one copy per header, name and pad (several small buffers per tree entry).
-  const chunks: Buffer[] = [];
-  let block = Buffer.allocUnsafe(0);
-  let used = 0;
   const hasher = new Sha256Hasher();
   const w = new CpioWriter({
     write(chunk) {
       hasher.update(chunk);
-      let from = 0;
-      while (from < chunk.length) {
-        if (used === block.length) {
-          if (block.length > 0) chunks.push(block);
-          block = Buffer.allocUnsafe(Math.max(BLOCK, chunk.length - from));
-          used = 0;
-        }
-        const n = Math.min(block.length - used, chunk.length - from);
-        block.set(chunk.subarray(from, from + n), used);
-        used += n;
-        from += n;
-      }
+      sink.write(chunk);
     },
   });
-  const collected = (): Buffer => Buffer.concat([...chunks, block.subarray(0, used)]);
   const sys = { uid: 0, gid: 0, mtime: 0 };
   w.add({ name: "cairn", mode: S_IFDIR | 0o700, ...sys });
   w.add({ name: "cairn/inputs", mode: S_IFREG | 0o400, ...sys, data: parts.inputs });
@@ -169,15 +160,11 @@ export async function buildGuestImage(parts: GuestImageParts): Promise<GuestImag
   w.add({ name: "dev", mode: S_IFDIR | 0o755, ...sys });
   w.add({ name: "dev/console", mode: S_IFCHR | 0o600, ...sys, rdevMajor: 5, rdevMinor: 1 });
   w.add({ name: "init", mode: S_IFREG | 0o755, ...sys, data: parts.agent });
+  const optional = parts.modules.length + (flags !== "" ? 1 : 0) + (parts.network !== undefined ? 1 : 0);
   if (parts.disk === true) {
     w.add({ name: TEMPLATE_DIR, mode: S_IFDIR | 0o700, ...sys }); // the mount point; the disk's root carries the tree's "/"
     w.finish();
-    return {
-      bytes: collected(),
-      digest: hasher.digest(),
-      size: w.size,
-      entries: 10 + parts.modules.length + (flags !== "" ? 1 : 0) + (parts.network !== undefined ? 1 : 0),
-    };
+    return { digest: hasher.digest(), size: w.size, entries: 10 + optional };
   }
   w.add({ name: TEMPLATE_DIR, mode: S_IFDIR | root.mode, uid: root.uid, gid: root.gid, mtime: root.mtime });
   const entries = [...parts.tree.values()].filter((e) => e.path !== "/").sort((a, b) => compareBytes(a.path, b.path));
@@ -189,18 +176,10 @@ export async function buildGuestImage(parts: GuestImageParts): Promise<GuestImag
     } else if (e.type === "symlink") {
       w.add({ name, mode: S_IFLNK | 0o777, ...meta, data: Buffer.from(e.target, "utf8") });
     } else {
-      const data = await parts.content.get(e.sha256); // the source verifies the digest
-      if (data.length !== e.size) {
-        throw new CairnError("SIZE_MISMATCH", `content for ${e.path} has ${data.length} bytes, the tree says ${e.size}`, { path: e.path });
-      }
-      w.add({ name, mode: S_IFREG | e.mode, ...meta, data });
+      // the source verifies the digest as the bytes pass; exactly e.size of them, or SIZE_MISMATCH
+      await w.addStreamed({ name, mode: S_IFREG | e.mode, ...meta }, e.size, (emit) => streamFile(parts.content, e, emit));
     }
   }
   w.finish();
-  return {
-    bytes: collected(),
-    digest: hasher.digest(),
-    size: w.size,
-    entries: entries.length + 8 + parts.modules.length + (flags !== "" ? 1 : 0) + (parts.network !== undefined ? 1 : 0),
-  };
+  return { digest: hasher.digest(), size: w.size, entries: entries.length + 8 + optional };
 }

@@ -23,6 +23,7 @@ import { isAbsolute, resolve } from "node:path";
 import { CairnError, checkLimit, compareBytes, FIXED_LIMIT_HINT, readFileBounded, sha256, type Sha256Digest } from "../core/index.ts";
 import { ancestors, entriesTree, fsIdentity, readDirectory, type CanonicalTree, type ContentSource, type FsEntry, type TarEntry } from "../tree/index.ts";
 import type { RunInput } from "./scenario.ts";
+import { streamFrom } from "./content-stream.ts";
 
 /** Named fixed limits of one run's inputs, all inputs together. */
 export const RUN_INPUT_LIMITS = {
@@ -165,5 +166,7 @@ export function mergeRunInputs(workload: CanonicalTree, inputs: RunInputTree, fi
 export function withInputContent(workload: ContentSource, inputs: RunInputTree): ContentSource {
   return {
     get: (d: Sha256Digest) => (inputs.files.has(d) ? inputs.content.get(d) : workload.get(d)),
+    // the workload's files keep their streamed reads (the input tree's are in memory already)
+    stream: (d: Sha256Digest, chunk: (bytes: Uint8Array) => void) => streamFrom(inputs.files.has(d) ? inputs.content : workload, d, chunk),
   };
 }

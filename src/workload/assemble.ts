@@ -68,7 +68,7 @@ export async function assembleWorkload(opts: AssembleOptions): Promise<AssembleR
       // The path is a locator, resolved against the spec's directory and never recorded.
       const exePath = resolve(dirname(specPath), spec.source.path);
       const exe = readSourceFile(exePath, spec.limits.fileSize, "fileSize");
-      derived = deriveBinary(spec, exe, exePath, true);
+      derived = deriveBinary(spec, exe, exePath);
       store.put("objects", exe);
     } else {
       let layoutDir = resolve(dirname(specPath), spec.source.layout);
@@ -88,7 +88,7 @@ export async function assembleWorkload(opts: AssembleOptions): Promise<AssembleR
       pack = oci.contents.digest;
     }
     store.put("objects", derived.specBytes);
-    if (derived.derivedBytes === undefined) throw new TypeError("assembly derived without keeping the derived entry's bytes");
+    if (derived.derivedBytes === undefined) throw new TypeError("assembly derives the derived entry's bytes");
     const published = store.put("derived", derived.derivedBytes);
     if (published !== derived.derivedDigest) throw new CairnError("STORE_CONFLICT", "derived entry digest changed while publishing", { path: published });
     if (pack !== undefined) store.recordPack(derived.derivedDigest, pack);

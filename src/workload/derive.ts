@@ -8,7 +8,7 @@
 import { CairnError, canonicalBytes, sha256, type Sha256Digest } from "../core/index.ts";
 import { buildBinaryWorkload } from "./binary.ts";
 import type { RawRef } from "./closure.ts";
-import { digestDerived, encodeDerived } from "./derived-entry.ts";
+import { encodeDerived, hashDerived } from "./derived-entry.ts";
 import { fsIdentity } from "../tree/index.ts";
 import { sourceIdentity, workloadIdentity, type SourceFacts, type SourceKind, type WorkloadIdentities } from "./workload-identity.ts";
 import { launchIdentity, type Launch } from "./launch.ts";
@@ -24,11 +24,14 @@ export interface Derived {
   readonly policy: LayerPolicy;
   readonly identities: WorkloadIdentities;
   readonly raw: readonly RawRef[];
-  /** The derived entry's bytes, when asked for (`keepBytes`: assembly stores them); verification keeps only digest and size. */
-  readonly derivedBytes?: Buffer;
-  readonly derivedSize: number;
+  /** The derived entry's bytes, held only for assembly (which stores them); verify has only their digest and size. */
+  readonly derivedBytes: Buffer | undefined;
   readonly derivedDigest: Sha256Digest;
+  readonly derivedSize: number;
 }
+
+/** `assemble` keeps the derived entry's bytes to store them; `verify` hashes them as they are made (hashDerived). */
+export type DeriveFor = "assemble" | "verify";
 
 /** The canonical spec bytes (the spec's raw object). */
 export function canonicalSpecBytes(spec: WorkloadSpec): Buffer {
@@ -42,7 +45,7 @@ export function finishDerivation(input: {
   launch: Launch;
   source: SourceFacts;
   raw: readonly RawRef[];
-  keepBytes?: boolean;
+  for: DeriveFor;
 }): Derived {
   const specBytes = canonicalSpecBytes(input.spec);
   const specRef: RawRef = { role: "spec", digest: sha256(specBytes), size: specBytes.length };
@@ -54,8 +57,8 @@ export function finishDerivation(input: {
   const workload = workloadIdentity({ kind, source, fs, launch, policy: input.spec.policy });
   const identities = { workload, source, fs, launch };
   const entry = { kind, identities, policy: input.spec.policy, launch: input.launch, raw, tree: input.tree };
-  const derivedBytes = input.keepBytes === true ? encodeDerived(entry) : undefined;
-  const digested = derivedBytes !== undefined ? { digest: sha256(derivedBytes), size: derivedBytes.length } : digestDerived(entry);
+  const derivedBytes = input.for === "assemble" ? encodeDerived(entry) : undefined;
+  const hashed = derivedBytes !== undefined ? { digest: sha256(derivedBytes), size: derivedBytes.length } : hashDerived(entry);
   return {
     kind,
     specBytes,
@@ -64,14 +67,14 @@ export function finishDerivation(input: {
     policy: input.spec.policy,
     identities,
     raw,
-    ...(derivedBytes !== undefined ? { derivedBytes } : {}),
-    derivedSize: digested.size,
-    derivedDigest: digested.digest,
+    derivedBytes,
+    derivedDigest: hashed.digest,
+    derivedSize: hashed.size,
   };
 }
 
 /** A binary workload from the executable's bytes (already read, bounded). */
-export function deriveBinary(spec: WorkloadSpec, exeBytes: Uint8Array, where: string, keepBytes = false): Derived {
+export function deriveBinary(spec: WorkloadSpec, exeBytes: Uint8Array, where: string, purpose: DeriveFor = "assemble"): Derived {
   if (spec.source.kind !== "binary") throw new CairnError("WORKLOAD_SPEC_INVALID", "not a binary spec", { path: "/source" });
   const source: BinarySourceSpec = spec.source;
   const exe = { bytes: exeBytes, sha256: sha256(exeBytes) };
@@ -82,6 +85,6 @@ export function deriveBinary(spec: WorkloadSpec, exeBytes: Uint8Array, where: st
     launch,
     source: { kind: "binary", executable: exe.sha256, size: exeBytes.length },
     raw: [{ role: "executable", digest: exe.sha256, size: exeBytes.length }],
-    keepBytes,
+    for: purpose,
   });
 }

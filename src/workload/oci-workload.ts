@@ -4,13 +4,13 @@
  * and verification (reading the store's raw copies through the same reader
  * code, so verify reparses the selected graph with every check assembly ran).
  */
-import { constants, mkdtempSync, rmSync } from "node:fs";
-import { open } from "node:fs/promises";
+import { constants, createReadStream, mkdtempSync, rmSync } from "node:fs";
+import { open, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
-import { CairnError, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
+import { CairnError, Sha256Hasher, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
 import { PackCheck, PackWriter, type PackIndex, type Store } from "../store/index.ts";
 import type { RawRef } from "./closure.ts";
-import { finishDerivation, type Derived } from "./derive.ts";
+import { finishDerivation, type DeriveFor, type Derived } from "./derive.ts";
 import { launchFromOci, ociLaunchWithSpec, type Launch } from "./launch.ts";
 import type { WorkloadLock } from "./workload-lock.ts";
 import type { WorkloadSpec } from "./spec.ts";
@@ -75,7 +75,8 @@ export interface DerivedOci {
 async function deriveAndPack(spec: WorkloadSpec, src: OciSource, store: Store, checkExisting: boolean, progress?: (line: string) => void): Promise<DerivedOci> {
   const pack = new PackWriter(store);
   try {
-    const { derived, listing } = await deriveFromSource(spec, src, packSink(pack, progress), !checkExisting);
+    // verify (checkExisting) reads the store's layer files unstaged: every byte is re-hashed as it is read
+    const { derived, listing } = await deriveFromSource(spec, src, packSink(pack, progress), checkExisting ? "verify" : "assemble");
     return { derived, listing, contents: pack.finish({ checkExisting }) };
   } catch (e) {
     pack.abort();
@@ -141,20 +142,25 @@ export interface PolicyListing {
   readonly droppedXattrs: readonly DroppedXattrs[];
 }
 
-/** `keepBytes`: assembly keeps the derived entry's bytes to store them; verification needs only their digest and size. */
 async function deriveFromSource(
   spec: WorkloadSpec,
   src: OciSource,
   sink: ContentSink,
-  keepBytes: boolean,
+  purpose: DeriveFor,
 ): Promise<{ derived: Derived; listing: PolicyListing }> {
   if (spec.source.kind !== "oci") throw new CairnError("WORKLOAD_SPEC_INVALID", "not an OCI spec", { path: "/source" });
   // Launch first: a root or shell-form image is refused before any layer is expanded.
   const launch = launchFromOci(ociLaunchWithSpec(src.launch, spec.source.launch));
-  const { tree, skipped, droppedXattrs } = await applyLayers({ layers: src.layers, policy: spec.policy, limits: spec.limits, sink });
+  const { tree, skipped, droppedXattrs } = await applyLayers({
+    layers: src.layers,
+    policy: spec.policy,
+    limits: spec.limits,
+    sink,
+    recheckStored: purpose === "verify",
+  });
   const problems = await launchTreeProblems(tree, launch, spec.source.launch?.workdir !== undefined);
   if (problems.length > 0) throw problems[0];
-  const derived = finishDerivation({ spec, tree, launch, source: { kind: "oci", manifest: src.manifest.digest }, raw: rawRefs(src), keepBytes });
+  const derived = finishDerivation({ spec, tree, launch, source: { kind: "oci", manifest: src.manifest.digest }, raw: rawRefs(src), for: purpose });
   return { derived, listing: { skipped, droppedXattrs } };
 }
 
@@ -193,9 +199,19 @@ function storeReader(lock: WorkloadLock, store: Store, top: string): OciObjectRe
   if (manifest === undefined) throw new CairnError("WORKLOAD_MISMATCH", "the lock's raw closure has no manifest", { path: "/raw" });
   const docs = selectionDocuments(manifest);
   const named = new Set(lock.raw.filter((r) => r.role === "manifest" || r.role === "config" || r.role === "layer").map((r) => r.digest));
+  // no-follow and non-blocking: a store file swapped for a symlink or a FIFO after `require` is refused, never waited on
   const openFile = async (path: string, locator: string): Promise<OpenedFile> => {
-    const handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+    let handle: FileHandle;
+    try {
+      handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    } catch (cause) {
+      throw new CairnError("STORE_CORRUPT", `${locator} cannot be opened as a regular file`, { path: locator, cause });
+    }
     const st = await handle.stat();
+    if (!st.isFile()) {
+      await handle.close();
+      throw new CairnError("STORE_CORRUPT", `${locator} is not a regular file`, { path: locator });
+    }
     return { handle, size: st.size, locator };
   };
   const openObject = async (ref: { digest: Sha256Digest; size: number }, locator: string): Promise<OpenedFile> => {
@@ -205,7 +221,7 @@ function storeReader(lock: WorkloadLock, store: Store, top: string): OciObjectRe
   return {
     async openTop(name) {
       const path = join(top, name);
-      writeFileAtomic(path, name === "index.json" ? docs.index : docs.ociLayout, { mode: 0o600 });
+      writeFileAtomic(path, name === "index.json" ? docs.index : docs.ociLayout, { mode: 0o600, durable: false });
       return openFile(path, `selection ${name}`);
     },
     async openBlob(digest, path) {
@@ -235,13 +251,59 @@ export async function verifyOci(spec: WorkloadSpec, lock: WorkloadLock, store: S
       manifestDigest: spec.source.manifest,
       stagingDir: join(store.stagingDir, "oci"),
       limits: spec.limits,
+      stageLayers: false,
     });
   } finally {
     rmSync(top, { recursive: true, force: true });
   }
-  const check = new PackCheck(store);
-  const { derived, listing } = await deriveFromSource(spec, src, packSink(check), false);
-  const contents = check.finish();
-  if (contents !== undefined) return { derived, listing, contents };
-  return { ...(await deriveAndPack(spec, src, store, true)), repaired: true };
+  try {
+    // the pack recorded for the derived entry is compared as the layers stream (a hint: it must turn out to be the rebuilt one)
+    const check = new PackCheck(store, store.packOf(lock.derived.digest));
+    try {
+      const { derived, listing } = await deriveFromSource(spec, src, packSink(check), "verify");
+      const contents = check.finish();
+      if (contents !== undefined) return { derived, listing, contents };
+    } finally {
+      check.abort();
+    }
+    return { ...(await deriveAndPack(spec, src, store, true)), repaired: true };
+  } catch (e) {
+    throw await storedLayerFirst(src, e);
+  } finally {
+    await src.close();
+  }
+}
+
+/**
+ * The refusal verify reports when deriving from unstaged layers failed: a
+ * stored layer that does not match its digest, first in manifest order, as
+ * when every layer was hashed before any was read (DIGEST_MISMATCH), else
+ * the failure itself. A changed layer byte mostly breaks gunzip or the tar
+ * gate before the end of the blob, where its digest is checked; this pass
+ * over the layers runs only on that failure path.
+ */
+async function storedLayerFirst(src: OciSource, failure: unknown): Promise<unknown> {
+  for (const l of src.layers) {
+    let actual: Sha256Digest;
+    try {
+      actual = await hashFile(l.path, l.size);
+    } catch {
+      continue; // unreadable now: the original failure stands
+    }
+    if (actual !== l.digest) {
+      return new CairnError("DIGEST_MISMATCH", `stored layer ${l.digest} does not match its descriptor digest`, {
+        path: `/layers/${l.index}`,
+        hint: `expected ${l.digest}, computed ${actual}`,
+        cause: failure,
+      });
+    }
+  }
+  return failure;
+}
+
+/** sha256 of a file's first `size` + 1 bytes (one more than expected: a grown file does not match, and is not read on). */
+async function hashFile(path: string, size: number): Promise<Sha256Digest> {
+  const h = new Sha256Hasher();
+  for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20, start: 0, end: size })) h.update(chunk as Buffer);
+  return h.digest();
 }

@@ -24,7 +24,7 @@
 import { LEGACY_OCI_ROLES } from "./closure.ts";
 import { resolve } from "node:path";
 import { CairnError, ioError, type Sha256Digest } from "../core/index.ts";
-import { readPacked, Store, type PackIndex } from "../store/index.ts";
+import { readPacked, Store, streamPacked, type PackIndex } from "../store/index.ts";
 import { canonicalSpecBytes, deriveBinary, type Derived } from "./derive.ts";
 import type { SourceKind, WorkloadIdentities } from "./workload-identity.ts";
 import type { Launch } from "./launch.ts";
@@ -152,7 +152,7 @@ async function verifyAgainst(lock: WorkloadLock, storeDir: string, writable: Sto
   if (spec.source.kind === "binary") {
     const exeRef = lock.raw.find((r) => r.role === "executable");
     if (exeRef === undefined) mismatch("/raw", "the raw closure (no executable)");
-    derived = deriveBinary(spec, raw.get(exeRef.digest)!, `stored executable ${exeRef.digest}`);
+    derived = deriveBinary(spec, raw.get(exeRef.digest)!, `stored executable ${exeRef.digest}`, "verify");
   } else {
     const { verifyOci } = await import("./oci-workload.ts");
     const oci = await verifyOci(spec, lock, writable);
@@ -165,8 +165,10 @@ async function verifyAgainst(lock: WorkloadLock, storeDir: string, writable: Sto
   // checked in chunks, not held: it hashes to the lock's digest, which the rebuilt entry's digest equals (compared above)
   atField("/derived", "derived entry", () => store.check("derived", lock.derived.digest, lock.derived.size, "derivedBytes"));
   if (derived.derivedDigest !== lock.derived.digest) mismatch("/derived", "the stored derived entry");
+  // every file's content is in the store (the contents `content` hands out are exactly the tree's files': contentSource)
   for (const e of derived.tree.values()) {
-    if (e.type === "file" && !(pack !== undefined ? pack.entries.has(e.sha256) : store.has("objects", e.sha256, e.size))) {
+    if (e.type !== "file") continue;
+    if (!(pack !== undefined ? pack.entries.has(e.sha256) : store.has("objects", e.sha256, e.size))) {
       throw new CairnError("STORE_MISSING", `file content ${e.sha256} of ${e.path} is not in the store`, {
         path: e.path,
         hint: "assemble again into this store",
@@ -204,15 +206,22 @@ function contentSource(store: Store, tree: CanonicalTree, pack: PackIndex | unde
     if (i >= 0) inTree![i] = 1;
     else if (pack === undefined) sizes.set(e.sha256, e.size);
   }
+  const sizeOf = (sha256: Sha256Digest): number => {
+    const i = pack !== undefined ? pack.entries.indexOf(sha256) : -1;
+    const size = pack !== undefined ? (i >= 0 && inTree![i] === 1 ? pack.entries.sizeAt(i) : undefined) : sizes.get(sha256);
+    if (size === undefined) throw new CairnError("STORE_MISSING", `${sha256} is not a file of this workload`, { path: sha256 });
+    return size;
+  };
+  // Both reads verify the bytes against the digest: `get` before returning them, `stream` (a MiB at a time, so
+  // the guest image is written without holding a file) as they pass, refusing at the end.
   return {
     async get(sha256: Sha256Digest): Promise<Uint8Array> {
-      const i = pack !== undefined ? pack.entries.indexOf(sha256) : -1;
-      const size = pack !== undefined ? (i >= 0 && inTree![i] === 1 ? pack.entries.sizeAt(i) : undefined) : sizes.get(sha256);
-      if (size === undefined) {
-        throw new CairnError("STORE_MISSING", `${sha256} is not a file of this workload`, { path: sha256 });
-      }
-      // Both reads verify the bytes against the digest before returning them.
+      const size = sizeOf(sha256);
       return pack !== undefined ? readPacked(store, pack, sha256, size) : store.read("objects", sha256, size, "fileSize");
+    },
+    async stream(sha256: Sha256Digest, chunk: (bytes: Uint8Array) => void): Promise<number> {
+      const size = sizeOf(sha256);
+      return pack !== undefined ? streamPacked(store, pack, sha256, size, chunk) : store.stream("objects", sha256, size, chunk, "fileSize");
     },
   };
 }

@@ -5,7 +5,7 @@
  * The test counts what the generator reached and requires each class.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
@@ -85,23 +85,30 @@ describe("fuzzing OCI documents", () => {
         json,
         async (doc, picks, value) => {
           const d = mkdtempSync(join(tmpdir(), "cairn-ocifuzz-"));
-          if (value === KEEP) {
-            const img = writeCase(join(d, "layout"), {});
-            const src = await readOciSource({ layoutDir: join(d, "layout"), manifestDigest: img.manifestDigest, stagingDir: join(d, "staging") });
-            await applyLayers({ layers: src.layers, policy: STRICT_POLICY, sink: new MemorySink() });
-            reached.accepted++;
-            return;
-          }
-          const edit = (o: JsonObj): void => replaceAt(o, picks, value);
-          const img = writeCase(join(d, "layout"), doc === "index" ? { editIndex: edit } : doc === "manifest" ? { editManifest: edit } : { editConfig: edit });
           try {
-            const src = await readOciSource({ layoutDir: join(d, "layout"), manifestDigest: img.manifestDigest, stagingDir: join(d, "staging") });
-            await applyLayers({ layers: src.layers, policy: STRICT_POLICY, sink: new MemorySink() });
-            reached.accepted++;
-          } catch (e) {
-            const r = classify(e);
-            reached[r]++;
-            if (r === "cairn") cairnCodes.add((e as CairnError).code);
+            if (value === KEEP) {
+              const img = writeCase(join(d, "layout"), {});
+              const src = await readOciSource({ layoutDir: join(d, "layout"), manifestDigest: img.manifestDigest, stagingDir: join(d, "staging") });
+              await applyLayers({ layers: src.layers, policy: STRICT_POLICY, sink: new MemorySink() });
+              reached.accepted++;
+              return;
+            }
+            const edit = (o: JsonObj): void => replaceAt(o, picks, value);
+            const img = writeCase(
+              join(d, "layout"),
+              doc === "index" ? { editIndex: edit } : doc === "manifest" ? { editManifest: edit } : { editConfig: edit },
+            );
+            try {
+              const src = await readOciSource({ layoutDir: join(d, "layout"), manifestDigest: img.manifestDigest, stagingDir: join(d, "staging") });
+              await applyLayers({ layers: src.layers, policy: STRICT_POLICY, sink: new MemorySink() });
+              reached.accepted++;
+            } catch (e) {
+              const r = classify(e);
+              reached[r]++;
+              if (r === "cairn") cairnCodes.add((e as CairnError).code);
+            }
+          } finally {
+            rmSync(d, { recursive: true, force: true });
           }
         },
       ),

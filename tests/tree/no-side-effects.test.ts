@@ -39,7 +39,17 @@ const READ_ONLY_FS = new Set([
  * O_RDONLY | O_NOFOLLOW | O_NONBLOCK; `readFullyAt`) may be used: the
  * directory reader streams a layer build's files through them.
  */
-const CORE_FILE_API = ["writeFileAtomic", "mkdirPrivate", "tempSibling", "fsyncDir", "writeFully", "writeFullyAt", "writeNewFile", "createExclusive"];
+const CORE_FILE_API = [
+  "writeFileAtomic",
+  "mkdirPrivate",
+  "tempSibling",
+  "fsyncDir",
+  "writeFully",
+  "writeFullyAt",
+  "writeNewFile",
+  "writeNewFileAsync",
+  "createExclusive",
+];
 /** fs calls that write, create, open or change metadata, sync or async, by name. */
 const WRITE_CALLS = [
   "writeFile",

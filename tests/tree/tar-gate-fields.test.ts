@@ -6,16 +6,17 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { ErrorCode } from "../../src/core/index.ts";
-import { type GateRecord, TarGate } from "../../src/tree/tar-gate.ts";
+import type { GateRecord } from "../../src/tree/tar-gate.ts";
 import { DEFAULT_LIMITS, type LayerLimits } from "../../src/tree/layer-limits.ts";
 import { assertCode } from "../helpers/errors.ts";
+import { capturingGate } from "./gate-capture.ts";
 import { dir, file, hardlink, symlink, type TarItem, writeTar } from "../workload/fixtures/tar-writer.ts";
 
 function gate(bytes: Buffer, limits: LayerLimits = DEFAULT_LIMITS): GateRecord[] {
-  const g = new TarGate(limits, { expandedBytes: 0, entries: 0 }, "/layers/0");
+  const { gate: g, records } = capturingGate(limits);
   g.push(bytes);
   g.end();
-  return g.records;
+  return records;
 }
 
 /** One header block of `item`, with `edit` applied to it and the checksum recomputed (unless `keepSum`). */
@@ -214,7 +215,7 @@ test("refusals name the byte offset of their header, past data, extended headers
   refused(Buffer.concat([one, Buffer.alloc(512), header(dir("x"))]), "TAR_TRAILING", "/layers/0@1024");
   refused(Buffer.concat([one, Buffer.alloc(1024), Buffer.from([0, 0, 1])]), "TAR_TRAILING", "/layers/0@1536");
   // Zero bytes after the marker, in another chunk, move the offset on.
-  const g = new TarGate(DEFAULT_LIMITS, { expandedBytes: 0, entries: 0 }, "/layers/0");
+  const { gate: g } = capturingGate();
   g.push(Buffer.concat([one, Buffer.alloc(1024), Buffer.alloc(100)]));
   assertCode(() => g.push(Buffer.from([1])), "TAR_TRAILING", "/layers/0@1636");
   // A member name longer than 200 characters is cut to 200 in the path.
@@ -222,19 +223,24 @@ test("refusals name the byte offset of their header, past data, extended headers
   refused(writeTar([{ name: long, typeflag: "V" }]), "TAR_UNSUPPORTED_TYPE", `/layers/0:${long.slice(0, 200)}`);
 });
 
-test("chunks that end exactly at a header boundary forward every header (control: one chunk)", () => {
-  const tar = writeTar([dir("d"), file("d/a", "x".repeat(600)), symlink("l", "d/a")]);
-  const forwarded = (size: number) => {
-    const g = new TarGate(DEFAULT_LIMITS, { expandedBytes: 0, entries: 0 }, "/layers/0");
-    const out: Buffer[] = [];
-    for (let at = 0; at < tar.length; at += size) out.push(...g.push(tar.subarray(at, at + size)));
-    g.end();
-    return Buffer.concat(out);
+test("chunks that end exactly at a header or data boundary deliver every member and its bytes (control: one chunk)", () => {
+  const tar = writeTar([dir("d"), file("d/a", "x".repeat(600)), file("d/b", "y".repeat(512)), symlink("l", "d/a"), file("e", "")]);
+  const delivered = (size: number) => {
+    const c = capturingGate();
+    for (let at = 0; at < tar.length; at += size) c.gate.push(tar.subarray(at, at + size));
+    c.gate.end();
+    return { names: c.records.map((r) => r.name), bodies: [...c.bodies].map(([k, v]) => [k, v.toString()]) };
   };
-  const whole = forwarded(tar.length);
-  assert.equal(whole.length, tar.length - 1024);
-  assert.deepEqual(forwarded(512), whole);
-  assert.deepEqual(forwarded(1024), whole);
+  const whole = delivered(tar.length);
+  assert.deepEqual(whole, {
+    names: ["d/", "d/a", "d/b", "l", "e"],
+    bodies: [
+      [1, "x".repeat(600)],
+      [2, "y".repeat(512)],
+      [4, ""],
+    ],
+  });
+  for (const size of [1, 88, 512, 1024, 1112, 1536]) assert.deepEqual(delivered(size), whole, `chunks of ${size}`);
 });
 
 test("GNU long names and links: each applies to the next member once; two of a kind, or one with no member, are refused", () => {
@@ -296,11 +302,11 @@ test("device members carry their major and minor numbers, block devices as well 
 test("a member's own pax problem (an unknown key): refused by default; in collect mode put on that member's record, and the stream reads on; control: the next member has no issues", () => {
   const bytes = writeTar([file("a", "x", { pax: { "cairn.unknown": "1" } }), file("b", "y")]);
   const code = assertCode(() => gate(bytes), "TAR_PAX").code;
-  const g = new TarGate(DEFAULT_LIMITS, { expandedBytes: 0, entries: 0 }, "/layers/0", true);
+  const { gate: g, records } = capturingGate(DEFAULT_LIMITS, "/layers/0", true);
   g.push(bytes);
   g.end();
   assert.deepEqual(
-    g.records.map((r) => [r.name, (r as { issues?: { code: string }[] }).issues?.map((i) => i.code)]),
+    records.map((r) => [r.name, (r as { issues?: { code: string }[] }).issues?.map((i) => i.code)]),
     [
       ["a", [code]],
       ["b", undefined],

@@ -20,7 +20,7 @@ import type { FsEntry } from "../../src/tree/entries.ts";
 import { isCairnError } from "../../src/core/index.ts";
 import {
   bootGuest,
-  buildGuestImage,
+  writeGuestImage,
   DEFAULT_RUN_LIMITS,
   defaultMemoryMib,
   encodeTreeManifest,
@@ -87,9 +87,10 @@ async function bootWithManifest(world: ProbeWorld, manifestTree: ProbeWorld["tre
   const agent = readKitObject(kit.dir, "agents", kit.agent.digest, "/agent").bytes;
   const modules = kit.kernel.modules.map((m) => ({ name: m.name, bytes: readKitObject(kit.dir, "kernels", m.digest, "/modules").bytes }));
   const treeManifest = encodeTreeManifest(manifestTree, scenario.verifyTree ?? "metadata");
-  const image = await buildGuestImage({ agent, inputs: prepared.inputs, treeManifest: treeManifest.bytes, modules, tree: world.tree, content });
+  const imageParts = { agent, inputs: prepared.inputs, treeManifest: treeManifest.bytes, modules, tree: world.tree, content };
+  const image = await writeGuestImage(imageParts, { write() {} });
   const dir = mkdtempSync(join(tmpdir(), "cairn-boot-"));
-  const boot = await bootGuest({ ...prepared, image, treeManifest }, "none", { dir, rrfile: join(dir, "unused.rr") }, 120_000);
+  const boot = await bootGuest({ ...prepared, image, imageParts, treeManifest }, "none", { dir, rrfile: join(dir, "unused.rr") }, 120_000);
   return evaluate(boot.decoded, scenario, boot.kernel);
 }
 

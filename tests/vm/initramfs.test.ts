@@ -6,7 +6,6 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
-  buildGuestImage,
   DEFAULT_SCENARIO,
   DEV_SYMLINKS,
   encodeInputs,
@@ -17,6 +16,8 @@ import {
   S_IFDIR,
   S_IFLNK,
   S_IFREG,
+  writeGuestImage,
+  type GuestImageParts,
 } from "../../src/vm/index.ts";
 
 import { assertCodeAsync } from "../helpers/errors.ts";
@@ -41,9 +42,20 @@ const modules = [
 ];
 const inputs = encodeInputs(launch, DEFAULT_SCENARIO);
 
-async function image(list: FsEntry[]) {
+/** The image written to a sink that keeps its bytes (copied: a streaming source reuses its buffer). */
+async function inMemory(parts: GuestImageParts) {
+  const chunks: Buffer[] = [];
+  const img = await writeGuestImage(parts, { write: (c) => void chunks.push(Buffer.from(c)) });
+  return { ...img, bytes: Buffer.concat(chunks) };
+}
+
+function partsOf(list: FsEntry[], source: GuestImageParts["content"] = content): GuestImageParts {
   const tree = new Map(list.map((e) => [e.path, e]));
-  return buildGuestImage({ agent, inputs, treeManifest: encodeTreeManifest(tree).bytes, modules, tree, content });
+  return { agent, inputs, treeManifest: encodeTreeManifest(tree).bytes, modules, tree, content: source };
+}
+
+async function image(list: FsEntry[]) {
+  return inMemory(partsOf(list));
 }
 
 describe("guest image", () => {
@@ -152,7 +164,7 @@ describe("guest image", () => {
   it("refuses content whose size differs from the tree", async () => {
     const wrong = { get: async () => Buffer.from("short") };
     await assertCodeAsync(
-      () => buildGuestImage({ agent, inputs, treeManifest: Buffer.alloc(0), modules, tree: new Map(entries.map((e) => [e.path, e])), content: wrong }),
+      () => inMemory({ agent, inputs, treeManifest: Buffer.alloc(0), modules, tree: new Map(entries.map((e) => [e.path, e])), content: wrong }),
       "SIZE_MISMATCH",
     );
   });

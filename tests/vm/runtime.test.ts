@@ -8,11 +8,21 @@
  */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { DEFAULT_RUN_LIMITS, prepareGuest, qemuVersion, runQemu, type NormalizedEvent, type Scenario, type Step, type Trigger } from "../../src/vm/index.ts";
+import {
+  DEFAULT_RUN_LIMITS,
+  prepareGuest,
+  qemuVersion,
+  runQemu,
+  writeGuestImageFile,
+  type NormalizedEvent,
+  type Scenario,
+  type Step,
+  type Trigger,
+} from "../../src/vm/index.ts";
 import { bootProbe, PROBE_LAUNCH, probeWorld } from "./fixtures/guest.ts";
 import { testKit, VM_SKIP } from "./fixtures/kit.ts";
 
@@ -218,7 +228,7 @@ describe("guest agent at run time", { skip: VM_SKIP }, () => {
     );
     const dir = mkdtempSync(join(tmpdir(), "cairn-timeout-"));
     const initrdPath = join(dir, "initramfs.img");
-    writeFileSync(initrdPath, p.image.bytes);
+    await writeGuestImageFile(p.imageParts, initrdPath, p.image);
     const marker = join(dir, "console.log");
     const r = await runQemu(
       p.vm,

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { canonicalBytes, canonicalize, identityBytes, sha256 } from "../../src/core/index.ts";
 import type { CanonicalTree, FsEntry } from "../../src/tree/index.ts";
 import { sortedEntries, STRICT_POLICY, policyModel } from "../../src/tree/index.ts";
-import { DERIVED_ENTRY_IDENTITY, digestDerived, encodeDerived, entryModel, entryText } from "../../src/workload/derived-entry.ts";
+import { DERIVED_ENTRY_IDENTITY, hashDerived, encodeDerived, entryModel, entryText } from "../../src/workload/derived-entry.ts";
 import { rawModel } from "../../src/workload/closure.ts";
 import { launchModel, makeLaunch } from "../../src/workload/launch.ts";
 import { assertCode } from "../helpers/errors.ts";
@@ -61,10 +61,10 @@ test("verification's streamed digest of the derived entry is the sha256 and leng
   for (const list of [entries, [entries[0]!], many]) {
     const d = { kind: "oci" as const, identities, policy: STRICT_POLICY, launch, raw: [{ role: "manifest" as const, digest, size: 3 }], tree: tree(list) };
     const bytes = encodeDerived(d);
-    assert.deepEqual(digestDerived(d), { digest: sha256(bytes), size: bytes.length }, `${list.length} entries`);
+    assert.deepEqual(hashDerived(d), { digest: sha256(bytes), size: bytes.length }, `${list.length} entries`);
   }
   // control: one changed entry changes the digest
   const d = { kind: "oci" as const, identities, policy: STRICT_POLICY, launch, raw: [], tree: tree(many) };
   const other = { ...d, tree: tree([...many.slice(0, -1), { ...many[many.length - 1]!, mtime: 1 }]) };
-  assert.notEqual(digestDerived(d).digest, digestDerived(other).digest);
+  assert.notEqual(hashDerived(d).digest, hashDerived(other).digest);
 });
