@@ -152,7 +152,7 @@ async function verifyAgainst(lock: WorkloadLock, storeDir: string, writable: Sto
   if (spec.source.kind === "binary") {
     const exeRef = lock.raw.find((r) => r.role === "executable");
     if (exeRef === undefined) mismatch("/raw", "the raw closure (no executable)");
-    derived = deriveBinary(spec, raw.get(exeRef.digest)!, `stored executable ${exeRef.digest}`, "verify");
+    derived = deriveBinary(spec, raw.get(exeRef.digest)!, `stored executable ${exeRef.digest}`);
   } else {
     const { verifyOci } = await import("./oci-workload.ts");
     const oci = await verifyOci(spec, lock, writable);
