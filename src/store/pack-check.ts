@@ -75,14 +75,14 @@ export class PackCheck {
   }
 
   finish(): PackIndex | undefined {
-    const { tail, digest, size } = this.#plan.seal();
+    const { digest, size } = this.#plan.seal();
     const index = { digest, size, entries: this.#plan.entries };
     const body = this.#body;
     this.#body = undefined;
     if (body !== undefined) {
       try {
         // the expected pack is the rebuilt one: its body was compared while streaming; the same open file must end with the tail
-        if (digest === this.#expected) return !this.#differs && body.endsWith(tail, size) ? index : undefined;
+        if (digest === this.#expected) return !this.#differs && body.endsWithTail(this.#plan, size) ? index : undefined;
       } catch {
         return undefined;
       } finally {
@@ -95,8 +95,7 @@ export class PackCheck {
       fd = openPack(this.#store, digest);
       if (!fstatSync(fd).isFile() || fstatSync(fd).size !== size) return undefined;
       if (!bodyMatches(fd, this.#plan)) return undefined;
-      const stored = Buffer.allocUnsafe(tail.length);
-      if (readFullyAt(fd, stored, this.#plan.offset) !== tail.length || !stored.equals(tail)) return undefined;
+      if (!tailMatches(fd, this.#plan)) return undefined;
       return index;
     } catch {
       return undefined;
@@ -140,12 +139,10 @@ class BodyWindow {
     return true;
   }
 
-  /** True when the file is a regular file of `size` bytes whose last bytes are `tail`. */
-  endsWith(tail: Buffer, size: number): boolean {
+  /** True when the file is a regular file of `size` bytes that ends with the plan's tail. */
+  endsWithTail(plan: PackPlan, size: number): boolean {
     const st = fstatSync(this.#fd);
-    if (!st.isFile() || st.size !== size) return false;
-    const stored = Buffer.allocUnsafe(tail.length);
-    return readFullyAt(this.#fd, stored, size - tail.length) === tail.length && stored.equals(tail);
+    return st.isFile() && st.size === size && tailMatches(this.#fd, plan);
   }
 
   close(): void {
@@ -164,14 +161,15 @@ function bodyMatches(fd: number, plan: PackPlan): boolean {
   const buf = Buffer.allocUnsafe(Math.min(Math.max(plan.offset, 1), WRITE_BUFFER));
   let k = 0; // the content being hashed
   let h = new Sha256Hasher();
-  let left = plan.order.length > 0 ? plan.entries.get(plan.order[0]!)!.size : 0; // its bytes still to come
+  const count = plan.entries.size;
+  let left = count > 0 ? plan.entries.sizeAt(0) : 0; // its bytes still to come
   const settle = (): boolean => {
     // closes every content that has all its bytes (empty ones included)
-    while (k < plan.order.length && left === 0) {
-      if (h.digest() !== plan.order[k]) return false;
+    while (k < count && left === 0) {
+      if (h.digest() !== plan.entries.digestAt(k)) return false;
       k++;
       h = new Sha256Hasher();
-      left = k < plan.order.length ? plan.entries.get(plan.order[k]!)!.size : 0;
+      left = k < count ? plan.entries.sizeAt(k) : 0;
     }
     return true;
   };
@@ -188,5 +186,21 @@ function bodyMatches(fd: number, plan: PackPlan): boolean {
     }
     at += n;
   }
-  return k === plan.order.length;
+  return k === count;
+}
+
+/**
+ * True when the file holds the plan's tail (index, count, magic) right after
+ * the body: compared chunk by chunk as the plan makes it, so neither the
+ * expected tail nor the stored one (40 bytes per content) is held whole.
+ */
+function tailMatches(fd: number, plan: PackPlan): boolean {
+  const stored = Buffer.allocUnsafe(64 * 1024);
+  let at = plan.offset;
+  for (const chunk of plan.tail()) {
+    const got = stored.subarray(0, chunk.length);
+    if (readFullyAt(fd, got, at) !== chunk.length || !got.equals(chunk)) return false;
+    at += chunk.length;
+  }
+  return true;
 }

@@ -52,34 +52,46 @@ export function contentHash(): { write(chunk: Uint8Array): void; end(): PackedAd
   };
 }
 import type { Store } from "./store.ts";
+import { PackEntries } from "./pack-entries.ts";
+
+export type { PackEntry } from "./pack-entries.ts";
 
 export const PACK_MAGIC = Buffer.from("cairn.pack/1", "latin1");
 const ENTRY_BYTES = 40;
 const TRAILER_BYTES = 8 + PACK_MAGIC.length;
 export const WRITE_BUFFER = 1 << 20;
 
-export interface PackEntry {
-  readonly offset: number;
-  readonly size: number;
-}
-
-/** Where each content of a pack lies; `size` is the pack file's size. */
+/** Where each content of a pack lies (compact columns: store/pack-entries.ts); `size` is the pack file's size. */
 export interface PackIndex {
   readonly digest: Sha256Digest;
   readonly size: number;
-  readonly entries: ReadonlyMap<Sha256Digest, PackEntry>;
+  readonly entries: PackEntries;
 }
 
-/** The bytes after the body: index, count, magic. Their sha256 names the pack. */
-function encodeTail(order: readonly Sha256Digest[], entries: ReadonlyMap<Sha256Digest, PackEntry>): Buffer {
-  const tail = Buffer.alloc(order.length * ENTRY_BYTES + TRAILER_BYTES);
-  order.forEach((d, i) => {
-    tail.write(d.slice("sha256:".length), i * ENTRY_BYTES, "hex");
-    tail.writeBigUInt64BE(BigInt(entries.get(d)!.size), i * ENTRY_BYTES + 32);
-  });
-  tail.writeBigUInt64BE(BigInt(order.length), order.length * ENTRY_BYTES);
-  PACK_MAGIC.copy(tail, order.length * ENTRY_BYTES + 8);
-  return tail;
+/** Index records per chunk of the tail: 1,638 records, 64 KiB. */
+const TAIL_CHUNK_ENTRIES = Math.floor((64 * 1024) / ENTRY_BYTES);
+
+/**
+ * The bytes after the body (index, count, magic; their sha256 names the
+ * pack), in chunks of about 64 KiB made from the index's columns as they are
+ * asked for: the tail of a 200,000-content pack (8 MB) is never held whole.
+ * The chunks are views of one buffer, valid until the next is asked for.
+ */
+function* tailChunks(entries: PackEntries): Generator<Buffer> {
+  const n = entries.size;
+  const buf = Buffer.allocUnsafe(Math.max(TAIL_CHUNK_ENTRIES * ENTRY_BYTES, TRAILER_BYTES));
+  for (let first = 0; first < n; first += TAIL_CHUNK_ENTRIES) {
+    const end = Math.min(n, first + TAIL_CHUNK_ENTRIES);
+    for (let i = first; i < end; i++) {
+      const at = (i - first) * ENTRY_BYTES;
+      entries.copyDigest(i, buf, at);
+      buf.writeBigUInt64BE(BigInt(entries.sizeAt(i)), at + 32);
+    }
+    yield buf.subarray(0, (end - first) * ENTRY_BYTES);
+  }
+  buf.writeBigUInt64BE(BigInt(n), 0);
+  PACK_MAGIC.copy(buf, 8);
+  yield buf.subarray(0, TRAILER_BYTES);
 }
 
 function corrupt(digest: string, what: string): CairnError {
@@ -113,25 +125,28 @@ function sameBytes(a: string, b: string, size: number): boolean {
   }
 }
 
-/** The index of a pack being built: each distinct content once, in the order added. */
+/** The index of a pack being built: each distinct content once, in the order added (entry i is the i-th in the body). */
 export class PackPlan {
-  readonly entries = new Map<Sha256Digest, PackEntry>();
-  readonly order: Sha256Digest[] = [];
+  readonly entries = new PackEntries();
   offset = 0;
 
   /** Records a content that ends the body so far; false when the pack already holds it (its bytes are then dropped). */
   record(digest: Sha256Digest, size: number): boolean {
-    if (this.entries.has(digest)) return false;
-    this.entries.set(digest, { offset: this.offset, size });
-    this.order.push(digest);
+    if (!this.entries.add(digest, this.offset, size)) return false;
     this.offset += size;
     return true;
   }
 
-  /** The tail (index, count, magic), the pack's name and its size. */
-  seal(): { tail: Buffer; digest: Sha256Digest; size: number } {
-    const tail = encodeTail(this.order, this.entries);
-    return { tail, digest: sha256(tail), size: this.offset + tail.length };
+  /** The pack's name (the sha256 of its tail) and its size; the tail is hashed chunk by chunk, not held. */
+  seal(): { digest: Sha256Digest; size: number } {
+    const h = new Sha256Hasher();
+    for (const chunk of this.tail()) h.update(chunk);
+    return { digest: h.digest(), size: this.offset + h.size };
+  }
+
+  /** The tail (index, count, magic) in chunks of about 64 KiB, each valid until the next is asked for. */
+  tail(): Iterable<Buffer> {
+    return tailChunks(this.entries);
   }
 }
 
@@ -239,12 +254,16 @@ export class PackWriter {
     const fd = this.#fd;
     if (fd === undefined) throw new CairnError("USAGE", "pack writer already finished", { path: this.#tmp });
     this.#rollback();
-    const { tail, digest, size } = this.#plan.seal();
+    const { digest, size } = this.#plan.seal();
     try {
       this.#flush(fd);
       // Bytes of a dropped content may lie past the body; the tail overwrites or the truncation removes them.
       ftruncateSync(fd, this.#plan.offset);
-      writeFullyAt(fd, tail, this.#plan.offset);
+      let at = this.#plan.offset;
+      for (const chunk of this.#plan.tail()) {
+        writeFullyAt(fd, chunk, at);
+        at += chunk.length;
+      }
       closeSync(fd);
       this.#fd = undefined;
     } catch (cause) {
@@ -289,7 +308,9 @@ export function openPack(store: Store, digest: Sha256Digest): number {
  */
 export function readPacked(store: Store, pack: PackIndex, digest: Sha256Digest, maxBytes: number, limitName = "fileSize"): Buffer {
   return withPackedRange(store, pack, digest, maxBytes, limitName, (fd, e) => {
-    const buf = Buffer.alloc(e.size);
+    // allocUnsafe: a small content is a slice of Node's shared pool, not an ArrayBuffer of its own; every byte
+    // is overwritten by the read, and a short read is refused before the buffer is handed out
+    const buf = Buffer.allocUnsafe(e.size);
     if (readFullyAt(fd, buf, e.offset) !== e.size || sha256(buf) !== digest) throw corrupt(pack.digest, `holds wrong bytes for ${digest}`);
     return buf;
   });
@@ -372,13 +393,12 @@ export function inspectPack(store: Store, unsafeDigest: string, maxBytes: number
     const tail = Buffer.alloc(Number(tailBytes));
     readFullyAt(fd, tail, st.size - tail.length);
     if (sha256(tail) !== digest) throw corrupt(digest, "does not match its name");
-    const entries = new Map<Sha256Digest, PackEntry>();
+    const entries = new PackEntries();
     let offset = 0;
     for (let i = 0; i < Number(count); i++) {
       const d = `sha256:${tail.toString("hex", i * ENTRY_BYTES, i * ENTRY_BYTES + 32)}` as Sha256Digest;
       const size = Number(tail.readBigUInt64BE(i * ENTRY_BYTES + 32));
-      if (entries.has(d) || offset + size > st.size - tail.length) throw corrupt(digest, "has a malformed index");
-      entries.set(d, { offset, size });
+      if (offset + size > st.size - tail.length || !entries.add(d, offset, size)) throw corrupt(digest, "has a malformed index");
       offset += size;
     }
     if (offset !== st.size - tail.length) throw corrupt(digest, "has a body of another length than its index");

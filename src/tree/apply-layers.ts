@@ -34,6 +34,7 @@ export type { DroppedXattrs, LayerIssue, SkippedMember } from "./member-policy.t
 import type { CanonicalTree, ContentSink, FsEntry } from "./entries.ts";
 import { IMPLICIT_DIR, TreeModel } from "./tree-builder.ts";
 import { memberAt, type Pending, type PendingLayer } from "./pending-members.ts";
+import { PathSet } from "./path-set.ts";
 import { ancestors, classifyWhiteout, normalizeMemberPath, parentOf } from "./tree-paths.ts";
 import type { GateRecord } from "./tar-gate.ts";
 import { readLayer, type Budget, type InflationBound, type LayerCompression, type MemberBody } from "./layer-reader.ts";
@@ -162,7 +163,7 @@ async function readMembers(
   const collect = options.collect;
   const pending: PendingLayer = { where, members: [], names: new Map() };
   const members = pending.members;
-  const seen = new Set<string>();
+  const seen = new PathSet();
   if (options.recheckStored && (input.digest === undefined || input.size === undefined)) {
     throw new CairnError("USAGE", "recheckStored needs each layer's digest and size", { path: where });
   }
@@ -196,12 +197,11 @@ async function readMembers(
   const member = (rec: GateRecord): MemberBody | undefined => {
     const at = `${where}:${rec.name.slice(0, 200)}`;
     const path = normalizeMemberPath(rec.name, limits, at);
-    if (seen.has(path))
+    if (!seen.add(path))
       throw new CairnError("TAR_DUPLICATE", `two members of one layer normalize to ${path}`, {
         path: at,
         hint: "a layer must name each path once ('a' and './a//' are the same path)",
       });
-    seen.add(path);
     checkXattrs(rec, path, at, options, layer, listed, stats);
     const wh = classifyWhiteout(path, at);
     if (wh.kind !== "none") {

@@ -5,21 +5,27 @@
  * consumer, iterating in byte order, but costs one array slot per entry
  * instead of a hash-table entry, and freezing makes no second table: a
  * tree of a million entries is held once. It cannot be changed after it is
- * made (no setter, the array is private), so a consumer cannot alter the
- * tree an identity was computed over.
+ * made (no setter, the array is frozen), so a consumer cannot alter the
+ * tree an identity was computed over; `ordered()` hands the frozen array
+ * out, so a pass in byte order copies nothing.
  */
-import { compareBytes } from "../core/index.ts";
+import { compareBytes, inByteOrder } from "../core/index.ts";
 import type { FsEntry } from "./entries.ts";
 
 export class FrozenTree implements ReadonlyMap<string, FsEntry> {
   readonly #sorted: readonly FsEntry[];
 
-  /** `sorted` must be in strictly ascending byte order of path (TreeModel.freeze sorts it); it is checked. */
+  /** `sorted` must be in strictly ascending byte order of path (TreeModel.freeze sorts it); it is checked, and frozen. */
   constructor(sorted: readonly FsEntry[]) {
     for (let i = 1; i < sorted.length; i++) {
       if (compareBytes(sorted[i - 1]!.path, sorted[i]!.path) >= 0) throw new TypeError(`FrozenTree: ${sorted[i]!.path} is out of byte order`);
     }
-    this.#sorted = sorted;
+    this.#sorted = Object.freeze(sorted);
+  }
+
+  /** Every entry in byte order of path: the tree's own array, frozen (so handing it out copies nothing and changes nothing). */
+  ordered(): readonly FsEntry[] {
+    return this.#sorted;
   }
 
   get size(): number {
@@ -67,4 +73,15 @@ export class FrozenTree implements ReadonlyMap<string, FsEntry> {
   [Symbol.iterator](): MapIterator<[string, FsEntry]> {
     return this.entries();
   }
+}
+
+/**
+ * A tree's entries in byte order of path without validating them: a frozen
+ * tree's own array (no copy), another map's entries copied, sorted if they
+ * are not in order already.
+ */
+export function entriesInByteOrder(tree: ReadonlyMap<string, FsEntry>): readonly FsEntry[] {
+  if (tree instanceof FrozenTree) return tree.ordered();
+  const out = [...tree.values()];
+  return inByteOrder(out.map((e) => e.path)) ? out : out.sort((a, b) => compareBytes(a.path, b.path));
 }

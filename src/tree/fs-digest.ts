@@ -22,6 +22,7 @@
  */
 import { CairnError, compareBytes, declareIdentity, digestHex, identityHasher, sortByBytes, type Sha256Digest } from "../core/index.ts";
 import type { CanonicalTree, FsEntry } from "./entries.ts";
+import { FrozenTree } from "./frozen-tree.ts";
 import { isCanonicalPath, parentOf } from "./tree-paths.ts";
 
 export const FS_IDENTITY_TAG = "cairn.fs/1";
@@ -49,11 +50,10 @@ function refuse(path: string, message: string): never {
  * are canonical, "/" is a directory, every parent is an explicit directory,
  * numbers fit their frames. Returns the entries sorted by UTF-8 path bytes.
  */
-export function sortedEntries(tree: CanonicalTree): FsEntry[] {
+export function sortedEntries(tree: CanonicalTree): readonly FsEntry[] {
   const root = tree.get("/");
   if (root === undefined || root.type !== "dir") refuse("/", "the root must be an explicit directory");
-  const out: FsEntry[] = [];
-  // A frozen tree is already in byte order (TreeModel.freeze); only another map is sorted here.
+  // A frozen tree is already in byte order (TreeModel.freeze) and its own array is handed out; only another map is copied and sorted.
   let sorted = true;
   let prev: string | undefined;
   // The directories met so far: in byte order a parent comes before its children, so its lookup is a hash
@@ -72,8 +72,9 @@ export function sortedEntries(tree: CanonicalTree): FsEntry[] {
     if (!Number.isSafeInteger(e.mtime)) refuse(e.path, "mtime is not a whole number of seconds");
     if (e.type === "file" && (!Number.isSafeInteger(e.size) || e.size < 0)) refuse(e.path, "size out of range");
     if (e.type === "symlink" && (e.target.length === 0 || e.target.includes("\0"))) refuse(e.path, "symlink target empty or holds NUL");
-    out.push(e);
   }
+  if (sorted && tree instanceof FrozenTree) return tree.ordered();
+  const out = [...tree.values()];
   return sorted ? out : sortByBytes(out, (e) => e.path);
 }
 

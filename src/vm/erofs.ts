@@ -23,7 +23,7 @@
  * Every field not named here is zero, the UUID and volume name included.
  */
 import { CairnError, checkLimit, compareBytes, FIXED_LIMIT_HINT, Sha256Hasher, type Sha256Digest } from "../core/index.ts";
-import type { CanonicalTree, ContentSource, FileEntry, FsEntry } from "../tree/index.ts";
+import { entriesInByteOrder, type CanonicalTree, type ContentSource, type FileEntry, type FsEntry } from "../tree/index.ts";
 import { streamFile } from "./content-stream.ts";
 import type { ByteSink } from "./cpio.ts";
 
@@ -44,28 +44,37 @@ const FILE_TYPE = { file: 1, dir: 2, symlink: 7 } as const;
 const MODE_TYPE = { dir: 0o040000, file: 0o100000, symlink: 0o120000 } as const;
 /** The root inode's nid must fit the superblock's 16-bit `root_nid`; it is always the first inode. */
 const FIRST_NID = (SUPER_OFFSET + SUPER_SIZE) / SLOT;
+/** The metadata area is written through windows of this many bytes (a whole number of blocks). */
+const META_WINDOW = 256 * EROFS_BLOCK;
 /** Block addresses are 32-bit: 16 TiB at 4 KiB blocks. */
 const BLOCKS_MAX = 0xffffffff;
 
-interface Planned {
-  readonly entry: FsEntry;
-  /** Byte offset of the inode in the image. */
-  offset: number;
-  /** Whole blocks written in the data area (FLAT_PLAIN blocks, or the full blocks before an inline tail). */
-  readonly fullBlocks: number;
-  /** Bytes stored inline after the inode (0 for FLAT_PLAIN). */
-  readonly tail: number;
-  readonly layout: number;
-  readonly size: number;
-  blkaddr: number;
-  nlink: number;
-  /** Directories: child names in byte order ("." and ".." included) with the child's path. */
-  readonly children?: Array<{ readonly name: string; readonly path: string }>;
-}
-
+/**
+ * The layout, one column per field and one slot per entry in the byte order
+ * of the paths (index 0 is the root), so a tree of 200,000 entries costs a
+ * few typed arrays rather than 200,000 plan objects, child lists and names.
+ */
 export interface ErofsPlan {
-  readonly order: readonly Planned[];
-  readonly byPath: ReadonlyMap<string, Planned>;
+  /** The tree's entries in byte order of path (the tree's own objects, not copies). */
+  readonly entries: readonly FsEntry[];
+  /** Byte offset of each inode in the image. */
+  readonly offset: Float64Array;
+  /** i_size: file bytes, symlink target bytes, directory bytes. */
+  readonly iSize: Float64Array;
+  /** Bytes stored inline after the inode (0: FLAT_PLAIN, whole blocks in the data area). */
+  readonly tail: Uint16Array;
+  /** First data block (entries with whole blocks), 0 otherwise. */
+  readonly blkaddr: Float64Array;
+  readonly nlink: Uint32Array;
+  /** Index of each entry's parent directory (the root's is itself). */
+  readonly parent: Int32Array;
+  /**
+   * Directories' children in byte order of name, "." and ".." included:
+   * entry i's are children[childStart[i] .. childStart[i + 1]), each an entry
+   * index, or DOT / DOTDOT.
+   */
+  readonly childStart: Uint32Array;
+  readonly children: Int32Array;
   /** Total image bytes (a whole number of blocks). */
   readonly size: number;
   readonly blocks: number;
@@ -73,29 +82,51 @@ export interface ErofsPlan {
   readonly dataStart: number;
 }
 
-/** Splits a directory's sorted names into blocks; returns the directory's i_size. */
-function dirBlocks(children: ReadonlyArray<{ readonly name: string }>): { size: number; blocks: number[][] } {
-  const blocks: number[][] = [];
-  let cur: number[] = [];
-  let used = 0;
-  children.forEach((c, i) => {
-    const need = DIRENT_SIZE + Buffer.byteLength(c.name, "utf8");
-    if (used + need > EROFS_BLOCK) {
-      blocks.push(cur);
-      cur = [];
-      used = 0;
-    }
-    cur.push(i);
-    used += need;
-  });
-  blocks.push(cur);
-  return { size: (blocks.length - 1) * EROFS_BLOCK + used, blocks };
+const DOT = -1;
+const DOTDOT = -2;
+
+/** Whole blocks entry i writes in the data area (FLAT_PLAIN blocks, or the full blocks before an inline tail). */
+function fullBlocks(plan: Pick<ErofsPlan, "iSize" | "tail">, i: number): number {
+  return Math.ceil((plan.iSize[i]! - plan.tail[i]!) / EROFS_BLOCK);
 }
 
-function dataSize(e: FsEntry, children?: ReadonlyArray<{ readonly name: string }>): number {
-  if (e.type === "file") return e.size;
-  if (e.type === "symlink") return Buffer.byteLength(e.target, "utf8");
-  return dirBlocks(children ?? []).size;
+/** The name of child slot `c` of directory `i`. */
+function childName(plan: Pick<ErofsPlan, "entries" | "children">, c: number): string {
+  const k = plan.children[c]!;
+  if (k === DOT) return ".";
+  if (k === DOTDOT) return "..";
+  const p = plan.entries[k]!.path;
+  return p.slice(p.lastIndexOf("/") + 1);
+}
+
+/** The entry index child slot `c` of directory `i` points at. */
+function childTarget(plan: Pick<ErofsPlan, "children" | "parent">, i: number, c: number): number {
+  const k = plan.children[c]!;
+  return k === DOT ? i : k === DOTDOT ? plan.parent[i]! : k;
+}
+
+/**
+ * Splits directory i's names into blocks: calls `block(first, end)` for each
+ * block's child slots and returns the directory's i_size.
+ */
+function dirBlocks(plan: Pick<ErofsPlan, "entries" | "children" | "childStart">, i: number, block?: (first: number, end: number) => void): number {
+  const start = plan.childStart[i]!;
+  const end = plan.childStart[i + 1]!;
+  let first = start;
+  let used = 0;
+  let full = 0;
+  for (let c = start; c < end; c++) {
+    const need = DIRENT_SIZE + Buffer.byteLength(childName(plan, c), "utf8");
+    if (used + need > EROFS_BLOCK) {
+      block?.(first, c);
+      full++;
+      first = c;
+      used = 0;
+    }
+    used += need;
+  }
+  block?.(first, end);
+  return full * EROFS_BLOCK + used;
 }
 
 /**
@@ -105,72 +136,90 @@ function dataSize(e: FsEntry, children?: ReadonlyArray<{ readonly name: string }
 export function planErofs(tree: CanonicalTree): ErofsPlan {
   const root = tree.get("/");
   if (root === undefined || root.type !== "dir") throw new CairnError("RUN_INVALID", "the canonical tree has no root directory", { path: "/" });
-  const paths = [...tree.keys()].sort(compareBytes);
-  // names are kept as strings (encoded where the directory is written), not one Buffer per entry
-  const kids = new Map<string, Array<{ name: string; path: string }>>();
-  for (const p of paths) {
-    const e = tree.get(p)!;
-    if (e.type === "dir") kids.set(p, [{ name: ".", path: p }]);
-  }
-  for (const p of paths) {
-    if (p === "/") continue;
+  const entries = entriesInByteOrder(tree);
+  const n = entries.length;
+  // parents: directories by path (only directories are keys), then one index per entry
+  const dirIndex = new Map<string, number>();
+  entries.forEach((e, i) => {
+    if (e.type === "dir") dirIndex.set(e.path, i);
+  });
+  const parent = new Int32Array(n);
+  const count = new Uint32Array(n + 1);
+  for (let i = 1; i < n; i++) {
+    const p = entries[i]!.path;
     const cut = p.lastIndexOf("/");
-    const parent = cut === 0 ? "/" : p.slice(0, cut);
-    const list = kids.get(parent);
-    if (list === undefined) throw new CairnError("RUN_INVALID", `the canonical tree has no directory ${parent} for ${p}`, { path: p });
-    list.push({ name: p.slice(cut + 1), path: p });
+    const at = dirIndex.get(cut === 0 ? "/" : p.slice(0, cut));
+    if (at === undefined) throw new CairnError("RUN_INVALID", `the canonical tree has no directory ${p.slice(0, Math.max(cut, 1))} for ${p}`, { path: p });
+    parent[i] = at;
+    count[at]!++;
   }
-  for (const [p, list] of kids) {
-    const cut = p.lastIndexOf("/");
-    list.push({ name: "..", path: p === "/" ? "/" : cut === 0 ? "/" : p.slice(0, cut) });
-    list.sort((a, b) => compareBytes(a.name, b.name));
+  dirIndex.clear();
+  // children in byte order of name: siblings' paths share their parent's prefix, so byte order
+  // of path is byte order of name; "." and ".." are merged in where their bytes sort
+  const childStart = new Uint32Array(n + 1);
+  for (let i = 0; i < n; i++) childStart[i + 1] = childStart[i]! + (entries[i]!.type === "dir" ? count[i]! + 2 : 0);
+  const children = new Int32Array(childStart[n]!);
+  const fill = count; // reused: the next free slot of each directory, relative to its start
+  fill.fill(0);
+  const place = (dir: number, k: number): void => {
+    children[childStart[dir]! + fill[dir]!++] = k;
+  };
+  const pendingDots = new Uint8Array(n); // 0: both still to place, 1: "." placed, 2: both placed
+  const dots = (dir: number, name: string | undefined): void => {
+    if (pendingDots[dir] === 0 && (name === undefined || compareBytes(name, ".") > 0)) {
+      place(dir, DOT);
+      pendingDots[dir] = 1;
+    }
+    if (pendingDots[dir] === 1 && (name === undefined || compareBytes(name, "..") > 0)) {
+      place(dir, DOTDOT);
+      pendingDots[dir] = 2;
+    }
+  };
+  for (let i = 1; i < n; i++) {
+    const p = entries[i]!.path;
+    dots(parent[i]!, p.slice(p.lastIndexOf("/") + 1));
+    place(parent[i]!, i);
   }
-  const order: Planned[] = [];
-  const byPath = new Map<string, Planned>();
-  let offset = SUPER_OFFSET + SUPER_SIZE;
-  for (const p of paths) {
-    const entry = tree.get(p)!;
-    const children = kids.get(p);
-    const size = dataSize(entry, children);
-    const partial = size % EROFS_BLOCK;
+  for (let i = 0; i < n; i++) if (entries[i]!.type === "dir") dots(i, undefined);
+  const nlink = new Uint32Array(n);
+  for (let i = 0; i < n; i++) {
+    const e = entries[i]!;
+    nlink[i] = e.type === "dir" ? 2 : 1;
+    if (i > 0 && e.type === "dir") nlink[parent[i]!]!++;
+  }
+  const offset = new Float64Array(n);
+  const iSize = new Float64Array(n);
+  const tail = new Uint16Array(n);
+  const cols = { entries, children, childStart, iSize, tail };
+  let at = SUPER_OFFSET + SUPER_SIZE;
+  for (let i = 0; i < n; i++) {
+    const e = entries[i]!;
+    const bytes = e.type === "file" ? e.size : e.type === "symlink" ? Buffer.byteLength(e.target, "utf8") : dirBlocks(cols, i);
+    const partial = bytes % EROFS_BLOCK;
     // inline only a partial last block that fits after the inode in one block
-    const canInline = partial > 0 && partial <= EROFS_BLOCK - INODE_SIZE;
-    const tail = canInline ? partial : 0;
-    if ((offset % EROFS_BLOCK) + INODE_SIZE + tail > EROFS_BLOCK) offset = Math.ceil(offset / EROFS_BLOCK) * EROFS_BLOCK;
-    const planned: Planned = {
-      entry,
-      offset,
-      fullBlocks: canInline ? Math.floor(size / EROFS_BLOCK) : Math.ceil(size / EROFS_BLOCK),
-      tail,
-      layout: canInline ? LAYOUT_FLAT_INLINE : LAYOUT_FLAT_PLAIN,
-      size,
-      blkaddr: 0,
-      nlink: entry.type === "dir" ? 2 : 1,
-      ...(children ? { children } : {}),
-    };
-    order.push(planned);
-    byPath.set(p, planned);
-    offset += Math.ceil((INODE_SIZE + tail) / SLOT) * SLOT;
+    const t = partial > 0 && partial <= EROFS_BLOCK - INODE_SIZE ? partial : 0;
+    if ((at % EROFS_BLOCK) + INODE_SIZE + t > EROFS_BLOCK) at = Math.ceil(at / EROFS_BLOCK) * EROFS_BLOCK;
+    offset[i] = at;
+    iSize[i] = bytes;
+    tail[i] = t;
+    at += Math.ceil((INODE_SIZE + t) / SLOT) * SLOT;
   }
-  for (const p of paths) {
-    if (p === "/" || tree.get(p)!.type !== "dir") continue;
-    const cut = p.lastIndexOf("/");
-    byPath.get(cut === 0 ? "/" : p.slice(0, cut))!.nlink++;
-  }
-  const dataStart = Math.ceil(offset / EROFS_BLOCK) * EROFS_BLOCK;
+  const dataStart = Math.ceil(at / EROFS_BLOCK) * EROFS_BLOCK;
+  const blkaddr = new Float64Array(n);
   let block = dataStart / EROFS_BLOCK;
-  for (const pl of order) {
-    if (pl.fullBlocks > 0) {
-      pl.blkaddr = block;
-      block += pl.fullBlocks;
+  for (let i = 0; i < n; i++) {
+    const full = fullBlocks(cols, i);
+    if (full > 0) {
+      blkaddr[i] = block;
+      block += full;
     }
   }
   if (block > BLOCKS_MAX) checkLimit("vm.erofs-blocks", block, BLOCKS_MAX, "/guest_image/disk", "count", FIXED_LIMIT_HINT);
-  return { order, byPath, size: block * EROFS_BLOCK, blocks: block, dataStart };
+  return { entries, offset, iSize, tail, blkaddr, nlink, parent, childStart, children, size: block * EROFS_BLOCK, blocks: block, dataStart };
 }
 
-function nidOf(pl: Planned): number {
-  return pl.offset / SLOT;
+function nidOf(plan: ErofsPlan, i: number): number {
+  return plan.offset[i]! / SLOT;
 }
 
 function superblock(plan: ErofsPlan): Buffer {
@@ -179,52 +228,51 @@ function superblock(plan: ErofsPlan): Buffer {
   b.writeUInt32LE(FEATURE_COMPAT_MTIME, 8); // feature_compat (no superblock checksum)
   b.writeUInt8(12, 12); // blkszbits: 4 KiB
   b.writeUInt16LE(FIRST_NID, 14); // root_nid
-  b.writeBigUInt64LE(BigInt(plan.order.length), 16); // inos
+  b.writeBigUInt64LE(BigInt(plan.entries.length), 16); // inos
   b.writeUInt32LE(plan.blocks, 36); // blocks
   return b; // build_time, meta_blkaddr, xattr_blkaddr, uuid, volume_name, feature_incompat: 0
 }
 
-function inode(pl: Planned, ino: number): Buffer {
-  const e = pl.entry;
-  const b = Buffer.alloc(INODE_SIZE);
-  b.writeUInt16LE((pl.layout << 1) | INODE_EXTENDED, 0); // i_format
+/** Writes entry i's inode into `meta` at `at`. */
+function inode(plan: ErofsPlan, i: number, meta: Buffer, at: number): void {
+  const e = plan.entries[i]!;
+  const layout = plan.tail[i]! > 0 ? LAYOUT_FLAT_INLINE : LAYOUT_FLAT_PLAIN;
+  meta.writeUInt16LE((layout << 1) | INODE_EXTENDED, at); // i_format
   const perm = e.type === "symlink" ? 0o777 : e.mode & 0o7777;
-  b.writeUInt16LE(MODE_TYPE[e.type] | perm, 4);
-  b.writeBigUInt64LE(BigInt(pl.size), 8);
-  b.writeUInt32LE(pl.blkaddr, 16); // i_u.raw_blkaddr
-  b.writeUInt32LE(ino, 20);
-  b.writeUInt32LE(e.uid, 24);
-  b.writeUInt32LE(e.gid, 28);
-  b.writeBigUInt64LE(BigInt(e.mtime), 32);
-  b.writeUInt32LE(pl.nlink, 44);
-  return b;
+  meta.writeUInt16LE(MODE_TYPE[e.type] | perm, at + 4);
+  meta.writeBigUInt64LE(BigInt(plan.iSize[i]!), at + 8);
+  meta.writeUInt32LE(plan.blkaddr[i]!, at + 16); // i_u.raw_blkaddr
+  meta.writeUInt32LE(i + 1, at + 20); // ino
+  meta.writeUInt32LE(e.uid, at + 24);
+  meta.writeUInt32LE(e.gid, at + 28);
+  meta.writeBigUInt64LE(BigInt(e.mtime), at + 32);
+  meta.writeUInt32LE(plan.nlink[i]!, at + 44);
 }
 
 /** A directory's data (every block, the last one only as far as i_size). */
-function dirData(plan: ErofsPlan, pl: Planned): Buffer {
-  const children = pl.children!;
-  const { size, blocks } = dirBlocks(children);
-  const out = Buffer.alloc(blocks.length * EROFS_BLOCK);
-  blocks.forEach((idx, bi) => {
-    const base = bi * EROFS_BLOCK;
-    let nameoff = idx.length * DIRENT_SIZE;
-    idx.forEach((ci, k) => {
-      const c = children[ci]!;
-      const target = plan.byPath.get(c.path)!;
-      const d = base + k * DIRENT_SIZE;
-      out.writeBigUInt64LE(BigInt(nidOf(target)), d);
+function dirData(plan: ErofsPlan, i: number): Buffer {
+  const size = plan.iSize[i]!;
+  const out = Buffer.alloc(Math.ceil(size / EROFS_BLOCK) * EROFS_BLOCK || EROFS_BLOCK);
+  let base = 0;
+  dirBlocks(plan, i, (first, end) => {
+    let nameoff = (end - first) * DIRENT_SIZE;
+    for (let c = first; c < end; c++) {
+      const target = childTarget(plan, i, c);
+      const d = base + (c - first) * DIRENT_SIZE;
+      out.writeBigUInt64LE(BigInt(nidOf(plan, target)), d);
       out.writeUInt16LE(nameoff, d + 8);
-      out.writeUInt8(FILE_TYPE[target.entry.type], d + 10);
-      nameoff += out.write(c.name, base + nameoff, "utf8");
-    });
+      out.writeUInt8(FILE_TYPE[plan.entries[target]!.type], d + 10);
+      nameoff += out.write(childName(plan, c), base + nameoff, "utf8");
+    }
+    base += EROFS_BLOCK;
   });
   return out.subarray(0, size);
 }
 
 /** A directory's or symlink's data (file contents are streamed: fileRange). */
-function entryData(plan: ErofsPlan, pl: Planned): Uint8Array {
-  const e = pl.entry;
-  if (e.type === "dir") return dirData(plan, pl);
+function entryData(plan: ErofsPlan, i: number): Uint8Array {
+  const e = plan.entries[i]!;
+  if (e.type === "dir") return dirData(plan, i);
   if (e.type === "symlink") return Buffer.from(e.target, "utf8");
   throw new CairnError("RUN_INFRASTRUCTURE", `${e.path} is a file: its content is streamed`, { path: e.path });
 }
@@ -240,6 +288,20 @@ async function fileRange(content: ContentSource, e: FileEntry, from: number, to:
   });
 }
 
+/** Where the plan put the entry at `path` (for tests and diagnostics; a binary search, no index by path). */
+export function planned(plan: ErofsPlan, path: string): { readonly size: number; readonly tail: number; readonly blkaddr: number } | undefined {
+  let lo = 0;
+  let hi = plan.entries.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >>> 1;
+    const c = compareBytes(plan.entries[mid]!.path, path);
+    if (c === 0) return { size: plan.iSize[mid]!, tail: plan.tail[mid]!, blkaddr: plan.blkaddr[mid]! };
+    if (c < 0) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return undefined;
+}
+
 export interface ErofsImage {
   readonly digest: Sha256Digest;
   readonly size: number;
@@ -248,8 +310,10 @@ export interface ErofsImage {
 
 /**
  * Writes the image to `sink` in order (metadata area, then data blocks) and
- * returns its sha256. Memory: the metadata area, the directories' blocks and
- * a MiB of a file at a time (file contents are streamed from the source).
+ * returns its sha256. Memory: one 1 MiB window of the metadata area, the
+ * directories' blocks and a MiB of a file at a time (file contents are
+ * streamed from the source). The sink must take what it keeps of a chunk
+ * before `write` returns (the window and the stream's buffer are reused).
  */
 export async function writeErofs(tree: CanonicalTree, content: ContentSource, sink: ByteSink, plan = planErofs(tree)): Promise<ErofsImage> {
   const hasher = new Sha256Hasher();
@@ -260,38 +324,63 @@ export async function writeErofs(tree: CanonicalTree, content: ContentSource, si
     sink.write(chunk);
     written += chunk.length;
   };
-  const meta = Buffer.alloc(plan.dataStart);
+  // The metadata area (inodes and inline tails, in offset order) is written
+  // through a window of META_WINDOW bytes, emitted as each fills: it is about
+  // 100 bytes per entry, and is never held whole. An inode and its tail never
+  // cross a block, so never a window (a whole number of blocks).
+  // The window is reused (zeroed) after each is emitted: the sink must take what it keeps before `write` returns.
+  const window = Buffer.alloc(Math.min(META_WINDOW, plan.dataStart));
+  let meta = window;
+  let metaStart = 0;
+  const advance = (to: number): void => {
+    while (meta.length > 0 && to >= metaStart + meta.length) {
+      emit(meta);
+      metaStart += meta.length;
+      meta = window.subarray(0, Math.min(META_WINDOW, plan.dataStart - metaStart));
+      meta.fill(0);
+    }
+  };
   superblock(plan).copy(meta, SUPER_OFFSET);
   // directory and symlink data with whole blocks is kept for the data area;
   // file contents are streamed again there
-  const blocksOf = new Map<Planned, Uint8Array>();
-  for (let i = 0; i < plan.order.length; i++) {
-    const pl = plan.order[i]!;
-    inode(pl, i + 1).copy(meta, pl.offset);
-    const e = pl.entry;
+  const blocksOf = new Map<number, Uint8Array>();
+  const n = plan.entries.length;
+  for (let i = 0; i < n; i++) {
+    advance(plan.offset[i]!);
+    const base = plan.offset[i]! - metaStart;
+    inode(plan, i, meta, base);
+    const e = plan.entries[i]!;
+    const tail = plan.tail[i]!;
     if (e.type === "file") {
       // a file with an inline tail is read here for its tail and once more below for its blocks
-      let at = pl.offset + INODE_SIZE;
-      if (pl.tail > 0)
-        await fileRange(content, e, pl.fullBlocks * EROFS_BLOCK, e.size, (c) => void (at += Buffer.from(c.buffer, c.byteOffset, c.length).copy(meta, at)));
+      let at = base + INODE_SIZE;
+      if (tail > 0)
+        await fileRange(
+          content,
+          e,
+          fullBlocks(plan, i) * EROFS_BLOCK,
+          e.size,
+          (c) => void (at += Buffer.from(c.buffer, c.byteOffset, c.length).copy(meta, at)),
+        );
     } else {
-      const data = entryData(plan, pl);
-      if (pl.tail > 0) Buffer.from(data.buffer, data.byteOffset, data.length).copy(meta, pl.offset + INODE_SIZE, pl.fullBlocks * EROFS_BLOCK);
-      if (pl.fullBlocks > 0) blocksOf.set(pl, data);
+      const data = entryData(plan, i);
+      if (tail > 0) Buffer.from(data.buffer, data.byteOffset, data.length).copy(meta, base + INODE_SIZE, fullBlocks(plan, i) * EROFS_BLOCK);
+      if (fullBlocks(plan, i) > 0) blocksOf.set(i, data);
     }
   }
-  emit(meta);
+  advance(plan.dataStart);
   const pad = Buffer.alloc(EROFS_BLOCK);
-  for (const pl of plan.order) {
-    if (pl.fullBlocks === 0) continue;
-    const bytes = pl.fullBlocks * EROFS_BLOCK;
-    const e = pl.entry;
+  for (let i = 0; i < n; i++) {
+    const full = fullBlocks(plan, i);
+    if (full === 0) continue;
+    const bytes = full * EROFS_BLOCK;
+    const e = plan.entries[i]!;
     let body: number;
     if (e.type === "file") {
       await fileRange(content, e, 0, bytes, emit);
       body = Math.min(e.size, bytes);
     } else {
-      const data = blocksOf.get(pl)!;
+      const data = blocksOf.get(i)!;
       body = Math.min(data.length, bytes);
       emit(data.subarray(0, body));
     }
@@ -299,5 +388,5 @@ export async function writeErofs(tree: CanonicalTree, content: ContentSource, si
   }
   if (written !== plan.size)
     throw new CairnError("RUN_INFRASTRUCTURE", `the EROFS writer wrote ${written} bytes, its plan says ${plan.size}`, { path: "/guest_image/disk" });
-  return { digest: hasher.digest(), size: written, inodes: plan.order.length };
+  return { digest: hasher.digest(), size: written, inodes: plan.entries.length };
 }

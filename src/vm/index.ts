@@ -4,7 +4,7 @@ export type { CpioEntry } from "./cpio.ts";
 export { writeGuestImage, DEV_SYMLINKS } from "./initramfs.ts";
 export type { GuestImage, GuestImageParts } from "./initramfs.ts";
 export { writeGuestImageFile } from "./boot-image.ts";
-export { planErofs, writeErofs, EROFS_BLOCK } from "./erofs.ts";
+export { planErofs, planned, writeErofs, EROFS_BLOCK } from "./erofs.ts";
 export type { ErofsPlan, ErofsImage } from "./erofs.ts";
 export { encodeTreeManifest, TREE_MANIFEST_IDENTITY } from "./tree-manifest.ts";
 export type { TreeManifest } from "./tree-manifest.ts";

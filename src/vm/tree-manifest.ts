@@ -21,8 +21,8 @@
  * Entries in the byte order of their paths (the root first).
  * digest = sha256("cairn.tree-manifest/1\0" || bytes)
  */
-import { CairnError, compareBytes, declareIdentity, digestHex, identityHasher, type Sha256Digest } from "../core/index.ts";
-import type { CanonicalTree, FsEntry } from "../tree/index.ts";
+import { CairnError, declareIdentity, digestHex, identityHasher, type Sha256Digest } from "../core/index.ts";
+import { entriesInByteOrder, type CanonicalTree, type FsEntry } from "../tree/index.ts";
 
 export const TREE_MANIFEST_MAGIC = "CAIRNTM1";
 export const TREE_MANIFEST_VERSION = 1;
@@ -70,7 +70,7 @@ function putStr(out: Buffer, at: number, v: string): number {
  * otherwise make ten small buffers per entry).
  */
 export function encodeTreeManifest(tree: CanonicalTree, check: "metadata" | "content" = "metadata"): TreeManifest {
-  const entries = [...tree.values()].sort((a, b) => compareBytes(a.path, b.path));
+  const entries = entriesInByteOrder(tree);
   const flags = check === "content" ? TREE_FLAG_CONTENT : 0;
   const head = Buffer.concat([Buffer.from(TREE_MANIFEST_MAGIC, "ascii"), u32(TREE_MANIFEST_VERSION), u32(flags), u32(entries.length)]);
   let size = head.length;

@@ -8,10 +8,13 @@
  * complete file atomically, so a SIGKILL at any moment leaves either no lock
  * or a lock whose whole closure is in the store.
  */
+import { randomBytes } from "node:crypto";
+import { rmSync } from "node:fs";
 import { basename, dirname, extname, join, resolve } from "node:path";
-import { CairnError, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
+import { CairnError, writeFileAtomic, writeNewFile, type Sha256Digest } from "../core/index.ts";
 import { Store } from "../store/index.ts";
-import { deriveBinary, type Derived } from "./derive.ts";
+import { deriveBinary, derivedEntryOf, type Derived } from "./derive.ts";
+import { hashDerived } from "./derived-entry.ts";
 import type { SourceKind, WorkloadIdentities } from "./workload-identity.ts";
 import { encodeWorkloadLock, type WorkloadLock } from "./workload-lock.ts";
 import { readSourceFile } from "./source-file.ts";
@@ -45,6 +48,24 @@ export interface AssembleResult {
   readonly durationMs: number;
   /** OCI: device nodes and FIFOs left out (`devices: skip`) and members whose xattrs were dropped (`xattrs: drop`); empty otherwise. */
   readonly listing: PolicyListing;
+}
+
+/**
+ * Writes the derived entry into the store as it is encoded, 64 KiB at a time
+ * (hashDerived), into a private staged file adopted under its digest: the
+ * entry (some 35 MB for 200,000 entries) is never held whole. A present
+ * entry is kept; bytes that hash to another digest than the derivation's are
+ * refused (STORE_CONFLICT) and the staged file removed.
+ */
+function publishDerived(store: Store, derived: Derived): void {
+  if (store.has("derived", derived.derivedDigest, derived.derivedSize)) return;
+  const tmp = join(store.stagingDir, `derived-${randomBytes(8).toString("hex")}`);
+  const written = writeNewFile(tmp, (write) => hashDerived(derivedEntryOf(derived), write));
+  if (written.digest !== derived.derivedDigest || written.size !== derived.derivedSize) {
+    rmSync(tmp, { force: true });
+    throw new CairnError("STORE_CONFLICT", "derived entry digest changed while publishing", { path: written.digest });
+  }
+  store.adopt("derived", tmp, written.digest, written.size);
 }
 
 export function defaultLockPath(specPath: string): string {
@@ -88,9 +109,7 @@ export async function assembleWorkload(opts: AssembleOptions): Promise<AssembleR
       pack = oci.contents.digest;
     }
     store.put("objects", derived.specBytes);
-    if (derived.derivedBytes === undefined) throw new TypeError("assembly derives the derived entry's bytes");
-    const published = store.put("derived", derived.derivedBytes);
-    if (published !== derived.derivedDigest) throw new CairnError("STORE_CONFLICT", "derived entry digest changed while publishing", { path: published });
+    publishDerived(store, derived);
     if (pack !== undefined) store.recordPack(derived.derivedDigest, pack);
     const lock: WorkloadLock = {
       kind: derived.kind,

@@ -8,7 +8,7 @@
 import { CairnError, canonicalBytes, sha256, type Sha256Digest } from "../core/index.ts";
 import { buildBinaryWorkload } from "./binary.ts";
 import type { RawRef } from "./closure.ts";
-import { encodeDerived, hashDerived } from "./derived-entry.ts";
+import { hashDerived, type DerivedEntry } from "./derived-entry.ts";
 import { fsIdentity } from "../tree/index.ts";
 import { sourceIdentity, workloadIdentity, type SourceFacts, type SourceKind, type WorkloadIdentities } from "./workload-identity.ts";
 import { launchIdentity, type Launch } from "./launch.ts";
@@ -24,14 +24,17 @@ export interface Derived {
   readonly policy: LayerPolicy;
   readonly identities: WorkloadIdentities;
   readonly raw: readonly RawRef[];
-  /** The derived entry's bytes, held only for assembly (which stores them); verify has only their digest and size. */
-  readonly derivedBytes: Buffer | undefined;
   readonly derivedDigest: Sha256Digest;
   readonly derivedSize: number;
 }
 
-/** `assemble` keeps the derived entry's bytes to store them; `verify` hashes them as they are made (hashDerived). */
+/** What a derivation is for: `verify` re-hashes each stored layer as it reads it (recheckStored). */
 export type DeriveFor = "assemble" | "verify";
+
+/** The derived entry of a derivation (what hashDerived and encodeDerived encode). */
+export function derivedEntryOf(d: Derived): DerivedEntry {
+  return { kind: d.kind, identities: d.identities, policy: d.policy, launch: d.launch, raw: d.raw, tree: d.tree };
+}
 
 /** The canonical spec bytes (the spec's raw object). */
 export function canonicalSpecBytes(spec: WorkloadSpec): Buffer {
@@ -39,14 +42,7 @@ export function canonicalSpecBytes(spec: WorkloadSpec): Buffer {
 }
 
 /** Computes every identity and the derived entry from a tree, launch and source facts. */
-export function finishDerivation(input: {
-  spec: WorkloadSpec;
-  tree: CanonicalTree;
-  launch: Launch;
-  source: SourceFacts;
-  raw: readonly RawRef[];
-  for: DeriveFor;
-}): Derived {
+export function finishDerivation(input: { spec: WorkloadSpec; tree: CanonicalTree; launch: Launch; source: SourceFacts; raw: readonly RawRef[] }): Derived {
   const specBytes = canonicalSpecBytes(input.spec);
   const specRef: RawRef = { role: "spec", digest: sha256(specBytes), size: specBytes.length };
   const raw = [specRef, ...input.raw];
@@ -57,8 +53,8 @@ export function finishDerivation(input: {
   const workload = workloadIdentity({ kind, source, fs, launch, policy: input.spec.policy });
   const identities = { workload, source, fs, launch };
   const entry = { kind, identities, policy: input.spec.policy, launch: input.launch, raw, tree: input.tree };
-  const derivedBytes = input.for === "assemble" ? encodeDerived(entry) : undefined;
-  const hashed = derivedBytes !== undefined ? { digest: sha256(derivedBytes), size: derivedBytes.length } : hashDerived(entry);
+  // hashed as it is made, never held: assembly writes it into the store by the same pass again (hashDerived)
+  const hashed = hashDerived(entry);
   return {
     kind,
     specBytes,
@@ -67,14 +63,13 @@ export function finishDerivation(input: {
     policy: input.spec.policy,
     identities,
     raw,
-    derivedBytes,
     derivedDigest: hashed.digest,
     derivedSize: hashed.size,
   };
 }
 
 /** A binary workload from the executable's bytes (already read, bounded). */
-export function deriveBinary(spec: WorkloadSpec, exeBytes: Uint8Array, where: string, purpose: DeriveFor = "assemble"): Derived {
+export function deriveBinary(spec: WorkloadSpec, exeBytes: Uint8Array, where: string): Derived {
   if (spec.source.kind !== "binary") throw new CairnError("WORKLOAD_SPEC_INVALID", "not a binary spec", { path: "/source" });
   const source: BinarySourceSpec = spec.source;
   const exe = { bytes: exeBytes, sha256: sha256(exeBytes) };
@@ -85,6 +80,5 @@ export function deriveBinary(spec: WorkloadSpec, exeBytes: Uint8Array, where: st
     launch,
     source: { kind: "binary", executable: exe.sha256, size: exeBytes.length },
     raw: [{ role: "executable", digest: exe.sha256, size: exeBytes.length }],
-    for: purpose,
   });
 }

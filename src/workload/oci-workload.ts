@@ -160,7 +160,7 @@ async function deriveFromSource(
   });
   const problems = await launchTreeProblems(tree, launch, spec.source.launch?.workdir !== undefined);
   if (problems.length > 0) throw problems[0];
-  const derived = finishDerivation({ spec, tree, launch, source: { kind: "oci", manifest: src.manifest.digest }, raw: rawRefs(src), for: purpose });
+  const derived = finishDerivation({ spec, tree, launch, source: { kind: "oci", manifest: src.manifest.digest }, raw: rawRefs(src) });
   return { derived, listing: { skipped, droppedXattrs } };
 }
 

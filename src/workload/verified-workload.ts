@@ -152,7 +152,7 @@ async function verifyAgainst(lock: WorkloadLock, storeDir: string, writable: Sto
   if (spec.source.kind === "binary") {
     const exeRef = lock.raw.find((r) => r.role === "executable");
     if (exeRef === undefined) mismatch("/raw", "the raw closure (no executable)");
-    derived = deriveBinary(spec, raw.get(exeRef.digest)!, `stored executable ${exeRef.digest}`, "verify");
+    derived = deriveBinary(spec, raw.get(exeRef.digest)!, `stored executable ${exeRef.digest}`);
   } else {
     const { verifyOci } = await import("./oci-workload.ts");
     const oci = await verifyOci(spec, lock, writable);
@@ -165,8 +165,7 @@ async function verifyAgainst(lock: WorkloadLock, storeDir: string, writable: Sto
   // checked in chunks, not held: it hashes to the lock's digest, which the rebuilt entry's digest equals (compared above)
   atField("/derived", "derived entry", () => store.check("derived", lock.derived.digest, lock.derived.size, "derivedBytes"));
   if (derived.derivedDigest !== lock.derived.digest) mismatch("/derived", "the stored derived entry");
-  // every file's content is in the store, and the contents `content` hands out are exactly the tree's files'
-  const sizes = new Map<Sha256Digest, number>();
+  // every file's content is in the store (the contents `content` hands out are exactly the tree's files': contentSource)
   for (const e of derived.tree.values()) {
     if (e.type !== "file") continue;
     if (!(pack !== undefined ? pack.entries.has(e.sha256) : store.has("objects", e.sha256, e.size))) {
@@ -175,27 +174,9 @@ async function verifyAgainst(lock: WorkloadLock, storeDir: string, writable: Sto
         hint: "assemble again into this store",
       });
     }
-    sizes.set(e.sha256, e.size);
   }
   if (pack !== undefined) writable.recordPack(lock.derived.digest, pack.digest);
-  const contents = pack;
-  const sizeOf = (sha256: Sha256Digest): number => {
-    const size = sizes.get(sha256);
-    if (size === undefined) throw new CairnError("STORE_MISSING", `${sha256} is not a file of this workload`, { path: sha256 });
-    return size;
-  };
-  // Both reads verify the bytes against the digest: `get` before returning them, `stream` (a MiB at a time, so
-  // the guest image is written without holding a file) as they pass, refusing at the end.
-  const content: ContentSource = {
-    async get(sha256: Sha256Digest): Promise<Uint8Array> {
-      const size = sizeOf(sha256);
-      return contents !== undefined ? readPacked(store, contents, sha256, size) : store.read("objects", sha256, size, "fileSize");
-    },
-    async stream(sha256: Sha256Digest, chunk: (bytes: Uint8Array) => void): Promise<number> {
-      const size = sizeOf(sha256);
-      return contents !== undefined ? streamPacked(store, contents, sha256, size, chunk) : store.stream("objects", sha256, size, chunk, "fileSize");
-    },
-  };
+  const content = contentSource(store, derived.tree, pack);
   return {
     lock,
     kind: lock.kind,
@@ -207,6 +188,41 @@ async function verifyAgainst(lock: WorkloadLock, storeDir: string, writable: Sto
     identities: derived.identities,
     derivedDigest: derived.derivedDigest,
     repaired,
+  };
+}
+
+/**
+ * File bytes of the verified tree only: a digest no file of the tree has (a
+ * content an upper layer removed is still in the pack) is STORE_MISSING. An
+ * OCI tree's files are marked in a byte per pack content, not held in a
+ * second table by digest; a binary tree has one file.
+ */
+function contentSource(store: Store, tree: CanonicalTree, pack: PackIndex | undefined): ContentSource {
+  const inTree = pack !== undefined ? new Uint8Array(pack.entries.size) : undefined;
+  const sizes = new Map<Sha256Digest, number>();
+  for (const e of tree.values()) {
+    if (e.type !== "file") continue;
+    const i = pack?.entries.indexOf(e.sha256) ?? -1;
+    if (i >= 0) inTree![i] = 1;
+    else if (pack === undefined) sizes.set(e.sha256, e.size);
+  }
+  const sizeOf = (sha256: Sha256Digest): number => {
+    const i = pack !== undefined ? pack.entries.indexOf(sha256) : -1;
+    const size = pack !== undefined ? (i >= 0 && inTree![i] === 1 ? pack.entries.sizeAt(i) : undefined) : sizes.get(sha256);
+    if (size === undefined) throw new CairnError("STORE_MISSING", `${sha256} is not a file of this workload`, { path: sha256 });
+    return size;
+  };
+  // Both reads verify the bytes against the digest: `get` before returning them, `stream` (a MiB at a time, so
+  // the guest image is written without holding a file) as they pass, refusing at the end.
+  return {
+    async get(sha256: Sha256Digest): Promise<Uint8Array> {
+      const size = sizeOf(sha256);
+      return pack !== undefined ? readPacked(store, pack, sha256, size) : store.read("objects", sha256, size, "fileSize");
+    },
+    async stream(sha256: Sha256Digest, chunk: (bytes: Uint8Array) => void): Promise<number> {
+      const size = sizeOf(sha256);
+      return pack !== undefined ? streamPacked(store, pack, sha256, size, chunk) : store.stream("objects", sha256, size, chunk, "fileSize");
+    },
   };
 }
 

@@ -4,7 +4,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sha256 } from "../../src/core/index.ts";
-import { inspectPack, PackCheck, PackWriter, readPacked, Store, type PackIndex } from "../../src/store/index.ts";
+import { inspectPack, PackCheck, PackEntries, PackWriter, readPacked, Store, type PackIndex } from "../../src/store/index.ts";
 import { assertCode } from "../helpers/errors.ts";
 
 const fresh = () => new Store(join(mkdtempSync(join(tmpdir(), "cairn-pack-")), "store"));
@@ -229,3 +229,24 @@ function checkEveryChange(contents: readonly Buffer[]): void {
 test("PackCheck accepts the stored pack of contents straddling 1 MiB blocks and refuses it with any one content's byte changed", () =>
   checkEveryChange(STRADDLING));
 test("PackCheck accepts the stored pack of 3,000 small contents and refuses it with any one content's byte changed", () => checkEveryChange(MANY));
+
+test("a pack index holds its contents as columns and answers like a map in body order", () => {
+  const e = new PackEntries();
+  const digests = Array.from({ length: 5000 }, (_, i) => sha256(`content ${i}`));
+  let offset = 0;
+  digests.forEach((d, i) => {
+    assert.equal(e.add(d, offset, i), true);
+    offset += i;
+  });
+  assert.equal(e.add(digests[17]!, offset, 3), false, "a digest already present is not added again");
+  assert.equal(e.size, 5000);
+  assert.deepEqual(e.get(digests[4999]!), { offset: (4999 * 4998) / 2, size: 4999 });
+  assert.equal(e.indexOf(digests[123]!), 123);
+  assert.equal(e.digestAt(123), digests[123]);
+  assert.deepEqual([...e.keys()], digests, "iteration is in body order");
+  // absent, uppercase, truncated and non-sha256 digests are not found (control: present ones are, above)
+  for (const d of [sha256("other"), digests[0]!.toUpperCase(), digests[0]!.slice(0, 40), `blake3:${digests[0]!.slice(7)}`]) {
+    assert.equal(e.has(d as (typeof digests)[0]), false, d);
+    assert.equal(e.indexOf(d), -1, d);
+  }
+});

@@ -17,7 +17,7 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import { sha256, type Sha256Digest } from "../../src/core/index.ts";
 import type { CanonicalTree, FsEntry } from "../../src/tree/entries.ts";
-import { EROFS_BLOCK, planErofs, writeErofs } from "../../src/vm/index.ts";
+import { EROFS_BLOCK, planErofs, planned, writeErofs } from "../../src/vm/index.ts";
 import { needs } from "../helpers/prerequisites.ts";
 
 const FSCK = spawnSync("fsck.erofs", ["-V"]).error === undefined;
@@ -49,6 +49,8 @@ function world(order: "forward" | "reverse"): { tree: CanonicalTree; blobs: Map<
   for (let i = 0; i < 600; i++) file(`/srv/many/${String(i).padStart(4, "0")}-${"n".repeat(i % 60)}`, Buffer.from(`file ${i}\n`), 0o755);
   file("/srv/many/-dash", Buffer.from("sorts before .\n"));
   file("/srv/many/+plus", Buffer.from("sorts before .\n"));
+  file("/srv/many/.-between", Buffer.from("sorts between . and ..\n"));
+  file("/srv/many/.after", Buffer.from("sorts after ..\n"));
   if (order === "reverse") entries.reverse();
   return { tree: new Map(entries.map((e) => [e.path, e])), blobs };
 }
@@ -105,17 +107,17 @@ describe("EROFS writer", { skip: SKIP }, () => {
     assert.deepEqual(readBack(r.dir, w.tree), []);
     // the layout used every form it has: inline tails, plain blocks, a multi-block directory
     const plan = planErofs(w.tree);
-    const many = plan.byPath.get("/srv/many")!;
+    const many = planned(plan, "/srv/many")!;
     assert.ok(many.size > 2 * EROFS_BLOCK, "the directory spans several blocks");
-    assert.equal(plan.byPath.get("/srv/size-4032")!.tail, 4032);
-    assert.equal(plan.byPath.get("/srv/size-4033")!.tail, 0);
-    assert.equal(plan.byPath.get("/srv/size-10000")!.tail, 10_000 - 2 * EROFS_BLOCK);
+    assert.equal(planned(plan, "/srv/size-4032")!.tail, 4032);
+    assert.equal(planned(plan, "/srv/size-4033")!.tail, 0);
+    assert.equal(planned(plan, "/srv/size-10000")!.tail, 10_000 - 2 * EROFS_BLOCK);
   });
 
   it("control: the oracle catches a damaged directory block", async () => {
     const w = world("forward");
     const img = await image(w);
-    const many = planErofs(w.tree).byPath.get("/srv/many")!;
+    const many = planned(planErofs(w.tree), "/srv/many")!;
     const damaged = Buffer.from(img.bytes);
     // the first dirent of the directory's first block: its nid now points elsewhere
     damaged[many.blkaddr * EROFS_BLOCK] = damaged[many.blkaddr * EROFS_BLOCK]! ^ 0x41;
@@ -133,5 +135,22 @@ describe("EROFS writer", { skip: SKIP }, () => {
     const changed = new Map(w.tree);
     changed.set("/etc/empty", { ...e, mtime: e.mtime + 1 });
     assert.notEqual((await image({ tree: changed, blobs: w.blobs })).digest, a.digest);
+  });
+
+  it("writes a metadata area of several 1 MiB windows (20,000 entries, inline tails) that fsck.erofs extracts to exactly the tree", async () => {
+    const blobs = new Map<string, Buffer>();
+    const entries: FsEntry[] = [{ type: "dir", path: "/", mode: 0o755, uid: 0, gid: 0, mtime: 1 }];
+    for (let d = 0; d < 20; d++) entries.push({ type: "dir", path: `/d${d}`, mode: 0o755, uid: 0, gid: 0, mtime: 2 });
+    for (let i = 0; i < 20_000; i++) {
+      const bytes = Buffer.from(`file ${i}\n`.repeat(1 + (i % 9)));
+      blobs.set(sha256(bytes), bytes);
+      entries.push({ type: "file", path: `/d${i % 20}/f${i}`, mode: 0o644, uid: 0, gid: 0, mtime: 3, size: bytes.length, sha256: sha256(bytes) });
+    }
+    const w = { tree: new Map(entries.map((e) => [e.path, e])) as CanonicalTree, blobs };
+    assert.ok(planErofs(w.tree).dataStart > 2 * 1024 * 1024, "the metadata area spans more than two windows");
+    const img = await image(w);
+    const r = fsck(img.bytes);
+    assert.equal(r.status, 0, r.out);
+    assert.deepEqual(readBack(r.dir, w.tree), []);
   });
 });

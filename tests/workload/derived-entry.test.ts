@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { canonicalBytes, canonicalize, identityBytes, sha256 } from "../../src/core/index.ts";
 import type { CanonicalTree, FsEntry } from "../../src/tree/index.ts";
 import { sortedEntries, STRICT_POLICY, policyModel } from "../../src/tree/index.ts";
-import { DERIVED_ENTRY_IDENTITY, encodeDerived, entryModel, entryText } from "../../src/workload/derived-entry.ts";
+import { DERIVED_ENTRY_IDENTITY, hashDerived, encodeDerived, entryModel, entryText } from "../../src/workload/derived-entry.ts";
 import { rawModel } from "../../src/workload/closure.ts";
 import { launchModel, makeLaunch } from "../../src/workload/launch.ts";
 import { assertCode } from "../helpers/errors.ts";
@@ -48,4 +48,23 @@ test("a value JCS refuses is refused at its place in the whole document", () => 
   const bad: FsEntry = { path: "/x", type: "symlink", mode: 0o777, uid: 0, gid: 0, mtime: 0, target: "\ud800" };
   assertCode(() => entryText(bad, 7), "JSON_STRING", "/tree/7/target");
   assert.equal(entryText({ ...bad, target: "\ud800\udc00" }, 7).includes("\u{10000}"), true, "control: the paired surrogate is accepted");
+});
+
+test("verification's streamed digest of the derived entry is the sha256 and length of its bytes", () => {
+  const launch = makeLaunch({ argv: ["/bin/true"], env: [], workdir: "/", user: "1000:1000" }, "/launch");
+  const identities = { workload: digest, source: digest, fs: digest, launch: digest };
+  // many entries (the 64 KiB buffer fills and flushes many times), one entry text longer than the buffer, multi-byte UTF-8
+  const many: FsEntry[] = [entries[0]!];
+  for (let i = 0; i < 3000; i++)
+    many.push({ path: `/f${String(i).padStart(5, "0")}-\u00e9`, type: "file", mode: 0o644, uid: 0, gid: 0, mtime: i, size: i, sha256: digest });
+  many.push({ path: "/zlong", type: "symlink", mode: 0o777, uid: 0, gid: 0, mtime: 0, target: "\u{1F600}".repeat(40_000) });
+  for (const list of [entries, [entries[0]!], many]) {
+    const d = { kind: "oci" as const, identities, policy: STRICT_POLICY, launch, raw: [{ role: "manifest" as const, digest, size: 3 }], tree: tree(list) };
+    const bytes = encodeDerived(d);
+    assert.deepEqual(hashDerived(d), { digest: sha256(bytes), size: bytes.length }, `${list.length} entries`);
+  }
+  // control: one changed entry changes the digest
+  const d = { kind: "oci" as const, identities, policy: STRICT_POLICY, launch, raw: [], tree: tree(many) };
+  const other = { ...d, tree: tree([...many.slice(0, -1), { ...many[many.length - 1]!, mtime: 1 }]) };
+  assert.notEqual(hashDerived(d).digest, hashDerived(other).digest);
 });

@@ -1,0 +1,154 @@
+/**
+ * A content pack's index in memory (store/pack.ts): each content's sha256,
+ * size and offset, in body order, held as columns (32 raw digest bytes and
+ * two numbers per content, in chunks of 4,096 contents, plus a hash table of
+ * int32 slots), not as a Map of digest strings to entry objects. A tree of 200,000 files costs some
+ * 60 bytes per content here instead of ~180, and no digest string is kept
+ * (the tree's entries hold their own). To every consumer it is a
+ * `ReadonlyMap<Sha256Digest, PackEntry>`; keys and entries are made on demand.
+ *
+ * The digests may come from a hostile pack's tail (inspectPack reads them
+ * before any content is checked), so slots are chosen by a hash of all 32
+ * bytes keyed with a per-process random seed: a tail crafted to collide
+ * cannot make lookups quadratic without knowing the seed.
+ */
+import { randomBytes } from "node:crypto";
+import type { Sha256Digest } from "../core/index.ts";
+
+export interface PackEntry {
+  readonly offset: number;
+  readonly size: number;
+}
+
+const DIGEST_BYTES = 32;
+const CHUNK_BITS = 12;
+const CHUNK = 1 << CHUNK_BITS;
+const IN_CHUNK = CHUNK - 1;
+const PREFIX = "sha256:".length;
+const SEED = randomBytes(4).readUInt32LE(0);
+const SHA256_DIGEST = /^sha256:[0-9a-f]{64}$/;
+
+export class PackEntries implements ReadonlyMap<Sha256Digest, PackEntry> {
+  #count = 0;
+  /** Columns in chunks of CHUNK contents: growing allocates one more chunk, never copies (no slack of a doubled array, no garbage). */
+  readonly #digests: Buffer[] = [];
+  readonly #sizes: Float64Array[] = [];
+  readonly #offsets: Float64Array[] = [];
+  /** Open addressing, linear probing: 0 is empty, otherwise index + 1. Kept at most half full. */
+  #slots = new Int32Array(16);
+  readonly #scratch = Buffer.alloc(DIGEST_BYTES);
+
+  get size(): number {
+    return this.#count;
+  }
+
+  get [Symbol.toStringTag](): string {
+    return "PackEntries";
+  }
+
+  #hash(buf: Buffer, at: number): number {
+    let h = SEED;
+    for (let k = 0; k < DIGEST_BYTES; k += 4) {
+      h = Math.imul(h ^ buf.readUInt32LE(at + k), 0x9e3779b1);
+      h ^= h >>> 15;
+    }
+    return h >>> 0;
+  }
+
+  /** The slot holding the digest in `buf` at `at`, or the empty slot where it would go. */
+  #slot(buf: Buffer, at: number): number {
+    const mask = this.#slots.length - 1;
+    for (let s = this.#hash(buf, at) & mask; ; s = (s + 1) & mask) {
+      const v = this.#slots[s]!;
+      if (v === 0) return s;
+      const d = (v - 1) & IN_CHUNK;
+      if (this.#digests[(v - 1) >>> CHUNK_BITS]!.compare(buf, at, at + DIGEST_BYTES, d * DIGEST_BYTES, (d + 1) * DIGEST_BYTES) === 0) return s;
+    }
+  }
+
+  /** The digest's raw bytes in the scratch buffer; false when it is not a sha256 digest. */
+  #parse(digest: string): boolean {
+    if (!SHA256_DIGEST.test(digest)) return false;
+    this.#scratch.write(digest.slice(PREFIX), 0, "hex");
+    return true;
+  }
+
+  /** The content's index in body order, or -1. */
+  indexOf(digest: string): number {
+    if (!this.#parse(digest)) return -1;
+    return this.#slots[this.#slot(this.#scratch, 0)]! - 1;
+  }
+
+  digestAt(i: number): Sha256Digest {
+    const d = i & IN_CHUNK;
+    return `sha256:${this.#digests[i >>> CHUNK_BITS]!.toString("hex", d * DIGEST_BYTES, (d + 1) * DIGEST_BYTES)}` as Sha256Digest;
+  }
+
+  sizeAt(i: number): number {
+    return this.#sizes[i >>> CHUNK_BITS]![i & IN_CHUNK]!;
+  }
+
+  offsetAt(i: number): number {
+    return this.#offsets[i >>> CHUNK_BITS]![i & IN_CHUNK]!;
+  }
+
+  /** Copies content i's 32 digest bytes into `out` at `at`. */
+  copyDigest(i: number, out: Buffer, at: number): void {
+    const d = i & IN_CHUNK;
+    this.#digests[i >>> CHUNK_BITS]!.copy(out, at, d * DIGEST_BYTES, (d + 1) * DIGEST_BYTES);
+  }
+
+  /** Appends a content (in body order); false, and nothing added, when the digest is already present. */
+  add(digest: Sha256Digest, offset: number, size: number): boolean {
+    if (!this.#parse(digest)) throw new TypeError(`PackEntries: ${digest} is not a sha256 digest`);
+    if (this.#slots[this.#slot(this.#scratch, 0)] !== 0) return false;
+    const i = this.#count;
+    const c = i >>> CHUNK_BITS;
+    if (c === this.#sizes.length) {
+      this.#digests.push(Buffer.alloc(CHUNK * DIGEST_BYTES));
+      this.#sizes.push(new Float64Array(CHUNK));
+      this.#offsets.push(new Float64Array(CHUNK));
+    }
+    this.#scratch.copy(this.#digests[c]!, (i & IN_CHUNK) * DIGEST_BYTES);
+    this.#sizes[c]![i & IN_CHUNK] = size;
+    this.#offsets[c]![i & IN_CHUNK] = offset;
+    this.#count++;
+    if (this.#count * 2 > this.#slots.length) this.#rehash();
+    else this.#slots[this.#slot(this.#scratch, 0)] = i + 1;
+    return true;
+  }
+
+  #rehash(): void {
+    this.#slots = new Int32Array(this.#slots.length * 2);
+    for (let i = 0; i < this.#count; i++) this.#slots[this.#slot(this.#digests[i >>> CHUNK_BITS]!, (i & IN_CHUNK) * DIGEST_BYTES)] = i + 1;
+  }
+
+  get(digest: Sha256Digest): PackEntry | undefined {
+    const i = this.indexOf(digest);
+    return i < 0 ? undefined : { offset: this.offsetAt(i), size: this.sizeAt(i) };
+  }
+
+  has(digest: Sha256Digest): boolean {
+    return this.indexOf(digest) >= 0;
+  }
+
+  forEach(fn: (value: PackEntry, key: Sha256Digest, map: ReadonlyMap<Sha256Digest, PackEntry>) => void, thisArg?: unknown): void {
+    for (const [k, v] of this.entries()) fn.call(thisArg, v, k, this);
+  }
+
+  *entries(): MapIterator<[Sha256Digest, PackEntry]> {
+    for (let i = 0; i < this.#count; i++) yield [this.digestAt(i), { offset: this.offsetAt(i), size: this.sizeAt(i) }];
+  }
+
+  *keys(): MapIterator<Sha256Digest> {
+    for (let i = 0; i < this.#count; i++) yield this.digestAt(i);
+  }
+
+  *values(): MapIterator<PackEntry> {
+    for (let i = 0; i < this.#count; i++) yield { offset: this.offsetAt(i), size: this.sizeAt(i) };
+  }
+
+  [Symbol.iterator](): MapIterator<[Sha256Digest, PackEntry]> {
+    return this.entries();
+  }
+}
