@@ -49,8 +49,8 @@ export class PackCheck {
     }
   }
 
-  begin(_size: number): PackContentWriter {
-    const hash = contentHash();
+  begin(size: number): PackContentWriter {
+    const hash = contentHash(size);
     // A content lies at the end of the recorded body (a duplicate or unfinished one records nothing, and the next starts there too).
     let at = this.#plan.offset;
     let same = true;

@@ -27,7 +27,18 @@
 import { closeSync, fstatSync, ftruncateSync, rmSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
-import { CairnError, createExclusive, ioError, openForRead, readFullyAt, sha256, Sha256Hasher, writeFullyAt, type Sha256Digest } from "../core/index.ts";
+import {
+  CairnError,
+  ContentHasher,
+  createExclusive,
+  ioError,
+  openForRead,
+  readFullyAt,
+  sha256,
+  Sha256Hasher,
+  writeFullyAt,
+  type Sha256Digest,
+} from "../core/index.ts";
 
 /** A content's address in a pack, and the writer one content streams through (tree's ContentSink shape; store sits beside tree, not above it). */
 export interface PackedAddress {
@@ -40,15 +51,11 @@ export interface PackContentWriter {
 }
 
 /** Hashes and counts the chunks of one content. */
-export function contentHash(): { write(chunk: Uint8Array): void; end(): PackedAddress } {
-  const h = new Sha256Hasher();
-  let size = 0;
+export function contentHash(declared: number): { write(chunk: Uint8Array): void; end(): PackedAddress } {
+  const h = new ContentHasher(declared);
   return {
-    write(chunk) {
-      h.update(chunk);
-      size += chunk.length;
-    },
-    end: () => ({ sha256: h.digest(), size }),
+    write: (chunk) => h.update(chunk),
+    end: () => ({ sha256: h.digest(), size: h.size }),
   };
 }
 import type { Store } from "./store.ts";
@@ -181,9 +188,9 @@ export class PackWriter {
   }
 
   /** Starts one content; an earlier writer that never ended (a refused member) is dropped. */
-  begin(_size: number): PackContentWriter {
+  begin(size: number): PackContentWriter {
     this.#rollback();
-    const hash = contentHash();
+    const hash = contentHash(size);
     const token = {};
     this.#open = token;
     return {

@@ -5,7 +5,7 @@
  * initramfs writer. The model does no I/O; file bytes live in a content sink
  * addressed by their sha256.
  */
-import { Sha256Hasher, type Sha256Digest } from "../core/index.ts";
+import { ContentHasher, Sha256Hasher, type Sha256Digest } from "../core/index.ts";
 
 export type FsEntryType = "dir" | "file" | "symlink";
 
@@ -85,7 +85,12 @@ export function hashingWriter(): ContentWriter & { readonly hasher: Sha256Hasher
 }
 
 /** A sink that hashes file bytes and keeps none (a check that stores nothing). */
-export const HASH_ONLY_SINK: ContentSink = { begin: () => hashingWriter() };
+export const HASH_ONLY_SINK: ContentSink = {
+  begin: (size) => {
+    const h = new ContentHasher(size);
+    return { write: (chunk) => h.update(chunk), end: () => ({ sha256: h.digest(), size: h.size }) };
+  },
+};
 
 /**
  * A sink for callers that want each file whole (kept in memory by their own

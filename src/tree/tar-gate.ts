@@ -367,9 +367,21 @@ export class TarGate {
     if ((type === "symlink" || type === "hardlink") && (rec.linkname === undefined || rec.linkname.length === 0))
       throw refuse("TAR_INVALID", `${type} member without a target`, member);
     if (type === "file") enforceLimit(this.#limits, "fileSize", rec.size, member);
-    const { device, xattrs, ...plain } = rec;
+    const { device, xattrs } = rec;
     const issues = this.#issues;
     this.#issues = undefined;
+    // Built field by field (no rest or spread): this runs once per member.
+    const plain: GateRecord = {
+      ordinal: rec.ordinal,
+      name: rec.name,
+      type,
+      mode: rec.mode,
+      uid: rec.uid,
+      gid: rec.gid,
+      mtime: rec.mtime,
+      size: rec.size,
+      linkname: rec.linkname,
+    };
     const record: GateRecord = Object.freeze(
       device === undefined && xattrs === undefined && issues === undefined
         ? plain

@@ -3,7 +3,8 @@
 // with known values. Written to kill StrykerJS survivors (bench/mutation/README.md).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { blake3, isDigest, parseDigest, parseSha256, Sha256Hasher, sha256, verifyDigest } from "../../src/core/index.ts";
+import fc from "fast-check";
+import { blake3, ContentHasher, isDigest, parseDigest, parseSha256, Sha256Hasher, sha256, verifyDigest } from "../../src/core/index.ts";
 import { digestAlgorithm, digestHex } from "../../src/core/digest.ts";
 import { assertCode } from "../helpers/errors.ts";
 
@@ -70,4 +71,37 @@ test("verifyDigest: the matching digest passes for either algorithm; any other i
   assertCode(() => verifyDigest(data, blake3("other"), "/blob"), "DIGEST_MISMATCH", "/blob");
   // The same hex under the other algorithm name is another digest.
   assertCode(() => verifyDigest(data, parseDigest(`blake3:${digestHex(sha256(data))}`), "/blob"), "DIGEST_MISMATCH", "/blob");
+});
+
+test("ContentHasher equals sha256 of the whole content for any chunking, declared size whole or not (property)", () => {
+  fc.assert(
+    fc.property(fc.uint8Array({ maxLength: 3000 }), fc.array(fc.integer({ min: 1, max: 1200 }), { minLength: 1, maxLength: 6 }), (data, sizes) => {
+      const h = new ContentHasher(data.length);
+      let at = 0;
+      let i = 0;
+      while (at < data.length) {
+        const n = sizes[i++ % sizes.length]!;
+        h.update(data.subarray(at, at + n));
+        at += n;
+      }
+      assert.equal(h.digest(), sha256(data));
+      assert.equal(h.size, data.length);
+    }),
+    { numRuns: 500 },
+  );
+  assert.equal(new ContentHasher(0).digest(), sha256(new Uint8Array(0)), "an empty content");
+  const short = new ContentHasher(10);
+  short.update(Buffer.from("abc"));
+  assert.equal(short.digest(), sha256("abc"), "fewer bytes than declared are hashed as they came (the caller checks the size)");
+});
+
+test("ContentHasher refuses bytes after a content it hashed in one call (control: the same bytes with their size declared)", () => {
+  const h = new ContentHasher(3);
+  h.update(Buffer.from("abc"));
+  h.update(new Uint8Array(0));
+  assertCode(() => h.update(Buffer.from("d")), "INTERNAL");
+  const whole = new ContentHasher(4);
+  whole.update(Buffer.from("abc"));
+  whole.update(Buffer.from("d"));
+  assert.equal(whole.digest(), sha256("abcd"));
 });
