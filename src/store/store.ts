@@ -6,7 +6,7 @@
  *     objects/sha256/<hex>        0600  raw objects and tree file contents, named by the sha256 of their bytes
  *     derived/sha256/<hex>        0600  derived entries (canonical trees), named by the sha256 of their bytes
  *     packs/sha256/<hex>          0600  tree file contents, one pack per derived tree (see pack.ts for its name)
- *     derived-packs/sha256/<hex>  0600  which pack holds the file contents of derived entry <hex> (a record, for gc)
+ *     derived-packs/sha256/<hex>  0600  which pack holds the file contents of derived entry <hex> (a record: gc keeps the pack; verify reads it as a hint of which pack to compare, checked against the rebuilt name)
  *     roots/<hex>                 0600  a lock this store's writers wrote or verified (its absolute path; <hex> is its sha256)
  *     staging/<host>-<pid>-<random>/  0700  one writer's private staging, held from open to close
  *     gc.lock                     0600  held while `cairn store gc` sweeps (gc-lock.ts)
@@ -152,7 +152,7 @@ export class Store {
     publishBytes(target, text, { tmp: join(this.stagingDir, `root-${this.#seq++}`), mode: 0o600 });
   }
 
-  /** Records that the file contents of derived entry `derived` are in pack `pack` (for gc). */
+  /** Records that the file contents of derived entry `derived` are in pack `pack` (gc keeps the pack by it; verify takes it as a hint, checked against the rebuilt pack name). */
   recordPack(derived: Sha256Digest, pack: Sha256Digest): void {
     const text = Buffer.from(`${pack}\n`, "latin1");
     const target = this.pathOf("derived-packs", derived);
