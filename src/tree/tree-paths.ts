@@ -26,21 +26,53 @@ export function normalizeMemberPath(unsafeName: string, limits: LayerLimits, whe
       hint: "layer members must be relative to the root",
     });
   }
-  const parts: string[] = [];
-  for (const p of unsafeName.split("/")) {
-    if (p === "" || p === ".") continue;
-    if (p === "..")
-      throw new CairnError("TAR_UNSAFE_PATH", `member name ${JSON.stringify(unsafeName.slice(0, 200))} has a ".." part`, {
-        path: where,
-        hint: "'..' in a member name could escape the root; it is always refused",
-      });
-    enforceLimit(limits, "componentLength", Buffer.byteLength(p), where);
-    parts.push(p);
+  // One scan over the parts, without splitting (this runs once per member):
+  // each part's UTF-8 length is counted in place, and a name that is
+  // already canonical (no empty or "." part) becomes its path by one concatenation.
+  let depth = 0;
+  let bytes = 0;
+  let clean = true;
+  for (let start = 0; start <= unsafeName.length; ) {
+    let end = unsafeName.indexOf("/", start);
+    if (end === -1) end = unsafeName.length;
+    const len = end - start;
+    const dot = len > 0 && unsafeName.charCodeAt(start) === 0x2e;
+    if (len === 0 || (len === 1 && dot))
+      clean = false; // "a//b", "./a", "a/.", "a/", ""
+    else {
+      if (len === 2 && dot && unsafeName.charCodeAt(start + 1) === 0x2e)
+        throw new CairnError("TAR_UNSAFE_PATH", `member name ${JSON.stringify(unsafeName.slice(0, 200))} has a ".." part`, {
+          path: where,
+          hint: "'..' in a member name could escape the root; it is always refused",
+        });
+      const n = utf8Length(unsafeName, start, end);
+      enforceLimit(limits, "componentLength", n, where);
+      bytes += n;
+      depth++;
+    }
+    start = end + 1;
   }
-  enforceLimit(limits, "depth", parts.length, where);
-  const path = `/${parts.join("/")}`;
-  enforceLimit(limits, "pathLength", Buffer.byteLength(path), where);
-  return path;
+  enforceLimit(limits, "depth", depth, where);
+  enforceLimit(limits, "pathLength", depth === 0 ? 1 : bytes + depth, where);
+  if (clean) return `/${unsafeName}`;
+  const parts: string[] = [];
+  for (const p of unsafeName.split("/")) if (p !== "" && p !== ".") parts.push(p);
+  return `/${parts.join("/")}`;
+}
+
+/** `Buffer.byteLength(s.slice(start, end))` without the slice: a lone surrogate counts as U+FFFD (3 bytes), as the encoder writes it. */
+function utf8Length(s: string, start: number, end: number): number {
+  let n = 0;
+  for (let i = start; i < end; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c < 0xdc00 && i + 1 < end && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      n += 4;
+      i++;
+    } else n += 3;
+  }
+  return n;
 }
 
 /** True for "/" or "/a/b" with no empty, "." or ".." parts, no NUL and no trailing slash (the canonical tree's path form). */
