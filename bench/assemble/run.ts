@@ -259,6 +259,7 @@ async function bench(name: string, write: (dir: string) => WrittenImage): Promis
   let files = 0;
   for (let i = 0; i < N; i++) {
     const out = join(work, `${name}-run${i}`);
+    mkdirSync(out, { recursive: true }); // umoci needs the parent of its target, and may run first in the rotation
     const variants: Array<[keyof typeof times, () => Promise<Sample>]> = [
       ["floor", () => timed(() => floor(blob))],
       ["vfloor", () => timed(() => verifyingFloor(blob))],
