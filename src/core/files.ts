@@ -158,10 +158,7 @@ export function writeNewFile<T>(dst: string, produce: (write: (chunk: Uint8Array
     fd = undefined;
     return result;
   } catch (cause) {
-    if (fd !== undefined) closeSync(fd);
-    rmSync(dst, { force: true });
-    if (cause instanceof CairnError) throw cause;
-    throw ioError(dst, cause, "write");
+    abandonNewFile(fd, dst, cause);
   }
 }
 
@@ -176,11 +173,16 @@ export async function writeNewFileAsync<T>(dst: string, produce: (write: (chunk:
     fd = undefined;
     return result;
   } catch (cause) {
-    if (fd !== undefined) closeSync(fd);
-    rmSync(dst, { force: true });
-    if (cause instanceof CairnError) throw cause;
-    throw ioError(dst, cause, "write");
+    abandonNewFile(fd, dst, cause);
   }
+}
+
+/** The failure path of writeNewFile and writeNewFileAsync: close the file, remove its name, and throw the cause (IO_ERROR naming `dst` unless it is already a CairnError). */
+function abandonNewFile(fd: number | undefined, dst: string, cause: unknown): never {
+  if (fd !== undefined) closeSync(fd);
+  rmSync(dst, { force: true });
+  if (cause instanceof CairnError) throw cause;
+  throw ioError(dst, cause, "write");
 }
 
 /** Writes all of `data` at the file's current position (a short write is retried, never dropped). */

@@ -3,7 +3,7 @@
  * layer (issue 16, items 2 and 3): a layer holding one file of LARGE_MIB of
  * incompressible bytes (generated here) is built, folded, checked by
  * `lock verify --contents` and exported, each in a child process that
- * reports process.resourceUsage().maxRSS, and each peak must stay below the
+ * reports its own peak RSS (VmHWM, tests/helpers/peak-memory.ts), and each peak must stay below the
  * baseline (a child that loads the same modules and does nothing) plus
  * BUDGET_OVER_BASE_MIB, well under the file's size. Controls: the same
  * measurement of the in-memory paths (the blob built whole, the blob read
@@ -11,11 +11,11 @@
  * measurement does catch a process holding the file.
  */
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { closeSync, mkdirSync, openSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { before, describe, it } from "node:test";
+import { peakInChild } from "../helpers/peak-memory.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
 import { tempDir } from "../strata/fixtures.ts";
 
@@ -31,9 +31,9 @@ const fixtures = join(PROJECT_ROOT, "tests", "strata");
 
 /** Runs `body` (TypeScript; `src`, `work`, `fixtures` bound) in a child; returns its outcome and peak RSS in MiB. */
 function measure(name: string, body: string): { outcome: string; rssMiB: number } {
-  const script = join(work, `${name}.mts`);
-  writeFileSync(
-    script,
+  return peakInChild(
+    work,
+    name,
     `const src = ${JSON.stringify(src)};
 const work = ${JSON.stringify(work)};
 const fixtures = ${JSON.stringify(fixtures)};
@@ -42,17 +42,9 @@ const strata = await import(src + "/strata/index.ts");
 const key = signingKeyFromSeed(Buffer.alloc(32, 1));
 const lockKey = signingKeyFromSeed(Buffer.alloc(32, 2));
 const spec = (name) => ({ name, version: "1.0", arch: "noarch", abi: "none", install_layout: "prefix", user_selectable: true,
-  provides: [{ name, version: "1.0" }], requires: [], builder: "cairn test" });
-let outcome = "accepted";
-try {
-${body}
-} catch (e) { outcome = (e as { code?: string }).code ?? "uncoded " + String(e).slice(0, 200); }
-process.stdout.write(JSON.stringify({ outcome, rssMiB: Math.round(process.resourceUsage().maxRSS / 1024) }));
-`,
+  provides: [{ name, version: "1.0" }], requires: [], builder: "cairn test" });`,
+    body,
   );
-  const r = spawnSync(process.execPath, ["--import", "tsx", script], { cwd: PROJECT_ROOT, encoding: "utf8", timeout: 300_000, maxBuffer: 1 << 20 });
-  assert.equal(r.status, 0, `the child survived (signal ${r.signal}; ${r.stderr.slice(-600)})`);
-  return JSON.parse(r.stdout) as { outcome: string; rssMiB: number };
 }
 
 let baseline = 0;

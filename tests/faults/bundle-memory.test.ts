@@ -2,7 +2,7 @@
  * Opening a replay bundle holds at most one member's bytes, never the bundle
  * (issue 16, item 2: the 1 GiB budget at bundle.max_bytes, 4 GiB): a bundle
  * whose store object is LARGE_MIB of random bytes is opened in a child
- * process that reports process.resourceUsage().maxRSS. The bundle has no
+ * process that reports its own peak RSS (VmHWM, tests/helpers/peak-memory.ts). The bundle has no
  * index, so it is refused (BUNDLE_INVALID) only after every member streamed
  * through the gate: the peak covers the whole read. It must stay below the
  * baseline (a child that loads the same modules) plus BUDGET_OVER_BASE_MIB.
@@ -10,12 +10,12 @@
  * above that budget, so the measurement catches a process holding it.
  */
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
 import { createCipheriv, createHash, randomBytes } from "node:crypto";
-import { closeSync, openSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, openSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { tarChunks, type TarStreamEntry } from "../../src/tree/index.ts";
+import { peakInChild } from "../helpers/peak-memory.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
 import { tempDir } from "../strata/fixtures.ts";
 
@@ -28,30 +28,22 @@ const src = join(PROJECT_ROOT, "src");
 
 /** Runs `body` in a child with `src` and `bundle` bound; returns its outcome and peak RSS in MiB. */
 function measure(name: string, bundle: string, body: string): { outcome: string; rssMiB: number } {
-  const script = join(work, `${name}.mts`);
-  writeFileSync(
-    script,
+  return peakInChild(
+    work,
+    name,
     `const src = ${JSON.stringify(src)};
 const bundle = ${JSON.stringify(bundle)};
 const vm = await import(src + "/vm/index.ts");
-const core = await import(src + "/core/index.ts");
-let outcome = "accepted";
-try {
-${body}
-} catch (e) { outcome = (e as { code?: string }).code ?? "uncoded " + String(e).slice(0, 200); }
-process.stdout.write(JSON.stringify({ outcome, rssMiB: Math.round(process.resourceUsage().maxRSS / 1024) }));
-`,
+const core = await import(src + "/core/index.ts");`,
+    body,
   );
-  const r = spawnSync(process.execPath, ["--import", "tsx", script], { cwd: PROJECT_ROOT, encoding: "utf8", timeout: 300_000, maxBuffer: 1 << 20 });
-  assert.equal(r.status, 0, `the child survived (signal ${r.signal}; ${r.stderr.slice(-600)})`);
-  return JSON.parse(r.stdout) as { outcome: string; rssMiB: number };
 }
 
 /**
  * A bundle tar with one store object of LARGE_MIB random bytes, named by its
  * digest; no index. Written a MiB at a time from a seeded stream that is
  * generated twice (once to hash, once to write), so this process never holds
- * it: a child's maxRSS starts from its parent's at fork.
+ * it (measured by VmHWM or not, a small parent keeps the measurement clean).
  */
 function bigBundle(): string {
   const chunks = function* (): Generator<Buffer> {

@@ -13,10 +13,9 @@
  * catch a process holding the image.
  */
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
-import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { before, describe, it } from "node:test";
+import { peakInChild } from "../helpers/peak-memory.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
 import { tempDir } from "../strata/fixtures.ts";
 
@@ -31,26 +30,17 @@ const fixtures = join(PROJECT_ROOT, "tests", "workload", "fixtures");
 
 /** Runs `body` (TypeScript; `src`, `work`, `fixtures`, `workload`, `vm` bound) in a child; returns its outcome and peak RSS in MiB. */
 function measure(name: string, body: string): { outcome: string; rssMiB: number } {
-  const script = join(work, `${name}.mts`);
-  writeFileSync(
-    script,
+  return peakInChild(
+    work,
+    name,
     `const src = ${JSON.stringify(src)};
 const work = ${JSON.stringify(work)};
 const fixtures = ${JSON.stringify(fixtures)};
 const workload = await import(src + "/workload/index.ts");
 const vm = await import(src + "/vm/index.ts");
-const { readFileSync } = await import("node:fs");
-let outcome = "accepted";
-try {
-${body}
-} catch (e) { outcome = (e as { code?: string }).code ?? "uncoded " + String(e).slice(0, 200); }
-const hwm = /VmHWM:\\s+(\\d+) kB/.exec(readFileSync("/proc/self/status", "latin1"))!;
-process.stdout.write(JSON.stringify({ outcome, rssMiB: Math.round(Number(hwm[1]) / 1024) }));
-`,
+const { readFileSync } = await import("node:fs");`,
+    body,
   );
-  const r = spawnSync(process.execPath, ["--import", "tsx", script], { cwd: PROJECT_ROOT, encoding: "utf8", timeout: 600_000, maxBuffer: 1 << 20 });
-  assert.equal(r.status, 0, `the child survived (signal ${r.signal}; ${r.stderr.slice(-600)})`);
-  return JSON.parse(r.stdout) as { outcome: string; rssMiB: number };
 }
 
 /** Verifies the workload and writes its images; `sink` names the initramfs's destination (a file, or kept bytes for the control). */
