@@ -95,7 +95,7 @@ export class Sha256Hasher {
 export class ContentHasher {
   readonly #declared: number;
   #hash: Hash | undefined;
-  #whole: string | undefined;
+  #raw: Buffer | undefined;
   #size = 0;
 
   constructor(declared: number) {
@@ -104,8 +104,8 @@ export class ContentHasher {
 
   update(chunk: Uint8Array): void {
     if (chunk.length === 0) return;
-    if (this.#whole !== undefined) throw new CairnError("INTERNAL", `content has more bytes than its declared ${this.#declared}`, { path: "content" });
-    if (this.#hash === undefined && chunk.length === this.#declared) this.#whole = hash("sha256", chunk, "hex");
+    if (this.#raw !== undefined) throw new CairnError("INTERNAL", `content has more bytes than its declared ${this.#declared}`, { path: "content" });
+    if (this.#hash === undefined && chunk.length === this.#declared) this.#raw = hash("sha256", chunk, "buffer");
     else (this.#hash ??= createHash("sha256")).update(chunk);
     this.#size += chunk.length;
   }
@@ -114,9 +114,14 @@ export class ContentHasher {
     return this.#size;
   }
 
+  /** The 32 bytes of the sha256 (ends the content: nothing more may be added). */
+  raw(): Buffer {
+    this.#raw ??= (this.#hash ?? createHash("sha256")).digest();
+    return this.#raw;
+  }
+
   digest(): Sha256Digest {
-    const hex = this.#whole ?? (this.#hash ?? createHash("sha256")).digest("hex");
-    return `sha256:${hex}` as Sha256Digest;
+    return `sha256:${this.raw().toString("hex")}` as Sha256Digest;
   }
 }
 

@@ -101,7 +101,13 @@ export class PackEntries implements ReadonlyMap<Sha256Digest, PackEntry> {
   /** Appends a content (in body order); false, and nothing added, when the digest is already present. */
   add(digest: Sha256Digest, offset: number, size: number): boolean {
     if (!this.#parse(digest)) throw new TypeError(`PackEntries: ${digest} is not a sha256 digest`);
-    if (this.#slots[this.#slot(this.#scratch, 0)] !== 0) return false;
+    return this.addRaw(this.#scratch, offset, size);
+  }
+
+  /** `add` for a digest given as its 32 bytes (straight from the hasher: nothing to parse). */
+  addRaw(raw: Buffer, offset: number, size: number): boolean {
+    if (raw.length !== DIGEST_BYTES) throw new TypeError(`PackEntries: a sha256 digest has ${DIGEST_BYTES} bytes, not ${raw.length}`);
+    if (this.#slots[this.#slot(raw, 0)] !== 0) return false;
     const i = this.#count;
     const c = i >>> CHUNK_BITS;
     if (c === this.#sizes.length) {
@@ -109,12 +115,12 @@ export class PackEntries implements ReadonlyMap<Sha256Digest, PackEntry> {
       this.#sizes.push(new Float64Array(CHUNK));
       this.#offsets.push(new Float64Array(CHUNK));
     }
-    this.#scratch.copy(this.#digests[c]!, (i & IN_CHUNK) * DIGEST_BYTES);
+    raw.copy(this.#digests[c]!, (i & IN_CHUNK) * DIGEST_BYTES);
     this.#sizes[c]![i & IN_CHUNK] = size;
     this.#offsets[c]![i & IN_CHUNK] = offset;
     this.#count++;
     if (this.#count * 2 > this.#slots.length) this.#rehash();
-    else this.#slots[this.#slot(this.#scratch, 0)] = i + 1;
+    else this.#slots[this.#slot(raw, 0)] = i + 1;
     return true;
   }
 

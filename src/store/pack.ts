@@ -144,6 +144,13 @@ export class PackPlan {
     return true;
   }
 
+  /** `record` for a digest given as its 32 bytes. */
+  recordRaw(raw: Buffer, size: number): boolean {
+    if (!this.entries.addRaw(raw, this.offset, size)) return false;
+    this.offset += size;
+    return true;
+  }
+
   /** The pack's name (the sha256 of its tail) and its size; the tail is hashed chunk by chunk, not held. */
   seal(): { digest: Sha256Digest; size: number } {
     const h = new Sha256Hasher();
@@ -190,21 +197,20 @@ export class PackWriter {
   /** Starts one content; an earlier writer that never ended (a refused member) is dropped. */
   begin(size: number): PackContentWriter {
     this.#rollback();
-    const hash = contentHash(size);
+    const hash = new ContentHasher(size);
     const token = {};
     this.#open = token;
     return {
       write: (chunk) => {
         if (this.#open !== token) throw new CairnError("USAGE", "pack content written after another began", { path: this.#tmp });
-        hash.write(chunk);
+        hash.update(chunk);
         this.#write(chunk);
       },
       end: () => {
         if (this.#open !== token) throw new CairnError("USAGE", "pack content ended after another began", { path: this.#tmp });
         this.#open = undefined;
-        const a = hash.end();
-        if (!this.#plan.record(a.sha256, a.size)) this.#rollback(true);
-        return a;
+        if (!this.#plan.recordRaw(hash.raw(), hash.size)) this.#rollback(true);
+        return { sha256: hash.digest(), size: hash.size };
       },
     };
   }

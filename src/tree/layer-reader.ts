@@ -1,8 +1,9 @@
 /**
  * Reads one layer blob (a private staged file, or bytes already in memory):
  * counts and (optionally) re-hashes the stored bytes, gunzips with node:zlib
- * when the layer is gzip, and passes every uncompressed byte through the
- * strict TarGate, which frames the members. Each member reaches the caller
+ * when the layer is gzip (a stored gzip file on the inflate thread, so that
+ * reading, gunzip and the DiffID run beside the gate), and passes every
+ * uncompressed byte through the strict TarGate, which frames the members. Each member reaches the caller
  * with the gate's record and, for regular files, its bytes as they arrive.
  *
  * Never runs a tar process; never writes anything.
@@ -11,6 +12,7 @@ import { createReadStream } from "node:fs";
 import { Readable, Transform, pipeline } from "node:stream";
 import { createGunzip } from "node:zlib";
 import { CairnError, checkLimit, Sha256Hasher, type Sha256Digest } from "../core/index.ts";
+import { inflateOnThread } from "./inflate-thread.ts";
 import { enforceLimit, type LayerLimits } from "./layer-limits.ts";
 import { TarGate, type GateBudget, type OnMember } from "./tar-gate.ts";
 
@@ -33,6 +35,8 @@ export interface LayerStreamInput {
   readonly inflation?: InflationBound;
   /** Records the gate's member-level pax refusals on the member instead of throwing them (see TarGate; `cairn workload check`). */
   readonly collect?: boolean;
+  /** Inflate a stored gzip file on this thread instead of the inflate thread (the differential tests compare the two). */
+  readonly inflateHere?: boolean;
 }
 
 /**
@@ -75,6 +79,19 @@ function* slices(bytes: Uint8Array): Generator<Buffer> {
   for (let i = 0; i < b.length; i += 1 << 20) yield b.subarray(i, i + (1 << 20));
 }
 
+/** The stored bytes ended: their count must be the descriptor's size, and (when re-hashed) their digest its digest. */
+function checkStored(input: LayerStreamInput, size: number, actual: Sha256Digest | undefined): void {
+  if (input.size !== undefined && size !== input.size) {
+    throw new CairnError("SIZE_MISMATCH", `stored layer has ${size} bytes, its descriptor says ${input.size}`, { path: input.where });
+  }
+  if (actual !== undefined && actual !== input.digest) {
+    throw new CairnError("DIGEST_MISMATCH", "stored layer does not match its descriptor digest", {
+      path: input.where,
+      hint: `expected ${input.digest}, computed ${actual}`,
+    });
+  }
+}
+
 function storedStream(input: LayerStreamInput, limits: LayerLimits, budget: Budget): Readable {
   const hasher = input.digest === undefined ? undefined : new Sha256Hasher();
   let size = 0;
@@ -93,18 +110,10 @@ function storedStream(input: LayerStreamInput, limits: LayerLimits, budget: Budg
       cb(null, chunk);
     },
     flush(cb) {
-      if (input.size !== undefined && size !== input.size) {
-        cb(new CairnError("SIZE_MISMATCH", `stored layer has ${size} bytes, its descriptor says ${input.size}`, { path: input.where }));
-        return;
-      }
-      const actual = hasher?.digest();
-      if (actual !== undefined && actual !== input.digest) {
-        cb(
-          new CairnError("DIGEST_MISMATCH", "stored layer does not match its descriptor digest", {
-            path: input.where,
-            hint: `expected ${input.digest}, computed ${actual}`,
-          }),
-        );
+      try {
+        checkStored(input, size, hasher?.digest());
+      } catch (e) {
+        cb(e as Error);
         return;
       }
       cb();
@@ -152,21 +161,69 @@ function gunzipError(e: unknown, where: string): unknown {
  * Rejects with the first refusal; `onMember` and the body may throw to refuse too.
  */
 export async function readLayer(input: LayerStreamInput, limits: LayerLimits, budget: Budget, onMember: OnMember): Promise<void> {
-  const gate = new TarGate(limits, budget, input.where, onMember, input.collect === true);
-  const source = storedStream(input, limits, budget);
-  try {
-    for await (const chunk of source as AsyncIterable<Buffer>) gate.push(chunk);
-    gate.end();
-  } catch (e) {
-    source.destroy();
-    throw gunzipError(e, input.where);
+  // a stored gzip file is inflated (and its stream hashed) on another thread; bytes in memory and plain tar here
+  const threaded = input.path !== undefined && input.bytes === undefined && input.compression === "gzip" && input.inflateHere !== true;
+  const gate = new TarGate(limits, budget, input.where, onMember, input.collect === true, !threaded);
+  let actual: Sha256Digest;
+  if (threaded) actual = await readThreaded(input, limits, budget, gate);
+  else {
+    const source = storedStream(input, limits, budget);
+    try {
+      for await (const chunk of source as AsyncIterable<Buffer>) gate.push(chunk);
+      gate.end();
+    } catch (e) {
+      source.destroy();
+      throw gunzipError(e, input.where);
+    }
+    actual = gate.diffId();
   }
   if (input.diffId === undefined) return;
-  const actual = gate.diffId();
   if (actual !== input.diffId) {
     throw new CairnError("OCI_DIFFID_MISMATCH", "uncompressed layer does not match its DiffID", {
       path: input.where,
       hint: `config says ${input.diffId}, computed ${actual}`,
     });
+  }
+}
+
+/**
+ * The stored file through the inflate thread (tree/inflate-thread.ts): the
+ * same limits, checks and errors as `storedStream`, decided here as the
+ * thread reports; returns the DiffID the thread computed over exactly the
+ * chunks pushed into the gate.
+ */
+async function readThreaded(input: LayerStreamInput, limits: LayerLimits, budget: Budget, gate: TarGate): Promise<Sha256Digest> {
+  const base = budget.compressedBytes;
+  const bound = input.inflation;
+  let out = 0;
+  const stored = (n: number): void => {
+    budget.compressedBytes = base + n;
+    enforceLimit(limits, "compressedBytes", budget.compressedBytes, input.where);
+  };
+  try {
+    const diffId = await inflateOnThread(
+      { path: input.path!, hashStored: input.digest !== undefined, maxStored: limits.compressedBytes - base },
+      {
+        onChunk: (chunk, n) => {
+          stored(n);
+          budget.onProgress?.({ compressedBytes: budget.compressedBytes, expandedBytes: budget.expandedBytes });
+          out += chunk.length;
+          if (bound !== undefined) checkInflation(bound, out, n, input.where);
+          gate.push(chunk);
+        },
+        onStored: (size, digest) => {
+          stored(size);
+          checkStored(input, size, digest === undefined ? undefined : (`sha256:${digest}` as Sha256Digest));
+        },
+        onStoredLimit: (n) => {
+          stored(n);
+          throw new CairnError("INTERNAL", `the inflate thread stopped at ${n} stored bytes below the compressedBytes limit`, { path: input.where });
+        },
+      },
+    );
+    gate.end();
+    return `sha256:${diffId}` as Sha256Digest;
+  } catch (e) {
+    throw gunzipError(e, input.where);
   }
 }

@@ -114,6 +114,8 @@ export class TarGate {
   #offset = 0;
 
   readonly #collect: boolean;
+  /** Off when the caller hashes the same chunks itself (the inflate thread computes the DiffID). */
+  readonly #hash: boolean;
   #issues: CairnError[] | undefined;
 
   /**
@@ -121,9 +123,11 @@ export class TarGate {
    * pax keys alone (sparse, timestamps, ACLs, unknown keys) is recorded on
    * the member's record (`issues`, so it is met in archive order) and the
    * member is read on as if the key were absent; refusals of the stream's
-   * framing always throw.
+   * framing always throw. `hash` off: the caller computes the DiffID over the
+   * same chunks (the inflate thread) and `diffId()` is not available.
    */
-  constructor(limits: LayerLimits, budget: GateBudget, where: string, onMember: OnMember, collect = false) {
+  constructor(limits: LayerLimits, budget: GateBudget, where: string, onMember: OnMember, collect = false, hash = true) {
+    this.#hash = hash;
     this.#onMember = onMember;
     this.#limits = limits;
     this.#budget = budget;
@@ -144,7 +148,7 @@ export class TarGate {
   push(chunk: Buffer): void {
     this.#budget.expandedBytes += chunk.length;
     enforceLimit(this.#limits, "expandedBytes", this.#budget.expandedBytes, this.#where);
-    this.#hasher.update(chunk);
+    if (this.#hash) this.#hasher.update(chunk);
     let pos = 0;
     while (pos < chunk.length) {
       switch (this.#state) {
@@ -261,6 +265,7 @@ export class TarGate {
   }
 
   diffId(): Sha256Digest {
+    if (!this.#hash) throw new CairnError("INTERNAL", "this gate does not hash its stream", { path: this.#where });
     return this.#hasher.digest();
   }
 
@@ -269,8 +274,9 @@ export class TarGate {
     this.#budget.entries++;
     enforceLimit(this.#limits, "entries", this.#budget.entries, at);
     const stored = numeric(h, 148, 8, "checksum", at);
-    let sum = 8 * 0x20;
-    for (let i = 0; i < BLOCK; i++) if (i < 148 || i >= 156) sum += h[i]!;
+    let sum = 8 * 0x20; // the checksum field itself counts as eight spaces
+    for (let i = 0; i < 148; i++) sum += h[i]!;
+    for (let i = 156; i < BLOCK; i++) sum += h[i]!;
     if (stored !== sum) throw refuse("TAR_INVALID", "header checksum mismatch", at, "the layer is corrupt or not a tar stream");
     const gnu = matches(h, 257, GNU_MAGIC);
     if (!gnu && !matches(h, 257, USTAR_MAGIC))

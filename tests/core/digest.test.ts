@@ -84,6 +84,7 @@ test("ContentHasher equals sha256 of the whole content for any chunking, declare
         h.update(data.subarray(at, at + n));
         at += n;
       }
+      assert.equal(h.raw().toString("hex"), sha256(data).slice("sha256:".length), "the raw bytes are the digest's");
       assert.equal(h.digest(), sha256(data));
       assert.equal(h.size, data.length);
     }),

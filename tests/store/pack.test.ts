@@ -249,4 +249,11 @@ test("a pack index holds its contents as columns and answers like a map in body 
     assert.equal(e.has(d as (typeof digests)[0]), false, d);
     assert.equal(e.indexOf(d), -1, d);
   }
+  // addRaw takes the same digest as its 32 bytes: one index, whichever form added it
+  const raw = Buffer.from(sha256("raw content").slice(7), "hex");
+  assert.equal(e.addRaw(raw, offset, 11), true);
+  assert.equal(e.add(sha256("raw content"), offset, 11), false, "the digest added raw is found by its string");
+  assert.equal(e.addRaw(Buffer.from(digests[17]!.slice(7), "hex"), offset, 3), false, "a digest added as a string is found raw");
+  assert.equal(e.digestAt(5000), sha256("raw content"));
+  assert.throws(() => e.addRaw(raw.subarray(0, 31), offset, 1), TypeError, "31 bytes are not a sha256 digest");
 });

@@ -1,0 +1,147 @@
+/**
+ * A stored gzip layer is inflated on the inflate thread (tree/inflate-thread.ts):
+ * reading, gunzip and the DiffID run there, and the gate frames the chunks
+ * on the main thread. The in-thread path (`inflateHere`), kept for bytes in
+ * memory and plain tar, is the definition: on every layer below both paths
+ * must give the same members, bytes and DiffID, and on every broken layer
+ * the same refusal. The thread is reused after a refusal, so each refusal is
+ * followed by a good layer read on the same thread (the control).
+ */
+import assert from "node:assert/strict";
+import { createHash, randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { gzipSync } from "node:zlib";
+import { after, describe, it } from "node:test";
+import { CairnError, type Sha256Digest } from "../../src/core/index.ts";
+import { DEFAULT_LIMITS, type LayerLimits } from "../../src/tree/layer-limits.ts";
+import { readLayer, type InflationBound, type LayerStreamInput } from "../../src/tree/layer-reader.ts";
+import { dir, file, symlink, writeTar } from "../workload/fixtures/tar-writer.ts";
+
+const work = mkdtempSync(join(tmpdir(), "cairn-inflate-"));
+after(() => rmSync(work, { recursive: true, force: true }));
+
+const sha = (b: Uint8Array): Sha256Digest => `sha256:${createHash("sha256").update(b).digest("hex")}` as Sha256Digest;
+
+let n = 0;
+function stored(bytes: Buffer): string {
+  const p = join(work, `layer-${++n}.tar.gz`);
+  writeFileSync(p, bytes);
+  return p;
+}
+
+interface Seen {
+  members: string[];
+  progress: number;
+}
+
+type Options = Partial<Pick<LayerStreamInput, "diffId" | "digest" | "size" | "inflation">> & { limits?: LayerLimits; refuseAt?: string };
+
+/** One read of `path`; the members as "name type size sha256", or the refusal's code. */
+async function read(path: string, here: boolean, o: Options = {}): Promise<Seen | string> {
+  const seen: Seen = { members: [], progress: 0 };
+  const budget = { compressedBytes: 0, expandedBytes: 0, entries: 0, onProgress: () => void seen.progress++ };
+  const input: LayerStreamInput = { path, compression: "gzip", where: "/layers/0", inflateHere: here, ...o };
+  try {
+    await readLayer(input, o.limits ?? DEFAULT_LIMITS, budget, (rec) => {
+      if (rec.name === o.refuseAt) throw new CairnError("TAR_UNSAFE_PATH", "refused by the test", { path: rec.name });
+      if (rec.type !== "file") {
+        seen.members.push(`${rec.name} ${rec.type} ${rec.size}`);
+        return undefined;
+      }
+      const h = createHash("sha256");
+      return {
+        write: (c) => void h.update(c),
+        end: () => void seen.members.push(`${rec.name} file ${rec.size} ${h.digest("hex")}`),
+      };
+    });
+    return seen;
+  } catch (e) {
+    if (e instanceof CairnError) return e.code;
+    return `${(e as { code?: string }).code ?? String(e)}`;
+  }
+}
+
+async function same(path: string, o: Options = {}): Promise<Seen | string> {
+  const here = await read(path, true, o);
+  const there = await read(path, false, o);
+  assert.deepEqual(
+    typeof there === "string" ? there : there.members,
+    typeof here === "string" ? here : here.members,
+    "the inflate thread and the in-thread path agree",
+  );
+  return there;
+}
+
+const big = randomBytes(5 * 1024 * 1024 + 123); // incompressible, spans several 1 MiB chunks on both sides
+const tar = writeTar([
+  dir("etc"),
+  file("etc/motd", "hello\n", { mode: 0o644 }),
+  file("etc/empty", ""),
+  symlink("etc/link", "motd"),
+  file("big", big),
+  ...Array.from({ length: 300 }, (_, i) => file(`many/f${i}`, `file ${i}\n`.repeat(i % 50))),
+]);
+const gz = gzipSync(tar);
+const good = stored(gz);
+
+describe("the inflate thread reads a layer exactly as the in-thread path does", () => {
+  it("same members, bytes and DiffID; the stored digest and size re-checked", async () => {
+    const r = await same(good, { diffId: sha(tar), digest: sha(gz), size: gz.length });
+    assert.ok(typeof r !== "string", `read: ${String(r)}`);
+    assert.equal(r.members.length, 305);
+    assert.ok(r.members.includes(`big file ${big.length} ${sha(big).slice(7)}`));
+    assert.ok(r.progress > 0, "progress is reported");
+  });
+
+  it("an empty archive and a layer of one member", async () => {
+    for (const t of [writeTar([]), writeTar([file("only", "x")])]) {
+      const r = await same(stored(gzipSync(t)), { diffId: sha(t) });
+      assert.ok(typeof r !== "string", `read: ${String(r)}`);
+    }
+  });
+});
+
+describe("the inflate thread refuses what the in-thread path refuses, and serves the next layer", () => {
+  const control = async (): Promise<void> => {
+    const r = await read(good, false, { diffId: sha(tar) });
+    assert.ok(typeof r !== "string" && r.members.length === 305, `control after a refusal: ${String(typeof r === "string" ? r : r.members.length)}`);
+  };
+  const cases: Array<[string, () => { path: string; o?: Options }, string]> = [
+    ["a wrong DiffID", () => ({ path: good, o: { diffId: sha(Buffer.from("other")) } }), "OCI_DIFFID_MISMATCH"],
+    ["a wrong stored digest", () => ({ path: good, o: { digest: sha(Buffer.from("other")), size: gz.length } }), "DIGEST_MISMATCH"],
+    ["a wrong stored size", () => ({ path: good, o: { digest: sha(gz), size: gz.length + 1 } }), "SIZE_MISMATCH"],
+    ["gzip cut short", () => ({ path: stored(gz.subarray(0, gz.length >> 1)) }), "TAR_INVALID"],
+    ["bytes that are not gzip", () => ({ path: stored(Buffer.from("not a gzip stream at all, just text")) }), "TAR_INVALID"],
+    ["a tar cut short inside gzip", () => ({ path: stored(gzipSync(tar.subarray(0, tar.length - 4096))) }), "TAR_INVALID"],
+    ["a missing file", () => ({ path: join(work, "absent.tar.gz") }), "ENOENT"],
+    [
+      "more stored bytes than compressedBytes allows",
+      () => ({ path: good, o: { limits: { ...DEFAULT_LIMITS, compressedBytes: 2 * 1024 * 1024 } } }),
+      "LIMIT_EXCEEDED",
+    ],
+    [
+      "more expanded bytes than expandedBytes allows",
+      () => ({ path: good, o: { limits: { ...DEFAULT_LIMITS, expandedBytes: 3 * 1024 * 1024 } } }),
+      "LIMIT_EXCEEDED",
+    ],
+    [
+      "an inflation ratio above its bound (a bomb)",
+      () => {
+        const zeros = writeTar([file("zeros", Buffer.alloc(64 * 1024 * 1024))]);
+        const inflation: InflationBound = { maxBytes: 2 ** 40, maxBytesName: "x", maxRatio: 10, maxRatioName: "ratio", ratioAfter: 1024 * 1024 };
+        return { path: stored(gzipSync(zeros)), o: { inflation } };
+      },
+      "LIMIT_EXCEEDED",
+    ],
+    ["a member the caller refuses", () => ({ path: good, o: { refuseAt: "many/f7" } }), "TAR_UNSAFE_PATH"],
+  ];
+  for (const [name, make, code] of cases) {
+    it(`${name}: ${code}`, async () => {
+      const { path, o } = make();
+      assert.equal(await same(path, o), code);
+      await control();
+    });
+  }
+});
