@@ -43,5 +43,7 @@ export { checkLimit, formatBytes, FIXED_LIMIT_HINT } from "./limits.ts";
 export { declareIdentity, isIdentityDeclaration, identityBytes, identityDigest, identityHasher, defineScope, scopeFieldNames } from "./identity.ts";
 export type { IdentityDeclaration, IdentityFraming, IdentityRole, IdentityScope } from "./identity.ts";
 export { compareBytes, inByteOrder, sortByBytes, sortedRecord } from "./byte-order.ts";
+export { inflateOnThread } from "./inflate-thread.ts";
+export type { InflateHandlers, InflateJob } from "./inflate-thread.ts";
 export { cairnDir, registryAuthFiles } from "./locations.ts";
 export type { CairnDirKind } from "./locations.ts";

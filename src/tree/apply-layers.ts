@@ -54,6 +54,8 @@ export interface LayerInput {
   /** The stored blob's digest and size; re-checked while reading when `recheckStored` is set. */
   readonly digest?: Sha256Digest;
   readonly size?: number;
+  /** A descriptor of the caller's private copy, written with the stored bytes as read (tree/layer-reader.ts `copyFd`; needs `recheckStored`). */
+  readonly copyFd?: number;
 }
 
 export interface ApplyLayersOptions {
@@ -169,11 +171,15 @@ async function readMembers(
   }
   const recheck = options.recheckStored ? { digest: input.digest, size: input.size } : {};
   const inflation = options.inflation === undefined ? {} : { inflation: options.inflation };
+  if (input.copyFd !== undefined && !options.recheckStored) {
+    throw new CairnError("USAGE", "a layer copy needs recheckStored: it must hold exactly the bytes re-hashed", { path: where });
+  }
   const stream = {
     path: input.path,
     bytes: input.bytes,
     compression: input.compression,
     diffId: input.diffId,
+    copyFd: input.copyFd,
     ...recheck,
     ...inflation,
     collect: collect !== undefined,

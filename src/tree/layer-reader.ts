@@ -1,18 +1,18 @@
 /**
  * Reads one layer blob (a private staged file, or bytes already in memory):
  * counts and (optionally) re-hashes the stored bytes, gunzips with node:zlib
- * when the layer is gzip (a stored gzip file on the inflate thread, so that
+ * when the layer is gzip (a stored file on core's inflate thread, so that
  * reading, gunzip and the DiffID run beside the gate), and passes every
  * uncompressed byte through the strict TarGate, which frames the members. Each member reaches the caller
  * with the gate's record and, for regular files, its bytes as they arrive.
  *
- * Never runs a tar process; never writes anything.
+ * Never runs a tar process; never writes anything itself (a caller's copy
+ * descriptor, `copyFd`, is written by core's inflate thread).
  */
 import { createReadStream } from "node:fs";
 import { Readable, Transform, pipeline } from "node:stream";
 import { createGunzip } from "node:zlib";
-import { CairnError, checkLimit, Sha256Hasher, type Sha256Digest } from "../core/index.ts";
-import { inflateOnThread } from "./inflate-thread.ts";
+import { CairnError, checkLimit, inflateOnThread, Sha256Hasher, type Sha256Digest } from "../core/index.ts";
 import { enforceLimit, type LayerLimits } from "./layer-limits.ts";
 import { TarGate, type GateBudget, type OnMember } from "./tar-gate.ts";
 
@@ -35,8 +35,17 @@ export interface LayerStreamInput {
   readonly inflation?: InflationBound;
   /** Records the gate's member-level pax refusals on the member instead of throwing them (see TarGate; `cairn workload check`). */
   readonly collect?: boolean;
-  /** Inflate a stored gzip file on this thread instead of the inflate thread (the differential tests compare the two). */
+  /** Read a stored file on this thread instead of the inflate thread (the differential tests compare the two). */
   readonly inflateHere?: boolean;
+  /**
+   * A descriptor the caller opened for writing (its private staged copy of
+   * the layer for the store): the stored bytes are written into it at their
+   * offsets by the same read that hashes them, and every write has ended
+   * when `readLayer` settles. Needs `digest` and `size` (the copy holds
+   * exactly the bytes re-hashed); the caller keeps it only if `readLayer`
+   * resolved. Not with `bytes` or `inflateHere`. Never closed here.
+   */
+  readonly copyFd?: number;
 }
 
 /**
@@ -161,24 +170,25 @@ function gunzipError(e: unknown, where: string): unknown {
  * Rejects with the first refusal; `onMember` and the body may throw to refuse too.
  */
 export async function readLayer(input: LayerStreamInput, limits: LayerLimits, budget: Budget, onMember: OnMember): Promise<void> {
-  // a stored gzip file is inflated (and its stream hashed) on another thread; bytes in memory and plain tar here
-  const threaded = input.path !== undefined && input.bytes === undefined && input.compression === "gzip" && input.inflateHere !== true;
+  // a stored file is read (inflated, its stream hashed, copied when asked) on another thread; bytes in memory here
+  const threaded = input.path !== undefined && input.bytes === undefined && input.inflateHere !== true;
+  if (input.copyFd !== undefined && (!threaded || input.digest === undefined || input.size === undefined))
+    throw new CairnError("USAGE", "a layer copy is made by the inflate thread, of a stored file whose digest and size are re-checked", { path: input.where });
   const gate = new TarGate(limits, budget, input.where, onMember, input.collect === true, !threaded);
-  let actual: Sha256Digest;
-  if (threaded) actual = await readThreaded(input, limits, budget, gate);
-  else {
-    const source = storedStream(input, limits, budget);
-    try {
-      for await (const chunk of source as AsyncIterable<Buffer>) gate.push(chunk);
-      gate.end();
-    } catch (e) {
-      source.destroy();
-      throw gunzipError(e, input.where);
-    }
-    actual = gate.diffId();
+  if (threaded) return readThreaded(input, limits, budget, gate);
+  const source = storedStream(input, limits, budget);
+  try {
+    for await (const chunk of source as AsyncIterable<Buffer>) gate.push(chunk);
+    gate.end();
+  } catch (e) {
+    source.destroy();
+    throw gunzipError(e, input.where);
   }
-  if (input.diffId === undefined) return;
-  if (actual !== input.diffId) {
+  checkDiffId(input, gate.diffId());
+}
+
+function checkDiffId(input: LayerStreamInput, actual: Sha256Digest): void {
+  if (input.diffId !== undefined && actual !== input.diffId) {
     throw new CairnError("OCI_DIFFID_MISMATCH", "uncompressed layer does not match its DiffID", {
       path: input.where,
       hint: `config says ${input.diffId}, computed ${actual}`,
@@ -187,12 +197,12 @@ export async function readLayer(input: LayerStreamInput, limits: LayerLimits, bu
 }
 
 /**
- * The stored file through the inflate thread (tree/inflate-thread.ts): the
+ * The stored file through the inflate thread (core/inflate-thread.ts): the
  * same limits, checks and errors as `storedStream`, decided here as the
- * thread reports; returns the DiffID the thread computed over exactly the
+ * thread reports; the DiffID is the one the thread computed over exactly the
  * chunks pushed into the gate.
  */
-async function readThreaded(input: LayerStreamInput, limits: LayerLimits, budget: Budget, gate: TarGate): Promise<Sha256Digest> {
+async function readThreaded(input: LayerStreamInput, limits: LayerLimits, budget: Budget, gate: TarGate): Promise<void> {
   const base = budget.compressedBytes;
   const bound = input.inflation;
   let out = 0;
@@ -202,7 +212,13 @@ async function readThreaded(input: LayerStreamInput, limits: LayerLimits, budget
   };
   try {
     const diffId = await inflateOnThread(
-      { path: input.path!, hashStored: input.digest !== undefined, maxStored: limits.compressedBytes - base },
+      {
+        path: input.path!,
+        gzip: input.compression === "gzip",
+        copyFd: input.copyFd,
+        hashStored: input.digest !== undefined,
+        maxStored: limits.compressedBytes - base,
+      },
       {
         onChunk: (chunk, n) => {
           stored(n);
@@ -222,7 +238,7 @@ async function readThreaded(input: LayerStreamInput, limits: LayerLimits, budget
       },
     );
     gate.end();
-    return `sha256:${diffId}` as Sha256Digest;
+    checkDiffId(input, `sha256:${diffId}` as Sha256Digest);
   } catch (e) {
     throw gunzipError(e, input.where);
   }

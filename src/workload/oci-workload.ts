@@ -4,10 +4,10 @@
  * and verification (reading the store's raw copies through the same reader
  * code, so verify reparses the selected graph with every check assembly ran).
  */
-import { constants, createReadStream, mkdtempSync, rmSync } from "node:fs";
+import { closeSync, constants, createReadStream, mkdtempSync, rmSync } from "node:fs";
 import { open, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
-import { CairnError, Sha256Hasher, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
+import { CairnError, createExclusive, Sha256Hasher, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
 import { PackCheck, PackWriter, type PackIndex, type Store } from "../store/index.ts";
 import type { RawRef } from "./closure.ts";
 import { finishDerivation, type DeriveFor, type Derived } from "./derive.ts";
@@ -72,11 +72,18 @@ export interface DerivedOci {
  * leaves nothing in the store). `checkExisting` (verify) replaces a present
  * pack that does not hold exactly the rebuilt bytes.
  */
-async function deriveAndPack(spec: WorkloadSpec, src: OciSource, store: Store, checkExisting: boolean, progress?: (line: string) => void): Promise<DerivedOci> {
+async function deriveAndPack(
+  spec: WorkloadSpec,
+  src: OciSource,
+  store: Store,
+  checkExisting: boolean,
+  progress?: (line: string) => void,
+  copies?: ReadonlyMap<number, number>,
+): Promise<DerivedOci> {
   const pack = new PackWriter(store);
   try {
     // verify (checkExisting) reads the store's layer files unstaged: every byte is re-hashed as it is read
-    const { derived, listing } = await deriveFromSource(spec, src, packSink(pack, progress), checkExisting ? "verify" : "assemble");
+    const { derived, listing } = await deriveFromSource(spec, src, packSink(pack, progress), checkExisting ? "verify" : "assemble", copies);
     return { derived, listing, contents: pack.finish({ checkExisting }) };
   } catch (e) {
     pack.abort();
@@ -147,16 +154,18 @@ async function deriveFromSource(
   src: OciSource,
   sink: ContentSink,
   purpose: DeriveFor,
+  copies?: ReadonlyMap<number, number>,
 ): Promise<{ derived: Derived; listing: PolicyListing }> {
   if (spec.source.kind !== "oci") throw new CairnError("WORKLOAD_SPEC_INVALID", "not an OCI spec", { path: "/source" });
   // Launch first: a root or shell-form image is refused before any layer is expanded.
   const launch = launchFromOci(ociLaunchWithSpec(src.launch, spec.source.launch));
   const { tree, skipped, droppedXattrs } = await applyLayers({
-    layers: src.layers,
+    layers: copies === undefined ? src.layers : src.layers.map((l) => (copies.has(l.index) ? { ...l, copyFd: copies.get(l.index) } : l)),
     policy: spec.policy,
     limits: spec.limits,
     sink,
-    recheckStored: purpose === "verify",
+    // verify reads the store's files, assembly the user's layout unstaged: either way every byte is re-hashed as read
+    recheckStored: purpose === "verify" || copies !== undefined,
   });
   const problems = await launchTreeProblems(tree, launch, spec.source.launch?.workdir !== undefined);
   if (problems.length > 0) throw problems[0];
@@ -164,28 +173,56 @@ async function deriveFromSource(
   return { derived, listing: { skipped, droppedXattrs } };
 }
 
-/** Assembly: reads the user's layout into the store's staging, derives, and adopts the raw objects. */
+/**
+ * Assembly: reads the user's layout, derives, and adopts the raw objects.
+ * Each layer blob is read once: opened (not staged), re-hashed as the inflate
+ * thread reads it, and written by that same read into a private copy in the
+ * store's staging (created here, exclusively, 0600); a copy is adopted only
+ * after the whole derivation succeeded, so it holds exactly the bytes that
+ * were hashed and applied, and is removed on any refusal.
+ */
 export async function assembleOci(spec: WorkloadSpec, layoutDir: string, store: Store, progress?: (line: string) => void): Promise<DerivedOci> {
   if (spec.source.kind !== "oci") throw new CairnError("WORKLOAD_SPEC_INVALID", "not an OCI spec", { path: "/source" });
+  const staging = join(store.stagingDir, "oci");
   const src = await readOciSource({
     layoutDir,
     manifestDigest: spec.source.manifest,
-    stagingDir: join(store.stagingDir, "oci"),
+    stagingDir: staging,
     limits: spec.limits,
     platform: spec.policy.platform ?? "refuse",
-    flushLayers: true, // the layers are adopted below
+    stageLayers: false,
   });
-  const total = src.layers.reduce((n, l) => n + l.size, 0);
-  progress?.(`applying ${src.layers.length} layer(s), ${total} bytes compressed`);
-  const packed = await deriveAndPack(spec, src, store, false, progress);
-  for (const o of [src.manifest, src.config]) store.put("objects", o.bytes);
-  const adopted = new Set<Sha256Digest>();
-  for (const l of src.layers) {
-    if (adopted.has(l.digest)) continue;
-    adopted.add(l.digest);
-    store.adopt("objects", l.path, l.digest, l.size);
+  // the first layer of each digest is copied as it is read (a layout may name one blob twice)
+  const copies = new Map<Sha256Digest, { path: string; fd: number | undefined; index: number }>();
+  let adopted = false;
+  try {
+    for (const l of src.layers) {
+      if (copies.has(l.digest)) continue;
+      const path = join(staging, `layer-${l.index}.copy`);
+      copies.set(l.digest, { path, fd: undefined, index: l.index });
+      copies.get(l.digest)!.fd = createExclusive(path, 0o600);
+    }
+    const total = src.layers.reduce((n, l) => n + l.size, 0);
+    progress?.(`applying ${src.layers.length} layer(s), ${total} bytes compressed`);
+    const fds = new Map([...copies.values()].map((c) => [c.index, c.fd!]));
+    const packed = await deriveAndPack(spec, src, store, false, progress, fds);
+    for (const c of copies.values()) closeCopy(c);
+    for (const o of [src.manifest, src.config]) store.put("objects", o.bytes);
+    for (const [digest, c] of copies) store.adopt("objects", c.path, digest, src.layers[c.index]!.size);
+    adopted = true;
+    return packed;
+  } finally {
+    for (const c of copies.values()) {
+      closeCopy(c);
+      if (!adopted) rmSync(c.path, { force: true });
+    }
+    await src.close();
   }
-  return packed;
+}
+
+function closeCopy(c: { fd: number | undefined }): void {
+  if (c.fd !== undefined) closeSync(c.fd);
+  c.fd = undefined;
 }
 
 /**

@@ -9,12 +9,12 @@
  */
 import assert from "node:assert/strict";
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { after, describe, it } from "node:test";
-import { CairnError, type Sha256Digest } from "../../src/core/index.ts";
+import { CairnError, createExclusive, type Sha256Digest } from "../../src/core/index.ts";
 import { DEFAULT_LIMITS, type LayerLimits } from "../../src/tree/layer-limits.ts";
 import { readLayer, type InflationBound, type LayerStreamInput } from "../../src/tree/layer-reader.ts";
 import { dir, file, symlink, writeTar } from "../workload/fixtures/tar-writer.ts";
@@ -36,13 +36,17 @@ interface Seen {
   progress: number;
 }
 
-type Options = Partial<Pick<LayerStreamInput, "diffId" | "digest" | "size" | "inflation">> & { limits?: LayerLimits; refuseAt?: string };
+type Options = Partial<Pick<LayerStreamInput, "diffId" | "digest" | "size" | "inflation" | "compression" | "copyFd">> & {
+  limits?: LayerLimits;
+  refuseAt?: string;
+};
 
 /** One read of `path`; the members as "name type size sha256", or the refusal's code. */
 async function read(path: string, here: boolean, o: Options = {}): Promise<Seen | string> {
   const seen: Seen = { members: [], progress: 0 };
   const budget = { compressedBytes: 0, expandedBytes: 0, entries: 0, onProgress: () => void seen.progress++ };
   const input: LayerStreamInput = { path, compression: "gzip", where: "/layers/0", inflateHere: here, ...o };
+  delete (input as { limits?: unknown }).limits;
   try {
     await readLayer(input, o.limits ?? DEFAULT_LIMITS, budget, (rec) => {
       if (rec.name === o.refuseAt) throw new CairnError("TAR_UNSAFE_PATH", "refused by the test", { path: rec.name });
@@ -95,6 +99,11 @@ describe("the inflate thread reads a layer exactly as the in-thread path does", 
     assert.ok(r.progress > 0, "progress is reported");
   });
 
+  it("a plain tar (no gzip) the same way", async () => {
+    const r = await same(stored(tar), { compression: "none", diffId: sha(tar), digest: sha(tar), size: tar.length });
+    assert.ok(typeof r !== "string" && r.members.length === 305, `read: ${String(r)}`);
+  });
+
   it("an empty archive and a layer of one member", async () => {
     for (const t of [writeTar([]), writeTar([file("only", "x")])]) {
       const r = await same(stored(gzipSync(t)), { diffId: sha(t) });
@@ -144,4 +153,53 @@ describe("the inflate thread refuses what the in-thread path refuses, and serves
       await control();
     });
   }
+});
+
+describe("the copy the inflate thread writes of the stored bytes", () => {
+  /** A copy file as a caller makes it: created exclusively, 0600; the caller closes it. */
+  const withCopy = async <T>(use: (fd: number, path: string) => Promise<T>): Promise<{ result: T; bytes: Buffer }> => {
+    const path = join(work, `copy-${++n}`);
+    const fd = createExclusive(path, 0o600);
+    try {
+      const result = await use(fd, path);
+      return { result, bytes: readFileSync(path) };
+    } finally {
+      closeSync(fd);
+    }
+  };
+
+  it("holds exactly the stored bytes, for gzip and plain tar", async () => {
+    for (const [bytes, compression] of [
+      [gz, "gzip"],
+      [tar, "none"],
+    ] as const) {
+      const path = stored(bytes);
+      const { result, bytes: copy } = await withCopy((copyFd) =>
+        read(path, false, { compression, copyFd, digest: sha(bytes), size: bytes.length, diffId: sha(tar) }),
+      );
+      assert.ok(typeof result !== "string", `read: ${String(result)}`);
+      assert.ok(copy.equals(bytes), `${compression}: the copy is the stored bytes`);
+    }
+  });
+
+  it("holds only stored bytes, at their offsets, when the read is refused midway; control: the whole read", async () => {
+    // 24 MiB that do not compress, refused at its first member: the thread is a few MiB ahead at most
+    const longTar = writeTar([file("first", "x"), file("long", randomBytes(24 * 1024 * 1024))]);
+    const longGz = gzipSync(longTar, { level: 1 });
+    const path = stored(longGz);
+    const o = { digest: sha(longGz), size: longGz.length };
+    const { result, bytes: copy } = await withCopy((copyFd) => read(path, false, { copyFd, ...o, refuseAt: "first" }));
+    assert.equal(result, "TAR_UNSAFE_PATH");
+    assert.ok(copy.length < longGz.length, `the thread stopped reading (${copy.length} of ${longGz.length} bytes copied)`);
+    assert.ok(copy.equals(longGz.subarray(0, copy.length)), "what was written is a prefix of the stored bytes");
+    const whole = await withCopy((copyFd) => read(path, false, { copyFd, ...o }));
+    assert.ok(typeof whole.result !== "string" && whole.bytes.equals(longGz), "control: the read without the refusal copies it whole");
+  });
+
+  it("needs the stored digest and size re-checked, and the inflate thread", async () => {
+    await withCopy(async (copyFd) => {
+      assert.equal(await read(good, false, { copyFd }), "USAGE");
+      assert.equal(await read(good, true, { digest: sha(gz), size: gz.length, copyFd }), "USAGE");
+    });
+  });
 });

@@ -1,22 +1,26 @@
 /**
- * The inflate thread's body (started by tree/inflate-thread.ts, never
- * imported): reads one stored gzip layer, hashes the stored bytes (when asked)
- * and the uncompressed stream (the DiffID), and hands the uncompressed
- * chunks to the main thread, which frames them with the tar gate. The main
+ * The inflate thread's body (started by core/inflate-thread.ts, never
+ * imported): reads one stored file (gzip or not), hashes the stored bytes
+ * (when asked) and the bytes it hands on (for a layer, the DiffID), and hands
+ * them in order to the main thread (for a layer, the tar gate's). The main
  * thread's work per layer is then the gate and the contents alone, while
  * reading, gunzip's bookkeeping and the DiffID run beside it on another core
- * (issue 15: "overlap across the machine's cores").
+ * (issue 15: "overlap across the machine's cores"). Given a descriptor, it
+ * also writes the stored bytes it read into it, at their offsets: the
+ * caller's private copy, so a layer the store keeps is read once, not
+ * staged first and read again. It never opens, closes or removes the copy.
  *
  * It decides nothing: sizes, digests and limits are compared on the main
- * thread, with the same errors as the in-thread path. What it bounds itself
- * is what the main thread cannot see in time: it stops reading once the
- * stored bytes pass `maxStored` (the compressedBytes budget left), and it
- * never has more than `credit` chunks unacknowledged, so a bomb inflates at
- * most that far ahead of the gate's limits.
+ * thread. What it bounds itself is what the main thread cannot see in time:
+ * it stops reading once the stored bytes pass `maxStored`, and it never has
+ * more than `credit` chunks unacknowledged, so a bomb inflates at most that
+ * far ahead of the caller's limits. Its last report of a job comes after
+ * every write into the copy has ended.
  *
  * Built-in modules only: the thread starts without loading cairn.
  */
 import { createHash, type Hash } from "node:crypto";
+import { fdatasync, write } from "node:fs";
 import { type FileHandle, open } from "node:fs/promises";
 import { parentPort } from "node:worker_threads";
 import { createGunzip } from "node:zlib";
@@ -26,6 +30,10 @@ export interface InflateJobMessage {
   /** Names the job in every report, so a report of a job given up is told apart from the next one's. */
   readonly id: number;
   readonly path: string;
+  /** gzip (inflated) or plain tar (the stored bytes are the stream). */
+  readonly gzip: boolean;
+  /** A descriptor the caller opened for writing: it receives the stored bytes at their offsets (the caller's private copy). */
+  readonly copyFd: number | undefined;
   /** Hash the stored bytes (the main thread compares the digest). */
   readonly hashStored: boolean;
   /** Stop reading once more stored bytes than this were read. */
@@ -47,6 +55,7 @@ export type InflateReport = { readonly id: number } & (
   | { readonly type: "stored-limit"; readonly stored: number }
   | { readonly type: "end"; readonly diffId: string }
   | { readonly type: "error"; readonly error: WireError }
+  | { readonly type: "aborted" }
 );
 
 /** What the thread keeps of its current job. */
@@ -71,6 +80,8 @@ export interface WireError {
 const CHUNK = 1 << 20;
 /** Transfer buffers kept for reuse: the credit's worth, and one being filled. */
 const POOL = 8;
+/** Write-back of the copy is started every this many bytes, so the caller's fsync finds little left to write. */
+const WRITE_BACK = 8 * CHUNK;
 
 function wire(e: unknown): WireError {
   const o = (e ?? {}) as { name?: unknown; message?: unknown; code?: unknown; errno?: unknown; syscall?: unknown; path?: unknown };
@@ -86,13 +97,12 @@ function wire(e: unknown): WireError {
 }
 
 /**
- * Runs one job. Nothing is allocated per MiB here, so the thread, whose few
- * JS objects rarely trigger a collection, holds no dead buffers: the stored
- * bytes are read into two reused buffers (one is read while gunzip holds the
- * other), and each of gunzip's output buffers is handed over whole, moved
- * (transferred), once gunzip has filled it and moved on to a new one. The
- * chunks gunzip cut from one buffer are consecutive from its start, so the
- * buffer and the length used say all of them.
+ * Runs one job. Nothing is allocated per MiB here, so neither thread holds
+ * dead buffers for a collector that rarely runs on a thread with few JS
+ * objects: the stored bytes are read into two reused buffers (one is read
+ * while gunzip, or the copy's write, still holds the other), and the
+ * uncompressed bytes are copied into 1 MiB transfer buffers that the main
+ * thread hands back with its acknowledgement.
  */
 function run(job: InflateJobMessage, send: (m: InflateReport, transfer?: ArrayBuffer[]) => void, pool: ArrayBuffer[]): Running {
   const post = (m: Report, transfer?: ArrayBuffer[]): void => send({ ...m, id: job.id } as InflateReport, transfer);
@@ -101,24 +111,58 @@ function run(job: InflateJobMessage, send: (m: InflateReport, transfer?: ArrayBu
   let failed = false;
   const storedHash: Hash | undefined = job.hashStored ? createHash("sha256") : undefined;
   const diff = createHash("sha256");
-  const gunzip = createGunzip({ chunkSize: CHUNK });
+  const gunzip = job.gzip ? createGunzip({ chunkSize: CHUNK }) : undefined;
   let file: FileHandle | undefined;
+  const copyFd = job.copyFd;
+  // every write and write-back on the copy still running: the last report waits for them
+  const onCopy = new Set<Promise<void>>();
+  const track = (p: Promise<void>): Promise<void> => {
+    onCopy.add(p);
+    void p.catch(() => undefined).finally(() => onCopy.delete(p)); // a failed write surfaces where it is awaited
+    return p;
+  };
+  // write-back of the copy, started as it grows; its outcome is not relied on (the caller's fsync is)
+  let flushedTo = 0;
+  let flushing = false;
+  const writeBack = (last = false): void => {
+    if (copyFd === undefined || (flushing && !last)) return;
+    flushedTo = stored;
+    flushing = true;
+    void track(new Promise<void>((resolve) => fdatasync(copyFd, () => resolve()))).then(() => {
+      flushing = false;
+    });
+  };
   // settles when the job is given up, so the read loop never waits on a destroyed gunzip's callback
   let stop: () => void = () => undefined;
   const stopped = new Promise<void>((resolve) => {
     stop = resolve;
   });
+  // settles when a consumed chunk gives the thread credit again (plain tar: the read loop waits on it)
+  let credited: () => void = () => undefined;
   const end = (): void => {
     failed = true;
-    gunzip.destroy();
+    gunzip?.destroy();
     stop();
+  };
+  // the job's last report goes out once, after the files are closed and an unfinished copy removed
+  let settled = false;
+  let closing: Promise<void> | undefined;
+  const cleanup = (): Promise<void> =>
+    (closing ??= (async () => {
+      await file?.close().catch(() => undefined);
+      while (onCopy.size > 0) await Promise.allSettled([...onCopy]);
+    })());
+  const settle = (m: Report): void => {
+    if (settled) return;
+    settled = true;
+    void cleanup().then(() => post(m));
   };
   const fail = (e: unknown): void => {
     if (failed) return;
     end();
-    post({ type: "error", error: wire(e) });
+    settle({ type: "error", error: wire(e) });
   };
-  // the transfer buffer being filled and how much of it is filled; buffers come back with the acknowledgements
+  // the transfer buffer being filled and how much of it is filled
   let out: Uint8Array | undefined;
   let used = 0;
   const hand = (): void => {
@@ -127,11 +171,10 @@ function run(job: InflateJobMessage, send: (m: InflateReport, transfer?: ArrayBu
     out = undefined;
     used = 0;
     post({ type: "data", chunk, stored }, [chunk.buffer as ArrayBuffer]);
-    if (--credit <= 0) gunzip.pause();
+    if (--credit <= 0) gunzip?.pause();
   };
-  gunzip.on("error", fail);
-  gunzip.on("data", (chunk: Buffer) => {
-    if (failed) return;
+  /** One piece of the tar stream: hashed (the DiffID) and copied into transfer buffers. */
+  const emit = (chunk: Buffer): void => {
     diff.update(chunk);
     for (let at = 0; at < chunk.length; ) {
       out ??= new Uint8Array(pool.pop() ?? new ArrayBuffer(CHUNK));
@@ -141,46 +184,78 @@ function run(job: InflateJobMessage, send: (m: InflateReport, transfer?: ArrayBu
       at += n;
       if (used === CHUNK) hand();
     }
-  });
-  gunzip.on("end", () => {
+  };
+  const finish = (): void => {
     if (failed) return;
     hand();
-    post({ type: "end", diffId: diff.digest("hex") });
+    settle({ type: "end", diffId: diff.digest("hex") });
+  };
+  gunzip?.on("error", fail);
+  gunzip?.on("data", (chunk: Buffer) => {
+    if (!failed) emit(chunk);
   });
+  gunzip?.on("end", finish);
   const read = async (): Promise<void> => {
     file = await open(job.path, "r");
     const buffers = [Buffer.allocUnsafeSlow(CHUNK), Buffer.allocUnsafeSlow(CHUNK)];
-    const consumed: Array<Promise<void> | undefined> = [undefined, undefined];
+    const held: Array<Promise<unknown> | undefined> = [undefined, undefined];
     for (let k = 0; !failed; k ^= 1) {
-      await Promise.race([consumed[k], stopped]); // gunzip is done with this buffer (or the job was given up)
+      await Promise.race([held[k], stopped]); // gunzip and the copy are done with this buffer (or the job was given up)
+      while (gunzip === undefined && credit <= 0 && !failed) await Promise.race([new Promise<void>((r) => (credited = r)), stopped]);
       if (failed) return;
       const { bytesRead } = await file.read(buffers[k]!, 0, CHUNK, null);
       if (failed) return;
       if (bytesRead === 0) break;
+      const at = stored;
       stored += bytesRead;
       if (stored > job.maxStored) {
         end();
-        post({ type: "stored-limit", stored });
+        settle({ type: "stored-limit", stored });
         return;
       }
       const view = buffers[k]!.subarray(0, bytesRead);
       storedHash?.update(view);
-      consumed[k] = new Promise<void>((resolve) => gunzip.write(view, () => resolve()));
+      const copied = copyFd === undefined ? undefined : track(writeAll(copyFd, view, at));
+      if (stored - flushedTo >= WRITE_BACK) writeBack();
+      if (gunzip === undefined) {
+        emit(view);
+        held[k] = copied;
+      } else held[k] = Promise.all([copied, new Promise<void>((resolve) => gunzip.write(view, () => resolve()))]);
     }
     if (failed) return;
+    await Promise.race([Promise.all(held), stopped]);
+    if (failed) return;
+    const f = file;
+    file = undefined;
+    void f.close().catch(() => undefined);
+    if (flushedTo < stored) writeBack(true); // the rest of the copy
     post({ type: "stored", size: stored, digest: storedHash?.digest("hex") });
-    gunzip.end();
+    if (gunzip !== undefined) gunzip.end();
+    else finish();
   };
-  read()
-    .catch(fail)
-    .finally(() => void file?.close().catch(() => undefined));
+  read().catch(fail);
   return {
     id: job.id,
     ack: () => {
-      if (++credit > 0 && !failed) gunzip.resume();
+      if (++credit > 0 && !failed) {
+        gunzip?.resume();
+        credited();
+      }
     },
-    abort: end,
+    abort: () => {
+      end();
+      settle({ type: "aborted" });
+    },
   };
+}
+
+/** Writes all of `data` at `position` of the descriptor (a short write is continued). */
+async function writeAll(fd: number, data: Buffer, position: number): Promise<void> {
+  for (let done = 0; done < data.length; ) {
+    done += await new Promise<number>((resolve, reject) =>
+      write(fd, data, done, data.length - done, position + done, (e, n) => (e === null ? resolve(n) : reject(e))),
+    );
+  }
 }
 
 const port = parentPort;

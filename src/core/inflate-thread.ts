@@ -1,13 +1,13 @@
 /**
  * Gunzip on another thread: `inflateOnThread` has a worker thread
- * (tree/inflate-worker.ts) read a stored gzip layer, hash it and its
- * uncompressed stream, and hand the uncompressed chunks back in order, each
- * to `onChunk` on this thread. The chunks are moved, not copied, where zlib
- * allows; at most CREDIT of them are in flight, so memory stays bounded
- * whatever the layer inflates to.
+ * (core/inflate-worker.ts) read a stored layer file, hash it and its tar
+ * stream, and hand the stream's chunks back in order, each to `onChunk` on
+ * this thread. The chunks come in 1 MiB buffers moved between the threads
+ * and handed back for reuse; at most CREDIT of them are in flight, so memory
+ * stays bounded whatever the layer inflates to.
  *
- * What the thread reports is compared here, by the caller: the stored size
- * and digest, the DiffID, the limits (tree/layer-reader.ts). A refusal
+ * What the thread reports is compared by the caller: the stored size and
+ * digest, the output's digest, the limits (for layers, tree/layer-reader.ts). A refusal
  * thrown by `onChunk` gives the job up (the thread drops its streams, and
  * its late reports are told apart by the job's id); the thread is kept for
  * the next layer, idle without keeping the process alive. A thread that
@@ -24,6 +24,10 @@ const CREDIT = 4;
 export interface InflateJob {
   /** The stored layer file (a private staged copy, or an open file by /proc/self/fd). */
   readonly path: string;
+  /** gzip, or plain tar. */
+  readonly gzip: boolean;
+  /** A descriptor the caller opened for writing: it receives the stored bytes at their offsets (never closed here). */
+  readonly copyFd?: number;
   /** Hash the stored bytes too (the result's `storedDigest`). */
   readonly hashStored: boolean;
   /** Stop reading (`onStoredLimit`) once more stored bytes than this were read. */
@@ -47,12 +51,21 @@ let jobs = 0;
 /**
  * The compiled worker (dist/, what the CLI runs) starts as is. The sources
  * run only under tsx (tests, benches), whose loader a worker thread does not
- * inherit on Node 20: the thread registers it before importing the source.
+ * inherit on Node 20: where the thread cannot load the source, it registers
+ * tsx and loads it again (under a new URL: the failed load stays cached).
  */
 function start(): Worker {
   if (extname(here) !== ".ts") return new Worker(script);
   const api = JSON.stringify(import.meta.resolve("tsx/esm/api"));
-  return new Worker(`import(${api}).then((m) => m.register()).then(() => import(${JSON.stringify(script.href)}))`, { eval: true });
+  const src = JSON.stringify(script.href);
+  return new Worker(
+    `import(${src}).catch(async (e) => {
+      if (e?.code !== "ERR_UNKNOWN_FILE_EXTENSION") throw e;
+      (await import(${api})).register();
+      return import(${src} + "?tsx");
+    })`,
+    { eval: true },
+  );
 }
 
 function take(): Worker {
@@ -83,22 +96,41 @@ function unwire(e: WireError): Error {
   return err;
 }
 
-/** Runs one layer through the thread; resolves with the DiffID (hex) once every chunk reached `onChunk`. */
+/**
+ * Runs one layer through the thread; resolves with the DiffID (hex) once
+ * every chunk reached `onChunk`. It settles only after the thread's last
+ * report of the job (`end`, `error`, `stored-limit`, or `aborted` in answer
+ * to a refusal here), which the thread sends once it has stopped reading and
+ * removed an unfinished copy: when this rejects, nothing of the job is left
+ * running or half-written.
+ */
 export function inflateOnThread(job: InflateJob, handlers: InflateHandlers): Promise<string> {
   const w = take();
   const id = ++jobs;
   return new Promise<string>((resolve, reject) => {
     let done = false;
+    let refusal: { e: unknown } | undefined; // refused here: waiting for the thread's "aborted"
     const finish = (ok: boolean, e?: unknown, diffId?: string, healthy = true): void => {
       if (done) return;
       done = true;
-      if (!ok && healthy) w.postMessage({ type: "abort", id } satisfies InflateControl);
       retire(w, healthy);
       if (ok) resolve(diffId!);
       else reject(e);
     };
+    const refuse = (e: unknown): void => {
+      if (refusal !== undefined) return;
+      refusal = { e };
+      w.postMessage({ type: "abort", id } satisfies InflateControl);
+    };
     w.on("message", (r: InflateReport) => {
       if (done || r.id !== id) return;
+      if (refusal !== undefined) {
+        // give the buffer back (the thread may still fill the pool), then wait for the job's last report
+        if (r.type === "data")
+          w.postMessage({ type: "ack", id: 0, back: r.chunk.buffer as ArrayBuffer } satisfies InflateControl, [r.chunk.buffer as ArrayBuffer]);
+        else if (r.type !== "stored") finish(false, refusal.e);
+        return;
+      }
       try {
         switch (r.type) {
           case "data": {
@@ -119,13 +151,27 @@ export function inflateOnThread(job: InflateJob, handlers: InflateHandlers): Pro
           case "error":
             finish(false, unwire(r.error));
             break;
+          case "aborted":
+            finish(false, new Error("the inflate thread gave up a job nobody refused"), undefined, false);
+            break;
         }
       } catch (e) {
-        finish(false, e);
+        if (r.type === "stored-limit")
+          finish(false, e); // the thread already ended this job
+        else refuse(e);
       }
     });
     w.on("error", (e) => finish(false, e, undefined, false));
     w.on("exit", (code) => finish(false, new Error(`the inflate thread exited (${code}) before the layer ended`), undefined, false));
-    w.postMessage({ type: "job", id, path: job.path, hashStored: job.hashStored, maxStored: job.maxStored, credit: CREDIT } satisfies InflateControl);
+    w.postMessage({
+      type: "job",
+      id,
+      path: job.path,
+      gzip: job.gzip,
+      copyFd: job.copyFd,
+      hashStored: job.hashStored,
+      maxStored: job.maxStored,
+      credit: CREDIT,
+    } satisfies InflateControl);
   });
 }
