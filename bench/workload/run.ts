@@ -22,7 +22,9 @@
  * wall and CPU to CPU, measured in the same run; and the load average
  * before and after, since the figures depend on it.
  *
- *   npm run build && node --import tsx bench/workload/run.ts [N]
+ *   npm run build && node --import tsx bench/workload/run.ts [N] [large|small]
+ *
+ * (the second argument runs one layout only, the default both)
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
@@ -34,6 +36,7 @@ import { content } from "../assemble/layouts.ts";
 import { rawSha256, rulesFloor } from "./floors.ts";
 
 const N = Number(process.argv[2] ?? 3);
+const ONLY = process.argv[3];
 const config = { Entrypoint: ["/bin/app"], User: "1000:1000" };
 // assemble checks that the program exists in the image; these bytes are never run.
 const program = (): TarMember[] => [dir("bin"), file("bin/app", "placeholder program", { mode: 0o755 })];
@@ -76,6 +79,7 @@ for (const [name, members] of [
   ["large", large()],
   ["small", small()],
 ] as const) {
+  if (ONLY !== undefined && name !== ONLY) continue;
   const base = mkdtempSync(join(tmpdir(), `cairn-bench-wl-${name}-`));
   const image = writeOciLayout(join(base, "image"), { layers: [{ entries: members }], config });
   const spec = join(base, "spec.json");
