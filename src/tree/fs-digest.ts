@@ -71,7 +71,7 @@ function checkedEntries(tree: CanonicalTree): readonly FsEntry[] {
   // The directories met so far: in byte order a parent comes before its children, so its lookup is a hash
   // probe, not a search of the tree; an entry met before its parent (another map's order) falls back to `get`.
   const dirs = new Set<string>();
-  for (const [key, e] of tree) {
+  const check = (key: string, e: FsEntry): void => {
     if (sorted && prev !== undefined && compareBytes(prev, key) >= 0) sorted = false;
     prev = key;
     if (key !== e.path) refuse(key, "map key differs from the entry path");
@@ -84,7 +84,10 @@ function checkedEntries(tree: CanonicalTree): readonly FsEntry[] {
     if (!Number.isSafeInteger(e.mtime)) refuse(e.path, "mtime is not a whole number of seconds");
     if (e.type === "file" && (!Number.isSafeInteger(e.size) || e.size < 0)) refuse(e.path, "size out of range");
     if (e.type === "symlink" && (e.target.length === 0 || e.target.includes("\0"))) refuse(e.path, "symlink target empty or holds NUL");
-  }
+  };
+  // a frozen tree's keys are its entries' paths (it yields [e.path, e]): its own array is walked, no pair allocated per entry
+  if (tree instanceof FrozenTree) for (const e of tree.ordered()) check(e.path, e);
+  else for (const [key, e] of tree) check(key, e);
   if (sorted && tree instanceof FrozenTree) return tree.ordered();
   const out = [...tree.values()];
   return sorted ? out : sortByBytes(out, (e) => e.path);
