@@ -8,7 +8,7 @@
  *
  *   npm run build && node --import tsx bench/workload/profile.ts [N] [TOP]
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
@@ -41,10 +41,9 @@ interface Profile {
 
 const base = mkdtempSync(join(tmpdir(), "cairn-prof-wl-"));
 try {
-  writeOciLayout(join(base, "image"), { layers: [{ entries: small() }], config: { Entrypoint: ["/bin/app"], User: "1000:1000" } });
+  const image = writeOciLayout(join(base, "image"), { layers: [{ entries: small() }], config: { Entrypoint: ["/bin/app"], User: "1000:1000" } });
   const spec = join(base, "spec.json");
-  const image = JSON.parse(require_index(join(base, "image"))) as { manifests: { digest: string }[] };
-  writeFileSync(spec, JSON.stringify({ schema: "cairn.workload/1", source: { oci: { layout: "./image", manifest: image.manifests[0]!.digest } } }));
+  writeFileSync(spec, JSON.stringify({ schema: "cairn.workload/1", source: { oci: { layout: "./image", manifest: image.manifestDigest } } }));
   const store = join(base, "store");
   const lock = join(base, "lock.json");
   await workload.assembleWorkload({ specPath: spec, storeDir: store, lockOut: lock, cairnVersion: "bench" });
@@ -94,8 +93,4 @@ try {
     console.log(`  ${(us / 1000 / N).toFixed(1).padStart(7)} ms  ${((100 * us) / total).toFixed(1).padStart(5)}%  ${k}`);
 } finally {
   rmSync(base, { recursive: true, force: true });
-}
-
-function require_index(layout: string): string {
-  return readFileSync(join(layout, "index.json"), "utf8");
 }
