@@ -119,8 +119,10 @@ export interface ReadOciSourceOptions {
    * the caller reads it once, re-hashing the bytes it decompresses against
    * the digest (applyLayers' `recheckStored`), so what is applied is still
    * exactly what was hashed, without a second pass and a write of every
-   * compressed byte. On (default): staged private copies, as above; also
-   * where /proc/self/fd, which names the open files, is missing.
+   * compressed byte. The open files are named through /proc/self/fd: without
+   * it this mode is refused (PREREQUISITE_MISSING), as reading a layout is
+   * (layout-reader), and cairn's store cannot be opened there either. On
+   * (default): staged private copies, as above.
    */
   readonly stageLayers?: boolean;
   /**
@@ -224,8 +226,13 @@ export async function readOciSource(options: ReadOciSourceOptions): Promise<OciS
     return { digest: sha256(bytes), size: bytes.length, path, bytes };
   };
   const opened: OpenedFile[] = [];
-  // an open file is named through /proc/self/fd; without /proc the layers are staged as usual (re-hashing a staged copy is harmless)
-  const unstaged = options.stageLayers === false && existsSync("/proc/self/fd");
+  const unstaged = options.stageLayers === false;
+  if (unstaged && !existsSync("/proc/self/fd")) {
+    throw new CairnError("PREREQUISITE_MISSING", "reading layers unstaged needs Linux /proc (open files named through /proc/self/fd)", {
+      path: "stageLayers",
+      hint: "run cairn on Linux with /proc mounted",
+    });
+  }
   try {
     const top = async (name: "oci-layout" | "index.json"): Promise<StagedObject> => {
       const f = await reader.openTop(name);

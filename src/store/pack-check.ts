@@ -33,8 +33,8 @@ export class PackCheck {
   readonly #plan = new PackPlan();
   readonly #expected: Sha256Digest | undefined;
   #body: BodyWindow | undefined;
-  /** A recorded content's bytes differ from the expected pack's at its offset. */
-  #differs = false;
+  /** A recorded content's bytes differ from the expected pack's at its offset (shared with each CheckedContent). */
+  readonly #state: CheckState = { differs: false };
 
   constructor(store: Store, expected?: Sha256Digest) {
     this.#store = store;
@@ -50,22 +50,8 @@ export class PackCheck {
   }
 
   begin(size: number): PackContentWriter {
-    const hash = contentHash(size);
     // A content lies at the end of the recorded body (a duplicate or unfinished one records nothing, and the next starts there too).
-    let at = this.#plan.offset;
-    let same = true;
-    return {
-      write: (chunk) => {
-        hash.write(chunk);
-        if (same && this.#body !== undefined && !this.#differs) same = this.#body.holds(chunk, at);
-        at += chunk.length;
-      },
-      end: () => {
-        const a = hash.end();
-        if (this.#plan.record(a.sha256, a.size) && !same) this.#differs = true;
-        return a;
-      },
-    };
+    return new CheckedContent(this.#plan, this.#state, contentHash(size), this.#plan.offset, this.#body);
   }
 
   add(data: Uint8Array): PackedAddress {
@@ -82,7 +68,7 @@ export class PackCheck {
     if (body !== undefined) {
       try {
         // the expected pack is the rebuilt one: its body was compared while streaming; the same open file must end with the tail
-        if (digest === this.#expected) return !this.#differs && body.endsWithTail(this.#plan, size) ? index : undefined;
+        if (digest === this.#expected) return !this.#state.differs && body.endsWithTail(this.#plan, size) ? index : undefined;
       } catch {
         return undefined;
       } finally {
@@ -111,19 +97,61 @@ export class PackCheck {
   }
 }
 
+interface CheckState {
+  differs: boolean;
+}
+
+/**
+ * One content streaming through a PackCheck: hashed, and compared with the
+ * expected pack at its offset while every chunk so far matched and no
+ * recorded content differed (one object per content, no closures: this
+ * runs once per file of the tree). Ending it records it in the plan; a new
+ * content whose bytes did not match marks the pack different.
+ */
+class CheckedContent implements PackContentWriter {
+  readonly #plan: PackPlan;
+  readonly #state: CheckState;
+  readonly #hash: PackContentWriter;
+  readonly #body: BodyWindow | undefined;
+  #at: number;
+  #same = true;
+
+  constructor(plan: PackPlan, state: CheckState, hash: PackContentWriter, at: number, body: BodyWindow | undefined) {
+    this.#plan = plan;
+    this.#state = state;
+    this.#hash = hash;
+    this.#at = at;
+    this.#body = body;
+  }
+
+  write(chunk: Uint8Array): void {
+    this.#hash.write(chunk);
+    if (this.#same && this.#body !== undefined && !this.#state.differs) this.#same = this.#body.holds(chunk, this.#at);
+    this.#at += chunk.length;
+  }
+
+  end(): PackedAddress {
+    const a = this.#hash.end();
+    if (this.#plan.record(a.sha256, a.size) && !this.#same) this.#state.differs = true;
+    return a;
+  }
+}
+
 /** The expected pack's body through one 1 MiB window, refilled where the compared bytes leave it (sequentially, as contents stream in order). */
 class BodyWindow {
   readonly #fd: number;
   readonly #buf = Buffer.allocUnsafe(WRITE_BUFFER);
   #start = 0;
   #length = 0;
+  #closed = false;
 
   constructor(fd: number) {
     this.#fd = fd;
   }
 
-  /** True when the pack holds exactly `chunk` at offset `at`. */
+  /** True when the pack holds exactly `chunk` at offset `at`; false once closed (a content still streaming after `finish` or `abort`). */
   holds(chunk: Uint8Array, at: number): boolean {
+    if (this.#closed) return false;
     for (let done = 0; done < chunk.length; ) {
       const pos = at + done;
       if (pos < this.#start || pos >= this.#start + this.#length) {
@@ -146,6 +174,7 @@ class BodyWindow {
   }
 
   close(): void {
+    this.#closed = true;
     closeSync(this.#fd);
   }
 }

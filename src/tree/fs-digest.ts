@@ -20,7 +20,7 @@
  * can differ in them): inode numbers, link counts, atime/ctime, sub-second
  * times, xattrs/ACLs, device numbers, host user names, enumeration order.
  */
-import { CairnError, compareBytes, declareIdentity, digestHex, identityHasher, sortByBytes, type Sha256Digest } from "../core/index.ts";
+import { CairnError, compareBytes, declareIdentity, identityHasher, sortByBytes, type Sha256Digest } from "../core/index.ts";
 import type { CanonicalTree, FsEntry } from "./entries.ts";
 import { FrozenTree } from "./frozen-tree.ts";
 import { isCanonicalPath, parentOf } from "./tree-paths.ts";
@@ -45,12 +45,24 @@ function refuse(path: string, message: string): never {
   });
 }
 
+declare const CHECKED: unique symbol;
+/**
+ * A tree's entries in byte order of path, checked by `sortedEntries` (the only
+ * maker of one): a derivation checks its tree once and hands the result to
+ * both encoders of it (the fs identity and the derived entry).
+ */
+export type SortedEntries = readonly FsEntry[] & { readonly [CHECKED]: true };
+
 /**
  * Checks the invariants the framing depends on: keys equal entry paths, paths
  * are canonical, "/" is a directory, every parent is an explicit directory,
  * numbers fit their frames. Returns the entries sorted by UTF-8 path bytes.
  */
-export function sortedEntries(tree: CanonicalTree): readonly FsEntry[] {
+export function sortedEntries(tree: CanonicalTree): SortedEntries {
+  return checkedEntries(tree) as SortedEntries;
+}
+
+function checkedEntries(tree: CanonicalTree): readonly FsEntry[] {
   const root = tree.get("/");
   if (root === undefined || root.type !== "dir") refuse("/", "the root must be an explicit directory");
   // A frozen tree is already in byte order (TreeModel.freeze) and its own array is handed out; only another map is copied and sorted.
@@ -59,7 +71,7 @@ export function sortedEntries(tree: CanonicalTree): readonly FsEntry[] {
   // The directories met so far: in byte order a parent comes before its children, so its lookup is a hash
   // probe, not a search of the tree; an entry met before its parent (another map's order) falls back to `get`.
   const dirs = new Set<string>();
-  for (const [key, e] of tree) {
+  const check = (key: string, e: FsEntry): void => {
     if (sorted && prev !== undefined && compareBytes(prev, key) >= 0) sorted = false;
     prev = key;
     if (key !== e.path) refuse(key, "map key differs from the entry path");
@@ -72,7 +84,10 @@ export function sortedEntries(tree: CanonicalTree): readonly FsEntry[] {
     if (!Number.isSafeInteger(e.mtime)) refuse(e.path, "mtime is not a whole number of seconds");
     if (e.type === "file" && (!Number.isSafeInteger(e.size) || e.size < 0)) refuse(e.path, "size out of range");
     if (e.type === "symlink" && (e.target.length === 0 || e.target.includes("\0"))) refuse(e.path, "symlink target empty or holds NUL");
-  }
+  };
+  // a frozen tree's keys are its entries' paths (it yields [e.path, e]): its own array is walked, no pair allocated per entry
+  if (tree instanceof FrozenTree) for (const e of tree.ordered()) check(e.path, e);
+  else for (const [key, e] of tree) check(key, e);
   if (sorted && tree instanceof FrozenTree) return tree.ordered();
   const out = [...tree.values()];
   return sorted ? out : sortByBytes(out, (e) => e.path);
@@ -104,6 +119,34 @@ function putI64(buf: Buffer, at: number, v: number): void {
   buf.writeUInt32BE(v - hi * 0x1_0000_0000, at + 4);
 }
 
+/** Hex digit values by character code below 128, -1 for anything else (upper and lower case, as Buffer's "hex"). */
+const HEX = new Int8Array(128).fill(-1);
+for (let c = 0; c < 10; c++) HEX[0x30 + c] = c;
+for (let c = 0; c < 6; c++) HEX[0x41 + c] = HEX[0x61 + c] = 10 + c;
+
+/**
+ * Writes the 32 bytes the digest's 64 hex digits (after its `algo:` prefix)
+ * spell into `buf` at `at`: the bytes of `buf.write(digestHex(d), at, "hex")`,
+ * decoded here through a table instead of a native call and a sliced string
+ * per file. False when that write would not give exactly 32 bytes (a non-hex
+ * digit, too few digits) and when more than 64 digits follow the prefix
+ * (which that write refused, writing past 32 bytes, wherever the scratch
+ * buffer had room after the frame, and accepted at its end).
+ */
+export function putDigestBytes(buf: Buffer, at: number, d: string): boolean {
+  const from = d.indexOf(":") + 1;
+  if (d.length - from !== 64) return false;
+  for (let j = 0; j < 32; j++) {
+    const x = d.charCodeAt(from + 2 * j);
+    const y = d.charCodeAt(from + 2 * j + 1);
+    const hi = x < 128 ? HEX[x]! : -1;
+    const lo = y < 128 ? HEX[y]! : -1;
+    if ((hi | lo) < 0) return false;
+    buf[at + j] = (hi << 4) | lo;
+  }
+  return true;
+}
+
 /** Writes `e`'s frame into `buf` at `base` (at least frameSize(e) bytes free there); returns the offset after it. */
 function frameInto(e: FsEntry, buf: Buffer, base: number): number {
   buf[base] = TYPE_TAG[e.type];
@@ -116,7 +159,7 @@ function frameInto(e: FsEntry, buf: Buffer, base: number): number {
   if (e.type === "file") {
     putI64(buf, at, e.size);
     at += 8;
-    if (buf.write(digestHex(e.sha256), at, "hex") !== 32) refuse(e.path, "sha256 is not 32 bytes");
+    if (!putDigestBytes(buf, at, e.sha256)) refuse(e.path, "sha256 is not 32 bytes");
     at += 32;
   } else if (e.type === "symlink") {
     at = putStr(buf, at, e.target);
@@ -141,7 +184,11 @@ export function frameTree(tree: CanonicalTree): Buffer {
 
 /** The `cairn.fs/1` identity of a tree (streamed into the hash; equal to hashing the tag and `frameTree`). */
 export function fsIdentity(tree: CanonicalTree): Sha256Digest {
-  const entries = sortedEntries(tree);
+  return fsIdentityOf(sortedEntries(tree));
+}
+
+/** The `cairn.fs/1` identity of a tree's checked entries (`sortedEntries`). */
+export function fsIdentityOf(entries: SortedEntries): Sha256Digest {
   const h = identityHasher(FS_IDENTITY);
   const count = Buffer.alloc(8);
   count.writeBigUInt64BE(BigInt(entries.length));

@@ -3,7 +3,7 @@
 // application with whiteouts. Imports only core.
 export type { CanonicalTree, FsEntry, FileEntry, DirEntry, SymlinkEntry, ContentSource, ContentSink, ContentWriter, ContentAddress } from "./entries.ts";
 export { memorySink, wholeFileSink, hashingWriter, HASH_ONLY_SINK } from "./entries.ts";
-export { fsIdentity, frameTree, frameEntry, sortedEntries, FS_IDENTITY } from "./fs-digest.ts";
+export { fsIdentity, fsIdentityOf, frameTree, frameEntry, sortedEntries, FS_IDENTITY, type SortedEntries } from "./fs-digest.ts";
 export { isCanonicalPath, parentOf, ancestors } from "./tree-paths.ts";
 export { resolveInRoot, resolveInTree, MAX_SYMLINK_HOPS } from "./in-root.ts";
 export { directoryView, treeView } from "./root-view.ts";

@@ -9,7 +9,7 @@ import { CairnError, canonicalBytes, sha256, type Sha256Digest } from "../core/i
 import { buildBinaryWorkload } from "./binary.ts";
 import type { RawRef } from "./closure.ts";
 import { hashDerived, type DerivedEntry } from "./derived-entry.ts";
-import { fsIdentity } from "../tree/index.ts";
+import { fsIdentityOf, sortedEntries } from "../tree/index.ts";
 import { sourceIdentity, workloadIdentity, type SourceFacts, type SourceKind, type WorkloadIdentities } from "./workload-identity.ts";
 import { launchIdentity, type Launch } from "./launch.ts";
 import type { LayerPolicy } from "../tree/index.ts";
@@ -47,14 +47,16 @@ export function finishDerivation(input: { spec: WorkloadSpec; tree: CanonicalTre
   const specRef: RawRef = { role: "spec", digest: sha256(specBytes), size: specBytes.length };
   const raw = [specRef, ...input.raw];
   const kind = input.source.kind;
-  const fs = fsIdentity(input.tree);
+  // the tree's invariants checked once, for both encoders of it (the fs identity and the derived entry)
+  const entries = sortedEntries(input.tree);
+  const fs = fsIdentityOf(entries);
   const launch = launchIdentity(input.launch);
   const source = sourceIdentity(input.source);
   const workload = workloadIdentity({ kind, source, fs, launch, policy: input.spec.policy });
   const identities = { workload, source, fs, launch };
   const entry = { kind, identities, policy: input.spec.policy, launch: input.launch, raw, tree: input.tree };
   // hashed as it is made, never held: assembly writes it into the store by the same pass again (hashDerived)
-  const hashed = hashDerived(entry);
+  const hashed = hashDerived(entry, undefined, entries);
   return {
     kind,
     specBytes,

@@ -13,7 +13,7 @@ import { CairnError, canonicalize, declareIdentity, defineScope, identityBytes, 
 import { rawModel, type RawRef } from "./closure.ts";
 import type { SourceKind, WorkloadIdentities } from "./workload-identity.ts";
 import { launchModel, type Launch } from "./launch.ts";
-import { policyModel, sortedEntries, type CanonicalTree, type FsEntry, type LayerPolicy } from "../tree/index.ts";
+import { policyModel, sortedEntries, type CanonicalTree, type FsEntry, type LayerPolicy, type SortedEntries } from "../tree/index.ts";
 
 export const DERIVED_SCHEMA = "cairn.derived/1";
 
@@ -88,8 +88,12 @@ export function entryText(e: FsEntry, i: number): string {
 /** `"tree"` sorts after every other key of the entry (JCS orders keys by UTF-16 units), so the document ends with it. */
 const EMPTY_TREE_TAIL = Buffer.from('"tree":[]}');
 
-/** The entry's bytes up to and including `"tree":[`, and the tree's entries in byte order (checked by sortedEntries). */
-function opening(d: DerivedEntry): { open: Buffer; entries: readonly FsEntry[] } {
+/**
+ * The entry's bytes up to and including `"tree":[`, and the tree's entries in
+ * byte order (checked by sortedEntries, unless the caller checked them: the
+ * same tree's `sortedEntries`, made in the same synchronous pass).
+ */
+function opening(d: DerivedEntry, checked?: SortedEntries): { open: Buffer; entries: readonly FsEntry[] } {
   const head = identityBytes(DERIVED_ENTRY_IDENTITY, {
     source_kind: d.kind,
     identities: { ...d.identities },
@@ -99,7 +103,7 @@ function opening(d: DerivedEntry): { open: Buffer; entries: readonly FsEntry[] }
     tree: [],
   });
   if (!head.subarray(head.length - EMPTY_TREE_TAIL.length).equals(EMPTY_TREE_TAIL)) throw new TypeError("derived entry: the tree is not the last key");
-  return { open: head.subarray(0, head.length - 2), entries: sortedEntries(d.tree) };
+  return { open: head.subarray(0, head.length - 2), entries: checked ?? sortedEntries(d.tree) };
 }
 
 /**
@@ -139,8 +143,8 @@ const HASH_BUFFER = 64 * 1024;
  * chunk valid until `write` returns): assembly stores the entry from them,
  * never holding it whole (some 35 MB for 200,000 entries).
  */
-export function hashDerived(d: DerivedEntry, write?: (chunk: Uint8Array) => void): { digest: Sha256Digest; size: number } {
-  const { open, entries } = opening(d);
+export function hashDerived(d: DerivedEntry, write?: (chunk: Uint8Array) => void, checked?: SortedEntries): { digest: Sha256Digest; size: number } {
+  const { open, entries } = opening(d, checked);
   const h = new Sha256Hasher();
   h.update(open);
   write?.(open);

@@ -30,7 +30,7 @@ import type { SourceKind, WorkloadIdentities } from "./workload-identity.ts";
 import type { Launch } from "./launch.ts";
 import { LOCK_MAX_BYTES, parseWorkloadLock, type WorkloadLock } from "./workload-lock.ts";
 import { parseCanonicalSpec, SPEC_MAX_BYTES, type WorkloadSpec } from "./spec.ts";
-import { samePolicy, type CanonicalTree, type ContentSource } from "../tree/index.ts";
+import { samePolicy, type CanonicalTree, type ContentSource, type FileEntry } from "../tree/index.ts";
 import { readSourceFile } from "./source-file.ts";
 
 export interface VerifiedWorkload {
@@ -165,18 +165,9 @@ async function verifyAgainst(lock: WorkloadLock, storeDir: string, writable: Sto
   // checked in chunks, not held: it hashes to the lock's digest, which the rebuilt entry's digest equals (compared above)
   atField("/derived", "derived entry", () => store.check("derived", lock.derived.digest, lock.derived.size, "derivedBytes"));
   if (derived.derivedDigest !== lock.derived.digest) mismatch("/derived", "the stored derived entry");
-  // every file's content is in the store (the contents `content` hands out are exactly the tree's files': contentSource)
-  for (const e of derived.tree.values()) {
-    if (e.type !== "file") continue;
-    if (!(pack !== undefined ? pack.entries.has(e.sha256) : store.has("objects", e.sha256, e.size))) {
-      throw new CairnError("STORE_MISSING", `file content ${e.sha256} of ${e.path} is not in the store`, {
-        path: e.path,
-        hint: "assemble again into this store",
-      });
-    }
-  }
-  if (pack !== undefined) writable.recordPack(lock.derived.digest, pack.digest);
+  // every file's content is in the store, checked as the content source marks the tree's files (one lookup per file)
   const content = contentSource(store, derived.tree, pack);
+  if (pack !== undefined) writable.recordPack(lock.derived.digest, pack.digest);
   return {
     lock,
     kind: lock.kind,
@@ -191,20 +182,35 @@ async function verifyAgainst(lock: WorkloadLock, storeDir: string, writable: Sto
   };
 }
 
+function contentMissing(e: FileEntry): never {
+  throw new CairnError("STORE_MISSING", `file content ${e.sha256} of ${e.path} is not in the store`, {
+    path: e.path,
+    hint: "assemble again into this store",
+  });
+}
+
 /**
  * File bytes of the verified tree only: a digest no file of the tree has (a
  * content an upper layer removed is still in the pack) is STORE_MISSING. An
  * OCI tree's files are marked in a byte per pack content, not held in a
- * second table by digest; a binary tree has one file.
+ * second table by digest; a binary tree has one file. Making it checks that
+ * every file's content is in the store (in the pack, or a stored object),
+ * refusing the first that is not (STORE_MISSING naming the file's path): the
+ * one lookup per file that marks it is also its membership check.
  */
 function contentSource(store: Store, tree: CanonicalTree, pack: PackIndex | undefined): ContentSource {
   const inTree = pack !== undefined ? new Uint8Array(pack.entries.size) : undefined;
   const sizes = new Map<Sha256Digest, number>();
   for (const e of tree.values()) {
     if (e.type !== "file") continue;
-    const i = pack?.entries.indexOf(e.sha256) ?? -1;
-    if (i >= 0) inTree![i] = 1;
-    else if (pack === undefined) sizes.set(e.sha256, e.size);
+    if (pack !== undefined) {
+      const i = pack.entries.indexOf(e.sha256);
+      if (i < 0) contentMissing(e);
+      inTree![i] = 1;
+    } else {
+      if (!store.has("objects", e.sha256, e.size)) contentMissing(e);
+      sizes.set(e.sha256, e.size);
+    }
   }
   const sizeOf = (sha256: Sha256Digest): number => {
     const i = pack !== undefined ? pack.entries.indexOf(sha256) : -1;

@@ -1,0 +1,96 @@
+/**
+ * Where `workload verify`'s CPU goes on the 20,000-file layout: assembles
+ * once, then profiles N verifies of the compiled dist/ in this process
+ * (node:inspector's CPU profiler, started after assembly so only verify is
+ * sampled), and prints self time per function summed over the profile's
+ * samples, per verify, largest first. The figures are sampled (1 ms), for
+ * finding costs, not for the ratios (run.ts measures those).
+ *
+ *   npm run build && node --import tsx bench/workload/profile.ts [N] [TOP]
+ */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { Session } from "node:inspector/promises";
+import { tmpdir } from "node:os";
+import { basename, join } from "node:path";
+import { writeOciLayout } from "../../tests/workload/fixtures/oci-writer.ts";
+import { dir, file, type TarMember } from "../../tests/workload/fixtures/tar-writer.ts";
+import { workload } from "../assemble/compiled.ts";
+import { content } from "../assemble/layouts.ts";
+
+const N = Number(process.argv[2] ?? 5);
+const TOP = Number(process.argv[3] ?? 40);
+
+function small(): TarMember[] {
+  const m: TarMember[] = [dir("bin"), file("bin/app", "placeholder program", { mode: 0o755 }), dir("usr"), dir("usr/share")];
+  for (let d = 0; d < 200; d++) m.push(dir(`usr/share/d${d}`, { mtime: 1_700_000_000 }));
+  for (let i = 0; i < 20_000; i++)
+    m.push(file(`usr/share/d${i % 200}/f${i}.txt`, content(512 + ((i * 7919) % 7680), i), { mode: 0o644, mtime: 1_700_000_000 }));
+  return m;
+}
+
+interface Node {
+  id: number;
+  children?: number[];
+  callFrame: { functionName: string; url: string; lineNumber: number };
+}
+interface Profile {
+  nodes: Node[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+const base = mkdtempSync(join(tmpdir(), "cairn-prof-wl-"));
+try {
+  const image = writeOciLayout(join(base, "image"), { layers: [{ entries: small() }], config: { Entrypoint: ["/bin/app"], User: "1000:1000" } });
+  const spec = join(base, "spec.json");
+  writeFileSync(spec, JSON.stringify({ schema: "cairn.workload/1", source: { oci: { layout: "./image", manifest: image.manifestDigest } } }));
+  const store = join(base, "store");
+  const lock = join(base, "lock.json");
+  await workload.assembleWorkload({ specPath: spec, storeDir: store, lockOut: lock, cairnVersion: "bench" });
+  await workload.openVerifiedWorkload(lock, store); // warm-up, not sampled
+  const session = new Session();
+  session.connect();
+  await session.post("Profiler.enable");
+  await session.post("Profiler.setSamplingInterval", { interval: 500 });
+  await session.post("Profiler.start");
+  const t0 = performance.now();
+  for (let i = 0; i < N; i++) {
+    const w = await workload.openVerifiedWorkload(lock, store);
+    if (w.repaired.length > 0) throw new Error("verify repaired the fresh store");
+  }
+  const wall = (performance.now() - t0) / N;
+  const { profile } = (await session.post("Profiler.stop")) as { profile: Profile };
+  session.disconnect();
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const self = new Map<string, number>();
+  let total = 0;
+  profile.samples.forEach((id, i) => {
+    const f = byId.get(id)!.callFrame;
+    const key = `${f.functionName || "(anonymous)"} ${f.url ? `${basename(f.url)}:${f.lineNumber + 1}` : ""}`;
+    const dt = profile.timeDeltas[i] ?? 0;
+    self.set(key, (self.get(key) ?? 0) + dt);
+    total += dt;
+  });
+  // inclusive time: each sample counts once for every distinct function on its stack
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const keyOf = (n: Node): string => {
+    const f = n.callFrame;
+    return `${f.functionName || "(anonymous)"} ${f.url ? `${basename(f.url)}:${f.lineNumber + 1}` : ""}`;
+  };
+  const inclusive = new Map<string, number>();
+  profile.samples.forEach((id, i) => {
+    const dt = profile.timeDeltas[i] ?? 0;
+    const seen = new Set<string>();
+    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) seen.add(keyOf(byId.get(at)!));
+    for (const k of seen) inclusive.set(k, (inclusive.get(k) ?? 0) + dt);
+  });
+  console.log(`verify x${N}: wall ${wall.toFixed(0)} ms each; sampled ${(total / 1000 / N).toFixed(0)} ms each; self time per verify:`);
+  for (const [k, us] of [...self].sort((a, b) => b[1] - a[1]).slice(0, TOP))
+    console.log(`  ${(us / 1000 / N).toFixed(1).padStart(7)} ms  ${((100 * us) / total).toFixed(1).padStart(5)}%  ${k}`);
+  console.log("inclusive time per verify:");
+  for (const [k, us] of [...inclusive].sort((a, b) => b[1] - a[1]).slice(0, TOP))
+    console.log(`  ${(us / 1000 / N).toFixed(1).padStart(7)} ms  ${((100 * us) / total).toFixed(1).padStart(5)}%  ${k}`);
+} finally {
+  rmSync(base, { recursive: true, force: true });
+}
