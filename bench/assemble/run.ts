@@ -303,7 +303,7 @@ async function bench(name: string, write: (dir: string) => WrittenImage): Promis
         () =>
           timed(async () => {
             const store = looseSink(join(out, "store3"));
-            const src = await readOciSource({ layoutDir: layout, manifestDigest: img.manifestDigest, stagingDir: store.staging, flushLayers: true });
+            const src = await readOciSource({ layoutDir: layout, manifestDigest: img.manifestDigest, stagingDir: store.staging });
             await applyLayers({ layers: src.layers, policy: STRICT_POLICY, sink: store.sink });
             store.finish(src);
           }),

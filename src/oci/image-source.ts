@@ -9,12 +9,12 @@
  * handed on for decompression (layers, from the staged copy only). Nothing
  * is ever re-read from the source. A staged copy is named only once its
  * digest matched; it is not fsynced (staging is private and per run), the
- * store's adoption is what makes a copy durable (see `flushLayers`).
- * One exception, for verify reading the store's own copies
+ * store's adoption is what makes a copy durable.
+ * One exception, for assembly and for verify reading the store's own copies
  * (`stageLayers: false`): a layer is opened and its size checked but not
  * read here; its one read, by the layer reader, hashes exactly the bytes it
- * decompresses, and nothing derived from them stands unless the digest
- * matched at the end.
+ * decompresses (and, for assembly, writes the copy the store adopts), and
+ * nothing derived from them stands unless the digest matched at the end.
  *
  * The staging directory is itself a minimal OCI layout holding the selected
  * closure (`oci-layout`, `index.json`, `blobs/sha256/<manifest|config|layers>`),
@@ -106,20 +106,12 @@ export interface ReadOciSourceOptions {
   readonly stagingDir: string;
   readonly limits?: LayerLimits;
   /**
-   * Start writing each staged layer copy to disk as soon as it is verified
-   * (not awaited), for a caller that adopts the copies into the store
-   * (assembly): the store's fsync then finds them written, and the disk
-   * works while the layers are decompressed. Off, a staged copy that is
-   * read and dropped (verify, check, export) costs no disk writes at all.
-   */
-  readonly flushLayers?: boolean;
-  /**
-   * Off (verify, reading the store's own copies): each layer blob is opened
+   * Off (assembly; verify, reading the store's own copies): each layer blob is opened
    * through the reader and its size checked, but neither read nor copied;
    * the caller reads it once, re-hashing the bytes it decompresses against
    * the digest (applyLayers' `recheckStored`), so what is applied is still
-   * exactly what was hashed, without a second pass and a write of every
-   * compressed byte. The open files are named through /proc/self/fd: without
+   * exactly what was hashed, without a second pass (assembly has the same
+   * read write the copy it adopts: tree's `copyFd`). The open files are named through /proc/self/fd: without
    * it this mode is refused (PREREQUISITE_MISSING), as reading a layout is
    * (layout-reader), and cairn's store cannot be opened there either. On
    * (default): staged private copies, as above.
@@ -287,7 +279,7 @@ export async function readOciSource(options: ReadOciSourceOptions): Promise<OciS
       if (dest === undefined && unstaged) dest = openedPath(await reader.openBlob(d.digest, path), d.size, path, opened);
       else if (dest === undefined) {
         dest = blobDest(d.digest);
-        await copyVerified(await reader.openBlob(d.digest, path), d.size, d.digest, dest, path, options.flushLayers === true);
+        await copyVerified(await reader.openBlob(d.digest, path), d.size, d.digest, dest, path);
       }
       layers.push(Object.freeze({ index: i, mediaType: d.mediaType, compression, digest: d.digest, size: d.size, diffId: checked.diffIds[i]!, path: dest }));
     }

@@ -237,12 +237,9 @@ export async function readVerified(file: OpenedFile, size: number, digest: Sha25
  * The copy is not fsynced before it is named: it is private staging that
  * this process reads, and a crash leaves it to the next writer's clean-up
  * like any staging leftover. Durability is the store's: `Store.adopt`
- * fsyncs the file before it gets its store name. With `flush` (a caller
- * that will adopt the copy), the write-back is started here (`datasync`,
- * not awaited) so that the disk writes overlap decompression instead of
- * stalling it or waiting for the adoption; its outcome is not relied on.
+ * fsyncs the file before it gets its store name.
  */
-export async function copyVerified(file: OpenedFile, size: number, digest: Sha256Digest, dest: string, path: string, flush = false): Promise<void> {
+export async function copyVerified(file: OpenedFile, size: number, digest: Sha256Digest, dest: string, path: string): Promise<void> {
   const tmp = tempSibling(dest);
   let out: FileHandle | undefined;
   try {
@@ -260,12 +257,7 @@ export async function copyVerified(file: OpenedFile, size: number, digest: Sha25
     await rename(tmp, dest);
     const done = out;
     out = undefined;
-    if (!flush) await done.close();
-    else
-      void done
-        .datasync()
-        .catch(() => undefined)
-        .finally(() => done.close().catch(() => undefined));
+    await done.close();
   } catch (cause) {
     if (out) await out.close().catch(() => undefined);
     await rm(tmp, { force: true });
