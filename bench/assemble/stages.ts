@@ -10,9 +10,11 @@
  *   gunzip          Node's gunzip of it, output dropped
  *   gunzip+sha      the floor of run.ts
  *   gunzip+gate     the strict tar gate (headers, limits, DiffID sha256)
- *   read-layer      + tar-stream framing and layer-reader's checks (no sink)
- *   read-source     readOciSource alone (read, sha256, private copy)
- *   apply-noop      readOciSource + applyLayers, a sink that drops bytes
+ *   read-layer      readLayer: the gate's framing and layer-reader's checks,
+ *                   on the inflate thread (no sink)
+ *   read-source     readOciSource alone, staging (read, sha256, private copy)
+ *   apply-noop      readOciSource unstaged + applyLayers (each layer read
+ *                   once on the inflate thread), a sink that drops bytes
  *   apply-hash      the same, file bytes hashed (content addresses)
  *   apply-pack      the same, file bytes into a content pack
  *
@@ -61,8 +63,10 @@ async function applied(sink: (root: string) => { sink: ContentSink; finish: () =
   const out = join(work, `run-${k++}`);
   mkdirSync(out);
   const s = sink(join(out, "store"));
-  const src = await oci.readOciSource({ layoutDir: layout, manifestDigest: facts.manifestDigest, stagingDir: join(out, "staging") });
-  await tree.applyLayers({ layers: src.layers, policy: STRICT_POLICY, sink: s.sink });
+  // as assembly reads layers: once, unstaged, re-hashed on the inflate thread (no copy: that is a write)
+  const src = await oci.readOciSource({ layoutDir: layout, manifestDigest: facts.manifestDigest, stagingDir: join(out, "staging"), stageLayers: false });
+  await tree.applyLayers({ layers: src.layers, policy: STRICT_POLICY, sink: s.sink, recheckStored: true });
+  await src.close();
   s.finish();
   rmSync(out, { recursive: true, force: true });
 }
