@@ -92,13 +92,19 @@ function* tailChunks(entries: PackEntries): Generator<Buffer> {
     for (let i = first; i < end; i++) {
       const at = (i - first) * ENTRY_BYTES;
       entries.copyDigest(i, buf, at);
-      buf.writeBigUInt64BE(BigInt(entries.sizeAt(i)), at + 32);
+      writeU64(buf, entries.sizeAt(i), at + 32);
     }
     yield buf.subarray(0, (end - first) * ENTRY_BYTES);
   }
-  buf.writeBigUInt64BE(BigInt(n), 0);
+  writeU64(buf, n, 0);
   PACK_MAGIC.copy(buf, 8);
   yield buf.subarray(0, TRAILER_BYTES);
+}
+
+/** A safe integer as 8 big-endian bytes, written as two 32-bit halves (no BigInt per entry). */
+function writeU64(buf: Buffer, v: number, at: number): void {
+  buf.writeUInt32BE(Math.floor(v / 0x1_0000_0000), at);
+  buf.writeUInt32BE(v >>> 0, at + 4);
 }
 
 function corrupt(digest: string, what: string): CairnError {
