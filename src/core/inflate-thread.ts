@@ -7,8 +7,8 @@
  * stays bounded whatever the layer inflates to.
  *
  * What the thread reports is compared by the caller: the stored size and
- * digest, the output's digest, the limits (for layers, tree/layer-reader.ts). A refusal
- * thrown by `onChunk` gives the job up (the thread drops its streams, and
+ * digest, the output's digest, the limits (for layers, tree/layer-reader.ts).
+ * A refusal thrown by `onChunk` gives the job up (the thread drops its streams, and
  * its late reports are told apart by the job's id); the thread is kept for
  * the next layer, idle without keeping the process alive. A thread that
  * failed itself is terminated.
@@ -28,7 +28,7 @@ export interface InflateJob {
   readonly gzip: boolean;
   /** A descriptor the caller opened for writing: it receives the stored bytes at their offsets (never closed here). */
   readonly copyFd?: number;
-  /** Hash the stored bytes too (the result's `storedDigest`). */
+  /** Hash the stored bytes too (the digest `onStored` receives). */
   readonly hashStored: boolean;
   /** Stop reading (`onStoredLimit`) once more stored bytes than this were read. */
   readonly maxStored: number;
@@ -101,8 +101,8 @@ function unwire(e: WireError): Error {
  * every chunk reached `onChunk`. It settles only after the thread's last
  * report of the job (`end`, `error`, `stored-limit`, or `aborted` in answer
  * to a refusal here), which the thread sends once it has stopped reading and
- * removed an unfinished copy: when this rejects, nothing of the job is left
- * running or half-written.
+ * every write into the copy has ended: when this settles, nothing of the job
+ * is still running, and the caller may close or remove its copy.
  */
 export function inflateOnThread(job: InflateJob, handlers: InflateHandlers): Promise<string> {
   const w = take();

@@ -89,8 +89,10 @@ const CHUNK = 1 << 20;
  * 200,000 entries peaked at 236 MB against 196 MB in-thread). So the thread
  * runs a minor collection (a scavenge of its small young generation, well
  * under a millisecond) every COLLECT_EVERY bytes: that verify peaks at
- * 206 MB. V8's `gc` is reached the documented way (`--expose-gc`, then a new
- * context); where V8 refuses the flag, the thread just collects less often.
+ * 206 MB. V8's `gc` is reached by setting `--expose-gc` at run time and
+ * reading `gc` from a new context: Node asks for care with run-time flags;
+ * this one only adds `gc` to contexts made afterwards, and cairn makes no
+ * other. Where V8 refuses the flag, the thread just collects less often.
  */
 const COLLECT_EVERY = 4 * CHUNK;
 setFlagsFromString("--expose-gc");
@@ -116,12 +118,11 @@ function wire(e: unknown): WireError {
 }
 
 /**
- * Runs one job. Nothing is allocated per MiB here, so neither thread holds
- * dead buffers for a collector that rarely runs on a thread with few JS
- * objects: the stored bytes are read into two reused buffers (one is read
- * while gunzip, or the copy's write, still holds the other), and the
- * uncompressed bytes are copied into 1 MiB transfer buffers that the main
- * thread hands back with its acknowledgement.
+ * Runs one job. Apart from gunzip's own output buffers (collected as above),
+ * nothing is allocated per MiB: the stored bytes are read into two reused
+ * buffers (one is read while gunzip, or the copy's write, still holds the
+ * other), and the uncompressed bytes are copied into 1 MiB transfer buffers
+ * that the main thread hands back with its acknowledgement.
  */
 function run(job: InflateJobMessage, send: (m: InflateReport, transfer?: ArrayBuffer[]) => void, pool: ArrayBuffer[]): Running {
   const post = (m: Report, transfer?: ArrayBuffer[]): void => send({ ...m, id: job.id } as InflateReport, transfer);

@@ -254,8 +254,10 @@ async function readMembers(
 function eachMember(pending: PendingLayer, options: ApplyLayersOptions, layer: number, step: (p: Pending, at: () => string) => void): void {
   const collect = options.collect;
   const { members } = pending;
-  for (let i = 0; i < members.length; i++) {
-    const at = () => memberAt(pending, i);
+  // one locator for the pass, reading the index as it advances (steps use it only to build a refusal, at once)
+  let i = 0;
+  const at = (): string => memberAt(pending, i);
+  for (; i < members.length; i++) {
     if (collect === undefined) {
       step(members[i]!, at);
       continue;
