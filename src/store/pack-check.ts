@@ -16,8 +16,8 @@
  * content re-hashed (`bodyMatches`).
  */
 import { closeSync, fstatSync } from "node:fs";
-import { readFullyAt, Sha256Hasher, type Sha256Digest } from "../core/index.ts";
-import { contentHash, openPack, PackPlan, WRITE_BUFFER, type PackContentWriter, type PackedAddress, type PackIndex } from "./pack.ts";
+import { ContentHasher, readFullyAt, Sha256Hasher, type Sha256Digest } from "../core/index.ts";
+import { openPack, PackPlan, WRITE_BUFFER, type PackContentWriter, type PackedAddress, type PackIndex } from "./pack.ts";
 import type { Store } from "./store.ts";
 
 /**
@@ -51,7 +51,7 @@ export class PackCheck {
 
   begin(size: number): PackContentWriter {
     // A content lies at the end of the recorded body (a duplicate or unfinished one records nothing, and the next starts there too).
-    return new CheckedContent(this.#plan, this.#state, contentHash(size), this.#plan.offset, this.#body);
+    return new CheckedContent(this.#plan, this.#state, new ContentHasher(size), this.#plan.offset, this.#body);
   }
 
   add(data: Uint8Array): PackedAddress {
@@ -111,12 +111,12 @@ interface CheckState {
 class CheckedContent implements PackContentWriter {
   readonly #plan: PackPlan;
   readonly #state: CheckState;
-  readonly #hash: PackContentWriter;
+  readonly #hash: ContentHasher;
   readonly #body: BodyWindow | undefined;
   #at: number;
   #same = true;
 
-  constructor(plan: PackPlan, state: CheckState, hash: PackContentWriter, at: number, body: BodyWindow | undefined) {
+  constructor(plan: PackPlan, state: CheckState, hash: ContentHasher, at: number, body: BodyWindow | undefined) {
     this.#plan = plan;
     this.#state = state;
     this.#hash = hash;
@@ -125,15 +125,15 @@ class CheckedContent implements PackContentWriter {
   }
 
   write(chunk: Uint8Array): void {
-    this.#hash.write(chunk);
+    this.#hash.update(chunk);
     if (this.#same && this.#body !== undefined && !this.#state.differs) this.#same = this.#body.holds(chunk, this.#at);
     this.#at += chunk.length;
   }
 
   end(): PackedAddress {
-    const a = this.#hash.end();
-    if (this.#plan.record(a.sha256, a.size) && !this.#same) this.#state.differs = true;
-    return a;
+    // the plan takes the digest's 32 bytes from the hasher (no string parsed back per content)
+    if (this.#plan.recordRaw(this.#hash.raw(), this.#hash.size) && !this.#same) this.#state.differs = true;
+    return { sha256: this.#hash.digest(), size: this.#hash.size };
   }
 }
 

@@ -50,14 +50,6 @@ export interface PackContentWriter {
   end(): PackedAddress;
 }
 
-/** Hashes and counts the chunks of one content. */
-export function contentHash(declared: number): { write(chunk: Uint8Array): void; end(): PackedAddress } {
-  const h = new ContentHasher(declared);
-  return {
-    write: (chunk) => h.update(chunk),
-    end: () => ({ sha256: h.digest(), size: h.size }),
-  };
-}
 import type { Store } from "./store.ts";
 import { PackEntries } from "./pack-entries.ts";
 
