@@ -1,13 +1,14 @@
 /**
  * Gunzip on another thread: `inflateOnThread` has a worker thread
- * (core/inflate-worker.ts) read a stored layer file, hash it and its tar
- * stream, and hand the stream's chunks back in order, each to `onChunk` on
+ * (core/inflate-worker.ts) read a stored layer file, hash it, inflate it,
+ * and hand the stream's chunks back in order, each to `onChunk` on
  * this thread. The chunks come in 1 MiB buffers moved between the threads
  * and handed back for reuse; at most CREDIT of them are in flight, so memory
  * stays bounded whatever the layer inflates to.
  *
  * What the thread reports is compared by the caller: the stored size and
- * digest, the output's digest, the limits (for layers, tree/layer-reader.ts).
+ * digest and the limits (for layers, tree/layer-reader.ts, whose tar gate
+ * hashes the chunks for the DiffID).
  * A refusal thrown by `onChunk` gives the job up (the thread drops its streams, and
  * its late reports are told apart by the job's id); the thread is kept for
  * the next layer, idle without keeping the process alive. A thread that
@@ -97,24 +98,24 @@ function unwire(e: WireError): Error {
 }
 
 /**
- * Runs one layer through the thread; resolves with the DiffID (hex) once
- * every chunk reached `onChunk`. It settles only after the thread's last
+ * Runs one layer through the thread; resolves once every chunk reached
+ * `onChunk`. It settles only after the thread's last
  * report of the job (`end`, `error`, `stored-limit`, or `aborted` in answer
  * to a refusal here), which the thread sends once it has stopped reading and
  * every write into the copy has ended: when this settles, nothing of the job
  * is still running, and the caller may close or remove its copy.
  */
-export function inflateOnThread(job: InflateJob, handlers: InflateHandlers): Promise<string> {
+export function inflateOnThread(job: InflateJob, handlers: InflateHandlers): Promise<void> {
   const w = take();
   const id = ++jobs;
-  return new Promise<string>((resolve, reject) => {
+  return new Promise<void>((resolve, reject) => {
     let done = false;
     let refusal: { e: unknown } | undefined; // refused here: waiting for the thread's "aborted"
-    const finish = (ok: boolean, e?: unknown, diffId?: string, healthy = true): void => {
+    const finish = (ok: boolean, e?: unknown, healthy = true): void => {
       if (done) return;
       done = true;
       retire(w, healthy);
-      if (ok) resolve(diffId!);
+      if (ok) resolve();
       else reject(e);
     };
     const refuse = (e: unknown): void => {
@@ -146,13 +147,13 @@ export function inflateOnThread(job: InflateJob, handlers: InflateHandlers): Pro
             handlers.onStoredLimit(r.stored);
             break;
           case "end":
-            finish(true, undefined, r.diffId);
+            finish(true);
             break;
           case "error":
             finish(false, unwire(r.error));
             break;
           case "aborted":
-            finish(false, new Error("the inflate thread gave up a job nobody refused"), undefined, false);
+            finish(false, new Error("the inflate thread gave up a job nobody refused"), false);
             break;
         }
       } catch (e) {
@@ -161,8 +162,8 @@ export function inflateOnThread(job: InflateJob, handlers: InflateHandlers): Pro
         else refuse(e);
       }
     });
-    w.on("error", (e) => finish(false, e, undefined, false));
-    w.on("exit", (code) => finish(false, new Error(`the inflate thread exited (${code}) before the layer ended`), undefined, false));
+    w.on("error", (e) => finish(false, e, false));
+    w.on("exit", (code) => finish(false, new Error(`the inflate thread exited (${code}) before the layer ended`), false));
     w.postMessage({
       type: "job",
       id,

@@ -1,11 +1,12 @@
 /**
  * The inflate thread's body (started by core/inflate-thread.ts, never
  * imported): reads one stored file (gzip or not), hashes the stored bytes
- * (when asked) and the bytes it hands on (for a layer, the DiffID), and hands
- * them in order to the main thread (for a layer, the tar gate's). The main
- * thread's work per layer is then the gate and the contents alone, while
- * reading, gunzip's bookkeeping and the DiffID run beside it on another core
- * (issue 15: "overlap across the machine's cores"). Given a descriptor, it
+ * (when asked), and hands the bytes it inflated in order to the main thread
+ * (for a layer, to the tar gate, which also hashes them: the DiffID). Reading,
+ * the stored hash and gunzip's bookkeeping run beside the gate and the
+ * contents on another core (issue 15: "overlap across the machine's cores");
+ * the DiffID is on the main thread because, with two cores, this thread is
+ * the longer of the two when it hashes the stream too. Given a descriptor, it
  * also writes the stored bytes it read into it, at their offsets: the
  * caller's private copy, so a layer the store keeps is read once, not
  * staged first and read again. It never opens, closes or removes the copy.
@@ -55,7 +56,7 @@ export type InflateReport = { readonly id: number } & (
   | { readonly type: "data"; readonly chunk: Uint8Array; readonly stored: number }
   | { readonly type: "stored"; readonly size: number; readonly digest: string | undefined }
   | { readonly type: "stored-limit"; readonly stored: number }
-  | { readonly type: "end"; readonly diffId: string }
+  | { readonly type: "end" }
   | { readonly type: "error"; readonly error: WireError }
   | { readonly type: "aborted" }
 );
@@ -130,7 +131,6 @@ function run(job: InflateJobMessage, send: (m: InflateReport, transfer?: ArrayBu
   let credit = job.credit;
   let failed = false;
   const storedHash: Hash | undefined = job.hashStored ? createHash("sha256") : undefined;
-  const diff = createHash("sha256");
   const gunzip = job.gzip ? createGunzip({ chunkSize: CHUNK }) : undefined;
   let file: FileHandle | undefined;
   const copyFd = job.copyFd;
@@ -193,9 +193,8 @@ function run(job: InflateJobMessage, send: (m: InflateReport, transfer?: ArrayBu
     post({ type: "data", chunk, stored }, [chunk.buffer as ArrayBuffer]);
     if (--credit <= 0) gunzip?.pause();
   };
-  /** One piece of the tar stream: hashed (the DiffID) and copied into transfer buffers. */
+  /** One piece of the tar stream, copied into transfer buffers. */
   const emit = (chunk: Buffer): void => {
-    diff.update(chunk);
     sinceCollect += chunk.length;
     if (collect !== undefined && sinceCollect >= COLLECT_EVERY) {
       sinceCollect = 0;
@@ -213,7 +212,7 @@ function run(job: InflateJobMessage, send: (m: InflateReport, transfer?: ArrayBu
   const finish = (): void => {
     if (failed) return;
     hand();
-    settle({ type: "end", diffId: diff.digest("hex") });
+    settle({ type: "end" });
   };
   gunzip?.on("error", fail);
   gunzip?.on("data", (chunk: Buffer) => {

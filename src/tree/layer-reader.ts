@@ -2,7 +2,7 @@
  * Reads one layer blob (a private staged file, or bytes already in memory):
  * counts and (optionally) re-hashes the stored bytes, gunzips with node:zlib
  * when the layer is gzip (a stored file on core's inflate thread, so that
- * reading, gunzip and the DiffID run beside the gate), and passes every
+ * reading, the stored hash and gunzip run beside the gate), and passes every
  * uncompressed byte through the strict TarGate, which frames the members. Each member reaches the caller
  * with the gate's record and, for regular files, its bytes as they arrive.
  *
@@ -174,7 +174,7 @@ export async function readLayer(input: LayerStreamInput, limits: LayerLimits, bu
   const threaded = input.path !== undefined && input.bytes === undefined && input.inflateHere !== true;
   if (input.copyFd !== undefined && (!threaded || input.digest === undefined || input.size === undefined))
     throw new CairnError("USAGE", "a layer copy is made by the inflate thread, of a stored file whose digest and size are re-checked", { path: input.where });
-  const gate = new TarGate(limits, budget, input.where, onMember, input.collect === true, !threaded);
+  const gate = new TarGate(limits, budget, input.where, onMember, input.collect === true);
   if (threaded) return readThreaded(input, limits, budget, gate);
   const source = storedStream(input, limits, budget);
   try {
@@ -199,8 +199,8 @@ function checkDiffId(input: LayerStreamInput, actual: Sha256Digest): void {
 /**
  * The stored file through the inflate thread (core/inflate-thread.ts): the
  * same limits, checks and errors as `storedStream`, decided here as the
- * thread reports; the DiffID is the one the thread computed over exactly the
- * chunks pushed into the gate.
+ * thread reports; the DiffID is the gate's, over exactly the chunks it was
+ * given.
  */
 async function readThreaded(input: LayerStreamInput, limits: LayerLimits, budget: Budget, gate: TarGate): Promise<void> {
   const base = budget.compressedBytes;
@@ -211,7 +211,7 @@ async function readThreaded(input: LayerStreamInput, limits: LayerLimits, budget
     enforceLimit(limits, "compressedBytes", budget.compressedBytes, input.where);
   };
   try {
-    const diffId = await inflateOnThread(
+    await inflateOnThread(
       {
         path: input.path!,
         gzip: input.compression === "gzip",
@@ -238,7 +238,7 @@ async function readThreaded(input: LayerStreamInput, limits: LayerLimits, budget
       },
     );
     gate.end();
-    checkDiffId(input, `sha256:${diffId}` as Sha256Digest);
+    checkDiffId(input, gate.diffId());
   } catch (e) {
     throw gunzipError(e, input.where);
   }

@@ -114,8 +114,6 @@ export class TarGate {
   #offset = 0;
 
   readonly #collect: boolean;
-  /** Off when the caller hashes the same chunks itself (the inflate thread computes the DiffID). */
-  readonly #hash: boolean;
   #issues: CairnError[] | undefined;
 
   /**
@@ -123,11 +121,9 @@ export class TarGate {
    * pax keys alone (sparse, timestamps, ACLs, unknown keys) is recorded on
    * the member's record (`issues`, so it is met in archive order) and the
    * member is read on as if the key were absent; refusals of the stream's
-   * framing always throw. `hash` off: the caller computes the DiffID over the
-   * same chunks (the inflate thread) and `diffId()` is not available.
+   * framing always throw.
    */
-  constructor(limits: LayerLimits, budget: GateBudget, where: string, onMember: OnMember, collect = false, hash = true) {
-    this.#hash = hash;
+  constructor(limits: LayerLimits, budget: GateBudget, where: string, onMember: OnMember, collect = false) {
     this.#onMember = onMember;
     this.#limits = limits;
     this.#budget = budget;
@@ -148,7 +144,7 @@ export class TarGate {
   push(chunk: Buffer): void {
     this.#budget.expandedBytes += chunk.length;
     enforceLimit(this.#limits, "expandedBytes", this.#budget.expandedBytes, this.#where);
-    if (this.#hash) this.#hasher.update(chunk);
+    this.#hasher.update(chunk);
     let pos = 0;
     while (pos < chunk.length) {
       switch (this.#state) {
@@ -265,7 +261,6 @@ export class TarGate {
   }
 
   diffId(): Sha256Digest {
-    if (!this.#hash) throw new CairnError("INTERNAL", "this gate does not hash its stream", { path: this.#where });
     return this.#hasher.digest();
   }
 
