@@ -1,8 +1,8 @@
 /**
  * The set of paths one layer has named so far (a second member at the same
  * normalized path is TAR_DUPLICATE). It holds a reference to each path
- * string in chunks of 4,096 and a hash table of int32 slots, about 16 bytes
- * per member, where a Set<string> costs some 35 and, as it doubles, leaves
+ * string in chunks of 4,096 and a hash table of int32 slots and their
+ * hashes, about 24 bytes per member, where a Set<string> costs some 35 and, as it doubles, leaves
  * tables of as much again behind for the collector: a 200,000-member layer
  * is the case it exists for.
  *
@@ -31,6 +31,8 @@ export class PathSet {
   #count = 0;
   /** Open addressing, linear probing: 0 is empty, otherwise index + 1. Kept at most half full. */
   #slots = new Int32Array(64);
+  /** Each slot's path hash: a probe past another path compares a number, and growing hashes no path again. */
+  #tags = new Int32Array(64);
 
   get size(): number {
     return this.#count;
@@ -43,9 +45,10 @@ export class PathSet {
   /** The slot holding `path`, or the empty slot where it would go. */
   #slot(path: string, h: number): number {
     const mask = this.#slots.length - 1;
+    const tag = h | 0;
     for (let s = h & mask; ; s = (s + 1) & mask) {
       const v = this.#slots[s]!;
-      if (v === 0 || this.#at(v - 1) === path) return s;
+      if (v === 0 || (this.#tags[s] === tag && this.#at(v - 1) === path)) return s;
     }
   }
 
@@ -55,15 +58,33 @@ export class PathSet {
 
   /** Adds `path`; false, and nothing changed, when it is already in the set. */
   add(path: string): boolean {
-    const s = this.#slot(path, pathHash(path));
+    const h = pathHash(path);
+    const s = this.#slot(path, h);
     if (this.#slots[s] !== 0) return false;
     const i = this.#count++;
     if ((i & (CHUNK - 1)) === 0) this.#chunks.push([]);
     this.#chunks[i >>> CHUNK_BITS]!.push(path);
-    if (this.#count * 2 > this.#slots.length) {
-      this.#slots = new Int32Array(this.#slots.length * 2);
-      for (let k = 0; k < this.#count; k++) this.#slots[this.#slot(this.#at(k), pathHash(this.#at(k)))] = k + 1;
-    } else this.#slots[s] = i + 1;
+    this.#slots[s] = i + 1;
+    this.#tags[s] = h | 0;
+    if (this.#count * 2 > this.#slots.length) this.#grow();
     return true;
+  }
+
+  /** Doubles the table, placing every path by its kept hash (all distinct: no comparison needed). */
+  #grow(): void {
+    const slots = this.#slots;
+    const tags = this.#tags;
+    this.#slots = new Int32Array(slots.length * 2);
+    this.#tags = new Int32Array(slots.length * 2);
+    const mask = this.#slots.length - 1;
+    for (let old = 0; old < slots.length; old++) {
+      const v = slots[old]!;
+      if (v === 0) continue;
+      const tag = tags[old]!;
+      let s = tag & mask;
+      while (this.#slots[s] !== 0) s = (s + 1) & mask;
+      this.#slots[s] = v;
+      this.#tags[s] = tag;
+    }
   }
 }
