@@ -25,7 +25,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, w
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
-import { buildExampleRegistry, toySpec, writeToyRootfs } from "../../examples/strata/build-registry.ts";
+import { buildExampleRegistry, toySpec } from "../../examples/strata/build-registry.ts";
 import { readVerifyingKey } from "../../src/core/index.ts";
 import { buildLayerFromDirectory, exportLock, LocalRegistry } from "../../src/strata/index.ts";
 import { importBundle, loadKit, recordLockfileRun, replayRun, writeRunBundle } from "../../src/vm/index.ts";

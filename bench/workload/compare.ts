@@ -14,13 +14,12 @@
  * node_modules there, `npx tsc -p tsconfig.build.json && cp -r
  * src/oci/schemas dist/oci/schemas`, then pass /tmp/base.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { loadavg, tmpdir } from "node:os";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { writeOciLayout } from "../../tests/workload/fixtures/oci-writer.ts";
-import { dir, file, type TarMember } from "../../tests/workload/fixtures/tar-writer.ts";
 import { workload } from "../assemble/compiled.ts";
-import { content } from "../assemble/layouts.ts";
+import { CONFIG, load, median, type Sample, smallLayout, timed, writeSpec } from "./common.ts";
 import { rulesFloor } from "./floors.ts";
 
 type Workload = typeof workload;
@@ -29,37 +28,11 @@ const roots = process.argv.slice(3);
 const builds: Array<[string, Workload]> = [["this", workload]];
 for (const r of roots) builds.push([r, (await import(join(r, "dist", "workload", "index.js"))) as Workload]);
 
-const members: TarMember[] = [dir("bin"), file("bin/app", "placeholder program", { mode: 0o755 }), dir("usr"), dir("usr/share")];
-for (let d = 0; d < 200; d++) members.push(dir(`usr/share/d${d}`, { mtime: 1_700_000_000 }));
-for (let i = 0; i < 20_000; i++)
-  members.push(file(`usr/share/d${i % 200}/f${i}.txt`, content(512 + ((i * 7919) % 7680), i), { mode: 0o644, mtime: 1_700_000_000 }));
-
-interface Sample {
-  wall: number;
-  cpu: number;
-  main: number;
-}
-const mainThreadNs = (): number => Number(readFileSync("/proc/thread-self/schedstat", "utf8").split(" ")[0]);
-async function timed(fn: () => Promise<unknown>): Promise<Sample> {
-  const m0 = mainThreadNs();
-  const u0 = process.cpuUsage();
-  const t0 = performance.now();
-  await fn();
-  const wall = performance.now() - t0;
-  const u = process.cpuUsage(u0);
-  return { wall, cpu: (u.user + u.system) / 1000, main: (mainThreadNs() - m0) / 1e6 };
-}
-const median = (xs: Sample[], k: keyof Sample): number => xs.map((x) => x[k]).sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const load = (): string =>
-  loadavg()
-    .map((l) => l.toFixed(2))
-    .join(" ");
-
 const base = mkdtempSync(join(tmpdir(), "cairn-bench-compare-"));
 try {
-  const image = writeOciLayout(join(base, "image"), { layers: [{ entries: members }], config: { Entrypoint: ["/bin/app"], User: "1000:1000" } });
+  const image = writeOciLayout(join(base, "image"), { layers: [{ entries: smallLayout() }], config: CONFIG });
   const spec = join(base, "spec.json");
-  writeFileSync(spec, JSON.stringify({ schema: "cairn.workload/1", source: { oci: { layout: "./image", manifest: image.manifestDigest } } }));
+  writeSpec(spec, image.manifestDigest);
   const store = join(base, "store");
   const lock = join(base, "lock.json");
   await workload.assembleWorkload({ specPath: spec, storeDir: store, lockOut: lock, cairnVersion: "bench" });

@@ -8,25 +8,16 @@
  *
  *   npm run build && node --import tsx bench/workload/profile.ts [N] [TOP]
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { Session } from "node:inspector/promises";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { writeOciLayout } from "../../tests/workload/fixtures/oci-writer.ts";
-import { dir, file, type TarMember } from "../../tests/workload/fixtures/tar-writer.ts";
 import { workload } from "../assemble/compiled.ts";
-import { content } from "../assemble/layouts.ts";
+import { CONFIG, smallLayout, writeSpec } from "./common.ts";
 
 const N = Number(process.argv[2] ?? 5);
 const TOP = Number(process.argv[3] ?? 40);
-
-function small(): TarMember[] {
-  const m: TarMember[] = [dir("bin"), file("bin/app", "placeholder program", { mode: 0o755 }), dir("usr"), dir("usr/share")];
-  for (let d = 0; d < 200; d++) m.push(dir(`usr/share/d${d}`, { mtime: 1_700_000_000 }));
-  for (let i = 0; i < 20_000; i++)
-    m.push(file(`usr/share/d${i % 200}/f${i}.txt`, content(512 + ((i * 7919) % 7680), i), { mode: 0o644, mtime: 1_700_000_000 }));
-  return m;
-}
 
 interface Node {
   id: number;
@@ -41,9 +32,9 @@ interface Profile {
 
 const base = mkdtempSync(join(tmpdir(), "cairn-prof-wl-"));
 try {
-  const image = writeOciLayout(join(base, "image"), { layers: [{ entries: small() }], config: { Entrypoint: ["/bin/app"], User: "1000:1000" } });
+  const image = writeOciLayout(join(base, "image"), { layers: [{ entries: smallLayout() }], config: CONFIG });
   const spec = join(base, "spec.json");
-  writeFileSync(spec, JSON.stringify({ schema: "cairn.workload/1", source: { oci: { layout: "./image", manifest: image.manifestDigest } } }));
+  writeSpec(spec, image.manifestDigest);
   const store = join(base, "store");
   const lock = join(base, "lock.json");
   await workload.assembleWorkload({ specPath: spec, storeDir: store, lockOut: lock, cairnVersion: "bench" });

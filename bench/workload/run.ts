@@ -29,20 +29,18 @@
  *
  * (the second argument runs one layout only, the default both)
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { loadavg, tmpdir } from "node:os";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { writeOciLayout } from "../../tests/workload/fixtures/oci-writer.ts";
 import { dir, file, type TarMember } from "../../tests/workload/fixtures/tar-writer.ts";
 import { workload } from "../assemble/compiled.ts";
 import { content } from "../assemble/layouts.ts";
+import { CONFIG, load, median, program, type Sample, smallLayout, timed, writeSpec } from "./common.ts";
 import { rawSha256, rulesFloor } from "./floors.ts";
 
 const N = Number(process.argv[2] ?? 3);
 const ONLY = process.argv[3];
-const config = { Entrypoint: ["/bin/app"], User: "1000:1000" };
-// assemble checks that the program exists in the image; these bytes are never run.
-const program = (): TarMember[] => [dir("bin"), file("bin/app", "placeholder program", { mode: 0o755 })];
 
 function large(): TarMember[] {
   const m: TarMember[] = [...program(), dir("data")];
@@ -50,47 +48,17 @@ function large(): TarMember[] {
   return m;
 }
 
-function small(): TarMember[] {
-  const m: TarMember[] = [...program(), dir("usr"), dir("usr/share")];
-  for (let d = 0; d < 200; d++) m.push(dir(`usr/share/d${d}`, { mtime: 1_700_000_000 }));
-  for (let i = 0; i < 20_000; i++)
-    m.push(file(`usr/share/d${i % 200}/f${i}.txt`, content(512 + ((i * 7919) % 7680), i), { mode: 0o644, mtime: 1_700_000_000 }));
-  return m;
-}
-
-interface Sample {
-  wall: number;
-  cpu: number;
-  main: number;
-}
-/** Nanoseconds this thread (the main one) ran on a CPU. */
-const mainThreadNs = (): number => Number(readFileSync("/proc/thread-self/schedstat", "utf8").split(" ")[0]);
-async function timed(fn: () => Promise<unknown>): Promise<Sample> {
-  const m0 = mainThreadNs();
-  const u0 = process.cpuUsage();
-  const t0 = performance.now();
-  await fn();
-  const wall = performance.now() - t0;
-  const u = process.cpuUsage(u0);
-  return { wall, cpu: (u.user + u.system) / 1000, main: (mainThreadNs() - m0) / 1e6 };
-}
-const median = (xs: Sample[], k: keyof Sample): number => xs.map((x) => x[k]).sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const load = (): string =>
-  loadavg()
-    .map((l) => l.toFixed(2))
-    .join(" ");
-
 console.log(`load average before: ${load()}; N=${N}`);
 const STEPS = ["assemble", "verify", "raw-sha256", "rules-floor"] as const;
 for (const [name, members] of [
   ["large", large()],
-  ["small", small()],
+  ["small", smallLayout()],
 ] as const) {
   if (ONLY !== undefined && name !== ONLY) continue;
   const base = mkdtempSync(join(tmpdir(), `cairn-bench-wl-${name}-`));
-  const image = writeOciLayout(join(base, "image"), { layers: [{ entries: members }], config });
+  const image = writeOciLayout(join(base, "image"), { layers: [{ entries: members }], config: CONFIG });
   const spec = join(base, "spec.json");
-  writeFileSync(spec, JSON.stringify({ schema: "cairn.workload/1", source: { oci: { layout: "./image", manifest: image.manifestDigest } } }));
+  writeSpec(spec, image.manifestDigest);
   const t: Record<(typeof STEPS)[number], Sample[]> = { assemble: [], verify: [], "raw-sha256": [], "rules-floor": [] };
   for (let i = 0; i < N; i++) {
     const store = join(base, `store-${i}`);

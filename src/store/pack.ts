@@ -331,8 +331,9 @@ export function readPacked(store: Store, pack: PackIndex, digest: Sha256Digest, 
  * Hands one content of a pack to `chunk` in order, WRITE_BUFFER bytes at a
  * time from one reused buffer (a large content is never held whole), and
  * returns its size; the same refusals as `readPacked`, but STORE_CORRUPT for
- * wrong bytes comes after the chunks were handed over: the caller must not
- * use them until this returns.
+ * wrong bytes of a content larger than that buffer comes after its chunks
+ * were handed over: the caller must not use them until this returns. A
+ * content that fits is read and checked whole, then handed over once.
  */
 export function streamPacked(
   store: Store,
@@ -343,8 +344,15 @@ export function streamPacked(
   limitName = "fileSize",
 ): number {
   return withPackedRange(store, pack, digest, maxBytes, limitName, (fd, e) => {
-    const h = new Sha256Hasher();
     const buf = Buffer.allocUnsafe(Math.max(1, Math.min(e.size, WRITE_BUFFER)));
+    if (e.size <= WRITE_BUFFER) {
+      // one read, hashed in one call (no native hash object per file), checked before it is handed over
+      const whole = buf.subarray(0, e.size);
+      if (readFullyAt(fd, whole, e.offset) !== e.size || sha256(whole) !== digest) throw corrupt(pack.digest, `holds wrong bytes for ${digest}`);
+      if (e.size > 0) chunk(whole);
+      return e.size;
+    }
+    const h = new Sha256Hasher();
     for (let at = 0; at < e.size; ) {
       const n = Math.min(buf.length, e.size - at);
       if (readFullyAt(fd, buf.subarray(0, n), e.offset + at) !== n) throw corrupt(pack.digest, `holds wrong bytes for ${digest}`);

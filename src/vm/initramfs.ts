@@ -19,8 +19,8 @@
  * file contents pass a MiB at a time, verified as they pass, and exactly
  * the tree's size of them or the build fails (content-stream.ts).
  */
-import { CairnError, checkLimit, compareBytes, FIXED_LIMIT_HINT, safeComponent, Sha256Hasher, type Sha256Digest } from "../core/index.ts";
-import type { CanonicalTree, ContentSource } from "../tree/index.ts";
+import { CairnError, checkLimit, FIXED_LIMIT_HINT, safeComponent, Sha256Hasher, type Sha256Digest } from "../core/index.ts";
+import { type CanonicalTree, type ContentSource, entriesInByteOrder } from "../tree/index.ts";
 import { streamFile } from "./content-stream.ts";
 import { CpioWriter, S_IFCHR, S_IFDIR, S_IFLNK, S_IFREG, type ByteSink } from "./cpio.ts";
 
@@ -167,8 +167,10 @@ export async function writeGuestImage(parts: GuestImageParts, sink: ByteSink): P
     return { digest: hasher.digest(), size: w.size, entries: 10 + optional };
   }
   w.add({ name: TEMPLATE_DIR, mode: S_IFDIR | root.mode, uid: root.uid, gid: root.gid, mtime: root.mtime });
-  const entries = [...parts.tree.values()].filter((e) => e.path !== "/").sort((a, b) => compareBytes(a.path, b.path));
-  for (const e of entries) {
+  // a frozen tree is held in byte order: its own array, no filtered copy and no sort
+  const ordered = entriesInByteOrder(parts.tree);
+  for (const e of ordered) {
+    if (e.path === "/") continue;
     const name = `${TEMPLATE_DIR}${e.path}`;
     const meta = { uid: e.uid, gid: e.gid, mtime: e.mtime };
     if (e.type === "dir") {
@@ -181,5 +183,5 @@ export async function writeGuestImage(parts: GuestImageParts, sink: ByteSink): P
     }
   }
   w.finish();
-  return { digest: hasher.digest(), size: w.size, entries: entries.length + 8 + optional };
+  return { digest: hasher.digest(), size: w.size, entries: ordered.length - 1 + 8 + optional };
 }

@@ -50,6 +50,11 @@ test("streamPacked hands over the bytes readPacked returns, a MiB at a time; a c
   assertCode(() => streamPacked(store, pack, sha256(BIG), BIG.length, (b) => void (handed += b.length)), "STORE_CORRUPT");
   assert.equal(handed, BIG.length, "the refusal comes once the bytes passed: the caller must not use them before the call returns");
   assert.ok(collect((chunk) => streamPacked(store, pack, sha256(SMALL), SMALL.length, chunk)).bytes.equals(SMALL), "other contents still read");
+  // a content that fits one buffer is checked whole before anything is handed over
+  flipByte(store.pathOf("packs", pack.digest), pack.entries.get(sha256(SMALL))!.offset + 2);
+  handed = 0;
+  assertCode(() => streamPacked(store, pack, sha256(SMALL), SMALL.length, (b) => void (handed += b.length)), "STORE_CORRUPT");
+  assert.equal(handed, 0, "nothing of a small content with a wrong byte reaches the caller");
 });
 
 test("Store.stream hands over a loose object as Store.read returns it; a changed object is STORE_CORRUPT, an absent one STORE_MISSING", () => {
