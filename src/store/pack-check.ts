@@ -17,7 +17,8 @@
  */
 import { closeSync, fstatSync } from "node:fs";
 import { ContentHasher, readFullyAt, Sha256Hasher, type Sha256Digest } from "../core/index.ts";
-import { openPack, PackPlan, WRITE_BUFFER, type PackContentWriter, type PackedAddress, type PackIndex } from "./pack.ts";
+import { PackPlan, WRITE_BUFFER, type PackContentWriter, type PackedAddress, type PackIndex } from "./pack.ts";
+import { openPack } from "./pack-read.ts";
 import type { Store } from "./store.ts";
 
 /**
