@@ -242,7 +242,9 @@ test("a pack index holds its contents as columns and answers like a map in body 
   assert.equal(e.size, 5000);
   assert.deepEqual(e.get(digests[4999]!), { offset: (4999 * 4998) / 2, size: 4999 });
   assert.equal(e.indexOf(digests[123]!), 123);
-  digests.forEach((d, i) => assert.equal(e.indexOf(d), i, `every content is found after the table grew (${d})`));
+  digests.forEach((d, i) => {
+    assert.equal(e.indexOf(d), i, `every content is found after the table grew (${d})`);
+  });
   // a digest one bit away from a present one is another digest (the last byte, then the first)
   for (const at of [70, 7]) {
     const d = digests[42]!;
