@@ -1,7 +1,7 @@
 /**
- * A stored gzip layer is inflated on the inflate thread (tree/inflate-thread.ts):
- * reading, gunzip and the DiffID run there, and the gate frames the chunks
- * on the main thread. The in-thread path (`inflateHere`), kept for bytes in
+ * A stored gzip layer is inflated on the inflate thread (core/inflate-thread.ts):
+ * reading, the stored hash and gunzip run there, and the gate frames the
+ * chunks and hashes them (the DiffID) on the main thread. The in-thread path (`inflateHere`), kept for bytes in
  * memory and plain tar, is the definition: on every layer below both paths
  * must give the same members, bytes and DiffID, and on every broken layer
  * the same refusal. The thread is reused after a refusal, so each refusal is
