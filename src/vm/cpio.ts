@@ -8,7 +8,7 @@
  * order → same bytes, on any host. A regular file's data may be streamed
  * (`addStreamed`): its header's size is then enforced on what arrives.
  */
-import { CairnError } from "../core/index.ts";
+import { CairnError, compareBytes } from "../core/index.ts";
 
 export const S_IFDIR = 0o040000;
 export const S_IFREG = 0o100000;
@@ -56,7 +56,10 @@ function pad4(n: number): number {
 export class CpioWriter {
   private ino = 0;
   private offset = 0;
+  /** Every name written before `beginOrdered`, to refuse a second entry of one name. */
   private readonly names = new Set<string>();
+  /** After `beginOrdered`: the names' required prefix and the last name, each next one above it in byte order. */
+  private ordered: { readonly prefix: string; last: string | undefined } | undefined;
 
   constructor(private readonly sink: ByteSink) {}
 
@@ -114,15 +117,43 @@ export class CpioWriter {
     this.emit(ZEROS.subarray(0, pad4(size)));
   }
 
+  /**
+   * From here on every name must begin with `prefix` and come after the
+   * previous one in byte order, so no name is written twice without the
+   * writer keeping them (a tree of 200,000 entries would otherwise keep
+   * 200,000 names, some 20 MB): the guest image's tree, walked in its own
+   * order. No name written before may begin with `prefix`.
+   */
+  beginOrdered(prefix: string): void {
+    if (prefix.length === 0) throw new CairnError("RUN_INVALID", "an ordered run of cpio names needs a prefix", { path: prefix });
+    for (const n of this.names) {
+      if (n.startsWith(prefix)) throw new CairnError("RUN_INVALID", `cpio entry "${n}" was written before the ordered names under ${prefix}`, { path: n });
+    }
+    this.ordered = { prefix, last: undefined };
+  }
+
+  /** Refuses a name written twice (or, in an ordered run, out of order or outside its prefix), and records it. */
+  private claim(name: string): void {
+    const run = this.ordered;
+    if (run === undefined) {
+      if (this.names.has(name)) throw new CairnError("RUN_INVALID", `cpio entry "${name}" written twice`, { path: name });
+      this.names.add(name);
+      return;
+    }
+    if (!name.startsWith(run.prefix))
+      throw new CairnError("RUN_INVALID", `cpio entry "${name}" is outside the ordered names under ${run.prefix}`, { path: name });
+    if (run.last !== undefined && compareBytes(run.last, name) >= 0) {
+      throw new CairnError("RUN_INVALID", `cpio entry "${name}" written twice or out of byte order (after "${run.last}")`, { path: name });
+    }
+    run.last = name;
+  }
+
   /** Checks the entry and writes its header for `size` bytes of data. */
   private begin(e: CpioEntry, size: number): void {
     if (e.name.length === 0 || e.name.startsWith("/") || e.name.includes("\0") || e.name === "TRAILER!!!") {
       throw new CairnError("PATH_UNSAFE", `cpio entry name ${JSON.stringify(e.name)} is not allowed`, { path: e.name });
     }
-    if (this.names.has(e.name)) {
-      throw new CairnError("RUN_INVALID", `cpio entry "${e.name}" written twice`, { path: e.name });
-    }
-    this.names.add(e.name);
+    this.claim(e.name);
     const type = e.mode & 0o170000;
     if (type !== S_IFREG && type !== S_IFLNK && size > 0) {
       throw new CairnError("RUN_INVALID", `cpio entry "${e.name}" of this type cannot carry data`, { path: e.name });

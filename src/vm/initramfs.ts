@@ -169,6 +169,7 @@ export async function writeGuestImage(parts: GuestImageParts, sink: ByteSink): P
   w.add({ name: TEMPLATE_DIR, mode: S_IFDIR | root.mode, uid: root.uid, gid: root.gid, mtime: root.mtime });
   // a frozen tree is held in byte order: its own array, no filtered copy and no sort
   const ordered = entriesInByteOrder(parts.tree);
+  w.beginOrdered(`${TEMPLATE_DIR}/`); // the names below are the tree's paths in its byte order: unique without being kept
   for (const e of ordered) {
     if (e.path === "/") continue;
     const name = `${TEMPLATE_DIR}${e.path}`;

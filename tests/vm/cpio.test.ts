@@ -59,4 +59,24 @@ describe("cpio newc writer", () => {
     assertCode(() => write([{ name: "x", mode: S_IFREG, uid: 2 ** 32, gid: 0, mtime: 0 }]), "RUN_INVALID");
     assertCode(() => write([{ name: "x", mode: S_IFDIR, uid: 0, gid: 0, mtime: 0, data: Buffer.from("no") }]), "RUN_INVALID");
   });
+
+  it("an ordered run keeps no names: the same bytes, and a repeat, a step back or a name outside its prefix refused", () => {
+    const dir = (name: string): CpioEntry => ({ name, mode: S_IFDIR | 0o755, uid: 0, gid: 0, mtime: 0 });
+    const run = (before: string[], names: string[]): Buffer => {
+      const chunks: Buffer[] = [];
+      const w = new CpioWriter({ write: (c) => void chunks.push(Buffer.from(c)) });
+      for (const n of before) w.add(dir(n));
+      w.beginOrdered("t/");
+      for (const n of names) w.add(dir(n));
+      w.finish();
+      return Buffer.concat(chunks);
+    };
+    // control: ascending names under the prefix give the bytes the unordered writer gives
+    const names = ["t/a", "t/a-", "t/a/b", "t/b", "t/\u00e9"]; // "-" is below "/" in byte order
+    assert.ok(run(["init", "t"], names).equals(write(["init", "t", ...names].map(dir))));
+    assertCode(() => run(["t"], ["t/a", "t/a"]), "RUN_INVALID"); // a repeat
+    assertCode(() => run(["t"], ["t/b", "t/a"]), "RUN_INVALID"); // a step back
+    assertCode(() => run(["t"], ["t/a", "u"]), "RUN_INVALID"); // outside the prefix
+    assertCode(() => run(["t/a"], ["t/b"]), "RUN_INVALID"); // a name under the prefix written before the run
+  });
 });
