@@ -2,9 +2,9 @@
  * The set of paths one layer has named so far (a second member at the same
  * normalized path is TAR_DUPLICATE). It holds a reference to each path
  * string in chunks of 4,096 and a hash table of int32 slots and their
- * hashes, about 24 bytes per member, where a Set<string> costs some 35 and, as it doubles, leaves
- * tables of as much again behind for the collector: a 200,000-member layer
- * is the case it exists for.
+ * hashes, about 24 bytes per member, where a Set<string> costs some 35 and,
+ * as it doubles, leaves tables of as much again behind for the collector: a
+ * 200,000-member layer is the case it exists for.
  *
  * Member names are hostile, so slots are chosen by a hash of every UTF-16
  * unit keyed with a per-process random seed: a layer crafted to collide
