@@ -39,8 +39,6 @@ export class PackEntries implements ReadonlyMap<Sha256Digest, PackEntry> {
   #slots = new Int32Array(16);
   /** Each slot's digest hash: a probe past another digest compares a number, not 32 bytes. */
   #tags = new Int32Array(16);
-  /** The hash #slot computed last. */
-  #lastTag = 0;
   readonly #scratch = Buffer.alloc(DIGEST_BYTES);
 
   get size(): number {
@@ -57,17 +55,12 @@ export class PackEntries implements ReadonlyMap<Sha256Digest, PackEntry> {
       h = Math.imul(h ^ buf.readUInt32LE(at + k), 0x9e3779b1);
       h ^= h >>> 15;
     }
-    return h >>> 0;
+    return h | 0; // signed, as the Int32Array of tags holds it
   }
 
-  /**
-   * The slot holding the digest in `buf` at `at`, or the empty slot where it
-   * would go (its hash is then in #lastTag, for the caller that fills it).
-   */
-  #slot(buf: Buffer, at: number): number {
+  /** The slot holding the digest in `buf` at `at` (whose #hash is `tag`), or the empty slot where it would go. */
+  #slot(buf: Buffer, at: number, tag: number): number {
     const mask = this.#slots.length - 1;
-    const tag = this.#hash(buf, at) | 0;
-    this.#lastTag = tag;
     for (let s = tag & mask; ; s = (s + 1) & mask) {
       const v = this.#slots[s]!;
       if (v === 0) return s;
@@ -93,7 +86,7 @@ export class PackEntries implements ReadonlyMap<Sha256Digest, PackEntry> {
   /** The content's index in body order, or -1. */
   indexOf(digest: string): number {
     if (!this.#parse(digest)) return -1;
-    return this.#slots[this.#slot(this.#scratch, 0)]! - 1;
+    return this.#slots[this.#slot(this.#scratch, 0, this.#hash(this.#scratch, 0))]! - 1;
   }
 
   digestAt(i: number): Sha256Digest {
@@ -124,9 +117,9 @@ export class PackEntries implements ReadonlyMap<Sha256Digest, PackEntry> {
   /** `add` for a digest given as its 32 bytes (straight from the hasher: nothing to parse). */
   addRaw(raw: Buffer, offset: number, size: number): boolean {
     if (raw.length !== DIGEST_BYTES) throw new TypeError(`PackEntries: a sha256 digest has ${DIGEST_BYTES} bytes, not ${raw.length}`);
-    const slot = this.#slot(raw, 0);
+    const tag = this.#hash(raw, 0);
+    const slot = this.#slot(raw, 0, tag);
     if (this.#slots[slot] !== 0) return false;
-    const tag = this.#lastTag;
     const i = this.#count;
     const c = i >>> CHUNK_BITS;
     if (c === this.#sizes.length) {
@@ -150,9 +143,12 @@ export class PackEntries implements ReadonlyMap<Sha256Digest, PackEntry> {
     this.#slots = new Int32Array(this.#slots.length * 2);
     this.#tags = new Int32Array(this.#slots.length);
     for (let i = 0; i < this.#count; i++) {
-      const s = this.#slot(this.#digests[i >>> CHUNK_BITS]!, (i & IN_CHUNK) * DIGEST_BYTES);
+      const column = this.#digests[i >>> CHUNK_BITS]!;
+      const at = (i & IN_CHUNK) * DIGEST_BYTES;
+      const tag = this.#hash(column, at);
+      const s = this.#slot(column, at, tag);
       this.#slots[s] = i + 1;
-      this.#tags[s] = this.#lastTag;
+      this.#tags[s] = tag;
     }
   }
 

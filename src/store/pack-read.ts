@@ -32,13 +32,15 @@ export function openPack(store: Store, digest: Sha256Digest): number {
  * when the pack is not the expected regular file or the bytes do not match.
  */
 export function readPacked(store: Store, pack: PackIndex, digest: Sha256Digest, maxBytes: number, limitName = "fileSize"): Buffer {
-  return withPackedRange(store, pack, digest, maxBytes, limitName, (fd, e) => {
-    // allocUnsafe: a small content is a slice of Node's shared pool, not an ArrayBuffer of its own; every byte
-    // is overwritten by the read, and a short read is refused before the buffer is handed out
-    const buf = Buffer.allocUnsafe(e.size);
-    if (readFullyAt(fd, buf, e.offset) !== e.size || sha256(buf) !== digest) throw corrupt(pack.digest, `holds wrong bytes for ${digest}`);
-    return buf;
-  });
+  // allocUnsafe: a small content is a slice of Node's shared pool, not an ArrayBuffer of its own; every byte
+  // is overwritten by the read, and a short read is refused before the buffer is handed out
+  return withPackedRange(store, pack, digest, maxBytes, limitName, (fd, e) => readChecked(fd, Buffer.allocUnsafe(e.size), e.offset, pack, digest));
+}
+
+/** Fills `buf` (the content's whole size) from the pack at `offset` and returns it once it hashes to `digest`; STORE_CORRUPT otherwise. */
+function readChecked(fd: number, buf: Buffer, offset: number, pack: PackIndex, digest: Sha256Digest): Buffer {
+  if (readFullyAt(fd, buf, offset) !== buf.length || sha256(buf) !== digest) throw corrupt(pack.digest, `holds wrong bytes for ${digest}`);
+  return buf;
 }
 
 /**
@@ -61,8 +63,7 @@ export function streamPacked(
     const buf = Buffer.allocUnsafe(Math.max(1, Math.min(e.size, WRITE_BUFFER)));
     if (e.size <= WRITE_BUFFER) {
       // one read, hashed in one call (no native hash object per file), checked before it is handed over
-      const whole = buf.subarray(0, e.size);
-      if (readFullyAt(fd, whole, e.offset) !== e.size || sha256(whole) !== digest) throw corrupt(pack.digest, `holds wrong bytes for ${digest}`);
+      const whole = readChecked(fd, buf.subarray(0, e.size), e.offset, pack, digest);
       if (e.size > 0) chunk(whole);
       return e.size;
     }
