@@ -45,7 +45,7 @@ if (mode === "idle") {
   const plan = planErofs(w.tree);
   await writeErofs(w.tree, w.content, { write: (chunk) => void h.update(chunk) }, plan);
   const manifest = encodeTreeManifest(w.tree);
-  const parts = { agent: Buffer.from("agent"), inputs: Buffer.alloc(0), treeManifest: manifest.bytes, modules: [], tree: w.tree, content: w.content };
+  const parts = { agent: Buffer.from("agent"), inputs: Buffer.alloc(0), treeManifest: manifest, modules: [], tree: w.tree, content: w.content };
   await writeGuestImageFile(parts, c);
   entries = w.tree.size;
 } else {

@@ -30,7 +30,7 @@ export interface CpioEntry {
   readonly rdevMinor?: number;
 }
 
-/** Receives archive bytes in order. */
+/** Receives archive bytes in order; a chunk's buffer may be reused once `write` returns, so a sink copies what it keeps. */
 export interface ByteSink {
   write(chunk: Uint8Array): void;
 }

@@ -64,7 +64,7 @@ export interface ErofsPlan {
   /** Bytes stored inline after the inode (0: FLAT_PLAIN, whole blocks in the data area). */
   readonly tail: Uint16Array;
   /** First data block (entries with whole blocks), 0 otherwise. */
-  readonly blkaddr: Float64Array;
+  readonly blkaddr: Uint32Array;
   readonly nlink: Uint32Array;
   /** Index of each entry's parent directory (the root's is itself). */
   readonly parent: Int32Array;
@@ -205,7 +205,7 @@ export function planErofs(tree: CanonicalTree): ErofsPlan {
     at += Math.ceil((INODE_SIZE + t) / SLOT) * SLOT;
   }
   const dataStart = Math.ceil(at / EROFS_BLOCK) * EROFS_BLOCK;
-  const blkaddr = new Float64Array(n);
+  const blkaddr = new Uint32Array(n); // 32-bit in the format: a plan needing more blocks is refused below
   let block = dataStart / EROFS_BLOCK;
   for (let i = 0; i < n; i++) {
     const full = fullBlocks(cols, i);
@@ -341,9 +341,8 @@ export async function writeErofs(tree: CanonicalTree, content: ContentSource, si
     }
   };
   superblock(plan).copy(meta, SUPER_OFFSET);
-  // directory and symlink data with whole blocks is kept for the data area;
-  // file contents are streamed again there
-  const blocksOf = new Map<number, Uint8Array>();
+  // the whole blocks of directory and symlink data are made again for the data area (keeping them
+  // was some 22 bytes per entry of a large directory), as file contents are streamed again there
   const n = plan.entries.length;
   for (let i = 0; i < n; i++) {
     advance(plan.offset[i]!);
@@ -363,9 +362,10 @@ export async function writeErofs(tree: CanonicalTree, content: ContentSource, si
           (c) => void (at += Buffer.from(c.buffer, c.byteOffset, c.length).copy(meta, at)),
         );
     } else {
-      const data = entryData(plan, i);
-      if (tail > 0) Buffer.from(data.buffer, data.byteOffset, data.length).copy(meta, base + INODE_SIZE, fullBlocks(plan, i) * EROFS_BLOCK);
-      if (fullBlocks(plan, i) > 0) blocksOf.set(i, data);
+      if (tail > 0) {
+        const data = entryData(plan, i);
+        Buffer.from(data.buffer, data.byteOffset, data.length).copy(meta, base + INODE_SIZE, fullBlocks(plan, i) * EROFS_BLOCK);
+      }
     }
   }
   advance(plan.dataStart);
@@ -380,7 +380,7 @@ export async function writeErofs(tree: CanonicalTree, content: ContentSource, si
       await fileRange(content, e, 0, bytes, emit);
       body = Math.min(e.size, bytes);
     } else {
-      const data = blocksOf.get(i)!;
+      const data = entryData(plan, i);
       body = Math.min(data.length, bytes);
       emit(data.subarray(0, body));
     }

@@ -165,7 +165,7 @@ export async function prepareGuest(unmerged: GuestInputs, choice: KitChoice): Pr
   const imageParts: GuestImageParts = {
     agent: agent.bytes,
     inputs,
-    treeManifest: treeManifest.bytes,
+    treeManifest,
     modules,
     tree: g.tree,
     content: g.content,

@@ -6,7 +6,7 @@ export type { GuestImage, GuestImageParts } from "./initramfs.ts";
 export { writeGuestImageFile } from "./boot-image.ts";
 export { planErofs, planned, writeErofs, EROFS_BLOCK } from "./erofs.ts";
 export type { ErofsPlan, ErofsImage } from "./erofs.ts";
-export { encodeTreeManifest, TREE_MANIFEST_IDENTITY } from "./tree-manifest.ts";
+export { encodeTreeManifest, TREE_MANIFEST_IDENTITY, treeManifestBytes } from "./tree-manifest.ts";
 export type { TreeManifest } from "./tree-manifest.ts";
 export { kernelFailures, consoleFailures, KERNEL_PATTERNS } from "./kernel-log.ts";
 export type { KernelFailure, KernelReason } from "./kernel-log.ts";

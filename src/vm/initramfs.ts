@@ -23,6 +23,7 @@ import { CairnError, checkLimit, FIXED_LIMIT_HINT, safeComponent, Sha256Hasher, 
 import { type CanonicalTree, type ContentSource, entriesInByteOrder } from "../tree/index.ts";
 import { streamFile } from "./content-stream.ts";
 import { CpioWriter, S_IFCHR, S_IFDIR, S_IFLNK, S_IFREG, type ByteSink } from "./cpio.ts";
+import type { TreeManifest } from "./tree-manifest.ts";
 
 export const TEMPLATE_DIR = "cairn/template";
 /** Paths the runtime overlay owns (cairn.overlay/1); see agent/root.c. */
@@ -47,8 +48,8 @@ export const DEV_SYMLINKS: Readonly<Record<string, string>> = Object.freeze({
 export interface GuestImageParts {
   readonly agent: Uint8Array;
   readonly inputs: Uint8Array;
-  /** The tree manifest of `tree` (encodeTreeManifest), derived from the canonical tree, never from image bytes. */
-  readonly treeManifest: Uint8Array;
+  /** The tree manifest of `tree` (encodeTreeManifest), derived from the canonical tree, never from image bytes; written, not held. */
+  readonly treeManifest: Pick<TreeManifest, "size" | "write">;
   /** Kernel modules in load order. */
   readonly modules: ReadonlyArray<{ readonly name: string; readonly bytes: Uint8Array }>;
   readonly tree: CanonicalTree;
@@ -148,7 +149,7 @@ export async function writeGuestImage(parts: GuestImageParts, sink: ByteSink): P
   const sys = { uid: 0, gid: 0, mtime: 0 };
   w.add({ name: "cairn", mode: S_IFDIR | 0o700, ...sys });
   w.add({ name: "cairn/inputs", mode: S_IFREG | 0o400, ...sys, data: parts.inputs });
-  w.add({ name: "cairn/tree", mode: S_IFREG | 0o400, ...sys, data: parts.treeManifest });
+  await w.addStreamed({ name: "cairn/tree", mode: S_IFREG | 0o400, ...sys }, parts.treeManifest.size, async (emit) => parts.treeManifest.write(emit));
   w.add({ name: "cairn/modules", mode: S_IFDIR | 0o700, ...sys });
   parts.modules.forEach((m, i) => {
     w.add({ name: `cairn/modules/${String(i).padStart(2, "0")}-${safeComponent(m.name)}.ko`, mode: S_IFREG | 0o400, ...sys, data: m.bytes });

@@ -47,7 +47,7 @@ const { readFileSync } = await import("node:fs");`,
 const build = (initramfs: "file" | "kept") => `const w = await workload.openVerifiedWorkload(work + "/spec.lock.json", work + "/store");
 const plan = vm.planErofs(w.tree);
 await vm.writeErofs(w.tree, w.content, { write() {} }, plan);
-const parts = { agent: Buffer.from("agent"), inputs: Buffer.alloc(0), treeManifest: vm.encodeTreeManifest(w.tree).bytes, modules: [], tree: w.tree, content: w.content };
+const parts = { agent: Buffer.from("agent"), inputs: Buffer.alloc(0), treeManifest: vm.encodeTreeManifest(w.tree), modules: [], tree: w.tree, content: w.content };
 ${
   initramfs === "file"
     ? `await vm.writeGuestImageFile(parts, work + "/initramfs.img");`

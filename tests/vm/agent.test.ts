@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import { sha256 } from "../../src/core/index.ts";
 import type { FsEntry } from "../../src/tree/entries.ts";
-import { AGENT_SOURCE_DIR, buildAgent, DEFAULT_RUN_LIMITS, encodeInputs, encodeTreeManifest, parseScenario } from "../../src/vm/index.ts";
+import { AGENT_SOURCE_DIR, buildAgent, DEFAULT_RUN_LIMITS, encodeInputs, encodeTreeManifest, parseScenario, treeManifestBytes } from "../../src/vm/index.ts";
 import { ACTION, INFRA_REASONS, LAUNCH_STAGES, RECORD } from "../../src/vm/wire.ts";
 import { GCC_SKIP } from "../workload/fixtures/static-program.ts";
 
@@ -210,7 +210,7 @@ describe("guest agent sources", { skip: GCC_SKIP }, () => {
       );
     const m = join(root, "manifest");
     const check = (tr: Map<string, FsEntry>, how: "metadata" | "content" = "metadata"): string => {
-      writeFileSync(m, encodeTreeManifest(tr, how).bytes);
+      writeFileSync(m, treeManifestBytes(encodeTreeManifest(tr, how)));
       return execFileSync(exe, ["tree", m, t]).toString().trim();
     };
     // controls: the directory as it is passes, with and without contents
@@ -234,7 +234,7 @@ describe("guest agent sources", { skip: GCC_SKIP }, () => {
     writeFileSync(join(t, "extra"), "");
     assert.equal(check(tree()), "differs 4");
     // a truncated manifest is refused, not half-checked
-    writeFileSync(m, encodeTreeManifest(tree()).bytes.subarray(0, 40));
+    writeFileSync(m, treeManifestBytes(encodeTreeManifest(tree())).subarray(0, 40));
     assert.equal(execFileSync(exe, ["tree", m, t]).toString().trim(), "malformed 0");
   });
 

@@ -95,7 +95,7 @@ const modules = [
 function parts(list: FsEntry[], content: ContentSource, extra: Partial<GuestImageParts> = {}): GuestImageParts {
   const tree = new Map(list.map((e) => [e.path, e]));
   const inputs = encodeInputs(launch, DEFAULT_SCENARIO);
-  return { agent: Buffer.from("agent bytes"), inputs, treeManifest: encodeTreeManifest(tree).bytes, modules, tree, content, ...extra };
+  return { agent: Buffer.from("agent bytes"), inputs, treeManifest: encodeTreeManifest(tree), modules, tree, content, ...extra };
 }
 
 async function inMemory(p: GuestImageParts) {

@@ -87,7 +87,7 @@ async function bootWithManifest(world: ProbeWorld, manifestTree: ProbeWorld["tre
   const agent = readKitObject(kit.dir, "agents", kit.agent.digest, "/agent").bytes;
   const modules = kit.kernel.modules.map((m) => ({ name: m.name, bytes: readKitObject(kit.dir, "kernels", m.digest, "/modules").bytes }));
   const treeManifest = encodeTreeManifest(manifestTree, scenario.verifyTree ?? "metadata");
-  const imageParts = { agent, inputs: prepared.inputs, treeManifest: treeManifest.bytes, modules, tree: world.tree, content };
+  const imageParts = { agent, inputs: prepared.inputs, treeManifest, modules, tree: world.tree, content };
   const image = await writeGuestImage(imageParts, { write() {} });
   const dir = mkdtempSync(join(tmpdir(), "cairn-boot-"));
   const boot = await bootGuest({ ...prepared, image, imageParts, treeManifest }, "none", { dir, rrfile: join(dir, "unused.rr") }, 120_000);

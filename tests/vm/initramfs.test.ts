@@ -10,6 +10,7 @@ import {
   DEV_SYMLINKS,
   encodeInputs,
   encodeTreeManifest,
+  treeManifestBytes,
   IMAGE_BYTES_MAX,
   prepareGuest,
   S_IFCHR,
@@ -51,7 +52,7 @@ async function inMemory(parts: GuestImageParts) {
 
 function partsOf(list: FsEntry[], source: GuestImageParts["content"] = content): GuestImageParts {
   const tree = new Map(list.map((e) => [e.path, e]));
-  return { agent, inputs, treeManifest: encodeTreeManifest(tree).bytes, modules, tree, content: source };
+  return { agent, inputs, treeManifest: encodeTreeManifest(tree), modules, tree, content: source };
 }
 
 async function image(list: FsEntry[]) {
@@ -89,7 +90,7 @@ describe("guest image", () => {
     assert.ok(by.get("init")!.data.equals(agent));
     assert.ok(by.get("cairn/inputs")!.data.equals(inputs));
     // the tree manifest comes from the canonical tree, and before the template (the unpacker stops at the first write error)
-    assert.ok(by.get("cairn/tree")!.data.equals(encodeTreeManifest(new Map(entries.map((e) => [e.path, e]))).bytes));
+    assert.ok(by.get("cairn/tree")!.data.equals(treeManifestBytes(encodeTreeManifest(new Map(entries.map((e) => [e.path, e]))))));
     assert.equal(by.get("dev/console")!.mode, S_IFCHR | 0o600);
     assert.deepEqual([by.get("cairn/template")!.mode, by.get("cairn/template")!.mtime], [S_IFDIR | 0o755, 10]);
     // sorted by UTF-8 bytes: "/a" < "/a-b"? no — "-" (0x2d) < "/" (0x2f), so /a, /a-b, /a/l, /a/x
@@ -164,7 +165,7 @@ describe("guest image", () => {
   it("refuses content whose size differs from the tree", async () => {
     const wrong = { get: async () => Buffer.from("short") };
     await assertCodeAsync(
-      () => inMemory({ agent, inputs, treeManifest: Buffer.alloc(0), modules, tree: new Map(entries.map((e) => [e.path, e])), content: wrong }),
+      () => inMemory({ agent, inputs, treeManifest: encodeTreeManifest(new Map()), modules, tree: new Map(entries.map((e) => [e.path, e])), content: wrong }),
       "SIZE_MISMATCH",
     );
   });

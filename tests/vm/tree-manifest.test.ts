@@ -8,7 +8,7 @@ import { createHash } from "node:crypto";
 import { describe, it } from "node:test";
 import type { Sha256Digest } from "../../src/core/index.ts";
 import type { FsEntry } from "../../src/tree/entries.ts";
-import { encodeTreeManifest } from "../../src/vm/index.ts";
+import { encodeTreeManifest, treeManifestBytes } from "../../src/vm/index.ts";
 
 const d = (c: string) => `sha256:${c.repeat(64)}` as Sha256Digest;
 const entries: FsEntry[] = [
@@ -18,15 +18,16 @@ const entries: FsEntry[] = [
   { type: "dir", path: "/bin", mode: 0o700, uid: 0, gid: 0, mtime: 1 },
 ];
 
+const u32 = (v: number) => {
+  const b = Buffer.alloc(4);
+  b.writeUInt32LE(v);
+  return b.toString("hex");
+};
+const u64 = (v: number) => u32(v) + u32(0);
+const s = (v: string) => u32(Buffer.byteLength(v)) + Buffer.from(v).toString("hex");
+
 /** An independent encoder: one hex string per field, as the format comment in tree-manifest.ts says. */
 function oracle(flags = 0): Buffer {
-  const u32 = (v: number) => {
-    const b = Buffer.alloc(4);
-    b.writeUInt32LE(v);
-    return b.toString("hex");
-  };
-  const u64 = (v: number) => u32(v) + u32(0);
-  const s = (v: string) => u32(Buffer.byteLength(v)) + Buffer.from(v).toString("hex");
   const hex = [
     Buffer.from("CAIRNTM1").toString("hex"),
     u32(1),
@@ -43,14 +44,44 @@ function oracle(flags = 0): Buffer {
 describe("tree manifest", () => {
   it("encodes every entry in path byte order with type, mode, owner, size and target", () => {
     const m = encodeTreeManifest(new Map(entries.map((e) => [e.path, e])));
-    assert.ok(m.bytes.equals(oracle()));
+    assert.ok(treeManifestBytes(m).equals(oracle()));
+    assert.equal(m.size, oracle().length);
     assert.equal(m.entries, 4);
     const digest = createHash("sha256").update(Buffer.from("cairn.tree-manifest/1\0")).update(oracle()).digest("hex");
     assert.equal(m.digest, `sha256:${digest}`);
     // run.verify-tree: content sets flag bit 0 and nothing else, and is another digest
     const c = encodeTreeManifest(new Map(entries.map((e) => [e.path, e])), "content");
-    assert.ok(c.bytes.equals(oracle(1)));
+    assert.ok(treeManifestBytes(c).equals(oracle(1)));
     assert.notEqual(c.digest, m.digest);
+  });
+
+  it("is written in chunks that join to the bytes it hashed, a record larger than a chunk whole in one", () => {
+    // 3,000 files (some 200 KB of manifest) and one symlink whose target alone is larger than a 64 KiB chunk
+    const many: FsEntry[] = [{ type: "dir", path: "/", mode: 0o755, uid: 0, gid: 0, mtime: 0 }];
+    for (let i = 0; i < 3000; i++) many.push({ type: "file", path: `/f${String(i).padStart(5, "0")}`, mode: 0o644, uid: 0, gid: 0, mtime: 0, size: i, sha256: d("c") });
+    const long = "t".repeat(70_000);
+    many.push({ type: "symlink", path: "/zlong", mode: 0o777, uid: 0, gid: 0, mtime: 0, target: long });
+    const expected = Buffer.from(
+      [
+        Buffer.from("CAIRNTM1").toString("hex"),
+        u32(1),
+        u32(0),
+        u32(many.length),
+        `01${u32(0o755)}${u32(0)}${u32(0)}${u64(0)}${s("")}${s("")}`,
+        ...many.slice(1, -1).map((e) => `02${u32(0o644)}${u32(0)}${u32(0)}${u64(e.type === "file" ? e.size : 0)}${s(e.path.slice(1))}${s("")}${"c".repeat(64)}`),
+        `03${u32(0o777)}${u32(0)}${u32(0)}${u64(long.length)}${s("zlong")}${s(long)}`,
+      ].join(""),
+      "hex",
+    );
+    const m = encodeTreeManifest(new Map(many.map((e) => [e.path, e])));
+    const chunks: Uint8Array[] = [];
+    m.write((c) => chunks.push(Buffer.from(c))); // a copy: the chunk's buffer is reused after emit returns
+    assert.ok(chunks.length > 3, `${chunks.length} chunks`);
+    assert.ok(Buffer.concat(chunks).equals(expected));
+    assert.equal(m.size, expected.length);
+    assert.equal(m.digest, `sha256:${createHash("sha256").update(Buffer.from("cairn.tree-manifest/1\0")).update(expected).digest("hex")}`);
+    // every chunk but the one holding the long target within 64 KiB
+    assert.deepEqual(chunks.filter((c) => c.length > 1 << 16).map((c) => c.length), [1 + 4 + 4 + 4 + 8 + 4 + 5 + 4 + long.length]);
   });
 
   it("a tree differing in one owner, mode, size, target or content digest has another digest (control: the same tree, the same digest)", () => {
