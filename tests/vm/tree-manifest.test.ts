@@ -58,7 +58,8 @@ describe("tree manifest", () => {
   it("is written in chunks that join to the bytes it hashed, a record larger than a chunk whole in one", () => {
     // 3,000 files (some 200 KB of manifest) and one symlink whose target alone is larger than a 64 KiB chunk
     const many: FsEntry[] = [{ type: "dir", path: "/", mode: 0o755, uid: 0, gid: 0, mtime: 0 }];
-    for (let i = 0; i < 3000; i++) many.push({ type: "file", path: `/f${String(i).padStart(5, "0")}`, mode: 0o644, uid: 0, gid: 0, mtime: 0, size: i, sha256: d("c") });
+    for (let i = 0; i < 3000; i++)
+      many.push({ type: "file", path: `/f${String(i).padStart(5, "0")}`, mode: 0o644, uid: 0, gid: 0, mtime: 0, size: i, sha256: d("c") });
     const long = "t".repeat(70_000);
     many.push({ type: "symlink", path: "/zlong", mode: 0o777, uid: 0, gid: 0, mtime: 0, target: long });
     const expected = Buffer.from(
@@ -68,7 +69,9 @@ describe("tree manifest", () => {
         u32(0),
         u32(many.length),
         `01${u32(0o755)}${u32(0)}${u32(0)}${u64(0)}${s("")}${s("")}`,
-        ...many.slice(1, -1).map((e) => `02${u32(0o644)}${u32(0)}${u32(0)}${u64(e.type === "file" ? e.size : 0)}${s(e.path.slice(1))}${s("")}${"c".repeat(64)}`),
+        ...many
+          .slice(1, -1)
+          .map((e) => `02${u32(0o644)}${u32(0)}${u32(0)}${u64(e.type === "file" ? e.size : 0)}${s(e.path.slice(1))}${s("")}${"c".repeat(64)}`),
         `03${u32(0o777)}${u32(0)}${u32(0)}${u64(long.length)}${s("zlong")}${s(long)}`,
       ].join(""),
       "hex",
@@ -81,7 +84,10 @@ describe("tree manifest", () => {
     assert.equal(m.size, expected.length);
     assert.equal(m.digest, `sha256:${createHash("sha256").update(Buffer.from("cairn.tree-manifest/1\0")).update(expected).digest("hex")}`);
     // every chunk but the one holding the long target within 64 KiB
-    assert.deepEqual(chunks.filter((c) => c.length > 1 << 16).map((c) => c.length), [1 + 4 + 4 + 4 + 8 + 4 + 5 + 4 + long.length]);
+    assert.deepEqual(
+      chunks.filter((c) => c.length > 1 << 16).map((c) => c.length),
+      [1 + 4 + 4 + 4 + 8 + 4 + 5 + 4 + long.length],
+    );
   });
 
   it("a tree differing in one owner, mode, size, target or content digest has another digest (control: the same tree, the same digest)", () => {
