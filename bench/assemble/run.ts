@@ -22,6 +22,11 @@
  *             the least any verifying reader of a gzip layer must do.
  *   floor with three hashes   the floor with the hashing cairn's rules
  *             require (stored blob, DiffID, file bytes).
+ *   gunzip alone   the inflate and nothing else: one gzip stream inflates
+ *             on one core, so it is the serial part no reader can split.
+ *             With it, the two-core bound max(gunzip alone wall, CPU of the
+ *             floor with three hashes and writes / 2): no assembler doing
+ *             that work on two cores can take less wall time.
  *   floor with three hashes and writes   that floor, also writing what
  *             the store must keep: a copy of the stored blob and the
  *             uncompressed bytes, each into one file, both fsynced (cairn
@@ -159,6 +164,18 @@ async function timed(fn: () => Promise<unknown> | unknown, child = false): Promi
 
 const median = (xs: Sample[], k: keyof Sample): number => xs.map((x) => x[k]).sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
+async function gunzipAlone(blob: string): Promise<void> {
+  await pipeline(
+    createReadStream(blob, { highWaterMark: 1 << 20 }),
+    createGunzip({ chunkSize: 1 << 20 }),
+    new Writable({
+      write(_c: Buffer, _e, cb) {
+        cb();
+      },
+    }),
+  );
+}
+
 async function floor(blob: string): Promise<void> {
   const h = createHash("sha256");
   await pipeline(
@@ -276,6 +293,7 @@ async function bench(name: string, write: (dir: string) => WrittenImage): Promis
     decode: [] as Sample[],
     umoci: [] as Sample[],
     floor: [] as Sample[],
+    gunzip: [] as Sample[],
     vfloor: [] as Sample[],
     wfloor: [] as Sample[],
   };
@@ -285,6 +303,7 @@ async function bench(name: string, write: (dir: string) => WrittenImage): Promis
     mkdirSync(out, { recursive: true }); // umoci needs the parent of its target, and may run first in the rotation
     const variants: Array<[keyof typeof times, () => Promise<Sample>]> = [
       ["floor", () => timed(() => floor(blob))],
+      ["gunzip", () => timed(() => gunzipAlone(blob))],
       ["vfloor", () => timed(() => verifyingFloor(blob))],
       ["wfloor", () => timed(() => writingFloor(blob, join(out, "wfloor")))],
       [
@@ -349,6 +368,7 @@ async function bench(name: string, write: (dir: string) => WrittenImage): Promis
   row("floor: node gunzip+sha256", times.floor);
   row("floor with cairn's three hashes", times.vfloor);
   row("  the same, writing and fsyncing", times.wfloor);
+  row("gunzip alone (the serial part)", times.gunzip);
   const r = (a: Sample[], b: Sample[], k: keyof Sample): string => (median(a, k) / median(b, k)).toFixed(2);
   console.log(
     `  cairn/umoci  wall ${r(times.cairn, times.umoci, "wall")}x  cpu ${r(times.cairn, times.umoci, "cpu")}x  user ${r(times.cairn, times.umoci, "user")}x   (issue 15 goal for the large layout: ≤ 0.5)`,
@@ -364,6 +384,10 @@ async function bench(name: string, write: (dir: string) => WrittenImage): Promis
   );
   console.log(
     `  cairn / floor with three hashes and the same writes: wall ${r(times.cairn, times.wfloor, "wall")}x  cpu ${r(times.cairn, times.wfloor, "cpu")}x  user ${r(times.cairn, times.wfloor, "user")}x`,
+  );
+  const bound = Math.max(median(times.gunzip, "wall"), median(times.wfloor, "cpu") / 2);
+  console.log(
+    `  two-core bound max(gunzip alone wall, writing floor cpu / 2) ${bound.toFixed(0)} ms: cairn / bound wall ${(median(times.cairn, "wall") / bound).toFixed(2)}x;  bound / umoci ${(bound / median(times.umoci, "wall")).toFixed(2)}x`,
   );
 }
 

@@ -6,7 +6,10 @@
  * samples, per verify, largest first. The figures are sampled (1 ms), for
  * finding costs, not for the ratios (run.ts measures those).
  *
- *   npm run build && node --import tsx bench/workload/profile.ts [N] [TOP]
+ *   npm run build && node --import tsx bench/workload/profile.ts [N] [TOP] [UNDER]
+ *
+ * UNDER (a function name as printed, e.g. "#header tar-gate.js:198") also
+ * splits that function's inclusive time among its direct callees.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { Session } from "node:inspector/promises";
@@ -18,6 +21,7 @@ import { CONFIG, smallLayout, writeSpec } from "./common.ts";
 
 const N = Number(process.argv[2] ?? 5);
 const TOP = Number(process.argv[3] ?? 40);
+const UNDER = process.argv[4];
 
 interface Node {
   id: number;
@@ -82,6 +86,24 @@ try {
   console.log("inclusive time per verify:");
   for (const [k, us] of [...inclusive].sort((a, b) => b[1] - a[1]).slice(0, TOP))
     console.log(`  ${(us / 1000 / N).toFixed(1).padStart(7)} ms  ${((100 * us) / total).toFixed(1).padStart(5)}%  ${k}`);
+  if (UNDER !== undefined) {
+    // each sample whose stack holds UNDER counts for the frame just below UNDER's outermost call ("(self)" when UNDER is the leaf)
+    const below = new Map<string, number>();
+    profile.samples.forEach((id, i) => {
+      let child = "(self)";
+      let hit = false;
+      for (let at: number | undefined = id, prev: number | undefined; at !== undefined; prev = at, at = parent.get(at)) {
+        if (keyOf(byId.get(at)!) === UNDER) {
+          hit = true;
+          child = prev === undefined ? "(self)" : keyOf(byId.get(prev)!);
+        }
+      }
+      if (hit) below.set(child, (below.get(child) ?? 0) + (profile.timeDeltas[i] ?? 0));
+    });
+    console.log(`under ${UNDER}, per verify:`);
+    for (const [k, us] of [...below].sort((a, b) => b[1] - a[1]).slice(0, TOP))
+      console.log(`  ${(us / 1000 / N).toFixed(1).padStart(7)} ms  ${((100 * us) / total).toFixed(1).padStart(5)}%  ${k}`);
+  }
 } finally {
   rmSync(base, { recursive: true, force: true });
 }
