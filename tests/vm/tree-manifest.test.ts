@@ -95,7 +95,10 @@ describe("tree manifest", () => {
     const m = encodeTreeManifest(new Map(mine.map((e) => [e.path, e])));
     assert.ok(treeManifestBytes(m).equals(oracle()));
     (mine.find((e) => e.path === "/bin/x") as { uid: number }).uid = 1001; // the same size, another owner
-    assert.throws(() => treeManifestBytes(m), (e: unknown) => (e as { code?: string }).code === "RUN_INFRASTRUCTURE");
+    assert.throws(
+      () => treeManifestBytes(m),
+      (e: unknown) => (e as { code?: string }).code === "RUN_INFRASTRUCTURE",
+    );
   });
 
   it("a tree differing in one owner, mode, size, target or content digest has another digest (control: the same tree, the same digest)", () => {
