@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { blake3, ContentHasher, isDigest, parseDigest, parseSha256, Sha256Hasher, sha256, verifyDigest } from "../../src/core/index.ts";
+import { blake3, ContentHasher, isDigest, parseDigest, parseSha256, Sha256Hasher, sha256, sha256Text, verifyDigest } from "../../src/core/index.ts";
 import { digestAlgorithm, digestHex } from "../../src/core/digest.ts";
 import { assertCode } from "../helpers/errors.ts";
 
@@ -105,4 +105,20 @@ test("ContentHasher refuses bytes after a content it hashed in one call (control
   whole.update(Buffer.from("abc"));
   whole.update(Buffer.from("d"));
   assert.equal(whole.digest(), sha256("abcd"));
+});
+
+test("sha256Text writes the prefix and the lower-case hex of any 32 bytes; other lengths are refused (control: 32 bytes)", () => {
+  fc.assert(
+    fc.property(fc.uint8Array({ minLength: 32, maxLength: 32 }), (raw) => {
+      assert.equal(sha256Text(raw), `sha256:${Buffer.from(raw).toString("hex")}`);
+    }),
+  );
+  // every high nibble (bytes 7, 15, …, 255), and the digest of nothing through every hasher
+  const all = Buffer.from(Array.from({ length: 32 }, (_, i) => (i * 8 + 7) & 0xff));
+  assert.equal(sha256Text(all), `sha256:${all.toString("hex")}`);
+  assert.equal(sha256(""), EMPTY_SHA256);
+  assert.equal(new Sha256Hasher().digest(), EMPTY_SHA256);
+  assert.equal(new ContentHasher(0).digest(), EMPTY_SHA256);
+  assertCode(() => sha256Text(new Uint8Array(31)), "INTERNAL", "digest");
+  assert.equal(sha256Text(new Uint8Array(32)), `sha256:${"0".repeat(64)}`);
 });
