@@ -25,8 +25,10 @@
  *   gunzip alone   the inflate and nothing else: one gzip stream inflates
  *             on one core, so it is the serial part no reader can split.
  *             With it, the two-core bound max(gunzip alone wall, CPU of the
- *             floor with three hashes and writes / 2): no assembler doing
- *             that work on two cores can take less wall time.
+ *             floor with three hashes and writes / 2): an estimate of the
+ *             least wall time that work can take on two cores (measured
+ *             with Node's stream gunzip, which a reader inflating on its
+ *             own thread can beat a little).
  *   floor with three hashes and writes   that floor, also writing what
  *             the store must keep: a copy of the stored blob and the
  *             uncompressed bytes, each into one file, both fsynced (cairn

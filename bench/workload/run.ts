@@ -18,7 +18,8 @@
  *                content, in one read (floors.ts)
  *   gunzip       the inflate alone (floors.ts): the serial part; with it,
  *                the two-core bound max(gunzip wall, rules-floor CPU / 2),
- *                below which no re-deriving verify can go on two cores
+ *                an estimate of the least a re-deriving verify can take on
+ *                two cores (floors.ts says why it is not exact)
  *
  * Prints medians of wall and CPU (user+system of this process: gunzip's
  * thread-pool time included) and of the main thread's own CPU time
