@@ -24,7 +24,7 @@
  *             require (stored blob, DiffID, file bytes).
  *   gunzip alone   the inflate and nothing else: one gzip stream inflates
  *             on one core, so it is the serial part no reader can split.
- *             With it, the two-core bound max(gunzip alone wall, CPU of the
+ *             With it, the two-core estimate max(gunzip alone wall, CPU of the
  *             floor with three hashes and writes / 2): an estimate of the
  *             least wall time that work can take on two cores (measured
  *             with Node's stream gunzip, which a reader inflating on its
@@ -59,7 +59,7 @@ import type { ContentSink } from "../../src/tree/entries.ts";
 import { oci, STRICT_POLICY, store as storeArea, tree } from "./compiled.ts";
 import { blobPath, type WrittenImage } from "../../tests/workload/fixtures/oci-writer.ts";
 import { writeLargeLayout, writeSmallLayout } from "./layouts.ts";
-import { gunzipOnly, twoCoreBound } from "../workload/floors.ts";
+import { gunzipOnly, twoCoreEstimate } from "../workload/floors.ts";
 
 const { PackWriter, Store } = storeArea;
 const { applyLayers, HASH_ONLY_SINK, wholeFileSink } = tree;
@@ -376,9 +376,9 @@ async function bench(name: string, write: (dir: string) => WrittenImage): Promis
   console.log(
     `  cairn / floor with three hashes and the same writes: wall ${r(times.cairn, times.wfloor, "wall")}x  cpu ${r(times.cairn, times.wfloor, "cpu")}x  user ${r(times.cairn, times.wfloor, "user")}x`,
   );
-  const bound = twoCoreBound(median(times.gunzip, "wall"), median(times.wfloor, "cpu"));
+  const bound = twoCoreEstimate(median(times.gunzip, "wall"), median(times.wfloor, "cpu"));
   console.log(
-    `  two-core bound max(gunzip alone wall, writing floor cpu / 2) ${bound.toFixed(0)} ms: cairn / bound wall ${(median(times.cairn, "wall") / bound).toFixed(2)}x;  bound / umoci ${(bound / median(times.umoci, "wall")).toFixed(2)}x`,
+    `  two-core estimate max(gunzip alone wall, writing floor cpu / 2) ${bound.toFixed(0)} ms: cairn / bound wall ${(median(times.cairn, "wall") / bound).toFixed(2)}x;  bound / umoci ${(bound / median(times.umoci, "wall")).toFixed(2)}x`,
   );
 }
 

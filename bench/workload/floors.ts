@@ -16,7 +16,7 @@
  *                can finish before it (the serial part of either floor)
  *
  * With two cores, max(gunzip, rules-floor CPU / 2) estimates the least wall
- * time a re-deriving verify can take (twoCoreBound): the inflate is serial,
+ * time a re-deriving verify can take (twoCoreEstimate): the inflate is serial,
  * and the rest of the required work shares the two cores at best. It is an
  * estimate, not a proof: it is measured with Node's stream gunzip, which a
  * reader inflating on its own thread can beat a little (verify of the large
@@ -144,6 +144,6 @@ export async function gunzipOnly(layers: readonly string[]): Promise<void> {
 }
 
 /** The least wall time `cores` cores can take for work of `cpu` ms whose serial part takes `serial` ms (as those were measured). */
-export function twoCoreBound(serial: number, cpu: number, cores = 2): number {
+export function twoCoreEstimate(serial: number, cpu: number, cores = 2): number {
   return Math.max(serial, cpu / cores);
 }

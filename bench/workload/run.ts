@@ -17,7 +17,7 @@
  *                stored blob + sha256 of the tar stream + sha256 of each
  *                content, in one read (floors.ts)
  *   gunzip       the inflate alone (floors.ts): the serial part; with it,
- *                the two-core bound max(gunzip wall, rules-floor CPU / 2),
+ *                the two-core estimate max(gunzip wall, rules-floor CPU / 2),
  *                an estimate of the least a re-deriving verify can take on
  *                two cores (floors.ts says why it is not exact)
  *
@@ -41,7 +41,7 @@ import { dir, file, type TarMember } from "../../tests/workload/fixtures/tar-wri
 import { workload } from "../assemble/compiled.ts";
 import { content } from "../assemble/layouts.ts";
 import { CONFIG, load, median, program, type Sample, smallLayout, timed, writeSpec } from "./common.ts";
-import { gunzipOnly, rawSha256, rulesFloor, twoCoreBound } from "./floors.ts";
+import { gunzipOnly, rawSha256, rulesFloor, twoCoreEstimate } from "./floors.ts";
 
 const N = Number(process.argv[2] ?? 3);
 const ONLY = process.argv[3];
@@ -97,10 +97,10 @@ for (const [name, members] of [
       `  verify / ${floor.padEnd(11)} wall ${r("wall")}x  cpu ${r("cpu")}x  main ${r("main")}x${floor === "raw-sha256" ? "  (issue 15 goal: at most 1.3x)" : ""}`,
     );
   }
-  const bound = twoCoreBound(median(t.gunzip, "wall"), median(t["rules-floor"], "cpu"));
+  const bound = twoCoreEstimate(median(t.gunzip, "wall"), median(t["rules-floor"], "cpu"));
   const raw = median(t["raw-sha256"], "wall");
   console.log(
-    `  two-core bound max(gunzip wall, rules-floor cpu / 2) ${bound.toFixed(0)} ms = ${(bound / raw).toFixed(2)}x raw-sha256; verify / bound wall ${(median(t.verify, "wall") / bound).toFixed(2)}x`,
+    `  two-core estimate max(gunzip wall, rules-floor cpu / 2) ${bound.toFixed(0)} ms = ${(bound / raw).toFixed(2)}x raw-sha256; verify / bound wall ${(median(t.verify, "wall") / bound).toFixed(2)}x`,
   );
   rmSync(base, { recursive: true, force: true });
 }
