@@ -9,18 +9,36 @@
  * tree an identity was computed over; `ordered()` hands the frozen array
  * out, so a pass in byte order copies nothing.
  */
-import { compareBytes, inByteOrder } from "../core/index.ts";
+import { compareBytes, inByteOrder, sortByBytes } from "../core/index.ts";
 import type { FsEntry } from "./entries.ts";
+
+/** Passed by `fromEntries` alone: its array was just sorted here, so the constructor does not compare it again. */
+const SORTED_HERE = Symbol("sorted here");
 
 export class FrozenTree implements ReadonlyMap<string, FsEntry> {
   readonly #sorted: readonly FsEntry[];
 
-  /** `sorted` must be in strictly ascending byte order of path (TreeModel.freeze sorts it); it is checked, and frozen. */
-  constructor(sorted: readonly FsEntry[]) {
-    for (let i = 1; i < sorted.length; i++) {
-      if (compareBytes(sorted[i - 1]!.path, sorted[i]!.path) >= 0) throw new TypeError(`FrozenTree: ${sorted[i]!.path} is out of byte order`);
+  /** `sorted` must be in strictly ascending byte order of path; it is checked, and frozen. */
+  constructor(sorted: readonly FsEntry[], trust?: typeof SORTED_HERE) {
+    if (trust !== SORTED_HERE) {
+      for (let i = 1; i < sorted.length; i++) {
+        if (compareBytes(sorted[i - 1]!.path, sorted[i]!.path) >= 0) throw new TypeError(`FrozenTree: ${sorted[i]!.path} is out of byte order`);
+      }
     }
     this.#sorted = Object.freeze(sorted);
+  }
+
+  /**
+   * The tree of `entries` in any order (TreeModel.freeze): sorted here by
+   * core's byte order, and refused (TypeError) when two share a path. A
+   * sorted array with no two equal neighbours is strictly ascending, so the
+   * constructor's comparison of every pair is not run a second time (on
+   * 20,000 entries it cost as much as a third of the sort).
+   */
+  static fromEntries(entries: readonly FsEntry[]): FrozenTree {
+    const sorted = sortByBytes(entries, (e) => e.path);
+    for (let i = 1; i < sorted.length; i++) if (sorted[i - 1]!.path === sorted[i]!.path) throw new TypeError(`FrozenTree: ${sorted[i]!.path} appears twice`);
+    return new FrozenTree(sorted, SORTED_HERE);
   }
 
   /** Every entry in byte order of path: the tree's own array, frozen (so handing it out copies nothing and changes nothing). */

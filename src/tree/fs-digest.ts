@@ -65,32 +65,42 @@ export function sortedEntries(tree: CanonicalTree): SortedEntries {
 function checkedEntries(tree: CanonicalTree): readonly FsEntry[] {
   const root = tree.get("/");
   if (root === undefined || root.type !== "dir") refuse("/", "the root must be an explicit directory");
-  // A frozen tree is already in byte order (TreeModel.freeze) and its own array is handed out; only another map is copied and sorted.
+  // A frozen tree is in strict byte order by construction (its constructor compares every pair, or
+  // fromEntries sorted it and refused repeats): its own array is handed out uncompared. Another map's
+  // order is compared here, and its entries copied and sorted when out of order.
+  const frozen = tree instanceof FrozenTree;
   let sorted = true;
   let prev: string | undefined;
   // The directories met so far: in byte order a parent comes before its children, so its lookup is a hash
   // probe, not a search of the tree; an entry met before its parent (another map's order) falls back to `get`.
   const dirs = new Set<string>();
   const check = (key: string, e: FsEntry): void => {
-    if (sorted && prev !== undefined && compareBytes(prev, key) >= 0) sorted = false;
-    prev = key;
+    if (!frozen) {
+      if (sorted && prev !== undefined && compareBytes(prev, key) >= 0) sorted = false;
+      prev = key;
+    }
     if (key !== e.path) refuse(key, "map key differs from the entry path");
     if (!isCanonicalPath(e.path)) refuse(e.path, "path is not absolute and normalized");
     if (e.path !== "/" && !dirs.has(parentOf(e.path)) && tree.get(parentOf(e.path))?.type !== "dir") refuse(e.path, "parent is not an explicit directory");
     if (e.type === "dir") dirs.add(e.path);
-    if (!Number.isInteger(e.mode) || e.mode < 0 || e.mode > 0o7777) refuse(e.path, "mode out of range");
-    if (!Number.isInteger(e.uid) || e.uid < 0 || e.uid > U32_MAX) refuse(e.path, "uid out of range");
-    if (!Number.isInteger(e.gid) || e.gid < 0 || e.gid > U32_MAX) refuse(e.path, "gid out of range");
-    if (!Number.isSafeInteger(e.mtime)) refuse(e.path, "mtime is not a whole number of seconds");
-    if (e.type === "file" && (!Number.isSafeInteger(e.size) || e.size < 0)) refuse(e.path, "size out of range");
-    if (e.type === "symlink" && (e.target.length === 0 || e.target.includes("\0"))) refuse(e.path, "symlink target empty or holds NUL");
+    checkFields(e);
   };
   // a frozen tree's keys are its entries' paths (it yields [e.path, e]): its own array is walked, no pair allocated per entry
-  if (tree instanceof FrozenTree) for (const e of tree.ordered()) check(e.path, e);
+  if (frozen) for (const e of tree.ordered()) check(e.path, e);
   else for (const [key, e] of tree) check(key, e);
-  if (sorted && tree instanceof FrozenTree) return tree.ordered();
+  if (frozen) return tree.ordered();
   const out = [...tree.values()];
   return sorted ? out : sortByBytes(out, (e) => e.path);
+}
+
+/** The fields the frame holds fit it: numbers in range (the frame writes them unchecked), a symlink's target non-empty and free of NUL. */
+function checkFields(e: FsEntry): void {
+  if (!Number.isInteger(e.mode) || e.mode < 0 || e.mode > 0o7777) refuse(e.path, "mode out of range");
+  if (!Number.isInteger(e.uid) || e.uid < 0 || e.uid > U32_MAX) refuse(e.path, "uid out of range");
+  if (!Number.isInteger(e.gid) || e.gid < 0 || e.gid > U32_MAX) refuse(e.path, "gid out of range");
+  if (!Number.isSafeInteger(e.mtime)) refuse(e.path, "mtime is not a whole number of seconds");
+  if (e.type === "file" && (!Number.isSafeInteger(e.size) || e.size < 0)) refuse(e.path, "size out of range");
+  if (e.type === "symlink" && (e.target.length === 0 || e.target.includes("\0"))) refuse(e.path, "symlink target empty or holds NUL");
 }
 
 /** Bytes of one entry's frame. */
@@ -101,10 +111,30 @@ function frameSize(e: FsEntry): number {
   return base;
 }
 
-/** Writes a `str` frame at `at`; returns the offset after it. */
+/** Bytes one entry's frame takes at most, without encoding it: UTF-8 needs at most 3 bytes per UTF-16 unit. */
+function frameBound(e: FsEntry): number {
+  const base = 1 + 4 + 3 * e.path.length + 4 + 4 + 4 + 8;
+  if (e.type === "file") return base + 8 + 32;
+  if (e.type === "symlink") return base + 4 + 3 * e.target.length;
+  return base;
+}
+
+/**
+ * Writes `v` (an integer in 0..2^32-1, checked by the caller) as a
+ * big-endian u32: byte stores, not writeUInt32BE, whose checks cost more
+ * than the store on a frame per entry (a Uint8Array keeps the low 8 bits).
+ */
+function putU32(buf: Buffer, at: number, v: number): void {
+  buf[at] = v >>> 24;
+  buf[at + 1] = v >>> 16;
+  buf[at + 2] = v >>> 8;
+  buf[at + 3] = v;
+}
+
+/** Writes a `str` frame at `at` (room for frameBound checked by the caller); returns the offset after it. */
 function putStr(buf: Buffer, at: number, s: string): number {
   const n = buf.write(s, at + 4, "utf8");
-  buf.writeUInt32BE(n, at);
+  putU32(buf, at, n);
   return at + 4 + n;
 }
 
@@ -115,8 +145,8 @@ function putStr(buf: Buffer, at: number, s: string): number {
  */
 function putI64(buf: Buffer, at: number, v: number): void {
   const hi = Math.floor(v / 0x1_0000_0000);
-  buf.writeInt32BE(hi, at);
-  buf.writeUInt32BE(v - hi * 0x1_0000_0000, at + 4);
+  putU32(buf, at, hi >>> 0); // a negative high half as its two's complement
+  putU32(buf, at + 4, v - hi * 0x1_0000_0000);
 }
 
 /** Hex digit values by character code below 128, -1 for anything else (upper and lower case, as Buffer's "hex"). */
@@ -147,13 +177,13 @@ export function putDigestBytes(buf: Buffer, at: number, d: string): boolean {
   return true;
 }
 
-/** Writes `e`'s frame into `buf` at `base` (at least frameSize(e) bytes free there); returns the offset after it. */
+/** Writes `e`'s frame into `buf` at `base` (at least frameSize(e) bytes free there: frameBound(e) is always enough); returns the offset after it. */
 function frameInto(e: FsEntry, buf: Buffer, base: number): number {
   buf[base] = TYPE_TAG[e.type];
   let at = putStr(buf, base + 1, e.path);
-  buf.writeUInt32BE(e.mode, at);
-  buf.writeUInt32BE(e.uid, at + 4);
-  buf.writeUInt32BE(e.gid, at + 8);
+  putU32(buf, at, e.mode);
+  putU32(buf, at + 4, e.uid);
+  putU32(buf, at + 8, e.gid);
   putI64(buf, at + 12, e.mtime);
   at += 20;
   if (e.type === "file") {
@@ -167,8 +197,9 @@ function frameInto(e: FsEntry, buf: Buffer, base: number): number {
   return at;
 }
 
-/** The framed bytes of one entry (exported for the framing test vectors in the docs). */
+/** The framed bytes of one entry (exported for the framing test vectors in the docs); its fields are checked as the identity checks them. */
 export function frameEntry(e: FsEntry): Buffer {
+  checkFields(e);
   const buf = Buffer.alloc(frameSize(e));
   frameInto(e, buf, 0);
   return buf;
@@ -198,7 +229,7 @@ export function fsIdentityOf(entries: SortedEntries): Sha256Digest {
   let scratch = Buffer.allocUnsafe(64 * 1024);
   let fill = 0;
   for (const e of entries) {
-    const need = frameSize(e);
+    const need = frameBound(e);
     if (fill + need > scratch.length) {
       h.update(scratch.subarray(0, fill));
       fill = 0;

@@ -12,7 +12,6 @@
  * filesystem; `freeze()` yields the canonical tree (sorted by UTF-8 path
  * bytes, every directory explicit, "/" included).
  */
-import { sortByBytes } from "../core/index.ts";
 import type { CanonicalTree, DirEntry, FsEntry } from "./entries.ts";
 import { FrozenTree } from "./frozen-tree.ts";
 import { PathMap } from "./path-map.ts";
@@ -95,6 +94,6 @@ export class TreeModel {
 
   /** The canonical tree (a FrozenTree: one sorted array, no second table). */
   freeze(): CanonicalTree {
-    return new FrozenTree(sortByBytes([...this.#entries.values()], (e) => e.path));
+    return FrozenTree.fromEntries([...this.#entries.values()]);
   }
 }

@@ -254,7 +254,19 @@ test("a pack index holds its contents as columns and answers like a map in body 
   assert.equal(e.digestAt(123), digests[123]);
   assert.deepEqual([...e.keys()], digests, "iteration is in body order");
   // absent, uppercase, truncated and non-sha256 digests are not found (control: present ones are, above)
-  for (const d of [sha256("other"), digests[0]!.toUpperCase(), digests[0]!.slice(0, 40), `blake3:${digests[0]!.slice(7)}`]) {
+  const d0 = digests[0]!;
+  const swap = (at: number, c: string) => `${d0.slice(0, at)}${c}${d0.slice(at + 1)}`;
+  for (const d of [
+    sha256("other"),
+    d0.toUpperCase(),
+    swap(40, d0[40]!.toUpperCase() === d0[40] ? "G" : d0[40]!.toUpperCase()), // one upper-case digit (or a non-digit)
+    swap(40, "g"),
+    swap(70, "\u00e9"),
+    swap(6, ";"),
+    `${d0}0`,
+    d0.slice(0, 40),
+    `blake3:${d0.slice(7)}`,
+  ]) {
     assert.equal(e.has(d as (typeof digests)[0]), false, d);
     assert.equal(e.indexOf(d), -1, d);
   }

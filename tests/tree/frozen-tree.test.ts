@@ -48,3 +48,18 @@ test("entries out of byte order (or repeated) are refused when the tree is made"
   assert.throws(() => new FrozenTree([dir("/"), dir("/a"), dir("/a")]), TypeError);
   assert.equal(new FrozenTree([dir("/"), dir("/\ue000"), dir("/\u{1F600}")]).size, 3, "control: byte order is accepted");
 });
+
+test("fromEntries sorts entries in any order by byte order, as the checked constructor accepts them, and refuses a repeated path", () => {
+  const unit = fc.constantFrom("a", "b", "/", "\u00e9", "\ue000", "\u{1F600}", "\uD800", "-", ".");
+  fc.assert(
+    fc.property(fc.uniqueArray(fc.array(unit, { minLength: 1, maxLength: 4 }).map((u) => `/${u.join("")}`)), (paths) => {
+      const t = FrozenTree.fromEntries(paths.map(dir));
+      const expected = [...paths].sort(compareBytes);
+      assert.deepEqual([...t.keys()], expected);
+      // the checked constructor accepts the same order: fromEntries skipped a comparison, not a rule
+      assert.deepEqual([...new FrozenTree([...t.values()]).keys()], expected);
+    }),
+  );
+  assert.throws(() => FrozenTree.fromEntries([dir("/b"), dir("/"), dir("/b")]), /appears twice/);
+  assert.equal(FrozenTree.fromEntries([dir("/b"), dir("/"), dir("/a")]).size, 3, "control: distinct paths are accepted");
+});

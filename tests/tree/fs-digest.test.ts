@@ -28,10 +28,15 @@ function oracle(entries: FsEntry[]): Sha256Digest {
     b.writeBigUInt64BE(BigInt(n));
     return b;
   };
+  const i64 = (n: number) => {
+    const b = Buffer.alloc(8);
+    b.writeBigInt64BE(BigInt(n));
+    return b;
+  };
   const s = (t: string) => Buffer.concat([u32(Buffer.byteLength(t)), Buffer.from(t)]);
   parts.push(u64(sorted.length));
   for (const e of sorted) {
-    parts.push(Buffer.from({ dir: "D", file: "F", symlink: "L" }[e.type]), s(e.path), u32(e.mode), u32(e.uid), u32(e.gid), u64(e.mtime));
+    parts.push(Buffer.from({ dir: "D", file: "F", symlink: "L" }[e.type]), s(e.path), u32(e.mode), u32(e.uid), u32(e.gid), i64(e.mtime));
     if (e.type === "file") parts.push(u64(e.size), Buffer.from(e.sha256.slice(7), "hex"));
     if (e.type === "symlink") parts.push(s(e.target));
   }
@@ -41,6 +46,36 @@ function oracle(entries: FsEntry[]): Sha256Digest {
 test("cairn.fs/1 equals an independent encoder of the documented framing", () => {
   assert.equal(fsIdentity(tree(...base)), oracle(base));
   assert.equal(fsIdentity(tree(...base)), sha256(Buffer.concat([Buffer.from("cairn.fs/1\0", "utf8"), frameTree(tree(...base))])));
+});
+
+test("cairn.fs/1 equals the independent encoder on random trees: every number range, non-ASCII and long names, frames across the 64 KiB hash buffer (property)", () => {
+  const name = fc.oneof(fc.stringMatching(/^[a-z0-9é\u{1F600}\ue000-]{1,12}$/u), fc.constantFrom("x".repeat(255), "é".repeat(200), "\u{1F600}".repeat(100)));
+  const nums = fc.record({
+    mode: fc.integer({ min: 0, max: 0o7777 }),
+    uid: fc.oneof(fc.constantFrom(0, 0xffffffff, 0x80000000), fc.nat()),
+    gid: fc.oneof(fc.constantFrom(0, 0xffffffff, 0x80000000), fc.nat()),
+    mtime: fc.oneof(fc.constantFrom(Number.MIN_SAFE_INTEGER, -1, -(2 ** 32), 2 ** 32, Number.MAX_SAFE_INTEGER), fc.integer()),
+  });
+  const leaf = fc.oneof(
+    fc.record({ n: nums, size: fc.oneof(fc.constantFrom(0, 2 ** 32, Number.MAX_SAFE_INTEGER), fc.nat()), data: fc.string() }).map(
+      ({ n, size, data }) =>
+        (path: string): FsEntry => ({ type: "file", path, ...n, size, sha256: sha256(data) }),
+    ),
+    fc.record({ n: nums, target: fc.string({ minLength: 1 }).filter((t) => !t.includes("\0")) }).map(
+      ({ n, target }) =>
+        (path: string): FsEntry => ({ type: "symlink", path, ...n, target }),
+    ),
+  );
+  fc.assert(
+    fc.property(fc.uniqueArray(fc.tuple(name, leaf), { selector: ([n]) => n, maxLength: 400 }), fc.nat({ max: 3 }), (leaves, depth) => {
+      const dirs: FsEntry[] = [D("/")];
+      let at = "";
+      for (let k = 0; k < depth; k++) dirs.push(D((at = `${at}/d${"é".repeat(k)}`)));
+      const entries = [...dirs, ...leaves.map(([n, make]) => make(`${at}/${n}`))];
+      assert.equal(fsIdentity(tree(...entries)), oracle(entries));
+    }),
+    { numRuns: 60 },
+  );
 });
 
 test("entries sort by UTF-8 bytes, not UTF-16 or locale: /Z < /etc < /é", () => {
