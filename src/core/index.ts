@@ -2,7 +2,7 @@ export { CairnError, ERROR_CODES, isCairnError, refuseAll, ioError, MAX_ISSUES, 
 export type { ErrorCode, Issue } from "./errors.ts";
 export { parseDigest, parseSha256, isDigest, digestHex, sha256, sha256Text, blake3, Sha256Hasher, ContentHasher, verifyDigest } from "./digest.ts";
 export type { Digest, Sha256Digest, Blake3Digest } from "./digest.ts";
-export { canonicalize, canonicalBytes, encodeNumber as jcsNumber, encodeString as jcsString, escapePointer } from "./jcs.ts";
+export { canonicalize, canonicalBytes, encodeNumber as jcsNumber, encodeString as jcsString, escapePointer, isPlainString as jcsPlain } from "./jcs.ts";
 export type { JsonValue } from "./jcs.ts";
 export { parseJsonText, parseJsonBytes, decodeUtf8, isJsonObject, toJsonValue } from "./json.ts";
 export type { JsonModel, JsonObject } from "./json.ts";

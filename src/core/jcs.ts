@@ -18,6 +18,11 @@ export function hasLoneSurrogate(s: string): boolean {
 /** No quote, backslash, control character or surrogate: the JCS text is the string in quotes. */
 const PLAIN = /^[^"\\\u0000-\u001f\uD800-\uDFFF]*$/;
 
+/** True when the JCS text of `s` is `s` itself in quotes: no quote, backslash, control character or surrogate to escape or refuse. */
+export function isPlainString(s: string): boolean {
+  return PLAIN.test(s);
+}
+
 /** The JCS text of one string (for encoders that write a fixed-shape object themselves); `path` names it in a refusal. */
 export function encodeString(s: string, path: string): string {
   // most strings (paths, digests, names) need no escape: one scan, no JSON.stringify (a tree's derived entry encodes three per entry)

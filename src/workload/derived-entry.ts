@@ -9,7 +9,18 @@
  * from the raw closure and requires the stored bytes to be identical, then
  * hands out the rebuilt values.
  */
-import { CairnError, canonicalize, declareIdentity, defineScope, identityBytes, jcsNumber, jcsString, Sha256Hasher, type Sha256Digest } from "../core/index.ts";
+import {
+  CairnError,
+  canonicalize,
+  declareIdentity,
+  defineScope,
+  identityBytes,
+  jcsNumber,
+  jcsPlain,
+  jcsString,
+  Sha256Hasher,
+  type Sha256Digest,
+} from "../core/index.ts";
 import { rawModel, type RawRef } from "./closure.ts";
 import type { SourceKind, WorkloadIdentities } from "./workload-identity.ts";
 import { launchModel, type Launch } from "./launch.ts";
@@ -85,6 +96,92 @@ export function entryText(e: FsEntry, i: number): string {
   }
 }
 
+/** The fixed pieces of an entry's text, in JCS key order, as bytes. */
+const ascii = (text: string): Uint8Array => Uint8Array.from(text, (c) => c.charCodeAt(0));
+const OPEN_GID = ascii('{"gid":');
+const MODE = ascii(',"mode":');
+const MTIME = ascii(',"mtime":');
+const PATH = ascii(',"path":"');
+const FILE_SHA256 = ascii('","sha256":"');
+const FILE_SIZE = ascii('","size":');
+const FILE_TYPE = ascii(',"type":"file","uid":');
+const SYMLINK_TARGET = ascii('","target":"');
+const SYMLINK_TYPE = ascii('","type":"symlink","uid":');
+const DIR_TYPE = ascii('","type":"dir","uid":');
+/** Bytes of an entry's text besides its strings, at most: the fixed pieces (76 for a file, the longest) and five numbers of up to 17 characters. */
+const ENTRY_FIXED = 76 + 5 * 17;
+
+function putBytes(buf: Buffer, at: number, bytes: Uint8Array): number {
+  for (let k = 0; k < bytes.length; k++) buf[at + k] = bytes[k]!;
+  return at + bytes.length;
+}
+
+/** A safe integer's JCS text (its decimal digits, "-" first when negative; -0 is "0"), written as bytes. */
+function putInt(buf: Buffer, at: number, n: number): number {
+  if (n < 0) {
+    buf[at++] = 0x2d;
+    n = -n;
+  }
+  let end = at + 1;
+  for (let m = Math.floor(n / 10); m > 0; m = Math.floor(m / 10)) end++;
+  for (let k = end - 1, m = n; k >= at; k--) {
+    const q = Math.floor(m / 10);
+    buf[k] = 0x30 + (m - q * 10);
+    m = q;
+  }
+  return end;
+}
+
+/**
+ * A plain string's UTF-8 bytes (its JCS text without the quotes), or -1 when
+ * it is not plain (jcsPlain). An ASCII string, the common case, is told
+ * plain by its written bytes (no quote, backslash or control byte; a string
+ * whose UTF-8 is as long as it is has no surrogate) instead of a regex.
+ */
+function putPlain(buf: Buffer, at: number, s: string): number {
+  const n = buf.write(s, at, "utf8");
+  if (n === s.length) {
+    for (let k = at; k < at + n; k++) {
+      const b = buf[k]!;
+      if (b < 0x20 || b === 0x22 || b === 0x5c) return -1;
+    }
+  } else if (!jcsPlain(s)) return -1;
+  return at + n;
+}
+
+/**
+ * Writes entry `e`'s text (the bytes of `entryText(e, i)`) into `buf` at
+ * `at`, which has ENTRY_FIXED + 3 × (its strings' length) bytes free;
+ * returns the offset after it, or -1 when a value is not in the common case
+ * this writes directly (every number a safe integer, every string plain, a
+ * known type): the caller then writes entryText, which also names a value JCS
+ * refuses. It runs once per entry of every tree verified; building eight
+ * strings per entry cost as much as hashing them.
+ * tests/workload/derived-digest.test.ts holds the two equal on random entries.
+ */
+function writeEntry(buf: Buffer, at: number, e: FsEntry): number {
+  if (!Number.isSafeInteger(e.gid) || !Number.isSafeInteger(e.mode) || !Number.isSafeInteger(e.mtime) || !Number.isSafeInteger(e.uid)) return -1;
+  at = putInt(buf, putBytes(buf, at, OPEN_GID), e.gid);
+  at = putInt(buf, putBytes(buf, at, MODE), e.mode);
+  at = putInt(buf, putBytes(buf, at, MTIME), e.mtime);
+  at = putPlain(buf, putBytes(buf, at, PATH), e.path);
+  if (at < 0) return -1;
+  if (e.type === "file") {
+    if (!Number.isSafeInteger(e.size)) return -1;
+    at = putPlain(buf, putBytes(buf, at, FILE_SHA256), e.sha256);
+    if (at < 0) return -1;
+    at = putBytes(buf, putInt(buf, putBytes(buf, at, FILE_SIZE), e.size), FILE_TYPE);
+  } else if (e.type === "symlink") {
+    at = putPlain(buf, putBytes(buf, at, SYMLINK_TARGET), e.target);
+    if (at < 0) return -1;
+    at = putBytes(buf, at, SYMLINK_TYPE);
+  } else if (e.type === "dir") at = putBytes(buf, at, DIR_TYPE);
+  else return -1;
+  at = putInt(buf, at, e.uid);
+  buf[at] = 0x7d; // "}"
+  return at + 1;
+}
+
 /** `"tree"` sorts after every other key of the entry (JCS orders keys by UTF-16 units), so the document ends with it. */
 const EMPTY_TREE_TAIL = Buffer.from('"tree":[]}');
 
@@ -158,7 +255,19 @@ export function hashDerived(d: DerivedEntry, write?: (chunk: Uint8Array) => void
     fill = 0;
   };
   for (let i = 0; i < entries.length; i++) {
-    const text = entryText(entries[i]!, i);
+    const e = entries[i]!;
+    // the comma, then the entry written directly where it fits a buffer
+    const bound = 1 + ENTRY_FIXED + 3 * (e.path.length + (e.type === "symlink" ? e.target.length : e.type === "file" ? e.sha256.length : 0));
+    if (bound <= buf.length) {
+      if (fill + bound > buf.length) flush();
+      const end = writeEntry(buf, i > 0 ? fill + 1 : fill, e);
+      if (end >= 0) {
+        if (i > 0) buf[fill] = 0x2c; // ","
+        fill = end;
+        continue;
+      }
+    }
+    const text = entryText(e, i);
     // at most 3 UTF-8 bytes per UTF-16 unit, and 1 for the comma
     if (fill + 3 * text.length + 1 > buf.length) flush();
     if (i > 0) buf[fill++] = 0x2c; // ","
