@@ -93,8 +93,10 @@ function checkedEntries(tree: CanonicalTree): readonly FsEntry[] {
   return sorted ? out : sortByBytes(out, (e) => e.path);
 }
 
-/** The fields the frame holds fit it: numbers in range (the frame writes them unchecked), a symlink's target non-empty and free of NUL. */
+/** The fields the frame holds fit it: a type it has a tag for, numbers in range (the frame writes them unchecked), a symlink's target non-empty and free of NUL. */
 function checkFields(e: FsEntry): void {
+  // an unknown type would frame as tag 0x00, alike for every unknown type
+  if (!Object.hasOwn(TYPE_TAG, e.type)) refuse(e.path, `type ${JSON.stringify(String(e.type).slice(0, 40))} is not dir, file or symlink`);
   if (!Number.isInteger(e.mode) || e.mode < 0 || e.mode > 0o7777) refuse(e.path, "mode out of range");
   if (!Number.isInteger(e.uid) || e.uid < 0 || e.uid > U32_MAX) refuse(e.path, "uid out of range");
   if (!Number.isInteger(e.gid) || e.gid < 0 || e.gid > U32_MAX) refuse(e.path, "gid out of range");

@@ -77,6 +77,19 @@ test("a symlink target must be non-empty and free of NUL; a one-byte target is t
   assertCode(() => fsIdentity(tree(D("/"), L("/l", "a\0b"))), "WORKLOAD_MISMATCH", "/l");
 });
 
+test("a type the framing has no tag for is refused by the identity and by frameEntry, naming the entry; the three known types frame (control)", () => {
+  for (const type of ["fifo", "hardlink", "toString", ""]) {
+    const odd = { ...F("/f"), type } as unknown as FsEntry;
+    assertCode(() => fsIdentity(tree(D("/"), odd)), "WORKLOAD_MISMATCH", "/f");
+    assertCode(() => frameEntry(odd), "WORKLOAD_MISMATCH", "/f");
+  }
+  for (const e of [D("/d"), F("/d"), L("/d", "x")]) assert.equal(frameEntry(e)[0], { dir: 0x44, file: 0x46, symlink: 0x4c }[e.type]);
+  // frameEntry holds numbers to the identity's ranges too (byte stores would wrap them silently)
+  assertCode(() => frameEntry(F("/f", { mode: 0o10000 })), "WORKLOAD_MISMATCH", "/f");
+  assertCode(() => frameEntry(F("/f", { uid: U32_MAX + 1 })), "WORKLOAD_MISMATCH", "/f");
+  assert.equal(frameEntry(F("/f", { mode: 0o7777, uid: U32_MAX })).length > 0, true, "control: at the bounds it frames");
+});
+
 test("frameEntry writes the documented bytes for each type", () => {
   const hex = (b: Buffer) => b.toString("hex");
   const path = "00000002" + Buffer.from("/d").toString("hex");
