@@ -7,6 +7,8 @@
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
+import { join } from "node:path";
+import { writeOciLayout } from "../../tests/workload/fixtures/oci-writer.ts";
 import { dir, file, type TarMember } from "../../tests/workload/fixtures/tar-writer.ts";
 import { content } from "../assemble/layouts.ts";
 
@@ -23,6 +25,24 @@ export function smallLayout(): TarMember[] {
   for (let i = 0; i < 20_000; i++)
     m.push(file(`usr/share/d${i % 200}/f${i}.txt`, content(512 + ((i * 7919) % 7680), i), { mode: 0o644, mtime: 1_700_000_000 }));
   return m;
+}
+
+/**
+ * The 20,000-file layout written under `base`, its spec, and a store
+ * assembled from it by `assemble` (a build's assembleWorkload): what the
+ * verify benches time against.
+ */
+export async function assembledSmall(
+  base: string,
+  assemble: (o: { specPath: string; storeDir: string; lockOut: string; cairnVersion: string }) => Promise<unknown>,
+): Promise<{ store: string; lock: string }> {
+  const image = writeOciLayout(join(base, "image"), { layers: [{ entries: smallLayout() }], config: CONFIG });
+  const spec = join(base, "spec.json");
+  writeSpec(spec, image.manifestDigest);
+  const store = join(base, "store");
+  const lock = join(base, "lock.json");
+  await assemble({ specPath: spec, storeDir: store, lockOut: lock, cairnVersion: "bench" });
+  return { store, lock };
 }
 
 /** Writes a workload spec naming the layout `./image` beside it. */

@@ -17,9 +17,8 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { writeOciLayout } from "../../tests/workload/fixtures/oci-writer.ts";
 import { workload } from "../assemble/compiled.ts";
-import { CONFIG, load, median, type Sample, smallLayout, timed, writeSpec } from "./common.ts";
+import { assembledSmall, load, median, type Sample, timed } from "./common.ts";
 import { rulesFloor } from "./floors.ts";
 
 type Workload = typeof workload;
@@ -30,12 +29,7 @@ for (const r of roots) builds.push([r, (await import(join(r, "dist", "workload",
 
 const base = mkdtempSync(join(tmpdir(), "cairn-bench-compare-"));
 try {
-  const image = writeOciLayout(join(base, "image"), { layers: [{ entries: smallLayout() }], config: CONFIG });
-  const spec = join(base, "spec.json");
-  writeSpec(spec, image.manifestDigest);
-  const store = join(base, "store");
-  const lock = join(base, "lock.json");
-  await workload.assembleWorkload({ specPath: spec, storeDir: store, lockOut: lock, cairnVersion: "bench" });
+  const { store, lock } = await assembledSmall(base, workload.assembleWorkload);
   const raw = (JSON.parse(readFileSync(lock, "utf8")) as { raw: { role: string; digest: string }[] }).raw;
   const layers = raw.filter((r) => r.role === "layer").map((r) => join(store, "objects", "sha256", r.digest.slice("sha256:".length)));
   const steps: Array<[string, () => Promise<unknown>]> = builds.map(([name, w]) => [

@@ -18,9 +18,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { writeOciLayout } from "../../tests/workload/fixtures/oci-writer.ts";
 import { workload } from "../assemble/compiled.ts";
-import { CONFIG, smallLayout, writeSpec } from "./common.ts";
+import { assembledSmall } from "./common.ts";
 
 const N = Number(process.argv[2] ?? 21);
 const roots = [join(import.meta.dirname, "..", ".."), ...process.argv.slice(3)];
@@ -51,12 +50,7 @@ for (const root of roots) {
 
 const base = mkdtempSync(join(tmpdir(), "cairn-bench-post-pass-"));
 try {
-  const image = writeOciLayout(join(base, "image"), { layers: [{ entries: smallLayout() }], config: CONFIG });
-  const spec = join(base, "spec.json");
-  writeSpec(spec, image.manifestDigest);
-  const store = join(base, "store");
-  const lock = join(base, "lock.json");
-  await workload.assembleWorkload({ specPath: spec, storeDir: store, lockOut: lock, cairnVersion: "bench" });
+  const { store, lock } = await assembledSmall(base, workload.assembleWorkload);
   // each build verifies the store itself, so each times its own tree and entry objects
   const verified = await Promise.all(builds.map((b) => b.workload.openVerifiedWorkload(lock, store)));
   const times = new Map<string, number[]>();

@@ -15,9 +15,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { Session } from "node:inspector/promises";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
-import { writeOciLayout } from "../../tests/workload/fixtures/oci-writer.ts";
 import { workload } from "../assemble/compiled.ts";
-import { CONFIG, smallLayout, writeSpec } from "./common.ts";
+import { assembledSmall } from "./common.ts";
 
 const N = Number(process.argv[2] ?? 5);
 const TOP = Number(process.argv[3] ?? 40);
@@ -36,12 +35,7 @@ interface Profile {
 
 const base = mkdtempSync(join(tmpdir(), "cairn-prof-wl-"));
 try {
-  const image = writeOciLayout(join(base, "image"), { layers: [{ entries: smallLayout() }], config: CONFIG });
-  const spec = join(base, "spec.json");
-  writeSpec(spec, image.manifestDigest);
-  const store = join(base, "store");
-  const lock = join(base, "lock.json");
-  await workload.assembleWorkload({ specPath: spec, storeDir: store, lockOut: lock, cairnVersion: "bench" });
+  const { store, lock } = await assembledSmall(base, workload.assembleWorkload);
   await workload.openVerifiedWorkload(lock, store); // warm-up, not sampled
   const session = new Session();
   session.connect();

@@ -76,6 +76,34 @@ export function sha256Text(raw: Uint8Array): Sha256Digest {
   return DIGEST_TEXT.toString("latin1") as Sha256Digest;
 }
 
+/** Hex digit values by character code below 128, -1 for anything else: lower case only, and upper and lower case (as Buffer's "hex"). */
+const HEX_LOWER = new Int8Array(128).fill(-1);
+const HEX_ANY_CASE = new Int8Array(128).fill(-1);
+for (let c = 0; c < 10; c++) HEX_LOWER[0x30 + c] = HEX_ANY_CASE[0x30 + c] = c;
+for (let c = 0; c < 6; c++) HEX_LOWER[0x61 + c] = HEX_ANY_CASE[0x61 + c] = HEX_ANY_CASE[0x41 + c] = 10 + c;
+
+/**
+ * Decodes the 64 hex digits of `text` from `from` into 32 bytes of `out` at
+ * `at`, through a table (no sliced string, no native call: this runs once per
+ * file of a tree); false, with `out` partly written, when a character there is
+ * not a hex digit (`anyCase`: upper case counts too, as Buffer's "hex" reads;
+ * otherwise lower case only, as a digest's text is written) or fewer than 64
+ * follow. The caller checks what lies before and after them.
+ */
+export function hexDigestBytes(text: string, from: number, out: Uint8Array, at: number, anyCase: boolean): boolean {
+  if (text.length - from < 64) return false;
+  const hex = anyCase ? HEX_ANY_CASE : HEX_LOWER;
+  for (let j = 0; j < 32; j++) {
+    const x = text.charCodeAt(from + 2 * j);
+    const y = text.charCodeAt(from + 2 * j + 1);
+    const hi = x < 128 ? hex[x]! : -1;
+    const lo = y < 128 ? hex[y]! : -1;
+    if ((hi | lo) < 0) return false;
+    out[at + j] = (hi << 4) | lo;
+  }
+  return true;
+}
+
 export function sha256(data: Uint8Array | string): Sha256Digest {
   return sha256Text(createHash("sha256").update(data).digest());
 }

@@ -1,6 +1,18 @@
 export { CairnError, ERROR_CODES, isCairnError, refuseAll, ioError, MAX_ISSUES, MAX_ISSUE_LINES } from "./errors.ts";
 export type { ErrorCode, Issue } from "./errors.ts";
-export { parseDigest, parseSha256, isDigest, digestHex, sha256, sha256Text, blake3, Sha256Hasher, ContentHasher, verifyDigest } from "./digest.ts";
+export {
+  parseDigest,
+  parseSha256,
+  isDigest,
+  digestHex,
+  hexDigestBytes,
+  sha256,
+  sha256Text,
+  blake3,
+  Sha256Hasher,
+  ContentHasher,
+  verifyDigest,
+} from "./digest.ts";
 export type { Digest, Sha256Digest, Blake3Digest } from "./digest.ts";
 export { canonicalize, canonicalBytes, encodeNumber as jcsNumber, encodeString as jcsString, escapePointer, isPlainString as jcsPlain } from "./jcs.ts";
 export type { JsonValue } from "./jcs.ts";

@@ -14,7 +14,7 @@
  * cannot make lookups quadratic without knowing the seed.
  */
 import { randomBytes } from "node:crypto";
-import type { Sha256Digest } from "../core/index.ts";
+import { hexDigestBytes, type Sha256Digest } from "../core/index.ts";
 
 export interface PackEntry {
   readonly offset: number;
@@ -28,10 +28,6 @@ const IN_CHUNK = CHUNK - 1;
 const SHA256_PREFIX = "sha256:";
 const PREFIX = SHA256_PREFIX.length;
 const SEED = randomBytes(4).readUInt32LE(0);
-/** Lower-case hex digit values by character code below 128, -1 for anything else: a digest's text is lower case (as the regex /^sha256:[0-9a-f]{64}$/). */
-const HEX = new Int8Array(128).fill(-1);
-for (let c = 0; c < 10; c++) HEX[0x30 + c] = c;
-for (let c = 0; c < 6; c++) HEX[0x61 + c] = 10 + c;
 
 export class PackEntries implements ReadonlyMap<Sha256Digest, PackEntry> {
   #count = 0;
@@ -83,22 +79,13 @@ export class PackEntries implements ReadonlyMap<Sha256Digest, PackEntry> {
 
   /**
    * The digest's raw bytes in the scratch buffer; false when it is not a
-   * sha256 digest ("sha256:" and 64 lower-case hex digits, nothing more),
-   * decoded through a table: a regex test, a sliced string and a native hex
-   * write per lookup cost more than the rest of it.
+   * sha256 digest ("sha256:" and 64 lower-case hex digits, nothing more, as
+   * the regex /^sha256:[0-9a-f]{64}$/), decoded through core's table: a
+   * regex test, a sliced string and a native hex write per lookup cost more
+   * than the rest of it.
    */
   #parse(digest: string): boolean {
-    if (digest.length !== PREFIX + 2 * DIGEST_BYTES || !digest.startsWith(SHA256_PREFIX)) return false;
-    const out = this.#scratch;
-    for (let j = 0; j < DIGEST_BYTES; j++) {
-      const x = digest.charCodeAt(PREFIX + 2 * j);
-      const y = digest.charCodeAt(PREFIX + 2 * j + 1);
-      const hi = x < 128 ? HEX[x]! : -1;
-      const lo = y < 128 ? HEX[y]! : -1;
-      if ((hi | lo) < 0) return false;
-      out[j] = (hi << 4) | lo;
-    }
-    return true;
+    return digest.length === PREFIX + 2 * DIGEST_BYTES && digest.startsWith(SHA256_PREFIX) && hexDigestBytes(digest, PREFIX, this.#scratch, 0, false);
   }
 
   /** The content's index in body order, or -1. */

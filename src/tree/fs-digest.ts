@@ -20,7 +20,7 @@
  * can differ in them): inode numbers, link counts, atime/ctime, sub-second
  * times, xattrs/ACLs, device numbers, host user names, enumeration order.
  */
-import { CairnError, compareBytes, declareIdentity, identityHasher, sortByBytes, type Sha256Digest } from "../core/index.ts";
+import { CairnError, compareBytes, declareIdentity, hexDigestBytes, identityHasher, sortByBytes, type Sha256Digest } from "../core/index.ts";
 import type { CanonicalTree, FsEntry } from "./entries.ts";
 import { FrozenTree } from "./frozen-tree.ts";
 import { isCanonicalPath, parentOf } from "./tree-paths.ts";
@@ -151,11 +151,6 @@ function putI64(buf: Buffer, at: number, v: number): void {
   putU32(buf, at + 4, v - hi * 0x1_0000_0000);
 }
 
-/** Hex digit values by character code below 128, -1 for anything else (upper and lower case, as Buffer's "hex"). */
-const HEX = new Int8Array(128).fill(-1);
-for (let c = 0; c < 10; c++) HEX[0x30 + c] = c;
-for (let c = 0; c < 6; c++) HEX[0x41 + c] = HEX[0x61 + c] = 10 + c;
-
 /**
  * Writes the 32 bytes the digest's 64 hex digits (after its `algo:` prefix)
  * spell into `buf` at `at`: the bytes of `buf.write(digestHex(d), at, "hex")`,
@@ -167,16 +162,7 @@ for (let c = 0; c < 6; c++) HEX[0x41 + c] = HEX[0x61 + c] = 10 + c;
  */
 export function putDigestBytes(buf: Buffer, at: number, d: string): boolean {
   const from = d.indexOf(":") + 1;
-  if (d.length - from !== 64) return false;
-  for (let j = 0; j < 32; j++) {
-    const x = d.charCodeAt(from + 2 * j);
-    const y = d.charCodeAt(from + 2 * j + 1);
-    const hi = x < 128 ? HEX[x]! : -1;
-    const lo = y < 128 ? HEX[y]! : -1;
-    if ((hi | lo) < 0) return false;
-    buf[at + j] = (hi << 4) | lo;
-  }
-  return true;
+  return d.length - from === 64 && hexDigestBytes(d, from, buf, at, true);
 }
 
 /** Writes `e`'s frame into `buf` at `base` (at least frameSize(e) bytes free there: frameBound(e) is always enough); returns the offset after it. */
