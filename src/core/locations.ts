@@ -9,8 +9,8 @@
  *   1. `$CAIRN_KIT` (the kit only),
  *   2. `$CAIRN_HOME/<kind>` (a relative value is taken from `cwd`),
  *   3. `$XDG_CACHE_HOME/cairn/<kind>` for the store and the kit (caches:
- *      rebuildable) or `$XDG_DATA_HOME/cairn/<kind>` for runs and the
- *      registry (data: not rebuildable), only when absolute (the XDG spec
+ *      rebuildable) or `$XDG_DATA_HOME/cairn/<kind>` for runs, the
+ *      registry and keys (data: not rebuildable), only when absolute (the XDG spec
  *      says a relative value is invalid and must be ignored),
  *   4. `$HOME/.cache/cairn/<kind>` or `$HOME/.local/share/cairn/<kind>`,
  *   5. the same under the account's home directory (`os.homedir()`).
@@ -18,7 +18,7 @@
  * An empty variable counts as unset everywhere. When nothing gives a home,
  * the answer is a USAGE error naming the variables and the flag, never a
  * path relative to wherever the command happens to run. A `--store`,
- * `--kit`, `--runs` or `--registry` flag wins over all of this; callers
+ * `--kit`, `--runs`, `--registry` or `--keys` flag wins over all of this; callers
  * handle flags. Nothing here reads a global: the environment and the
  * current directory are arguments, and the account's home is a parameter
  * (default `os.homedir`) so tests can vary all three.
@@ -27,13 +27,19 @@ import { homedir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
 import { CairnError } from "./errors.ts";
 
-export type CairnDirKind = "store" | "kit" | "runs" | "registry";
+export type CairnDirKind = "store" | "kit" | "runs" | "registry" | "keys";
 
 /** The flag that overrides each kind's default location. */
-export const CAIRN_DIR_FLAGS: Readonly<Record<CairnDirKind, string>> = { store: "--store", kit: "--kit", runs: "--runs", registry: "--registry" };
+export const CAIRN_DIR_FLAGS: Readonly<Record<CairnDirKind, string>> = {
+  store: "--store",
+  kit: "--kit",
+  runs: "--runs",
+  registry: "--registry",
+  keys: "--keys",
+};
 
 /** Caches (rebuildable) live under XDG_CACHE_HOME, data under XDG_DATA_HOME. */
-const XDG_BASE: Readonly<Record<CairnDirKind, "cache" | "data">> = { store: "cache", kit: "cache", runs: "data", registry: "data" };
+const XDG_BASE: Readonly<Record<CairnDirKind, "cache" | "data">> = { store: "cache", kit: "cache", runs: "data", registry: "data", keys: "data" };
 
 function set(value: string | undefined): value is string {
   return value !== undefined && value !== "";

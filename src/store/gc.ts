@@ -14,7 +14,7 @@ import { cleanStaging } from "./staging.ts";
 import type { Store, StoreArea } from "./store.ts";
 
 /** Every content area gc sweeps, in the order it sweeps them (records after what they name). */
-export const SWEPT_AREAS: readonly StoreArea[] = ["derived", "objects", "packs", "derived-packs"];
+export const SWEPT_AREAS: readonly StoreArea[] = ["derived", "objects", "packs", "derived-packs", "verified"];
 
 /** Files and bytes. */
 export interface Tally {
@@ -44,6 +44,7 @@ const emptyTallies = (): Record<StoreArea, Tally> => ({
   derived: { files: 0, bytes: 0 },
   packs: { files: 0, bytes: 0 },
   "derived-packs": { files: 0, bytes: 0 },
+  verified: { files: 0, bytes: 0 },
 });
 
 /** The regular files of one area as (digest, size); anything else there is counted by the caller as not ours. */

@@ -7,6 +7,7 @@
  *     derived/sha256/<hex>        0600  derived entries (canonical trees), named by the sha256 of their bytes
  *     packs/sha256/<hex>          0600  tree file contents, one pack per derived tree (see pack.ts for its name)
  *     derived-packs/sha256/<hex>  0600  which pack holds the file contents of derived entry <hex> (a record: gc keeps the pack; verify reads it as a hint of which pack to compare, checked against the rebuilt name)
+ *     verified/sha256/<hex>       0600  a verify memo for the lock whose lock_digest is <hex> (workload/verify-memo.ts: MAC'd by a key the store never holds; gc keeps it with its lock)
  *     roots/<hex>                 0600  a lock this store's writers wrote or verified (its absolute path; <hex> is its sha256)
  *     staging/<host>-<pid>-<random>/  0700  one writer's private staging, held from open to close
  *     gc.lock                     0600  held while `cairn store gc` sweeps (gc-lock.ts)
@@ -49,7 +50,7 @@ import { gcHeld, sleepSync } from "./gc-lock.ts";
 import { publishBytes, publishStaged } from "./publish.ts";
 import { cleanStaging, createStaging, STAGING, type Staging } from "./staging.ts";
 
-export type StoreArea = "objects" | "derived" | "packs" | "derived-packs";
+export type StoreArea = "objects" | "derived" | "packs" | "derived-packs" | "verified";
 
 /** How long a writer waits for a running gc to finish before STORE_BUSY. */
 const GC_WAIT_MS = 10 * 60 * 1000;
@@ -78,6 +79,8 @@ const STORE_DIRS = [
   "packs/sha256",
   "derived-packs",
   "derived-packs/sha256",
+  "verified",
+  "verified/sha256",
   "roots",
   STAGING,
 ] as const;
@@ -165,6 +168,26 @@ export class Store {
     try {
       const text = readFileBounded(this.pathOf("derived-packs", derived), 80, "packRecordBytes").toString("latin1");
       return text.endsWith("\n") ? parseSha256(text.slice(0, -1)) : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * Publishes a small record named by a digest that is not its content's
+   * (a verify memo, named by its lock's digest), replacing what is there:
+   * a record is checked by its reader, never trusted for its name.
+   */
+  putRecord(area: "verified", name: Sha256Digest, data: Buffer): void {
+    const target = this.pathOf(area, name);
+    if (this.#holds(target, data)) return;
+    publishBytes(target, data, { tmp: join(this.stagingDir, `record-${this.#seq++}`), mode: 0o600 });
+  }
+
+  /** A record's bytes (at most `maxBytes`), or undefined when there is none or it cannot be read as a regular file. */
+  recordOf(area: "verified", name: Sha256Digest, maxBytes: number): Buffer | undefined {
+    try {
+      return readFileBounded(this.pathOf(area, name), maxBytes, "recordBytes");
     } catch {
       return undefined;
     }

@@ -30,4 +30,4 @@ export { bytesContent, streamEntry, tarChunks, writeTar } from "./tar-writer.ts"
 export type { FileContent, TarEntry, TarStreamEntry } from "./tar-writer.ts";
 export { applyLayers } from "./apply-layers.ts";
 export type { ApplyLayersOptions, ApplyResult, ApplyStats, DroppedXattrs, LayerInput, LayerIssue, SkippedMember } from "./apply-layers.ts";
-export { entriesInByteOrder } from "./frozen-tree.ts";
+export { entriesInByteOrder, FrozenTree } from "./frozen-tree.ts";

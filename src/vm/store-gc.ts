@@ -32,7 +32,7 @@ import { existsSync, readdirSync, type Stats, statSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { CairnError, type Sha256Digest } from "../core/index.ts";
 import { dropRoot, holdForGc, listRoots, Store, sweepStore, type StoreArea, type SweepResult, type Tally } from "../store/index.ts";
-import { readWorkloadLock, type WorkloadLock } from "../workload/index.ts";
+import { lockDigestOf, readWorkloadLock, type WorkloadLock } from "../workload/index.ts";
 import { RUN_FILES } from "./rundir.ts";
 import { LISTING_MAX_BYTES, parseListingModel } from "./input-listing.ts";
 import type { RunManifest } from "./run-manifest.ts";
@@ -88,6 +88,7 @@ function runLocks(unsafeDir: string, cwd: string): string[] {
 function keep(live: Record<StoreArea, Set<Sha256Digest>>, store: Store, lock: WorkloadLock, dropPacks: boolean): void {
   for (const r of lock.raw) live.objects.add(r.digest);
   live.derived.add(lock.derived.digest);
+  live.verified.add(lockDigestOf(lock));
   const pack = store.packOf(lock.derived.digest);
   if (pack !== undefined && !dropPacks) {
     live.packs.add(pack);
@@ -125,7 +126,13 @@ export function collectStoreGarbage(opts: StoreGcOptions): StoreGcResult {
   for (const p of namedPaths) named.push(readWorkloadLock(p));
   const release = dryRun ? () => {} : holdForGc(store.root, opts.waitMs ?? 60_000);
   try {
-    const live: Record<StoreArea, Set<Sha256Digest>> = { objects: new Set(), derived: new Set(), packs: new Set(), "derived-packs": new Set() };
+    const live: Record<StoreArea, Set<Sha256Digest>> = {
+      objects: new Set(),
+      derived: new Set(),
+      packs: new Set(),
+      "derived-packs": new Set(),
+      verified: new Set(),
+    };
     const keptPaths = new Set<string>(namedPaths);
     for (const lock of named) keep(live, store, lock, opts.dropPacks ?? false);
     for (const p of namedPaths) keepRunInputs(live, store, p);

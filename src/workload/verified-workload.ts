@@ -20,6 +20,18 @@
  *     replaces a missing or corrupt stored pack (it is derived data); a
  *     binary tree's one file is the stored executable.
  * Only then are the tree, a verifying content source and the launch handed out.
+ *
+ * With a memo key (`options.memoKeyDir`), an OCI lock that this build of
+ * cairn already fully verified on this machine (verify-memo.ts) skips step 4's
+ * derivation: every layer is still hashed against the lock, the stored
+ * derived entry is read against the lock's digest and strictly parsed
+ * (derived-read.ts: its identities, policy and raw closure must be the
+ * lock's, and the fs and launch identities are recomputed from it), and every
+ * content of the memo's pack is hashed against the pack's index. A changed
+ * layer or derived entry refuses exactly as in a full verify; a memo that
+ * does not hold, an entry that does not read back, or a pack that fails its
+ * check is not an error: the verify re-derives (and repairs) as without a
+ * memo. Every full verify with a memo key (`full` included) writes a memo.
  */
 import { LEGACY_OCI_ROLES } from "./closure.ts";
 import { resolve } from "node:path";
@@ -32,6 +44,22 @@ import { LOCK_MAX_BYTES, parseWorkloadLock, type WorkloadLock } from "./workload
 import { parseCanonicalSpec, SPEC_MAX_BYTES, type WorkloadSpec } from "./spec.ts";
 import { samePolicy, type CanonicalTree, type ContentSource, type FileEntry } from "../tree/index.ts";
 import { readSourceFile } from "./source-file.ts";
+import { inspectPack } from "../store/index.ts";
+import { readStoredDerived } from "./derived-read.ts";
+import { loadVerifyKey, readVerifyMemo, writeVerifyMemo, type VerifyMemo } from "./verify-memo.ts";
+import { lockDigestOf } from "./workload-lock.ts";
+
+export interface VerifyOptions {
+  /** The directory of the verify memo key (cairnDir("keys")); without it, no memo is read or written. */
+  readonly memoKeyDir?: string;
+  /** Re-derive even when a memo holds (a memo is still written after). */
+  readonly full?: boolean;
+}
+
+/** How the tree was established: re-derived from the raw closure now, or read back under a memo of an earlier full verify. */
+export type Derivation =
+  | { readonly how: "re-derived"; readonly memoWritten: boolean; readonly why?: string }
+  | { readonly how: "memo"; readonly verifiedAt: string };
 
 export interface VerifiedWorkload {
   readonly lock: WorkloadLock;
@@ -52,6 +80,7 @@ export interface VerifiedWorkload {
    * was rewritten. Raw objects are never repaired: those failures refuse.
    */
   readonly repaired: readonly string[];
+  readonly derivation: Derivation;
 }
 
 function mismatch(field: string, what: string): never {
@@ -100,7 +129,7 @@ function readLock(lockPath: string): WorkloadLock {
 }
 
 /** Fully verifies a workload lock against a store and returns only verified data. */
-export async function openVerifiedWorkload(lockPath: string, storeDir: string): Promise<VerifiedWorkload> {
+export async function openVerifiedWorkload(lockPath: string, storeDir: string, options: VerifyOptions = {}): Promise<VerifiedWorkload> {
   const lock = readLock(lockPath);
   // Open for writing for the whole verify (gc waits for an open writer), and root the lock:
   // a verified lock (a replay's) keeps its closure through `cairn store gc` while the file exists.
@@ -108,13 +137,13 @@ export async function openVerifiedWorkload(lockPath: string, storeDir: string): 
   const writable = new Store(storeDir);
   try {
     writable.registerRoot(resolve(lockPath));
-    return await verifyAgainst(lock, storeDir, writable);
+    return await verifyAgainst(lock, storeDir, writable, options);
   } finally {
     writable.close();
   }
 }
 
-async function verifyAgainst(lock: WorkloadLock, storeDir: string, writable: Store): Promise<VerifiedWorkload> {
+async function verifyAgainst(lock: WorkloadLock, storeDir: string, writable: Store, options: VerifyOptions): Promise<VerifiedWorkload> {
   const store = new Store(storeDir, { write: false });
   // 2. every raw object present with its recorded size, in lock order, before anything is parsed
   const legacy = lock.raw.findIndex((r) => (LEGACY_OCI_ROLES as readonly string[]).includes(r.role));
@@ -145,6 +174,17 @@ async function verifyAgainst(lock: WorkloadLock, storeDir: string, writable: Sto
     );
   });
   if (spec.source.kind !== lock.kind) mismatch("/source_kind", "the spec's source kind");
+  const key = options.memoKeyDir !== undefined && lock.kind === "oci" ? loadVerifyKey(options.memoKeyDir) : undefined;
+  const lockDigest = key !== undefined ? lockDigestOf(lock) : undefined;
+  let why: string | undefined;
+  if (key !== undefined && lockDigest !== undefined) {
+    const found = options.full === true ? { memo: undefined, why: "--full asked for a re-derivation" } : readVerifyMemo(store, key, lockDigest);
+    if (found.memo !== undefined) {
+      const fast = underMemo(lock, spec, store, found.memo);
+      if ("tree" in fast) return fast;
+      why = fast.why;
+    } else why = found.why;
+  }
   // 4. re-derive from raw objects only
   let derived: Derived;
   let pack: PackIndex | undefined;
@@ -168,6 +208,11 @@ async function verifyAgainst(lock: WorkloadLock, storeDir: string, writable: Sto
   // every file's content is in the store, checked as the content source marks the tree's files (one lookup per file)
   const content = contentSource(store, derived.tree, pack);
   if (pack !== undefined) writable.recordPack(lock.derived.digest, pack.digest);
+  let memoWritten = false;
+  if (key !== undefined && lockDigest !== undefined && pack !== undefined) {
+    writeVerifyMemo(writable, key, lockDigest, { digest: pack.digest, size: pack.size });
+    memoWritten = true;
+  }
   return {
     lock,
     kind: lock.kind,
@@ -179,6 +224,55 @@ async function verifyAgainst(lock: WorkloadLock, storeDir: string, writable: Sto
     identities: derived.identities,
     derivedDigest: derived.derivedDigest,
     repaired,
+    derivation: { how: "re-derived", memoWritten, ...(why !== undefined ? { why } : {}) },
+  };
+}
+
+/**
+ * Step 4 under a memo: the layers hashed (a changed one refuses), the stored
+ * derived entry read back and checked against the lock, the memo's pack
+ * checked content by content. A result without a tree says why the memo
+ * could not be used; the caller then re-derives.
+ */
+function underMemo(lock: WorkloadLock, spec: WorkloadSpec, store: Store, memo: VerifyMemo): VerifiedWorkload | { why: string } {
+  lock.raw.forEach((r, i) => {
+    if (r.role === "layer") atField(`/raw/${i}`, r.role, () => store.check("objects", r.digest, r.size));
+  });
+  const bytes = atField("/derived", "derived entry", () => store.read("derived", lock.derived.digest, lock.derived.size, "derivedBytes"));
+  let read: ReturnType<typeof readStoredDerived>;
+  try {
+    read = readStoredDerived(bytes, lock);
+  } catch (e) {
+    if (!(e instanceof CairnError)) throw e;
+    return { why: `the stored derived entry did not read back: ${e.message}` };
+  }
+  let pack: PackIndex;
+  try {
+    pack = inspectPack(store, memo.pack.digest, memo.pack.size);
+  } catch (e) {
+    if (!(e instanceof CairnError)) throw e;
+    return { why: `the memo's content pack failed its check: ${e.message}` };
+  }
+  if (pack.size !== memo.pack.size) return { why: "the memo's content pack has another size than recorded" };
+  let content: ContentSource;
+  try {
+    content = contentSource(store, read.tree, pack);
+  } catch (e) {
+    if (!(e instanceof CairnError)) throw e;
+    return { why: `the memo's content pack does not hold every file: ${e.message}` };
+  }
+  return {
+    lock,
+    kind: lock.kind,
+    spec,
+    run: spec.run,
+    tree: read.tree,
+    content,
+    launch: read.launch,
+    identities: lock.identities,
+    derivedDigest: lock.derived.digest,
+    repaired: [],
+    derivation: { how: "memo", verifiedAt: memo.verifiedAt },
   };
 }
 

@@ -64,10 +64,14 @@ function body(lock: WorkloadLock): JsonObject {
   };
 }
 
+/** The lock's `lock_digest`: the sha256 of the JCS of every other field (what names a lock in the store's verify memos). */
+export function lockDigestOf(lock: WorkloadLock): Sha256Digest {
+  return identityDigest(LOCK_DIGEST, body(lock));
+}
+
 /** The lock file text: the body plus `lock_digest`, pretty-printed for reading. */
 export function encodeWorkloadLock(lock: WorkloadLock): string {
-  const b = body(lock);
-  return `${JSON.stringify({ ...b, lock_digest: identityDigest(LOCK_DIGEST, b) }, null, 2)}\n`;
+  return `${JSON.stringify({ ...body(lock), lock_digest: lockDigestOf(lock) }, null, 2)}\n`;
 }
 
 function digestField(c: Checker, o: JsonObject, key: string, path: string): Sha256Digest | undefined {
@@ -126,7 +130,7 @@ export function parseWorkloadLock(bytes: Uint8Array, name: string): WorkloadLock
     created: created!,
     cairnVersion: cairnVersion!,
   };
-  if (identityDigest(LOCK_DIGEST, body(lock)) !== lockDigest) {
+  if (lockDigestOf(lock) !== lockDigest) {
     throw new CairnError("WORKLOAD_LOCK_INVALID", `workload lock ${name} does not match its lock_digest (it was edited or damaged)`, {
       path: "/lock_digest",
       hint: "write a new lock with `cairn workload assemble`",

@@ -26,6 +26,7 @@ export function registerStoreDu(parent: Command, ctx: Context): void {
           row("derived entries", usage.areas.derived),
           row("content packs", usage.areas.packs),
           row("pack records", usage.areas["derived-packs"]),
+          row("verify memos", usage.areas.verified),
           row("staging", usage.staging),
           `total ${total} bytes; ${usage.roots} recorded locks; gc would free ${gc.freedBytes} bytes`,
         ].join("\n"),

@@ -5,6 +5,7 @@ import { CairnError, fileKind } from "../../core/index.ts";
 import { loadManifestOrDevcontainer } from "../../manifest/index.ts";
 import { defaultStoreDir } from "../../store/index.ts";
 import { defaultRunsDir, importBundle, kitDir, loadKit, replayRun } from "../../vm/index.ts";
+import { defaultKeysDir } from "../../workload/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
 import { parseTimeout } from "../flags.ts";
@@ -22,6 +23,8 @@ export function registerReplay(program: Command, ctx: Context): void {
     .option("--runs <dir>", "a bundle only: where its run directory goes (default $CAIRN_HOME/runs or $XDG_DATA_HOME/cairn/runs)")
     .option("--timeout <seconds>", "wall-clock limit for QEMU; the process group is killed after it")
     .option("--include-private-streams", "put the exact output streams into a mismatch's failure bundle (local use only)")
+    .option("--keys <dir>", "verify memo key directory (default $CAIRN_HOME/keys or $XDG_DATA_HOME/cairn/keys)")
+    .option("--full", "re-derive the workload from its raw closure even when this machine's memo of an earlier verify holds")
     .option("--json", "print the result as JSON")
     .action(
       async (
@@ -34,6 +37,8 @@ export function registerReplay(program: Command, ctx: Context): void {
           allowUnpinned?: boolean;
           timeout?: string;
           includePrivateStreams?: boolean;
+          keys?: string;
+          full?: boolean;
           json?: boolean;
         },
       ) => {
@@ -69,6 +74,7 @@ export function registerReplay(program: Command, ctx: Context): void {
           includePrivateStreams: opts.includePrivateStreams === true,
           ...(opts.environment !== undefined ? { offeredEnvironment: loadManifestOrDevcontainer(resolve(ctx.cwd, opts.environment)).manifest } : {}),
           allowUnpinned: opts.allowUnpinned === true,
+          verify: { memoKeyDir: defaultKeysDir(ctx.env, ctx.cwd, opts.keys), full: opts.full === true },
           log: (line) => ctx.io.err(`cairn replay: ${line}`),
           onStreams: (streams) => void (replayed = streams),
         });

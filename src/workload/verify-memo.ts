@@ -1,0 +1,210 @@
+/**
+ * Verify memos `cairn.verify-memo/1`: what lets a second verify of the same
+ * lock on the same machine skip re-deriving it, without trusting the store.
+ *
+ * A full verify re-reads the raw closure and re-derives every identity:
+ * gunzip, the tar gate and layer application over every layer, several
+ * times the cost of hashing the layers. What that derivation proves depends
+ * only on the raw closure's bytes, the lock and the code that derived it.
+ * So after a full verify succeeds, cairn writes a memo into the store,
+ * named by the lock's `lock_digest`, saying: this lock was re-derived, by
+ * this build, and its contents are in this pack. The memo is authenticated
+ * (HMAC-SHA256) by a key kept outside the store, in the user's own
+ * directory (`keys/verify-memo.key`, 0600 in a 0700 directory): the store is
+ * hostile input, and anyone who can write it can write a memo, but not one
+ * that this key authenticates. A memo is honoured only when its MAC holds,
+ * it names this exact lock, and its build is the running cairn's (a digest
+ * of every file of the code that runs, so any change to cairn, released or
+ * not, re-derives once). A verify that uses a memo still hashes every raw
+ * object, the derived entry and every content of the pack now; what it does
+ * not repeat is the derivation (see verified-workload.ts).
+ *
+ * What a memo does not protect against: someone who can read the key (the
+ * same account, or root) can forge one; such a person can also replace
+ * cairn itself. Copying a store to another machine carries no valid memo
+ * there (another key), so the first verify there re-derives.
+ */
+import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { closeSync, fstatSync, fsyncSync, linkSync, readdirSync, readSync, rmSync, writeSync } from "node:fs";
+import { dirname, join, relative, resolve, sep } from "node:path";
+import { fileURLToPath } from "node:url";
+import {
+  CairnError,
+  cairnDir,
+  canonicalBytes,
+  createExclusive,
+  ioError,
+  mkdirPrivate,
+  openForRead,
+  parseSha256,
+  Sha256Hasher,
+  type Sha256Digest,
+} from "../core/index.ts";
+import type { Store } from "../store/index.ts";
+
+export const VERIFY_MEMO_SCHEMA = "cairn.verify-memo/1";
+export const VERIFY_KEY_FILE = "verify-memo.key";
+const KEY_BYTES = 32;
+const MEMO_MAX_BYTES = 4096;
+
+export interface VerifyMemo {
+  /** The pack verify found holding the tree's contents (OCI), with the pack file's size. */
+  readonly pack: { readonly digest: Sha256Digest; readonly size: number };
+  /** When the full verify that wrote the memo ended (ISO 8601, UTC). */
+  readonly verifiedAt: string;
+}
+
+/** `--keys DIR` when given, else core's one default-location rule (`cairnDir("keys", ...)`). */
+export function defaultKeysDir(env: Readonly<Record<string, string | undefined>>, cwd: string, flag?: string): string {
+  if (flag !== undefined && flag !== "") return resolve(cwd, flag);
+  return cairnDir("keys", env, cwd);
+}
+
+/**
+ * The memo key in `dir`: read when there, else made (32 random bytes,
+ * created exclusively, fsynced, then linked into place so two processes
+ * making it at once end with one key). A key that is not a regular file of
+ * exactly 32 bytes is refused (IO_ERROR naming it), never replaced.
+ */
+export function loadVerifyKey(dir: string): Buffer {
+  const path = join(dir, VERIFY_KEY_FILE);
+  const existing = readKey(path);
+  if (existing !== undefined) return existing;
+  mkdirPrivate(dir);
+  const tmp = join(dir, `.${VERIFY_KEY_FILE}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`);
+  try {
+    const fd = createExclusive(tmp, 0o600);
+    try {
+      writeSync(fd, randomBytes(KEY_BYTES));
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    try {
+      linkSync(tmp, path);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e; // another process made it first: use theirs
+    }
+  } catch (cause) {
+    throw ioError(path, cause, "create");
+  } finally {
+    rmSync(tmp, { force: true });
+  }
+  const made = readKey(path);
+  if (made === undefined) throw new CairnError("IO_ERROR", `verify memo key ${path} vanished as it was made`, { path });
+  return made;
+}
+
+function readKey(path: string): Buffer | undefined {
+  let fd: number;
+  try {
+    fd = openForRead(path);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw ioError(path, e);
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile() || st.size !== KEY_BYTES) {
+      throw new CairnError("IO_ERROR", `verify memo key ${path} is not a regular file of ${KEY_BYTES} bytes`, {
+        path,
+        hint: "remove it (cairn makes a new one; memos made with the old key are then ignored)",
+      });
+    }
+    const key = Buffer.alloc(KEY_BYTES);
+    if (readSync(fd, key, 0, KEY_BYTES, 0) !== KEY_BYTES) throw new CairnError("IO_ERROR", `verify memo key ${path} could not be read whole`, { path });
+    return key;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+let buildDigest: Sha256Digest | undefined;
+
+/**
+ * The running cairn's build: the sha256 over every file of the code
+ * directory this module was loaded from (dist/ when compiled, src/ under
+ * tsx), each as its path relative to that directory, a NUL, its byte
+ * count and its bytes, in path order. Computed once per process.
+ */
+export function cairnBuild(): Sha256Digest {
+  if (buildDigest !== undefined) return buildDigest;
+  const root = dirname(dirname(fileURLToPath(import.meta.url)));
+  const files: string[] = [];
+  const walk = (dir: string): void => {
+    for (const d of readdirSync(dir, { withFileTypes: true })) {
+      const p = join(dir, d.name);
+      if (d.isDirectory()) walk(p);
+      else if (d.isFile()) files.push(relative(root, p).split(sep).join("/"));
+    }
+  };
+  walk(root);
+  files.sort();
+  const h = new Sha256Hasher();
+  for (const f of files) {
+    const fd = openForRead(join(root, f));
+    try {
+      const size = fstatSync(fd).size;
+      const bytes = Buffer.alloc(size);
+      let at = 0;
+      while (at < size) {
+        const n = readSync(fd, bytes, at, size - at, at);
+        if (n === 0) break;
+        at += n;
+      }
+      h.update(Buffer.from(`${f}\0${at}\0`, "utf8"));
+      h.update(bytes.subarray(0, at));
+    } finally {
+      closeSync(fd);
+    }
+  }
+  buildDigest = h.digest();
+  return buildDigest;
+}
+
+function macOf(key: Buffer, body: object): string {
+  return createHmac("sha256", key).update(canonicalBytes(body)).digest("hex");
+}
+
+/** Writes the memo for `lockDigest` after a full verify (replacing any memo there). */
+export function writeVerifyMemo(store: Store, key: Buffer, lockDigest: Sha256Digest, pack: VerifyMemo["pack"], now: Date = new Date()): void {
+  const body = {
+    schema: VERIFY_MEMO_SCHEMA,
+    lock_digest: lockDigest,
+    build: cairnBuild(),
+    pack: { digest: pack.digest, size: pack.size },
+    verified_at: now.toISOString(),
+  };
+  store.putRecord("verified", lockDigest, Buffer.from(`${JSON.stringify({ ...body, mac: macOf(key, body) })}\n`, "utf8"));
+}
+
+/** Why no memo was honoured (for the verify's report), or the memo. */
+export type MemoLookup = { readonly memo: VerifyMemo } | { readonly memo: undefined; readonly why: string };
+
+/**
+ * The memo for `lockDigest` when one is there and holds: well formed, MAC
+ * valid under `key`, naming this lock and this build. Anything else is no
+ * memo (the reason is returned, not thrown: the verify re-derives).
+ */
+export function readVerifyMemo(store: Store, key: Buffer, lockDigest: Sha256Digest): MemoLookup {
+  const bytes = store.recordOf("verified", lockDigest, MEMO_MAX_BYTES);
+  if (bytes === undefined) return { memo: undefined, why: "no memo for this lock" };
+  let m: Record<string, unknown>;
+  try {
+    m = JSON.parse(bytes.toString("utf8")) as Record<string, unknown>;
+  } catch {
+    return { memo: undefined, why: "the memo is not JSON" };
+  }
+  if (typeof m !== "object" || m === null || typeof m.mac !== "string") return { memo: undefined, why: "the memo has no MAC" };
+  const { mac, ...body } = m;
+  const want = Buffer.from(macOf(key, body), "hex");
+  const got = Buffer.from(mac as string, "hex");
+  if (got.length !== want.length || !timingSafeEqual(got, want)) return { memo: undefined, why: "the memo's MAC does not hold under this machine's key" };
+  if (body.schema !== VERIFY_MEMO_SCHEMA || body.lock_digest !== lockDigest) return { memo: undefined, why: "the memo names another lock" };
+  if (body.build !== cairnBuild()) return { memo: undefined, why: "the memo was written by another cairn build" };
+  const pack = body.pack as { digest?: unknown; size?: unknown } | null;
+  if (typeof pack !== "object" || pack === null || typeof pack.size !== "number" || !Number.isSafeInteger(pack.size) || typeof body.verified_at !== "string") {
+    return { memo: undefined, why: "the memo is malformed" };
+  }
+  return { memo: { pack: { digest: parseSha256(pack.digest, "/pack/digest"), size: pack.size }, verifiedAt: body.verified_at } };
+}
