@@ -6,7 +6,8 @@
  * pack from its bytes alone (the name against the index, every content
  * against its sha256).
  */
-import { closeSync, fstatSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { type BigIntStats, closeSync, fstatSync } from "node:fs";
 import { CairnError, ioError, openForRead, readFullyAt, sha256, Sha256Hasher, type Sha256Digest } from "../core/index.ts";
 import { corrupt, ENTRY_BYTES, PACK_MAGIC, type PackIndex, TRAILER_BYTES, WRITE_BUFFER } from "./pack.ts";
 import { PackEntries } from "./pack-entries.ts";
@@ -104,17 +105,99 @@ function withPackedRange<T>(
 }
 
 /**
+ * A pack file's identity on its file system, as fstat gives it: device,
+ * inode, size, and modification and change times in nanoseconds (decimal
+ * strings). Any write, truncation, chmod, utimes or replacement through the
+ * file system changes the change time (which no unprivileged call can set
+ * back), so an equal stat means the file was not changed through the file
+ * system since it was taken. It says nothing of damage below the file
+ * system (bit rot, writes to the raw device): those are found when a
+ * content is read, every read being checked against the content's sha256.
+ */
+export interface PackStat {
+  readonly dev: string;
+  readonly ino: string;
+  readonly size: string;
+  readonly mtimeNs: string;
+  readonly ctimeNs: string;
+}
+
+/** A pack's index with its stat, and whether its body was hashed (false: its stat equalled `unchangedSince`). */
+export interface InspectedPack extends PackIndex {
+  readonly stat: PackStat;
+  readonly bodyChecked: boolean;
+}
+
+function packStatOf(st: BigIntStats): PackStat {
+  return { dev: String(st.dev), ino: String(st.ino), size: String(st.size), mtimeNs: String(st.mtimeNs), ctimeNs: String(st.ctimeNs) };
+}
+
+/** The stat of a stored pack file (opened no-follow), for a verify memo written after the pack was checked. */
+export function statPack(store: Store, digest: Sha256Digest): PackStat {
+  const fd = openPack(store, digest);
+  try {
+    return packStatOf(fstatSync(fd, { bigint: true }));
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export function samePackStat(a: PackStat, b: PackStat): boolean {
+  return a.dev === b.dev && a.ino === b.ino && a.size === b.size && a.mtimeNs === b.mtimeNs && a.ctimeNs === b.ctimeNs;
+}
+
+/**
+ * Hashes every content of the pack's body in one sequential read through
+ * one buffer (the contents lie in index order, each right after the one
+ * before) and refuses the first whose bytes are not its sha256
+ * (STORE_CORRUPT). One pass, not one open and positioned read per content:
+ * for 20,000 small contents that was 6x the time of hashing them.
+ */
+function checkBody(fd: number, pack: PackIndex, tail: Buffer, bodySize: number): void {
+  const buf = Buffer.allocUnsafe(WRITE_BUFFER);
+  let fill = 0; // bytes of buf holding body bytes, from body offset `base`
+  let base = 0;
+  let at = 0; // body offset of what remains of the current content
+  const count = pack.entries.size;
+  for (let i = 0; i < count; i++) {
+    let left = pack.entries.sizeAt(i);
+    const h = createHash("sha256");
+    while (true) {
+      const have = base + fill - at;
+      if (have >= left) {
+        h.update(buf.subarray(at - base, at - base + left));
+        at += left;
+        break;
+      }
+      // not all here: hash what is, then refill the buffer from where this content goes on
+      if (have > 0) h.update(buf.subarray(at - base, at - base + have));
+      at += have;
+      left -= have;
+      base = at;
+      const want = Math.min(buf.length, bodySize - base);
+      fill = want > 0 ? readFullyAt(fd, buf.subarray(0, want), base) : 0;
+      if (fill === 0 || fill < Math.min(want, left)) throw corrupt(pack.digest, "is shorter than its index");
+    }
+    if (h.digest().compare(tail, i * ENTRY_BYTES, i * ENTRY_BYTES + 32) !== 0) throw corrupt(pack.digest, `holds wrong bytes for ${pack.entries.digestAt(i)}`);
+  }
+}
+
+/**
  * Checks a stored pack from its bytes alone (the name against the index, and
- * every content against its sha256) and returns its index. `maxBytes` bounds
+ * every content against its sha256) and returns its index. With
+ * `unchangedSince` (the stat a verify memo recorded after a full check), the
+ * body is hashed only when the pack's stat differs from it; the index is
+ * always read and checked against the name. `maxBytes` bounds
  * the pack's size. The digest is validated (it may come from a directory
  * listing) and, once the index hashes to it, is known to be a sha256.
  */
-export function inspectPack(store: Store, unsafeDigest: string, maxBytes: number): PackIndex {
+export function inspectPack(store: Store, unsafeDigest: string, maxBytes: number, options: { unchangedSince?: PackStat } = {}): InspectedPack {
   store.pathOf("packs", unsafeDigest); // validates the digest before it names a file
   const digest = unsafeDigest as Sha256Digest;
   const fd = openPack(store, digest);
   try {
     const st = fstatSync(fd);
+    const stat = packStatOf(fstatSync(fd, { bigint: true }));
     if (!st.isFile()) throw corrupt(digest, "is not a regular file");
     if (st.size > maxBytes) throw new CairnError("LIMIT_EXCEEDED", `limit storeObjectBytes exceeded by pack ${digest}`, { path: digest });
     if (st.size < TRAILER_BYTES) throw corrupt(digest, "is too short");
@@ -130,15 +213,17 @@ export function inspectPack(store: Store, unsafeDigest: string, maxBytes: number
     const entries = new PackEntries();
     let offset = 0;
     for (let i = 0; i < Number(count); i++) {
-      const d = `sha256:${tail.toString("hex", i * ENTRY_BYTES, i * ENTRY_BYTES + 32)}` as Sha256Digest;
       const size = Number(tail.readBigUInt64BE(i * ENTRY_BYTES + 32));
-      if (offset + size > st.size - tail.length || !entries.add(d, offset, size)) throw corrupt(digest, "has a malformed index");
+      if (offset + size > st.size - tail.length || !entries.addRaw(tail.subarray(i * ENTRY_BYTES, i * ENTRY_BYTES + 32), offset, size)) {
+        throw corrupt(digest, "has a malformed index");
+      }
       offset += size;
     }
     if (offset !== st.size - tail.length) throw corrupt(digest, "has a body of another length than its index");
     const index: PackIndex = { digest, size: st.size, entries };
-    for (const d of entries.keys()) readPacked(store, index, d, Number.MAX_SAFE_INTEGER);
-    return index;
+    const unchanged = options.unchangedSince !== undefined && samePackStat(stat, options.unchangedSince);
+    if (!unchanged) checkBody(fd, index, tail, st.size - tail.length);
+    return { ...index, stat, bodyChecked: !unchanged };
   } finally {
     closeSync(fd);
   }

@@ -36,7 +36,7 @@
 import { LEGACY_OCI_ROLES } from "./closure.ts";
 import { resolve } from "node:path";
 import { CairnError, ioError, type Sha256Digest } from "../core/index.ts";
-import { readPacked, Store, streamPacked, type PackIndex } from "../store/index.ts";
+import { readPacked, Store, streamPacked, type InspectedPack, type PackIndex, type PackStat } from "../store/index.ts";
 import { canonicalSpecBytes, deriveBinary, type Derived } from "./derive.ts";
 import type { SourceKind, WorkloadIdentities } from "./workload-identity.ts";
 import type { Launch } from "./launch.ts";
@@ -44,7 +44,7 @@ import { LOCK_MAX_BYTES, parseWorkloadLock, type WorkloadLock } from "./workload
 import { parseCanonicalSpec, SPEC_MAX_BYTES, type WorkloadSpec } from "./spec.ts";
 import { samePolicy, type CanonicalTree, type ContentSource, type FileEntry } from "../tree/index.ts";
 import { readSourceFile } from "./source-file.ts";
-import { inspectPack } from "../store/index.ts";
+import { inspectPack, statPack } from "../store/index.ts";
 import { readStoredDerived } from "./derived-read.ts";
 import { loadVerifyKey, readVerifyMemo, writeVerifyMemo, type VerifyMemo } from "./verify-memo.ts";
 import { lockDigestOf } from "./workload-lock.ts";
@@ -59,7 +59,12 @@ export interface VerifyOptions {
 /** How the tree was established: re-derived from the raw closure now, or read back under a memo of an earlier full verify. */
 export type Derivation =
   | { readonly how: "re-derived"; readonly memoWritten: boolean; readonly why?: string }
-  | { readonly how: "memo"; readonly verifiedAt: string };
+  | {
+      readonly how: "memo";
+      readonly verifiedAt: string;
+      /** `hashed`: every content of the pack was hashed now; `unchanged`: its file stat was the memo's, so only its index was checked (every read is still checked). */
+      readonly packBody: "hashed" | "unchanged";
+    };
 
 export interface VerifiedWorkload {
   readonly lock: WorkloadLock;
@@ -180,7 +185,7 @@ async function verifyAgainst(lock: WorkloadLock, storeDir: string, writable: Sto
   if (key !== undefined && lockDigest !== undefined) {
     const found = options.full === true ? { memo: undefined, why: "--full asked for a re-derivation" } : readVerifyMemo(store, key, lockDigest);
     if (found.memo !== undefined) {
-      const fast = underMemo(lock, spec, store, found.memo);
+      const fast = underMemo(lock, spec, store, found.memo, (stat) => writeVerifyMemo(writable, key, lockDigest, { ...found.memo.pack, stat }));
       if ("tree" in fast) return fast;
       why = fast.why;
     } else why = found.why;
@@ -210,7 +215,7 @@ async function verifyAgainst(lock: WorkloadLock, storeDir: string, writable: Sto
   if (pack !== undefined) writable.recordPack(lock.derived.digest, pack.digest);
   let memoWritten = false;
   if (key !== undefined && lockDigest !== undefined && pack !== undefined) {
-    writeVerifyMemo(writable, key, lockDigest, { digest: pack.digest, size: pack.size });
+    writeVerifyMemo(writable, key, lockDigest, { digest: pack.digest, size: pack.size, stat: statPack(store, pack.digest) });
     memoWritten = true;
   }
   return {
@@ -234,7 +239,13 @@ async function verifyAgainst(lock: WorkloadLock, storeDir: string, writable: Sto
  * checked content by content. A result without a tree says why the memo
  * could not be used; the caller then re-derives.
  */
-function underMemo(lock: WorkloadLock, spec: WorkloadSpec, store: Store, memo: VerifyMemo): VerifiedWorkload | { why: string } {
+function underMemo(
+  lock: WorkloadLock,
+  spec: WorkloadSpec,
+  store: Store,
+  memo: VerifyMemo,
+  restat: (stat: PackStat) => void,
+): VerifiedWorkload | { why: string } {
   lock.raw.forEach((r, i) => {
     if (r.role === "layer") atField(`/raw/${i}`, r.role, () => store.check("objects", r.digest, r.size));
   });
@@ -246,14 +257,15 @@ function underMemo(lock: WorkloadLock, spec: WorkloadSpec, store: Store, memo: V
     if (!(e instanceof CairnError)) throw e;
     return { why: `the stored derived entry did not read back: ${e.message}` };
   }
-  let pack: PackIndex;
+  let pack: InspectedPack;
   try {
-    pack = inspectPack(store, memo.pack.digest, memo.pack.size);
+    pack = inspectPack(store, memo.pack.digest, memo.pack.size, { unchangedSince: memo.pack.stat });
   } catch (e) {
     if (!(e instanceof CairnError)) throw e;
     return { why: `the memo's content pack failed its check: ${e.message}` };
   }
   if (pack.size !== memo.pack.size) return { why: "the memo's content pack has another size than recorded" };
+  if (pack.bodyChecked) restat(pack.stat); // changed on disk, same bytes: the next verify need not hash it again
   let content: ContentSource;
   try {
     content = contentSource(store, read.tree, pack);
@@ -272,7 +284,7 @@ function underMemo(lock: WorkloadLock, spec: WorkloadSpec, store: Store, memo: V
     identities: lock.identities,
     derivedDigest: lock.derived.digest,
     repaired: [],
-    derivation: { how: "memo", verifiedAt: memo.verifiedAt },
+    derivation: { how: "memo", verifiedAt: memo.verifiedAt, packBody: pack.bodyChecked ? "hashed" : "unchanged" },
   };
 }
 

@@ -40,7 +40,7 @@ import {
   Sha256Hasher,
   type Sha256Digest,
 } from "../core/index.ts";
-import type { Store } from "../store/index.ts";
+import type { PackStat, Store } from "../store/index.ts";
 
 export const VERIFY_MEMO_SCHEMA = "cairn.verify-memo/1";
 export const VERIFY_KEY_FILE = "verify-memo.key";
@@ -48,8 +48,8 @@ const KEY_BYTES = 32;
 const MEMO_MAX_BYTES = 4096;
 
 export interface VerifyMemo {
-  /** The pack verify found holding the tree's contents (OCI), with the pack file's size. */
-  readonly pack: { readonly digest: Sha256Digest; readonly size: number };
+  /** The pack verify found holding the tree's contents (OCI): its name, size, and file stat when it was checked. */
+  readonly pack: { readonly digest: Sha256Digest; readonly size: number; readonly stat: PackStat };
   /** When the full verify that wrote the memo ended (ISO 8601, UTC). */
   readonly verifiedAt: string;
 }
@@ -168,11 +168,12 @@ function macOf(key: Buffer, body: object): string {
 
 /** Writes the memo for `lockDigest` after a full verify (replacing any memo there). */
 export function writeVerifyMemo(store: Store, key: Buffer, lockDigest: Sha256Digest, pack: VerifyMemo["pack"], now: Date = new Date()): void {
+  const stat = { dev: pack.stat.dev, ino: pack.stat.ino, size: pack.stat.size, mtime_ns: pack.stat.mtimeNs, ctime_ns: pack.stat.ctimeNs };
   const body = {
     schema: VERIFY_MEMO_SCHEMA,
     lock_digest: lockDigest,
     build: cairnBuild(),
-    pack: { digest: pack.digest, size: pack.size },
+    pack: { digest: pack.digest, size: pack.size, stat },
     verified_at: now.toISOString(),
   };
   store.putRecord("verified", lockDigest, Buffer.from(`${JSON.stringify({ ...body, mac: macOf(key, body) })}\n`, "utf8"));
@@ -202,9 +203,25 @@ export function readVerifyMemo(store: Store, key: Buffer, lockDigest: Sha256Dige
   if (got.length !== want.length || !timingSafeEqual(got, want)) return { memo: undefined, why: "the memo's MAC does not hold under this machine's key" };
   if (body.schema !== VERIFY_MEMO_SCHEMA || body.lock_digest !== lockDigest) return { memo: undefined, why: "the memo names another lock" };
   if (body.build !== cairnBuild()) return { memo: undefined, why: "the memo was written by another cairn build" };
-  const pack = body.pack as { digest?: unknown; size?: unknown } | null;
-  if (typeof pack !== "object" || pack === null || typeof pack.size !== "number" || !Number.isSafeInteger(pack.size) || typeof body.verified_at !== "string") {
+  const pack = body.pack as { digest?: unknown; size?: unknown; stat?: Record<string, unknown> } | null;
+  const st = pack?.stat;
+  const text = (v: unknown): v is string => typeof v === "string" && /^[0-9]{1,40}$/.test(v);
+  if (
+    typeof pack !== "object" ||
+    pack === null ||
+    typeof pack.size !== "number" ||
+    !Number.isSafeInteger(pack.size) ||
+    typeof body.verified_at !== "string" ||
+    typeof st !== "object" ||
+    st === null ||
+    !text(st.dev) ||
+    !text(st.ino) ||
+    !text(st.size) ||
+    !text(st.mtime_ns) ||
+    !text(st.ctime_ns)
+  ) {
     return { memo: undefined, why: "the memo is malformed" };
   }
-  return { memo: { pack: { digest: parseSha256(pack.digest, "/pack/digest"), size: pack.size }, verifiedAt: body.verified_at } };
+  const stat: PackStat = { dev: st.dev, ino: st.ino, size: st.size, mtimeNs: st.mtime_ns, ctimeNs: st.ctime_ns };
+  return { memo: { pack: { digest: parseSha256(pack.digest, "/pack/digest"), size: pack.size, stat }, verifiedAt: body.verified_at } };
 }

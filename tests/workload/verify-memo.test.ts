@@ -65,7 +65,7 @@ test("a second verify of an OCI lock uses the first's memo and hands out the sam
   assert.equal(statSync(keys).mode & 0o777, 0o700);
   assert.ok(existsSync(memoPath(ws)));
   const fast = await openVerifiedWorkload(ws.lockPath, ws.storeDir, { memoKeyDir: keys });
-  assert.equal(fast.derivation.how, "memo");
+  assert.equal(fast.derivation.how, "memo", JSON.stringify(fast.derivation));
   assert.deepEqual(fast.repaired, []);
   sameWorkload(fast, full);
   const a = fast.tree.get("/data/a");
@@ -143,6 +143,23 @@ test("a corrupt pack under a memo is rebuilt by re-deriving, and the next verify
   const after = await openVerifiedWorkload(ws.lockPath, ws.storeDir, { memoKeyDir: keys });
   assert.equal(after.derivation.how, "memo");
   sameWorkload(after, first);
+});
+
+test("a pack whose file changed but whose bytes did not is hashed once under the memo, then trusted by its stat again", opts, async () => {
+  const ws = await assembled();
+  const keys = keysDir();
+  await openVerifiedWorkload(ws.lockPath, ws.storeDir, { memoKeyDir: keys });
+  // control: an untouched pack is checked by its index and stat
+  const before = await openVerifiedWorkload(ws.lockPath, ws.storeDir, { memoKeyDir: keys });
+  assert.deepEqual(before.derivation, { how: "memo", verifiedAt: (before.derivation as { verifiedAt: string }).verifiedAt, packBody: "unchanged" });
+  const memo = JSON.parse(readFileSync(memoPath(ws), "utf8")) as { pack: { digest: string } };
+  const packFile = new Store(ws.storeDir, { write: false }).pathOf("packs", memo.pack.digest);
+  chmodSync(packFile, 0o400); // the change time moves, the bytes stay
+  const touched = await openVerifiedWorkload(ws.lockPath, ws.storeDir, { memoKeyDir: keys });
+  assert.equal(touched.derivation.how, "memo");
+  assert.equal((touched.derivation as { packBody: string }).packBody, "hashed");
+  const next = await openVerifiedWorkload(ws.lockPath, ws.storeDir, { memoKeyDir: keys });
+  assert.equal((next.derivation as { packBody: string }).packBody, "unchanged");
 });
 
 test("a changed derived entry under a memo is refused as in a full verify", opts, async () => {
