@@ -3,4 +3,4 @@
 // location, and what uses its space. Staging, packs, publication and the
 // gc sweep stay internal (gc is `vm.collectStoreGarbage`, which knows the roots).
 export { defaultStoreDir, inspectPack, Store, storeUsage } from "./index.ts";
-export type { PackIndex, StoreArea, StoreOptions, StoreUsage, Tally } from "./index.ts";
+export type { InspectedPack, PackIndex, PackStat, StoreArea, StoreOptions, StoreUsage, Tally } from "./index.ts";

@@ -4,7 +4,7 @@
 export { parseWorkloadSpec } from "./index.ts";
 export type { WorkloadSpec } from "./index.ts";
 export { assembleWorkload, checkWorkload, openVerifiedWorkload } from "./index.ts";
-export type { AssembleOptions, AssembleResult, CheckProblem, CheckResult, PolicyListing, VerifiedWorkload } from "./index.ts";
+export type { AssembleOptions, AssembleResult, CheckProblem, CheckResult, Derivation, PolicyListing, VerifiedWorkload, VerifyOptions } from "./index.ts";
 export { parseWorkloadLock, readWorkloadLock, WORKLOAD_LOCK_SCHEMA } from "./index.ts";
 export type { WorkloadLock } from "./index.ts";
 export { launchIdentity, sourceIdentity, workloadIdentity } from "./index.ts";
