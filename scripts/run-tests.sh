@@ -29,6 +29,9 @@ export CAIRN_TEST_KIT="${CAIRN_TEST_KIT:-${TMPDIR:-/tmp}/cairn-test-kit}"
 run_tmp="$(mktemp -d "${TMPDIR:-/tmp}/cairn-test-run-XXXXXX")"
 trap 'rm -f "$log" "$tap"; rm -rf "$run_tmp"' EXIT
 export TMPDIR="$run_tmp"
+# cairn's default data and cache directories (the verify memo key, a store no
+# flag names) go under the run's directory too, never the account's home.
+export XDG_DATA_HOME="$run_tmp/xdg-data" XDG_CACHE_HOME="$run_tmp/xdg-cache"
 # A bound on every test file's process (Node 20 applies --test-timeout to each
 # file run in its own process): a test that hangs fails the run instead of
 # hanging it. Tests that may block (FIFOs, VMs) also bound themselves.

@@ -5,9 +5,12 @@
  * its version, and the filesystem digest, so a reader holding only the entry
  * can tell what it was made from and check it.
  *
- * Nothing parses a stored entry: `openVerifiedWorkload` rebuilds the entry
- * from the raw closure and requires the stored bytes to be identical, then
- * hands out the rebuilt values.
+ * A full verify never parses a stored entry: `openVerifiedWorkload` rebuilds
+ * the entry from the raw closure and requires the stored bytes to be
+ * identical, then hands out the rebuilt values. Only under a verify memo
+ * (an earlier full verify of the same lock by the same build, on this
+ * machine) is the stored entry read back, strictly, in derived-read.ts,
+ * and its fs, launch and workload identities recomputed from what was read.
  */
 import {
   CairnError,

@@ -16,8 +16,10 @@
  * it names this exact lock, and its build is the running cairn's (a digest
  * of every file of the code that runs, so any change to cairn, released or
  * not, re-derives once). A verify that uses a memo still hashes every raw
- * object, the derived entry and every content of the pack now; what it does
- * not repeat is the derivation (see verified-workload.ts).
+ * object and the derived entry, and checks the pack's index, hashing the
+ * pack's body again only when its file stat is not the memo's (every read
+ * from the pack is checked anyway); what it does not repeat is the
+ * derivation (see verified-workload.ts).
  *
  * What a memo does not protect against: someone who can read the key (the
  * same account, or root) can forge one; such a person can also replace

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { writeFileSync } from "node:fs";
+import { readdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runCli } from "../helpers/cli.ts";
 import { GCC_SKIP } from "./fixtures/static-program.ts";
@@ -46,6 +46,39 @@ test("verify failures exit 1 with a JSON error naming the code and path", opts, 
   const err = (JSON.parse(r.stdout) as { error: { code: string; path: string; hint: string } }).error;
   assert.equal(err.code, "STORE_CORRUPT");
   assert.ok(err.hint.length > 0);
+});
+
+test("verify says which path ran: re-derived and memo written, then the memo, --full and a bad memo re-derive with the reason", opts, async () => {
+  const ws = ociWorkspace();
+  const keys = join(ws.dir, "keys");
+  assert.equal((await runCli(["workload", "assemble", ws.specPath, "--store", ws.storeDir])).code, 0);
+  type Out = { derivation: string; memo_written?: boolean; memo_not_used?: string; pack_body?: string; workload: string };
+  const verify = async (...extra: string[]): Promise<Out> => {
+    const r = await runCli(["workload", "verify", ws.lockPath, "--store", ws.storeDir, "--keys", keys, "--json", ...extra]);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    return JSON.parse(r.stdout) as Out;
+  };
+  const first = await verify();
+  assert.equal(first.derivation, "re-derived");
+  assert.equal(first.memo_written, true);
+  assert.equal(first.memo_not_used, "no memo for this lock");
+  assert.equal(statSync(join(keys, "verify-memo.key")).mode & 0o777, 0o600, "the key is created where --keys says, owner-only");
+  const second = await verify();
+  assert.equal(second.derivation, "memo");
+  assert.equal(second.pack_body, "unchanged");
+  assert.equal(second.workload, first.workload);
+  const full = await verify("--full");
+  assert.equal(full.derivation, "re-derived");
+  assert.match(full.memo_not_used ?? "", /--full/);
+  const memos = join(ws.storeDir, "verified", "sha256");
+  for (const m of readdirSync(memos)) writeFileSync(join(memos, m), "{}");
+  const bad = await verify();
+  assert.equal(bad.derivation, "re-derived");
+  assert.match(bad.memo_not_used ?? "", /MAC/);
+  const human = await runCli(["workload", "verify", ws.lockPath, "--store", ws.storeDir, "--keys", keys]);
+  assert.match(human.stdout, /read back under this machine's memo/);
+  const fullHuman = await runCli(["workload", "verify", ws.lockPath, "--store", ws.storeDir, "--keys", keys, "--full"]);
+  assert.match(fullHuman.stdout, /re-derived in \d+ ms \(--full asked for a re-derivation\); memo written/);
 });
 
 test("assemble refusals: a bad spec exits 1, a missing argument exits 2", opts, async () => {

@@ -33,14 +33,14 @@ export function registerWorkloadVerify(parent: Command, ctx: Context): void {
           derivation: w.derivation.how,
           ...(w.derivation.how === "memo"
             ? { memo_verified_at: w.derivation.verifiedAt, pack_body: w.derivation.packBody }
-            : { memo_written: w.derivation.memoWritten }),
+            : { memo_written: w.derivation.memoWritten, ...(w.derivation.why !== undefined ? { memo_not_used: w.derivation.why } : {}) }),
           duration_ms: ms,
         });
       }
       const how =
         w.derivation.how === "memo"
           ? `hashed, ${w.tree.size} tree entries read back under this machine's memo of the full verify at ${w.derivation.verifiedAt}, pack ${w.derivation.packBody === "hashed" ? "contents hashed" : "index checked (file unchanged since that verify; every content is checked as it is read)"}, in ${ms} ms (--full re-derives)`
-          : `hashed, ${w.tree.size} tree entries re-derived in ${ms} ms`;
+          : `hashed, ${w.tree.size} tree entries re-derived in ${ms} ms${w.derivation.why !== undefined ? ` (${w.derivation.why})` : ""}${w.derivation.memoWritten ? "; memo written for the next verify on this machine" : ""}`;
       ctx.io.out(`verified ${w.kind} workload ${w.identities.workload}\n${w.lock.raw.length} raw objects ${how}`);
       for (const r of w.repaired) ctx.io.out(`repaired ${r}: it was missing or did not match, and was rebuilt from the verified raw objects`);
     });
