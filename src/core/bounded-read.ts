@@ -28,6 +28,7 @@ import { closeSync, fstatSync, lstatSync, readSync, type Stats } from "node:fs";
 import { Sha256Hasher, type Sha256Digest } from "./digest.ts";
 import { CairnError, ioError, type ErrorCode } from "./errors.ts";
 import { openForRead, readFullyAt, readPrefix } from "./files.ts";
+import { hashOnThread } from "./inflate-thread.ts";
 import { checkLimit } from "./limits.ts";
 
 export interface BoundedReadOptions {
@@ -134,14 +135,15 @@ export function hashFileBounded(path: string, max: number, limit: string, option
   });
 }
 
-/** Opens `path` as readFileBounded does, runs `body` over its descriptor and size, and checks the file did not change. */
-function withBoundedFile<T>(
-  path: string,
-  max: number,
-  limit: string,
-  options: BoundedReadOptions,
-  body: (fd: number, size: number, changed: () => CairnError) => T,
-): T {
+/** An open bounded file: its descriptor, what fstat saw, and the refusal for a change. */
+interface OpenBounded {
+  readonly fd: number;
+  readonly before: Stats;
+  readonly changed: () => CairnError;
+}
+
+/** Opens `path` as readFileBounded does (no-follow, non-blocking, a regular file, within the limit); closes it on a refusal. */
+function openBounded(path: string, max: number, limit: string, options: BoundedReadOptions): OpenBounded {
   const notRegular = (what: string): CairnError =>
     new CairnError(options.notRegular ?? "IO_ERROR", `${path} is not a regular file (${what})`, { path, hint: options.notRegularHint });
   const changed = (): CairnError => new CairnError(options.changed ?? "IO_ERROR", `${path} changed while it was read`, { path, hint: options.changedHint });
@@ -165,25 +167,78 @@ function withBoundedFile<T>(
       if (options.oversized === undefined || !(e instanceof CairnError)) throw e;
       throw new CairnError(options.oversized, e.message, { path, hint: e.hint, cause: e });
     }
-    const out = body(fd, before.size, changed);
-    if (readSync(fd, Buffer.alloc(1), 0, 1, before.size) !== 0) throw changed(); // grew under us
-    readHook?.(path);
-    if (options.checkIdentity === true) {
-      const after = fstatSync(fd);
-      let atPath: Stats;
-      try {
-        atPath = lstatSync(path);
-      } catch {
-        throw changed();
-      }
-      if (!sameFile(before, after) || !sameFile(before, atPath)) throw changed();
+    return { fd, before, changed };
+  } catch (cause) {
+    closeSync(fd);
+    if (cause instanceof CairnError) throw cause;
+    throw ioError(path, cause);
+  }
+}
+
+/** After the body read the file: nothing may follow its size, and (checkIdentity) it is the same file, also at the path. */
+function endBounded(path: string, f: OpenBounded, options: BoundedReadOptions): void {
+  if (readSync(f.fd, Buffer.alloc(1), 0, 1, f.before.size) !== 0) throw f.changed(); // grew under us
+  readHook?.(path);
+  if (options.checkIdentity === true) {
+    const after = fstatSync(f.fd);
+    let atPath: Stats;
+    try {
+      atPath = lstatSync(path);
+    } catch {
+      throw f.changed();
     }
+    if (!sameFile(f.before, after) || !sameFile(f.before, atPath)) throw f.changed();
+  }
+}
+
+/** Opens `path` as readFileBounded does, runs `body` over its descriptor and size, and checks the file did not change. */
+function withBoundedFile<T>(
+  path: string,
+  max: number,
+  limit: string,
+  options: BoundedReadOptions,
+  body: (fd: number, size: number, changed: () => CairnError) => T,
+): T {
+  const f = openBounded(path, max, limit, options);
+  try {
+    const out = body(f.fd, f.before.size, f.changed);
+    endBounded(path, f, options);
     return out;
   } catch (cause) {
     if (cause instanceof CairnError) throw cause;
     throw ioError(path, cause);
   } finally {
-    closeSync(fd);
+    closeSync(f.fd);
+  }
+}
+
+/**
+ * `hashFileBounded` with the reading and hashing on the inflate thread
+ * (core/inflate-thread.ts), so the caller's thread is free meanwhile: the
+ * file is opened and checked here, the thread reads it through the open
+ * descriptor (/proc/self/fd, never the path again), and the size it read and
+ * the end of the file are checked here afterwards, as the synchronous read
+ * checks them.
+ */
+export async function hashFileBoundedOnThread(
+  path: string,
+  max: number,
+  limit: string,
+  options: BoundedReadOptions = {},
+): Promise<{ digest: Sha256Digest; size: number }> {
+  const f = openBounded(path, max, limit, options);
+  try {
+    const got = await hashOnThread(`/proc/self/fd/${f.fd}`, f.before.size, () => {
+      throw f.changed(); // grew under us
+    });
+    if (got.size !== f.before.size) throw f.changed(); // shrank under us
+    endBounded(path, f, options);
+    return { digest: `sha256:${got.digest}` as Sha256Digest, size: got.size };
+  } catch (cause) {
+    if (cause instanceof CairnError) throw cause;
+    throw ioError(path, cause);
+  } finally {
+    closeSync(f.fd);
   }
 }
 

@@ -49,13 +49,13 @@ export {
 } from "./files.ts";
 export { openRoot, openDirIn, hasDirIn, withDirIn, ensureDirsIn, removeIn, descriptorPath, MAX_MARKER_BYTES } from "./owned-root.ts";
 export type { RootKind, DirOptions } from "./owned-root.ts";
-export { fileKind, hashFileBounded, readFileBounded, readFilePrefix, streamFileBounded } from "./bounded-read.ts";
+export { fileKind, hashFileBounded, hashFileBoundedOnThread, readFileBounded, readFilePrefix, streamFileBounded } from "./bounded-read.ts";
 export { safeComponent, digestComponents } from "./safepath.ts";
 export { checkLimit, formatBytes, FIXED_LIMIT_HINT } from "./limits.ts";
 export { declareIdentity, isIdentityDeclaration, identityBytes, identityDigest, identityHasher, defineScope, scopeFieldNames } from "./identity.ts";
 export type { IdentityDeclaration, IdentityFraming, IdentityRole, IdentityScope } from "./identity.ts";
 export { compareBytes, inByteOrder, sortByBytes, sortedRecord } from "./byte-order.ts";
-export { inflateOnThread } from "./inflate-thread.ts";
+export { hashOnThread, inflateOnThread } from "./inflate-thread.ts";
 export type { InflateHandlers, InflateJob } from "./inflate-thread.ts";
 export { cairnDir, registryAuthFiles } from "./locations.ts";
 export type { CairnDirKind } from "./locations.ts";

@@ -9,6 +9,7 @@
  * What the thread reports is compared by the caller: the stored size and
  * digest and the limits (for layers, tree/layer-reader.ts, whose tar gate
  * hashes the chunks for the DiffID).
+ * `hashOnThread` runs the same thread over a file only to hash it.
  * A refusal thrown by `onChunk` gives the job up (the thread drops its streams, and
  * its late reports are told apart by the job's id); the thread is kept for
  * the next layer, idle without keeping the process alive. A thread that
@@ -33,6 +34,8 @@ export interface InflateJob {
   readonly hashStored: boolean;
   /** Stop reading (`onStoredLimit`) once more stored bytes than this were read. */
   readonly maxStored: number;
+  /** Hand no chunk back (`onChunk` is never called): only read, and hash when asked. */
+  readonly discard?: boolean;
 }
 
 export interface InflateHandlers {
@@ -171,8 +174,32 @@ export function inflateOnThread(job: InflateJob, handlers: InflateHandlers): Pro
       gzip: job.gzip,
       copyFd: job.copyFd,
       hashStored: job.hashStored,
+      discard: job.discard === true,
       maxStored: job.maxStored,
       credit: CREDIT,
     } satisfies InflateControl);
+  });
+}
+
+/**
+ * The size and sha256 of the file at `path` (a descriptor the caller opened
+ * and checked, named through /proc/self/fd), read and hashed on the thread,
+ * stopping once more than `maxStored` bytes were read (`onLimit`, which must
+ * throw). The caller compares both.
+ */
+export function hashOnThread(path: string, maxStored: number, onLimit: (stored: number) => never): Promise<{ size: number; digest: string }> {
+  let got: { size: number; digest: string } | undefined;
+  return inflateOnThread(
+    { path, gzip: false, hashStored: true, discard: true, maxStored },
+    {
+      onChunk: () => undefined,
+      onStored: (size, digest) => {
+        got = { size, digest: digest ?? "" };
+      },
+      onStoredLimit: onLimit,
+    },
+  ).then(() => {
+    if (got === undefined) throw new Error("the inflate thread ended a hash job without its digest");
+    return got;
   });
 }

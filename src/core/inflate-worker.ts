@@ -10,6 +10,9 @@
  * also writes the stored bytes it read into it, at their offsets: the
  * caller's private copy, so a layer the store keeps is read once, not
  * staged first and read again. It never opens, closes or removes the copy.
+ * Asked to discard, it hands nothing back and only hashes the stored bytes:
+ * a verify under a memo hashes the layers here while the main thread reads
+ * the tree back.
  *
  * It decides nothing: sizes, digests and limits are compared on the main
  * thread. What it bounds itself is what the main thread cannot see in time:
@@ -39,6 +42,8 @@ export interface InflateJobMessage {
   readonly copyFd: number | undefined;
   /** Hash the stored bytes (the main thread compares the digest). */
   readonly hashStored: boolean;
+  /** Hand nothing back: the job only reads (and hashes) the stored bytes. */
+  readonly discard: boolean;
   /** Stop reading once more stored bytes than this were read. */
   readonly maxStored: number;
   /** How many chunks may be unacknowledged at once. */
@@ -195,6 +200,7 @@ function run(job: InflateJobMessage, send: (m: InflateReport, transfer?: ArrayBu
   };
   /** One piece of the tar stream, copied into transfer buffers. */
   const emit = (chunk: Buffer): void => {
+    if (job.discard) return;
     sinceCollect += chunk.length;
     if (collect !== undefined && sinceCollect >= COLLECT_EVERY) {
       sinceCollect = 0;

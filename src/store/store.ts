@@ -38,6 +38,7 @@ import {
   openRoot,
   parseSha256,
   hashFileBounded,
+  hashFileBoundedOnThread,
   readFileBounded,
   sha256,
   Sha256Hasher,
@@ -350,6 +351,22 @@ export class Store {
     if (r.digest !== digest) this.#corrupt(area, digest);
   }
 
+  /**
+   * `check` with the file read and hashed on the inflate thread
+   * (hashFileBoundedOnThread: the same opening and checks), so the calling
+   * thread can work meanwhile: a verify under a memo hashes its layers
+   * while it reads the tree back.
+   */
+  async checkOnThread(area: StoreArea, digest: Sha256Digest, maxBytes: number, limitName = "storeObjectBytes"): Promise<void> {
+    let r: { digest: Sha256Digest };
+    try {
+      r = await hashFileBoundedOnThread(this.pathOf(area, digest), maxBytes, limitName, BOUNDED_STORE_READ);
+    } catch (e) {
+      throw this.#named(e, area, digest, limitName);
+    }
+    if (r.digest !== digest) this.#corrupt(area, digest);
+  }
+
   #corrupt(area: StoreArea, digest: Sha256Digest): never {
     const what = area === "objects" ? "object" : "derived entry";
     throw new CairnError("STORE_CORRUPT", `stored ${what} ${digest} does not match its digest`, { path: digest, hint: STORE_CORRUPT_HINT });
@@ -357,28 +374,32 @@ export class Store {
 
   /** Runs a bounded read of a stored file, naming the file by its digest in a refusal. */
   #bounded<T>(area: StoreArea, digest: Sha256Digest, limitName: string, fn: () => T): T {
-    const what = area === "objects" ? "object" : "derived entry";
     try {
       return fn();
     } catch (e) {
-      if (!(e instanceof CairnError)) throw e;
-      // the store names a file by its digest, not by where this machine keeps it
-      if (e.code === "STORE_MISSING") {
-        throw new CairnError("STORE_MISSING", `${what} ${digest} is not in the store`, {
-          path: digest,
-          cause: e,
-          hint: "assemble the workload again into this store; nothing falls back to the live source",
-        });
-      }
-      if (e.code === "STORE_CORRUPT")
-        throw new CairnError("STORE_CORRUPT", `store file for ${digest}: ${e.message}`, { path: digest, cause: e, hint: STORE_CORRUPT_HINT });
-      if (e.code === "LIMIT_EXCEEDED")
-        throw new CairnError("LIMIT_EXCEEDED", `limit ${limitName} exceeded by stored ${digest}`, {
-          path: digest,
-          cause: e,
-          hint: `raise the limit "${limitName}"`,
-        });
-      throw e;
+      throw this.#named(e, area, digest, limitName);
     }
+  }
+
+  /** A bounded read's refusal, naming the file by its digest (the store names a file by its digest, not by where this machine keeps it). */
+  #named(e: unknown, area: StoreArea, digest: Sha256Digest, limitName: string): unknown {
+    const what = area === "objects" ? "object" : "derived entry";
+    if (!(e instanceof CairnError)) return e;
+    if (e.code === "STORE_MISSING") {
+      return new CairnError("STORE_MISSING", `${what} ${digest} is not in the store`, {
+        path: digest,
+        cause: e,
+        hint: "assemble the workload again into this store; nothing falls back to the live source",
+      });
+    }
+    if (e.code === "STORE_CORRUPT")
+      return new CairnError("STORE_CORRUPT", `store file for ${digest}: ${e.message}`, { path: digest, cause: e, hint: STORE_CORRUPT_HINT });
+    if (e.code === "LIMIT_EXCEEDED")
+      return new CairnError("LIMIT_EXCEEDED", `limit ${limitName} exceeded by stored ${digest}`, {
+        path: digest,
+        cause: e,
+        hint: `raise the limit "${limitName}"`,
+      });
+    return e;
   }
 }

@@ -116,9 +116,13 @@ function atField<T>(field: string, role: string, fn: () => T): T {
   try {
     return fn();
   } catch (e) {
-    if (!(e instanceof CairnError) || (e.code !== "STORE_MISSING" && e.code !== "STORE_CORRUPT")) throw e;
-    throw new CairnError(e.code, `${role} (${field}): ${e.message}`, { path: field, hint: e.hint, cause: e });
+    throw fieldError(field, role, e);
   }
+}
+
+function fieldError(field: string, role: string, e: unknown): unknown {
+  if (!(e instanceof CairnError) || (e.code !== "STORE_MISSING" && e.code !== "STORE_CORRUPT")) return e;
+  return new CairnError(e.code, `${role} (${field}): ${e.message}`, { path: field, hint: e.hint, cause: e });
 }
 
 function readLock(lockPath: string): WorkloadLock {
@@ -179,16 +183,29 @@ async function verifyAgainst(lock: WorkloadLock, storeDir: string, writable: Sto
     );
   });
   if (spec.source.kind !== lock.kind) mismatch("/source_kind", "the spec's source kind");
+  // a memo of an earlier full verify (OCI only): when it holds, the layers are hashed on the inflate
+  // thread while this thread reads the tree back (step 4 under the memo)
   const key = options.memoKeyDir !== undefined && lock.kind === "oci" ? loadVerifyKey(options.memoKeyDir) : undefined;
   const lockDigest = key !== undefined ? lockDigestOf(lock) : undefined;
   let why: string | undefined;
   if (key !== undefined && lockDigest !== undefined) {
     const found = options.full === true ? { memo: undefined, why: "--full asked for a re-derivation" } : readVerifyMemo(store, key, lockDigest);
-    if (found.memo !== undefined) {
-      const fast = underMemo(lock, spec, store, found.memo, (stat) => writeVerifyMemo(writable, key, lockDigest, { ...found.memo.pack, stat }));
-      if ("tree" in fast) return fast;
-      why = fast.why;
-    } else why = found.why;
+    if (found.memo === undefined) why = found.why;
+    else {
+      const memo = found.memo;
+      const layersHashed = hashLayers(lock, store);
+      let fast: { got: VerifiedWorkload | { why: string } } | { failed: unknown };
+      try {
+        fast = { got: underMemo(lock, spec, store, memo, (stat) => writeVerifyMemo(writable, key, lockDigest, { ...memo.pack, stat })) };
+      } catch (e) {
+        fast = { failed: e };
+      }
+      const layers = await layersHashed; // settled whatever this thread found: no hashing runs on after the verify
+      if (layers !== undefined) throw layers.refused; // a changed layer refuses first, memo or not
+      if ("failed" in fast) throw fast.failed;
+      if ("tree" in fast.got) return fast.got;
+      why = fast.got.why;
+    }
   }
   // 4. re-derive from raw objects only
   let derived: Derived;
@@ -234,10 +251,31 @@ async function verifyAgainst(lock: WorkloadLock, storeDir: string, writable: Sto
 }
 
 /**
- * Step 4 under a memo: the layers hashed (a changed one refuses), the stored
- * derived entry read back and checked against the lock, the memo's pack
- * checked content by content. A result without a tree says why the memo
- * could not be used; the caller then re-derives.
+ * Under a memo, every layer blob hashed in full against the lock, one after
+ * another on the inflate thread (store.checkOnThread: the store's bounded
+ * read), while the caller reads the tree back. Settles with the first
+ * refusal (a changed layer is STORE_CORRUPT naming its lock field), or with
+ * nothing when every layer matched; it never rejects, so the caller can
+ * await it after a refusal of its own.
+ */
+async function hashLayers(lock: WorkloadLock, store: Store): Promise<{ refused: unknown } | undefined> {
+  for (const [i, r] of lock.raw.entries()) {
+    if (r.role !== "layer") continue;
+    try {
+      await store.checkOnThread("objects", r.digest, r.size);
+    } catch (e) {
+      return { refused: fieldError(`/raw/${i}`, r.role, e) };
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Step 4 under a memo (the caller hashes the layers beside it, hashLayers):
+ * the stored derived entry read back and checked against the lock, the
+ * memo's pack checked by its index (and its body when its file stat is not
+ * the memo's). A result without a tree says why the memo could not be used;
+ * the caller then re-derives.
  */
 function underMemo(
   lock: WorkloadLock,
@@ -246,9 +284,6 @@ function underMemo(
   memo: VerifyMemo,
   restat: (stat: PackStat) => void,
 ): VerifiedWorkload | { why: string } {
-  lock.raw.forEach((r, i) => {
-    if (r.role === "layer") atField(`/raw/${i}`, r.role, () => store.check("objects", r.digest, r.size));
-  });
   const bytes = atField("/derived", "derived entry", () => store.read("derived", lock.derived.digest, lock.derived.size, "derivedBytes"));
   let read: ReturnType<typeof readStoredDerived>;
   try {
