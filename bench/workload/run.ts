@@ -13,9 +13,11 @@
  *                entry checked
  *   verify-memo  the same lock verified again under the memo a full verify
  *                wrote (src/workload/verify-memo.ts): every raw object
- *                hashed, the derived entry read back and checked, every
- *                pack content hashed; no derivation (the build digest it
- *                needs once per process is timed apart, first)
+ *                hashed (the layers on the inflate thread, beside the
+ *                rest), the derived entry read back and checked, the pack
+ *                checked by its index (its file stat is the memo's, so its
+ *                body is not hashed again); no derivation (the build
+ *                digest it needs once per process is timed apart, first)
  *   raw-sha256   sha256 of every object of the raw closure as stored:
  *                issue 15 item 4's floor for verify (floors.ts)
  *   rules-floor  what re-deriving must do at least: gunzip + sha256 of the

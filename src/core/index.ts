@@ -4,6 +4,7 @@ export {
   parseDigest,
   parseSha256,
   isDigest,
+  isSha256,
   digestHex,
   hexDigestBytes,
   sha256,

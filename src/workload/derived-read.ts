@@ -12,7 +12,7 @@
  * read here (so a tree read wrongly cannot match). Any refusal is
  * WORKLOAD_MISMATCH naming the field; the caller then re-derives instead.
  */
-import { CairnError, parseSha256, type Sha256Digest } from "../core/index.ts";
+import { CairnError, isSha256, type Sha256Digest } from "../core/index.ts";
 import { FrozenTree, fsIdentityOf, policyModel, sortedEntries, type CanonicalTree, type FsEntry } from "../tree/index.ts";
 import { rawModel } from "./closure.ts";
 import { DERIVED_SCHEMA } from "./derived-entry.ts";
@@ -25,12 +25,13 @@ export interface ReadDerived {
   readonly launch: Launch;
 }
 
+// every key list in JCS order (UTF-16 code units), the order the writer's canonical bytes have
 const ENTRY_KEYS = ["identities", "launch", "policy", "raw", "schema", "source_kind", "tree"] as const;
 const COMMON = ["gid", "mode", "mtime", "path", "type", "uid"];
 const KEYS_BY_TYPE: Readonly<Record<string, readonly string[]>> = {
   dir: COMMON,
-  file: [...COMMON, "sha256", "size"],
-  symlink: [...COMMON, "target"],
+  file: ["gid", "mode", "mtime", "path", "sha256", "size", "type", "uid"],
+  symlink: ["gid", "mode", "mtime", "path", "target", "type", "uid"],
 };
 
 function refuse(path: string, what: string): never {
@@ -42,10 +43,12 @@ function refuse(path: string, what: string): never {
 
 function exactKeys(v: unknown, keys: readonly string[], path: string): Record<string, unknown> {
   if (typeof v !== "object" || v === null || Array.isArray(v)) refuse(path, "is not an object where one belongs");
-  const o = v as Record<string, unknown>;
-  const own = Object.keys(o);
-  if (own.length !== keys.length || !keys.every((k) => Object.hasOwn(o, k))) refuse(path, `does not have exactly the keys ${keys.join(", ")}`);
-  return o;
+  // JSON.parse keeps the text's key order, and the stored bytes are JCS: exactly these keys, in this order
+  const own = Object.keys(v);
+  let same = own.length === keys.length;
+  for (let k = 0; same && k < keys.length; k++) same = own[k] === keys[k];
+  if (!same) refuse(path, `does not have exactly the keys ${keys.join(", ")}, in that order`);
+  return v as Record<string, unknown>;
 }
 
 const isInt = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v);
@@ -64,8 +67,8 @@ function entryOf(v: unknown, i: number): FsEntry {
   if (typeof p !== "string" || !isInt(mode) || !isInt(uid) || !isInt(gid) || !isInt(mtime)) refuse(path, "has an entry field of the wrong type");
   if (type === "dir") return { path: p, type, mode, uid, gid, mtime };
   if (type === "file") {
-    if (!isInt(o.size) || typeof o.sha256 !== "string") refuse(path, "has a file field of the wrong type");
-    return { path: p, type, mode, uid, gid, mtime, size: o.size, sha256: parseSha256(o.sha256, `${path}/sha256`) };
+    if (!isInt(o.size) || !isSha256(o.sha256)) refuse(path, "has a file size or sha256 of the wrong form");
+    return { path: p, type, mode, uid, gid, mtime, size: o.size, sha256: o.sha256 };
   }
   if (type === "symlink") {
     if (typeof o.target !== "string") refuse(path, "has a symlink target that is not a string");

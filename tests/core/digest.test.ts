@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { blake3, ContentHasher, isDigest, parseDigest, parseSha256, Sha256Hasher, sha256, sha256Text, verifyDigest } from "../../src/core/index.ts";
+import { blake3, ContentHasher, isDigest, isSha256, parseDigest, parseSha256, Sha256Hasher, sha256, sha256Text, verifyDigest } from "../../src/core/index.ts";
 import { digestAlgorithm, digestHex } from "../../src/core/digest.ts";
 import { assertCode } from "../helpers/errors.ts";
 
@@ -121,4 +121,26 @@ test("sha256Text writes the prefix and the lower-case hex of any 32 bytes; other
   assert.equal(new ContentHasher(0).digest(), EMPTY_SHA256);
   assertCode(() => sha256Text(new Uint8Array(31)), "INTERNAL", "digest");
   assert.equal(sha256Text(new Uint8Array(32)), `sha256:${"0".repeat(64)}`);
+});
+
+test("isSha256 accepts exactly what parseSha256 accepts (control: real digests are accepted)", () => {
+  const accepts = (v: unknown): boolean => {
+    try {
+      parseSha256(v);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const good = sha256("abc");
+  assert.ok(isSha256(good) && accepts(good), "control: a real digest");
+  const hex = "0123456789abcdef";
+  const cases: unknown[] = [good, good.toUpperCase(), `sha256:${good.slice(7).toUpperCase()}`, `${good}0`, good.slice(0, -1), `blake3:${good.slice(7)}`, "", 7, null, `sha256:${"g".repeat(64)}`];
+  for (let i = 0; i < 256; i++) cases.push(`${good.slice(0, 7 + (i % 64))}${String.fromCharCode(i)}${good.slice(8 + (i % 64))}`);
+  fc.assert(
+    fc.property(fc.string({ unit: fc.constantFrom(...hex, "A", "g", ":", "é"), minLength: 60, maxLength: 66 }), (tail) => {
+      assert.equal(isSha256(`sha256:${tail}`), accepts(`sha256:${tail}`));
+    }),
+  );
+  for (const c of cases) assert.equal(isSha256(c), accepts(c), JSON.stringify(c));
 });

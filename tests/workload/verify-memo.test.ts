@@ -195,7 +195,16 @@ test("readStoredDerived reads the stored entry strictly and recomputes the ident
   const cases: Array<[string, Buffer, RegExp]> = [
     ["a changed mode", variant((m) => void (m.tree[i]!.mode = 0o644)), /fs identity/],
     ["an extra key", variant((m) => void (m.tree[i]!.extra = 1)), /exactly the keys/],
-    ["a size as text", variant((m) => void (m.tree[i]!.size = "5")), /wrong type/],
+    ["a size as text", variant((m) => void (m.tree[i]!.size = "5")), /wrong form/],
+    ["an upper-case sha256", variant((m) => void (m.tree[i]!.sha256 = `sha256:${String(m.tree[i]!.sha256).slice(7).toUpperCase()}`)), /wrong form/],
+    [
+      "an entry's keys out of JCS order",
+      variant((m) => {
+        const e = m.tree[i]!;
+        m.tree[i] = Object.fromEntries(Object.entries(e).reverse());
+      }),
+      /in that order/,
+    ],
     ["an unknown type", variant((m) => void (m.tree[i]!.type = "fifo")), /exactly the keys|type cairn does not write/],
     ["entries out of order", variant((m) => void m.tree.reverse()), /byte order/],
     ["another argv", variant((m) => void (m.launch.argv = ["/bin/sh"])), /launch/],
