@@ -40,9 +40,11 @@
  *
  * (the second argument runs one layout only, the default both)
  */
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { writeOciLayout } from "../../tests/workload/fixtures/oci-writer.ts";
 import { dir, file, type TarMember } from "../../tests/workload/fixtures/tar-writer.ts";
 import { workload } from "../assemble/compiled.ts";
@@ -58,6 +60,15 @@ function large(): TarMember[] {
   for (let i = 0; i < 8; i++) m.push(file(`data/blob-${i}.bin`, content(25 * 1024 * 1024, 1000 + i), { mode: 0o644, mtime: 1_700_000_000 }));
   return m;
 }
+
+const CAIRN = fileURLToPath(new URL("../../bin/cairn.js", import.meta.url));
+/** A fresh node hashing each file named on its command line in 1 MiB reads (the floor's work, in its own process). */
+const CLI_SHA256 = `const fs=require("fs"),c=require("crypto");const b=Buffer.allocUnsafe(1<<20);for(const p of process.argv.slice(1)){const h=c.createHash("sha256"),fd=fs.openSync(p,"r");for(let n;(n=fs.readSync(fd,b,0,b.length,null))>0;)h.update(b.subarray(0,n));fs.closeSync(fd);h.digest()}`;
+const wallOf = (fn: () => void): number => {
+  const t0 = performance.now();
+  fn();
+  return performance.now() - t0;
+};
 
 console.log(`load average before: ${load()}; N=${N}`);
 const STEPS = ["assemble", "verify", "verify-memo", "raw-sha256", "rules-floor", "gunzip"] as const;
@@ -75,6 +86,7 @@ for (const [name, members] of [
   const spec = join(base, "spec.json");
   writeSpec(spec, image.manifestDigest);
   const t: Record<(typeof STEPS)[number], Sample[]> = { assemble: [], verify: [], "verify-memo": [], "raw-sha256": [], "rules-floor": [], gunzip: [] };
+  const cli: Record<"cli-verify-memo" | "cli-raw-sha256", number[]> = { "cli-verify-memo": [], "cli-raw-sha256": [] };
   for (let i = 0; i < N; i++) {
     const store = join(base, `store-${i}`);
     const lock = join(base, `lock-${i}.json`);
@@ -98,6 +110,20 @@ for (const [name, members] of [
         if (w.derivation.how !== "memo") throw new Error(`verify did not use the memo: ${JSON.stringify(w.derivation)}`);
       }),
     );
+    // the same two in fresh processes: what one `cairn workload verify` (or a replay's preflight) costs,
+    // node's start, module loading and code not yet optimised included, beside a fresh node hashing the closure
+    cli["cli-verify-memo"].push(
+      wallOf(() => {
+        const r = spawnSync(process.execPath, [CAIRN, "workload", "verify", lock, "--store", store, "--keys", keys, "--json"], { encoding: "utf8" });
+        if (r.status !== 0 || !r.stdout.includes('"derivation": "memo"')) throw new Error(`cli verify did not use the memo: ${r.stdout}${r.stderr}`);
+      }),
+    );
+    cli["cli-raw-sha256"].push(
+      wallOf(() => {
+        const r = spawnSync(process.execPath, ["-e", CLI_SHA256, ...raw.map((x) => x.path)], { encoding: "utf8" });
+        if (r.status !== 0) throw new Error(r.stderr);
+      }),
+    );
     t["raw-sha256"].push(await timed(() => rawSha256(raw.map((r) => r.path))));
     t["rules-floor"].push(await timed(() => rulesFloor(layers)));
     t.gunzip.push(await timed(() => gunzipOnly(layers)));
@@ -119,6 +145,10 @@ for (const [name, members] of [
       `  ${step.padEnd(11)} / ${floor.padEnd(11)} wall ${r("wall")}x  cpu ${r("cpu")}x  main ${r("main")}x${floor === "raw-sha256" ? "  (issue 15 goal: at most 1.3x)" : ""}`,
     );
   }
+  const mid = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  console.log(
+    `  fresh processes: cli verify-memo wall ${mid(cli["cli-verify-memo"]).toFixed(0)}, node sha256 of the closure wall ${mid(cli["cli-raw-sha256"]).toFixed(0)} = ${(mid(cli["cli-verify-memo"]) / mid(cli["cli-raw-sha256"])).toFixed(2)}x`,
+  );
   const bound = twoCoreEstimate(median(t.gunzip, "wall"), median(t["rules-floor"], "cpu"));
   const raw = median(t["raw-sha256"], "wall");
   console.log(

@@ -7,7 +7,16 @@
  * entry leaves behind), non-finite numbers and unsafe integers, multiple
  * documents, lone surrogates and invalid UTF-8.
  */
-import { isAlias, isMap, isPair, isScalar, isSeq, parseAllDocuments, stringify, type Node as YamlNode } from "yaml";
+import { createRequire } from "node:module";
+import type { Node as YamlNode } from "yaml";
+
+type YamlModule = typeof import("yaml");
+let loaded: YamlModule | undefined;
+/** The yaml package, loaded at the first YAML read or written, not at import: commands that read no YAML never pay its ~25 ms load. */
+function yaml(): YamlModule {
+  loaded ??= createRequire(import.meta.url)("yaml") as YamlModule;
+  return loaded;
+}
 import { CairnError, type ErrorCode, type Issue } from "./errors.ts";
 import { escapePointer, hasLoneSurrogate } from "./jcs.ts";
 import { decodeUtf8, type JsonModel, type JsonObject } from "./json.ts";
@@ -28,25 +37,25 @@ function refuse(issues: Issue[], code: ErrorCode, message: string, path: string)
 }
 
 function convert(node: unknown, text: string, path: string, issues: Issue[]): JsonModel {
-  if (isAlias(node)) {
+  if (yaml().isAlias(node)) {
     return refuse(issues, "YAML_UNSUPPORTED", "aliases are refused", path);
   }
   const anchored = node as { anchor?: string; tag?: string } | null;
   if (anchored?.anchor) {
     return refuse(issues, "YAML_UNSUPPORTED", "anchors are refused", path);
   }
-  if (isMap(node)) {
+  if (yaml().isMap(node)) {
     if (node.tag && node.tag !== "tag:yaml.org,2002:map") {
       return refuse(issues, "YAML_UNSUPPORTED", `a custom tag is refused${where(text, node)}`, path);
     }
     const out: JsonObject = Object.create(null) as JsonObject;
     for (const pair of node.items) {
-      if (!isPair(pair)) {
+      if (!yaml().isPair(pair)) {
         refuse(issues, "YAML_SYNTAX", "malformed mapping entry", path);
         continue;
       }
       const keyNode = pair.key;
-      if (!isScalar(keyNode) || typeof keyNode.value !== "string") {
+      if (!yaml().isScalar(keyNode) || typeof keyNode.value !== "string") {
         refuse(issues, "YAML_UNSUPPORTED", `mapping keys must be strings${where(text, keyNode as YamlNode)}`, path);
         continue;
       }
@@ -64,20 +73,20 @@ function convert(node: unknown, text: string, path: string, issues: Issue[]): Js
     }
     return out;
   }
-  if (isSeq(node)) {
+  if (yaml().isSeq(node)) {
     if (node.tag && node.tag !== "tag:yaml.org,2002:seq") {
       return refuse(issues, "YAML_UNSUPPORTED", `a custom tag is refused${where(text, node)}`, path);
     }
     return node.items.map((item, i) => {
       const itemPath = `${path}/${i}`;
-      if (item === null || (isScalar(item) && item.value === null)) {
+      if (item === null || (yaml().isScalar(item) && item.value === null)) {
         return refuse(issues, "MODEL_NULL_ENTRY", `list entry ${i} is empty (a bare "-")`, itemPath);
       }
       return convert(item, text, itemPath, issues);
     });
   }
   if (node === null || node === undefined) return null;
-  if (isScalar(node)) {
+  if (yaml().isScalar(node)) {
     const v = node.value;
     if (v === null || typeof v === "boolean") return v;
     if (typeof v === "string") {
@@ -191,7 +200,7 @@ export function parseYamlText(text: string, source = "input", maxDepth = DEFAULT
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   checkLimit("yaml_nodes", yamlNodeEstimate(text), DEFAULT_YAML_NODES, "", "count", FIXED_LIMIT_HINT);
   checkLimit("yaml_depth", yamlNestingDepth(text), maxDepth, "", "count", FIXED_LIMIT_HINT);
-  const docs = parseAllDocuments(text, {
+  const docs = yaml().parseAllDocuments(text, {
     version: "1.2",
     schema: "core",
     uniqueKeys: false, // duplicates are found in convert, each with its pointer, all of them
@@ -232,5 +241,5 @@ export function parseYamlBytes(bytes: Uint8Array, source = "input"): JsonModel {
 
 /** Serializes a plain model as YAML with stable formatting (no anchors, no line folding). */
 export function toYamlText(value: unknown): string {
-  return stringify(value, { aliasDuplicateObjects: false, lineWidth: 0, version: "1.2" });
+  return yaml().stringify(value, { aliasDuplicateObjects: false, lineWidth: 0, version: "1.2" });
 }

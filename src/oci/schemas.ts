@@ -8,7 +8,8 @@
  * Unknown fields pass, as the OCI spec requires of consumers.
  */
 import { readFileSync } from "node:fs";
-import Ajv04 from "ajv-draft-04";
+import { createRequire } from "node:module";
+import type Ajv04Module from "ajv-draft-04";
 import type { ValidateFunction } from "ajv";
 import { CairnError, refuseAll, type Issue, type JsonModel } from "../core/index.ts";
 
@@ -47,7 +48,11 @@ function withoutIds(v: unknown): unknown {
 const DATE_TIME = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 const URI = /^[A-Za-z][A-Za-z0-9+.-]*:[^\s]*$/;
 
-let ajv: InstanceType<typeof Ajv04.default> | undefined;
+type Ajv04 = InstanceType<typeof Ajv04Module.default>;
+/** ajv is loaded at the first schema compiled, not at import: a command that validates no OCI document (a verify under a memo) never pays its ~25 ms load. */
+const loadAjv04 = (): typeof Ajv04Module => createRequire(import.meta.url)("ajv-draft-04") as typeof Ajv04Module;
+
+let ajv: Ajv04 | undefined;
 const validators = new Map<OciDocumentKind, ValidateFunction>();
 
 /**
@@ -70,9 +75,9 @@ function load(kind: OciDocumentKind): ValidateFunction {
 }
 
 /** An ajv instance with every vendored schema registered under its file name (exposed for the vendored-schema test). */
-export function registry(validateSchema: boolean): InstanceType<typeof Ajv04.default> {
+export function registry(validateSchema: boolean): Ajv04 {
   // ajv-draft-04 is CommonJS: its class is `module.exports.default` under Node ESM interop.
-  const a = new Ajv04.default({ allErrors: true, strict: true, validateSchema });
+  const a = new (loadAjv04().default)({ allErrors: true, strict: true, validateSchema });
   a.addKeyword({ keyword: "media", schemaType: "object" });
   a.addFormat("date-time", DATE_TIME);
   a.addFormat("uri", URI);

@@ -127,7 +127,9 @@ let buildDigest: Sha256Digest | undefined;
  * The running cairn's build: the sha256 over every file of the code
  * directory this module was loaded from (dist/ when compiled, src/ under
  * tsx), each as its path relative to that directory, a NUL, its byte
- * count and its bytes, in path order. Computed once per process.
+ * count and its bytes, in path order. Type declarations (`.d.ts`, which
+ * the compiled build ships beside the code) never run and are left out.
+ * Computed once per process.
  */
 export function cairnBuild(): Sha256Digest {
   if (buildDigest !== undefined) return buildDigest;
@@ -137,7 +139,7 @@ export function cairnBuild(): Sha256Digest {
     for (const d of readdirSync(dir, { withFileTypes: true })) {
       const p = join(dir, d.name);
       if (d.isDirectory()) walk(p);
-      else if (d.isFile()) files.push(relative(root, p).split(sep).join("/"));
+      else if (d.isFile() && !d.name.endsWith(".d.ts")) files.push(relative(root, p).split(sep).join("/")); // declarations never run
     }
   };
   walk(root);
