@@ -6,7 +6,7 @@ export { defaultStoreDir } from "./location.ts";
 export { publishBytes, publishFile, publishStaged } from "./publish.ts";
 export type { WriteOnce } from "./publish.ts";
 export { PackWriter } from "./pack.ts";
-export { inspectPack, readPacked, samePackStat, statPack, streamPacked } from "./pack-read.ts";
+export { inspectPack, packUnchanged, readPacked, samePackStat, statPack, streamPacked } from "./pack-read.ts";
 export type { InspectedPack, PackStat } from "./pack-read.ts";
 export { PackCheck } from "./pack-check.ts";
 export type { PackContentWriter, PackedAddress, PackEntry, PackIndex } from "./pack.ts";

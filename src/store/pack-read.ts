@@ -192,6 +192,48 @@ function checkBody(fd: number, pack: PackIndex, tail: Buffer, bodySize: number):
  * listing) and, once the index hashes to it, is known to be a sha256.
  */
 export function inspectPack(store: Store, unsafeDigest: string, maxBytes: number, options: { unchangedSince?: PackStat } = {}): InspectedPack {
+  const { digest, fd, size, stat, tail, count } = openTail(store, unsafeDigest, maxBytes);
+  try {
+    const entries = new PackEntries();
+    let offset = 0;
+    for (let i = 0; i < count; i++) {
+      const n = Number(tail.readBigUInt64BE(i * ENTRY_BYTES + 32));
+      if (offset + n > size - tail.length || !entries.addRaw(tail.subarray(i * ENTRY_BYTES, i * ENTRY_BYTES + 32), offset, n)) {
+        throw corrupt(digest, "has a malformed index");
+      }
+      offset += n;
+    }
+    if (offset !== size - tail.length) throw corrupt(digest, "has a body of another length than its index");
+    const index: PackIndex = { digest, size, entries };
+    const unchanged = options.unchangedSince !== undefined && samePackStat(stat, options.unchangedSince);
+    if (!unchanged) checkBody(fd, index, tail, size - tail.length);
+    return { ...index, stat, bodyChecked: !unchanged };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * True when the pack's file stat is `since` (what a verify that checked the
+ * whole pack recorded) and its index still hashes to its name: the pack is
+ * then the bytes that verify checked, short of a change below the file
+ * system (docs/store.md). Builds no in-memory index, so a caller that needs
+ * no lookups (a verify that hands out no tree) pays one read of the index.
+ * False, not an error, when the stat differs; a pack that is missing or
+ * fails the index check is refused as `inspectPack` refuses it.
+ */
+export function packUnchanged(store: Store, unsafeDigest: string, maxBytes: number, since: PackStat): boolean {
+  const { fd, stat } = openTail(store, unsafeDigest, maxBytes);
+  closeSync(fd);
+  return samePackStat(stat, since);
+}
+
+/** Opens a pack and reads its index, checked against its name; the caller closes `fd`. */
+function openTail(
+  store: Store,
+  unsafeDigest: string,
+  maxBytes: number,
+): { digest: Sha256Digest; fd: number; size: number; stat: PackStat; tail: Buffer; count: number } {
   store.pathOf("packs", unsafeDigest); // validates the digest before it names a file
   const digest = unsafeDigest as Sha256Digest;
   const fd = openPack(store, digest);
@@ -210,21 +252,9 @@ export function inspectPack(store: Store, unsafeDigest: string, maxBytes: number
     const tail = Buffer.alloc(Number(tailBytes));
     readFullyAt(fd, tail, st.size - tail.length);
     if (sha256(tail) !== digest) throw corrupt(digest, "does not match its name");
-    const entries = new PackEntries();
-    let offset = 0;
-    for (let i = 0; i < Number(count); i++) {
-      const size = Number(tail.readBigUInt64BE(i * ENTRY_BYTES + 32));
-      if (offset + size > st.size - tail.length || !entries.addRaw(tail.subarray(i * ENTRY_BYTES, i * ENTRY_BYTES + 32), offset, size)) {
-        throw corrupt(digest, "has a malformed index");
-      }
-      offset += size;
-    }
-    if (offset !== st.size - tail.length) throw corrupt(digest, "has a body of another length than its index");
-    const index: PackIndex = { digest, size: st.size, entries };
-    const unchanged = options.unchangedSince !== undefined && samePackStat(stat, options.unchangedSince);
-    if (!unchanged) checkBody(fd, index, tail, st.size - tail.length);
-    return { ...index, stat, bodyChecked: !unchanged };
-  } finally {
+    return { digest, fd, size: st.size, stat, tail, count: Number(count) };
+  } catch (e) {
     closeSync(fd);
+    throw e;
   }
 }

@@ -3,8 +3,18 @@
 // workload lock, verified reopening, and the identities with their scopes.
 export { parseWorkloadSpec } from "./index.ts";
 export type { WorkloadSpec } from "./index.ts";
-export { assembleWorkload, checkWorkload, openVerifiedWorkload } from "./index.ts";
-export type { AssembleOptions, AssembleResult, CheckProblem, CheckResult, Derivation, PolicyListing, VerifiedWorkload, VerifyOptions } from "./index.ts";
+export { assembleWorkload, checkWorkload, openVerifiedWorkload, verifyWorkloadLock } from "./index.ts";
+export type {
+  AssembleOptions,
+  AssembleResult,
+  CheckProblem,
+  CheckResult,
+  Derivation,
+  LockVerification,
+  PolicyListing,
+  VerifiedWorkload,
+  VerifyOptions,
+} from "./index.ts";
 export { parseWorkloadLock, readWorkloadLock, WORKLOAD_LOCK_SCHEMA } from "./index.ts";
 export type { WorkloadLock } from "./index.ts";
 export { launchIdentity, sourceIdentity, workloadIdentity } from "./index.ts";

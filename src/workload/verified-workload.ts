@@ -44,7 +44,7 @@ import { LOCK_MAX_BYTES, parseWorkloadLock, type WorkloadLock } from "./workload
 import { parseCanonicalSpec, SPEC_MAX_BYTES, type WorkloadSpec } from "./spec.ts";
 import { samePolicy, type CanonicalTree, type ContentSource, type FileEntry } from "../tree/index.ts";
 import { readSourceFile } from "./source-file.ts";
-import { inspectPack, statPack } from "../store/index.ts";
+import { inspectPack, packUnchanged, statPack } from "../store/index.ts";
 import { readStoredDerived } from "./derived-read.ts";
 import { loadVerifyKey, readVerifyMemo, writeVerifyMemo, type VerifyMemo } from "./verify-memo.ts";
 import { lockDigestOf } from "./workload-lock.ts";
@@ -64,7 +64,28 @@ export type Derivation =
       readonly verifiedAt: string;
       /** `hashed`: every content of the pack was hashed now; `unchanged`: its file stat was the memo's, so only its index was checked (every read is still checked). */
       readonly packBody: "hashed" | "unchanged";
+      /**
+       * `read back`: the stored derived entry was parsed and its fs, launch and workload identities
+       * recomputed (openVerifiedWorkload, which hands out the tree); `hashed only`: its bytes were hashed
+       * against the lock and not parsed (verifyWorkloadLock, which hands out no tree).
+       */
+      readonly tree: "read back" | "hashed only";
     };
+
+/**
+ * What `verifyWorkloadLock` found: the lock's identities, verified against
+ * the store, without the tree, launch and contents a run needs.
+ */
+export interface LockVerification {
+  readonly lock: WorkloadLock;
+  readonly kind: SourceKind;
+  readonly identities: WorkloadIdentities;
+  readonly derivedDigest: Sha256Digest;
+  readonly repaired: readonly string[];
+  readonly derivation: Derivation;
+  /** The tree's entry count, when the tree was re-derived or read back; undefined under a memo (`tree: "hashed only"`). */
+  readonly entries: number | undefined;
+}
 
 export interface VerifiedWorkload {
   readonly lock: WorkloadLock;
@@ -139,6 +160,34 @@ function readLock(lockPath: string): WorkloadLock {
 
 /** Fully verifies a workload lock against a store and returns only verified data. */
 export async function openVerifiedWorkload(lockPath: string, storeDir: string, options: VerifyOptions = {}): Promise<VerifiedWorkload> {
+  const w = await verifyLockAt(lockPath, storeDir, options, true);
+  if (!("tree" in w)) throw new CairnError("INTERNAL", "a verify that reads the tree back returned none");
+  return w;
+}
+
+/**
+ * Verifies a workload lock against a store, as `openVerifiedWorkload` does,
+ * for a caller that needs the verdict and the identities but not the tree
+ * (`cairn workload verify`). The one difference is under a memo: the stored
+ * derived entry is hashed against the lock but not parsed, since nothing
+ * here would use what parsing gave (its bytes are the ones this machine's
+ * full verify re-derived and compared).
+ */
+export async function verifyWorkloadLock(lockPath: string, storeDir: string, options: VerifyOptions = {}): Promise<LockVerification> {
+  const w = await verifyLockAt(lockPath, storeDir, options, false);
+  if (!("tree" in w)) return w;
+  return {
+    lock: w.lock,
+    kind: w.kind,
+    identities: w.identities,
+    derivedDigest: w.derivedDigest,
+    repaired: w.repaired,
+    derivation: w.derivation,
+    entries: w.tree.size,
+  };
+}
+
+async function verifyLockAt(lockPath: string, storeDir: string, options: VerifyOptions, readBack: boolean): Promise<VerifiedWorkload | LockVerification> {
   const lock = readLock(lockPath);
   // Open for writing for the whole verify (gc waits for an open writer), and root the lock:
   // a verified lock (a replay's) keeps its closure through `cairn store gc` while the file exists.
@@ -146,13 +195,19 @@ export async function openVerifiedWorkload(lockPath: string, storeDir: string, o
   const writable = new Store(storeDir);
   try {
     writable.registerRoot(resolve(lockPath));
-    return await verifyAgainst(lock, storeDir, writable, options);
+    return await verifyAgainst(lock, storeDir, writable, options, readBack);
   } finally {
     writable.close();
   }
 }
 
-async function verifyAgainst(lock: WorkloadLock, storeDir: string, writable: Store, options: VerifyOptions): Promise<VerifiedWorkload> {
+async function verifyAgainst(
+  lock: WorkloadLock,
+  storeDir: string,
+  writable: Store,
+  options: VerifyOptions,
+  readBack: boolean,
+): Promise<VerifiedWorkload | LockVerification> {
   const store = new Store(storeDir, { write: false });
   // 2. every raw object present with its recorded size, in lock order, before anything is parsed
   const legacy = lock.raw.findIndex((r) => (LEGACY_OCI_ROLES as readonly string[]).includes(r.role));
@@ -193,17 +248,18 @@ async function verifyAgainst(lock: WorkloadLock, storeDir: string, writable: Sto
     if (found.memo === undefined) why = found.why;
     else {
       const memo = found.memo;
-      const layersHashed = hashLayers(lock, store);
-      let fast: { got: VerifiedWorkload | { why: string } } | { failed: unknown };
+      // beside the read-back on the inflate thread; with nothing to read back, here (no thread to start)
+      const layersHashed = readBack ? hashLayers(lock, store, true) : hashLayers(lock, store, false);
+      let fast: { got: VerifiedWorkload | LockVerification | { why: string } } | { failed: unknown };
       try {
-        fast = { got: underMemo(lock, spec, store, memo, (stat) => writeVerifyMemo(writable, key, lockDigest, { ...memo.pack, stat })) };
+        fast = { got: underMemo(lock, spec, store, memo, readBack, (stat) => writeVerifyMemo(writable, key, lockDigest, { ...memo.pack, stat })) };
       } catch (e) {
         fast = { failed: e };
       }
       const layers = await layersHashed; // settled whatever this thread found: no hashing runs on after the verify
       if (layers !== undefined) throw layers.refused; // a changed layer refuses first, memo or not
       if ("failed" in fast) throw fast.failed;
-      if ("tree" in fast.got) return fast.got;
+      if (!("why" in fast.got)) return fast.got;
       why = fast.got.why;
     }
   }
@@ -253,16 +309,19 @@ async function verifyAgainst(lock: WorkloadLock, storeDir: string, writable: Sto
 /**
  * Under a memo, every layer blob hashed in full against the lock, one after
  * another on the inflate thread (store.checkOnThread: the store's bounded
- * read), while the caller reads the tree back. Settles with the first
+ * read) while the caller reads the tree back, or on this thread
+ * (store.check, the same read) when there is nothing to read back: an
+ * async body that never awaits runs to its end before it returns. Settles with the first
  * refusal (a changed layer is STORE_CORRUPT naming its lock field), or with
  * nothing when every layer matched; it never rejects, so the caller can
  * await it after a refusal of its own.
  */
-async function hashLayers(lock: WorkloadLock, store: Store): Promise<{ refused: unknown } | undefined> {
+async function hashLayers(lock: WorkloadLock, store: Store, onThread: boolean): Promise<{ refused: unknown } | undefined> {
   for (const [i, r] of lock.raw.entries()) {
     if (r.role !== "layer") continue;
     try {
-      await store.checkOnThread("objects", r.digest, r.size);
+      if (onThread) await store.checkOnThread("objects", r.digest, r.size);
+      else store.check("objects", r.digest, r.size);
     } catch (e) {
       return { refused: fieldError(`/raw/${i}`, r.role, e) };
     }
@@ -272,18 +331,46 @@ async function hashLayers(lock: WorkloadLock, store: Store): Promise<{ refused: 
 
 /**
  * Step 4 under a memo (the caller hashes the layers beside it, hashLayers):
- * the stored derived entry read back and checked against the lock, the
- * memo's pack checked by its index (and its body when its file stat is not
- * the memo's). A result without a tree says why the memo could not be used;
- * the caller then re-derives.
+ * the memo's pack checked by its index (and its body when its file stat is
+ * not the memo's); then, to hand out the tree (`readBack`), the stored
+ * derived entry read back and checked against the lock and every file found
+ * in the pack, or else the entry only hashed against the lock. A result
+ * with `why` says why the memo could not be used; the caller then
+ * re-derives.
  */
 function underMemo(
   lock: WorkloadLock,
   spec: WorkloadSpec,
   store: Store,
   memo: VerifyMemo,
+  readBack: boolean,
   restat: (stat: PackStat) => void,
-): VerifiedWorkload | { why: string } {
+): VerifiedWorkload | LockVerification | { why: string } {
+  let pack: InspectedPack | undefined;
+  try {
+    // no tree to hand out, no lookups to make: an unchanged pack is checked by its stat and index alone
+    if (readBack || !packUnchanged(store, memo.pack.digest, memo.pack.size, memo.pack.stat))
+      pack = inspectPack(store, memo.pack.digest, memo.pack.size, { unchangedSince: memo.pack.stat });
+  } catch (e) {
+    if (!(e instanceof CairnError)) throw e;
+    return { why: `the memo's content pack failed its check: ${e.message}` };
+  }
+  if (pack !== undefined && pack.size !== memo.pack.size) return { why: "the memo's content pack has another size than recorded" };
+  const packBody = pack?.bodyChecked === true ? "hashed" : "unchanged";
+  if (!readBack) {
+    // the entry's bytes hashed against the lock, not parsed: what they say is what the full verify compared
+    atField("/derived", "derived entry", () => store.check("derived", lock.derived.digest, lock.derived.size, "derivedBytes"));
+    if (pack?.bodyChecked === true) restat(pack.stat);
+    return {
+      lock,
+      kind: lock.kind,
+      identities: lock.identities,
+      derivedDigest: lock.derived.digest,
+      repaired: [],
+      derivation: { how: "memo", verifiedAt: memo.verifiedAt, packBody, tree: "hashed only" },
+      entries: undefined,
+    };
+  }
   const bytes = atField("/derived", "derived entry", () => store.read("derived", lock.derived.digest, lock.derived.size, "derivedBytes"));
   let read: ReturnType<typeof readStoredDerived>;
   try {
@@ -292,15 +379,7 @@ function underMemo(
     if (!(e instanceof CairnError)) throw e;
     return { why: `the stored derived entry did not read back: ${e.message}` };
   }
-  let pack: InspectedPack;
-  try {
-    pack = inspectPack(store, memo.pack.digest, memo.pack.size, { unchangedSince: memo.pack.stat });
-  } catch (e) {
-    if (!(e instanceof CairnError)) throw e;
-    return { why: `the memo's content pack failed its check: ${e.message}` };
-  }
-  if (pack.size !== memo.pack.size) return { why: "the memo's content pack has another size than recorded" };
-  if (pack.bodyChecked) restat(pack.stat); // changed on disk, same bytes: the next verify need not hash it again
+  if (pack === undefined) throw new CairnError("INTERNAL", "a verify that reads the tree back inspected no pack");
   let content: ContentSource;
   try {
     content = contentSource(store, read.tree, pack);
@@ -308,6 +387,7 @@ function underMemo(
     if (!(e instanceof CairnError)) throw e;
     return { why: `the memo's content pack does not hold every file: ${e.message}` };
   }
+  if (pack.bodyChecked) restat(pack.stat); // changed on disk, same bytes: the next verify need not hash it again
   return {
     lock,
     kind: lock.kind,
@@ -319,7 +399,7 @@ function underMemo(
     identities: lock.identities,
     derivedDigest: lock.derived.digest,
     repaired: [],
-    derivation: { how: "memo", verifiedAt: memo.verifiedAt, packBody: pack.bodyChecked ? "hashed" : "unchanged" },
+    derivation: { how: "memo", verifiedAt: memo.verifiedAt, packBody, tree: "read back" },
   };
 }
 

@@ -135,7 +135,18 @@ test("isSha256 accepts exactly what parseSha256 accepts (control: real digests a
   const good = sha256("abc");
   assert.ok(isSha256(good) && accepts(good), "control: a real digest");
   const hex = "0123456789abcdef";
-  const cases: unknown[] = [good, good.toUpperCase(), `sha256:${good.slice(7).toUpperCase()}`, `${good}0`, good.slice(0, -1), `blake3:${good.slice(7)}`, "", 7, null, `sha256:${"g".repeat(64)}`];
+  const cases: unknown[] = [
+    good,
+    good.toUpperCase(),
+    `sha256:${good.slice(7).toUpperCase()}`,
+    `${good}0`,
+    good.slice(0, -1),
+    `blake3:${good.slice(7)}`,
+    "",
+    7,
+    null,
+    `sha256:${"g".repeat(64)}`,
+  ];
   for (let i = 0; i < 256; i++) cases.push(`${good.slice(0, 7 + (i % 64))}${String.fromCharCode(i)}${good.slice(8 + (i % 64))}`);
   fc.assert(
     fc.property(fc.string({ unit: fc.constantFrom(...hex, "A", "g", ":", "é"), minLength: 60, maxLength: 66 }), (tail) => {

@@ -17,6 +17,7 @@ import {
   lockDigestOf,
   openVerifiedWorkload,
   readWorkloadLock,
+  verifyWorkloadLock,
   VERIFY_MEMO_SCHEMA,
   type VerifiedWorkload,
 } from "../../src/workload/index.ts";
@@ -91,6 +92,7 @@ test("under a memo a changed layer is still refused (control: the same verify be
   bytes[bytes.length - 9]! ^= 1;
   writeFileSync(layer, bytes);
   await assertCodeAsync(() => openVerifiedWorkload(ws.lockPath, ws.storeDir, { memoKeyDir: keys }), "STORE_CORRUPT");
+  await assertCodeAsync(() => verifyWorkloadLock(ws.lockPath, ws.storeDir, { memoKeyDir: keys }), "STORE_CORRUPT");
 });
 
 test("a memo made under another key, edited, or of another build is not used: the verify re-derives", opts, async () => {
@@ -151,7 +153,12 @@ test("a pack whose file changed but whose bytes did not is hashed once under the
   await openVerifiedWorkload(ws.lockPath, ws.storeDir, { memoKeyDir: keys });
   // control: an untouched pack is checked by its index and stat
   const before = await openVerifiedWorkload(ws.lockPath, ws.storeDir, { memoKeyDir: keys });
-  assert.deepEqual(before.derivation, { how: "memo", verifiedAt: (before.derivation as { verifiedAt: string }).verifiedAt, packBody: "unchanged" });
+  assert.deepEqual(before.derivation, {
+    how: "memo",
+    verifiedAt: (before.derivation as { verifiedAt: string }).verifiedAt,
+    packBody: "unchanged",
+    tree: "read back",
+  });
   const memo = JSON.parse(readFileSync(memoPath(ws), "utf8")) as { pack: { digest: string } };
   const packFile = new Store(ws.storeDir, { write: false }).pathOf("packs", memo.pack.digest);
   chmodSync(packFile, 0o400); // the change time moves, the bytes stay
@@ -167,12 +174,49 @@ test("a changed derived entry under a memo is refused as in a full verify", opts
   const keys = keysDir();
   const lock = readWorkloadLock(ws.lockPath);
   await openVerifiedWorkload(ws.lockPath, ws.storeDir, { memoKeyDir: keys });
+  // control: both verifies use the memo before the change
+  assert.equal((await openVerifiedWorkload(ws.lockPath, ws.storeDir, { memoKeyDir: keys })).derivation.how, "memo");
+  assert.equal((await verifyWorkloadLock(ws.lockPath, ws.storeDir, { memoKeyDir: keys })).derivation.how, "memo");
   const p = objectPath(ws, lock.derived.digest, "derived");
   const bytes = readFileSync(p);
   chmodSync(p, 0o600);
   writeFileSync(p, Buffer.concat([bytes.subarray(0, bytes.length - 2), Buffer.from(" }")]));
   await assertCodeAsync(() => openVerifiedWorkload(ws.lockPath, ws.storeDir, { memoKeyDir: keys }), "STORE_CORRUPT");
   await assertCodeAsync(() => openVerifiedWorkload(ws.lockPath, ws.storeDir), "STORE_CORRUPT");
+  await assertCodeAsync(() => verifyWorkloadLock(ws.lockPath, ws.storeDir, { memoKeyDir: keys }), "STORE_CORRUPT");
+});
+
+test("verifyWorkloadLock under a memo hashes the derived entry without reading the tree back; re-deriving, it counts the tree", opts, async () => {
+  const ws = await assembled();
+  const keys = keysDir();
+  const first = await verifyWorkloadLock(ws.lockPath, ws.storeDir, { memoKeyDir: keys });
+  const opened = await openVerifiedWorkload(ws.lockPath, ws.storeDir);
+  assert.equal(first.derivation.how, "re-derived");
+  assert.equal(first.entries, opened.tree.size);
+  const fast = await verifyWorkloadLock(ws.lockPath, ws.storeDir, { memoKeyDir: keys });
+  assert.deepEqual(fast.derivation, {
+    how: "memo",
+    verifiedAt: (fast.derivation as { verifiedAt: string }).verifiedAt,
+    packBody: "unchanged",
+    tree: "hashed only",
+  });
+  assert.equal(fast.entries, undefined);
+  assert.deepEqual(fast.identities, opened.identities);
+  assert.equal(fast.derivedDigest, opened.derivedDigest);
+  const memo = JSON.parse(readFileSync(memoPath(ws), "utf8")) as { pack: { digest: string } };
+  const packFile = new Store(ws.storeDir, { write: false }).pathOf("packs", memo.pack.digest);
+  // a pack whose stat moved is hashed in full, once
+  chmodSync(packFile, 0o400);
+  assert.equal(((await verifyWorkloadLock(ws.lockPath, ws.storeDir, { memoKeyDir: keys })).derivation as { packBody: string }).packBody, "hashed");
+  assert.equal(((await verifyWorkloadLock(ws.lockPath, ws.storeDir, { memoKeyDir: keys })).derivation as { packBody: string }).packBody, "unchanged");
+  // a pack that fails its check still makes it re-derive (and repair), memo or not
+  chmodSync(packFile, 0o600);
+  const bytes = readFileSync(packFile);
+  bytes[bytes.length - 20]! ^= 1; // in the index
+  writeFileSync(packFile, bytes);
+  const repaired = await verifyWorkloadLock(ws.lockPath, ws.storeDir, { memoKeyDir: keys });
+  assert.equal(repaired.derivation.how, "re-derived");
+  assert.equal(repaired.repaired.length, 1);
 });
 
 test("readStoredDerived reads the stored entry strictly and recomputes the identities it names", opts, async () => {

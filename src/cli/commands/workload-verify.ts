@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { defaultStoreDir } from "../../store/index.ts";
-import { defaultKeysDir, openVerifiedWorkload } from "../../workload/index.ts";
+import { defaultKeysDir, verifyWorkloadLock } from "../../workload/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
 
@@ -8,7 +8,7 @@ export function registerWorkloadVerify(parent: Command, ctx: Context): void {
   parent
     .command("verify")
     .description(
-      "re-verify a workload lock against the store: every raw object, the reparsed spec and OCI graph, the rebuilt tree and every identity (a second verify of an OCI lock on this machine hashes everything again but reads the tree back under a memo of the first)",
+      "re-verify a workload lock against the store: every raw object, the reparsed spec and OCI graph, the rebuilt tree and every identity (a second verify of an OCI lock on this machine hashes every raw object and the derived entry again but does not re-derive them, under a memo of the first)",
     )
     .argument("<lock>", "workload lock written by `cairn workload assemble`")
     .option("--store <dir>", "content store (default $CAIRN_HOME/store or $XDG_CACHE_HOME/cairn/store)")
@@ -17,7 +17,7 @@ export function registerWorkloadVerify(parent: Command, ctx: Context): void {
     .option("--json", "print the result as JSON")
     .action(async (lockPath: string, opts: { store?: string; keys?: string; full?: boolean; json?: boolean }) => {
       const started = performance.now();
-      const w = await openVerifiedWorkload(lockPath, defaultStoreDir(ctx.env, ctx.cwd, opts.store), {
+      const w = await verifyWorkloadLock(lockPath, defaultStoreDir(ctx.env, ctx.cwd, opts.store), {
         memoKeyDir: defaultKeysDir(ctx.env, ctx.cwd, opts.keys),
         full: opts.full === true,
       });
@@ -32,15 +32,15 @@ export function registerWorkloadVerify(parent: Command, ctx: Context): void {
           repaired: w.repaired,
           derivation: w.derivation.how,
           ...(w.derivation.how === "memo"
-            ? { memo_verified_at: w.derivation.verifiedAt, pack_body: w.derivation.packBody }
+            ? { memo_verified_at: w.derivation.verifiedAt, pack_body: w.derivation.packBody, tree: w.derivation.tree }
             : { memo_written: w.derivation.memoWritten, ...(w.derivation.why !== undefined ? { memo_not_used: w.derivation.why } : {}) }),
           duration_ms: ms,
         });
       }
       const how =
         w.derivation.how === "memo"
-          ? `hashed, ${w.tree.size} tree entries read back under this machine's memo of the full verify at ${w.derivation.verifiedAt}, pack ${w.derivation.packBody === "hashed" ? "contents hashed" : "index checked (file unchanged since that verify; every content is checked as it is read)"}, in ${ms} ms (--full re-derives)`
-          : `hashed, ${w.tree.size} tree entries re-derived in ${ms} ms${w.derivation.why !== undefined ? ` (${w.derivation.why})` : ""}${w.derivation.memoWritten ? "; memo written for the next verify on this machine" : ""}`;
+          ? `and the derived entry hashed, pack ${w.derivation.packBody === "hashed" ? "contents hashed" : "index checked (file unchanged since that verify; every content is checked as it is read)"}, under this machine's memo of the full verify at ${w.derivation.verifiedAt}: the tree was not derived again, in ${ms} ms (--full re-derives)`
+          : `hashed, ${w.entries} tree entries re-derived in ${ms} ms${w.derivation.why !== undefined ? ` (${w.derivation.why})` : ""}${w.derivation.memoWritten ? "; memo written for the next verify on this machine" : ""}`;
       ctx.io.out(`verified ${w.kind} workload ${w.identities.workload}\n${w.lock.raw.length} raw objects ${how}`);
       for (const r of w.repaired) ctx.io.out(`repaired ${r}: it was missing or did not match, and was rebuilt from the verified raw objects`);
     });
