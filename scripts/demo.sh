@@ -52,8 +52,8 @@ cairn workload assemble "$demo/workload/hello.yaml" --lock-out "$demo/workload/h
 cairn workload verify "$demo/workload/hello.lock.json"
 node --import tsx examples/workload/make-image.ts "$demo/workload"
 cairn workload assemble "$demo/workload/hello-oci.yaml" --lock-out "$demo/workload/hello-oci.lock.json"
-cairn workload verify "$demo/workload/hello-oci.lock.json"
-cairn workload verify "$demo/workload/hello-oci.lock.json"   # again: under this machine's verify memo
+cairn workload verify "$demo/workload/hello-oci.lock.json"          # under the assembly's verify memo: hashed, not re-derived
+cairn workload verify "$demo/workload/hello-oci.lock.json" --full   # re-derived from the raw closure
 
 step "4. deterministic run: record under QEMU, then replay twice"
 cairn run "$demo/workload/hello.yaml" --runs "$demo/runs" --json > "$demo/run.json"

@@ -9,7 +9,7 @@ export { PackWriter } from "./pack.ts";
 export { inspectPack, packUnchanged, readPacked, samePackStat, statPack, streamPacked } from "./pack-read.ts";
 export type { InspectedPack, PackStat } from "./pack-read.ts";
 export { PackCheck } from "./pack-check.ts";
-export type { PackContentWriter, PackedAddress, PackEntry, PackIndex } from "./pack.ts";
+export type { FinishedPack, PackContentWriter, PackedAddress, PackEntry, PackIndex } from "./pack.ts";
 export { PackEntries } from "./pack-entries.ts";
 export { dropRoot, listRoots, storeUsage, sweepStore, SWEPT_AREAS } from "./gc.ts";
 export type { LiveSet, RootRecord, StoreUsage, SweepResult, Tally } from "./gc.ts";

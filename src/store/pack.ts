@@ -55,6 +55,16 @@ export interface PackIndex {
   readonly entries: PackEntries;
 }
 
+/**
+ * A pack a writer finished. `published` says what the store now holds under
+ * its name: `written`, the bytes this writer wrote (adopted); `compared`, a
+ * present pack found to hold exactly those bytes; `kept`, a present pack of
+ * the same name and size kept without comparing its body.
+ */
+export interface FinishedPack extends PackIndex {
+  readonly published: "written" | "compared" | "kept";
+}
+
 /** Index records per chunk of the tail: 1,638 records, 64 KiB. */
 const TAIL_CHUNK_ENTRIES = Math.floor((64 * 1024) / ENTRY_BYTES);
 
@@ -249,7 +259,7 @@ export class PackWriter {
    * name and size is kept; with `checkExisting` it must also hold exactly the
    * bytes just written, or it is replaced (repair).
    */
-  finish(options: { checkExisting?: boolean } = {}): PackIndex {
+  finish(options: { checkExisting?: boolean } = {}): FinishedPack {
     const fd = this.#fd;
     if (fd === undefined) throw new CairnError("USAGE", "pack writer already finished", { path: this.#tmp });
     this.#rollback();
@@ -270,12 +280,16 @@ export class PackWriter {
       throw ioError(this.#tmp, cause, "write");
     }
     const present = this.#store.has("packs", digest, size);
-    if (present && (options.checkExisting !== true || sameBytes(this.#store.pathOf("packs", digest), this.#tmp, size))) {
-      rmSync(this.#tmp, { force: true });
-    } else {
-      this.#store.adopt("packs", this.#tmp, digest, size, { durable: false, replace: present });
+    let published: FinishedPack["published"];
+    if (present && options.checkExisting !== true) published = "kept";
+    else if (present && sameBytes(this.#store.pathOf("packs", digest), this.#tmp, size)) published = "compared";
+    else {
+      // replace: true even when absent a moment ago, so what is under the name is what this writer wrote
+      this.#store.adopt("packs", this.#tmp, digest, size, { durable: false, replace: true });
+      published = "written";
     }
-    return { digest, size, entries: this.#plan.entries };
+    if (published !== "written") rmSync(this.#tmp, { force: true });
+    return { digest, size, entries: this.#plan.entries, published };
   }
 
   /** Drops the staged pack (after a refusal). Safe to call more than once. */

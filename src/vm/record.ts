@@ -27,10 +27,12 @@ import {
   LOCK_MAX_BYTES,
   SPEC_MAX_BYTES,
   WORKLOAD_LOCK_SCHEMA,
+  describeDerivation,
   openVerifiedWorkload,
   parseWorkloadLock,
   parseWorkloadSpec,
   type VerifiedWorkload,
+  type VerifyOptions,
 } from "../workload/index.ts";
 
 /** A lock is small; a bigger file is not taken for one (the workload layer bounds its own read too). */
@@ -120,6 +122,12 @@ export interface RecordOptions {
   readonly remote?: RemoteOptions;
   /** `--follow`: the workload's output as the guest writes it (unverified until the run ends; follow.ts). */
   readonly onOutput?: OutputListener;
+  /**
+   * How the workload is verified before the run. With `memoKeyDir`, an
+   * assembly here writes a verify memo and the verify uses one when it holds
+   * (workload/verify-memo.ts); `full` re-derives anyway. Default: re-derive.
+   */
+  readonly verify?: VerifyOptions;
 }
 
 export interface RecordResult {
@@ -177,13 +185,15 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
         cairnVersion: opts.cairnVersion,
         now: () => now,
         remote: opts.remote,
+        memoKeyDir: opts.verify?.memoKeyDir,
       });
       // what the spec's policies left out of the tree is said here too, not only by `workload assemble` and `workload check`
       const { skipped, droppedXattrs } = assembled.listing;
       if (skipped.length > 0) log(`policy devices: skip left out ${skipped.length} device node(s) and FIFO(s) (cairn workload check lists them)`);
       if (droppedXattrs.length > 0) log(`policy xattrs: drop dropped the xattrs of ${droppedXattrs.length} member(s) (cairn workload check lists them)`);
     }
-    w = await openVerifiedWorkload(lockPath, opts.storeDir);
+    w = await openVerifiedWorkload(lockPath, opts.storeDir, opts.verify);
+    log(describeDerivation(w.derivation));
     scenario = parseScenario(w.run);
     // a lock given directly: its spec's run.inputs are relative to the lock's directory
     if (inputIsLock && scenario.inputs !== undefined) runInputs = readRunInputs(scenario.inputs, dirname(input));

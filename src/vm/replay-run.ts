@@ -20,7 +20,7 @@
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { CairnError, canonicalize, isCairnError, parseJsonBytes, parseSha256, readFileBounded, sha256 } from "../core/index.ts";
-import { openVerifiedWorkload, type VerifyOptions } from "../workload/index.ts";
+import { describeDerivation, openVerifiedWorkload, type VerifyOptions } from "../workload/index.ts";
 import { writeFailureBundle, writeFailureBundleAfter } from "./bundle.ts";
 import { bootGuest, evaluate, prepareGuest, type BootResult, type Evaluation } from "./guest.ts";
 import { CONSOLE_LOG_FILE, consoleFailures } from "./kernel-log.ts";
@@ -100,11 +100,7 @@ export async function preflight(opts: ReplayOptions) {
   if (sha256(readFileBounded(logPath, RUN_READ_LIMITS["run.replay-log-bytes"], "run.replay-log-bytes")) !== m.replay_log.sha256)
     refuse("REPLAY_MISMATCH", "/replay_log/sha256", "the replay log's digest differs from the recorded one");
   const w = await openVerifiedWorkload(join(opts.runDir, RUN_FILES.lock), opts.storeDir, opts.verify);
-  opts.log?.(
-    w.derivation.how === "memo"
-      ? `workload verified under this machine's memo of its full verify (${w.derivation.verifiedAt}); layers, derived entry and pack hashed now`
-      : "workload re-derived from its raw closure",
-  );
+  opts.log?.(describeDerivation(w.derivation));
   const facts = workloadFacts(w);
   for (const k of Object.keys(m.workload) as (keyof RunManifest["workload"])[]) {
     if (facts[k] !== m.workload[k]) refuse("WORKLOAD_MISMATCH", `/workload/${k}`, `the verified workload's ${k} differs from the recorded one`);

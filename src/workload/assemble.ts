@@ -12,11 +12,12 @@ import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
 import { basename, dirname, extname, join, resolve } from "node:path";
 import { CairnError, writeFileAtomic, writeNewFile, type Sha256Digest } from "../core/index.ts";
-import { Store } from "../store/index.ts";
+import { statPack, Store, type FinishedPack } from "../store/index.ts";
 import { deriveBinary, derivedEntryOf, type Derived } from "./derive.ts";
 import { hashDerived } from "./derived-entry.ts";
 import type { SourceKind, WorkloadIdentities } from "./workload-identity.ts";
-import { encodeWorkloadLock, type WorkloadLock } from "./workload-lock.ts";
+import { loadVerifyKey, writeVerifyMemo } from "./verify-memo.ts";
+import { encodeWorkloadLock, lockDigestOf, type WorkloadLock } from "./workload-lock.ts";
 import { readSourceFile } from "./source-file.ts";
 import { parseWorkloadSpec, SPEC_MAX_BYTES } from "./spec.ts";
 import type { RemoteOptions } from "./registry-pull.ts";
@@ -34,7 +35,18 @@ export interface AssembleOptions {
   readonly progress?: ((line: string) => void) | undefined;
   /** How to reach a registry when the spec names `oci.ref` (credentials come from the environment's files). Without it, `env` is empty and https only. */
   readonly remote?: RemoteOptions | undefined;
+  /**
+   * The verify memo key's directory (verify-memo.ts). With it, an OCI
+   * assembly that wrote its content pack itself also writes a verify memo
+   * for the new lock (`derived_by: assemble`), so the first verify or
+   * replay on this machine hashes the raw closure instead of re-deriving it.
+   * The key is read (or made) before any work.
+   */
+  readonly memoKeyDir?: string | undefined;
 }
+
+/** Whether an assembly asked for a memo wrote one (`why` when it did not). */
+export type AssembleMemo = { readonly written: true } | { readonly written: false; readonly why: string };
 
 export interface AssembleResult {
   readonly kind: SourceKind;
@@ -48,6 +60,8 @@ export interface AssembleResult {
   readonly durationMs: number;
   /** OCI: device nodes and FIFOs left out (`devices: skip`) and members whose xattrs were dropped (`xattrs: drop`); empty otherwise. */
   readonly listing: PolicyListing;
+  /** With `memoKeyDir`, for an OCI workload: whether a verify memo was written; otherwise undefined. */
+  readonly memo: AssembleMemo | undefined;
 }
 
 /**
@@ -80,11 +94,14 @@ export async function assembleWorkload(opts: AssembleOptions): Promise<AssembleR
   let spec = parseWorkloadSpec(specBytes, specPath);
   const lockPath = resolve(opts.lockOut ?? defaultLockPath(specPath));
   // Open for writing until the lock is rooted: `cairn store gc` waits for an open writer (store/gc-lock.ts).
+  // the memo key before any work: a key that cannot be read refuses the assembly, not a finished one
+  const memoKey = opts.memoKeyDir !== undefined && spec.source.kind === "oci" ? loadVerifyKey(opts.memoKeyDir) : undefined;
   const store = new Store(opts.storeDir);
   let derived: Derived;
   let listing: PolicyListing = { skipped: [], droppedXattrs: [] };
+  let memo: AssembleMemo | undefined;
   try {
-    let pack: Sha256Digest | undefined;
+    let pack: FinishedPack | undefined;
     if (spec.source.kind === "binary") {
       // The path is a locator, resolved against the spec's directory and never recorded.
       const exePath = resolve(dirname(specPath), spec.source.path);
@@ -103,14 +120,15 @@ export async function assembleWorkload(opts: AssembleOptions): Promise<AssembleR
       }
       // Loaded on demand: the OCI path compiles the image-spec schemas, which a binary workload never needs.
       const { assembleOci } = await import("./oci-workload.ts");
-      const oci = await assembleOci(spec, layoutDir, store, opts.progress);
+      // asked for a memo, which vouches for the pack's bytes, a pack already stored is compared, not kept unchecked
+      const oci = await assembleOci(spec, layoutDir, store, opts.progress, memoKey !== undefined);
       derived = oci.derived;
       listing = oci.listing;
-      pack = oci.contents.digest;
+      pack = oci.contents;
     }
     store.put("objects", derived.specBytes);
     publishDerived(store, derived);
-    if (pack !== undefined) store.recordPack(derived.derivedDigest, pack);
+    if (pack !== undefined) store.recordPack(derived.derivedDigest, pack.digest);
     const lock: WorkloadLock = {
       kind: derived.kind,
       identities: derived.identities,
@@ -124,6 +142,16 @@ export async function assembleWorkload(opts: AssembleOptions): Promise<AssembleR
     // drops such a record), never a lock whose objects no root protects.
     store.registerRoot(lockPath);
     writeFileAtomic(lockPath, encodeWorkloadLock(lock), { mode: 0o600 });
+    // After the lock: a kill before this line leaves a lock without a memo, whose first verify re-derives.
+    // The memo vouches for the pack's bytes, so only a pack this assembly wrote gets one.
+    if (memoKey !== undefined && pack !== undefined) {
+      if (pack.published === "kept") {
+        memo = { written: false, why: "its content pack was already in the store and was kept without comparing its bytes" };
+      } else {
+        writeVerifyMemo(store, memoKey, lockDigestOf(lock), { digest: pack.digest, size: pack.size, stat: statPack(store, pack.digest) }, "assemble");
+        memo = { written: true };
+      }
+    }
   } finally {
     store.close();
   }
@@ -146,5 +174,6 @@ export async function assembleWorkload(opts: AssembleOptions): Promise<AssembleR
     rawBytes: derived.raw.reduce((n, r) => n + r.size, 0),
     durationMs: Math.round(performance.now() - started),
     listing,
+    memo,
   };
 }

@@ -8,7 +8,7 @@ import { closeSync, constants, createReadStream, mkdtempSync, rmSync } from "nod
 import { open, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import { CairnError, createExclusive, Sha256Hasher, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
-import { PackCheck, PackWriter, type PackIndex, type Store } from "../store/index.ts";
+import { PackCheck, PackWriter, type FinishedPack, type PackIndex, type Store } from "../store/index.ts";
 import type { RawRef } from "./closure.ts";
 import { finishDerivation, type DeriveFor, type Derived } from "./derive.ts";
 import { launchFromOci, ociLaunchWithSpec, type Launch } from "./launch.ts";
@@ -76,14 +76,15 @@ async function deriveAndPack(
   spec: WorkloadSpec,
   src: OciSource,
   store: Store,
+  mode: "assemble" | "verify",
   checkExisting: boolean,
   progress?: (line: string) => void,
   copies?: ReadonlyMap<number, number>,
-): Promise<DerivedOci> {
+): Promise<DerivedOci & { readonly contents: FinishedPack }> {
   const pack = new PackWriter(store);
   try {
-    // verify (checkExisting) reads the store's layer files unstaged: every byte is re-hashed as it is read
-    const { derived, listing } = await deriveFromSource(spec, src, packSink(pack, progress), checkExisting ? "verify" : "assemble", copies);
+    // verify reads the store's layer files unstaged: every byte is re-hashed as it is read
+    const { derived, listing } = await deriveFromSource(spec, src, packSink(pack, progress), mode, copies);
     return { derived, listing, contents: pack.finish({ checkExisting }) };
   } catch (e) {
     pack.abort();
@@ -181,7 +182,14 @@ async function deriveFromSource(
  * after the whole derivation succeeded, so it holds exactly the bytes that
  * were hashed and applied, and is removed on any refusal.
  */
-export async function assembleOci(spec: WorkloadSpec, layoutDir: string, store: Store, progress?: (line: string) => void): Promise<DerivedOci> {
+export async function assembleOci(
+  spec: WorkloadSpec,
+  layoutDir: string,
+  store: Store,
+  progress?: (line: string) => void,
+  /** A pack of the same name already stored is compared with the written bytes (and replaced if it differs) instead of kept. */
+  checkExisting = false,
+): Promise<DerivedOci & { readonly contents: FinishedPack }> {
   if (spec.source.kind !== "oci") throw new CairnError("WORKLOAD_SPEC_INVALID", "not an OCI spec", { path: "/source" });
   const staging = join(store.stagingDir, "oci");
   const src = await readOciSource({
@@ -205,7 +213,7 @@ export async function assembleOci(spec: WorkloadSpec, layoutDir: string, store: 
     const total = src.layers.reduce((n, l) => n + l.size, 0);
     progress?.(`applying ${src.layers.length} layer(s), ${total} bytes compressed`);
     const fds = new Map([...copies.values()].map((c) => [c.index, c.fd!]));
-    const packed = await deriveAndPack(spec, src, store, false, progress, fds);
+    const packed = await deriveAndPack(spec, src, store, "assemble", checkExisting, progress, fds);
     for (const c of copies.values()) closeCopy(c);
     for (const o of [src.manifest, src.config]) store.put("objects", o.bytes);
     for (const [digest, c] of copies) store.adopt("objects", c.path, digest, src.layers[c.index]!.size);
@@ -303,7 +311,7 @@ export async function verifyOci(spec: WorkloadSpec, lock: WorkloadLock, store: S
     } finally {
       check.abort();
     }
-    return { ...(await deriveAndPack(spec, src, store, true)), repaired: true };
+    return { ...(await deriveAndPack(spec, src, store, "verify", true)), repaired: true };
   } catch (e) {
     throw await storedLayerFirst(src, e);
   } finally {

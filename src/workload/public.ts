@@ -5,12 +5,14 @@ export { parseWorkloadSpec } from "./index.ts";
 export type { WorkloadSpec } from "./index.ts";
 export { assembleWorkload, checkWorkload, openVerifiedWorkload, verifyWorkloadLock } from "./index.ts";
 export type {
+  AssembleMemo,
   AssembleOptions,
   AssembleResult,
   CheckProblem,
   CheckResult,
   Derivation,
   LockVerification,
+  MemoSource,
   PolicyListing,
   VerifiedWorkload,
   VerifyOptions,

@@ -46,7 +46,7 @@ import { samePolicy, type CanonicalTree, type ContentSource, type FileEntry } fr
 import { readSourceFile } from "./source-file.ts";
 import { inspectPack, packUnchanged, statPack } from "../store/index.ts";
 import { readStoredDerived } from "./derived-read.ts";
-import { loadVerifyKey, readVerifyMemo, writeVerifyMemo, type VerifyMemo } from "./verify-memo.ts";
+import { loadVerifyKey, readVerifyMemo, writeVerifyMemo, type MemoSource, type VerifyMemo } from "./verify-memo.ts";
 import { lockDigestOf } from "./workload-lock.ts";
 
 export interface VerifyOptions {
@@ -56,12 +56,15 @@ export interface VerifyOptions {
   readonly full?: boolean;
 }
 
-/** How the tree was established: re-derived from the raw closure now, or read back under a memo of an earlier full verify. */
+/** How the tree was established: re-derived from the raw closure now, or under a memo of an earlier full derivation (the lock's assembly or a full verify). */
 export type Derivation =
   | { readonly how: "re-derived"; readonly memoWritten: boolean; readonly why?: string }
   | {
       readonly how: "memo";
+      /** When the derivation the memo records ended. */
       readonly verifiedAt: string;
+      /** Which derivation: the assembly that wrote the lock, or a full verify. */
+      readonly derivedBy: MemoSource;
       /** `hashed`: every content of the pack was hashed now; `unchanged`: its file stat was the memo's, so only its index was checked (every read is still checked). */
       readonly packBody: "hashed" | "unchanged";
       /**
@@ -71,6 +74,16 @@ export type Derivation =
        */
       readonly tree: "read back" | "hashed only";
     };
+
+/** One line saying how a verify established the tree and what it checked now (record's and replay's logs). */
+export function describeDerivation(d: Derivation): string {
+  if (d.how === "re-derived")
+    return `workload re-derived from its raw closure${d.why !== undefined ? ` (${d.why})` : ""}${d.memoWritten ? "; memo written for the next verify on this machine" : ""}`;
+  const of = d.derivedBy === "assemble" ? "its assembly" : "its full verify";
+  const entry = d.tree === "read back" ? "derived entry read back and its identities recomputed" : "derived entry hashed";
+  const pack = d.packBody === "hashed" ? "pack contents hashed" : "pack index checked (file unchanged; every content is checked as it is read)";
+  return `workload verified under this machine's memo of ${of} (${d.verifiedAt}): raw objects hashed, ${entry}, ${pack}; not re-derived`;
+}
 
 /**
  * What `verifyWorkloadLock` found: the lock's identities, verified against
@@ -252,7 +265,9 @@ async function verifyAgainst(
       const layersHashed = readBack ? hashLayers(lock, store, true) : hashLayers(lock, store, false);
       let fast: { got: VerifiedWorkload | LockVerification | { why: string } } | { failed: unknown };
       try {
-        fast = { got: underMemo(lock, spec, store, memo, readBack, (stat) => writeVerifyMemo(writable, key, lockDigest, { ...memo.pack, stat })) };
+        fast = {
+          got: underMemo(lock, spec, store, memo, readBack, (stat) => writeVerifyMemo(writable, key, lockDigest, { ...memo.pack, stat }, memo.derivedBy)),
+        };
       } catch (e) {
         fast = { failed: e };
       }
@@ -288,7 +303,7 @@ async function verifyAgainst(
   if (pack !== undefined) writable.recordPack(lock.derived.digest, pack.digest);
   let memoWritten = false;
   if (key !== undefined && lockDigest !== undefined && pack !== undefined) {
-    writeVerifyMemo(writable, key, lockDigest, { digest: pack.digest, size: pack.size, stat: statPack(store, pack.digest) });
+    writeVerifyMemo(writable, key, lockDigest, { digest: pack.digest, size: pack.size, stat: statPack(store, pack.digest) }, "verify");
     memoWritten = true;
   }
   return {
@@ -367,7 +382,7 @@ function underMemo(
       identities: lock.identities,
       derivedDigest: lock.derived.digest,
       repaired: [],
-      derivation: { how: "memo", verifiedAt: memo.verifiedAt, packBody, tree: "hashed only" },
+      derivation: { how: "memo", verifiedAt: memo.verifiedAt, derivedBy: memo.derivedBy, packBody, tree: "hashed only" },
       entries: undefined,
     };
   }
@@ -399,7 +414,7 @@ function underMemo(
     identities: lock.identities,
     derivedDigest: lock.derived.digest,
     repaired: [],
-    derivation: { how: "memo", verifiedAt: memo.verifiedAt, packBody, tree: "read back" },
+    derivation: { how: "memo", verifiedAt: memo.verifiedAt, derivedBy: memo.derivedBy, packBody, tree: "read back" },
   };
 }
 

@@ -8,7 +8,10 @@
  * only on the raw closure's bytes, the lock and the code that derived it.
  * So after a full verify succeeds, cairn writes a memo into the store,
  * named by the lock's `lock_digest`, saying: this lock was re-derived, by
- * this build, and its contents are in this pack. The memo is authenticated
+ * this build, and its contents are in this pack. An assembly writes one too
+ * (`derived_by: assemble`) when it wrote the pack itself: it derived the
+ * lock from the same raw bytes it stored, by the same code; a pack it found
+ * already present and kept unchecked gets no memo. The memo is authenticated
  * (HMAC-SHA256) by a key kept outside the store, in the user's own
  * directory (`keys/verify-memo.key`, 0600 in a 0700 directory): the store is
  * hostile input, and anyone who can write it can write a memo, but not one
@@ -52,9 +55,14 @@ const MEMO_MAX_BYTES = 4096;
 export interface VerifyMemo {
   /** The pack verify found holding the tree's contents (OCI): its name, size, and file stat when it was checked. */
   readonly pack: { readonly digest: Sha256Digest; readonly size: number; readonly stat: PackStat };
-  /** When the full verify that wrote the memo ended (ISO 8601, UTC). */
+  /** When the derivation the memo records ended (ISO 8601, UTC). */
   readonly verifiedAt: string;
+  /** What derived the lock's tree from its raw closure: the assembly that wrote the lock, or a full verify of it. */
+  readonly derivedBy: MemoSource;
 }
+
+/** The derivation a memo records: `assemble` (the lock's own assembly, into a pack it wrote) or a full `verify`. */
+export type MemoSource = "assemble" | "verify";
 
 /** `--keys DIR` when given, else core's one default-location rule (`cairnDir("keys", ...)`). */
 export function defaultKeysDir(env: Readonly<Record<string, string | undefined>>, cwd: string, flag?: string): string {
@@ -170,14 +178,26 @@ function macOf(key: Buffer, body: object): string {
   return createHmac("sha256", key).update(canonicalBytes(body)).digest("hex");
 }
 
-/** Writes the memo for `lockDigest` after a full verify (replacing any memo there). */
-export function writeVerifyMemo(store: Store, key: Buffer, lockDigest: Sha256Digest, pack: VerifyMemo["pack"], now: Date = new Date()): void {
+/**
+ * Writes the memo for `lockDigest` after a full derivation of its tree by
+ * `derivedBy`, with the pack that derivation wrote or checked (replacing any
+ * memo there).
+ */
+export function writeVerifyMemo(
+  store: Store,
+  key: Buffer,
+  lockDigest: Sha256Digest,
+  pack: VerifyMemo["pack"],
+  derivedBy: MemoSource,
+  now: Date = new Date(),
+): void {
   const stat = { dev: pack.stat.dev, ino: pack.stat.ino, size: pack.stat.size, mtime_ns: pack.stat.mtimeNs, ctime_ns: pack.stat.ctimeNs };
   const body = {
     schema: VERIFY_MEMO_SCHEMA,
     lock_digest: lockDigest,
     build: cairnBuild(),
     pack: { digest: pack.digest, size: pack.size, stat },
+    derived_by: derivedBy,
     verified_at: now.toISOString(),
   };
   store.putRecord("verified", lockDigest, Buffer.from(`${JSON.stringify({ ...body, mac: macOf(key, body) })}\n`, "utf8"));
@@ -216,6 +236,7 @@ export function readVerifyMemo(store: Store, key: Buffer, lockDigest: Sha256Dige
     typeof pack.size !== "number" ||
     !Number.isSafeInteger(pack.size) ||
     typeof body.verified_at !== "string" ||
+    (body.derived_by !== "assemble" && body.derived_by !== "verify") ||
     typeof st !== "object" ||
     st === null ||
     !text(st.dev) ||
@@ -227,5 +248,7 @@ export function readVerifyMemo(store: Store, key: Buffer, lockDigest: Sha256Dige
     return { memo: undefined, why: "the memo is malformed" };
   }
   const stat: PackStat = { dev: st.dev, ino: st.ino, size: st.size, mtimeNs: st.mtime_ns, ctimeNs: st.ctime_ns };
-  return { memo: { pack: { digest: parseSha256(pack.digest, "/pack/digest"), size: pack.size, stat }, verifiedAt: body.verified_at } };
+  return {
+    memo: { pack: { digest: parseSha256(pack.digest, "/pack/digest"), size: pack.size, stat }, verifiedAt: body.verified_at, derivedBy: body.derived_by },
+  };
 }

@@ -4,13 +4,13 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sha256 } from "../../src/core/index.ts";
-import { inspectPack, PackCheck, PackEntries, PackWriter, readPacked, Store, type PackIndex } from "../../src/store/index.ts";
+import { inspectPack, PackCheck, PackEntries, PackWriter, readPacked, Store, type FinishedPack, type PackIndex } from "../../src/store/index.ts";
 import { assertCode } from "../helpers/errors.ts";
 
 const fresh = () => new Store(join(mkdtempSync(join(tmpdir(), "cairn-pack-")), "store"));
 const CONTENTS = ["alpha\n", "", "beta beta\n", "alpha\n", "x".repeat(3 << 20), "gamma"].map((s) => Buffer.from(s));
 
-function writePack(store: Store, contents: readonly Buffer[] = CONTENTS, options: { checkExisting?: boolean } = {}): PackIndex {
+function writePack(store: Store, contents: readonly Buffer[] = CONTENTS, options: { checkExisting?: boolean } = {}): FinishedPack {
   const w = new PackWriter(store);
   for (const c of contents) assert.deepEqual(w.add(c), { sha256: sha256(c), size: c.length });
   return w.finish(options);
@@ -141,17 +141,18 @@ test("inspectPack bounds the pack and validates the name it is given", () => {
   assertCode(() => inspectPack(store, "../../etc/passwd", 100), "DIGEST_INVALID");
 });
 
-test("finish keeps a present pack, and replaces a corrupt one only when checking existing packs", () => {
+test("finish keeps a present pack, and replaces a corrupt one only when checking existing packs; it says which", () => {
   const store = fresh();
   const p = writePack(store);
+  assert.equal(p.published, "written");
   const path = store.pathOf("packs", p.digest);
   const ino = statSync(path).ino;
-  writePack(store, CONTENTS, { checkExisting: true });
+  assert.equal(writePack(store, CONTENTS, { checkExisting: true }).published, "compared");
   assert.equal(statSync(path).ino, ino, "a pack holding the same bytes is left in place");
   flipByte(path, 0); // same size, wrong bytes
-  writePack(store);
+  assert.equal(writePack(store).published, "kept");
   assertCode(() => inspectPack(store, p.digest, Number.MAX_SAFE_INTEGER), "STORE_CORRUPT"); // control: a plain finish trusts the size
-  writePack(store, CONTENTS, { checkExisting: true });
+  assert.equal(writePack(store, CONTENTS, { checkExisting: true }).published, "written");
   inspectPack(store, p.digest, Number.MAX_SAFE_INTEGER);
   store.close();
   assert.deepEqual(readdirSync(join(store.root, "staging")), []);

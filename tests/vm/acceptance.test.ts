@@ -7,7 +7,8 @@
  * environment variables never enter the workload.
  */
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { recordRun, replayRun, type RecordResult } from "../../src/vm/index.ts";
@@ -15,8 +16,16 @@ import { CONFORMANCE_TREE } from "../workload/fixtures/conformance.ts";
 import { testKit, VM_SKIP } from "./fixtures/kit.ts";
 import { binaryWorkspace, conformanceWorkspace, dynamicOciWorkspace, minimalOciWorkspace, SECRET, type Workspace } from "./fixtures/workloads.ts";
 
-async function record(ws: Workspace): Promise<RecordResult> {
-  return recordRun({ input: ws.specPath, storeDir: ws.storeDir, runsDir: ws.runsDir, kit: await testKit(), cairnVersion: "test" });
+async function record(ws: Workspace, memoKeyDir?: string, log?: (line: string) => void): Promise<RecordResult> {
+  return recordRun({
+    input: ws.specPath,
+    storeDir: ws.storeDir,
+    runsDir: ws.runsDir,
+    kit: await testKit(),
+    cairnVersion: "test",
+    ...(memoKeyDir !== undefined ? { verify: { memoKeyDir } } : {}),
+    ...(log !== undefined ? { log } : {}),
+  });
 }
 
 function stdout(runDir: string, inv = 1): string[] {
@@ -25,13 +34,37 @@ function stdout(runDir: string, inv = 1): string[] {
     .filter((l) => l !== "");
 }
 
-async function recordAndReplay(ws: Workspace, replays: number): Promise<RecordResult> {
-  const r = await record(ws);
+/**
+ * With `memoKeyDir`, the record and the odd-numbered replays verify under
+ * this machine's verify memos (the assembly writes one), the even-numbered
+ * replays re-derive: both must replay alike.
+ */
+async function recordAndReplay(ws: Workspace, replays: number, memoKeyDir?: string): Promise<RecordResult> {
+  const lines: string[] = [];
+  const r = await record(ws, memoKeyDir, (l) => lines.push(l));
+  if (memoKeyDir !== undefined)
+    assert.ok(
+      lines.some((l) => /^workload verified under this machine's memo of its assembly .*not re-derived$/.test(l)),
+      lines.join("\n"),
+    );
   assert.equal(r.manifest.status, "passed", JSON.stringify(r.evaluation.assertions));
   const events = readFileSync(join(r.runDir, "events.json"));
   const assertions = readFileSync(join(r.runDir, "assertions.json"));
   for (let i = 1; i <= replays; i++) {
-    const p = await replayRun({ runDir: r.runDir, storeDir: ws.storeDir, kit: await testKit() });
+    const underMemo = memoKeyDir !== undefined && i % 2 === 1;
+    const said: string[] = [];
+    const p = await replayRun({
+      runDir: r.runDir,
+      storeDir: ws.storeDir,
+      kit: await testKit(),
+      ...(underMemo ? { verify: { memoKeyDir } } : {}),
+      log: (l) => said.push(l),
+    });
+    if (memoKeyDir !== undefined)
+      assert.ok(
+        said.some((l) => (underMemo ? /memo of its assembly .*derived entry read back/ : /^workload re-derived from its raw closure$/).test(l)),
+        said.join("\n"),
+      );
     assert.equal(p.evaluation.outcome, r.manifest.outcome);
     assert.ok(readFileSync(join(p.replayDir, "events.json")).equals(events), `replay ${i}: events byte-identical`);
     assert.ok(readFileSync(join(p.replayDir, "assertions.json")).equals(assertions), `replay ${i}: assertions byte-identical`);
@@ -75,8 +108,8 @@ describe("record and replay acceptance", { skip: VM_SKIP }, () => {
     }
   });
 
-  it("minimal OCI layout: recorded once, replayed twice identically", async () => {
-    const r = await recordAndReplay(minimalOciWorkspace(), 2);
+  it("minimal OCI layout: recorded once, replayed twice identically, under the assembly's verify memo and re-derived", async () => {
+    const r = await recordAndReplay(minimalOciWorkspace(), 2, join(mkdtempSync(join(tmpdir(), "cairn-keys-")), "keys"));
     assert.ok(stdout(r.runDir).includes("env A=1"));
     assert.equal(r.manifest.workload.source_kind, "oci");
   });

@@ -48,39 +48,58 @@ test("verify failures exit 1 with a JSON error naming the code and path", opts, 
   assert.ok(err.hint.length > 0);
 });
 
-test("verify says which path ran: re-derived and memo written, then the memo, --full and a bad memo re-derive with the reason", opts, async () => {
-  const ws = ociWorkspace();
-  const keys = join(ws.dir, "keys");
-  assert.equal((await runCli(["workload", "assemble", ws.specPath, "--store", ws.storeDir])).code, 0);
-  type Out = { derivation: string; memo_written?: boolean; memo_not_used?: string; pack_body?: string; workload: string };
-  const verify = async (...extra: string[]): Promise<Out> => {
-    const r = await runCli(["workload", "verify", ws.lockPath, "--store", ws.storeDir, "--keys", keys, "--json", ...extra]);
-    assert.equal(r.code, 0, r.stdout + r.stderr);
-    return JSON.parse(r.stdout) as Out;
-  };
-  const first = await verify();
-  assert.equal(first.derivation, "re-derived");
-  assert.equal(first.memo_written, true);
-  assert.equal(first.memo_not_used, "no memo for this lock");
-  assert.equal(statSync(join(keys, "verify-memo.key")).mode & 0o777, 0o600, "the key is created where --keys says, owner-only");
-  const second = await verify();
-  assert.equal(second.derivation, "memo");
-  assert.equal(second.pack_body, "unchanged");
-  assert.equal((second as { tree?: string }).tree, "hashed only");
-  assert.equal(second.workload, first.workload);
-  const full = await verify("--full");
-  assert.equal(full.derivation, "re-derived");
-  assert.match(full.memo_not_used ?? "", /--full/);
-  const memos = join(ws.storeDir, "verified", "sha256");
-  for (const m of readdirSync(memos)) writeFileSync(join(memos, m), "{}");
-  const bad = await verify();
-  assert.equal(bad.derivation, "re-derived");
-  assert.match(bad.memo_not_used ?? "", /MAC/);
-  const human = await runCli(["workload", "verify", ws.lockPath, "--store", ws.storeDir, "--keys", keys]);
-  assert.match(human.stdout, /derived entry hashed, .* under this machine's memo of the full verify at .*: the tree was not derived again/);
-  const fullHuman = await runCli(["workload", "verify", ws.lockPath, "--store", ws.storeDir, "--keys", keys, "--full"]);
-  assert.match(fullHuman.stdout, /re-derived in \d+ ms \(--full asked for a re-derivation\); memo written/);
-});
+test(
+  "verify says which path ran: under the assembly's memo, then --full writes a verify memo, a bad memo re-derives with the reason; --no-memo writes none",
+  opts,
+  async () => {
+    const ws = ociWorkspace();
+    const keys = join(ws.dir, "keys");
+    type Out = { derivation: string; memo_written?: boolean; memo_not_used?: string; memo_of?: string; pack_body?: string; tree?: string; workload: string };
+    const assembled = await runCli(["workload", "assemble", ws.specPath, "--store", ws.storeDir, "--keys", keys, "--json"]);
+    assert.equal(assembled.code, 0, assembled.stdout + assembled.stderr);
+    assert.equal((JSON.parse(assembled.stdout) as { memo_written?: boolean }).memo_written, true);
+    assert.equal(statSync(join(keys, "verify-memo.key")).mode & 0o777, 0o600, "the key is created where --keys says, owner-only");
+    const verify = async (...extra: string[]): Promise<Out> => {
+      const r = await runCli(["workload", "verify", ws.lockPath, "--store", ws.storeDir, "--keys", keys, "--json", ...extra]);
+      assert.equal(r.code, 0, r.stdout + r.stderr);
+      return JSON.parse(r.stdout) as Out;
+    };
+    const first = await verify();
+    assert.equal(first.derivation, "memo");
+    assert.equal(first.memo_of, "assemble");
+    assert.equal(first.pack_body, "unchanged");
+    assert.equal(first.tree, "hashed only");
+    const full = await verify("--full");
+    assert.equal(full.derivation, "re-derived");
+    assert.equal(full.memo_written, true);
+    assert.match(full.memo_not_used ?? "", /--full/);
+    assert.equal(full.workload, first.workload);
+    const again = await verify();
+    assert.equal(again.derivation, "memo");
+    assert.equal(again.memo_of, "verify");
+    const memos = join(ws.storeDir, "verified", "sha256");
+    for (const m of readdirSync(memos)) writeFileSync(join(memos, m), "{}");
+    const bad = await verify();
+    assert.equal(bad.derivation, "re-derived");
+    assert.match(bad.memo_not_used ?? "", /MAC/);
+    const human = await runCli(["workload", "verify", ws.lockPath, "--store", ws.storeDir, "--keys", keys]);
+    assert.match(human.stdout, /derived entry hashed, .* under this machine's memo of the full verify at .*: the tree was not derived again/);
+    const fullHuman = await runCli(["workload", "verify", ws.lockPath, "--store", ws.storeDir, "--keys", keys, "--full"]);
+    assert.match(fullHuman.stdout, /re-derived in \d+ ms \(--full asked for a re-derivation\); memo written/);
+    // --no-memo: the assembly writes none, and the first verify re-derives and says so
+    const other = ociWorkspace();
+    const plain = await runCli(["workload", "assemble", other.specPath, "--store", other.storeDir, "--keys", keys, "--no-memo"]);
+    assert.equal(plain.code, 0, plain.stderr);
+    assert.doesNotMatch(plain.stdout, /^memo/m);
+    const r = await runCli(["workload", "verify", other.lockPath, "--store", other.storeDir, "--keys", keys, "--json"]);
+    const o = JSON.parse(r.stdout) as Out;
+    assert.equal(o.derivation, "re-derived");
+    assert.equal(o.memo_not_used, "no memo for this lock");
+    assert.equal(o.memo_written, true);
+    const humanAssemble = await runCli(["workload", "assemble", ws.specPath, "--store", join(ws.dir, "store-2"), "--keys", keys]);
+    assert.match(humanAssemble.stdout, /^memo +written: the first verify of this lock on this machine hashes its raw closure/m);
+  },
+);
 
 test("assemble refusals: a bad spec exits 1, a missing argument exits 2", opts, async () => {
   const ws = binaryWorkspace(binarySpec({ user: "root" }));

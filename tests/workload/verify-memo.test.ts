@@ -156,6 +156,7 @@ test("a pack whose file changed but whose bytes did not is hashed once under the
   assert.deepEqual(before.derivation, {
     how: "memo",
     verifiedAt: (before.derivation as { verifiedAt: string }).verifiedAt,
+    derivedBy: "verify",
     packBody: "unchanged",
     tree: "read back",
   });
@@ -197,6 +198,7 @@ test("verifyWorkloadLock under a memo hashes the derived entry without reading t
   assert.deepEqual(fast.derivation, {
     how: "memo",
     verifiedAt: (fast.derivation as { verifiedAt: string }).verifiedAt,
+    derivedBy: "verify",
     packBody: "unchanged",
     tree: "hashed only",
   });

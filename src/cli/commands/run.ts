@@ -4,6 +4,7 @@ import { CairnError, readSigningKey } from "../../core/index.ts";
 import { defaultStoreDir } from "../../store/index.ts";
 import { loadManifestOrDevcontainer, snapshotRefOf } from "../../manifest/index.ts";
 import { DEFAULT_EXPORT_LAUNCH } from "../../strata/index.ts";
+import { defaultKeysDir } from "../../workload/index.ts";
 import { defaultRunsDir, ensureKit, isEnvironmentLockfile, kitDir, readLockfileSpec, recordLockfileRun, recordRun, signReceipt } from "../../vm/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
@@ -35,6 +36,8 @@ interface RunFlags extends LockVerifyFlags, RemoteFlags {
   workdir?: string;
   json?: boolean;
   follow?: boolean;
+  keys?: string;
+  full?: boolean;
 }
 
 export function registerRun(program: Command, ctx: Context): void {
@@ -52,6 +55,8 @@ export function registerRun(program: Command, ctx: Context): void {
     .option("--include-private-streams", "put the exact output streams into the failure bundle (local use only)")
     .option("--environment <manifest>", "the environment manifest (or devcontainer.json) the run is made in; replay then requires one that resumes it")
     .option("--sign <key>", "sign a receipt of the run with this Ed25519 key (RUNDIR/receipt.dsse.json)")
+    .option("--keys <dir>", "verify memo key directory (default $CAIRN_HOME/keys or $XDG_DATA_HOME/cairn/keys)")
+    .option("--full", "re-derive the workload from its raw closure before the run even when this machine's memo holds")
     .option("--user <uid:gid>", "environment lockfile only: the numeric user the command runs as (default 1000:1000)")
     .option("--workdir <dir>", "environment lockfile only: the command's working directory (default /)");
   withLockVerifyFlags(cmd, false)
@@ -99,6 +104,7 @@ export function registerRun(program: Command, ctx: Context): void {
           : {}),
         log,
         remote: remoteOptions(ctx, opts),
+        verify: { memoKeyDir: defaultKeysDir(ctx.env, ctx.cwd, opts.keys), full: opts.full === true },
         ...(live !== undefined ? { onOutput: live.listener } : {}),
       };
       const recordFromLockfile = async () =>

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { defaultStoreDir } from "../../store/index.ts";
-import { assembleWorkload, type PolicyListing } from "../../workload/index.ts";
+import { assembleWorkload, defaultKeysDir, type PolicyListing } from "../../workload/index.ts";
 import type { Context } from "../context.ts";
 import { remoteFlags, remoteOptions, type RemoteFlags } from "../flags.ts";
 import { printJson } from "../output.ts";
@@ -37,8 +37,10 @@ export function registerWorkloadAssemble(parent: Command, ctx: Context): void {
     .argument("<spec>", "workload spec (cairn.workload/1, YAML or JSON)")
     .option("--store <dir>", "content store (default $CAIRN_HOME/store or $XDG_CACHE_HOME/cairn/store)")
     .option("--lock-out <file>", "where to write the lock (default <spec name>.lock.json beside the spec)")
+    .option("--keys <dir>", "verify memo key directory (default $CAIRN_HOME/keys or $XDG_DATA_HOME/cairn/keys)")
+    .option("--no-memo", "write no verify memo: the first verify of the lock on this machine re-derives it")
     .option("--json", "print the result as JSON")
-    .action(async (spec: string, opts: RemoteFlags & { store?: string; lockOut?: string; json?: boolean }) => {
+    .action(async (spec: string, opts: RemoteFlags & { store?: string; lockOut?: string; keys?: string; memo: boolean; json?: boolean }) => {
       const r = await assembleWorkload({
         specPath: spec,
         storeDir: defaultStoreDir(ctx.env, ctx.cwd, opts.store),
@@ -46,6 +48,7 @@ export function registerWorkloadAssemble(parent: Command, ctx: Context): void {
         cairnVersion: CAIRN_VERSION,
         progress: ctx.io.tty && opts.json !== true ? (line) => ctx.io.err(line) : undefined,
         remote: remoteOptions(ctx, opts),
+        memoKeyDir: opts.memo ? defaultKeysDir(ctx.env, ctx.cwd, opts.keys) : undefined,
       });
       const result = {
         source_kind: r.kind,
@@ -55,6 +58,7 @@ export function registerWorkloadAssemble(parent: Command, ctx: Context): void {
         lock: r.lockPath,
         sizes: { entries: r.entries, files: r.files, tree_bytes: r.treeBytes, raw_bytes: r.rawBytes },
         duration_ms: r.durationMs,
+        ...(r.memo !== undefined ? { memo_written: r.memo.written, ...(r.memo.written ? {} : { memo_not_written: r.memo.why }) } : {}),
         ...(r.listing.skipped.length > 0 ? { skipped: r.listing.skipped.slice(0, MAX_LISTED), skipped_count: r.listing.skipped.length } : {}),
         ...(r.listing.droppedXattrs.length > 0
           ? { dropped_xattrs: r.listing.droppedXattrs.slice(0, MAX_LISTED), dropped_xattrs_count: r.listing.droppedXattrs.length }
@@ -71,6 +75,13 @@ export function registerWorkloadAssemble(parent: Command, ctx: Context): void {
           `tree      ${r.entries} entries, ${r.files} files, ${r.treeBytes} bytes (raw closure ${r.rawBytes} bytes)`,
           `lock      ${r.lockPath}`,
           `took      ${r.durationMs} ms`,
+          ...(r.memo === undefined
+            ? []
+            : [
+                r.memo.written
+                  ? "memo      written: the first verify of this lock on this machine hashes its raw closure instead of re-deriving it (--full re-derives)"
+                  : `memo      not written (${r.memo.why}): the first verify re-derives`,
+              ]),
           ...listing(r.listing),
         ].join("\n"),
       );
