@@ -2,7 +2,8 @@ import type { Command } from "commander";
 import { formationOf } from "../../strata/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
-import { collect, openOrInit, remoteFlags, signingKeys, type RemoteFlags } from "../flags.ts";
+import { collect, openOrInit, signingKeys } from "../flags.ts";
+import { remoteFlags, type RemoteFlags } from "../remote-flags.ts";
 
 interface FormationOpts extends RemoteFlags {
   name: string;

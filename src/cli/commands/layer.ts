@@ -38,7 +38,8 @@ import {
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
 import { CAIRN_VERSION } from "../cairn-version.ts";
-import { clock, collect, openOrInit, registryPlace, remoteFlags, signingKeys, type RemoteFlags } from "../flags.ts";
+import { clock, collect, openOrInit, registryPlace, signingKeys } from "../flags.ts";
+import { remoteFlags, type RemoteFlags } from "../remote-flags.ts";
 
 interface SpecOpts extends RemoteFlags {
   name: string;

@@ -3,7 +3,8 @@ import { resolve } from "node:path";
 import { DEFAULT_EXPORT_LAUNCH, exportLock } from "../../strata/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
-import { clock, exportBaseFlag, launchArgv, lockVerifyOptions, remoteFlags, withLockVerifyFlags, type LockVerifyFlags } from "../flags.ts";
+import { clock, exportBaseFlag, launchArgv, lockVerifyOptions, withLockVerifyFlags, type LockVerifyFlags } from "../flags.ts";
+import { remoteFlags } from "../remote-flags.ts";
 
 interface ExportFlags extends LockVerifyFlags {
   oci: string;

@@ -3,7 +3,8 @@ import { CairnError } from "../../core/index.ts";
 import { lockfileCaveats, verifyLock, verifyLockContents } from "../../strata/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
-import { clock, lockVerifyOptions, probeBaseFlag, remoteFlags, withLockVerifyFlags, type LockVerifyFlags } from "../flags.ts";
+import { clock, lockVerifyOptions, probeBaseFlag, withLockVerifyFlags, type LockVerifyFlags } from "../flags.ts";
+import { remoteFlags } from "../remote-flags.ts";
 
 export function registerLockVerify(lock: Command, ctx: Context): void {
   const cmd = lock

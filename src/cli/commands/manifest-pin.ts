@@ -3,7 +3,7 @@ import { dirname, join, resolve } from "node:path";
 import { readFileBounded, writeFileAtomic, decodeUtf8 } from "../../core/index.ts";
 import { DEFAULT_MANIFEST_LIMITS, lockfileText, pinDevcontainer, registryResolver } from "../../manifest/index.ts";
 import type { Context } from "../context.ts";
-import { remoteFlags, remoteOptions, type RemoteFlags } from "../flags.ts";
+import { remoteFlags, remoteOptions, type RemoteFlags } from "../remote-flags.ts";
 import { printJson } from "../output.ts";
 
 interface PinOptions extends RemoteFlags {

@@ -3,7 +3,7 @@ import { Store, defaultStoreDir } from "../../store/index.ts";
 import { resolve } from "node:path";
 import { archiveToLayout, pullToLayout } from "../../workload/index.ts";
 import type { Context } from "../context.ts";
-import { remoteFlags, remoteOptions, type RemoteFlags } from "../flags.ts";
+import { remoteFlags, remoteOptions, type RemoteFlags } from "../remote-flags.ts";
 import { printJson } from "../output.ts";
 
 export function registerPull(program: Command, ctx: Context): void {

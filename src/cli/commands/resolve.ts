@@ -16,7 +16,8 @@ import {
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
 import { CAIRN_VERSION } from "../cairn-version.ts";
-import { clock, collect, probeBaseFlag, registryPlace, remoteFlags, type RemoteFlags } from "../flags.ts";
+import { clock, collect, probeBaseFlag, registryPlace } from "../flags.ts";
+import { remoteFlags, type RemoteFlags } from "../remote-flags.ts";
 
 interface ResolveOpts extends RemoteFlags {
   registry: string[];

@@ -10,18 +10,8 @@ import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
 import { lineFollower, printStreams } from "../workload-output.ts";
 import { CAIRN_VERSION } from "../cairn-version.ts";
-import {
-  clock,
-  exportBaseFlag,
-  launchArgv,
-  lockVerifyOptions,
-  parseTimeout,
-  remoteFlags,
-  remoteOptions,
-  withLockVerifyFlags,
-  type LockVerifyFlags,
-  type RemoteFlags,
-} from "../flags.ts";
+import { clock, exportBaseFlag, launchArgv, lockVerifyOptions, parseTimeout, withLockVerifyFlags, type LockVerifyFlags } from "../flags.ts";
+import { remoteFlags, remoteOptions, type RemoteFlags } from "../remote-flags.ts";
 
 interface RunFlags extends LockVerifyFlags, RemoteFlags {
   sign?: string;

@@ -2,7 +2,8 @@ import type { Command } from "commander";
 import { openRegistries, searchRegistries } from "../../strata/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
-import { collect, registryPlace, remoteFlags, type RemoteFlags } from "../flags.ts";
+import { collect, registryPlace } from "../flags.ts";
+import { remoteFlags, type RemoteFlags } from "../remote-flags.ts";
 
 /** `cairn search TERM --registry REG`. */
 export function registerSearch(program: Command, ctx: Context): void {

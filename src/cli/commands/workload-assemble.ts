@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { defaultStoreDir } from "../../store/index.ts";
 import { assembleWorkload, defaultKeysDir, type PolicyListing } from "../../workload/index.ts";
 import type { Context } from "../context.ts";
-import { remoteFlags, remoteOptions, type RemoteFlags } from "../flags.ts";
+import { remoteFlags, remoteOptions, type RemoteFlags } from "../remote-flags.ts";
 import { printJson } from "../output.ts";
 import { CAIRN_VERSION } from "../cairn-version.ts";
 
