@@ -36,17 +36,18 @@
 import { LEGACY_OCI_ROLES } from "./closure.ts";
 import { resolve } from "node:path";
 import { CairnError, ioError, type Sha256Digest } from "../core/index.ts";
-import { readPacked, Store, streamPacked, type InspectedPack, type PackIndex, type PackStat } from "../store/index.ts";
+import { Store, type InspectedPack, type PackIndex, type PackStat } from "../store/index.ts";
 import { canonicalSpecBytes, deriveBinary, type Derived } from "./derive.ts";
 import type { SourceKind, WorkloadIdentities } from "./workload-identity.ts";
 import type { Launch } from "./launch.ts";
 import { LOCK_MAX_BYTES, parseWorkloadLock, type WorkloadLock } from "./workload-lock.ts";
 import { parseCanonicalSpec, SPEC_MAX_BYTES, type WorkloadSpec } from "./spec.ts";
-import { samePolicy, type CanonicalTree, type ContentSource, type FileEntry } from "../tree/index.ts";
+import { samePolicy, type CanonicalTree, type ContentSource } from "../tree/index.ts";
 import { readSourceFile } from "./source-file.ts";
 import { inspectPack, packUnchanged, statPack } from "../store/index.ts";
 import { readStoredDerived } from "./derived-read.ts";
-import { loadVerifyKey, readVerifyMemo, writeVerifyMemo, type MemoSource, type VerifyMemo } from "./verify-memo.ts";
+import { loadVerifyKey, readVerifyMemo, writeVerifyMemo, type Derivation, type VerifyMemo } from "./verify-memo.ts";
+import { contentSource } from "./content-source.ts";
 import { lockDigestOf } from "./workload-lock.ts";
 
 export interface VerifyOptions {
@@ -54,35 +55,6 @@ export interface VerifyOptions {
   readonly memoKeyDir?: string;
   /** Re-derive even when a memo holds (a memo is still written after). */
   readonly full?: boolean;
-}
-
-/** How the tree was established: re-derived from the raw closure now, or under a memo of an earlier full derivation (the lock's assembly or a full verify). */
-export type Derivation =
-  | { readonly how: "re-derived"; readonly memoWritten: boolean; readonly why?: string }
-  | {
-      readonly how: "memo";
-      /** When the derivation the memo records ended. */
-      readonly verifiedAt: string;
-      /** Which derivation: the assembly that wrote the lock, or a full verify. */
-      readonly derivedBy: MemoSource;
-      /** `hashed`: every content of the pack was hashed now; `unchanged`: its file stat was the memo's, so only its index was checked (every read is still checked). */
-      readonly packBody: "hashed" | "unchanged";
-      /**
-       * `read back`: the stored derived entry was parsed and its fs, launch and workload identities
-       * recomputed (openVerifiedWorkload, which hands out the tree); `hashed only`: its bytes were hashed
-       * against the lock and not parsed (verifyWorkloadLock, which hands out no tree).
-       */
-      readonly tree: "read back" | "hashed only";
-    };
-
-/** One line saying how a verify established the tree and what it checked now (record's and replay's logs). */
-export function describeDerivation(d: Derivation): string {
-  if (d.how === "re-derived")
-    return `workload re-derived from its raw closure${d.why !== undefined ? ` (${d.why})` : ""}${d.memoWritten ? "; memo written for the next verify on this machine" : ""}`;
-  const of = d.derivedBy === "assemble" ? "its assembly" : "its full verify";
-  const entry = d.tree === "read back" ? "derived entry read back and its identities recomputed" : "derived entry hashed";
-  const pack = d.packBody === "hashed" ? "pack contents hashed" : "pack index checked (file unchanged; every content is checked as it is read)";
-  return `workload verified under this machine's memo of ${of} (${d.verifiedAt}): raw objects hashed, ${entry}, ${pack}; not re-derived`;
 }
 
 /**
@@ -415,56 +387,6 @@ function underMemo(
     derivedDigest: lock.derived.digest,
     repaired: [],
     derivation: { how: "memo", verifiedAt: memo.verifiedAt, derivedBy: memo.derivedBy, packBody, tree: "read back" },
-  };
-}
-
-function contentMissing(e: FileEntry): never {
-  throw new CairnError("STORE_MISSING", `file content ${e.sha256} of ${e.path} is not in the store`, {
-    path: e.path,
-    hint: "assemble again into this store",
-  });
-}
-
-/**
- * File bytes of the verified tree only: a digest no file of the tree has (a
- * content an upper layer removed is still in the pack) is STORE_MISSING. An
- * OCI tree's files are marked in a byte per pack content, not held in a
- * second table by digest; a binary tree has one file. Making it checks that
- * every file's content is in the store (in the pack, or a stored object),
- * refusing the first that is not (STORE_MISSING naming the file's path): the
- * one lookup per file that marks it is also its membership check.
- */
-function contentSource(store: Store, tree: CanonicalTree, pack: PackIndex | undefined): ContentSource {
-  const inTree = pack !== undefined ? new Uint8Array(pack.entries.size) : undefined;
-  const sizes = new Map<Sha256Digest, number>();
-  for (const e of tree.values()) {
-    if (e.type !== "file") continue;
-    if (pack !== undefined) {
-      const i = pack.entries.indexOf(e.sha256);
-      if (i < 0) contentMissing(e);
-      inTree![i] = 1;
-    } else {
-      if (!store.has("objects", e.sha256, e.size)) contentMissing(e);
-      sizes.set(e.sha256, e.size);
-    }
-  }
-  const sizeOf = (sha256: Sha256Digest): number => {
-    const i = pack !== undefined ? pack.entries.indexOf(sha256) : -1;
-    const size = pack !== undefined ? (i >= 0 && inTree![i] === 1 ? pack.entries.sizeAt(i) : undefined) : sizes.get(sha256);
-    if (size === undefined) throw new CairnError("STORE_MISSING", `${sha256} is not a file of this workload`, { path: sha256 });
-    return size;
-  };
-  // Both reads verify the bytes against the digest: `get` before returning them, `stream` (a MiB at a time, so
-  // the guest image is written without holding a file) as they pass, refusing at the end.
-  return {
-    async get(sha256: Sha256Digest): Promise<Uint8Array> {
-      const size = sizeOf(sha256);
-      return pack !== undefined ? readPacked(store, pack, sha256, size) : store.read("objects", sha256, size, "fileSize");
-    },
-    async stream(sha256: Sha256Digest, chunk: (bytes: Uint8Array) => void): Promise<number> {
-      const size = sizeOf(sha256);
-      return pack !== undefined ? streamPacked(store, pack, sha256, size, chunk) : store.stream("objects", sha256, size, chunk, "fileSize");
-    },
   };
 }
 

@@ -64,6 +64,35 @@ export interface VerifyMemo {
 /** The derivation a memo records: `assemble` (the lock's own assembly, into a pack it wrote) or a full `verify`. */
 export type MemoSource = "assemble" | "verify";
 
+/** How the tree was established: re-derived from the raw closure now, or under a memo of an earlier full derivation (the lock's assembly or a full verify). */
+export type Derivation =
+  | { readonly how: "re-derived"; readonly memoWritten: boolean; readonly why?: string }
+  | {
+      readonly how: "memo";
+      /** When the derivation the memo records ended. */
+      readonly verifiedAt: string;
+      /** Which derivation: the assembly that wrote the lock, or a full verify. */
+      readonly derivedBy: MemoSource;
+      /** `hashed`: every content of the pack was hashed now; `unchanged`: its file stat was the memo's, so only its index was checked (every read is still checked). */
+      readonly packBody: "hashed" | "unchanged";
+      /**
+       * `read back`: the stored derived entry was parsed and its fs, launch and workload identities
+       * recomputed (openVerifiedWorkload, which hands out the tree); `hashed only`: its bytes were hashed
+       * against the lock and not parsed (verifyWorkloadLock, which hands out no tree).
+       */
+      readonly tree: "read back" | "hashed only";
+    };
+
+/** One line saying how a verify established the tree and what it checked now (record's and replay's logs). */
+export function describeDerivation(d: Derivation): string {
+  if (d.how === "re-derived")
+    return `workload re-derived from its raw closure${d.why !== undefined ? ` (${d.why})` : ""}${d.memoWritten ? "; memo written for the next verify on this machine" : ""}`;
+  const of = d.derivedBy === "assemble" ? "its assembly" : "its full verify";
+  const entry = d.tree === "read back" ? "derived entry read back and its identities recomputed" : "derived entry hashed";
+  const pack = d.packBody === "hashed" ? "pack contents hashed" : "pack index checked (file unchanged; every content is checked as it is read)";
+  return `workload verified under this machine's memo of ${of} (${d.verifiedAt}): raw objects hashed, ${entry}, ${pack}; not re-derived`;
+}
+
 /** `--keys DIR` when given, else core's one default-location rule (`cairnDir("keys", ...)`). */
 export function defaultKeysDir(env: Readonly<Record<string, string | undefined>>, cwd: string, flag?: string): string {
   if (flag !== undefined && flag !== "") return resolve(cwd, flag);

@@ -5,7 +5,7 @@
 // memo intact uses the memo.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { chmodSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Store } from "../../src/store/index.ts";
@@ -14,7 +14,7 @@ import { assembleWorkload, openVerifiedWorkload, verifyWorkloadLock, type Verifi
 import { assertCodeAsync } from "../helpers/errors.ts";
 import { GCC_SKIP } from "./fixtures/static-program.ts";
 import { dir, file } from "./fixtures/tar-writer.ts";
-import { binaryWorkspace, helloImage, objectPath, ociWorkspace, rawDigest, type Workspace } from "./fixtures/workspace.ts";
+import { binaryWorkspace, flipStoredByte, helloImage, objectPath, ociWorkspace, rawDigest, type Workspace } from "./fixtures/workspace.ts";
 
 const opts = { skip: GCC_SKIP };
 
@@ -72,11 +72,7 @@ test("under an assembly's memo a layer changed after the assembly is refused (co
   const keys = keysDir();
   await assembleWith(ws, keys);
   assert.equal((await verifyWorkloadLock(ws.lockPath, ws.storeDir, { memoKeyDir: keys })).derivation.how, "memo");
-  const layer = objectPath(ws, rawDigest(ws, "layer", 1));
-  chmodSync(layer, 0o600);
-  const bytes = readFileSync(layer);
-  bytes[bytes.length - 9]! ^= 1;
-  writeFileSync(layer, bytes);
+  flipStoredByte(objectPath(ws, rawDigest(ws, "layer", 1)), -9);
   await assertCodeAsync(() => verifyWorkloadLock(ws.lockPath, ws.storeDir, { memoKeyDir: keys }), "STORE_CORRUPT");
   await assertCodeAsync(() => openVerifiedWorkload(ws.lockPath, ws.storeDir, { memoKeyDir: keys }), "STORE_CORRUPT");
 });
@@ -96,13 +92,7 @@ test(
       assert.ok(pack !== undefined);
       return store.pathOf("packs", pack);
     };
-    const corrupt = (ws: Workspace) => {
-      const path = packOf(ws);
-      chmodSync(path, 0o600);
-      const b = readFileSync(path);
-      b[0]! ^= 1; // same size, another byte in the first content
-      writeFileSync(path, b);
-    };
+    const corrupt = (ws: Workspace) => flipStoredByte(packOf(ws), 0); // same size, another byte in the first content
     corrupt(plain);
     await assembleWith(plain, undefined);
     const repaired = await openVerifiedWorkload(plain.lockPath, plain.storeDir);

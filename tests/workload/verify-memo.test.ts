@@ -25,7 +25,7 @@ import { readStoredDerived } from "../../src/workload/derived-read.ts";
 import { assertCode, assertCodeAsync } from "../helpers/errors.ts";
 import { GCC_SKIP } from "./fixtures/static-program.ts";
 import { dir, file, symlink } from "./fixtures/tar-writer.ts";
-import { assemble, helloImage, objectPath, ociWorkspace, rawDigest } from "./fixtures/workspace.ts";
+import { assemble, flipStoredByte, helloImage, objectPath, ociWorkspace, rawDigest } from "./fixtures/workspace.ts";
 
 const opts = { skip: GCC_SKIP };
 
@@ -86,11 +86,7 @@ test("under a memo a changed layer is still refused (control: the same verify be
   const keys = keysDir();
   await openVerifiedWorkload(ws.lockPath, ws.storeDir, { memoKeyDir: keys });
   assert.equal((await openVerifiedWorkload(ws.lockPath, ws.storeDir, { memoKeyDir: keys })).derivation.how, "memo");
-  const layer = objectPath(ws, rawDigest(ws, "layer", 1));
-  chmodSync(layer, 0o600);
-  const bytes = readFileSync(layer);
-  bytes[bytes.length - 9]! ^= 1;
-  writeFileSync(layer, bytes);
+  flipStoredByte(objectPath(ws, rawDigest(ws, "layer", 1)), -9);
   await assertCodeAsync(() => openVerifiedWorkload(ws.lockPath, ws.storeDir, { memoKeyDir: keys }), "STORE_CORRUPT");
   await assertCodeAsync(() => verifyWorkloadLock(ws.lockPath, ws.storeDir, { memoKeyDir: keys }), "STORE_CORRUPT");
 });
