@@ -72,6 +72,22 @@ export function numeric(h: Uint8Array, off: number, len: number, field: string, 
   return v;
 }
 
+/**
+ * A NUL-terminated field as text when every byte before its NUL is ASCII
+ * (the common name): then its latin1 decoding is its UTF-8 decoding, read
+ * without a subarray or a decoder call; undefined otherwise (the caller
+ * decodes `cstr` strictly with `text`).
+ */
+export function asciiField(h: Buffer, off: number, len: number): string | undefined {
+  let end = off;
+  for (const stop = off + len; end < stop; end++) {
+    const c = h[end]!;
+    if (c === 0) break;
+    if (c >= 0x80) return undefined;
+  }
+  return h.toString("latin1", off, end);
+}
+
 /** Bytes of a NUL-terminated field. */
 export function cstr(h: Uint8Array, off: number, len: number): Uint8Array {
   const f = h.subarray(off, off + len);

@@ -35,7 +35,7 @@
 import { CairnError, Sha256Hasher, type Sha256Digest } from "../core/index.ts";
 import { enforceLimit, type LayerLimits } from "./layer-limits.ts";
 import { KNOWN_PAX, parsePax, paxInt, paxKeyRefusal, xattrName } from "./pax.ts";
-import { cstr, GNU_MAGIC, isZero, matches, MEMBER_TYPES, numeric, refuse, text, USTAR_MAGIC, type MemberType } from "./tar-fields.ts";
+import { asciiField, cstr, GNU_MAGIC, isZero, matches, MEMBER_TYPES, numeric, refuse, text, USTAR_MAGIC, type MemberType } from "./tar-fields.ts";
 
 export type { MemberType } from "./tar-fields.ts";
 
@@ -301,17 +301,12 @@ export class TarGate {
     const type: MemberType | undefined = MEMBER_TYPES[flag];
     const pax = this.#pax;
     this.#pax = undefined;
-    let nameBytes: Uint8Array = cstr(h, 0, 100);
-    if (!gnu) {
-      const prefix = cstr(h, 345, 155);
-      if (prefix.length > 0) nameBytes = Buffer.concat([prefix, Buffer.from("/"), nameBytes]);
-    } else {
-      // GNU headers keep atime and ctime at 345 and 357; cairn records mtime only.
-      if (numeric(h, 345, 12, "atime", at) !== 0 || numeric(h, 357, 12, "ctime", at) !== 0) {
-        throw refuse("TAR_TIMESTAMP", "extended timestamp (GNU atime/ctime)", at, "cairn keeps whole-second mtimes only");
-      }
+    // GNU headers keep atime and ctime at 345 and 357, where ustar keeps the name's prefix; cairn records mtime only.
+    if (gnu && (numeric(h, 345, 12, "atime", at) !== 0 || numeric(h, 357, 12, "ctime", at) !== 0)) {
+      throw refuse("TAR_TIMESTAMP", "extended timestamp (GNU atime/ctime)", at, "cairn keeps whole-second mtimes only");
     }
-    if (this.#gnuName !== undefined) nameBytes = this.#gnuName;
+    // the name is the pax path, else the GNU long name, else the header's (prefix/name)
+    let nameBytes: Uint8Array | undefined = this.#gnuName;
     this.#gnuName = undefined;
     let linkBytes: Uint8Array | undefined = h[157] === 0 ? undefined : cstr(h, 157, 100);
     if (this.#gnuLink !== undefined) linkBytes = this.#gnuLink;
@@ -319,7 +314,7 @@ export class TarGate {
     // the member's own name first, so a refusal of its type or of a pax key names it (issue 9: "/layers/0@2048" alone sent people to a hex dump)
     const paxPath = pax?.get("path");
     if (paxPath !== undefined) nameBytes = paxPath;
-    const name = text(nameBytes, "member name", at);
+    const name = nameBytes !== undefined ? text(nameBytes, "member name", at) : headerName(h, gnu, at);
     const member = `${this.#where}:${name.slice(0, 200)}`;
     if (type === undefined) {
       throw refuse(
@@ -409,4 +404,15 @@ export class TarGate {
       else this.#gnuLink = bytes;
     }
   }
+}
+
+/** The header's own name: ustar's prefix and name joined by "/", or GNU's name field; strictly UTF-8 (an ASCII name is read in place). */
+function headerName(h: Buffer, gnu: boolean, at: string): string {
+  const name = asciiField(h, 0, 100);
+  const prefix = gnu ? "" : asciiField(h, 345, 155);
+  if (name !== undefined && prefix !== undefined) return prefix.length > 0 ? `${prefix}/${name}` : name;
+  let bytes: Uint8Array = cstr(h, 0, 100);
+  const prefixBytes = gnu ? undefined : cstr(h, 345, 155);
+  if (prefixBytes !== undefined && prefixBytes.length > 0) bytes = Buffer.concat([prefixBytes, Buffer.from("/"), bytes]);
+  return text(bytes, "member name", at);
 }

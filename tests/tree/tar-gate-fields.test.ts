@@ -86,6 +86,27 @@ test("the record carries each header field: mode (permission bits only), uid, gi
   assert.equal(gate(archive(header(file("n", ""), field(345, 155, "p/q"))))[0]!.name, "p/q/n");
 });
 
+test("a header's own name reads the same whether it is ASCII (read in place) or not (decoded strictly), with and without the ustar prefix", () => {
+  const bytesAt = (off: number, len: number, bytes: number[]) => (h: Buffer) => {
+    h.fill(0, off, off + len);
+    Buffer.from(bytes).copy(h, off);
+  };
+  const named = (name: number[], prefix: number[] = []) => archive(header(file("x", ""), (h) => (bytesAt(0, 100, name)(h), bytesAt(345, 155, prefix)(h))));
+  const utf8 = (s: string) => [...Buffer.from(s, "utf8")];
+  // controls: ASCII names with and without a prefix, and UTF-8 in either field, give the decoded text
+  assert.equal(gate(named(utf8("plain.txt")))[0]!.name, "plain.txt");
+  assert.equal(gate(named(utf8("n"), utf8("p/q")))[0]!.name, "p/q/n");
+  assert.equal(gate(named(utf8("café")))[0]!.name, "café");
+  assert.equal(gate(named(utf8("n"), utf8("über")))[0]!.name, "über/n");
+  assert.equal(gate(named(utf8("文件"), utf8("d")))[0]!.name, "d/文件");
+  // a latin1 byte is not UTF-8, in the name or in the prefix (the ASCII path must not take it as latin1)
+  refused(named([0x63, 0x61, 0x66, 0xe9]), "TAR_NAME_UTF8");
+  refused(named(utf8("n"), [0x70, 0xe9]), "TAR_NAME_UTF8");
+  // a multi-byte character split by the "/" the prefix is joined with is not UTF-8 either
+  const e = utf8("é");
+  refused(named([e[1]!], [e[0]!]), "TAR_NAME_UTF8");
+});
+
 test("pax records override size, uid, gid, mtime, path and linkpath; an unknown key is refused naming the member", () => {
   const r = gate(writeTar([file("f", "xy", { pax: { uid: "5", gid: "6", mtime: "7", path: "renamed" } }), symlink("l", "x", { pax: { linkpath: "y" } })]));
   assert.deepEqual(
