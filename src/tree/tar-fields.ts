@@ -103,3 +103,14 @@ export function text(bytes: Uint8Array, what: string, where: string): string {
     throw refuse("TAR_NAME_UTF8", `${what} is not valid UTF-8`, where, "rebuild the layer with UTF-8 file names");
   }
 }
+
+/** The header's own name: ustar's prefix and name joined by "/", or GNU's name field; strictly UTF-8 (an ASCII name is read in place). */
+export function headerName(h: Buffer, gnu: boolean, at: string): string {
+  const name = asciiField(h, 0, 100);
+  const prefix = gnu ? "" : asciiField(h, 345, 155);
+  if (name !== undefined && prefix !== undefined) return prefix.length > 0 ? `${prefix}/${name}` : name;
+  let bytes: Uint8Array = cstr(h, 0, 100);
+  const prefixBytes = gnu ? undefined : cstr(h, 345, 155);
+  if (prefixBytes !== undefined && prefixBytes.length > 0) bytes = Buffer.concat([prefixBytes, Buffer.from("/"), bytes]);
+  return text(bytes, "member name", at);
+}

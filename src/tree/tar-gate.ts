@@ -35,7 +35,7 @@
 import { CairnError, Sha256Hasher, type Sha256Digest } from "../core/index.ts";
 import { enforceLimit, type LayerLimits } from "./layer-limits.ts";
 import { KNOWN_PAX, parsePax, paxInt, paxKeyRefusal, xattrName } from "./pax.ts";
-import { asciiField, cstr, GNU_MAGIC, isZero, matches, MEMBER_TYPES, numeric, refuse, text, USTAR_MAGIC, type MemberType } from "./tar-fields.ts";
+import { cstr, GNU_MAGIC, headerName, isZero, matches, MEMBER_TYPES, numeric, refuse, text, USTAR_MAGIC, type MemberType } from "./tar-fields.ts";
 
 export type { MemberType } from "./tar-fields.ts";
 
@@ -404,15 +404,4 @@ export class TarGate {
       else this.#gnuLink = bytes;
     }
   }
-}
-
-/** The header's own name: ustar's prefix and name joined by "/", or GNU's name field; strictly UTF-8 (an ASCII name is read in place). */
-function headerName(h: Buffer, gnu: boolean, at: string): string {
-  const name = asciiField(h, 0, 100);
-  const prefix = gnu ? "" : asciiField(h, 345, 155);
-  if (name !== undefined && prefix !== undefined) return prefix.length > 0 ? `${prefix}/${name}` : name;
-  let bytes: Uint8Array = cstr(h, 0, 100);
-  const prefixBytes = gnu ? undefined : cstr(h, 345, 155);
-  if (prefixBytes !== undefined && prefixBytes.length > 0) bytes = Buffer.concat([prefixBytes, Buffer.from("/"), bytes]);
-  return text(bytes, "member name", at);
 }

@@ -91,7 +91,13 @@ test("a header's own name reads the same whether it is ASCII (read in place) or 
     h.fill(0, off, off + len);
     Buffer.from(bytes).copy(h, off);
   };
-  const named = (name: number[], prefix: number[] = []) => archive(header(file("x", ""), (h) => (bytesAt(0, 100, name)(h), bytesAt(345, 155, prefix)(h))));
+  const named = (name: number[], prefix: number[] = []) =>
+    archive(
+      header(file("x", ""), (h) => {
+        bytesAt(0, 100, name)(h);
+        bytesAt(345, 155, prefix)(h);
+      }),
+    );
   const utf8 = (s: string) => [...Buffer.from(s, "utf8")];
   // controls: ASCII names with and without a prefix, and UTF-8 in either field, give the decoded text
   assert.equal(gate(named(utf8("plain.txt")))[0]!.name, "plain.txt");
