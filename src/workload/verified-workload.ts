@@ -272,7 +272,8 @@ async function verifyAgainst(
   if (derived.derivedDigest !== lock.derived.digest) mismatch("/derived", "the stored derived entry");
   // every file's content is in the store, checked as the content source marks the tree's files (one lookup per
   // file); a caller that reads no file (`workload verify`) gets no content source, and needs no marks: every file
-  // of a tree derived here got its sha256 from a content recorded into this very pack as it streamed
+  // of a tree derived here got its sha256 from a content recorded into this very pack (OCI) or from the executable
+  // object step 2 required (binary)
   const content = readBack ? contentSource(store, derived.tree, pack) : undefined;
   if (pack !== undefined) writable.recordPack(lock.derived.digest, pack.digest);
   let memoWritten = false;
