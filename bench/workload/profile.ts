@@ -6,7 +6,10 @@
  * samples, per verify, largest first. The figures are sampled (1 ms), for
  * finding costs, not for the ratios (run.ts measures those).
  *
- *   npm run build && node --import tsx bench/workload/profile.ts [N] [TOP] [UNDER]
+ *   npm run build && node --import tsx bench/workload/profile.ts [--memo] [N] [TOP] [UNDER]
+ *
+ * --memo profiles the verify under the memo a full verify wrote first
+ * (openVerifiedWorkload with a memo key: the replay preflight's fast path).
  *
  * UNDER (a function name as printed, e.g. "#header tar-gate.js:198") also
  * splits that function's inclusive time among its direct callees.
@@ -18,9 +21,11 @@ import { basename, join } from "node:path";
 import { workload } from "../assemble/compiled.ts";
 import { assembledSmall } from "./common.ts";
 
-const N = Number(process.argv[2] ?? 5);
-const TOP = Number(process.argv[3] ?? 40);
-const UNDER = process.argv[4];
+const MEMO = process.argv.includes("--memo");
+const args = process.argv.slice(2).filter((a) => a !== "--memo");
+const N = Number(args[0] ?? 5);
+const TOP = Number(args[1] ?? 40);
+const UNDER = args[2];
 
 interface Node {
   id: number;
@@ -36,7 +41,8 @@ interface Profile {
 const base = mkdtempSync(join(tmpdir(), "cairn-prof-wl-"));
 try {
   const { store, lock } = await assembledSmall(base, workload.assembleWorkload);
-  await workload.openVerifiedWorkload(lock, store); // warm-up, not sampled
+  const options = MEMO ? { memoKeyDir: join(base, "keys") } : {};
+  await workload.openVerifiedWorkload(lock, store, MEMO ? { ...options, full: true } : {}); // warm-up (and the memo), not sampled
   const session = new Session();
   session.connect();
   await session.post("Profiler.enable");
@@ -44,8 +50,9 @@ try {
   await session.post("Profiler.start");
   const t0 = performance.now();
   for (let i = 0; i < N; i++) {
-    const w = await workload.openVerifiedWorkload(lock, store);
+    const w = await workload.openVerifiedWorkload(lock, store, options);
     if (w.repaired.length > 0) throw new Error("verify repaired the fresh store");
+    if (MEMO && w.derivation.how !== "memo") throw new Error(`verify did not use the memo: ${JSON.stringify(w.derivation)}`);
   }
   const wall = (performance.now() - t0) / N;
   const { profile } = (await session.post("Profiler.stop")) as { profile: Profile };

@@ -36,10 +36,18 @@ export class PackEntries implements ReadonlyMap<Sha256Digest, PackEntry> {
   readonly #sizes: Float64Array[] = [];
   readonly #offsets: Float64Array[] = [];
   /** Open addressing, linear probing: 0 is empty, otherwise index + 1. Kept at most half full. */
-  #slots = new Int32Array(16);
+  #slots: Int32Array;
   /** Each slot's digest hash: a probe past another digest compares a number, not 32 bytes. */
-  #tags = new Int32Array(16);
+  #tags: Int32Array;
   readonly #scratch = Buffer.alloc(DIGEST_BYTES);
+
+  /** `expected`: how many contents will be added (an index read from a pack's tail), so the table is made once at its final size instead of doubled up to it. */
+  constructor(expected = 0) {
+    let slots = 16;
+    while (slots < 2 * expected + 2 && slots < 1 << 30) slots *= 2;
+    this.#slots = new Int32Array(slots);
+    this.#tags = new Int32Array(slots);
+  }
 
   get size(): number {
     return this.#count;

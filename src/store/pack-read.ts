@@ -194,7 +194,7 @@ function checkBody(fd: number, pack: PackIndex, tail: Buffer, bodySize: number):
 export function inspectPack(store: Store, unsafeDigest: string, maxBytes: number, options: { unchangedSince?: PackStat } = {}): InspectedPack {
   const { digest, fd, size, stat, tail, count } = openTail(store, unsafeDigest, maxBytes);
   try {
-    const entries = new PackEntries();
+    const entries = new PackEntries(count);
     let offset = 0;
     for (let i = 0; i < count; i++) {
       const n = Number(tail.readBigUInt64BE(i * ENTRY_BYTES + 32));

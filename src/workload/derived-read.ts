@@ -65,14 +65,15 @@ function entryOf(v: unknown, i: number): FsEntry {
   const o = exactKeys(v, keys, path);
   const { path: p, mode, uid, gid, mtime } = o;
   if (typeof p !== "string" || !isInt(mode) || !isInt(uid) || !isInt(gid) || !isInt(mtime)) refuse(path, "has an entry field of the wrong type");
-  if (type === "dir") return { path: p, type, mode, uid, gid, mtime };
+  // the parsed object is returned as it is: its keys are exactly the entry's (checked above), so a copy would add nothing
+  if (type === "dir") return o as unknown as FsEntry;
   if (type === "file") {
     if (!isInt(o.size) || !isSha256(o.sha256)) refuse(path, "has a file size or sha256 of the wrong form");
-    return { path: p, type, mode, uid, gid, mtime, size: o.size, sha256: o.sha256 };
+    return o as unknown as FsEntry;
   }
   if (type === "symlink") {
     if (typeof o.target !== "string") refuse(path, "has a symlink target that is not a string");
-    return { path: p, type, mode, uid, gid, mtime, target: o.target };
+    return o as unknown as FsEntry;
   }
   return refuse(`${path}/type`, "has an entry type cairn does not write");
 }

@@ -279,3 +279,15 @@ test("a pack index holds its contents as columns and answers like a map in body 
   assert.equal(e.digestAt(5000), sha256("raw content"));
   assert.throws(() => e.addRaw(raw.subarray(0, 31), offset, 1), TypeError, "31 bytes are not a sha256 digest");
 });
+
+test("a pack index made for an expected count finds every content, also past that count", () => {
+  const digests = Array.from({ length: 3000 }, (_, i) => sha256(`sized ${i}`));
+  for (const expected of [0, 1, 1000, 3000, 10_000]) {
+    const e = new PackEntries(expected);
+    digests.forEach((d, i) => assert.equal(e.add(d, i, 1), true, `${expected}: ${d}`));
+    assert.equal(e.add(digests[5]!, 0, 1), false, `${expected}: a digest already present is not added again`);
+    assert.equal(e.size, digests.length);
+    digests.forEach((d, i) => assert.equal(e.indexOf(d), i, `${expected}: ${d}`));
+    assert.equal(e.indexOf(sha256("absent")), -1, `${expected}: an absent digest is not found`);
+  }
+});
