@@ -284,10 +284,14 @@ test("a pack index made for an expected count finds every content, also past tha
   const digests = Array.from({ length: 3000 }, (_, i) => sha256(`sized ${i}`));
   for (const expected of [0, 1, 1000, 3000, 10_000]) {
     const e = new PackEntries(expected);
-    digests.forEach((d, i) => assert.equal(e.add(d, i, 1), true, `${expected}: ${d}`));
+    digests.forEach((d, i) => {
+      assert.equal(e.add(d, i, 1), true, `${expected}: ${d}`);
+    });
     assert.equal(e.add(digests[5]!, 0, 1), false, `${expected}: a digest already present is not added again`);
     assert.equal(e.size, digests.length);
-    digests.forEach((d, i) => assert.equal(e.indexOf(d), i, `${expected}: ${d}`));
+    digests.forEach((d, i) => {
+      assert.equal(e.indexOf(d), i, `${expected}: ${d}`);
+    });
     assert.equal(e.indexOf(sha256("absent")), -1, `${expected}: an absent digest is not found`);
   }
 });
