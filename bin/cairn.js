@@ -1,7 +1,10 @@
 #!/usr/bin/env node
-// The cairn command. It runs the compiled library (dist/), which `npm ci`
-// builds through the `prepare` script and the package ships: no TypeScript
-// compiler runs at start. Tests that call the CLI in-process use the sources.
+// The cairn command. It runs the compiled CLI as one file (dist/cli/bundle.js:
+// dist/cli/main.js and every module it imports, joined by
+// scripts/bundle-cli.mjs), which `npm ci` builds through the `prepare` script
+// and the package ships: no TypeScript compiler runs at start, and no module
+// graph of ~110 files is resolved and read one by one. Tests that call the
+// CLI in-process use the sources.
 import { readFileSync } from "node:fs";
 
 const argv = process.argv.slice(2);
@@ -14,9 +17,9 @@ if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-V")) {
   let main;
   let guardProcess;
   try {
-    ({ main, guardProcess } = await import("../dist/cli/main.js"));
+    ({ main, guardProcess } = await import("../dist/cli/bundle.js"));
   } catch (error) {
-    if (error?.code !== "ERR_MODULE_NOT_FOUND" || !String(error.message).includes("dist/cli/main.js")) throw error;
+    if (error?.code !== "ERR_MODULE_NOT_FOUND" || !String(error.message).includes("dist/cli/bundle.js")) throw error;
     process.stderr.write("cairn: the compiled CLI (dist/) is missing; run `npm run build` in the package directory\n");
     process.exit(3);
   }

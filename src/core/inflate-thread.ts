@@ -15,9 +15,9 @@
  * the next layer, idle without keeping the process alive. A thread that
  * failed itself is terminated.
  */
-import { extname } from "node:path";
-import { fileURLToPath } from "node:url";
+import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
+import { codeModule, runningSources } from "./code-path.ts";
 import type { InflateControl, InflateReport, WireError } from "./inflate-worker.ts";
 
 /** Chunks (of up to 1 MiB) the thread may be ahead of the gate. */
@@ -47,8 +47,7 @@ export interface InflateHandlers {
   readonly onStoredLimit: (stored: number) => never;
 }
 
-const here = fileURLToPath(import.meta.url);
-const script = new URL(`./inflate-worker${extname(here)}`, import.meta.url);
+const script = pathToFileURL(codeModule("core/inflate-worker"));
 let idle: Worker | undefined;
 let jobs = 0;
 
@@ -59,7 +58,7 @@ let jobs = 0;
  * tsx and loads it again (under a new URL: the failed load stays cached).
  */
 function start(): Worker {
-  if (extname(here) !== ".ts") return new Worker(script);
+  if (!runningSources()) return new Worker(script);
   const api = JSON.stringify(import.meta.resolve("tsx/esm/api"));
   const src = JSON.stringify(script.href);
   return new Worker(

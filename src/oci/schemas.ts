@@ -11,7 +11,7 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import type Ajv04Module from "ajv-draft-04";
 import type { ValidateFunction } from "ajv";
-import { CairnError, refuseAll, type Issue, type JsonModel } from "../core/index.ts";
+import { CairnError, codeFile, refuseAll, type Issue, type JsonModel } from "../core/index.ts";
 
 const FILES = ["defs", "defs-descriptor", "content-descriptor", "config-schema", "image-index-schema", "image-layout-schema", "image-manifest-schema"] as const;
 
@@ -82,7 +82,7 @@ export function registry(validateSchema: boolean): Ajv04 {
   a.addFormat("date-time", DATE_TIME);
   a.addFormat("uri", URI);
   for (const f of FILES) {
-    const text = readFileSync(new URL(`./schemas/${f}.json`, import.meta.url), "utf8");
+    const text = readFileSync(codeFile(`oci/schemas/${f}.json`), "utf8");
     // Trusted, vendored spec files: plain JSON.parse (their int64 bounds are not safe integers).
     const schema = withoutIds(JSON.parse(text)) as Record<string, unknown>;
     delete schema.$schema;

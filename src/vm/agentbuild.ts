@@ -8,11 +8,10 @@
 import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { CairnError, sha256, type Sha256Digest } from "../core/index.ts";
+import { CairnError, codeFile, sha256, type Sha256Digest } from "../core/index.ts";
 import { runTool } from "./host.ts";
 
-export const AGENT_SOURCE_DIR = fileURLToPath(new URL("../../agent", import.meta.url));
+export const AGENT_SOURCE_DIR = codeFile("../agent");
 export const AGENT_CFLAGS = ["-static", "-O2", "-std=gnu11", "-Wall", "-Wextra", "-fno-ident", "-fno-asynchronous-unwind-tables", "-Wl,--build-id=none"];
 const GCC_FIX = "install the C toolchain: apt-get install -y gcc libc6-dev (or run `cairn setup` as root)";
 

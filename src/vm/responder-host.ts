@@ -25,9 +25,8 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
-import { extname, isAbsolute, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
-import { CairnError, sha256, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
+import { isAbsolute, join, resolve } from "node:path";
+import { CairnError, codeModule, sha256, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
 import { entriesTree, fsIdentity, readDirectory } from "../tree/index.ts";
 import { hasTool } from "./host.ts";
 import { HTTP_ROOT_LIMITS, RESPONDER_LIMITS, type NetworkPaths, type VmNetwork } from "./netid.ts";
@@ -107,7 +106,7 @@ export function absentResponder(n: VmNetwork): { paths: NetworkPaths; stop(): vo
 
 /** The responder's entry script beside this file (.ts under tsx, .js in dist), and the loader flags this process runs with. */
 function responderCommand(config: string): string[] {
-  const script = fileURLToPath(new URL(`./responder-main${extname(fileURLToPath(import.meta.url))}`, import.meta.url));
+  const script = codeModule("vm/responder-main");
   const loader: string[] = [];
   process.execArgv.forEach((a, i) => {
     if ((a === "--import" || a === "--loader") && process.execArgv[i + 1] !== undefined) loader.push(a, process.execArgv[i + 1]!);

@@ -31,11 +31,11 @@
  */
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { closeSync, fstatSync, fsyncSync, linkSync, readdirSync, readSync, rmSync, writeSync } from "node:fs";
-import { dirname, join, relative, resolve, sep } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join, relative, resolve, sep } from "node:path";
 import {
   CairnError,
   cairnDir,
+  codeRoot,
   canonicalBytes,
   createExclusive,
   ioError,
@@ -162,7 +162,7 @@ let buildDigest: Sha256Digest | undefined;
 
 /**
  * The running cairn's build: the sha256 over every file of the code
- * directory this module was loaded from (dist/ when compiled, src/ under
+ * root (codeRoot: dist/ when compiled, the CLI bundle included, src/ under
  * tsx), each as its path relative to that directory, a NUL, its byte
  * count and its bytes, in path order. Type declarations (`.d.ts`, which
  * the compiled build ships beside the code) never run and are left out.
@@ -170,7 +170,7 @@ let buildDigest: Sha256Digest | undefined;
  */
 export function cairnBuild(): Sha256Digest {
   if (buildDigest !== undefined) return buildDigest;
-  const root = dirname(dirname(fileURLToPath(import.meta.url)));
+  const root = codeRoot();
   const files: string[] = [];
   const walk = (dir: string): void => {
     for (const d of readdirSync(dir, { withFileTypes: true })) {

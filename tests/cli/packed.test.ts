@@ -3,8 +3,9 @@
 // into an empty project whose node_modules holds only the package's
 // runtime dependencies (copied from this checkout's node_modules, the same
 // versions the lockfile pins), then `cairn --version`, `cairn manifest
-// ingest` and an OCI `cairn workload assemble` (the vendored schemas) run
-// from the installed bin. Control: the same install without dist/ refuses
+// ingest`, an OCI `cairn workload assemble` (the vendored schemas) and a
+// full `cairn workload verify` (the inflate worker) run from the installed
+// bin, which runs the CLI bundle (dist/cli/bundle.js). Control: the same install without dist/ refuses
 // with exit 3 instead of running anything.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -54,7 +55,16 @@ test("the packed package, installed without tsx, runs cairn --version, manifest 
         `dist entries: ${[...shipped].filter((p) => p.startsWith("dist/")).length} in the tarball, ${info!.files.filter((f) => f.path.startsWith("dist/")).length} in npm's listing`,
         `npm pack stderr: ${packed.stderr.slice(-2000)}`,
       ].join("; ");
-    for (const f of ["bin/cairn.js", "dist/cli/main.js", "dist/oci/schemas/image-manifest-schema.json", "agent/main.c", "package.json"]) {
+    for (const f of [
+      "bin/cairn.js",
+      "dist/cli/bundle.js",
+      "dist/core/inflate-worker.js",
+      "dist/vm/responder-main.js",
+      "dist/cli/main.js",
+      "dist/oci/schemas/image-manifest-schema.json",
+      "agent/main.c",
+      "package.json",
+    ]) {
       assert.ok(shipped.has(f), `the package ships ${f} (${diagnosis()})`);
     }
     const proj = join(dir, "proj");
@@ -101,6 +111,11 @@ test("the packed package, installed without tsx, runs cairn --version, manifest 
       const assembled = cairn(["workload", "assemble", ws.specPath, "--store", ws.storeDir, "--json"]);
       assert.equal(assembled.status, 0, assembled.stderr);
       assert.match(JSON.parse(assembled.stdout).workload, /^sha256:[0-9a-f]{64}$/);
+      // a full verify re-derives on the inflate thread, whose worker the bundled CLI finds as a file of dist/
+      const verified = cairn(["workload", "verify", ws.lockPath, "--store", ws.storeDir, "--full", "--json"]);
+      assert.equal(verified.status, 0, verified.stderr);
+      assert.equal(JSON.parse(verified.stdout).derivation, "re-derived");
+      assert.equal(JSON.parse(verified.stdout).workload, JSON.parse(assembled.stdout).workload);
     } finally {
       rmSync(ws.dir, { recursive: true, force: true });
     }
