@@ -282,21 +282,9 @@ async function verifyAgainst(
     memoWritten = true;
   }
   const derivation: Derivation = { how: "re-derived", memoWritten, ...(why !== undefined ? { why } : {}) };
-  if (content === undefined)
-    return { lock, kind: lock.kind, identities: derived.identities, derivedDigest: derived.derivedDigest, repaired, derivation, entries: derived.tree.size };
-  return {
-    lock,
-    kind: lock.kind,
-    spec,
-    run: spec.run,
-    tree: derived.tree,
-    content,
-    launch: derived.launch,
-    identities: derived.identities,
-    derivedDigest: derived.derivedDigest,
-    repaired,
-    derivation,
-  };
+  const verdict = { lock, kind: lock.kind, identities: derived.identities, derivedDigest: derived.derivedDigest, repaired, derivation };
+  if (content === undefined) return { ...verdict, entries: derived.tree.size };
+  return { ...verdict, spec, run: spec.run, tree: derived.tree, content, launch: derived.launch };
 }
 
 /**
