@@ -104,7 +104,7 @@ export function absentResponder(n: VmNetwork): { paths: NetworkPaths; stop(): vo
   return { paths: { connect: new Map(n.responders.map((r) => [r.port, connector(join(dir, `${r.port}.sock`))])) }, stop() {} };
 }
 
-/** The responder's entry script beside this file (.ts under tsx, .js in dist), and the loader flags this process runs with. */
+/** The responder's entry script (vm/responder-main under the code root: .ts under tsx, .js in dist/, also for the CLI bundle), and the loader flags this process runs with. */
 function responderCommand(config: string): string[] {
   const script = codeModule("vm/responder-main");
   const loader: string[] = [];
