@@ -114,8 +114,9 @@ test("the packed package, installed without tsx, runs cairn --version, manifest 
       // a full verify re-derives on the inflate thread, whose worker the bundled CLI finds as a file of dist/
       const verified = cairn(["workload", "verify", ws.lockPath, "--store", ws.storeDir, "--full", "--json"]);
       assert.equal(verified.status, 0, verified.stderr);
-      assert.equal(JSON.parse(verified.stdout).derivation, "re-derived");
-      assert.equal(JSON.parse(verified.stdout).workload, JSON.parse(assembled.stdout).workload);
+      const report = JSON.parse(verified.stdout);
+      assert.equal(report.derivation, "re-derived");
+      assert.equal(report.workload, JSON.parse(assembled.stdout).workload);
     } finally {
       rmSync(ws.dir, { recursive: true, force: true });
     }
