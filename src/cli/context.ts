@@ -15,4 +15,11 @@ export interface Context {
   json: boolean;
   /** A command may set a non-zero exit code without throwing (e.g. a diff found differences). */
   exitCode?: number;
+  /**
+   * The exit code of a failure, when a command's convention differs from the
+   * general one: the diff commands exit 2 on any trouble (a missing,
+   * unreadable or invalid input), as `diff(1)` and `cmp(1)` do, because their
+   * exit 1 means "the inputs differ" (see diff-exit.ts).
+   */
+  troubleExitCode?: number;
 }

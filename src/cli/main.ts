@@ -22,7 +22,8 @@ export async function main(argv: string[], io: Io = processIo, env: NodeJS.Proce
       if (ctx.json) return reportError(io, new CairnError("USAGE", error.message), true);
       return 2;
     }
-    return reportError(io, error, ctx.json);
+    const code = reportError(io, error, ctx.json);
+    return ctx.troubleExitCode ?? code;
   }
 }
 

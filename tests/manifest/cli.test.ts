@@ -134,9 +134,9 @@ test("diff: exit 0 when equal, 1 with field-level differences; manifests and dev
   assert.equal(h.code, 1);
   assert.match(h.stdout, /UNPINNED/);
   assert.ok(!h.stdout.includes("secret"));
-  // A refused input makes diff fail (exit 1 with the refusal), not report a difference.
+  // A refused input makes diff fail (exit 2, trouble, with the refusal), not report a difference.
   const refused = await runCli(["manifest", "diff", PINNED, REFUSED, "--json"]);
-  assert.equal(refused.code, 1);
+  assert.equal(refused.code, 2);
   assert.equal(JSON.parse(refused.stdout).error.code, "MANIFEST_REFUSED");
 });
 

@@ -2,20 +2,25 @@ import type { Command } from "commander";
 import { diffLocks, readLockfileUnvalidated } from "../../strata/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
+import { DIFF_DIFFERENT, DIFF_EQUAL, DIFF_EXIT_HELP, DIFF_TROUBLE, diffExitCodes } from "../diff-exit.ts";
 
 export function registerLockDiff(lock: Command, ctx: Context): void {
   lock
     .command("diff")
-    .description("field-level differences between two lockfiles (exit 0 same EnvironmentID, 1 different); env values are never shown")
+    .description(
+      `field-level differences between two lockfiles (${DIFF_EXIT_HELP}; equal means the same EnvironmentID, and a lockfile that breaks a rule is shown with its problems and exits 2); env values are never shown`,
+    )
     .argument("<a>", "lockfile")
     .argument("<b>", "lockfile")
     .option("--json", "print the result as JSON")
     .action((a: string, b: string, opts: { json?: boolean }) => {
+      diffExitCodes(ctx);
       // Parsed without Validate, so a lockfile that breaks a rule is shown with its problems instead of refused.
       const la = readLockfileUnvalidated(a);
       const lb = readLockfileUnvalidated(b);
       const d = diffLocks(la.lock, lb.lock, la.problems, lb.problems);
-      ctx.exitCode = d.same_id ? 0 : 1;
+      // An invalid lockfile has no EnvironmentID to compare: trouble, though the diff is shown.
+      ctx.exitCode = d.problems_a.length + d.problems_b.length > 0 ? DIFF_TROUBLE : d.same_id ? DIFF_EQUAL : DIFF_DIFFERENT;
       if (opts.json) {
         printJson(ctx.io, d);
         return;

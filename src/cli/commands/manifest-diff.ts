@@ -3,6 +3,7 @@ import { diffManifests, loadManifestOrDevcontainer, type CoreDifference, type Lo
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
 import { pinningLabel } from "../manifest-summary.ts";
+import { DIFF_DIFFERENT, DIFF_EQUAL, DIFF_EXIT_HELP, diffExitCodes } from "../diff-exit.ts";
 
 function side(l: Loaded): { kind: string; address: string; extension_address: string; pinned: boolean; image_pinned: boolean; unpinned: string[] } {
   const m = l.manifest;
@@ -24,12 +25,13 @@ function line(d: CoreDifference): string {
 export function registerManifestDiff(manifest: Command, ctx: Context): void {
   manifest
     .command("diff")
-    .description("field-level differences between two manifests or devcontainer.json files (exit 0 equal, 1 different)")
+    .description(`field-level differences between two manifests or devcontainer.json files (${DIFF_EXIT_HELP}, a refused devcontainer.json included)`)
     .argument("<a>", "manifest or devcontainer.json")
     .argument("<b>", "manifest or devcontainer.json")
     .option("--features-dir <dir>", "pin the local features of each devcontainer.json input by their directories under DIR (cairn.fs/1)")
     .option("--json", "print the result as JSON")
     .action((fileA: string, fileB: string, opts: { json?: boolean; featuresDir?: string }) => {
+      diffExitCodes(ctx);
       const load = { ...(opts.featuresDir === undefined ? {} : { featuresDir: opts.featuresDir }) };
       const a = loadManifestOrDevcontainer(fileA, undefined, load);
       const b = loadManifestOrDevcontainer(fileB, undefined, load);
@@ -37,7 +39,7 @@ export function registerManifestDiff(manifest: Command, ctx: Context): void {
       const equal = a.manifest.address === b.manifest.address && a.manifest.extension_address === b.manifest.extension_address;
       // Equal addresses mean equal cores, so both sides have one pinning.
       const verdict = !equal ? "different" : a.manifest.pinned ? SAME_PINNED : SAME_UNPINNED;
-      ctx.exitCode = equal ? 0 : 1;
+      ctx.exitCode = equal ? DIFF_EQUAL : DIFF_DIFFERENT;
       if (opts.json) {
         printJson(ctx.io, { equal, verdict, a: side(a), b: side(b), differences });
         return;
