@@ -19,7 +19,7 @@ export { canonicalize, canonicalBytes, encodeNumber as jcsNumber, encodeString a
 export type { JsonValue } from "./jcs.ts";
 export { parseJsonText, parseJsonBytes, decodeUtf8, isJsonObject, toJsonValue } from "./json.ts";
 export type { JsonModel, JsonObject } from "./json.ts";
-export { parseYamlText, parseYamlBytes, toYamlText } from "./yaml.ts";
+export { parseYamlText, parseYamlBytes, readYamlText, toYamlText } from "./yaml.ts";
 export { Checker, childPath, describe } from "./model.ts";
 export {
   generateSigningKey,

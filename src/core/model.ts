@@ -17,9 +17,27 @@ export class Checker {
   readonly issues: Issue[] = [];
   #count = 0;
 
+  /** Pointers a reader below the model (YAML) already reported: a problem there is not reported twice. */
+  readonly #reported = new Set<string>();
+
   constructor(readonly code: ErrorCode) {}
 
+  /**
+   * Takes the problems a reader below the model found (readYamlText's), so
+   * that one refusal lists them with the model's own. Where the reader left
+   * `null` for a refused node (a bare `-`, an alias) the model's reading of
+   * that place adds nothing; a duplicate key keeps its first value, which the
+   * model still checks.
+   */
+  adopt(issues: readonly Issue[]): void {
+    for (const i of issues) {
+      this.add(i.path, i.message, i.code);
+      if (i.code !== "JSON_DUPLICATE_KEY") this.#reported.add(i.path);
+    }
+  }
+
   add(path: string, message: string, code: ErrorCode = this.code): void {
+    if (this.#reported.has(path)) return;
     // a hostile input can hold millions of bad entries: keep the first few, count the rest
     if (this.#count++ < MAX_ISSUES) this.issues.push({ code, path, message });
   }

@@ -195,8 +195,27 @@ function position(text: string, offset: number | undefined): string {
   return ` at line ${line}, column ${offset - lineStart + 1}`;
 }
 
-/** Parses one YAML document strictly into a null-prototype model. */
+/** Parses one YAML document strictly into a null-prototype model; refuses it listing every problem. */
 export function parseYamlText(text: string, source = "input", maxDepth = DEFAULT_YAML_DEPTH): JsonModel {
+  const { model, issues } = readYamlText(text, source, maxDepth);
+  if (issues.length === 1) throw new CairnError(issues[0]!.code, `${source}: ${issues[0]!.message}`, { path: issues[0]!.path, issues });
+  if (issues.length > 1) {
+    const lines = issues.map((i) => `  ${i.path || "/"}: ${i.message}`).join("\n");
+    throw new CairnError(issues[0]!.code, `${source}: ${issues.length} problem(s)\n${lines}`, { path: issues[0]!.path, issues });
+  }
+  return model;
+}
+
+/**
+ * Reads one YAML document strictly, returning the model with the problems
+ * found in it instead of refusing: each refused node (a null list entry, an
+ * alias, a custom tag, a bad number) is `null` in the model and an issue with
+ * its pointer, and a duplicate key keeps its first value. A caller that
+ * checks the model further (a profile) reports these with its own issues, so
+ * one bare `-` does not hide every other problem of the file. A document that
+ * does not parse at all, or is over a limit, is still refused at once.
+ */
+export function readYamlText(text: string, source = "input", maxDepth = DEFAULT_YAML_DEPTH): { model: JsonModel; issues: Issue[] } {
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   checkLimit("yaml_nodes", yamlNodeEstimate(text), DEFAULT_YAML_NODES, "", "count", FIXED_LIMIT_HINT);
   checkLimit("yaml_depth", yamlNestingDepth(text), maxDepth, "", "count", FIXED_LIMIT_HINT);
@@ -227,12 +246,7 @@ export function parseYamlText(text: string, source = "input", maxDepth = DEFAULT
   }
   const issues: Issue[] = [];
   const model = convert(doc.contents, text, "", issues);
-  if (issues.length === 1) throw new CairnError(issues[0]!.code, `${source}: ${issues[0]!.message}`, { path: issues[0]!.path, issues });
-  if (issues.length > 1) {
-    const lines = issues.map((i) => `  ${i.path || "/"}: ${i.message}`).join("\n");
-    throw new CairnError(issues[0]!.code, `${source}: ${issues.length} problem(s)\n${lines}`, { path: issues[0]!.path, issues });
-  }
-  return model;
+  return { model, issues };
 }
 
 export function parseYamlBytes(bytes: Uint8Array, source = "input"): JsonModel {

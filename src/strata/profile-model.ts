@@ -7,7 +7,18 @@
  * `instance` and `storage` are recorded but cairn does not act on them; every
  * output that mentions them says so.
  */
-import { sortedRecord, CairnError, Checker, isJsonObject, childPath, parseYamlText, toYamlText, type JsonModel, type JsonObject } from "../core/index.ts";
+import {
+  sortedRecord,
+  CairnError,
+  Checker,
+  isJsonObject,
+  childPath,
+  readYamlText,
+  toYamlText,
+  type Issue,
+  type JsonModel,
+  type JsonObject,
+} from "../core/index.ts";
 import { readRef, refToModel, REF_NAME, yamlNumberMessage, type SoftwareRef } from "./ref.ts";
 import { isVersion, versionHint } from "./version.ts";
 import { hostRequirementToModel, parseHostRequirement, type HostRequirement } from "./capability.ts";
@@ -147,9 +158,14 @@ export function readPackageSet(c: Checker, v: JsonModel, p: string): PackageSet 
   return { manager: manager as PackageManager, packages, ...(env !== undefined ? { env } : {}) };
 }
 
-/** Reads a profile model strictly; throws PROFILE_INVALID (or the first issue's code) listing every issue. */
-export function parseProfileModel(v: JsonModel, source = "profile"): Profile {
+/**
+ * Reads a profile model strictly; throws PROFILE_INVALID (or the single
+ * issue's code) listing every issue, those the YAML reader found in the text
+ * (`prior`) included.
+ */
+export function parseProfileModel(v: JsonModel, source = "profile", prior: readonly Issue[] = []): Profile {
   const c = new Checker("PROFILE_INVALID");
+  c.adopt(prior);
   const o = c.object(v, "", PROFILE_FIELDS);
   if (o === undefined) c.done(source);
   const root = o!;
@@ -226,8 +242,10 @@ export function parseProfileModel(v: JsonModel, source = "profile"): Profile {
   };
 }
 
+/** Parses a profile's text: a problem of its YAML (a bare `-`, a duplicate key) hides none of the model's. */
 export function parseProfileText(text: string, source = "profile"): Profile {
-  return parseProfileModel(parseYamlText(text, source), source);
+  const { model, issues } = readYamlText(text, source);
+  return parseProfileModel(model, source, issues);
 }
 
 /** The profile as a plain model, in field order; reads back equal through `parseProfileModel`. */

@@ -97,6 +97,36 @@ test("a null list entry is an error naming its index", () => {
   );
 });
 
+test("a null entry in software hides no other problem: the profile lists all of them (issue 31, case 18)", () => {
+  // Every problem of this file: a YAML-level one (the bare "-", a duplicate key, an anchor) and model-level ones.
+  const text =
+    "name: BAD NAME\nbase: {os: debian12, arch: sparc}\nsoftware:\n  - python\n  -\n  - Python\nbogus: 1\nenv: {A: x, A: y, 1B: z}\non_ready: [&a echo]\n";
+  const issues = issuePaths(text).sort();
+  assert.deepEqual(issues, [
+    "JSON_DUPLICATE_KEY /env/A",
+    "MODEL_NULL_ENTRY /software/1",
+    "MODEL_UNKNOWN_FIELD /bogus",
+    "MODEL_VALUE /base/arch",
+    "MODEL_VALUE /env/1B",
+    "MODEL_VALUE /name",
+    "MODEL_VALUE /software/2",
+    "YAML_UNSUPPORTED /on_ready/0",
+  ]);
+  // Each YAML-level problem alone is reported as it was, with its own code (controls: one problem, one issue).
+  assertCode(() => parseProfileText("name: d\nbase: {os: debian12}\nsoftware:\n  -\n"), "MODEL_NULL_ENTRY", "/software/0");
+  assertCode(() => parseProfileText("name: d\nname: e\nbase: {os: debian12}\n"), "JSON_DUPLICATE_KEY", "/name");
+  assertCode(() => parseProfileText("name: d\nbase: {os: debian12}\non_ready: [&a echo]\n"), "YAML_UNSUPPORTED", "/on_ready/0");
+  // A problem the YAML reader found is not reported a second time by the model's reading of the same place.
+  const e = assertCode(() => parseProfileText("name: d\nbase: {os: debian12}\nsoftware:\n  -\n  - Python\n"), "PROFILE_INVALID");
+  assert.deepEqual(
+    e.issues.map((i) => `${i.code} ${i.path}`),
+    ["MODEL_NULL_ENTRY /software/0", "MODEL_VALUE /software/1"],
+  );
+  assert.match(e.message, /2 problem\(s\)/);
+  // A duplicate key keeps its first value, which the model still checks.
+  assert.deepEqual(issuePaths("name: BAD NAME\nname: e\nbase: {os: debian12}\n").sort(), ["JSON_DUPLICATE_KEY /name", "MODEL_VALUE /name"]);
+});
+
 test("unknown fields are errors with their paths, everywhere", () => {
   const paths = issuePaths("name: d\nbase: {os: debian12, kernel: 6}\nsoftwares: []\npackages: [{manager: pip, packages: [{name: x, pin: y}]}]\n");
   assert.deepEqual(paths, ["MODEL_UNKNOWN_FIELD /softwares", "MODEL_UNKNOWN_FIELD /base/kernel", "MODEL_UNKNOWN_FIELD /packages/0/packages/0/pin"]);
