@@ -2,7 +2,10 @@
  * The claims ledger is checked (issue 17, item 4): every test file (or bench,
  * script, vector file) a claim in docs/properties/*.md names exists, and every quoted test name ("…" marks a
  * prefix) is declared by a test, it or describe call in that file (or, for a
- * name quoted without a file, in a file the same row names).
+ * name quoted without a file, in a file the same row names). Every id is
+ * unique across all the ledger files (issue 31: R1–R21 were in both runs.md
+ * and registry.md, whose rows are now D1–D28); a row of issue 31 has the id
+ * `I31-<case>` with an optional letter (`I31-2`, `I31-19b`).
  */
 import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
@@ -86,17 +89,38 @@ export function declares(text: string, name: string): boolean {
   return false;
 }
 
-function rows(): { ledger: string; id: string; cell: string }[] {
+/** A claim's id: a letter prefix and a number (`S12`, `R3b`), or an issue's row (`I31-19`, `I31-19b`). */
+export const CLAIM_ID = /^(?:[A-Z]+\d+|I\d+-\d+)[a-z]?$/;
+/** Any id in a ledger's first column, measured rows (`R-B1`, `O-M1`) included: the uniqueness check covers these too. */
+const ANY_ID = /^[A-Z][A-Z\d]*(?:-[A-Z\d]+)*[a-z]?$/;
+
+/** The rows of ledger texts (file name → text): `| id | claim | test | status |`. */
+export function ledgerRows(texts: ReadonlyMap<string, string>, idPattern = CLAIM_ID): { ledger: string; id: string; cell: string }[] {
   const out: { ledger: string; id: string; cell: string }[] = [];
-  for (const ledger of readdirSync(LEDGER_DIR).filter((f) => f.endsWith(".md") && f !== "README.md")) {
-    for (const line of readFileSync(join(LEDGER_DIR, ledger), "utf8").split("\n")) {
+  for (const [ledger, text] of texts) {
+    for (const line of text.split("\n")) {
       const cells = line.split(/(?<!\\)\|/).map((c) => c.trim());
-      // | id | claim | test | status |
-      if (cells.length < 6 || !/^[A-Z]+\d+[a-z]?$/.test(cells[1]!)) continue;
+      if (cells.length < 6 || !idPattern.test(cells[1]!)) continue;
       out.push({ ledger, id: cells[1]!, cell: cells[3]! });
     }
   }
   return out;
+}
+
+function ledgerTexts(): Map<string, string> {
+  const files = readdirSync(LEDGER_DIR).filter((f) => f.endsWith(".md") && f !== "README.md");
+  return new Map(files.map((f) => [f, readFileSync(join(LEDGER_DIR, f), "utf8")]));
+}
+
+function rows(): { ledger: string; id: string; cell: string }[] {
+  return ledgerRows(ledgerTexts());
+}
+
+/** Every id used by more than one row, in any ledger file, as "id: ledger, ledger". */
+export function duplicateIds(texts: ReadonlyMap<string, string>): string[] {
+  const seen = new Map<string, string[]>();
+  for (const r of ledgerRows(texts, ANY_ID)) seen.set(r.id, [...(seen.get(r.id) ?? []), r.ledger]);
+  return [...seen].filter(([, where]) => where.length > 1).map(([id, where]) => `${id}: ${where.sort().join(", ")}`);
 }
 
 /** Every broken reference, as "ledger id: what is missing". */
@@ -122,6 +146,34 @@ export function brokenReferences(ledgerRows: { ledger: string; id: string; cell:
 describe("claims ledger", () => {
   const all = testFiles(TESTS);
   const read = (f: string) => readFileSync(join(PROJECT_ROOT, f), "utf8");
+
+  it("every id is unique across all ledger files (control: a planted duplicate in another file, and one in the same file, are caught)", () => {
+    const texts = ledgerTexts();
+    assert.ok(texts.size >= 9, "the ledger files were read");
+    assert.deepEqual(duplicateIds(texts), []);
+    const row = (id: string) => `| ${id} | a claim | \`tests/vm/protocol.test.ts\` | checked |\n`;
+    const planted = new Map(texts);
+    planted.set("runs.md", `${texts.get("runs.md")}${row("D3")}${row("I31-19")}${row("I31-19b")}`);
+    planted.set("registry.md", `${texts.get("registry.md")}${row("I31-19")}${row("R-B1")}`);
+    assert.deepEqual(duplicateIds(planted).sort(), ["D3: registry.md, runs.md", "I31-19: registry.md, runs.md", "R-B1: registry.md, registry.md"]);
+  });
+
+  it("an issue-31 row (I31-<case>) is a claim like any other: its tests are checked (control: a missing one is caught)", () => {
+    const texts = new Map([
+      [
+        "runs.md",
+        '| I31-19b | a claim | `tests/vm/no-such.test.ts` | checked |\n| I31-19c | c | `tests/testing/ledger.test.ts` "every id is unique…" | checked |\n',
+      ],
+    ]);
+    const found = ledgerRows(texts);
+    assert.deepEqual(
+      found.map((r) => r.id),
+      ["I31-19b", "I31-19c"],
+    );
+    assert.deepEqual(brokenReferences(found, all, read), ["runs.md I31-19b: no test file tests/vm/no-such.test.ts"]);
+    for (const id of ["I31-2", "I31-19b", "S12", "SF3a"]) assert.match(id, CLAIM_ID);
+    for (const id of ["I31-", "i31-2", "I31-2-3", "R-B1", "id"]) assert.doesNotMatch(id, CLAIM_ID);
+  });
 
   it("every claim names at least one test file", () => {
     const without = rows().filter((r) => references(r.id, r.cell).every((ref) => ref.file === ""));
