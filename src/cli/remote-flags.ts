@@ -1,11 +1,14 @@
 /**
  * The registry flags (`--plain-http`, `--allow-insecure-remote`,
- * `--max-manifest-bytes`) and the library's remote options made from them.
+ * `--max-manifest-bytes`, and one flag per remote limit of core/limits.ts,
+ * `--remote-idle-ms` and so on, each also read from the environment as
+ * `CAIRN_REMOTE_IDLE_MS`, the flag winning) and the library's remote options
+ * made from them.
  * Apart from flags.ts, which loads strata (registries, base probes, lock
  * verification), so a command that only pulls or assembles does not load it.
  */
 import type { Command } from "commander";
-import { CairnError } from "../core/index.ts";
+import { CairnError, REMOTE_LIMITS, remoteLimitSpelling, type RemoteLimits } from "../core/index.ts";
 import type { RemoteOptions } from "../workload/index.ts";
 import type { Context } from "./context.ts";
 
@@ -16,12 +19,26 @@ export interface RemoteFlags {
   maxManifestBytes?: string;
 }
 
+const LIMIT_KEYS = Object.keys(REMOTE_LIMITS) as (keyof RemoteLimits)[];
+
+/** The flag and variable of a remote limit, and commander's key for the flag (`--remote-idle-ms` -> `remoteIdleMs`). */
+function limitNames(k: keyof RemoteLimits): { flag: string; key: string; env: string } {
+  const s = remoteLimitSpelling(k);
+  return { ...s, key: s.flag.slice(2).replace(/-([a-z])/g, (_m, c: string) => c.toUpperCase()) };
+}
+
 /** Adds the registry flags to `cmd`. */
 export function remoteFlags(cmd: Command): Command {
-  return cmd
+  cmd
     .option("--plain-http", "speak http instead of https to the registry (loopback registries only, unless --allow-insecure-remote)")
     .option("--allow-insecure-remote", "allow --plain-http to a registry that is not on loopback")
     .option("--max-manifest-bytes <n>", "limit manifestBytes: a registry manifest larger than this is refused before it is read (default 4194304)");
+  for (const k of LIMIT_KEYS) {
+    const l = REMOTE_LIMITS[k];
+    const n = limitNames(k);
+    cmd.option(`${n.flag} <${l.unit === "ms" ? "ms" : "n"}>`, `limit ${l.name} in ${l.unit} (default ${l.default}; env ${n.env})`);
+  }
+  return cmd;
 }
 
 export function positiveInt(value: string | undefined, flag: string): number | undefined {
@@ -36,7 +53,20 @@ export function remoteOptions(ctx: Context, f: RemoteFlags): RemoteOptions {
     plainHttp: f.plainHttp,
     allowInsecureRemote: f.allowInsecureRemote,
     manifestBytes: positiveInt(f.maxManifestBytes, "--max-manifest-bytes"),
+    limits: limitsFrom(ctx.env, f),
     env: ctx.env,
     cwd: ctx.cwd,
   };
+}
+
+/** The remote limits the flags or the environment set (a flag wins); the others stay at their defaults. */
+function limitsFrom(env: Context["env"], f: RemoteFlags): Partial<RemoteLimits> {
+  const out: { -readonly [K in keyof RemoteLimits]?: number } = {};
+  for (const k of LIMIT_KEYS) {
+    const n = limitNames(k);
+    const flag: unknown = Reflect.get(f, n.key); // the flag remoteFlags added for this limit
+    const v = typeof flag === "string" ? positiveInt(flag, n.flag) : positiveInt(env[n.env], n.env);
+    if (v !== undefined) out[k] = v;
+  }
+  return out;
 }

@@ -52,7 +52,8 @@ export { openRoot, openDirIn, hasDirIn, withDirIn, ensureDirsIn, removeIn, descr
 export type { RootKind, DirOptions } from "./owned-root.ts";
 export { fileKind, hashFileBounded, hashFileBoundedOnThread, readFileBounded, readFilePrefix, streamFileBounded } from "./bounded-read.ts";
 export { safeComponent, digestComponents } from "./safepath.ts";
-export { checkLimit, formatBytes, FIXED_LIMIT_HINT } from "./limits.ts";
+export { checkLimit, formatBytes, FIXED_LIMIT_HINT, REMOTE_LIMITS, remoteLimitHint, remoteLimitSpelling, remoteLimits } from "./limits.ts";
+export type { RemoteLimits } from "./limits.ts";
 export { declareIdentity, isIdentityDeclaration, identityBytes, identityDigest, identityHasher, defineScope, scopeFieldNames } from "./identity.ts";
 export type { IdentityDeclaration, IdentityFraming, IdentityRole, IdentityScope } from "./identity.ts";
 export { compareBytes, inByteOrder, sortByBytes, sortedRecord } from "./byte-order.ts";

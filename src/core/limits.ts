@@ -25,3 +25,66 @@ export function checkLimit(limit: string, value: number, max: number, path = "",
 
 /** The hint for a limit that this version of cairn does not let a user raise. */
 export const FIXED_LIMIT_HINT = "this limit is fixed in this version of cairn; the input is larger than cairn accepts";
+
+/**
+ * Bounds on talking to a remote registry, cairn's own rather than the HTTP
+ * client's: a registry that never answers, answers one byte at a time, or
+ * links its tag list back to itself must end as an error that names the
+ * bound, not hang the command (issue 31, cases 2 and 3). The defaults are
+ * ones a slow but honest registry meets; each is overridable by a flag
+ * (`--<name with dots as dashes>`, e.g. `--remote-idle-ms`) or the
+ * environment (`CAIRN_REMOTE_IDLE_MS`), the flag winning.
+ */
+export interface RemoteLimits {
+  /** `remote.connect-ms`: TCP connect plus TLS handshake. */
+  readonly connectMs: number;
+  /** `remote.headers-ms`: from sending a request to its response headers. */
+  readonly headersMs: number;
+  /** `remote.idle-ms`: waiting for the next byte of a body. */
+  readonly idleMs: number;
+  /** `remote.min-rate`: bytes per second a body must average over each window... */
+  readonly minRate: number;
+  /** `remote.rate-window-ms`: ...of this many milliseconds of waiting. */
+  readonly rateWindowMs: number;
+  /** `remote.max-pages`: pages of one paginated listing (a tag list). */
+  readonly maxPages: number;
+  /** `remote.max-requests`: requests one registry client (one command's use of one registry) sends. */
+  readonly maxRequests: number;
+}
+
+/** Each remote limit's name (as errors, flags and the environment spell it) and default. */
+export const REMOTE_LIMITS: { readonly [K in keyof RemoteLimits]: { readonly name: string; readonly default: number; readonly unit: string } } = {
+  connectMs: { name: "remote.connect-ms", default: 30_000, unit: "ms" },
+  headersMs: { name: "remote.headers-ms", default: 120_000, unit: "ms" },
+  idleMs: { name: "remote.idle-ms", default: 60_000, unit: "ms" },
+  minRate: { name: "remote.min-rate", default: 1024, unit: "bytes/s" },
+  rateWindowMs: { name: "remote.rate-window-ms", default: 60_000, unit: "ms" },
+  maxPages: { name: "remote.max-pages", default: 1000, unit: "pages" },
+  maxRequests: { name: "remote.max-requests", default: 100_000, unit: "requests" },
+};
+
+/** How a user sets a remote limit: `remote.idle-ms` is the flag `--remote-idle-ms` and the variable `CAIRN_REMOTE_IDLE_MS`. */
+export function remoteLimitSpelling(k: keyof RemoteLimits): { readonly flag: string; readonly env: string } {
+  const dashed = REMOTE_LIMITS[k].name.replace(".", "-");
+  return { flag: `--${dashed}`, env: `CAIRN_${dashed.replace(/-/g, "_").toUpperCase()}` };
+}
+
+/** The hint of a remote limit's error: what it bounds and how to raise it. */
+export function remoteLimitHint(k: keyof RemoteLimits): string {
+  const s = remoteLimitSpelling(k);
+  return `"${REMOTE_LIMITS[k].name}" bounds a registry that could otherwise hang cairn; if this registry is honest but slow or large, raise it with ${s.flag} or ${s.env}`;
+}
+
+/** The remote limits with every one not given at its default. */
+export function remoteLimits(given: Partial<RemoteLimits> = {}): RemoteLimits {
+  const d = (k: keyof RemoteLimits): number => given[k] ?? REMOTE_LIMITS[k].default;
+  return {
+    connectMs: d("connectMs"),
+    headersMs: d("headersMs"),
+    idleMs: d("idleMs"),
+    minRate: d("minRate"),
+    rateWindowMs: d("rateWindowMs"),
+    maxPages: d("maxPages"),
+    maxRequests: d("maxRequests"),
+  };
+}

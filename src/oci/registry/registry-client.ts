@@ -13,7 +13,17 @@
  * only ever resolved to a digest (HEAD), and everything after that is
  * fetched by digest, so a tag that moves mid-pull cannot mix two images.
  */
-import { CairnError, isJsonObject, parseJsonBytes, parseSha256, sha256, type Sha256Digest } from "../../core/index.ts";
+import {
+  CairnError,
+  REMOTE_LIMITS,
+  checkLimit,
+  isJsonObject,
+  remoteLimitHint,
+  parseJsonBytes,
+  parseSha256,
+  sha256,
+  type Sha256Digest,
+} from "../../core/index.ts";
 import { readBodyBounded, streamVerified } from "./remote-body.ts";
 import { RegistryTransport, type TransportOptions } from "./registry-transport.ts";
 
@@ -238,10 +248,16 @@ export class RegistryClient {
    */
   async listTags(repo: string, maxTags = 100_000, options: { missingOk?: boolean } = {}): Promise<string[]> {
     const tags: string[] = [];
-    let next: string | URL = `${checkRepo(repo)}/tags/list?n=1000`;
-    for (;;) {
+    const first = new URL(`${checkRepo(repo)}/tags/list?n=1000`, this.transport.base);
+    // every page asked for in this listing: a Link back to one of them (itself, or a
+    // cycle) would be followed forever, so it is refused naming the URL
+    const seen = new Set<string>();
+    const { maxPages } = this.transport.limits;
+    for (let next = first; ; ) {
+      seen.add(next.href);
+      checkLimit(REMOTE_LIMITS.maxPages.name, seen.size, maxPages, `tags of ${repo}`, "count", remoteLimitHint("maxPages"));
       const res = await this.transport.send("GET", next, { scope: `repository:${repo}:pull` });
-      if (res.status === 404 && options.missingOk === true && tags.length === 0 && typeof next === "string") {
+      if (res.status === 404 && options.missingOk === true && next === first) {
         await res.body?.cancel().catch(() => undefined);
         return tags;
       }
@@ -252,8 +268,16 @@ export class RegistryClient {
       if (tags.length > maxTags) throw new CairnError("LIMIT_EXCEEDED", `limit maxTags exceeded by ${repo} (${tags.length} > ${maxTags})`, { path: repo });
       const link = /<([^>]+)>\s*;\s*rel="?next"?/.exec(res.headers.get("link") ?? "");
       if (link === null) return tags;
-      next = new URL(link[1]!, this.transport.base);
-      if (next.origin !== this.transport.base.origin) throw new CairnError("REMOTE_REFUSED", "tag list pagination leaves the registry", { path: repo });
+      next = new URL(link[1]!, next);
+      // the next page is the same endpoint of the same registry: a Link elsewhere could send the
+      // listing (with the registry's token) to another origin, or make cairn read any other URL as tags
+      if (next.origin !== this.transport.base.origin || next.pathname !== first.pathname)
+        throw new CairnError("REMOTE_REFUSED", `tag list pagination of ${repo} leaves the tag list endpoint (${next.origin}${next.pathname})`, { path: repo });
+      if (seen.has(next.href))
+        throw new CairnError("REMOTE_REFUSED", `tag list of ${repo} links back to ${next.href}, a page seen before in this listing`, {
+          path: repo,
+          hint: "the registry's Link header loops; its tag list cannot be read to the end",
+        });
     }
   }
 

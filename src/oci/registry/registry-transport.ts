@@ -12,7 +12,7 @@
  *
  * Nothing here logs a header value: the log line is method, URL and status.
  */
-import { CairnError, isJsonObject, parseJsonBytes } from "../../core/index.ts";
+import { CairnError, REMOTE_LIMITS, checkLimit, isJsonObject, parseJsonBytes, remoteLimitHint, remoteLimits, type RemoteLimits } from "../../core/index.ts";
 import { checkRealm, parseChallenge } from "./auth-challenge.ts";
 import type { CredentialSource } from "./credentials.ts";
 import { isLoopbackHost } from "./image-ref.ts";
@@ -32,6 +32,8 @@ export interface TransportOptions {
   readonly fetch?: typeof fetch;
   /** One line per request: method, URL, status. Never headers or bodies. */
   readonly log?: (line: string) => void;
+  /** cairn's own bounds on this registry (core/limits.ts; each at its default when not given). */
+  readonly limits?: Partial<RemoteLimits>;
 }
 
 export interface SendOptions {
@@ -50,6 +52,8 @@ export class RegistryTransport {
   readonly #fetch: typeof fetch;
   readonly #tokens = new Map<string, string>();
   #basic = false;
+  #requests = 0;
+  readonly limits: RemoteLimits;
 
   constructor(opts: TransportOptions) {
     if (opts.plainHttp === true && !isLoopbackHost(opts.host) && opts.allowInsecureRemote !== true) {
@@ -60,6 +64,7 @@ export class RegistryTransport {
     }
     this.#opts = opts;
     this.#fetch = opts.fetch ?? fetch;
+    this.limits = remoteLimits(opts.limits);
     this.base = new URL(`${opts.plainHttp === true ? "http" : "https"}://${opts.host}/v2/`);
   }
 
@@ -79,6 +84,9 @@ export class RegistryTransport {
   }
 
   async #raw(method: string, url: URL, headers: Record<string, string>, body: SendOptions["body"]): Promise<Response> {
+    // every request of this client counts, redirects and token requests included: a registry
+    // that answers each request with another (401s, redirects, pages) ends at this bound
+    checkLimit(REMOTE_LIMITS.maxRequests.name, ++this.#requests, this.limits.maxRequests, url.host, "count", remoteLimitHint("maxRequests"));
     try {
       const res = await this.#fetch(url, {
         method,

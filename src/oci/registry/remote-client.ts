@@ -4,7 +4,7 @@
  * limit) and credentials from the user's credential files, named by
  * `core/locations.ts` from the environment passed in (never read here).
  */
-import { registryAuthFiles } from "../../core/index.ts";
+import { registryAuthFiles, type RemoteLimits } from "../../core/index.ts";
 import { credentialsFromFiles } from "./credentials.ts";
 import { apiHost, type ImageRef } from "./image-ref.ts";
 import { RegistryClient } from "./registry-client.ts";
@@ -14,6 +14,8 @@ export interface RemoteOptions {
   readonly plainHttp?: boolean;
   readonly allowInsecureRemote?: boolean;
   readonly manifestBytes?: number;
+  /** cairn's own bounds on a registry (timeouts, rate, pages, requests); each at its default when not given. */
+  readonly limits?: Partial<RemoteLimits>;
   /** The environment (for REGISTRY_AUTH_FILE, DOCKER_CONFIG, HOME) and the current directory. */
   readonly env: Readonly<Record<string, string | undefined>>;
   readonly cwd: string;
@@ -30,6 +32,7 @@ export function registryClientFor(ref: Pick<ImageRef, "registry">, opts: RemoteO
     allowInsecureRemote: opts.allowInsecureRemote,
     credentials: credentialsFromFiles(registryAuthFiles(opts.env, opts.cwd)),
     manifestBytes: opts.manifestBytes,
+    limits: opts.limits,
     fetch: opts.fetch,
     log: opts.log,
   });
