@@ -208,6 +208,24 @@ test("--contents: a blob must hold exactly what its manifest lists (an under-rep
   await assertCodeAsync(() => checkLayerContents(blob, { ...m, symlinks: new Map([["/x", "y"]]) }, "link"), "DIGEST_MISMATCH");
 });
 
+test("--contents: a symlink in the blob that the manifest does not list is refused (issue 31, case 19a; no fixture layer has a symlink)", async () => {
+  // The layer is built here with a symlink, so the blob really holds one.
+  const built = buildLayerBlob([
+    { type: "dir", path: "opt", mode: 0o755 },
+    { type: "file", path: "opt/tool", mode: 0o755, data: Buffer.from("#!/bin/sh\n") },
+    { type: "symlink", path: "opt/tool-link", target: "tool" },
+  ]);
+  const m = manifestFor(toySpec({ name: "linked", version: "1.0", provides: [] }), built);
+  assert.deepEqual([...m.symlinks], [["/opt/tool-link", "tool"]], "the built manifest lists the symlink");
+  await checkLayerContents(built.blob, m, "control"); // control: the manifest as built
+  await assertCodeAsync(() => checkLayerContents(built.blob, { ...m, symlinks: new Map() }, "unlisted"), "DIGEST_MISMATCH");
+  // Listing it under another target, or listing a file in its place, is refused too.
+  await assertCodeAsync(() => checkLayerContents(built.blob, { ...m, symlinks: new Map([["/opt/tool-link", "other"]]) }, "target"), "DIGEST_MISMATCH");
+  const asFile = new Map(m.content_manifest);
+  asFile.set("/opt/tool-link", [...m.content_manifest.values()][0]!);
+  await assertCodeAsync(() => checkLayerContents(built.blob, { ...m, content_manifest: asFile, symlinks: new Map() }, "as-file"), "DIGEST_MISMATCH");
+});
+
 test("registry reads refuse a symlinked envelope and one that grows while read; control: the published envelope", () => {
   const ex = exampleRegistry();
   const reg = LocalRegistry.open(ex.registry);

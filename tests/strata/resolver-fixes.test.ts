@@ -162,10 +162,11 @@ test("every problem is reported with its pointer: unresolvable refs, formation r
     f.issues?.map((i) => i.path),
     ["/software/0", "/software/1"],
   );
-  const y = assertCode(() => parseProfileText("name: a\nname: b\nbase: {os: debian12}\nenv: {A: '1', A: '2'}\n"), "JSON_DUPLICATE_KEY");
+  // Several problems are one PROFILE_INVALID refusal (issue 31: YAML problems are listed with the model's); each issue keeps its code.
+  const y = assertCode(() => parseProfileText("name: a\nname: b\nbase: {os: debian12}\nenv: {A: '1', A: '2'}\n"), "PROFILE_INVALID");
   assert.deepEqual(
-    y.issues?.map((i) => i.path),
-    ["/name", "/env/A"],
+    y.issues?.map((i) => `${i.code} ${i.path}`),
+    ["JSON_DUPLICATE_KEY /name", "JSON_DUPLICATE_KEY /env/A"],
   );
   assert.equal((await resolveText("name: t\nbase: {os: debian12}\nsoftware: [tool-a]\n")).layers.length, 1, "control: a good profile resolves");
 });
@@ -251,6 +252,30 @@ test("the lockfile embeds each layer's manifest envelope, pinned by its digests 
   tampered.layers[0]!.manifest_envelope = other;
   assertCode(() => parseLockfile(tampered as never), "DIGEST_MISMATCH");
   assert.doesNotThrow(() => parseLockfile(lockfileToModel(lock) as never), "control: the lockfile as written");
+});
+
+test("an embedded envelope is pinned by envelope_sha256 alone: other bytes around the same payload are refused (issue 31, case 19b)", async () => {
+  const lock = await resolveText("name: t\nbase: {os: debian12}\nsoftware: [tool-a, numpy, python]\n");
+  type Model = { layers: { manifest_envelope: string; signature: { envelope_sha256: string } }[] };
+  const original = Buffer.from((lockfileToModel(lock) as Model).layers[0]!.manifest_envelope, "base64");
+  // The same payload (so manifest_sha256 still holds) in other envelope bytes: re-serialized, and with its signature altered.
+  const env = JSON.parse(original.toString());
+  const reserialized = Buffer.from(JSON.stringify(env, null, 1));
+  const sig = Buffer.from(env.signatures[0].sig, "base64");
+  sig[0] = sig[0]! ^ 1;
+  const resigned = Buffer.from(JSON.stringify({ ...env, signatures: [{ ...env.signatures[0], sig: sig.toString("base64") }] }));
+  for (const bytes of [reserialized, resigned]) {
+    assert.notEqual(sha256(bytes), sha256(original));
+    assert.equal(sha256(Buffer.from(JSON.parse(bytes.toString()).payload, "base64")), lock.layers[0]!.manifest_sha256, "the payload is the pinned manifest");
+    const swapped = lockfileToModel(lock) as Model;
+    swapped.layers[0]!.manifest_envelope = bytes.toString("base64");
+    assertCode(() => parseLockfile(swapped as never), "DIGEST_MISMATCH", "/layers/0/manifest_envelope");
+    // Control: the same envelope with its pin updated is read (its signature is a question for lock verify, not for Validate).
+    const repinned = lockfileToModel(lock) as Model;
+    repinned.layers[0]!.manifest_envelope = bytes.toString("base64");
+    repinned.layers[0]!.signature.envelope_sha256 = sha256(bytes);
+    assert.doesNotThrow(() => parseLockfile(repinned as never));
+  }
 });
 
 test("offline audit: lock verify without a registry verifies layer signatures on the embedded manifests", async () => {
