@@ -121,6 +121,44 @@ describe("the responder process", { skip: SOCAT_SKIP }, () => {
     }
   });
 
+  it("the echo responder closes the connection itself at responder.echo-bytes, while the client keeps its side open (issue 31 case 19; control: below the bound it stays open)", {
+    timeout: 60_000, // a guard against a responder that never closes (the failure this test catches), not a wait
+  }, async (t) => {
+    const root = readHttpRoot(site(), "/");
+    const r = await startResponder(net(root), root);
+    try {
+      const bound = 1024 * 1024;
+      // the client never half-closes: only the responder's own close at its bound can end this connection
+      const got = await new Promise<{ bytes: number; ended: boolean; openBelow: boolean }>((resolve, reject) => {
+        let bytes = 0;
+        let openBelow = false;
+        const s = connect(socketOf(r, 7), () => s.write(Buffer.alloc(1000, 0x62)));
+        s.on("data", (d: Buffer) => {
+          bytes += d.length;
+          if (bytes === 1000 && !openBelow) {
+            // control: 1000 bytes echoed and the connection is still open (no end yet); now go past the bound
+            openBelow = true;
+            s.write(Buffer.alloc(bound, 0x61));
+          }
+        });
+        s.on("end", () => {
+          resolve({ bytes, ended: true, openBelow });
+          s.destroy();
+        });
+        s.on("error", reject);
+        t.signal.addEventListener("abort", () => {
+          s.destroy();
+          reject(new Error(`the responder never closed the connection (${bytes} bytes echoed)`));
+        });
+      });
+      assert.equal(got.openBelow, true, "control: below the bound the echo answered and kept the connection open");
+      assert.equal(got.bytes, bound, "exactly responder.echo-bytes came back");
+      assert.equal(got.ended, true, "the responder ended the connection at its bound");
+    } finally {
+      r.stop();
+    }
+  });
+
   it("serves the bytes it was given, not the directory as it is later (a file changed after the read is never served)", async () => {
     const dir = site();
     const root = readHttpRoot(dir, "/");
