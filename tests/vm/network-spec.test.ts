@@ -51,7 +51,7 @@ describe("run.network in a spec", () => {
     assertCode(() => run("steps: [{action: start}, {action: network-sideways}]"), "MODEL_VALUE", "/run/steps/1/action");
   });
 
-  it("refuses port 0 for either responder (the kernel's \"any port\", never one the guest can reach) and accepts 1 and 65535 (issue 31 case 19)", () => {
+  it('refuses port 0 for either responder (the kernel\'s "any port", never one the guest can reach) and accepts 1 and 65535 (issue 31 case 19)', () => {
     assertCode(() => run(good.replace("port: 7}", "port: 0}")), "MODEL_VALUE", "/run/network/echo/port");
     assertCode(() => run(good.replace("port: 80,", "port: 0,")), "MODEL_VALUE", "/run/network/http/port");
     assertCode(() => run(good.replace("port: 7}", "port: -1}")), "MODEL_VALUE", "/run/network/echo/port");
