@@ -215,7 +215,7 @@ test("--contents: a symlink in the blob that the manifest does not list is refus
     { type: "file", path: "opt/tool", mode: 0o755, data: Buffer.from("#!/bin/sh\n") },
     { type: "symlink", path: "opt/tool-link", target: "tool" },
   ]);
-  const m = manifestFor(toySpec({ name: "linked", version: "1.0", provides: [] }), built);
+  const m = manifestFor(toySpec({ name: "linked", version: "1.0", files: {} }), built);
   assert.deepEqual([...m.symlinks], [["/opt/tool-link", "tool"]], "the built manifest lists the symlink");
   await checkLayerContents(built.blob, m, "control"); // control: the manifest as built
   await assertCodeAsync(() => checkLayerContents(built.blob, { ...m, symlinks: new Map() }, "unlisted"), "DIGEST_MISMATCH");

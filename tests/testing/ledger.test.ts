@@ -153,9 +153,9 @@ describe("claims ledger", () => {
     assert.deepEqual(duplicateIds(texts), []);
     const row = (id: string) => `| ${id} | a claim | \`tests/vm/protocol.test.ts\` | checked |\n`;
     const planted = new Map(texts);
-    planted.set("runs.md", `${texts.get("runs.md")}${row("D3")}${row("I31-19")}${row("I31-19b")}`);
-    planted.set("registry.md", `${texts.get("registry.md")}${row("I31-19")}${row("R-B1")}`);
-    assert.deepEqual(duplicateIds(planted).sort(), ["D3: registry.md, runs.md", "I31-19: registry.md, runs.md", "R-B1: registry.md, registry.md"]);
+    planted.set("runs.md", `${texts.get("runs.md")}${row("D3")}${row("I99-19")}${row("I99-19b")}`);
+    planted.set("registry.md", `${texts.get("registry.md")}${row("I99-19")}${row("R-B1")}`);
+    assert.deepEqual(duplicateIds(planted).sort(), ["D3: registry.md, runs.md", "I99-19: registry.md, runs.md", "R-B1: registry.md, registry.md"]);
   });
 
   it("an issue-31 row (I31-<case>) is a claim like any other: its tests are checked (control: a missing one is caught)", () => {
