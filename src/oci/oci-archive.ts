@@ -14,10 +14,20 @@
  * descriptor without a platform (skopeo writes none) is accepted when its
  * config says linux/amd64.
  */
-import { createReadStream } from "node:fs";
+import { closeSync, createReadStream, fstatSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import tarStream from "tar-stream";
-import { CairnError, Sha256Hasher, isJsonObject, parseJsonBytes, parseSha256, type JsonObject, type Sha256Digest } from "../core/index.ts";
+import {
+  CairnError,
+  Sha256Hasher,
+  ioError,
+  isJsonObject,
+  openForRead,
+  parseJsonBytes,
+  parseSha256,
+  type JsonObject,
+  type Sha256Digest,
+} from "../core/index.ts";
 import { checkDescriptor, type Descriptor } from "./documents.ts";
 import { stageBlob, type BlobCache } from "./registry/blob-cache.ts";
 import { pullImage, type PulledImage } from "./registry/pull-image.ts";
@@ -50,12 +60,57 @@ function offlineClient(archive: string): RegistryClient {
   });
 }
 
+/**
+ * Opens the archive the user named: a regular file, else a typed refusal
+ * naming the path (nothing there: IO_ERROR with ENOENT; a directory, FIFO,
+ * device or symlink: SOURCE_NOT_REGULAR). Without this a missing path or a
+ * directory surfaced as INTERNAL from inside the tar reader.
+ */
+function openArchive(archive: string): number {
+  let fd: number;
+  try {
+    fd = openForRead(archive);
+  } catch (cause) {
+    const errno = (cause as { code?: string }).code;
+    if (errno === "ELOOP")
+      throw new CairnError("SOURCE_NOT_REGULAR", `oci-archive ${archive} is a symlink`, { path: archive, hint: "name the archive file itself" });
+    throw ioError(archive, cause);
+  }
+  const st = fstatSync(fd);
+  if (!st.isFile()) {
+    closeSync(fd);
+    throw new CairnError("SOURCE_NOT_REGULAR", `oci-archive ${archive} is ${st.isDirectory() ? "a directory" : "not a regular file"}`, {
+      path: archive,
+      hint: st.isDirectory() ? "an oci-archive is a tar file; a layout directory is named in a workload spec's oci.layout" : "name a tar file",
+    });
+  }
+  return fd;
+}
+
 /** Reads the archive's members into `cache`; returns its parsed `index.json`. */
 async function importMembers(archive: string, cache: BlobCache): Promise<JsonObject> {
   const extract = tarStream.extract();
-  const input = createReadStream(archive);
+  const input = createReadStream("", { fd: openArchive(archive) });
   input.on("error", (e) => extract.destroy(e));
   input.pipe(extract);
+  try {
+    return await readMembers(archive, extract, cache);
+  } catch (e) {
+    if (e instanceof CairnError) throw e;
+    // the tar reader's own refusal (a header that is not tar, a truncated member) or a read error
+    if ((e as { code?: string } | null)?.code !== undefined && (e as { syscall?: string }).syscall !== undefined) throw ioError(archive, e);
+    throw new CairnError("TAR_INVALID", `oci-archive ${archive} is not a readable tar archive`, {
+      path: archive,
+      cause: e,
+      hint: "an oci-archive is an uncompressed tar of an OCI layout (skopeo copy … oci-archive:FILE); decompress a .tar.gz first",
+    });
+  } finally {
+    input.destroy();
+    extract.destroy();
+  }
+}
+
+async function readMembers(archive: string, extract: tarStream.Extract, cache: BlobCache): Promise<JsonObject> {
   let index: JsonObject | undefined;
   let layout = false;
   let members = 0;

@@ -5,9 +5,10 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { gzipSync } from "node:zlib";
 import { readOciSource } from "../../src/oci/index.ts";
 import { runCli } from "../helpers/cli.ts";
 import { needs } from "../helpers/prerequisites.ts";
@@ -78,6 +79,44 @@ describe("oci-archive tarballs", { skip }, () => {
         readdirSync(work).filter((n) => n.startsWith(".")),
         [],
       );
+    });
+  }
+
+  // issue 31, case 6: each of these was INTERNAL; now a typed error naming the path, and nothing written
+  const notArchives: { id: string; code: string; make: () => string }[] = [
+    { id: "a path where nothing is", code: "IO_ERROR", make: () => join(work, "nonexistent.tar") },
+    {
+      id: "a file that is not a tar",
+      code: "TAR_INVALID",
+      make: () => (writeFileSync(join(work, "text.tar"), "hello, not a tar\n".repeat(64)), join(work, "text.tar")),
+    },
+    {
+      id: "a gzip-compressed archive",
+      code: "TAR_INVALID",
+      make: () => (writeFileSync(join(work, "gz.tar"), gzipSync(writeTar(members))), join(work, "gz.tar")),
+    },
+    {
+      id: "a truncated archive",
+      code: "TAR_INVALID",
+      make: () => (writeFileSync(join(work, "cut.tar"), writeTar(members).subarray(0, 700)), join(work, "cut.tar")),
+    },
+    { id: "a directory", code: "SOURCE_NOT_REGULAR", make: () => (mkdirSync(join(work, "adir.tar")), join(work, "adir.tar")) },
+    { id: "a device", code: "SOURCE_NOT_REGULAR", make: () => "/dev/null" },
+    {
+      id: "a symlink to an archive",
+      code: "SOURCE_NOT_REGULAR",
+      make: () => (writeFileSync(join(work, "real.tar"), writeTar(members)), symlinkSync("real.tar", join(work, "link.tar")), join(work, "link.tar")),
+    },
+  ];
+  for (const c of notArchives) {
+    test(`not an archive: ${c.id} is ${c.code} naming the path`, async () => {
+      const archive = c.make();
+      const { r, out } = await pull(archive, c.id.replaceAll(" ", "-"));
+      assert.equal(r.code, 1, r.stdout);
+      const error = JSON.parse(r.stdout).error;
+      assert.equal(error.code, c.code, error.message);
+      assert.equal(error.path, archive);
+      assert.ok(!existsSync(out));
     });
   }
 
