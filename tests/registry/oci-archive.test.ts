@@ -83,29 +83,37 @@ describe("oci-archive tarballs", { skip }, () => {
   }
 
   // issue 31, case 6: each of these was INTERNAL; now a typed error naming the path, and nothing written
+  const at = (name: string, write: (path: string) => void): string => {
+    write(join(work, name));
+    return join(work, name);
+  };
   const notArchives: { id: string; code: string; make: () => string }[] = [
     { id: "a path where nothing is", code: "IO_ERROR", make: () => join(work, "nonexistent.tar") },
     {
       id: "a file that is not a tar",
       code: "TAR_INVALID",
-      make: () => (writeFileSync(join(work, "text.tar"), "hello, not a tar\n".repeat(64)), join(work, "text.tar")),
+      make: () => at("text.tar", (p) => writeFileSync(p, "hello, not a tar\n".repeat(64))),
     },
     {
       id: "a gzip-compressed archive",
       code: "TAR_INVALID",
-      make: () => (writeFileSync(join(work, "gz.tar"), gzipSync(writeTar(members))), join(work, "gz.tar")),
+      make: () => at("gz.tar", (p) => writeFileSync(p, gzipSync(writeTar(members)))),
     },
     {
       id: "a truncated archive",
       code: "TAR_INVALID",
-      make: () => (writeFileSync(join(work, "cut.tar"), writeTar(members).subarray(0, 700)), join(work, "cut.tar")),
+      make: () => at("cut.tar", (p) => writeFileSync(p, writeTar(members).subarray(0, 700))),
     },
-    { id: "a directory", code: "SOURCE_NOT_REGULAR", make: () => (mkdirSync(join(work, "adir.tar")), join(work, "adir.tar")) },
+    { id: "a directory", code: "SOURCE_NOT_REGULAR", make: () => at("adir.tar", (p) => mkdirSync(p)) },
     { id: "a device", code: "SOURCE_NOT_REGULAR", make: () => "/dev/null" },
     {
       id: "a symlink to an archive",
       code: "SOURCE_NOT_REGULAR",
-      make: () => (writeFileSync(join(work, "real.tar"), writeTar(members)), symlinkSync("real.tar", join(work, "link.tar")), join(work, "link.tar")),
+      make: () =>
+        at("link.tar", (p) => {
+          writeFileSync(join(work, "real.tar"), writeTar(members));
+          symlinkSync("real.tar", p);
+        }),
     },
   ];
   for (const c of notArchives) {
