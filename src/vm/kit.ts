@@ -11,8 +11,15 @@
  * Location: `--kit`, else `$CAIRN_KIT`, else `$CAIRN_HOME/kit`, else
  * `$XDG_CACHE_HOME/cairn/kit`, else `~/.cache/cairn/kit` (core/locations.ts). No root is needed
  * once set up; only `setupKit` installs Debian packages, and only as root.
+ *
+ * Everything inside the kit is reached through core/owned-root.ts, one
+ * component at a time without following a symlink (`readKitFile`): a
+ * `kernels`, `agents`, `kit.json` or object planted as a symlink is refused
+ * (ROOT_UNSAFE), never followed, whatever it points at (issue 31: a symlinked
+ * `kit/kernels` was followed). The kit directory itself is the user's choice
+ * of path and is followed like any root.
  */
-import { closeSync, existsSync, readFileSync, readdirSync, rmSync, writeSync } from "node:fs";
+import { closeSync, existsSync, lstatSync, readFileSync, readdirSync, rmSync, writeSync } from "node:fs";
 import { join, resolve } from "node:path";
 import {
   CairnError,
@@ -22,11 +29,14 @@ import {
   declareIdentity,
   digestComponents,
   ensureDirsIn,
+  hasDirIn,
   identityDigest,
+  withDirIn,
   openRoot,
   FIXED_LIMIT_HINT,
   parseJsonBytes,
   readFileBounded,
+  readFilePrefix,
   parseSha256,
   sha256,
   verifyDigest,
@@ -117,33 +127,86 @@ function objectPath(dir: string, area: "kernels" | "agents", digest: Sha256Diges
   return join(dir, area, alg, hex);
 }
 
-/** Puts a kit object by its digest (written atomically, never rewritten). */
+function errnoOf(e: unknown): string | undefined {
+  return ((e as { cause?: { code?: string } } | null)?.cause as { code?: string } | undefined)?.code;
+}
+
+/**
+ * Reads file `name` of directory `rel` inside the kit at `dir`, each
+ * directory opened without following a symlink and the file itself with
+ * O_NOFOLLOW; undefined when the directory or the file is absent. A symlink,
+ * FIFO or anything but a regular file on the way is ROOT_UNSAFE naming its
+ * kit path (the attack: a planted `kernels -> /elsewhere` made cairn boot
+ * bytes from outside the kit, and the docs promised it would not).
+ */
+export function readKitFile(dir: string, rel: string, name: string, max: number, limit: string): Buffer | undefined {
+  const shown = join(dir, rel, name);
+  try {
+    return withDirIn(dir, rel, (d) =>
+      readFileBounded(`${d}/${name}`, max, limit, { limitHint: FIXED_LIMIT_HINT, missing: "IO_ERROR", notRegular: "ROOT_UNSAFE" }),
+    );
+  } catch (e) {
+    if (!(e instanceof CairnError)) throw e;
+    if (e.code === "IO_ERROR" && errnoOf(e) === "ENOENT") return undefined;
+    // the reader names the descriptor path (/proc/self/fd/N/...); the user needs the kit's own
+    if (e.path?.startsWith("/proc/self/fd/"))
+      throw new CairnError(e.code, e.message.replace(e.path, shown), { path: shown, hint: e.hint ?? ROOT_UNSAFE_HINT, cause: e });
+    throw e;
+  }
+}
+
+const ROOT_UNSAFE_HINT = "something other than cairn changed the kit; remove what was planted there, or run `cairn setup` with a new --kit";
+
+/** Whether the kit holds an object (a regular file, reached without following a symlink; anything else there is refused). */
+function hasKitObject(dir: string, area: "kernels" | "agents", digest: Sha256Digest): boolean {
+  const [alg, hex] = digestComponents(digest);
+  if (!hasDirIn(dir, `${area}/${alg}`)) return false;
+  return withDirIn(dir, `${area}/${alg}`, (d) => {
+    let st: ReturnType<typeof lstatSync>;
+    try {
+      st = lstatSync(`${d}/${hex}`);
+    } catch {
+      return false;
+    }
+    if (!st.isFile())
+      throw new CairnError("ROOT_UNSAFE", `${objectPath(dir, area, digest)} is not a regular file; cairn does not follow or use it`, {
+        path: objectPath(dir, area, digest),
+        hint: ROOT_UNSAFE_HINT,
+      });
+    return true;
+  });
+}
+
+/** Puts a kit object by its digest (written atomically, never rewritten; written through the held directory, never a symlink). */
 export function putKitObject(dir: string, area: "kernels" | "agents", bytes: Buffer): Sha256Digest {
   const digest = sha256(bytes);
-  const path = objectPath(dir, area, digest);
   ensureDirsIn(dir, [area, `${area}/sha256`], 0o755);
-  if (!existsSync(path)) writeFileAtomic(path, bytes, { mode: 0o644 });
+  if (hasKitObject(dir, area, digest)) return digest;
+  const [alg, hex] = digestComponents(digest);
+  withDirIn(dir, `${area}/${alg}`, (d) => writeFileAtomic(`${d}/${hex}`, bytes, { mode: 0o644 }), { write: true });
   return digest;
 }
 
 /** Reads a kit object by digest, verifying it; missing → VM_MISMATCH naming `field`. */
 export function readKitObject(dir: string, area: "kernels" | "agents", digest: Sha256Digest, field: string): { path: string; bytes: Buffer } {
   const path = objectPath(dir, area, digest);
-  if (!existsSync(path)) {
+  const [alg, hex] = digestComponents(digest);
+  const bytes = readKitFile(dir, `${area}/${alg}`, hex, KIT_LIMITS["kit.max_object_bytes"], "kit.max_object_bytes");
+  if (bytes === undefined) {
     throw new CairnError("VM_MISMATCH", `the kit has no ${area === "kernels" ? "kernel object" : "agent"} ${digest}`, {
       path: field,
       hint: "this run was recorded with another kit; copy that kit's objects into this one or set CAIRN_KIT",
     });
   }
-  const bytes = readFileBounded(path, KIT_LIMITS["kit.max_object_bytes"], "kit.max_object_bytes", { limitHint: FIXED_LIMIT_HINT });
   verifyDigest(bytes, digest, path);
   return { path, bytes };
 }
 
 export function loadKit(dir: string): Kit | undefined {
   const file = join(dir, "kit.json");
-  if (!existsSync(file)) return undefined;
-  const model = parseJsonBytes(readFileBounded(file, KIT_LIMITS["kit.max_json_bytes"], "kit.max_json_bytes", { limitHint: FIXED_LIMIT_HINT }));
+  const bytes = readKitFile(dir, "", "kit.json", KIT_LIMITS["kit.max_json_bytes"], "kit.max_json_bytes");
+  if (bytes === undefined) return undefined;
+  const model = parseJsonBytes(bytes);
   const c = new Checker("RUN_INVALID");
   const o = c.object(model, "", ["schema", "qemu", "kernel", "agent"]);
   if (!o) {
@@ -236,7 +299,7 @@ export async function setupKit(opts: SetupOptions): Promise<Kit> {
   const agent = buildAgent();
   const agentDigest = putKitObject(opts.dir, "agents", agent.bytes);
   let kernel = previous?.kernel;
-  const complete = kernel !== undefined && [kernel.digest, ...kernel.modules.map((m) => m.digest)].every((d) => existsSync(objectPath(opts.dir, "kernels", d)));
+  const complete = kernel !== undefined && [kernel.digest, ...kernel.modules.map((m) => m.digest)].every((d) => hasKitObject(opts.dir, "kernels", d));
   if (opts.kernelDeb !== undefined || opts.refreshKernel || !complete) {
     const k = await fetchKernel(opts.log, opts.kernelDeb, opts.isRoot);
     kernel = {
@@ -276,7 +339,8 @@ async function withSetupLock<T>(dir: string, fn: () => Promise<T>): Promise<T> {
       break;
     } catch (e) {
       if ((e as { code?: string }).code !== "EEXIST") throw e;
-      const pid = Number(readFileSync(lock, "utf8") || "0");
+      // read without following a symlink planted there (the lock sits in the kit's root)
+      const pid = Number(readFilePrefix(lock, 32)?.toString("utf8") || "0");
       let alive = pid > 0;
       try {
         if (alive) process.kill(pid, 0);
