@@ -8,7 +8,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { parseReference } from "../../src/manifest/reference.ts";
-import { parseImageRef } from "../../src/oci/index.ts";
+import { isLoopbackHost, parseImageRef } from "../../src/oci/index.ts";
+import { RegistryTransport } from "../../src/oci/registry/registry-transport.ts";
 import { assertCode } from "../helpers/errors.ts";
 
 const D = `sha256:${"ab".repeat(32)}`;
@@ -91,4 +92,33 @@ test("property: on any string over the reference alphabet, the two sides agree",
     fc.property(fc.array(alphabet, { maxLength: 12 }), (parts) => agree(parts.join(""))),
     { numRuns: 2000 },
   );
+});
+
+// issue 31, case 19a: --plain-http goes only to a loopback registry. A host that
+// only looks like one (an end anchor removed from the pattern let
+// 127.0.0.1.nip.io through) is REMOTE_INSECURE; the loopback spellings pass.
+test("plain http only to loopback registries: look-alike hosts are REMOTE_INSECURE, loopback hosts pass (control)", () => {
+  const lookalikes = [
+    "127.0.0.1.nip.io",
+    "127.0.0.1.nip.io:5000",
+    "127.0.0.1.evil.com:5000",
+    "localhost.evil.com",
+    "localhost.evil.com:5000",
+    "evil127.0.0.1",
+    "1127.0.0.1",
+    "127.0.0.1x:5000",
+    "[::1].evil",
+    "[::2]:5000",
+    "localhostx",
+  ];
+  for (const h of lookalikes) {
+    assert.equal(isLoopbackHost(h), false, h);
+    assertCode(() => new RegistryTransport({ host: h, plainHttp: true }), "REMOTE_INSECURE");
+  }
+  for (const h of ["127.0.0.1", "127.0.0.1:5000", "127.255.0.9:80", "localhost", "localhost:5000", "[::1]", "[::1]:5000"]) {
+    assert.equal(isLoopbackHost(h), true, h);
+    assert.equal(new RegistryTransport({ host: h, plainHttp: true }).base.protocol, "http:", h);
+  }
+  // the user said so on purpose: control that the refusal is the loopback rule, not the host's spelling
+  assert.equal(new RegistryTransport({ host: "127.0.0.1.nip.io:5000", plainHttp: true, allowInsecureRemote: true }).base.protocol, "http:");
 });

@@ -11,6 +11,7 @@ import { appendFileSync, cpSync, mkdirSync, readFileSync, rmSync, symlinkSync, w
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { freezeLock, parseLockfileText, lockfileToModel, DEFAULT_FREEZE_LIMITS, type Lockfile } from "../../src/strata/index.ts";
+import { checkTransport } from "../../src/strata/freeze/index-source.ts";
 import { assertCode, assertCodeAsync } from "../helpers/errors.ts";
 import { tempDir } from "./fixtures.ts";
 import { lockWith, sha256Hex, sha256sum, writeCondaChannel, writeCranRepo, writePipIndex, writeWheel } from "./freeze-fixtures.ts";
@@ -97,6 +98,49 @@ test("a wheel that is not a zip, or whose METADATA names another project, is ref
 test("an index URL must be https, or http to a loopback address", async () => {
   await assertCodeAsync(() => freeze("http://example.com/simple/"), "TRUST_REFUSED");
   await assertCodeAsync(() => freeze("ftp://127.0.0.1/simple/"), "TRUST_REFUSED");
+});
+
+// issue 31, case 19a: "plain http to loopback only" must hold for hosts that only
+// look like loopback. Each of these passed once the pattern's end anchor was
+// removed (127.0.0.1.nip.io resolves to 127.0.0.1 on the internet, but any
+// name under a foreign domain can resolve anywhere); example.com alone did not
+// tell. The controls are the spellings the URL parser makes loopback.
+const LOOKALIKES = [
+  "http://127.0.0.1.nip.io/simple/",
+  "http://127.0.0.1.evil.com:8080/simple/",
+  "http://127.0.0.1%2eevil.com/simple/",
+  "http://localhost.evil.com/simple/",
+  "http://localhost.:8080/simple/",
+  "http://127.0.0.1@evil.com/simple/",
+  "http://localhost:80@evil.com/simple/",
+  "http://[::ffff:7f00:1].evil/simple/",
+  "http://[::1].evil/simple/",
+  "http://evil.com/127.0.0.1/simple/",
+  "http://evil.com/?host=localhost",
+];
+const LOOPBACK = [
+  "http://127.0.0.1/simple/",
+  "http://127.1/simple/",
+  "http://0x7f000001/simple/",
+  "http://localhost:8080/simple/",
+  "http://[::1]:8080/simple/",
+  "http://127.9.9.9/",
+  "http://evil@127.0.0.1/simple/",
+];
+
+test("plain http only to loopback: look-alike hosts are refused (checkTransport, which also holds each redirect, and freeze given the URL); loopback spellings pass (control)", async () => {
+  for (const u of LOOKALIKES) {
+    let url: URL | undefined;
+    try {
+      url = new URL(u);
+    } catch {
+      url = undefined; // not even a URL: freeze refuses it below
+    }
+    if (url !== undefined) assertCode(() => checkTransport(url!, u), "TRUST_REFUSED");
+    const e = await assertCodeAsync(() => freeze(u), url === undefined ? "USAGE" : "TRUST_REFUSED");
+    assert.ok(e.code !== "USAGE" || url === undefined, u);
+  }
+  for (const u of LOOPBACK) checkTransport(new URL(u), u);
 });
 
 const servers: Server[] = [];

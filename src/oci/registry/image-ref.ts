@@ -128,6 +128,10 @@ export function formatImageRef(ref: ImageRef): string {
 
 /** True for a loopback host name or address (`127.0.0.0/8`, `::1`, `localhost`), with or without port. */
 export function isLoopbackHost(hostWithPort: string): boolean {
-  const host = hostWithPort.startsWith("[") ? hostWithPort.slice(1, hostWithPort.indexOf("]")) : hostWithPort.replace(/:\d+$/, "");
+  // the whole string is the host and an optional port: "[::1].evil" or "127.0.0.1.nip.io"
+  // only look like loopback, and plain http to them would leave the machine
+  const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:[\]]+))(?::\d{1,5})?$/.exec(hostWithPort);
+  if (m === null) return false;
+  const host = m[1] ?? m[2]!;
   return host === "localhost" || host === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 }
