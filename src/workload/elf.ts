@@ -87,17 +87,34 @@ export function checkStaticExecutable(bytes: Uint8Array, path: string): ElfFacts
         hint: "link it statically (`gcc -static -no-pie`), or package it with its libraries as an OCI image layout",
       });
     }
-    throw new CairnError("ELF_STATIC_PIE", `${path} is a static position-independent executable (ET_DYN)`, {
-      path,
-      hint: "link with `-no-pie` (`gcc -static -no-pie`), or package it as an OCI image layout",
-    });
+    // A static PIE is genuinely static (it relocates itself and needs nothing beside it); it is refused by the
+    // fixed-address rule alone, and the message says so rather than calling it dynamic.
+    throw new CairnError(
+      "ELF_STATIC_PIE",
+      `${path} is a static position-independent executable (ET_DYN, no interpreter): static, but binary workloads are fixed-address (ET_EXEC) executables`,
+      {
+        path,
+        hint: "link with `-no-pie` (`gcc -static -no-pie`), or package it as an OCI image layout",
+      },
+    );
   }
   if (type !== ET_EXEC) malformed(`ELF type ${type} is not an executable`, path);
-  if (interp || dynamic) {
-    throw new CairnError("ELF_DYNAMIC", `${path} is dynamically linked (${interp ? "PT_INTERP" : "PT_DYNAMIC"})`, {
+  if (interp) {
+    throw new CairnError("ELF_DYNAMIC", `${path} is dynamically linked (PT_INTERP)`, {
       path,
       hint: "link it statically (`gcc -static -no-pie`), or package it with its libraries as an OCI image layout",
     });
+  }
+  if (dynamic) {
+    // `gcc -no-pie -Wl,--no-dynamic-linker`: a dynamic section (libraries, relocations) that no loader would ever process.
+    throw new CairnError(
+      "ELF_DYNAMIC",
+      `${path} has a dynamic section (PT_DYNAMIC) but no program interpreter: nothing would load its libraries or apply its relocations`,
+      {
+        path,
+        hint: "link it statically (`gcc -static -no-pie`), or package it with its libraries as an OCI image layout",
+      },
+    );
   }
   if (loads === 0) malformed("no loadable segment", path);
   if (!entryMapped) malformed("the entry point lies outside every loadable segment", path);

@@ -8,7 +8,7 @@ import { checkStaticExecutable } from "../../src/workload/elf.ts";
 import { readSourceFile } from "../../src/workload/source-file.ts";
 import { assertCode } from "../helpers/errors.ts";
 import { outcomeInChild } from "../helpers/in-child.ts";
-import { GCC_SKIP, programBytes } from "./fixtures/static-program.ts";
+import { buildProgram, GCC_SKIP, programBytes } from "./fixtures/static-program.ts";
 
 const opts = { skip: GCC_SKIP };
 
@@ -24,6 +24,34 @@ test("a dynamically linked program is ELF_DYNAMIC", opts, () => {
 test("a static PIE is ELF_STATIC_PIE with a -no-pie hint", opts, () => {
   const e = assertCode(() => checkStaticExecutable(programBytes("static-pie"), "x"), "ELF_STATIC_PIE");
   assert.match(e.hint ?? "", /-no-pie/);
+});
+
+/** What binutils' readelf says of a program (an oracle independent of cairn's reader): its ELF type and which of PT_DYNAMIC and PT_INTERP it has. */
+function readelf(kind: "static" | "static-pie" | "no-loader"): { type: string; dynamic: boolean; interp: boolean } {
+  const path = buildProgram(kind);
+  const type = /Type:\s+(\w+)/.exec(execFileSync("readelf", ["-h", path], { encoding: "utf8" }))![1]!;
+  const segments = execFileSync("readelf", ["-lW", path], { encoding: "utf8" });
+  return { type, dynamic: /^\s+DYNAMIC\s/m.test(segments), interp: /^\s+INTERP\s/m.test(segments) };
+}
+
+test("PT_DYNAMIC without an interpreter in a fixed-address executable is ELF_DYNAMIC, named as such (issue 31, case 19c)", opts, () => {
+  // gcc -no-pie -Wl,--no-dynamic-linker: it needs libc.so, and nothing would load it.
+  assert.deepEqual(readelf("no-loader"), { type: "EXEC", dynamic: true, interp: false }, "the fixture is what the test says");
+  const e = assertCode(() => checkStaticExecutable(programBytes("no-loader"), "x"), "ELF_DYNAMIC", "x");
+  assert.match(e.message, /PT_DYNAMIC/);
+  assert.match(e.message, /no program interpreter/);
+  assert.deepEqual(readelf("static"), { type: "EXEC", dynamic: false, interp: false }, "control: the accepted program has neither");
+  checkStaticExecutable(programBytes("static"), "hello");
+});
+
+test("a static PIE (ET_DYN, PT_DYNAMIC, no interpreter) is said to be static, and refused by the fixed-address rule (issue 31, case 19c)", opts, () => {
+  assert.deepEqual(readelf("static-pie"), { type: "DYN", dynamic: true, interp: false }, "gcc -static-pie gives PT_DYNAMIC without PT_INTERP");
+  const e = assertCode(() => checkStaticExecutable(programBytes("static-pie"), "x"), "ELF_STATIC_PIE", "x");
+  assert.match(e.message, /static position-independent executable/);
+  assert.match(e.message, /fixed-address/);
+  assert.doesNotMatch(e.message, /dynamically linked/, "a static PIE is not called dynamically linked");
+  // Control: the same program with an interpreter named is dynamically linked.
+  assertCode(() => checkStaticExecutable(programBytes("dynamic"), "x"), "ELF_DYNAMIC");
 });
 
 function patched(edit: (b: Buffer) => void): Buffer {
