@@ -82,6 +82,12 @@ export class Checker {
     return obj[key];
   }
 
+  /** A required string field: one issue when it is missing, one when it is not such a string, never both. */
+  requiredString(obj: JsonObject, key: string, path: string, opts: { nonEmpty?: boolean; pattern?: RegExp; max?: number } = {}): string | undefined {
+    const v = this.required(obj, key, path);
+    return v === undefined ? undefined : this.string(v, childPath(path, key), opts);
+  }
+
   string(v: JsonModel | undefined, path: string, opts: { nonEmpty?: boolean; pattern?: RegExp; max?: number } = {}): string | undefined {
     if (typeof v !== "string") {
       this.add(path, `expected a string, found ${describe(v)}`, "MODEL_TYPE");

@@ -4,15 +4,22 @@
  * tar stream is listed here with its default and unit, and exceeding one
  * raises LIMIT_EXCEEDED naming it (see core `checkLimit`).
  *
- * Defaults are sized for a RAM-backed guest: the whole canonical tree is
- * copied into an initramfs that lives in guest memory, so the expanded size
- * defaults to 512 MiB. A spec may lower any limit or explicitly raise it;
+ * The byte defaults are sized for the store and a root disk, not for guest
+ * RAM: every assembled tree lands in the content store on the host's disk,
+ * and a tree of more than 64 MiB runs from a root disk by default (the
+ * guest's RAM bound is `vm.image-bytes` of an initramfs root, checked by the
+ * runs code). So the layers' sizes default to 16 GiB stored and 32 GiB
+ * expanded: the images people run (CUDA and PyTorch images of 5–15 GB) fit;
+ * a zip bomb still stops at a named bound. The memory of assembly is bounded
+ * by `entries`, not by bytes (file contents are streamed, never held). A
+ * spec may lower any limit or explicitly raise it;
  * unknown names are refused. Limits only decide whether an input is accepted;
  * they never change an accepted tree, so they are not part of any identity.
  */
 import { Checker, checkLimit, childPath, type JsonModel } from "../core/index.ts";
 
 const MiB = 1024 * 1024;
+const GiB = 1024 * MiB;
 
 export const LIMIT_DEFAULTS = Object.freeze({
   /** Bytes of each of `oci-layout`, `index.json`, a manifest and a config. */
@@ -20,9 +27,9 @@ export const LIMIT_DEFAULTS = Object.freeze({
   /** Descriptors in `index.json`, and layers in the selected manifest (each counted separately). */
   descriptors: 256,
   /** Sum of the compressed (as stored) sizes of all layers. */
-  compressedBytes: 512 * MiB,
+  compressedBytes: 16 * GiB,
   /** Sum of the uncompressed tar stream sizes of all layers (what gunzip produces; bounds zip bombs). */
-  expandedBytes: 512 * MiB,
+  expandedBytes: 32 * GiB,
   /** Tar members across all layers (headers of every kind, extended headers included). */
   entries: 200_000,
   /** Bytes of one normalized member path or symlink target. */

@@ -48,6 +48,8 @@ const FIRST_NID = (SUPER_OFFSET + SUPER_SIZE) / SLOT;
 const META_WINDOW = 256 * EROFS_BLOCK;
 /** Block addresses are 32-bit: 16 TiB at 4 KiB blocks. */
 const BLOCKS_MAX = 0xffffffff;
+/** The largest image the format can address (`vm.erofs-blocks` blocks of 4 KiB): the ceiling of a root disk. */
+export const EROFS_MAX_BYTES = BLOCKS_MAX * EROFS_BLOCK;
 
 /**
  * The layout, one column per field and one slot per entry in the byte order

@@ -8,10 +8,10 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { CairnError, checkLimit, sha256, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
+import { CairnError, sha256, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
 import type { CanonicalTree, ContentSource } from "../tree/index.ts";
 import { checkAssertions, outcomeDigest, runStatus, type AssertionResult, type RunStatus } from "./checker.ts";
-import { planErofs, writeErofs, type ErofsPlan } from "./erofs.ts";
+import { writeErofs, type ErofsPlan } from "./erofs.ts";
 import { writeGuestImageFile, writeRootDiskFile } from "./boot-image.ts";
 import { following, type OutputListener } from "./follow.ts";
 import { writeGuestImage, type GuestImage, type GuestImageParts } from "./initramfs.ts";
@@ -21,7 +21,8 @@ import { CONSOLE_LOG_FILE, consoleFailures, type KernelFailure } from "./kernel-
 import { readKitObject, type Kit } from "./kit.ts";
 import { decodeProtocol, DEFAULT_PROTOCOL_LIMITS, type DecodedProtocol, type NormalizedEvent } from "./protocol.ts";
 import { runQemu, type QemuResult, type RrMode } from "./qemu.ts";
-import { DEFAULT_RUN_LIMITS, type GuestRoot, type Scenario } from "./scenario.ts";
+import type { Scenario } from "./scenario.ts";
+import { checkInitramfsSize, checkRoom, defaultMemoryMib, sizeGuest } from "./sizing.ts";
 import { mergeRunInputs, withInputContent, type RunInputTree } from "./run-inputs.ts";
 import { encodeTreeManifest, type TreeManifest } from "./tree-manifest.ts";
 import { guestNetworkLine, networkIdentity } from "./netid.ts";
@@ -37,6 +38,8 @@ export interface GuestInputs {
   readonly runInputs?: RunInputTree;
   /** `run.network.http`: the served directory (read before a record; only its recorded digest at replay). */
   readonly httpRoot?: HttpRoot;
+  /** Where the boot will write the images: a root disk is refused before it is hashed when that file system lacks room (sizing.ts `checkRoom`). */
+  readonly room?: string;
 }
 
 export interface PreparedGuest {
@@ -72,49 +75,6 @@ export interface KitChoice {
   readonly agent?: Sha256Digest;
 }
 
-/**
- * Named limit `vm.image-bytes` (default 100 MiB, `run.limits.image-bytes` in
- * the spec raises it): the workload's file bytes, then the whole guest
- * image, checked before launch. The guest's RAM holds the kernel, the image
- * while it is unpacked, the unpacked template and a fresh copy of it per
- * start, so guest RAM follows the image (`defaultMemoryMib`).
- */
-export const IMAGE_BYTES_MAX = DEFAULT_RUN_LIMITS.imageBytes;
-
-const MIB = 1024 * 1024;
-/** The guest RAM every image up to this size gets (the VM identity of small runs did not move). */
-export const BASE_MEMORY_MIB = 256;
-const BASE_MEMORY_IMAGE_MIB = 64;
-
-/**
- * Guest RAM when the spec names none (`run.memory-mib`): 256 MiB up to a
- * 64 MiB image; above it 128 MiB for the kernel and agent plus three times
- * the image (the image while unpacking, the template, one fresh copy per
- * start), rounded up to 64 MiB. Measured: at 256 MiB the kernel's unpacker
- * fails from about 70 MiB of tree on; docs/runs.md has the figures.
- */
-export function defaultMemoryMib(imageBytes: number): number {
-  const image = Math.ceil(imageBytes / MIB);
-  if (image <= BASE_MEMORY_IMAGE_MIB) return BASE_MEMORY_MIB;
-  return Math.ceil((128 + 3 * image) / 64) * 64;
-}
-
-const IMAGE_HINT = "raise run.limits.image-bytes in the workload spec (guest RAM follows the image, or set run.memory-mib)";
-
-/**
- * Where the template lives when the spec does not say (`run.root`): trees of
- * more than 64 MiB of files go on a root disk, smaller ones stay in the
- * initramfs. The initramfs needs guest RAM of about three times the image
- * and its boot time grows with it; the disk's does not (docs/runs.md has the
- * measurements), while small trees keep the initramfs's smaller replay log
- * (a disk needs icount sleep=on, which logs more during boot).
- */
-export const DISK_ROOT_FROM_BYTES = 64 * MIB;
-
-export function chooseRoot(scenario: Scenario, treeBytes: number): GuestRoot {
-  return scenario.root ?? (treeBytes > DISK_ROOT_FROM_BYTES ? "disk" : "initramfs");
-}
-
 /** The workload's tree and content with the run's inputs laid in; the inputs must be exactly the ones the scenario names. */
 function withRunInputs(g: GuestInputs): { tree: CanonicalTree; content: ContentSource } {
   const wanted = (g.scenario.inputs ?? []).map((i) => i.to);
@@ -130,11 +90,10 @@ function withRunInputs(g: GuestInputs): { tree: CanonicalTree; content: ContentS
 
 export async function prepareGuest(unmerged: GuestInputs, choice: KitChoice): Promise<PreparedGuest> {
   const g = { ...unmerged, ...withRunInputs(unmerged) };
-  let treeBytes = 0;
-  for (const e of g.tree.values()) if (e.type === "file") treeBytes += e.size;
-  const imageMax = g.scenario.limits.imageBytes;
-  checkLimit("vm.image-bytes", treeBytes, imageMax, "/tree", "bytes", IMAGE_HINT);
-  const root = chooseRoot(g.scenario, treeBytes);
+  // the one sizing rule (sizing.ts), which `cairn workload check` applies too: the root, then vm.image-bytes on the tree and the disk
+  const size = sizeGuest(g.tree, g.scenario);
+  const root = size.root;
+  if (size.plan !== undefined && g.room !== undefined) checkRoom(g.room, size.plan.size, "the root disk");
   const kernel = readKitObject(choice.kit.dir, "kernels", choice.kernel ?? choice.kit.kernel.digest, "/vm/kernel");
   // every guest loads the protocol's modules; a disk root adds the disk's, a network run the NIC's
   const groups: ReadonlyArray<readonly (readonly [string, string])[]> = [
@@ -156,8 +115,7 @@ export async function prepareGuest(unmerged: GuestInputs, choice: KitChoice): Pr
   let disk: PreparedDisk | undefined;
   if (root === "disk") {
     // written once here only to be hashed; bootGuest writes it again into the boot directory and checks the digest
-    const plan = planErofs(g.tree);
-    checkLimit("vm.image-bytes", plan.size, imageMax, "/guest_image/disk", "bytes", IMAGE_HINT);
+    const plan = size.plan!;
     const hashed = await writeErofs(g.tree, g.content, { write() {} }, plan);
     disk = { plan, tree: g.tree, content: g.content, digest: hashed.digest, size: hashed.size };
   }
@@ -174,7 +132,7 @@ export async function prepareGuest(unmerged: GuestInputs, choice: KitChoice): Pr
     ...(network !== undefined ? { network: guestNetworkLine(network) } : {}),
   };
   const image = await writeGuestImage(imageParts, { write() {} });
-  checkLimit("vm.image-bytes", image.size, imageMax, "/guest_image", "bytes", IMAGE_HINT);
+  checkInitramfsSize(image.size, g.scenario, root);
   const vm = defaultVmIdentity({
     qemu: choice.qemu,
     kernel: sha256(kernel.bytes),
@@ -183,7 +141,7 @@ export async function prepareGuest(unmerged: GuestInputs, choice: KitChoice): Pr
     initramfs: image.digest,
     treeManifest: treeManifest.digest,
     // a disk root is read through the page cache: guest RAM need not hold the tree
-    memoryMib: g.scenario.memoryMib ?? (disk === undefined ? defaultMemoryMib(image.size) : BASE_MEMORY_MIB),
+    memoryMib: g.scenario.memoryMib ?? defaultMemoryMib(image.size, root),
     ...(disk !== undefined ? { disk: { image: disk.digest, size: disk.size } } : {}),
     ...(g.runInputs !== undefined ? { runInputs: g.runInputs.digest } : {}),
     ...(network !== undefined ? { network } : {}),
@@ -229,6 +187,8 @@ export async function bootGuest(p: PreparedGuest, mode: RrMode, files: BootFiles
   const initrdPath = join(files.dir, "initramfs.img");
   const consoleLog = join(files.dir, CONSOLE_LOG_FILE);
   const protocolLog = join(files.dir, "protocol.bin");
+  // a root disk's ceiling is the host's room: for both images and the logs' margin, before the first byte of either is written
+  if (p.disk !== undefined) checkRoom(files.dir, p.image.size + p.disk.size, "the root disk and the initramfs");
   await writeGuestImageFile(p.imageParts, initrdPath, p.image);
   writeFileAtomic(consoleLog, "", { mode: 0o600 });
   writeFileAtomic(protocolLog, "", { mode: 0o600 });

@@ -34,7 +34,21 @@ export type { QemuPaths } from "./qemu.ts";
 export { buildAgent, AGENT_SOURCE_DIR } from "./agentbuild.ts";
 export { kitDir, loadKit, setupKit, ensureKit, qemuVersion, missingPackages, AGENT_SOURCE_DIGEST } from "./kit.ts";
 export type { Kit, SetupOptions } from "./kit.ts";
-export { prepareGuest, bootGuest, evaluate, defaultMemoryMib, chooseRoot, DISK_ROOT_FROM_BYTES, IMAGE_BYTES_MAX } from "./guest.ts";
+export { prepareGuest, bootGuest, evaluate } from "./guest.ts";
+export {
+  BASE_MEMORY_MIB,
+  checkRoom,
+  chooseRoot,
+  defaultMemoryMib,
+  DISK_ROOT_FROM_BYTES,
+  IMAGE_BYTES,
+  IMAGE_BYTES_CEILING,
+  imageBytesMax,
+  sizeGuest,
+  treeFileBytes,
+} from "./sizing.ts";
+export type { GuestSize } from "./sizing.ts";
+export { checkWorkloadRun, runCheck } from "./run-check.ts";
 export type { PreparedGuest, BootResult, Evaluation } from "./guest.ts";
 export { recordRun, defaultRunsDir } from "./record.ts";
 export type { RecordOptions, RecordResult } from "./record.ts";

@@ -209,6 +209,7 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
         scenario,
         ...(runInputs !== undefined ? { runInputs } : {}),
         ...(httpRoot ? { httpRoot } : {}),
+        room: runDir,
       },
       { kit, qemu: qemuVersion() },
     );

@@ -122,6 +122,7 @@ export async function preflight(opts: ReplayOptions) {
       scenario,
       ...(runInputs !== undefined ? { runInputs } : {}),
       ...(httpRoot ? { httpRoot } : {}),
+      room: opts.runDir, // each replay boots in a directory inside the run directory
     },
     { kit: opts.kit, qemu: qemuVersion(), kernel: m.vm.kernel, modules: parseModuleEntries(m.vm.kernel_modules, "/vm/kernel_modules"), agent: m.vm.agent },
   );

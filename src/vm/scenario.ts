@@ -22,6 +22,7 @@
 import { Checker, childPath, parseSha256, type JsonModel, type Sha256Digest } from "../core/index.ts";
 import { isCanonicalPath } from "../tree/index.ts";
 import { parseNetworkSpec, type NetworkSpec } from "./network-spec.ts";
+import { IMAGE_BYTES, IMAGE_BYTES_CEILING } from "./sizing.ts";
 import { EVENT_NAMES, LAUNCH_STAGES, type EventName } from "./wire.ts";
 
 export { EVENT_NAMES };
@@ -68,8 +69,13 @@ export interface RunLimits {
   readonly stdinQueueBytes: number;
   /** Largest output frame payload. */
   readonly frameBytes: number;
-  /** `vm.image-bytes`: the workload's file bytes, then the whole guest image (host, before launch). */
-  readonly imageBytes: number;
+  /**
+   * `vm.image-bytes` as the spec names it: the workload's file bytes, then the
+   * root disk, then the whole initramfs (host, before launch). Absent: the
+   * default of the root used (sizing.ts `IMAGE_BYTES`), which a spec that
+   * names no number cannot know before the tree's size is.
+   */
+  readonly imageBytes?: number;
 }
 
 export const DEFAULT_RUN_LIMITS: RunLimits = {
@@ -77,10 +83,7 @@ export const DEFAULT_RUN_LIMITS: RunLimits = {
   timeMs: 60_000,
   stdinQueueBytes: 1024 * 1024,
   frameBytes: 4096,
-  imageBytes: 100 * 1024 * 1024,
 };
-/** The most `run.limits.image-bytes` may be raised to: the host builds the image in memory. */
-export const MAX_IMAGE_BYTES = 1024 * 1024 * 1024;
 /** `run.memory-mib` bounds: below 128 MiB the kernel and agent alone do not fit; above 16 GiB is not a test VM. */
 export const MEMORY_MIB_RANGE = { min: 128, max: 16384 } as const;
 export const MAX_FRAME_BYTES = 4096;
@@ -175,8 +178,8 @@ function parseTrigger(c: Checker, v: JsonModel | undefined, path: string): Trigg
     }
     return e === undefined ? { kind: "none" } : { kind: "event", event: e as EventName };
   }
-  const stream = c.string(c.required(o, "output", path), childPath(path, "output"), { pattern: /^(stdout|stderr)$/ });
-  const contains = c.string(c.required(o, "contains", path), childPath(path, "contains"), { nonEmpty: true });
+  const stream = c.requiredString(o, "output", path, { pattern: /^(stdout|stderr)$/ });
+  const contains = c.requiredString(o, "contains", path, { nonEmpty: true });
   if (contains !== undefined && Buffer.byteLength(contains) > MAX_PATTERN) {
     c.add(childPath(path, "contains"), `limit run.pattern-bytes exceeded (${MAX_PATTERN})`, "LIMIT_EXCEEDED");
   }
@@ -185,16 +188,18 @@ function parseTrigger(c: Checker, v: JsonModel | undefined, path: string): Trigg
 }
 
 function parseSteps(c: Checker, v: JsonModel | undefined, path: string): Step[] {
-  const list = c.array(v, path) ?? [];
+  const given = c.array(v, path);
+  const list = given ?? [];
   if (list.length > MAX_STEPS) c.add(path, `limit run.steps exceeded (${list.length} > ${MAX_STEPS})`, "LIMIT_EXCEEDED");
   const steps: Step[] = [];
   let started = 0;
   let offset = 0;
   list.forEach((item, i) => {
+    if (item === null) return; // c.array named it
     const p = childPath(path, i);
     const o = c.object(item, p, STEP_KEYS);
     if (!o) return;
-    const action = c.string(c.required(o, "action", p), childPath(p, "action"), {
+    const action = c.requiredString(o, "action", p, {
       pattern: /^(start|write-stdin|close-stdin|terminate|network-down|network-up)$/,
     });
     let after = parseTrigger(c, o.after, childPath(p, "after"));
@@ -213,7 +218,7 @@ function parseSteps(c: Checker, v: JsonModel | undefined, path: string): Step[] 
     } else if (action !== undefined) {
       if (started === 0) c.add(childPath(p, "action"), `"${action}" before any start`, "MODEL_VALUE");
       if (action === "write-stdin") {
-        const text = c.string(c.required(o, "data", p), childPath(p, "data"), { nonEmpty: true });
+        const text = c.requiredString(o, "data", p, { nonEmpty: true });
         const data = Buffer.from(text ?? "", "utf8");
         if (o.offset !== undefined) {
           const declared = c.integer(o.offset, childPath(p, "offset"), { min: 0 });
@@ -229,10 +234,10 @@ function parseSteps(c: Checker, v: JsonModel | undefined, path: string): Step[] 
     }
   });
   // network steps belong to the boot and may come first; the first other step must be a start
-  const first = steps.findIndex((s) => s.action !== "network-down" && s.action !== "network-up");
-  if (first >= 0 && steps[first]!.action !== "start") c.add(childPath(path, first), "the first step must be a start", "MODEL_VALUE");
-  if (first < 0 && list.length > 0) c.add(childPath(path, 0), "the first step must be a start", "MODEL_VALUE");
-  if (list.length === 0) c.add(path, "a scenario needs at least one step", "MODEL_VALUE");
+  // (a step before it was named "… before any start" above; a list of network steps alone is named here, once)
+  if (started === 0 && list.length > 0 && steps.length === list.length && steps.every((s) => s.action === "network-down" || s.action === "network-up"))
+    c.add(childPath(path, 0), "the first step must be a start", "MODEL_VALUE");
+  if (given !== undefined && list.length === 0) c.add(path, "a scenario needs at least one step (leave steps out for the default: start, close-stdin)", "MODEL_VALUE");
   return steps;
 }
 
@@ -253,6 +258,7 @@ function digest(c: Checker, v: JsonModel | undefined, path: string): Sha256Diges
 function parseExpect(c: Checker, v: JsonModel | undefined, path: string, invocations: number): Expectation[] {
   const out: Expectation[] = [];
   (c.array(v, path) ?? []).forEach((item, i) => {
+    if (item === null) return; // c.array named it
     const p = childPath(path, i);
     const o = c.object(item, p, EXPECT_KEYS);
     if (!o) return;
@@ -286,12 +292,14 @@ function parseLimits(c: Checker, v: JsonModel | undefined, path: string): RunLim
   if (!o) return DEFAULT_RUN_LIMITS;
   const get = (key: string, fallback: number, max: number): number =>
     o[key] === undefined ? fallback : (c.integer(o[key], childPath(path, key), { min: 1, max }) ?? fallback);
+  // image-bytes may say up to a root disk's ceiling; with no number the root's own default applies (sizing.ts)
+  const image = o["image-bytes"] === undefined ? undefined : c.integer(o["image-bytes"], childPath(path, "image-bytes"), { min: 1, max: IMAGE_BYTES_CEILING });
   return {
     outputBytes: get("output-bytes", DEFAULT_RUN_LIMITS.outputBytes, 1024 * 1024 * 1024),
     timeMs: get("time-ms", DEFAULT_RUN_LIMITS.timeMs, 24 * 3600 * 1000),
     stdinQueueBytes: get("stdin-queue-bytes", DEFAULT_RUN_LIMITS.stdinQueueBytes, 64 * 1024 * 1024),
     frameBytes: get("frame-bytes", DEFAULT_RUN_LIMITS.frameBytes, MAX_FRAME_BYTES),
-    imageBytes: get("image-bytes", DEFAULT_RUN_LIMITS.imageBytes, MAX_IMAGE_BYTES),
+    ...(image !== undefined ? { imageBytes: image } : {}),
   };
 }
 
@@ -300,11 +308,12 @@ function parseInputs(c: Checker, v: JsonModel | undefined, path: string): RunInp
   if (list.length > MAX_RUN_INPUTS) c.add(path, `limit run.inputs exceeded (${list.length} > ${MAX_RUN_INPUTS})`, "LIMIT_EXCEEDED");
   const out: RunInput[] = [];
   list.forEach((item, i) => {
+    if (item === null) return; // c.array named it
     const p = childPath(path, i);
     const o = c.object(item, p, ["from", "to"]);
     if (!o) return;
-    const from = c.string(c.required(o, "from", p), childPath(p, "from"), { nonEmpty: true });
-    const to = c.string(c.required(o, "to", p), childPath(p, "to"), { nonEmpty: true });
+    const from = c.requiredString(o, "from", p, { nonEmpty: true });
+    const to = c.requiredString(o, "to", p, { nonEmpty: true });
     if (from?.includes("\0")) c.add(childPath(p, "from"), "a host path cannot contain NUL", "RUN_INVALID");
     if (to === undefined || from === undefined) return;
     // the guest path decides where bytes land in the workload's root: only a normalized absolute path, never "/" or the overlay's own
@@ -339,9 +348,16 @@ export function parseScenario(unsafeRun: JsonModel | undefined, path = "/run"): 
     c.done("invalid run section");
     return DEFAULT_SCENARIO;
   }
-  const steps = parseSteps(c, c.required(o, "steps", path), childPath(path, "steps"));
+  // a partial section fills in what it leaves out: without steps, the default scenario's steps (and, with
+  // no expect either, its expectation), so `run: {limits: …}` is the default run under those limits
+  const steps = o.steps === undefined ? [...DEFAULT_SCENARIO.steps] : parseSteps(c, o.steps, childPath(path, "steps"));
   const invocations = steps.filter((s) => s.action === "start").length;
-  const expect = o.expect === undefined ? [] : parseExpect(c, o.expect, childPath(path, "expect"), Math.max(invocations, 1));
+  const expect =
+    o.expect === undefined
+      ? o.steps === undefined
+        ? [...DEFAULT_SCENARIO.expect]
+        : []
+      : parseExpect(c, o.expect, childPath(path, "expect"), Math.max(invocations, 1));
   const limits = parseLimits(c, o.limits, childPath(path, "limits"));
   const verify = o["verify-tree"] === undefined ? "metadata" : c.string(o["verify-tree"], childPath(path, "verify-tree"));
   if (verify !== undefined && verify !== "metadata" && verify !== "content")
@@ -351,6 +367,13 @@ export function parseScenario(unsafeRun: JsonModel | undefined, path = "/run"): 
   const root = GUEST_ROOTS.find((r) => r === rootName);
   if (rootName !== undefined && root === undefined)
     c.add(childPath(path, "root"), 'expected "initramfs" or "disk" (absent: chosen from the tree\'s size)', "RUN_INVALID");
+  const initramfsMax = IMAGE_BYTES.initramfs.ceiling;
+  if (root === "initramfs" && limits.imageBytes !== undefined && limits.imageBytes > initramfsMax)
+    c.add(
+      childPath(childPath(path, "limits"), "image-bytes"),
+      `an initramfs root lives in guest RAM and holds at most ${initramfsMax} bytes (1 GiB); use root: disk for a larger image`,
+      "LIMIT_EXCEEDED",
+    );
   const proc = o.proc === undefined ? false : c.boolean(o.proc, childPath(path, "proc"));
   const urandom = o.urandom === undefined ? false : c.boolean(o.urandom, childPath(path, "urandom"));
   const inputs = o.inputs === undefined ? [] : parseInputs(c, o.inputs, childPath(path, "inputs"));

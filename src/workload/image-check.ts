@@ -15,13 +15,29 @@
  *
  * Nothing is written but a private temporary staging directory (removed
  * before returning); file bytes are hashed and dropped.
+ *
+ * What `cairn run` checks beyond assembly (the spec's run section, the
+ * guest's sizing by root, the runtime overlay) belongs to the runs code,
+ * a floor up: it comes in as a `RunCheck` (vm/run-check.ts), whose problems
+ * are listed here in the order run meets them (the run section before the
+ * source, the tree's after it), so check and run share each rule's one
+ * definition.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { CairnError, MAX_ISSUES, type ErrorCode } from "../core/index.ts";
 import { readOciSource } from "../oci/index.ts";
-import { applyLayers, policyName, policyValue, HASH_ONLY_SINK, type DroppedXattrs, type PolicyKey, type SkippedMember } from "../tree/index.ts";
+import {
+  applyLayers,
+  policyName,
+  policyValue,
+  HASH_ONLY_SINK,
+  type CanonicalTree,
+  type DroppedXattrs,
+  type PolicyKey,
+  type SkippedMember,
+} from "../tree/index.ts";
 import { deriveBinary } from "./derive.ts";
 import { launchFromOci, ociConfigRefusals, ociLaunchWithSpec, type Launch } from "./launch.ts";
 import { readSourceFile } from "./source-file.ts";
@@ -54,6 +70,17 @@ export interface CheckResult {
   readonly droppedXattrs: readonly DroppedXattrs[];
 }
 
+/**
+ * The checks `cairn run` makes that assembly does not: each returns what it
+ * refuses (errors; none when all is well), never throws for a refusal.
+ */
+export interface RunCheck {
+  /** The spec's run section (and what it reads), before the source is read, as run does. */
+  section(spec: WorkloadSpec, specPath: string): readonly unknown[];
+  /** The workload's tree as the source gives it (run's checks before launch: sizing by root, the overlay's rules). */
+  tree(tree: CanonicalTree): readonly unknown[];
+}
+
 class Problems {
   readonly list: CheckProblem[] = [];
   count = 0;
@@ -63,6 +90,11 @@ class Problems {
 
   add(e: unknown, policy: PolicyKey | undefined, fatal = false): void {
     if (!(e instanceof CairnError)) throw e;
+    // a refusal listing several fields (a run section's) is that many problems, each once
+    if (e.issues.length > 1) {
+      for (const i of e.issues) this.add(new CairnError(i.code, i.message, { path: i.path }), policy, fatal);
+      return;
+    }
     this.count++;
     if (policy !== undefined) this.keys.add(policy);
     else this.unadmitted++;
@@ -79,7 +111,7 @@ class Problems {
 }
 
 /** Checks an OCI source read from `layoutDir` under the spec's rules; see the module comment. */
-async function checkOci(spec: WorkloadSpec, layoutDir: string, found: Problems): Promise<Pick<CheckResult, "skipped" | "droppedXattrs">> {
+async function checkOci(spec: WorkloadSpec, layoutDir: string, found: Problems, run?: RunCheck): Promise<Pick<CheckResult, "skipped" | "droppedXattrs">> {
   if (spec.source.kind !== "oci") throw new CairnError("INTERNAL", "not an OCI spec");
   const staging = mkdtempSync(join(tmpdir(), "cairn-check-"));
   try {
@@ -120,6 +152,7 @@ async function checkOci(spec: WorkloadSpec, layoutDir: string, found: Problems):
     const { launchTreeProblems } = await import("./oci-workload.ts");
     if (launch !== undefined)
       for (const e of await launchTreeProblems(applied.tree, launch, spec.source.launch?.workdir !== undefined)) found.add(e, undefined);
+    for (const e of run?.tree(applied.tree) ?? []) found.add(e, undefined);
     return under;
   } finally {
     rmSync(staging, { recursive: true, force: true });
@@ -131,15 +164,17 @@ async function checkOci(spec: WorkloadSpec, layoutDir: string, found: Problems):
  * that does not parse, or names a registry `ref` (check reads local layouts
  * only; `cairn pull` one first), is refused as it would be by assembly.
  */
-export async function checkWorkload(opts: { readonly specPath: string }): Promise<CheckResult> {
+export async function checkWorkload(opts: { readonly specPath: string; readonly run?: RunCheck }): Promise<CheckResult> {
   const specPath = resolve(opts.specPath);
   const spec = parseWorkloadSpec(readSourceFile(specPath, SPEC_MAX_BYTES, "specBytes"), specPath);
   const found = new Problems();
+  for (const e of opts.run?.section(spec, specPath) ?? []) found.add(e, undefined);
   let listing: Pick<CheckResult, "skipped" | "droppedXattrs"> = { skipped: [], droppedXattrs: [] };
   if (spec.source.kind === "binary") {
     try {
       const exePath = resolve(dirname(specPath), spec.source.path);
-      deriveBinary(spec, readSourceFile(exePath, spec.limits.fileSize, "fileSize"), exePath);
+      const derived = deriveBinary(spec, readSourceFile(exePath, spec.limits.fileSize, "fileSize"), exePath);
+      for (const e of opts.run?.tree(derived.tree) ?? []) found.add(e, undefined);
     } catch (e) {
       found.add(e, undefined);
     }
@@ -150,7 +185,7 @@ export async function checkWorkload(opts: { readonly specPath: string }): Promis
         hint: "pull it first (`cairn pull REF --oci DIR`) and check a spec whose source is {layout: DIR, manifest: …}",
       });
     }
-    listing = await checkOci(spec, resolve(dirname(specPath), spec.source.layout), found);
+    listing = await checkOci(spec, resolve(dirname(specPath), spec.source.layout), found, opts.run);
   }
   const suggested: Partial<Record<PolicyKey, string>> = {};
   for (const k of found.keys) suggested[k] = policyName(k).slice(k.length + 2);

@@ -14,7 +14,7 @@ export type { WorkloadLock } from "./workload-lock.ts";
 export { DERIVED_ENTRY_IDENTITY, DERIVED_ENTRY_SCOPE } from "./derived-entry.ts";
 export { assembleWorkload } from "./assemble.ts";
 export { checkWorkload } from "./image-check.ts";
-export type { CheckProblem, CheckResult } from "./image-check.ts";
+export type { CheckProblem, CheckResult, RunCheck } from "./image-check.ts";
 export type { PolicyListing } from "./oci-workload.ts";
 export type { AssembleMemo, AssembleOptions, AssembleResult } from "./assemble.ts";
 export { openVerifiedWorkload, readWorkloadLock, verifyWorkloadLock } from "./verified-workload.ts";

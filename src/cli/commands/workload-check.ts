@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { checkWorkload } from "../../workload/index.ts";
+import { checkWorkloadRun } from "../../vm/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
 
@@ -11,11 +11,11 @@ function printable(s: string): string {
 export function registerWorkloadCheck(parent: Command, ctx: Context): void {
   parent
     .command("check")
-    .description("list every problem of a workload's image in one pass, with the policy that would admit each; assembles nothing, writes nothing to the store")
+    .description("list every problem of a workload's image and run section in one pass (what run would refuse, with the policy that would admit each); assembles nothing, writes nothing to the store")
     .argument("<spec>", "workload spec (cairn.workload/1, YAML or JSON) naming a local OCI layout or a binary")
     .option("--json", "print the result as JSON")
     .action(async (spec: string, opts: { json?: boolean }) => {
-      const r = await checkWorkload({ specPath: spec });
+      const r = await checkWorkloadRun({ specPath: spec });
       ctx.exitCode = r.problemCount === 0 ? 0 : 1;
       const omitted = r.problemCount - r.problems.length;
       const first = r.problems[0];
@@ -43,7 +43,10 @@ export function registerWorkloadCheck(parent: Command, ctx: Context): void {
           dropped_xattrs: r.droppedXattrs,
         });
       const lines: string[] = [];
-      if (r.problemCount === 0) lines.push(`no problems: the ${r.kind} workload assembles as the spec stands`);
+      if (r.problemCount === 0)
+        lines.push(
+          `no problems: the ${r.kind} workload assembles as the spec stands, and its run section and guest size pass run's checks (not checked here: the kit's own bytes, the host's free space)`,
+        );
       else lines.push(`${r.problemCount} problem(s):`);
       for (const p of r.problems)
         lines.push(
