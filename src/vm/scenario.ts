@@ -237,7 +237,8 @@ function parseSteps(c: Checker, v: JsonModel | undefined, path: string): Step[] 
   // (a step before it was named "… before any start" above; a list of network steps alone is named here, once)
   if (started === 0 && list.length > 0 && steps.length === list.length && steps.every((s) => s.action === "network-down" || s.action === "network-up"))
     c.add(childPath(path, 0), "the first step must be a start", "MODEL_VALUE");
-  if (given !== undefined && list.length === 0) c.add(path, "a scenario needs at least one step (leave steps out for the default: start, close-stdin)", "MODEL_VALUE");
+  if (given !== undefined && list.length === 0)
+    c.add(path, "a scenario needs at least one step (leave steps out for the default: start, close-stdin)", "MODEL_VALUE");
   return steps;
 }
 

@@ -49,8 +49,10 @@ describe("policy", () => {
 });
 
 describe("limits", () => {
-  it("defaults suit a RAM-backed guest (expanded bytes at most 512 MiB)", () => {
-    assert.ok(DEFAULT_LIMITS.expandedBytes <= 512 * 1024 * 1024);
+  it("byte defaults are sized for the store and a root disk, not guest RAM: a 15 GB image fits (issue 31, case 15)", () => {
+    assert.ok(DEFAULT_LIMITS.expandedBytes >= 16 * 1024 ** 3, "the uncompressed layers of a CUDA or PyTorch image");
+    assert.ok(DEFAULT_LIMITS.compressedBytes >= 15 * 1000 ** 3, "their stored layers");
+    assert.ok(DEFAULT_LIMITS.expandedBytes <= 64 * 1024 ** 3, "still a bound: a zip bomb stops at a named limit");
     assert.deepEqual(parseLimits(undefined), DEFAULT_LIMITS);
     for (const n of LIMIT_NAMES) assert.ok(Number.isSafeInteger(DEFAULT_LIMITS[n]) && DEFAULT_LIMITS[n] > 0, n);
   });

@@ -11,7 +11,7 @@ import {
   encodeInputs,
   encodeTreeManifest,
   treeManifestBytes,
-  IMAGE_BYTES_MAX,
+  IMAGE_BYTES,
   prepareGuest,
   S_IFCHR,
   S_IFDIR,
@@ -19,6 +19,7 @@ import {
   S_IFREG,
   writeGuestImage,
   type GuestImageParts,
+  type Scenario,
 } from "../../src/vm/index.ts";
 
 import { assertCodeAsync } from "../helpers/errors.ts";
@@ -172,19 +173,29 @@ describe("guest image", () => {
 });
 
 describe("guest image size", () => {
-  it("is refused before anything else above the named limit vm.image-bytes", async () => {
-    assert.equal(IMAGE_BYTES_MAX, 100 * 1024 * 1024);
+  it("is refused before anything else above the named limit vm.image-bytes, with the default and hint of the root used", async () => {
+    assert.equal(IMAGE_BYTES.initramfs.default, 100 * 1024 * 1024);
     const fakeKit = {
       dir: mkdtempSync(join(tmpdir(), "cairn-nokit-")),
       qemu: "x",
       kernel: { digest: sha256("k"), package: "p", file: "f", modules: [] },
       agent: { digest: sha256("a"), source: sha256("s"), compiler: "c" },
     };
-    const prepare = (list: FsEntry[]) =>
-      prepareGuest({ tree: new Map(list.map((e) => [e.path, e])), content, launch, scenario: DEFAULT_SCENARIO }, { kit: fakeKit, qemu: "x" });
-    const big: FsEntry = { type: "file", path: "/big", mode: 0o644, uid: 0, gid: 0, mtime: 0, size: IMAGE_BYTES_MAX + 1, sha256: sha256(exe) };
-    const e = await assertCodeAsync(() => prepare([...entries, big]), "LIMIT_EXCEEDED");
+    const prepare = (list: FsEntry[], scenario: Scenario = DEFAULT_SCENARIO) =>
+      prepareGuest({ tree: new Map(list.map((e) => [e.path, e])), content, launch, scenario }, { kit: fakeKit, qemu: "x" });
+    const file = (size: number): FsEntry => ({ type: "file", path: "/big", mode: 0o644, uid: 0, gid: 0, mtime: 0, size, sha256: sha256(exe) });
+    // an initramfs root (the spec's choice) keeps the RAM-sized default, and its hint speaks of guest RAM
+    const inRam = { ...DEFAULT_SCENARIO, root: "initramfs" as const };
+    const e = await assertCodeAsync(() => prepare([...entries, file(IMAGE_BYTES.initramfs.default + 1)], inRam), "LIMIT_EXCEEDED");
     assert.match(e.message, /vm\.image-bytes/);
+    assert.match(e.hint ?? "", /initramfs, which lives in guest RAM/);
+    // the same tree without a root named goes on a disk (above 64 MiB), whose default is sized for disk: past the limit
+    await assertCodeAsync(() => prepare([...entries, file(IMAGE_BYTES.initramfs.default + 1)]), "VM_MISMATCH");
+    // a disk root is refused above its own default, and its hint speaks of the disk, not of guest RAM
+    const d = await assertCodeAsync(() => prepare([...entries, file(IMAGE_BYTES.disk.default + 1)]), "LIMIT_EXCEEDED");
+    assert.equal(d.path, "/tree");
+    assert.match(d.hint ?? "", /root disk/);
+    assert.doesNotMatch(d.hint ?? "", /guest RAM/);
     // control: a tree within the limit gets past it (and stops at the empty kit)
     await assertCodeAsync(() => prepare(entries), "VM_MISMATCH");
   });

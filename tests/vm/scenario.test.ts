@@ -8,6 +8,8 @@ import {
   DEFAULT_SCENARIO,
   defaultMemoryMib,
   DISK_ROOT_FROM_BYTES,
+  IMAGE_BYTES,
+  imageBytesMax,
   parseScenario,
   splitLines,
 } from "../../src/vm/index.ts";
@@ -72,7 +74,8 @@ describe("run section", () => {
       ["steps: [{action: start}]\nverify-tree: 1", "/run/verify-tree"],
       ["steps: [{action: start}]\nmemory-mib: 64", "/run/memory-mib"],
       ["steps: [{action: start}]\nmemory-mib: 16385", "/run/memory-mib"],
-      ["steps: [{action: start}]\nlimits: {image-bytes: 1073741825}", "/run/limits/image-bytes"],
+      ["steps: [{action: start}]\nroot: initramfs\nlimits: {image-bytes: 1073741825}", "/run/limits/image-bytes"],
+      ["steps: [{action: start}]\nlimits: {image-bytes: 17592186040321}", "/run/limits/image-bytes"],
       ["steps: [{action: start}]\nroot: ext4", "/run/root"],
       ["steps: [{action: start}]\nroot: 1", "/run/root"],
       ["steps: [{action: start}]\nproc: yes-please", "/run/proc"],
@@ -104,19 +107,68 @@ describe("run section", () => {
     assert.equal(off.proc, undefined, "false is the default: the same scenario");
   });
 
-  it("reads run.memory-mib and run.limits.image-bytes; without them RAM is sized from the image and the image limit is 100 MiB", () => {
+  it("reads run.memory-mib and run.limits.image-bytes; without them RAM is sized from the image and the image limit is the root's default", () => {
     const sc = parseScenario(parseYamlText("steps: [{action: start}]\nmemory-mib: 640\nlimits: {image-bytes: 209715200}"));
     assert.equal(sc.memoryMib, 640);
     assert.equal(sc.limits.imageBytes, 200 * 1024 * 1024);
+    assert.equal(imageBytesMax(sc.limits, "disk"), 200 * 1024 * 1024, "the spec's number holds for either root");
     const plain = parseScenario(parseYamlText("steps: [{action: start}]"));
     assert.equal(plain.memoryMib, undefined);
-    assert.equal(plain.limits.imageBytes, 100 * 1024 * 1024);
+    assert.equal(plain.limits.imageBytes, undefined, "no number: the root decides");
+    assert.equal(imageBytesMax(plain.limits, "initramfs"), 100 * 1024 * 1024);
+    assert.equal(imageBytesMax(plain.limits, "disk"), 32 * 1024 ** 3);
+    // a spec may ask for more than 1 GiB (a disk's ceiling is EROFS's), but an initramfs root never gets more than 1 GiB
+    const big = parseScenario(parseYamlText(`steps: [{action: start}]\nlimits: {image-bytes: ${16 * 1024 ** 3}}`));
+    assert.equal(imageBytesMax(big.limits, "disk"), 16 * 1024 ** 3);
+    assert.equal(imageBytesMax(big.limits, "initramfs"), IMAGE_BYTES.initramfs.ceiling);
+    assert.equal(defaultMemoryMib(8 * 1024 ** 3, "disk"), 256, "a root disk is read through the page cache: RAM does not follow it");
     // the default RAM: 256 MiB up to a 64 MiB image (no VM identity of a small run moved), then 128 + 3 x image, in 64 MiB steps
     assert.equal(defaultMemoryMib(1), 256);
     assert.equal(defaultMemoryMib(64 * 1024 * 1024), 256);
     assert.equal(defaultMemoryMib(64 * 1024 * 1024 + 1), 384);
     assert.equal(defaultMemoryMib(99 * 1024 * 1024), 448);
     assert.equal(defaultMemoryMib(162 * 1024 * 1024), 640);
+  });
+
+  it("a partial run section fills in the default steps (and, without expect, the default expectation) instead of being refused (issue 31, case 15)", () => {
+    const onlyLimits = parseScenario(parseYamlText("limits: {time-ms: 5000}"));
+    assert.deepEqual(onlyLimits.steps, DEFAULT_SCENARIO.steps);
+    assert.deepEqual(onlyLimits.expect, DEFAULT_SCENARIO.expect);
+    assert.deepEqual(onlyLimits.limits, { ...DEFAULT_RUN_LIMITS, timeMs: 5000 });
+    const onlyExpect = parseScenario(parseYamlText("expect: [{exit-code: 3}]"));
+    assert.deepEqual(onlyExpect.steps, DEFAULT_SCENARIO.steps);
+    assert.deepEqual(onlyExpect.expect, [{ invocation: 1, exitCode: 3 }], "the section's own expectation, not the default's");
+    const onlyRoot = parseScenario(parseYamlText("root: disk"));
+    assert.deepEqual([onlyRoot.steps, onlyRoot.root], [DEFAULT_SCENARIO.steps, "disk"]);
+    // control: steps given keep their meaning (no expectation added)
+    assert.deepEqual(parseScenario(parseYamlText("steps: [{action: start}]")).expect, []);
+    // an empty list is still refused: it says "nothing to run", which is not a default
+    assert.throws(
+      () => parseScenario(parseYamlText("steps: []")),
+      (e: unknown) => e instanceof CairnError && e.path === "/run/steps",
+    );
+  });
+
+  it("reports each problem of a run section once (issue 31, case 15: a missing field was reported three times)", () => {
+    const issuesOf = (yaml: string): string[] => {
+      try {
+        parseScenario(parseYamlText(yaml));
+      } catch (e) {
+        assert.ok(e instanceof CairnError);
+        return e.issues.map((i) => i.path);
+      }
+      assert.fail(`${yaml}: expected a refusal`);
+    };
+    const cases: Array<[string, string[]]> = [
+      ["steps: 5", ["/run/steps"]],
+      ["steps: [{after: {event: start}}]", ["/run/steps/0/action"]],
+      ["steps: [{action: start}, {action: write-stdin}]", ["/run/steps/1/data"]],
+      ["steps: [{action: start, after: {output: stdout}}]", ["/run/steps/0/after/contains"]],
+      ["steps: [{action: close-stdin}]", ["/run/steps/0/action"]],
+      ["steps: [{action: start}]\ninputs: [{to: /in/x}]", ["/run/inputs/0/from"]],
+      ["limits: {image-bytes: 0}", ["/run/limits/image-bytes"]],
+    ];
+    for (const [yaml, paths] of cases) assert.deepEqual(issuesOf(yaml), paths, yaml);
   });
 
   it("reads run.verify-tree: content, and metadata as the default (no field)", () => {

@@ -11,7 +11,9 @@ function printable(s: string): string {
 export function registerWorkloadCheck(parent: Command, ctx: Context): void {
   parent
     .command("check")
-    .description("list every problem of a workload's image and run section in one pass (what run would refuse, with the policy that would admit each); assembles nothing, writes nothing to the store")
+    .description(
+      "list every problem of a workload's image and run section in one pass (what run would refuse, with the policy that would admit each); assembles nothing, writes nothing to the store",
+    )
     .argument("<spec>", "workload spec (cairn.workload/1, YAML or JSON) naming a local OCI layout or a binary")
     .option("--json", "print the result as JSON")
     .action(async (spec: string, opts: { json?: boolean }) => {
