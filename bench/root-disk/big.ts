@@ -39,7 +39,7 @@ const arg = (name: string, dflt: string) => process.argv.find((a) => a.startsWit
 const sizes = arg("sizes", "0,4,8").split(",").map(Number);
 const kit = arg("kit", "/tmp/cairn-test-kit");
 const work = mkdtempSync(join(arg("work", "/tmp"), "cairn-big-"));
-const cairn = join(import.meta.dirname, "..", "..", "bin", "cairn.js");
+const cairn = arg("cairn", join(import.meta.dirname, "..", "..", "bin", "cairn.js"));
 
 function buildFirst(): Buffer {
   const out = join(work, "first");

@@ -17,6 +17,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statfsSync } 
 import { join } from "node:path";
 import { CairnError, formatBytes, mkdirPrivate, withDirIn, writeFileAtomic } from "../core/index.ts";
 import type { Evaluation } from "./guest.ts";
+import { RUN_MIN_FREE_BYTES } from "./sizing.ts";
 
 export const RUN_FILES = {
   manifest: "run.json",
@@ -73,17 +74,6 @@ export function nextReplayDir(runDir: string): string {
     { create: true, mode: 0o700 },
   );
 }
-
-/**
- * run.min_free_bytes: the room a run directory's file system must still
- * have when QEMU has exited. QEMU does not report a failed write of its
- * replay log or of the protocol chardev: on a full disk the run came out as
- * "protocol stream invalid ... the guest agent or the transport misbehaved"
- * (or, had the protocol fitted and the log not, as a run whose replay log
- * is cut short). Less than this much room left means a write may have been
- * cut short, whatever else QEMU's output says.
- */
-export const RUN_MIN_FREE_BYTES = 1024 * 1024;
 
 /**
  * The root cause when the file system holding `dir` is (nearly) full, else

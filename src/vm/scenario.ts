@@ -22,7 +22,7 @@
 import { Checker, childPath, parseSha256, type JsonModel, type Sha256Digest } from "../core/index.ts";
 import { isCanonicalPath } from "../tree/index.ts";
 import { parseNetworkSpec, type NetworkSpec } from "./network-spec.ts";
-import { IMAGE_BYTES, IMAGE_BYTES_CEILING } from "./sizing.ts";
+import { IMAGE_BYTES, IMAGE_BYTES_CEILING, type GuestRoot } from "./sizing.ts";
 import { EVENT_NAMES, LAUNCH_STAGES, type EventName } from "./wire.ts";
 
 export { EVENT_NAMES };
@@ -137,7 +137,7 @@ export const MAX_RUN_INPUTS = 64;
 /** Where no input may go: the runtime overlay owns these (initramfs.ts), whether or not `run.proc` is set. */
 const OVERLAY_OWNED = ["/tmp", "/dev", "/proc", "/sys"];
 
-export type GuestRoot = "initramfs" | "disk";
+export type { GuestRoot };
 export const GUEST_ROOTS: readonly GuestRoot[] = ["initramfs", "disk"];
 
 /** Used when a spec has no `run` section: start once, close stdin, expect exit code 0. */

@@ -38,17 +38,39 @@ import { statfsSync } from "node:fs";
 import { CairnError, checkLimit, formatBytes, ioError } from "../core/index.ts";
 import type { CanonicalTree } from "../tree/index.ts";
 import { EROFS_MAX_BYTES, planErofs, type ErofsPlan } from "./erofs.ts";
-import { RUN_MIN_FREE_BYTES } from "./rundir.ts";
-import type { GuestRoot, RunLimits, Scenario } from "./scenario.ts";
 
 const MIB = 1024 * 1024;
 const GIB = 1024 * MIB;
+
+/** Where the guest keeps the workload's tree (`run.root`). */
+export type GuestRoot = "initramfs" | "disk";
+/** What sizing reads of a scenario's limits: `run.limits.image-bytes`, when the spec names it. */
+interface ImageLimit {
+  readonly imageBytes?: number;
+}
+/** What sizing reads of a scenario: the spec's root, if any, and its limits. */
+interface Sized {
+  readonly root?: GuestRoot;
+  readonly limits: ImageLimit;
+}
+
+/**
+ * run.min_free_bytes: the room a run directory's file system must still
+ * have when QEMU has exited (rundir.ts `diskFullError`), and what a boot
+ * keeps free beyond its images (`checkRoom`). QEMU does not report a failed write of its
+ * replay log or of the protocol chardev: on a full disk the run came out as
+ * "protocol stream invalid ... the guest agent or the transport misbehaved"
+ * (or, had the protocol fitted and the log not, as a run whose replay log
+ * is cut short). Less than this much room left means a write may have been
+ * cut short, whatever else QEMU's output says.
+ */
+export const RUN_MIN_FREE_BYTES = 1024 * 1024;
 
 /** Trees of more than this many file bytes get a root disk when the spec names no `run.root`. */
 export const DISK_ROOT_FROM_BYTES = 64 * MIB;
 
 /** The root the guest uses: the spec's `run.root`, else a disk above DISK_ROOT_FROM_BYTES of files. */
-export function chooseRoot(scenario: Pick<Scenario, "root">, treeBytes: number): GuestRoot {
+export function chooseRoot(scenario: Pick<Sized, "root">, treeBytes: number): GuestRoot {
   return scenario.root ?? (treeBytes > DISK_ROOT_FROM_BYTES ? "disk" : "initramfs");
 }
 
@@ -62,12 +84,12 @@ export const IMAGE_BYTES: Readonly<Record<GuestRoot, { readonly default: number;
 export const IMAGE_BYTES_CEILING = IMAGE_BYTES.disk.ceiling;
 
 /** The effective `vm.image-bytes` for `root`: the spec's value or the root's default, never above the root's ceiling. */
-export function imageBytesMax(limits: Pick<RunLimits, "imageBytes">, root: GuestRoot): number {
+export function imageBytesMax(limits: ImageLimit, root: GuestRoot): number {
   return Math.min(limits.imageBytes ?? IMAGE_BYTES[root].default, IMAGE_BYTES[root].ceiling);
 }
 
 /** What to do about `vm.image-bytes`, said for the root actually used. */
-export function imageHint(limits: Pick<RunLimits, "imageBytes">, root: GuestRoot): string {
+export function imageHint(limits: ImageLimit, root: GuestRoot): string {
   if (root === "disk")
     return `the tree is on a root disk (a file on the host, written per boot and removed after): raise run.limits.image-bytes in the workload spec (default ${formatBytes(IMAGE_BYTES.disk.default)}; at most ${formatBytes(IMAGE_BYTES.disk.ceiling)}, EROFS's ceiling, and the host's free space)`;
   const atCeiling = (limits.imageBytes ?? 0) >= IMAGE_BYTES.initramfs.ceiling;
@@ -96,7 +118,7 @@ export interface GuestSize {
  * reads no content. The whole initramfs is checked once it is built
  * (`checkInitramfsSize`), the host's room once the images' sizes are known.
  */
-export function sizeGuest(tree: CanonicalTree, scenario: Pick<Scenario, "root" | "limits">): GuestSize {
+export function sizeGuest(tree: CanonicalTree, scenario: Sized): GuestSize {
   const treeBytes = treeFileBytes(tree);
   const root = chooseRoot(scenario, treeBytes);
   const max = imageBytesMax(scenario.limits, root);
@@ -109,7 +131,7 @@ export function sizeGuest(tree: CanonicalTree, scenario: Pick<Scenario, "root" |
 }
 
 /** `vm.image-bytes` on the whole initramfs (the kit's agent and modules, the tree manifest, and the tree unless it is on a disk). */
-export function checkInitramfsSize(size: number, scenario: Pick<Scenario, "limits">, root: GuestRoot): void {
+export function checkInitramfsSize(size: number, scenario: Pick<Sized, "limits">, root: GuestRoot): void {
   checkLimit("vm.image-bytes", size, imageBytesMax(scenario.limits, root), "/guest_image", "bytes", imageHint(scenario.limits, root));
 }
 

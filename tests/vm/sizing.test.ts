@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { CairnError, sha256 } from "../../src/core/index.ts";
 import type { FsEntry } from "../../src/tree/entries.ts";
-import { checkRoom, DEFAULT_SCENARIO, IMAGE_BYTES, IMAGE_BYTES_CEILING, parseScenario, prepareGuest, sizeGuest, type Scenario } from "../../src/vm/index.ts";
+import { checkRoom, DEFAULT_SCENARIO, IMAGE_BYTES_CEILING, parseScenario, prepareGuest, sizeGuest, type Scenario } from "../../src/vm/index.ts";
 import { assertCodeAsync } from "../helpers/errors.ts";
 
 const MiB = 1024 * 1024;
