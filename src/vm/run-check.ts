@@ -3,8 +3,9 @@
  * rules (workload/image-check.ts) and, through the `RunCheck` given here,
  * the runs code's own, each by its one definition: the run section
  * (`parseScenario`), the run's inputs (`readRunInputs`, `mergeRunInputs`),
- * the guest's sizing by root (`sizeGuest`: the root chosen, `vm.image-bytes`
- * on the tree and on the root disk) and the runtime overlay's and Linux's
+ * the directory the http responder serves (`readHttpRoot`), the guest's
+ * sizing by root (`sizeGuest`: the root chosen, `vm.image-bytes` on the tree
+ * and on the root disk) and the runtime overlay's and Linux's
  * rules on the tree (`checkOverlay`, `checkLinuxNames`). A spec that check
  * passes is refused by run only for what check cannot see: the guest kit's
  * own bytes in the initramfs (its agent and modules, a few MiB, against
@@ -15,6 +16,7 @@ import { dirname } from "node:path";
 import { checkWorkload, type CheckResult, type RunCheck } from "../workload/index.ts";
 import type { CanonicalTree } from "../tree/index.ts";
 import { checkLinuxNames, checkOverlay } from "./initramfs.ts";
+import { readHttpRoot } from "./responder-host.ts";
 import { mergeRunInputs, readRunInputs, type RunInputTree } from "./run-inputs.ts";
 import { parseScenario, type Scenario } from "./scenario.ts";
 import { sizeGuest } from "./sizing.ts";
@@ -46,6 +48,9 @@ export function runCheck(): RunCheck {
           }),
         );
       }
+      // the directory the http responder serves: read by run before the guest is built, by the same reader
+      const http = scenario?.network?.http;
+      if (http !== undefined) found.push(...refusals(() => readHttpRoot(http.unsafeRoot, dirname(specPath))));
       return found;
     },
     tree(workloadTree) {
