@@ -48,6 +48,13 @@ export interface BoundedReadOptions {
   readonly expectedSize?: number;
   /** Also compare the file identity (dev, ino, size, mtime, ctime) before, after, and at the path. */
   readonly checkIdentity?: boolean;
+  /**
+   * The name messages and errors give the file when `path` is not the one
+   * the user knows (a descriptor path, `/proc/self/fd/N/name`, through which
+   * a file inside a held directory is opened without resolving the path
+   * above it again).
+   */
+  readonly shownAs?: string;
 }
 
 let readHook: ((path: string) => void) | undefined;
@@ -144,9 +151,11 @@ interface OpenBounded {
 
 /** Opens `path` as readFileBounded does (no-follow, non-blocking, a regular file, within the limit); closes it on a refusal. */
 function openBounded(path: string, max: number, limit: string, options: BoundedReadOptions): OpenBounded {
+  const shown = options.shownAs ?? path;
   const notRegular = (what: string): CairnError =>
-    new CairnError(options.notRegular ?? "IO_ERROR", `${path} is not a regular file (${what})`, { path, hint: options.notRegularHint });
-  const changed = (): CairnError => new CairnError(options.changed ?? "IO_ERROR", `${path} changed while it was read`, { path, hint: options.changedHint });
+    new CairnError(options.notRegular ?? "IO_ERROR", `${shown} is not a regular file (${what})`, { path: shown, hint: options.notRegularHint });
+  const changed = (): CairnError =>
+    new CairnError(options.changed ?? "IO_ERROR", `${shown} changed while it was read`, { path: shown, hint: options.changedHint });
   let fd: number;
   try {
     fd = openForRead(path);
@@ -154,24 +163,24 @@ function openBounded(path: string, max: number, limit: string, options: BoundedR
     const errno = (cause as { code?: string }).code;
     // ELOOP: O_NOFOLLOW met a symlink at the final component. (A directory opens read-only; fstat refuses it below.)
     if (errno === "ELOOP") throw notRegular("a symlink");
-    if (errno === "ENOENT" && options.missing !== undefined) throw new CairnError(options.missing, `${path} does not exist`, { path, cause });
-    throw ioError(path, cause);
+    if (errno === "ENOENT" && options.missing !== undefined) throw new CairnError(options.missing, `${shown} does not exist`, { path: shown, cause });
+    throw ioError(shown, cause);
   }
   try {
     const before = fstatSync(fd);
     if (!before.isFile()) throw notRegular(fileKind(before));
     if (options.expectedSize !== undefined && before.size !== options.expectedSize) throw changed();
     try {
-      checkLimit(limit, before.size, max, path, "bytes", options.limitHint);
+      checkLimit(limit, before.size, max, shown, "bytes", options.limitHint);
     } catch (e) {
       if (options.oversized === undefined || !(e instanceof CairnError)) throw e;
-      throw new CairnError(options.oversized, e.message, { path, hint: e.hint, cause: e });
+      throw new CairnError(options.oversized, e.message, { path: shown, hint: e.hint, cause: e });
     }
     return { fd, before, changed };
   } catch (cause) {
     closeSync(fd);
     if (cause instanceof CairnError) throw cause;
-    throw ioError(path, cause);
+    throw ioError(shown, cause);
   }
 }
 
@@ -206,7 +215,7 @@ function withBoundedFile<T>(
     return out;
   } catch (cause) {
     if (cause instanceof CairnError) throw cause;
-    throw ioError(path, cause);
+    throw ioError(options.shownAs ?? path, cause);
   } finally {
     closeSync(f.fd);
   }

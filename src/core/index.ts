@@ -46,6 +46,7 @@ export {
   writeNewFile,
   writeNewFileAsync,
   openForRead,
+  openDirectory,
   createExclusive,
 } from "./files.ts";
 export { openRoot, openDirIn, hasDirIn, withDirIn, ensureDirsIn, removeIn, descriptorPath, MAX_MARKER_BYTES } from "./owned-root.ts";

@@ -24,9 +24,11 @@ import { join } from "node:path";
 import {
   CairnError,
   checkLimit,
+  descriptorPath,
   FIXED_LIMIT_HINT,
   decodeUtf8,
   ioError,
+  openDirectory,
   openForRead,
   readFileBounded,
   readFullyAt,
@@ -81,6 +83,12 @@ export interface DirReadPolicy {
    * area never runs a process (claim O17), and Node has no getxattr.
    */
   readonly overlayXattrs?: OverlayXattrReader;
+  /**
+   * The name messages give the root when `root` is a descriptor path
+   * (`/proc/self/fd/N/name`, a directory opened inside a held one): the
+   * path the user knows. Default: `root`.
+   */
+  readonly shownAs?: string;
 }
 
 export type OverlayXattrReader = (paths: readonly string[]) => Map<number, Map<string, Buffer>>;
@@ -98,8 +106,9 @@ const SOURCE_DIR_HINT = "read a directory nothing else is writing to";
  * swapped in, another size) or a file that grows or shrinks while read is
  * SOURCE_CHANGED.
  */
-function readRegular(abs: string, expectedSize: number, maxFileBytes: number, limitName: string): Buffer {
-  return readFileBounded(abs, maxFileBytes, limitName, {
+function readRegular(at: string, shown: string, expectedSize: number, maxFileBytes: number, limitName: string): Buffer {
+  return readFileBounded(at, maxFileBytes, limitName, {
+    shownAs: shown,
     expectedSize,
     notRegular: "SOURCE_CHANGED",
     changed: "SOURCE_CHANGED",
@@ -177,7 +186,7 @@ function checkInside(abs: string, rel: string, target: string): void {
  */
 export function readDirectory(root: string, prefix = "", limits: DirLimits = DEFAULT_DIR_LIMITS, policy: DirReadPolicy = {}): TarEntry[] {
   const names = limits.names ?? LAYER_DIR_LIMIT_NAMES;
-  return walkDirectory(root, prefix, limits, policy, (abs, size) => readRegular(abs, size, limits.maxFileBytes, names.fileBytes)).map((e) =>
+  return walkDirectory(root, prefix, limits, policy, (at, shown, size) => readRegular(at, shown, size, limits.maxFileBytes, names.fileBytes)).map((e) =>
     e.type === "file" ? { type: "file", path: e.path, mode: e.mode, data: e.content } : e,
   );
 }
@@ -189,9 +198,10 @@ export function readDirectory(root: string, prefix = "", limits: DirLimits = DEF
  */
 export function readDirectoryStreamed(root: string, prefix = "", limits: DirLimits = DEFAULT_DIR_LIMITS, policy: DirReadPolicy = {}): TarStreamEntry[] {
   const names = limits.names ?? LAYER_DIR_LIMIT_NAMES;
-  return walkDirectory(root, prefix, limits, policy, (abs, size) => {
-    checkLimit(names.fileBytes, size, limits.maxFileBytes, abs, "bytes", FIXED_LIMIT_HINT);
-    return streamedRegular(abs, size);
+  // read later, by the path (the walk's descriptors are closed by then); streamedRegular's own checks hold at that read
+  return walkDirectory(root, prefix, limits, policy, (_at, shown, size) => {
+    checkLimit(names.fileBytes, size, limits.maxFileBytes, shown, "bytes", FIXED_LIMIT_HINT);
+    return streamedRegular(shown, size);
   }).map((e) =>
     e.type === "file"
       ? { type: "file", path: e.path, mode: e.mode, content: e.content instanceof Buffer ? bytesContent(e.content) : (e.content as FileContent) }
@@ -203,67 +213,103 @@ type WalkEntry<C> =
   | Exclude<TarEntry, { readonly type: "file" }>
   | { readonly type: "file"; readonly path: string; readonly mode: number; readonly content: C | Buffer };
 
-function walkDirectory<C>(root: string, prefix: string, limits: DirLimits, policy: DirReadPolicy, file: (abs: string, size: number) => C): WalkEntry<C>[] {
+function walkDirectory<C>(
+  root: string,
+  prefix: string,
+  limits: DirLimits,
+  policy: DirReadPolicy,
+  file: (at: string, shown: string, size: number) => C,
+): WalkEntry<C>[] {
   const names = limits.names ?? LAYER_DIR_LIMIT_NAMES;
+  const shownRoot = policy.shownAs ?? root;
   let st: Stats;
   try {
     st = lstatSync(root);
   } catch (cause) {
-    throw ioError(root, cause);
+    throw ioError(shownRoot, cause);
   }
-  if (!st.isDirectory()) throw new CairnError("SOURCE_NOT_REGULAR", `${root} is not a directory`, { path: root });
+  if (!st.isDirectory()) throw new CairnError("SOURCE_NOT_REGULAR", `${shownRoot} is not a directory`, { path: shownRoot });
   const out: WalkEntry<C>[] = [];
   if (prefix !== "") {
     const parts = prefix.split("/");
     for (let i = 1; i <= parts.length; i++) out.push({ type: "dir", path: parts.slice(0, i).join("/"), mode: 0o755 });
   }
   let total = 0;
-  const walk = (abs: string, rel: string, relInRoot: string): void => {
-    let entries: Buffer[];
+  const changed = (shown: string, cause?: unknown): CairnError =>
+    new CairnError("SOURCE_CHANGED", `${shown} changed while it was read`, { path: shown, hint: SOURCE_DIR_HINT, cause });
+  // Each directory is opened with O_NOFOLLOW and walked through its descriptor (core's descriptorPath): a
+  // directory swapped for a symlink between its lstat and its listing is refused, never followed out.
+  const walk = (at: string, shown: string, rel: string, relInRoot: string): void => {
+    let fd: number;
     try {
-      entries = readdirSync(abs, { encoding: "buffer" });
+      fd = openDirectory(at, false);
     } catch (cause) {
-      throw ioError(abs, cause);
+      const code = (cause as { code?: string }).code;
+      if (code === "ELOOP" || code === "ENOTDIR" || code === "ENOENT") throw changed(shown, cause);
+      throw ioError(shown, cause);
     }
-    for (const raw of entries) {
-      const name = decodeUtf8(raw, join(abs, raw.toString("latin1")));
-      const childAbs = join(abs, name);
-      const childRel = rel === "" ? name : `${rel}/${name}`;
-      const childInRoot = relInRoot === "" ? name : `${relInRoot}/${name}`;
-      // Layer blobs are read back through the OCI tar gate (fold, lock verify's content check), where
-      // `.wh.<name>` deletes <name> from lower layers: such a file would be built as content and read
-      // back as a deletion, so the blob would mean two things. Refused at read time instead.
-      if (name.startsWith(".wh.")) {
-        throw new CairnError("TAR_WHITEOUT", `${childAbs} is named like an OCI whiteout (.wh.*); a layer read back would treat it as a deletion`, {
-          path: childAbs,
-          hint: "rename the file; names starting with .wh. are reserved by the OCI layer format",
-        });
+    try {
+      const dir = descriptorPath(fd);
+      let entries: Buffer[];
+      try {
+        entries = readdirSync(dir, { encoding: "buffer" });
+      } catch (cause) {
+        throw ioError(shown, cause);
       }
-      checkLimit(names.entries, out.length + 1, limits.maxEntries, childAbs, "count", FIXED_LIMIT_HINT);
-      const cst = lstatSync(childAbs);
-      if (cst.isSymbolicLink()) {
-        const target = decodeUtf8(readlinkSync(childAbs, { encoding: "buffer" }), childAbs);
-        if (policy.symlinks === "inside") checkInside(childAbs, childInRoot, target);
-        out.push({ type: "symlink", path: childRel, target });
-      } else if (cst.isDirectory()) {
-        out.push({ type: "dir", path: childRel, mode: cst.mode & 0o7777 });
-        walk(childAbs, childRel, childInRoot);
-      } else if (cst.isFile()) {
-        total += cst.size;
-        checkLimit(names.totalBytes, total, limits.maxTotalBytes, childAbs, "bytes", FIXED_LIMIT_HINT);
-        out.push({ type: "file", path: childRel, mode: cst.mode & 0o7777, content: file(childAbs, cst.size) });
-      } else if (policy.whiteouts === "overlayfs" && cst.isCharacterDevice() && cst.rdev === 0) {
-        // overlayfs records a deletion as a 0:0 character device; the OCI layer format as an empty `.wh.<name>`.
-        const marker = rel === "" ? `.wh.${name}` : `${rel}/.wh.${name}`;
-        out.push({ type: "file", path: marker, mode: 0o644, content: Buffer.alloc(0) });
-      } else {
-        throw new CairnError("SOURCE_NOT_REGULAR", `${childAbs} is a socket, FIFO or device; a layer holds only files, directories and symlinks`, {
-          path: childAbs,
-        });
+      for (const raw of entries) {
+        const name = decodeUtf8(raw, join(shown, raw.toString("latin1")));
+        const childAt = `${dir}/${name}`;
+        const childAbs = join(shown, name);
+        const childRel = rel === "" ? name : `${rel}/${name}`;
+        const childInRoot = relInRoot === "" ? name : `${relInRoot}/${name}`;
+        // Layer blobs are read back through the OCI tar gate (fold, lock verify's content check), where
+        // `.wh.<name>` deletes <name> from lower layers: such a file would be built as content and read
+        // back as a deletion, so the blob would mean two things. Refused at read time instead.
+        if (name.startsWith(".wh.")) {
+          throw new CairnError("TAR_WHITEOUT", `${childAbs} is named like an OCI whiteout (.wh.*); a layer read back would treat it as a deletion`, {
+            path: childAbs,
+            hint: "rename the file; names starting with .wh. are reserved by the OCI layer format",
+          });
+        }
+        checkLimit(names.entries, out.length + 1, limits.maxEntries, childAbs, "count", FIXED_LIMIT_HINT);
+        let cst: Stats;
+        try {
+          cst = lstatSync(childAt);
+        } catch (cause) {
+          throw changed(childAbs, cause); // listed, then gone
+        }
+        if (cst.isSymbolicLink()) {
+          let target: string;
+          try {
+            target = decodeUtf8(readlinkSync(childAt, { encoding: "buffer" }), childAbs);
+          } catch (cause) {
+            if (cause instanceof CairnError) throw cause;
+            throw changed(childAbs, cause);
+          }
+          if (policy.symlinks === "inside") checkInside(childAbs, childInRoot, target);
+          out.push({ type: "symlink", path: childRel, target });
+        } else if (cst.isDirectory()) {
+          out.push({ type: "dir", path: childRel, mode: cst.mode & 0o7777 });
+          walk(childAt, childAbs, childRel, childInRoot);
+        } else if (cst.isFile()) {
+          total += cst.size;
+          checkLimit(names.totalBytes, total, limits.maxTotalBytes, childAbs, "bytes", FIXED_LIMIT_HINT);
+          out.push({ type: "file", path: childRel, mode: cst.mode & 0o7777, content: file(childAt, childAbs, cst.size) });
+        } else if (policy.whiteouts === "overlayfs" && cst.isCharacterDevice() && cst.rdev === 0) {
+          // overlayfs records a deletion as a 0:0 character device; the OCI layer format as an empty `.wh.<name>`.
+          const marker = rel === "" ? `.wh.${name}` : `${rel}/.wh.${name}`;
+          out.push({ type: "file", path: marker, mode: 0o644, content: Buffer.alloc(0) });
+        } else {
+          throw new CairnError("SOURCE_NOT_REGULAR", `${childAbs} is a socket, FIFO or device; a layer holds only files, directories and symlinks`, {
+            path: childAbs,
+          });
+        }
       }
+    } finally {
+      closeSync(fd);
     }
   };
-  walk(root, prefix, "");
+  walk(root, shownRoot, prefix, "");
   if (policy.whiteouts === "overlayfs") {
     if (policy.overlayXattrs === undefined) throw new CairnError("INTERNAL", "reading an overlayfs upper directory needs an attribute reader", { path: root });
     out.push(...overlayMarkers(root, prefix, out, policy.overlayXattrs));

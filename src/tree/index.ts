@@ -5,7 +5,10 @@ export type { CanonicalTree, FsEntry, FileEntry, DirEntry, SymlinkEntry, Content
 export { memorySink, wholeFileSink, hashingWriter, HASH_ONLY_SINK } from "./entries.ts";
 export { fsIdentity, fsIdentityOf, frameTree, frameEntry, sortedEntries, FS_IDENTITY, type SortedEntries } from "./fs-digest.ts";
 export { isCanonicalPath, parentOf, ancestors } from "./tree-paths.ts";
-export { resolveInRoot, resolveInTree, MAX_SYMLINK_HOPS } from "./in-root.ts";
+export { resolveInRoot, resolveInRootSync, resolveInTree, MAX_SYMLINK_HOPS } from "./in-root.ts";
+export type { EscapeMode } from "./in-root.ts";
+export { resolveBeneath, withBeneath } from "./host-beneath.ts";
+export type { BeneathPath, HostScope } from "./host-beneath.ts";
 export { directoryView, treeView } from "./root-view.ts";
 export type { RootView } from "./root-view.ts";
 export {

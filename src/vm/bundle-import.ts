@@ -20,8 +20,11 @@
  *      named by its own digest;
  *   5. what the run names is contained: the workload lock's raw closure and
  *      derived entry, the run's input tree (listing and files, with the
- *      digest the VM identity names), the kernel, modules and agent of the VM identity, the
- *      replay log's digest, and every digest a receipt names;
+ *      digest the VM identity names) unless the index says the bundle was
+ *      made without it (`inputs: {tree, included: false}`: then none of it
+ *      may be there, and the replay needs it in its own store), the kernel,
+ *      modules and agent of the VM identity, the replay log's digest, and
+ *      every digest a receipt names;
  *   6. the host's QEMU version is the recorded one (VM_MISMATCH /vm/qemu,
  *      naming the version needed), before anything touches the disk.
  *
@@ -55,7 +58,16 @@ import { parseWorkloadLock } from "../workload/index.ts";
 import { KIT_ROOT, loadKit, putKitObject, qemuVersion, writeKit, type Kit } from "./kit.ts";
 import { RUNS_ROOT } from "./record.ts";
 import { parseRunManifest, type RunManifest } from "./run-manifest.ts";
-import { BUNDLE_INDEX, BUNDLE_MAX_BYTES, BUNDLE_OPTIONAL_RUN_FILES, BUNDLE_RUN_FILES, RUN_BUNDLE_SCHEMA, type BundleKitFacts } from "./run-bundle.ts";
+import {
+  BUNDLE_INDEX,
+  BUNDLE_MAX_BYTES,
+  BUNDLE_OPTIONAL_RUN_FILES,
+  BUNDLE_RUN_FILES,
+  RUN_BUNDLE_SCHEMA,
+  type BundleInputs,
+  type BundleInputsFact,
+  type BundleKitFacts,
+} from "./run-bundle.ts";
 import { IN_TOTO_PAYLOAD_TYPE } from "./run-receipt.ts";
 import { RUN_ENV_MANIFEST_FILE } from "./run-facts.ts";
 import { RUN_FILES } from "./rundir.ts";
@@ -94,6 +106,8 @@ export interface OpenedBundle {
   /** Member path (no leading slash) → verified bytes (a large member is read back from its private file each time it is asked for). */
   readonly members: ReadonlyMap<string, Uint8Array>;
   readonly kit: BundleKitFacts | null;
+  /** What the bundle holds of the run's inputs (the index's `inputs`): "left-out" when it was made without `--include-inputs`. */
+  readonly inputs: BundleInputs;
   /** The private file holding a large member's verified bytes, or undefined when the member is held in memory. */
   spilled(path: string): string | undefined;
   /** Removes the private copy and spilled members. */
@@ -106,9 +120,15 @@ interface IndexEntry {
   readonly size: number;
 }
 
-function parseIndex(bytes: Uint8Array): { runId: string; qemu: string; kit: BundleKitFacts | null; members: IndexEntry[] } {
+function parseIndex(bytes: Uint8Array): {
+  runId: string;
+  qemu: string;
+  kit: BundleKitFacts | null;
+  inputs: BundleInputsFact | undefined;
+  members: IndexEntry[];
+} {
   const c = new Checker("BUNDLE_INVALID");
-  const o = c.object(parseJsonBytes(bytes, { source: BUNDLE_INDEX }), "", ["schema", "run_id", "qemu", "kit", "members"]) ?? {};
+  const o = c.object(parseJsonBytes(bytes, { source: BUNDLE_INDEX }), "", ["schema", "run_id", "qemu", "kit", "inputs", "members"]) ?? {};
   if (o.schema !== RUN_BUNDLE_SCHEMA) c.add("/schema", `must be "${RUN_BUNDLE_SCHEMA}"`);
   const runId = c.string(c.required(o, "run_id", ""), "/run_id", { pattern: /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/ }) ?? "";
   const qemu = c.string(c.required(o, "qemu", ""), "/qemu") ?? "";
@@ -123,6 +143,13 @@ function parseIndex(bytes: Uint8Array): { runId: string; qemu: string; kit: Bund
       agent_compiler: s("agent_compiler"),
     };
   }
+  let inputs: BundleInputsFact | undefined;
+  if ("inputs" in o) {
+    const io = c.object(o.inputs, "/inputs", ["tree", "included"]) ?? {};
+    const tree = c.string(c.required(io, "tree", "/inputs"), "/inputs/tree", { pattern: /^sha256:[0-9a-f]{64}$/ }) as Sha256Digest | undefined;
+    const included = c.boolean(c.required(io, "included", "/inputs"), "/inputs/included");
+    if (tree !== undefined && included !== undefined) inputs = { tree, included };
+  }
   const list = c.array(c.required(o, "members", ""), "/members") ?? [];
   const members: IndexEntry[] = list.map((m, i) => {
     const mo = c.object(m, `/members/${i}`, ["path", "sha256", "size"]) ?? {};
@@ -133,7 +160,7 @@ function parseIndex(bytes: Uint8Array): { runId: string; qemu: string; kit: Bund
     };
   });
   c.done(`invalid ${BUNDLE_INDEX}`, "the bundle was not written by this cairn");
-  return { runId, qemu, kit, members };
+  return { runId, qemu, kit, inputs, members };
 }
 
 /** Steps 1–5: the bundle read, checked member by member, and its closure complete. Nothing is written. */
@@ -202,7 +229,13 @@ async function checkBundle(file: string, spill: BundleSpill): Promise<OpenedBund
   need(`kit/agents/${manifest.vm.agent.slice(7)}`, manifest.vm.agent, "run.json#/vm/agent");
   need(`run/${RUN_FILES.replayLog}`, manifest.replay_log.sha256, "run.json#/replay_log/sha256");
   const inputs = manifest.run_inputs;
-  if (inputs !== undefined) {
+  if (index.inputs !== undefined && index.inputs.tree !== inputs?.tree)
+    refuse("/inputs/tree", "the index names another input tree than run.json (or the run has none)");
+  if (inputs !== undefined && index.inputs?.included === false) {
+    // made without --include-inputs: none of the input tree may be here (the index would then not say what the bundle holds)
+    if (files.has(`store/objects/${inputs.listing.slice(7)}`))
+      refuse("/inputs/included", "the index says the run's inputs were left out, but their listing is here");
+  } else if (inputs !== undefined) {
     need(`store/objects/${inputs.listing.slice(7)}`, inputs.listing, "run.json#/run_inputs/listing");
     const t = parseListing(
       Buffer.from(get(`store/objects/${inputs.listing.slice(7)}`)),
@@ -221,7 +254,8 @@ async function checkBundle(file: string, spill: BundleSpill): Promise<OpenedBund
     const f = files.get(p);
     return f === undefined ? undefined : spill.held(f.sha256)?.file;
   };
-  return { manifest, runId: index.runId, members, kit: index.kit, spilled, dispose: () => spill.dispose() };
+  const held: BundleInputs = inputs === undefined ? "none" : index.inputs?.included === false ? "left-out" : "included";
+  return { manifest, runId: index.runId, members, kit: index.kit, inputs: held, spilled, dispose: () => spill.dispose() };
 }
 
 /** Every file digest an enclosed receipt names must be the bundle's file (the signature is checked by `receipt verify`). */
@@ -275,10 +309,10 @@ export interface ImportOptions {
 }
 
 /** Steps 1–6, then the import. Returns the run directory (new, or the same run imported before) and the kit to replay with. */
-export async function importBundle(file: string, opts: ImportOptions): Promise<{ runDir: string; kit: Kit; manifest: RunManifest }> {
+export async function importBundle(file: string, opts: ImportOptions): Promise<{ runDir: string; kit: Kit; manifest: RunManifest; inputs: BundleInputs }> {
   const b = await openBundle(file);
   try {
-    return writeImport(b, opts);
+    return { ...writeImport(b, opts), inputs: b.inputs };
   } finally {
     b.dispose();
   }

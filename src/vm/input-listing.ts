@@ -131,6 +131,12 @@ export function storeRunInputs(storeDir: string, t: RunInputTree): RunInputsRef 
  */
 export function loadRunInputs(storeDir: string, ref: RunInputsRef, field = "/run_inputs"): RunInputTree {
   const store = new Store(storeDir, { write: false });
+  // no listing at all: the usual cause is a bundle made without --include-inputs, imported on another host
+  if (!store.has("objects", ref.listing))
+    throw new CairnError("STORE_MISSING", `the run's inputs (input tree ${ref.tree}, listing ${ref.listing}) are not in this store`, {
+      path: `${field}/listing`,
+      hint: "a bundle made without --include-inputs leaves them out: replay on the recording host, or import a bundle made with `cairn bundle --include-inputs`; nothing was launched",
+    });
   const at = <T>(what: string, f: () => T): T => {
     try {
       return f();

@@ -57,6 +57,8 @@ export interface LockfileRunOptions extends Omit<RecordOptions, "input"> {
 /** A workload spec whose source is `lockfile`: where the lockfile is, the launch, and the other sections. */
 export interface LockfileSpec {
   readonly lockPath: string;
+  /** The spec's directory: its `run.inputs` and served directory stay relative to it (`recordRun`'s `inputsBase`). */
+  readonly specDir: string;
   readonly launch: ExportLaunch;
   readonly sections: Readonly<Record<string, JsonModel>>;
 }
@@ -88,12 +90,11 @@ export function readLockfileSpec(path: string): LockfileSpec | undefined {
   c.done(`invalid spec ${path}`, "see docs/runs.md: a spec naming a lockfile");
   const sections: Record<string, JsonModel> = {};
   for (const k of SPEC_SECTIONS) if (Object.hasOwn(o, k)) sections[k] = o[k]!;
-  // the exported spec is written elsewhere: run.inputs stay relative to this spec's directory
-  const run = sections.run;
-  if (isJsonObject(run) && Array.isArray(run.inputs))
-    for (const i of run.inputs) if (isJsonObject(i) && typeof i.from === "string") i.from = resolve(dirname(path), i.from);
+  // the exported spec is written elsewhere: run.inputs stay relative to this spec's directory, which the
+  // caller passes as recordRun's inputsBase (never rewritten to absolute paths, which a spec may not name)
   return {
     lockPath: resolve(dirname(path), lockPath),
+    specDir: dirname(path),
     launch: { argv, user: user ?? DEFAULT_EXPORT_LAUNCH.user, workdir: workdir ?? DEFAULT_EXPORT_LAUNCH.workdir },
     sections,
   };

@@ -50,7 +50,7 @@ import { vmDigest } from "./vmid.ts";
 import type { GuestLaunch } from "./inputs.ts";
 import { storeRunInputs, type RunInputsRef } from "./input-listing.ts";
 import type { OutputListener } from "./follow.ts";
-import { readRunInputs, type RunInputTree } from "./run-inputs.ts";
+import { readRunInputs, runHostScope, type RunInputScope, type RunInputTree } from "./run-inputs.ts";
 
 /** run.max_input_bytes: the input of `cairn run`, a spec or a workload lock (the larger of their own limits). */
 const RUN_INPUT_MAX_BYTES = Math.max(SPEC_MAX_BYTES, LOCK_MAX_BYTES);
@@ -120,6 +120,18 @@ export interface RecordOptions {
   readonly log?: (line: string) => void;
   /** How to reach a registry when the spec names `oci.ref` (see workload assembly). */
   readonly remote?: RemoteOptions;
+  /**
+   * `--inputs-root DIR`: the directory the spec's host paths (`run.inputs`,
+   * `run.network.http.root`) may come from. Without it they stay inside the
+   * spec's directory, named by relative paths (vm/run-inputs.ts).
+   */
+  readonly inputsRoot?: string;
+  /**
+   * The directory the spec's relative host paths start from, when the spec
+   * read here is a copy written elsewhere (a spec naming an environment
+   * lockfile is re-written into staging). Default: the input's directory.
+   */
+  readonly inputsBase?: string;
   /** `--follow`: the workload's output as the guest writes it (unverified until the run ends; follow.ts). */
   readonly onOutput?: OutputListener;
   /**
@@ -160,8 +172,10 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
   const inputIsLock = isLockFile(input, inputBytes);
   if (inputIsLock) parseWorkloadLock(inputBytes, input);
   const early = inputIsLock ? undefined : parseScenario(parseWorkloadSpec(inputBytes, input).run);
-  // run.inputs are read from the host here, once, before anything else happens (relative to the spec's directory)
-  let runInputs: RunInputTree | undefined = early?.inputs !== undefined ? readRunInputs(early.inputs, dirname(input)) : undefined;
+  // run.inputs are read from the host here, once, before anything else happens (relative to the spec's
+  // directory and beneath it, or beneath --inputs-root)
+  const hostPaths: RunInputScope = { base: opts.inputsBase ?? dirname(input), ...(opts.inputsRoot !== undefined ? { root: opts.inputsRoot } : {}) };
+  let runInputs: RunInputTree | undefined = early?.inputs !== undefined ? readRunInputs(early.inputs, hostPaths) : undefined;
   const kit = typeof opts.kit === "function" ? await opts.kit() : opts.kit;
   openRoot(opts.runsDir, RUNS_ROOT, { create: true });
   ensureDirsIn(opts.runsDir, [runId]);
@@ -196,11 +210,11 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
     log(describeDerivation(w.derivation));
     scenario = parseScenario(w.run);
     // a lock given directly: its spec's run.inputs are relative to the lock's directory
-    if (inputIsLock && scenario.inputs !== undefined) runInputs = readRunInputs(scenario.inputs, dirname(input));
+    if (inputIsLock && scenario.inputs !== undefined) runInputs = readRunInputs(scenario.inputs, hostPaths);
     t1 = performance.now();
     // the served directory is read once, here, relative to the input; the responder serves only these bytes
     const http = scenario.network?.http;
-    const httpRoot = http === undefined ? undefined : readHttpRoot(http.unsafeRoot, dirname(input));
+    const httpRoot = http === undefined ? undefined : readHttpRoot(http.unsafeRoot, runHostScope(hostPaths));
     prepared = await prepareGuest(
       {
         tree: w.tree,

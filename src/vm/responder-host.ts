@@ -27,7 +27,7 @@ import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
 import { CairnError, codeModule, sha256, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
-import { entriesTree, fsIdentity, readDirectory } from "../tree/index.ts";
+import { entriesTree, fsIdentity, readDirectory, resolveBeneath, withBeneath, type HostScope } from "../tree/index.ts";
 import { hasTool } from "./host.ts";
 import { HTTP_ROOT_LIMITS, RESPONDER_LIMITS, type NetworkPaths, type VmNetwork } from "./netid.ts";
 import type { ResponderConfig } from "./responder.ts";
@@ -39,16 +39,31 @@ export interface HttpRoot {
   readonly files?: ReadonlyMap<string, Buffer>;
 }
 
-export function readHttpRoot(unsafeRoot: string, baseDir: string): HttpRoot {
-  const root = isAbsolute(unsafeRoot) ? unsafeRoot : resolve(baseDir, unsafeRoot);
-  const entries = readDirectory(
-    root,
-    "",
-    {
-      ...HTTP_ROOT_LIMITS,
-      names: { entries: "network.http-root-entries", fileBytes: "network.http-root-file-bytes", totalBytes: "network.http-root-bytes" },
-    },
-    { symlinks: "inside" },
+/**
+ * Reads the served directory `run.network.http.root`: like `run.inputs`, a
+ * host path a spec names, so it stays inside the spec's directory (or
+ * `--inputs-root`) and is reached without following a symlink out
+ * (tree/host-beneath.ts; PATH_UNSAFE naming `/run/network/http/root`). What
+ * the guest fetches from it is in the replay log, which a bundle carries.
+ */
+export function readHttpRoot(unsafeRoot: string, scope: HostScope): HttpRoot {
+  const field = "/run/network/http/root";
+  const where = resolveBeneath(scope, unsafeRoot, field);
+  if (where === undefined)
+    throw new CairnError("IO_ERROR", `${field}: ${isAbsolute(unsafeRoot) ? unsafeRoot : resolve(scope.base, unsafeRoot)} does not exist`, {
+      path: field,
+    });
+  const root = where.shown;
+  const entries = withBeneath(where, (at) =>
+    readDirectory(
+      at,
+      "",
+      {
+        ...HTTP_ROOT_LIMITS,
+        names: { entries: "network.http-root-entries", fileBytes: "network.http-root-file-bytes", totalBytes: "network.http-root-bytes" },
+      },
+      { symlinks: "inside", shownAs: root },
+    ),
   );
   const files = new Map<string, Buffer>();
   for (const e of entries) {

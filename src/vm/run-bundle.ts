@@ -10,13 +10,20 @@
  *                              replay.log, lock.json (the workload lock),
  *                              and when present cost.json, environment.json,
  *                              receipt.dsse.json
- *   store/objects/<hex>        the workload lock's raw closure, and the run's
- *                              input tree (`run.inputs`): its listing and files
+ *   store/objects/<hex>        the workload lock's raw closure, and, only with
+ *                              `includeInputs`, the run's input tree
+ *                              (`run.inputs`): its listing and files
  *   store/derived/<hex>        the lock's derived entry (rebuilt and compared on verify)
  *   kit/kernels/<hex>          the kernel and modules the VM identity names
  *   kit/agents/<hex>           the agent the VM identity names
  *   private/...                only with `includePrivate`: streams/<n>.stdout|stderr,
  *                              console.log, protocol.bin (exact output bytes)
+ *
+ * A run's inputs are host files a spec named; they are left out unless asked
+ * (`--include-inputs`), and the index says which: `inputs: {tree, included}`
+ * (present only for a run with inputs). A bundle without them imports, and
+ * its replay refuses before launch unless the store it replays from holds
+ * the input tree already (STORE_MISSING naming `/run_inputs/listing`).
  *
  * Written with the tree area's deterministic tar writer (ustar, 0:0, mtime 0,
  * fixed modes, entries in byte order), uncompressed: the same run directory
@@ -65,6 +72,17 @@ export interface WriteBundleOptions {
   readonly kit: Kit;
   readonly out: string;
   readonly includePrivate?: boolean;
+  /** Also carry the run's input tree (the host files `run.inputs` named); the file is then owner-only. */
+  readonly includeInputs?: boolean;
+}
+
+/** What a bundle says of the run's inputs: none, left out, or carried. */
+export type BundleInputs = "none" | "left-out" | "included";
+
+/** The index's `inputs` field: the input tree the run names, and whether its listing and files are members. */
+export interface BundleInputsFact {
+  readonly tree: Sha256Digest;
+  readonly included: boolean;
 }
 
 function runFile(runDir: string, name: string): Buffer {
@@ -72,7 +90,7 @@ function runFile(runDir: string, name: string): Buffer {
 }
 
 /** Writes the bundle of `runDir` to `out` (atomically); returns its members and size. */
-export function writeRunBundle(opts: WriteBundleOptions): { file: string; size: number; members: readonly BundleMember[] } {
+export function writeRunBundle(opts: WriteBundleOptions): { file: string; size: number; members: readonly BundleMember[]; inputs: BundleInputs } {
   const m = readRunManifest(opts.runDir);
   const lock = readWorkloadLock(join(opts.runDir, RUN_FILES.lock));
   const files = new Map<string, Buffer>();
@@ -80,8 +98,10 @@ export function writeRunBundle(opts: WriteBundleOptions): { file: string; size: 
   for (const name of BUNDLE_OPTIONAL_RUN_FILES) if (existsSync(join(opts.runDir, name))) files.set(`run/${name}`, runFile(opts.runDir, name));
   const store = new Store(opts.storeDir, { write: false });
   for (const r of lock.raw) files.set(`store/objects/${hex(r.digest)}`, store.read("objects", r.digest, r.size, "bundle.object"));
-  // the run's inputs, read back and verified from the store: a fresh home has no host paths to read them from
-  if (m.run_inputs !== undefined)
+  // the run's inputs, only when asked (they are host files a spec named), read back and verified from the store:
+  // a fresh home has no host paths to read them from
+  const inputsFact: BundleInputsFact | undefined = m.run_inputs === undefined ? undefined : { tree: m.run_inputs.tree, included: opts.includeInputs === true };
+  if (m.run_inputs !== undefined && opts.includeInputs === true)
     for (const o of runInputObjects(opts.storeDir, m.run_inputs))
       files.set(`store/objects/${hex(o.digest)}`, store.read("objects", o.digest, o.size, "bundle.object"));
   files.set(`store/derived/${hex(lock.derived.digest)}`, store.read("derived", lock.derived.digest, lock.derived.size, "bundle.derived"));
@@ -107,7 +127,9 @@ export function writeRunBundle(opts: WriteBundleOptions): { file: string; size: 
           agent_compiler: opts.kit.agent.compiler,
         }
       : null;
-  const index = Buffer.from(`${JSON.stringify({ schema: RUN_BUNDLE_SCHEMA, run_id: m.run_id, qemu: m.vm.qemu, kit: kitFacts, members }, null, 1)}\n`);
+  const index = Buffer.from(
+    `${JSON.stringify({ schema: RUN_BUNDLE_SCHEMA, run_id: m.run_id, qemu: m.vm.qemu, kit: kitFacts, ...(inputsFact ? { inputs: inputsFact } : {}), members }, null, 1)}\n`,
+  );
   const entries: TarEntry[] = [{ type: "file", path: BUNDLE_INDEX, mode: 0o644, data: index }];
   const dirs = new Set<string>();
   for (const mb of members) {
@@ -120,9 +142,10 @@ export function writeRunBundle(opts: WriteBundleOptions): { file: string; size: 
   if (tar.length > BUNDLE_MAX_BYTES) {
     throw new CairnError("LIMIT_EXCEEDED", `the bundle would be ${tar.length} bytes, more than bundle.max_bytes`, { path: opts.out });
   }
-  // a bundle without --include-private holds no private bytes; one with them is owner-only
-  writeFileAtomic(opts.out, tar, { mode: opts.includePrivate ? 0o600 : 0o644 });
-  return { file: opts.out, size: tar.length, members };
+  // a bundle without --include-private or --include-inputs holds no private bytes; one with them is owner-only
+  const owned = opts.includePrivate === true || inputsFact?.included === true;
+  writeFileAtomic(opts.out, tar, { mode: owned ? 0o600 : 0o644 });
+  return { file: opts.out, size: tar.length, members, inputs: inputsFact === undefined ? "none" : inputsFact.included ? "included" : "left-out" };
 }
 
 function hex(d: Sha256Digest): string {

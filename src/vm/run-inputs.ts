@@ -21,7 +21,19 @@
 import { lstatSync, type Stats } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
 import { CairnError, checkLimit, compareBytes, FIXED_LIMIT_HINT, readFileBounded, sha256, type Sha256Digest } from "../core/index.ts";
-import { ancestors, entriesTree, fsIdentity, readDirectory, type CanonicalTree, type ContentSource, type FsEntry, type TarEntry } from "../tree/index.ts";
+import {
+  ancestors,
+  entriesTree,
+  fsIdentity,
+  readDirectory,
+  resolveBeneath,
+  withBeneath,
+  type CanonicalTree,
+  type ContentSource,
+  type FsEntry,
+  type HostScope,
+  type TarEntry,
+} from "../tree/index.ts";
 import type { RunInput } from "./scenario.ts";
 import { streamFrom } from "./content-stream.ts";
 
@@ -70,11 +82,34 @@ export function memoryContent(files: ReadonlyMap<Sha256Digest, Uint8Array>): Con
   };
 }
 
+/** Where `run.inputs` are read from: relative to `base` (the spec's directory), and only beneath `root`. */
+export interface RunInputScope {
+  /** The directory of the spec (or lock) given to `cairn run`: a relative `from` starts here. */
+  readonly base: string;
+  /**
+   * `--inputs-root DIR`: the directory inputs may come from, absolute paths
+   * inside it allowed. Without it, inputs come from `base` and below, named
+   * by relative paths only.
+   */
+  readonly root?: string;
+}
+
+/** The scope of a spec's host paths (run inputs, the served directory) for `cairn run`. */
+export function runHostScope(s: RunInputScope): HostScope {
+  return s.root === undefined
+    ? { root: s.base, base: s.base, absolute: false, rootName: "the spec's directory", flag: "--inputs-root DIR" }
+    : { root: s.root, base: s.base, absolute: true, rootName: `--inputs-root ${s.root}`, flag: "--inputs-root DIR" };
+}
+
 /**
- * Reads every `run.inputs` entry from the host (relative `from` against
- * `baseDir`, the directory of the spec or lock given to `cairn run`).
+ * Reads every `run.inputs` entry from the host: a relative `from` against the
+ * spec's directory, never leaving the scope's root (tree/host-beneath.ts:
+ * absolute paths without `--inputs-root`, `..` above the root and symlinks
+ * leading out are PATH_UNSAFE naming `/run/inputs/<i>/from`), every
+ * component reached without following a symlink.
  */
-export function readRunInputs(inputs: readonly RunInput[], baseDir: string, fieldBase = "/run/inputs"): RunInputTree {
+export function readRunInputs(inputs: readonly RunInput[], scope: string | RunInputScope, fieldBase = "/run/inputs"): RunInputTree {
+  const hostScope = runHostScope(typeof scope === "string" ? { base: scope } : scope);
   const entries: TarEntry[] = [];
   const dirs = new Set<string>();
   let bytes = 0;
@@ -82,48 +117,56 @@ export function readRunInputs(inputs: readonly RunInput[], baseDir: string, fiel
     checkLimit("run.inputs-entries", n, RUN_INPUT_LIMITS["run.inputs-entries"], at, "count", `${FIXED_LIMIT_HINT}; give fewer or larger files`);
   inputs.forEach((input, i) => {
     const field = `${fieldBase}/${i}/from`;
-    const host = isAbsolute(input.from) ? input.from : resolve(baseDir, input.from);
+    const unsafeFrom = input.from;
+    const where = resolveBeneath(hostScope, unsafeFrom, field);
+    if (where === undefined) refuse("RUN_INVALID", isAbsolute(unsafeFrom) ? unsafeFrom : resolve(hostScope.base, unsafeFrom), field, "does not exist");
+    const host = where.shown;
     const rel = input.to.slice(1);
     for (const a of ancestors(input.to)) {
       if (!dirs.has(a)) entries.push({ type: "dir", path: a.slice(1), mode: 0o755 });
       dirs.add(a);
     }
-    let st: Stats;
-    try {
-      st = lstatSync(host);
-    } catch {
-      refuse("RUN_INVALID", host, field, "does not exist");
-    }
-    if (st.isSymbolicLink()) refuse("SOURCE_NOT_REGULAR", host, field, "is a symlink; run inputs are never followed through links");
-    const remaining = RUN_INPUT_LIMITS["run.inputs-bytes"] - bytes;
-    if (st.isFile()) {
-      checkLimit("run.inputs-bytes", bytes + st.size, RUN_INPUT_LIMITS["run.inputs-bytes"], host, "bytes", FIXED_LIMIT_HINT);
-      const data = readFileBounded(host, remaining, "run.inputs-bytes", {
-        expectedSize: st.size,
-        notRegular: "SOURCE_NOT_REGULAR",
-        changed: "SOURCE_CHANGED",
-        notRegularHint: HOST_HINT,
-        changedHint: HOST_HINT,
-        limitHint: FIXED_LIMIT_HINT,
-      });
-      bytes += data.length;
-      entries.push({ type: "file", path: rel, mode: st.mode & 0o7777, data });
-    } else if (st.isDirectory()) {
-      const names = { entries: "run.inputs-entries", fileBytes: "run.inputs-bytes", totalBytes: "run.inputs-bytes" };
-      const limits = { maxEntries: RUN_INPUT_LIMITS["run.inputs-entries"] - entries.length, maxFileBytes: remaining, maxTotalBytes: remaining, names };
-      // prefix: the walk names entries by their guest paths and adds `to` and its parents as directories
-      const walked = readDirectory(host, rel, limits);
-      for (const e of walked) {
-        if (e.type === "symlink")
-          refuse("SOURCE_NOT_REGULAR", `${host}/${e.path.slice(rel.length + 1)}`, field, "is a symlink; run inputs are never followed through links");
-        if (e.type === "dir" && dirs.has(`/${e.path}`)) continue;
-        if (e.type === "dir") dirs.add(`/${e.path}`);
-        if (e.type === "file") bytes += e.data.length;
-        entries.push(e);
+    withBeneath(where, (at) => {
+      let st: Stats;
+      try {
+        st = lstatSync(at);
+      } catch {
+        refuse("RUN_INVALID", host, field, "does not exist");
       }
-    } else {
-      refuse("SOURCE_NOT_REGULAR", host, field, "is a socket, FIFO or device");
-    }
+      // resolved without a symlink in it: one here now was swapped in since, and is not followed
+      if (st.isSymbolicLink()) refuse("SOURCE_NOT_REGULAR", host, field, "is a symlink; run inputs are never followed through links");
+      const remaining = RUN_INPUT_LIMITS["run.inputs-bytes"] - bytes;
+      if (st.isFile()) {
+        checkLimit("run.inputs-bytes", bytes + st.size, RUN_INPUT_LIMITS["run.inputs-bytes"], host, "bytes", FIXED_LIMIT_HINT);
+        const data = readFileBounded(at, remaining, "run.inputs-bytes", {
+          shownAs: host,
+          expectedSize: st.size,
+          notRegular: "SOURCE_NOT_REGULAR",
+          changed: "SOURCE_CHANGED",
+          notRegularHint: HOST_HINT,
+          changedHint: HOST_HINT,
+          limitHint: FIXED_LIMIT_HINT,
+        });
+        bytes += data.length;
+        entries.push({ type: "file", path: rel, mode: st.mode & 0o7777, data });
+      } else if (st.isDirectory()) {
+        const names = { entries: "run.inputs-entries", fileBytes: "run.inputs-bytes", totalBytes: "run.inputs-bytes" };
+        const limits = { maxEntries: RUN_INPUT_LIMITS["run.inputs-entries"] - entries.length, maxFileBytes: remaining, maxTotalBytes: remaining, names };
+        // prefix: the walk names entries by their guest paths and adds `to` and its parents as directories;
+        // it walks through descriptors opened with O_NOFOLLOW, so no directory swapped for a link is followed
+        const walked = readDirectory(at, rel, limits, { shownAs: host });
+        for (const e of walked) {
+          if (e.type === "symlink")
+            refuse("SOURCE_NOT_REGULAR", `${host}/${e.path.slice(rel.length + 1)}`, field, "is a symlink; run inputs are never followed through links");
+          if (e.type === "dir" && dirs.has(`/${e.path}`)) continue;
+          if (e.type === "dir") dirs.add(`/${e.path}`);
+          if (e.type === "file") bytes += e.data.length;
+          entries.push(e);
+        }
+      } else {
+        refuse("SOURCE_NOT_REGULAR", host, field, "is a socket, FIFO or device");
+      }
+    });
     count(entries.length + 1, host);
   });
   return inputTree(

@@ -15,8 +15,12 @@ import { CairnError } from "../../src/core/index.ts";
 import { networkIdentity } from "../../src/vm/netid.ts";
 import { lookup } from "../../src/vm/responder.ts";
 import { readHttpRoot, startResponder, type RunningResponder } from "../../src/vm/responder-host.ts";
+import { runHostScope } from "../../src/vm/run-inputs.ts";
 import { assertCode } from "../helpers/errors.ts";
 import { killResponder, SOCAT_SKIP } from "./fixtures/responder.ts";
+
+/** A scope that allows every host path (as `--inputs-root /`): these tests name their directories absolutely. */
+const ANY = runHostScope({ base: "/", root: "/" });
 
 function site(): string {
   const dir = mkdtempSync(join(tmpdir(), "cairn-site-"));
@@ -45,32 +49,47 @@ function socketOf(r: RunningResponder, port: number): string {
 
 describe("reading the served directory", () => {
   it("gives the same cairn.fs/1 digest for the same files, another for other bytes, and keeps every file", () => {
-    const a = readHttpRoot(site(), "/");
-    const b = readHttpRoot(site(), "/");
+    const a = readHttpRoot(site(), ANY);
+    const b = readHttpRoot(site(), ANY);
     assert.equal(a.digest, b.digest);
     assert.deepEqual([...a.files!.keys()].sort(), ["/hello.txt", "/index.html", "/sub/a b.txt"]);
     const c = site();
     writeFileSync(join(c, "hello.txt"), "hellO\n");
-    assert.notEqual(readHttpRoot(c, "/").digest, a.digest);
+    assert.notEqual(readHttpRoot(c, ANY).digest, a.digest);
   });
 
   it("resolves a relative root against the spec's directory", () => {
     const dir = site();
-    assert.equal(readHttpRoot("./", dir).digest, readHttpRoot(dir, "/").digest);
+    assert.equal(readHttpRoot("./", runHostScope({ base: dir })).digest, readHttpRoot(dir, ANY).digest);
+  });
+
+  it("stays inside the spec's directory: an absolute root, `..` out, a symlink out are PATH_UNSAFE (control: inside reads; --inputs-root allows)", () => {
+    const top = mkdtempSync(join(tmpdir(), "cairn-site-top-"));
+    const spec = join(top, "spec");
+    mkdirSync(spec);
+    const outside = site();
+    symlinkSync(outside, join(spec, "linked"));
+    mkdirSync(join(spec, "www"));
+    writeFileSync(join(spec, "www", "a.txt"), "a\n");
+    const scope = runHostScope({ base: spec });
+    for (const root of [outside, "/etc", "..", "../..", "linked", "www/../.."])
+      assertCode(() => readHttpRoot(root, scope), "PATH_UNSAFE", "/run/network/http/root");
+    assert.deepEqual([...readHttpRoot("www", scope).files!.keys()], ["/a.txt"]);
+    assert.equal(readHttpRoot(outside, runHostScope({ base: spec, root: outside })).digest, readHttpRoot(outside, ANY).digest);
   });
 
   it("refuses any symlink (inside or out), a missing directory, and too many entries (control: the plain directory reads)", () => {
     const inside = site();
-    readHttpRoot(inside, "/");
+    readHttpRoot(inside, ANY);
     symlinkSync("hello.txt", join(inside, "link"));
-    assertCode(() => readHttpRoot(inside, "/"), "PATH_UNSAFE", "/run/network/http/root");
+    assertCode(() => readHttpRoot(inside, ANY), "PATH_UNSAFE", "/run/network/http/root");
     const out = site();
     symlinkSync("/etc/passwd", join(out, "passwd"));
-    assertCode(() => readHttpRoot(out, "/"), "PATH_UNSAFE");
-    assertCode(() => readHttpRoot(join(out, "absent"), "/"), "IO_ERROR");
+    assertCode(() => readHttpRoot(out, ANY), "PATH_UNSAFE");
+    assertCode(() => readHttpRoot(join(out, "absent"), ANY), "IO_ERROR");
     const many = mkdtempSync(join(tmpdir(), "cairn-site-many-"));
     for (let i = 0; i < 4097; i++) writeFileSync(join(many, `f${i}`), "");
-    assertCode(() => readHttpRoot(many, "/"), "LIMIT_EXCEEDED");
+    assertCode(() => readHttpRoot(many, ANY), "LIMIT_EXCEEDED");
   });
 });
 
@@ -93,7 +112,7 @@ describe("the responder process", { skip: SOCAT_SKIP }, () => {
   const net = (root: ReturnType<typeof readHttpRoot>) => networkIdentity({ http: { port: 80, unsafeRoot: "x" }, echo: { port: 7 } }, root.digest);
 
   it("answers GET, HEAD, 404, 400 for `..`, 405 and 431 with fixed bytes; echoes up to its bound", async () => {
-    const root = readHttpRoot(site(), "/");
+    const root = readHttpRoot(site(), ANY);
     const r = await startResponder(net(root), root);
     try {
       const http = socketOf(r, 80);
@@ -161,7 +180,7 @@ describe("the responder process", { skip: SOCAT_SKIP }, () => {
 
   it("serves the bytes it was given, not the directory as it is later (a file changed after the read is never served)", async () => {
     const dir = site();
-    const root = readHttpRoot(dir, "/");
+    const root = readHttpRoot(dir, ANY);
     writeFileSync(join(dir, "hello.txt"), "changed after the read\n");
     const r = await startResponder(net(root), root);
     try {
@@ -173,7 +192,7 @@ describe("the responder process", { skip: SOCAT_SKIP }, () => {
   });
 
   it("without socat on PATH a network record is refused as a missing prerequisite naming it (control: the tests above start it)", async () => {
-    const root = readHttpRoot(site(), "/");
+    const root = readHttpRoot(site(), ANY);
     const path = process.env.PATH;
     process.env.PATH = mkdtempSync(join(tmpdir(), "cairn-empty-path-"));
     try {
@@ -184,7 +203,7 @@ describe("the responder process", { skip: SOCAT_SKIP }, () => {
   });
 
   it("a responder that dies aborts the run naming it (control: a live one does not)", async () => {
-    const root = readHttpRoot(site(), "/");
+    const root = readHttpRoot(site(), ANY);
     const r = await startResponder(net(root), root);
     try {
       await new Promise((res) => setTimeout(res, 2500));
@@ -198,7 +217,7 @@ describe("the responder process", { skip: SOCAT_SKIP }, () => {
   });
 
   it("a responder that stops answering (SIGSTOP) aborts the run as hung", async () => {
-    const root = readHttpRoot(site(), "/");
+    const root = readHttpRoot(site(), ANY);
     const r = await startResponder(net(root), root);
     try {
       killResponder("SIGSTOP");

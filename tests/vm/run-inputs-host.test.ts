@@ -73,10 +73,10 @@ describe("run.inputs: reading the host", () => {
     assert.notEqual(readRunInputs(IN, root).digest, t.digest, "and follows the bytes");
   });
 
-  it("refuses a symlink given as the input and one inside a directory", () => {
+  it("refuses a symlink given as the input with an absolute target (it names a host path) and one inside a directory", () => {
     const root = host();
     symlinkSync(join(root, "data.txt"), join(root, "link"));
-    assertCode(() => readRunInputs([{ from: "link", to: "/in/x" }], root), "SOURCE_NOT_REGULAR", join(root, "link"));
+    assertCode(() => readRunInputs([{ from: "link", to: "/in/x" }], root), "PATH_UNSAFE", "/run/inputs/0/from");
     symlinkSync("../data.txt", join(root, "tree", "inner"));
     assertCode(() => readRunInputs([{ from: "tree", to: "/in/t" }], root), "SOURCE_NOT_REGULAR", join(root, "tree", "inner"));
   });
@@ -85,7 +85,7 @@ describe("run.inputs: reading the host", () => {
     const root = host();
     execFileSync("mkfifo", [join(root, "fifo")]);
     assertCode(() => readRunInputs([{ from: "fifo", to: "/in/x" }], root), "SOURCE_NOT_REGULAR", join(root, "fifo"));
-    assertCode(() => readRunInputs([{ from: "/dev/null", to: "/in/x" }], root), "SOURCE_NOT_REGULAR", "/dev/null");
+    assertCode(() => readRunInputs([{ from: "/dev/null", to: "/in/x" }], { base: root, root: "/" }), "SOURCE_NOT_REGULAR", "/dev/null");
     execFileSync("mkfifo", [join(root, "tree", "fifo")]);
     assertCode(() => readRunInputs([{ from: "tree", to: "/in/t" }], root), "SOURCE_NOT_REGULAR", join(root, "tree", "fifo"));
   });
@@ -173,7 +173,7 @@ describe("cairn run with a bad input", () => {
     const kit = async () => {
       throw new Error("the kit was asked for");
     };
-    await assertCodeAsync(() => recordRun({ input: spec("link"), storeDir: join(root, "store"), runsDir, kit, cairnVersion: "test" }), "SOURCE_NOT_REGULAR");
+    await assertCodeAsync(() => recordRun({ input: spec("link"), storeDir: join(root, "store"), runsDir, kit, cairnVersion: "test" }), "PATH_UNSAFE");
     assert.ok(!existsSync(runsDir));
     await assert.rejects(
       () => recordRun({ input: spec("data.txt"), storeDir: join(root, "store"), runsDir, kit, cairnVersion: "test" }),

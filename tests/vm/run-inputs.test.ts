@@ -7,12 +7,16 @@
  * (the host files are changed first and the replay still matches); an edited
  * or missing stored input, or an input tree other than the one the VM
  * identity names, is refused before launch naming the field; a bundle of
- * the run replays on a fresh home. Controls: the untouched copy replays.
+ * the run made with `includeInputs` replays on a fresh home; one made
+ * without holds no input byte, says so in its index, imports, and its replay
+ * on a fresh home is refused before launch naming the missing listing
+ * (control: the same imported run replays from the recording store).
+ * Controls: the untouched copy replays.
  */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { before, describe, it } from "node:test";
@@ -187,7 +191,7 @@ describe("run inputs", { skip: VM_SKIP }, () => {
     await refused(c, "STORE_MISSING", "/run_inputs");
     const d = copy();
     rmSync(objectPath(d.storeDir, rec.manifest.run_inputs!.listing));
-    await refused(d, "STORE_MISSING", "/run_inputs");
+    await refused(d, "STORE_MISSING", "/run_inputs/listing");
   });
 
   it("an input tree other than the VM identity's, or none, is refused naming the field", async () => {
@@ -242,13 +246,41 @@ describe("run inputs", { skip: VM_SKIP }, () => {
     for (const b of [w.data, w.a, w.b]) assert.ok(existsSync(objectPath(c.storeDir, `sha256:${hex(b)}`)), "every input file stays");
   });
 
-  it("a bundle carries the input tree: it replays on a fresh home", async () => {
+  it("a bundle made with includeInputs carries the input tree: it replays on a fresh home", async () => {
     const out = join(mkdtempSync(join(tmpdir(), "cairn-inputs-bundle-")), "run.cairn");
-    writeRunBundle({ runDir: rec.runDir, storeDir: w.storeDir, kit, out });
+    const made = writeRunBundle({ runDir: rec.runDir, storeDir: w.storeDir, kit, out, includeInputs: true });
+    assert.equal(made.inputs, "included");
+    const bytes = readFileSync(out);
+    for (const b of [w.data, w.b]) assert.ok(bytes.includes(b.subarray(0, 64)), "the input bytes are in the bundle");
+    assert.equal(statSync(out).mode & 0o777, 0o600, "a bundle with host files in it is owner-only");
     const home = mkdtempSync(join(tmpdir(), "cairn-inputs-home-"));
     const dirs = { storeDir: join(home, "store"), kitDir: join(home, "kit"), runsDir: join(home, "runs") };
     const imported = await importBundle(out, { ...dirs, qemu: rec.manifest.vm.qemu });
+    assert.equal(imported.inputs, "included");
     const r = await replayRun({ runDir: imported.runDir, storeDir: dirs.storeDir, kit: imported.kit, timeoutMs: 300_000 });
+    assert.equal(r.evaluation.outcome, rec.manifest.outcome);
+  });
+
+  it("a bundle made without it holds no input byte and says so; its import works and the replay elsewhere refuses before launch naming the listing", async () => {
+    const out = join(mkdtempSync(join(tmpdir(), "cairn-inputs-bundle-")), "run.cairn");
+    const made = writeRunBundle({ runDir: rec.runDir, storeDir: w.storeDir, kit, out });
+    assert.equal(made.inputs, "left-out");
+    const bytes = readFileSync(out);
+    for (const b of [w.data, w.b]) assert.ok(!bytes.includes(b.subarray(0, 64)), "no input byte is in the bundle");
+    assert.equal(statSync(out).mode & 0o777, 0o644);
+    // the first tar member is the index: its size is the header's octal field at 124
+    assert.equal(bytes.subarray(0, 17).toString(), "cairn-bundle.json");
+    const size = Number.parseInt(bytes.subarray(124, 136).toString().replace(/\0.*$/, "").trim(), 8);
+    const index = JSON.parse(bytes.subarray(512, 512 + size).toString()) as { inputs?: unknown; members: Array<{ path: string }> };
+    assert.deepEqual(index.inputs, { tree: rec.manifest.run_inputs!.tree, included: false });
+    assert.ok(!index.members.some((m) => m.path === `store/objects/${digestHex(rec.manifest.run_inputs!.listing)}`));
+    const home = mkdtempSync(join(tmpdir(), "cairn-inputs-home-"));
+    const dirs = { storeDir: join(home, "store"), kitDir: join(home, "kit"), runsDir: join(home, "runs") };
+    const imported = await importBundle(out, { ...dirs, qemu: rec.manifest.vm.qemu });
+    assert.equal(imported.inputs, "left-out");
+    await refused({ runDir: imported.runDir, storeDir: dirs.storeDir }, "STORE_MISSING", "/run_inputs/listing");
+    // control: on the recording host's store (which holds the inputs) the same imported run replays
+    const r = await replayRun({ runDir: imported.runDir, storeDir: w.storeDir, kit: imported.kit, timeoutMs: 300_000 });
     assert.equal(r.evaluation.outcome, rec.manifest.outcome);
   });
 });

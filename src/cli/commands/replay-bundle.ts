@@ -17,21 +17,38 @@ export function registerBundle(program: Command, ctx: Context): void {
     .option("--store <dir>", "content store (default $CAIRN_HOME/store or $XDG_CACHE_HOME/cairn/store)")
     .option("--kit <dir>", "guest kit (default $CAIRN_KIT, $CAIRN_HOME/kit or $XDG_CACHE_HOME/cairn/kit)")
     .option("--include-private", "also put the exact output streams, console log and protocol stream in (the file is then owner-only)")
+    .option(
+      "--include-inputs",
+      "also put the run's inputs in (the host files its run.inputs named; the file is then owner-only); without it a replay elsewhere needs them in its own store",
+    )
     .option("--json", "print the result as JSON")
-    .action((runDir: string, opts: { out: string; store?: string; kit?: string; includePrivate?: boolean; json?: boolean }) => {
+    .action((runDir: string, opts: { out: string; store?: string; kit?: string; includePrivate?: boolean; includeInputs?: boolean; json?: boolean }) => {
       const r = writeRunBundle({
         runDir: resolve(ctx.cwd, runDir),
         storeDir: defaultStoreDir(ctx.env, ctx.cwd, opts.store),
         kit: bundleKit(kitDir(ctx.env, ctx.cwd, opts.kit)),
         out: resolve(ctx.cwd, opts.out),
         includePrivate: opts.includePrivate === true,
+        includeInputs: opts.includeInputs === true,
       });
       const parts = r.members.reduce((n, m) => n + m.size, 0);
       if (opts.json)
-        printJson(ctx.io, { bundle: r.file, bytes: r.size, members: r.members.length, member_bytes: parts, private: opts.includePrivate === true });
-      else
+        printJson(ctx.io, {
+          bundle: r.file,
+          bytes: r.size,
+          members: r.members.length,
+          member_bytes: parts,
+          private: opts.includePrivate === true,
+          inputs: r.inputs,
+        });
+      else {
         ctx.io.out(
-          `wrote ${r.file}: ${r.size} bytes, ${r.members.length} members (${parts} bytes of content)${opts.includePrivate ? ", private streams included" : ""}`,
+          `wrote ${r.file}: ${r.size} bytes, ${r.members.length} members (${parts} bytes of content)${opts.includePrivate ? ", private streams included" : ""}${r.inputs === "included" ? ", run inputs included" : ""}`,
         );
+        if (r.inputs === "left-out")
+          ctx.io.out(
+            "run inputs left out: they are host files the spec named; a replay elsewhere refuses before launch unless its store holds them (bundle again with --include-inputs to carry them)",
+          );
+      }
     });
 }

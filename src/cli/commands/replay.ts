@@ -61,6 +61,10 @@ export function registerReplay(program: Command, ctx: Context): void {
           const imported = await importBundle(path, { storeDir, kitDir: dir, runsDir: defaultRunsDir(ctx.env, ctx.cwd, opts.runs) });
           runDir = imported.runDir;
           kit = imported.kit;
+          if (imported.inputs === "left-out")
+            ctx.io.err(
+              "cairn replay: the bundle leaves the run's inputs out (made without --include-inputs): the replay needs them in this store, as the recording host has them",
+            );
         }
         if (kit === undefined) {
           throw new CairnError("PREREQUISITE_MISSING", `no guest kit at ${dir}`, { path: dir, hint: "run `cairn setup` first (or pass --kit)" });

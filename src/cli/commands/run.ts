@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { statSync } from "node:fs";
 import { resolve } from "node:path";
 import { CairnError, readSigningKey } from "../../core/index.ts";
 import { defaultStoreDir } from "../../store/index.ts";
@@ -28,6 +29,18 @@ interface RunFlags extends LockVerifyFlags, RemoteFlags {
   follow?: boolean;
   keys?: string;
   full?: boolean;
+  inputsRoot?: string;
+}
+
+/** `--inputs-root DIR`: an existing directory (the user's choice, so a symlink to one is fine). */
+function inputsRootFlag(cwd: string, unsafeDir: string): string {
+  const dir = resolve(cwd, unsafeDir);
+  let isDir = false;
+  try {
+    isDir = statSync(dir).isDirectory();
+  } catch {}
+  if (!isDir) throw new CairnError("USAGE", `--inputs-root ${dir} is not a directory`, { path: "--inputs-root", hint: "name an existing directory" });
+  return dir;
 }
 
 export function registerRun(program: Command, ctx: Context): void {
@@ -47,6 +60,10 @@ export function registerRun(program: Command, ctx: Context): void {
     .option("--sign <key>", "sign a receipt of the run with this Ed25519 key (RUNDIR/receipt.dsse.json)")
     .option("--keys <dir>", "verify memo key directory (default $CAIRN_HOME/keys or $XDG_DATA_HOME/cairn/keys)")
     .option("--full", "re-derive the workload from its raw closure before the run even when this machine's memo holds")
+    .option(
+      "--inputs-root <dir>",
+      "let the spec's run.inputs and served directory come from anywhere under this directory (absolute paths too); without it they must be relative and inside the spec's directory",
+    )
     .option("--user <uid:gid>", "environment lockfile only: the numeric user the command runs as (default 1000:1000)")
     .option("--workdir <dir>", "environment lockfile only: the command's working directory (default /)");
   withLockVerifyFlags(cmd, false)
@@ -95,12 +112,14 @@ export function registerRun(program: Command, ctx: Context): void {
         log,
         remote: remoteOptions(ctx, opts),
         verify: { memoKeyDir: defaultKeysDir(ctx.env, ctx.cwd, opts.keys), full: opts.full === true },
+        ...(opts.inputsRoot !== undefined ? { inputsRoot: inputsRootFlag(ctx.cwd, opts.inputsRoot) } : {}),
         ...(live !== undefined ? { onOutput: live.listener } : {}),
       };
       const recordFromLockfile = async () =>
         fromLockfile || lockSpec !== undefined
           ? await recordLockfileRun({
               ...record,
+              ...(lockSpec !== undefined ? { inputsBase: lockSpec.specDir } : {}),
               export: {
                 lockPath: lockSpec?.lockPath ?? input,
                 verify: await lockVerifyOptions(ctx, opts, clock(ctx.env)),
