@@ -143,7 +143,7 @@ describe("the responder process", { skip: SOCAT_SKIP }, () => {
   it("the echo responder closes the connection itself at responder.echo-bytes, while the client keeps its side open (issue 31 case 19; control: below the bound it stays open)", {
     timeout: 60_000, // a guard against a responder that never closes (the failure this test catches), not a wait
   }, async (t) => {
-    const root = readHttpRoot(site(), "/");
+    const root = readHttpRoot(site(), ANY);
     const r = await startResponder(net(root), root);
     try {
       const bound = 1024 * 1024;
