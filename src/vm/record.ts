@@ -223,7 +223,7 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
         scenario,
         ...(runInputs !== undefined ? { runInputs } : {}),
         ...(httpRoot ? { httpRoot } : {}),
-        room: runDir,
+        room: opts.runsDir, // the run directory is made there; a refusal removes it, so the message names the runs directory
       },
       { kit, qemu: qemuVersion() },
     );
