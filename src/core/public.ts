@@ -17,3 +17,5 @@ export { identityDigest } from "./index.ts";
 export type { IdentityDeclaration, IdentityFraming, IdentityRole, IdentityScope } from "./index.ts";
 export { cairnDir } from "./index.ts";
 export type { CairnDirKind } from "./index.ts";
+export { REMOTE_LIMITS } from "./index.ts";
+export type { RemoteLimits } from "./index.ts";

@@ -8,14 +8,17 @@
 // clock at the defaults.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import type { ServerResponse } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { parseSha256 } from "../../src/core/index.ts";
 import { RegistryClient } from "../../src/oci/index.ts";
 import { OciLayerRegistry } from "../../src/strata/registry-oci.ts";
 import { assertCodeAsync } from "../helpers/errors.ts";
 import { runCli } from "../helpers/cli.ts";
-import { HostileServer, json } from "./fixtures/hostile-server.ts";
+import { HostileServer, SilentTcpServer, json } from "./fixtures/hostile-server.ts";
 
 describe("tag list pagination (case 2)", () => {
   let srv: HostileServer;
@@ -119,5 +122,147 @@ describe("tag list pagination (case 2)", () => {
         : json(res, { name: "layers", tags: ["image"] }, { link: `<${tagsPath}?n=1&last=image>; rel="next"` });
     const ok = await runCli(["search", "tool", "--registry", `oci://${srv.host}/layers`, "--plain-http", "--json"], env);
     assert.equal(ok.code, 0, ok.stdout + ok.stderr);
+  });
+});
+
+describe("time bounds (case 3)", () => {
+  let srv: HostileServer;
+  let work: string;
+  before(async () => {
+    srv = await new HostileServer().start();
+    work = mkdtempSync(join(tmpdir(), "cairn-hostile-time-"));
+  });
+  after(async () => {
+    await srv.stop();
+    rmSync(work, { recursive: true, force: true });
+  });
+  const BLOB = Buffer.alloc(64 * 1024, 0x5a);
+  const DIGEST = parseSha256(`sha256:${createHash("sha256").update(BLOB).digest("hex")}`, "blob");
+  // small limits, so no test waits on a default; the rate window is 1 s of waiting and the
+  // honest control sends ~40 times what the rate asks
+  const SMALL = { headersMs: 3000, idleMs: 3000, minRate: 2048, rateWindowMs: 1000 };
+  const client = (limits: object = SMALL, host = srv.host, plainHttp = true) => new RegistryClient({ host, plainHttp, limits });
+  const blobPath = `/v2/r/app/blobs/${DIGEST}`;
+  const fetchBlob = async (c: RegistryClient) => {
+    const parts: Uint8Array[] = [];
+    await c.fetchBlob("r/app", DIGEST, BLOB.length, (x) => void parts.push(x));
+    return Buffer.concat(parts);
+  };
+  /** Sends `bytes` in chunks of `chunk`, one chunk each time the client has drained the last (setImmediate between writes), every `everyMs`. */
+  const trickle = (res: ServerResponse, bytes: Buffer, chunk: number, everyMs: number, declared = bytes.length): void => {
+    res.writeHead(200, { "content-type": "application/octet-stream", "content-length": String(declared) });
+    let off = 0;
+    const step = (): void => {
+      if (res.destroyed) return;
+      if (off >= bytes.length) return void res.end();
+      res.write(bytes.subarray(off, off + chunk));
+      off += chunk;
+      setTimeout(step, everyMs);
+    };
+    res.on("close", () => {
+      off = Number.POSITIVE_INFINITY;
+    });
+    step();
+  };
+
+  test("control: an honest slow server (64 KiB in 4 KiB chunks every 50 ms) meets the bounds", async () => {
+    srv.handle = (_q, res) => trickle(res, BLOB, 4096, 50);
+    assert.ok((await fetchBlob(client())).equals(BLOB));
+  });
+
+  test("a body trickling one byte at a time is cut off at remote.min-rate, though bytes keep coming (idle never fires)", async () => {
+    let closed!: () => void;
+    const cancelled = new Promise<void>((r) => {
+      closed = r;
+    });
+    srv.handle = (_q, res) => {
+      res.on("close", closed);
+      trickle(res, BLOB, 1, 20);
+    };
+    const e = await assertCodeAsync(() => fetchBlob(client()), "REMOTE_TIMEOUT");
+    assert.match(e.message, /remote\.min-rate/);
+    assert.ok(e.path?.includes(blobPath));
+    await cancelled; // the server sees the transfer end: cairn cancelled it, it did not just stop reading
+  });
+
+  test("a body that stalls (Content-Length longer than what is sent) ends at remote.idle-ms", async () => {
+    srv.handle = (_q, res) => {
+      res.writeHead(200, { "content-length": String(BLOB.length) });
+      res.write(BLOB.subarray(0, 100)); // and nothing more
+    };
+    const e = await assertCodeAsync(() => fetchBlob(client({ ...SMALL, idleMs: 300, rateWindowMs: 600_000 })), "REMOTE_TIMEOUT");
+    assert.match(e.message, /remote\.idle-ms/);
+  });
+
+  test("a server that never answers ends at remote.headers-ms", async () => {
+    srv.handle = () => undefined; // the request is read; no status line ever comes
+    const e = await assertCodeAsync(() => fetchBlob(client({ ...SMALL, headersMs: 300 })), "REMOTE_TIMEOUT");
+    assert.match(e.message, /remote\.headers-ms/);
+  });
+
+  test("a TLS handshake that never completes ends at remote.connect-ms; the same server over plain http reaches headers-ms instead (control)", async () => {
+    const silent = await new SilentTcpServer().start();
+    try {
+      const e = await assertCodeAsync(() => fetchBlob(client({ ...SMALL, connectMs: 300, headersMs: 600_000 }, silent.host, false)), "REMOTE_TIMEOUT");
+      assert.match(e.message, /remote\.connect-ms/);
+      assert.equal(silent.sockets.length, 1, "the connection was accepted; the handshake is what never came");
+      const h = await assertCodeAsync(() => fetchBlob(client({ ...SMALL, connectMs: 300, headersMs: 300 }, silent.host, true)), "REMOTE_TIMEOUT");
+      assert.match(h.message, /remote\.headers-ms/);
+    } finally {
+      await silent.stop();
+    }
+  });
+
+  test("lying lengths fail typed: shorter than the body, longer than a body that ends, other than the descriptor; the true length passes (control)", async () => {
+    srv.handle = (_q, res) => {
+      res.writeHead(200, { "content-length": String(BLOB.length - 10) });
+      res.end(BLOB.subarray(0, BLOB.length - 10));
+    };
+    await assertCodeAsync(() => fetchBlob(client()), "SIZE_MISMATCH");
+    srv.handle = (q, res) => {
+      res.writeHead(200, { "content-length": String(BLOB.length - 10) }); // the body goes on past it
+      res.end(BLOB);
+      q.socket.end();
+    };
+    await assertCodeAsync(() => fetchBlob(client()), "SIZE_MISMATCH");
+    srv.handle = (q, res) => {
+      res.writeHead(200, { "content-length": String(BLOB.length) });
+      res.write(BLOB.subarray(0, 1000));
+      q.socket.destroy(); // the body ends early
+    };
+    await assertCodeAsync(() => fetchBlob(client()), "REMOTE_UNREACHABLE");
+    srv.handle = (_q, res) => {
+      res.writeHead(200, { "content-length": String(BLOB.length + 1) });
+      res.end(Buffer.concat([BLOB, Buffer.from("x")]));
+    };
+    await assertCodeAsync(() => fetchBlob(client()), "SIZE_MISMATCH");
+    srv.handle = (_q, res) => {
+      res.writeHead(200, { "content-length": String(BLOB.length) });
+      res.end(BLOB);
+    };
+    assert.ok((await fetchBlob(client())).equals(BLOB));
+  });
+
+  test("cairn pull through the CLI: --remote-idle-ms and CAIRN_REMOTE_HEADERS_MS bound a stalled manifest; nothing is written", async () => {
+    const env = { ...process.env, CAIRN_HOME: join(work, "home"), HOME: work };
+    srv.handle = (_q, res) => {
+      res.writeHead(200, { "content-type": "application/vnd.oci.image.manifest.v1+json", "content-length": "500" });
+      res.write("{");
+    };
+    const out = join(work, "out");
+    const ref = `${srv.host}/r/app@${DIGEST}`;
+    const idle = await runCli(["pull", ref, "--oci", out, "--plain-http", "--json", "--remote-idle-ms", "300"], env);
+    assert.equal(idle.code, 1);
+    const err = JSON.parse(idle.stdout).error;
+    assert.equal(err.code, "REMOTE_TIMEOUT");
+    assert.match(err.message, /remote\.idle-ms/);
+    assert.match(err.hint, /--remote-idle-ms/);
+    assert.ok(!existsSync(out));
+    srv.handle = () => undefined;
+    const headers = await runCli(["pull", ref, "--oci", out, "--plain-http", "--json"], { ...env, CAIRN_REMOTE_HEADERS_MS: "300" });
+    assert.equal(JSON.parse(headers.stdout).error.code, "REMOTE_TIMEOUT");
+    assert.ok(!existsSync(out));
+    const usage = await runCli(["pull", ref, "--oci", out, "--plain-http", "--json", "--remote-idle-ms", "soon"], env);
+    assert.equal(usage.code, 2, "control: a limit that is not a positive integer is a usage error");
   });
 });

@@ -16,7 +16,9 @@ import { CairnError, REMOTE_LIMITS, checkLimit, isJsonObject, parseJsonBytes, re
 import { checkRealm, parseChallenge } from "./auth-challenge.ts";
 import type { CredentialSource } from "./credentials.ts";
 import { isLoopbackHost } from "./image-ref.ts";
+import { httpFetch } from "./http-fetch.ts";
 import { readBodyBounded } from "./remote-body.ts";
+import { boundedFetch, remoteTimeout } from "./remote-bounds.ts";
 
 export interface TransportOptions {
   /** Registry host as named (`127.0.0.1:5000`); Docker Hub's name is mapped by the caller. */
@@ -63,8 +65,8 @@ export class RegistryTransport {
       });
     }
     this.#opts = opts;
-    this.#fetch = opts.fetch ?? fetch;
     this.limits = remoteLimits(opts.limits);
+    this.#fetch = opts.fetch ?? httpFetch(this.limits.connectMs, (u) => remoteTimeout("connectMs", this.limits, u.host, "no connection made"));
     this.base = new URL(`${opts.plainHttp === true ? "http" : "https"}://${opts.host}/v2/`);
   }
 
@@ -88,13 +90,14 @@ export class RegistryTransport {
     // that answers each request with another (401s, redirects, pages) ends at this bound
     checkLimit(REMOTE_LIMITS.maxRequests.name, ++this.#requests, this.limits.maxRequests, url.host, "count", remoteLimitHint("maxRequests"));
     try {
-      const res = await this.#fetch(url, {
-        method,
-        headers,
-        body,
-        redirect: "manual",
-        ...(body instanceof ReadableStream ? { duplex: "half" } : {}),
-      } as RequestInit);
+      // cairn's own bounds: response headers, then the body's idle and rate bounds (remote-bounds.ts)
+      const res = await boundedFetch(
+        this.#fetch,
+        url,
+        { method, headers, body, redirect: "manual", ...(body instanceof ReadableStream ? { duplex: "half" } : {}) } as RequestInit,
+        this.limits,
+        `${method} ${url.origin}${url.pathname}`,
+      );
       this.#opts.log?.(`${method} ${url.origin}${url.pathname} ${res.status}`);
       return res;
     } catch (cause) {

@@ -1,0 +1,80 @@
+/**
+ * The registry transport's default fetch: node:http and node:https behind a
+ * fetch-shaped function, so that cairn owns the connect bound
+ * (`remote.connect-ms`: TCP connect plus, for https, the TLS handshake).
+ * Node's own fetch (undici) takes a connect timeout only from undici's
+ * Agent, which Node does not expose; a TLS server that accepts and never
+ * completes the handshake was bounded only by undici's default.
+ *
+ * It does only what the transport asks of fetch: a method, headers, a body
+ * (bytes or a stream), no redirect following (the transport follows by
+ * hand), and a Response whose body streams. It asks for no compression
+ * (`accept-encoding` is not sent), so the bytes counted and hashed are the
+ * bytes served. Connections are kept alive per client (an idle kept-alive
+ * socket does not hold the process open).
+ */
+import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage } from "node:http";
+import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import type { Socket } from "node:net";
+import { Readable } from "node:stream";
+
+const NULL_BODY = new Set([101, 103, 204, 205, 304]);
+
+/** A fetch over node:http(s) whose new connections must be made within `connectMs`; `timeout` makes the error. */
+export function httpFetch(connectMs: number, timeout: (url: URL) => Error): typeof fetch {
+  const agents = { "http:": new HttpAgent({ keepAlive: true }), "https:": new HttpsAgent({ keepAlive: true }) };
+  return (input, init) =>
+    new Promise<Response>((resolve, reject) => {
+      const url = new URL(input instanceof Request ? input.url : String(input));
+      if (url.protocol !== "http:" && url.protocol !== "https:") return reject(new TypeError(`cannot fetch a ${url.protocol} URL`));
+      const headers: Record<string, string> = {};
+      new Headers(init?.headers).forEach((v, k) => {
+        headers[k] = v;
+      });
+      const method = init?.method ?? "GET";
+      let req: ClientRequest;
+      try {
+        req = (url.protocol === "https:" ? httpsRequest : httpRequest)(url, { method, headers, agent: agents[url.protocol] });
+      } catch (e) {
+        return reject(e);
+      }
+      const signal = init?.signal ?? undefined;
+      const onAbort = (): void => void req.destroy(signal?.reason instanceof Error ? signal.reason : new Error("aborted"));
+      if (signal?.aborted === true) return onAbort();
+      signal?.addEventListener("abort", onAbort, { once: true });
+      req.once("socket", (socket: Socket) => {
+        if (!socket.connecting) return; // a kept-alive connection, made already
+        const timer = setTimeout(() => req.destroy(timeout(url)), connectMs);
+        socket.once(url.protocol === "https:" ? "secureConnect" : "connect", () => clearTimeout(timer));
+        socket.once("close", () => clearTimeout(timer));
+      });
+      req.once("error", reject);
+      req.once("response", (res: IncomingMessage) => {
+        try {
+          const status = res.statusCode ?? 0;
+          const h = new Headers();
+          for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) h.append(res.rawHeaders[i]!, res.rawHeaders[i + 1]!);
+          if (status < 200 || status > 599) throw new TypeError(`status ${status}`);
+          const empty = method === "HEAD" || NULL_BODY.has(status);
+          if (empty) res.resume();
+          res.once("close", () => signal?.removeEventListener("abort", onAbort));
+          resolve(new Response(empty ? null : (Readable.toWeb(res) as ReadableStream<Uint8Array>), { status, headers: h }));
+        } catch (e) {
+          res.destroy();
+          reject(e);
+        }
+      });
+      const body = init?.body;
+      if (body instanceof ReadableStream) {
+        Readable.fromWeb(body as import("node:stream/web").ReadableStream<Uint8Array>)
+          .on("error", (e) => req.destroy(e))
+          .pipe(req);
+      } else if (body instanceof Uint8Array) {
+        req.end(body);
+      } else if (body === undefined || body === null) {
+        req.end();
+      } else {
+        req.destroy(new TypeError("unsupported request body"));
+      }
+    });
+}

@@ -1,0 +1,116 @@
+/**
+ * cairn's own time bounds on one remote conversation (issue 31, case 3),
+ * over any fetch:
+ *
+ * - `remote.headers-ms`: from sending a request to its response headers (a
+ *   server that accepts the connection and never answers);
+ * - `remote.idle-ms`: waiting for the next byte of a body (a stalled body, or
+ *   a `Content-Length` longer than what is sent);
+ * - `remote.min-rate` over `remote.rate-window-ms`: a body must bring at
+ *   least `min-rate × window` bytes in each window of waiting. Undici's idle
+ *   timeout restarts at every byte, so a server sending one byte every 20 s
+ *   was never cut off; the rate bound ends it after one window.
+ *
+ * The connect bound (`remote.connect-ms`) needs the socket, so it lives in
+ * the default fetch (http-fetch.ts). Time spent by the caller between reads
+ * (writing a chunk to disk) is not counted: only time waiting on the server.
+ * Each refusal is REMOTE_TIMEOUT naming the limit, its value and the URL.
+ */
+import { CairnError, REMOTE_LIMITS, remoteLimitHint, type RemoteLimits } from "../../core/index.ts";
+
+/** The refusal for a time bound: REMOTE_TIMEOUT naming the limit and where. */
+export function remoteTimeout(k: keyof RemoteLimits, limits: RemoteLimits, where: string, what: string): CairnError {
+  const l = REMOTE_LIMITS[k];
+  return new CairnError("REMOTE_TIMEOUT", `limit ${l.name} (${limits[k]} ${l.unit}) exceeded: ${what} (${where})`, {
+    path: where,
+    hint: remoteLimitHint(k),
+  });
+}
+
+/** Statuses whose response has no body (the Response constructor refuses one). */
+const NULL_BODY = new Set([101, 103, 204, 205, 304]);
+
+/**
+ * Sends one request through `fetchImpl` under the headers bound, and returns
+ * the response with its body under the idle and rate bounds. `where` names
+ * the request in errors (method and URL, never a header).
+ */
+export async function boundedFetch(fetchImpl: typeof fetch, url: URL, init: RequestInit, limits: RemoteLimits, where: string): Promise<Response> {
+  const ac = new AbortController();
+  const timer = setTimeout(() => ac.abort(remoteTimeout("headersMs", limits, where, "no response headers")), limits.headersMs);
+  let res: Response;
+  try {
+    res = await fetchImpl(url, { ...init, signal: ac.signal });
+  } catch (e) {
+    // a fetch that keeps its own error for an abort: the bound is what ended it
+    if (ac.signal.aborted && !(e instanceof CairnError)) throw ac.signal.reason;
+    throw e;
+  } finally {
+    clearTimeout(timer);
+  }
+  if (res.body === null || NULL_BODY.has(res.status)) return res;
+  return new Response(
+    guardBody(res.body, limits, where, () => ac.abort()),
+    { status: res.status, statusText: res.statusText, headers: res.headers },
+  );
+}
+
+/** `body` under the idle and rate bounds: a violation cancels the transfer and errors the stream with REMOTE_TIMEOUT. */
+export function guardBody(body: ReadableStream<Uint8Array>, limits: RemoteLimits, where: string, abort: () => void): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  const need = (limits.minRate * limits.rateWindowMs) / 1000;
+  let waited = 0; // ms spent waiting on the server in the current window
+  let got = 0; // bytes received in the current window
+  const fail = async (e: CairnError): Promise<never> => {
+    abort();
+    await reader.cancel(e).catch(() => undefined);
+    throw e;
+  };
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const pending = reader.read();
+      const started = performance.now();
+      let windowStart = started;
+      for (;;) {
+        const idleLeft = limits.idleMs - (performance.now() - started);
+        const windowLeft = limits.rateWindowMs - waited - (performance.now() - windowStart);
+        let timer: NodeJS.Timeout | undefined;
+        const tick = new Promise<"tick">((r) => {
+          timer = setTimeout(() => r("tick"), Math.max(0, Math.min(idleLeft, windowLeft)));
+        });
+        let next = await Promise.race([pending, tick]).finally(() => clearTimeout(timer));
+        // a tick may run before bytes that arrived meanwhile are read (this process was busy):
+        // one more turn of the event loop's I/O before a bound is judged broken
+        if (next === "tick") next = await Promise.race([pending, new Promise<"tick">((r) => setImmediate(() => r("tick")))]);
+        const now = performance.now();
+        waited += now - windowStart;
+        windowStart = now;
+        if (next !== "tick") {
+          if (next.done) return controller.close();
+          got += next.value.length;
+          controller.enqueue(next.value);
+        } else if (now - started >= limits.idleMs) {
+          await fail(remoteTimeout("idleMs", limits, where, "no byte arrived"));
+        }
+        if (waited >= limits.rateWindowMs) {
+          if (got < need)
+            await fail(
+              remoteTimeout(
+                "minRate",
+                limits,
+                where,
+                `${got} bytes in ${Math.round(waited)} ms of waiting, under ${REMOTE_LIMITS.minRate.name} over ${REMOTE_LIMITS.rateWindowMs.name}`,
+              ),
+            );
+          waited = 0;
+          got = 0;
+        }
+        if (next !== "tick") return;
+      }
+    },
+    async cancel(reason) {
+      abort();
+      await reader.cancel(reason).catch(() => undefined);
+    },
+  });
+}
