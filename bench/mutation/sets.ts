@@ -77,6 +77,20 @@ export const MUTATION_SETS: Readonly<Record<string, MutationSet>> = {
     mutate: ["src/manifest/core.ts"],
     tests: ["tests/manifest/core-fields.test.ts", "tests/manifest/normalize.test.ts", "tests/manifest/document.test.ts"],
   },
+  // Issue 31, case 19: the modules of the checks the tests let go.
+  elf: {
+    mutate: ["src/workload/elf.ts"],
+    tests: ["tests/workload/elf.test.ts", "tests/workload/binary-workload.test.ts", "tests/workload/robustness.test.ts"],
+  },
+  contents: { mutate: ["src/strata/contents.ts"], tests: ["tests/strata/registry.test.ts", "tests/strata/blob-gate.test.ts"] },
+  envelope: {
+    mutate: ["src/strata/lockfile-envelope.ts"],
+    tests: ["tests/strata/resolver-fixes.test.ts", "tests/strata/lockfile-rules.test.ts", "tests/strata/lockfile.test.ts"],
+  },
+  "freeze-index": {
+    mutate: ["src/strata/freeze/index-source.ts"],
+    tests: ["tests/strata/freeze-hostile.test.ts", "tests/strata/freeze.test.ts", "tests/strata/freeze-cli.test.ts"],
+  },
 };
 
 /** Stryker's sandbox and temp directory: ignored by git and Biome, never under src/ or tests/. */

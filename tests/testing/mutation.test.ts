@@ -34,6 +34,11 @@ const LISTED = [
   "src/strata/lockfile.ts",
   "src/oci/layout-reader.ts",
   "src/manifest/core.ts",
+  // issue 31, case 19: the modules of the checks the tests let go
+  "src/workload/elf.ts",
+  "src/strata/contents.ts",
+  "src/strata/lockfile-envelope.ts",
+  "src/strata/freeze/index-source.ts",
 ];
 
 test("every module of issue 17 is in a set, and every set names files that exist", () => {
