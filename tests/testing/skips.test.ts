@@ -10,7 +10,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { inCi, needs, PREREQUISITE_SKIP_PREFIX } from "../helpers/prerequisites.ts";
+import { inCi, needs, needsRoot, PREREQUISITE_SKIP_PREFIX } from "../helpers/prerequisites.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
 import { buildProgramFrom, EXAMPLE_SOURCE, GCC_SKIP, staticGccMissing } from "../workload/fixtures/static-program.ts";
 
@@ -87,6 +87,18 @@ describe("skips are loud", () => {
     assert.throws(() => needs("umoci is not installed", { CI: "true" }), /prerequisite missing: umoci/);
     assert.equal(inCi({ CI: "true" }), true);
     assert.equal(inCi({}), false);
+  });
+
+  it("a test that needs root is a loud skip naming what needs it when not root, a failure in CI (control: root is no skip)", () => {
+    assert.equal(needsRoot("mknod of a character device", 0, {}), false, "control: root");
+    assert.equal(needsRoot("mknod of a character device", 65534, {}), `${PREREQUISITE_SKIP_PREFIX} root (mknod of a character device); this run is not root`);
+    assert.throws(() => needsRoot("mknod", 1000, { CI: "true" }), /prerequisite missing: root \(mknod\)/);
+    // No test drops a root-only case silently any more: every getuid() check in these files is a needsRoot skip.
+    for (const f of ["tests/strata/blob.test.ts", "tests/manifest/local-features.test.ts", "tests/vm/erofs.test.ts"]) {
+      const text = readFileSync(join(PROJECT_ROOT, f), "utf8");
+      assert.doesNotMatch(text, /getuid/, `${f} decides on root itself`);
+      assert.match(text, /skip: needsRoot\(/, `${f} has its root-only test`);
+    }
   });
 
   it("in a real run, CI=true turns the prerequisite skip into a failing file (control: without CI it is a skip)", () => {
