@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { readFileBounded } from "../../src/core/index.ts";
 import { setBoundedReadHook } from "../../src/core/bounded-read.ts";
 import { assertCode } from "../helpers/errors.ts";
+import { HANG_GUARD_MS } from "../helpers/in-child.ts";
 
 const tempDir = (): string => mkdtempSync(join(tmpdir(), "cairn-bounded-read-"));
 
@@ -43,7 +44,7 @@ test("bounded read: a FIFO is refused without blocking the reader (in a child wi
   // Opening a FIFO for reading without O_NONBLOCK blocks the thread: in-process, a regression could only hang, never fail.
   const probe = (p: string): string => {
     const code = `import(${JSON.stringify(new URL("../../src/core/index.ts", import.meta.url).href)}).then((m) => { try { m.readFileBounded(${JSON.stringify(p)}, 1024, "x", { notRegular: "SOURCE_NOT_REGULAR" }); console.log("read"); } catch (e) { console.log(e.code); } });`;
-    const r = spawnSync(process.execPath, ["--import", "tsx", "-e", code], { timeout: 20_000, encoding: "utf8" });
+    const r = spawnSync(process.execPath, ["--import", "tsx", "-e", code], { timeout: HANG_GUARD_MS, encoding: "utf8" });
     return r.error !== undefined || r.signal !== null ? "hung" : r.stdout.trim();
   };
   assert.equal(probe(join(dir, "f")), "read", "control: a regular file is read");

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { runCli } from "../helpers/cli.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
 import { HEX, PINNED_IMAGE, TAGGED_IMAGE } from "./helpers.ts";
+import { HANG_GUARD_MS } from "../helpers/in-child.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "cairn-manifest-cli-"));
 const file = (name: string, text: string): string => {
@@ -170,7 +171,10 @@ test("manifest ingest refuses a FIFO as not a regular file instead of blocking f
   writeFileSync(plain, JSON.stringify({ image: PINNED_IMAGE }));
   // A child with a timeout: opening a FIFO blocks the thread, so an in-process test could only hang, never fail.
   const ingest = (p: string): string => {
-    const r = spawnSync(process.execPath, [join(PROJECT_ROOT, "bin/cairn.js"), "manifest", "ingest", p, "--json"], { timeout: 20_000, encoding: "utf8" });
+    const r = spawnSync(process.execPath, [join(PROJECT_ROOT, "bin/cairn.js"), "manifest", "ingest", p, "--json"], {
+      timeout: HANG_GUARD_MS,
+      encoding: "utf8",
+    });
     if (r.error !== undefined || r.signal !== null) return "hung";
     const out = JSON.parse(r.stdout) as { error?: { code: string }; address?: string };
     return out.error?.code ?? (out.address !== undefined ? "ok" : "?");

@@ -22,6 +22,7 @@ import { exampleRegistry, tempDir } from "./fixtures.ts";
 import { readBounded } from "../../src/strata/registry.ts";
 import { toySpec, TOY_LAYERS } from "../../examples/strata/build-registry.ts";
 import { assertCode, assertCodeAsync } from "../helpers/errors.ts";
+import { HANG_GUARD_MS } from "../helpers/in-child.ts";
 
 function allFiles(dir: string): string[] {
   return readdirSync(dir, { recursive: true, encoding: "utf8" }).sort();
@@ -249,7 +250,7 @@ test("a FIFO in a registry is refused as not a regular file instead of blocking 
   // In a child with a timeout: opening a FIFO for reading blocks the thread, so an in-process test could not fail, only hang.
   const probe = (p: string): string => {
     const code = `import(${JSON.stringify(new URL("../../src/strata/registry.ts", import.meta.url).href)}).then((m) => { try { m.readBounded(${JSON.stringify(p)}, 1024, "x"); console.log("read"); } catch (e) { console.log(e.code); } });`;
-    const r = spawnSync(process.execPath, ["--import", "tsx", "-e", code], { timeout: 20_000, encoding: "utf8" });
+    const r = spawnSync(process.execPath, ["--import", "tsx", "-e", code], { timeout: HANG_GUARD_MS, encoding: "utf8" });
     return r.error !== undefined || r.signal !== null ? "hung" : r.stdout.trim();
   };
   assert.equal(probe(plain), "read", "control: a regular file is read");
