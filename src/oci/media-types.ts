@@ -4,7 +4,7 @@
  * sees a media type). This is the single list: a descriptor whose media type is not here is refused with
  * OCI_MEDIA_TYPE before its blob is read.
  */
-import { CairnError } from "../core/index.ts";
+import { CairnError, isJsonObject, type JsonObject } from "../core/index.ts";
 import type { LayerCompression } from "../tree/index.ts";
 
 export const OCI_INDEX = "application/vnd.oci.image.index.v1+json";
@@ -64,4 +64,28 @@ export function requireMediaType(unsafeMediaType: string, expected: string | rea
       hint: hintFor(unsafeMediaType, `expected ${names}`),
     });
   }
+}
+
+/**
+ * The media type of a manifest or index document as the image-spec reads it:
+ * its own `mediaType` when present; when absent (umoci writes none, the spec
+ * says SHOULD, and Docker schema 2 requires the field, so a document without
+ * it is OCI), the OCI type its shape names: `manifests` alone an index,
+ * `config` and `layers` an image manifest; any other shape is OCI_MEDIA_TYPE.
+ * It depends on the verified bytes alone, not on a registry's Content-Type,
+ * so the first pull and a later one from the store (or with the registry
+ * gone) read the same type; before, a stored manifest without `mediaType`
+ * was refused on the second pull.
+ */
+export function documentMediaType(doc: JsonObject, path: string): string {
+  if (typeof doc.mediaType === "string") return doc.mediaType;
+  if (doc.mediaType !== undefined) throw new CairnError("OCI_MEDIA_TYPE", "mediaType is not a string", { path });
+  const manifests = Array.isArray(doc.manifests);
+  const image = isJsonObject(doc.config) && Array.isArray(doc.layers);
+  if (manifests && doc.config === undefined && doc.layers === undefined) return OCI_INDEX;
+  if (image && doc.manifests === undefined) return OCI_MANIFEST;
+  throw new CairnError("OCI_MEDIA_TYPE", "the document names no media type, and its shape is neither an image manifest nor an index", {
+    path,
+    hint: "cairn reads OCI and Docker v2 schema 2 manifests",
+  });
 }

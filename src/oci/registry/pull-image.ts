@@ -11,7 +11,7 @@
  */
 import { CairnError, isJsonObject, parseJsonBytes, type JsonObject, type Sha256Digest } from "../../core/index.ts";
 import { checkDescriptor, checkPlatform, type Descriptor } from "../documents.ts";
-import { CONFIG_TYPES, INDEX_TYPES, MANIFEST_TYPES, layerCompression, requireMediaType } from "../media-types.ts";
+import { CONFIG_TYPES, INDEX_TYPES, MANIFEST_TYPES, documentMediaType, layerCompression, requireMediaType } from "../media-types.ts";
 import { validateOciDocument } from "../schemas.ts";
 import { stageBlob, type BlobCache } from "./blob-cache.ts";
 import { formatImageRef, type ImageRef } from "./image-ref.ts";
@@ -73,13 +73,13 @@ async function jsonObject(
   digest: Sha256Digest,
   size: number | undefined,
   kind: "manifest" | "blob",
-): Promise<{ bytes: Buffer; mediaType: string | undefined }> {
+): Promise<{ bytes: Buffer }> {
   const cachedSize = size ?? cache.sizeOf(digest);
-  if (cachedSize !== undefined && cache.has(digest, cachedSize)) return { bytes: cache.read(digest, client.manifestBytes), mediaType: undefined };
+  if (cachedSize !== undefined && cache.has(digest, cachedSize)) return { bytes: cache.read(digest, client.manifestBytes) };
   if (kind === "manifest") {
     const m = await client.fetchManifest(repo, digest, size);
     cache.put(m.bytes);
-    return { bytes: m.bytes, mediaType: m.mediaType };
+    return { bytes: m.bytes };
   }
   if (size! > client.manifestBytes) {
     throw new CairnError("LIMIT_EXCEEDED", `limit manifestBytes exceeded by config ${digest} (${size} > ${client.manifestBytes} bytes)`, { path: digest });
@@ -88,7 +88,7 @@ async function jsonObject(
   await client.fetchBlob(repo, digest, size!, (c) => void parts.push(c));
   const bytes = Buffer.concat(parts);
   cache.put(bytes);
-  return { bytes, mediaType: undefined };
+  return { bytes };
 }
 
 /** Streams one layer blob into the cache's staging, verified, then has the cache adopt it. */
@@ -100,29 +100,25 @@ async function pullBlob(client: RegistryClient, cache: BlobCache, repo: string, 
 /** Pulls `ref` (tag or digest) through `client` into `cache`; see the module comment. */
 export async function pullImage(client: RegistryClient, ref: ImageRef, cache: BlobCache, progress?: PullProgress): Promise<PulledImage> {
   const repo = ref.repository;
-  let top: Descriptor | { digest: Sha256Digest; size: number | undefined; mediaType: string | undefined };
-  if (ref.digest !== undefined) top = { digest: ref.digest, size: undefined, mediaType: undefined };
+  let top: { digest: Sha256Digest; size: number | undefined };
+  if (ref.digest !== undefined) top = { digest: ref.digest, size: undefined };
   else {
     top = await client.resolve(repo, ref.tag ?? "latest");
     progress?.(`${formatImageRef(ref)} is ${top.digest}`);
   }
   const first = await jsonObject(client, cache, repo, top.digest, top.size, "manifest");
   const firstDoc = parseDocument(first.bytes, `manifest ${top.digest}`);
-  const firstType = typeof firstDoc.mediaType === "string" ? firstDoc.mediaType : (first.mediaType ?? top.mediaType);
+  // from the verified bytes alone (not the registry's Content-Type), so a pull from the store reads the same type
+  const firstType = documentMediaType(firstDoc, "/mediaType");
   let index: Descriptor | undefined;
   let manifest: Descriptor;
   let manifestDoc: JsonObject;
-  if (firstType !== undefined && INDEX_TYPES.includes(firstType)) {
+  if (INDEX_TYPES.includes(firstType)) {
     index = { mediaType: firstType, digest: top.digest, size: first.bytes.length };
     manifest = selectPlatform(firstDoc, `index ${top.digest}`);
     const m = await jsonObject(client, cache, repo, manifest.digest, manifest.size, "manifest");
     manifestDoc = parseDocument(m.bytes, `manifest ${manifest.digest}`);
   } else {
-    if (firstType === undefined)
-      throw new CairnError("OCI_MEDIA_TYPE", `manifest ${top.digest} names no media type`, {
-        path: "/mediaType",
-        hint: "cairn reads OCI and Docker v2 schema 2 manifests",
-      });
     requireMediaType(firstType, MANIFEST_TYPES, "/mediaType");
     manifest = { mediaType: firstType, digest: top.digest, size: first.bytes.length };
     manifestDoc = firstDoc;
