@@ -5,7 +5,7 @@
  * prerequisite). With --json a failure prints {"error":{code,message,path,hint}}
  * on stdout.
  */
-import { CairnError } from "../core/index.ts";
+import { CairnError, describeNotWritable, mediaErrno } from "../core/index.ts";
 
 export interface Io {
   out(text: string): void;
@@ -37,7 +37,8 @@ export function reportError(io: Io, error: unknown, json: boolean): number {
   const e =
     error instanceof CairnError
       ? error
-      : new CairnError("INTERNAL", `internal error (${kind})`, { cause: error, hint: "this is a bug in cairn; CAIRN_DEBUG=1 shows where" });
+      : (mediaError(error) ??
+        new CairnError("INTERNAL", `internal error (${kind})`, { cause: error, hint: "this is a bug in cairn; CAIRN_DEBUG=1 shows where" }));
   if (json) {
     printJson(io, { error: e.toJSON() });
   } else {
@@ -46,4 +47,23 @@ export function reportError(io: Io, error: unknown, json: boolean): number {
     if (!(error instanceof CairnError) && process.env.CAIRN_DEBUG) io.err(String((error as Error)?.stack));
   }
   return e.exitCode;
+}
+
+/**
+ * The last guard for a write the media refused (full, read-only, not
+ * permitted) that no library layer named: an I/O failure of the host, not a
+ * bug, so IO_ERROR with the errno and the path when the error carries one,
+ * never INTERNAL (issue 31).
+ */
+function mediaError(error: unknown): CairnError | undefined {
+  const errno = mediaErrno(error);
+  if (errno === undefined) return undefined;
+  const path = (error as { path?: unknown }).path;
+  const syscall = (error as { syscall?: unknown }).syscall;
+  const where = typeof path === "string" ? path : undefined;
+  return new CairnError(
+    "IO_ERROR",
+    `${typeof syscall === "string" ? `${syscall} failed` : "a write failed"}${where !== undefined ? ` at ${where}: ${describeNotWritable(where, errno)}` : ` (${errno}: ${error instanceof Error ? error.message : errno})`}`,
+    { path: where, cause: error, hint: "free space, or remount read-write, or use a directory you may write; then run the command again" },
+  );
 }

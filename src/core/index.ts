@@ -51,6 +51,7 @@ export {
 } from "./files.ts";
 export { openRoot, openDirIn, hasDirIn, withDirIn, ensureDirsIn, removeIn, descriptorPath, MAX_MARKER_BYTES } from "./owned-root.ts";
 export type { RootKind, DirOptions } from "./owned-root.ts";
+export { describeNotWritable, mediaErrno, mountOf, notWritable, writeRefusal } from "./read-only.ts";
 export { fileKind, hashFileBounded, hashFileBoundedOnThread, readFileBounded, readFilePrefix, streamFileBounded } from "./bounded-read.ts";
 export { safeComponent, digestComponents } from "./safepath.ts";
 export { checkLimit, formatBytes, FIXED_LIMIT_HINT, REMOTE_LIMITS, remoteLimitHint, remoteLimitSpelling, remoteLimits } from "./limits.ts";

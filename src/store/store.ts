@@ -46,6 +46,8 @@ import {
   writeNewFile,
   type RootKind,
   type Sha256Digest,
+  notWritable,
+  writeRefusal,
 } from "../core/index.ts";
 import { gcHeld, sleepSync } from "./gc-lock.ts";
 import { publishBytes, publishStaged } from "./publish.ts";
@@ -98,12 +100,21 @@ export class Store {
   constructor(root: string, options: StoreOptions = {}) {
     this.root = root;
     const write = options.write ?? true;
-    openRoot(root, STORE_ROOT, { create: write });
     if (write) {
-      ensureDirsIn(root, STORE_DIRS);
-      cleanStaging(root);
-      this.#open();
+      // read-only media (EROFS) or a store this user may not write (EACCES): said as such, naming the
+      // file system, before the first write fails somewhere inside (it surfaced as INTERNAL, issue 31)
+      const why = notWritable(root);
+      if (why !== undefined) throw writeRefusal(root, Object.assign(new Error(why), { code: why }), "into the content store");
+      try {
+        openRoot(root, STORE_ROOT, { create: true });
+        ensureDirsIn(root, STORE_DIRS);
+        cleanStaging(root);
+        this.#open();
+      } catch (e) {
+        throw writeRefusal(root, e, "into the content store");
+      }
     } else {
+      openRoot(root, STORE_ROOT, { create: false });
       // reading: what is there must still be a real directory of ours (a planted symlink is refused, never followed)
       for (const d of STORE_DIRS) hasDirIn(root, d);
     }

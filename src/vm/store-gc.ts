@@ -30,7 +30,7 @@
  */
 import { existsSync, readdirSync, type Stats, statSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
-import { CairnError, type Sha256Digest } from "../core/index.ts";
+import { CairnError, notWritable, writeRefusal, type Sha256Digest } from "../core/index.ts";
 import { dropRoot, holdForGc, listRoots, Store, sweepStore, type StoreArea, type SweepResult, type Tally } from "../store/index.ts";
 import { lockDigestOf, readWorkloadLock, type WorkloadLock } from "../workload/index.ts";
 import { RUN_FILES } from "./rundir.ts";
@@ -124,6 +124,11 @@ export function collectStoreGarbage(opts: StoreGcOptions): StoreGcResult {
   const named: WorkloadLock[] = [];
   const namedPaths = [...(opts.keepLocks ?? []).map((p) => resolve(opts.cwd, p)), ...(opts.keepRuns ?? []).flatMap((d) => runLocks(d, opts.cwd))];
   for (const p of namedPaths) named.push(readWorkloadLock(p));
+  // a gc deletes: on read-only media (or a store this user may not write) it is refused as such, naming the file
+  // system, before the first write (the hold's marker) fails; a dry run only reads and works there
+  const readOnly = dryRun ? undefined : notWritable(store.root);
+  if (readOnly !== undefined)
+    throw writeRefusal(store.root, Object.assign(new Error(readOnly), { code: readOnly }), "into the content store (gc removes from it)");
   const release = dryRun ? () => {} : holdForGc(store.root, opts.waitMs ?? 60_000);
   try {
     const live: Record<StoreArea, Set<Sha256Digest>> = {

@@ -11,7 +11,7 @@
 import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
 import { basename, dirname, extname, join, resolve } from "node:path";
-import { CairnError, writeFileAtomic, writeNewFile, type Sha256Digest } from "../core/index.ts";
+import { CairnError, writeFileAtomic, writeNewFile, writeRefusal, type Sha256Digest } from "../core/index.ts";
 import { statPack, Store, type FinishedPack } from "../store/index.ts";
 import { deriveBinary, derivedEntryOf, type Derived } from "./derive.ts";
 import { hashDerived } from "./derived-entry.ts";
@@ -88,6 +88,16 @@ export function defaultLockPath(specPath: string): string {
 }
 
 export async function assembleWorkload(opts: AssembleOptions): Promise<AssembleResult> {
+  try {
+    return await assembleInto(opts);
+  } catch (e) {
+    // a full, read-only or forbidden file system under the store (ENOSPC from the inflate thread's copy, a publish,
+    // a staging write) is said as such, naming it; it escaped as INTERNAL (issue 31). Nothing half-written was published.
+    throw writeRefusal(resolve(opts.storeDir), e, "into the content store");
+  }
+}
+
+async function assembleInto(opts: AssembleOptions): Promise<AssembleResult> {
   const started = performance.now();
   const specPath = resolve(opts.specPath);
   const specBytes = readSourceFile(specPath, SPEC_MAX_BYTES, "specBytes");

@@ -6,6 +6,7 @@
  */
 import { closeSync, constants, createReadStream, mkdtempSync, rmSync } from "node:fs";
 import { open, type FileHandle } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CairnError, createExclusive, Sha256Hasher, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
 import { PackCheck, PackWriter, type FinishedPack, type PackIndex, type Store } from "../store/index.ts";
@@ -286,15 +287,35 @@ function storeReader(lock: WorkloadLock, store: Store, top: string): OciObjectRe
  * checked against the rebuilt index. Only when the pack is missing or differs
  * are the layers applied a second time, writing a new pack that replaces it.
  */
-export async function verifyOci(spec: WorkloadSpec, lock: WorkloadLock, store: Store): Promise<DerivedOci> {
+export async function verifyOci(spec: WorkloadSpec, lock: WorkloadLock, storeOrReader: Store | ReadOnlyStore): Promise<DerivedOci> {
   if (spec.source.kind !== "oci") throw new CairnError("WORKLOAD_SPEC_INVALID", "not an OCI spec", { path: "/source" });
-  const top = mkdtempSync(join(store.stagingDir, "selection-"));
+  const readOnly = "readOnly" in storeOrReader ? storeOrReader : undefined;
+  const store = "readOnly" in storeOrReader ? storeOrReader.reader : storeOrReader;
+  // a read-only store has no staging: the selection index and the OCI reader's staging go to a private temporary directory
+  const scratch = readOnly !== undefined ? mkdtempSync(join(tmpdir(), "cairn-verify-")) : undefined;
+  const stagingDir = scratch ?? store.stagingDir;
+  try {
+    return await verifyOciIn(spec, lock, store, stagingDir, readOnly);
+  } finally {
+    if (scratch !== undefined) rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+/** A store verify may read but not write (read-only media, or not this user's to write): `readOnly` says why. */
+export interface ReadOnlyStore {
+  readonly reader: Store;
+  readonly readOnly: string;
+}
+
+async function verifyOciIn(spec: WorkloadSpec, lock: WorkloadLock, store: Store, stagingDir: string, readOnly: ReadOnlyStore | undefined): Promise<DerivedOci> {
+  if (spec.source.kind !== "oci") throw new CairnError("WORKLOAD_SPEC_INVALID", "not an OCI spec", { path: "/source" });
+  const top = mkdtempSync(join(stagingDir, "selection-"));
   let src: OciSource;
   try {
     src = await readOciSource({
       reader: storeReader(lock, store, top),
       manifestDigest: spec.source.manifest,
-      stagingDir: join(store.stagingDir, "oci"),
+      stagingDir: join(stagingDir, "oci"),
       limits: spec.limits,
       stageLayers: false,
     });
@@ -311,6 +332,15 @@ export async function verifyOci(spec: WorkloadSpec, lock: WorkloadLock, store: S
     } finally {
       check.abort();
     }
+    if (readOnly !== undefined)
+      throw new CairnError(
+        "IO_ERROR",
+        `the content pack of ${lock.derived.digest} is missing or differs from the rebuilt one, and cannot be repaired: ${readOnly}`,
+        {
+          path: "/derived",
+          hint: "verify this lock on a writable copy of the store (it rewrites the pack), or assemble again",
+        },
+      );
     return { ...(await deriveAndPack(spec, src, store, "verify", true)), repaired: true };
   } catch (e) {
     throw await storedLayerFirst(src, e);

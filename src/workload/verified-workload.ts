@@ -35,7 +35,7 @@
  */
 import { LEGACY_OCI_ROLES } from "./closure.ts";
 import { resolve } from "node:path";
-import { CairnError, ioError, type Sha256Digest } from "../core/index.ts";
+import { CairnError, describeNotWritable, ioError, notWritable, type Sha256Digest } from "../core/index.ts";
 import { Store, type InspectedPack, type PackIndex, type PackStat } from "../store/index.ts";
 import { canonicalSpecBytes, deriveBinary, type Derived } from "./derive.ts";
 import type { SourceKind, WorkloadIdentities } from "./workload-identity.ts";
@@ -177,6 +177,11 @@ async function verifyLockAt(lockPath: string, storeDir: string, options: VerifyO
   // Open for writing for the whole verify (gc waits for an open writer), and root the lock:
   // a verified lock (a replay's) keeps its closure through `cairn store gc` while the file exists.
   new Store(storeDir, { write: false }); // STORE_MISSING when there is no store: verify never creates one
+  // On read-only media (or a store this user may not write) verify writes nothing at all: no staging
+  // (gc cannot run there either, so there is nothing to hold off), no root record, no pack record,
+  // no memo; the result says the memo was skipped and why (issue 31: it failed as INTERNAL).
+  const why = notWritable(storeDir);
+  if (why !== undefined) return verifyAgainst(lock, storeDir, undefined, options, readBack, `the store is read-only: ${describeNotWritable(storeDir, why)}`);
   const writable = new Store(storeDir);
   try {
     writable.registerRoot(resolve(lockPath));
@@ -189,9 +194,10 @@ async function verifyLockAt(lockPath: string, storeDir: string, options: VerifyO
 async function verifyAgainst(
   lock: WorkloadLock,
   storeDir: string,
-  writable: Store,
+  writable: Store | undefined,
   options: VerifyOptions,
   readBack: boolean,
+  readOnly?: string,
 ): Promise<VerifiedWorkload | LockVerification> {
   const store = new Store(storeDir, { write: false });
   // 2. every raw object present with its recorded size, in lock order, before anything is parsed
@@ -238,7 +244,9 @@ async function verifyAgainst(
       let fast: { got: VerifiedWorkload | LockVerification | { why: string } } | { failed: unknown };
       try {
         fast = {
-          got: underMemo(lock, spec, store, memo, readBack, (stat) => writeVerifyMemo(writable, key, lockDigest, { ...memo.pack, stat }, memo.derivedBy)),
+          got: underMemo(lock, spec, store, memo, readBack, (stat) => {
+            if (writable !== undefined) writeVerifyMemo(writable, key, lockDigest, { ...memo.pack, stat }, memo.derivedBy);
+          }),
         };
       } catch (e) {
         fast = { failed: e };
@@ -260,7 +268,7 @@ async function verifyAgainst(
     derived = deriveBinary(spec, raw.get(exeRef.digest)!, `stored executable ${exeRef.digest}`);
   } else {
     const { verifyOci } = await import("./oci-workload.ts");
-    const oci = await verifyOci(spec, lock, writable);
+    const oci = await verifyOci(spec, lock, writable ?? { reader: store, readOnly: readOnly ?? "the store is read-only" });
     ({ derived, contents: pack } = oci);
     if (oci.repaired) repaired.push(`content pack ${oci.contents.digest}`);
   }
@@ -275,13 +283,22 @@ async function verifyAgainst(
   // of a tree derived here got its sha256 from a content recorded into this very pack (OCI) or from the executable
   // object step 2 required (binary)
   const content = readBack ? contentSource(store, derived.tree, pack) : undefined;
-  if (pack !== undefined) writable.recordPack(lock.derived.digest, pack.digest);
+  if (pack !== undefined) writable?.recordPack(lock.derived.digest, pack.digest);
   let memoWritten = false;
+  let memoSkipped: string | undefined;
   if (key !== undefined && lockDigest !== undefined && pack !== undefined) {
-    writeVerifyMemo(writable, key, lockDigest, { digest: pack.digest, size: pack.size, stat: statPack(store, pack.digest) }, "verify");
-    memoWritten = true;
+    if (writable === undefined) memoSkipped = readOnly;
+    else {
+      writeVerifyMemo(writable, key, lockDigest, { digest: pack.digest, size: pack.size, stat: statPack(store, pack.digest) }, "verify");
+      memoWritten = true;
+    }
   }
-  const derivation: Derivation = { how: "re-derived", memoWritten, ...(why !== undefined ? { why } : {}) };
+  const derivation: Derivation = {
+    how: "re-derived",
+    memoWritten,
+    ...(why !== undefined ? { why } : {}),
+    ...(memoSkipped !== undefined ? { memoSkipped } : {}),
+  };
   const verdict = { lock, kind: lock.kind, identities: derived.identities, derivedDigest: derived.derivedDigest, repaired, derivation };
   if (content === undefined) return { ...verdict, entries: derived.tree.size };
   return { ...verdict, spec, run: spec.run, tree: derived.tree, content, launch: derived.launch };

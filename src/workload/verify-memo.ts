@@ -66,7 +66,13 @@ export type MemoSource = "assemble" | "verify";
 
 /** How the tree was established: re-derived from the raw closure now, or under a memo of an earlier full derivation (the lock's assembly or a full verify). */
 export type Derivation =
-  | { readonly how: "re-derived"; readonly memoWritten: boolean; readonly why?: string }
+  | {
+      readonly how: "re-derived";
+      readonly memoWritten: boolean;
+      readonly why?: string;
+      /** Why no memo was written although one would have been (the store is on read-only media or not writable by this user). */
+      readonly memoSkipped?: string;
+    }
   | {
       readonly how: "memo";
       /** When the derivation the memo records ended. */
@@ -86,7 +92,7 @@ export type Derivation =
 /** One line saying how a verify established the tree and what it checked now (record's and replay's logs). */
 export function describeDerivation(d: Derivation): string {
   if (d.how === "re-derived")
-    return `workload re-derived from its raw closure${d.why !== undefined ? ` (${d.why})` : ""}${d.memoWritten ? "; memo written for the next verify on this machine" : ""}`;
+    return `workload re-derived from its raw closure${d.why !== undefined ? ` (${d.why})` : ""}${d.memoWritten ? "; memo written for the next verify on this machine" : ""}${d.memoSkipped !== undefined ? `; no memo written (${d.memoSkipped})` : ""}`;
   const of = d.derivedBy === "assemble" ? "its assembly" : "its full verify";
   const entry = d.tree === "read back" ? "derived entry read back and its identities recomputed" : "derived entry hashed";
   const pack = d.packBody === "hashed" ? "pack contents hashed" : "pack index checked (file unchanged; every content is checked as it is read)";

@@ -33,14 +33,18 @@ export function registerWorkloadVerify(parent: Command, ctx: Context): void {
           derivation: w.derivation.how,
           ...(w.derivation.how === "memo"
             ? { memo_of: w.derivation.derivedBy, memo_verified_at: w.derivation.verifiedAt, pack_body: w.derivation.packBody, tree: w.derivation.tree }
-            : { memo_written: w.derivation.memoWritten, ...(w.derivation.why !== undefined ? { memo_not_used: w.derivation.why } : {}) }),
+            : {
+                memo_written: w.derivation.memoWritten,
+                ...(w.derivation.why !== undefined ? { memo_not_used: w.derivation.why } : {}),
+                ...(w.derivation.memoSkipped !== undefined ? { memo_skipped: w.derivation.memoSkipped } : {}),
+              }),
           duration_ms: ms,
         });
       }
       const how =
         w.derivation.how === "memo"
           ? `and the derived entry hashed, pack ${w.derivation.packBody === "hashed" ? "contents hashed" : "index checked (file unchanged since then; every content is checked as it is read)"}, under this machine's memo of ${w.derivation.derivedBy === "assemble" ? "the lock's assembly" : "the full verify"} at ${w.derivation.verifiedAt}: the tree was not derived again, in ${ms} ms (--full re-derives)`
-          : `hashed, ${w.entries} tree entries re-derived in ${ms} ms${w.derivation.why !== undefined ? ` (${w.derivation.why})` : ""}${w.derivation.memoWritten ? "; memo written for the next verify on this machine" : ""}`;
+          : `hashed, ${w.entries} tree entries re-derived in ${ms} ms${w.derivation.why !== undefined ? ` (${w.derivation.why})` : ""}${w.derivation.memoWritten ? "; memo written for the next verify on this machine" : ""}${w.derivation.memoSkipped !== undefined ? `; no memo written (${w.derivation.memoSkipped})` : ""}`;
       ctx.io.out(`verified ${w.kind} workload ${w.identities.workload}\n${w.lock.raw.length} raw objects ${how}`);
       for (const r of w.repaired) ctx.io.out(`repaired ${r}: it was missing or did not match, and was rebuilt from the verified raw objects`);
     });
