@@ -8,6 +8,7 @@
  * the command line and the process. Commands share these through this file
  * instead of importing each other.
  */
+import { statSync } from "node:fs";
 import { resolve as resolvePath } from "node:path";
 import type { Command } from "commander";
 import { CairnError, readSigningKey, readVerifyingKey, type SigningKey } from "../core/index.ts";
@@ -154,4 +155,19 @@ export function launchArgv(cmdFlag: readonly string[] | undefined, afterDashes: 
     throw new CairnError("USAGE", "give the command either with --cmd or after --, not both", { path: "--cmd" });
   if (cmdFlag !== undefined) return [...cmdFlag];
   return afterDashes.length > 0 ? [...afterDashes] : undefined;
+}
+
+/** `--inputs-root DIR`, on every command that reads a spec's host paths (`run`, `workload check`). */
+export const INPUTS_ROOT_HELP =
+  "let the spec's run.inputs and served directory come from anywhere under this directory (absolute paths too); without it they must be relative and inside the spec's directory";
+
+/** `--inputs-root DIR`: an existing directory (the user's choice, so a symlink to one is fine). */
+export function inputsRootFlag(cwd: string, unsafeDir: string): string {
+  const dir = resolvePath(cwd, unsafeDir);
+  let isDir = false;
+  try {
+    isDir = statSync(dir).isDirectory();
+  } catch {}
+  if (!isDir) throw new CairnError("USAGE", `--inputs-root ${dir} is not a directory`, { path: "--inputs-root", hint: "name an existing directory" });
+  return dir;
 }

@@ -49,10 +49,10 @@ export interface HttpRoot {
 export function readHttpRoot(unsafeRoot: string, scope: HostScope): HttpRoot {
   const field = "/run/network/http/root";
   const where = resolveBeneath(scope, unsafeRoot, field);
-  if (where === undefined)
-    throw new CairnError("IO_ERROR", `${field}: ${isAbsolute(unsafeRoot) ? unsafeRoot : resolve(scope.base, unsafeRoot)} does not exist`, {
-      path: field,
-    });
+  if (where === undefined) {
+    const host = isAbsolute(unsafeRoot) ? unsafeRoot : resolve(scope.base, unsafeRoot);
+    throw new CairnError("IO_ERROR", `${field}: ${host} does not exist`, { path: host });
+  }
   const root = where.shown;
   const entries = withBeneath(where, (at) =>
     readDirectory(

@@ -17,7 +17,7 @@ import { checkWorkload, type CheckResult, type RunCheck } from "../workload/inde
 import type { CanonicalTree } from "../tree/index.ts";
 import { checkLinuxNames, checkOverlay } from "./initramfs.ts";
 import { readHttpRoot } from "./responder-host.ts";
-import { mergeRunInputs, readRunInputs, type RunInputTree } from "./run-inputs.ts";
+import { mergeRunInputs, readRunInputs, runHostScope, type RunInputScope, type RunInputTree } from "./run-inputs.ts";
 import { parseScenario, type Scenario } from "./scenario.ts";
 import { sizeGuest } from "./sizing.ts";
 
@@ -32,7 +32,7 @@ function refusals(check: () => void): unknown[] {
 }
 
 /** The runs code's checks for one spec, in the order `cairn run` makes them. */
-export function runCheck(): RunCheck {
+export function runCheck(opts: { readonly inputsRoot?: string } = {}): RunCheck {
   let scenario: Scenario | undefined;
   let inputs: RunInputTree | undefined;
   return {
@@ -40,17 +40,19 @@ export function runCheck(): RunCheck {
       const found = refusals(() => {
         scenario = parseScenario(spec.run);
       });
+      // the host paths the spec names, in the scope `cairn run` reads them in (the spec's directory, or --inputs-root)
+      const scope: RunInputScope = { base: dirname(specPath), ...(opts.inputsRoot !== undefined ? { root: opts.inputsRoot } : {}) };
       if (scenario?.inputs !== undefined) {
         const wanted = scenario.inputs;
         found.push(
           ...refusals(() => {
-            inputs = readRunInputs(wanted, dirname(specPath));
+            inputs = readRunInputs(wanted, scope);
           }),
         );
       }
       // the directory the http responder serves: read by run before the guest is built, by the same reader
       const http = scenario?.network?.http;
-      if (http !== undefined) found.push(...refusals(() => readHttpRoot(http.unsafeRoot, dirname(specPath))));
+      if (http !== undefined) found.push(...refusals(() => readHttpRoot(http.unsafeRoot, runHostScope(scope))));
       return found;
     },
     tree(workloadTree) {
@@ -72,6 +74,6 @@ export function runCheck(): RunCheck {
 }
 
 /** What `cairn workload check` reports: assembly's problems and run's, in the order run meets them. */
-export function checkWorkloadRun(opts: { readonly specPath: string }): Promise<CheckResult> {
-  return checkWorkload({ specPath: opts.specPath, run: runCheck() });
+export function checkWorkloadRun(opts: { readonly specPath: string; readonly inputsRoot?: string }): Promise<CheckResult> {
+  return checkWorkload({ specPath: opts.specPath, run: runCheck(opts.inputsRoot !== undefined ? { inputsRoot: opts.inputsRoot } : {}) });
 }

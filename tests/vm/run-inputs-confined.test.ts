@@ -10,7 +10,8 @@
  * (`--inputs-root`, the scope's `root`). A directory swapped for a symlink
  * after the path was resolved (TOCTOU) is refused, not followed; control:
  * the unswapped path reads. `cairn run` refuses before a kit or a run
- * directory exists, and `--inputs-root` reaches the kit.
+ * directory exists, and `--inputs-root` reaches the kit; `workload check`
+ * lists the same refusal, and not under `--inputs-root`.
  */
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, renameSync, symlinkSync, writeFileSync, existsSync } from "node:fs";
@@ -19,7 +20,7 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import { readFileBounded } from "../../src/core/index.ts";
 import { resolveBeneath, withBeneath, type HostScope } from "../../src/tree/index.ts";
-import { readRunInputs, recordRun } from "../../src/vm/index.ts";
+import { checkWorkloadRun, readRunInputs, recordRun } from "../../src/vm/index.ts";
 import { assertCode, assertCodeAsync } from "../helpers/errors.ts";
 
 const SECRET = "CAIRN-SECRET-MARKER-31\n";
@@ -129,5 +130,23 @@ describe("cairn run: a spec's inputs outside its directory", () => {
     await assertCodeAsync(() => recordRun(base), "PATH_UNSAFE", "/run/inputs/0/from");
     assert.ok(!existsSync(runsDir));
     await assert.rejects(() => recordRun({ ...base, inputsRoot: w.top }), /the kit was asked for/);
+  });
+});
+
+describe("cairn workload check: the same scope as run", () => {
+  it("lists an input outside the spec's directory as PATH_UNSAFE; not with --inputs-root (control)", async () => {
+    const w = world();
+    const specPath = join(w.spec, "spec.json");
+    writeFileSync(
+      specPath,
+      JSON.stringify({
+        schema: "cairn.workload/1",
+        source: { binary: { path: "nothing-here", user: "1000:1000" } },
+        run: { steps: [{ action: "start" }], inputs: [{ from: w.secret, to: "/in/x" }] },
+      }),
+    );
+    const unsafe = (r: Awaited<ReturnType<typeof checkWorkloadRun>>) => r.problems.filter((p) => p.code === "PATH_UNSAFE" && p.path === "/run/inputs/0/from");
+    assert.equal(unsafe(await checkWorkloadRun({ specPath })).length, 1);
+    assert.equal(unsafe(await checkWorkloadRun({ specPath, inputsRoot: w.top })).length, 0);
   });
 });

@@ -1,5 +1,4 @@
 import type { Command } from "commander";
-import { statSync } from "node:fs";
 import { resolve } from "node:path";
 import { CairnError, readSigningKey } from "../../core/index.ts";
 import { defaultStoreDir } from "../../store/index.ts";
@@ -11,7 +10,17 @@ import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
 import { lineFollower, printStreams } from "../workload-output.ts";
 import { CAIRN_VERSION } from "../cairn-version.ts";
-import { clock, exportBaseFlag, launchArgv, lockVerifyOptions, parseTimeout, withLockVerifyFlags, type LockVerifyFlags } from "../flags.ts";
+import {
+  clock,
+  exportBaseFlag,
+  inputsRootFlag,
+  INPUTS_ROOT_HELP,
+  launchArgv,
+  lockVerifyOptions,
+  parseTimeout,
+  withLockVerifyFlags,
+  type LockVerifyFlags,
+} from "../flags.ts";
 import { remoteFlags, remoteOptions, type RemoteFlags } from "../remote-flags.ts";
 
 interface RunFlags extends LockVerifyFlags, RemoteFlags {
@@ -32,17 +41,6 @@ interface RunFlags extends LockVerifyFlags, RemoteFlags {
   inputsRoot?: string;
 }
 
-/** `--inputs-root DIR`: an existing directory (the user's choice, so a symlink to one is fine). */
-function inputsRootFlag(cwd: string, unsafeDir: string): string {
-  const dir = resolve(cwd, unsafeDir);
-  let isDir = false;
-  try {
-    isDir = statSync(dir).isDirectory();
-  } catch {}
-  if (!isDir) throw new CairnError("USAGE", `--inputs-root ${dir} is not a directory`, { path: "--inputs-root", hint: "name an existing directory" });
-  return dir;
-}
-
 export function registerRun(program: Command, ctx: Context): void {
   const cmd = remoteFlags(program.command("run"))
     .description("record a workload run under QEMU record/replay and write a replayable run directory")
@@ -60,10 +58,7 @@ export function registerRun(program: Command, ctx: Context): void {
     .option("--sign <key>", "sign a receipt of the run with this Ed25519 key (RUNDIR/receipt.dsse.json)")
     .option("--keys <dir>", "verify memo key directory (default $CAIRN_HOME/keys or $XDG_DATA_HOME/cairn/keys)")
     .option("--full", "re-derive the workload from its raw closure before the run even when this machine's memo holds")
-    .option(
-      "--inputs-root <dir>",
-      "let the spec's run.inputs and served directory come from anywhere under this directory (absolute paths too); without it they must be relative and inside the spec's directory",
-    )
+    .option("--inputs-root <dir>", INPUTS_ROOT_HELP)
     .option("--user <uid:gid>", "environment lockfile only: the numeric user the command runs as (default 1000:1000)")
     .option("--workdir <dir>", "environment lockfile only: the command's working directory (default /)");
   withLockVerifyFlags(cmd, false)

@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { checkWorkloadRun } from "../../vm/index.ts";
 import type { Context } from "../context.ts";
+import { inputsRootFlag, INPUTS_ROOT_HELP } from "../flags.ts";
 import { printJson } from "../output.ts";
 
 /** A path as one line: one with a control character (a newline could forge a line) is printed JSON-quoted. */
@@ -15,9 +16,13 @@ export function registerWorkloadCheck(parent: Command, ctx: Context): void {
       "list every problem of a workload's image and run section in one pass (what run would refuse, with the policy that would admit each); assembles nothing, writes nothing to the store",
     )
     .argument("<spec>", "workload spec (cairn.workload/1, YAML or JSON) naming a local OCI layout or a binary")
+    .option("--inputs-root <dir>", INPUTS_ROOT_HELP)
     .option("--json", "print the result as JSON")
-    .action(async (spec: string, opts: { json?: boolean }) => {
-      const r = await checkWorkloadRun({ specPath: spec });
+    .action(async (spec: string, opts: { json?: boolean; inputsRoot?: string }) => {
+      const r = await checkWorkloadRun({
+        specPath: spec,
+        ...(opts.inputsRoot !== undefined ? { inputsRoot: inputsRootFlag(ctx.cwd, opts.inputsRoot) } : {}),
+      });
       ctx.exitCode = r.problemCount === 0 ? 0 : 1;
       const omitted = r.problemCount - r.problems.length;
       const first = r.problems[0];
