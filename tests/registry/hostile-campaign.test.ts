@@ -127,11 +127,11 @@ function behave(b: Behaviour, at: number, req: IncomingMessage, res: ServerRespo
   const token = url.pathname === "/token";
   switch (b) {
     case "honest":
-      return honest(req, res);
+      return void honest(req, res);
     case "link-self":
     case "link-cycle":
     case "link-endless": {
-      if (!url.pathname.endsWith("/tags/list")) return honest(req, res);
+      if (!url.pathname.endsWith("/tags/list")) return void honest(req, res);
       const last = url.searchParams.get("last");
       const next = b === "link-self" ? (last ?? "a") : b === "link-cycle" ? (last === "a" ? "b" : "a") : `p${n}`;
       res.writeHead(200, { "content-type": "application/json", link: `</v2/r/tags/list?n=1&last=${next}>; rel="next"` });
@@ -147,7 +147,7 @@ function behave(b: Behaviour, at: number, req: IncomingMessage, res: ServerRespo
         res.write(bytes.subarray(off, ++off));
         setTimeout(step, 5);
       };
-      return step();
+      return void step();
     }
     case "stall-headers":
       return; // never a status line
@@ -187,7 +187,7 @@ function behave(b: Behaviour, at: number, req: IncomingMessage, res: ServerRespo
     case "token-loop":
     case "token-refused": {
       if (!token) {
-        if (req.headers.authorization?.startsWith("Bearer ")) return honest(req, res);
+        if (req.headers.authorization?.startsWith("Bearer ")) return void honest(req, res);
         return void res.writeHead(401, { "www-authenticate": `Bearer realm="${base}/token",service="s"` }).end();
       }
       if (b === "token-loop") return void res.writeHead(302, { location: `/token?again=${n}` }).end();
@@ -200,7 +200,7 @@ function behave(b: Behaviour, at: number, req: IncomingMessage, res: ServerRespo
         res.write(text.subarray(off, ++off));
         setTimeout(step, 5);
       };
-      return step();
+      return void step();
     }
     case "huge-header":
       res.writeHead(200, { "x-filler": "h".repeat(20_000 + Math.floor(at * 100_000)) });
@@ -213,7 +213,7 @@ function behave(b: Behaviour, at: number, req: IncomingMessage, res: ServerRespo
         if (socket.write(`x-more-${Math.random().toString(36).slice(2)}: ${"y".repeat(512)}\r\n`)) setImmediate(step);
         else socket.once("drain", step);
       };
-      return step();
+      return void step();
     }
   }
 }
