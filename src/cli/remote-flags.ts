@@ -33,6 +33,11 @@ export function remoteFlags(cmd: Command): Command {
     .option("--plain-http", "speak http instead of https to the registry (loopback registries only, unless --allow-insecure-remote)")
     .option("--allow-insecure-remote", "allow --plain-http to a registry that is not on loopback")
     .option("--max-manifest-bytes <n>", "limit manifestBytes: a registry manifest larger than this is refused before it is read (default 4194304)");
+  return remoteLimitFlags(cmd);
+}
+
+/** Adds one flag per remote time and count bound (`--remote-idle-ms` …): for commands that read remote indexes but no registry (freeze). */
+export function remoteLimitFlags(cmd: Command): Command {
   for (const k of LIMIT_KEYS) {
     const l = REMOTE_LIMITS[k];
     const n = limitNames(k);
@@ -53,14 +58,15 @@ export function remoteOptions(ctx: Context, f: RemoteFlags): RemoteOptions {
     plainHttp: f.plainHttp,
     allowInsecureRemote: f.allowInsecureRemote,
     manifestBytes: positiveInt(f.maxManifestBytes, "--max-manifest-bytes"),
-    limits: limitsFrom(ctx.env, f),
+    limits: remoteLimitsFrom(ctx, f),
     env: ctx.env,
     cwd: ctx.cwd,
   };
 }
 
-/** The remote limits the flags or the environment set (a flag wins); the others stay at their defaults. */
-function limitsFrom(env: Context["env"], f: RemoteFlags): Partial<RemoteLimits> {
+/** The remote limits the flags (of `remoteLimitFlags`) or the environment set (a flag wins); the others stay at their defaults. */
+export function remoteLimitsFrom(ctx: Pick<Context, "env">, f: object): Partial<RemoteLimits> {
+  const env = ctx.env;
   const out: { -readonly [K in keyof RemoteLimits]?: number } = {};
   for (const k of LIMIT_KEYS) {
     const n = limitNames(k);

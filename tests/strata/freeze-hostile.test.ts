@@ -231,3 +231,54 @@ test("Validate holds a lockfile's pins: well-formed digests, the manager's kinds
     "MODEL_VALUE",
   );
 });
+
+// issue 31, case 3: a URL index is read under cairn's remote time bounds, as a
+// registry is: a page that trickles, stalls, or never gets headers ends as
+// REMOTE_TIMEOUT naming the limit (small limits here; the defaults are minutes),
+// and a connection cut mid-page is IO_ERROR, not INTERNAL.
+test("a URL index that trickles, stalls or never answers ends as REMOTE_TIMEOUT; a cut page is IO_ERROR; the same index served whole freezes (control)", async () => {
+  const index = goodIndex();
+  let mode: "trickle" | "stall" | "silent" | "cut" | "whole" = "whole";
+  const server = createServer((req, res) => {
+    const path = decodeURIComponent(new URL(req.url ?? "/", "http://x").pathname);
+    let bytes: Buffer;
+    try {
+      bytes = readFileSync(join(index, path.endsWith("/") ? `${path}index.html` : path));
+    } catch {
+      return void res.writeHead(404).end();
+    }
+    if (mode === "whole") return void res.writeHead(200, { "content-length": bytes.length }).end(bytes);
+    if (mode === "silent") return;
+    res.writeHead(200, { "content-length": bytes.length });
+    if (mode === "stall") return void res.write(bytes.subarray(0, 10));
+    if (mode === "cut") {
+      res.write(bytes.subarray(0, 10));
+      return void req.socket.destroy();
+    }
+    let off = 0;
+    const step = (): void => {
+      if (res.destroyed || off >= bytes.length) return void res.end();
+      res.write(bytes.subarray(off, ++off));
+      setTimeout(step, 20);
+    };
+    step();
+  });
+  servers.push(server);
+  await new Promise<void>((ok) => server.listen(0, "127.0.0.1", ok));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  const remote = { headersMs: 400, idleMs: 400, minRate: 2048, rateWindowMs: 400 };
+  const bounded = () => freezeLock(lock, { indexes: { pip: url }, python: "3.12", cwd: "/", remote });
+  for (const [m, limit] of [
+    ["trickle", /remote\.min-rate/],
+    ["stall", /remote\.idle-ms/],
+    ["silent", /remote\.headers-ms/],
+  ] as const) {
+    mode = m;
+    const e = await assertCodeAsync(bounded, "REMOTE_TIMEOUT");
+    assert.match(e.message, limit);
+  }
+  mode = "cut";
+  await assertCodeAsync(bounded, "IO_ERROR");
+  mode = "whole";
+  await bounded();
+});

@@ -4,6 +4,7 @@ import { readSigningKey, readVerifyingKey } from "../../core/index.ts";
 import { environmentId, freezeLock, isFrozen, lockfileCaveats, readLockfile, writeLockfile } from "../../strata/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
+import { remoteLimitFlags, remoteLimitsFrom } from "../remote-flags.ts";
 
 interface FreezeOpts {
   index?: string;
@@ -20,8 +21,7 @@ interface FreezeOpts {
 
 /** `cairn freeze LOCK [--index DIR_OR_URL] [--conda-channel …] [--cran-repo …] [--out LOCK] [--sign KEY]`. */
 export function registerFreeze(program: Command, ctx: Context): void {
-  program
-    .command("freeze")
+  remoteLimitFlags(program.command("freeze"))
     .description("pin a lockfile's package requests (pip, conda, cran) to exact archives by sha256, from an index")
     .argument("<lock>", "lockfile")
     .option("--index <dir-or-url>", "a PEP 503 simple index for the pip packages (directory, or https / loopback http URL)")
@@ -47,6 +47,7 @@ export function registerFreeze(program: Command, ctx: Context): void {
         ...(opts.r !== undefined ? { r: opts.r } : {}),
         prereleases: opts.pre === true,
         cwd: ctx.cwd,
+        remote: remoteLimitsFrom(ctx, opts),
       });
       const out = resolvePath(ctx.cwd, opts.out ?? path);
       const written = writeLockfile(out, result.lock, key);

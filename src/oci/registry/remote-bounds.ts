@@ -16,7 +16,8 @@
  * (writing a chunk to disk) is not counted: only time waiting on the server.
  * Each refusal is REMOTE_TIMEOUT naming the limit, its value and the URL.
  */
-import { CairnError, REMOTE_LIMITS, remoteLimitHint, type RemoteLimits } from "../../core/index.ts";
+import { CairnError, REMOTE_LIMITS, remoteLimitHint, remoteLimits, type RemoteLimits } from "../../core/index.ts";
+import { httpFetch } from "./http-fetch.ts";
 
 /** The refusal for a time bound: REMOTE_TIMEOUT naming the limit and where. */
 export function remoteTimeout(k: keyof RemoteLimits, limits: RemoteLimits, where: string, what: string): CairnError {
@@ -113,4 +114,15 @@ export function guardBody(body: ReadableStream<Uint8Array>, limits: RemoteLimits
       await reader.cancel(reason).catch(() => undefined);
     },
   });
+}
+
+/**
+ * A fetch under every one of cairn's remote time bounds (connect, headers,
+ * idle, rate) over the default node:http(s) fetch, for readers of remote
+ * documents outside the registry transport (freeze's package indexes).
+ */
+export function boundedRemoteFetch(given: Partial<RemoteLimits> = {}): (url: URL, init?: RequestInit) => Promise<Response> {
+  const limits = remoteLimits(given);
+  const f = httpFetch(limits.connectMs, (u) => remoteTimeout("connectMs", limits, u.host, "no connection made"));
+  return (url, init = {}) => boundedFetch(f, url, init, limits, `${init.method ?? "GET"} ${url.origin}${url.pathname}`);
 }

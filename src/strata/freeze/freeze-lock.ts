@@ -15,7 +15,7 @@
  * (`version: "1.26.4"`) means exactly that version; a version that starts
  * with an operator (`>=1.26,<2`) is used as written, in the manager's syntax.
  */
-import { CairnError, compareBytes, type Sha256Digest } from "../../core/index.ts";
+import { CairnError, compareBytes, type RemoteLimits, type Sha256Digest } from "../../core/index.ts";
 import type { Lockfile } from "../lockfile.ts";
 import type { PackageManager, PackageRef } from "../profile-model.ts";
 import { CondaUniverse, condaConstraint } from "./conda.ts";
@@ -39,6 +39,8 @@ export interface FreezeOptions {
   /** Relative index paths resolve against this directory. */
   readonly cwd: string;
   readonly limits?: FreezeLimits;
+  /** cairn's time and count bounds on a URL index (core/limits.ts; each at its default when not given). */
+  readonly remote?: Partial<RemoteLimits>;
 }
 
 export interface FreezeResult {
@@ -127,7 +129,7 @@ async function pinsOf<C extends Candidate>(picks: readonly { candidate: C; reque
 }
 
 async function freezeSet(lock: Lockfile, set: LockPackageSet, index: string, o: FreezeOptions, i: number): Promise<FrozenPackages> {
-  const source = IndexSource.open(index, o.cwd, o.limits ?? DEFAULT_FREEZE_LIMITS);
+  const source = IndexSource.open(index, o.cwd, o.limits ?? DEFAULT_FREEZE_LIMITS, o.remote);
   const at = (j: number): string => `/packages/${i}/packages/${j}`;
   if (set.manager === "pip") {
     const python = runtimeVersion(lock, o.python, ["python"], "Python", "--python");

@@ -17,7 +17,8 @@
 import { closeSync, fstatSync, realpathSync, statSync } from "node:fs";
 import { dirname, resolve as resolvePath, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { CairnError, checkLimit, ioError, openForRead, readFileBounded, readFullyAt } from "../../core/index.ts";
+import { CairnError, checkLimit, ioError, openForRead, readFileBounded, readFullyAt, type RemoteLimits } from "../../core/index.ts";
+import { boundedRemoteFetch } from "../../oci/index.ts";
 
 /** The named bounds of `cairn freeze`, in bytes. */
 export interface FreezeLimits {
@@ -97,10 +98,12 @@ export class IndexSource {
     /** For a directory index, its real path (links must resolve inside it). */
     private readonly dir: string | undefined,
     readonly limits: FreezeLimits,
+    /** A URL index is read under cairn's remote time bounds (a server that stalls or trickles ends as REMOTE_TIMEOUT). */
+    private readonly fetch: (url: URL, init?: RequestInit) => Promise<Response> = boundedRemoteFetch(),
   ) {}
 
   /** Opens `unsafeRoot`: an http(s) URL, a file: URL or a directory path (relative to `cwd`). */
-  static open(unsafeRoot: string, cwd: string, limits: FreezeLimits = DEFAULT_FREEZE_LIMITS): IndexSource {
+  static open(unsafeRoot: string, cwd: string, limits: FreezeLimits = DEFAULT_FREEZE_LIMITS, remote: Partial<RemoteLimits> = {}): IndexSource {
     if (/^[a-z][a-z0-9+.-]*:\/\//i.test(unsafeRoot) && !unsafeRoot.startsWith("file:")) {
       let url: URL;
       try {
@@ -112,7 +115,7 @@ export class IndexSource {
       if (!url.pathname.endsWith("/")) url.pathname += "/";
       url.hash = "";
       url.search = "";
-      return new IndexSource(url, undefined, limits);
+      return new IndexSource(url, undefined, limits, boundedRemoteFetch(remote));
     }
     const path = unsafeRoot.startsWith("file:") ? fileURLToPath(unsafeRoot) : resolvePath(cwd, unsafeRoot);
     let real: string;
@@ -221,8 +224,9 @@ export class IndexSource {
     for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
       let res: Response;
       try {
-        res = await fetch(url, { redirect: "manual" });
+        res = await this.fetch(url, { redirect: "manual" });
       } catch (e) {
+        if (e instanceof CairnError) throw e; // a remote bound (REMOTE_TIMEOUT) names itself
         throw new CairnError("IO_ERROR", `cannot read ${url.href}`, { path: url.href, cause: e });
       }
       if (res.status >= 300 && res.status < 400) {
@@ -248,7 +252,13 @@ export class IndexSource {
       let total = 0;
       const reader = res.body?.getReader();
       for (;;) {
-        const next = reader ? await reader.read() : { done: true as const, value: undefined };
+        let next: ReadableStreamReadResult<Uint8Array>;
+        try {
+          next = reader ? await reader.read() : { done: true as const, value: undefined };
+        } catch (e) {
+          if (e instanceof CairnError) throw e; // a remote bound names itself
+          throw new CairnError("IO_ERROR", `the connection broke while reading ${url.href}`, { path: url.href, cause: e });
+        }
         if (next.done) break;
         total += next.value.length;
         if (total > max) {
