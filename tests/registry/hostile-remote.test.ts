@@ -91,6 +91,19 @@ describe("tag list pagination (case 2)", () => {
     assert.equal(srv.seen.length, 3);
   });
 
+  test("many tags: a repository listing more than registry.max_tags (10,000) fails to open as LIMIT_EXCEEDED after one page; 10,000 open (control)", async () => {
+    const many = (n: number) => Array.from({ length: n }, (_, i) => `image-${i}`);
+    const open = () =>
+      OciLayerRegistry.open(`oci://${srv.host}/layers`, { remote: { plainHttp: true, env: { HOME: work }, cwd: work }, storeDir: join(work, "store") });
+    srv.handle = (_q, res) => json(res, { name: "layers", tags: many(10_001) });
+    srv.seen.length = 0;
+    const e = await assertCodeAsync(open, "LIMIT_EXCEEDED");
+    assert.match(e.message, /maxTags/);
+    assert.equal(srv.seen.length, 1);
+    srv.handle = (_q, res) => json(res, { name: "layers", tags: many(10_000) }); // none cairn-shaped: nothing more is read
+    await open();
+  });
+
   test("an oci:// layer registry whose tag list links to itself fails to open (search, resolve, lock verify and run all open it)", async () => {
     srv.handle = (_q, res) => json(res, { name: "layers", tags: [] }, { link: `<${tagsPath}?n=1000>; rel="next"` });
     await assertCodeAsync(
