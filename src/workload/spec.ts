@@ -138,6 +138,25 @@ function checkRef(c: Checker, unsafe: JsonModel | undefined, path: string): Imag
   }
 }
 
+/**
+ * `source.oci.launch`, the one parse for every OCI form (a layout, a registry
+ * `ref`, a stored canonical spec): undefined when absent, false when it is
+ * not an object (the issue is added). The ref form used to return before
+ * reading it, so a ref spec's launch was neither validated nor applied and
+ * the image's own Cmd ran.
+ */
+function checkOciLaunch(c: Checker, o: JsonObject, path: string): OciLaunchSpec | undefined | false {
+  if (!("launch" in o)) return undefined;
+  const lp = childPath(path, "launch");
+  const l = c.object(o.launch, lp, OCI_LAUNCH_KEYS);
+  if (l === undefined) return false;
+  const args = "args" in l ? c.stringArray(l.args, childPath(lp, "args")) : undefined;
+  const env = "env" in l ? c.stringMap(l.env, childPath(lp, "env")) : undefined;
+  const workdir = "workdir" in l ? c.string(l.workdir, childPath(lp, "workdir"), { nonEmpty: true }) : undefined;
+  const user = "user" in l ? c.string(l.user, childPath(lp, "user"), { nonEmpty: true }) : undefined;
+  return { ...(args ? { args } : {}), ...(env ? { env } : {}), ...(workdir ? { workdir } : {}), ...(user ? { user } : {}) };
+}
+
 function checkOci(c: Checker, o: JsonObject, path: string, form: SpecForm): OciSourceSpec | undefined {
   if (form === "file" && "ref" in o) {
     if ("layout" in o) c.add(path, "must hold one of layout or ref, not both", "WORKLOAD_SPEC_INVALID");
@@ -150,8 +169,9 @@ function checkOci(c: Checker, o: JsonObject, path: string, form: SpecForm): OciS
         c.add(childPath(path, "manifest"), "must be sha256:<64 lowercase hex>", "DIGEST_INVALID");
       }
     }
-    if (ref === undefined || manifest === undefined) return undefined;
-    return { kind: "oci", layout: "", ref: formatImageRef(ref), manifest, manifestFromRef: !("manifest" in o) };
+    const launch = checkOciLaunch(c, o, path);
+    if (ref === undefined || manifest === undefined || launch === false) return undefined;
+    return { kind: "oci", layout: "", ref: formatImageRef(ref), manifest, manifestFromRef: !("manifest" in o), ...(launch ? { launch } : {}) };
   }
   if (form === "stored" && "ref" in o) c.add(childPath(path, "ref"), "a canonical spec holds no locator", "MODEL_UNKNOWN_FIELD");
   const layout = locator(c, o, "layout", path, form);
@@ -164,18 +184,8 @@ function checkOci(c: Checker, o: JsonObject, path: string, form: SpecForm): OciS
       c.add(childPath(path, "manifest"), "must be sha256:<64 lowercase hex>", "DIGEST_INVALID");
     }
   }
-  let launch: OciLaunchSpec | undefined;
-  if ("launch" in o) {
-    const lp = childPath(path, "launch");
-    const l = c.object(o.launch, lp, OCI_LAUNCH_KEYS);
-    if (l === undefined) return undefined;
-    const args = "args" in l ? c.stringArray(l.args, childPath(lp, "args")) : undefined;
-    const env = "env" in l ? c.stringMap(l.env, childPath(lp, "env")) : undefined;
-    const workdir = "workdir" in l ? c.string(l.workdir, childPath(lp, "workdir"), { nonEmpty: true }) : undefined;
-    const user = "user" in l ? c.string(l.user, childPath(lp, "user"), { nonEmpty: true }) : undefined;
-    launch = { ...(args ? { args } : {}), ...(env ? { env } : {}), ...(workdir ? { workdir } : {}), ...(user ? { user } : {}) };
-  }
-  if (layout === undefined || manifest === undefined) return undefined;
+  const launch = checkOciLaunch(c, o, path);
+  if (layout === undefined || manifest === undefined || launch === false) return undefined;
   return { kind: "oci", layout, manifest, ...(launch ? { launch } : {}) };
 }
 

@@ -2,7 +2,9 @@
 // `oci: {ref: HOST/REPO@sha256:…}` assembles through the registry into the
 // store, with the same identities as the same image read from a layout (the
 // ref is a locator, like `layout`); a tag is refused before any request; the
-// lock then verifies with the registry gone.
+// lock then verifies with the registry gone. A ref spec's `launch` is parsed,
+// validated and applied exactly as a layout spec's (issue 31 case 10: it was
+// ignored and never read, so the image's own Cmd ran).
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { rmSync, writeFileSync } from "node:fs";
@@ -76,5 +78,45 @@ describe("workload specs naming a registry digest", { skip }, () => {
     const r = await runCli(["workload", "assemble", spec, "--plain-http", "--json"], env());
     assert.equal(r.code, 1);
     assert.equal(JSON.parse(r.stdout).error.code, "OCI_SELECTION");
+  });
+
+  test("a ref spec's launch is validated and applied exactly as a layout spec's (issue 31 case 10)", async () => {
+    const spec = (name: string, oci: object) => {
+      const p = join(work, `${name}.json`);
+      writeFileSync(p, JSON.stringify({ schema: "cairn.workload/1", source: { oci } }));
+      return p;
+    };
+    const ref = { ref: `${reg.host}/w/app@${img.manifestDigest}` };
+    const layout = { layout: img.dir, manifest: img.manifestDigest };
+    const assemble = async (p: string) => {
+      const r = await runCli(["workload", "assemble", p, "--plain-http", "--json"], env());
+      return { code: r.code, out: JSON.parse(r.stdout), text: r.stdout + r.stderr };
+    };
+    const launch = { args: ["--flag", "x"], env: { B: "2" }, workdir: "/etc", user: "1001:1002" };
+    const a = await assemble(spec("ref-launch", { ...ref, launch }));
+    assert.equal(a.code, 0, a.text);
+    const shown = await runCli(["workload", "show", a.out.lock, "--tree", "--json"], env());
+    assert.equal(shown.code, 0, shown.stdout + shown.stderr);
+    const l = JSON.parse(shown.stdout).launch;
+    assert.deepEqual([l.argv, l.workdir, l.uid, l.gid], [["/app", "--flag", "x"], "/etc", 1001, 1002], "the spec's launch, not the image's Cmd");
+    assert.ok(l.env_names.includes("B") && l.env_names.includes("A"), "env merged over the image's by name");
+    // one code path: the same launch over the same image from a layout gives the same identities
+    const b = await assemble(spec("layout-launch", { ...layout, launch }));
+    assert.equal(b.code, 0, b.text);
+    assert.deepEqual(a.out.identities, b.out.identities);
+    const plain = await assemble(spec("ref-plain", ref));
+    assert.notEqual(plain.out.identities.launch, a.out.identities.launch, "control: without launch the image's own");
+    // refusals: the same code and path for either form
+    for (const [name, bad] of [
+      ["unknown", { bogus: 1, user: "0:0" }],
+      ["root", { user: "0:0" }],
+      ["not-object", "run"],
+      ["args-type", { args: "x" }],
+    ] as const) {
+      const r = await assemble(spec(`ref-${name}`, { ...ref, launch: bad }));
+      const y = await assemble(spec(`layout-${name}`, { ...layout, launch: bad }));
+      assert.equal(r.code, 1, `${name}: ${r.text}`);
+      assert.deepEqual([r.out.error.code, r.out.error.path], [y.out.error.code, y.out.error.path], name);
+    }
   });
 });
