@@ -12,7 +12,7 @@
  */
 import assert from "node:assert/strict";
 import { copyFileSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { connect, createServer } from "node:net";
 import { networkInterfaces, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -23,7 +23,8 @@ import { runCli } from "../helpers/cli.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
 import { buildProgramFrom, GCC_SKIP } from "../workload/fixtures/static-program.ts";
 import { TEST_KIT_DIR, testKit, VM_SKIP } from "./fixtures/kit.ts";
-import { killResponder, SOCAT_SKIP, waitForResponder } from "./fixtures/responder.ts";
+import { childrenOf, processExit, qemuChildren, whenUnder } from "./fixtures/events.ts";
+import { killResponder, SOCAT_SKIP } from "./fixtures/responder.ts";
 
 const EXAMPLES = join(PROJECT_ROOT, "examples", "network");
 
@@ -193,15 +194,16 @@ describe("a NIC in the guest", { skip: VM_SKIP || GCC_SKIP || SOCAT_SKIP }, () =
       stdio: "ignore",
     });
     const exited = new Promise<void>((r) => cairn.on("exit", () => r()));
-    const children = (name: string) =>
-      (spawnSync("pgrep", ["-P", String(cairn.pid), "-f", name], { encoding: "utf8" }).stdout ?? "").split("\n").filter(Boolean).map(Number);
-    let responder: number[] = [];
-    let qemu: number[] = [];
-    for (let waited = 0; (responder.length === 0 || qemu.length === 0) && waited < 180_000; waited += 250) {
-      await new Promise((r) => setTimeout(r, 250));
-      responder = children("responder-main");
-      qemu = children("qemu-system");
-    }
+    const children = (name: string) => childrenOf(cairn.pid!, (argv) => argv.some((a) => a.includes(name)));
+    // The event: QEMU (started after the responder) creates its files in the run directory under `dir`.
+    const [responder, qemu] = await whenUnder(
+      dir,
+      () => {
+        const found = [children("responder-main"), qemuChildren(cairn.pid!)] as const;
+        return found[0].length > 0 && found[1].length > 0 ? found : undefined;
+      },
+      "the responder and QEMU starting under cairn",
+    );
     assert.ok(responder.length > 0 && qemu.length > 0, "precondition: the responder and QEMU run under cairn");
     // the responder's private directory: its configuration is the last argument
     const config = readFileSync(`/proc/${responder[0]}/cmdline`, "utf8").split("\0").filter(Boolean).at(-1)!;
@@ -209,21 +211,24 @@ describe("a NIC in the guest", { skip: VM_SKIP || GCC_SKIP || SOCAT_SKIP }, () =
     assert.ok(existsSync(privateDir), "precondition: the private directory exists");
     cairn.kill(signal);
     await exited;
-    await new Promise((r) => setTimeout(r, 2000));
-    const alive = (pid: number) => {
-      try {
-        return !/^\d+ \([^)]*\) [ZX]/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
-      } catch {
-        return false;
-      }
-    };
-    assert.deepEqual([...responder, ...qemu].filter(alive), [], "nothing of the run is left");
+    // The event: each process's exit (its pidfd); the guard only bounds the wait.
+    const pids = [...responder, ...qemu];
+    const gone = await Promise.all(pids.map((pid) => processExit(pid, 120_000)));
+    assert.deepEqual(
+      pids.filter((_, i) => !gone[i]),
+      [],
+      "nothing of the run is left",
+    );
     // SIGINT is handled: the directory goes too; after SIGKILL nothing of cairn runs to remove it (docs/host-safety.md)
     if (signal === "SIGINT") assert.equal(existsSync(privateDir), false, "the responder's private directory is removed");
     rmSync(privateDir, { recursive: true, force: true });
   };
-  it("SIGINT of cairn run during a network record leaves no responder and no QEMU behind", { timeout: 240_000 }, interrupted("SIGINT"));
-  it("SIGKILL of cairn run during a network record leaves no responder and no QEMU behind", { timeout: 240_000 }, interrupted("SIGKILL"));
+  it("SIGINT of cairn run during a network record leaves no responder and no QEMU behind", { timeout: 900_000 /* a hang guard only */ }, interrupted("SIGINT"));
+  it(
+    "SIGKILL of cairn run during a network record leaves no responder and no QEMU behind",
+    { timeout: 900_000 /* a hang guard only */ },
+    interrupted("SIGKILL"),
+  );
 
   const failing = (signal: "SIGKILL" | "SIGSTOP") => async () => {
     const kit = await testKit();
@@ -232,8 +237,8 @@ describe("a NIC in the guest", { skip: VM_SKIP || GCC_SKIP || SOCAT_SKIP }, () =
     const spec = readFileSync(join(dir, "http.yaml"), "utf8").replace(/ {2}steps:[\s\S]*$/, "  steps:\n    - action: start\n  limits: {time-ms: 600000}\n");
     writeFileSync(join(dir, "http.yaml"), spec);
     const recording = recordRun({ input: join(dir, "http.yaml"), storeDir: join(dir, "store"), runsDir: join(dir, "runs"), kit, cairnVersion: "test" });
-    await waitForResponder();
-    await new Promise((res) => setTimeout(res, 3000));
+    // The event: QEMU, started after the responder, creates its files in the run directory: the record is on.
+    await whenUnder(dir, () => (qemuChildren(process.pid).length > 0 ? true : undefined), "QEMU starting");
     killResponder(signal);
     await assert.rejects(recording, (e: unknown) => e instanceof CairnError && e.code === "RUN_INFRASTRUCTURE" && e.path === "/vm/network/responders");
   };
