@@ -299,3 +299,54 @@ describe("credentials stay on the registry's origin (scheme, host and port)", ()
     });
   }
 });
+
+// issue 31, second pass: a registry elsewhere cannot make cairn send requests to
+// this host (a local service, a cloud metadata endpoint) through a redirect.
+describe("a remote registry's redirect to a loopback or link-local address is refused", () => {
+  const targets = [
+    "http://127.0.0.1:8080/admin",
+    "https://localhost/x",
+    "http://a.localhost/x",
+    "http://[::1]:9000/x",
+    "http://[::ffff:127.0.0.1]/x",
+    "http://0x7f.1/x",
+    "http://0.0.0.0:80/x",
+    "http://169.254.169.254/latest/meta-data/",
+    "http://[fe80::1]/x",
+  ];
+  const through = async (registry: string, target: string, plainHttp: boolean) => {
+    const sent: string[] = [];
+    const fakeFetch: typeof fetch = async (input) => {
+      const url = String(input);
+      sent.push(url);
+      if (url.includes("/v2/a/app/blobs/")) return new Response(null, { status: 307, headers: { location: target } });
+      return new Response("blob", { status: 200 });
+    };
+    const t = new RegistryTransport({ host: registry, plainHttp, allowInsecureRemote: plainHttp, fetch: fakeFetch });
+    const res = await t.send("GET", `a/app/blobs/sha256:${"0".repeat(64)}`, { scope: "repository:a/app:pull" });
+    await res.body?.cancel();
+    return sent;
+  };
+  test("from https and insecure-http registries elsewhere: REMOTE_REFUSED before anything is sent; blob storage elsewhere, and a loopback registry's own redirects, are followed (controls)", async () => {
+    for (const [registry, plain] of [
+      ["registry.example", false],
+      ["10.1.2.3:5000", true],
+    ] as const) {
+      for (const target of targets) {
+        let sent: string[] = [];
+        await assert.rejects(
+          (async () => {
+            sent = await through(registry, target, plain);
+          })(),
+          { code: "REMOTE_REFUSED" },
+          `${registry} -> ${target}`,
+        );
+        assert.ok(!sent.includes(new URL(target).href), `nothing sent to ${target}`);
+      }
+      const ok = await through(registry, "https://blobs.example.net/x", plain);
+      assert.equal(ok.at(-1), "https://blobs.example.net/x", "control: blob storage elsewhere is followed");
+    }
+    const local = await through("127.0.0.1:5000", "http://localhost:5001/x", true);
+    assert.equal(local.at(-1), "http://localhost:5001/x", "control: a loopback registry may redirect to loopback");
+  });
+});

@@ -46,6 +46,19 @@ export interface SendOptions {
 }
 
 const MAX_REDIRECTS = 5;
+
+/** A URL hostname (as `URL` normalises it) on loopback or link-local: 127/8, ::1, localhost, 169.254/16, fe80::/10, and IPv4-mapped forms of those. */
+function isLocalHost(hostname: string): boolean {
+  const h = hostname.replace(/^\[|\]$/g, "").toLowerCase();
+  if (h === "localhost" || h.endsWith(".localhost") || h === "::1" || h === "0.0.0.0" || h === "::") return true;
+  if (/^(127|169\.254)\./.test(h) || /^fe[89ab][0-9a-f]?:/.test(h)) return true;
+  const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(h);
+  if (mapped !== null) {
+    const hi = Number.parseInt(mapped[1]!, 16);
+    return hi >> 8 === 127 || hi === 0xa9fe;
+  }
+  return false;
+}
 const MAX_TOKEN_BYTES = 64 * 1024;
 
 export class RegistryTransport {
@@ -158,6 +171,14 @@ export class RegistryTransport {
           hint: "a downgrade is refused",
         });
       }
+      // a registry elsewhere must not turn cairn into its client on this host: a redirect from a
+      // registry that is not on loopback to a loopback or link-local address (a local service, a
+      // cloud metadata endpoint) is refused before anything is sent there
+      if (!isLoopbackHost(this.base.host) && isLocalHost(next.hostname))
+        throw new CairnError("REMOTE_REFUSED", `${url.host} redirected to ${next.host}, an address of this host or its link`, {
+          path: url.pathname,
+          hint: "a remote registry may redirect to blob storage elsewhere, never to a loopback or link-local address",
+        });
       if (opts.body instanceof ReadableStream) throw new CairnError("REMOTE_REFUSED", `${url.host} redirected an upload`, { path: url.pathname });
       url = next;
     }
