@@ -12,6 +12,7 @@ import { createHash } from "node:crypto";
 import { execFileSync } from "node:child_process";
 import {
   chmodSync,
+  chownSync,
   existsSync,
   lstatSync,
   mkdirSync,
@@ -34,6 +35,7 @@ import { nextReplayDir } from "../../src/vm/rundir.ts";
 import { openRoot } from "../../src/core/index.ts";
 import { RUNS_ROOT } from "../../src/vm/record.ts";
 import { KIT_ROOT } from "../../src/vm/kit.ts";
+import { needsRoot } from "../helpers/prerequisites.ts";
 
 /** A digest of every name, type, mode and content under `dir` (symlinks by target, never followed). */
 function treeSum(dir: string): string {
@@ -123,6 +125,25 @@ describe("fault campaign: store", () => {
       });
     }
   }
+
+  // Issue 31 second pass: removing the owner check left every test green (no planted directory had another owner).
+  it("a directory owned by another user (mode 0755, so writable by no one else) planted in a store is refused; control: the same directory owned by this user", {
+    skip: needsRoot("chown of a planted directory to another user"),
+  }, () => {
+    for (const at of ["staging", "objects", "objects/sha256", "derived/sha256"]) {
+      const { base, canary } = workspace();
+      const root = join(base, "store");
+      new Store(root).close();
+      const dir = join(root, at);
+      rmSync(dir, { recursive: true, force: true });
+      mkdirSync(dir, { mode: 0o755 });
+      storeOps(root); // control: ours, 0755
+      chownSync(dir, 65534, 65534); // now nobody's: its owner could swap its entries under us
+      const before = treeSum(canary);
+      refusedWith(() => storeOps(root), ["ROOT_UNSAFE"]);
+      assert.equal(treeSum(canary), before, "nothing outside the store changed");
+    }
+  });
 
   it("--store at a foreign non-empty directory (with its own staging/) is refused; nothing in it is deleted", () => {
     const { canary } = workspace();
