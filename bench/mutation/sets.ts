@@ -91,6 +91,12 @@ export const MUTATION_SETS: Readonly<Record<string, MutationSet>> = {
     mutate: ["src/strata/freeze/index-source.ts"],
     tests: ["tests/strata/freeze-hostile.test.ts", "tests/strata/freeze.test.ts", "tests/strata/freeze-cli.test.ts"],
   },
+  // Modules other engineers changed during issue 31; run last, after a rebase. The bundle and receipt tests record a VM run per file.
+  "network-spec": { mutate: ["src/vm/network-spec.ts"], tests: ["tests/vm/network-spec.test.ts", "tests/vm/run-check.test.ts"] },
+  responder: { mutate: ["src/vm/responder.ts", "src/vm/responder-host.ts"], tests: ["tests/vm/responder.test.ts", "tests/vm/network-spec.test.ts"] },
+  "registry-transport": { mutate: ["src/oci/registry/registry-transport.ts"], tests: ["tests/registry/auth.test.ts", "tests/registry/image-ref.test.ts"] },
+  "bundle-import": { mutate: ["src/vm/bundle-import.ts"], tests: ["tests/vm/bundle.test.ts", "tests/faults/bundle-memory.test.ts"] },
+  "run-receipt": { mutate: ["src/vm/run-receipt.ts"], tests: ["tests/vm/receipt.test.ts"] },
 };
 
 /** Stryker's sandbox and temp directory: ignored by git and Biome, never under src/ or tests/. */
