@@ -39,6 +39,8 @@ export function strykerConfig(name: string, set: MutationSet): Record<string, un
     concurrency: 1,
     // On top of 1.5x the dry run's time per file: a mutant that loops is stopped after this (counted killed, as "timeout").
     timeoutMS: 30000,
+    // The dry run runs every file once with coverage; at a load average of 25-40 (issue 31) the default 5 minutes was not enough.
+    dryRunTimeoutMinutes: 30,
     mutate: [...set.mutate],
     tempDirName: STRYKER_TEMP_DIR,
     cleanTempDir: true,
