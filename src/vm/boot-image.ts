@@ -17,6 +17,7 @@ import type { CanonicalTree, ContentSource } from "../tree/index.ts";
 import type { ByteSink } from "./cpio.ts";
 import { writeErofs, type ErofsPlan } from "./erofs.ts";
 import { writeGuestImage, type GuestImage, type GuestImageParts } from "./initramfs.ts";
+import { withNoSpaceNamed } from "./rundir.ts";
 
 /** What the image writers' small chunks (headers, names, pads) are gathered into before one write. */
 const BLOCK = 1 << 20;
@@ -63,7 +64,9 @@ async function publishImage<T extends Written>(
       return r;
     });
   } catch (e) {
-    // a failed write (ENOSPC, most often) names the image, not its temporary sibling
+    // a failed write (ENOSPC, most often) names the image, not its temporary sibling, nor the store object being copied into it
+    const full = withNoSpaceNamed(e, path);
+    if (full !== e) throw full;
     if (e instanceof CairnError && e.code === "IO_ERROR" && e.path === tmp) throw ioError(path, e.cause, "write");
     throw e;
   }

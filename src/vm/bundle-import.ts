@@ -35,7 +35,7 @@
  * interrupted at any point leaves complete verified objects and no partial
  * run directory; replay then verifies every byte again from the store.
  */
-import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import {
   CairnError,
@@ -45,7 +45,6 @@ import {
   parseEnvelope,
   parseJsonBytes,
   readFileBounded,
-  removeIn,
   tempSibling,
   writeFileAtomic,
   type JsonModel,
@@ -70,6 +69,7 @@ import {
 } from "./run-bundle.ts";
 import { IN_TOTO_PAYLOAD_TYPE } from "./run-receipt.ts";
 import { RUN_ENV_MANIFEST_FILE } from "./run-facts.ts";
+import { removeDeadStaging } from "./run-staging.ts";
 import { RUN_FILES } from "./rundir.ts";
 import { parseModuleEntries } from "./vmid.ts";
 import { parseListing } from "./input-listing.ts";
@@ -276,30 +276,6 @@ function checkReceiptClosure(bytes: Uint8Array, files: ReadonlyMap<string, { sha
   }
 }
 
-/**
- * The staging directories (`.<run id>.<pid>.<hex>.tmp`, core's tempSibling) an
- * import killed before its rename left in the runs directory: removed by the
- * next import of that run when their process is gone.
- */
-function removeDeadStaging(runsDir: string, runId: string): void {
-  const prefix = `.${runId}.`;
-  for (const name of readdirSync(runsDir)) {
-    if (!name.startsWith(prefix) || !name.endsWith(".tmp")) continue;
-    const pid = Number(name.slice(prefix.length).split(".")[0]);
-    if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid || isAlive(pid)) continue;
-    removeIn(runsDir, "", name);
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as { code?: string }).code === "EPERM";
-  }
-}
-
 export interface ImportOptions {
   readonly storeDir: string;
   readonly kitDir: string;
@@ -363,7 +339,7 @@ function writeImport(b: OpenedBundle, opts: ImportOptions): { runDir: string; ki
     kit = synthetic;
   }
   openRoot(opts.runsDir, RUNS_ROOT, { create: true });
-  removeDeadStaging(opts.runsDir, b.runId);
+  removeDeadStaging(opts.runsDir);
   const runDir = join(opts.runsDir, b.runId);
   if (existsSync(runDir)) {
     // imported before: reused only when every run file the bundle carries is there, byte for byte

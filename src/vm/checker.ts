@@ -4,7 +4,7 @@
  * Results name what was checked and carry counts, indices and digests —
  * never output bytes — so they can go into the shareable failure bundle.
  */
-import { declareIdentity, defineScope, identityDigest, sha256, type Sha256Digest } from "../core/index.ts";
+import { CairnError, declareIdentity, defineScope, identityDigest, sha256, type ErrorCode, type Sha256Digest } from "../core/index.ts";
 import type { DecodedProtocol, NormalizedEvent } from "./protocol.ts";
 import type { Expectation } from "./scenario.ts";
 
@@ -100,7 +100,50 @@ export function checkAssertions(expect: readonly Expectation[], decoded: Decoded
   return results;
 }
 
-export type RunStatus = "passed" | "assertions-failed" | "launch-failed" | "infrastructure-failure";
+/**
+ * What a run's status may say (docs/runs.md "Run status" has the table):
+ * `passed` only when the spec declared assertions and every one held;
+ * `completed` / `program-failed` for a run that declared none (every
+ * invocation exited 0, or one did not: a non-zero exit, a signal);
+ * `assertions-failed`, `launch-failed`; `infrastructure-failure` (the agent
+ * or the guest kernel reported one, or QEMU ended without the agent's
+ * status: a panic, a crash, an invalid protocol stream); `timeout` (the host
+ * stopped QEMU at `--timeout`). An interrupted or unrecorded run has no
+ * status: it leaves no run directory (run-staging.ts).
+ */
+export type RunStatus = "passed" | "completed" | "program-failed" | "assertions-failed" | "launch-failed" | "infrastructure-failure" | "timeout";
+
+/** Every status, in the order docs/runs.md lists them (the run manifest's reader accepts exactly these). */
+export const RUN_STATUSES: readonly RunStatus[] = [
+  "passed",
+  "completed",
+  "program-failed",
+  "assertions-failed",
+  "launch-failed",
+  "infrastructure-failure",
+  "timeout",
+];
+
+/** The error each status that is not a success fails `cairn run` with (null: exit 0); one table for every caller. */
+export const RUN_STATUS_ERRORS: Readonly<Record<RunStatus, ErrorCode | null>> = {
+  passed: null,
+  completed: null,
+  "program-failed": "RUN_PROGRAM_FAILED",
+  "assertions-failed": "ASSERTION_FAILED",
+  "launch-failed": "RUN_LAUNCH_FAILED",
+  "infrastructure-failure": "RUN_INFRASTRUCTURE",
+  timeout: "RUN_TIMEOUT",
+};
+
+/** The typed failure a recorded run of `status` reports (undefined for `passed` and `completed`), naming its run directory. */
+export function runStatusFailure(status: RunStatus, runDir: string, detail?: string): CairnError | undefined {
+  const code = RUN_STATUS_ERRORS[status];
+  if (code === null) return undefined;
+  return new CairnError(code, `the run was recorded but did not pass: ${status}${detail !== undefined ? ` (${detail})` : ""}`, {
+    path: runDir,
+    hint: "see failure-bundle.json in the run directory (shareable) and streams/ (private); the run still replays",
+  });
+}
 
 /** `kernel`: what the guest kernel reported (kernel-log.ts); any entry is an infrastructure failure. */
 export function runStatus(events: readonly NormalizedEvent[], results: readonly AssertionResult[], kernel: readonly unknown[] = []): RunStatus {
@@ -110,6 +153,8 @@ export function runStatus(events: readonly NormalizedEvent[], results: readonly 
   // A launch failure fails the run unless the spec expected exactly it for that invocation.
   const expected = (inv: number) => results.some((r) => r.invocation === inv && r.check === "launch-failure" && r.ok);
   if (events.some((e) => e.event === "launch-failure" && !expected(e.invocation))) return "launch-failed";
+  // Nothing was checked: the run says what its programs did, never "passed" (a program that exited 127 passed before).
+  if (results.length === 0) return events.every((e) => e.event !== "exit" || (e.kind === "exited" && e.code === 0)) ? "completed" : "program-failed";
   return "passed";
 }
 

@@ -8,7 +8,7 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { CairnError, sha256, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
+import { CairnError, isCairnError, sha256, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
 import type { CanonicalTree, ContentSource } from "../tree/index.ts";
 import { checkAssertions, outcomeDigest, runStatus, type AssertionResult, type RunStatus } from "./checker.ts";
 import { writeErofs, type ErofsPlan } from "./erofs.ts";
@@ -19,6 +19,7 @@ import { DISK_MODULES, GUEST_MODULES, NET_MODULES } from "./kernel.ts";
 import { encodeInputs, type GuestLaunch } from "./inputs.ts";
 import { CONSOLE_LOG_FILE, consoleFailures, type KernelFailure } from "./kernel-log.ts";
 import { readKitObject, type Kit } from "./kit.ts";
+import { stoppedByHost } from "./replay-log.ts";
 import { decodeProtocol, DEFAULT_PROTOCOL_LIMITS, type DecodedProtocol, type NormalizedEvent } from "./protocol.ts";
 import { runQemu, type QemuResult, type RrMode } from "./qemu.ts";
 import type { Scenario } from "./scenario.ts";
@@ -174,6 +175,14 @@ export interface BootResult {
   readonly protocolLog: string;
   /** What the guest kernel reported on its console that ends the run (kernel-log.ts). */
   readonly kernel: readonly KernelFailure[];
+  /**
+   * Set when the guest did not end through its agent: the host's timeout
+   * (`RUN_TIMEOUT`), QEMU ending without the agent's status (a panic, a
+   * crash), an invalid protocol stream (`RUN_INFRASTRUCTURE`). `decoded`
+   * then holds the stream's whole records only. Whether such a run is
+   * recorded is the caller's decision (its replay log must be whole).
+   */
+  readonly unfinished?: CairnError;
 }
 
 export const ROOT_DISK_FILE = "root.erofs";
@@ -226,34 +235,72 @@ export async function bootGuest(p: PreparedGuest, mode: RrMode, files: BootFiles
     const why = responder !== undefined && "reason" in responder ? responder.reason() : undefined;
     throw infra(`QEMU (${mode}) was stopped: ${why ?? "the responder failed"}`);
   }
-  if (qemu.timedOut) {
-    throw new CairnError("RUN_TIMEOUT", `QEMU (${mode}) did not finish within ${timeoutMs} ms and was killed with its process group`, {
-      path: consoleLog,
-      hint:
-        mode === "replay"
-          ? "a replay hangs when anything differs from the record; the VM identity check should have caught it"
-          : "raise --timeout, or lower run.limits.time-ms",
-    });
-  }
   const kernel = consoleFailures(consoleLog);
-  if (qemu.exitCode !== AGENT_OK && qemu.exitCode !== AGENT_INFRA) {
-    const said = kernel.length > 0 ? `; the kernel reported ${kernel[0]!.reason}: ${kernel[0]!.line}` : "";
-    throw new CairnError(
-      "RUN_INFRASTRUCTURE",
-      `QEMU (${mode}) exited with ${qemu.exitCode ?? qemu.signal} without the agent's status (guest crash or kernel panic)${said}`,
-      {
-        path: consoleLog,
-        hint: `the guest console log is in ${consoleLog} (private)${qemu.stderr ? `; QEMU said: ${qemu.stderr.trim().slice(0, 300)}` : ""}`,
-      },
+  const protocolBytes = readFileSync(protocolLog);
+  const limits = { ...DEFAULT_PROTOCOL_LIMITS, frameBytes: p.scenario.limits.frameBytes };
+  const unfinished = (why: CairnError): BootResult => ({
+    qemu,
+    protocolBytes,
+    decoded: partialDecode(protocolBytes, limits),
+    consoleLog,
+    protocolLog,
+    kernel,
+    unfinished: why,
+  });
+  // a replay of a record the host stopped at its timeout ends where the record did, by the recorded host signal
+  const replayOfTimeout =
+    mode === "replay" && !qemu.timedOut && qemu.exitCode !== AGENT_OK && qemu.exitCode !== AGENT_INFRA && stoppedByHost(readFileSync(files.rrfile));
+  if (qemu.timedOut || qemu.logEnded || replayOfTimeout) {
+    return unfinished(
+      new CairnError(
+        "RUN_TIMEOUT",
+        qemu.timedOut
+          ? `QEMU (${mode}) did not finish within ${timeoutMs} ms and was stopped`
+          : `QEMU (${mode}) reached the end of the recorded log without the guest ending: the record was stopped there by the host's timeout`,
+        {
+          path: consoleLog,
+          hint:
+            mode === "replay"
+              ? "a replay hangs when anything differs from the record; the VM identity check should have caught it"
+              : "raise --timeout, or lower run.limits.time-ms",
+        },
+      ),
     );
   }
-  const protocolBytes = readFileSync(protocolLog);
-  const decoded = decodeProtocol(protocolBytes, { ...DEFAULT_PROTOCOL_LIMITS, frameBytes: p.scenario.limits.frameBytes });
+  if (qemu.exitCode !== AGENT_OK && qemu.exitCode !== AGENT_INFRA) {
+    const said = kernel.length > 0 ? `; the kernel reported ${kernel[0]!.reason}: ${kernel[0]!.line}` : "";
+    return unfinished(
+      new CairnError(
+        "RUN_INFRASTRUCTURE",
+        `QEMU (${mode}) exited with ${qemu.exitCode ?? qemu.signal} without the agent's status (guest crash or kernel panic)${said}`,
+        {
+          path: consoleLog,
+          hint: `the guest console log is in ${consoleLog} (private)${qemu.stderr ? `; QEMU said: ${qemu.stderr.trim().slice(0, 300)}` : ""}`,
+        },
+      ),
+    );
+  }
+  let decoded: DecodedProtocol;
+  try {
+    decoded = decodeProtocol(protocolBytes, limits);
+  } catch (e) {
+    if (isCairnError(e) && e.code === "RUN_INFRASTRUCTURE") return unfinished(e);
+    throw e;
+  }
   const statusOk = decoded.events.some((e) => e.event === "final" && e.status === "ok");
   if (statusOk !== (qemu.exitCode === AGENT_OK)) {
-    throw new CairnError("RUN_INFRASTRUCTURE", "the QEMU exit status and the agent's final record disagree", { path: protocolLog });
+    return unfinished(new CairnError("RUN_INFRASTRUCTURE", "the QEMU exit status and the agent's final record disagree", { path: protocolLog }));
   }
   return { qemu, protocolBytes, decoded, consoleLog, protocolLog, kernel };
+}
+
+/** What a stream of a guest that did not end through its agent holds up to its last whole record; nothing when even that is refused. */
+function partialDecode(bytes: Buffer, limits: typeof DEFAULT_PROTOCOL_LIMITS): DecodedProtocol {
+  try {
+    return decodeProtocol(bytes, limits, { partial: true });
+  } catch {
+    return { events: [], streams: new Map(), records: 0, frames: 0, bytes: bytes.length };
+  }
 }
 
 export interface Evaluation {
@@ -265,7 +312,12 @@ export interface Evaluation {
   readonly kernel: readonly KernelFailure[];
 }
 
-export function evaluate(decoded: DecodedProtocol, scenario: Scenario, kernel: readonly KernelFailure[]): Evaluation {
+export function evaluate(decoded: DecodedProtocol, scenario: Scenario, kernel: readonly KernelFailure[], unfinished?: CairnError): Evaluation {
+  if (unfinished !== undefined) {
+    // the guest never reported an outcome: no assertion is checked, and the status says how QEMU ended
+    const status: RunStatus = unfinished.code === "RUN_TIMEOUT" && kernel.length === 0 ? "timeout" : "infrastructure-failure";
+    return { events: decoded.events, assertions: [], outcome: outcomeDigest(decoded.events, []), status, kernel };
+  }
   const assertions = checkAssertions(scenario.expect, decoded);
   return {
     events: decoded.events,

@@ -16,7 +16,17 @@ export { parseScenario, DEFAULT_SCENARIO, DEFAULT_RUN_LIMITS } from "./scenario.
 export type { Scenario, Step, Trigger, GuestRoot, RunInput } from "./scenario.ts";
 export { decodeProtocol, DEFAULT_PROTOCOL_LIMITS } from "./protocol.ts";
 export type { DecodedProtocol, NormalizedEvent } from "./protocol.ts";
-export { checkAssertions, outcomeDigest, runStatus, splitLines, OUTCOME_IDENTITY, OUTCOME_SCOPE } from "./checker.ts";
+export {
+  checkAssertions,
+  outcomeDigest,
+  runStatus,
+  runStatusFailure,
+  splitLines,
+  OUTCOME_IDENTITY,
+  OUTCOME_SCOPE,
+  RUN_STATUS_ERRORS,
+  RUN_STATUSES,
+} from "./checker.ts";
 export type { RunStatus } from "./checker.ts";
 export {
   VM_IDENTITY,

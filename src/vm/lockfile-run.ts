@@ -27,7 +27,6 @@ import { dirname, join, resolve } from "node:path";
 import { Checker, isJsonObject, parseYamlBytes, readFileBounded, readFilePrefix, writeFileAtomic, type JsonModel } from "../core/index.ts";
 import { DEFAULT_EXPORT_LAUNCH, exportLock, LOCKFILE_FORMAT, type ExportLaunch, type ExportLockOptions, type ExportResult } from "../strata/index.ts";
 import { SPEC_MAX_BYTES } from "../workload/index.ts";
-import { writeRunEnvironment } from "./run-facts.ts";
 import { recordRun, type RecordOptions, type RecordResult } from "./record.ts";
 
 /** Enough of a file to see whether it is an environment lockfile (its `format` is the first key cairn writes; the rest is never needed here). */
@@ -113,12 +112,13 @@ export async function recordLockfileRun(opts: LockfileRunOptions): Promise<Lockf
     const model = { schema: "cairn.workload/1", source: { oci: { layout: "./image", manifest: exported.layout.manifest.digest } }, ...opts.specSections };
     writeFileAtomic(spec, `${JSON.stringify(model)}\n`, { mode: 0o600 });
     const { export: _export, specSections: _sections, ...record } = opts;
-    const r = await recordRun({ ...record, input: spec });
-    writeRunEnvironment(r.runDir, {
+    // environment.json goes into the run directory before it is published (run-staging.ts: whole or absent)
+    const environment = {
       environment_id: exported.environmentId,
       lockfile_sha256: exported.lockfileSha256,
       image_manifest: exported.layout.manifest.digest,
-    });
+    };
+    const r = await recordRun({ ...record, input: spec, environment });
     return { ...r, exported };
   } finally {
     rmSync(staging, { recursive: true, force: true });

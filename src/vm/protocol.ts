@@ -107,7 +107,14 @@ function hex(b: Buffer): Sha256Digest {
   return `sha256:${b.toString("hex")}` as Sha256Digest;
 }
 
-export function decodeProtocol(data: Buffer, limits: ProtocolLimits = DEFAULT_PROTOCOL_LIMITS): DecodedProtocol {
+/**
+ * `partial`: the stream of a guest that did not end through its agent (a
+ * panic, the host's timeout): what it holds up to its last whole record is
+ * decoded with every check, and a cut-off last record or a missing final
+ * record ends it instead of refusing it. The run is then judged by how QEMU
+ * ended (guest.ts), never by these events alone.
+ */
+export function decodeProtocol(data: Buffer, limits: ProtocolLimits = DEFAULT_PROTOCOL_LIMITS, opts: { partial?: boolean } = {}): DecodedProtocol {
   checkLimit("protocol.bytes", data.length, limits.protocolBytes, "protocol", "bytes");
   if (data.length < 8 || data.subarray(0, 8).toString("latin1") !== PROTOCOL_MAGIC) throw bad(0, "magic", "missing protocol magic");
   const events: NormalizedEvent[] = [];
@@ -129,6 +136,7 @@ export function decodeProtocol(data: Buffer, limits: ProtocolLimits = DEFAULT_PR
   let lastInvocation = 0;
   while (pos < data.length) {
     if (final) throw bad(pos, "after-final", "bytes after the final record");
+    if (opts.partial === true && (data.length - pos < 4 || data.length - pos - 4 < data.readUInt32LE(pos))) break;
     if (data.length - pos < 4) throw bad(pos, "truncated", "truncated record length");
     const len = data.readUInt32LE(pos);
     if (len < HEADER - 4 || len > HEADER - 4 + 9 + Math.max(limits.frameBytes, BODY_MAX)) throw bad(pos, "record-length", `record length ${len} out of bounds`);
@@ -243,7 +251,7 @@ export function decodeProtocol(data: Buffer, limits: ProtocolLimits = DEFAULT_PR
     }
     pos += 4 + len;
   }
-  if (!final) throw bad(pos, "no-final", "the stream ended without a final record (transport cut or guest crashed)");
+  if (!final && opts.partial !== true) throw bad(pos, "no-final", "the stream ended without a final record (transport cut or guest crashed)");
   const streams = new Map<number, { stdout: Buffer; stderr: Buffer }>();
   for (let i = 1; i <= lastInvocation; i++) {
     const st = out.get(i);

@@ -3,8 +3,10 @@
  * identity plus host paths (excluded in VM_IDENTITY_SCOPE), so a record and its
  * replay differ in nothing but `rr=record|replay` — a replay whose command
  * line differs from its record hangs forever in QEMU 7.2 with no error.
- * QEMU runs in its own process group under a hard wall-clock timeout that
- * kills the whole group.
+ * QEMU runs in its own process group under a wall-clock timeout: at it QEMU
+ * is asked to end (SIGTERM: it stops the guest and finishes its replay log,
+ * so the timed-out run stays replayable up to there), and its whole group is
+ * killed if it has not ended QEMU_TERM_GRACE_MS later.
  *
  * An interrupted run leaves no QEMU behind: SIGINT, SIGTERM and SIGHUP of
  * cairn kill QEMU's process group before cairn ends (by the same signal),
@@ -128,12 +130,23 @@ export interface QemuResult {
   readonly timedOut: boolean;
   /** Killed because `abort` fired (the run's responder failed). */
   readonly aborted: boolean;
+  /**
+   * A replay that ran to the end of its log without the guest ending there
+   * (QEMU says "replay file is over" and pauses the guest, forever): QEMU was
+   * then asked to end. The replay of a run the host stopped at its timeout
+   * ends so, at the same instruction the record did.
+   */
+  readonly logEnded: boolean;
   readonly durationMs: number;
   /** QEMU's own stderr (bounded), for diagnostics. */
   readonly stderr: string;
 }
 
 const STDERR_MAX = 64 * 1024;
+/** What QEMU 7.2 prints when a replay has read its log to the end (replay/replay-internal.c). */
+const REPLAY_LOG_OVER = /replay file is over/;
+/** How long QEMU has to finish its replay log after the timeout's SIGTERM before its process group is killed. */
+export const QEMU_TERM_GRACE_MS = 10_000;
 /** util-linux's setpriv: sets QEMU's parent-death signal, then execs it (same pid, same process group). */
 const SETPRIV_BINARY = "setpriv";
 const INTERRUPTS: readonly NodeJS.Signals[] = ["SIGINT", "SIGTERM", "SIGHUP"];
@@ -172,12 +185,28 @@ export function runQemu(id: VmIdentity, paths: QemuPaths, mode: RrMode, timeoutM
     for (const s of INTERRUPTS) process.on(s, onSignal);
     let stderr = "";
     let timedOut = false;
+    let logEnded = false;
     child.stderr.on("data", (d: Buffer) => {
       if (stderr.length < STDERR_MAX) stderr += d.toString("utf8").slice(0, STDERR_MAX - stderr.length);
+      if (mode === "replay" && !logEnded && REPLAY_LOG_OVER.test(stderr)) {
+        logEnded = true;
+        terminate();
+      }
     });
+    // Over time: QEMU is asked to end (SIGTERM: it stops the guest and finishes its replay log, so the
+    // timed-out run stays replayable up to that point); only if it has not ended QEMU_TERM_GRACE_MS later is its group killed.
+    let grace: NodeJS.Timeout | undefined;
+    const terminate = (): void => {
+      try {
+        if (child.pid !== undefined) process.kill(child.pid, "SIGTERM");
+      } catch {
+        // already gone
+      }
+      grace ??= setTimeout(killGroup, QEMU_TERM_GRACE_MS);
+    };
     const timer = setTimeout(() => {
       timedOut = true;
-      killGroup();
+      terminate();
     }, timeoutMs);
     let aborted = false;
     const onAbort = (): void => {
@@ -188,6 +217,7 @@ export function runQemu(id: VmIdentity, paths: QemuPaths, mode: RrMode, timeoutM
     else abort?.addEventListener("abort", onAbort, { once: true });
     child.on("error", (e) => {
       clearTimeout(timer);
+      clearTimeout(grace);
       stopWatching();
       const errno = (e as { code?: string }).code;
       if (errno === "ENOENT")
@@ -196,13 +226,14 @@ export function runQemu(id: VmIdentity, paths: QemuPaths, mode: RrMode, timeoutM
     });
     child.on("close", (code, signal) => {
       clearTimeout(timer);
+      clearTimeout(grace);
       stopWatching();
       if (code === 127 && /failed to execute/.test(stderr)) {
         reject(new CairnError("PREREQUISITE_MISSING", `${QEMU_BINARY} is not installed`, { path: QEMU_BINARY, hint: QEMU_FIX }));
         return;
       }
       const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
-      resolve({ exitCode: code, signal, timedOut, aborted, durationMs, stderr });
+      resolve({ exitCode: code, signal, timedOut: timedOut && !logEnded, aborted, logEnded, durationMs, stderr });
     });
   });
 }

@@ -8,14 +8,13 @@ import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import {
+  CairnError,
   cairnDir,
-  ensureDirsIn,
   isCairnError,
   isJsonObject,
   openRoot,
   parseJsonBytes,
   readFileBounded,
-  removeIn,
   sha256,
   writeFileAtomic,
   type RootKind,
@@ -36,15 +35,16 @@ import {
 } from "../workload/index.ts";
 
 /** A lock is small; a bigger file is not taken for one (the workload layer bounds its own read too). */
-import { writeFailureBundle, writeFailureBundleAfter } from "./bundle.ts";
+import { writeFailureBundle } from "./bundle.ts";
 import { bootGuest, evaluate, prepareGuest, type BootResult, type Evaluation, type PreparedGuest } from "./guest.ts";
-import { CONSOLE_LOG_FILE, consoleFailures } from "./kernel-log.ts";
 import { qemuVersion, type Kit } from "./kit.ts";
 import type { SnapshotRef } from "../manifest/index.ts";
-import { childrenCpuMs, writeRunCost, writeRunEnvManifest } from "./run-facts.ts";
+import { childrenCpuMs, writeRunCost, writeRunEnvironment, writeRunEnvManifest, type RunEnvironment } from "./run-facts.ts";
 import { RUN_MANIFEST_SCHEMA, type RunManifest } from "./run-manifest.ts";
-import { diskFullError, dropImage, RUN_FILES, shellQuote, writeEvaluation, writeJsonPublic, writeStreams } from "./rundir.ts";
-import { parseScenario, type Scenario } from "./scenario.ts";
+import { replayLogWhole } from "./replay-log.ts";
+import { diskFullError, dropImage, RUN_FILES, shellQuote, withNoSpaceNamed, writeEvaluation, writeJsonPublic, writeStreams } from "./rundir.ts";
+import { stageRun } from "./run-staging.ts";
+import { parseScenario } from "./scenario.ts";
 import { readHttpRoot } from "./responder-host.ts";
 import { vmDigest } from "./vmid.ts";
 import type { GuestLaunch } from "./inputs.ts";
@@ -116,6 +116,8 @@ export interface RecordOptions {
   readonly includePrivateStreams?: boolean;
   /** `--environment MANIFEST`: the environment manifest the run is made in, recorded for replay's resume check (run-facts.ts). */
   readonly environmentManifest?: SnapshotRef;
+  /** A run of an environment lockfile (lockfile-run.ts): its `environment.json`, written into the run directory before it is published. */
+  readonly environment?: RunEnvironment;
   readonly now?: () => Date;
   readonly log?: (line: string) => void;
   /** How to reach a registry when the spec names `oci.ref` (see workload assembly). */
@@ -153,6 +155,8 @@ export interface RecordResult {
   readonly protocolBytes: number;
   /** The workload's exact output per invocation (also in the private streams/ directory). */
   readonly streams: ReadonlyMap<number, { readonly stdout: Buffer; readonly stderr: Buffer }>;
+  /** How the guest failed to end through its agent (status `timeout` or `infrastructure-failure`), when it did not. */
+  readonly unfinished?: CairnError;
 }
 
 export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
@@ -175,107 +179,130 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
   // run.inputs are read from the host here, once, before anything else happens (relative to the spec's
   // directory and beneath it, or beneath --inputs-root)
   const hostPaths: RunInputScope = { base: opts.inputsBase ?? dirname(input), ...(opts.inputsRoot !== undefined ? { root: opts.inputsRoot } : {}) };
-  let runInputs: RunInputTree | undefined = early?.inputs !== undefined ? readRunInputs(early.inputs, hostPaths) : undefined;
+  const runInputs: RunInputTree | undefined = early?.inputs !== undefined ? readRunInputs(early.inputs, hostPaths) : undefined;
   const kit = typeof opts.kit === "function" ? await opts.kit() : opts.kit;
   openRoot(opts.runsDir, RUNS_ROOT, { create: true });
-  ensureDirsIn(opts.runsDir, [runId]);
-  const runDir = join(opts.runsDir, runId);
-  const lockPath = join(runDir, RUN_FILES.lock);
-  const t0 = performance.now();
-  let w: VerifiedWorkload;
-  let scenario: Scenario;
-  let prepared: PreparedGuest;
-  let inputsRef: RunInputsRef | undefined;
-  let t1: number;
+  // everything goes into private staging, published under the run id only whole (run-staging.ts)
+  const staging = stageRun(opts.runsDir, runId);
   try {
-    if (inputIsLock) {
-      writeFileAtomic(lockPath, inputBytes, { mode: 0o600, overwrite: false });
-    } else {
-      log(`assembling ${opts.input}`);
-      const assembled = await assembleWorkload({
-        specPath: input,
-        storeDir: opts.storeDir,
-        lockOut: lockPath,
-        cairnVersion: opts.cairnVersion,
-        now: () => now,
-        remote: opts.remote,
-        memoKeyDir: opts.verify?.memoKeyDir,
-      });
-      // what the spec's policies left out of the tree is said here too, not only by `workload assemble` and `workload check`
-      const { skipped, droppedXattrs } = assembled.listing;
-      if (skipped.length > 0) log(`policy devices: skip left out ${skipped.length} device node(s) and FIFO(s) (cairn workload check lists them)`);
-      if (droppedXattrs.length > 0) log(`policy xattrs: drop dropped the xattrs of ${droppedXattrs.length} member(s) (cairn workload check lists them)`);
-    }
-    w = await openVerifiedWorkload(lockPath, opts.storeDir, opts.verify);
-    log(describeDerivation(w.derivation));
-    scenario = parseScenario(w.run);
-    // a lock given directly: its spec's run.inputs are relative to the lock's directory
-    if (inputIsLock && scenario.inputs !== undefined) runInputs = readRunInputs(scenario.inputs, hostPaths);
-    t1 = performance.now();
-    // the served directory is read once, here, relative to the input; the responder serves only these bytes
-    const http = scenario.network?.http;
-    const httpRoot = http === undefined ? undefined : readHttpRoot(http.unsafeRoot, runHostScope(hostPaths));
-    prepared = await prepareGuest(
-      {
-        tree: w.tree,
-        content: w.content,
-        launch: guestLaunch(w),
-        scenario,
-        ...(runInputs !== undefined ? { runInputs } : {}),
-        ...(httpRoot ? { httpRoot } : {}),
-        room: opts.runsDir, // the run directory is made there; a refusal removes it, so the message names the runs directory
-      },
-      { kit, qemu: qemuVersion() },
-    );
-    // published only once the guest is built from them: a replay finds them in the store by digest
-    if (runInputs !== undefined) inputsRef = storeRunInputs(opts.storeDir, runInputs);
+    const r = await recordInto(staging.dir, staging.runDir, runId, now, inputIsLock, inputBytes, input, hostPaths, runInputs, kit, opts, log);
+    staging.publish();
+    return r;
   } catch (e) {
-    // refused before anything ran: leave no half-written run directory behind
-    removeIn(opts.runsDir, "", runId);
-    throw e;
+    staging.discard();
+    // a full file system is said as one, naming the file that could not be written where the run would have been
+    const file = e instanceof CairnError && e.path?.startsWith(staging.dir) ? staging.runDir + e.path.slice(staging.dir.length) : staging.runDir;
+    throw withNoSpaceNamed(e, file, opts.runsDir);
   }
+}
+
+/** The whole record, written into `dir` (the staging directory of `runDir`). */
+async function recordInto(
+  dir: string,
+  runDir: string,
+  runId: string,
+  now: Date,
+  inputIsLock: boolean,
+  inputBytes: Buffer,
+  input: string,
+  hostPaths: RunInputScope,
+  earlyInputs: RunInputTree | undefined,
+  kit: Kit,
+  opts: RecordOptions,
+  log: (line: string) => void,
+): Promise<RecordResult> {
+  let runInputs = earlyInputs;
+  const lockPath = join(dir, RUN_FILES.lock);
+  const t0 = performance.now();
+  if (inputIsLock) {
+    writeFileAtomic(lockPath, inputBytes, { mode: 0o600, overwrite: false });
+  } else {
+    log(`assembling ${opts.input}`);
+    const assembled = await assembleWorkload({
+      specPath: input,
+      storeDir: opts.storeDir,
+      lockOut: lockPath,
+      cairnVersion: opts.cairnVersion,
+      now: () => now,
+      remote: opts.remote,
+      memoKeyDir: opts.verify?.memoKeyDir,
+    });
+    // what the spec's policies left out of the tree is said here too, not only by `workload assemble` and `workload check`
+    const { skipped, droppedXattrs } = assembled.listing;
+    if (skipped.length > 0) log(`policy devices: skip left out ${skipped.length} device node(s) and FIFO(s) (cairn workload check lists them)`);
+    if (droppedXattrs.length > 0) log(`policy xattrs: drop dropped the xattrs of ${droppedXattrs.length} member(s) (cairn workload check lists them)`);
+  }
+  const w = await openVerifiedWorkload(lockPath, opts.storeDir, opts.verify);
+  log(describeDerivation(w.derivation));
+  const scenario = parseScenario(w.run);
+  // a lock given directly: its spec's run.inputs are relative to the lock's directory
+  if (inputIsLock && scenario.inputs !== undefined) runInputs = readRunInputs(scenario.inputs, hostPaths);
+  const t1 = performance.now();
+  // the served directory is read once, here, relative to the input; the responder serves only these bytes
+  const http = scenario.network?.http;
+  const httpRoot = http === undefined ? undefined : readHttpRoot(http.unsafeRoot, runHostScope(hostPaths));
+  const prepared = await prepareGuest(
+    {
+      tree: w.tree,
+      content: w.content,
+      launch: guestLaunch(w),
+      scenario,
+      ...(runInputs !== undefined ? { runInputs } : {}),
+      ...(httpRoot ? { httpRoot } : {}),
+      room: opts.runsDir, // the staging directory is made there and removed on a refusal, so the message names the runs directory
+    },
+    { kit, qemu: qemuVersion() },
+  );
+  // published only once the guest is built from them: a replay finds them in the store by digest
+  const inputsRef = runInputs !== undefined ? storeRunInputs(opts.storeDir, runInputs) : undefined;
   const t2 = performance.now();
   log(`recording (guest image ${prepared.image.size} bytes, VM ${vmDigest(prepared.vm)})`);
-  const rrfile = join(runDir, RUN_FILES.replayLog);
+  const rrfile = join(dir, RUN_FILES.replayLog);
   writeFileAtomic(rrfile, "", { mode: 0o600 });
-  const identities = { ...workloadFacts(w), vm: vmDigest(prepared.vm), initramfs: prepared.image.digest };
   let boot: BootResult;
   const cpuBefore = childrenCpuMs();
   try {
-    boot = await bootGuest(prepared, "record", { dir: runDir, rrfile }, opts.timeoutMs ?? DEFAULT_TIMEOUT_MS, opts.onOutput);
-    const full = diskFullError(runDir); // QEMU does not report a failed write of its log: a "passed" run may lack its tail
+    boot = await bootGuest(prepared, "record", { dir, rrfile }, opts.timeoutMs ?? DEFAULT_TIMEOUT_MS, opts.onOutput);
+    // QEMU does not report a failed write of its log: a run on a full disk may lack its tail, whatever it says
+    const full = diskFullError(dir, undefined, dirname(runDir));
     if (full !== undefined) throw full;
   } catch (caught) {
     // a full disk is the root cause of whatever QEMU's cut-short output looked like
-    const e = isCairnError(caught) && caught.code === "IO_ERROR" ? caught : (diskFullError(runDir, caught) ?? caught);
-    if (isCairnError(e)) {
-      const kernel = consoleFailures(join(runDir, CONSOLE_LOG_FILE));
-      writeFailureBundleAfter(runDir, { runId, phase: "record", status: "infrastructure-failure", error: e, identities, kernel });
-    }
-    throw e;
+    throw isCairnError(caught) && caught.code === "IO_ERROR" ? caught : (diskFullError(dir, caught, dirname(runDir)) ?? caught);
   } finally {
-    dropImage(runDir);
+    dropImage(dir);
   }
   const cpuAfter = childrenCpuMs();
-  writeRunCost(runDir, { wallMs: boot.qemu.durationMs, hostCpuMs: cpuBefore !== undefined && cpuAfter !== undefined ? cpuAfter - cpuBefore : undefined });
-  const evaluation = evaluate(boot.decoded, scenario, boot.kernel);
   const logBytes = readFileSync(rrfile);
+  // the error names files where the run directory will be, never the staging directory that is renamed away
+  const unfinished = boot.unfinished === undefined ? undefined : renamedInto(boot.unfinished, dir, runDir);
+  if (unfinished !== undefined && !replayLogWhole(logBytes)) {
+    // QEMU was killed before it finished its log: nothing replayable was recorded, so nothing is kept
+    throw new CairnError(unfinished.code, `${unfinished.message}; QEMU did not finish its replay log, so the run was not recorded`, {
+      path: runDir,
+      cause: unfinished,
+      hint: unfinished.hint,
+    });
+  }
+  writeRunCost(dir, { wallMs: boot.qemu.durationMs, hostCpuMs: cpuBefore !== undefined && cpuAfter !== undefined ? cpuAfter - cpuBefore : undefined });
+  const evaluation = evaluate(boot.decoded, scenario, boot.kernel, unfinished);
   const manifest = buildManifest(runId, w, prepared, evaluation, logBytes, now, opts.cairnVersion, inputsRef);
-  writeEvaluation(runDir, evaluation);
-  writeStreams(runDir, boot.decoded.streams);
-  writeJsonPublic(join(runDir, RUN_FILES.manifest), manifest);
-  if (opts.environmentManifest !== undefined) writeRunEnvManifest(runDir, opts.environmentManifest);
+  writeEvaluation(dir, evaluation);
+  writeStreams(dir, boot.decoded.streams);
+  if (opts.environmentManifest !== undefined) writeRunEnvManifest(dir, opts.environmentManifest);
+  if (opts.environment !== undefined) writeRunEnvironment(dir, opts.environment);
   const replayCommand = `cairn replay ${shellQuote(runDir)} --store ${shellQuote(resolve(opts.storeDir))}`;
-  writeFileAtomic(join(runDir, RUN_FILES.replayCommand), `${replayCommand}\n`, { mode: 0o644 });
-  if (evaluation.status !== "passed") {
+  writeFileAtomic(join(dir, RUN_FILES.replayCommand), `${replayCommand}\n`, { mode: 0o644 });
+  if (evaluation.status !== "passed" && evaluation.status !== "completed") {
     const { records, frames, bytes } = boot.decoded;
     writeFailureBundle(
-      runDir,
+      dir,
       {
         runId,
         phase: "record",
         status: evaluation.status,
-        identities,
+        ...(unfinished !== undefined ? { error: unfinished } : {}),
+        identities: { ...workloadFacts(w), vm: vmDigest(prepared.vm), initramfs: prepared.image.digest },
         protocol: { records, frames, bytes },
         events: evaluation.events,
         assertions: evaluation.assertions,
@@ -285,6 +312,8 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
       opts.includePrivateStreams === true,
     );
   }
+  // written last: a run directory with run.json is a whole one
+  writeJsonPublic(join(dir, RUN_FILES.manifest), manifest);
   return {
     runDir,
     manifest,
@@ -295,7 +324,18 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
     replayLogSize: logBytes.length,
     protocolBytes: boot.protocolBytes.length,
     streams: boot.decoded.streams,
+    ...(unfinished !== undefined ? { unfinished } : {}),
   };
+}
+
+/** `e` with the staging directory's paths said as the published run directory's. */
+function renamedInto(e: CairnError, staging: string, runDir: string): CairnError {
+  const say = (s: string) => s.replaceAll(staging, runDir);
+  return new CairnError(e.code, say(e.message), {
+    path: e.path === undefined ? undefined : say(e.path),
+    hint: e.hint === undefined ? undefined : say(e.hint),
+    cause: e,
+  });
 }
 
 function buildManifest(

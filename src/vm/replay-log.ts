@@ -58,10 +58,28 @@ const EV = {
 
 /** The sum of the log's instruction records, or undefined when the log is not one this reader frames exactly. */
 export function guestInstructions(log: Uint8Array): number | undefined {
+  return walkLog(log)?.total;
+}
+
+/** ShutdownCause SHUTDOWN_CAUSE_HOST_SIGNAL of QEMU 7.2 (include/sysemu/runstate.h): the event is shutdownFirst + cause. */
+const SHUTDOWN_HOST_SIGNAL = 4;
+
+/**
+ * Whether the record was ended by a signal to QEMU (the last shutdown event
+ * of the framed log has the cause "host signal"): cairn sends one only at
+ * `--timeout` (qemu.ts), so a replay of that log ends there the same way,
+ * without the agent's status, and is a replay of a timed-out run.
+ */
+export function stoppedByHost(log: Uint8Array): boolean {
+  return walkLog(log)?.shutdown === SHUTDOWN_HOST_SIGNAL;
+}
+
+function walkLog(log: Uint8Array): { total: number; shutdown: number | undefined } | undefined {
   const b = Buffer.from(log.buffer, log.byteOffset, log.byteLength);
   if (b.length < 13 || b.readUInt32BE(0) !== REPLAY_LOG_VERSION) return undefined;
   let at = 12;
   let total = 0;
+  let shutdown: number | undefined;
   const need = (n: number): boolean => at + n <= b.length;
   const array = (): boolean => {
     if (!need(4)) return false;
@@ -73,7 +91,7 @@ export function guestInstructions(log: Uint8Array): number | undefined {
   };
   while (at < b.length) {
     const e = b[at++]!;
-    if (e === EV.end) return at === b.length && Number.isSafeInteger(total) ? total : undefined;
+    if (e === EV.end) return at === b.length && Number.isSafeInteger(total) ? { total, shutdown } : undefined;
     if (e === EV.instruction) {
       if (!need(4)) return undefined;
       total += b.readUInt32BE(at);
@@ -92,7 +110,7 @@ export function guestInstructions(log: Uint8Array): number | undefined {
       at += 5;
       if (!array()) return undefined;
     } else if (e >= EV.shutdownFirst && e <= EV.shutdownLast) {
-      // the cause is in the event number
+      shutdown = e - EV.shutdownFirst; // the cause is in the event number
     } else if (e === EV.charWrite) {
       if (!need(8)) return undefined;
       at += 8;
@@ -116,4 +134,18 @@ export function guestInstructions(log: Uint8Array): number | undefined {
     }
   }
   return undefined; // no end event
+}
+
+/**
+ * Whether QEMU finished the log: QEMU 7.2 writes the header's version only
+ * when it closes the log (after the end event), so a log of a QEMU killed
+ * by SIGKILL (or cut short by a full disk) has a zero header and no end
+ * event, and its replay is refused at once ("invalid input log file
+ * version"). Only a whole log makes a run replayable, hence recorded
+ * (record.ts). The framing is not walked: a log with input or audio events,
+ * which `guestInstructions` does not frame, can be whole too.
+ */
+export function replayLogWhole(log: Uint8Array): boolean {
+  const b = Buffer.from(log.buffer, log.byteOffset, log.byteLength);
+  return b.length >= 13 && b.readUInt32BE(0) === REPLAY_LOG_VERSION && b[b.length - 1] === EV.end;
 }

@@ -178,7 +178,7 @@ export async function replayRun(opts: ReplayOptions): Promise<ReplayResult> {
   } finally {
     dropImage(dir);
   }
-  const evaluation = evaluate(boot.decoded, scenario, boot.kernel);
+  const evaluation = evaluate(boot.decoded, scenario, boot.kernel, boot.unfinished);
   writeEvaluation(dir, evaluation);
   // the same streams a record writes, so a replayed failure's output can be read (and compared with the record's)
   writeStreams(dir, boot.decoded.streams);

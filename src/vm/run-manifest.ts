@@ -5,7 +5,7 @@
  * whether replay checks it before launch.
  */
 import { Checker, childPath, defineScope, parseJsonBytes, parseSha256, scopeFieldNames, type JsonModel, type Sha256Digest } from "../core/index.ts";
-import type { RunStatus } from "./checker.ts";
+import { RUN_STATUSES, type RunStatus } from "./checker.ts";
 import type { RunInputsRef } from "./input-listing.ts";
 import { parseVmIdentity, type VmIdentity } from "./vmid.ts";
 
@@ -43,7 +43,7 @@ export const RUN_MANIFEST_SCOPE = defineScope({
   identity: RUN_MANIFEST_SCHEMA,
   covers: {
     "/schema": "checked: the reader must know this version",
-    "/status": "compared after replay (derived from events and assertions)",
+    "/status": "compared after replay (derived from events and assertions, or from how QEMU ended: checker.ts RunStatus)",
     "/workload": "checked before launch: the workload is re-verified from the store and every identity must match",
     "/guest_image": "checked before launch: the recorded inputs and the rebuilt initramfs must match byte for byte (by digest)",
     "/vm": "checked before launch, field by field; the first difference is refused",
@@ -89,7 +89,7 @@ export function parseRunManifest(bytes: Buffer, file: string): RunManifest {
   }
   if (o.schema !== RUN_MANIFEST_SCHEMA) c.add("/schema", `must be "${RUN_MANIFEST_SCHEMA}"`);
   const runId = c.string(c.required(o, "run_id", ""), "/run_id", { pattern: /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/ }) ?? "";
-  const status = c.string(c.required(o, "status", ""), "/status", { pattern: /^(passed|assertions-failed|launch-failed|infrastructure-failure)$/ });
+  const status = c.string(c.required(o, "status", ""), "/status", { pattern: new RegExp(`^(${RUN_STATUSES.join("|")})$`) });
   const w = c.object(c.required(o, "workload", ""), "/workload", ["source_kind", "workload", "source", "fs", "launch", "derived"]) ?? {};
   const g = c.object(c.required(o, "guest_image", ""), "/guest_image", ["initramfs", "size", "inputs"]) ?? {};
   const r = c.object(c.required(o, "replay_log", ""), "/replay_log", ["sha256", "size"]) ?? {};

@@ -5,7 +5,17 @@ import { defaultStoreDir } from "../../store/index.ts";
 import { loadManifestOrDevcontainer, snapshotRefOf } from "../../manifest/index.ts";
 import { DEFAULT_EXPORT_LAUNCH } from "../../strata/index.ts";
 import { defaultKeysDir } from "../../workload/index.ts";
-import { defaultRunsDir, ensureKit, isEnvironmentLockfile, kitDir, readLockfileSpec, recordLockfileRun, recordRun, signReceipt } from "../../vm/index.ts";
+import {
+  defaultRunsDir,
+  ensureKit,
+  isEnvironmentLockfile,
+  kitDir,
+  readLockfileSpec,
+  recordLockfileRun,
+  recordRun,
+  runStatusFailure,
+  signReceipt,
+} from "../../vm/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
 import { lineFollower, printStreams } from "../workload-output.ts";
@@ -148,23 +158,14 @@ export function registerRun(program: Command, ctx: Context): void {
         vm: r.manifest.vm_digest,
         workload: r.manifest.workload.workload,
         assertions: { total: r.evaluation.assertions.length, failed },
+        // what each invocation did, so a run without assertions still says it (status completed or program-failed)
+        exits: r.evaluation.events.flatMap((e) => (e.event === "exit" ? [{ invocation: e.invocation, kind: e.kind, code: e.code }] : [])),
         replay_command: r.replayCommand,
         qemu_ms: Math.round(r.durations.qemuMs),
         ...(receipt !== undefined ? { receipt } : {}),
         ...(exported !== undefined ? { environment: { environment_id: exported.environmentId, lockfile_sha256: exported.lockfileSha256 } } : {}),
       };
-      const failure =
-        r.manifest.status === "passed"
-          ? undefined
-          : new CairnError(
-              r.manifest.status === "assertions-failed"
-                ? "ASSERTION_FAILED"
-                : r.manifest.status === "launch-failed"
-                  ? "RUN_LAUNCH_FAILED"
-                  : "RUN_INFRASTRUCTURE",
-              `the run was recorded but did not pass: ${r.manifest.status}`,
-              { path: r.runDir, hint: "see failure-bundle.json in the run directory (shareable) and streams/ (private); the run still replays" },
-            );
+      const failure = runStatusFailure(r.manifest.status, r.runDir, r.unfinished?.message);
       if (opts.json) {
         // one JSON document: the error (as every --json failure) and the recorded run
         printJson(ctx.io, failure ? { error: failure.toJSON(), run: summary } : summary);
@@ -179,7 +180,10 @@ export function registerRun(program: Command, ctx: Context): void {
           `workload ${r.manifest.workload.workload}`,
           `vm       ${r.manifest.vm_digest}`,
           `outcome  ${r.manifest.outcome}`,
-          `asserts  ${r.evaluation.assertions.length - failed}/${r.evaluation.assertions.length} passed`,
+          r.evaluation.assertions.length === 0
+            ? "asserts  none checked (the spec declares no run.expect)"
+            : `asserts  ${r.evaluation.assertions.length - failed}/${r.evaluation.assertions.length} passed`,
+          `exits    ${summary.exits.map((x) => `${x.invocation}: ${x.kind === "exited" ? `exit ${x.code}` : `signal ${x.code}`}`).join(", ") || "none"}`,
           ...(receipt !== undefined ? [`receipt  ${receipt}`] : []),
           `recorded in ${(r.durations.qemuMs / 1000).toFixed(1)} s; replay with:`,
           `  ${r.replayCommand}`,
