@@ -256,6 +256,32 @@ describe("time bounds (case 3)", () => {
     assert.ok((await fetchBlob(client())).equals(BLOB));
   });
 
+  test("an upload the server reads slowly is not a silent server: the headers bound starts when the body is sent; a server that stops reading ends at remote.idle-ms", async () => {
+    const big = Buffer.alloc(32 * 1024 * 1024, 0x42);
+    const digest = parseSha256(`sha256:${createHash("sha256").update(big).digest("hex")}`, "upload");
+    let reading: "slow" | "never" = "slow";
+    srv.handle = (req, res) => {
+      if (req.method === "HEAD") return void res.writeHead(404).end();
+      if (req.method === "POST") return void res.writeHead(202, { location: "/v2/r/app/blobs/uploads/u1", "content-length": "0" }).end();
+      // PUT: read 256 KiB per 50 ms (over 6 s for the body, twice remote.headers-ms; the socket buffers hold a few MiB of it), or never
+      if (reading === "never") return void req.pause();
+      let got = 0;
+      req.on("data", (c: Buffer) => {
+        got += c.length;
+        if (got % (256 * 1024) < c.length) {
+          req.pause();
+          setTimeout(() => req.resume(), 50);
+        }
+      });
+      req.on("end", () => void res.writeHead(201, { "content-length": "0" }).end());
+    };
+    const c = client({ ...SMALL, headersMs: 3000, idleMs: 1500 });
+    assert.equal(await c.pushBlob("r/app", digest, big), "pushed");
+    reading = "never";
+    const e = await assertCodeAsync(() => client({ ...SMALL, headersMs: 1000, idleMs: 400 }).pushBlob("r/app", digest, big), "REMOTE_TIMEOUT");
+    assert.match(e.message, /remote\.idle-ms/);
+  });
+
   test("cairn pull through the CLI: --remote-idle-ms and CAIRN_REMOTE_HEADERS_MS bound a stalled manifest; nothing is written", async () => {
     const env = { ...process.env, CAIRN_HOME: join(work, "home"), HOME: work };
     srv.handle = (_q, res) => {

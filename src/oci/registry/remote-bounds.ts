@@ -38,7 +38,19 @@ const NULL_BODY = new Set([101, 103, 204, 205, 304]);
  */
 export async function boundedFetch(fetchImpl: typeof fetch, url: URL, init: RequestInit, limits: RemoteLimits, where: string): Promise<Response> {
   const ac = new AbortController();
-  const timer = setTimeout(() => ac.abort(remoteTimeout("headersMs", limits, where, "no response headers")), limits.headersMs);
+  let timer: NodeJS.Timeout | undefined;
+  // the headers bound runs from the end of the request: an upload is bounded by the idle bound
+  // while the server reads it (an honest slow upload of a large chunk is not a silent server)
+  const sent = (): void => {
+    clearTimeout(timer);
+    timer = setTimeout(() => ac.abort(remoteTimeout("headersMs", limits, where, "no response headers")), limits.headersMs);
+  };
+  const stalled = (): void => ac.abort(remoteTimeout("idleMs", limits, where, "the server read no byte of the request body"));
+  let upload: ReturnType<typeof guardUpload> | undefined;
+  if (init.body instanceof Uint8Array || init.body instanceof ReadableStream) {
+    upload = guardUpload(init.body, limits.idleMs, sent, stalled);
+    init = { ...init, body: upload.stream, duplex: "half" } as RequestInit;
+  } else sent();
   let res: Response;
   try {
     res = await fetchImpl(url, { ...init, signal: ac.signal });
@@ -48,12 +60,61 @@ export async function boundedFetch(fetchImpl: typeof fetch, url: URL, init: Requ
     throw e;
   } finally {
     clearTimeout(timer);
+    upload?.stop(); // answered: a body the server did not read to the end is no longer waited on
   }
   if (res.body === null || NULL_BODY.has(res.status)) return res;
   return new Response(
     guardBody(res.body, limits, where, () => ac.abort()),
     { status: res.status, statusText: res.statusText, headers: res.headers },
   );
+}
+
+/**
+ * A request body as a stream the server pulls in slices: `stalled` when no
+ * slice is pulled for `idleMs` (the server stopped reading), `sent` once the
+ * last slice was taken (the headers bound starts then).
+ */
+function guardUpload(
+  body: Uint8Array | ReadableStream<Uint8Array>,
+  idleMs: number,
+  sent: () => void,
+  stalled: () => void,
+): { stream: ReadableStream<Uint8Array>; stop: () => void } {
+  const SLICE = 64 * 1024;
+  const reader = body instanceof ReadableStream ? body.getReader() : undefined;
+  let off = 0;
+  let idle: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const arm = (): void => {
+    clearTimeout(idle);
+    if (!stopped) idle = setTimeout(stalled, idleMs);
+  };
+  const stop = (): void => {
+    stopped = true;
+    clearTimeout(idle);
+  };
+  const stream = new ReadableStream<Uint8Array>({
+    start: arm,
+    async pull(controller) {
+      arm();
+      if (reader === undefined) {
+        const bytes = body as Uint8Array;
+        if (off < bytes.length) controller.enqueue(bytes.subarray(off, (off += SLICE)));
+        if (off < bytes.length) return;
+      } else {
+        const next = await reader.read();
+        if (!next.done) return controller.enqueue(next.value);
+      }
+      clearTimeout(idle);
+      controller.close();
+      if (!stopped) sent();
+    },
+    async cancel(reason) {
+      stop();
+      await reader?.cancel(reason);
+    },
+  });
+  return { stream, stop };
 }
 
 /** `body` under the idle and rate bounds: a violation cancels the transfer and errors the stream with REMOTE_TIMEOUT. */
