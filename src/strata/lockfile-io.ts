@@ -18,6 +18,7 @@ import {
   checkLimit,
   FIXED_LIMIT_HINT,
   parseYamlText,
+  readFileBounded,
   type Issue,
   type DsseEnvelope,
   type Sha256Digest,
@@ -26,7 +27,15 @@ import {
 } from "../core/index.ts";
 import { parseLockfileText, parseLockfileUnvalidated, type Lockfile } from "./lockfile.ts";
 import { lockfileToYaml } from "./lockfile-model.ts";
-import { readBounded } from "./registry.ts";
+
+/**
+ * A lockfile's (or its signature's) bytes: a regular file, read bounded and
+ * non-blocking. A FIFO or a device is IO_ERROR naming the file; it was
+ * REGISTRY_INVALID when this borrowed the registry's reader (issue 31).
+ */
+function readLockBytes(path: string, max: number): Buffer {
+  return readFileBounded(path, max, "lock.max_bytes", { limitHint: FIXED_LIMIT_HINT });
+}
 
 export const LOCKFILE_PAYLOAD_TYPE = "application/vnd.cairn.lock+yaml";
 /** lock.max_bytes */
@@ -80,7 +89,7 @@ export interface ReadLock {
 function readEnvelope(path: string): { envelope: DsseEnvelope; sha: Sha256Digest } | undefined {
   const sp = signaturePath(path);
   if (!existsSync(sp)) return undefined;
-  const bytes = readBounded(sp, MAX_LOCK_BYTES * 2, "lock.max_bytes");
+  const bytes = readLockBytes(sp, MAX_LOCK_BYTES * 2);
   return { envelope: parseEnvelope(parseJsonBytes(bytes, { source: sp })), sha: sha256(bytes) };
 }
 
@@ -89,7 +98,7 @@ function readEnvelope(path: string): { envelope: DsseEnvelope; sha: Sha256Digest
  * verified first (nothing is parsed from an unverified lockfile).
  */
 export function readLockfile(path: string, keys?: readonly VerifyingKey[]): ReadLock {
-  const bytes = readBounded(path, MAX_LOCK_BYTES, "lock.max_bytes");
+  const bytes = readLockBytes(path, MAX_LOCK_BYTES);
   const env = readEnvelope(path);
   if (keys === undefined) {
     return { lock: parseLockfileText(decodeUtf8(bytes, path), path), bytes, ...(env ? { envelope: env.envelope } : {}) };
@@ -113,6 +122,6 @@ export function readLockfile(path: string, keys?: readonly VerifyingKey[]): Read
 
 /** Reads a lockfile without Validate (for `lock diff`): shape errors refuse it, rule problems come back as `problems`. */
 export function readLockfileUnvalidated(path: string): { lock: Lockfile; problems: readonly Issue[] } {
-  const bytes = readBounded(path, MAX_LOCK_BYTES, "lock.max_bytes");
+  const bytes = readLockBytes(path, MAX_LOCK_BYTES);
   return parseLockfileUnvalidated(parseYamlText(decodeUtf8(bytes, path), path), path);
 }

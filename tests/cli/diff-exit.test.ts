@@ -7,6 +7,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { lockfileToYaml } from "../../src/strata/index.ts";
@@ -112,4 +113,22 @@ test("a command that is not a diff keeps the general convention: a missing file 
   const r = await runCli(["manifest", "ingest", missing, "--json"]);
   assert.equal(r.code, 1);
   assert.equal(JSON.parse(r.stdout).error.code, "IO_ERROR");
+});
+
+test("a lockfile that is a FIFO or a device is IO_ERROR naming it, not a registry problem; lock diff exits 2 at once (second pass)", async () => {
+  const fifo = join(dir, "fifo.lock");
+  execFileSync("mkfifo", [fifo]);
+  for (const bad of [fifo, "/dev/zero"]) {
+    for (const args of [
+      ["lock", "diff", bad, lockA, "--json"],
+      ["lock", "id", bad, "--json"],
+    ]) {
+      const r = await runCli(args);
+      assert.notEqual(r.code, 0, args.join(" "));
+      const e = JSON.parse(r.stdout).error;
+      assert.equal(e.code, "IO_ERROR", `${args.join(" ")}: ${e.code} ${e.message}`);
+      assert.equal(e.path, bad);
+    }
+  }
+  assert.equal((await runCli(["lock", "id", lockA])).code, 0, "control: a regular lockfile");
 });
