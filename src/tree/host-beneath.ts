@@ -117,6 +117,8 @@ export function resolveBeneath(scope: HostScope, unsafePath: string, field: stri
     resolved = resolveInRootSync(hostLookup(root), `/${inRoot}`, "beneath");
   } catch (e) {
     if (e instanceof CairnError && e.code === "PATH_UNSAFE") refuse(`leads out of ${scope.rootName} ${root}: ${e.message}`, e);
+    // a symlink loop or chain (tree.max_symlink_hops): the same code and limit, naming the field rather than the in-root path
+    if (e instanceof CairnError) throw new CairnError(e.code, `${field}: ${unsafePath}: ${e.message}`, { path: field, hint: e.hint, cause: e });
     throw e;
   }
   if (resolved === undefined) return undefined;

@@ -1,5 +1,5 @@
 /**
- * Run inputs (`run.inputs: [{from: HOST_PATH, to: /GUEST/PATH}]`): host files
+ * Run inputs (`run.inputs: [{from: PATH, to: /GUEST/PATH}]`): host files
  * and directories copied, when the run is recorded, into one content-addressed
  * input tree whose `cairn.fs/1` digest is a field of the VM identity
  * (`run_inputs`), then laid into the workload's template at their `to` paths.
@@ -14,6 +14,11 @@
  * device that never ends, or a file that changes while read; and an input
  * that silently replaces a file of the workload (refused: the guest would run
  * another tree than the workload identity names).
+ *
+ * Which host files: only those beneath the spec's directory (or the
+ * directory the user named with `--inputs-root`), resolved and opened by
+ * tree/host-beneath.ts. A spec is someone else's input; it must not choose
+ * to copy `/etc/shadow` or `~/.ssh` into a run and its bundle.
  *
  * Only recording reads the host. A replay takes the input tree from the store
  * by digest (input-listing.ts) and never looks at `from` again.

@@ -63,6 +63,9 @@ describe("run.inputs: only beneath the spec's directory", () => {
       const e = assertCode(() => readRunInputs(one(from), w.spec), "PATH_UNSAFE", "/run/inputs/0/from");
       assert.ok(!e.message.includes(SECRET.trim()));
     }
+    // a symlink loop is the hop limit, naming the field (not the in-root path)
+    symlinkSync("loop", join(w.spec, "loop"));
+    assert.match(assertCode(() => readRunInputs(one("loop"), w.spec), "LIMIT_EXCEEDED", "/run/inputs/0/from").message, /tree\.max_symlink_hops/);
     // the field is the input's own index
     assertCode(() => readRunInputs([{ from: "data.txt", to: "/in/a" }, ...one("up-link")], w.spec), "PATH_UNSAFE", "/run/inputs/1/from");
   });

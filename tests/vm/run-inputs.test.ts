@@ -21,10 +21,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { before, describe, it } from "node:test";
 import { CairnError, digestHex, type ErrorCode, type Sha256Digest } from "../../src/core/index.ts";
-import { fsIdentity, type FsEntry } from "../../src/tree/index.ts";
+import { fsIdentity, writeTar, type FsEntry, type TarEntry } from "../../src/tree/index.ts";
 import {
   collectStoreGarbage,
   importBundle,
+  openBundle,
   recordRun,
   replayRun,
   vmDigest,
@@ -282,5 +283,75 @@ describe("run inputs", { skip: VM_SKIP }, () => {
     // control: on the recording host's store (which holds the inputs) the same imported run replays
     const r = await replayRun({ runDir: imported.runDir, storeDir: w.storeDir, kit: imported.kit, timeoutMs: 300_000 });
     assert.equal(r.evaluation.outcome, rec.manifest.outcome);
+  });
+
+  it("a bundle whose index lies about the inputs is refused before import (control: the unedited ones open)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "cairn-inputs-lie-"));
+    const left = join(dir, "left.cairn");
+    const full = join(dir, "full.cairn");
+    writeRunBundle({ runDir: rec.runDir, storeDir: w.storeDir, kit, out: left });
+    writeRunBundle({ runDir: rec.runDir, storeDir: w.storeDir, kit, out: full, includeInputs: true });
+    const members = async (f: string) => {
+      const b = await openBundle(f);
+      try {
+        return new Map([...b.members].map(([p, v]) => [p, Buffer.from(v)]));
+      } finally {
+        b.dispose();
+      }
+    };
+    const leftMembers = await members(left);
+    const fullMembers = await members(full);
+    // rewrites a bundle from members, the index's member list recomputed and its `inputs` edited
+    const write = (name: string, files: Map<string, Buffer>, inputs: (i: Record<string, unknown>) => void) => {
+      const index = JSON.parse(files.get("cairn-bundle.json")!.toString()) as Record<string, unknown>;
+      inputs(index);
+      index.members = [...files.keys()]
+        .filter((p) => p !== "cairn-bundle.json")
+        .sort()
+        .map((p) => ({ path: p, sha256: `sha256:${hex(files.get(p)!)}`, size: files.get(p)!.length }));
+      const all = new Map(files);
+      all.set("cairn-bundle.json", Buffer.from(JSON.stringify(index)));
+      const dirs = new Set<string>();
+      for (const p of all.keys()) {
+        const parts = p.split("/");
+        for (let i = 1; i < parts.length; i++) dirs.add(parts.slice(0, i).join("/"));
+      }
+      const out = join(dir, `${name}.cairn`);
+      writeFileSync(
+        out,
+        writeTar([
+          ...[...dirs].sort().map((d): TarEntry => ({ type: "dir", path: d, mode: 0o755 })),
+          ...[...all].map(([path, data]): TarEntry => ({ type: "file", path, mode: 0o644, data })),
+        ]),
+      );
+      return out;
+    };
+    const refusedOpen = async (f: string, path: string) => {
+      const e = await openBundle(f).then(
+        (b) => {
+          b.dispose();
+          return undefined;
+        },
+        (x: unknown) => x,
+      );
+      assert.ok(e instanceof CairnError, `${f} was opened`);
+      assert.deepEqual([e.code, e.path], ["BUNDLE_INVALID", path], e.message);
+    };
+    for (const f of [left, full, write("control", leftMembers, () => {})]) (await openBundle(f)).dispose();
+    // says left out, but carries them
+    await refusedOpen(
+      write("carries", fullMembers, (i) => void ((i.inputs as { included: boolean }).included = false)),
+      "/inputs/included",
+    );
+    // says nothing (an older index): the closure must then be there
+    await refusedOpen(
+      write("silent", leftMembers, (i) => void delete i.inputs),
+      "run.json#/run_inputs/listing",
+    );
+    // names another tree
+    await refusedOpen(
+      write("other", leftMembers, (i) => void ((i.inputs as { tree: string }).tree = `sha256:${"1".repeat(64)}`)),
+      "/inputs/tree",
+    );
   });
 });
