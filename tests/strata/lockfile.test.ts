@@ -153,6 +153,12 @@ test("freshness: ages in days, future-dated flagged, --max-age refuses naming ag
   assert.equal(future.age, "in the future by 2 days");
   assertCode(() => checkFreshness("2026-03-04T00:00:00.000Z", now, undefined), "LOCK_STALE");
   assert.equal(checkFreshness("2026-03-02T00:01:00.000Z", now, undefined).future, true, "clock skew within 5 minutes: flagged, not refused");
+  // The edges, to the millisecond (issue 31 second pass: a bound one second looser left every test green).
+  const at = (ms: number) => new Date(now.getTime() + ms).toISOString();
+  assert.doesNotThrow(() => checkFreshness(at(-3_600_000), now, parseMaxAge("1h")), "exactly the max age: accepted");
+  assertCode(() => checkFreshness(at(-3_600_001), now, parseMaxAge("1h")), "LOCK_STALE", "/resolved_at");
+  assert.equal(checkFreshness(at(5 * 60_000), now, undefined).future, true, "exactly 5 minutes ahead: flagged, not refused");
+  assertCode(() => checkFreshness(at(5 * 60_000 + 1), now, undefined), "LOCK_STALE", "/resolved_at");
 });
 
 test("signed lockfile: resolved_at is inside the payload; edits, a wrong key and a swapped signature are refused", async () => {
