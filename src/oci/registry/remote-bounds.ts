@@ -48,7 +48,7 @@ export async function boundedFetch(fetchImpl: typeof fetch, url: URL, init: Requ
   const stalled = (): void => ac.abort(remoteTimeout("idleMs", limits, where, "the server read no byte of the request body"));
   let upload: ReturnType<typeof guardUpload> | undefined;
   if (init.body instanceof Uint8Array || init.body instanceof ReadableStream) {
-    upload = guardUpload(init.body, limits.idleMs, sent, stalled);
+    upload = guardUpload(init.body, limits.idleMs, limits.connectMs + limits.idleMs, sent, stalled);
     init = { ...init, body: upload.stream, duplex: "half" } as RequestInit;
   } else sent();
   let res: Response;
@@ -71,12 +71,14 @@ export async function boundedFetch(fetchImpl: typeof fetch, url: URL, init: Requ
 
 /**
  * A request body as a stream the server pulls in slices: `stalled` when no
- * slice is pulled for `idleMs` (the server stopped reading), `sent` once the
- * last slice was taken (the headers bound starts then).
+ * slice is pulled for `idleMs` (the server stopped reading; before the first
+ * slice, `firstMs`, which leaves time to connect), `sent` once the last slice
+ * was taken (the headers bound starts then).
  */
 function guardUpload(
   body: Uint8Array | ReadableStream<Uint8Array>,
   idleMs: number,
+  firstMs: number,
   sent: () => void,
   stalled: () => void,
 ): { stream: ReadableStream<Uint8Array>; stop: () => void } {
@@ -85,35 +87,38 @@ function guardUpload(
   let off = 0;
   let idle: NodeJS.Timeout | undefined;
   let stopped = false;
-  const arm = (): void => {
+  const arm = (ms = idleMs): void => {
     clearTimeout(idle);
-    if (!stopped) idle = setTimeout(stalled, idleMs);
+    if (!stopped) idle = setTimeout(stalled, ms);
   };
   const stop = (): void => {
     stopped = true;
     clearTimeout(idle);
   };
-  const stream = new ReadableStream<Uint8Array>({
-    start: arm,
-    async pull(controller) {
-      arm();
-      if (reader === undefined) {
-        const bytes = body as Uint8Array;
-        if (off < bytes.length) controller.enqueue(bytes.subarray(off, (off += SLICE)));
-        if (off < bytes.length) return;
-      } else {
-        const next = await reader.read();
-        if (!next.done) return controller.enqueue(next.value);
-      }
-      clearTimeout(idle);
-      controller.close();
-      if (!stopped) sent();
+  const stream = new ReadableStream<Uint8Array>(
+    {
+      start: () => arm(firstMs),
+      async pull(controller) {
+        arm();
+        if (reader === undefined) {
+          const bytes = body as Uint8Array;
+          if (off < bytes.length) controller.enqueue(bytes.subarray(off, (off += SLICE)));
+          if (off < bytes.length) return;
+        } else {
+          const next = await reader.read();
+          if (!next.done) return controller.enqueue(next.value);
+        }
+        clearTimeout(idle);
+        controller.close();
+        if (!stopped) sent();
+      },
+      async cancel(reason) {
+        stop();
+        await reader?.cancel(reason);
+      },
     },
-    async cancel(reason) {
-      stop();
-      await reader?.cancel(reason);
-    },
-  });
+    { highWaterMark: 0 },
+  ); // a slice is taken only when the connection asks for one
   return { stream, stop };
 }
 
