@@ -278,6 +278,28 @@ test("an embedded envelope is pinned by envelope_sha256 alone: other bytes aroun
   }
 });
 
+test("an embedded envelope's payload is pinned by manifest_sha256, and one that is not DSSE is refused, even when envelope_sha256 was updated to match (kill StrykerJS survivors)", async () => {
+  const lock = await resolveText("name: t\nbase: {os: debian12}\nsoftware: [tool-a, numpy, python]\n");
+  type Model = { layers: { manifest_envelope: string; signature: { envelope_sha256: string } }[] };
+  // Another layer's envelope, with envelope_sha256 updated to it: only the manifest_sha256 pin can catch it.
+  const other = Buffer.from((lockfileToModel(lock) as Model).layers[1]!.manifest_envelope, "base64");
+  const swapped = lockfileToModel(lock) as Model;
+  swapped.layers[0]!.manifest_envelope = other.toString("base64");
+  swapped.layers[0]!.signature.envelope_sha256 = sha256(other);
+  assertCode(() => parseLockfile(swapped as never), "DIGEST_MISMATCH", "/layers/0/manifest_envelope");
+  // Bytes that are not a DSSE envelope, with envelope_sha256 updated to them.
+  const junk = Buffer.from('{"not": "an envelope"}');
+  const notDsse = lockfileToModel(lock) as Model;
+  notDsse.layers[0]!.manifest_envelope = junk.toString("base64");
+  notDsse.layers[0]!.signature.envelope_sha256 = sha256(junk);
+  const e = assertCode(() => parseLockfile(notDsse as never), "MODEL_UNKNOWN_FIELD");
+  assert.ok(
+    e.issues.some((i) => i.path === "/layers/0/manifest_envelope"),
+    JSON.stringify(e.issues),
+  );
+  assert.doesNotThrow(() => parseLockfile(lockfileToModel(lock) as never), "control: the lockfile as written");
+});
+
 test("offline audit: lock verify without a registry verifies layer signatures on the embedded manifests", async () => {
   const lock = await resolveText("name: t\nbase: {os: debian12}\nsoftware: [tool-a, numpy, python]\n");
   const dir = tempDir("cairn-w13-audit-");
