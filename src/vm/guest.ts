@@ -183,6 +183,8 @@ export interface BootResult {
    * recorded is the caller's decision (its replay log must be whole).
    */
   readonly unfinished?: CairnError;
+  /** A network record: guest connections each responder's gate refused (`responder.connections`), by port. */
+  readonly refused?: ReadonlyMap<number, number>;
 }
 
 export const ROOT_DISK_FILE = "root.erofs";
@@ -231,6 +233,7 @@ export async function bootGuest(p: PreparedGuest, mode: RrMode, files: BootFiles
   } finally {
     responder?.stop();
   }
+  const refused = responder !== undefined && "refused" in responder ? responder.refused() : undefined;
   if (qemu.aborted) {
     const why = responder !== undefined && "reason" in responder ? responder.reason() : undefined;
     throw infra(`QEMU (${mode}) was stopped: ${why ?? "the responder failed"}`);
@@ -246,6 +249,7 @@ export async function bootGuest(p: PreparedGuest, mode: RrMode, files: BootFiles
     protocolLog,
     kernel,
     unfinished: why,
+    ...(refused !== undefined ? { refused } : {}),
   });
   // a replay of a record the host stopped at its timeout ends where the record did, by the recorded host signal
   const replayOfTimeout =
@@ -291,7 +295,7 @@ export async function bootGuest(p: PreparedGuest, mode: RrMode, files: BootFiles
   if (statusOk !== (qemu.exitCode === AGENT_OK)) {
     return unfinished(new CairnError("RUN_INFRASTRUCTURE", "the QEMU exit status and the agent's final record disagree", { path: protocolLog }));
   }
-  return { qemu, protocolBytes, decoded, consoleLog, protocolLog, kernel };
+  return { qemu, protocolBytes, decoded, consoleLog, protocolLog, kernel, ...(refused !== undefined ? { refused } : {}) };
 }
 
 /** What a stream of a guest that did not end through its agent holds up to its last whole record; nothing when even that is refused. */

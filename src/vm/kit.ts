@@ -41,6 +41,7 @@ import {
   sha256,
   verifyDigest,
   writeFileAtomic,
+  writeRefusal,
   type RootKind,
   type Sha256Digest,
 } from "../core/index.ts";
@@ -179,6 +180,14 @@ function hasKitObject(dir: string, area: "kernels" | "agents", digest: Sha256Dig
 
 /** Puts a kit object by its digest (written atomically, never rewritten; written through the held directory, never a symlink). */
 export function putKitObject(dir: string, area: "kernels" | "agents", bytes: Buffer): Sha256Digest {
+  try {
+    return putKitObjectIn(dir, area, bytes);
+  } catch (e) {
+    throw writeRefusal(dir, e, "into the guest kit"); // read-only or full media, named (issue 31), never INTERNAL
+  }
+}
+
+function putKitObjectIn(dir: string, area: "kernels" | "agents", bytes: Buffer): Sha256Digest {
   const digest = sha256(bytes);
   ensureDirsIn(dir, [area, `${area}/sha256`], 0o755);
   if (hasKitObject(dir, area, digest)) return digest;
@@ -247,7 +256,11 @@ export function writeKit(kit: Kit): void {
     kernel: kit.kernel,
     agent: kit.agent,
   };
-  writeFileAtomic(join(kit.dir, "kit.json"), `${JSON.stringify(model, null, 2)}\n`, { mode: 0o644 });
+  try {
+    writeFileAtomic(join(kit.dir, "kit.json"), `${JSON.stringify(model, null, 2)}\n`, { mode: 0o644 });
+  } catch (e) {
+    throw writeRefusal(kit.dir, e, "into the guest kit");
+  }
 }
 
 export interface SetupOptions {

@@ -24,6 +24,12 @@ export const RESPONDER_LIMITS = {
   "responder.request-head-bytes": 8192,
   /** Bytes echoed per connection; the connection is closed after. */
   "responder.echo-bytes": 1024 * 1024,
+  /**
+   * Guest connections one responder holds at once, so host processes at once (issue 31: a guest
+   * started 400 `socat`s): each is one `socat`; a connection over the bound is refused by the
+   * connector's gate, closed before any byte, and counted in the run's `network.json`.
+   */
+  "responder.connections": 16,
 } as const;
 
 /** The served directory's bounds (checked when cairn reads it, before launch). */
@@ -47,7 +53,8 @@ export interface VmNetwork {
   /** eth0's static address and default gateway, as the agent reads them from /cairn/network. */
   readonly guest: string;
   readonly responder: string;
-  readonly responder_limits: { readonly "request-head-bytes": number; readonly "echo-bytes": number };
+  /** `connections` is absent in runs recorded before the bound existed (issue 31); a replay needs no responder, so they still replay. */
+  readonly responder_limits: { readonly "request-head-bytes": number; readonly "echo-bytes": number; readonly connections?: number };
   readonly responders: readonly ResponderIdentity[];
 }
 
@@ -77,6 +84,7 @@ export function networkIdentity(spec: NetworkSpec, httpRoot: Sha256Digest | unde
     responder_limits: {
       "request-head-bytes": RESPONDER_LIMITS["responder.request-head-bytes"],
       "echo-bytes": RESPONDER_LIMITS["responder.echo-bytes"],
+      connections: RESPONDER_LIMITS["responder.connections"],
     },
     responders,
   };
@@ -90,7 +98,7 @@ export function parseVmNetwork(c: Checker, unsafe: JsonModel | undefined, path: 
   if (!o) return undefined;
   const s = (k: string) => c.string(c.required(o, k, path), childPath(path, k)) ?? "";
   const lp = childPath(path, "responder_limits");
-  const l = c.object(c.required(o, "responder_limits", path), lp, ["request-head-bytes", "echo-bytes"]);
+  const l = c.object(c.required(o, "responder_limits", path), lp, ["request-head-bytes", "echo-bytes", "connections"]);
   const li = (k: string) => (l ? (c.integer(c.required(l, k, lp), childPath(lp, k), { min: 0 }) ?? 0) : 0);
   const rp = childPath(path, "responders");
   const responders = (c.array(c.required(o, "responders", path), rp) ?? []).map((r, i): ResponderIdentity => {
@@ -118,7 +126,11 @@ export function parseVmNetwork(c: Checker, unsafe: JsonModel | undefined, path: 
     replay: s("replay"),
     guest: s("guest"),
     responder: s("responder"),
-    responder_limits: { "request-head-bytes": li("request-head-bytes"), "echo-bytes": li("echo-bytes") },
+    responder_limits: {
+      "request-head-bytes": li("request-head-bytes"),
+      "echo-bytes": li("echo-bytes"),
+      ...(l?.connections !== undefined ? { connections: c.integer(l.connections, childPath(lp, "connections"), { min: 1 }) ?? 0 } : {}),
+    },
     responders,
   };
 }

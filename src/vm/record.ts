@@ -39,7 +39,8 @@ import { writeFailureBundle } from "./bundle.ts";
 import { bootGuest, evaluate, prepareGuest, type BootResult, type Evaluation, type PreparedGuest } from "./guest.ts";
 import { qemuVersion, type Kit } from "./kit.ts";
 import type { SnapshotRef } from "../manifest/index.ts";
-import { childrenCpuMs, writeRunCost, writeRunEnvironment, writeRunEnvManifest, type RunEnvironment } from "./run-facts.ts";
+import { childrenCpuMs, writeRunCost, writeRunEnvironment, writeRunEnvManifest, writeRunNetwork, type RunEnvironment } from "./run-facts.ts";
+import { RESPONDER_LIMITS } from "./netid.ts";
 import { RUN_MANIFEST_SCHEMA, type RunManifest } from "./run-manifest.ts";
 import { replayLogWhole } from "./replay-log.ts";
 import { diskFullError, dropImage, RUN_FILES, shellQuote, withNoSpaceNamed, writeEvaluation, writeJsonPublic, writeStreams } from "./rundir.ts";
@@ -285,6 +286,11 @@ async function recordInto(
     });
   }
   writeRunCost(dir, { wallMs: boot.qemu.durationMs, hostCpuMs: cpuBefore !== undefined && cpuAfter !== undefined ? cpuAfter - cpuBefore : undefined });
+  const net = prepared.vm.network;
+  if (net !== undefined && boot.refused !== undefined) {
+    const connections = net.responder_limits.connections ?? RESPONDER_LIMITS["responder.connections"];
+    writeRunNetwork(dir, { responders: net.responders.map((r) => ({ port: r.port, kind: r.kind, connections, refused: boot.refused?.get(r.port) ?? 0 })) });
+  }
   const evaluation = evaluate(boot.decoded, scenario, boot.kernel, unfinished);
   const manifest = buildManifest(runId, w, prepared, evaluation, logBytes, now, opts.cairnVersion, inputsRef);
   writeEvaluation(dir, evaluation);

@@ -26,7 +26,7 @@ import { bootGuest, evaluate, prepareGuest, type BootResult, type Evaluation } f
 import { CONSOLE_LOG_FILE, consoleFailures } from "./kernel-log.ts";
 import { qemuVersion, type Kit } from "./kit.ts";
 import type { EnvManifest } from "../manifest/index.ts";
-import { checkRunEnvironment } from "./run-facts.ts";
+import { checkRunEnvironment, readRunNetwork } from "./run-facts.ts";
 import { parseRunManifest, type RunManifest } from "./run-manifest.ts";
 import { DEFAULT_TIMEOUT_MS, guestLaunch, workloadFacts } from "./record.ts";
 import { dropImage, nextReplayDir, RUN_FILES, writeEvaluation, writeJsonPublic, writeStreams } from "./rundir.ts";
@@ -166,6 +166,12 @@ export async function replayRun(opts: ReplayOptions): Promise<ReplayResult> {
   const recordedAssertions = readRecordedList(join(opts.runDir, RUN_FILES.assertions));
   const dir = nextReplayDir(opts.runDir);
   opts.log?.(`replaying ${manifest.run_id} into ${dir}`);
+  // the record's host count of refused guest connections cannot be taken again (no responder runs): said as recorded
+  for (const r of readRunNetwork(opts.runDir)?.responders ?? [])
+    if (r.refused > 0)
+      opts.log?.(
+        `recorded: the ${r.kind} responder on port ${r.port} refused ${r.refused} guest connection(s) over responder.connections ${r.connections}; the replay log gives the guest the same closed connections`,
+      );
   let boot: BootResult;
   try {
     boot = await bootGuest(prepared, "replay", { dir, rrfile: logPath }, opts.timeoutMs ?? DEFAULT_TIMEOUT_MS);

@@ -26,7 +26,7 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
-import { CairnError, codeModule, sha256, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
+import { CairnError, codeModule, readFileBounded, sha256, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
 import { entriesTree, fsIdentity, readDirectory, resolveBeneath, withBeneath, type HostScope } from "../tree/index.ts";
 import { hasTool } from "./host.ts";
 import { HTTP_ROOT_LIMITS, RESPONDER_LIMITS, type NetworkPaths, type VmNetwork } from "./netid.ts";
@@ -86,6 +86,10 @@ const SOCAT_FIX = "apt-get install -y socat (the connector QEMU's guestfwd runs 
 
 export interface RunningResponder {
   readonly paths: NetworkPaths;
+  /** By port: the Unix socket the responder listens on (behind the gate). */
+  readonly sockets: ReadonlyMap<number, string>;
+  /** By port: guest connections the gate refused so far (`responder.connections` slots all held). */
+  refused(): ReadonlyMap<number, number>;
   /** Fires when the responder exits or stops answering; `reason` says which. */
   readonly failed: AbortSignal;
   reason(): string | undefined;
@@ -108,15 +112,71 @@ export interface RunningResponder {
  * host: the guest got an empty answer). socat ends when its connection
  * does, and QEMU's end of it closes when QEMU ends.
  */
-function connector(socket: string): string[] {
+function socatArgv(socket: string): string[] {
   return ["socat", "-t", "30", "-lf", `${socket}.log`, "FD:0,shut-down", `UNIX-CONNECT:${socket}`];
 }
 
-/** The host ends for a replay: the same command shape, pointing at sockets nobody serves (a replay delivers recorded packets). */
+/**
+ * The gate QEMU's guestfwd runs per guest connection (issue 31: one guest
+ * started 400 `socat`s at once). `responder.connections` slots, each a lock
+ * file: the gate takes the first free slot's lock on descriptor 9 and
+ * `exec`s socat, which keeps that descriptor, so the lock is held exactly as
+ * long as that socat lives and no other process stays behind. A connection
+ * that finds every slot held is refused: the gate appends a line to
+ * `<port>.refused` and exits, so the guest sees the connection closed before
+ * any byte, and the host count is read after the record. At most
+ * `responder.connections` socat processes per responder exist at once; the
+ * gate itself (sh, flock) ends within its loop. Its own messages go to a log
+ * (stderr is the guest's connection). The words are fixed, so guestfwd can
+ * carry the command (`sh <dir>/<port>.gate`).
+ */
+function gateScript(dir: string, port: number, slots: number): string {
+  const base = join(dir, String(port));
+  return [
+    `# cairn: at most ${slots} socat at once for the responder on port ${port} (responder.connections)`,
+    `exec 2>>${base}.gate.log`,
+    "i=0",
+    `while [ "$i" -lt ${slots} ]; do`,
+    `  exec 9>>${base}.slot.$i`,
+    `  if flock -n 9; then exec ${socatArgv(`${base}.sock`).join(" ")}; fi`,
+    "  exec 9>&-",
+    "  i=$((i + 1))",
+    "done",
+    `echo refused >>${base}.refused`,
+    "",
+  ].join("\n");
+}
+
+function connector(dir: string, port: number): string[] {
+  return ["sh", join(dir, `${port}.gate`)];
+}
+
+/** How many guest connections the gate of each responder port refused (lines of `<port>.refused`). */
+function refusedCounts(dir: string, ports: readonly number[]): Map<number, number> {
+  const counts = new Map<number, number>();
+  for (const port of ports) {
+    let n = 0;
+    try {
+      n =
+        readFileBounded(join(dir, `${port}.refused`), REFUSED_LOG_BYTES, "responder.refused-log-bytes")
+          .toString("latin1")
+          .split("\n").length - 1;
+    } catch {
+      // none refused: the gate writes the file only for a refusal
+    }
+    counts.set(port, n);
+  }
+  return counts;
+}
+
+/** The refusal log read back (8 bytes a line): room for a million refusals, far past what a guest's time limit allows. */
+const REFUSED_LOG_BYTES = 8 * 1024 * 1024;
+
+/** The host ends for a replay: the same command shape, pointing at a gate nobody wrote (a replay delivers recorded packets). */
 export function absentResponder(n: VmNetwork): { paths: NetworkPaths; stop(): void } {
   const dir = mkdtempSync(join(tmpdir(), "cairn-net-"));
   rmSync(dir, { recursive: true, force: true });
-  return { paths: { connect: new Map(n.responders.map((r) => [r.port, connector(join(dir, `${r.port}.sock`))])) }, stop() {} };
+  return { paths: { connect: new Map(n.responders.map((r) => [r.port, connector(dir, r.port)])) }, stop() {} };
 }
 
 /** The responder's entry script (vm/responder-main under the code root: .ts under tsx, .js in dist/, also for the CLI bundle), and the loader flags this process runs with. */
@@ -132,11 +192,14 @@ function responderCommand(config: string): string[] {
 
 export async function startResponder(n: VmNetwork, http: HttpRoot | undefined): Promise<RunningResponder> {
   if (!hasTool("socat")) throw new CairnError("PREREQUISITE_MISSING", "socat is not installed", { path: "socat", hint: SOCAT_FIX });
+  if (!hasTool("flock"))
+    throw new CairnError("PREREQUISITE_MISSING", "flock is not installed", { path: "flock", hint: "apt-get install -y util-linux (the connector's gate)" });
   for (const r of n.responders)
     if (r.kind === "http" && (http?.files === undefined || http.digest !== r.root))
       throw new CairnError("INTERNAL", "the http responder's directory was not read for this record", { path: "/vm/network/responders" });
   const dir = mkdtempSync(join(tmpdir(), "cairn-net-")); // 0700; short, so socket paths stay below 108 bytes
   const connect_ = new Map<number, string[]>();
+  const sockets = new Map<number, string>();
   const config: { -readonly [K in keyof ResponderConfig]: ResponderConfig[K] } = {
     control: join(dir, "control.sock"),
     headBytes: RESPONDER_LIMITS["responder.request-head-bytes"],
@@ -144,7 +207,10 @@ export async function startResponder(n: VmNetwork, http: HttpRoot | undefined): 
   };
   for (const r of n.responders) {
     const socket = join(dir, `${r.port}.sock`);
-    connect_.set(r.port, connector(socket));
+    const slots = n.responder_limits.connections ?? RESPONDER_LIMITS["responder.connections"];
+    writeFileAtomic(join(dir, `${r.port}.gate`), gateScript(dir, r.port, slots), { mode: 0o600 });
+    connect_.set(r.port, connector(dir, r.port));
+    sockets.set(r.port, socket);
     if (r.kind === "echo") config.echo = { socket };
     else {
       const files: Record<string, { sha256: Sha256Digest; size: number }> = {};
@@ -188,14 +254,14 @@ export async function startResponder(n: VmNetwork, http: HttpRoot | undefined): 
   } catch (e) {
     stopped = true;
     killGroup();
-    rmSync(dir, { recursive: true, force: true });
+    removeDir(dir);
     throw e;
   }
   // interrupted (qemu.ts ends QEMU's group and re-raises the signal): the responder and its private directory go too
   const onSignal = (signal: NodeJS.Signals): void => {
     stopped = true;
     killGroup();
-    rmSync(dir, { recursive: true, force: true });
+    removeDir(dir);
     for (const sig of INTERRUPTS) process.removeListener(sig, onSignal);
     // before QEMU started nobody else ends the process: do what the signal asked
     if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
@@ -207,18 +273,37 @@ export async function startResponder(n: VmNetwork, http: HttpRoot | undefined): 
       if (!ok && !stopped) fail(`the responder did not answer within ${RESPONDER_ANSWER_MS} ms (hung)`);
     });
   }, CHECK_EVERY_MS);
+  let finalRefused: Map<number, number> | undefined;
+  const ports = n.responders.map((r) => r.port);
   return {
     paths: { connect: connect_ },
+    sockets,
+    refused: () => finalRefused ?? refusedCounts(dir, ports),
     failed: controller.signal,
     reason: () => why,
     stop() {
+      finalRefused ??= refusedCounts(dir, ports);
       stopped = true;
       clearInterval(timer);
       for (const sig of INTERRUPTS) process.removeListener(sig, onSignal);
       killGroup();
-      rmSync(dir, { recursive: true, force: true });
+      removeDir(dir);
     },
   };
+}
+
+/**
+ * Removes the responder's private directory. A `socat` or gate of a guest
+ * connection may still be ending (it writes its log there until it does), so
+ * the removal retries and a leftover is not an error of the run: the
+ * directory is private (0700) and holds no input.
+ */
+function removeDir(dir: string): void {
+  try {
+    rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 });
+  } catch {
+    // left behind in the temporary directory
+  }
 }
 
 /** The responder's copy of one served file, by digest, in its private directory. */

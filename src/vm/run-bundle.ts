@@ -8,7 +8,7 @@
  *                              sha256 and size
  *   run/<file>                 run.json, events.json, assertions.json,
  *                              replay.log, lock.json (the workload lock),
- *                              and when present cost.json, environment.json,
+ *                              and when present cost.json, environment.json, network.json,
  *                              receipt.dsse.json
  *   store/objects/<hex>        the workload lock's raw closure, and, only with
  *                              `includeInputs`, the run's input tree
@@ -38,7 +38,7 @@ import { Store } from "../store/index.ts";
 import { readWorkloadLock } from "../workload/index.ts";
 import { loadKit, readKitObject, type Kit } from "./kit.ts";
 import { readRunManifest, RUN_READ_LIMITS } from "./replay-run.ts";
-import { RUN_COST_FILE, RUN_ENV_MANIFEST_FILE, RUN_ENVIRONMENT_FILE } from "./run-facts.ts";
+import { RUN_COST_FILE, RUN_ENV_MANIFEST_FILE, RUN_ENVIRONMENT_FILE, RUN_NETWORK_FILE } from "./run-facts.ts";
 import { RECEIPT_FILE } from "./run-receipt.ts";
 import { RUN_FILES } from "./rundir.ts";
 import { parseModuleEntries } from "./vmid.ts";
@@ -48,7 +48,7 @@ export const RUN_BUNDLE_SCHEMA = "cairn.bundle/1";
 export const BUNDLE_INDEX = "cairn-bundle.json";
 /** The run files a bundle carries: always, then when present. */
 export const BUNDLE_RUN_FILES = [RUN_FILES.manifest, RUN_FILES.events, RUN_FILES.assertions, RUN_FILES.replayLog, RUN_FILES.lock] as const;
-export const BUNDLE_OPTIONAL_RUN_FILES = [RUN_COST_FILE, RUN_ENVIRONMENT_FILE, RUN_ENV_MANIFEST_FILE, RECEIPT_FILE] as const;
+export const BUNDLE_OPTIONAL_RUN_FILES = [RUN_COST_FILE, RUN_ENVIRONMENT_FILE, RUN_ENV_MANIFEST_FILE, RUN_NETWORK_FILE, RECEIPT_FILE] as const;
 /** bundle.max_bytes: the most a bundle may hold (read whole, in memory). */
 export const BUNDLE_MAX_BYTES = 4 * 1024 * 1024 * 1024;
 

@@ -22,6 +22,16 @@ import { CairnError, parseJsonBytes, readFileBounded, writeFileAtomic, type Sha2
 import { checkResume, parseSnapshotRef, type EnvManifest, type ResumeResult, type SnapshotRef } from "../manifest/index.ts";
 
 export const RUN_ENVIRONMENT_FILE = "environment.json";
+/**
+ * network.json: a `run.network` record's host facts, for each responder its
+ * port, kind, the `responder.connections` bound and how many guest
+ * connections the gate refused at it (issue 31). What the guest saw of a
+ * refusal (a connection closed before any byte) is in the replay log, so a
+ * replay shows the workload the same refusals; the host count cannot be taken
+ * again at replay (no responder runs), so it is recorded here, shareable and
+ * covered by the receipt through run.json's directory.
+ */
+export const RUN_NETWORK_FILE = "network.json";
 export const RUN_COST_FILE = "cost.json";
 export const RUN_ENV_MANIFEST_FILE = "environment-manifest.json";
 const ENV_MANIFEST_MAX_BYTES = 16 * 1024 * 1024;
@@ -87,4 +97,33 @@ export function checkRunEnvironment(runDir: string, offered: EnvManifest | undef
     });
   }
   return checkResume(recorded, offered, { allowUnpinned });
+}
+
+export interface RunNetworkFacts {
+  readonly responders: ReadonlyArray<{ readonly port: number; readonly kind: string; readonly connections: number; readonly refused: number }>;
+}
+
+export function writeRunNetwork(runDir: string, facts: RunNetworkFacts): void {
+  writeFileAtomic(join(runDir, RUN_NETWORK_FILE), `${JSON.stringify(facts, null, 2)}\n`, { mode: 0o644 });
+}
+
+/** The recorded network facts, when the run has them (a run without `run.network`, or one recorded before issue 31, has none). */
+export function readRunNetwork(runDir: string): RunNetworkFacts | undefined {
+  const path = join(runDir, RUN_NETWORK_FILE);
+  if (!existsSync(path)) return undefined;
+  const m = parseJsonBytes(readFileBounded(path, 64 * 1024, "run.network-facts-bytes")) as unknown;
+  const rs = (m as { responders?: unknown } | null)?.responders;
+  if (!Array.isArray(rs)) throw new CairnError("RUN_INVALID", `${path} is not a run's network facts`, { path });
+  return {
+    responders: rs.map((r: unknown, i) => {
+      const o = r as Record<string, unknown>;
+      const int = (k: string) => {
+        const v = o?.[k];
+        if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 0)
+          throw new CairnError("RUN_INVALID", `${path}: /responders/${i}/${k} must be a non-negative integer`, { path });
+        return v;
+      };
+      return { port: int("port"), kind: String(o?.kind), connections: int("connections"), refused: int("refused") };
+    }),
+  };
 }

@@ -19,6 +19,7 @@ import { openRoot, sha256 } from "../../src/core/index.ts";
 import { KIT_ROOT, loadKit, putKitObject, readKitObject, writeKit, type Kit } from "../../src/vm/kit.ts";
 import { KIT_MODULES } from "../../src/vm/kernel.ts";
 import { assertCode } from "../helpers/errors.ts";
+import { needs } from "../helpers/prerequisites.ts";
 
 function makeKit(): Kit {
   const dir = join(mkdtempSync(join(tmpdir(), "cairn-kitroot-")), "kit");
@@ -107,5 +108,46 @@ describe("the guest kit is read without following a symlink inside it (issue 31,
     const empty = join(mkdtempSync(join(tmpdir(), "cairn-kit-empty-")), "kit");
     mkdirSync(empty);
     assert.equal(loadKit(empty), undefined);
+  });
+});
+
+const probe = spawnSync("unshare", ["-rm", "sh", "-c", 'd=$(mktemp -d) && mount -t tmpfs -o size=64k none "$d" && mount -o remount,ro "$d"'], {
+  encoding: "utf8",
+});
+const NS_SKIP = needs(probe.status === 0 ? undefined : `unshare -rm with a tmpfs mount (user namespaces): ${probe.stderr.trim().slice(0, 120)}`);
+
+/** Runs the child's modes in order inside one namespace with a tmpfs of `size` at a fresh mount point; `ro` remounts it read-only after the first. */
+function kitOnTmpfs(size: string, modes: string[][], ro: boolean): Array<{ ok?: boolean; code?: string; message?: string }> {
+  const mount = mkdtempSync(join(tmpdir(), "cairn-kit-media-"));
+  const child = join(import.meta.dirname, "fixtures", "kit-media-child.ts");
+  const run = (m: string[]) => [process.execPath, "--import", "tsx", child, m[0]!, mount, ...m.slice(1)].map((w) => `'${w}'`).join(" ");
+  const lines = [`mount -t tmpfs -o size=${size} none '${mount}' || exit 90`, run(modes[0]!)];
+  if (ro) lines.push(`mount -o remount,ro '${mount}' || exit 91`);
+  for (const m of modes.slice(1)) lines.push(run(m));
+  const r = spawnSync("unshare", ["-rm", "sh", "-c", lines.join("\n")], { encoding: "utf8", cwd: join(import.meta.dirname, "..", "..") });
+  assert.equal(r.status, 0, r.stderr);
+  return r.stdout
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as { ok?: boolean; code?: string; message?: string });
+}
+
+describe("a kit on read-only or full media (issue 31, fault campaign)", { skip: NS_SKIP }, () => {
+  it("a read-only kit loads and gives every object; writing an object into it is IO_ERROR naming the read-only file system (control: the same write before the remount)", () => {
+    const [made, read, put] = kitOnTmpfs("4m", [["make"], ["read"], ["put", "100"]], true);
+    assert.deepEqual(made, { ok: true });
+    assert.deepEqual(read, { ok: true });
+    assert.equal(put!.code, "IO_ERROR", JSON.stringify(put));
+    assert.match(put!.message!, /file system mounted at .* is read-only \(EROFS\)/);
+    assert.deepEqual(kitOnTmpfs("4m", [["make"], ["put", "100"]], false)[1], { ok: true }, "control: writable");
+  });
+
+  it("writing an object into a full kit file system is IO_ERROR naming it as full (ENOSPC), and the kit still loads (control: a small object fits)", () => {
+    const [made, big, read, small] = kitOnTmpfs("256k", [["make"], ["put", String(1024 * 1024)], ["read"], ["put", "100"]], false);
+    assert.deepEqual(made, { ok: true });
+    assert.equal(big!.code, "IO_ERROR", JSON.stringify(big));
+    assert.match(big!.message!, /is full \(ENOSPC\)/);
+    assert.deepEqual(read, { ok: true });
+    assert.deepEqual(small, { ok: true });
   });
 });

@@ -7,12 +7,14 @@
  */
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
-import { connect } from "node:net";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { once } from "node:events";
+import { type AddressInfo, connect, createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { CairnError } from "../../src/core/index.ts";
-import { networkIdentity } from "../../src/vm/netid.ts";
+import { networkIdentity, RESPONDER_LIMITS } from "../../src/vm/netid.ts";
 import { lookup } from "../../src/vm/responder.ts";
 import { readHttpRoot, startResponder, type RunningResponder } from "../../src/vm/responder-host.ts";
 import { runHostScope } from "../../src/vm/run-inputs.ts";
@@ -45,7 +47,7 @@ function exchange(socket: string, req: string | Buffer): Promise<Buffer> {
 
 /** The Unix socket the responder listens on for a port (the last word of the connector QEMU runs). */
 function socketOf(r: RunningResponder, port: number): string {
-  return r.paths.connect.get(port)!.at(-1)!.slice("UNIX-CONNECT:".length);
+  return r.sockets.get(port)!;
 }
 
 describe("reading the served directory", () => {
@@ -175,6 +177,62 @@ describe("the responder process", { skip: SOCAT_SKIP }, () => {
       assert.equal(got.bytes, bound, "exactly responder.echo-bytes came back");
       assert.equal(got.ended, true, "the responder ended the connection at its bound");
     } finally {
+      r.stop();
+    }
+  });
+
+  it("holds at most responder.connections guest connections per responder: the gate refuses the rest before any byte and counts them; socat processes never exceed the bound (issue 31, case 4; control: within the bound every connection echoes)", async () => {
+    const root = readHttpRoot(site(), ANY);
+    const r = await startResponder(net(root), root);
+    const bound = RESPONDER_LIMITS["responder.connections"];
+    // QEMU's guestfwd gives the connector one end of a loopback TCP connection as stdin, stdout and stderr: so does this test
+    const server = createServer();
+    await new Promise<void>((res) => server.listen(0, "127.0.0.1", res));
+    const port = (server.address() as AddressInfo).port;
+    const [cmd, ...args] = r.paths.connect.get(7)!;
+    const children: ChildProcess[] = [];
+    server.on("connection", (sock: Socket) => {
+      children.push(spawn(cmd!, args, { stdio: [sock, sock, sock] }));
+      sock.destroy(); // the child holds its own copy of the descriptor
+    });
+    const socatCount = () => spawnSync("pgrep", ["-c", "-f", `UNIX-CONNECT:${r.sockets.get(7)}`], { encoding: "utf8" }).stdout.trim();
+    /** Opens `n` connections, each sending one byte; resolves with what each got back (held open). */
+    const open = (n: number) =>
+      Promise.all(
+        Array.from(
+          { length: n },
+          () =>
+            new Promise<{ got: string; ended: boolean; c: Socket }>((res, rej) => {
+              const c = connect(port, "127.0.0.1", () => c.write("a"));
+              let got = "";
+              c.on("data", (d: Buffer) => {
+                got += d.toString("latin1");
+                res({ got, ended: false, c });
+              });
+              c.on("end", () => res({ got, ended: true, c }));
+              // a refused connection closed with our byte unread is reset rather than ended: refused all the same
+              c.on("error", (e: NodeJS.ErrnoException) => (e.code === "ECONNRESET" ? res({ got, ended: true, c }) : rej(e)));
+            }),
+        ),
+      );
+    try {
+      const over = 5;
+      const first = await open(bound + over);
+      const echoed = first.filter((x) => x.got === "a").length;
+      const refused = first.filter((x) => x.ended && x.got === "").length;
+      assert.equal(echoed, bound, "exactly responder.connections connections echo while all are held");
+      assert.equal(refused, over, "the rest were closed before any byte");
+      assert.equal(Number(socatCount()), bound, "socat processes for this responder: exactly the bound, never more");
+      assert.equal(r.refused().get(7), over, "the refusals are counted");
+      for (const x of first) x.c.destroy();
+      // control: once the held connections end, their slots are free again and new connections echo
+      await Promise.all(children.map((ch) => (ch.exitCode !== null || ch.signalCode !== null ? undefined : once(ch, "exit"))));
+      const again = await open(bound);
+      assert.equal(again.filter((x) => x.got === "a").length, bound, "control: within the bound every connection echoes");
+      for (const x of again) x.c.destroy();
+      assert.equal(r.refused().get(7), over, "control connections are not refused");
+    } finally {
+      server.close();
       r.stop();
     }
   });
