@@ -29,7 +29,8 @@ export const RUN_ENVIRONMENT_FILE = "environment.json";
  * refusal (a connection closed before any byte) is in the replay log, so a
  * replay shows the workload the same refusals; the host count cannot be taken
  * again at replay (no responder runs), so it is recorded here, shareable and
- * covered by the receipt through run.json's directory.
+ * carried by bundles; like cost.json it is a host fact of the record, not
+ * bound by the receipt.
  */
 export const RUN_NETWORK_FILE = "network.json";
 export const RUN_COST_FILE = "cost.json";
