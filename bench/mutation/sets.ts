@@ -80,7 +80,8 @@ export const MUTATION_SETS: Readonly<Record<string, MutationSet>> = {
   // Issue 31, case 19: the modules of the checks the tests let go.
   elf: {
     mutate: ["src/workload/elf.ts"],
-    tests: ["tests/workload/elf.test.ts", "tests/workload/binary-workload.test.ts", "tests/workload/robustness.test.ts"],
+    // binary-workload.test.ts also reaches the gate, through whole assemblies: too slow per mutant on the loaded machine of issue 31
+    tests: ["tests/workload/elf.test.ts", "tests/workload/robustness.test.ts"],
   },
   contents: { mutate: ["src/strata/contents.ts"], tests: ["tests/strata/registry.test.ts", "tests/strata/blob-gate.test.ts"] },
   envelope: {
