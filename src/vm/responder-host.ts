@@ -22,11 +22,11 @@
  *    never leaves the run waiting.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { lstatSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
-import { CairnError, codeModule, readFileBounded, sha256, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
+import { CairnError, codeModule, sha256, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
 import { entriesTree, fsIdentity, readDirectory, resolveBeneath, withBeneath, type HostScope } from "../tree/index.ts";
 import { hasTool } from "./host.ts";
 import { HTTP_ROOT_LIMITS, RESPONDER_LIMITS, type NetworkPaths, type VmNetwork } from "./netid.ts";
@@ -142,7 +142,7 @@ function gateScript(dir: string, port: number, slots: number): string {
     "  exec 9>&-",
     "  i=$((i + 1))",
     "done",
-    `echo refused >>${base}.refused`,
+    `echo refused >>${base}.refused`, // REFUSED_LINE
     "",
   ].join("\n");
 }
@@ -151,26 +151,29 @@ function connector(dir: string, port: number): string[] {
   return ["sh", join(dir, `${port}.gate`)];
 }
 
-/** How many guest connections the gate of each responder port refused (lines of `<port>.refused`). */
+/**
+ * How many guest connections the gate of each responder port refused: the
+ * gate appends "refused\n" (8 bytes) per refusal to `<port>.refused` in this
+ * private directory, so the count is the file's size over 8, however many
+ * there were (reading the lines with a byte bound would have reported none
+ * past it).
+ */
 function refusedCounts(dir: string, ports: readonly number[]): Map<number, number> {
   const counts = new Map<number, number>();
   for (const port of ports) {
-    let n = 0;
+    let size = 0;
     try {
-      n =
-        readFileBounded(join(dir, `${port}.refused`), REFUSED_LOG_BYTES, "responder.refused-log-bytes")
-          .toString("latin1")
-          .split("\n").length - 1;
+      size = lstatSync(join(dir, `${port}.refused`)).size;
     } catch {
       // none refused: the gate writes the file only for a refusal
     }
-    counts.set(port, n);
+    counts.set(port, Math.floor(size / REFUSED_LINE.length));
   }
   return counts;
 }
 
-/** The refusal log read back (8 bytes a line): room for a million refusals, far past what a guest's time limit allows. */
-const REFUSED_LOG_BYTES = 8 * 1024 * 1024;
+/** What the gate appends per refused connection. */
+const REFUSED_LINE = "refused\n";
 
 /** The host ends for a replay: the same command shape, pointing at a gate nobody wrote (a replay delivers recorded packets). */
 export function absentResponder(n: VmNetwork): { paths: NetworkPaths; stop(): void } {

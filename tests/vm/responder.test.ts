@@ -11,7 +11,7 @@ import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { once } from "node:events";
 import { type AddressInfo, connect, createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { describe, it } from "node:test";
 import { CairnError } from "../../src/core/index.ts";
 import { networkIdentity, RESPONDER_LIMITS } from "../../src/vm/netid.ts";
@@ -233,6 +233,20 @@ describe("the responder process", { skip: SOCAT_SKIP }, () => {
       assert.equal(r.refused().get(7), over, "control connections are not refused");
     } finally {
       server.close();
+      r.stop();
+    }
+  });
+
+  it("counts every refusal, however many (a refusal log past 8 MiB was read as none)", async () => {
+    const root = readHttpRoot(site(), ANY);
+    const r = await startResponder(net(root), root);
+    try {
+      assert.equal(r.refused().get(7), 0, "control: none refused yet");
+      // the gate appends one "refused" line per refusal to <port>.refused beside the socket
+      const log = join(dirname(r.sockets.get(7)!), "7.refused");
+      writeFileSync(log, "refused\n".repeat(1_100_000));
+      assert.equal(r.refused().get(7), 1_100_000);
+    } finally {
       r.stop();
     }
   });
