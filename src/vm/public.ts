@@ -13,6 +13,7 @@ export type { ReplayOptions, ReplayResult } from "./index.ts";
 export { parseRunManifest, readRunManifest, RUN_MANIFEST_SCHEMA, RUN_MANIFEST_SCOPE } from "./index.ts";
 export type { RunManifest } from "./index.ts";
 export { DEFAULT_SCENARIO, parseScenario } from "./index.ts";
+export { checkWorkloadRun } from "./index.ts";
 export type { Scenario } from "./index.ts";
 export { writeFailureBundle } from "./index.ts";
 export { OUTCOME_IDENTITY, OUTCOME_SCOPE, TREE_MANIFEST_IDENTITY, VM_IDENTITY, VM_IDENTITY_SCOPE } from "./index.ts";
