@@ -32,7 +32,7 @@
  */
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { CairnError, compareBytes, readFileBounded, sha256, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
+import { CairnError, checkLimit, compareBytes, readFileBounded, sha256, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
 import { writeTar, type TarEntry } from "../tree/index.ts";
 import { Store } from "../store/index.ts";
 import { readWorkloadLock } from "../workload/index.ts";
@@ -51,6 +51,8 @@ export const BUNDLE_RUN_FILES = [RUN_FILES.manifest, RUN_FILES.events, RUN_FILES
 export const BUNDLE_OPTIONAL_RUN_FILES = [RUN_COST_FILE, RUN_ENVIRONMENT_FILE, RUN_ENV_MANIFEST_FILE, RUN_NETWORK_FILE, RECEIPT_FILE] as const;
 /** bundle.max_bytes: the most a bundle may hold (read whole, in memory). */
 export const BUNDLE_MAX_BYTES = 4 * 1024 * 1024 * 1024;
+const BUNDLE_HINT =
+  "bundle.max_bytes is fixed in this version of cairn (a bundle is built in memory): a run whose workload's store objects are larger cannot be bundled; copy the store and the run directory instead";
 
 export interface BundleMember {
   readonly path: string;
@@ -97,13 +99,17 @@ export function writeRunBundle(opts: WriteBundleOptions): { file: string; size: 
   for (const name of BUNDLE_RUN_FILES) files.set(`run/${name}`, runFile(opts.runDir, name));
   for (const name of BUNDLE_OPTIONAL_RUN_FILES) if (existsSync(join(opts.runDir, name))) files.set(`run/${name}`, runFile(opts.runDir, name));
   const store = new Store(opts.storeDir, { write: false });
-  for (const r of lock.raw) files.set(`store/objects/${hex(r.digest)}`, store.read("objects", r.digest, r.size, "bundle.object"));
   // the run's inputs, only when asked (they are host files a spec named), read back and verified from the store:
   // a fresh home has no host paths to read them from
   const inputsFact: BundleInputsFact | undefined = m.run_inputs === undefined ? undefined : { tree: m.run_inputs.tree, included: opts.includeInputs === true };
-  if (m.run_inputs !== undefined && opts.includeInputs === true)
-    for (const o of runInputObjects(opts.storeDir, m.run_inputs))
-      files.set(`store/objects/${hex(o.digest)}`, store.read("objects", o.digest, o.size, "bundle.object"));
+  const inputObjects = m.run_inputs !== undefined && opts.includeInputs === true ? runInputObjects(opts.storeDir, m.run_inputs) : [];
+  // A bundle is built in memory: its store objects' sizes (the lock's and the inputs' own records) are summed before
+  // one is read, so a run of a big image (a root disk of GiBs) is refused naming bundle.max_bytes, instead of its
+  // layers being read whole into memory first (past Node's largest buffer, a RangeError; below it, GiBs of RAM)
+  const objectBytes = [...lock.raw, ...inputObjects, lock.derived].reduce((n, o) => n + o.size, 0);
+  checkLimit("bundle.max_bytes", objectBytes, BUNDLE_MAX_BYTES, opts.out, "bytes", BUNDLE_HINT);
+  for (const r of lock.raw) files.set(`store/objects/${hex(r.digest)}`, store.read("objects", r.digest, r.size, "bundle.object"));
+  for (const o of inputObjects) files.set(`store/objects/${hex(o.digest)}`, store.read("objects", o.digest, o.size, "bundle.object"));
   files.set(`store/derived/${hex(lock.derived.digest)}`, store.read("derived", lock.derived.digest, lock.derived.size, "bundle.derived"));
   const kernels = [m.vm.kernel, ...parseModuleEntries(m.vm.kernel_modules, "/vm/kernel_modules").map((x) => x.digest)];
   for (const [i, d] of kernels.entries()) {
