@@ -54,7 +54,8 @@ import { Store } from "../store/index.ts";
 import { applyLayers, DEFAULT_LIMITS, STRICT_POLICY, type LayerLimits } from "../tree/index.ts";
 import { BundleSpill } from "./bundle-spill.ts";
 import { parseWorkloadLock } from "../workload/index.ts";
-import { KIT_ROOT, loadKit, putKitObject, qemuVersion, writeKit, type Kit } from "./kit.ts";
+import { KIT_ROOT, kitForRun, putKitObject, qemuVersion, writeKit, type Kit } from "./kit.ts";
+import { runKitNeeds } from "./replay-run.ts";
 import { RUNS_ROOT } from "./record.ts";
 import { parseRunManifest, type RunManifest } from "./run-manifest.ts";
 import {
@@ -320,7 +321,6 @@ function writeImport(b: OpenedBundle, opts: ImportOptions): { runDir: string; ki
     if (p.startsWith("kit/kernels/")) putKitObject(opts.kitDir, "kernels", Buffer.from(b.members.get(p)!));
     else if (p.startsWith("kit/agents/")) putKitObject(opts.kitDir, "agents", Buffer.from(b.members.get(p)!));
   }
-  let kit = loadKit(opts.kitDir);
   const m = b.manifest;
   const synthetic: Kit = {
     dir: opts.kitDir,
@@ -333,11 +333,10 @@ function writeImport(b: OpenedBundle, opts: ImportOptions): { runDir: string; ki
     },
     agent: { digest: m.vm.agent, source: b.kit?.agent_source ?? m.vm.agent, compiler: b.kit?.agent_compiler ?? "unknown" },
   };
-  if (kit === undefined) {
-    // a fresh kit: its kit.json is written last, so a kit whose import stopped midway still reads as absent
-    writeKit(synthetic);
-    kit = synthetic;
-  }
+  // a fresh kit: its kit.json is written last, so a kit whose import stopped midway still reads as absent
+  if (!existsSync(join(opts.kitDir, "kit.json"))) writeKit(synthetic);
+  // what this run names, by digest (a kit set up here may name another kernel)
+  const kit = kitForRun(opts.kitDir, runKitNeeds(m));
   openRoot(opts.runsDir, RUNS_ROOT, { create: true });
   removeDeadStaging(opts.runsDir);
   const runDir = join(opts.runsDir, b.runId);

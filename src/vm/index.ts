@@ -42,8 +42,8 @@ export type { VmIdentity, RootDisk } from "./vmid.ts";
 export { qemuArgs, runQemu } from "./qemu.ts";
 export type { QemuPaths } from "./qemu.ts";
 export { buildAgent, AGENT_SOURCE_DIR } from "./agentbuild.ts";
-export { kitDir, loadKit, setupKit, ensureKit, qemuVersion, missingPackages, AGENT_SOURCE_DIGEST } from "./kit.ts";
-export type { Kit, SetupOptions } from "./kit.ts";
+export { kitDir, kitForRun, loadKit, setupKit, ensureKit, qemuVersion, missingPackages, AGENT_SOURCE_DIGEST } from "./kit.ts";
+export type { Kit, KitNeeds, SetupOptions } from "./kit.ts";
 export { prepareGuest, bootGuest, evaluate } from "./guest.ts";
 export {
   BASE_MEMORY_MIB,
@@ -64,8 +64,10 @@ export { recordRun, defaultRunsDir } from "./record.ts";
 export type { RecordOptions, RecordResult } from "./record.ts";
 export { isEnvironmentLockfile, readLockfileSpec, recordLockfileRun } from "./lockfile-run.ts";
 export type { LockfileRunOptions, LockfileRunResult, LockfileSpec } from "./lockfile-run.ts";
-export { replayRun, preflight, readRunManifest } from "./replay-run.ts";
+export { replayRun, preflight, readRunManifest, replayKit, runKitNeeds } from "./replay-run.ts";
 export { listRuns, describeRun } from "./run-summary.ts";
+export { describeOutcome, recordedFailure, verdictLine } from "./replay-verdict.ts";
+export type { ReplayVerdict } from "./replay-verdict.ts";
 export type { RunSummary, UnreadableRun } from "./run-summary.ts";
 export type { ReplayOptions, ReplayResult } from "./replay-run.ts";
 export { parseRunManifest, RUN_MANIFEST_SCHEMA, RUN_MANIFEST_SCOPE } from "./run-manifest.ts";

@@ -211,7 +211,61 @@ export function readKitObject(dir: string, area: "kernels" | "agents", digest: S
   return { path, bytes };
 }
 
+/**
+ * The kit for a new record: its kit.json must list every module the guest
+ * may load (KIT_MODULES); a kit set up before disk roots, or one an import
+ * wrote with a single run's modules, reads as absent and is set up again.
+ * A recorded run is replayed or bundled with `kitForRun`, which asks only
+ * for what that run names.
+ */
 export function loadKit(dir: string): Kit | undefined {
+  const kit = readKitJson(dir);
+  // a kit set up before disk roots lacks their modules: treated as absent, so it is set up again
+  if (kit === undefined || kit.kernel.modules.map((m) => m.name).join(",") !== KIT_MODULES.map(([n]) => n).join(",")) return undefined;
+  return kit;
+}
+
+/** What a recorded run needs of a kit: the kernel, modules and agent its VM identity names, by digest. */
+export interface KitNeeds {
+  readonly kernel: Sha256Digest;
+  readonly modules: ReadonlyArray<{ readonly name: string; readonly digest: Sha256Digest }>;
+  readonly agent: Sha256Digest;
+}
+
+/**
+ * The kit a recorded run is replayed or bundled with: every object the run
+ * names is read from the kit and verified by its digest (VM_MISMATCH naming
+ * the first one missing or damaged). What kit.json lists does not matter:
+ * a kit imported from a bundle holds that run's modules only, and a kit
+ * refreshed since the record names another kernel; both replay the run when
+ * its objects are there. kit.json, when present and naming the same kernel
+ * or agent, only lends their descriptive facts (package, file, compiler).
+ * No kit at all is PREREQUISITE_MISSING.
+ */
+export function kitForRun(dir: string, needs: KitNeeds, hint?: string): Kit {
+  requireKit(dir, hint);
+  readKitObject(dir, "kernels", needs.kernel, "/vm/kernel");
+  for (const [i, m] of needs.modules.entries()) readKitObject(dir, "kernels", m.digest, `/vm/kernel_modules/${i}`);
+  readKitObject(dir, "agents", needs.agent, "/vm/agent");
+  const listed = readKitJson(dir);
+  const sameKernel = listed?.kernel.digest === needs.kernel ? listed.kernel : undefined;
+  const sameAgent = listed?.agent.digest === needs.agent ? listed.agent : undefined;
+  return {
+    dir,
+    qemu: listed?.qemu ?? "unknown",
+    kernel: { digest: needs.kernel, package: sameKernel?.package ?? "unknown", file: sameKernel?.file ?? "unknown", modules: needs.modules },
+    agent: { digest: needs.agent, source: sameAgent?.source ?? needs.agent, compiler: sameAgent?.compiler ?? "unknown" },
+  };
+}
+
+/** PREREQUISITE_MISSING unless `dir` holds a kit (its kit.json or object directories). */
+export function requireKit(dir: string, hint = "run `cairn setup` first (or pass --kit)"): void {
+  if (!["kit.json", "kernels", "agents"].some((n) => existsSync(join(dir, n))))
+    throw new CairnError("PREREQUISITE_MISSING", `no guest kit at ${dir}`, { path: dir, hint });
+}
+
+/** kit.json parsed strictly, whatever modules it lists; undefined when absent or of an old schema. */
+function readKitJson(dir: string): Kit | undefined {
   const file = join(dir, "kit.json");
   const bytes = readKitFile(dir, "", "kit.json", KIT_LIMITS["kit.max_json_bytes"], "kit.max_json_bytes");
   if (bytes === undefined) return undefined;
@@ -233,8 +287,6 @@ export function loadKit(dir: string): Kit | undefined {
   const a = c.object(o.agent, "/agent", ["digest", "source", "compiler"]);
   const qemu = c.string(o.qemu, "/qemu");
   c.done(`invalid ${file}`, "run `cairn setup` again");
-  // a kit set up before disk roots lacks their modules: treated as absent, so it is set up again
-  if (modules.map((m) => m.name).join(",") !== KIT_MODULES.map(([n]) => n).join(",")) return undefined;
   const d = (v: unknown, p: string) => parseSha256(v, p);
   return {
     dir,

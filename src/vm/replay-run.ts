@@ -24,13 +24,14 @@ import { describeDerivation, openVerifiedWorkload, type VerifyOptions } from "..
 import { writeFailureBundle, writeFailureBundleAfter } from "./bundle.ts";
 import { bootGuest, evaluate, prepareGuest, type BootResult, type Evaluation } from "./guest.ts";
 import { CONSOLE_LOG_FILE, consoleFailures } from "./kernel-log.ts";
-import { qemuVersion, type Kit } from "./kit.ts";
+import { kitForRun, qemuVersion, requireKit, type Kit, type KitNeeds } from "./kit.ts";
 import type { EnvManifest } from "../manifest/index.ts";
 import { checkRunEnvironment, readRunNetwork } from "./run-facts.ts";
 import { parseRunManifest, type RunManifest } from "./run-manifest.ts";
 import { DEFAULT_TIMEOUT_MS, guestLaunch, workloadFacts } from "./record.ts";
 import { dropImage, nextReplayDir, RUN_FILES, writeEvaluation, writeJsonPublic, writeStreams } from "./rundir.ts";
 import { parseScenario } from "./scenario.ts";
+import { describeOutcome, type ReplayVerdict } from "./replay-verdict.ts";
 import { loadRunInputs } from "./input-listing.ts";
 import { firstNetworkDifference } from "./netid.ts";
 import { firstVmDifference, parseModuleEntries, vmDigest } from "./vmid.ts";
@@ -60,6 +61,8 @@ export interface ReplayResult {
   readonly replayDir: string;
   readonly manifest: RunManifest;
   readonly evaluation: Evaluation;
+  /** Both facts: the replay matches the record (always true here: a mismatch throws), and the record's status. */
+  readonly verdict: ReplayVerdict;
   readonly qemuMs: number;
   /** The workload's replayed output per invocation (also in the replay directory's private streams/). */
   readonly streams: ReadonlyMap<number, { readonly stdout: Buffer; readonly stderr: Buffer }>;
@@ -87,6 +90,22 @@ export function readRunManifest(runDir: string): RunManifest {
   const file = join(runDir, RUN_FILES.manifest);
   if (!existsSync(file)) throw new CairnError("RUN_INVALID", `${runDir} is not a run directory (no ${RUN_FILES.manifest})`, { path: file });
   return parseRunManifest(readFileBounded(file, RUN_READ_LIMITS["run.manifest-bytes"], "run.manifest-bytes"), file);
+}
+
+/** The kernel, modules and agent a run's VM identity names. */
+export function runKitNeeds(m: RunManifest): KitNeeds {
+  return { kernel: m.vm.kernel, modules: parseModuleEntries(m.vm.kernel_modules, "/vm/kernel_modules"), agent: m.vm.agent };
+}
+
+/**
+ * The kit in `kitDir` for replaying (or bundling) the run in `runDir`: the
+ * objects the run names, by digest (kit.ts `kitForRun`), not the kit's
+ * current module list, so a run imported from a bundle replays by its
+ * directory from the kit the import filled.
+ */
+export function replayKit(kitDir: string, runDir: string, hint?: string): Kit {
+  requireKit(kitDir, hint); // first: no kit is a missing prerequisite (exit 3), whatever the run directory holds
+  return kitForRun(kitDir, runKitNeeds(readRunManifest(runDir)), hint);
 }
 
 /** Steps 1–6: everything that can be checked before launch. */
@@ -189,24 +208,29 @@ export async function replayRun(opts: ReplayOptions): Promise<ReplayResult> {
   // the same streams a record writes, so a replayed failure's output can be read (and compared with the record's)
   writeStreams(dir, boot.decoded.streams);
   opts.onStreams?.(boot.decoded.streams);
-  const result = { run_id: manifest.run_id, outcome: evaluation.outcome, status: evaluation.status, matches: false };
   let mismatch: CairnError | undefined;
   const ei = firstEventDifference(recordedEvents, evaluation.events as unknown[]);
   const ai = firstEventDifference(recordedAssertions, evaluation.assertions as unknown[]);
-  const k = evaluation.kernel[0];
-  // a replay that reproduces a kernel-reported failure reproduces a run that did not happen as its identity says: never "matches"
-  if (k !== undefined)
-    mismatch = new CairnError("RUN_INFRASTRUCTURE", `the guest kernel reported ${k.reason} in the replay too: ${k.line}`, {
-      path: "/kernel/0",
-      hint: "the recorded run is an infrastructure failure; see failure-bundle.json",
-    });
-  else if (ei >= 0) mismatch = new CairnError("REPLAY_MISMATCH", `replayed event ${ei} differs from the record`, { path: `/events/${ei}` });
+  // matches: the replay equals the record, whatever the record was; a reproduced failure (an OOM kill, an
+  // exit 3) matches, and the verdict states the record's status beside it (replay-verdict.ts)
+  if (ei >= 0) mismatch = new CairnError("REPLAY_MISMATCH", `replayed event ${ei} differs from the record`, { path: `/events/${ei}` });
   else if (ai >= 0) mismatch = new CairnError("REPLAY_MISMATCH", `replayed assertion ${ai} differs from the record`, { path: `/assertions/${ai}` });
   else if (evaluation.outcome !== manifest.outcome) mismatch = new CairnError("REPLAY_MISMATCH", "the replayed outcome digest differs", { path: "/outcome" });
-  else if (evaluation.status !== manifest.status) mismatch = new CairnError("REPLAY_MISMATCH", "the replayed status differs", { path: "/status" });
-  result.matches = mismatch === undefined;
-  writeJsonPublic(join(dir, "result.json"), result);
+  else if (evaluation.status !== manifest.status)
+    mismatch = new CairnError("REPLAY_MISMATCH", `the replayed status (${evaluation.status}) differs from the recorded one (${manifest.status})`, {
+      path: "/status",
+    });
+  const verdict: ReplayVerdict = {
+    run_id: manifest.run_id,
+    matches: mismatch === undefined,
+    recorded_status: manifest.status,
+    recorded_passed: manifest.status === "passed",
+    // equal events and assertions: the replay's facts are the record's (a mismatch says only where they differ)
+    recorded: mismatch === undefined ? describeOutcome(evaluation) : null,
+  };
+  writeJsonPublic(join(dir, "result.json"), { ...verdict, outcome: evaluation.outcome, status: evaluation.status });
   if (mismatch) {
+    const k = evaluation.kernel[0];
     const { records, frames, bytes } = boot.decoded;
     writeFailureBundle(
       dir,
@@ -226,5 +250,5 @@ export async function replayRun(opts: ReplayOptions): Promise<ReplayResult> {
     );
     throw mismatch;
   }
-  return { runDir: opts.runDir, replayDir: dir, manifest, evaluation, qemuMs: boot.qemu.durationMs, streams: boot.decoded.streams };
+  return { runDir: opts.runDir, replayDir: dir, manifest, evaluation, verdict, qemuMs: boot.qemu.durationMs, streams: boot.decoded.streams };
 }

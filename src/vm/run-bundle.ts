@@ -36,8 +36,8 @@ import { CairnError, checkLimit, compareBytes, readFileBounded, sha256, writeFil
 import { writeTar, type TarEntry } from "../tree/index.ts";
 import { Store } from "../store/index.ts";
 import { readWorkloadLock } from "../workload/index.ts";
-import { loadKit, readKitObject, type Kit } from "./kit.ts";
-import { readRunManifest, RUN_READ_LIMITS } from "./replay-run.ts";
+import { readKitObject, type Kit } from "./kit.ts";
+import { readRunManifest, replayKit, RUN_READ_LIMITS } from "./replay-run.ts";
 import { RUN_COST_FILE, RUN_ENV_MANIFEST_FILE, RUN_ENVIRONMENT_FILE, RUN_NETWORK_FILE } from "./run-facts.ts";
 import { RECEIPT_FILE } from "./run-receipt.ts";
 import { RUN_FILES } from "./rundir.ts";
@@ -158,11 +158,11 @@ function hex(d: Sha256Digest): string {
   return d.slice("sha256:".length);
 }
 
-/** The kit of the recording host, for `cairn bundle` (the bytes it names are read by digest and verified). */
-export function bundleKit(dir: string): Kit {
-  const kit = loadKit(dir);
-  if (kit === undefined) {
-    throw new CairnError("PREREQUISITE_MISSING", `no guest kit at ${dir}`, { path: dir, hint: "bundle on the host that recorded the run (or pass --kit)" });
-  }
-  return kit;
+/**
+ * The kit `cairn bundle` reads the run's kernel, modules and agent from: the
+ * objects the run names, by digest (kit.ts `kitForRun`), so a run imported
+ * from a bundle can be bundled again from the kit the import filled.
+ */
+export function bundleKit(dir: string, runDir: string): Kit {
+  return replayKit(dir, runDir, "bundle on the host that recorded the run (or pass --kit)");
 }

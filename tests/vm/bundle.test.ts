@@ -171,6 +171,11 @@ describe("replay bundles", { skip: VM_SKIP || GCC_SKIP }, () => {
     assert.match(replayed, new RegExp(`outcome  ${run.outcome}`));
     const imported = join(elsewhere, "home", "runs", readdirSync(join(elsewhere, "home", "runs")).find((n) => /^\d{8}T/.test(n))!);
     await ok(["receipt", "verify", join(imported, "receipt.dsse.json"), "--pub", join(elsewhere, "me.pub"), "--run", imported], fresh);
+    // issue 31 case 12: the imported run replays by its directory, from the kit the import filled (its kit.json lists
+    // this run's modules only; the run's objects are checked by digest), and bundles again to the same bytes
+    assert.match(await ok(["replay", imported], fresh), /matches the record/);
+    await ok(["bundle", imported, "--out", join(elsewhere, "again.cairn")], fresh);
+    assert.ok(readFileSync(join(elsewhere, "again.cairn")).equals(readFileSync(bundle)), "the imported run bundles to the bytes it came from");
     // a second replay of the same bundle reuses the imported run
     assert.match(await ok(["replay", join(elsewhere, "run.cairn")], fresh), /matches the record/);
     // environment.json is bound to the workload: another image manifest there is refused
@@ -246,6 +251,18 @@ describe("replay bundles", { skip: VM_SKIP || GCC_SKIP }, () => {
       "changed",
       rebuild(members, (f) => f.set("run/events.json", Buffer.from("[]")), false),
       "BUNDLE_INVALID",
+    );
+    // issue 31 case 19: the same size, one byte flipped, the index unchanged: refused by the digest the index gives for that member
+    const flipped = Buffer.from(members.get("run/events.json")!);
+    flipped[flipped.length - 2]! ^= 1;
+    const eventsIndex = (JSON.parse(Buffer.from(members.get("cairn-bundle.json")!).toString("utf8")) as { members: { path: string }[] }).members.findIndex(
+      (m) => m.path === "run/events.json",
+    );
+    await refused(
+      "flipped",
+      rebuild(members, (f) => f.set("run/events.json", flipped), false),
+      "BUNDLE_INVALID",
+      `/members/${eventsIndex}`,
     );
     await refused(
       "no-kernel",

@@ -6,7 +6,7 @@
  * and prerequisite errors with their exit codes.
  */
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
@@ -66,6 +66,7 @@ describe("cairn setup / run / replay", () => {
     const ws = binaryWorkspace();
     const spec = JSON.parse(readFileSync(ws.specPath, "utf8"));
     spec.run.expect = [{ "exit-code": 5, "stdout-lines": ["not what it prints"] }];
+    spec.run.steps[1].data = spec.run.steps[1].data.replace("exit 0", "exit 3");
     writeFileSync(ws.specPath, JSON.stringify(spec));
     const common = ["--store", ws.storeDir, "--runs", ws.runsDir, "--kit", TEST_KIT_DIR, "--json"];
     const r = await runCli(["run", ws.specPath, ...common]);
@@ -91,9 +92,29 @@ describe("cairn setup / run / replay", () => {
 
     const replayCmd = readFileSync(join(runDir, "replay-command.txt"), "utf8").trim().split(" ");
     assert.deepEqual(replayCmd.slice(0, 2), ["cairn", "replay"]);
+    // issue 31 case 13: the verdict states both facts; the replay matches, and the recorded run did not pass, so it exits 1
+    // (`cairn replay RUN && deploy` must not deploy a failure) ...
     const p = await runCli([...replayCmd.slice(1), "--kit", TEST_KIT_DIR, "--json"]);
-    assert.equal(p.code, 0, p.stdout + p.stderr);
-    assert.deepEqual([JSON.parse(p.stdout).matches, JSON.parse(p.stdout).status], [true, "assertions-failed"]);
+    assert.equal(p.code, 1, p.stdout + p.stderr);
+    const v = JSON.parse(p.stdout) as { error: { code: string }; replay: Record<string, unknown> };
+    assert.equal(v.error.code, "RUN_NOT_PASSED");
+    assert.deepEqual(
+      [v.replay.matches, v.replay.recorded_status, v.replay.recorded_passed, v.replay.recorded, v.replay.allow_failed],
+      [true, "assertions-failed", false, "exit 3; 2 of 2 assertions failed (exit-code, stdout-lines)", false],
+    );
+    // ... unless --allow-failed says reproducing the failure is the point: exit 0, and the output still says what the record was
+    const allowed = await runCli([...replayCmd.slice(1), "--kit", TEST_KIT_DIR, "--allow-failed"]);
+    assert.equal(allowed.code, 0, allowed.stdout + allowed.stderr);
+    assert.match(allowed.stdout, /matches the record; the recorded run did not pass \(assertions-failed\): exit 3;/);
+    assert.match(allowed.stdout, /--allow-failed/);
+    const results = readdirSync(join(runDir, "replays")).map((n) => JSON.parse(readFileSync(join(runDir, "replays", n, "result.json"), "utf8")));
+    assert.deepEqual(
+      results.map((r) => [r.matches, r.recorded_status]),
+      [
+        [true, "assertions-failed"],
+        [true, "assertions-failed"],
+      ],
+    );
 
     // the opt-in, on the same recorded facts (no second boot): streams only in an owner-only private bundle
     const streams = new Map([[1, { stdout: readFileSync(join(runDir, "streams", "1.stdout")), stderr: readFileSync(join(runDir, "streams", "1.stderr")) }]]);

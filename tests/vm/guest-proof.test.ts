@@ -6,12 +6,14 @@
  *     truncated tree, and before this change the run said `passed`;
  *   - a child killed by the OOM killer inside a program that exits 0: before
  *     this change `passed`, and its replay "matched".
- * Both must now be infrastructure failures naming the reason; the controls
+ * Both must now be infrastructure failures naming the reason, and their
+ * replays (issue 31 case 13) match the record and say that the recorded
+ * run did not pass, exiting 1 unless --allow-failed; the controls
  * (the same scenario on a small tree, the same program without the OOM
  * killer acting) pass.
  */
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
@@ -28,12 +30,14 @@ import {
   prepareGuest,
   qemuVersion,
   recordRun,
+  recordedFailure,
   replayRun,
   type Scenario,
 } from "../../src/vm/index.ts";
 import { readKitObject } from "../../src/vm/kit.ts";
 import { bigWorld, bootProbe, PROBE_LAUNCH, probeWorld, type ProbeWorld } from "./fixtures/guest.ts";
-import { testKit, VM_SKIP } from "./fixtures/kit.ts";
+import { TEST_KIT_DIR, testKit, VM_SKIP } from "./fixtures/kit.ts";
+import { runCli } from "../helpers/cli.ts";
 import { oomWorkspace, truncatedOciWorkspace } from "./fixtures/workloads.ts";
 
 const SCENARIO: Scenario = {
@@ -97,7 +101,7 @@ async function bootWithManifest(world: ProbeWorld, manifestTree: ProbeWorld["tre
 const infra = (ev: { events: readonly unknown[] }) => ev.events.filter((e) => (e as { event: string }).event === "infra-failure");
 
 describe("a truncated tree through record and replay", { skip: VM_SKIP }, () => {
-  it("a 72 MiB OCI workload at 256 MiB records as an infrastructure failure with the kernel's reason, and its replay never matches", async () => {
+  it("a 72 MiB OCI workload at 256 MiB records as an infrastructure failure with the kernel's reason, and its replay matches and says so", async () => {
     const ws = truncatedOciWorkspace(72);
     const kit = await testKit();
     const r = await recordRun({ input: ws.specPath, storeDir: ws.storeDir, runsDir: ws.runsDir, kit, cairnVersion: "test" });
@@ -106,12 +110,11 @@ describe("a truncated tree through record and replay", { skip: VM_SKIP }, () => 
     assert.deepEqual(infraReasons(r.evaluation.events), ["tree-mismatch"]);
     const bundle = JSON.parse(readFileSync(join(r.runDir, "failure-bundle.json"), "utf8")) as { kernel: { reason: string; line: string }[] };
     assert.deepEqual(bundle.kernel, [{ reason: "initramfs-unpack", line: "Initramfs unpacking failed: write error" }]);
-    await assert.rejects(
-      () => replayRun({ runDir: r.runDir, storeDir: ws.storeDir, kit }),
-      (e: unknown) => isCairnError(e) && e.code === "RUN_INFRASTRUCTURE" && e.path === "/kernel/0",
-    );
-    const result = JSON.parse(readFileSync(join(r.runDir, "replays", "1", "result.json"), "utf8")) as { matches: boolean };
-    assert.equal(result.matches, false);
+    // issue 31 case 13: the replay reproduces the failure exactly, so it matches, and the verdict says the record did not pass
+    const p = await replayRun({ runDir: r.runDir, storeDir: ws.storeDir, kit });
+    assert.deepEqual([p.verdict.matches, p.verdict.recorded_status, p.verdict.recorded_passed], [true, "infrastructure-failure", false]);
+    assert.match(p.verdict.recorded ?? "", /the guest kernel reported initramfs-unpack/);
+    assert.equal(recordedFailure(p.verdict, r.runDir)?.code, "RUN_NOT_PASSED");
   });
 });
 
@@ -170,7 +173,7 @@ describe("the agent's tree check alone", { skip: VM_SKIP }, () => {
 });
 
 describe("kernel-reported failures end the run", { skip: VM_SKIP }, () => {
-  it("an OOM kill inside a program that exits 0 is an infrastructure failure; its replay never matches", async () => {
+  it("an OOM kill inside a program that exits 0 is an infrastructure failure; its replay matches and says so", async () => {
     const ws = oomWorkspace();
     const kit = await testKit();
     const r = await recordRun({ input: ws.specPath, storeDir: ws.storeDir, runsDir: ws.runsDir, kit, cairnVersion: "test" });
@@ -185,12 +188,19 @@ describe("kernel-reported failures end the run", { skip: VM_SKIP }, () => {
     );
     const bundle = JSON.parse(readFileSync(join(r.runDir, "failure-bundle.json"), "utf8")) as { kernel: { reason: string }[] };
     assert.ok(bundle.kernel.some((k) => k.reason === "oom-kill"));
-    await assert.rejects(
-      () => replayRun({ runDir: r.runDir, storeDir: ws.storeDir, kit }),
-      (e: unknown) => isCairnError(e) && e.code === "RUN_INFRASTRUCTURE",
-    );
-    const result = JSON.parse(readFileSync(join(r.runDir, "replays", "1", "result.json"), "utf8")) as { matches: boolean };
-    assert.equal(result.matches, false);
-    assert.ok(existsSync(join(r.runDir, "replays", "1", "failure-bundle.json")));
+    // issue 31 case 13: an OOM record replayed identically matches; the verdict states that the record did not pass,
+    // and the CLI exits 1 (RUN_NOT_PASSED), or 0 with --allow-failed; before, this replay said "did not match"
+    const common = ["replay", r.runDir, "--store", ws.storeDir, "--kit", TEST_KIT_DIR, "--json"];
+    const p = await runCli(common);
+    assert.equal(p.code, 1, p.stdout + p.stderr);
+    const v = JSON.parse(p.stdout) as { error: { code: string }; replay: { matches: boolean; recorded_status: string; recorded: string } };
+    assert.equal(v.error.code, "RUN_NOT_PASSED");
+    assert.deepEqual([v.replay.matches, v.replay.recorded_status], [true, "infrastructure-failure"]);
+    assert.match(v.replay.recorded, /the guest kernel reported oom-kill/);
+    const result = JSON.parse(readFileSync(join(r.runDir, "replays", "1", "result.json"), "utf8")) as { matches: boolean; recorded_status: string };
+    assert.deepEqual([result.matches, result.recorded_status], [true, "infrastructure-failure"]);
+    const allowed = await runCli([...common, "--allow-failed"]);
+    assert.equal(allowed.code, 0, allowed.stdout + allowed.stderr);
+    assert.deepEqual([JSON.parse(allowed.stdout).matches, JSON.parse(allowed.stdout).allow_failed], [true, true]);
   });
 });

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import { generateSigningKey, signEnvelope, writeKeyPair } from "../../src/core/index.ts";
 import { guestInstructions } from "../../src/vm/replay-log.ts";
+import { firstDifference } from "../../src/vm/run-receipt.ts";
 import { runCli } from "../helpers/cli.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
 import { buildProgram, GCC_SKIP } from "../workload/fixtures/static-program.ts";
@@ -21,6 +22,18 @@ interface Refusal {
   code: string;
   path: string;
 }
+
+describe("firstDifference (what receipt verify --run compares)", () => {
+  it("names a key only the receipt has, at any depth (control: equal models have no difference)", () => {
+    const run = { a: 1, p: { b: [1, { c: 2 }] } };
+    assert.equal(firstDifference(run, structuredClone(run)), undefined);
+    assert.equal(firstDifference(run, { ...run, extra: null }), "/extra");
+    assert.equal(firstDifference(run, { a: 1, p: { b: [1, { c: 2, d: 3 }] } }), "/p/b/1/d");
+    assert.equal(firstDifference(run, { a: 1, p: { b: [1, { c: 2 }], "x/y": 0 } }), "/p/x~1y");
+    // and one only the run has
+    assert.equal(firstDifference(run, { p: run.p }), "/a");
+  });
+});
 
 describe("run receipts", { skip: VM_SKIP || GCC_SKIP }, () => {
   it("sign at run time, verify against the run, refuse tampering, other keys, other runs", async () => {
@@ -96,6 +109,21 @@ describe("run receipts", { skip: VM_SKIP || GCC_SKIP }, () => {
     const payload = Buffer.from(JSON.stringify({ ...statement, predicateType: "https://slsa.dev/provenance/v1" }));
     writeFileSync(alien, JSON.stringify(signEnvelope("application/vnd.in-toto+json", payload, [readSigningKey(me.keyPath)])));
     assert.equal(((await verify(alien, me.pubPath)) as Refusal).code, "RECEIPT_INVALID");
+    // issue 31 case 19: a receipt signed with the right key that says more than the run (a key only it has) is refused at that key
+    const more = (extra: Record<string, unknown>, top: Record<string, unknown> = {}): string => {
+      const file = join(dir, `more-${Object.keys({ ...extra, ...top })[0]}.dsse.json`);
+      const body = Buffer.from(JSON.stringify({ ...statement, ...top, predicate: { ...statement.predicate, ...extra } }));
+      writeFileSync(file, JSON.stringify(signEnvelope("application/vnd.in-toto+json", body, [readSigningKey(me.keyPath)])));
+      return file;
+    };
+    assert.deepEqual(await verify(more({ reviewed_by: "the lead" }), me.pubPath, a), { code: "RECEIPT_MISMATCH", path: "/predicate/reviewed_by" });
+    assert.deepEqual(await verify(more({}, { note: "verified" }), me.pubPath, a), { code: "RECEIPT_MISMATCH", path: "/note" });
+    assert.deepEqual(await verify(more({ vm: { ...statement.predicate.vm, kvm: true } }), me.pubPath, a), {
+      code: "RECEIPT_MISMATCH",
+      path: "/predicate/vm/kvm",
+    });
+    // control: the same statement re-signed without the extra key verifies
+    assert.equal(await verify(more({}), me.pubPath, a), "ok");
     // another run of the same workload: same outcome, another run
     const b = await run();
     assert.deepEqual(await verify(receipt, me.pubPath, b), { code: "RECEIPT_MISMATCH", path: "/predicate/run_id" });

@@ -23,10 +23,11 @@ export function registerBundle(program: Command, ctx: Context): void {
     )
     .option("--json", "print the result as JSON")
     .action((runDir: string, opts: { out: string; store?: string; kit?: string; includePrivate?: boolean; includeInputs?: boolean; json?: boolean }) => {
+      const dir = resolve(ctx.cwd, runDir);
       const r = writeRunBundle({
-        runDir: resolve(ctx.cwd, runDir),
+        runDir: dir,
         storeDir: defaultStoreDir(ctx.env, ctx.cwd, opts.store),
-        kit: bundleKit(kitDir(ctx.env, ctx.cwd, opts.kit)),
+        kit: bundleKit(kitDir(ctx.env, ctx.cwd, opts.kit), dir),
         out: resolve(ctx.cwd, opts.out),
         includePrivate: opts.includePrivate === true,
         includeInputs: opts.includeInputs === true,

@@ -4,7 +4,7 @@ import { resolve } from "node:path";
 import { CairnError, fileKind } from "../../core/index.ts";
 import { loadManifestOrDevcontainer } from "../../manifest/index.ts";
 import { defaultStoreDir } from "../../store/index.ts";
-import { defaultRunsDir, importBundle, kitDir, loadKit, replayRun } from "../../vm/index.ts";
+import { defaultRunsDir, importBundle, kitDir, recordedFailure, replayKit, replayRun, verdictLine } from "../../vm/index.ts";
 import { defaultKeysDir } from "../../workload/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
@@ -22,6 +22,10 @@ export function registerReplay(program: Command, ctx: Context): void {
     .option("--allow-unpinned", "with --environment: accept an unpinned pair with equal addresses (recorded in the output)")
     .option("--runs <dir>", "a bundle only: where its run directory goes (default $CAIRN_HOME/runs or $XDG_DATA_HOME/cairn/runs)")
     .option("--timeout <seconds>", "wall-clock limit for QEMU; the process group is killed after it")
+    .option(
+      "--allow-failed",
+      "reproducing a failed run on purpose: exit 0 when the replay matches, even though the recorded run did not pass (recorded in the output)",
+    )
     .option("--include-private-streams", "put the exact output streams into a mismatch's failure bundle (local use only)")
     .option("--keys <dir>", "verify memo key directory (default $CAIRN_HOME/keys or $XDG_DATA_HOME/cairn/keys)")
     .option("--full", "re-derive the workload from its raw closure even when this machine's memo of an earlier verify holds")
@@ -37,6 +41,7 @@ export function registerReplay(program: Command, ctx: Context): void {
           allowUnpinned?: boolean;
           timeout?: string;
           includePrivateStreams?: boolean;
+          allowFailed?: boolean;
           keys?: string;
           full?: boolean;
           json?: boolean;
@@ -55,20 +60,17 @@ export function registerReplay(program: Command, ctx: Context): void {
             hint: "give a run directory written by `cairn run` or a bundle written by `cairn bundle`",
           });
         }
-        let kit = loadKit(dir);
         if (st.isFile()) {
           ctx.io.err(`cairn replay: importing ${input}`);
           const imported = await importBundle(path, { storeDir, kitDir: dir, runsDir: defaultRunsDir(ctx.env, ctx.cwd, opts.runs) });
           runDir = imported.runDir;
-          kit = imported.kit;
           if (imported.inputs === "left-out")
             ctx.io.err(
               "cairn replay: the bundle leaves the run's inputs out (made without --include-inputs): the replay needs them in this store, as the recording host has them",
             );
         }
-        if (kit === undefined) {
-          throw new CairnError("PREREQUISITE_MISSING", `no guest kit at ${dir}`, { path: dir, hint: "run `cairn setup` first (or pass --kit)" });
-        }
+        // what this run names, by digest: an imported run's kit holds its modules only
+        const kit = replayKit(dir, runDir);
         let replayed: Streams | undefined;
         const run = replayRun({
           runDir,
@@ -87,27 +89,34 @@ export function registerReplay(program: Command, ctx: Context): void {
           if (!opts.json && replayed !== undefined) printStreams(ctx.io, replayed);
           throw e;
         });
+        // two facts, both stated: the replay matches the record, and what the record was (replay-verdict.ts)
+        const failure = opts.allowFailed === true ? undefined : recordedFailure(r.verdict, runDir);
+        const verdict = {
+          ...r.verdict,
+          allow_failed: opts.allowFailed === true,
+          outcome: r.evaluation.outcome,
+          status: r.evaluation.status,
+          replay_dir: r.replayDir,
+          qemu_ms: Math.round(r.qemuMs),
+        };
         if (opts.json) {
-          printJson(ctx.io, {
-            run_id: r.manifest.run_id,
-            matches: true,
-            outcome: r.evaluation.outcome,
-            status: r.evaluation.status,
-            replay_dir: r.replayDir,
-            qemu_ms: Math.round(r.qemuMs),
-          });
-        } else {
-          ctx.io.out(
-            [
-              `replay   ${r.manifest.run_id}  matches the record`,
-              `outcome  ${r.evaluation.outcome}`,
-              `events   ${r.evaluation.events.length} identical, assertions ${r.evaluation.assertions.length} identical`,
-              `replayed in ${(r.qemuMs / 1000).toFixed(1)} s (${r.replayDir})`,
-            ].join("\n"),
-          );
-          // the workload's replayed output, as `cairn run` prints it (also in the replay directory's streams/)
-          printStreams(ctx.io, r.streams);
+          // one JSON document: the error (as every --json failure) and the verdict
+          printJson(ctx.io, failure ? { error: failure.toJSON(), replay: verdict } : verdict);
+          if (failure) ctx.exitCode = failure.exitCode;
+          return;
         }
+        ctx.io.out(
+          [
+            `replay   ${r.manifest.run_id}  ${verdictLine(r.verdict)}`,
+            `outcome  ${r.evaluation.outcome}`,
+            `events   ${r.evaluation.events.length} identical, assertions ${r.evaluation.assertions.length} identical`,
+            `replayed in ${(r.qemuMs / 1000).toFixed(1)} s (${r.replayDir})`,
+            ...(opts.allowFailed === true && !r.verdict.recorded_passed ? ["--allow-failed: a faithful replay of a run that did not pass exits 0"] : []),
+          ].join("\n"),
+        );
+        // the workload's replayed output, as `cairn run` prints it (also in the replay directory's streams/)
+        printStreams(ctx.io, r.streams);
+        if (failure) throw failure;
       },
     );
 }
