@@ -31,7 +31,7 @@ import { parseRunManifest, type RunManifest } from "./run-manifest.ts";
 import { DEFAULT_TIMEOUT_MS, guestLaunch, workloadFacts } from "./record.ts";
 import { dropImage, nextReplayDir, RUN_FILES, writeEvaluation, writeJsonPublic, writeStreams } from "./rundir.ts";
 import { parseScenario } from "./scenario.ts";
-import { describeOutcome, type ReplayVerdict } from "./replay-verdict.ts";
+import { describeOutcome, isFailedStatus, type ReplayVerdict } from "./replay-verdict.ts";
 import { loadRunInputs } from "./input-listing.ts";
 import { firstNetworkDifference } from "./netid.ts";
 import { firstVmDifference, parseModuleEntries, vmDigest } from "./vmid.ts";
@@ -224,7 +224,7 @@ export async function replayRun(opts: ReplayOptions): Promise<ReplayResult> {
     run_id: manifest.run_id,
     matches: mismatch === undefined,
     recorded_status: manifest.status,
-    recorded_passed: manifest.status === "passed",
+    recorded_failed: isFailedStatus(manifest.status),
     // equal events and assertions: the replay's facts are the record's (a mismatch says only where they differ)
     recorded: mismatch === undefined ? describeOutcome(evaluation) : null,
   };

@@ -3,7 +3,7 @@
  *
  *   matches          the replay equals the record: events, assertions,
  *                    outcome digest and status, compared exactly
- *   recorded status  what the record was: "passed", or how it did not pass
+ *   recorded status  what the record was: "passed", or how it failed
  *
  * Before issue 31 the two were folded into one word and disagreed with
  * themselves: a faithful replay of an OOM-killed run said "did not match"
@@ -11,7 +11,7 @@
  * "matches the record" and exited 0, so `cairn replay RUN && deploy`
  * deployed a failure. Now a faithful replay matches whatever the record
  * was, the output states the record's status beside it, and the CLI exits
- * non-zero when the recorded run did not pass unless the user says with
+ * non-zero when the recorded run failed unless the user says with
  * `--allow-failed` that reproducing a failure is the point.
  */
 import { CairnError } from "../core/index.ts";
@@ -24,10 +24,17 @@ export interface ReplayVerdict {
   readonly matches: boolean;
   /** The recorded run's status (run.json). */
   readonly recorded_status: RunStatus;
-  /** Whether the recorded run passed: its status is "passed". */
-  readonly recorded_passed: boolean;
+  /** Whether the recorded run failed: any status but "passed" (and "completed", a run without assertions whose programs exited 0). */
+  readonly recorded_failed: boolean;
   /** What the recorded run did, in words ("exit 3", "the guest kernel reported oom-kill"), read from the matching replay; null when it did not match. */
   readonly recorded: string | null;
+}
+
+/** The statuses that are not a failure: "passed", and "completed" (no assertions declared, every program exited 0). */
+const NOT_FAILED: readonly string[] = ["passed", "completed"];
+
+export function isFailedStatus(status: RunStatus): boolean {
+  return !NOT_FAILED.includes(status);
 }
 
 /** How many invocation facts `describeOutcome` names before it says "…". */
@@ -54,22 +61,22 @@ export function describeOutcome(ev: Evaluation): string {
   return facts.length > MAX_FACTS ? `${facts.slice(0, MAX_FACTS).join("; ")}; …` : facts.join("; ");
 }
 
-/** The one-line statement of both facts, e.g. "matches the record; the recorded run did not pass (assertions-failed): exit 3". */
+/** The one-line statement of both facts, e.g. "matches the record; the recorded run failed (assertions-failed): exit 3". */
 export function verdictLine(v: ReplayVerdict): string {
-  const record = v.recorded_passed
-    ? "the recorded run passed"
-    : `the recorded run did not pass (${v.recorded_status})${v.recorded !== null ? `: ${v.recorded}` : ""}`;
+  const record = !v.recorded_failed
+    ? `the recorded run ${v.recorded_status}`
+    : `the recorded run failed (${v.recorded_status})${v.recorded !== null ? `: ${v.recorded}` : ""}`;
   return `${v.matches ? "matches the record" : "does not match the record"}; ${record}`;
 }
 
 /**
- * RUN_NOT_PASSED when a replay matched a record that did not pass (the CLI's
+ * RECORD_FAILED when a replay matched a record that failed (the CLI's
  * exit 1 unless `--allow-failed`); undefined when the record passed or the
  * replay did not match (that is REPLAY_MISMATCH, thrown by the replay).
  */
 export function recordedFailure(v: ReplayVerdict, runDir: string): CairnError | undefined {
-  if (!v.matches || v.recorded_passed) return undefined;
-  return new CairnError("RUN_NOT_PASSED", `the replay ${verdictLine(v)}`, {
+  if (!v.matches || !v.recorded_failed) return undefined;
+  return new CairnError("RECORD_FAILED", `the replay ${verdictLine(v)}`, {
     path: runDir,
     hint: "the run is reproduced faithfully, failure included; pass --allow-failed when reproducing a failed run is the point",
   });

@@ -97,15 +97,15 @@ describe("cairn setup / run / replay", () => {
     const p = await runCli([...replayCmd.slice(1), "--kit", TEST_KIT_DIR, "--json"]);
     assert.equal(p.code, 1, p.stdout + p.stderr);
     const v = JSON.parse(p.stdout) as { error: { code: string }; replay: Record<string, unknown> };
-    assert.equal(v.error.code, "RUN_NOT_PASSED");
+    assert.equal(v.error.code, "RECORD_FAILED");
     assert.deepEqual(
-      [v.replay.matches, v.replay.recorded_status, v.replay.recorded_passed, v.replay.recorded, v.replay.allow_failed],
-      [true, "assertions-failed", false, "exit 3; 2 of 2 assertions failed (exit-code, stdout-lines)", false],
+      [v.replay.matches, v.replay.recorded_status, v.replay.recorded_failed, v.replay.recorded, v.replay.allow_failed],
+      [true, "assertions-failed", true, "exit 3; 2 of 2 assertions failed (exit-code, stdout-lines)", false],
     );
     // ... unless --allow-failed says reproducing the failure is the point: exit 0, and the output still says what the record was
     const allowed = await runCli([...replayCmd.slice(1), "--kit", TEST_KIT_DIR, "--allow-failed"]);
     assert.equal(allowed.code, 0, allowed.stdout + allowed.stderr);
-    assert.match(allowed.stdout, /matches the record; the recorded run did not pass \(assertions-failed\): exit 3;/);
+    assert.match(allowed.stdout, /matches the record; the recorded run failed \(assertions-failed\): exit 3;/);
     assert.match(allowed.stdout, /--allow-failed/);
     const results = readdirSync(join(runDir, "replays")).map((n) => JSON.parse(readFileSync(join(runDir, "replays", n, "result.json"), "utf8")));
     assert.deepEqual(

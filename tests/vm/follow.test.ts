@@ -64,11 +64,10 @@ describe("run --follow and replay streams", { skip: VM_SKIP || GCC_SKIP }, () =>
     assert.ok(readFileSync(join(runDir, "protocol.bin")).equals(readFileSync(join(plain.run_dir, "protocol.bin"))), "the guest wrote the same stream");
     assert.equal(readFileSync(join(runDir, "events.json"), "utf8"), readFileSync(join(plain.run_dir, "events.json"), "utf8"));
     assert.equal(readFileSync(join(runDir, "streams", "1.stdout"), "utf8"), OUTPUT);
-    // the replay matches a record that did not pass: both said, exit 1 (issue 31 case 13), the output shown all the same
+    // control for issue 31 case 13: a passing record's replay exits 0 and says so
     const replay = await runCli(["replay", runDir], env);
-    assert.equal(replay.code, 1, replay.stderr);
-    assert.match(replay.stdout, /matches the record; the recorded run did not pass \(assertions-failed\): exit 0; 1 of 2 assertions failed \(stdout-includes\)/);
-    assert.match(replay.stderr, /RUN_NOT_PASSED/);
+    assert.equal(replay.code, 0, replay.stderr);
+    assert.match(replay.stdout, /matches the record; the recorded run passed/);
   });
 
   it("control: --follow with --json is a usage error", async () => {
@@ -86,11 +85,11 @@ describe("run --follow and replay streams", { skip: VM_SKIP || GCC_SKIP }, () =>
     const s = json(rec.stdout) as Summary & { run: Summary };
     assert.equal(s.run.status, "assertions-failed");
     const runDir = s.run.run_dir;
-    // the replay matches a record that did not pass: both said, exit 1 (issue 31 case 13), the output shown all the same
+    // the replay matches a record that failed: both said, exit 1 (issue 31 case 13), the output shown all the same
     const replay = await runCli(["replay", runDir], env);
     assert.equal(replay.code, 1, replay.stderr);
-    assert.match(replay.stdout, /matches the record; the recorded run did not pass \(assertions-failed\): exit 0; 1 of 2 assertions failed \(stdout-includes\)/);
-    assert.match(replay.stderr, /RUN_NOT_PASSED/);
+    assert.match(replay.stdout, /matches the record; the recorded run failed \(assertions-failed\): exit 0; 1 of 2 assertions failed \(stdout-includes\)/);
+    assert.match(replay.stderr, /RECORD_FAILED/);
     // the failure's output, as `cairn run` prints it, after the summary
     assert.match(replay.stdout, /\n--- invocation 1 stdout \(\d+ bytes\) ---\nhello from \/bin\/app world\n/);
     const replayDir = /\((\S+\/replays\/\d+)\)$/m.exec(replay.stdout)?.[1] ?? "";

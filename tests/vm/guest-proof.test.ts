@@ -112,9 +112,9 @@ describe("a truncated tree through record and replay", { skip: VM_SKIP }, () => 
     assert.deepEqual(bundle.kernel, [{ reason: "initramfs-unpack", line: "Initramfs unpacking failed: write error" }]);
     // issue 31 case 13: the replay reproduces the failure exactly, so it matches, and the verdict says the record did not pass
     const p = await replayRun({ runDir: r.runDir, storeDir: ws.storeDir, kit });
-    assert.deepEqual([p.verdict.matches, p.verdict.recorded_status, p.verdict.recorded_passed], [true, "infrastructure-failure", false]);
+    assert.deepEqual([p.verdict.matches, p.verdict.recorded_status, p.verdict.recorded_failed], [true, "infrastructure-failure", true]);
     assert.match(p.verdict.recorded ?? "", /the guest kernel reported initramfs-unpack/);
-    assert.equal(recordedFailure(p.verdict, r.runDir)?.code, "RUN_NOT_PASSED");
+    assert.equal(recordedFailure(p.verdict, r.runDir)?.code, "RECORD_FAILED");
   });
 });
 
@@ -189,12 +189,12 @@ describe("kernel-reported failures end the run", { skip: VM_SKIP }, () => {
     const bundle = JSON.parse(readFileSync(join(r.runDir, "failure-bundle.json"), "utf8")) as { kernel: { reason: string }[] };
     assert.ok(bundle.kernel.some((k) => k.reason === "oom-kill"));
     // issue 31 case 13: an OOM record replayed identically matches; the verdict states that the record did not pass,
-    // and the CLI exits 1 (RUN_NOT_PASSED), or 0 with --allow-failed; before, this replay said "did not match"
+    // and the CLI exits 1 (RECORD_FAILED), or 0 with --allow-failed; before, this replay said "did not match"
     const common = ["replay", r.runDir, "--store", ws.storeDir, "--kit", TEST_KIT_DIR, "--json"];
     const p = await runCli(common);
     assert.equal(p.code, 1, p.stdout + p.stderr);
     const v = JSON.parse(p.stdout) as { error: { code: string }; replay: { matches: boolean; recorded_status: string; recorded: string } };
-    assert.equal(v.error.code, "RUN_NOT_PASSED");
+    assert.equal(v.error.code, "RECORD_FAILED");
     assert.deepEqual([v.replay.matches, v.replay.recorded_status], [true, "infrastructure-failure"]);
     assert.match(v.replay.recorded, /the guest kernel reported oom-kill/);
     const result = JSON.parse(readFileSync(join(r.runDir, "replays", "1", "result.json"), "utf8")) as { matches: boolean; recorded_status: string };

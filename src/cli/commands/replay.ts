@@ -24,7 +24,7 @@ export function registerReplay(program: Command, ctx: Context): void {
     .option("--timeout <seconds>", "wall-clock limit for QEMU; the process group is killed after it")
     .option(
       "--allow-failed",
-      "reproducing a failed run on purpose: exit 0 when the replay matches, even though the recorded run did not pass (recorded in the output)",
+      "reproducing a failed run on purpose: exit 0 when the replay matches, even though the recorded run failed (recorded in the output)",
     )
     .option("--include-private-streams", "put the exact output streams into a mismatch's failure bundle (local use only)")
     .option("--keys <dir>", "verify memo key directory (default $CAIRN_HOME/keys or $XDG_DATA_HOME/cairn/keys)")
@@ -111,7 +111,7 @@ export function registerReplay(program: Command, ctx: Context): void {
             `outcome  ${r.evaluation.outcome}`,
             `events   ${r.evaluation.events.length} identical, assertions ${r.evaluation.assertions.length} identical`,
             `replayed in ${(r.qemuMs / 1000).toFixed(1)} s (${r.replayDir})`,
-            ...(opts.allowFailed === true && !r.verdict.recorded_passed ? ["--allow-failed: a faithful replay of a run that did not pass exits 0"] : []),
+            ...(opts.allowFailed === true && r.verdict.recorded_failed ? ["--allow-failed: a faithful replay of a failed run exits 0"] : []),
           ].join("\n"),
         );
         // the workload's replayed output, as `cairn run` prints it (also in the replay directory's streams/)
