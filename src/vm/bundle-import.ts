@@ -36,7 +36,7 @@
  * run directory; replay then verifies every byte again from the store.
  */
 import { existsSync, mkdirSync, renameSync, rmSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import {
   CairnError,
   Checker,
@@ -72,6 +72,7 @@ import { IN_TOTO_PAYLOAD_TYPE } from "./run-receipt.ts";
 import { RUN_ENV_MANIFEST_FILE } from "./run-facts.ts";
 import { removeDeadStaging } from "./run-staging.ts";
 import { RUN_FILES } from "./rundir.ts";
+import { writeRunOrigin } from "./run-origin.ts";
 import { parseModuleEntries } from "./vmid.ts";
 import { parseListing } from "./input-listing.ts";
 
@@ -289,13 +290,13 @@ export interface ImportOptions {
 export async function importBundle(file: string, opts: ImportOptions): Promise<{ runDir: string; kit: Kit; manifest: RunManifest; inputs: BundleInputs }> {
   const b = await openBundle(file);
   try {
-    return { ...writeImport(b, opts), inputs: b.inputs };
+    return { ...writeImport(b, opts, resolve(file)), inputs: b.inputs };
   } finally {
     b.dispose();
   }
 }
 
-function writeImport(b: OpenedBundle, opts: ImportOptions): { runDir: string; kit: Kit; manifest: RunManifest } {
+function writeImport(b: OpenedBundle, opts: ImportOptions, bundleFile: string): { runDir: string; kit: Kit; manifest: RunManifest } {
   const host = opts.qemu ?? qemuVersion();
   if (host !== b.manifest.vm.qemu) {
     throw new CairnError("VM_MISMATCH", `this run needs QEMU ${b.manifest.vm.qemu}; this host has ${host}`, {
@@ -367,6 +368,8 @@ function writeImport(b: OpenedBundle, opts: ImportOptions): { runDir: string; ki
       else if (p.startsWith("private/streams/")) writeFileAtomic(join(staging, RUN_FILES.streams, p.slice("private/streams/".length)), bytes, { mode: 0o600 });
       else if (p.startsWith("private/")) writeFileAtomic(join(staging, p.slice("private/".length)), bytes, { mode: 0o600 });
     }
+    // where this run came from, for `runs list` (private, never bundled again)
+    writeRunOrigin(staging, { via: "bundle", input: bundleFile, command: null });
     renameSync(staging, runDir);
   } catch (e) {
     rmSync(staging, { recursive: true, force: true });

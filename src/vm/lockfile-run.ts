@@ -118,7 +118,8 @@ export async function recordLockfileRun(opts: LockfileRunOptions): Promise<Lockf
       lockfile_sha256: exported.lockfileSha256,
       image_manifest: exported.layout.manifest.digest,
     };
-    const r = await recordRun({ ...record, input: spec, environment });
+    // the run's origin is the file the user gave (a lockfile, or a spec naming one), not the exported spec
+    const r = await recordRun({ ...record, input: spec, environment, origin: opts.origin ?? opts.export.lockPath });
     return { ...r, exported };
   } finally {
     rmSync(staging, { recursive: true, force: true });

@@ -9,7 +9,7 @@ export type { RecordOptions, RecordResult } from "./index.ts";
 export { isEnvironmentLockfile, readLockfileSpec, recordLockfileRun } from "./index.ts";
 export type { LockfileRunOptions, LockfileRunResult, LockfileSpec } from "./index.ts";
 export { preflight, replayRun } from "./index.ts";
-export type { ReplayOptions, ReplayResult } from "./index.ts";
+export type { ReplayOptions, ReplayResult, ReplayVerdict } from "./index.ts";
 export { parseRunManifest, readRunManifest, RUN_MANIFEST_SCHEMA, RUN_MANIFEST_SCOPE } from "./index.ts";
 export type { RunManifest } from "./index.ts";
 export { DEFAULT_SCENARIO, parseScenario } from "./index.ts";

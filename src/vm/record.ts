@@ -50,6 +50,7 @@ import { readHttpRoot } from "./responder-host.ts";
 import { vmDigest } from "./vmid.ts";
 import type { GuestLaunch } from "./inputs.ts";
 import { storeRunInputs, type RunInputsRef } from "./input-listing.ts";
+import { writeRunOrigin } from "./run-origin.ts";
 import type { OutputListener } from "./follow.ts";
 import { readRunInputs, runHostScope, type RunInputScope, type RunInputTree } from "./run-inputs.ts";
 
@@ -143,6 +144,8 @@ export interface RecordOptions {
    * (workload/verify-memo.ts); `full` re-derives anyway. Default: re-derive.
    */
   readonly verify?: VerifyOptions;
+  /** The file the user gave, when `input` is one cairn wrote for it (a lockfile run's exported spec); recorded in origin.json. */
+  readonly origin?: string;
 }
 
 export interface RecordResult {
@@ -257,6 +260,7 @@ async function recordInto(
   // published only once the guest is built from them: a replay finds them in the store by digest
   const inputsRef = runInputs !== undefined ? storeRunInputs(opts.storeDir, runInputs) : undefined;
   const t2 = performance.now();
+  writeRunOrigin(dir, { via: "run", input: opts.origin ?? input, command: [...w.launch.argv] });
   log(`recording (guest image ${prepared.image.size} bytes, VM ${vmDigest(prepared.vm)})`);
   const rrfile = join(dir, RUN_FILES.replayLog);
   writeFileAtomic(rrfile, "", { mode: 0o600 });

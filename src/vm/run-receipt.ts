@@ -65,7 +65,8 @@ function readJsonFile(runDir: string, name: string, max: number, limit: string):
   return { bytes, model: parseJsonBytes(bytes, { source: file }) };
 }
 
-function readEnvironment(runDir: string): RunEnvironment | null {
+/** environment.json of a run recorded from an environment lockfile, strictly read; null when the run has none. */
+export function readEnvironment(runDir: string): RunEnvironment | null {
   if (!existsSync(join(runDir, RUN_ENVIRONMENT_FILE))) return null;
   const { model } = readJsonFile(runDir, RUN_ENVIRONMENT_FILE, SMALL_JSON_MAX, "run.environment-bytes");
   const c = new Checker("RUN_INVALID");

@@ -1,16 +1,23 @@
 /**
  * What `cairn runs list` and `cairn runs show` print: a summary of each run
  * directory, read from its `run.json` through the one bounded, strict
- * manifest reader (replay-run.ts `readRunManifest`) and from the replay
- * directories' `result.json`. Nothing here follows a symlink: an entry of
- * the runs directory that is not a real directory is skipped, and one
- * whose manifest is missing or refused is listed with the error's code.
+ * manifest reader (replay-run.ts `readRunManifest`), checked against the
+ * directory's own files before anything it says is shown (run-dir-check.ts: an
+ * edited run is listed as `tampered`, never believed), with where the run
+ * came from (run-origin.ts) and the replay directories' `result.json`.
+ * Nothing here follows a symlink: an entry of the runs directory that is not
+ * a real directory is skipped, and one whose manifest is missing or refused
+ * is listed as invalid with the error's code.
  */
 import { existsSync, lstatSync, readdirSync } from "node:fs";
-import { join } from "node:path";
-import { compareBytes, ioError, isCairnError, parseJsonBytes, readFileBounded, type Sha256Digest } from "../core/index.ts";
+import { basename, join } from "node:path";
+import { compareBytes, ioError, isCairnError, parseJsonBytes, readFileBounded, type Sha256Digest, type VerifyingKey } from "../core/index.ts";
 import type { RunStatus } from "./checker.ts";
 import { readRunManifest } from "./replay-run.ts";
+import { checkRunDir, type RunDirCheck } from "./run-dir-check.ts";
+import { readRunEnvManifest } from "./run-facts.ts";
+import { readRunOrigin, type RunOrigin } from "./run-origin.ts";
+import { readEnvironment } from "./run-receipt.ts";
 import { RUN_FILES } from "./rundir.ts";
 
 /** `result.json` of a replay is a few hundred bytes; anything larger is not one. */
@@ -20,11 +27,21 @@ export interface RunSummary {
   readonly run_id: string;
   readonly dir: string;
   readonly status: RunStatus;
+  /** What the directory's own files confirm (run-dir-check.ts): signed, unverified or tampered. */
+  readonly check: RunDirCheck;
+  /** The first failed check, or why a receipt did not count; null otherwise. */
+  readonly problem: string | null;
   readonly recorded_at: string;
+  /** Where the run came from on this host (origin.json: unverified provenance), or null when unknown. */
+  readonly origin: RunOrigin | null;
   readonly source_kind: string;
   readonly workload: Sha256Digest;
+  /** The workload's source, fs and launch identities, as run.json records them. */
+  readonly identities: { readonly source: Sha256Digest; readonly fs: Sha256Digest; readonly launch: Sha256Digest };
   readonly vm_digest: Sha256Digest;
   readonly outcome: Sha256Digest;
+  /** The environment the run was made in: the lockfile's EnvironmentID and/or the environment manifest's address; null when none. */
+  readonly environment: { readonly environment_id: Sha256Digest | null; readonly manifest_address: string | null } | null;
   /** Where the guest kept the tree: "disk" (with the image's size) or "initramfs". */
   readonly root: "disk" | "initramfs";
   readonly memory_mib: number;
@@ -36,6 +53,8 @@ export interface RunSummary {
 
 export interface UnreadableRun {
   readonly dir: string;
+  /** Always "invalid": run.json is missing or refused, so nothing it says is shown. */
+  readonly check: "invalid";
   readonly error: string;
 }
 
@@ -57,18 +76,42 @@ function replayResults(runDir: string): Array<boolean | null> {
     });
 }
 
+/** A side file that cannot be read is shown as unknown, not as a reason to hide the run (its check says what holds). */
+function orNull<T>(read: () => T | null | undefined): T | null {
+  try {
+    return read() ?? null;
+  } catch (e) {
+    if (isCairnError(e)) return null;
+    throw e;
+  }
+}
+
+export interface DescribeOptions {
+  /** Keys a run's receipt may be signed with (`--pub`): a receipt verified with one makes the run `signed`. */
+  readonly keys?: readonly VerifyingKey[];
+}
+
 /** The summary of one run directory (throws the manifest reader's typed refusal). */
-export function describeRun(runDir: string): RunSummary {
+export function describeRun(runDir: string, opts: DescribeOptions = {}): RunSummary {
   const m = readRunManifest(runDir);
+  const { check, problem } = checkRunDir(runDir, m, opts.keys);
+  const env = orNull(() => readEnvironment(runDir));
+  const envManifest = orNull(() => readRunEnvManifest(runDir));
   return {
     run_id: m.run_id,
     dir: runDir,
     status: m.status,
+    check,
+    problem,
     recorded_at: m.recorded.at,
+    origin: orNull(() => readRunOrigin(runDir)),
     source_kind: m.workload.source_kind,
     workload: m.workload.workload,
+    identities: { source: m.workload.source, fs: m.workload.fs, launch: m.workload.launch },
     vm_digest: m.vm_digest,
     outcome: m.outcome,
+    environment:
+      env === null && envManifest === null ? null : { environment_id: env?.environment_id ?? null, manifest_address: envManifest?.manifest_address ?? null },
     root: m.vm.root_disk === null ? "initramfs" : "disk",
     memory_mib: m.vm.memory_mib,
     inputs: m.vm.run_inputs ?? null,
@@ -77,7 +120,7 @@ export function describeRun(runDir: string): RunSummary {
 }
 
 /** Every run directory under `runsDir`, oldest first (run ids start with their UTC time); an absent directory has none. */
-export function listRuns(runsDir: string): { runs: RunSummary[]; unreadable: UnreadableRun[] } {
+export function listRuns(runsDir: string, opts: DescribeOptions = {}): { runs: RunSummary[]; unreadable: UnreadableRun[] } {
   const runs: RunSummary[] = [];
   const unreadable: UnreadableRun[] = [];
   if (!existsSync(runsDir)) return { runs, unreadable };
@@ -92,10 +135,56 @@ export function listRuns(runsDir: string): { runs: RunSummary[]; unreadable: Unr
     const dir = join(runsDir, name);
     try {
       if (!lstatSync(dir).isDirectory()) continue; // the root's marker file, or a symlink: never followed
-      runs.push(describeRun(dir));
+      runs.push(describeRun(dir, opts));
     } catch (e) {
-      unreadable.push({ dir, error: isCairnError(e) ? e.code : ioError(dir, e).code });
+      unreadable.push({ dir, check: "invalid", error: isCairnError(e) ? e.code : ioError(dir, e).code });
     }
   }
   return { runs, unreadable };
+}
+
+/** `runs list` filters; every one given must hold. */
+export interface RunFilter {
+  /** The recorded status, exactly. */
+  readonly status?: string;
+  /** Part of the origin's path (the spec, lock, lockfile or bundle given): matched against the whole path and its file name. */
+  readonly spec?: string;
+  /** A digest or its leading part (at least 8 hex digits): the workload, its source, fs or launch identity, the VM digest, the outcome. */
+  readonly identity?: string;
+  /** An environment: the EnvironmentID or the environment manifest's address, or their leading part. */
+  readonly environment?: string;
+  /** Recorded at or after this time (an ISO 8601 date or date-time, UTC unless it names a zone). */
+  readonly since?: Date;
+  /** What the check found: signed, unverified, tampered. */
+  readonly check?: RunDirCheck;
+}
+
+const hexOf = (d: string): string => d.replace(/^[a-z0-9]+:/, "");
+
+function digestMatches(want: string, digests: ReadonlyArray<string | null | undefined>): boolean {
+  const w = hexOf(want.toLowerCase());
+  return digests.some((d) => typeof d === "string" && (d === want || hexOf(d).startsWith(w)));
+}
+
+/** The runs `filter` keeps, in order. Identities are matched as recorded in run.json; `check` says what of it the directory confirms. */
+export function filterRuns(runs: readonly RunSummary[], filter: RunFilter): RunSummary[] {
+  return runs.filter((r) => {
+    if (filter.status !== undefined && r.status !== filter.status) return false;
+    if (filter.check !== undefined && r.check !== filter.check) return false;
+    if (filter.spec !== undefined) {
+      const input = r.origin?.input;
+      if (input === undefined || !(input.includes(filter.spec) || basename(input) === filter.spec)) return false;
+    }
+    if (
+      filter.identity !== undefined &&
+      !digestMatches(filter.identity, [r.workload, r.identities.source, r.identities.fs, r.identities.launch, r.vm_digest, r.outcome])
+    )
+      return false;
+    if (filter.environment !== undefined && !digestMatches(filter.environment, [r.environment?.environment_id, r.environment?.manifest_address])) return false;
+    if (filter.since !== undefined) {
+      const at = Date.parse(r.recorded_at);
+      if (!Number.isFinite(at) || at < filter.since.getTime()) return false;
+    }
+    return true;
+  });
 }

@@ -174,6 +174,8 @@ describe("replay bundles", { skip: VM_SKIP || GCC_SKIP }, () => {
     // issue 31 case 12: the imported run replays by its directory, from the kit the import filled (its kit.json lists
     // this run's modules only; the run's objects are checked by digest), and bundles again to the same bytes
     assert.match(await ok(["replay", imported], fresh), /matches the record/);
+    // issue 31 case 17: runs list says the run came from that bundle, and checks it
+    assert.match(await ok(["runs", "list"], fresh), /(passed|completed) +unverified +replays \+\+ +initramfs +bundle run\.cairn\n/);
     await ok(["bundle", imported, "--out", join(elsewhere, "again.cairn")], fresh);
     assert.ok(readFileSync(join(elsewhere, "again.cairn")).equals(readFileSync(bundle)), "the imported run bundles to the bytes it came from");
     // a second replay of the same bundle reuses the imported run

@@ -74,6 +74,15 @@ describe("cairn setup / run / replay", () => {
     const err = JSON.parse(r.stdout).error;
     assert.equal(err.code, "ASSERTION_FAILED");
     const runDir: string = err.path;
+    // issue 31 case 17: the run says where it came from (origin.json, private) and runs list shows it, checked
+    assert.equal(statSync(join(runDir, "origin.json")).mode & 0o777, 0o600);
+    const listed = JSON.parse((await runCli(["runs", "list", "--runs", ws.runsDir, "--json"])).stdout) as {
+      runs: { status: string; check: string; origin: { via: string; input: string; command: string[] } }[];
+    };
+    assert.deepEqual(
+      listed.runs.map((x) => [x.status, x.check, x.origin.via, x.origin.input, x.origin.command]),
+      [["assertions-failed", "unverified", "run", ws.specPath, ["/bin/app"]]],
+    );
     assert.equal(statSync(runDir).mode & 0o777, 0o700);
     for (const f of ["replay.log", "lock.json", "protocol.bin", "streams/1.stdout"]) assert.equal(statSync(join(runDir, f)).mode & 0o777, 0o600, f);
     const bundleText = readFileSync(join(runDir, "failure-bundle.json"), "utf8");

@@ -6,17 +6,26 @@
  * and a symlink to a run are not runs (a symlink is never followed).
  */
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import type { Sha256Digest } from "../../src/core/index.ts";
-import { defaultVmIdentity, describeRun, listRuns, vmDigest } from "../../src/vm/index.ts";
+import { generateSigningKey, readSigningKey, readVerifyingKey, writeKeyPair, type Sha256Digest } from "../../src/core/index.ts";
+import { defaultVmIdentity, describeRun, listRuns, signReceipt, vmDigest } from "../../src/vm/index.ts";
+import { writeRunOrigin } from "../../src/vm/run-origin.ts";
+import { outcomeDigest } from "../../src/vm/checker.ts";
 import { runCli } from "../helpers/cli.ts";
 
 const d = (c: string) => `sha256:${c.repeat(64)}` as Sha256Digest;
 
-function manifest(runId: string, disk: boolean) {
+const EVENTS = [
+  { invocation: 1, event: "start" },
+  { invocation: 1, event: "exit", kind: "exited", code: 3, stdout: { bytes: 0, sha256: d("e") }, stderr: { bytes: 0, sha256: d("e") } },
+  { invocation: 0, event: "final", status: "ok", invocations: 1 },
+];
+const assertionsOf = (ok: boolean) => [{ invocation: 1, check: "exit-code", ok, expected: ok ? 3 : 0, actual: 3 }];
+
+function manifest(runId: string, disk: boolean, ok = true) {
   const vm = defaultVmIdentity({
     qemu: "7.2.22 (Debian test)",
     kernel: d("a"),
@@ -30,28 +39,37 @@ function manifest(runId: string, disk: boolean) {
   return {
     schema: "cairn.run/1",
     run_id: runId,
-    status: "passed",
+    status: ok ? "passed" : "assertions-failed",
     workload: { source_kind: "oci", workload: d("1"), source: d("2"), fs: d("3"), launch: d("4"), derived: d("5") },
     guest_image: { initramfs: d("c"), size: 512, inputs: d("6") },
     vm,
     vm_digest: vmDigest(vm),
     replay_log: { sha256: d("7"), size: 100 },
-    outcome: d("8"),
+    outcome: outcomeDigest(EVENTS as never, assertionsOf(ok)),
     recorded: { at: "2026-12-01T00:00:00.000Z", cairn_version: "test" },
   };
+}
+
+/** A run directory whose files agree with its run.json: events, assertions, a replay log of the recorded size. */
+function writeRun(dir: string, runId: string, disk: boolean, ok = true): void {
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, "run.json"), JSON.stringify(manifest(runId, disk, ok)));
+  writeFileSync(join(dir, "events.json"), JSON.stringify(EVENTS));
+  writeFileSync(join(dir, "assertions.json"), JSON.stringify(assertionsOf(ok)));
+  writeFileSync(join(dir, "replay.log"), Buffer.alloc(100, 7));
 }
 
 function runsDir(): string {
   const root = mkdtempSync(join(tmpdir(), "cairn-runs-"));
   const a = join(root, "20261201T000000Z-0000aaaa");
+  writeRun(a, "20261201T000000Z-0000aaaa", true);
   mkdirSync(join(a, "replays", "1"), { recursive: true });
   mkdirSync(join(a, "replays", "2"));
   mkdirSync(join(a, "replays", "3"));
-  writeFileSync(join(a, "run.json"), JSON.stringify(manifest("20261201T000000Z-0000aaaa", true)));
   writeFileSync(join(a, "replays", "1", "result.json"), JSON.stringify({ matches: true }));
   writeFileSync(join(a, "replays", "3", "result.json"), JSON.stringify({ matches: false }));
   const b = join(root, "20261201T000001Z-0000bbbb");
-  mkdirSync(b);
+  writeRun(b, "20261201T000001Z-0000bbbb", false);
   writeFileSync(join(b, "run.json"), JSON.stringify({ ...manifest("20261201T000001Z-0000bbbb", false), extra: 1 }));
   writeFileSync(join(root, "cairn-runs.json"), "{}");
   symlinkSync(a, join(root, "zz-link"));
@@ -66,7 +84,7 @@ describe("cairn runs list / show", () => {
       runs.map((r) => [r.run_id, r.status, r.root, r.replays]),
       [["20261201T000000Z-0000aaaa", "passed", "disk", [true, null, false]]],
     );
-    assert.deepEqual(unreadable, [{ dir: join(root, "20261201T000001Z-0000bbbb"), error: "MODEL_UNKNOWN_FIELD" }]);
+    assert.deepEqual(unreadable, [{ dir: join(root, "20261201T000001Z-0000bbbb"), check: "invalid", error: "MODEL_UNKNOWN_FIELD" }]);
     // control: without the extra field that run is listed too
     writeFileSync(join(root, "20261201T000001Z-0000bbbb", "run.json"), JSON.stringify(manifest("20261201T000001Z-0000bbbb", false)));
     assert.deepEqual(
@@ -83,8 +101,8 @@ describe("cairn runs list / show", () => {
     const root = runsDir();
     const list = await runCli(["runs", "list", "--runs", root]);
     assert.equal(list.code, 0, list.stderr);
-    assert.match(list.stdout, /20261201T000000Z-0000aaaa {2}passed +replays \+\?- +disk/);
-    assert.match(list.stdout, /0000bbbb {2}unreadable \(MODEL_UNKNOWN_FIELD\)/);
+    assert.match(list.stdout, /20261201T000000Z-0000aaaa {2}passed +unverified +replays \+\?- +disk +origin unknown/);
+    assert.match(list.stdout, /0000bbbb {2}invalid \(MODEL_UNKNOWN_FIELD\)/);
     const byId = await runCli(["runs", "show", "20261201T000000Z-0000aaaa", "--runs", root]);
     const byDir = await runCli(["runs", "show", join(root, "20261201T000000Z-0000aaaa")]);
     assert.equal(byId.code, 0, byId.stderr);
@@ -97,4 +115,104 @@ describe("cairn runs list / show", () => {
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /RUN_INVALID|not a run directory/);
   });
+
+  it("issue 31 case 17: an edited run is listed as tampered, naming what disagrees, never as its run.json says (control: the untouched run is unverified)", () => {
+    const root = mkdtempSync(join(tmpdir(), "cairn-runs-"));
+    const edits: Array<[string, (dir: string) => void, string]> = [
+      // the issue's case: a run whose assertions failed, edited to say passed
+      ["status", (x) => edit(x, "run.json", (m) => ({ ...m, status: "passed" })), "/status"],
+      ["outcome", (x) => edit(x, "run.json", (m) => ({ ...m, outcome: d("0") })), "/outcome"],
+      ["events", (x) => edit(x, "events.json", (e) => e.map((v: { code?: number }) => (v.code === 3 ? { ...v, code: 0 } : v))), "/outcome"],
+      ["assertions", (x) => edit(x, "assertions.json", (a) => a.map((v: object) => ({ ...v, ok: true }))), "/outcome"],
+      ["vm", (x) => edit(x, "run.json", (m) => ({ ...m, vm: { ...m.vm, memory_mib: 512 } })), "/vm_digest"],
+      ["log", (x) => writeFileSync(join(x, "replay.log"), Buffer.alloc(99, 7)), "/replay_log/size"],
+      ["no-log", (x) => rmSync(join(x, "replay.log")), "/replay_log/size"],
+      ["events-not-a-list", (x) => writeFileSync(join(x, "events.json"), "{}"), "events.json"],
+      ["null-event", (x) => writeFileSync(join(x, "events.json"), "[null]"), "events.json"],
+    ];
+    for (const [name, change] of edits) {
+      writeRun(join(root, `20261202T000000Z-${name}`), `20261202T000000Z-${name}`, false, false);
+      change(join(root, `20261202T000000Z-${name}`));
+    }
+    writeRun(join(root, "20261202T000000Z-control"), "20261202T000000Z-control", false, false);
+    const { runs, unreadable } = listRuns(root);
+    assert.deepEqual(unreadable, []);
+    const got = new Map(runs.map((r) => [r.run_id.slice(17), [r.check, r.problem]]));
+    assert.deepEqual(got.get("control"), ["unverified", null]);
+    for (const [name, , problem] of edits) assert.deepEqual(got.get(name), ["tampered", problem], name);
+  });
+
+  it("issue 31 case 17: with --pub, a run whose receipt verifies is signed; an edit only the receipt binds is tampered; another key's receipt vouches for nothing", async () => {
+    const root = mkdtempSync(join(tmpdir(), "cairn-runs-"));
+    const dir = join(root, "20261203T000000Z-signed");
+    writeRun(dir, "20261203T000000Z-signed", false);
+    const me = writeKeyPair(join(root, "me"), generateSigningKey(), false);
+    const other = writeKeyPair(join(root, "other"), generateSigningKey(), false);
+    signReceipt(dir, [readSigningKey(me.keyPath)]);
+    const check = () => describeRun(dir, { keys: [readVerifyingKey(me.pubPath)] });
+    assert.deepEqual([check().check, check().problem], ["signed", null]);
+    assert.deepEqual([describeRun(dir).check, describeRun(dir, { keys: [readVerifyingKey(other.pubPath)] }).check], ["unverified", "unverified"]);
+    // the replay log, same size, one byte changed: the cheap checks cannot see it, the receipt can
+    writeFileSync(join(dir, "replay.log"), Buffer.concat([Buffer.alloc(99, 7), Buffer.from([8])]));
+    assert.equal(describeRun(dir).check, "unverified");
+    assert.deepEqual([check().check, check().problem], ["tampered", "receipt.dsse.json#/predicate/replay_log/sha256"]);
+    const list = await runCli(["runs", "list", "--runs", root, "--pub", me.pubPath, "--json"]);
+    assert.equal(JSON.parse(list.stdout).runs[0].check, "tampered");
+  });
+
+  it("issue 31 case 17: runs list shows where each run came from and filters by status, spec, identity, environment, time and check", async () => {
+    const root = mkdtempSync(join(tmpdir(), "cairn-runs-"));
+    const a = join(root, "20261204T000000Z-0000aaaa");
+    const b = join(root, "20261205T000000Z-0000bbbb");
+    const c = join(root, "20261206T000000Z-0000cccc");
+    writeRun(a, "20261204T000000Z-0000aaaa", false);
+    writeRun(b, "20261205T000000Z-0000bbbb", true, false);
+    writeRun(c, "20261206T000000Z-0000cccc", false);
+    edit(b, "run.json", (m) => ({ ...m, workload: { ...m.workload, workload: d("d") }, recorded: { ...m.recorded, at: "2026-12-05T10:00:00.000Z" } }));
+    edit(c, "run.json", (m) => ({ ...m, status: "assertions-failed", recorded: { ...m.recorded, at: "2026-12-06T10:00:00.000Z" } }));
+    writeRunOrigin(a, { via: "run", input: "/work/specs/hello.yaml", command: ["/bin/probe", "say hi"] });
+    writeRunOrigin(b, { via: "bundle", input: "/tmp/in/run.cairn", command: null });
+    writeFileSync(join(b, "environment.json"), JSON.stringify({ environment_id: d("e"), lockfile_sha256: d("f"), image_manifest: d("2") }));
+    const ids = async (...args: string[]): Promise<string[]> => {
+      const r = await runCli(["runs", "list", "--runs", root, "--json", ...args]);
+      assert.equal(r.code, 0, r.stdout + r.stderr);
+      return (JSON.parse(r.stdout) as { runs: { run_id: string }[] }).runs.map((x) => x.run_id.slice(-4));
+    };
+    const text = await runCli(["runs", "list", "--runs", root]);
+    assert.match(text.stdout, /0000aaaa {2}passed +unverified +replays none +initramfs +hello\.yaml: \/bin\/probe 'say hi'\n/);
+    assert.match(text.stdout, /0000bbbb {2}assertions-failed +unverified +replays none +disk +bundle run\.cairn\n/);
+    assert.match(text.stdout, /0000cccc {2}assertions-failed +tampered +replays none +initramfs +origin unknown\n/);
+    assert.deepEqual(await ids(), ["aaaa", "bbbb", "cccc"]);
+    assert.deepEqual(await ids("--status", "assertions-failed"), ["bbbb", "cccc"]);
+    assert.deepEqual(await ids("--spec", "hello.yaml"), ["aaaa"]);
+    assert.deepEqual(await ids("--spec", "/tmp/in"), ["bbbb"]);
+    assert.deepEqual(await ids("--workload", "dddddddd"), ["bbbb"]);
+    assert.deepEqual(await ids("--workload", `sha256:${"2".repeat(64)}`), ["aaaa", "bbbb", "cccc"]);
+    assert.deepEqual(await ids("--environment", `sha256:${"e".repeat(12)}`), ["bbbb"]);
+    assert.deepEqual(await ids("--since", "2026-12-05"), ["bbbb", "cccc"]);
+    assert.deepEqual(await ids("--since", "2026-12-06T09:00:00Z"), ["cccc"]);
+    assert.deepEqual(await ids("--check", "tampered"), ["cccc"]);
+    assert.deepEqual(await ids("--status", "passed", "--check", "unverified"), ["aaaa"]);
+    // a refused flag is a usage error, not an empty list
+    for (const bad of [
+      ["--workload", "abc"],
+      ["--since", "yesterday"],
+      ["--check", "trusted"],
+      ["--environment", "zz"],
+    ]) {
+      const r = await runCli(["runs", "list", "--runs", root, "--json", ...bad]);
+      assert.equal(r.code, 2, bad.join(" "));
+      assert.equal(JSON.parse(r.stdout).error.code, "USAGE");
+    }
+    const show = await runCli(["runs", "show", a]);
+    assert.match(show.stdout, /origin {4}hello\.yaml: \/bin\/probe 'say hi' \(\/work\/specs\/hello\.yaml; written by this host, not covered by any digest\)/);
+    assert.match(show.stdout, /check {5}unverified: /);
+    const shown = await runCli(["runs", "show", c]);
+    assert.match(shown.stdout, /status {4}assertions-failed \(as run\.json says; not to be believed\)\ncheck {5}tampered \(\/status\)/);
+  });
 });
+
+// biome-ignore lint/suspicious/noExplicitAny: a test edit of a JSON file whose shape the test wrote itself
+function edit(dir: string, name: string, f: (v: any) => unknown): void {
+  writeFileSync(join(dir, name), JSON.stringify(f(JSON.parse(readFileSync(join(dir, name), "utf8")))));
+}

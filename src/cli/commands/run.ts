@@ -125,6 +125,7 @@ export function registerRun(program: Command, ctx: Context): void {
           ? await recordLockfileRun({
               ...record,
               ...(lockSpec !== undefined ? { inputsBase: lockSpec.specDir } : {}),
+              origin: resolve(ctx.cwd, input),
               export: {
                 lockPath: lockSpec?.lockPath ?? input,
                 verify: await lockVerifyOptions(ctx, opts, clock(ctx.env)),

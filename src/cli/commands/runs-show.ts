@@ -1,21 +1,32 @@
 import type { Command } from "commander";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { defaultRunsDir, describeRun } from "../../vm/index.ts";
+import { readVerifyingKey } from "../../core/index.ts";
+import { defaultRunsDir, describeOrigin, describeRun } from "../../vm/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
+
+/** What each check verdict means, in the words `runs show` prints (vm/run-dir-check.ts). */
+const CHECK_MEANING = {
+  signed: "a receipt signed by the given key matches the directory",
+  unverified: "its digests agree with its files; no signature vouches for them (give --pub, or replay it)",
+  tampered: "a file disagrees with what run.json records: nothing it says is to be believed",
+  invalid: "run.json is refused",
+} as const;
 
 export function registerRunsShow(runs: Command, ctx: Context): void {
   runs
     .command("show")
-    .description("describe one run: status, identities, guest root and RAM, replays")
+    .description("describe one run: status and what its files confirm, where it came from, identities, guest root and RAM, replays")
     .argument("<run>", "a run directory, or a run id under --runs")
     .option("--runs <dir>", "the runs directory a run id is looked up in (default $CAIRN_HOME/runs or $XDG_DATA_HOME/cairn/runs)")
+    .option("--pub <key>", "an Ed25519 public key: the run is signed when its receipt verifies with it against the directory")
     .option("--json", "print the description as JSON")
-    .action((run: string, opts: { runs?: string; json?: boolean }) => {
+    .action((run: string, opts: { runs?: string; pub?: string; json?: boolean }) => {
       const asDir = resolve(ctx.cwd, run);
       const dir = existsSync(asDir) ? asDir : join(defaultRunsDir(ctx.env, ctx.cwd, opts.runs), run);
-      const r = describeRun(dir);
+      const keys = opts.pub !== undefined ? [readVerifyingKey(resolve(ctx.cwd, opts.pub))] : [];
+      const r = describeRun(dir, { keys });
       if (opts.json) {
         printJson(ctx.io, r);
         return;
@@ -27,9 +38,15 @@ export function registerRunsShow(runs: Command, ctx: Context): void {
       ctx.io.out(
         [
           `run       ${r.run_id}`,
-          `status    ${r.status}`,
+          // a tampered run's status is what its run.json says, not what happened
+          `status    ${r.status}${r.check === "tampered" ? " (as run.json says; not to be believed)" : ""}`,
+          `check     ${r.check}${r.problem !== null ? ` (${r.problem})` : ""}: ${CHECK_MEANING[r.check]}`,
           `recorded  ${r.recorded_at}`,
+          `origin    ${describeOrigin(r.origin)}${r.origin !== null ? ` (${r.origin.input}; written by this host, not covered by any digest)` : ""}`,
           `workload  ${r.source_kind} ${r.workload}`,
+          ...(r.environment !== null
+            ? [`env       ${[r.environment.environment_id, r.environment.manifest_address].filter((x) => x !== null).join(", ")}`]
+            : []),
           `vm        ${r.vm_digest} (${r.root} root, ${r.memory_mib} MiB)`,
           `outcome   ${r.outcome}`,
           ...(r.inputs !== null ? [`inputs    ${r.inputs} (run.inputs tree)`] : []),

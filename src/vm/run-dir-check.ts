@@ -1,0 +1,96 @@
+/**
+ * What `cairn runs list` and `runs show` may believe of a run directory.
+ * A run directory is a plain directory anyone with the user's rights can
+ * edit: before issue 31, `runs list` printed whatever `run.json` said, so a
+ * run edited from `assertions-failed` to `passed` was listed as passed.
+ *
+ * The cheap checks, recomputed from the directory's own files (no store,
+ * no kit, no QEMU):
+ *   /vm_digest         the digest of the recorded VM identity
+ *   /outcome           the outcome digest of events.json and assertions.json
+ *   /status            the status events.json and assertions.json give, for
+ *                      every status they decide (an infrastructure failure
+ *                      or a timeout may come from the kernel or from how QEMU
+ *                      ended, which they do not hold)
+ *   /replay_log/size   replay.log is there with the recorded size
+ * and, when a key is given (`--pub`), the signed receipt: its signature and
+ * every digest it binds, recomputed (run-receipt.ts `verifyReceipt`, which
+ * hashes replay.log too).
+ *
+ * The verdict says no more than was checked:
+ *   signed      a receipt signed by a given key matches the directory
+ *   unverified  the cheap checks agree, no signature vouches for the files:
+ *               a directory rewritten as a whole (every file and digest made
+ *               consistent) is not told apart; only `cairn replay`, or a
+ *               receipt, shows more
+ *   tampered    a check failed (its JSON pointer is named)
+ *   invalid     run.json itself is refused by the strict reader
+ */
+import { existsSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { CairnError, isCairnError, isJsonObject, parseJsonBytes, readFileBounded, type JsonModel, type VerifyingKey } from "../core/index.ts";
+import { outcomeDigest, runStatus, type AssertionResult } from "./checker.ts";
+import type { NormalizedEvent } from "./protocol.ts";
+import { RUN_READ_LIMITS } from "./replay-run.ts";
+import type { RunManifest } from "./run-manifest.ts";
+import { RECEIPT_FILE, verifyReceipt } from "./run-receipt.ts";
+import { RUN_FILES } from "./rundir.ts";
+import { vmDigest } from "./vmid.ts";
+
+export type RunDirCheck = "signed" | "unverified" | "tampered" | "invalid";
+
+export interface RunDirCheckResult {
+  readonly check: RunDirCheck;
+  /** The first check that failed (a JSON pointer into run.json, or a file), or the reason a receipt did not count; null otherwise. */
+  readonly problem: string | null;
+}
+
+/** The statuses events.json and assertions.json decide alone (checker.ts runStatus); any other may come from the kernel or QEMU. */
+const DECIDED_BY_EVENTS: readonly string[] = ["passed", "completed", "program-failed", "assertions-failed", "launch-failed"];
+
+function tampered(problem: string): RunDirCheckResult {
+  return { check: "tampered", problem };
+}
+
+/** A recorded list: JSON, a list of plain objects, within run.recorded-list-bytes; undefined when it is not one. */
+function readList(runDir: string, name: string): Array<Record<string, JsonModel>> | undefined {
+  const file = join(runDir, name);
+  if (!existsSync(file)) return undefined;
+  try {
+    const model = parseJsonBytes(readFileBounded(file, RUN_READ_LIMITS["run.recorded-list-bytes"], "run.recorded-list-bytes"), { source: file });
+    return Array.isArray(model) && model.every(isJsonObject) ? (model as Array<Record<string, JsonModel>>) : undefined;
+  } catch (e) {
+    if (isCairnError(e)) return undefined;
+    throw e;
+  }
+}
+
+/** The cheap checks, then the receipt when `keys` are given. Throws only on I/O trouble, never on what the files say. */
+export function checkRunDir(runDir: string, m: RunManifest, keys: readonly VerifyingKey[] = []): RunDirCheckResult {
+  if (vmDigest(m.vm) !== m.vm_digest) return tampered("/vm_digest");
+  const events = readList(runDir, RUN_FILES.events);
+  if (events === undefined) return tampered(RUN_FILES.events);
+  const assertions = readList(runDir, RUN_FILES.assertions);
+  if (assertions === undefined) return tampered(RUN_FILES.assertions);
+  // the outcome digest is JCS over these exact models: an edited event or assertion, or an edited digest, differs
+  const ev = events as unknown as NormalizedEvent[];
+  const as = assertions as unknown as AssertionResult[];
+  if (outcomeDigest(ev, as) !== m.outcome) return tampered("/outcome");
+  if (DECIDED_BY_EVENTS.includes(m.status) && runStatus(ev, as) !== m.status) return tampered("/status");
+  const log = join(runDir, RUN_FILES.replayLog);
+  if (!existsSync(log) || !statSync(log).isFile() || statSync(log).size !== m.replay_log.size) return tampered("/replay_log/size");
+  if (keys.length === 0) return { check: "unverified", problem: null };
+  const receipt = join(runDir, RECEIPT_FILE);
+  if (!existsSync(receipt)) return { check: "unverified", problem: `no ${RECEIPT_FILE}` };
+  try {
+    verifyReceipt(receipt, keys, runDir);
+    return { check: "signed", problem: null };
+  } catch (e) {
+    if (!(e instanceof CairnError)) throw e;
+    // the receipt and the directory disagree, or a file the receipt binds is malformed: something was edited
+    if (e.code === "RECEIPT_MISMATCH") return tampered(`${RECEIPT_FILE}#${e.path ?? ""}`);
+    if (e.code === "RUN_INVALID") return tampered(e.path ?? RECEIPT_FILE);
+    // not signed by a given key (or not a receipt): it vouches for nothing, which is not evidence of an edit
+    return { check: "unverified", problem: `${RECEIPT_FILE}: ${e.code}` };
+  }
+}
