@@ -54,7 +54,7 @@ import { Store } from "../store/index.ts";
 import { applyLayers, DEFAULT_LIMITS, STRICT_POLICY, type LayerLimits } from "../tree/index.ts";
 import { BundleSpill } from "./bundle-spill.ts";
 import { parseWorkloadLock } from "../workload/index.ts";
-import { KIT_ROOT, kitForRun, putKitObject, qemuVersion, writeKit, type Kit } from "./kit.ts";
+import { KIT_ROOT, kitForRun, putKitObject, qemuVersion, type Kit } from "./kit.ts";
 import { runKitNeeds } from "./replay-run.ts";
 import { RUNS_ROOT } from "./record.ts";
 import { parseRunManifest, type RunManifest } from "./run-manifest.ts";
@@ -323,20 +323,10 @@ function writeImport(b: OpenedBundle, opts: ImportOptions, bundleFile: string): 
     else if (p.startsWith("kit/agents/")) putKitObject(opts.kitDir, "agents", Buffer.from(b.members.get(p)!));
   }
   const m = b.manifest;
-  const synthetic: Kit = {
-    dir: opts.kitDir,
-    qemu: host,
-    kernel: {
-      digest: m.vm.kernel,
-      package: b.kit?.kernel_package ?? "unknown",
-      file: b.kit?.kernel_file ?? "unknown",
-      modules: parseModuleEntries(m.vm.kernel_modules, "/vm/kernel_modules").map((x) => ({ name: x.name, digest: x.digest })),
-    },
-    agent: { digest: m.vm.agent, source: b.kit?.agent_source ?? m.vm.agent, compiler: b.kit?.agent_compiler ?? "unknown" },
-  };
-  // a fresh kit: its kit.json is written last, so a kit whose import stopped midway still reads as absent
-  if (!existsSync(join(opts.kitDir, "kit.json"))) writeKit(synthetic);
-  // what this run names, by digest (a kit set up here may name another kernel)
+  // No kit.json is written: the kernel, modules and agent came from the bundle, which is hostile input. A kit.json
+  // naming them (as imports wrote before) was a set-up kit to `cairn run`: a bundle naming all eleven modules and the
+  // current agent sources would have chosen the kernel and agent of this home's next records. Replay and bundle ask
+  // the kit only for what a run names, by digest (kitForRun), so an imported run needs no kit.json.
   const kit = kitForRun(opts.kitDir, runKitNeeds(m));
   openRoot(opts.runsDir, RUNS_ROOT, { create: true });
   removeDeadStaging(opts.runsDir);

@@ -242,6 +242,9 @@ export interface KitNeeds {
  * or agent, only lends their descriptive facts (package, file, compiler).
  * No kit at all is PREREQUISITE_MISSING.
  */
+/** What kitForRun says of a kernel package, file or agent compiler its kit.json does not describe. */
+export const UNKNOWN_KIT_FACT = "unknown";
+
 export function kitForRun(dir: string, needs: KitNeeds, hint?: string): Kit {
   requireKit(dir, hint);
   readKitObject(dir, "kernels", needs.kernel, "/vm/kernel");
@@ -252,9 +255,14 @@ export function kitForRun(dir: string, needs: KitNeeds, hint?: string): Kit {
   const sameAgent = listed?.agent.digest === needs.agent ? listed.agent : undefined;
   return {
     dir,
-    qemu: listed?.qemu ?? "unknown",
-    kernel: { digest: needs.kernel, package: sameKernel?.package ?? "unknown", file: sameKernel?.file ?? "unknown", modules: needs.modules },
-    agent: { digest: needs.agent, source: sameAgent?.source ?? needs.agent, compiler: sameAgent?.compiler ?? "unknown" },
+    qemu: listed?.qemu ?? UNKNOWN_KIT_FACT,
+    kernel: {
+      digest: needs.kernel,
+      package: sameKernel?.package ?? UNKNOWN_KIT_FACT,
+      file: sameKernel?.file ?? UNKNOWN_KIT_FACT,
+      modules: needs.modules,
+    },
+    agent: { digest: needs.agent, source: sameAgent?.source ?? needs.agent, compiler: sameAgent?.compiler ?? UNKNOWN_KIT_FACT },
   };
 }
 

@@ -36,7 +36,7 @@ import { CairnError, checkLimit, compareBytes, readFileBounded, sha256, writeFil
 import { writeTar, type TarEntry } from "../tree/index.ts";
 import { Store } from "../store/index.ts";
 import { readWorkloadLock } from "../workload/index.ts";
-import { readKitObject, type Kit } from "./kit.ts";
+import { readKitObject, UNKNOWN_KIT_FACT, type Kit } from "./kit.ts";
 import { readRunManifest, replayKit, RUN_READ_LIMITS } from "./replay-run.ts";
 import { RUN_COST_FILE, RUN_ENV_MANIFEST_FILE, RUN_ENVIRONMENT_FILE, RUN_NETWORK_FILE } from "./run-facts.ts";
 import { RECEIPT_FILE } from "./run-receipt.ts";
@@ -124,8 +124,10 @@ export function writeRunBundle(opts: WriteBundleOptions): { file: string; size: 
     for (const n of ["console.log", "protocol.bin"]) if (existsSync(join(opts.runDir, n))) files.set(`private/${n}`, runFile(opts.runDir, n));
   }
   const members = [...files.entries()].map(([path, b]) => ({ path, sha256: sha256(b), size: b.length })).sort((a, b) => compareBytes(a.path, b.path));
+  // the recording kit's names, when its kit.json describes this run's kernel and agent (a kit an import filled does not)
+  const described = ![opts.kit.kernel.package, opts.kit.kernel.file, opts.kit.agent.compiler].includes(UNKNOWN_KIT_FACT);
   const kitFacts: BundleKitFacts | null =
-    opts.kit.kernel.digest === m.vm.kernel && opts.kit.agent.digest === m.vm.agent
+    described && opts.kit.kernel.digest === m.vm.kernel && opts.kit.agent.digest === m.vm.agent
       ? {
           kernel_package: opts.kit.kernel.package,
           kernel_file: opts.kit.kernel.file,

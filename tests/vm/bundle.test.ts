@@ -17,7 +17,9 @@ import { buildExampleRegistry, toySpec } from "../../examples/strata/build-regis
 import { sha256, type ErrorCode } from "../../src/core/index.ts";
 import { buildLayerFromDirectory, LocalRegistry } from "../../src/strata/index.ts";
 import { writeTar, type TarEntry } from "../../src/tree/index.ts";
-import { importBundle, loadKit, openBundle } from "../../src/vm/index.ts";
+import { importBundle, loadKit, openBundle, parseVmIdentity, vmDigest } from "../../src/vm/index.ts";
+import { KIT_MODULES } from "../../src/vm/kernel.ts";
+import { agentSourceDigest } from "../../src/vm/kit.ts";
 import { runCli } from "../helpers/cli.ts";
 import { assertCodeAsync } from "../helpers/errors.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
@@ -176,8 +178,13 @@ describe("replay bundles", { skip: VM_SKIP || GCC_SKIP }, () => {
     assert.match(await ok(["replay", imported], fresh), /matches the record/);
     // issue 31 case 17: runs list says the run came from that bundle, and checks it
     assert.match(await ok(["runs", "list"], fresh), /(passed|completed) +unverified +replays \+\+ +initramfs +bundle run\.cairn\n/);
+    // ... and bundles again with the same members (the kit's names are not carried: the import wrote no kit.json)
     await ok(["bundle", imported, "--out", join(elsewhere, "again.cairn")], fresh);
-    assert.ok(readFileSync(join(elsewhere, "again.cairn")).equals(readFileSync(bundle)), "the imported run bundles to the bytes it came from");
+    const rebundled = await openBundle(join(elsewhere, "again.cairn"));
+    const memberList = (b: typeof opened) => [...b.members.keys()].filter((p) => p !== "cairn-bundle.json").map((p) => [p, sha256(b.members.get(p)!)]);
+    assert.deepEqual(memberList(rebundled), memberList(await openBundle(bundle)));
+    assert.equal(rebundled.kit, null);
+    rebundled.dispose();
     // a second replay of the same bundle reuses the imported run
     assert.match(await ok(["replay", join(elsewhere, "run.cairn")], fresh), /matches the record/);
     // environment.json is bound to the workload: another image manifest there is refused
@@ -284,6 +291,31 @@ describe("replay bundles", { skip: VM_SKIP || GCC_SKIP }, () => {
       "BUNDLE_INVALID",
       "run/receipt.dsse.json#/predicate/events/sha256",
     );
+    // second pass (issue 31): a bundle whose run names all eleven kit modules (each a module object it carries) and the
+    // current agent sources imports into a fresh home; before, the import wrote a kit.json that `cairn run` took as a
+    // set-up kit, so the bundle's kernel, modules and agent would have recorded this home's next runs
+    const vm = JSON.parse(Buffer.from(members.get("run/run.json")!).toString("utf8")) as { vm: { kernel_modules: string[] } } & Record<string, unknown>;
+    const someModule = vm.vm.kernel_modules[0]!.split("=")[1]!;
+    const poisoned: Record<string, unknown> = { ...vm, vm: { ...vm.vm, kernel_modules: KIT_MODULES.map(([name]) => `${name}=${someModule}`) } };
+    poisoned.vm_digest = vmDigest(parseVmIdentity(poisoned.vm as never, "/vm"));
+    const poison = join(work, "poison.cairn");
+    writeFileSync(
+      poison,
+      rebuild(members, (f) => {
+        f.set("run/run.json", Buffer.from(JSON.stringify(poisoned)));
+        f.delete("run/receipt.dsse.json"); // the receipt binds run.json's digest
+        const index = JSON.parse(Buffer.from(f.get("cairn-bundle.json")!).toString("utf8")) as { kit: Record<string, string> };
+        f.set("cairn-bundle.json", Buffer.from(JSON.stringify({ ...index, kit: { ...index.kit, agent_source: agentSourceDigest() } })));
+      }),
+    );
+    const poisonHome = join(work, "home-poison");
+    const poisonImport = await importBundle(poison, {
+      storeDir: join(poisonHome, "store"),
+      kitDir: join(poisonHome, "kit"),
+      runsDir: join(poisonHome, "runs"),
+    });
+    assert.ok(existsSync(join(poisonImport.runDir, "run.json")), "the bundle imports (control: nothing else refuses it)");
+    assert.equal(loadKit(join(poisonHome, "kit")), undefined, "an import never makes a kit a record would use");
     await interruptedImports(bundle, work);
     await refused("not-a-tar", Buffer.from("not a tar at all, just text that is long enough to fill part of a header block"), "TAR_INVALID");
   });
