@@ -26,7 +26,7 @@
  *   tampered    a check failed (its JSON pointer is named)
  *   invalid     run.json itself is refused by the strict reader
  */
-import { existsSync, statSync } from "node:fs";
+import { existsSync, lstatSync } from "node:fs";
 import { join } from "node:path";
 import { CairnError, isCairnError, isJsonObject, parseJsonBytes, readFileBounded, type JsonModel, type VerifyingKey } from "../core/index.ts";
 import { outcomeDigest, runStatus, type AssertionResult } from "./checker.ts";
@@ -78,7 +78,9 @@ export function checkRunDir(runDir: string, m: RunManifest, keys: readonly Verif
   if (outcomeDigest(ev, as) !== m.outcome) return tampered("/outcome");
   if (DECIDED_BY_EVENTS.includes(m.status) && runStatus(ev, as) !== m.status) return tampered("/status");
   const log = join(runDir, RUN_FILES.replayLog);
-  if (!existsSync(log) || !statSync(log).isFile() || statSync(log).size !== m.replay_log.size) return tampered("/replay_log/size");
+  // lstat: a symlink or FIFO in place of the log is not the log cairn wrote
+  const st = lstatSync(log, { throwIfNoEntry: false });
+  if (st === undefined || !st.isFile() || st.size !== m.replay_log.size) return tampered("/replay_log/size");
   if (keys.length === 0) return { check: "unverified", problem: null };
   const receipt = join(runDir, RECEIPT_FILE);
   if (!existsSync(receipt)) return { check: "unverified", problem: `no ${RECEIPT_FILE}` };
