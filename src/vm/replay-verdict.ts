@@ -15,7 +15,7 @@
  * `--allow-failed` that reproducing a failure is the point.
  */
 import { CairnError } from "../core/index.ts";
-import type { RunStatus } from "./checker.ts";
+import { RUN_STATUS_ERRORS, type RunStatus } from "./checker.ts";
 import type { Evaluation } from "./guest.ts";
 
 export interface ReplayVerdict {
@@ -30,11 +30,9 @@ export interface ReplayVerdict {
   readonly recorded: string | null;
 }
 
-/** The statuses that are not a failure: "passed", and "completed" (no assertions declared, every program exited 0). */
-const NOT_FAILED: readonly string[] = ["passed", "completed"];
-
+/** A failure is what `cairn run` fails with (checker.ts RUN_STATUS_ERRORS, one table): all but "passed" and "completed". */
 export function isFailedStatus(status: RunStatus): boolean {
-  return !NOT_FAILED.includes(status);
+  return RUN_STATUS_ERRORS[status] !== null;
 }
 
 /** How many invocation facts `describeOutcome` names before it says "…". */
