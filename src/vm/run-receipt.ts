@@ -44,6 +44,8 @@ import { sourceIdentity } from "../workload/index.ts";
 import { readRunManifest, RUN_READ_LIMITS } from "./replay-run.ts";
 import { guestInstructions } from "./replay-log.ts";
 import { RUN_FILES } from "./rundir.ts";
+import { outcomeDigest, runStatus, type AssertionResult } from "./checker.ts";
+import type { NormalizedEvent } from "./protocol.ts";
 import { readRunEnvManifest, RUN_COST_FILE, RUN_ENVIRONMENT_FILE, type RunEnvironment } from "./run-facts.ts";
 
 export const IN_TOTO_STATEMENT_TYPE = "https://in-toto.io/Statement/v1";
@@ -102,6 +104,30 @@ function outputBytes(events: JsonModel): { stdout: number; stderr: number } {
   return out;
 }
 
+/**
+ * A receipt never signs a status its own files contradict: the outcome
+ * digest (the receipt's subject) must be the digest of events.json and
+ * assertions.json, and a status those lists decide (`passed`, `completed`,
+ * `program-failed`, `assertions-failed`, `launch-failed`) must be the one
+ * they give. `infrastructure-failure` and `timeout` also rest on what the
+ * kernel said and how QEMU ended, which the lists do not hold, so they are
+ * taken as recorded (saying one of them never claims more). Attack stopped:
+ * run.json's status edited from `assertions-failed` to `passed` was signed.
+ */
+function checkStatusAgainstFiles(runDir: string): void {
+  const m = readRunManifest(runDir);
+  const events = readJsonFile(runDir, RUN_FILES.events, RUN_READ_LIMITS["run.recorded-list-bytes"], "run.recorded-list-bytes").model;
+  const assertions = readJsonFile(runDir, RUN_FILES.assertions, RUN_READ_LIMITS["run.recorded-list-bytes"], "run.recorded-list-bytes").model;
+  const edited = (path: string, message: string) => new CairnError("RUN_INVALID", message, { path, hint: "the run directory was edited" });
+  if (!Array.isArray(events) || !Array.isArray(assertions)) throw edited("/outcome", "events.json and assertions.json must be lists");
+  const ev = events as unknown as NormalizedEvent[];
+  const as = assertions as unknown as AssertionResult[];
+  if (outcomeDigest(ev, as) !== m.outcome) throw edited("/outcome", "the run's outcome digest is not the digest of its events.json and assertions.json");
+  if (m.status === "infrastructure-failure" || m.status === "timeout") return;
+  const derived = runStatus(ev, as);
+  if (derived !== m.status) throw edited("/status", `run.json says ${m.status}, but its events and assertions say ${derived}`);
+}
+
 /** The statement a receipt of `runDir` carries, every value recomputed from the directory's files. */
 export function receiptStatement(runDir: string): ReceiptStatement {
   const m = readRunManifest(runDir);
@@ -147,6 +173,8 @@ export function receiptStatement(runDir: string): ReceiptStatement {
 
 /** Signs the run directory's statement; writes `out` (default RUNDIR/receipt.dsse.json, 0644) and returns it. */
 export function signReceipt(runDir: string, keys: readonly SigningKey[], out = join(runDir, RECEIPT_FILE)): { file: string; statement: ReceiptStatement } {
+  // signing vouches for the status: checked here (receipt verify --run compares field by field instead, naming the field)
+  checkStatusAgainstFiles(runDir);
   const statement = receiptStatement(runDir);
   const payload = Buffer.from(JSON.stringify(statement), "utf8");
   const envelope = signEnvelope(IN_TOTO_PAYLOAD_TYPE, payload, keys);

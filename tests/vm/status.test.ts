@@ -1,12 +1,18 @@
 // A launch failure fails the run unless the spec expected exactly that stage
 // for that invocation; other assertions passing must not hide it.
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, it } from "node:test";
-import { CairnError, type Sha256Digest } from "../../src/core/index.ts";
+import { CairnError, generateSigningKey, type Sha256Digest } from "../../src/core/index.ts";
 import { evaluate } from "../../src/vm/guest.ts";
 import {
   checkAssertions,
   decodeProtocol,
+  outcomeDigest,
+  signReceipt,
   defaultVmIdentity,
   vmDigest,
   DEFAULT_PROTOCOL_LIMITS,
@@ -144,6 +150,43 @@ describe("what a recorded run may be (issue 31, cases 8, 9, 14)", () => {
     for (const s of RUN_STATUSES) assert.equal(parseRunManifest(manifest(s), "run.json").status, s);
     const bad = assertCode(() => parseRunManifest(manifest("interrupted"), "run.json"), "MODEL_VALUE");
     assert.ok(bad.issues.some((i) => i.path === "/status"));
+  });
+
+  it("receipt sign never signs a status its files contradict: run.json edited to passed, or events.json edited, is RUN_INVALID (control: as recorded)", () => {
+    const d = (c: string) => `sha256:${c.repeat(64)}` as Sha256Digest;
+    const vm = defaultVmIdentity({ qemu: "7.2", kernel: d("a"), modules: [], agent: d("b"), initramfs: d("c"), treeManifest: d("f"), memoryMib: 256 });
+    const dir = mkdtempSync(join(tmpdir(), "cairn-receipt-status-"));
+    const log = Buffer.from("log");
+    const write = (status: string) =>
+      writeFileSync(
+        join(dir, "run.json"),
+        JSON.stringify({
+          schema: "cairn.run/1",
+          run_id: "r1",
+          status,
+          workload: { source_kind: "binary", workload: d("1"), source: d("2"), fs: d("3"), launch: d("4"), derived: d("5") },
+          guest_image: { initramfs: d("c"), size: 1, inputs: d("6") },
+          vm,
+          vm_digest: vmDigest(vm),
+          replay_log: { sha256: `sha256:${createHash("sha256").update(log).digest("hex")}`, size: log.length },
+          outcome: outcomeDigest([], []),
+          recorded: { at: "2026-12-06T00:00:00.000Z", cairn_version: "test" },
+        }),
+      );
+    writeFileSync(join(dir, "events.json"), "[]");
+    writeFileSync(join(dir, "assertions.json"), "[]");
+    writeFileSync(join(dir, "replay.log"), log);
+    const key = generateSigningKey();
+    const signed = () => JSON.stringify(signReceipt(dir, [key]).statement);
+    write("completed");
+    assert.match(signed(), /"status":"completed"/, "control");
+    write("timeout");
+    assert.match(signed(), /"status":"timeout"/, "a status the lists cannot decide is signed as recorded");
+    write("passed");
+    assertCode(() => signReceipt(dir, [key]), "RUN_INVALID", "/status");
+    write("completed");
+    writeFileSync(join(dir, "assertions.json"), JSON.stringify([{ invocation: 1, check: "exit-code", ok: true, expected: 0, actual: 0 }]));
+    assertCode(() => signReceipt(dir, [key]), "RUN_INVALID", "/outcome");
   });
 
   it("a partial protocol stream decodes to its whole records; a cut-off last record ends it (control: refused without partial)", () => {
