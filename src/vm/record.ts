@@ -42,7 +42,7 @@ import type { SnapshotRef } from "../manifest/index.ts";
 import { childrenCpuMs, writeRunCost, writeRunEnvironment, writeRunEnvManifest, writeRunNetwork, type RunEnvironment } from "./run-facts.ts";
 import { RESPONDER_LIMITS } from "./netid.ts";
 import { RUN_MANIFEST_SCHEMA, type RunManifest } from "./run-manifest.ts";
-import { replayLogWhole, stoppedByHost } from "./replay-log.ts";
+import { replayLogWhole } from "./replay-log.ts";
 import { diskFullError, dropImage, RUN_FILES, shellQuote, withNoSpaceNamed, writeEvaluation, writeJsonPublic, writeStreams } from "./rundir.ts";
 import { stageRun } from "./run-staging.ts";
 import { parseScenario } from "./scenario.ts";
@@ -281,14 +281,6 @@ async function recordInto(
   const logBytes = readFileSync(rrfile);
   // the error names files where the run directory will be, never the staging directory that is renamed away
   const unfinished = boot.unfinished === undefined ? undefined : renamedInto(boot.unfinished, dir, runDir);
-  if (unfinished !== undefined && !boot.qemu.timedOut && stoppedByHost(logBytes)) {
-    // a signal cairn did not send (cairn sends one only at --timeout): its replay would end there as a timeout, which this was not
-    throw new CairnError("RUN_INFRASTRUCTURE", "QEMU was stopped by a signal cairn did not send before the guest finished, so the run was not recorded", {
-      path: runDir,
-      cause: unfinished,
-      hint: "something outside cairn ended QEMU (SIGTERM, SIGINT or SIGHUP to its process); record again",
-    });
-  }
   if (unfinished !== undefined && !replayLogWhole(logBytes)) {
     // QEMU was killed before it finished its log: nothing replayable was recorded, so nothing is kept
     throw new CairnError(unfinished.code, `${unfinished.message}; QEMU did not finish its replay log, so the run was not recorded`, {
