@@ -65,10 +65,13 @@ export function guestInstructions(log: Uint8Array): number | undefined {
 const SHUTDOWN_HOST_SIGNAL = 4;
 
 /**
- * Whether the record was ended by a signal to QEMU (the last shutdown event
- * of the framed log has the cause "host signal"): cairn sends one only at
- * `--timeout` (qemu.ts), so a replay of that log ends there the same way,
- * without the agent's status, and is a replay of a timed-out run.
+ * Whether the log's last shutdown event has the cause "host signal": a
+ * record cairn stopped at `--timeout` (qemu.ts) ends so, and so, measured,
+ * does a record whose guest kernel panicked under -no-reboot. guest.ts
+ * reads it only to say a replay that ended there without the agent's
+ * status ended where its record did (`timeout`, unless the kernel's lines
+ * make it an infrastructure failure); it does not tell a timeout from a
+ * crash the kernel printed nothing about.
  */
 export function stoppedByHost(log: Uint8Array): boolean {
   return walkLog(log)?.shutdown === SHUTDOWN_HOST_SIGNAL;
