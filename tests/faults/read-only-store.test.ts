@@ -15,7 +15,7 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { chmodSync, chownSync, mkdtempSync, readFileSync } from "node:fs";
+import { chmodSync, chownSync, mkdtempSync, readFileSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { before, describe, it } from "node:test";
@@ -191,6 +191,11 @@ describe("a store this user may not write (EACCES, issue 31 case 5)", { skip: RO
   }
 
   it("verify and show read it, assemble and gc are IO_ERROR naming the permission (control: the same commands while it is writable)", () => {
+    // nobody must reach the files this test makes: under the test command the
+    // temporary directory is the run's own, 0700 and root's, so it is opened
+    // for traversal (never for listing) before anything is made in it
+    const tmp = tmpdir();
+    if (statSync(tmp).uid === process.getuid?.()) chmodSync(tmp, (statSync(tmp).mode & 0o7777) | 0o711);
     const ws = ociWorkspace();
     spawnSync("chmod", ["-R", "a+rX", ws.dir]);
     const home = mkdtempSync(join(tmpdir(), "cairn-nobody-"));
