@@ -17,7 +17,7 @@ import type { CanonicalTree, ContentSource } from "../tree/index.ts";
 import type { ByteSink } from "./cpio.ts";
 import { writeErofs, type ErofsPlan } from "./erofs.ts";
 import { writeGuestImage, type GuestImage, type GuestImageParts } from "./initramfs.ts";
-import { withNoSpaceNamed } from "./rundir.ts";
+import { withNoSpaceNamed } from "./no-space.ts";
 
 /** What the image writers' small chunks (headers, names, pads) are gathered into before one write. */
 const BLOCK = 1 << 20;

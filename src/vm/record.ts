@@ -43,7 +43,8 @@ import { childrenCpuMs, writeRunCost, writeRunEnvironment, writeRunEnvManifest, 
 import { RESPONDER_LIMITS } from "./netid.ts";
 import { RUN_MANIFEST_SCHEMA, type RunManifest } from "./run-manifest.ts";
 import { replayLogWhole } from "./replay-log.ts";
-import { diskFullError, dropImage, RUN_FILES, shellQuote, withNoSpaceNamed, writeEvaluation, writeJsonPublic, writeStreams } from "./rundir.ts";
+import { withNoSpaceNamed } from "./no-space.ts";
+import { diskFullError, dropImage, RUN_FILES, shellQuote, writeEvaluation, writeJsonPublic, writeStreams } from "./rundir.ts";
 import { stageRun } from "./run-staging.ts";
 import { parseScenario } from "./scenario.ts";
 import { readHttpRoot } from "./responder-host.ts";

@@ -16,7 +16,7 @@
 import { mkdirSync, readdirSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { fsyncDir, ioError, isCairnError, removeIn, tempSibling } from "../core/index.ts";
-import { withNoSpaceNamed } from "./rundir.ts";
+import { withNoSpaceNamed } from "./no-space.ts";
 
 const INTERRUPTS: readonly NodeJS.Signals[] = ["SIGINT", "SIGTERM", "SIGHUP"];
 

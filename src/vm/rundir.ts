@@ -14,7 +14,7 @@
  *   replays/N/           one directory per replay, same layout for its outputs (streams/ included)
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statfsSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { CairnError, formatBytes, mkdirPrivate, withDirIn, writeFileAtomic } from "../core/index.ts";
 import type { Evaluation } from "./guest.ts";
 import { RUN_MIN_FREE_BYTES } from "./sizing.ts";
@@ -99,39 +99,6 @@ export function diskFullError(dir: string, cause?: unknown, shown = dir): CairnE
       hint: "free space there, or pass --runs on a file system with room for the guest image and the replay log",
     },
   );
-}
-
-/** The errno in an error or its causes (a CairnError wraps Node's error in `cause`). */
-function errnoIn(e: unknown): string | undefined {
-  for (let c = e, depth = 0; c !== null && typeof c === "object" && depth < 8; c = (c as { cause?: unknown }).cause, depth++) {
-    const code = (c as { code?: unknown }).code;
-    if (typeof code === "string" && /^E[A-Z]+$/.test(code)) return code;
-  }
-  return undefined;
-}
-
-/**
- * A failed write on a full file system (ENOSPC, EDQUOT), said as what it
- * is: the file that could not be written and the file system that is full.
- * Without this, a guest image written from the store while the disk filled
- * was reported as "cannot read" the store object being copied. Any other
- * error is returned unchanged.
- */
-export function withNoSpaceNamed(e: unknown, file: string, fsDir = dirname(file)): unknown {
-  const errno = errnoIn(e);
-  if (errno !== "ENOSPC" && errno !== "EDQUOT") return e;
-  let free = "";
-  try {
-    const st = statfsSync(fsDir);
-    free = `, ${formatBytes(Number(st.bavail) * Number(st.bsize))} free`;
-  } catch {
-    // the directory is gone (staging removed): the errno says enough
-  }
-  return new CairnError("IO_ERROR", `cannot write ${file}: the file system holding ${fsDir} is full (${errno}${free})`, {
-    path: file,
-    cause: e,
-    hint: "free space there, or pass --runs on a file system with room for the guest image and the replay log",
-  });
 }
 
 /** Removes the initramfs and root disk copies a boot left behind (replay rebuilds them from the store). */
