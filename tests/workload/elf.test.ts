@@ -54,6 +54,21 @@ test("a static PIE (ET_DYN, PT_DYNAMIC, no interpreter) is said to be static, an
   assertCode(() => checkStaticExecutable(programBytes("dynamic"), "x"), "ELF_DYNAMIC");
 });
 
+test(
+  "a program that names an interpreter is ELF_DYNAMIC saying PT_INTERP, whether ET_EXEC or a PIE (kill StrykerJS survivors: the PT_INTERP check)",
+  opts,
+  () => {
+    // -no-pie: ET_EXEC with PT_INTERP (and PT_DYNAMIC): the message names the interpreter, not a dynamic section without one.
+    const exec = assertCode(() => checkStaticExecutable(programBytes("dynamic"), "x"), "ELF_DYNAMIC", "x");
+    assert.match(exec.message, /PT_INTERP/);
+    assert.doesNotMatch(exec.message, /no program interpreter/);
+    // gcc's default PIE: ET_DYN with PT_INTERP is dynamically linked, not a static PIE.
+    const pie = assertCode(() => checkStaticExecutable(programBytes("dynamic-pie"), "x"), "ELF_DYNAMIC", "x");
+    assert.match(pie.message, /program interpreter/);
+    assertCode(() => checkStaticExecutable(programBytes("static-pie"), "x"), "ELF_STATIC_PIE"); // control: no interpreter
+  },
+);
+
 function patched(edit: (b: Buffer) => void): Buffer {
   const b = Buffer.from(programBytes("static"));
   edit(b);
