@@ -61,7 +61,7 @@ const CASES: ReadonlyArray<{ name: string; file: string; write: (p: string) => v
   { name: "a directory as the input", file: "dir.yaml", write: (p) => mkdirSync(p), code: "RUN_INVALID" },
   { name: "a spec with an unknown key", file: "bad.yaml", write: (p) => writeFileSync(p, `${GOOD_SPEC}colour: red\n`), code: "MODEL_UNKNOWN_FIELD" },
   { name: "a spec that is not YAML", file: "broken.yaml", write: (p) => writeFileSync(p, "schema: [unclosed\n"), code: "YAML_SYNTAX" },
-  { name: "a spec whose run section is invalid", file: "run.yaml", write: (p) => writeFileSync(p, `${GOOD_SPEC}run:\n  colour: red\n`), code: "RUN_INVALID" },
+  { name: "a spec whose run section is invalid", file: "run.yaml", write: (p) => writeFileSync(p, `${GOOD_SPEC}run:\n  root: floppy\n`), code: "RUN_INVALID" },
   {
     name: "a workload lock that does not parse",
     file: "w.lock.json",
