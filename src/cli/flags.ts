@@ -157,9 +157,9 @@ export function launchArgv(cmdFlag: readonly string[] | undefined, afterDashes: 
   return afterDashes.length > 0 ? [...afterDashes] : undefined;
 }
 
-/** `--inputs-root DIR`, on every command that reads a spec's host paths (`run`, `workload check`). */
+/** `--inputs-root DIR`, on every command that reads a spec's host paths (`run`, `workload check`, `workload assemble`). */
 export const INPUTS_ROOT_HELP =
-  "let the spec's run.inputs and served directory come from anywhere under this directory (absolute paths too); without it they must be relative and inside the spec's directory";
+  "the directory a spec may read host files from: its source (binary path, OCI layout, lockfile), run.inputs and served directory may lie anywhere under it (absolute paths too); without it they must be relative and inside the spec's directory";
 
 /** `--inputs-root DIR`: an existing directory (the user's choice, so a symlink to one is fine). */
 export function inputsRootFlag(cwd: string, unsafeDir: string): string {

@@ -1,9 +1,10 @@
 /**
  * Host paths a document names, read only beneath a directory. A workload
  * spec is someone else's input: the host files it may make cairn read
- * (`run.inputs[].from`, `run.network.http.root`) are confined to the spec's
+ * (`source.binary.path`, `source.oci.layout`, `source.lockfile.path`,
+ * `run.inputs[].from`, `run.network.http.root`) are confined to the spec's
  * own directory, or to a directory the user named on the command line
- * (`--inputs-root DIR`). The attack this stops: a spec naming `/etc/shadow`,
+ * (`--inputs-root DIR`, one flag for all of them). The attack this stops: a spec naming `/etc/shadow`,
  * `../../.ssh/id_ed25519`, or a symlink planted beside it that leads out
  * (`data -> /home/me`, `sub/../..` through a linked directory), whose bytes
  * then travel into a run, its store and a shareable bundle.
@@ -44,6 +45,31 @@ export interface HostScope {
   readonly rootName: string;
   /** The flag that widens the scope, for hints ("--inputs-root DIR"). */
   readonly flag: string;
+}
+
+/** The flag that names a wider root for every host path a spec names. */
+export const HOST_ROOT_FLAG = "--inputs-root";
+
+/**
+ * The scope of a spec's host paths: relative to `base` (the spec's
+ * directory) and inside it, or anywhere inside `root` (absolute paths too)
+ * when the user named one with --inputs-root. The one definition for every
+ * field (the workload source, run inputs, the served directory).
+ */
+export function specHostScope(base: string, root?: string): HostScope {
+  return root === undefined
+    ? { root: base, base, absolute: false, rootName: "the spec's directory", flag: `${HOST_ROOT_FLAG} DIR` }
+    : { root, base, absolute: true, rootName: `${HOST_ROOT_FLAG} ${root}`, flag: `${HOST_ROOT_FLAG} DIR` };
+}
+
+/**
+ * The host path a spec's field names, checked to lie beneath the scope
+ * (PATH_UNSAFE naming `field` otherwise): its symlink-free path, or, when
+ * nothing is there, the path as given against `base` (so the reader's own
+ * "missing" error names it).
+ */
+export function hostPathBeneath(scope: HostScope, unsafePath: string, field: string): string {
+  return resolveBeneath(scope, unsafePath, field)?.shown ?? resolve(scope.base, unsafePath);
 }
 
 /** A path resolved beneath a root: no symlink in `rel` when it was resolved. */

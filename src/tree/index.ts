@@ -7,7 +7,7 @@ export { fsIdentity, fsIdentityOf, frameTree, frameEntry, sortedEntries, FS_IDEN
 export { isCanonicalPath, parentOf, ancestors } from "./tree-paths.ts";
 export { resolveInRoot, resolveInRootSync, resolveInTree, MAX_SYMLINK_HOPS } from "./in-root.ts";
 export type { EscapeMode } from "./in-root.ts";
-export { resolveBeneath, withBeneath } from "./host-beneath.ts";
+export { HOST_ROOT_FLAG, hostPathBeneath, resolveBeneath, specHostScope, withBeneath } from "./host-beneath.ts";
 export type { BeneathPath, HostScope } from "./host-beneath.ts";
 export { directoryView, treeView } from "./root-view.ts";
 export type { RootView } from "./root-view.ts";

@@ -24,6 +24,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
+import { hostPathBeneath, specHostScope } from "../tree/index.ts";
 import { Checker, isJsonObject, parseYamlBytes, readFileBounded, readFilePrefix, writeFileAtomic, type JsonModel } from "../core/index.ts";
 import { DEFAULT_EXPORT_LAUNCH, exportLock, LOCKFILE_FORMAT, type ExportLaunch, type ExportLockOptions, type ExportResult } from "../strata/index.ts";
 import { SPEC_MAX_BYTES } from "../workload/index.ts";
@@ -67,9 +68,11 @@ const SPEC_SECTIONS = ["run", "limits", "policy"] as const;
 /**
  * Reads `path` as a spec naming an environment lockfile; undefined when it
  * is not one (another spec, a lock, a lockfile). A spec that names a
- * lockfile is read strictly (WORKLOAD_SPEC_INVALID lists every issue).
+ * lockfile is read strictly (WORKLOAD_SPEC_INVALID lists every issue); the
+ * lockfile it names must lie beneath the spec's directory, or beneath
+ * `hostRoot` (--inputs-root), else PATH_UNSAFE naming /source/lockfile/path.
  */
-export function readLockfileSpec(path: string): LockfileSpec | undefined {
+export function readLockfileSpec(path: string, hostRoot?: string): LockfileSpec | undefined {
   let model: JsonModel;
   try {
     model = parseYamlBytes(readFileBounded(path, SPEC_MAX_BYTES, "spec.max_bytes"));
@@ -92,7 +95,8 @@ export function readLockfileSpec(path: string): LockfileSpec | undefined {
   // the exported spec is written elsewhere: run.inputs stay relative to this spec's directory, which the
   // caller passes as recordRun's inputsBase (never rewritten to absolute paths, which a spec may not name)
   return {
-    lockPath: resolve(dirname(path), lockPath),
+    // the lockfile is a host file the spec names: beneath the spec's directory, or --inputs-root (tree/host-beneath.ts)
+    lockPath: hostPathBeneath(specHostScope(dirname(path), hostRoot), lockPath, "/source/lockfile/path"),
     specDir: dirname(path),
     launch: { argv, user: user ?? DEFAULT_EXPORT_LAUNCH.user, workdir: workdir ?? DEFAULT_EXPORT_LAUNCH.workdir },
     sections,

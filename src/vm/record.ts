@@ -32,6 +32,7 @@ import {
   parseWorkloadSpec,
   type VerifiedWorkload,
   type VerifyOptions,
+  checkSourcePaths,
 } from "../workload/index.ts";
 
 /** A lock is small; a bigger file is not taken for one (the workload layer bounds its own read too). */
@@ -180,7 +181,11 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
   // openVerifiedWorkload read the input again and check it again in full.
   const inputIsLock = isLockFile(input, inputBytes);
   if (inputIsLock) parseWorkloadLock(inputBytes, input);
-  const early = inputIsLock ? undefined : parseScenario(parseWorkloadSpec(inputBytes, input).run);
+  const earlySpec = inputIsLock ? undefined : parseWorkloadSpec(inputBytes, input);
+  // the spec's source (a program, an image layout) lies beneath its directory or --inputs-root, checked before
+  // the kit: a spec from someone else never makes cairn read, store or bundle a host file elsewhere
+  if (earlySpec !== undefined) checkSourcePaths({ specPath: input, hostRoot: opts.inputsBase === undefined ? opts.inputsRoot : undefined }, earlySpec.source);
+  const early = earlySpec === undefined ? undefined : parseScenario(earlySpec.run);
   // run.inputs are read from the host here, once, before anything else happens (relative to the spec's
   // directory and beneath it, or beneath --inputs-root)
   const hostPaths: RunInputScope = { base: opts.inputsBase ?? dirname(input), ...(opts.inputsRoot !== undefined ? { root: opts.inputsRoot } : {}) };
@@ -231,6 +236,9 @@ async function recordInto(
       now: () => now,
       remote: opts.remote,
       memoKeyDir: opts.verify?.memoKeyDir,
+      // the spec's source lies beneath its directory or --inputs-root; a spec cairn wrote itself for an environment
+      // lockfile (inputsBase set) names only its own exported image beside it
+      hostRoot: opts.inputsBase === undefined ? opts.inputsRoot : undefined,
     });
     // what the spec's policies left out of the tree is said here too, not only by `workload assemble` and `workload check`
     const { skipped, droppedXattrs } = assembled.listing;

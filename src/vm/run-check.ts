@@ -75,5 +75,9 @@ export function runCheck(opts: { readonly inputsRoot?: string } = {}): RunCheck 
 
 /** What `cairn workload check` reports: assembly's problems and run's, in the order run meets them. */
 export function checkWorkloadRun(opts: { readonly specPath: string; readonly inputsRoot?: string }): Promise<CheckResult> {
-  return checkWorkload({ specPath: opts.specPath, run: runCheck(opts.inputsRoot !== undefined ? { inputsRoot: opts.inputsRoot } : {}) });
+  return checkWorkload({
+    specPath: opts.specPath,
+    run: runCheck(opts.inputsRoot !== undefined ? { inputsRoot: opts.inputsRoot } : {}),
+    ...(opts.inputsRoot !== undefined ? { hostRoot: opts.inputsRoot } : {}),
+  });
 }

@@ -32,6 +32,7 @@ import {
   fsIdentity,
   readDirectory,
   resolveBeneath,
+  specHostScope,
   withBeneath,
   type CanonicalTree,
   type ContentSource,
@@ -101,9 +102,7 @@ export interface RunInputScope {
 
 /** The scope of a spec's host paths (run inputs, the served directory) for `cairn run`. */
 export function runHostScope(s: RunInputScope): HostScope {
-  return s.root === undefined
-    ? { root: s.base, base: s.base, absolute: false, rootName: "the spec's directory", flag: "--inputs-root DIR" }
-    : { root: s.root, base: s.base, absolute: true, rootName: `--inputs-root ${s.root}`, flag: "--inputs-root DIR" };
+  return specHostScope(s.base, s.root);
 }
 
 /**

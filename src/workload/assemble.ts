@@ -18,7 +18,7 @@ import { hashDerived } from "./derived-entry.ts";
 import type { SourceKind, WorkloadIdentities } from "./workload-identity.ts";
 import { loadVerifyKey, writeVerifyMemo } from "./verify-memo.ts";
 import { encodeWorkloadLock, lockDigestOf, type WorkloadLock } from "./workload-lock.ts";
-import { readSourceFile } from "./source-file.ts";
+import { readSourceFile, readSpecExecutable, specLayoutDir, type SourceScope } from "./source-file.ts";
 import { parseWorkloadSpec, SPEC_MAX_BYTES } from "./spec.ts";
 import type { RemoteOptions } from "./registry-pull.ts";
 import type { PolicyListing } from "./oci-workload.ts";
@@ -43,6 +43,12 @@ export interface AssembleOptions {
    * The key is read (or made) before any work.
    */
   readonly memoKeyDir?: string | undefined;
+  /**
+   * --inputs-root DIR: the directory the spec's source (`source.binary.path`,
+   * `source.oci.layout`) may be read from, absolute paths inside it allowed.
+   * Without it the source lies beneath the spec's directory (source-file.ts).
+   */
+  readonly hostRoot?: string | undefined;
 }
 
 /** Whether an assembly asked for a memo wrote one (`why` when it did not). */
@@ -102,6 +108,7 @@ async function assembleInto(opts: AssembleOptions): Promise<AssembleResult> {
   const specPath = resolve(opts.specPath);
   const specBytes = readSourceFile(specPath, SPEC_MAX_BYTES, "specBytes");
   let spec = parseWorkloadSpec(specBytes, specPath);
+  const scope: SourceScope = { specPath, hostRoot: opts.hostRoot };
   const lockPath = resolve(opts.lockOut ?? defaultLockPath(specPath));
   // Open for writing until the lock is rooted: `cairn store gc` waits for an open writer (store/gc-lock.ts).
   // the memo key before any work: a key that cannot be read refuses the assembly, not a finished one
@@ -113,13 +120,12 @@ async function assembleInto(opts: AssembleOptions): Promise<AssembleResult> {
   try {
     let pack: FinishedPack | undefined;
     if (spec.source.kind === "binary") {
-      // The path is a locator, resolved against the spec's directory and never recorded.
-      const exePath = resolve(dirname(specPath), spec.source.path);
-      const exe = readSourceFile(exePath, spec.limits.fileSize, "fileSize");
+      // The path is a locator, resolved beneath the spec's directory (or --inputs-root) and never recorded.
+      const { bytes: exe, path: exePath } = readSpecExecutable(scope, spec.source.path, spec.limits.fileSize, "fileSize");
       derived = deriveBinary(spec, exe, exePath);
       store.put("objects", exe);
     } else {
-      let layoutDir = resolve(dirname(specPath), spec.source.layout);
+      let layoutDir = spec.source.ref === undefined ? specLayoutDir(scope, spec.source.layout) : "";
       if (spec.source.ref !== undefined) {
         // a registry image: pulled into the store by digest (nothing is requested when the store has it), then read
         // as a layout cairn writes into its own staging, exactly like a user's layout

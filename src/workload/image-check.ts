@@ -40,7 +40,7 @@ import {
 } from "../tree/index.ts";
 import { deriveBinary } from "./derive.ts";
 import { launchFromOci, ociConfigRefusals, ociLaunchWithSpec, type Launch } from "./launch.ts";
-import { readSourceFile } from "./source-file.ts";
+import { readSourceFile, readSpecExecutable, specLayoutDir, type SourceScope } from "./source-file.ts";
 import { parseWorkloadSpec, SPEC_MAX_BYTES, type WorkloadSpec } from "./spec.ts";
 
 /** One problem: what assembly would refuse, and the policy that would admit it. */
@@ -164,16 +164,18 @@ async function checkOci(spec: WorkloadSpec, layoutDir: string, found: Problems, 
  * that does not parse, or names a registry `ref` (check reads local layouts
  * only; `cairn pull` one first), is refused as it would be by assembly.
  */
-export async function checkWorkload(opts: { readonly specPath: string; readonly run?: RunCheck }): Promise<CheckResult> {
+export async function checkWorkload(opts: { readonly specPath: string; readonly run?: RunCheck; readonly hostRoot?: string }): Promise<CheckResult> {
   const specPath = resolve(opts.specPath);
+  // the source's host paths, in the scope assembly reads them in (the spec's directory, or --inputs-root)
+  const scope: SourceScope = { specPath, hostRoot: opts.hostRoot };
   const spec = parseWorkloadSpec(readSourceFile(specPath, SPEC_MAX_BYTES, "specBytes"), specPath);
   const found = new Problems();
   for (const e of opts.run?.section(spec, specPath) ?? []) found.add(e, undefined);
   let listing: Pick<CheckResult, "skipped" | "droppedXattrs"> = { skipped: [], droppedXattrs: [] };
   if (spec.source.kind === "binary") {
     try {
-      const exePath = resolve(dirname(specPath), spec.source.path);
-      const derived = deriveBinary(spec, readSourceFile(exePath, spec.limits.fileSize, "fileSize"), exePath);
+      const exe = readSpecExecutable(scope, spec.source.path, spec.limits.fileSize, "fileSize");
+      const derived = deriveBinary(spec, exe.bytes, exe.path);
       for (const e of opts.run?.tree(derived.tree) ?? []) found.add(e, undefined);
     } catch (e) {
       found.add(e, undefined);
@@ -185,7 +187,13 @@ export async function checkWorkload(opts: { readonly specPath: string; readonly 
         hint: "pull it first (`cairn pull REF --oci DIR`) and check a spec whose source is {layout: DIR, manifest: …}",
       });
     }
-    listing = await checkOci(spec, resolve(dirname(specPath), spec.source.layout), found, opts.run);
+    let layoutDir: string | undefined;
+    try {
+      layoutDir = specLayoutDir(scope, spec.source.layout);
+    } catch (e) {
+      found.add(e, undefined); // a layout outside the spec's directory is listed as assembly would refuse it
+    }
+    if (layoutDir !== undefined) listing = await checkOci(spec, layoutDir, found, opts.run);
   }
   const suggested: Partial<Record<PolicyKey, string>> = {};
   for (const k of found.keys) suggested[k] = policyName(k).slice(k.length + 2);

@@ -13,6 +13,8 @@ export { encodeWorkloadLock, lockDigestOf, parseWorkloadLock, WORKLOAD_LOCK_SCHE
 export type { WorkloadLock } from "./workload-lock.ts";
 export { DERIVED_ENTRY_IDENTITY, DERIVED_ENTRY_SCOPE } from "./derived-entry.ts";
 export { assembleWorkload } from "./assemble.ts";
+export { checkSourcePaths } from "./source-file.ts";
+export type { SourceScope } from "./source-file.ts";
 export { checkWorkload } from "./image-check.ts";
 export type { CheckProblem, CheckResult, RunCheck } from "./image-check.ts";
 export type { PolicyListing } from "./oci-workload.ts";

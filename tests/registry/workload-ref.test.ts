@@ -36,10 +36,15 @@ describe("workload specs naming a registry digest", { skip }, () => {
     const refSpec = join(work, "ref.json");
     writeFileSync(refSpec, JSON.stringify({ schema: "cairn.workload/1", source: { oci: { ref: `${reg.host}/w/app@${img.manifestDigest}` } } }));
     const layoutSpec = join(work, "layout.json");
+    // an absolute layout path: the spec may read it only because the user names a directory holding it
     writeFileSync(layoutSpec, JSON.stringify({ schema: "cairn.workload/1", source: { oci: { layout: img.dir, manifest: img.manifestDigest } } }));
     const a = await runCli(["workload", "assemble", refSpec, "--plain-http", "--json"], env());
     assert.equal(a.code, 0, a.stdout + a.stderr);
-    const b = await runCli(["workload", "assemble", layoutSpec, "--json"], env());
+    const refused = await runCli(["workload", "assemble", layoutSpec, "--json"], env());
+    assert.equal(refused.code, 1, refused.stdout + refused.stderr);
+    assert.equal(JSON.parse(refused.stdout).error.code, "PATH_UNSAFE");
+    assert.equal(JSON.parse(refused.stdout).error.path, "/source/oci/layout");
+    const b = await runCli(["workload", "assemble", layoutSpec, "--inputs-root", work, "--json"], env());
     assert.equal(b.code, 0, b.stdout + b.stderr);
     assert.deepEqual(JSON.parse(a.stdout).identities, JSON.parse(b.stdout).identities);
     assert.equal(JSON.parse(a.stdout).workload, JSON.parse(b.stdout).workload);
@@ -87,7 +92,7 @@ describe("workload specs naming a registry digest", { skip }, () => {
       return p;
     };
     const ref = { ref: `${reg.host}/w/app@${img.manifestDigest}` };
-    const layout = { layout: img.dir, manifest: img.manifestDigest };
+    const layout = { layout: "./src", manifest: img.manifestDigest }; // img.dir, beside the specs
     const assemble = async (p: string) => {
       const r = await runCli(["workload", "assemble", p, "--plain-http", "--json"], env());
       return { code: r.code, out: JSON.parse(r.stdout), text: r.stdout + r.stderr };

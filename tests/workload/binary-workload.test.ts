@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { openVerifiedWorkload, BINARY_INSTALL_PATH } from "../../src/workload/index.ts";
+import { assembleWorkload, openVerifiedWorkload, BINARY_INSTALL_PATH } from "../../src/workload/index.ts";
 import { assertCodeAsync } from "../helpers/errors.ts";
 import { GCC_SKIP, programBytes } from "./fixtures/static-program.ts";
 import { assemble, binarySpec, binaryWorkspace, objectPath, rawDigest, readLockJson, rewriteLock } from "./fixtures/workspace.ts";
@@ -63,7 +63,13 @@ test("refusals surface from assemble: static PIE, dynamic, root user, symlinked 
   await assertCodeAsync(() => assemble(binaryWorkspace(binarySpec({ env: { "A=B": "c" } }))), "LAUNCH_INVALID");
   await assertCodeAsync(() => assemble(binaryWorkspace(binarySpec({ workdir: "/bin/app/x" }))), "LAUNCH_INVALID");
   await assertCodeAsync(() => assemble(binaryWorkspace(binarySpec({ workdir: "/bin/app" }))), "LAUNCH_INVALID");
-  await assertCodeAsync(() => assemble(binaryWorkspace(binarySpec({ path: "/dev/zero" }))), "SOURCE_NOT_REGULAR");
+  // a device: a spec may not name /dev/zero at all (outside its directory); named under --inputs-root /dev, it is not a regular file
+  const dev = binaryWorkspace(binarySpec({ path: "/dev/zero" }));
+  await assertCodeAsync(() => assemble(dev), "PATH_UNSAFE", "/source/binary/path");
+  await assertCodeAsync(
+    () => assembleWorkload({ specPath: dev.specPath, storeDir: dev.storeDir, lockOut: dev.lockPath, cairnVersion: "test", hostRoot: "/dev" }),
+    "SOURCE_NOT_REGULAR",
+  );
 });
 
 // The tamper matrix for binary workloads: with the lock fixed, each change must fail verify.

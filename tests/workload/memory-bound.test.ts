@@ -43,7 +43,7 @@ function assemble(name: string, layout: string, manifest: string, limits: Record
   const spec = join(dir, "spec.json");
   mkdirSync(dir);
   writeFileSync(spec, JSON.stringify({ schema: "cairn.workload/1", source: { oci: { layout, manifest } }, ...(limits ? { limits } : {}) }));
-  const r = spawnSync(process.execPath, ["--import", "tsx", CHILD, spec, join(dir, "store"), join(dir, "spec.lock.json")], {
+  const r = spawnSync(process.execPath, ["--import", "tsx", CHILD, spec, join(dir, "store"), join(dir, "spec.lock.json"), work], {
     encoding: "utf8",
     timeout: 900_000,
     killSignal: "SIGKILL",

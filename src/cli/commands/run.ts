@@ -80,7 +80,8 @@ export function registerRun(program: Command, ctx: Context): void {
       const log = (line: string) => ctx.io.err(`cairn run: ${line}`);
       const input = resolve(ctx.cwd, unsafeInput);
       const fromLockfile = isEnvironmentLockfile(input);
-      const lockSpec = fromLockfile ? undefined : readLockfileSpec(input);
+      const hostRoot = opts.inputsRoot !== undefined ? inputsRootFlag(ctx.cwd, opts.inputsRoot) : undefined;
+      const lockSpec = fromLockfile ? undefined : readLockfileSpec(input, hostRoot);
       const launchFlags = argv !== undefined || opts.user !== undefined || opts.workdir !== undefined;
       const verifyFlags = opts.pub !== undefined || opts.registry.length > 0 || opts.base !== undefined;
       if (!fromLockfile && lockSpec === undefined && (launchFlags || verifyFlags)) {
@@ -117,7 +118,7 @@ export function registerRun(program: Command, ctx: Context): void {
         log,
         remote: remoteOptions(ctx, opts),
         verify: { memoKeyDir: defaultKeysDir(ctx.env, ctx.cwd, opts.keys), full: opts.full === true },
-        ...(opts.inputsRoot !== undefined ? { inputsRoot: inputsRootFlag(ctx.cwd, opts.inputsRoot) } : {}),
+        ...(hostRoot !== undefined ? { inputsRoot: hostRoot } : {}),
         ...(live !== undefined ? { onOutput: live.listener } : {}),
       };
       const recordFromLockfile = async () =>
