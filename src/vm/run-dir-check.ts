@@ -96,3 +96,19 @@ export function checkRunDir(runDir: string, m: RunManifest, keys: readonly Verif
     return { check: "unverified", problem: `${RECEIPT_FILE}: ${e.code}` };
   }
 }
+
+/**
+ * Whether a replay directory's own files bear out its `result.json`'s
+ * "matched": its events.json and assertions.json give the run's recorded
+ * outcome digest, and the result names that digest and the recorded status.
+ * A result.json planted or edited to say "matched" over other files is not
+ * believed. Like `unverified`, it cannot tell apart a replay directory
+ * rewritten as a whole from the record's own files; only a new replay does.
+ */
+export function replayFilesAgree(replayDir: string, m: RunManifest, result: Record<string, unknown>): boolean {
+  const events = readList(replayDir, RUN_FILES.events);
+  const assertions = readList(replayDir, RUN_FILES.assertions);
+  if (events === undefined || assertions === undefined) return false;
+  const outcome = outcomeDigest(events as unknown as NormalizedEvent[], assertions as unknown as AssertionResult[]);
+  return outcome === m.outcome && result.outcome === m.outcome && result.status === m.status;
+}

@@ -11,10 +11,11 @@
  */
 import { existsSync, lstatSync, readdirSync } from "node:fs";
 import { basename, join } from "node:path";
-import { compareBytes, ioError, isCairnError, parseJsonBytes, readFileBounded, type Sha256Digest, type VerifyingKey } from "../core/index.ts";
+import { compareBytes, ioError, isCairnError, isJsonObject, parseJsonBytes, readFileBounded, type Sha256Digest, type VerifyingKey } from "../core/index.ts";
 import type { RunStatus } from "./checker.ts";
 import { readRunManifest } from "./replay-run.ts";
-import { checkRunDir, type RunDirCheck } from "./run-dir-check.ts";
+import { checkRunDir, replayFilesAgree, type RunDirCheck } from "./run-dir-check.ts";
+import type { RunManifest } from "./run-manifest.ts";
 import { readRunEnvManifest } from "./run-facts.ts";
 import { readRunOrigin, type RunOrigin } from "./run-origin.ts";
 import { readEnvironment } from "./run-receipt.ts";
@@ -47,8 +48,8 @@ export interface RunSummary {
   readonly memory_mib: number;
   /** The run's input tree (`run.inputs`, its `cairn.fs/1` digest), or null without inputs. */
   readonly inputs: Sha256Digest | null;
-  /** Each replay directory's verdict in order: true matched, false did not, null left no result (interrupted or refused). */
-  readonly replays: ReadonlyArray<boolean | null>;
+  /** Each replay directory's verdict in order (see ReplayShown: a claimed match its files contradict is not shown as one). */
+  readonly replays: readonly ReplayShown[];
 }
 
 export interface UnreadableRun {
@@ -58,7 +59,16 @@ export interface UnreadableRun {
   readonly error: string;
 }
 
-function replayResults(runDir: string): Array<boolean | null> {
+/**
+ * A replay directory's verdict as `runs list` may show it: `matched` only
+ * when its result says so and its own events and assertions give the run's
+ * outcome (run-dir-check.ts `replayFilesAgree`), `contradicted` when the
+ * result claims a match its files do not bear out, `differs` when it says it
+ * did not match, `no-result` when it left none (interrupted or refused).
+ */
+export type ReplayShown = "matched" | "differs" | "no-result" | "contradicted";
+
+function replayResults(runDir: string, m: RunManifest): ReplayShown[] {
   const base = join(runDir, RUN_FILES.replays);
   if (!existsSync(base) || !lstatSync(base).isDirectory()) return [];
   return readdirSync(base)
@@ -69,9 +79,12 @@ function replayResults(runDir: string): Array<boolean | null> {
       const file = join(base, String(n), "result.json");
       try {
         const r = parseJsonBytes(readFileBounded(file, REPLAY_RESULT_MAX_BYTES, "run.replay-result-bytes"));
-        return typeof r === "object" && r !== null && !Array.isArray(r) && (r as { matches?: unknown }).matches === true;
+        if (!isJsonObject(r)) return "no-result";
+        if (r.matches !== true) return "differs";
+        return replayFilesAgree(join(base, String(n)), m, r) ? "matched" : "contradicted";
       } catch {
-        return null;
+        // unreadable (missing, a FIFO, over its bound, not JSON): no result to show
+        return "no-result";
       }
     });
 }
@@ -115,7 +128,7 @@ export function describeRun(runDir: string, opts: DescribeOptions = {}): RunSumm
     root: m.vm.root_disk === null ? "initramfs" : "disk",
     memory_mib: m.vm.memory_mib,
     inputs: m.vm.run_inputs ?? null,
-    replays: replayResults(runDir),
+    replays: replayResults(runDir, m),
   };
 }
 

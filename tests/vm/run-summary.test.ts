@@ -66,8 +66,19 @@ function runsDir(): string {
   mkdirSync(join(a, "replays", "1"), { recursive: true });
   mkdirSync(join(a, "replays", "2"));
   mkdirSync(join(a, "replays", "3"));
-  writeFileSync(join(a, "replays", "1", "result.json"), JSON.stringify({ matches: true }));
+  // replay 1 as a replay writes it: its events and assertions, its result naming the outcome and status
+  const m = manifest("20261201T000000Z-0000aaaa", true);
+  writeFileSync(join(a, "replays", "1", "events.json"), JSON.stringify(EVENTS));
+  writeFileSync(join(a, "replays", "1", "assertions.json"), JSON.stringify(assertionsOf(true)));
+  writeFileSync(join(a, "replays", "1", "result.json"), JSON.stringify({ matches: true, outcome: m.outcome, status: m.status }));
   writeFileSync(join(a, "replays", "3", "result.json"), JSON.stringify({ matches: false }));
+  // replay 4: a result planted to say "matched" with no replayed files; replay 5: one whose events say otherwise
+  mkdirSync(join(a, "replays", "4"));
+  writeFileSync(join(a, "replays", "4", "result.json"), JSON.stringify({ matches: true, outcome: m.outcome, status: m.status }));
+  mkdirSync(join(a, "replays", "5"));
+  writeFileSync(join(a, "replays", "5", "events.json"), JSON.stringify(EVENTS.map((e) => ({ ...e, planted: 1 }))));
+  writeFileSync(join(a, "replays", "5", "assertions.json"), JSON.stringify(assertionsOf(true)));
+  writeFileSync(join(a, "replays", "5", "result.json"), JSON.stringify({ matches: true, outcome: m.outcome, status: m.status }));
   const b = join(root, "20261201T000001Z-0000bbbb");
   writeRun(b, "20261201T000001Z-0000bbbb", false);
   writeFileSync(join(b, "run.json"), JSON.stringify({ ...manifest("20261201T000001Z-0000bbbb", false), extra: 1 }));
@@ -77,12 +88,12 @@ function runsDir(): string {
 }
 
 describe("cairn runs list / show", () => {
-  it("lists every run with its replays' verdicts and root; a refused manifest is listed unreadable; the marker and a symlink are not runs", () => {
+  it("lists every run with its replays' verdicts (a result claiming a match its own files contradict is shown as such, issue 31 second pass; control: a replay's own files) and root; a refused manifest is listed unreadable; the marker and a symlink are not runs", () => {
     const root = runsDir();
     const { runs, unreadable } = listRuns(root);
     assert.deepEqual(
       runs.map((r) => [r.run_id, r.status, r.root, r.replays]),
-      [["20261201T000000Z-0000aaaa", "passed", "disk", [true, null, false]]],
+      [["20261201T000000Z-0000aaaa", "passed", "disk", ["matched", "no-result", "differs", "contradicted", "contradicted"]]],
     );
     assert.deepEqual(unreadable, [{ dir: join(root, "20261201T000001Z-0000bbbb"), check: "invalid", error: "MODEL_UNKNOWN_FIELD" }]);
     // control: without the extra field that run is listed too
@@ -101,13 +112,13 @@ describe("cairn runs list / show", () => {
     const root = runsDir();
     const list = await runCli(["runs", "list", "--runs", root]);
     assert.equal(list.code, 0, list.stderr);
-    assert.match(list.stdout, /20261201T000000Z-0000aaaa {2}passed +unverified +replays \+\?- +disk +origin unknown/);
+    assert.match(list.stdout, /20261201T000000Z-0000aaaa {2}passed +unverified +replays \+\?-!! +disk +origin unknown/);
     assert.match(list.stdout, /0000bbbb {2}invalid \(MODEL_UNKNOWN_FIELD\)/);
     const byId = await runCli(["runs", "show", "20261201T000000Z-0000aaaa", "--runs", root]);
     const byDir = await runCli(["runs", "show", join(root, "20261201T000000Z-0000aaaa")]);
     assert.equal(byId.code, 0, byId.stderr);
     assert.equal(byId.stdout, byDir.stdout);
-    assert.match(byId.stdout, /replays {3}1: matched, 2: no result, 3: did not match/);
+    assert.match(byId.stdout, /replays {3}1: matched, 2: no result, 3: did not match, 4: claims a match its files contradict/);
     assert.match(byId.stdout, /\(disk root, 256 MiB\)/);
     const json = await runCli(["runs", "show", "--json", join(root, "20261201T000000Z-0000aaaa")]);
     assert.deepEqual(JSON.parse(json.stdout), JSON.parse(JSON.stringify(describeRun(join(root, "20261201T000000Z-0000aaaa")))));

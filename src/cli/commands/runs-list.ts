@@ -37,7 +37,7 @@ export function registerRunsList(runs: Command, ctx: Context): void {
   runs
     .command("list")
     .description(
-      "list the run directories: id, status, what the directory's files confirm (signed, unverified, tampered; invalid when run.json is refused), replays (+ matched, - did not, ? no result), root, and where the run came from (the spec, lock or bundle given, and the command)",
+      "list the run directories: id, status, what the directory's files confirm (signed, unverified, tampered; invalid when run.json is refused), replays (+ matched, - did not, ? no result, ! a claimed match its files contradict), root, and where the run came from (the spec, lock or bundle given, and the command)",
     )
     .option("--runs <dir>", "the runs directory (default $CAIRN_HOME/runs or $XDG_DATA_HOME/cairn/runs)")
     .option("--status <status>", "only runs with this recorded status")
@@ -76,7 +76,7 @@ export function registerRunsList(runs: Command, ctx: Context): void {
           return;
         }
         for (const r of list) {
-          const replays = r.replays.map((m) => (m === true ? "+" : m === false ? "-" : "?")).join("") || "none";
+          const replays = r.replays.map((m) => ({ matched: "+", differs: "-", "no-result": "?", contradicted: "!" })[m]).join("") || "none";
           ctx.io.out(
             `${r.run_id}  ${r.status.padEnd(22)}  ${r.check.padEnd(10)}  replays ${replays.padEnd(6)}  ${r.root.padEnd(9)}  ${describeOrigin(r.origin)}`,
           );

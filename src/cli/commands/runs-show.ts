@@ -34,7 +34,12 @@ export function registerRunsShow(runs: Command, ctx: Context): void {
       const replays =
         r.replays.length === 0
           ? "none"
-          : r.replays.map((m, i) => `${i + 1}: ${m === true ? "matched" : m === false ? "did not match" : "no result"}`).join(", ");
+          : r.replays
+              .map(
+                (m, i) =>
+                  `${i + 1}: ${{ matched: "matched", differs: "did not match", "no-result": "no result", contradicted: "claims a match its files contradict" }[m]}`,
+              )
+              .join(", ");
       ctx.io.out(
         [
           `run       ${r.run_id}`,
