@@ -23,7 +23,7 @@
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { dirname, join } from "node:path";
 import { hostPathBeneath, specHostScope } from "../tree/index.ts";
 import { Checker, isJsonObject, parseYamlBytes, readFileBounded, readFilePrefix, writeFileAtomic, type JsonModel } from "../core/index.ts";
 import { DEFAULT_EXPORT_LAUNCH, exportLock, LOCKFILE_FORMAT, type ExportLaunch, type ExportLockOptions, type ExportResult } from "../strata/index.ts";

@@ -25,7 +25,7 @@
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { CairnError, MAX_ISSUES, type ErrorCode } from "../core/index.ts";
 import { readOciSource } from "../oci/index.ts";
 import {

@@ -223,7 +223,10 @@ describe("replay bundles", { skip: VM_SKIP || GCC_SKIP }, () => {
     const kernel = `kit/kernels/${opened.manifest.vm.kernel.slice(7)}`;
     // control: the unmodified members, rebuilt, open
     const control = join(work, "control.cairn");
-    writeFileSync(control, rebuild(members, () => {}));
+    writeFileSync(
+      control,
+      rebuild(members, () => {}),
+    );
     await openBundle(control);
     await refused("qemu", readFileSync(bundle), "VM_MISMATCH", "/vm/qemu", "9.9.9 (not the recording build)");
     await refused(
