@@ -74,11 +74,13 @@ describe("a run says what happened", { skip: VM_SKIP }, () => {
   });
 
   it("stopped by --timeout: recorded with status timeout; runs show, receipt sign and replay read it, and the replay ends the same way", async () => {
-    // the probe waits forever and the guest's own limit is an hour of guest time: only the host's timeout ends it
-    const ws = probeSpec("echo hi\nhang\n", { expect: [{ "exit-code": 0 }], limits: { "time-ms": 3_600_000 } });
+    // the probe spins forever and the guest's own limit is an hour of guest time: only the host's timeout ends it.
+    // (It must not idle: an idle guest's virtual clock jumps to its next timer, so "hang" met the hour's limit
+    // within seconds of wall time whenever the host was slow, racing the host's timeout.)
+    const ws = probeSpec("echo hi\nspin\n", { expect: [{ "exit-code": 0 }], limits: { "time-ms": 3_600_000 } });
     const r = await run(ws, "--timeout", "12");
     assert.equal(r.code, 1, r.stderr);
-    assert.equal(r.doc.error.code, "RUN_TIMEOUT");
+    assert.equal(r.doc.error.code, "RUN_TIMEOUT", JSON.stringify(r.doc.error));
     assert.equal(r.summary.status, "timeout");
     const runDir: string = r.summary.run_dir;
     assert.deepEqual(JSON.parse(readFileSync(join(runDir, "assertions.json"), "utf8")), [], "nothing was checked");
