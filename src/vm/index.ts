@@ -42,8 +42,10 @@ export type { VmIdentity, RootDisk } from "./vmid.ts";
 export { qemuArgs, runQemu } from "./qemu.ts";
 export type { QemuPaths } from "./qemu.ts";
 export { buildAgent, AGENT_SOURCE_DIR } from "./agentbuild.ts";
-export { kitDir, kitForRun, loadKit, setupKit, ensureKit, qemuVersion, missingPackages, AGENT_SOURCE_DIGEST } from "./kit.ts";
-export type { Kit, KitNeeds, SetupOptions } from "./kit.ts";
+export { kitDir, kitForRun, loadKit, qemuVersion, AGENT_SOURCE_DIGEST } from "./kit.ts";
+export type { Kit, KitNeeds } from "./kit.ts";
+export { setupKit, ensureKit, missingPackages } from "./kit-setup.ts";
+export type { SetupOptions } from "./kit-setup.ts";
 export { prepareGuest, bootGuest, evaluate } from "./guest.ts";
 export {
   BASE_MEMORY_MIB,
