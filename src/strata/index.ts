@@ -63,8 +63,8 @@ export {
   MODULEFILE_ROOT,
 } from "./modulefile.ts";
 export type { LayerSpec, RecordedBuild, SourceTrust } from "./build.ts";
-export { searchRegistries } from "./registry-search.ts";
-export type { SearchHit } from "./registry-search.ts";
+export { searchPlatform, searchRegistries } from "./registry-search.ts";
+export type { SearchHit, SearchOptions } from "./registry-search.ts";
 export { freezeLock } from "./freeze/freeze-lock.ts";
 export type { FreezeOptions, FreezeResult } from "./freeze/freeze-lock.ts";
 export { DEFAULT_FREEZE_LIMITS, FREEZE_LIMIT_NAMES } from "./freeze/index-source.ts";

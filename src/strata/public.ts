@@ -5,7 +5,7 @@
 export { notActedUpon, parseProfileText, profileToYaml, readProfileFile } from "./index.ts";
 export type { Profile } from "./index.ts";
 export { catalogFromRegistries, LocalRegistry, OciLayerRegistry, openPublishRegistry, openRegistries, readTrust, searchRegistries } from "./index.ts";
-export type { LayerRegistry, OpenedRegistry, RegistryPlace, SearchHit, SignedDocument } from "./index.ts";
+export type { LayerRegistry, OpenedRegistry, RegistryPlace, SearchHit, SearchOptions, SignedDocument } from "./index.ts";
 export { declaredBase, probedBase, probeOciBase, probeRoot } from "./index.ts";
 export type { LockBase, ProbeOciOptions, ProbeResult } from "./index.ts";
 export { resolveProfile } from "./index.ts";
