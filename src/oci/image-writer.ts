@@ -38,6 +38,7 @@ import {
   type Sha256Digest,
 } from "../core/index.ts";
 import { OCI_CONFIG, OCI_INDEX, type OCI_LAYER_GZIP, type OCI_LAYER_TAR, OCI_MANIFEST } from "./media-types.ts";
+import { checkRefName, REF_NAME_ANNOTATION } from "./ref-name.ts";
 import { validateOciDocument, type OciDocumentKind } from "./schemas.ts";
 
 /** One layer to write: its blob (bytes in memory, or a verified private file to copy) and the digests it must have. */
@@ -65,7 +66,7 @@ export interface LayoutImageInput {
   readonly layers: readonly LayoutLayerInput[];
   /** Image manifest annotations (sorted by JCS; the values are part of the manifest digest). */
   readonly annotations: Readonly<Record<string, string>>;
-  /** `org.opencontainers.image.ref.name` on the index entry; not part of the manifest digest. */
+  /** `org.opencontainers.image.ref.name` on the index entry (the image spec's ref grammar, ref-name.ts); not part of the manifest digest. */
   readonly refName?: string;
   /** `private`: 0700 directories and 0600 files (the config may hold environment values); `public`: 0755 and 0644. */
   readonly access: keyof typeof MODES;
@@ -208,7 +209,7 @@ export function writeOciLayout(outDir: string, image: LayoutImageInput): Written
     size: manifest.size,
     platform: { architecture: "amd64", os: "linux" },
   };
-  if (image.refName !== undefined) entry.annotations = { "org.opencontainers.image.ref.name": image.refName };
+  if (image.refName !== undefined) entry.annotations = { [REF_NAME_ANNOTATION]: checkRefName(image.refName, "/refName") };
   const indexBytes = checked("index", { schemaVersion: 2, mediaType: OCI_INDEX, manifests: [entry] }, "the exported index.json");
   const layoutBytes = selectionDocuments(manifest).ociLayout;
 

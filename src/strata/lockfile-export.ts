@@ -40,7 +40,7 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { createGunzip } from "node:zlib";
 import { CairnError, Sha256Hasher, sortByBytes, type Sha256Digest } from "../core/index.ts";
-import { OCI_LAYER_GZIP, OCI_LAYER_TAR, readOciSource, writeOciLayout, type LayoutLayerInput, type WrittenLayout } from "../oci/index.ts";
+import { checkRefName, OCI_LAYER_GZIP, OCI_LAYER_TAR, readOciSource, writeOciLayout, type LayoutLayerInput, type WrittenLayout } from "../oci/index.ts";
 import { directoryView } from "../tree/index.ts";
 import { probedBase, type LockBase } from "./base.ts";
 import { writeLayerBlob } from "./blob.ts";
@@ -84,6 +84,8 @@ export interface ExportLockOptions {
   readonly contents?: boolean;
   readonly launch: ExportLaunch;
   readonly outDir: string;
+  /** The image's name in the layout (`org.opencontainers.image.ref.name` on its index.json entry, `--tag`); not part of the manifest digest. */
+  readonly refName?: string;
   /** Private staging for an OCI base (a fresh directory inside, removed afterwards); default the OS temp dir. */
   readonly tmpDir?: string;
   /** Mirrors to read pinned package archives from instead of the index each frozen set recorded (export-packages.ts). */
@@ -183,6 +185,7 @@ function refuseDirty(path: string, verified?: Lockfile): void {
 /** Verifies the lockfile and its base, then writes the image layout at `outDir` (atomically; it must not exist). */
 export async function exportLock(opts: ExportLockOptions): Promise<ExportResult> {
   checkLaunch(opts.launch);
+  if (opts.refName !== undefined) checkRefName(opts.refName, "/refName"); // before the (long) verification
   if (opts.verify.registries.length === 0) {
     refuse(
       "export needs the registries that hold the lockfile's layers",
@@ -265,6 +268,7 @@ export async function exportLock(opts: ExportLockOptions): Promise<ExportResult>
         [EXPORT_ANNOTATIONS.base]: lock.base.digest!,
       },
       access: "private",
+      ...(opts.refName !== undefined ? { refName: opts.refName } : {}),
     });
     const caveats = [...lockfileCaveats(lock), ...addedCaveats];
     if (opts.base.kind === "rootfs")

@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { resolve } from "node:path";
+import { checkRefName } from "../../oci/index.ts";
 import { DEFAULT_EXPORT_LAUNCH, exportLock } from "../../strata/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
@@ -8,6 +9,7 @@ import { remoteFlags } from "../remote-flags.ts";
 
 interface ExportFlags extends LockVerifyFlags {
   oci: string;
+  tag?: string;
   user?: string;
   workdir?: string;
   cmd?: string[];
@@ -28,6 +30,10 @@ export function registerLockExport(lock: Command, ctx: Context): void {
     .argument("[command...]", "after --, the image's Cmd: an absolute program path and its arguments, any of which may start with -")
     .requiredOption("--oci <layout>", "the OCI image layout directory to write (must not exist)");
   withLockVerifyFlags(remoteFlags(cmd), true)
+    .option(
+      "--tag <name>",
+      "name the image in the layout (org.opencontainers.image.ref.name), so `umoci --image LAYOUT:NAME` and `skopeo oci:LAYOUT:NAME` find it",
+    )
     .option("--user <uid:gid>", "the image's numeric User (default 1000:1000; root is refused)")
     .option("--workdir <dir>", "the image's WorkingDir (default /)")
     .option("--cmd <argv...>", "the image's Cmd: an absolute program path and its arguments (last option)")
@@ -37,6 +43,7 @@ export function registerLockExport(lock: Command, ctx: Context): void {
     .option("--json", "print the result as JSON")
     .action(async (path: string, afterDashes: string[], opts: ExportFlags) => {
       const argv = launchArgv(opts.cmd, afterDashes);
+      if (opts.tag !== undefined) checkRefName(opts.tag, "--tag");
       const now = clock(ctx.env);
       const r = await exportLock({
         lockPath: resolve(ctx.cwd, path),
@@ -49,6 +56,7 @@ export function registerLockExport(lock: Command, ctx: Context): void {
           ...(argv !== undefined ? { argv } : {}),
         },
         outDir: resolve(ctx.cwd, opts.oci),
+        ...(opts.tag !== undefined ? { refName: opts.tag } : {}),
         packageIndexes: {
           ...(opts.index !== undefined ? { pip: opts.index } : {}),
           ...(opts.condaChannel !== undefined ? { conda: opts.condaChannel } : {}),
@@ -60,6 +68,7 @@ export function registerLockExport(lock: Command, ctx: Context): void {
         printJson(ctx.io, {
           layout: r.layout.dir,
           manifest: r.layout.manifest.digest,
+          ...(opts.tag !== undefined ? { tag: opts.tag } : {}),
           config: r.layout.config.digest,
           layers: r.layout.layers,
           layer_bytes: r.layout.layerBytes,
@@ -74,6 +83,7 @@ export function registerLockExport(lock: Command, ctx: Context): void {
         [
           `exported   ${r.layout.dir}`,
           `manifest   ${r.layout.manifest.digest}`,
+          ...(opts.tag !== undefined ? [`tag        ${opts.tag}`] : []),
           `environment ${r.environmentId}`,
           `lockfile   ${r.lockfileSha256}`,
           `layers     ${r.layout.layers}: ${r.layout.layers - r.report.lock.layers.length - r.added.length} base, ${r.report.lock.layers.length} strata in mount order${r.added.map((a) => `, ${a.kind}`).join("")}; ${r.layout.layerBytes} bytes`,
