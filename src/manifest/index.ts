@@ -34,3 +34,5 @@ export { pinDevcontainer, registryResolver, lockfileText } from "./pin.ts";
 export type { PinResult, PinChange, FeatureLock, Resolver } from "./pin.ts";
 export { applyDevcontainerLock, MAX_DEVCONTAINER_LOCK_BYTES } from "./devcontainer-lock.ts";
 export type { AppliedLock } from "./devcontainer-lock.ts";
+export { applyTemplate, applyTemplateText, parseTemplateMetadata, readTemplateDir, resolveTemplateOptions } from "./template.ts";
+export type { AppliedOption, AppliedTemplate, TemplateMetadata, TemplateOption } from "./template.ts";

@@ -24,3 +24,5 @@ export {
 export type { ManifestLimits } from "./index.ts";
 export { pinDevcontainer, registryResolver, lockfileText } from "./index.ts";
 export type { PinResult, PinChange, FeatureLock, Resolver } from "./index.ts";
+export { applyTemplate } from "./index.ts";
+export type { AppliedOption, AppliedTemplate } from "./index.ts";

@@ -18,7 +18,7 @@
  *     expanded from a declared `workspaceFolder`; refused when none is
  *     declared, because the default derives from the host folder's name.
  *   - `${templateOption:…}`: refused; the file is an un-applied devcontainer
- *     template (the `devcontainer templates apply` command fills it in).
+ *     template (`cairn manifest apply-template`, template.ts, fills it in).
  *   - any other `${…}` is left alone, as the CLI leaves it (e.g. `${PATH}`
  *     reaches the container literally).
  * Names are matched case-insensitively so that a tool with looser matching
@@ -82,7 +82,7 @@ export function substitute(unsafeValue: string, ctx: SubstitutionContext): Subst
       case "template":
         refused = {
           variable: name,
-          why: "is an un-applied template option: this file is a devcontainer template, not an environment; apply it first (`devcontainer templates apply`)",
+          why: "is an un-applied template option: this file is a devcontainer template, not an environment; apply it first: `cairn manifest apply-template TEMPLATE_DIR [--option NAME=VALUE]…` (or `devcontainer templates apply`)",
         };
         return match;
       case "literal":

@@ -247,7 +247,7 @@ test("library input: prototype-supplied fields are never read; non-JSON values a
 test("real files: an un-applied template is refused as a template, naming the command that applies it", () => {
   const e = assertCode(() => core({ image: "mcr.microsoft.com/devcontainers/${templateOption:imageVariant}" }), "MANIFEST_REFUSED", "/image");
   assert.match(e.message, /templateOption/);
-  assert.match(e.message, /devcontainer templates apply/);
+  assert.match(e.message, /cairn manifest apply-template/);
   // The same placeholder in a feature option is refused the same way (it was accepted as a literal).
   assertCode(() => core({ ...img, features: { "ghcr.io/a/f:1": { v: "${templateOption:x}" } } }), "MANIFEST_REFUSED", "/features/ghcr.io~1a~1f:1/v");
   // Control: in an excluded field it is cosmetic and accepted; the applied image is accepted.

@@ -5,8 +5,9 @@ import { registerManifestIngest } from "./manifest-ingest.ts";
 import { registerManifestResumeCheck } from "./manifest-resume-check.ts";
 import { registerManifestVerify } from "./manifest-verify.ts";
 import { registerManifestPin } from "./manifest-pin.ts";
+import { registerManifestApplyTemplate } from "./manifest-apply-template.ts";
 
-/** `cairn manifest ingest|verify|diff|resume-check|pin`: environment manifests from devcontainer.json. */
+/** `cairn manifest ingest|verify|diff|resume-check|pin|apply-template`: environment manifests from devcontainer.json. */
 export function registerManifest(program: Command, ctx: Context): void {
   const manifest = program.command("manifest").description("environment manifests: devcontainer.json → signed, content-addressed identity");
   registerManifestIngest(manifest, ctx);
@@ -14,4 +15,5 @@ export function registerManifest(program: Command, ctx: Context): void {
   registerManifestDiff(manifest, ctx);
   registerManifestResumeCheck(manifest, ctx);
   registerManifestPin(manifest, ctx);
+  registerManifestApplyTemplate(manifest, ctx);
 }
