@@ -24,6 +24,7 @@ export const COMMANDS: ReadonlyArray<{ readonly name: string; readonly load: () 
   { name: "store", load: async () => (await import("./commands/content-store.ts")).registerStore },
   { name: "profile", load: async () => (await import("./commands/profile.ts")).registerProfile },
   { name: "resolve", load: async () => (await import("./commands/resolve.ts")).registerResolve },
+  { name: "update", load: async () => (await import("./commands/update.ts")).registerUpdate },
   { name: "freeze", load: async () => (await import("./commands/freeze.ts")).registerFreeze },
   { name: "lock", load: async () => (await import("./commands/lock.ts")).registerLock },
   { name: "layer", load: async () => (await import("./commands/layer.ts")).registerLayer },

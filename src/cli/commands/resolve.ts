@@ -1,29 +1,12 @@
-import { dirname, resolve as resolvePath } from "node:path";
+import { resolve as resolvePath } from "node:path";
 import type { Command } from "commander";
 import { readSigningKey } from "../../core/index.ts";
-import {
-  catalogFromRegistries,
-  environmentId,
-  lockfileCaveats,
-  notActedUpon,
-  openRegistries,
-  readProfileFile,
-  requireLayerBlobs,
-  resolveProfile,
-  writeLockfile,
-  type Lockfile,
-} from "../../strata/index.ts";
+import { environmentId, lockfileCaveats, notActedUpon, requireLayerBlobs, writeLockfile, type Lockfile } from "../../strata/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
-import { CAIRN_VERSION } from "../cairn-version.ts";
-import { clock, collect, probeBaseFlag, registryPlace } from "../flags.ts";
-import { remoteFlags, type RemoteFlags } from "../remote-flags.ts";
+import { resolveWithFlags, withResolveFlags, type ResolveFlags } from "../resolve-flags.ts";
 
-interface ResolveOpts extends RemoteFlags {
-  registry: string[];
-  trust: string[];
-  base?: string;
-  allowUnsignedOffline?: boolean;
+interface ResolveOpts extends ResolveFlags {
   sign?: string;
   out: string;
   json?: boolean;
@@ -31,42 +14,15 @@ interface ResolveOpts extends RemoteFlags {
 
 /** `cairn resolve P --registry REG [--base …] [--allow-unsigned-offline] [--sign KEY] --out LOCK`. */
 export function registerResolve(program: Command, ctx: Context): void {
-  remoteFlags(program.command("resolve"))
+  withResolveFlags(program.command("resolve"))
     .description("resolve a profile against layer registries into a (signed) lockfile")
     .argument("<profile>", "profile YAML file")
-    .option(
-      "--registry <dir>",
-      "a directory registry or oci://HOST/REPO (repeatable; default: the profile's registries, else $CAIRN_HOME/registry or $XDG_DATA_HOME/cairn/registry)",
-      collect,
-      [],
-    )
-    .option("--trust <keyfile://PATH>", "an Ed25519 public key trusted for the --registry layers (repeatable)", collect, [])
-    .option("--base <base>", "probe the base: host, rootfs:DIR or oci:LAYOUT@sha256:DIGEST (default: record the profile's base as declared, unprobed)")
-    .option("--allow-unsigned-offline", "accept layers and formations not signed by a trusted key; the lockfile says unsigned-offline")
     .option("--sign <key>", "sign the lockfile with this Ed25519 private key (writes LOCK.dsse.json)")
     .requiredOption("--out <lock>", "where to write the lockfile")
     .option("--json", "print the result as JSON")
     .action(async (path: string, opts: ResolveOpts) => {
-      const profile = readProfileFile(path);
-      const now = clock(ctx.env);
+      const { profile, lock, registries: regs } = await resolveWithFlags(ctx, path, opts);
       const key = opts.sign !== undefined ? readSigningKey(opts.sign) : undefined;
-      const regs = await openRegistries({
-        ...registryPlace(ctx, opts),
-        registries: opts.registry,
-        trust: opts.trust,
-        profile,
-        profileDir: dirname(resolvePath(ctx.cwd, path)),
-      });
-      const catalog = catalogFromRegistries(regs);
-      const probed = await probeBaseFlag(ctx, opts.base, now);
-      const lock = resolveProfile({
-        profile,
-        catalog,
-        ...(probed ? { probedBase: probed } : {}),
-        allowUnsignedOffline: opts.allowUnsignedOffline === true,
-        now,
-        cairnVersion: CAIRN_VERSION,
-      });
       const out = resolvePath(ctx.cwd, opts.out);
       // a signature attests that every chosen layer can be fetched as pinned: its blob must be there, intact
       if (key !== undefined)
