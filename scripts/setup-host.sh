@@ -12,8 +12,10 @@ cd "$(dirname "$0")/.."
 # as the independent reader of cairn's EROFS root disks (tests/vm/erofs.test.ts),
 # mmdebstrap to build a Debian root for bench/root-disk (issue 9), python3-pip to run
 # the pip installer a lock export writes (tests/strata/export-packages.test.ts), socat
-# as the connector QEMU's guestfwd runs per guest connection of a network run (issue 14).
-PACKAGES=(gcc libc6-dev qemu-system-x86 umoci python3 python3-pip strace erofs-utils mmdebstrap lmod zip docker-registry skopeo apache2-utils time socat)
+# as the connector QEMU's guestfwd runs per guest connection of a network run (issue 14),
+# golang-go and golang-gopkg-yaml.v3-dev to build Strata's own parser as the peer
+# (scripts/strata-peer.sh, tests/strata/strata-peer.test.ts; issue 32).
+PACKAGES=(gcc libc6-dev qemu-system-x86 umoci python3 python3-pip strace erofs-utils mmdebstrap lmod zip docker-registry skopeo apache2-utils time socat golang-go golang-gopkg-yaml.v3-dev)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

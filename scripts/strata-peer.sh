@@ -8,6 +8,7 @@
 # binary is cached under /tmp, keyed by the commit, main.go and the Go version.
 #
 #   scripts/strata-peer.sh            # build (or reuse) and print the path
+#   scripts/strata-peer.sh --where    # print the mirror and the commit, one a line
 #
 # Environment:
 #   CAIRN_STRATA_SRC     the mirror (a git directory, bare or not);
@@ -15,9 +16,10 @@
 #   CAIRN_STRATA_COMMIT  the commit to build; default Strata v0.22.0 (below)
 #   CAIRN_STRATA_PEER_CACHE  where built binaries are kept; default /tmp/cairn-strata-peer
 #
-# Exit status: 0 built (path on stdout); 3 a prerequisite is missing (the
-# mirror, the commit, Go, or gopkg.in/yaml.v3), with the reason on stderr;
-# 1 the build failed.
+# Exit status: 0 built (path on stdout); 3 a prerequisite is missing (Go or
+# gopkg.in/yaml.v3, which scripts/setup-host.sh installs); 4 the Strata mirror
+# or the commit is absent (a source this machine may simply not have); the
+# reason on stderr either way; 1 the build failed.
 #
 # Go and yaml.v3 come from Debian 12 (golang-go 1.19, golang-gopkg-yaml.v3-dev;
 # scripts/setup-host.sh installs them). Modules cannot be fetched here, so the
@@ -34,15 +36,23 @@ src="${CAIRN_STRATA_SRC:-/work/.mirror/scttfrdmn+strata/repo}"
 commit="${CAIRN_STRATA_COMMIT:-af4ef00401d4d5ac7177ecf526b37a72051bf920}"
 cache="${CAIRN_STRATA_PEER_CACHE:-/tmp/cairn-strata-peer}"
 main_go="$here/tests/strata/peer/main.go"
+if [ "${1:-}" = "--where" ]; then
+  printf '%s\n%s\n' "$src" "$commit"
+  exit 0
+fi
 gocode="/usr/share/gocode"
 
 missing() {
   echo "strata-peer: prerequisite missing: $*" >&2
   exit 3
 }
+absent() {
+  echo "strata-peer: $*" >&2
+  exit 4
+}
 
-[ -d "$src" ] || missing "no Strata mirror at $src (set CAIRN_STRATA_SRC to a clone of github.com/scttfrdmn/strata)"
-git -C "$src" cat-file -e "$commit^{commit}" 2>/dev/null || missing "commit $commit is not in the Strata mirror at $src"
+[ -d "$src" ] || absent "no such directory; set CAIRN_STRATA_SRC to a clone of github.com/scttfrdmn/strata"
+git -C "$src" cat-file -e "$commit^{commit}" 2>/dev/null || absent "commit $commit is not in it"
 command -v go >/dev/null 2>&1 || missing "go (apt-get install golang-go)"
 [ -f "$gocode/src/gopkg.in/yaml.v3/yaml.go" ] || missing "gopkg.in/yaml.v3 in $gocode (apt-get install golang-gopkg-yaml.v3-dev)"
 

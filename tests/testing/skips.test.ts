@@ -58,6 +58,7 @@ function runSuite(files: Record<string, string>, env: NodeJS.ProcessEnv = {}, no
 const helper = JSON.stringify(join(PROJECT_ROOT, "tests", "helpers", "prerequisites.ts"));
 const passing = `import { test } from "node:test";\ntest("runs", () => {});\n`;
 const vectorsSkip = `import { test } from "node:test";\ntest("vectors", { skip: "official vectors not found at /nowhere — skipped" }, () => {});\n`;
+const mirrorSkip = `import { test } from "node:test";\ntest("peer", { skip: "Strata mirror not found at /nowhere (no clone) — skipped" }, () => {});\n`;
 const prerequisiteSkip = `import { describe, it } from "node:test";\nimport { needs } from ${helper};\ndescribe("needs a tool", { skip: needs("frobnicate is not installed") }, () => { it("x", () => {}); });\n`;
 
 describe("skips are loud", () => {
@@ -109,10 +110,10 @@ describe("skips are loud", () => {
     assert.notEqual(ci.status, 0);
   });
 
-  it("the closing line counts skips, and any skip but the official vectors fails the run (control: vectors-only skips pass)", () => {
-    const ok = runSuite({ "a.test.ts": passing, "b.test.ts": vectorsSkip });
+  it("the closing line counts skips, and any skip but the official vectors or the Strata mirror fails the run (control: such skips alone pass)", () => {
+    const ok = runSuite({ "a.test.ts": passing, "b.test.ts": vectorsSkip, "m.test.ts": mirrorSkip });
     assert.equal(ok.status, 0, ok.stderr);
-    assert.match(ok.stdout, /^1 passed, 0 failed, 0 cancelled, 1 skipped$/m);
+    assert.match(ok.stdout, /^1 passed, 0 failed, 0 cancelled, 2 skipped$/m);
     const bad = runSuite({ "a.test.ts": passing, "b.test.ts": vectorsSkip, "c.test.ts": prerequisiteSkip });
     assert.equal(bad.nodeStatus, 0, "node itself passes a run with skips");
     assert.equal(bad.status, 1, "the summary fails it");

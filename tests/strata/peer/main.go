@@ -11,6 +11,10 @@
 // Output fields (absent when they do not apply):
 //
 //	parse_error     the error of ParseLockFileBytes / ParseProfileBytes, or null
+//	                (ParseProfileBytes also runs Profile.Validate)
+//	decode_error    the error of decoding the YAML into Strata's type alone, or null
+//	                (for a profile, the first step of ParseProfileBytes, before
+//	                Validate; for a lockfile, the same as parse_error)
 //	strict_error    the error of the same YAML decoded with yaml.v3's KnownFields(true):
 //	                Strata itself ignores unknown fields; this names them
 //	validate_error  the lockfile's Validate() error, when this version of the spec has one
@@ -36,6 +40,7 @@ import (
 type result struct {
 	Kind          string   `json:"kind"`
 	ParseError    *string  `json:"parse_error"`
+	DecodeError   *string  `json:"decode_error"`
 	StrictError   *string  `json:"strict_error"`
 	ValidateError *string  `json:"validate_error,omitempty"`
 	HasValidate   bool     `json:"has_validate"`
@@ -67,6 +72,7 @@ func lockfile(data []byte) result {
 	r.StrictError = errString(strict(data, &probe))
 	l, err := spec.ParseLockFileBytes(data)
 	r.ParseError = errString(err)
+	r.DecodeError = r.ParseError
 	if err != nil {
 		return r
 	}
@@ -93,6 +99,8 @@ func profile(data []byte) result {
 	r := result{Kind: "profile", HasValidate: true}
 	var probe spec.Profile
 	r.StrictError = errString(strict(data, &probe))
+	var decoded spec.Profile
+	r.DecodeError = errString(yaml.Unmarshal(data, &decoded))
 	p, err := spec.ParseProfileBytes(data)
 	r.ParseError = errString(err)
 	if err != nil {
