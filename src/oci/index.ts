@@ -26,6 +26,8 @@ export { registryClientFor } from "./registry/remote-client.ts";
 export { boundedRemoteFetch } from "./registry/remote-bounds.ts";
 export type { RemoteOptions } from "./registry/remote-client.ts";
 export { writeOciLayout, configDocument, selectionDocuments } from "./image-writer.ts";
+export { writeOciArchive } from "./archive-writer.ts";
+export type { WrittenArchive } from "./archive-writer.ts";
 export { checkRefName, MAX_REF_NAME_BYTES, REF_NAME_ANNOTATION, REF_NAME_RULE } from "./ref-name.ts";
 export type { LayoutImageInput, LayoutLayerInput, LayoutLaunchConfig, WrittenLayout } from "./image-writer.ts";
 export { OCI_LAYER_GZIP, OCI_LAYER_TAR, OCI_MANIFEST } from "./media-types.ts";

@@ -40,7 +40,18 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { createGunzip } from "node:zlib";
 import { CairnError, Sha256Hasher, sortByBytes, type Sha256Digest } from "../core/index.ts";
-import { checkRefName, OCI_LAYER_GZIP, OCI_LAYER_TAR, readOciSource, writeOciLayout, type LayoutLayerInput, type WrittenLayout } from "../oci/index.ts";
+import {
+  checkRefName,
+  OCI_LAYER_GZIP,
+  OCI_LAYER_TAR,
+  readOciSource,
+  writeOciArchive,
+  writeOciLayout,
+  type LayoutImageInput,
+  type LayoutLayerInput,
+  type WrittenArchive,
+  type WrittenLayout,
+} from "../oci/index.ts";
 import { directoryView } from "../tree/index.ts";
 import { probedBase, type LockBase } from "./base.ts";
 import { writeLayerBlob } from "./blob.ts";
@@ -75,6 +86,11 @@ export interface ExportLaunch {
   readonly workdir: string;
 }
 
+/** What `lock export` writes: an OCI image layout, or an oci-archive (the tar of one), as skopeo names the two transports. */
+export type ExportFormat = "oci" | "oci-archive";
+
+export const EXPORT_FORMATS: readonly ExportFormat[] = ["oci", "oci-archive"];
+
 export interface ExportLockOptions {
   readonly lockPath: string;
   /** As `verifyLock` takes them; `registries` must not be empty (the layer bytes come from them), `probedBase` is made here. */
@@ -83,7 +99,10 @@ export interface ExportLockOptions {
   /** Also unpack every layer and check it against its manifest's file list (`lock verify --contents`). */
   readonly contents?: boolean;
   readonly launch: ExportLaunch;
+  /** The layout directory to create, or with `format: "oci-archive"` the archive file; it must not exist. */
   readonly outDir: string;
+  /** `oci` (default): an image layout directory; `oci-archive`: one deterministic tar of that layout (oci/archive-writer.ts). */
+  readonly format?: ExportFormat;
   /** The image's name in the layout (`org.opencontainers.image.ref.name` on its index.json entry, `--tag`); not part of the manifest digest. */
   readonly refName?: string;
   /** Private staging for an OCI base (a fresh directory inside, removed afterwards); default the OS temp dir. */
@@ -102,7 +121,10 @@ export interface AddedExportLayer {
 }
 
 export interface ExportResult {
+  /** The image written (with `format: "oci-archive"`, `dir` is the archive file). */
   readonly layout: WrittenLayout;
+  /** The archive's size and sha256, with `format: "oci-archive"`. */
+  readonly archive?: WrittenArchive["archive"];
   readonly environmentId: Sha256Digest;
   readonly lockfileSha256: Sha256Digest;
   readonly report: VerifyReport;
@@ -185,6 +207,12 @@ function refuseDirty(path: string, verified?: Lockfile): void {
 /** Verifies the lockfile and its base, then writes the image layout at `outDir` (atomically; it must not exist). */
 export async function exportLock(opts: ExportLockOptions): Promise<ExportResult> {
   checkLaunch(opts.launch);
+  if (opts.format !== undefined && !EXPORT_FORMATS.includes(opts.format))
+    refuse(
+      `format ${JSON.stringify(opts.format)} is not one of ${EXPORT_FORMATS.join(", ")}`,
+      "/format",
+      "give oci (a layout directory) or oci-archive (one tar file)",
+    );
   if (opts.refName !== undefined) checkRefName(opts.refName, "/refName"); // before the (long) verification
   if (opts.verify.registries.length === 0) {
     refuse(
@@ -254,7 +282,7 @@ export async function exportLock(opts: ExportLockOptions): Promise<ExportResult>
       added.push({ kind, digest: a.layer.digest, size: a.layer.size });
       addedCaveats.push(...a.caveats);
     }
-    const layout = writeOciLayout(opts.outDir, {
+    const image: LayoutImageInput = {
       config: {
         User: opts.launch.user,
         Env: envList(lock),
@@ -269,11 +297,23 @@ export async function exportLock(opts: ExportLockOptions): Promise<ExportResult>
       },
       access: "private",
       ...(opts.refName !== undefined ? { refName: opts.refName } : {}),
-    });
+    };
+    let archive: WrittenArchive["archive"] | undefined;
+    let layout: WrittenLayout;
+    if (opts.format === "oci-archive") ({ archive, ...layout } = writeOciArchive(opts.outDir, image));
+    else layout = writeOciLayout(opts.outDir, image);
     const caveats = [...lockfileCaveats(lock), ...addedCaveats];
     if (opts.base.kind === "rootfs")
       caveats.push("the rootfs base is pinned by its probed facts, not by every byte: another directory with the same facts exports another image");
-    return { layout, environmentId: report.environment_id, lockfileSha256: report.lockfile_sha256, report, added, caveats };
+    return {
+      layout,
+      ...(archive !== undefined ? { archive } : {}),
+      environmentId: report.environment_id,
+      lockfileSha256: report.lockfile_sha256,
+      report,
+      added,
+      caveats,
+    };
   } finally {
     blobStaging.dispose();
     rmSync(staging, { recursive: true, force: true });

@@ -1,14 +1,17 @@
 import type { Command } from "commander";
 import { resolve } from "node:path";
 import { checkRefName } from "../../oci/index.ts";
-import { DEFAULT_EXPORT_LAUNCH, exportLock } from "../../strata/index.ts";
+import { CairnError } from "../../core/index.ts";
+import { DEFAULT_EXPORT_LAUNCH, EXPORT_FORMATS, exportLock, type ExportFormat } from "../../strata/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
 import { clock, exportBaseFlag, launchArgv, lockVerifyOptions, withLockVerifyFlags, type LockVerifyFlags } from "../flags.ts";
 import { remoteFlags } from "../remote-flags.ts";
 
 interface ExportFlags extends LockVerifyFlags {
-  oci: string;
+  oci?: string;
+  out?: string;
+  format?: string;
   tag?: string;
   user?: string;
   workdir?: string;
@@ -19,7 +22,20 @@ interface ExportFlags extends LockVerifyFlags {
   json?: boolean;
 }
 
-/** `cairn lock export LOCK --oci LAYOUT`: the verified lockfile as a deterministic OCI image layout. */
+/** `--format` and where to write: `--oci DIR` (a layout) or `--out PATH` (a layout, or with `--format oci-archive` a tar file), exactly one. */
+function exportTarget(opts: ExportFlags): { format: ExportFormat; out: string } {
+  const unsafeFormat = opts.format ?? "oci";
+  const format = EXPORT_FORMATS.find((f) => f === unsafeFormat);
+  if (format === undefined)
+    throw new CairnError("USAGE", `--format ${JSON.stringify(unsafeFormat.slice(0, 60))} is not one of ${EXPORT_FORMATS.join(", ")}`, { path: "--format" });
+  if (opts.oci !== undefined && format !== "oci")
+    throw new CairnError("USAGE", "--oci names a layout directory; an oci-archive is written with --out FILE", { path: "--oci" });
+  if ((opts.oci === undefined) === (opts.out === undefined))
+    throw new CairnError("USAGE", "give one of --oci LAYOUT or --out PATH (with --format oci-archive, a tar file)", { path: "--out" });
+  return { format, out: (opts.oci ?? opts.out)! };
+}
+
+/** `cairn lock export LOCK --oci LAYOUT | --format oci-archive --out FILE`: the verified lockfile as a deterministic OCI image layout or archive. */
 export function registerLockExport(lock: Command, ctx: Context): void {
   const cmd = lock
     .command("export")
@@ -28,7 +44,9 @@ export function registerLockExport(lock: Command, ctx: Context): void {
     )
     .argument("<lock>", "lockfile (its signature is LOCK.dsse.json)")
     .argument("[command...]", "after --, the image's Cmd: an absolute program path and its arguments, any of which may start with -")
-    .requiredOption("--oci <layout>", "the OCI image layout directory to write (must not exist)");
+    .option("--oci <layout>", "the OCI image layout directory to write (must not exist)")
+    .option("--format <format>", "oci (an image layout directory, the default) or oci-archive (one deterministic tar of it, as skopeo's oci-archive: reads)")
+    .option("--out <path>", "where to write: the layout directory, or with --format oci-archive the tar file (must not exist)");
   withLockVerifyFlags(remoteFlags(cmd), true)
     .option(
       "--tag <name>",
@@ -44,6 +62,7 @@ export function registerLockExport(lock: Command, ctx: Context): void {
     .action(async (path: string, afterDashes: string[], opts: ExportFlags) => {
       const argv = launchArgv(opts.cmd, afterDashes);
       if (opts.tag !== undefined) checkRefName(opts.tag, "--tag");
+      const target = exportTarget(opts);
       const now = clock(ctx.env);
       const r = await exportLock({
         lockPath: resolve(ctx.cwd, path),
@@ -55,7 +74,8 @@ export function registerLockExport(lock: Command, ctx: Context): void {
           workdir: opts.workdir ?? DEFAULT_EXPORT_LAUNCH.workdir,
           ...(argv !== undefined ? { argv } : {}),
         },
-        outDir: resolve(ctx.cwd, opts.oci),
+        outDir: resolve(ctx.cwd, target.out),
+        format: target.format,
         ...(opts.tag !== undefined ? { refName: opts.tag } : {}),
         packageIndexes: {
           ...(opts.index !== undefined ? { pip: opts.index } : {}),
@@ -66,7 +86,7 @@ export function registerLockExport(lock: Command, ctx: Context): void {
       });
       if (opts.json) {
         printJson(ctx.io, {
-          layout: r.layout.dir,
+          ...(r.archive !== undefined ? { archive: r.archive } : { layout: r.layout.dir }),
           manifest: r.layout.manifest.digest,
           ...(opts.tag !== undefined ? { tag: opts.tag } : {}),
           config: r.layout.config.digest,
@@ -81,7 +101,7 @@ export function registerLockExport(lock: Command, ctx: Context): void {
       }
       ctx.io.out(
         [
-          `exported   ${r.layout.dir}`,
+          `exported   ${r.layout.dir}${r.archive !== undefined ? ` (oci-archive, ${r.archive.size} bytes, ${r.archive.sha256})` : ""}`,
           `manifest   ${r.layout.manifest.digest}`,
           ...(opts.tag !== undefined ? [`tag        ${opts.tag}`] : []),
           `environment ${r.environmentId}`,
