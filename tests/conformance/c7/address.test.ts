@@ -1,13 +1,15 @@
-// Conformance suite C7, the address: for every accepted input of every vector,
-// the address is recomputed from the standard's text alone, with nothing of
-// cairn's: a JSONC parse by jsonc-parser, the standard's normal form of the
+// Conformance suite C7, the address: for every accepted input of every vector
+// (standard and profile groups), the address is recomputed from the normal
+// form below (the standard's, with the profile rules that shape an accepted
+// core: P1 lowercasing, P3 the version shorthand, P7 Docker's mount syntax,
+// P10 workspace expansion; README.md), with nothing of cairn's: a JSONC parse by jsonc-parser, the standard's normal form of the
 // five fields written out below, a small RFC 8785 encoder written here, and
 // BLAKE3 from @noble/hashes called directly. The encoder is checked against
 // the official JCS vectors and the hash against the official BLAKE3 vectors
 // (../shared/vectors; skipped, saying so, when absent). Another implementation
 // can run the same vectors: they are data files (see README.md).
 //
-// The standard's core (sandbox.env-manifest/1), as this oracle reads it:
+// The core (sandbox.env-manifest/1), as this oracle reads it:
 //   schema        "sandbox.env-manifest/1"
 //   image         the string as written
 //   features      [{id, options}] sorted by the UTF-8 bytes of id; an OCI
@@ -26,31 +28,13 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { join, posix } from "node:path";
-import { fileURLToPath } from "node:url";
 import { blake3 } from "@noble/hashes/blake3.js";
 import { parse, type ParseError } from "jsonc-parser";
 import { ingestDevcontainer } from "../../../src/manifest/index.ts";
 import { parseJsonText } from "../../../src/core/index.ts";
 import { skipUnlessVectors, vectorsPath } from "../../helpers/vectors.ts";
-import type { Case } from "./c7.test.ts";
-
-// ── an independent RFC 8785 encoder ────────────────────────────────────────
-function jcs(v: unknown): string {
-  if (v === null || typeof v === "boolean") return JSON.stringify(v);
-  if (typeof v === "number") {
-    if (!Number.isFinite(v)) throw new TypeError("JCS has no non-finite numbers");
-    return JSON.stringify(v); // ECMAScript Number::toString, as RFC 8785 §3.2.2.3 asks
-  }
-  if (typeof v === "string") return JSON.stringify(v);
-  if (Array.isArray(v)) return `[${v.map(jcs).join(",")}]`;
-  if (typeof v === "object") {
-    const o = v as Record<string, unknown>;
-    // RFC 8785 §3.2.3: keys sorted by their UTF-16 code units (the default sort).
-    const keys = Object.keys(o).sort();
-    return `{${keys.map((k) => `${JSON.stringify(k)}:${jcs(o[k])}`).join(",")}}`;
-  }
-  throw new TypeError(`not JSON: ${typeof v}`);
-}
+import { jcs } from "./jcs.ts";
+import { KINDS, vectorFiles } from "./vector-files.ts";
 
 const hex = (b: Uint8Array): string => Buffer.from(b).toString("hex");
 
@@ -147,20 +131,19 @@ test("@noble/hashes BLAKE3 reproduces the official BLAKE3 vectors", { skip: skip
   assert.notEqual(hex(blake3(Uint8Array.of(1))), doc.cases[0]!.hash.slice(0, 64)); // control
 });
 
-const VECTORS = fileURLToPath(new URL("./vectors", import.meta.url));
-
-test("every accepted C7 input: cairn's address equals the one recomputed from the standard's text by the independent encoder", () => {
+test("every accepted C7 input (both groups): cairn's address equals the one recomputed from the profile's normal form by the independent encoder", () => {
   let checked = 0;
-  for (const f of readdirSync(VECTORS).filter((x) => x.endsWith(".json"))) {
-    const doc = JSON.parse(readFileSync(join(VECTORS, f), "utf8")) as { cases: Case[] };
-    for (const c of doc.cases) {
-      const texts = c.input !== undefined ? (c.expect.refused === undefined ? [c.input] : []) : [c.snapshot!, c.offered!];
-      for (const text of texts) {
-        const expected = independentAddress(text);
-        const m = ingestDevcontainer(parseJsonText(text, { jsonc: true })).manifest;
-        assert.equal(m.address, expected, `${f} / ${c.name}`);
-        if (c.input !== undefined && c.expect.address !== undefined) assert.equal(c.expect.address, expected, `${f} / ${c.name}: vector`);
-        checked++;
+  for (const kind of KINDS) {
+    for (const [f, doc] of vectorFiles(kind)) {
+      for (const c of doc.cases) {
+        const texts = c.input !== undefined ? (c.expect.refused === undefined ? [c.input] : []) : [c.snapshot!, c.offered!];
+        for (const text of texts) {
+          const expected = independentAddress(text);
+          const m = ingestDevcontainer(parseJsonText(text, { jsonc: true })).manifest;
+          assert.equal(m.address, expected, `${kind}/${f} / ${c.name}`);
+          if (c.input !== undefined && c.expect.address !== undefined) assert.equal(c.expect.address, expected, `${kind}/${f} / ${c.name}: vector`);
+          checked++;
+        }
       }
     }
   }

@@ -1,5 +1,7 @@
-// Conformance suite C7: environment manifests. Each file in vectors/ is a
-// group of cases, input (devcontainer.json text) → expected outcome:
+// Conformance suite C7: environment manifests. vectors/standard/ holds what
+// the standard says, vectors/profile/ cairn's profile on top (each case names
+// its rules, profile-rules.json; README.md). Each file is a group of cases,
+// input (devcontainer.json text) → expected outcome:
 //   expect.address        the exact blake3 address of the standard's core
 //                         (recomputed by an independent encoder in address.test.ts)
 //   expect.not_address    an address the input must NOT produce (controls)
@@ -12,7 +14,7 @@
 // and expect {resume:"ok"} or {refused:"RESUME_MISMATCH"|"RESUME_UNPINNED", paths}.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Ajv2019 } from "ajv/dist/2019.js";
@@ -27,31 +29,9 @@ import {
   type EnvManifest,
 } from "../../../src/manifest/index.ts";
 import { skipUnlessVectors, vectorsPath } from "../../helpers/vectors.ts";
+import { KINDS, PROFILE_RULES, vectorFiles, type Case, type Kind } from "./vector-files.ts";
 
-export interface Expect {
-  address?: string;
-  not_address?: string;
-  extension_address?: string;
-  not_extension_address?: string;
-  core_has?: { [k: string]: unknown };
-  extension_has?: { [k: string]: unknown };
-  pinned?: boolean;
-  image_pinned?: boolean;
-  unpinned?: string[];
-  refused?: string;
-  paths?: string[];
-  resume?: "ok";
-}
-export interface Case {
-  name: string;
-  input?: string;
-  snapshot?: string;
-  offered?: string;
-  allow_unpinned?: boolean;
-  expect: Expect;
-}
-
-const VECTORS = fileURLToPath(new URL("./vectors", import.meta.url));
+const C7 = fileURLToPath(new URL(".", import.meta.url));
 
 function ingestText(text: string): EnvManifest {
   return ingestDevcontainer(parseJsonText(text, { jsonc: true })).manifest;
@@ -112,29 +92,48 @@ function run(c: Case): void {
   assert.deepEqual(parseManifest(parseJsonText(manifestText(m))), m);
 }
 
-const files = readdirSync(VECTORS)
-  .filter((f) => f.endsWith(".json"))
-  .sort();
-
-test("C7 vector files are present and cover every required group", () => {
-  const groups = files.map((f) => f.replace(/\.json$/, ""));
+test("C7 vector files are present: both kinds, every required group", () => {
+  const groups = (k: Kind): string[] => vectorFiles(k).map(([f]) => f.replace(/\.json$/, ""));
+  for (const g of ["determinism", "refused", "parsing", "substitutions", "mounts", "pinning", "resume", "features"])
+    assert.ok(groups("standard").includes(g), g);
   for (const g of ["determinism", "refused", "parsing", "substitutions", "mounts", "pinning", "resume", "features", "extension"])
-    assert.ok(groups.includes(g), g);
+    assert.ok(groups("profile").includes(g), g);
 });
 
-for (const f of files) {
-  const doc = JSON.parse(readFileSync(join(VECTORS, f), "utf8")) as { group: string; cases: Case[] };
-  test(`C7 ${doc.group}`, async (t) => {
-    assert.ok(doc.cases.length > 0);
-    // Every group with refusals also has at least one accepted control.
-    if (doc.cases.some((c) => c.expect.refused !== undefined)) {
-      assert.ok(
-        doc.cases.some((c) => c.expect.refused === undefined),
-        `${doc.group} has no positive control`,
-      );
+test("C7 profile rules: every profile case names known rules, every rule has cases, standard cases name none; README lists the rules as profile-rules.json does", () => {
+  const ids = new Set(PROFILE_RULES.map((r) => r.id));
+  const used = new Set<string>();
+  for (const [f, doc] of vectorFiles("profile")) {
+    for (const c of doc.cases) {
+      assert.ok(c.rules !== undefined && c.rules.length > 0, `profile/${f} / ${c.name}: no rules`);
+      for (const r of c.rules) {
+        assert.ok(ids.has(r), `profile/${f} / ${c.name}: unknown rule ${r}`);
+        used.add(r);
+      }
     }
-    for (const c of doc.cases) await t.test(c.name, () => run(c));
-  });
+  }
+  assert.deepEqual([...used].sort(), [...ids].sort());
+  for (const [f, doc] of vectorFiles("standard")) for (const c of doc.cases) assert.equal(c.rules, undefined, `standard/${f} / ${c.name}`);
+  for (const r of PROFILE_RULES) assert.ok(r.source.length > 0 && r.rule.length > 0, r.id);
+  const readme = readFileSync(join(C7, "README.md"), "utf8");
+  const rows = [...readme.matchAll(/^\| (P\d+) \| (.*) \| (.*) \|$/gm)].map((m) => ({ id: m[1], rule: m[2], source: m[3] }));
+  assert.deepEqual(rows, PROFILE_RULES);
+});
+
+for (const kind of KINDS) {
+  for (const [, doc] of vectorFiles(kind)) {
+    test(`C7 ${kind} ${doc.group}`, async (t) => {
+      assert.ok(doc.cases.length > 0);
+      // Every group with refusals also has at least one accepted control.
+      if (doc.cases.some((c) => c.expect.refused !== undefined)) {
+        assert.ok(
+          doc.cases.some((c) => c.expect.refused === undefined),
+          `${kind} ${doc.group} has no positive control`,
+        );
+      }
+      for (const c of doc.cases) await t.test(c.name, () => run(c));
+    });
+  }
 }
 
 test("C7 every accepted input is valid under the official devcontainer schema (independent oracle)", {
@@ -147,8 +146,7 @@ test("C7 every accepted input is valid under the official devcontainer schema (i
     .filter(([, v]) => "legacy" in v)
     .map(([k]) => k);
   let checked = 0;
-  for (const f of files) {
-    const doc = JSON.parse(readFileSync(join(VECTORS, f), "utf8")) as { cases: Case[] };
+  for (const [f, doc] of KINDS.flatMap((k) => vectorFiles(k))) {
     for (const c of doc.cases) {
       if (c.expect.refused !== undefined) continue;
       for (const text of [c.input, c.snapshot, c.offered]) {
