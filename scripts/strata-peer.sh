@@ -52,7 +52,11 @@ absent() {
 }
 
 [ -d "$src" ] || absent "no such directory; set CAIRN_STRATA_SRC to a clone of github.com/scttfrdmn/strata"
-git -C "$src" cat-file -e "$commit^{commit}" 2>/dev/null || absent "commit $commit is not in it"
+# Resolved to the full object name: the cache is keyed by what is built, so a
+# tag or branch given in CAIRN_STRATA_COMMIT that moves is rebuilt, and no
+# ref name (slashes, dots) becomes part of a cache path.
+resolved="$(git -C "$src" rev-parse --verify --quiet "$commit^{commit}" 2>/dev/null)" || absent "commit $commit is not in it"
+commit="$resolved"
 command -v go >/dev/null 2>&1 || missing "go (apt-get install golang-go)"
 [ -f "$gocode/src/gopkg.in/yaml.v3/yaml.go" ] || missing "gopkg.in/yaml.v3 in $gocode (apt-get install golang-gopkg-yaml.v3-dev)"
 

@@ -15,10 +15,12 @@
  */
 import { test, before } from "node:test";
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { needs } from "../helpers/prerequisites.ts";
+import { PROJECT_ROOT } from "../helpers/vectors.ts";
 import { tempDir } from "./fixtures.ts";
 import { type InteropRow, cairnToStrata, environmentIdEqual, strataReads, strataToCairn, tabulate } from "./peer/interop.ts";
 import { peerRead, strataPeer } from "./peer/peer.ts";
@@ -218,4 +220,20 @@ test("EnvironmentID: on every lockfile Strata calls frozen, `cairn lock id` prin
     frozen.filter((r) => !environmentIdEqual(r)).map((r) => r.origin),
     [],
   );
+});
+
+test("the build script: an absent mirror or commit exits 4 naming it; a tag builds the commit it names, cached under that commit", () => {
+  const script = join(PROJECT_ROOT, "scripts/strata-peer.sh");
+  const run = (env: NodeJS.ProcessEnv) => spawnSync("bash", [script], { encoding: "utf8", env: { ...process.env, ...env } });
+  const noMirror = run({ CAIRN_STRATA_SRC: join(dir, "no-such-mirror") });
+  assert.equal(noMirror.status, 4);
+  assert.match(noMirror.stderr, /no such directory; set CAIRN_STRATA_SRC/);
+  if (!("bin" in peer)) return;
+  const noCommit = run({ CAIRN_STRATA_COMMIT: "../../etc" });
+  assert.equal(noCommit.status, 4);
+  assert.match(noCommit.stderr, /commit \.\.\/\.\.\/etc is not in it/);
+  // A ref is resolved to its commit first: the cache path names the commit, never the ref.
+  const byTag = run({ CAIRN_STRATA_COMMIT: "v0.22.0" });
+  assert.equal(byTag.status, 0, byTag.stderr);
+  assert.equal(byTag.stdout.trim(), peer.bin, "v0.22.0 is the pinned commit: the same binary");
 });
