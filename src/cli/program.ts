@@ -29,6 +29,7 @@ export const COMMANDS: ReadonlyArray<{ readonly name: string; readonly load: () 
   { name: "lock", load: async () => (await import("./commands/lock.ts")).registerLock },
   { name: "layer", load: async () => (await import("./commands/layer.ts")).registerLayer },
   { name: "formation", load: async () => (await import("./commands/formation.ts")).registerFormation },
+  { name: "registry", load: async () => (await import("./commands/registry-admin.ts")).registerRegistry },
   { name: "search", load: async () => (await import("./commands/search.ts")).registerSearch },
   { name: "setup", load: async () => (await import("./commands/setup.ts")).registerSetup },
   { name: "run", load: async () => (await import("./commands/run.ts")).registerRun },

@@ -66,6 +66,20 @@ export {
 } from "./modulefile.ts";
 export type { LayerSpec, RecordedBuild, SourceTrust } from "./build.ts";
 export { searchPlatform, searchRegistries } from "./registry-search.ts";
+export {
+  buildRegistryIndex,
+  indexIsCurrent,
+  indexPath,
+  openDirectoryRegistry,
+  readRegistryIndexBytes,
+  writeRegistryIndex,
+  REGISTRY_INDEX_FILE,
+  REGISTRY_INDEX_FORMAT,
+  MAX_INDEX_BYTES,
+} from "./registry-index.ts";
+export type { IndexBuild, IndexedFormation, IndexedLayer, RegistryIndex, RegistryProblem } from "./registry-index.ts";
+export { parseRemoveTarget, removeFromRegistry } from "./registry-remove.ts";
+export type { RemoveResult, RemoveTarget } from "./registry-remove.ts";
 export type { SearchHit, SearchOptions } from "./registry-search.ts";
 export { freezeLock } from "./freeze/freeze-lock.ts";
 export type { FreezeOptions, FreezeResult } from "./freeze/freeze-lock.ts";

@@ -6,6 +6,8 @@ export { notActedUpon, parseProfileText, profileToYaml, readProfileFile } from "
 export type { Profile } from "./index.ts";
 export { catalogFromRegistries, LocalRegistry, OciLayerRegistry, openPublishRegistry, openRegistries, readTrust, searchRegistries } from "./index.ts";
 export type { LayerRegistry, OpenedRegistry, RegistryPlace, SearchHit, SearchOptions, SignedDocument } from "./index.ts";
+export { buildRegistryIndex, removeFromRegistry, writeRegistryIndex } from "./index.ts";
+export type { IndexBuild, IndexedFormation, IndexedLayer, RegistryIndex, RegistryProblem, RemoveResult, RemoveTarget } from "./index.ts";
 export { declaredBase, probedBase, probeOciBase, probeRoot } from "./index.ts";
 export type { LockBase, ProbeOciOptions, ProbeResult } from "./index.ts";
 export { resolveProfile } from "./index.ts";
