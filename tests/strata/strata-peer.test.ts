@@ -15,9 +15,9 @@
  */
 import { test, before } from "node:test";
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { needs } from "../helpers/prerequisites.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
@@ -112,6 +112,21 @@ test("control: the lockfiles and profiles written in Strata's repository are fou
   for (const r of fromStrata.filter((x) => x.kind === "lockfile")) assert.equal(r.peer.parse_error, null, r.origin);
   // Strata's example profiles (its own tests require them to parse) are read by Strata here too.
   for (const r of fromStrata.filter((x) => x.origin.startsWith("examples/"))) assert.equal(r.peer.parse_error, null, r.origin);
+  // The formations Strata ships decode as its registry reads them, with no unknown field; one with a field Formation lacks is named.
+  if (!("bin" in peer)) return;
+  const shipped = execFileSync("git", ["-C", peer.src, "ls-tree", "--name-only", peer.commit, "cmd/strata/formations/"], { encoding: "utf8" })
+    .split("\n")
+    .filter((p) => p.endsWith(".yaml"));
+  assert.ok(shipped.length >= 6, shipped.join(", "));
+  for (const p of shipped) {
+    const f = join(dir, "shipped-formation.yaml");
+    writeFileSync(f, execFileSync("git", ["-C", peer.src, "show", `${peer.commit}:${p}`], { encoding: "utf8" }));
+    const v = peerRead(bin, "formation", f);
+    assert.equal(v.parse_error, null, p);
+    assert.equal(v.strict_error, null, p);
+    writeFileSync(f, `${readFileSync(f, "utf8")}members: []\n`);
+    assert.match(peerRead(bin, "formation", f).strict_error ?? "", /field members not found in type spec\.Formation/);
+  }
 });
 
 test("Strata → cairn: every lockfile written in Strata's repository is read by `cairn lock diff`", { skip, ...WIRE }, (t) => {
@@ -202,6 +217,27 @@ test("cairn → Strata: every profile profileToYaml writes decodes in Strata wit
     rows.filter((r) => strataSourced.includes(r.origin) && r.peer.decode_error === null && !strataReads(r.peer)).map((r) => r.origin),
     [],
   );
+});
+
+test("cairn → Strata: every layer manifest and formation cairn publishes decodes in Strata, using only fields Strata names", { skip, ...WIRE }, (t) => {
+  const rows = fromCairn.filter((r) => r.kind === "layer" || r.kind === "formation");
+  assert.ok(
+    rows.filter((r) => r.kind === "layer").length >= 7 && rows.some((r) => r.kind === "formation"),
+    "the example registry's 7 layers and its formation",
+  );
+  for (const r of rows) t.diagnostic(`${r.kind} ${r.origin}: strata ${firstLine(r.peer.parse_error)}; strict ${firstLine(r.peer.strict_error)}`);
+  t.diagnostic(
+    `decode: ${rows.filter((r) => strataReads(r.peer)).length} of ${rows.length}; no unknown field: ${rows.filter((r) => r.peer.strict_error === null).length}`,
+  );
+  assert.deepEqual(
+    rows.filter((r) => !strataReads(r.peer)).map((r) => r.origin),
+    [],
+  );
+  for (const r of rows) {
+    if (r.peer.strict_error === null) continue;
+    const unknown = unknownFields(r.peer.strict_error);
+    assert.ok(unknown.length > 0 && unknown.every((f) => SEED_FIELDS_AFTER_V022.has(f)), `${r.origin}: ${r.peer.strict_error}`);
+  }
 });
 
 test("EnvironmentID: on every lockfile Strata calls frozen, `cairn lock id` prints Strata's EnvironmentID first", { skip, ...WIRE }, (t) => {

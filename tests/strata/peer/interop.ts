@@ -5,15 +5,16 @@
  *   (strata-corpus.ts) is read by `cairn lock diff F F`, `cairn lock id` and
  *   `cairn profile validate`;
  * - cairn → Strata: lockfiles `cairn resolve` and `cairn freeze` write for the
- *   bundled example (examples/strata/), and profiles `profileToYaml` writes,
- *   are read by the peer;
+ *   bundled example (examples/strata/), profiles `profileToYaml` writes, and
+ *   the layer manifests and formation the example registry publishes, are
+ *   read by the peer;
  * - EnvironmentID: on every file both sides call frozen, the peer's
  *   `EnvironmentID()` against the first line of `cairn lock id`.
  *
  * Shared by tests/strata/strata-peer.test.ts and bench/strata/interop.ts so
  * the table and the test count the same things.
  */
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { buildExampleRegistry } from "../../../examples/strata/build-registry.ts";
 import { writeDemoIndexes } from "../../../examples/strata/package-indexes.ts";
@@ -21,7 +22,7 @@ import { parseProfileText, profileToYaml } from "../../../src/strata/index.ts";
 import { runCli } from "../../helpers/cli.ts";
 import { resolveArgs } from "../../helpers/resolve-args.ts";
 import { PROJECT_ROOT } from "../../helpers/vectors.ts";
-import { peerRead, type PeerVerdict } from "./peer.ts";
+import { type PeerKind, peerRead, type PeerVerdict } from "./peer.ts";
 import { strataCorpus } from "./strata-corpus.ts";
 
 /** What cairn made of one file. */
@@ -36,7 +37,7 @@ export interface CairnVerdict {
 
 export interface InteropRow {
   readonly direction: "strata-to-cairn" | "cairn-to-strata";
-  readonly kind: "lockfile" | "profile";
+  readonly kind: PeerKind;
   /** Where the file came from: the mirror's path:line, or what cairn command wrote it. */
   readonly origin: string;
   readonly path: string;
@@ -139,6 +140,7 @@ export async function cairnToStrata(bin: string, dir: string, strataProfiles: re
     ...cairnProfiles(),
     ...strataProfiles.filter((r) => r.kind === "profile" && r.cairn.reads).map((r) => ({ origin: `Strata's ${r.origin}`, text: readFileSync(r.path, "utf8") })),
   ];
+  rows.push(...registryDocuments(bin, ex.registry, join(dir, "registry-documents")));
   let n = 0;
   for (const s of sources) {
     const path = join(dir, `profile-${String(++n).padStart(2, "0")}.yaml`);
@@ -155,7 +157,49 @@ export async function cairnToStrata(bin: string, dir: string, strataProfiles: re
   return rows;
 }
 
-/** Strata reads a file when its own parser returns no error (ParseLockFileBytes; for a profile, ParseProfileBytes, which also validates). */
+/**
+ * The layer manifests and formations a cairn registry holds (files under its
+ * `layers/` and `formations/` directories), each as the document Strata's
+ * registry would read: the payload of a DSSE envelope, else the file itself.
+ * cairn's own resolve read every one of them from this registry already.
+ */
+function registryDocuments(bin: string, registry: string, out: string): InteropRow[] {
+  mkdirSync(out, { recursive: true });
+  const rows: InteropRow[] = [];
+  const walk = (d: string, kind: "layer" | "formation"): void => {
+    for (const name of readdirSync(d).sort()) {
+      const p = join(d, name);
+      if (statSync(p).isDirectory()) walk(p, kind);
+      else if (/\.(json|ya?ml)$/.test(name)) {
+        const text = readFileSync(p, "utf8");
+        let doc = text;
+        try {
+          const e = JSON.parse(text) as { payloadType?: unknown; payload?: unknown };
+          if (typeof e.payloadType === "string" && typeof e.payload === "string") doc = Buffer.from(e.payload, "base64").toString("utf8");
+        } catch {
+          // not JSON: the document itself
+        }
+        const path = join(out, `${kind}-${rows.length + 1}.yaml`);
+        writeFileSync(path, doc);
+        const origin = `the example registry's ${p.slice(registry.length + 1)}`;
+        rows.push({ direction: "cairn-to-strata", kind, origin, path, peer: peerRead(bin, kind, path), cairn: { reads: true, codes: [] } });
+      }
+    }
+  };
+  for (const [sub, kind] of [
+    ["layers", "layer"],
+    ["formations", "formation"],
+  ] as const) {
+    try {
+      if (statSync(join(registry, sub)).isDirectory()) walk(join(registry, sub), kind);
+    } catch {
+      // a registry without that directory
+    }
+  }
+  return rows;
+}
+
+/** Strata reads a file when its own parser returns no error (ParseLockFileBytes; for a profile, ParseProfileBytes, which also validates; yaml.Unmarshal for a layer manifest or formation). */
 export function strataReads(v: PeerVerdict): boolean {
   return v.parse_error === null;
 }
@@ -169,7 +213,16 @@ export function environmentIdEqual(row: InteropRow): boolean {
 
 export interface InteropTable {
   strataToCairn: { lockfiles: number; lockfilesRead: number; profiles: number; profilesRead: number; strataAccepts: number };
-  cairnToStrata: { lockfiles: number; lockfilesRead: number; lockfilesStrict: number; profiles: number; profilesDecoded: number; profilesRead: number };
+  cairnToStrata: {
+    lockfiles: number;
+    lockfilesRead: number;
+    lockfilesStrict: number;
+    profiles: number;
+    profilesDecoded: number;
+    profilesRead: number;
+    registryDocuments: number;
+    registryDocumentsRead: number;
+  };
   environmentId: { frozen: number; equal: number };
 }
 
@@ -194,6 +247,8 @@ export function tabulate(rows: readonly InteropRow[]): InteropTable {
       profiles: count(c2s, (r) => r.kind === "profile"),
       profilesDecoded: count(c2s, (r) => r.kind === "profile" && r.peer.decode_error === null),
       profilesRead: count(c2s, (r) => r.kind === "profile" && strataReads(r.peer)),
+      registryDocuments: count(c2s, (r) => r.kind === "layer" || r.kind === "formation"),
+      registryDocumentsRead: count(c2s, (r) => (r.kind === "layer" || r.kind === "formation") && strataReads(r.peer)),
     },
     environmentId: { frozen: frozen.length, equal: count(frozen, environmentIdEqual) },
   };

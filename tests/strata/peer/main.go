@@ -7,6 +7,8 @@
 //
 //	strata-peer lockfile FILE
 //	strata-peer profile FILE
+//	strata-peer layer FILE       a layer manifest (spec.LayerManifest)
+//	strata-peer formation FILE   a formation (spec.Formation)
 //
 // Output fields (absent when they do not apply):
 //
@@ -20,7 +22,9 @@
 //	validate_error  the lockfile's Validate() error, when this version of the spec has one
 //	frozen          LockFile.IsFrozen()
 //	environment_id  LockFile.EnvironmentID() ("" when not frozen)
-//	remarshal       MarshalLockFile / MarshalProfile of what was parsed
+//	remarshal       MarshalLockFile / MarshalProfile of what was parsed (yaml.Marshal
+//	                for a layer manifest or formation, which Strata's registry
+//	                stores as YAML and reads with yaml.Unmarshal)
 //	software        the profile's software refs as SoftwareRef.String() gives them
 //
 // Exit status: 0 when the JSON was printed (whatever it says), 2 on a usage
@@ -117,9 +121,26 @@ func profile(data []byte) result {
 	return r
 }
 
+// registryDocument reads a layer manifest or a formation the way Strata's
+// registry clients do: yaml.Unmarshal into the spec type, nothing more.
+func registryDocument(kind string, data []byte, v interface{}, probe interface{}) result {
+	r := result{Kind: kind}
+	r.StrictError = errString(strict(data, probe))
+	r.ParseError = errString(yaml.Unmarshal(data, v))
+	r.DecodeError = r.ParseError
+	if r.ParseError == nil {
+		if out, e := yaml.Marshal(v); e == nil {
+			s := string(out)
+			r.Remarshal = &s
+		}
+	}
+	return r
+}
+
 func main() {
-	if len(os.Args) != 3 || (os.Args[1] != "lockfile" && os.Args[1] != "profile") {
-		fmt.Fprintln(os.Stderr, "usage: strata-peer lockfile|profile FILE")
+	kinds := map[string]bool{"lockfile": true, "profile": true, "layer": true, "formation": true}
+	if len(os.Args) != 3 || !kinds[os.Args[1]] {
+		fmt.Fprintln(os.Stderr, "usage: strata-peer lockfile|profile|layer|formation FILE")
 		os.Exit(2)
 	}
 	data, err := os.ReadFile(os.Args[2])
@@ -128,10 +149,15 @@ func main() {
 		os.Exit(2)
 	}
 	var r result
-	if os.Args[1] == "lockfile" {
+	switch os.Args[1] {
+	case "lockfile":
 		r = lockfile(data)
-	} else {
+	case "profile":
 		r = profile(data)
+	case "layer":
+		r = registryDocument("layer", data, &spec.LayerManifest{}, &spec.LayerManifest{})
+	case "formation":
+		r = registryDocument("formation", data, &spec.Formation{}, &spec.Formation{})
 	}
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetEscapeHTML(false)

@@ -11,9 +11,12 @@ import { PROJECT_ROOT } from "../../helpers/vectors.ts";
 
 const SCRIPT = join(PROJECT_ROOT, "scripts/strata-peer.sh");
 
+/** The kinds of file the peer reads: `layer` and `formation` as Strata's registry reads them (yaml.Unmarshal into the spec type). */
+export type PeerKind = "lockfile" | "profile" | "layer" | "formation";
+
 /** What Strata's parser made of one file (see tests/strata/peer/main.go for each field). */
 export interface PeerVerdict {
-  readonly kind: "lockfile" | "profile";
+  readonly kind: PeerKind;
   readonly parse_error: string | null;
   readonly decode_error: string | null;
   readonly strict_error: string | null;
@@ -53,8 +56,8 @@ function buildPeer(env: NodeJS.ProcessEnv): Peer {
   return { bin: r.stdout.trim(), commit, src };
 }
 
-/** Runs the peer on `path` as a lockfile or a profile. */
-export function peerRead(bin: string, kind: "lockfile" | "profile", path: string): PeerVerdict {
+/** Runs the peer on `path` as a file of `kind`. */
+export function peerRead(bin: string, kind: PeerKind, path: string): PeerVerdict {
   const r = spawnSync(bin, [kind, path], { encoding: "utf8", maxBuffer: 64 << 20 });
   if (r.status !== 0) throw new Error(`strata-peer ${kind} ${path}: exit ${r.status}: ${r.stderr}`);
   return JSON.parse(r.stdout) as PeerVerdict;
