@@ -140,11 +140,23 @@ export function parseTemplateMetadata(model: JsonModel, source = "devcontainer-t
 /** Control characters (and the JSON line separators) would end a comment or change a document's lines: never inserted. */
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
 
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** The rules every inserted value obeys, given or the template's default: it must not change the document's structure. */
+function checkText(name: string, value: string, limits: ManifestLimits, what: string): void {
+  const refuse = (why: string): never => {
+    throw new CairnError("TEMPLATE_OPTION_VALUE", `${what} of option ${JSON.stringify(name)} ${why}`, { path: childPath("/options", name) });
+  };
+  if (value.length > limits.max_string_length) refuse(`exceeds limit max_string_length (${limits.max_string_length})`);
+  if (CONTROL.test(value)) refuse("holds a control character");
+  if (LONE_SURROGATE.test(value)) refuse("holds a lone surrogate");
+}
+
 function optionValue(meta: TemplateMetadata, name: string, value: string, limits: ManifestLimits): void {
   const o = meta.options.get(name);
   const path = childPath("/options", name);
   if (o === undefined) {
-    throw new CairnError("TEMPLATE_OPTION_UNKNOWN", `template ${meta.id} declares no option ${JSON.stringify(name)}`, {
+    throw new CairnError("TEMPLATE_OPTION_UNKNOWN", `template ${JSON.stringify(meta.id)} declares no option ${JSON.stringify(name)}`, {
       path,
       hint: `the template declares: ${[...meta.options.keys()].join(", ") || "no options"}`,
     });
@@ -152,8 +164,7 @@ function optionValue(meta: TemplateMetadata, name: string, value: string, limits
   const refuse = (why: string, hint?: string): never => {
     throw new CairnError("TEMPLATE_OPTION_VALUE", `the value given for option ${JSON.stringify(name)} ${why}`, { path, ...(hint ? { hint } : {}) });
   };
-  if (value.length > limits.max_string_length) refuse(`exceeds limit max_string_length (${limits.max_string_length})`);
-  if (CONTROL.test(value)) refuse("holds a control character");
+  checkText(name, value, limits, "the value given");
   if (o.type === "boolean" && value !== "true" && value !== "false") refuse("is not true or false (a boolean option)");
   if (o.enum !== undefined && !o.enum.includes(value))
     refuse(
@@ -223,38 +234,53 @@ export function applyTemplateText(
   const optionFor = (name: string): AppliedOption => {
     const v = values.get(name);
     if (v !== undefined) {
+      if (v.source === "default") checkText(name, v.value, limits, "the template's default");
       used.set(name, v);
       return v;
     }
     if (!meta.options.has(name)) {
-      throw new CairnError("TEMPLATE_OPTION_UNKNOWN", `${source} refers to \${templateOption:${name}}, which template ${meta.id} does not declare`, {
-        path: source,
-        hint: "the template is inconsistent; its author must declare the option in devcontainer-template.json",
-      });
+      throw new CairnError(
+        "TEMPLATE_OPTION_UNKNOWN",
+        `${source} refers to \${templateOption:${name}}, which template ${JSON.stringify(meta.id)} does not declare`,
+        {
+          path: source,
+          hint: "the template is inconsistent; its author must declare the option in devcontainer-template.json",
+        },
+      );
     }
     throw new CairnError("TEMPLATE_OPTION_VALUE", `option ${JSON.stringify(name)} has no default and no value was given`, {
       path: childPath("/options", name),
       hint: `give it: --option ${name}=VALUE`,
     });
   };
+  // The output's size is counted as it grows, so that many references to a long value stop at the limit
+  // instead of building a string of gigabytes first.
+  let size = Buffer.byteLength(text, "utf8");
+  const insert = (reference: string, value: string): string => {
+    size += Buffer.byteLength(value, "utf8") - Buffer.byteLength(reference, "utf8");
+    if (size > limits.max_input_bytes) {
+      throw new CairnError("LIMIT_EXCEEDED", `limit max_input_bytes exceeded by the applied ${source} (${limits.max_input_bytes} bytes)`, {
+        path: source,
+        hint: "the template's options expand to more than a devcontainer.json may hold",
+      });
+    }
+    return value;
+  };
   const parts = tokens.map(({ kind, raw }) => {
     // JSON.stringify escapes `"`, `\` and control characters: the value stays inside its string.
-    if (kind === STRING) return raw.replace(REFERENCE, (_m, name: string) => JSON.stringify(optionFor(name).value).slice(1, -1));
+    if (kind === STRING) return raw.replace(REFERENCE, (m, name: string) => insert(m, JSON.stringify(optionFor(name).value).slice(1, -1)));
     if (kind !== LINE_COMMENT && kind !== BLOCK_COMMENT) return raw;
-    return raw.replace(REFERENCE, (_m, name: string) => {
+    return raw.replace(REFERENCE, (m, name: string) => {
       const v = optionFor(name);
       if (kind === BLOCK_COMMENT && v.value.includes("*/")) {
         throw new CairnError("TEMPLATE_OPTION_VALUE", `the value of option ${JSON.stringify(name)} would end a comment of ${source}`, {
           path: childPath("/options", name),
         });
       }
-      return v.value;
+      return insert(m, v.value);
     });
   });
   const out = parts.join("");
-  if (Buffer.byteLength(out, "utf8") > limits.max_input_bytes) {
-    throw new CairnError("LIMIT_EXCEEDED", `limit max_input_bytes exceeded by the applied ${source} (${limits.max_input_bytes} bytes)`, { path: source });
-  }
   return { text: out, used: [...used.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)) };
 }
 
@@ -291,8 +317,8 @@ export function readTemplateDir(dir: string, limits: ManifestLimits = DEFAULT_MA
     throw new CairnError(
       "TEMPLATE_INVALID",
       present.length === 0
-        ? `template ${meta.id} has no .devcontainer.json or .devcontainer/devcontainer.json (a regular file in a directory)`
-        : `template ${meta.id} has both .devcontainer.json and .devcontainer/devcontainer.json`,
+        ? `template ${JSON.stringify(meta.id)} has no .devcontainer.json or .devcontainer/devcontainer.json (a regular file in a directory)`
+        : `template ${JSON.stringify(meta.id)} has both .devcontainer.json and .devcontainer/devcontainer.json`,
       { path: dir, hint: "a template holds exactly one devcontainer.json (the Dev Container Templates reference)" },
     );
   }

@@ -241,3 +241,40 @@ test("CLI refusals: exit 1 with the code, nothing written; a malformed or repeat
   assert.equal((await runCli(["manifest", "apply-template", dir, "--option", "imageVariant=a=b", "--out", out])).code, 0); // control: '=' in a value
   assert.equal((parsed(readFileSync(out, "utf8")) as { image: string }).image, "mcr.microsoft.com/devcontainers/base:a=b");
 });
+
+// Second pass (issue 33): hostile templates.
+test("a template's own default obeys the value rules: a newline in a default cannot break out of a line comment", () => {
+  const meta = { id: "t", options: { a: { type: "string", default: 'x\n"privileged": true, "z": "' } } };
+  const dir = template(meta, `{\n  // \${templateOption:a}\n  "image": "debian:12"\n}`);
+  const e = refusal(() => applyTemplate(dir));
+  assert.equal(e.code, "TEMPLATE_OPTION_VALUE");
+  assert.equal(e.path, "/options/a");
+  // control: the same template applies when the value is given without one
+  assert.doesNotThrow(() => applyTemplate(dir, new Map([["a", "y"]])));
+});
+
+test("amplification: many references to a long value stop at max_input_bytes, before the text is built", () => {
+  const meta = { id: "t", options: { a: { type: "string", default: "v".repeat(60_000) } } };
+  const refs = Array.from({ length: 20_000 }, (_, i) => `"k${i}": "\${templateOption:a}"`).join(",");
+  const dir = template(meta, `{ "image": "debian:12", "customizations": { ${refs} } }`);
+  const e = refusal(() => applyTemplate(dir));
+  assert.equal(e.code, "LIMIT_EXCEEDED");
+  assert.match(e.message, /max_input_bytes/);
+  // control: a few references apply
+  const few = template(meta, `{ "image": "debian:12", "name": "\${templateOption:a}" }`);
+  assert.equal(applyTemplate(few).text.length > 60_000, true);
+});
+
+test("nothing from the template but option names reaches a message: an id with control characters is escaped", () => {
+  const dir = template({ ...META, id: "evil\u001b[2J\nid" });
+  const e = refusal(() => applyTemplate(dir, new Map([["nosuch", "1"]])));
+  assert.equal(e.code, "TEMPLATE_OPTION_UNKNOWN");
+  assert.ok(!/[\u0000-\u001f]/.test(e.message), e.message);
+});
+
+test("a value is inserted once: a value holding ${templateOption:…} is not expanded again; a lone surrogate is refused", () => {
+  const dir = template();
+  const r = applyTemplate(dir, new Map([["imageVariant", "${templateOption:flavour}"]]));
+  assert.equal((parsed(r.text) as { image: string }).image, "mcr.microsoft.com/devcontainers/base:${templateOption:flavour}");
+  assert.equal(refusal(() => applyTemplate(dir, new Map([["imageVariant", "a\ud800"]]))).code, "TEMPLATE_OPTION_VALUE");
+});

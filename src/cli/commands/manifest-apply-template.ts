@@ -50,6 +50,6 @@ export function registerManifestApplyTemplate(manifest: Command, ctx: Context): 
         for (const line of summary) ctx.io.err(line);
         return;
       }
-      ctx.io.out([`template  ${r.id} (${r.config})`, ...summary, `wrote     ${opts.out}`].join("\n"));
+      ctx.io.out([`template  ${JSON.stringify(r.id)} (${r.config})`, ...summary, `wrote     ${opts.out}`].join("\n"));
     });
 }
