@@ -3,7 +3,7 @@
  *
  *   EnvironmentID = "sha256:" + sha256( JCS( hash input ) )
  *
- * where the hash input is an object with `schema: "cairn.environment/1"` and
+ * where the hash input is an object with `schema: "cairn.environment/2"` and
  * exactly the fields `ENVIRONMENT_ID_SCOPE` covers, taken from the lockfile
  * model (`lockfileToModel`), with layers in mount order. Every lockfile field
  * is in one of its two lists; `tests/strata/scope.test.ts` fails when a field
@@ -20,7 +20,7 @@ import { hostRequirementSet, hostRequirementToModel } from "./capability.ts";
 import { isFrozen, type Lockfile } from "./lockfile.ts";
 import { lockfileToModel } from "./lockfile-model.ts";
 
-export const ENVIRONMENT_ID_SCHEMA = "cairn.environment/1";
+export const ENVIRONMENT_ID_SCHEMA = "cairn.environment/2";
 
 /** The tag is the `schema` field of the hash input (kept that way so no EnvironmentID changes). */
 export const ENVIRONMENT_ID = declareIdentity({
@@ -40,10 +40,10 @@ export const ENVIRONMENT_ID_SCOPE = defineScope({
     "/layers": "every layer, in mount order, through the fields below",
     "/env": "the environment variables every process sees",
     "/on_ready": "the commands run when the environment is ready, as text",
-    "/defaults": "the defaults the profile sets: a settings map (shell and the like), or the Lmod preload list in its order",
+    "/defaults": "the software refs Lmod loads at login, in their order",
     "/packages":
       "the package requests handed to package managers and, once frozen, every pinned archive (name, version, kind, filename, sha256, size) and the target it was chosen for",
-    "/mutable_layer": "whether a writable upper layer is mounted, and its spec (size, volume type, ABI) when one is given",
+    "/mutable_layer": "whether a writable upper layer is mounted, and its spec (name, version, size_gb, volume_type, abi) when one is given",
     "/requires_host": "what the host must provide, as a set: sorted and de-duplicated before hashing, so its order never changes the ID",
     "/base/name": "the base's name",
     "/base/arch": "the machine architecture",

@@ -57,8 +57,7 @@ export function diffLocks(a: Lockfile, b: Lockfile, problems_a: readonly Issue[]
   }
   maps(out, "/env", a.env, b.env, true);
   cmp(out, "/on_ready", JSON.stringify(a.on_ready), JSON.stringify(b.on_ready));
-  if (a.defaults instanceof Map && b.defaults instanceof Map) maps(out, "/defaults", a.defaults, b.defaults, false);
-  else cmp(out, "/defaults", JSON.stringify(defaultsToModel(a.defaults)), JSON.stringify(defaultsToModel(b.defaults)));
+  cmp(out, "/defaults", JSON.stringify(defaultsToModel(a.defaults)), JSON.stringify(defaultsToModel(b.defaults)));
   for (let i = 0; i < Math.max(a.packages.length, b.packages.length); i++) {
     const [x, y] = [a.packages[i], b.packages[i]];
     const request = (s: typeof x) => s && JSON.stringify({ manager: s.manager, packages: s.packages, env: s.env });

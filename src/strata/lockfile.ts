@@ -363,7 +363,7 @@ function readLockfileModel(v: JsonModel, source: string): { lock: Lockfile; rule
   }
   const env = has(root, "env") ? (c.stringMap(root.env, "/env") ?? new Map<string, string>()) : new Map<string, string>();
   const on_ready = has(root, "on_ready") ? (c.stringArray(root.on_ready, "/on_ready") ?? []) : [];
-  const defaults = has(root, "defaults") ? readDefaults(c, root.defaults, "/defaults") : new Map<string, string>();
+  const defaults = has(root, "defaults") ? readDefaults(c, root.defaults, "/defaults") : [];
   const packages = has(root, "packages") ? readPackages(c, root.packages, rules) : [];
   const mutable_layer = has(root, "mutable_layer") ? readMutableLayer(c, root.mutable_layer, "/mutable_layer") : false;
   const requires_host: HostRequirement[] = [];

@@ -123,11 +123,11 @@ const LOCKFILE = {
   ],
   env: { A: "1" },
   on_ready: ["echo"],
-  defaults: { shell: "sh" },
+  defaults: ["python@3.12"],
   packages: [{ manager: "pip", packages: [{ name: "x", version: "1" }] }],
-  mutable_layer: true,
-  requires_host: ["gpu"],
-  not_acted_upon: { instance: { cpus: 2 }, storage: { size: 1 } },
+  mutable_layer: { name: "w", version: "1", size_gb: 20, volume_type: "gp3" },
+  requires_host: [{ key: "gpu", value: "true" }],
+  not_acted_upon: { instance: { type: "c7i.large" }, storage: [{ type: "ebs", mount: "/scratch" }] },
 };
 
 function tree(): CanonicalTree {
@@ -165,8 +165,20 @@ export async function computeIdentityValues(): Promise<Record<string, string>> {
   out.EnvironmentID = environmentId(lock);
   // requires_host is a set (issue 13): this lockfile lists it out of order. Before the fix its ID was
   // sha256:0a9d37e037df39f80880d5bbcecb2f1994f7223311a20eff723263bf2c14f6e0, which depended on that order;
-  // now it is the ID of the sorted set ["gpu", "kvm"].
-  out["EnvironmentID (requires_host out of order)"] = environmentId(parseLockfile(JSON.parse(JSON.stringify({ ...LOCKFILE, requires_host: ["kvm", "gpu"] }))));
+  // now it is the ID of the sorted set {gpu, kvm}.
+  out["EnvironmentID (requires_host out of order)"] = environmentId(
+    parseLockfile(
+      JSON.parse(
+        JSON.stringify({
+          ...LOCKFILE,
+          requires_host: [
+            { key: "kvm", value: "true" },
+            { key: "gpu", value: "true" },
+          ],
+        }),
+      ),
+    ),
+  );
   out["base digest (probed)"] = lock.base.digest!;
   out["base digest (declared)"] = declaredBase("debian12", "x86_64").digest!;
   out["base digest (oci image)"] = baseDigest({
@@ -275,8 +287,10 @@ const EXPECTED: Record<string, string> = {
   "manifest address (pinned)": "blake3:d95c70d988c3cb1e505a3af97b8c614ddfbf9f245e40b04ba353271be8f866a3",
   "manifest extension address (pinned)": "blake3:5c437b931da33c387c7f08eadeb5524a673389a6f1ab3ffff2582be5a275c7e5",
   "snapshot ref address": "blake3:d95c70d988c3cb1e505a3af97b8c614ddfbf9f245e40b04ba353271be8f866a3",
-  EnvironmentID: "sha256:75c84a7acf268e160b159eaa7cdb68061b6a67e3bc58a33df1cd42eed38bda00",
-  "EnvironmentID (requires_host out of order)": "sha256:416fa969d3198e26ee1dc425c2af283300907576dfb35ec624cbbd898ec23560",
+  // moved on purpose (issue 32): defaults, mutable_layer and requires_host take the seed's types ([]SoftwareRef,
+  // MutableLayerSpec, [{key, value}]), so the hash input changed and the tag became cairn.environment/2; see CHANGELOG.md
+  EnvironmentID: "sha256:ffff72628736f9f711e55ceb6bad34c7b51ce643ced4f450e0e37235f28d8356",
+  "EnvironmentID (requires_host out of order)": "sha256:7acf7d21583ad77f43d62c24bd57f061a6983678210e5577607f1bdde001a619",
   "base digest (probed)": "sha256:267c897b5f135c2e6bf13862884fe1ec8d68d4d175efc3c736dd10ad3f77bf71",
   "base digest (declared)": "sha256:bc8604cb7228770c26260add45b35d755850800e2d22b1a435e9083056c0bb36",
   "base digest (oci image)": "sha256:a5c152d9a95297516b057bada9009dfab09b9f440bf518d2ed6e4973419a3edf",

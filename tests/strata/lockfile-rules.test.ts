@@ -43,10 +43,10 @@ function doc(): Doc {
     formations: [{ name: "f", version: "1", signature: SIG }],
     env: { A: "1" },
     on_ready: ["echo"],
-    defaults: { shell: "sh" },
+    defaults: ["gcc@14.2.0"],
     packages: [{ manager: "pip", packages: [{ name: "x", version: "1" }] }],
-    mutable_layer: true,
-    requires_host: ["gpu"],
+    mutable_layer: { name: "w", version: "1", size_gb: 20, volume_type: "gp3" },
+    requires_host: [{ key: "gpu", value: "true" }],
     not_acted_upon: { instance: { cpus: 2 } },
   };
 }
@@ -172,7 +172,16 @@ const REFUSED: [string, (m: Doc) => void, ErrorCode, string][] = [
   ["layers null", (m) => m.layers.push(null), "MODEL_NULL_ENTRY", "/layers/2"],
   ["formation no sig", (m) => delete m.formations[0].signature, "LOCK_INVALID", "/formations/0/signature"],
   ["formation extra", (m) => (m.formations[0].x = 1), "MODEL_UNKNOWN_FIELD", "/formations/0/x"],
-  ["requires_host bad", (m) => (m.requires_host = ["gpu", "???"]), "MODEL_VALUE", "/requires_host/1"],
+  [
+    "requires_host bad",
+    (m) =>
+      (m.requires_host = [
+        { key: "gpu", value: "true" },
+        { key: "???", value: "1" },
+      ]),
+    "MODEL_VALUE",
+    "/requires_host/1/key",
+  ],
   ["not_acted_upon extra", (m) => (m.not_acted_upon = { other: 1 }), "MODEL_UNKNOWN_FIELD", "/not_acted_upon/other"],
   ["env number", (m) => (m.env = { A: 1 }), "MODEL_TYPE", "/env/A"],
   ["on_ready number", (m) => (m.on_ready = [1]), "MODEL_TYPE", "/on_ready/0"],
@@ -204,7 +213,7 @@ test("Validate: what is read back is what the document says", () => {
   assert.deepEqual(l.formations, [{ name: "f", version: "1", signature: SIG }]);
   assert.deepEqual([...l.env], [["A", "1"]]);
   assert.deepEqual(l.on_ready, ["echo"]);
-  assert.equal(l.mutable_layer, true);
+  assert.deepEqual(l.mutable_layer, { name: "w", version: "1", size_gb: 20, volume_type: "gp3" });
   assert.equal(l.requires_host.length, 1);
   assert.deepEqual(l.not_acted_upon, { instance: { cpus: 2 } });
   const unsigned = parse((m) => {
@@ -219,15 +228,7 @@ test("Validate: what is read back is what the document says", () => {
       delete m[k];
   });
   assert.deepEqual(
-    [
-      bare.env.size,
-      bare.on_ready,
-      bare.defaults instanceof Map ? bare.defaults.size : -1,
-      bare.packages,
-      bare.mutable_layer,
-      bare.requires_host,
-      bare.formations,
-    ],
+    [bare.env.size, bare.on_ready, bare.defaults.length, bare.packages, bare.mutable_layer, bare.requires_host, bare.formations],
     [0, [], 0, [], false, [], []],
   );
   assert.equal("not_acted_upon" in bare || "profile_sha256" in bare, false);

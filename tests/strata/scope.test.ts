@@ -51,12 +51,12 @@ base: {os: debian12}
 software: [python, numpy, "formation:bio-seq"]
 env: {A: "1"}
 on_ready: [echo]
-defaults: {shell: sh}
+defaults: [python]
 packages: [{manager: pip, packages: [{name: x, version: "1"}]}]
-mutable_layer: true
-requires_host: [gpu]
-instance: {cpus: 2}
-storage: {size: 1}
+mutable_layer: {name: w, version: "1"}
+requires_host: [{key: gpu, value: "true"}]
+instance: {type: c7i.large}
+storage: [{type: ebs, mount: /scratch}]
 `);
   const lock = await resolveExample(ex, profile);
   // The example layers carry no Lmod modulefile; give the first one the record a layer with one gets (tests/strata/modulefile.test.ts resolves a real one).
@@ -100,14 +100,16 @@ function mutate(lock: Lockfile, obj: string, field: string): Lockfile {
         f === "capabilities"
           ? [...v, "extra@1"]
           : f === "requires_host"
-            ? [...v, "kvm"]
-            : f === "on_ready"
-              ? [...v, "more"]
-              : f === "layers"
-                ? v.slice(1).map((l: Record<string, unknown>, i) => ({ ...l, mount_order: i }))
-                : f === "formations"
-                  ? []
-                  : [...v, { manager: "conda", packages: [] }];
+            ? [...v, { key: "kvm", value: "true" }]
+            : f === "defaults"
+              ? [...v, "extra@1"]
+              : f === "on_ready"
+                ? [...v, "more"]
+                : f === "layers"
+                  ? v.slice(1).map((l: Record<string, unknown>, i) => ({ ...l, mount_order: i }))
+                  : f === "formations"
+                    ? []
+                    : [...v, { manager: "conda", packages: [] }];
     else if (v && typeof v === "object")
       o[f] =
         f === "satisfied_by"
@@ -117,10 +119,12 @@ function mutate(lock: Lockfile, obj: string, field: string): Lockfile {
             : f === "signature"
               ? { status: "unsigned-offline", envelope_sha256: `sha256:${"c".repeat(64)}` }
               : f === "not_acted_upon"
-                ? { instance: { cpus: 9 } }
-                : f === "base"
-                  ? { ...(v as object), version_id: "13" }
-                  : { ...(v as object), ZZ: "new" };
+                ? { instance: { type: "c7i.xlarge" } }
+                : f === "mutable_layer"
+                  ? { ...(v as object), size_gb: 99 }
+                  : f === "base"
+                    ? { ...(v as object), version_id: "13" }
+                    : { ...(v as object), ZZ: "new" };
     else o[f] = obj === "base" && f === "image" ? `sha256:${"d".repeat(64)}` : "x";
   };
   const base = m.base as Record<string, unknown>;
@@ -169,7 +173,7 @@ test("changing a hashed field changes the ID; changing an excluded field does no
 
 test("the hash input is tagged and has layers in mount order", async () => {
   const input = environmentIdInput(await fullLock());
-  assert.equal(input.schema, "cairn.environment/1");
+  assert.equal(input.schema, "cairn.environment/2");
   const orders = (input.layers as { mount_order: number }[]).map((l) => l.mount_order);
   assert.deepEqual(
     orders,

@@ -11,7 +11,7 @@ import type { LayerManifest } from "../layer-manifest.ts";
 import type { Catalog } from "../catalog.ts";
 import { LOCKFILE_FORMAT, type LockLayer, type Lockfile } from "../lockfile.ts";
 import { hostRequirementSet } from "../capability.ts";
-import { NOT_ACTED_UPON, profileToModel, type Profile } from "../profile-model.ts";
+import { notActedUponModel, profileToModel, type Profile } from "../profile-model.ts";
 import { stageBase } from "./base-stage.ts";
 import { expandFormations } from "./formations.ts";
 import { mergePicks, resolveRefs } from "./refs.ts";
@@ -79,8 +79,7 @@ export function resolveProfile(input: ResolveInput): Lockfile {
       ...modulefileOf(m),
     };
   });
-  const notActed: Record<string, unknown> = {};
-  for (const k of NOT_ACTED_UPON) if (profile[k] !== undefined) notActed[k] = profile[k];
+  const notActed = notActedUponModel(profile);
   return {
     format: LOCKFILE_FORMAT,
     profile: profile.name,
