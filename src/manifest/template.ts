@@ -281,6 +281,8 @@ export function applyTemplateText(
     });
   });
   const out = parts.join("");
+  // A value inside a key can make two keys equal, or a `__proto__` key: the result is parsed as strictly as the input.
+  parseInputText(out, source, limits);
   return { text: out, used: [...used.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)) };
 }
 

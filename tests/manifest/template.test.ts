@@ -278,3 +278,16 @@ test("a value is inserted once: a value holding ${templateOption:…} is not exp
   assert.equal((parsed(r.text) as { image: string }).image, "mcr.microsoft.com/devcontainers/base:${templateOption:flavour}");
   assert.equal(refusal(() => applyTemplate(dir, new Map([["imageVariant", "a\ud800"]]))).code, "TEMPLATE_OPTION_VALUE");
 });
+
+test("the applied text is parsed strictly before it is returned: a value that makes two keys equal (or a __proto__ key) is refused, nothing written", async () => {
+  const meta = { id: "t", options: { k: { type: "string", proposals: ["b"], default: "c" } } };
+  const dir = template(meta, `{ "image": "debian:12", "containerEnv": { "a\${templateOption:k}": "1", "ab": "2" } }`);
+  assert.doesNotThrow(() => applyTemplate(dir)); // control: the default makes "ac"
+  assert.equal(refusal(() => applyTemplate(dir, new Map([["k", "b"]]))).code, "JSON_DUPLICATE_KEY");
+  const proto = template(meta, `{ "image": "debian:12", "containerEnv": { "\${templateOption:k}": "1" } }`);
+  assert.equal(refusal(() => applyTemplate(proto, new Map([["k", "__proto__"]]))).code, "JSON_PROTO_KEY");
+  const out = join(root, "dup.json");
+  const r = await runCli(["manifest", "apply-template", dir, "--option", "k=b", "--out", out]);
+  assert.equal(r.code, 1);
+  assert.ok(!existsSync(out));
+});
