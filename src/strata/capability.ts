@@ -168,6 +168,13 @@ export function parseHostRequirement(unsafe: unknown, path = ""): HostRequiremen
       { path: `${path}/value`, hint: HOST_HINT },
     );
   }
+  // The value is printed (resolve's warning, lock explain, lock diff): a control character could rewrite the terminal or forge a line.
+  if (typeof value === "string" && /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(value)) {
+    throw new CairnError("MODEL_VALUE", "a host requirement's value holds a control character or line break: write it on one line of printable text", {
+      path: `${path}/value`,
+      hint: HOST_HINT,
+    });
+  }
   return { key, value: String(value) };
 }
 

@@ -70,8 +70,8 @@ const SEED_MUTABLE = '{name: NAME, version: "V", size_gb: 20, volume_type: gp3}'
 
 export function readDefaults(c: Checker, v: JsonModel | undefined, path: string): ProfileDefaults {
   if (!Array.isArray(v)) {
-    const was = isJsonObject(v) ? "a settings mapping is cairn's earlier form and is not read: " : "";
-    c.add(path, `defaults is ${was}write ${SEED_DEFAULTS} (the seed's Profile.defaults)`, "MODEL_TYPE");
+    const was = isJsonObject(v) ? "a settings mapping is cairn's earlier form and is not read" : "defaults must be a list";
+    c.add(path, `${was}: write ${SEED_DEFAULTS} (the seed's Profile.defaults)`, "MODEL_TYPE");
     return [];
   }
   const out: SoftwareRef[] = [];
@@ -113,8 +113,8 @@ export function defaultsSize(d: ProfileDefaults): number {
 export function readMutableLayer(c: Checker, v: JsonModel | undefined, path: string): MutableLayer | undefined {
   if (v === false) return false;
   if (!isJsonObject(v)) {
-    const was = v === true ? "true is cairn's earlier form and is not read: " : "";
-    c.add(path, `mutable_layer is ${was}write the seed's MutableLayerSpec ${SEED_MUTABLE}`, "MODEL_TYPE");
+    const was = v === true ? "mutable_layer: true is cairn's earlier form and is not read" : "mutable_layer must be a mapping";
+    c.add(path, `${was}: write the seed's MutableLayerSpec ${SEED_MUTABLE}`, "MODEL_TYPE");
     return undefined;
   }
   if (Object.hasOwn(v, "size")) {

@@ -245,3 +245,22 @@ test("docs/strata.md's forms table: every row names a test that exists, and the 
   assert.match(section, new RegExp(`all ${SEED_FORMS.length} do`));
   assert.match(section, new RegExp(`\\(${SEED_FORMS.length}, from its doc comments`));
 });
+
+test("second pass: a host requirement's value holding a control character (an escape sequence, a newline) is refused, since resolve and lock diff print it; control: a printable value", () => {
+  for (const bad of ['"\\e[2J\\e[31mok"', '"true\\nwarning: all checks passed"', '"\\u009b31m"', '"a\\u2028b"'])
+    assertCode(() => P(`requires_host: [{key: efa, value: ${bad}}]\n`), "MODEL_VALUE", "/requires_host/0/value");
+  assert.deepEqual(P('requires_host: [{key: efa, value: ">=1.2 (any) ü"}]\n').requires_host, [{ key: "efa", value: ">=1.2 (any) ü" }]);
+});
+
+test("second pass: the refusal of a wrong-typed defaults or mutable_layer reads as a sentence naming the seed's form", () => {
+  for (const [text, path] of [
+    ["mutable_layer: ~\n", "/mutable_layer"],
+    ["mutable_layer: [a]\n", "/mutable_layer"],
+    ["defaults: ~\n", "/defaults"],
+    ["defaults: bash\n", "/defaults"],
+  ] as const) {
+    const e = assertCode(() => P(text), "MODEL_TYPE", path);
+    assert.ok(!/ is write /.test(e.message), e.message);
+    assert.match(e.message, /must be|is cairn's earlier form/);
+  }
+});
