@@ -78,10 +78,16 @@ git -C "$src" archive "$commit:spec" | tar -x -C "$pkg/spec"
 rm -f "$pkg"/spec/*_test.go
 cp "$main_go" "$work/gopath/src/cairn-strata-peer/main.go"
 
+# The build sees a clean environment: nothing of the caller's Go settings
+# (GOFLAGS, GOOS/GOARCH, GOEXPERIMENT, a GOENV file with -toolexec, ...) can
+# change or break what is built; GOTOOLCHAIN=local keeps a newer Go from
+# fetching a toolchain, and CGO_ENABLED=0 keeps the C compiler out of it.
+gobin="$(command -v go)"
 build() {
   (cd "$work/gopath/src/cairn-strata-peer" &&
-    GO111MODULE=off GOFLAGS= GOPATH="$work/gopath:$gocode" GOCACHE="$work/cache" \
-      go build -trimpath -o "$work/strata-peer" . 2>"$work/build.log")
+    env -i PATH="$(dirname "$gobin"):/usr/bin:/bin" HOME="$work" GOENV=off GOTOOLCHAIN=local CGO_ENABLED=0 \
+      GO111MODULE=off GOPATH="$work/gopath:$gocode" GOCACHE="$work/cache" \
+      "$gobin" build -trimpath -o "$work/strata-peer" . 2>"$work/build.log")
 }
 
 for _ in 1 2 3 4 5 6 7 8; do

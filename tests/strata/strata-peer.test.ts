@@ -258,6 +258,22 @@ test("EnvironmentID: on every lockfile Strata calls frozen, `cairn lock id` prin
   );
 });
 
+test("the build script ignores the caller's Go settings: a GOENV file and GOFLAGS with -toolexec, GOARCH=arm64", { skip }, () => {
+  const home = tempDir("cairn-strata-peer-goenv-");
+  writeFileSync(join(home, "go.env"), "GOFLAGS=-toolexec=/bin/false\n");
+  const r = spawnSync("bash", [join(PROJECT_ROOT, "scripts/strata-peer.sh")], {
+    encoding: "utf8",
+    env: { ...process.env, GOENV: join(home, "go.env"), GOFLAGS: "-toolexec=/bin/false", GOARCH: "arm64", CAIRN_STRATA_PEER_CACHE: join(home, "cache") },
+  });
+  assert.equal(r.status, 0, r.stderr);
+  const built = r.stdout.trim();
+  assert.ok(built.startsWith(join(home, "cache")), built);
+  // It runs here (built for this machine) and is the same peer: the same verdict as the cached one.
+  const lock = join(home, "l.yaml");
+  writeFileSync(lock, `profile: p\nbase: {ami_sha256: ${"a".repeat(64)}}\nlayers: [{sha256: ${"b".repeat(64)}, mount_order: 1}]\n`);
+  assert.deepEqual(peerRead(built, "lockfile", lock), peerRead(bin, "lockfile", lock));
+});
+
 test("the build script: an absent mirror or commit exits 4 naming it; a tag builds the commit it names, cached under that commit", () => {
   const script = join(PROJECT_ROOT, "scripts/strata-peer.sh");
   const run = (env: NodeJS.ProcessEnv) => spawnSync("bash", [script], { encoding: "utf8", env: { ...process.env, ...env } });
