@@ -88,3 +88,14 @@ export function remoteLimits(given: Partial<RemoteLimits> = {}): RemoteLimits {
     maxRequests: d("maxRequests"),
   };
 }
+
+/**
+ * Bounds on the variables `cairn run LOCK --env KEY=VAL` sets (vm/run-env.ts):
+ * how many entries, and how long one `KEY=VAL` may be in UTF-8 bytes. The
+ * launch's own limits (`launch.env_count`, `launch.total_bytes`) still bound
+ * the whole environment the workload gets.
+ */
+export const RUN_ENV_LIMITS = {
+  "run.env_count": 256,
+  "run.env_entry_bytes": 32 * 1024,
+} as const;

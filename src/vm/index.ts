@@ -65,6 +65,7 @@ export type { PreparedGuest, BootResult, Evaluation } from "./guest.ts";
 export { recordRun, defaultRunsDir } from "./record.ts";
 export type { RecordOptions, RecordResult } from "./record.ts";
 export { isEnvironmentLockfile, readLockfileSpec, recordLockfileRun } from "./lockfile-run.ts";
+export { checkRunEnv, parseEnvAssignments } from "./run-env.ts";
 export type { LockfileRunOptions, LockfileRunResult, LockfileSpec } from "./lockfile-run.ts";
 export { replayRun, preflight, readRunManifest, replayKit, runKitNeeds } from "./replay-run.ts";
 export { listRuns, describeRun, filterRuns } from "./run-summary.ts";

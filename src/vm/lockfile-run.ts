@@ -15,20 +15,28 @@
  *
  *   schema: cairn.workload/1
  *   source:
- *     lockfile: {path: ./env.lock, cmd: [/usr/local/bin/prog, arg], user: "1000:1000", workdir: /}
+ *     lockfile: {path: ./env.lock, cmd: [/usr/local/bin/prog, arg], user: "1000:1000", workdir: /, env: {KEY: VAL}}
  *   run: {...}            # and limits, policy: passed to the exported OCI spec unchanged
  *
  * `path` is a locator relative to the spec; the verification policy (keys,
  * registries, base) stays on the command line, never in a file.
+ *
+ * Variables set over the lockfile's `env` (`--env KEY=VAL`, `env:` above)
+ * are written into the exported spec's `source.oci.launch.env`, never into
+ * the image: the image stays exactly what `lock export` makes of the
+ * lockfile (its manifest digest, its EnvironmentID), and the variables enter
+ * the launch identity like any spec's launch (run-env.ts says why and what
+ * is refused). environment.json lists their names (`run_env`).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { hostPathBeneath, specHostScope } from "../tree/index.ts";
-import { Checker, isJsonObject, parseYamlBytes, readFileBounded, readFilePrefix, writeFileAtomic, type JsonModel } from "../core/index.ts";
+import { Checker, compareBytes, isJsonObject, parseYamlBytes, readFileBounded, readFilePrefix, writeFileAtomic, type JsonModel } from "../core/index.ts";
 import { DEFAULT_EXPORT_LAUNCH, exportLock, LOCKFILE_FORMAT, type ExportLaunch, type ExportLockOptions, type ExportResult } from "../strata/index.ts";
 import { SPEC_MAX_BYTES } from "../workload/index.ts";
 import { recordRun, type RecordOptions, type RecordResult } from "./record.ts";
+import { checkRunEnv } from "./run-env.ts";
 
 /** Enough of a file to see whether it is an environment lockfile (its `format` is the first key cairn writes; the rest is never needed here). */
 const SNIFF_BYTES = 64 * 1024;
@@ -52,6 +60,8 @@ export interface LockfileRunOptions extends Omit<RecordOptions, "input"> {
   readonly export: Omit<ExportLockOptions, "outDir">;
   /** The `run`, `limits` and `policy` sections of a spec that named the lockfile (checked by the workload spec reader). */
   readonly specSections?: Readonly<Record<string, JsonModel>>;
+  /** Variables set over the lockfile's env for this run (`--env`), checked by run-env.ts; part of the launch identity. */
+  readonly env?: ReadonlyMap<string, string>;
 }
 
 /** A workload spec whose source is `lockfile`: where the lockfile is, the launch, and the other sections. */
@@ -60,6 +70,8 @@ export interface LockfileSpec {
   /** The spec's directory: its `run.inputs` and served directory stay relative to it (`recordRun`'s `inputsBase`). */
   readonly specDir: string;
   readonly launch: ExportLaunch;
+  /** `source.lockfile.env`: variables set over the lockfile's env (empty when absent). */
+  readonly env: ReadonlyMap<string, string>;
   readonly sections: Readonly<Record<string, JsonModel>>;
 }
 
@@ -84,12 +96,14 @@ export function readLockfileSpec(path: string, hostRoot?: string): LockfileSpec 
   const o = c.object(model, "", ["schema", "source", ...SPEC_SECTIONS]) ?? {};
   if (o.schema !== "cairn.workload/1") c.add("/schema", 'must be "cairn.workload/1"');
   const src = c.object(o.source, "/source", ["lockfile"]) ?? {};
-  const l = c.object(src.lockfile, "/source/lockfile", ["path", "cmd", "user", "workdir"]) ?? {};
+  const l = c.object(src.lockfile, "/source/lockfile", ["path", "cmd", "user", "workdir", "env"]) ?? {};
   const lockPath = c.string(c.required(l, "path", "/source/lockfile"), "/source/lockfile/path", { nonEmpty: true }) ?? "";
   const argv = c.stringArray(c.required(l, "cmd", "/source/lockfile"), "/source/lockfile/cmd") ?? [];
   const user = Object.hasOwn(l, "user") ? c.string(l.user, "/source/lockfile/user") : undefined;
   const workdir = Object.hasOwn(l, "workdir") ? c.string(l.workdir, "/source/lockfile/workdir") : undefined;
+  const unsafeEnv = Object.hasOwn(l, "env") ? c.stringMap(l.env, "/source/lockfile/env") : undefined;
   c.done(`invalid spec ${path}`, "see docs/runs.md: a spec naming a lockfile");
+  const env = checkRunEnv(unsafeEnv ?? new Map<string, string>(), "/source/lockfile/env");
   const sections: Record<string, JsonModel> = {};
   for (const k of SPEC_SECTIONS) if (Object.hasOwn(o, k)) sections[k] = o[k]!;
   // the exported spec is written elsewhere: run.inputs stay relative to this spec's directory, which the
@@ -99,32 +113,43 @@ export function readLockfileSpec(path: string, hostRoot?: string): LockfileSpec 
     lockPath: hostPathBeneath(specHostScope(dirname(path), hostRoot), lockPath, "/source/lockfile/path"),
     specDir: dirname(path),
     launch: { argv, user: user ?? DEFAULT_EXPORT_LAUNCH.user, workdir: workdir ?? DEFAULT_EXPORT_LAUNCH.workdir },
+    env,
     sections,
   };
 }
 
 export interface LockfileRunResult extends RecordResult {
   readonly exported: ExportResult;
+  /** The names of the variables set over the lockfile's env, sorted by bytes (environment.json's `run_env`). */
+  readonly runEnv: readonly string[];
 }
 
 /** Exports the lockfile, then records the exported image as an OCI workload. */
 export async function recordLockfileRun(opts: LockfileRunOptions): Promise<LockfileRunResult> {
+  const runEnv = checkRunEnv(opts.env ?? new Map<string, string>(), "/env"); // before the export: a refused variable costs nothing
   const staging = mkdtempSync(join(opts.export.tmpDir ?? tmpdir(), "cairn-lockfile-run-"));
   try {
     const exported = await exportLock({ ...opts.export, outDir: join(staging, "image") });
     const spec = join(staging, "workload.json");
-    const model = { schema: "cairn.workload/1", source: { oci: { layout: "./image", manifest: exported.layout.manifest.digest } }, ...opts.specSections };
+    const names = [...runEnv.keys()].sort(compareBytes);
+    const oci = {
+      layout: "./image",
+      manifest: exported.layout.manifest.digest,
+      ...(runEnv.size > 0 ? { launch: { env: Object.fromEntries(runEnv) } } : {}),
+    };
+    const model = { schema: "cairn.workload/1", source: { oci }, ...opts.specSections };
     writeFileAtomic(spec, `${JSON.stringify(model)}\n`, { mode: 0o600 });
-    const { export: _export, specSections: _sections, ...record } = opts;
+    const { export: _export, specSections: _sections, env: _env, ...record } = opts;
     // environment.json goes into the run directory before it is published (run-staging.ts: whole or absent)
     const environment = {
       environment_id: exported.environmentId,
       lockfile_sha256: exported.lockfileSha256,
       image_manifest: exported.layout.manifest.digest,
+      ...(runEnv.size > 0 ? { run_env: names } : {}),
     };
     // the run's origin is the file the user gave (a lockfile, or a spec naming one), not the exported spec
     const r = await recordRun({ ...record, input: spec, environment, origin: opts.origin ?? opts.export.lockPath });
-    return { ...r, exported };
+    return { ...r, exported, runEnv: names };
   } finally {
     rmSync(staging, { recursive: true, force: true });
   }

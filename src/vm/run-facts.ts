@@ -3,8 +3,9 @@
  * by receipts (run-receipt.ts):
  *
  *   environment.json  a run of an environment lockfile: its EnvironmentID,
- *                     the lockfile's sha256 and the exported image manifest
- *                     (whose source identity run.json records)
+ *                     the lockfile's sha256, the exported image manifest
+ *                     (whose source identity run.json records) and the
+ *                     names of variables set with --env (`run_env`)
  *   cost.json         QEMU's wall time and host CPU time for the record,
  *                     non-deterministic provenance, never compared by replay
  *   environment-manifest.json
@@ -41,6 +42,12 @@ export interface RunEnvironment {
   readonly environment_id: Sha256Digest;
   readonly lockfile_sha256: Sha256Digest;
   readonly image_manifest: Sha256Digest;
+  /**
+   * The names of the variables the run set over the lockfile's env (`--env`,
+   * `source.lockfile.env`), sorted by bytes; absent when none. Their values
+   * are in the launch identity (run.json `/workload/launch`), never here.
+   */
+  readonly run_env?: readonly string[];
 }
 
 /** Host CPU time of this process's reaped children, in ms (Linux: cutime + cstime of /proc/self/stat); undefined elsewhere. */

@@ -27,6 +27,7 @@ import { join } from "node:path";
 import {
   CairnError,
   Checker,
+  compareBytes,
   isJsonObject,
   parseEnvelope,
   parseJsonBytes,
@@ -72,9 +73,19 @@ export function readEnvironment(runDir: string): RunEnvironment | null {
   if (!existsSync(join(runDir, RUN_ENVIRONMENT_FILE))) return null;
   const { model } = readJsonFile(runDir, RUN_ENVIRONMENT_FILE, SMALL_JSON_MAX, "run.environment-bytes");
   const c = new Checker("RUN_INVALID");
-  const o = c.object(model, "", ["environment_id", "lockfile_sha256", "image_manifest"]) ?? {};
+  const o = c.object(model, "", ["environment_id", "lockfile_sha256", "image_manifest", "run_env"]) ?? {};
   const digest = (k: string): Sha256Digest => (c.string(c.required(o, k, ""), `/${k}`, { pattern: /^sha256:[0-9a-f]{64}$/ }) ?? "") as Sha256Digest;
-  const e = { environment_id: digest("environment_id"), lockfile_sha256: digest("lockfile_sha256"), image_manifest: digest("image_manifest") };
+  const runEnv = Object.hasOwn(o, "run_env") ? c.stringArray(o.run_env, "/run_env") : undefined;
+  runEnv?.forEach((n, i) => {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(n) || (i > 0 && compareBytes(runEnv[i - 1]!, n) >= 0))
+      c.add(`/run_env/${i}`, "must be variable names, sorted, each once");
+  });
+  const e: RunEnvironment = {
+    environment_id: digest("environment_id"),
+    lockfile_sha256: digest("lockfile_sha256"),
+    image_manifest: digest("image_manifest"),
+    ...(runEnv !== undefined ? { run_env: runEnv } : {}),
+  };
   c.done(`invalid ${RUN_ENVIRONMENT_FILE}`);
   return e;
 }

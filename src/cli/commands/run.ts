@@ -10,6 +10,7 @@ import {
   ensureKit,
   isEnvironmentLockfile,
   kitDir,
+  parseEnvAssignments,
   readLockfileSpec,
   recordLockfileRun,
   recordRun,
@@ -22,6 +23,7 @@ import { lineFollower, printStreams } from "../workload-output.ts";
 import { CAIRN_VERSION } from "../cairn-version.ts";
 import {
   clock,
+  collect,
   exportBaseFlag,
   inputsRootFlag,
   INPUTS_ROOT_HELP,
@@ -49,6 +51,7 @@ interface RunFlags extends LockVerifyFlags, RemoteFlags {
   keys?: string;
   full?: boolean;
   inputsRoot?: string;
+  env: string[];
 }
 
 export function registerRun(program: Command, ctx: Context): void {
@@ -70,7 +73,13 @@ export function registerRun(program: Command, ctx: Context): void {
     .option("--full", "re-derive the workload from its raw closure before the run even when this machine's memo holds")
     .option("--inputs-root <dir>", INPUTS_ROOT_HELP)
     .option("--user <uid:gid>", "environment lockfile only: the numeric user the command runs as (default 1000:1000)")
-    .option("--workdir <dir>", "environment lockfile only: the command's working directory (default /)");
+    .option("--workdir <dir>", "environment lockfile only: the command's working directory (default /)")
+    .option(
+      "--env <KEY=VALUE>",
+      "environment lockfile only: set a variable over the lockfile's env for this run (repeatable); part of the run's launch identity, so replay runs the same values",
+      collect,
+      [],
+    );
   withLockVerifyFlags(cmd, false)
     .option("--cmd <argv...>", "environment lockfile only: the program (absolute path) and its arguments (last option)")
     .option("--follow", "print the workload's output live while recording (unverified until the run ends; the recording is the same)")
@@ -82,6 +91,16 @@ export function registerRun(program: Command, ctx: Context): void {
       const fromLockfile = isEnvironmentLockfile(input);
       const hostRoot = opts.inputsRoot !== undefined ? inputsRootFlag(ctx.cwd, opts.inputsRoot) : undefined;
       const lockSpec = fromLockfile ? undefined : readLockfileSpec(input, hostRoot);
+      if (opts.env.length > 0 && !fromLockfile) {
+        throw new CairnError(
+          "USAGE",
+          lockSpec !== undefined
+            ? "the spec names the launch: set variables in source.lockfile.env; --env is for a lockfile given directly"
+            : "--env is for an environment lockfile; a workload spec or lock names its own environment",
+          { path: "--env" },
+        );
+      }
+      const runEnv = parseEnvAssignments(opts.env, "--env"); // before the kit, the export or a run directory
       const launchFlags = argv !== undefined || opts.user !== undefined || opts.workdir !== undefined;
       const verifyFlags = opts.pub !== undefined || opts.registry.length > 0 || opts.base !== undefined;
       if (!fromLockfile && lockSpec === undefined && (launchFlags || verifyFlags)) {
@@ -139,6 +158,7 @@ export function registerRun(program: Command, ctx: Context): void {
                 },
               },
               ...(lockSpec !== undefined ? { specSections: lockSpec.sections } : {}),
+              env: lockSpec?.env ?? runEnv,
             })
           : undefined;
       let lr: Awaited<ReturnType<typeof recordFromLockfile>>;
@@ -165,7 +185,15 @@ export function registerRun(program: Command, ctx: Context): void {
         replay_command: r.replayCommand,
         qemu_ms: Math.round(r.durations.qemuMs),
         ...(receipt !== undefined ? { receipt } : {}),
-        ...(exported !== undefined ? { environment: { environment_id: exported.environmentId, lockfile_sha256: exported.lockfileSha256 } } : {}),
+        ...(exported !== undefined
+          ? {
+              environment: {
+                environment_id: exported.environmentId,
+                lockfile_sha256: exported.lockfileSha256,
+                ...(lr!.runEnv.length > 0 ? { run_env: lr!.runEnv } : {}),
+              },
+            }
+          : {}),
       };
       const failure = runStatusFailure(r.manifest.status, r.runDir, r.unfinished?.message);
       if (opts.json) {
@@ -179,6 +207,7 @@ export function registerRun(program: Command, ctx: Context): void {
           `run      ${r.manifest.run_id}  ${r.manifest.status}`,
           `dir      ${r.runDir}`,
           ...(exported !== undefined ? [`env      ${exported.environmentId} (lockfile ${exported.lockfileSha256})`] : []),
+          ...(lr !== undefined && lr.runEnv.length > 0 ? [`set      ${lr.runEnv.join(", ")} (over the lockfile's env; in the launch identity)`] : []),
           `workload ${r.manifest.workload.workload}`,
           `vm       ${r.manifest.vm_digest}`,
           `outcome  ${r.manifest.outcome}`,
