@@ -96,7 +96,7 @@ test("C7 vector files are present: both kinds, every required group", () => {
   const groups = (k: Kind): string[] => vectorFiles(k).map(([f]) => f.replace(/\.json$/, ""));
   for (const g of ["determinism", "refused", "parsing", "substitutions", "mounts", "pinning", "resume", "features"])
     assert.ok(groups("standard").includes(g), g);
-  for (const g of ["determinism", "refused", "parsing", "substitutions", "mounts", "pinning", "resume", "features", "extension"])
+  for (const g of ["determinism", "refused", "parsing", "substitutions", "mounts", "pinning", "resume", "features", "extension", "values"])
     assert.ok(groups("profile").includes(g), g);
 });
 

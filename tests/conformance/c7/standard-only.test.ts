@@ -65,6 +65,7 @@ const MET_BY_STANDARD: { [c: string]: string } = {
   "parsing.json / float where an integer is expected": "the standard refuses devPort as unknown; P5 refuses its type",
   "parsing.json / control: the same file without the duplicate": "a control of P6",
   "refused.json / control: image alone is accepted": "a control",
+  "values.json / control: the same fields with valid values": "a control of P11",
   "substitutions.json / host variable in workspaceMount": "the standard refuses workspaceMount as unknown; P10 refuses the variable",
   "substitutions.json / substitution inside workspaceFolder": "the standard refuses workspaceFolder as unknown; P10 refuses the variable",
 };
