@@ -10,15 +10,20 @@
  * `resolved_at` is left out of that decision: a fresh resolution always has
  * a new time, and counting it would make every update a change, so a
  * lockfile would be rewritten (and its citation broken) when nothing in it
- * moved. Everything else `lock diff` compares counts.
+ * moved. Everything else `lock diff` compares counts. A lockfile field that
+ * differs although `lock diff` reports nothing under it (`cairn_version`, a
+ * layer's registry, signature reference or formation, `formations`) is named
+ * in `unlisted`, so "nothing changes" never claims more than was compared;
+ * such a field alone is not a change.
  */
 import type { Issue } from "../core/index.ts";
 import { diffLocks, type LockChange, type LockDiff } from "./lockfile-diff.ts";
 import type { Lockfile } from "./lockfile.ts";
+import { lockfileToModel } from "./lockfile-model.ts";
 import { compareVersions } from "./version.ts";
 
-/** The one lockfile field a re-resolution always changes (see above). */
-export const UPDATE_IGNORED_PATHS = ["/resolved_at"] as const;
+/** The clock fields a re-resolution always changes (see above): when it resolved, and when it probed the base. */
+export const UPDATE_IGNORED_PATHS = ["/resolved_at", "/base/probed_at"] as const;
 
 export interface LayerVersionChange {
   readonly name: string;
@@ -45,6 +50,36 @@ export interface UpdatePlan {
   readonly packages: readonly LockChange[];
   /** Every other change but `resolved_at` (env, on_ready, defaults, requires_host, profile, policy…). */
   readonly other: readonly LockChange[];
+  /** Top-level lockfile fields that differ where `lock diff` reports no change (not counted as changes). */
+  readonly unlisted: readonly string[];
+}
+
+/** The model without the ignored clock fields (paths of one or two segments). */
+function withoutIgnored(m: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...m };
+  for (const p of UPDATE_IGNORED_PATHS) {
+    const [k, sub] = p.slice(1).split("/");
+    if (sub === undefined) delete out[k!];
+    else if (typeof out[k!] === "object" && out[k!] !== null) {
+      const inner = { ...(out[k!] as Record<string, unknown>) };
+      delete inner[sub];
+      out[k!] = inner;
+    }
+  }
+  return out;
+}
+
+/** Top-level fields whose written form differs though no change of `changes` is under them (resolved_at aside). */
+function unlistedFields(a: Lockfile, b: Lockfile, changes: readonly LockChange[]): string[] {
+  const ma = withoutIgnored(lockfileToModel(a));
+  const mb = withoutIgnored(lockfileToModel(b));
+  const out: string[] = [];
+  for (const k of new Set([...Object.keys(ma), ...Object.keys(mb)])) {
+    if (JSON.stringify(ma[k]) === JSON.stringify(mb[k])) continue;
+    if (changes.some((c) => under(c, `/${k}`))) continue;
+    out.push(k);
+  }
+  return out;
 }
 
 const under = (c: LockChange, prefix: string): boolean => c.path === prefix || c.path.startsWith(`${prefix}/`);
@@ -80,5 +115,6 @@ export function planUpdate(current: Lockfile, fresh: Lockfile, problems: readonl
     base: changes.filter((c) => under(c, "/base")),
     packages: changes.filter((c) => under(c, "/packages")),
     other: changes.filter((c) => !under(c, "/base") && !under(c, "/packages") && !under(c, "/layers")),
+    unlisted: unlistedFields(current, fresh, changes),
   };
 }

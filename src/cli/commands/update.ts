@@ -100,13 +100,15 @@ export function registerUpdate(program: Command, ctx: Context): void {
           base: plan.base,
           packages: plan.packages,
           other: plan.other,
+          unlisted: plan.unlisted,
           problems: plan.diff.problems_a,
         });
         return;
       }
       const lines = plan.diff.problems_a.map((p) => `! ${opts.lock} ${p.path}: [${p.code}] ${p.message}`);
-      if (!plan.changed) lines.push(`${opts.lock} is up to date: re-resolving changes nothing but resolved_at`);
+      if (!plan.changed) lines.push(`${opts.lock} is up to date: re-resolving changes nothing lock diff compares (resolved_at aside)`);
       else lines.push(...planLines(plan));
+      if (plan.unlisted.length > 0) lines.push(`also differ, not compared by lock diff (not counted as changes): ${plan.unlisted.join(", ")}`);
       if (plan.diff.id_a !== newId) lines.push(`environment ${plan.diff.id_a ?? "(none)"} → ${newId ?? "(unfrozen)"}`);
       if (trouble) lines.push(`not written: ${opts.lock} breaks a rule; resolve anew with \`cairn resolve ... --out\``);
       else if (written !== undefined) {
