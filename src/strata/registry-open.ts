@@ -115,19 +115,33 @@ export interface RegistryChoice extends RegistryPlace {
 export async function openRegistries(choice: RegistryChoice): Promise<OpenedRegistry[]> {
   const { cwd, profile, profileDir } = choice;
   const cliKeys: VerifyingKey[] = choice.trust.map((t) => readTrust(t, cwd));
-  const fromProfile = (profile?.registries ?? []).map((r, i) => {
-    // The trust first: a strata-core or keyless registry is refused for its trust mode, whatever its URL.
-    const keys = r.trust !== undefined ? [readTrust(r.trust, profileDir ?? cwd, `/registries/${i}/trust`)] : [];
-    return { path: registryPath(r.url, profileDir ?? cwd), url: r.url, keys };
-  });
+  const profileRegs = profile?.registries ?? [];
+  // A profile registry's trust is read only where that registry is used: a Strata profile naming
+  // strata-core on s3:// still resolves against a directory the command line names with its keyfile.
+  const keysOf = (i: number): VerifyingKey[] => {
+    const t = profileRegs[i]!.trust;
+    return t !== undefined ? [readTrust(t, profileDir ?? cwd, `/registries/${i}/trust`)] : [];
+  };
+  const placeOf = (i: number): string | undefined => {
+    try {
+      return registryPath(profileRegs[i]!.url, profileDir ?? cwd);
+    } catch (e) {
+      if (e instanceof CairnError) return undefined; // a URL no command-line directory can be (s3://, https://)
+      throw e;
+    }
+  };
   const chosen: { path: string; url: string; keys: VerifyingKey[] }[] =
     choice.registries.length > 0
       ? choice.registries.map((u) => {
           const path = registryPath(u, cwd);
-          const extra = fromProfile.filter((p) => p.path === path).flatMap((p) => p.keys);
+          const extra = profileRegs.flatMap((_, i) => (placeOf(i) === path ? keysOf(i) : []));
           return { path, url: u, keys: [...cliKeys, ...extra] };
         })
-      : fromProfile;
+      : profileRegs.map((r, i) => {
+          // The trust first: a strata-core or keyless registry is refused for its trust mode, whatever its URL.
+          const keys = keysOf(i);
+          return { path: registryPath(r.url, profileDir ?? cwd), url: r.url, keys };
+        });
   if (chosen.length === 0) {
     const dir = defaultRegistryDir(choice.env, cwd);
     chosen.push({ path: dir, url: dir, keys: cliKeys });

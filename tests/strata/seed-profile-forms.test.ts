@@ -264,3 +264,12 @@ test("second pass: the refusal of a wrong-typed defaults or mutable_layer reads 
     assert.match(e.message, /must be|is cairn's earlier form/);
   }
 });
+
+test("second pass: a Strata profile whose registries are strata-core on s3 resolves against a registry named on the command line with its keyfile; without one, its trust is refused", async () => {
+  const ex = exampleRegistry();
+  const p = P('registries: [{url: "s3://strata-public-layers", trust: strata-core}, {url: "s3://my-layers", trust: keyless}]\n');
+  const opened = await openRegistries({ env: {}, cwd: "/", registries: [ex.registry], trust: [`keyfile://${ex.root}/registry.pub`], profile: p });
+  assert.equal(opened.length, 1);
+  assert.equal(opened[0]!.source.keys.length, 1, "the command line's key, nothing from the profile's online modes");
+  await assertCodeAsync(() => openRegistries({ env: {}, cwd: "/", registries: [], trust: [], profile: p }), "TRUST_REFUSED", "/registries/0/trust");
+});
