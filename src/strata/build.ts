@@ -34,7 +34,7 @@ import {
 import type { LayerRegistry } from "./registry.ts";
 import { readLayerBlobs, treeToStreamEntries, type BlobInput } from "./blob-reader.ts";
 import { parseVersion } from "./version.ts";
-import { REF_NAME } from "./ref.ts";
+import { NAME_RULE, REF_NAME } from "./ref.ts";
 import { generateModulefile, modulefilePath, withModulefile } from "./modulefile.ts";
 import { attest } from "./trust.ts";
 
@@ -81,8 +81,7 @@ function recordedOf(r: RecordedBuild | undefined): RecordedBuild {
 }
 
 function checkSpec(s: LayerSpec): void {
-  if (!REF_NAME.test(s.name))
-    throw new CairnError("USAGE", `layer name ${JSON.stringify(s.name).slice(0, 60)} is not valid`, { hint: "lowercase letters, digits, '.', '_', '+', '-'" });
+  if (!REF_NAME.test(s.name)) throw new CairnError("USAGE", `layer name ${JSON.stringify(s.name).slice(0, 60)} is not valid`, { hint: NAME_RULE });
   parseVersion(s.version, "--version");
 }
 
@@ -269,7 +268,7 @@ export function inheritedCapabilities(sources: readonly LayerManifest[]): { prov
 
 /** A formation over published layers, in the given order (which fixes their mount order among themselves). */
 export function formationOf(reg: LayerRegistry, name: string, version: string, ids: readonly string[], description?: string): Formation {
-  if (!REF_NAME.test(name)) throw new CairnError("USAGE", `formation name ${JSON.stringify(name).slice(0, 60)} is not valid`);
+  if (!REF_NAME.test(name)) throw new CairnError("USAGE", `formation name ${JSON.stringify(name).slice(0, 60)} is not valid`, { hint: NAME_RULE });
   parseVersion(version, "--version");
   formationKey(name, version);
   if (ids.length === 0) throw new CairnError("USAGE", "a formation needs at least one --layer");

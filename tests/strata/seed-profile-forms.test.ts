@@ -23,20 +23,25 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
+  buildLayerFromDirectory,
+  LocalRegistry,
   openRegistries,
+  parseCapability,
   parseProfileText,
   parseSoftwareRef,
   profileToYaml,
   profileToModel,
   refString,
   refToModel,
+  resolveProfile,
   trustNotes,
 } from "../../src/strata/index.ts";
 import { assertCode, assertCodeAsync } from "../helpers/errors.ts";
-import { exampleRegistry, tempDir } from "./fixtures.ts";
+import { toySpec } from "../../examples/strata/build-registry.ts";
+import { catalogOf, exampleRegistry, NOW, probedExampleBase, tempDir } from "./fixtures.ts";
 
 const HEAD = "name: seed-forms\nbase: {os: al2023}\n";
 
@@ -272,4 +277,30 @@ test("second pass: a Strata profile whose registries are strata-core on s3 resol
   assert.equal(opened.length, 1);
   assert.equal(opened[0]!.source.keys.length, 1, "the command line's key, nothing from the profile's online modes");
   await assertCodeAsync(() => openRegistries({ env: {}, cwd: "/", registries: [], trust: [], profile: p }), "TRUST_REFUSED", "/registries/0/trust");
+});
+
+test("a layer named R (Strata's name for R) is built, published, and resolved by software: [R@4.4] with defaults [R]; control: r names no layer", async () => {
+  const ex = exampleRegistry();
+  const src = join(ex.root, "src-R");
+  mkdirSync(join(src, "opt/R/4.4.1/bin"), { recursive: true });
+  writeFileSync(join(src, "opt/R/4.4.1/bin/R"), "#!/bin/sh\necho R\n", { mode: 0o755 });
+  const spec = { ...toySpec({ name: "R", version: "4.4.1", files: {} }), provides: [parseCapability("r@4.4.1")] };
+  const built = buildLayerFromDirectory(src, spec);
+  LocalRegistry.open(ex.registry).publishLayer(built.blob.blob, built.manifest, [ex.registryKey]);
+  const resolve = async (text: string) =>
+    resolveProfile({
+      profile: parseProfileText(text),
+      catalog: catalogOf(ex),
+      probedBase: await probedExampleBase(ex),
+      allowUnsignedOffline: false,
+      now: NOW,
+      cairnVersion: "t",
+    });
+  const lock = await resolve("name: stats\nbase: {os: debian12}\nsoftware: [R@4.4]\ndefaults: [R]\n");
+  assert.deepEqual(
+    lock.layers.map((l) => l.id),
+    ["R-4.4.1-none-noarch"],
+  );
+  assert.deepEqual(lock.defaults, [{ kind: "layer", name: "R" }]);
+  await assert.rejects(resolve("name: stats\nbase: {os: debian12}\nsoftware: [r@4.4]\n"), (e: { code: string }) => e.code === "RESOLVE_FAILED");
 });
