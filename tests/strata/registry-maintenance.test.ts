@@ -105,7 +105,8 @@ test("--trust: every manifest must verify against the key; a wrong key or a tamp
   // one manifest's payload altered under its old signature
   const path = join(ex.registry, "layers", "numpy-2.0.1-none-noarch.json");
   const env = parseEnvelope(parseJsonBytes(readFileSync(path))) as { payloadType: string; payload: string; signatures: unknown[] };
-  const payload = Buffer.from(env.payload, "base64").toString("utf8").replace('"user_selectable":true', '"user_selectable":false');
+  // one byte more (whitespace after the JSON): the manifest still parses, the signature no longer covers it
+  const payload = `${Buffer.from(env.payload, "base64").toString("utf8")} `;
   writeFileSync(path, `${JSON.stringify({ ...env, payload: Buffer.from(payload).toString("base64") }, null, 2)}\n`);
   const tampered = await indexCmd(ex.registry, "--trust", `keyfile://${ex.root}/registry.pub`);
   assert.equal(tampered.json.error?.code, "SIGNATURE_INVALID");

@@ -204,16 +204,18 @@ test("trouble is exit 2: a missing lockfile, a lockfile that breaks a rule (show
 test("fields lock diff does not compare are not hidden: a lockfile from another cairn version is up to date (exit 0) and the output names cairn_version as differing, unwritten", async () => {
   const w = await resolved(true);
   const text = readFileSync(w.lock, "utf8");
-  const m = /^cairn_version: (.+)$/m.exec(text);
-  assert.ok(m, "the lockfile records cairn_version");
+  // the tool-version field (cairn_version, or strata_version as Strata's LockFile names it)
+  const m = /^(cairn_version|strata_version): (.+)$/m.exec(text);
+  assert.ok(m, "the lockfile records the version of the tool that resolved it");
+  const field = m[1]!;
   const old = join(w.dir, "old.lock");
-  writeFileSync(old, text.replace(m[0], "cairn_version: 0.0.1-old"));
+  writeFileSync(old, text.replace(m[0], `${field}: 0.0.1-old`));
   const r = await runCli(["update", w.p, "--lock", old, ...common(w.registry), "--json"], env(T2));
   assert.equal(r.code, 0, r.stdout);
   const plan = JSON.parse(r.stdout) as PlanJson & { unlisted: string[] };
-  assert.deepEqual(plan.unlisted, ["cairn_version"]);
+  assert.deepEqual(plan.unlisted, [field]);
   const t = await runCli(["update", w.p, "--lock", old, ...common(w.registry)], env(T2));
-  assert.match(t.stdout, /cairn_version/);
+  assert.match(t.stdout, new RegExp(`also differ.*${field}`));
   assert.doesNotMatch(t.stdout, /changes nothing but resolved_at/, "never claims more than was compared");
   // control: the lockfile as resolve wrote it differs in nothing
   const same = await runCli(["update", w.p, "--lock", w.lock, ...common(w.registry), "--json"], env(T2));
