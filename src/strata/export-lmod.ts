@@ -25,7 +25,7 @@ import type { LayoutLayerInput } from "../oci/index.ts";
 import { readLayerBlobs } from "./blob-reader.ts";
 import { addedLayer, type AddedFile } from "./export-layer.ts";
 import type { Lockfile } from "./lockfile.ts";
-import { LMOD_LOGIN_SCRIPT, lmodLoginScript } from "./modulefile.ts";
+import { defaultModules, LMOD_LOGIN_SCRIPT, lmodLoginScript } from "./modulefile.ts";
 
 /** The Lmod tree an export writes, relative to the image root (`module use /opt/cairn/modulefiles`). */
 export const EXPORT_MODULE_ROOT = "opt/cairn/modulefiles";
@@ -37,9 +37,9 @@ export interface LmodExport {
   readonly caveats: readonly string[];
 }
 
-/** The profile's preload list (a settings mapping preloads nothing). */
+/** The defaults as Lmod module names (`name/version`, or `name` for a ref without a version). */
 function preloadList(lock: Lockfile): readonly string[] {
-  return Array.isArray(lock.defaults) ? (lock.defaults as readonly string[]) : [];
+  return defaultModules(lock.defaults);
 }
 
 /**
@@ -75,7 +75,7 @@ export async function lmodExportLayer(
     files.push({ path: `${EXPORT_MODULE_ROOT}/${l.name}/${l.version}.lua`, data: content.get(mf.sha256)! });
     modules.push(`${l.name}/${l.version}`);
   }
-  files.push({ path: LMOD_LOGIN_SCRIPT.slice(1), data: Buffer.from(lmodLoginScript(lock.defaults, `/${EXPORT_MODULE_ROOT}`), "utf8") });
+  files.push({ path: LMOD_LOGIN_SCRIPT.slice(1), data: Buffer.from(lmodLoginScript(preload, `/${EXPORT_MODULE_ROOT}`), "utf8") });
   const caveats = ["the login script loads modules only where the image has Lmod (the base or a layer must install it); cairn does not check that it does"];
   const names = new Set(modules.map((m) => m.split("/")[0]!));
   const elsewhere = preload.filter((d) => !(d.includes("/") ? modules.includes(d) : names.has(d)));

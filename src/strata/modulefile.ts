@@ -16,7 +16,8 @@
 import { CairnError, checkLimit, compareBytes, FIXED_LIMIT_HINT, decodeUtf8 } from "../core/index.ts";
 import { bytesContent, type TarStreamEntry } from "../tree/index.ts";
 import { capabilityString, type Capability } from "./capability.ts";
-import { MODULE_NAME, type ProfileDefaults } from "./profile-forms.ts";
+import { MODULE_NAME } from "./profile-forms.ts";
+import type { SoftwareRef } from "./ref.ts";
 
 /** The Lmod tree inside a layer (relative to the layer root). */
 export const MODULEFILE_ROOT = "usr/share/modulefiles";
@@ -138,8 +139,12 @@ export const LMOD_LOGIN_SCRIPT = "/etc/profile.d/z-cairn-lmod.sh";
  * reader against MODULE_NAME (letters, digits, `._+-` and `/`), so none needs
  * quoting; they are checked again here, since a lockfile is read on its own.
  */
-export function lmodLoginScript(defaults: ProfileDefaults, moduleRoot = `/${MODULEFILE_ROOT}`): string {
-  const modules = Array.isArray(defaults) ? (defaults as readonly string[]) : [];
+/** Software refs as the Lmod module names they load: `name/version`, or `name` (Lmod's default version). */
+export function defaultModules(defaults: readonly SoftwareRef[]): string[] {
+  return defaults.map((r) => (r.version === undefined ? r.name : `${r.name}/${r.version}`));
+}
+
+export function lmodLoginScript(modules: readonly string[], moduleRoot = `/${MODULEFILE_ROOT}`): string {
   for (const m of modules) {
     if (!MODULE_NAME.test(m)) throw new CairnError("LOCK_INVALID", `"${m.slice(0, 60)}" is not an Lmod module name`, { path: "/defaults" });
   }
