@@ -17,35 +17,7 @@ import {
   validateLockFile,
 } from "../../src/strata/spec/lockfile.ts";
 import { SCHEMAS } from "../../src/strata/spec/schema.ts";
-
-/** Each struct's tags as the seed prints them, in declaration order; `?` marks omitempty. */
-const SEED_TAGS: Record<string, string> = {
-  Capability: "name version",
-  Requirement: "name min_version? max_version?",
-  HostRequirement: "key value",
-  RegistryRef: "url trust",
-  BaseRef: "os arch?",
-  InstanceConfig: "type? spot? spot_fallback? placement? region?",
-  StorageMount: "type mount bucket? id? read_only?",
-  PackageEntry: "name version?",
-  PackageSpec: "manager packages env?",
-  MutableLayerSpec: "name version size_gb? volume_type? abi?",
-  Profile: "name description? version? base software registries? instance? storage? env? on_ready? defaults? packages? mutable_layer? requires_host?",
-  LayerRef: "name version sha256 rekor_entry",
-  BuildEnvironment: "ami_id? releasever? packages?",
-  LayerManifest:
-    "id name version source sha256 size content_manifest rekor_entry bundle signed_by cosign_version provides requires arch abi built_at user_selectable install_layout? has_modulefile? recipe_sha256 build_env_lock_id built_with? bootstrap_build? bootstrap_compiler? build_environment? capture_source? folded_from? original_prefix? normalized?",
-  Formation: "name version description? layers provides rekor_entry bundle signed_by built_at",
-  BaseCapabilities: "ami_id os arch abi probed_at system_compiler provides",
-  ResolvedBase: "declared_os ami_id ami_sha256 capabilities",
-  ResolvedPackageEntry: "name version sha256?",
-  ResolvedPackageSet: "manager env? packages",
-  LockFile:
-    "profile profile_sha256 resolved_at strata_version rekor_entry? bundle? verification_policy? base layers env? on_ready? defaults? packages? mutable_layer? requires_host?",
-  LayerProvenance: "name version sha256 rekor_entry",
-  ProvenanceRecord: "profile profile_sha256 resolved_at ami_id ami_sha256 layers lockfile_rekor_entry strata_version",
-};
-SEED_TAGS.ResolvedLayer = `${SEED_TAGS.LayerManifest} mount_order satisfied_by from_formation?`;
+import { SEED_TAGS } from "./seed-tags.ts";
 
 test("the field table is the seed's struct tags: every name, in order, with omitempty as the seed gives it", () => {
   assert.deepEqual(SCHEMAS.map((s) => s.type).sort(), Object.keys(SEED_TAGS).sort());
