@@ -92,80 +92,98 @@ export function satisfyingProviders<P>(r: Requirement, candidates: Iterable<{ pr
 }
 
 /**
- * A host fact, Strata's `requires_host: [{key: efa, value: "true"}]`: a
- * key/value the host must have. The resolver cannot see the host the
- * environment will run on, so it records the fact and says (as a lockfile
- * caveat) that nothing checked it; `requires_host` as a whole is a set, so its
- * order in the profile never changes the EnvironmentID.
+ * A host requirement, the seed's `HostRequirement` (002_bbb23a1942433a8c.txt):
+ * `requires_host: [{key: cuda-driver, value: ">=525"}, {key: efa, value: "true"}]`,
+ * a key the host must have and a constraint or boolean string. The resolver
+ * cannot see the host the environment will run on, so it records the
+ * requirement and says (as a lockfile caveat) that nothing checked it;
+ * `requires_host` as a whole is a set, so its order in the profile never
+ * changes the EnvironmentID.
  */
-export interface HostFact {
+export interface HostRequirement {
   readonly key: string;
   readonly value: string;
 }
 
-export type HostRequirement = Requirement | HostFact;
-
 const HOST_KEY = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/;
-
-export function isHostFact(h: HostRequirement): h is HostFact {
-  return Object.hasOwn(h, "key");
-}
+const HOST_HINT = 'write a host requirement as the seed\'s {key, value} mapping: {key: cuda-driver, value: ">=525"} or {key: efa, value: "true"}';
 
 /**
- * Reads one `requires_host` entry: a requirement string (`gpu`, `cuda>=12`)
- * or a `{key, value}` mapping. The value may be a YAML scalar (`true`, `4`):
- * it is recorded as its text, so `value: true` and `value: "true"` are one fact.
+ * Reads one `requires_host` entry, a `{key, value}` mapping. A YAML boolean
+ * or whole-number value is recorded as its text (Strata's YAML reader decodes
+ * it into its string field the same way), so `value: true` and
+ * `value: "true"` are one requirement. A string (cairn's earlier `kvm`,
+ * `cuda>=12`) is refused naming the mapping it would be.
  */
 export function parseHostRequirement(unsafe: unknown, path = ""): HostRequirement {
-  if (typeof unsafe === "string") return parseRequirement(unsafe, path);
-  const hint = 'write a host requirement as a requirement string (gpu, cuda>=12) or a mapping {key: efa, value: "true"}';
+  if (typeof unsafe === "string") {
+    const m = /^([A-Za-z0-9][A-Za-z0-9._:/-]{0,127}?)((?:>=|<=|==|>|<|=).*)?$/.exec(unsafe);
+    const as = m === null ? '{key: NAME, value: "true"}' : `{key: ${m[1]}, value: "${m[2] === undefined ? "true" : m[2].slice(0, 40)}"}`;
+    throw new CairnError(
+      "MODEL_TYPE",
+      `host requirement ${JSON.stringify(unsafe.slice(0, 80))} is a string, cairn's earlier form: write the seed's mapping ${as}`,
+      {
+        path,
+        hint: HOST_HINT,
+      },
+    );
+  }
   if (typeof unsafe !== "object" || unsafe === null || Array.isArray(unsafe)) {
     throw new CairnError(
       "MODEL_TYPE",
-      `expected a requirement string or a {key, value} mapping, found ${unsafe === null ? "null" : Array.isArray(unsafe) ? "a list" : typeof unsafe}`,
-      { path, hint },
+      `expected a {key, value} mapping, found ${unsafe === null ? "null" : Array.isArray(unsafe) ? "a list" : typeof unsafe}`,
+      {
+        path,
+        hint: HOST_HINT,
+      },
     );
   }
   const o = unsafe as Record<string, unknown>;
   const extra = Object.keys(o).filter((k) => k !== "key" && k !== "value");
   if (extra.length > 0)
-    throw new CairnError("MODEL_UNKNOWN_FIELD", `unknown field "${extra[0]}" in a {key, value} host requirement`, { path: `${path}/${extra[0]}`, hint });
+    throw new CairnError("MODEL_UNKNOWN_FIELD", `unknown field "${extra[0]}" in a {key, value} host requirement`, {
+      path: `${path}/${extra[0]}`,
+      hint: HOST_HINT,
+    });
   const key = o.key;
   const value = o.value;
   if (typeof key !== "string" || !HOST_KEY.test(key)) {
     throw new CairnError(
       key === undefined ? "MODEL_MISSING_FIELD" : "MODEL_VALUE",
-      "a host requirement needs a key (letters, digits, '.', '_', ':', '/', '-')",
-      { path: `${path}/key`, hint },
+      "a host requirement needs a key (letters, digits, '.', '_', ':', '/', '-'; at most 128)",
+      { path: `${path}/key`, hint: HOST_HINT },
     );
   }
-  if (
-    typeof value === "string"
-      ? value.length === 0 || value.length > 1024
-      : !(typeof value === "boolean" || (typeof value === "number" && Number.isFinite(value)))
-  ) {
+  if (typeof value === "number" && !Number.isSafeInteger(value)) {
+    // 12.10 arrives as 12.1: the text the user wrote is lost, so ask for quotes instead of recording the wrong one.
+    throw new CairnError("MODEL_TYPE", `YAML read this value as the number ${value}, which may lose digits: write it in quotes`, {
+      path: `${path}/value`,
+      hint: HOST_HINT,
+    });
+  }
+  if (typeof value === "string" ? value.length === 0 || value.length > 1024 : !(typeof value === "boolean" || typeof value === "number")) {
     throw new CairnError(
       value === undefined ? "MODEL_MISSING_FIELD" : "MODEL_VALUE",
-      "a host requirement needs a value: a non-empty string, a boolean or a number",
-      { path: `${path}/value`, hint },
+      "a host requirement needs a value: a non-empty string (at most 1024 characters), a boolean or a whole number",
+      { path: `${path}/value`, hint: HOST_HINT },
     );
   }
   return { key, value: String(value) };
 }
 
-/** One line: the requirement string, or `key=value`. */
+/** One line for people: `cuda-driver>=525` when the value is a constraint, `efa=true` otherwise. */
 export function hostRequirementString(h: HostRequirement): string {
-  return isHostFact(h) ? `${h.key}=${h.value}` : requirementString(h);
+  return /^[<>=]/.test(h.value) ? `${h.key}${h.value}` : `${h.key}=${h.value}`;
 }
 
-/** The model form: a requirement string, or the `{key, value}` mapping. */
-export function hostRequirementToModel(h: HostRequirement): string | { key: string; value: string } {
-  return isHostFact(h) ? { key: h.key, value: h.value } : requirementString(h);
+/** The model form: the `{key, value}` mapping. */
+export function hostRequirementToModel(h: HostRequirement): { key: string; value: string } {
+  return { key: h.key, value: h.value };
 }
 
-/** `requires_host` is a set: sorted by its one-line form (requirements before facts of the same text), duplicates dropped. */
+/** `requires_host` is a set: sorted by key then value (bytes), duplicates dropped. */
 export function hostRequirementSet(list: readonly HostRequirement[]): HostRequirement[] {
   const byKey = new Map<string, HostRequirement>();
-  for (const h of list) byKey.set(`${isHostFact(h) ? "1" : "0"}${hostRequirementString(h)}`, h);
+  for (const h of list) byKey.set(`${h.key}\u0000${h.value}`, h);
   return [...byKey.keys()].sort(compareBytes).map((k) => byKey.get(k)!);
 }

@@ -2,8 +2,8 @@
 export { compareVersions, compareVersionValues, isPrerelease, versionHasPrefix } from "./version.ts";
 export { parseCapability, parseRequirement, requirementString, satisfies, satisfyingProviders } from "./capability.ts";
 export type { Capability, Requirement } from "./capability.ts";
-export { readRef, refString, refToModel } from "./ref.ts";
-export { parseProfileText, profileToModel, profileToYaml, notActedUpon } from "./profile-model.ts";
+export { parseSoftwareRef, readRef, refString, refToModel } from "./ref.ts";
+export { parseProfileText, profileToModel, profileToYaml, notActedUpon, trustNotes } from "./profile-model.ts";
 export { readProfileFile } from "./profile-file.ts";
 export type { Profile } from "./profile-model.ts";
 export { ARCHES } from "./platform.ts";

@@ -17,7 +17,6 @@ import { CairnError, checkLimit, compareBytes, FIXED_LIMIT_HINT, decodeUtf8 } fr
 import { bytesContent, type TarStreamEntry } from "../tree/index.ts";
 import { capabilityString, type Capability } from "./capability.ts";
 import { MODULE_NAME } from "./profile-forms.ts";
-import type { SoftwareRef } from "./ref.ts";
 
 /** The Lmod tree inside a layer (relative to the layer root). */
 export const MODULEFILE_ROOT = "usr/share/modulefiles";
@@ -134,16 +133,11 @@ export const LMOD_LOGIN_SCRIPT = "/etc/profile.d/z-cairn-lmod.sh";
 /**
  * The login script an export writes (export-lmod.ts, with `moduleRoot` the
  * export's own tree, /opt/cairn/modulefiles): puts the tree on MODULEPATH
- * and loads the profile's `defaults` when they are Strata's preload list (a
- * settings mapping loads nothing). Module names were checked by the profile
- * reader against MODULE_NAME (letters, digits, `._+-` and `/`), so none needs
- * quoting; they are checked again here, since a lockfile is read on its own.
+ * and loads `modules`, the module names of the profile's `defaults` (see
+ * export-lmod.ts). They come from refs whose names and versions the profile
+ * reader checked (letters, digits, `._+-`), so none needs quoting; each is
+ * checked again here against MODULE_NAME, since a lockfile is read on its own.
  */
-/** Software refs as the Lmod module names they load: `name/version`, or `name` (Lmod's default version). */
-export function defaultModules(defaults: readonly SoftwareRef[]): string[] {
-  return defaults.map((r) => (r.version === undefined ? r.name : `${r.name}/${r.version}`));
-}
-
 export function lmodLoginScript(modules: readonly string[], moduleRoot = `/${MODULEFILE_ROOT}`): string {
   for (const m of modules) {
     if (!MODULE_NAME.test(m)) throw new CairnError("LOCK_INVALID", `"${m.slice(0, 60)}" is not an Lmod module name`, { path: "/defaults" });

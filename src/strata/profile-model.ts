@@ -1,11 +1,14 @@
 /**
  * The profile: a short YAML file where a user declares the software they need
- * on which base. Parsed strictly (unknown fields, null list entries, duplicate
- * keys, aliases are errors, each with its JSON pointer) and written back so that
- * it reads back equal.
+ * on which base. Its fields and their types are Strata's `Profile` (seed
+ * 002_bbb23a1942433a8c.txt; profile-forms.ts holds the typed parts). Parsed
+ * strictly (unknown fields, null list entries, duplicate keys, aliases are
+ * errors, each with its JSON pointer) and written back, under the seed's field
+ * names only, so that it reads back equal.
  *
- * `instance` and `storage` are recorded but cairn does not act on them; every
- * output that mentions them says so.
+ * `instance` and `storage` are recorded but cairn does not act on them (nor,
+ * the seed says, does Strata's resolver); every output that mentions them says
+ * so.
  */
 import {
   sortedRecord,
@@ -19,19 +22,25 @@ import {
   type JsonModel,
   type JsonObject,
 } from "../core/index.ts";
-import { readRef, refToModel, REF_NAME, yamlNumberMessage, type SoftwareRef } from "./ref.ts";
+import { NAME_RULE, readRef, refToModel, REF_NAME, yamlNumberMessage, type SoftwareRef } from "./ref.ts";
 import { isVersion, versionHint } from "./version.ts";
 import { hostRequirementToModel, parseHostRequirement, type HostRequirement } from "./capability.ts";
 import { ARCH_ALIASES, ARCHES, BASE_NAME, canonicalArch, type Arch } from "./platform.ts";
 import {
   defaultsSize,
   defaultsToModel,
+  instanceToModel,
   mutableLayerToModel,
+  namedString,
   readDefaults,
+  readInstance,
   readMutableLayer,
   readStorage,
+  storageToModel,
+  type InstanceConfig,
   type MutableLayer,
   type ProfileDefaults,
+  type StorageMount,
 } from "./profile-forms.ts";
 
 export const PACKAGE_MANAGERS = ["pip", "conda", "cran"] as const;
@@ -52,9 +61,17 @@ export interface PackageSet {
 export interface RegistryRef {
   /** A local directory registry: a path (relative to the profile) or file:// URL. */
   readonly url: string;
-  /** `keyfile://PATH` naming an Ed25519 public key; absent means nothing from it is trusted. */
+  /**
+   * The seed's trust modes: `keyfile://PATH` (an Ed25519 public key, the only
+   * one cairn acts on), `strata-core` or `keyless` (validate; `resolve` refuses
+   * them, since cairn verifies keyfiles offline only). Absent: nothing from
+   * the registry is trusted.
+   */
   readonly trust?: string;
 }
+
+/** The seed's RegistryRef.trust modes besides keyfile://PATH; read, refused by resolve (trust.ts). */
+export const ONLINE_TRUST_MODES = ["strata-core", "keyless"] as const;
 
 export interface Profile {
   readonly name: string;
@@ -70,9 +87,9 @@ export interface Profile {
   readonly mutable_layer: MutableLayer;
   readonly requires_host: readonly HostRequirement[];
   /** Recorded, not acted upon. */
-  readonly instance?: JsonModel;
+  readonly instance?: InstanceConfig;
   /** Recorded, not acted upon. */
-  readonly storage?: JsonModel;
+  readonly storage?: readonly StorageMount[];
 }
 
 export const PROFILE_FIELDS = [
@@ -100,9 +117,26 @@ export function notActedUpon(p: Profile): string[] {
   return NOT_ACTED_UPON.filter((k) => p[k] !== undefined);
 }
 
+/** One line per registry whose trust mode (strata-core, keyless) validates but that `resolve` refuses. */
+export function trustNotes(p: Profile): string[] {
+  return p.registries.flatMap((r, i) =>
+    r.trust !== undefined && (ONLINE_TRUST_MODES as readonly string[]).includes(r.trust)
+      ? [`registries/${i}: trust ${r.trust} is read, but resolve refuses it: cairn verifies keyfiles (keyfile://PATH) offline only`]
+      : [],
+  );
+}
+
+/** The NOT_ACTED_UPON fields this profile sets, as plain models (what a lockfile records under not_acted_upon). */
+export function notActedUponModel(p: Profile): Record<string, JsonModel> {
+  const out: Record<string, JsonModel> = {};
+  if (p.instance !== undefined) out.instance = instanceToModel(p.instance) as JsonModel;
+  if (p.storage !== undefined) out.storage = storageToModel(p.storage) as JsonModel;
+  return out;
+}
+
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const PKG_NAME = /^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$/;
-const TRUST = /^keyfile:\/\/.+$/;
+const PKG_RULE = "letters, digits, '.', '_', '+', '-'; at most 128, starting with a letter or digit";
 
 function has(o: JsonObject, k: string): boolean {
   return Object.hasOwn(o, k);
@@ -143,7 +177,7 @@ export function readPackageSet(c: Checker, v: JsonModel, p: string): PackageSet 
   const packages = list(c, o, "packages", p, (item, ip) => {
     const po = c.object(item, ip, ["name", "version"]);
     if (po === undefined) return undefined;
-    const name = c.string(c.required(po, "name", ip), childPath(ip, "name"), { pattern: PKG_NAME });
+    const name = namedString(c, c.required(po, "name", ip), childPath(ip, "name"), PKG_NAME, PKG_RULE);
     if (typeof po.version === "number") c.add(childPath(ip, "version"), yamlNumberMessage(po.version), "MODEL_TYPE");
     const version =
       has(po, "version") && typeof po.version !== "number" ? c.string(po.version, childPath(ip, "version"), { nonEmpty: true, max: 128 }) : undefined;
@@ -151,7 +185,7 @@ export function readPackageSet(c: Checker, v: JsonModel, p: string): PackageSet 
   });
   let env: string | undefined;
   if (has(o, "env")) {
-    env = c.string(o.env, childPath(p, "env"), { pattern: PKG_NAME });
+    env = namedString(c, o.env, childPath(p, "env"), PKG_NAME, PKG_RULE);
     if (manager !== "conda") c.add(childPath(p, "env"), "env is for the conda manager only", "MODEL_VALUE");
   }
   if (manager === undefined || !(PACKAGE_MANAGERS as readonly string[]).includes(manager)) return undefined;
@@ -169,7 +203,7 @@ export function parseProfileModel(v: JsonModel, source = "profile", prior: reado
   const o = c.object(v, "", PROFILE_FIELDS);
   if (o === undefined) c.done(source);
   const root = o!;
-  const name = c.string(c.required(root, "name", ""), "/name", { pattern: REF_NAME });
+  const name = namedString(c, c.required(root, "name", ""), "/name", REF_NAME, NAME_RULE);
   const description = has(root, "description") ? c.string(root.description, "/description", { max: 4096 }) : undefined;
   if (typeof root.version === "number") c.add("/version", yamlNumberMessage(root.version), "MODEL_TYPE");
   const version = has(root, "version") && typeof root.version !== "number" ? c.string(root.version, "/version") : undefined;
@@ -177,7 +211,7 @@ export function parseProfileModel(v: JsonModel, source = "profile", prior: reado
   const bo = has(root, "base") ? c.object(root.base, "/base", ["os", "arch"]) : void c.required(root, "base", "");
   let base: Profile["base"] | undefined;
   if (bo !== undefined) {
-    const os = c.string(c.required(bo, "os", "/base"), "/base/os", { pattern: BASE_NAME });
+    const os = namedString(c, c.required(bo, "os", "/base"), "/base/os", BASE_NAME, "an os-release ID and major version: debian12, al2023, rocky9, ubuntu24");
     const archText = has(bo, "arch") ? c.string(bo.arch, "/base/arch") : "x86_64";
     // Strata's GOARCH spellings (arm64, amd64) are read as cairn's; only the canonical name is written back.
     const arch = archText === undefined ? undefined : canonicalArch(archText);
@@ -195,12 +229,19 @@ export function parseProfileModel(v: JsonModel, source = "profile", prior: reado
     const ro = c.object(item, p, ["url", "trust"]);
     if (ro === undefined) return undefined;
     const url = c.string(c.required(ro, "url", p), childPath(p, "url"), { nonEmpty: true, max: 4096 });
-    const trust = has(ro, "trust") ? c.string(ro.trust, childPath(p, "trust"), { pattern: TRUST, max: 4096 }) : undefined;
+    const trust = has(ro, "trust") ? c.string(ro.trust, childPath(p, "trust"), { nonEmpty: true, max: 4096 }) : undefined;
+    if (trust !== undefined && !trust.startsWith("keyfile://") && !(ONLINE_TRUST_MODES as readonly string[]).includes(trust)) {
+      c.add(
+        childPath(p, "trust"),
+        `trust ${JSON.stringify(trust.slice(0, 80))} is not a trust mode: write keyfile://PATH, strata-core or keyless`,
+        "MODEL_VALUE",
+      );
+    } else if (trust === "keyfile://") c.add(childPath(p, "trust"), "trust keyfile:// names no key file: write keyfile://PATH", "MODEL_VALUE");
     return url === undefined ? undefined : { url, ...(trust !== undefined ? { trust } : {}) };
   });
   const env = envMap(c, root, "env", "");
   const on_ready = list(c, root, "on_ready", "", (item, p) => c.string(item, p, { nonEmpty: true, max: 65536 }));
-  const defaults = has(root, "defaults") ? readDefaults(c, root.defaults, "/defaults") : new Map<string, string>();
+  const defaults = has(root, "defaults") ? readDefaults(c, root.defaults, "/defaults") : [];
   if (has(root, "packages") && isJsonObject(root.packages)) {
     // Refused form: a mapping keyed by manager. cairn's list form carries each set's options (conda env) beside its packages.
     const managers = Object.keys(root.packages).slice(0, 3).join(", ");
@@ -211,7 +252,15 @@ export function parseProfileModel(v: JsonModel, source = "profile", prior: reado
     );
   }
   const packages = isJsonObject(root.packages) ? [] : list(c, root, "packages", "", (item, p) => readPackageSet(c, item, p));
-  const mutable_layer = has(root, "mutable_layer") ? readMutableLayer(c, root.mutable_layer, "/mutable_layer") : false;
+  let mutable_layer: MutableLayer | undefined = false;
+  if (typeof root.mutable_layer === "boolean") {
+    // cairn's earlier switch; false (no layer) is written by leaving the field out, as the seed's omitempty does.
+    c.add(
+      "/mutable_layer",
+      `mutable_layer: ${root.mutable_layer} is cairn's earlier form and is not read: write the seed's MutableLayerSpec {name: NAME, version: "V", size_gb: 20, volume_type: gp3}${root.mutable_layer ? "" : ", or leave mutable_layer out"}`,
+      "MODEL_TYPE",
+    );
+  } else if (has(root, "mutable_layer")) mutable_layer = readMutableLayer(c, root.mutable_layer, "/mutable_layer");
   const requires_host = list(c, root, "requires_host", "", (item, p) => {
     try {
       return parseHostRequirement(item, p);
@@ -221,7 +270,7 @@ export function parseProfileModel(v: JsonModel, source = "profile", prior: reado
       return undefined;
     }
   });
-  const instance = has(root, "instance") ? c.object(root.instance, "/instance") : undefined;
+  const instance = has(root, "instance") ? readInstance(c, root.instance, "/instance") : undefined;
   const storage = has(root, "storage") ? readStorage(c, root.storage, "/storage") : undefined;
   c.done(source, "fix every listed field; see docs/strata.md for the profile format");
   return {
@@ -253,7 +302,8 @@ export function profileToModel(p: Profile): Record<string, unknown> {
   const out: Record<string, unknown> = { name: p.name };
   if (p.description !== undefined) out.description = p.description;
   if (p.version !== undefined) out.version = p.version;
-  out.base = { os: p.base.os, arch: p.base.arch };
+  // Strata's BaseRef spells aarch64 arm64 (the seed's two arches: x86_64, arm64); it reads back as aarch64.
+  out.base = { os: p.base.os, arch: p.base.arch === "aarch64" ? "arm64" : p.base.arch };
   out.software = p.software.map(refToModel);
   if (p.registries.length > 0) out.registries = p.registries.map((r) => ({ ...r }));
   if (p.env.size > 0) out.env = sortedRecord(p.env);
@@ -268,8 +318,8 @@ export function profileToModel(p: Profile): Record<string, unknown> {
   }
   if (p.mutable_layer !== false) out.mutable_layer = mutableLayerToModel(p.mutable_layer);
   if (p.requires_host.length > 0) out.requires_host = p.requires_host.map(hostRequirementToModel);
-  if (p.instance !== undefined) out.instance = p.instance;
-  if (p.storage !== undefined) out.storage = p.storage;
+  if (p.instance !== undefined) out.instance = instanceToModel(p.instance);
+  if (p.storage !== undefined) out.storage = storageToModel(p.storage);
   return out;
 }
 

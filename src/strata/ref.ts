@@ -1,19 +1,30 @@
 /**
- * Software refs: what a profile asks for. A ref names a layer (`python`,
- * `python@3.12`) or a formation (`formation:bio-seq@2026.03`). The version is
- * a prefix (segment-wise, see version.ts): `python@3.12` accepts 3.12.0 and
- * 3.12.4 but not 3.120.
+ * Software refs: what a profile asks for, Strata's `SoftwareRef` (seed
+ * 002_bbb23a1942433a8c.txt). A ref names a layer (`python`, `python@3.12`)
+ * or a formation (`formation:bio-seq@2026.03`). The version is a prefix
+ * (segment-wise, see version.ts): `python@3.12` accepts 3.12.0 and 3.12.4 but
+ * not 3.120.
  *
- * The scalar form and the mapping forms (`{name, version}`,
- * `{formation, version}`, and Strata's `{formation: "name@version"}`) are
- * spellings of the same value. `refToModel`
- * writes the scalar only when parsing it back gives the same ref, so a profile
- * written by cairn always reads back equal.
+ * The scalar form (read by `parseSoftwareRef`, the seed's ParseSoftwareRef:
+ * surrounding whitespace trimmed, `formation:` prefix, else split at the first
+ * `@`) and the mapping forms (`{name, version}`, `{formation: "name@version"}`,
+ * cairn's `{formation: NAME, version: V}`, and `{name: "formation:NAME@V"}`,
+ * which Strata's profile reader re-reads as the scalar it spells) are
+ * spellings of the same value. `refToModel` writes the scalar only when
+ * parsing it back gives the same ref (the seed's MarshalYAML rule), so a
+ * profile written by cairn always reads back equal.
+ *
+ * Names: the seed refuses whitespace, `@`, `:` and `/` in a name; cairn also
+ * keeps names to one safe path component of letters (either case: Strata's
+ * layer for R is `R`), digits, `.`, `_`, `+` and `-`, since a name becomes a
+ * layer id, a mount point and a modulefile directory.
  */
 import { Checker, childPath, type JsonModel } from "../core/index.ts";
 import { isVersion, versionHint } from "./version.ts";
 
-export const REF_NAME = /^[a-z0-9][a-z0-9._+-]{0,99}$/;
+export const REF_NAME = /^[A-Za-z0-9][A-Za-z0-9._+-]{0,99}$/;
+/** What REF_NAME allows, in words (messages never show the pattern). */
+export const NAME_RULE = "letters, digits, '.', '_', '+', '-'; at most 100, starting with a letter or digit";
 const FORMATION_PREFIX = "formation:";
 
 export interface SoftwareRef {
@@ -23,33 +34,59 @@ export interface SoftwareRef {
   readonly version?: string;
 }
 
-function fromParts(c: Checker, kind: SoftwareRef["kind"], name: unknown, version: unknown, path: string): SoftwareRef | undefined {
+/** How the user wrote the ref, whole, for messages (never a part of it: `formation:cuda-python-ml@2024.03`, not `cuda-python-ml`). */
+function quoted(written: string): string {
+  const s = JSON.stringify(written);
+  return s.length > 120 ? `${s.slice(0, 117)}..."` : s;
+}
+
+function fromParts(c: Checker, kind: SoftwareRef["kind"], name: unknown, version: unknown, path: string, written: string): SoftwareRef | undefined {
   let ok = true;
   if (typeof name !== "string" || !REF_NAME.test(name)) {
-    c.add(path, `${JSON.stringify(String(name)).slice(0, 60)} is not a ${kind} name (lowercase letters, digits, '.', '_', '+', '-')`, "MODEL_VALUE");
+    const shown = typeof name === "string" && name.length > 0 ? `the ${kind} name ${quoted(name)}` : `an empty ${kind} name`;
+    c.add(path, `software ref ${quoted(written)}: ${shown} is not valid (${NAME_RULE})`, "MODEL_VALUE");
     ok = false;
   }
   if (typeof version === "number") {
     c.add(childPath(path, "version"), yamlNumberMessage(version), "MODEL_TYPE");
     ok = false;
   } else if (version !== undefined && (typeof version !== "string" || !isVersion(version))) {
-    c.add(path, `${JSON.stringify(String(version)).slice(0, 60)} is not a version (${versionHint(version)})`, "MODEL_VALUE");
+    c.add(path, `software ref ${quoted(written)}: ${quoted(String(version))} is not a version (${versionHint(version)})`, "MODEL_VALUE");
     ok = false;
   }
   if (!ok) return undefined;
   return { kind, name: name as string, ...(version !== undefined ? { version: version as string } : {}) };
 }
 
+/** Splits a scalar ref: the seed's ParseSoftwareRef (trim; `formation:` prefix; else name up to the first `@`). */
+function readScalar(c: Checker, raw: string, path: string): SoftwareRef | undefined {
+  const s = raw.trim();
+  if (s === "") {
+    c.add(path, "a software ref is empty: write NAME, NAME@VERSION or formation:NAME@VERSION", "MODEL_VALUE");
+    return undefined;
+  }
+  const formation = s.startsWith(FORMATION_PREFIX);
+  const body = formation ? s.slice(FORMATION_PREFIX.length) : s;
+  const at = body.indexOf("@");
+  const name = at < 0 ? body : body.slice(0, at);
+  const version = at < 0 ? undefined : body.slice(at + 1);
+  return fromParts(c, formation ? "formation" : "layer", name, version, path, s);
+}
+
+/**
+ * The seed's ParseSoftwareRef for one string, with cairn's name and version
+ * rules: throws PROFILE_INVALID (naming the whole ref) when it is not a ref.
+ */
+export function parseSoftwareRef(s: string, source = "software ref"): SoftwareRef {
+  const c = new Checker("PROFILE_INVALID");
+  const r = readScalar(c, s, "");
+  c.done(source, "write NAME, NAME@VERSION or formation:NAME@VERSION");
+  return r!;
+}
+
 /** Reads one ref (scalar or mapping) at `path`, recording issues on `c`. */
 export function readRef(c: Checker, v: JsonModel, path: string): SoftwareRef | undefined {
-  if (typeof v === "string") {
-    const formation = v.startsWith(FORMATION_PREFIX);
-    const body = formation ? v.slice(FORMATION_PREFIX.length) : v;
-    const at = body.indexOf("@");
-    const name = at < 0 ? body : body.slice(0, at);
-    const version = at < 0 ? undefined : body.slice(at + 1);
-    return fromParts(c, formation ? "formation" : "layer", name, version, path);
-  }
+  if (typeof v === "string") return readScalar(c, v, path);
   const o = c.object(v, path, ["name", "formation", "version"]);
   if (o === undefined) return undefined;
   const hasName = Object.hasOwn(o, "name");
@@ -63,23 +100,38 @@ export function readRef(c: Checker, v: JsonModel, path: string): SoftwareRef | u
     c.add(childPath(path, "version"), "version is null", "MODEL_TYPE");
     return undefined;
   }
-  const kind = hasName ? "layer" : "formation";
+  const key = hasName ? "name" : "formation";
+  let kind: SoftwareRef["kind"] = hasName ? "layer" : "formation";
   let name = hasName ? o.name : o.formation;
-  // Strata's mapping form carries the version in the value: {formation: "bio-seq@2026.03"}.
-  if (typeof name === "string" && name.includes("@")) {
+  if (typeof name !== "string") {
+    c.add(childPath(path, key), `${key} must be a string`, "MODEL_TYPE");
+    return undefined;
+  }
+  const written = version === undefined ? name : `${name}@${String(version)}`;
+  // {name: "formation:NAME@V"}: Strata's profile reader re-reads a lone name as the scalar it spells.
+  if (hasName && name.startsWith(FORMATION_PREFIX)) {
     if (version !== undefined) {
       c.add(
         path,
-        `give the version once: {${kind === "layer" ? "name" : "formation"}: "${name.slice(0, 40)}"} or {${kind === "layer" ? "name" : "formation"}: NAME, version: V}`,
+        `software ref ${quoted(name)}: a formation takes its version in the ref, write {formation: "${name.slice(FORMATION_PREFIX.length, 80)}@V"} or the scalar`,
         "MODEL_VALUE",
       );
+      return undefined;
+    }
+    kind = "formation";
+    name = name.slice(FORMATION_PREFIX.length);
+  }
+  // The version carried in the value: {formation: "bio-seq@2026.03"} (the seed's format), {name: "python@3.12"}.
+  if (name.includes("@")) {
+    if (version !== undefined) {
+      c.add(path, `software ref ${quoted(written)}: give the version once, {${key}: ${quoted(name)}} or {${key}: NAME, version: V}`, "MODEL_VALUE");
       return undefined;
     }
     const at = name.indexOf("@");
     version = name.slice(at + 1);
     name = name.slice(0, at);
   }
-  return fromParts(c, kind, name, version, path);
+  return fromParts(c, kind, name, version, path, written);
 }
 
 /** The canonical scalar spelling: `name`, `name@v` or `formation:name@v`. */
@@ -96,10 +148,11 @@ export function sameRef(a: SoftwareRef, b: SoftwareRef): boolean {
 export function refToModel(r: SoftwareRef): string | Record<string, string> {
   const s = refString(r);
   const c = new Checker("PROFILE_INVALID");
-  const back = readRef(c, s, "");
+  const back = readScalar(c, s, "");
   if (back !== undefined && c.ok && sameRef(back, r)) return s;
-  const key = r.kind === "formation" ? "formation" : "name";
-  return r.version === undefined ? { [key]: r.name } : { [key]: r.name, version: r.version };
+  // The seed's mapping forms: a formation carries its version in the value.
+  if (r.kind === "formation") return { formation: r.version === undefined ? r.name : `${r.name}@${r.version}` };
+  return r.version === undefined ? { name: r.name } : { name: r.name, version: r.version };
 }
 
 /** The message for a version YAML read as a number: `12.10` became 12.1, so say so and ask for quotes. */

@@ -115,11 +115,11 @@ export interface RegistryChoice extends RegistryPlace {
 export async function openRegistries(choice: RegistryChoice): Promise<OpenedRegistry[]> {
   const { cwd, profile, profileDir } = choice;
   const cliKeys: VerifyingKey[] = choice.trust.map((t) => readTrust(t, cwd));
-  const fromProfile = (profile?.registries ?? []).map((r) => ({
-    path: registryPath(r.url, profileDir ?? cwd),
-    url: r.url,
-    keys: r.trust !== undefined ? [readTrust(r.trust, profileDir ?? cwd)] : [],
-  }));
+  const fromProfile = (profile?.registries ?? []).map((r, i) => {
+    // The trust first: a strata-core or keyless registry is refused for its trust mode, whatever its URL.
+    const keys = r.trust !== undefined ? [readTrust(r.trust, profileDir ?? cwd, `/registries/${i}/trust`)] : [];
+    return { path: registryPath(r.url, profileDir ?? cwd), url: r.url, keys };
+  });
   const chosen: { path: string; url: string; keys: VerifyingKey[] }[] =
     choice.registries.length > 0
       ? choice.registries.map((u) => {

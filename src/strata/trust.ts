@@ -18,12 +18,25 @@ export type Attestation =
   | { readonly status: "signed"; readonly keyid: Sha256Digest; readonly envelope_sha256: Sha256Digest }
   | { readonly status: "unsigned-offline"; readonly envelope_sha256: Sha256Digest };
 
-/** Reads `keyfile://PATH`; a relative PATH is taken from `baseDir`. */
-export function readTrust(unsafeTrust: string, baseDir: string): VerifyingKey {
+/** Why cairn does not act on the seed's other trust modes (RegistryRef.trust in 002_bbb23a1942433a8c.txt). */
+const ONLINE_TRUST: Readonly<Record<string, string>> = {
+  "strata-core": "trust strata-core (Strata's public signing key) is not acted upon: cairn verifies keyfiles offline only, and has no built-in key",
+  keyless:
+    "trust keyless (Sigstore keyless signatures, an OIDC identity checked against the transparency log) is not acted upon: cairn verifies keyfiles offline only",
+};
+
+/**
+ * Reads `keyfile://PATH`; a relative PATH is taken from `baseDir`. The
+ * seed's `strata-core` and `keyless` modes, which a profile may carry, are
+ * refused here by name (TRUST_REFUSED at `path`).
+ */
+export function readTrust(unsafeTrust: string, baseDir: string, path?: string): VerifyingKey {
   const m = /^keyfile:\/\/(.+)$/.exec(unsafeTrust);
   if (m === null) {
-    throw new CairnError("TRUST_REFUSED", `trust ${JSON.stringify(unsafeTrust).slice(0, 80)} is not keyfile://PATH`, {
-      hint: "cairn trusts only explicit Ed25519 public keys: keyfile:///path/to/key.pub",
+    const online = Object.hasOwn(ONLINE_TRUST, unsafeTrust) ? ONLINE_TRUST[unsafeTrust] : undefined;
+    throw new CairnError("TRUST_REFUSED", online ?? `trust ${JSON.stringify(unsafeTrust.slice(0, 80))} is not keyfile://PATH`, {
+      ...(path !== undefined ? { path } : {}),
+      hint: "give the registry's Ed25519 public key as trust: keyfile://PATH (or --trust keyfile://PATH)",
     });
   }
   const p = m[1]!;

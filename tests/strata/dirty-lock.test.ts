@@ -17,14 +17,14 @@ test("writeLockfile refuses to sign a dirty lock (LOCK_DIRTY at /mutable_layer) 
   const ex = exampleRegistry();
   const key = generateSigningKey();
   const dir = tempDir("cairn-dirty-");
-  for (const spec of ["true", "{size: 20GiB}"]) {
+  for (const spec of ['{name: work, version: "1"}', '{name: work, version: "1", size_gb: 40, volume_type: io2}']) {
     const dirty = await resolveExample(ex, parseProfileText(`${PROFILE}mutable_layer: ${spec}\n`));
     const out = join(dir, `dirty-${spec.length}.lock`);
     assertCode(() => writeLockfile(out, dirty, key), "LOCK_DIRTY", "/mutable_layer");
     assert.equal(existsSync(out), false, "nothing is written");
     assert.equal(writeLockfile(out, dirty).signature, undefined, "control: the dirty lock is written unsigned");
   }
-  const clean = await resolveExample(ex, parseProfileText(`${PROFILE}mutable_layer: false\n`));
+  const clean = await resolveExample(ex, parseProfileText(PROFILE));
   const out = join(dir, "clean.lock");
   assert.ok(writeLockfile(out, clean, key).signature);
   assert.equal(readLockfile(out, [key]).lock.mutable_layer, false);
@@ -33,7 +33,7 @@ test("writeLockfile refuses to sign a dirty lock (LOCK_DIRTY at /mutable_layer) 
 test("resolve --sign of a profile with mutable_layer exits 1 (LOCK_DIRTY) and leaves no lockfile; control: without --sign it resolves", async () => {
   const ex = exampleRegistry();
   const profile = join(ex.root, "dirty.yaml");
-  writeFileSync(profile, `${PROFILE}mutable_layer: true\n`);
+  writeFileSync(profile, `${PROFILE}mutable_layer: {name: work, version: "1"}\n`);
   const signed = join(ex.root, "dirty-signed.lock");
   const r = await resolveWithCli(ex, profile, signed);
   assert.equal(r.code, 1);

@@ -63,7 +63,7 @@ function layerSource(root: string, name: string): string {
 export interface FixtureOptions {
   /** Give the `hello` layer a generated modulefile setting HELLO_GREETING. */
   readonly modulefile?: boolean;
-  /** The profile's `defaults` as YAML (`[hello/1.0]`, `{shell: bash}`). */
+  /** The profile's `defaults` as YAML (`[hello@1.0]`). */
   readonly defaults?: string;
   /** Extra profile lines (a `packages:` block). */
   readonly extra?: string;

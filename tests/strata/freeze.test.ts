@@ -109,7 +109,7 @@ test("cairn layer freeze: publishes the frozen layer with the dirty lock in its 
 }, async () => {
   const ex = exampleRegistry();
   const profile = join(ex.root, "dirty.yaml");
-  writeFileSync(profile, "name: dirty\nbase: {os: debian12, arch: x86_64}\nsoftware: [python]\nmutable_layer: true\n");
+  writeFileSync(profile, 'name: dirty\nbase: {os: debian12, arch: x86_64}\nsoftware: [python]\nmutable_layer: {name: frozen, version: "1.0"}\n');
   const dirty = join(ex.root, "dirty.lock");
   assert.equal((await resolveWithCli(ex, profile, dirty, { sign: false })).code, 0);
   const dirtySha = sha256(readFileSync(dirty));
@@ -157,7 +157,7 @@ test("cairn layer freeze: publishes the frozen layer with the dirty lock in its 
   assert.equal(again.code, 1);
   assert.equal(JSON.parse(again.stdout).error.code, "LOCK_INVALID");
   const other = join(ex.root, "other.yaml");
-  writeFileSync(other, "name: other\nbase: {os: debian12, arch: x86_64}\nsoftware: [python, numpy]\nmutable_layer: true\n");
+  writeFileSync(other, 'name: other\nbase: {os: debian12, arch: x86_64}\nsoftware: [python, numpy]\nmutable_layer: {name: frozen, version: "1.0"}\n');
   const wrong = await freeze(dirty, other, "frozen3");
   assert.equal(wrong.code, 1);
   assert.equal(JSON.parse(wrong.stdout).error.code, "LOCK_INVALID");

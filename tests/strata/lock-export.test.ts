@@ -223,7 +223,7 @@ test("refusals: unverified, tampered, mutable layer, no registry, host base, roo
   assert.notEqual(await code(exportArgs(edited, join(dir, "e"))), "ok");
   // a mutable layer
   const mprofile = join(dir, "mutable.yaml");
-  writeFileSync(mprofile, `${readFileSync(PROFILE, "utf8")}mutable_layer: true\n`);
+  writeFileSync(mprofile, `${readFileSync(PROFILE, "utf8")}mutable_layer: {name: work, version: "1"}\n`);
   const mlock = join(dir, "mutable.lock");
   // a dirty lock cannot be signed (LOCK_DIRTY, issue 13), so it is written unsigned; export names the real reason,
   // the mutable layer, before the signature check would report the missing signature
@@ -241,7 +241,7 @@ test("refusals: unverified, tampered, mutable layer, no registry, host base, roo
   }
   // control: the same lockfile unsigned but clean is refused for its missing signature, not as dirty
   const cprofile = join(dir, "clean.yaml");
-  writeFileSync(cprofile, `${readFileSync(PROFILE, "utf8")}mutable_layer: false\n`);
+  writeFileSync(cprofile, readFileSync(PROFILE, "utf8"));
   const clock = join(dir, "clean.lock");
   const cargs = resolveArgs(ex, cprofile, clock);
   cargs.splice(cargs.indexOf("--sign"), 2);

@@ -235,8 +235,8 @@ test("the login script puts the layers' Lmod tree on MODULEPATH and loads the pr
   const loaded = login(lmodLoginScript(["hello/1.0"], tree));
   assert.equal(loaded.get("HELLO_GREETING"), "hi");
   assert.ok(loaded.get("MODULEPATH")?.split(":").includes(tree));
-  const settings = login(lmodLoginScript(new Map([["shell", "bash"]]), tree));
-  assert.equal(settings.get("HELLO_GREETING"), undefined, "control: a settings mapping preloads nothing");
+  const settings = login(lmodLoginScript([], tree));
+  assert.equal(settings.get("HELLO_GREETING"), undefined, "control: no defaults preload nothing");
   assert.ok(settings.get("MODULEPATH")?.split(":").includes(tree));
   assertCode(() => lmodLoginScript(["hello/1.0; rm -rf /"], tree), "LOCK_INVALID", "/defaults");
   assert.equal(LMOD_LOGIN_SCRIPT, "/etc/profile.d/z-cairn-lmod.sh");

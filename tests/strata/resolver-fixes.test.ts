@@ -124,12 +124,19 @@ test("version order: pre-releases sort below their release; an unversioned ref d
 
 test("requires_host {key, value} is read (no crash), recorded, warned about, and its order does not change the EnvironmentID", async () => {
   const p = (hosts: string): string => `name: t\nbase: {os: debian12}\nsoftware: [tool-a]\nrequires_host: ${hosts}\n`;
-  const a = await resolveText(p('[{key: efa, value: "true"}, kvm]'));
-  const b = await resolveText(p('[kvm, {key: efa, value: "true"}]'));
+  const KVM = '{key: kvm, value: "true"}';
+  const a = await resolveText(p(`[{key: efa, value: "true"}, ${KVM}]`));
+  const b = await resolveText(p(`[${KVM}, {key: efa, value: "true"}]`));
   assert.equal(environmentId(a), environmentId(b), "a set: order does not matter");
-  const reordered = parseLockfile({ ...(lockfileToModel(a) as object), requires_host: ["kvm", { key: "efa", value: "true" }] } as never);
+  const reordered = parseLockfile({
+    ...(lockfileToModel(a) as object),
+    requires_host: [
+      { key: "kvm", value: "true" },
+      { key: "efa", value: "true" },
+    ],
+  } as never);
   assert.equal(environmentId(reordered), environmentId(a), "a hand-reordered lockfile has the same ID");
-  assert.notEqual(environmentId(await resolveText(p('[{key: efa, value: "false"}, kvm]'))), environmentId(a), "control: another value is another ID");
+  assert.notEqual(environmentId(await resolveText(p(`[{key: efa, value: "false"}, ${KVM}]`))), environmentId(a), "control: another value is another ID");
   assert.ok(lockfileCaveats(a).some((c) => c.startsWith("host requirements are recorded, not checked")));
   assert.ok(!lockfileCaveats(await resolveText(p("[]"))).some((c) => c.startsWith("host requirements")), "control: no warning without them");
   assertCode(() => parseProfileText(p("[{key: efa}]")), "MODEL_MISSING_FIELD");

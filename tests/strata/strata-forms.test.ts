@@ -59,8 +59,15 @@ test("the Strata-form fixtures validate, round-trip and resolve against the toy 
     seq.layers.some((l) => l.from_formation === "bio-seq@2026.03"),
     "the formation mapping form brought the formation in",
   );
-  assert.deepEqual(seq.defaults, ["python/3.12", "samtools/1.20"], "the Lmod preload list, in order");
-  assert.deepEqual(seq.mutable_layer, { size: "20GiB", volume_type: "local-ssd", abi: "gnu" });
+  assert.deepEqual(
+    seq.defaults,
+    [
+      { kind: "layer", name: "python", version: "3.12" },
+      { kind: "layer", name: "samtools", version: "1.20" },
+    ],
+    "defaults: software refs, in order",
+  );
+  assert.deepEqual(seq.mutable_layer, { name: "seq-work", version: "1.0", size_gb: 20, volume_type: "local-ssd", abi: "linux-gnu-2.36" });
   assert.equal(seq.base.arch, "x86_64", "amd64 is read as x86_64");
   const arm = await resolve(readProfileFile(join(FIXTURES, "strata-arm.yaml")), false);
   assert.equal(arm.base.arch, "aarch64");
@@ -79,38 +86,94 @@ test("arch: arm64 and amd64 map to the canonical names, an unknown arch is refus
   assert.equal(parseProfileText("name: t\nbase: {os: debian12, arch: amd64}\n").base.arch, "x86_64");
   assertCode(() => parseProfileText("name: t\nbase: {os: debian12, arch: sparc}\n"), "MODEL_VALUE", "/base/arch");
   assert.equal(parseProfileText("name: t\nbase: {os: debian12, arch: aarch64}\n").base.arch, "aarch64", "control");
+  // A profile is written with the seed's spelling (BaseRef.Arch: x86_64, arm64), and reads back as aarch64.
+  const written = profileToYaml(parseProfileText("name: t\nbase: {os: debian12, arch: aarch64}\n"));
+  assert.match(written, /arch: arm64/);
+  assert.equal(parseProfileText(written).base.arch, "aarch64");
+  assert.match(profileToYaml(parseProfileText("name: t\nbase: {os: debian12, arch: amd64}\n")), /arch: x86_64/);
 });
 
-test("mutable_layer: a boolean or Strata's spec, validated; its ABI must be the probed base's", async () => {
-  assert.equal(P("mutable_layer: true\n").mutable_layer, true);
-  assert.deepEqual(P("mutable_layer: {size: 512M}\n").mutable_layer, { size: "512M" });
-  assert.deepEqual(P("mutable_layer: {size: 1073741824}\n").mutable_layer, { size: "1073741824" });
-  assertCode(() => P("mutable_layer: {size: 20 parsecs}\n"), "MODEL_VALUE", "/mutable_layer/size");
-  assertCode(() => P("mutable_layer: {size: 100TiB}\n"), "LIMIT_EXCEEDED", "/mutable_layer/size");
-  assertCode(() => P("mutable_layer: {volume_type: ssd}\n"), "MODEL_MISSING_FIELD", "/mutable_layer/size");
-  assertCode(() => P("mutable_layer: {size: 1G, abi: ppc}\n"), "MODEL_VALUE", "/mutable_layer/abi");
-  assertCode(() => P("mutable_layer: {size: 1G, fs: xfs}\n"), "MODEL_UNKNOWN_FIELD", "/mutable_layer/fs");
-  assertCode(() => P("mutable_layer: yes\n"), "MODEL_TYPE", "/mutable_layer");
-  await assert.rejects(resolve(P("software: [tool-a]\nmutable_layer: {size: 1G, abi: musl}\n")), (e: { code: string; path: string }) => {
+test("mutable_layer: the seed's MutableLayerSpec, validated; cairn's boolean and {size} forms are refused naming it; its ABI must be the probed base's", async () => {
+  assert.deepEqual(P('mutable_layer: {name: work, version: "1.0"}\n').mutable_layer, { name: "work", version: "1.0", size_gb: 20, volume_type: "gp3" });
+  assert.deepEqual(
+    P('mutable_layer: {name: work, version: "1.0", size_gb: 0}\n').mutable_layer,
+    { name: "work", version: "1.0", size_gb: 20, volume_type: "gp3" },
+    "0 is the default, as the seed says",
+  );
+  assert.deepEqual(P('mutable_layer: {name: work, version: "1.0", size_gb: 512, volume_type: io2, abi: linux-gnu-2.34}\n').mutable_layer, {
+    name: "work",
+    version: "1.0",
+    size_gb: 512,
+    volume_type: "io2",
+    abi: "linux-gnu-2.34",
+  });
+  assertCode(() => P('mutable_layer: {version: "1.0"}\n'), "MODEL_MISSING_FIELD", "/mutable_layer/name");
+  assertCode(() => P("mutable_layer: {name: work}\n"), "MODEL_MISSING_FIELD", "/mutable_layer/version");
+  assertCode(() => P('mutable_layer: {name: work, version: "1.0", size_gb: 20GiB}\n'), "MODEL_TYPE", "/mutable_layer/size_gb");
+  assertCode(() => P('mutable_layer: {name: work, version: "1.0", size_gb: 2.5}\n'), "MODEL_TYPE", "/mutable_layer/size_gb");
+  assertCode(() => P('mutable_layer: {name: work, version: "1.0", size_gb: 100000}\n'), "LIMIT_EXCEEDED", "/mutable_layer/size_gb");
+  assertCode(() => P('mutable_layer: {name: work, version: "1.0", abi: Linux/GNU}\n'), "MODEL_VALUE", "/mutable_layer/abi");
+  assertCode(() => P('mutable_layer: {name: work, version: "1.0", fs: xfs}\n'), "MODEL_UNKNOWN_FIELD", "/mutable_layer/fs");
+  for (const old of ["true", "false"]) {
+    const e = assertCode(() => P(`mutable_layer: ${old}\n`), "MODEL_TYPE", "/mutable_layer");
+    assert.match(e.message, /MutableLayerSpec \{name: NAME, version/, "names the seed's form");
+  }
+  const size = assertCode(() => P("mutable_layer: {size: 20GiB}\n"), "MODEL_UNKNOWN_FIELD", "/mutable_layer/size");
+  assert.match(size.message, /size_gb/);
+  await assert.rejects(resolve(P('software: [tool-a]\nmutable_layer: {name: w, version: "1", abi: linux-musl-1.2}\n')), (e: { code: string; path: string }) => {
     assert.equal(e.code, "RESOLVE_FAILED");
     assert.equal(e.path, "/mutable_layer/abi");
     return true;
   });
-  const ok = await resolve(P("software: [tool-a]\nmutable_layer: {size: 1G, abi: gnu}\n"));
-  assert.notEqual(environmentId(ok), environmentId(await resolve(P("software: [tool-a]\nmutable_layer: true\n"))), "the spec is part of the ID");
+  await assert.rejects(resolve(P('software: [tool-a]\nmutable_layer: {name: w, version: "1", abi: vms}\n')), (e: { code: string; path: string }) => {
+    assert.equal(e.code, "RESOLVE_FAILED");
+    assert.equal(e.path, "/mutable_layer/abi");
+    return true;
+  });
+  const ok = await resolve(P('software: [tool-a]\nmutable_layer: {name: w, version: "1", abi: linux-gnu-2.36}\n'));
+  assert.equal(ok.mutable_layer !== false && ok.mutable_layer.abi, "linux-gnu-2.36", "control: the gnu family on the gnu base");
+  assert.notEqual(
+    environmentId(ok),
+    environmentId(await resolve(P('software: [tool-a]\nmutable_layer: {name: w, version: "1", size_gb: 30, abi: linux-gnu-2.36}\n'))),
+    "the spec is part of the ID",
+  );
 });
 
-test("defaults: the settings map or the Lmod preload list; module names are checked", () => {
-  assert.deepEqual(P("defaults: [gcc/12.2, openmpi]\n").defaults, ["gcc/12.2", "openmpi"]);
-  assertCode(() => P("defaults: [gcc//12]\n"), "MODEL_VALUE", "/defaults/0");
-  assertCode(() => P("defaults: [gcc, gcc]\n"), "MODEL_VALUE", "/defaults/1");
+test("defaults: []SoftwareRef in both forms; cairn's settings mapping and Lmod module names are refused naming the seed's form", () => {
+  const refs = [
+    { kind: "layer", name: "gcc", version: "14.2.0" },
+    { kind: "layer", name: "python", version: "3.12.13" },
+  ];
+  assert.deepEqual(P('defaults: [{name: gcc, version: "14.2.0"}, {name: python, version: "3.12.13"}]\n').defaults, refs);
+  assert.deepEqual(P("defaults: [gcc@14.2.0, python@3.12.13]\n").defaults, refs, "the scalar form is the same value");
+  assert.deepEqual(P("defaults: [openmpi]\n").defaults, [{ kind: "layer", name: "openmpi" }], "a bare module name is a SoftwareRef scalar");
+  const map = assertCode(() => P("defaults: {shell: bash}\n"), "MODEL_TYPE", "/defaults");
+  assert.match(map.message, /\[\{name: gcc, version: "14\.2\.0"\}\]/);
+  const mod = assertCode(() => P("defaults: [gcc/12.2]\n"), "MODEL_VALUE", "/defaults/0");
+  assert.match(mod.message, /gcc@12\.2/, "names the ref it would be");
   assertCode(() => P("defaults: bash\n"), "MODEL_TYPE", "/defaults");
-  assert.equal((P("defaults: {shell: bash}\n").defaults as ReadonlyMap<string, string>).get("shell"), "bash", "control: the map form");
+  assertCode(() => P("defaults: [{name: gcc, version: 14.10}]\n"), "MODEL_TYPE", "/defaults/0/version");
 });
 
-test("storage as a list is recorded; refused forms name the form to write", () => {
-  assert.deepEqual(JSON.parse(JSON.stringify(P("storage: [{name: scratch, mount: /scratch}]\n").storage)), [{ name: "scratch", mount: "/scratch" }]);
+test("instance and storage: the seed's InstanceConfig and []StorageMount, strict; cairn's free mappings are refused", () => {
+  const p = P("instance: {type: p4d.24xlarge, spot: true, spot_fallback: p4de.24xlarge, placement: cluster, region: us-east-1}\n");
+  assert.deepEqual({ ...p.instance }, { type: "p4d.24xlarge", spot: true, spot_fallback: "p4de.24xlarge", placement: "cluster", region: "us-east-1" });
+  assert.equal(P("instance: {spot: false}\n").instance, undefined, "a zero InstanceConfig is none, as the seed's omitempty writes it");
+  assertCode(() => P("instance: {cpus: 4}\n"), "MODEL_UNKNOWN_FIELD", "/instance/cpus");
+  assertCode(() => P("instance: {spot: yes}\n"), "MODEL_TYPE", "/instance/spot");
+  const s = P("storage: [{type: s3, mount: /data, bucket: b, read_only: true}, {type: efs, mount: /shared, id: fs-1}]\n").storage;
+  assert.deepEqual(JSON.parse(JSON.stringify(s)), [
+    { type: "s3", mount: "/data", bucket: "b", read_only: true },
+    { type: "efs", mount: "/shared", id: "fs-1" },
+  ]);
+  assertCode(() => P("storage: {scratch: /scratch}\n"), "MODEL_TYPE", "/storage");
+  assertCode(() => P("storage: [{type: ebs, name: scratch, mount: /scratch}]\n"), "MODEL_UNKNOWN_FIELD", "/storage/0/name");
+  assertCode(() => P("storage: [{type: nfs, mount: /scratch}]\n"), "MODEL_VALUE", "/storage/0/type");
+  assertCode(() => P("storage: [{type: ebs}]\n"), "MODEL_MISSING_FIELD", "/storage/0/mount");
   assertCode(() => P("storage: [scratch]\n"), "MODEL_TYPE", "/storage/0");
+});
+
+test("refused forms name the form to write", () => {
   assertCode(() => P("registries: [./registry]\n"), "MODEL_TYPE", "/registries/0");
   assert.equal(P("registries: [{url: ./registry}]\n").registries[0]!.url, "./registry", "control");
   assertCode(() => P("packages: {pip: [numpy]}\n"), "MODEL_TYPE", "/packages");

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { notActedUpon, profileDigest, profileToModel, readProfileFile, refString } from "../../strata/index.ts";
+import { notActedUpon, profileDigest, profileToModel, readProfileFile, refString, trustNotes } from "../../strata/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
 
@@ -14,8 +14,15 @@ export function registerProfile(program: Command, ctx: Context): void {
     .action((path: string, opts: { json?: boolean }) => {
       const p = readProfileFile(path);
       const ignored = notActedUpon(p);
+      const trust = trustNotes(p);
       if (opts.json) {
-        printJson(ctx.io, { valid: true, profile_sha256: profileDigest(p), profile: profileToModel(p), not_acted_upon: ignored });
+        printJson(ctx.io, {
+          valid: true,
+          profile_sha256: profileDigest(p),
+          profile: profileToModel(p),
+          not_acted_upon: ignored,
+          trust_refused_by_resolve: trust,
+        });
         return;
       }
       const lines = [
@@ -25,6 +32,7 @@ export function registerProfile(program: Command, ctx: Context): void {
         `digest    ${profileDigest(p)}`,
       ];
       if (ignored.length > 0) lines.push(`recorded, not acted upon: ${ignored.join(", ")}`);
+      lines.push(...trust);
       ctx.io.out(lines.join("\n"));
     });
 }

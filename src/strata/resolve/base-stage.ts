@@ -8,6 +8,7 @@
 import { CairnError } from "../../core/index.ts";
 import { declaredBase, type LockBase } from "../base.ts";
 import type { Profile } from "../profile-model.ts";
+import { abiFamily } from "../profile-forms.ts";
 
 export function stageBase(profile: Profile, probed: LockBase | undefined): LockBase {
   if (probed === undefined) return declaredBase(profile.base.os, profile.base.arch);
@@ -22,11 +23,18 @@ export function stageBase(profile: Profile, probed: LockBase | undefined): LockB
     );
   }
   const ml = profile.mutable_layer;
-  if (typeof ml === "object" && ml.abi !== undefined && ml.abi !== "none" && probed.abi !== "unknown" && ml.abi !== probed.abi) {
-    throw new CairnError("RESOLVE_FAILED", `mutable_layer asks for abi ${ml.abi}, but the probed base is ${probed.abi}`, {
-      path: "/mutable_layer/abi",
-      hint: `write abi: ${probed.abi}, or leave abi out`,
-    });
+  if (ml !== false && ml.abi !== undefined && probed.abi !== "unknown") {
+    // cairn's gnu/musl and Strata's linux-gnu-2.34 name a libc family; an ABI naming none cairn knows cannot be checked, so it is refused.
+    const family = abiFamily(ml.abi);
+    if (family === undefined || (family !== "none" && family !== probed.abi)) {
+      throw new CairnError(
+        "RESOLVE_FAILED",
+        family === undefined
+          ? `mutable_layer asks for abi ${ml.abi}, which names no C library cairn knows (gnu, musl, linux-gnu-VERSION, linux-musl-VERSION, none)`
+          : `mutable_layer asks for abi ${ml.abi}, but the probed base is ${probed.abi}`,
+        { path: "/mutable_layer/abi", hint: `write abi: ${probed.abi}, or leave abi out (the base's is used)` },
+      );
+    }
   }
   return probed;
 }
