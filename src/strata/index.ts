@@ -36,7 +36,7 @@ export { parseLockfileUnvalidated, parseLockfileText, isFrozen, viewLock, lockfi
 export type { Lockfile, LockLayer, LockRecords, LayerRecord, LockFormation, VerificationPolicy } from "./lockfile.ts";
 export { lockFileToYaml, parseLockFileText, validateLockFile, lockFileProblems, environmentId as strataEnvironmentId, environmentIdInput as strataEnvironmentIdInput, isFrozen as specIsFrozen } from "./spec/lockfile.ts";
 export type * as StrataSpec from "./spec/types.ts";
-export { recordsPath, readRecords, RECORDS_FORMAT } from "./lockfile-records.ts";
+export { recordsPath, readRecords, recordsToModel, pinnedSets, RECORDS_FORMAT } from "./lockfile-records.ts";
 export { toSpecLayerManifest, bareHex, specManifestDifference } from "./layer-spec.ts";
 export { convertV1Lockfile, convertV1LockfileFile } from "./lock-convert.ts";
 export { environmentId, environmentIdInput, ENVIRONMENT_ID, ENVIRONMENT_ID_SCOPE } from "./env-id.ts";

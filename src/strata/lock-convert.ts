@@ -28,7 +28,7 @@ import {
   sha256,
 } from "../core/index.ts";
 import { baseDigest, type LockBase, specBase } from "./base.ts";
-import { parseCapability, parseHostRequirement } from "./capability.ts";
+import { parseCapability } from "./capability.ts";
 import { type FrozenPackages, type LockPackageSet, readFrozen } from "./freeze/pins.ts";
 import { bareHex, toSpecLayerManifest } from "./layer-spec.ts";
 import { parseLayerManifest } from "./layer-manifest.ts";
@@ -135,6 +135,15 @@ function convertDefaults(v: JsonModel | undefined): SoftwareRef[] {
   });
 }
 
+/** cairn's earlier requirement strings (`kvm`, `cuda>=12`) as the seed's `{key, value}`; facts as they are. */
+function convertHost(h: JsonModel, i: number): { key: string; value: string } {
+  if (isJsonObject(h) && typeof h.key === "string") return { key: h.key, value: String(h.value) };
+  if (typeof h !== "string") return refuse(`/requires_host/${i}`, "a host requirement is neither a string nor {key, value}");
+  const m = /^([a-z0-9][a-z0-9._+:-]*)(.*)$/.exec(h);
+  if (m === null) return refuse(`/requires_host/${i}`, "not a host requirement");
+  return { key: m[1]!, value: m[2] === "" ? "true" : m[2]! };
+}
+
 function convertPackages(v: JsonModel | undefined): LockPackageSet[] {
   if (v === undefined) return [];
   const c = new Checker("LOCK_INVALID");
@@ -171,7 +180,7 @@ export function convertV1Lockfile(text: string, source = "lockfile"): Converted 
     const signature = attestation(f.signature, `/formations/${i}/signature`);
     return { name: str(f, "name", `/formations/${i}`), version: str(f, "version", `/formations/${i}`), ...(signature ? { signature } : {}) };
   });
-  const requires = (Array.isArray(root.requires_host) ? root.requires_host : []).map((h, i) => parseHostRequirement(h, `/requires_host/${i}`));
+  const requires = (Array.isArray(root.requires_host) ? root.requires_host : []).map((h, i) => convertHost(h, i));
   const policy = str(root, "verification_policy", "");
   const env = isJsonObject(root.env) ? Object.fromEntries(Object.entries(root.env).map(([k, x]) => [k, String(x)])) : {};
   const lock: spec.LockFile = {

@@ -71,7 +71,7 @@ export function mergePicks(fromFormations: readonly Pick[], fromRefs: readonly P
   for (const p of [...fromFormations, ...fromRefs]) {
     const id = p.layer.doc.value.id;
     const seen = out.get(id);
-    out.set(id, seen === undefined ? p : { ...seen, requested_by: [...new Set([...seen.requested_by, ...p.requested_by])].sort(compareBytes) });
+    out.set(id, seen === undefined ? p : { ...seen, requested_by: [...new Set([...(seen.requested_by ?? []), ...(p.requested_by ?? [])])].sort(compareBytes) });
   }
   return [...out.values()];
 }

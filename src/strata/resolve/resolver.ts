@@ -12,7 +12,7 @@ import { type LockRecords, type Lockfile, viewLock } from "../lockfile.ts";
 import { bareHex, toSpecLayerManifest } from "../layer-spec.ts";
 import { specBase } from "../base.ts";
 import { profileToModel, type Profile } from "../profile-model.ts";
-import { specDefaults, specHostRequirements, specMutableLayer } from "../profile-spec.ts";
+import { specHostRequirements, specMutableLayer } from "../profile-spec.ts";
 import { VERIFY_UNSIGNED_OFFLINE } from "../spec/schema.ts";
 import type * as spec from "../spec/types.ts";
 import { stageBase } from "./base-stage.ts";
@@ -63,7 +63,7 @@ export function resolveProfile(input: ResolveInput): Lockfile {
     return {
       ...toSpecLayerManifest(p.layer.doc.value, sig.status === "signed" ? sig.keyid : ""),
       mount_order: i + 1,
-      satisfied_by: p.requested_by.join(", "),
+      satisfied_by: (p.requested_by ?? []).join(", "),
       from_formation: p.from_formation ?? "",
     };
   });
@@ -98,7 +98,7 @@ export function resolveProfile(input: ResolveInput): Lockfile {
     layers,
     env: Object.fromEntries(profile.env),
     on_ready: profile.on_ready,
-    defaults: specDefaults(profile.defaults),
+    defaults: profile.defaults,
     packages: [],
     ...(profile.mutable_layer !== false ? { mutable_layer: specMutableLayer(profile.mutable_layer) } : {}),
     requires_host: specHostRequirements(profile.requires_host),
