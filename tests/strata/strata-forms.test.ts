@@ -11,7 +11,6 @@ import { join } from "node:path";
 import {
   environmentId,
   lockfileToYaml,
-  lockfileToYaml,
   parseLockfileText,
   parseProfileText,
   profileToModel,
