@@ -17,10 +17,10 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { parse } from "yaml";
-import { LocalRegistry, modulefilePath } from "../../src/strata/index.ts";
 import { runCli } from "../helpers/cli.ts";
 import { exampleRegistry, resolveWithCli } from "./fixtures.ts";
 import { seedFields } from "./seed-tags.ts";
+import { handLock } from "./hand-lock.ts";
 
 const ex = exampleRegistry();
 
@@ -115,75 +115,6 @@ requires_host: [{key: efa, value: "true"}]
   assert.deepEqual(foreignFields({ ...doc, format: "cairn.lock/1" }), ["/format (not a field of LockFile)"]);
 });
 
-/** A ResolvedLayer written by hand from the registry's signed manifest, by the mapping docs/strata.md gives. */
-function handLayer(id: string, order: number, satisfiedBy: string, fromFormation?: string): string {
-  const m = LocalRegistry.open(ex.registry).readLayer(id).value;
-  const hex = (d: string) => d.replace(/^sha256:/, "");
-  const content = [...m.content_manifest].map(([p, d]) => `      ${JSON.stringify(p)}: ${hex(d)}`);
-  for (const [p, t] of m.symlinks) content.push(`      ${JSON.stringify(p)}: ${createHash("sha256").update(t).digest("hex")}`);
-  assert.equal(m.modulefile, undefined, "the example layers carry no modulefile");
-  assert.notEqual(modulefilePath(m.name, m.version), "");
-  return `  - id: ${m.id}
-    name: ${m.name}
-    version: "${m.version}"
-    source: ""
-    sha256: ${hex(m.sha256)}
-    size: ${m.size}
-    content_manifest:
-${content.length ? content.join("\n") : "      {}"}
-    rekor_entry: ""
-    bundle: ""
-    signed_by: ""
-    cosign_version: ""
-    provides: [${m.provides.map((c) => `{name: ${c.name}, version: "${c.version}"}`).join(", ")}]
-    requires: [${m.requires.map((q) => `{name: ${q.name}${q.min ? `, min_version: "${q.min}"` : ""}${q.max ? `, max_version: "${q.max}"` : ""}}`).join(", ")}]
-    arch: ${m.arch}
-    abi: ${m.abi}
-    built_at: 0001-01-01T00:00:00Z
-    user_selectable: ${m.user_selectable}
-    install_layout: ${m.install_layout === "rootfs" ? "flat" : "versioned"}
-    recipe_sha256: ""
-    build_env_lock_id: ""
-    mount_order: ${order}
-    satisfied_by: "${satisfiedBy}"
-${fromFormation ? `    from_formation: ${fromFormation}\n` : ""}`.replace("content_manifest:\n      {}", "content_manifest: {}");
-}
-
-/** The hand-written lockfile: python, the bio-seq formation's members, env, on_ready, defaults, a pip set and a host requirement. */
-function handLock(base: Doc): string {
-  const H = (c: string) => c.repeat(64);
-  return `profile: seq-analysis
-profile_sha256: ""
-resolved_at: 2026-11-30T05:17:52Z
-strata_version: v0.29.0
-base:
-  declared_os: debian12
-  ami_id: ""
-  ami_sha256: ${(base as { ami_sha256: string }).ami_sha256}
-  capabilities:
-    ami_id: ""
-    os: debian12
-    arch: x86_64
-    abi: gnu
-    probed_at: 2026-11-30T05:17:50Z
-    system_compiler: ""
-    provides: [${(((base.capabilities as Doc).provides ?? []) as Doc[]).map((c) => `{name: "${c.name}", version: "${c.version}"}`).join(", ")}]
-layers:
-${handLayer("samtools-1.20-gnu-x86_64", 1, "formation:bio-seq@2026.03", "bio-seq@2026.03")}${handLayer("bwa-0.7.18-gnu-x86_64", 2, "formation:bio-seq@2026.03", "bio-seq@2026.03")}${handLayer("python-3.12.4-gnu-x86_64", 3, "python@3.12")}env:
-  LC_ALL: C.UTF-8
-on_ready:
-  - python3 --version
-defaults:
-  - {name: python, version: "3.12"}
-packages:
-  - manager: pip
-    packages:
-      - {name: six, version: 1.16.0, sha256: ${H("d")}}
-requires_host:
-  - {key: efa, value: "true"}
-`;
-}
-
 test("a lockfile written by hand in the seed's format is read, validated, signed, verified against the registry, and identified as Strata identifies it", async () => {
   // The base facts as cairn probed them (the example rootfs), taken from a resolved lockfile.
   const resolved = join(ex.root, "base.lock");
@@ -191,7 +122,7 @@ test("a lockfile written by hand in the seed's format is read, validated, signed
   writeFileSync(profile, "name: b\nbase: {os: debian12}\nsoftware: []\n");
   assert.equal((await resolveWithCli(ex, profile, resolved, { sign: false })).code, 0);
   const base = (parse(readFileSync(resolved, "utf8"), { version: "1.2" }) as Doc).base as Doc;
-  const text = handLock(base);
+  const text = handLock(ex, base);
   const hand = join(ex.root, "hand.lock");
   writeFileSync(hand, text);
   const doc = parse(text, { version: "1.2" }) as Doc;
