@@ -12,7 +12,9 @@
  *
  * Writing emits the table's names in its order and leaves out an `omitempty`
  * field holding its zero value, as Go's encoder does; the zero time is written
- * as Go writes it (`0001-01-01T00:00:00Z`) and read back as unset.
+ * as Go writes it (`0001-01-01T00:00:00Z`) and read back as unset. A package
+ * set's nil list is written `null` (Go's yaml.v3 would write `[]`, which reads
+ * back as an empty list and so changes the EnvironmentID).
  */
 import { type Checker, childPath, compareBytes, isJsonObject, type JsonModel } from "../../core/index.ts";
 import { readRef, refToModel, yamlNumberMessage, type SoftwareRef } from "../ref.ts";
@@ -140,7 +142,8 @@ export function writeStruct(v: Record<string, unknown>, schema: StructSchema): R
     const x = v[f.name];
     if (f.omitempty && isEmpty(f.kind, x)) continue;
     if (x === undefined && typeof f.kind === "object" && "ptr" in f.kind) continue;
-    out[f.name] = writeValue(f.kind, x);
+    // A nil list that must stay nil (KEEPS_NIL) is written as null, which Go reads back as nil: writing [] would change the EnvironmentID.
+    out[f.name] = x === null && KEEPS_NIL.has(`${schema.type}.${f.name}`) ? null : writeValue(f.kind, x);
   }
   return out;
 }
