@@ -28,7 +28,7 @@ import {
   type SigningKey,
   type VerifyingKey,
 } from "../core/index.ts";
-import { parseLockfileText, parseLockfileUnvalidated, type Lockfile } from "./lockfile.ts";
+import { parseLockfileText, parseLockfileUnvalidated, viewLock, type Lockfile } from "./lockfile.ts";
 import { readRecordsFile, removeRecords, writeRecords } from "./lockfile-records.ts";
 import { lockFileToYaml, parseLockFileText } from "./spec/lockfile.ts";
 
@@ -152,10 +152,12 @@ function parseWithRecords(path: string, bytes: Buffer): Lockfile {
   return parseLockfileText(text, path, records);
 }
 
-/** Reads a lockfile without Validate (for `lock diff`): shape errors refuse it, rule problems come back as `problems`. Records are not read. */
+/** Reads a lockfile without Validate (for `lock diff`): shape errors refuse it, rule problems come back as `problems`. The records beside it are read (and checked) when there are any. */
 export function readLockfileUnvalidated(path: string): { lock: Lockfile; problems: readonly Issue[] } {
   const bytes = readLockBytes(path, MAX_LOCK_BYTES);
-  return parseLockfileUnvalidated(decodeUtf8(bytes, path), path);
+  const read = parseLockfileUnvalidated(decodeUtf8(bytes, path), path);
+  const records = readRecordsFile(path, read.lock.spec, bytes);
+  return records === undefined ? read : { lock: viewLock(read.lock.spec, records), problems: read.problems };
 }
 
 
