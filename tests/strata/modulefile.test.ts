@@ -203,7 +203,7 @@ test("CLI: layer build --generate-modulefile --module-env; the lockfile records 
   assert.deepEqual({ ...layer.modulefile }, built.modulefile, "its path is the seed's and its digest is the content manifest's");
   // lock verify compares the lockfile's layer with the registry's manifest: a lock whose modulefile digest was edited, then re-signed, fails; control: as resolved.
   const resigned = join(ex.root, "hello-edited.lock");
-  writeFileSync(resigned, text.replace(built.modulefile.sha256.slice(7), "0".repeat(64)));
+  writeFileSync(resigned, text.replace(built.modulefile.sha256.slice(7), "e".repeat(64)));
   assert.equal((await runCli(["lock", "sign", resigned, "--key", join(ex.root, "lock.key")])).code, 0);
   const tampered = await runCli(["lock", "verify", resigned, "--pub", join(ex.root, "lock.pub"), "--registry", ex.registry, "--trust", `keyfile://${ex.root}/registry.pub`, "--json"]);
   assert.equal(tampered.code, 1);
