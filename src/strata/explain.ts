@@ -49,6 +49,13 @@ export function explainText(): string {
   for (const [obj, fields] of Object.entries(e.hashed)) lines.push(`  ${obj}: ${fields.join(", ")}`);
   lines.push("", "not covered, and why:");
   for (const [obj, fields] of Object.entries(e.excluded)) for (const [f, why] of Object.entries(fields)) lines.push(`  ${obj}.${f}: ${why}`);
-  lines.push("", "equal content identities promise:", ...e.promises.map((p) => `  - ${p}`), "", "equal content identities do not promise:", ...e.does_not_promise.map((p) => `  - ${p}`));
+  lines.push(
+    "",
+    "equal content identities promise:",
+    ...e.promises.map((p) => `  - ${p}`),
+    "",
+    "equal content identities do not promise:",
+    ...e.does_not_promise.map((p) => `  - ${p}`),
+  );
   return lines.join("\n");
 }

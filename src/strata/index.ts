@@ -34,7 +34,15 @@ export { resolveProfile, profileDigest, PROFILE_DIGEST } from "./resolve/resolve
 export type { ResolveInput } from "./resolve/resolver.ts";
 export { parseLockfileUnvalidated, parseLockfileText, isFrozen, viewLock, lockfileToYaml, NO_RECORDS, V1_FORMAT } from "./lockfile.ts";
 export type { Lockfile, LockLayer, LockRecords, LayerRecord, LockFormation, VerificationPolicy } from "./lockfile.ts";
-export { lockFileToYaml, parseLockFileText, validateLockFile, lockFileProblems, environmentId as strataEnvironmentId, environmentIdInput as strataEnvironmentIdInput, isFrozen as specIsFrozen } from "./spec/lockfile.ts";
+export {
+  lockFileToYaml,
+  parseLockFileText,
+  validateLockFile,
+  lockFileProblems,
+  environmentId as strataEnvironmentId,
+  environmentIdInput as strataEnvironmentIdInput,
+  isFrozen as specIsFrozen,
+} from "./spec/lockfile.ts";
 export type * as StrataSpec from "./spec/types.ts";
 export { recordsPath, readRecords, recordsToModel, pinnedSets, RECORDS_FORMAT } from "./lockfile-records.ts";
 export { toSpecLayerManifest, bareHex, specManifestDifference } from "./layer-spec.ts";

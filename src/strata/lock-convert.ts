@@ -74,11 +74,16 @@ function convertLayer(v: JsonModel, i: number): { layer: spec.ResolvedLayer; rec
   const id = str(v, "id", p);
   const b64 = v.manifest_envelope;
   if (typeof b64 !== "string") {
-    return refuse(`${p}/manifest_envelope`, `layer ${id} carries no signed manifest to convert from`, "resolve the profile again: cairn writes Strata's format");
+    return refuse(
+      `${p}/manifest_envelope`,
+      `layer ${id} carries no signed manifest to convert from`,
+      "resolve the profile again: cairn writes Strata's format",
+    );
   }
   const bytes = Buffer.from(b64, "base64");
   const signature = attestation(v.signature, `${p}/signature`);
-  if (signature !== undefined && sha256(bytes) !== signature.envelope_sha256) refuse(`${p}/manifest_envelope`, "the embedded envelope is not the one the lockfile pins");
+  if (signature !== undefined && sha256(bytes) !== signature.envelope_sha256)
+    refuse(`${p}/manifest_envelope`, "the embedded envelope is not the one the lockfile pins");
   const payload = Buffer.from(parseEnvelope(parseJsonBytes(bytes, { source: `${p}/manifest_envelope` })).payload, "base64");
   const manifest = parseLayerManifest(parseJsonBytes(payload, { source: `${p}/manifest_envelope payload` }), `layer ${id}`);
   if (manifest.id !== id) refuse(`${p}/id`, `the embedded manifest is layer ${manifest.id}, not ${id}`);
@@ -125,7 +130,11 @@ function convertDefaults(v: JsonModel | undefined): SoftwareRef[] {
   if (v === undefined) return [];
   if (isJsonObject(v)) {
     if (Object.keys(v).length === 0) return [];
-    return refuse("/defaults", "defaults is a settings mapping; Strata's defaults are software refs Lmod loads", "resolve the profile again with defaults: [name@version, ...]");
+    return refuse(
+      "/defaults",
+      "defaults is a settings mapping; Strata's defaults are software refs Lmod loads",
+      "resolve the profile again with defaults: [name@version, ...]",
+    );
   }
   if (!Array.isArray(v)) return refuse("/defaults", "defaults is neither a list nor a mapping");
   return v.map((m, i): SoftwareRef => {
@@ -167,10 +176,14 @@ export function convertV1Lockfile(text: string, source = "lockfile"): Converted 
   if (root.not_acted_upon !== undefined) dropped.push("/not_acted_upon");
   const mutable = root.mutable_layer;
   if (mutable !== undefined && mutable !== false) {
-    throw new CairnError("LOCK_DIRTY", "cannot convert: the lockfile has a mutable upper layer, which the old format recorded without the name and version Strata's spec requires", {
-      path: "/mutable_layer",
-      hint: "freeze the upper layer (`cairn layer freeze`) or resolve the profile again with mutable_layer: {name, version}",
-    });
+    throw new CairnError(
+      "LOCK_DIRTY",
+      "cannot convert: the lockfile has a mutable upper layer, which the old format recorded without the name and version Strata's spec requires",
+      {
+        path: "/mutable_layer",
+        hint: "freeze the upper layer (`cairn layer freeze`) or resolve the profile again with mutable_layer: {name, version}",
+      },
+    );
   }
   const converted = Array.isArray(root.layers) ? root.layers.map(convertLayer) : refuse("/layers", "layers is not a list");
   const base = convertBase(root.base);

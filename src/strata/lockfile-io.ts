@@ -20,7 +20,6 @@ import {
   decodeUtf8,
   checkLimit,
   FIXED_LIMIT_HINT,
-  parseYamlText,
   readFileBounded,
   type Issue,
   type DsseEnvelope,
@@ -29,8 +28,8 @@ import {
   type VerifyingKey,
 } from "../core/index.ts";
 import { parseLockfileText, parseLockfileUnvalidated, viewLock, type Lockfile } from "./lockfile.ts";
-import { readRecordsFile, removeRecords, writeRecords } from "./lockfile-records.ts";
-import { lockFileToYaml, parseLockFileText } from "./spec/lockfile.ts";
+import { readRecordsFile, writeRecords } from "./lockfile-records.ts";
+import { lockFileToYaml } from "./spec/lockfile.ts";
 
 /**
  * A lockfile's (or its signature's) bytes: a regular file, read bounded and
@@ -159,5 +158,3 @@ export function readLockfileUnvalidated(path: string): { lock: Lockfile; problem
   const records = readRecordsFile(path, read.lock.spec, bytes);
   return records === undefined ? read : { lock: viewLock(read.lock.spec, records), problems: read.problems };
 }
-
-

@@ -144,7 +144,8 @@ export function readRecords(v: JsonModel, lock: spec.LockFile, lockSha256: Sha25
     });
   }
   const policy = Object.hasOwn(root, "policy") ? c.string(root.policy, "/policy") : undefined;
-  if (policy !== undefined && policy !== "signed" && policy !== "unsigned-offline") c.add("/policy", "policy must be signed or unsigned-offline", "MODEL_VALUE");
+  if (policy !== undefined && policy !== "signed" && policy !== "unsigned-offline")
+    c.add("/policy", "policy must be signed or unsigned-offline", "MODEL_VALUE");
   const base_source = Object.hasOwn(root, "base_source") ? c.string(root.base_source, "/base_source", { nonEmpty: true, max: 4096 }) : undefined;
   const layers = new Map<string, LayerRecord>();
   c.array(c.required(root, "layers", ""), "/layers")?.forEach((x, i) => {
@@ -155,7 +156,8 @@ export function readRecords(v: JsonModel, lock: spec.LockFile, lockSha256: Sha25
     else if (r[1].manifest_envelope !== undefined && c.ok) {
       // The envelope must be the signed form of the manifest the lockfile carries inline.
       const differs = specManifestDifference(inLock, toSpecLayerManifest(embeddedManifest(r[1].manifest_envelope, `/layers/${i}`)));
-      if (differs !== undefined) c.add(`/layers/${i}/manifest_envelope`, `the signed manifest's ${differs} differs from the lockfile's layer ${r[0]}`, "DIGEST_MISMATCH");
+      if (differs !== undefined)
+        c.add(`/layers/${i}/manifest_envelope`, `the signed manifest's ${differs} differs from the lockfile's layer ${r[0]}`, "DIGEST_MISMATCH");
     }
     if (inLock === undefined) return;
     if (layers.has(r[0])) c.add(`/layers/${i}/id`, `layer ${r[0]} is recorded twice`, "LOCK_INVALID");
@@ -251,4 +253,3 @@ export function readRecordsFile(lockPath: string, lock: spec.LockFile, lockBytes
   const bytes = readFileBounded(p, MAX_RECORDS_BYTES, "lock.max_records_bytes", { limitHint: FIXED_LIMIT_HINT });
   return readRecords(parseJsonBytes(bytes, { source: p }), lock, sha256(lockBytes), p);
 }
-

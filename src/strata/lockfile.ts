@@ -126,7 +126,10 @@ export function wiringOf(layer: spec.LayerManifest, all: readonly spec.LayerMani
     const providers: string[] = [];
     if (base.provides.some((c) => satisfies(c, r))) providers.push(BASE_PROVIDER);
     for (const other of all) if (other.id !== layer.id && other.provides.some((c) => satisfies(c, r))) providers.push(other.id);
-    out.set(requirementString(r), providers.sort((a, b) => (a === BASE_PROVIDER ? -1 : b === BASE_PROVIDER ? 1 : compareBytes(a, b))));
+    out.set(
+      requirementString(r),
+      providers.sort((a, b) => (a === BASE_PROVIDER ? -1 : b === BASE_PROVIDER ? 1 : compareBytes(a, b))),
+    );
   }
   return out;
 }

@@ -30,7 +30,10 @@ const lockA = file("a.lock", lockfileToYaml(lockWith("  - manager: pip\n    pack
 // Another base: one more capability, so another base digest.
 const lockB = file("b.lock", lockfileToYaml(lockWith("  - manager: pip\n    packages: [{name: gamma}]\n", [{ name: "gcc", version: "12" }])));
 // A rule-breaking lockfile: its base digest is not 64 lowercase hex. `lock diff` still shows it, with its problems.
-const lockInvalid = file("invalid.lock", readFileSync(lockA, "utf8").replace(/^ {2}ami_sha256: ([0-9a-f]{64})$/m, (_, h: string) => `  ami_sha256: ${h.toUpperCase()}`));
+const lockInvalid = file(
+  "invalid.lock",
+  readFileSync(lockA, "utf8").replace(/^ {2}ami_sha256: ([0-9a-f]{64})$/m, (_, h: string) => `  ami_sha256: ${h.toUpperCase()}`),
+);
 const lockGarbage = file("garbage.lock", "format: [unclosed\n");
 
 test("lock diff: 0 equal, 1 different (controls)", async () => {

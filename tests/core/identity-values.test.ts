@@ -85,7 +85,8 @@ export async function computeIdentityValues(): Promise<Record<string, string>> {
   // requires_host is a set (issue 13): the same lockfile listing it out of order has the same identity.
   const hosts = (list: string) => environmentId(parseLockfileText(LOCKFILE.replace('requires_host: [{key: gpu, value: "true"}]', `requires_host: [${list}]`)));
   out["content identity (requires_host out of order)"] = hosts('{key: kvm, value: "true"}, {key: gpu, value: "true"}');
-  if (out["content identity (requires_host out of order)"] !== hosts('{key: gpu, value: "true"}, {key: kvm, value: "true"}')) throw new Error("requires_host order changed the identity");
+  if (out["content identity (requires_host out of order)"] !== hosts('{key: gpu, value: "true"}, {key: kvm, value: "true"}'))
+    throw new Error("requires_host order changed the identity");
   out["base digest (probed)"] = baseDigest(lock.base);
   out["base digest (declared)"] = declaredBase("debian12", "x86_64").digest!;
   out["base digest (oci image)"] = baseDigest({

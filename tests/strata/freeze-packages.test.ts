@@ -9,15 +9,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { cpSync } from "node:fs";
 import { join } from "node:path";
-import {
-  environmentId,
-  freezeLock,
-  lockfileCaveats,
-  lockfileToYaml,
-  parseLockfileText,
-  type FreezeOptions,
-  type Lockfile,
-} from "../../src/strata/index.ts";
+import { environmentId, freezeLock, lockfileCaveats, lockfileToYaml, parseLockfileText, type FreezeOptions, type Lockfile } from "../../src/strata/index.ts";
 import { assertCodeAsync } from "../helpers/errors.ts";
 import { tempDir } from "./fixtures.ts";
 import { lockWith, sha256sum, writeCondaChannel, writeCranRepo, writePipIndex } from "./freeze-fixtures.ts";

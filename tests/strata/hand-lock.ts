@@ -45,7 +45,11 @@ ${fromFormation ? `    from_formation: ${fromFormation}\n` : ""}`.replace("conte
 }
 
 /** The hand-written lockfile: python, the bio-seq formation's members, env, on_ready, defaults, a pip set and a host requirement. */
-export function handLock(ex: ExampleRegistry, base: Record<string, unknown>, opts: { extraLayers?: string[]; pip?: { name: string; version: string; sha256: string } } = {}): string {
+export function handLock(
+  ex: ExampleRegistry,
+  base: Record<string, unknown>,
+  opts: { extraLayers?: string[]; pip?: { name: string; version: string; sha256: string } } = {},
+): string {
   const pip = opts.pip ?? { name: "six", version: "1.16.0", sha256: "d".repeat(64) };
   return `profile: seq-analysis
 profile_sha256: ""
@@ -78,4 +82,3 @@ requires_host:
   - {key: efa, value: "true"}
 `;
 }
-

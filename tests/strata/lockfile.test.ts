@@ -91,7 +91,11 @@ test("Validate: an unsafe layer id is PATH_UNSAFE naming /layers/0/id (control: 
 test("Validate: two layers sharing a mount order, or one id twice, is an error", async () => {
   const l = await lock();
   assertCode(() => parseLockfileText(edited(l, (m) => void (m.layers[1]!.mount_order = m.layers[0]!.mount_order))), "LOCK_INVALID", "/layers/1/mount_order");
-  assertCode(() => parseLockfileText(edited(l, (m) => void m.layers.push({ ...m.layers[0]!, mount_order: 99 }))), "LOCK_INVALID", `/layers/${l.layers.length}/id`);
+  assertCode(
+    () => parseLockfileText(edited(l, (m) => void m.layers.push({ ...m.layers[0]!, mount_order: 99 }))),
+    "LOCK_INVALID",
+    `/layers/${l.layers.length}/id`,
+  );
 });
 
 test("parsing: null entries and unknown fields are errors with their paths", async () => {
@@ -276,7 +280,9 @@ test("records whose embedded manifest is not the lockfile's layer are refused (D
   const dir = tempDir("cairn-records-env-");
   const path = join(dir, "env.lock");
   writeLockfile(path, l);
-  const records = JSON.parse(readFileSync(recordsPath(path), "utf8")) as { layers: { manifest_envelope: string; signature: unknown; manifest_sha256: string }[] };
+  const records = JSON.parse(readFileSync(recordsPath(path), "utf8")) as {
+    layers: { manifest_envelope: string; signature: unknown; manifest_sha256: string }[];
+  };
   // Swap two layers' envelopes and their digests: each is a real signed manifest, of another layer.
   const [a, b] = [records.layers[0]!, records.layers[1]!];
   records.layers[0] = { ...a, manifest_envelope: b.manifest_envelope, signature: b.signature, manifest_sha256: b.manifest_sha256 };

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { parseYamlText, readSigningKey, sha256, type JsonModel } from "../../src/core/index.ts";
+import { sha256, type JsonModel } from "../../src/core/index.ts";
 import {
   buildLayerFromDirectory,
   generateModulefile,
@@ -20,7 +20,6 @@ import {
   parseLockfileText,
   parseModuleEnv,
   readLayerBlobs,
-  writeLockfile,
   type LayerSpec,
 } from "../../src/strata/index.ts";
 import { runCli } from "../helpers/cli.ts";
@@ -205,7 +204,18 @@ test("CLI: layer build --generate-modulefile --module-env; the lockfile records 
   const resigned = join(ex.root, "hello-edited.lock");
   writeFileSync(resigned, text.replace(built.modulefile.sha256.slice(7), "e".repeat(64)));
   assert.equal((await runCli(["lock", "sign", resigned, "--key", join(ex.root, "lock.key")])).code, 0);
-  const tampered = await runCli(["lock", "verify", resigned, "--pub", join(ex.root, "lock.pub"), "--registry", ex.registry, "--trust", `keyfile://${ex.root}/registry.pub`, "--json"]);
+  const tampered = await runCli([
+    "lock",
+    "verify",
+    resigned,
+    "--pub",
+    join(ex.root, "lock.pub"),
+    "--registry",
+    ex.registry,
+    "--trust",
+    `keyfile://${ex.root}/registry.pub`,
+    "--json",
+  ]);
   assert.equal(tampered.code, 1);
   assert.equal(JSON.parse(tampered.stdout).error.code, "DIGEST_MISMATCH");
   assert.equal(JSON.parse(tampered.stdout).error.path, "/layers/0/content_manifest");

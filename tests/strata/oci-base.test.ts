@@ -57,7 +57,11 @@ test("--base oci:LAYOUT@sha256:DIGEST probes the image's root filesystem and rec
     dirLock,
   ]);
   assert.equal(d.code, 0, d.stderr);
-  assert.notEqual(/ami_sha256: (\S+)/.exec(readFileSync(dirLock, "utf8"))![1], /ami_sha256: (\S+)/.exec(text)![1], "the image digest is part of the base digest");
+  assert.notEqual(
+    /ami_sha256: (\S+)/.exec(readFileSync(dirLock, "utf8"))![1],
+    /ami_sha256: (\S+)/.exec(text)![1],
+    "the image digest is part of the base digest",
+  );
 });
 
 test("--base oci: with a digest the layout does not hold is refused; a malformed spec is a usage error", async () => {

@@ -336,7 +336,11 @@ test("offline audit: lock verify without a registry verifies layer signatures on
   env.signatures[0].sig = sig.toString("base64");
   const bytes = Buffer.from(JSON.stringify(env));
   const layers = new Map(lock.records.layers);
-  layers.set(first.id, { ...layers.get(first.id)!, manifest_envelope: bytes.toString("base64"), signature: { ...first.signature!, envelope_sha256: sha256(bytes) } });
+  layers.set(first.id, {
+    ...layers.get(first.id)!,
+    manifest_envelope: bytes.toString("base64"),
+    signature: { ...first.signature!, envelope_sha256: sha256(bytes) },
+  });
   const bad = join(dir, "bad.yaml");
   writeLockfile(bad, viewLock(lock.spec, { ...lock.records, layers }), ex.lockKey);
   await assertCodeAsync(() => verify(bad, [ex.registryKey]), "SIGNATURE_INVALID");

@@ -33,7 +33,6 @@ export const SEED_TAGS: Record<string, string> = {
 };
 SEED_TAGS.ResolvedLayer = `${SEED_TAGS.LayerManifest} mount_order satisfied_by from_formation?`;
 
-
 /** The wire names of a struct (no omitempty marks). */
 export function seedFields(type: string): string[] {
   return SEED_TAGS[type]!.split(" ").map((f) => f.replace(/\?$/, ""));

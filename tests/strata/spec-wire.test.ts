@@ -253,6 +253,7 @@ test("every type round-trips: a value with every field set is written, read back
     const zc = new Checker("LOCK_INVALID");
     const zeroText = toYamlText(writeStruct(zero, schema));
     assert.deepEqual(JSON.parse(JSON.stringify(readStruct(zc, parseYamlText(zeroText), "", schema))), JSON.parse(JSON.stringify(zero)), `${schema.type} zero`);
-    for (const f of schema.fields.filter((x) => x.omitempty)) assert.ok(!new RegExp(`^${f.name}:`, "m").test(zeroText), `${schema.type}.${f.name} is omitempty`);
+    for (const f of schema.fields.filter((x) => x.omitempty))
+      assert.ok(!new RegExp(`^${f.name}:`, "m").test(zeroText), `${schema.type}.${f.name} is omitempty`);
   }
 });

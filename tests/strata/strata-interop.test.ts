@@ -42,14 +42,22 @@ function strataId(doc: Doc): string {
   if (layers.some((l) => !l.sha256) || !(doc.base as Doc).ami_sha256) return "";
   const input: Doc = { base_ami_sha256: (doc.base as Doc).ami_sha256, layer_sha256s: layers.map((l) => l.sha256) };
   const env = (doc.env ?? {}) as Record<string, string>;
-  if (Object.keys(env).length > 0) input.env = Object.fromEntries(Object.keys(env).sort().map((k) => [k, env[k]]));
+  if (Object.keys(env).length > 0)
+    input.env = Object.fromEntries(
+      Object.keys(env)
+        .sort()
+        .map((k) => [k, env[k]]),
+    );
   if (((doc.on_ready ?? []) as unknown[]).length > 0) input.on_ready = doc.on_ready;
   const packages = (doc.packages ?? []) as Doc[];
   if (packages.length > 0) {
     input.packages = packages.map((s) => ({
       manager: s.manager,
       ...(s.env ? { env: s.env } : {}),
-      packages: s.packages === undefined || s.packages === null ? null : (s.packages as Doc[]).map((p) => ({ name: p.name, version: p.version, ...(p.sha256 ? { sha256: p.sha256 } : {}) })),
+      packages:
+        s.packages === undefined || s.packages === null
+          ? null
+          : (s.packages as Doc[]).map((p) => ({ name: p.name, version: p.version, ...(p.sha256 ? { sha256: p.sha256 } : {}) })),
     }));
   }
   return createHash("sha256").update(goLike(input)).digest("hex");

@@ -50,7 +50,16 @@ describe("run a lockfile written in Strata's format", { skip: VM_SKIP || GCC_SKI
     assert.match(strataId, /^[0-9a-f]{64}$/);
     const key = ["--key", join(ex.root, "lock.key")];
     assert.equal((await runCli(["lock", "sign", hand, ...key], env)).code, 0);
-    const flags = ["--pub", join(ex.root, "lock.pub"), "--registry", ex.registry, "--trust", `keyfile://${ex.root}/registry.pub`, "--base", `rootfs:${ex.rootfs}`];
+    const flags = [
+      "--pub",
+      join(ex.root, "lock.pub"),
+      "--registry",
+      ex.registry,
+      "--trust",
+      `keyfile://${ex.root}/registry.pub`,
+      "--base",
+      `rootfs:${ex.rootfs}`,
+    ];
 
     // Without the archive's record, nothing runs: cairn cannot place the pinned package, and says what to do.
     const refused = await runCli(["run", hand, ...flags, "--cmd", "/usr/local/bin/lstree", "--json"], env);

@@ -9,7 +9,8 @@ import { remoteFlags } from "../remote-flags.ts";
 const POLICY_TEXT: Readonly<Record<string, string>> = {
   signed: "signed (cairn checked every layer and formation against a trusted key at resolution)",
   "unsigned-offline": "unsigned-offline (some layers or formations were accepted unsigned)",
-  "attestation-references-present": "attestation-references-present (Strata's claim that every layer names a bundle and a Rekor entry; cairn does not check Rekor offline)",
+  "attestation-references-present":
+    "attestation-references-present (Strata's claim that every layer names a bundle and a Rekor entry; cairn does not check Rekor offline)",
   unrecorded: "unrecorded (no cairn records; each layer's signed manifest was checked in the registry when --trust was given)",
 };
 

@@ -40,7 +40,9 @@ export function registerLock(program: Command, ctx: Context): void {
     });
   lock
     .command("convert")
-    .description("convert a lockfile in cairn's earlier format (cairn.lock/1) into Strata's format, with cairn's records beside it (written unsigned unless --sign)")
+    .description(
+      "convert a lockfile in cairn's earlier format (cairn.lock/1) into Strata's format, with cairn's records beside it (written unsigned unless --sign)",
+    )
     .argument("<old>", "lockfile in the earlier format")
     .requiredOption("--out <lock>", "where to write the converted lockfile (and OUT.cairn.json)")
     .option("--sign <key>", "sign the converted lockfile (the old signature covered other bytes)")

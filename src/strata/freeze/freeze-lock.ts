@@ -211,15 +211,23 @@ function checkKeepsPins(set: LockPackageSet, frozen: FrozenPackages, i: number):
   for (const p of set.pinned ?? []) {
     const got = frozen.pins.find((x) => x.name === p.name);
     if (got === undefined || got.version !== p.version) {
-      throw new CairnError("RESOLVE_FAILED", `${set.manager} ${p.name} ${p.version}: the lockfile pins it, the index resolves ${got ? got.version : "nothing"}`, {
-        path: `/packages/${i}`,
-      });
+      throw new CairnError(
+        "RESOLVE_FAILED",
+        `${set.manager} ${p.name} ${p.version}: the lockfile pins it, the index resolves ${got ? got.version : "nothing"}`,
+        {
+          path: `/packages/${i}`,
+        },
+      );
     }
     if (p.sha256 !== undefined && got.sha256 !== `sha256:${p.sha256}`) {
-      throw new CairnError("DIGEST_MISMATCH", `${set.manager} ${p.name} ${p.version}: the index's archive is ${got.sha256}, the lockfile pins sha256:${p.sha256}`, {
-        path: `/packages/${i}`,
-        hint: "the index serves other bytes than the ones the lockfile was frozen with",
-      });
+      throw new CairnError(
+        "DIGEST_MISMATCH",
+        `${set.manager} ${p.name} ${p.version}: the index's archive is ${got.sha256}, the lockfile pins sha256:${p.sha256}`,
+        {
+          path: `/packages/${i}`,
+          hint: "the index serves other bytes than the ones the lockfile was frozen with",
+        },
+      );
     }
   }
 }

@@ -16,7 +16,7 @@
  * set's nil list is written `null` (Go's yaml.v3 would write `[]`, which reads
  * back as an empty list and so changes the EnvironmentID).
  */
-import { type Checker, childPath, compareBytes, isJsonObject, type JsonModel } from "../../core/index.ts";
+import { type Checker, childPath, compareBytes, type JsonModel } from "../../core/index.ts";
 import { readRef, refToModel, yamlNumberMessage, type SoftwareRef } from "../ref.ts";
 import type { Kind, StructSchema } from "./schema.ts";
 
