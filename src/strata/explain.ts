@@ -1,4 +1,4 @@
-/** `lock explain`: what a lockfile's EnvironmentID covers and what it does not, from the one definition in env-id.ts. */
+/** `lock explain`: what a lockfile's content identity covers and what it does not, from the one definition in env-id.ts (and how Strata's EnvironmentID differs). */
 import { scopeFieldNames } from "../core/index.ts";
 import { ENVIRONMENT_ID_SCHEMA, ENVIRONMENT_ID_SCOPE } from "./env-id.ts";
 
@@ -11,16 +11,16 @@ export interface Explanation {
 }
 
 export const PROMISES = [
-  "the same base facts (name, arch, ABI and the probed capabilities behind base.digest)",
-  "the same layer bytes (blob sha256 and size) mounted in the same order",
-  "the same env, on_ready commands, defaults, package requests, mutable-layer switch and host requirements",
+  "the same base facts (the probed capability record behind base.ami_sha256)",
+  "the same layer bytes (blob sha256 and size, layer id) mounted in the same order",
+  "the same env, on_ready commands, Lmod defaults, pinned packages, mutable-layer spec and host requirements",
 ] as const;
 
 export const DOES_NOT_PROMISE = [
   "what on_ready commands do when they run (network, clock, randomness)",
-  "what a package manager installs for a request without a digest (pip/conda/cran resolve at install time)",
+  "what a package without a digest installs, or a request cairn freeze has not pinned (pip/conda/cran resolve at install time)",
   "what is written into a mutable upper layer after start",
-  "anything about a base recorded as source: declared (it was not probed)",
+  "anything about a base that was declared, not probed",
   "who signed: the signatures and verification policy are provenance, shown by lock verify and lock provenance",
 ] as const;
 
@@ -40,10 +40,22 @@ export function explainScope(): Explanation {
 
 export function explainText(): string {
   const e = explainScope();
-  const lines = [`EnvironmentID = sha256 of the JCS encoding of the ${e.schema} hash input`, "", "covered:"];
+  const lines = [
+    `content identity (cairn) = sha256 of the JCS encoding of the ${e.schema} hash input`,
+    "EnvironmentID (Strata) = sha256 of Go's JSON of base.ami_sha256, the layers' sha256 in mount order, env, on_ready and the pinned packages: it leaves out the layer ids and sizes, defaults, the mutable layer and host requirements",
+    "",
+    "the content identity covers:",
+  ];
   for (const [obj, fields] of Object.entries(e.hashed)) lines.push(`  ${obj}: ${fields.join(", ")}`);
   lines.push("", "not covered, and why:");
   for (const [obj, fields] of Object.entries(e.excluded)) for (const [f, why] of Object.entries(fields)) lines.push(`  ${obj}.${f}: ${why}`);
-  lines.push("", "equal IDs promise:", ...e.promises.map((p) => `  - ${p}`), "", "equal IDs do not promise:", ...e.does_not_promise.map((p) => `  - ${p}`));
+  lines.push(
+    "",
+    "equal content identities promise:",
+    ...e.promises.map((p) => `  - ${p}`),
+    "",
+    "equal content identities do not promise:",
+    ...e.does_not_promise.map((p) => `  - ${p}`),
+  );
   return lines.join("\n");
 }

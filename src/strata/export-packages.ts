@@ -164,6 +164,15 @@ async function fetchPinned(source: IndexSource, recordedIndex: string, p: Packag
 
 /** The packages layer for `lock`, or undefined when no package set is frozen. */
 export async function packagesExportLayer(lock: Lockfile, o: PackageExportOptions): Promise<PackagesExport | undefined> {
+  // Packages the lockfile pins without cairn's archive records (a Strata lockfile) cannot be placed: an image
+  // without them would not be what the lockfile's identities name.
+  const bare = lock.packages.findIndex((s) => s.frozen === undefined && s.pinned !== undefined && s.pinned.length > 0);
+  if (bare >= 0) {
+    throw new CairnError("STORE_MISSING", `the lockfile pins ${lock.packages[bare]!.manager} packages whose archives cairn has no record of`, {
+      path: `/packages/${bare}`,
+      hint: "record them once with cairn freeze LOCK --index INDEX (it checks each archive against the pinned sha256), then export",
+    });
+  }
   const sets = lock.packages.map((s, i) => ({ s, i })).filter(({ s }) => s.frozen !== undefined && s.frozen.pins.length > 0);
   if (sets.length === 0) return undefined;
   const total = sets.reduce((n, { s }) => n + s.frozen!.pins.reduce((m, p) => m + p.size, 0), 0);

@@ -32,13 +32,25 @@ export { Catalog, catalogFromRegistries } from "./catalog.ts";
 export type { CatalogLayer } from "./catalog.ts";
 export { resolveProfile, profileDigest, PROFILE_DIGEST } from "./resolve/resolver.ts";
 export type { ResolveInput } from "./resolve/resolver.ts";
-export { parseLockfile, parseLockfileUnvalidated, parseLockfileText, isFrozen, LOCKFILE_FORMAT } from "./lockfile.ts";
-export { lockfileToYaml, lockfileToModel } from "./lockfile-model.ts";
-export type { Lockfile, LockLayer, VerificationPolicy } from "./lockfile.ts";
+export { parseLockfileUnvalidated, parseLockfileText, isFrozen, viewLock, lockfileToYaml, NO_RECORDS, V1_FORMAT } from "./lockfile.ts";
+export type { Lockfile, LockLayer, LockRecords, LayerRecord, LockFormation, VerificationPolicy } from "./lockfile.ts";
+export {
+  lockFileToYaml,
+  parseLockFileText,
+  validateLockFile,
+  lockFileProblems,
+  environmentId as strataEnvironmentId,
+  environmentIdInput as strataEnvironmentIdInput,
+  isFrozen as specIsFrozen,
+} from "./spec/lockfile.ts";
+export type * as StrataSpec from "./spec/types.ts";
+export { recordsPath, readRecords, recordsToModel, pinnedSets, RECORDS_FORMAT } from "./lockfile-records.ts";
+export { toSpecLayerManifest, bareHex, specManifestDifference } from "./layer-spec.ts";
+export { convertV1Lockfile, convertV1LockfileFile } from "./lock-convert.ts";
 export { environmentId, environmentIdInput, ENVIRONMENT_ID, ENVIRONMENT_ID_SCOPE } from "./env-id.ts";
 export { freshness, checkFreshness, parseMaxAge, formatDuration } from "./freshness.ts";
 export type { Freshness } from "./freshness.ts";
-export { writeLockfile, readLockfile, readLockfileUnvalidated, signaturePath } from "./lockfile-io.ts";
+export { writeLockfile, readLockfile, readLockfileUnvalidated, signaturePath, signLockfile } from "./lockfile-io.ts";
 export { requireLayerBlobs, verifyLock, verifyLockContents } from "./lockfile-verify.ts";
 export { checkLayerContents } from "./contents.ts";
 export type { VerifyReport, VerifyOptions } from "./lockfile-verify.ts";

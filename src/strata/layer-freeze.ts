@@ -34,7 +34,7 @@ export interface DirtyLock {
 }
 
 function requireDirty(lock: Lockfile): void {
-  if (lock.mutable_layer === false) {
+  if (lock.mutable_layer === undefined) {
     throw new CairnError("LOCK_INVALID", "the lockfile has no mutable upper layer: there is nothing to freeze", {
       path: "/mutable_layer",
       hint: "freeze the upper directory of an environment resolved with mutable_layer",

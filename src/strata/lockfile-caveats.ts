@@ -13,7 +13,14 @@ import type { Lockfile } from "./lockfile.ts";
 export function lockfileCaveats(l: Lockfile): string[] {
   const out: string[] = [];
   if (l.base.source === "declared") out.push("the base was declared, not probed: its capabilities and ABI were not checked");
-  const unpinned = l.packages.filter((s) => s.frozen === undefined);
+  const unpinned = l.packages.filter((s) => s.frozen === undefined && s.pinned === undefined);
+  const bare = l.packages.filter((s) => s.frozen === undefined && s.pinned !== undefined);
+  if (bare.length > 0) {
+    const noDigest = bare.flatMap((s) => (s.pinned ?? []).filter((p) => p.sha256 === undefined).map((p) => `${s.manager}:${p.name}`));
+    out.push(
+      `packages are pinned by the lockfile (name, version${noDigest.length ? "" : ", sha256"}) but cairn has no record of their archives, so it cannot place them in an image (run cairn freeze with their index)${noDigest.length ? `; pinned without a digest: ${noDigest.join(", ")}` : ""}`,
+    );
+  }
   const loose = unpinned.flatMap((s) => s.packages.filter((p) => p.version === undefined).map((p) => `${s.manager}:${p.name}`));
   if (unpinned.length > 0) {
     const which = unpinned.length < l.packages.length ? ` (unpinned: ${unpinned.map((s) => s.manager).join(", ")}; run cairn freeze with their index)` : "";
@@ -36,6 +43,5 @@ export function lockfileCaveats(l: Lockfile): string[] {
       `host requirements are recorded, not checked: the resolver cannot see the host this runs on (${hostRequirementSet(l.requires_host).map(hostRequirementString).join(", ")})`,
     );
   }
-  if (l.not_acted_upon !== undefined) out.push(`recorded, not acted upon: ${Object.keys(l.not_acted_upon).join(", ")}`);
   return out;
 }

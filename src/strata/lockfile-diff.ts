@@ -6,7 +6,7 @@
 import { capabilityString, hostRequirementSet, hostRequirementString } from "./capability.ts";
 import { compareBytes, type Issue } from "../core/index.ts";
 import { environmentId } from "./env-id.ts";
-import { defaultsToModel, mutableLayerToModel } from "./profile-forms.ts";
+import { refString } from "./ref.ts";
 import { isFrozen, type LockLayer, type Lockfile } from "./lockfile.ts";
 
 export interface LockChange {
@@ -57,7 +57,7 @@ export function diffLocks(a: Lockfile, b: Lockfile, problems_a: readonly Issue[]
   }
   maps(out, "/env", a.env, b.env, true);
   cmp(out, "/on_ready", JSON.stringify(a.on_ready), JSON.stringify(b.on_ready));
-  cmp(out, "/defaults", JSON.stringify(defaultsToModel(a.defaults)), JSON.stringify(defaultsToModel(b.defaults)));
+  cmp(out, "/defaults", a.defaults.map(refString).join(", "), b.defaults.map(refString).join(", "));
   for (let i = 0; i < Math.max(a.packages.length, b.packages.length); i++) {
     const [x, y] = [a.packages[i], b.packages[i]];
     const request = (s: typeof x) => s && JSON.stringify({ manager: s.manager, packages: s.packages, env: s.env });
@@ -67,8 +67,10 @@ export function diffLocks(a: Lockfile, b: Lockfile, problems_a: readonly Issue[]
       s?.frozen &&
       `${[...s.frozen.target].map(([k, v]) => `${k}=${v}`).join(" ")}: ${s.frozen.pins.map((p) => `${p.name} ${p.version} ${p.sha256}`).join(", ")}`;
     cmp(out, `/packages/${i}/frozen`, pins(x), pins(y));
+    const pinned = (s: typeof x) => s?.pinned?.map((p) => `${p.name} ${p.version} ${p.sha256 ?? "(no digest)"}`).join(", ");
+    cmp(out, `/packages/${i}/pinned`, pinned(x), pinned(y));
   }
-  cmp(out, "/mutable_layer", JSON.stringify(mutableLayerToModel(a.mutable_layer)), JSON.stringify(mutableLayerToModel(b.mutable_layer)));
+  cmp(out, "/mutable_layer", JSON.stringify(a.mutable_layer ?? null), JSON.stringify(b.mutable_layer ?? null));
   const hosts = (l: Lockfile): string => hostRequirementSet(l.requires_host).map(hostRequirementString).join(", ");
   cmp(out, "/requires_host", hosts(a), hosts(b));
   cmp(out, "/verification_policy", a.verification_policy, b.verification_policy);

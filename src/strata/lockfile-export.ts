@@ -197,7 +197,7 @@ function refuseDirty(path: string, verified?: Lockfile): void {
       return;
     }
   }
-  if (lock.mutable_layer === false) return;
+  if (lock.mutable_layer === undefined) return;
   throw new CairnError("LOCK_DIRTY", "the lockfile enables a mutable upper layer (dirty): what it holds cannot be part of an image", {
     path: "/mutable_layer",
     hint: "freeze the upper layer into a layer (`cairn layer freeze UPPER_DIR --lock LOCK …`) and export the lockfile that resolves without mutable_layer",
@@ -225,7 +225,7 @@ export async function exportLock(opts: ExportLockOptions): Promise<ExportResult>
   const probed = await probeExportBase(opts.base, opts.verify.now);
   const report = await verifyLock(opts.lockPath, { ...opts.verify, probedBase: probed });
   const lock = report.lock;
-  if (lock.mutable_layer !== false) refuseDirty(opts.lockPath, lock); // a signed dirty lockfile (signed before cairn refused to): same refusal
+  if (lock.mutable_layer !== undefined) refuseDirty(opts.lockPath, lock); // a signed dirty lockfile (signed before cairn refused to): same refusal
   if (opts.contents) await verifyLockContents(lock, opts.verify.registries);
   const layers: LayoutLayerInput[] = [];
   const staging = mkdtempSync(join(opts.tmpDir ?? tmpdir(), "cairn-export-"));

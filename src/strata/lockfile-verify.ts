@@ -20,6 +20,7 @@ import type { LockBase } from "./base.ts";
 import { capabilityString } from "./capability.ts";
 import { checkLayerContents } from "./contents.ts";
 import { embeddedEnvelope } from "./lockfile-envelope.ts";
+import { specManifestDifference, toSpecLayerManifest } from "./layer-spec.ts";
 
 export interface VerifyOptions {
   readonly keys: readonly VerifyingKey[];
@@ -75,18 +76,28 @@ function capabilityList(b: LockBase): string {
   return b.capabilities.map(capabilityString).sort().join(", ");
 }
 
-function checkPolicy(lock: Lockfile, allowUnsigned: boolean): void {
+function checkPolicy(lock: Lockfile, opts: VerifyOptions): void {
   const records = [
-    ...lock.layers.map((l) => ({ what: `layer ${l.id}`, a: l.signature })),
-    ...lock.formations.map((f) => ({ what: `formation ${f.name}@${f.version}`, a: f.signature })),
+    ...lock.layers.map((l, i) => ({ what: `layer ${l.id}`, a: l.signature, path: `/layers/${i}` })),
+    ...lock.formations.map((f, i) => ({ what: `formation ${f.name}@${f.version}`, a: f.signature, path: `/formations/${i}` })),
   ];
-  for (const [i, r] of records.entries()) {
-    if (r.a === undefined) throw new CairnError("LOCK_INVALID", `${r.what} has no signature record`, { path: `/layers/${i}/signature` });
+  for (const r of records) {
+    if (r.a === undefined) {
+      // No cairn record (a lockfile Strata wrote): only the registry's signed manifest, checked with --trust, can stand in.
+      if (opts.registries.length === 0 || opts.layerKeys.length === 0) {
+        throw new CairnError(
+          "SIGNATURE_MISSING",
+          `${r.what}: cairn has no record of its signature (no ${"LOCK.cairn.json"} entry${lock.spec.layers.some((l) => l.rekor_entry !== "" || l.bundle !== "") ? "; its Rekor entry and bundle are Sigstore references, which cairn does not check offline" : ""})`,
+          { path: r.path, hint: "give --registry DIR --trust keyfile://KEY to verify each layer's signed manifest in the registry" },
+        );
+      }
+      continue;
+    }
     if (r.a.status !== "signed" && lock.verification_policy === "signed") {
       throw new CairnError("LOCK_INVALID", `the lockfile claims policy signed, but ${r.what} is ${r.a.status}`, { path: "/verification_policy" });
     }
   }
-  if (lock.verification_policy === "unsigned-offline" && !allowUnsigned) {
+  if (lock.verification_policy === "unsigned-offline" && !opts.allowUnsignedOffline) {
     throw new CairnError("TRUST_REFUSED", "the lockfile was resolved with unsigned layers (policy unsigned-offline)", {
       path: "/verification_policy",
       hint: "pass --allow-unsigned-offline to accept it knowingly",
@@ -156,11 +167,11 @@ async function checkLayers(lock: Lockfile, opts: VerifyOptions): Promise<number>
         path: `/layers/${i}/sha256`,
       });
     }
-    const mf = doc.value.modulefile;
-    const mfSha = mf === undefined ? undefined : doc.value.content_manifest.get(mf);
-    if (l.modulefile?.path !== mf || l.modulefile?.sha256 !== mfSha) {
-      throw new CairnError("DIGEST_MISMATCH", `layer ${l.id}: the lockfile's modulefile record differs from the manifest's (${mf ?? "none"} ${mfSha ?? ""})`, {
-        path: `/layers/${i}/modulefile`,
+    const differs = specManifestDifference(l.manifest, toSpecLayerManifest(doc.value));
+    if (differs !== undefined) {
+      throw new CairnError("DIGEST_MISMATCH", `layer ${l.id}: the lockfile's ${differs} differs from the registry's signed manifest`, {
+        path: `/layers/${i}/${differs}`,
+        hint: "the lockfile's copy of the layer manifest was edited, or the registry holds another manifest for this id",
       });
     }
     const blobReg = opts.registries.find((r) => r.hasBlob(l.sha256!));
@@ -168,15 +179,18 @@ async function checkLayers(lock: Lockfile, opts: VerifyOptions): Promise<number>
       throw new CairnError("STORE_MISSING", `layer ${l.id}: blob ${l.sha256} is in none of the registries`, { path: `/layers/${i}/sha256` });
     }
     await blobReg.checkBlob(l.sha256!, l.size ?? -1);
-    if (opts.layerKeys.length > 0 && l.signature?.status === "signed") {
+    // A layer cairn recorded as signed, or any layer of a lockfile without cairn's records (Strata's): its registry manifest must verify.
+    if (opts.layerKeys.length > 0 && l.signature?.status !== "unsigned-offline") {
       attest(doc, opts.layerKeys, false, `layer ${l.id}`);
     }
   }
   for (const [i, f] of lock.formations.entries()) {
+    // A formation named only by its members' from_formation (no cairn record): its members were each verified above.
+    if (f.signature === undefined) continue;
     // The formation envelope must be the one resolution saw, in some registry.
     const found = opts.registries.some((r) => {
       const bytes = r.formationEnvelope(f.name, f.version);
-      return bytes !== undefined && sha256(bytes) === f.signature.envelope_sha256;
+      return bytes !== undefined && sha256(bytes) === f.signature!.envelope_sha256;
     });
     if (!found) {
       throw new CairnError("DIGEST_MISMATCH", `formation ${f.name}@${f.version}: no registry holds the envelope the lockfile pins`, {
@@ -209,7 +223,7 @@ export async function verifyLock(path: string, opts: VerifyOptions): Promise<Ver
   const lock = read.lock;
   const environment_id = environmentId(lock); // LOCK_UNFROZEN for an unfrozen lockfile
   const fresh = checkFreshness(lock.resolved_at, opts.now, opts.maxAgeMs, opts.maxAgeText);
-  checkPolicy(lock, opts.allowUnsignedOffline);
+  checkPolicy(lock, opts);
   if (opts.probedBase !== undefined) checkBase(lock, opts.probedBase);
   const layers_checked = opts.registries.length > 0 ? await checkLayers(lock, opts) : null;
   const embedded_signatures_checked = opts.registries.length === 0 && opts.layerKeys.length > 0 ? checkEmbeddedSignatures(lock, opts.layerKeys) : null;

@@ -20,7 +20,7 @@ export interface ProvenanceRecord {
   readonly profile: string;
   readonly profile_sha256: string | null;
   readonly resolved_at: string;
-  readonly cairn_version: string;
+  readonly strata_version: string;
   readonly verification_policy: string;
   readonly base: { name: string; arch: string; digest: string | null; source: string; capabilities: string[] };
   readonly layers: { mount_order: number | null; id: string; sha256: string | null; signature: string; build: Record<string, unknown> | null }[];
@@ -33,7 +33,7 @@ export function provenanceOf(lock: Lockfile, signature: LockSignature): Provenan
     profile: lock.profile,
     profile_sha256: lock.profile_sha256 ?? null,
     resolved_at: lock.resolved_at,
-    cairn_version: lock.cairn_version,
+    strata_version: lock.strata_version,
     verification_policy: lock.verification_policy,
     base: {
       name: lock.base.name,
@@ -83,7 +83,7 @@ export function provenanceText(p: ProvenanceRecord): string {
   const lines = [
     `environment ${p.environment_id}`,
     `profile     ${p.profile} ${p.profile_sha256 ?? "(no digest)"}`,
-    `resolved    ${p.resolved_at} by cairn ${p.cairn_version}, policy ${p.verification_policy}`,
+    `resolved    ${p.resolved_at} by ${p.strata_version}, policy ${p.verification_policy}`,
     `base        ${p.base.name} ${p.base.arch} ${p.base.digest ?? "(no digest)"} (${p.base.source}${p.base.capabilities.length ? `: ${p.base.capabilities.join(", ")}` : ""})`,
     "layers",
     ...p.layers.flatMap((l) => [

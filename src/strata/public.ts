@@ -12,7 +12,7 @@ export { declaredBase, probedBase, probeOciBase, probeRoot } from "./index.ts";
 export type { LockBase, ProbeOciOptions, ProbeResult } from "./index.ts";
 export { resolveProfile } from "./index.ts";
 export type { ResolveInput } from "./index.ts";
-export { LOCKFILE_FORMAT, lockfileToYaml, parseLockfile, parseLockfileText, readLockfile, writeLockfile } from "./index.ts";
+export { lockFileToYaml, parseLockFileText, parseLockfileText, readLockfile, writeLockfile, viewLock, strataEnvironmentId, validateLockFile } from "./index.ts";
 export type { Lockfile, LockLayer, VerificationPolicy } from "./index.ts";
 export { BASE_DIGEST, BASE_DIGEST_SCOPE, ENVIRONMENT_ID, ENVIRONMENT_ID_SCOPE, environmentId } from "./index.ts";
 export { diffLocks, explainScope, freshness, lockfileCaveats, planUpdate, provenanceOf, requireLayerBlobs, verifyLock } from "./index.ts";

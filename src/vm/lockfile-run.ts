@@ -33,7 +33,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { hostPathBeneath, specHostScope } from "../tree/index.ts";
 import { Checker, compareBytes, isJsonObject, parseYamlBytes, readFileBounded, readFilePrefix, writeFileAtomic, type JsonModel } from "../core/index.ts";
-import { DEFAULT_EXPORT_LAUNCH, exportLock, LOCKFILE_FORMAT, type ExportLaunch, type ExportLockOptions, type ExportResult } from "../strata/index.ts";
+import { DEFAULT_EXPORT_LAUNCH, exportLock, type ExportLaunch, type ExportLockOptions, type ExportResult } from "../strata/index.ts";
 import { SPEC_MAX_BYTES } from "../workload/index.ts";
 import { recordRun, type RecordOptions, type RecordResult } from "./record.ts";
 import { checkRunEnv } from "./run-env.ts";
@@ -41,18 +41,18 @@ import { checkRunEnv } from "./run-env.ts";
 /** Enough of a file to see whether it is an environment lockfile (its `format` is the first key cairn writes; the rest is never needed here). */
 const SNIFF_BYTES = 64 * 1024;
 
-/** True when `path` holds an environment lockfile (`format: cairn.lock/1`), not a workload spec or workload lock. */
+/** True when `path` holds an environment lockfile (Strata's LockFile, or cairn's earlier format, which reading then refuses naming `cairn lock convert`), not a workload spec or workload lock. */
 export function isEnvironmentLockfile(path: string): boolean {
   const head = readFilePrefix(path, SNIFF_BYTES);
   if (head === undefined) return false;
-  const first = head.toString("utf8").split("\n", 1)[0]?.trim();
-  if (first === `format: ${LOCKFILE_FORMAT}`) return true;
-  try {
-    const m = parseYamlBytes(head);
-    return isJsonObject(m) && m.format === LOCKFILE_FORMAT;
-  } catch {
-    return false;
+  // Top-level keys only (a lockfile's inline content manifests can make it far longer than the head).
+  const keys = new Set<string>();
+  for (const line of head.toString("utf8").split("\n")) {
+    const m = /^([a-z_]+):/.exec(line);
+    if (m !== null) keys.add(m[1]!);
   }
+  if (keys.has("format") && /^format:\s*["']?cairn\.lock\/1/m.test(head.toString("utf8"))) return true;
+  return keys.has("strata_version") || (keys.has("profile") && keys.has("profile_sha256"));
 }
 
 export interface LockfileRunOptions extends Omit<RecordOptions, "input"> {

@@ -27,9 +27,13 @@ const directory = join(dir, "a-directory");
 mkdirSync(directory);
 
 const lockA = file("a.lock", lockfileToYaml(lockWith("  - manager: pip\n    packages: [{name: gamma}]\n")));
-const lockB = file("b.lock", lockfileToYaml(lockWith("  - manager: pip\n    packages: [{name: delta}]\n")));
-// A rule-breaking lockfile: its base facts no longer match the base digest. `lock diff` still shows it, with its problems.
-const lockInvalid = file("invalid.lock", readFileSync(lockA, "utf8").replace("glibc@2.36", "glibc@2.37"));
+// Another base: one more capability, so another base digest.
+const lockB = file("b.lock", lockfileToYaml(lockWith("  - manager: pip\n    packages: [{name: gamma}]\n", [{ name: "gcc", version: "12" }])));
+// A rule-breaking lockfile: its base digest is not 64 lowercase hex. `lock diff` still shows it, with its problems.
+const lockInvalid = file(
+  "invalid.lock",
+  readFileSync(lockA, "utf8").replace(/^ {2}ami_sha256: ([0-9a-f]{64})$/m, (_, h: string) => `  ami_sha256: ${h.toUpperCase()}`),
+);
 const lockGarbage = file("garbage.lock", "format: [unclosed\n");
 
 test("lock diff: 0 equal, 1 different (controls)", async () => {

@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Sha256Digest } from "../../src/core/index.ts";
 import { ingestDevcontainer, snapshotRefOf } from "../../src/manifest/index.ts";
-import { baseDigest, declaredBase, environmentId, parseLockfile, parseProfileText, profileDigest } from "../../src/strata/index.ts";
+import { baseDigest, declaredBase, environmentId, parseLockfileText, parseProfileText, profileDigest, strataEnvironmentId } from "../../src/strata/index.ts";
 import { encodeWorkloadLock, launchFromOci, launchIdentity, makeLaunch, sourceIdentity, workloadIdentity } from "../../src/workload/index.ts";
 import { fsIdentity, parsePolicy, STRICT_POLICY, type CanonicalTree, type FsEntry } from "../../src/tree/index.ts";
 import { encodeDerived } from "../../src/workload/derived-entry.ts";
@@ -24,111 +24,29 @@ import { sha256 } from "../../src/core/index.ts";
 
 const d = (c: string) => `sha256:${c.repeat(64)}` as Sha256Digest;
 
-const LOCKFILE = {
-  format: "cairn.lock/1",
-  profile: "full",
-  profile_sha256: "sha256:1f3b119a66c2c7a19d7efca54913c283e4b58e2bcb724e95c48d38a566223011",
-  resolved_at: "2026-03-01T12:00:00.000Z",
-  cairn_version: "t",
-  verification_policy: "signed",
-  base: {
-    name: "debian12",
-    arch: "x86_64",
-    abi: "gnu",
-    os_id: "debian",
-    version_id: "12",
-    capabilities: ["os:debian@12", "glibc@2.36", "gcc@12"],
-    source: "rootfs:example",
-    digest: "sha256:267c897b5f135c2e6bf13862884fe1ec8d68d4d175efc3c736dd10ad3f77bf71",
-    probed_at: "2026-03-01T12:00:00.000Z",
-  },
-  layers: [
-    {
-      id: "samtools-1.20-gnu-x86_64",
-      name: "samtools",
-      version: "1.20",
-      sha256: "sha256:9ed2e8a0f2251433b6ec3fbfd0cec396f045c01032dace9d887579034d051144",
-      size: 226,
-      manifest_sha256: "sha256:160c0007f1221b216c60b4498a7efc924e3b64ded64ffaa4f6e32c3e168bbf47",
-      mount_order: 0,
-      from_formation: "bio-seq@2026.03",
-      satisfied_by: { "glibc>=2.28": ["base"] },
-      signature: {
-        status: "signed",
-        keyid: "sha256:0483b0137cca533f941ce698420bff6737dd295e7b0b43bb350129176069d94b",
-        envelope_sha256: "sha256:896bc465e3a789dc7d0056b3ceba9ca7237b5a186dddad8d1d4686c2614091d9",
-      },
-      registry: "/srv/cairn/registry",
-    },
-    {
-      id: "bwa-0.7.18-gnu-x86_64",
-      name: "bwa",
-      version: "0.7.18",
-      sha256: "sha256:5ee5f0726062fd1225740d394a4a6a508738b9393debae1a598dc1531ac44185",
-      size: 224,
-      manifest_sha256: "sha256:34a8e896a0ca9faf324a5a3ffa58a32e7350a841b76e9dbd15987d7998e50302",
-      mount_order: 1,
-      from_formation: "bio-seq@2026.03",
-      satisfied_by: { "samtools>=1.0": ["samtools-1.20-gnu-x86_64"] },
-      signature: {
-        status: "signed",
-        keyid: "sha256:0483b0137cca533f941ce698420bff6737dd295e7b0b43bb350129176069d94b",
-        envelope_sha256: "sha256:0b74de44e923eb3089296918c2860241813af4f489a9b6488c278ff2be530a4d",
-      },
-      registry: "/srv/cairn/registry",
-    },
-    {
-      id: "python-3.12.4-gnu-x86_64",
-      name: "python",
-      version: "3.12.4",
-      sha256: "sha256:a54914a3d455ac64c75554b30f3e5f8d86ae40b9a9dd3c075b20dea8550a7105",
-      size: 175,
-      manifest_sha256: "sha256:620c28f01e79dfeabe7fd2262d4a3635bc184cd7e6ca8a3a53b4ab3a620c237f",
-      mount_order: 2,
-      satisfied_by: { "glibc>=2.31": ["base"] },
-      signature: {
-        status: "signed",
-        keyid: "sha256:0483b0137cca533f941ce698420bff6737dd295e7b0b43bb350129176069d94b",
-        envelope_sha256: "sha256:a96222a3c6f4a1e84312e7acda50a872fab85308f3efb82828881b6c1d3dbed4",
-      },
-      registry: "/srv/cairn/registry",
-    },
-    {
-      id: "numpy-2.0.1-none-noarch",
-      name: "numpy",
-      version: "2.0.1",
-      sha256: "sha256:6b314edbe9936933904a350fce6f0929fdd50b514df30a9e353831da6b6a567a",
-      size: 188,
-      manifest_sha256: "sha256:d0ac6b99b72505018906bd8c059abacd162d273bb48aa0336a887f05274170e9",
-      mount_order: 3,
-      satisfied_by: { "python>=3.10,<3.13": ["python-3.12.4-gnu-x86_64"] },
-      signature: {
-        status: "signed",
-        keyid: "sha256:0483b0137cca533f941ce698420bff6737dd295e7b0b43bb350129176069d94b",
-        envelope_sha256: "sha256:bfcfe4b97153cbee0f7f3ddbd3b2bef37644278f58729e141ebbc193d3ca6667",
-      },
-      registry: "/srv/cairn/registry",
-    },
-  ],
-  formations: [
-    {
-      name: "bio-seq",
-      version: "2026.03",
-      signature: {
-        status: "signed",
-        keyid: "sha256:0483b0137cca533f941ce698420bff6737dd295e7b0b43bb350129176069d94b",
-        envelope_sha256: "sha256:d95c99caf67d4aa1b7d34041b0a02f00684c50e043d838b4cbb51b3d6ab57c72",
-      },
-    },
-  ],
-  env: { A: "1" },
-  on_ready: ["echo"],
-  defaults: ["python@3.12"],
-  packages: [{ manager: "pip", packages: [{ name: "x", version: "1" }] }],
-  mutable_layer: { name: "w", version: "1", size_gb: 20, volume_type: "gp3" },
-  requires_host: [{ key: "gpu", value: "true" }],
-  not_acted_upon: { instance: { type: "c7i.large" }, storage: [{ type: "ebs", mount: "/scratch" }] },
-};
+/** A lockfile in the seed's format (seed 002), every content field set. */
+const LOCKFILE = `profile: full
+profile_sha256: 1f3b119a66c2c7a19d7efca54913c283e4b58e2bcb724e95c48d38a566223011
+resolved_at: 2026-03-01T12:00:00.000Z
+strata_version: cairn t
+base:
+  declared_os: debian12
+  ami_id: ""
+  ami_sha256: 267c897b5f135c2e6bf13862884fe1ec8d68d4d175efc3c736dd10ad3f77bf71
+  capabilities: {ami_id: "", os: debian12, arch: x86_64, abi: gnu, probed_at: 2026-03-01T12:00:00.000Z, system_compiler: "", provides: [{name: "os:debian", version: "12"}, {name: glibc, version: "2.36"}, {name: gcc, version: "12"}]}
+layers:
+  - {id: samtools-1.20-gnu-x86_64, name: samtools, version: "1.20", sha256: 9ed2e8a0f2251433b6ec3fbfd0cec396f045c01032dace9d887579034d051144, size: 226, mount_order: 1, satisfied_by: "formation:bio-seq@2026.03", from_formation: bio-seq@2026.03}
+  - {id: bwa-0.7.18-gnu-x86_64, name: bwa, version: 0.7.18, sha256: 5ee5f0726062fd1225740d394a4a6a508738b9393debae1a598dc1531ac44185, size: 224, mount_order: 2, satisfied_by: "formation:bio-seq@2026.03", from_formation: bio-seq@2026.03}
+  - {id: python-3.12.4-gnu-x86_64, name: python, version: 3.12.4, sha256: a54914a3d455ac64c75554b30f3e5f8d86ae40b9a9dd3c075b20dea8550a7105, size: 175, mount_order: 3, satisfied_by: python}
+  - {id: numpy-2.0.1-none-noarch, name: numpy, version: 2.0.1, sha256: 6b314edbe9936933904a350fce6f0929fdd50b514df30a9e353831da6b6a567a, size: 188, mount_order: 4, satisfied_by: numpy}
+env: {A: "1"}
+on_ready: [echo]
+defaults: [python@3.12]
+packages:
+  - {manager: pip, packages: [{name: x, version: "1", sha256: ${"e".repeat(64)}}]}
+mutable_layer: {name: scratch, version: "1", size_gb: 20, volume_type: gp3}
+requires_host: [{key: gpu, value: "true"}]
+`;
 
 function tree(): CanonicalTree {
   const entries: FsEntry[] = [
@@ -161,33 +79,24 @@ export async function computeIdentityValues(): Promise<Record<string, string>> {
   out["manifest extension address (pinned)"] = pinned.extension_address;
   out["snapshot ref address"] = snapshotRefOf(pinned).manifest_address;
 
-  const lock = parseLockfile(JSON.parse(JSON.stringify(LOCKFILE)));
-  out.EnvironmentID = environmentId(lock);
-  // requires_host is a set (issue 13): this lockfile lists it out of order. Before the fix its ID was
-  // sha256:0a9d37e037df39f80880d5bbcecb2f1994f7223311a20eff723263bf2c14f6e0, which depended on that order;
-  // now it is the ID of the sorted set {gpu, kvm}.
-  out["EnvironmentID (requires_host out of order)"] = environmentId(
-    parseLockfile(
-      JSON.parse(
-        JSON.stringify({
-          ...LOCKFILE,
-          requires_host: [
-            { key: "kvm", value: "true" },
-            { key: "gpu", value: "true" },
-          ],
-        }),
-      ),
-    ),
-  );
-  out["base digest (probed)"] = lock.base.digest!;
+  const lock = parseLockfileText(LOCKFILE);
+  out["content identity (cairn)"] = environmentId(lock);
+  out["EnvironmentID (Strata)"] = strataEnvironmentId(lock.spec);
+  // requires_host is a set (issue 13): the same lockfile listing it out of order has the same identity.
+  const hosts = (list: string) => environmentId(parseLockfileText(LOCKFILE.replace('requires_host: [{key: gpu, value: "true"}]', `requires_host: [${list}]`)));
+  out["content identity (requires_host out of order)"] = hosts('{key: kvm, value: "true"}, {key: gpu, value: "true"}');
+  if (out["content identity (requires_host out of order)"] !== hosts('{key: gpu, value: "true"}, {key: kvm, value: "true"}'))
+    throw new Error("requires_host order changed the identity");
+  out["base digest (probed)"] = baseDigest(lock.base);
   out["base digest (declared)"] = declaredBase("debian12", "x86_64").digest!;
   out["base digest (oci image)"] = baseDigest({
     name: "debian12",
     arch: "x86_64",
     abi: "gnu",
-    os_id: "debian",
-    version_id: "12",
-    capabilities: [{ name: "glibc", version: "2.36" }],
+    capabilities: [
+      { name: "os:debian", version: "12" },
+      { name: "glibc", version: "2.36" },
+    ],
     image: d("2"),
   });
   out["profile digest"] = profileDigest(parseProfileText("name: p\nbase: {os: debian12}\nsoftware: [python]\nenv: {A: '1'}\n"));
@@ -287,13 +196,12 @@ const EXPECTED: Record<string, string> = {
   "manifest address (pinned)": "blake3:d95c70d988c3cb1e505a3af97b8c614ddfbf9f245e40b04ba353271be8f866a3",
   "manifest extension address (pinned)": "blake3:5c437b931da33c387c7f08eadeb5524a673389a6f1ab3ffff2582be5a275c7e5",
   "snapshot ref address": "blake3:d95c70d988c3cb1e505a3af97b8c614ddfbf9f245e40b04ba353271be8f866a3",
-  // moved on purpose (issue 32): defaults, mutable_layer and requires_host take the seed's types ([]SoftwareRef,
-  // MutableLayerSpec, [{key, value}]), so the hash input changed and the tag became cairn.environment/2; see CHANGELOG.md
-  EnvironmentID: "sha256:ffff72628736f9f711e55ceb6bad34c7b51ce643ced4f450e0e37235f28d8356",
-  "EnvironmentID (requires_host out of order)": "sha256:7acf7d21583ad77f43d62c24bd57f061a6983678210e5577607f1bdde001a619",
-  "base digest (probed)": "sha256:267c897b5f135c2e6bf13862884fe1ec8d68d4d175efc3c736dd10ad3f77bf71",
-  "base digest (declared)": "sha256:bc8604cb7228770c26260add45b35d755850800e2d22b1a435e9083056c0bb36",
-  "base digest (oci image)": "sha256:a5c152d9a95297516b057bada9009dfab09b9f440bf518d2ed6e4973419a3edf",
+  "content identity (cairn)": "sha256:25c088964636fa2687a75136ff3f3ee6929b4ebc2b8a395204ab481f9bd790b1",
+  "EnvironmentID (Strata)": "b8855ede3ee36e9ae549431625d041eba60551967179b34a7995d18d065c5cd0",
+  "content identity (requires_host out of order)": "sha256:01c8a628607628f7c0a379feaaca4fc815ae5e20ca84be468807047b99465ace",
+  "base digest (probed)": "sha256:7e4e62808d44e440d7d490e598e72c513f3d983d262caa72c6f0860a805b21c4",
+  "base digest (declared)": "sha256:6e13154e01ac58916171d110d2b635c1d0c0bd2cbe541ecad33788260cdbe911",
+  "base digest (oci image)": "sha256:416469dc4d6cba141813b7027c2dc574a194acd38a03a76f81c701a49b946d35",
   "profile digest": "sha256:50de433d99fe81eb4cc99b9ea8638f1bb6b3368b7d683743942cc3ce8132763f",
   fs: "sha256:01b3666d13c66f5f536cbf0e5c93f99b4fdb3015bbbc6b01d13c183c658547e3",
   launch: "sha256:4aee93dc80ecf61598b756e623ebd5875eac82300e103ef6dc132778b706b466",

@@ -27,7 +27,7 @@ test("writeLockfile refuses to sign a dirty lock (LOCK_DIRTY at /mutable_layer) 
   const clean = await resolveExample(ex, parseProfileText(PROFILE));
   const out = join(dir, "clean.lock");
   assert.ok(writeLockfile(out, clean, key).signature);
-  assert.equal(readLockfile(out, [key]).lock.mutable_layer, false);
+  assert.equal(readLockfile(out, [key]).lock.mutable_layer, undefined);
 });
 
 test("resolve --sign of a profile with mutable_layer exits 1 (LOCK_DIRTY) and leaves no lockfile; control: without --sign it resolves", async () => {

@@ -13,7 +13,7 @@ import { appendFileSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync, wr
 import { join } from "node:path";
 import { canonicalBytes, writeKeyPair } from "../../src/core/index.ts";
 import { runCli } from "../helpers/cli.ts";
-import { freezeLock, writeLockfile } from "../../src/strata/index.ts";
+import { freezeLock, pinnedSets, viewLock, writeLockfile } from "../../src/strata/index.ts";
 import type { PackagePin } from "../../src/strata/freeze/pins.ts";
 import { EXPORT_PACKAGES_ROOT, installOrder } from "../../src/strata/export-packages.ts";
 import { assertCodeAsync } from "../helpers/errors.ts";
@@ -195,7 +195,8 @@ test("a pinned version that is not one plain word is refused (LOCK_INVALID at it
   const f = await frozenFixture();
   const set = f.lock.packages[0]!;
   const pins = set.frozen!.pins.map((p, j) => (j === 1 ? { ...p, version: "1.0 --index-url=https://example.invalid/" } : p));
-  const hostile = { ...f.lock, packages: [{ ...set, frozen: { ...set.frozen!, pins } }] };
+  const sets = [{ ...set, frozen: { ...set.frozen!, pins } }];
+  const hostile = viewLock({ ...f.lock.spec, packages: pinnedSets(sets) }, { ...f.lock.records, packages: sets });
   writeLockfile(f.lockPath, hostile, LOCK_KEY);
   const out = join(tempDir("cairn-export-pkg-out-"), "img");
   const e = await assertCodeAsync(() => exportFixture(f, out), "LOCK_INVALID");

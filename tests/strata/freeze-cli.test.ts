@@ -9,7 +9,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { buildExampleRegistry } from "../../examples/strata/build-registry.ts";
 import { writeDemoIndexes } from "../../examples/strata/package-indexes.ts";
 import { join } from "node:path";
-import { environmentId, parseLockfileText, writeLockfile } from "../../src/strata/index.ts";
+import { environmentId, readLockfile, writeLockfile } from "../../src/strata/index.ts";
 import { runCli } from "../helpers/cli.ts";
 import { tempDir } from "./fixtures.ts";
 import { lockWith, sha256sum, writeCondaChannel, writePipIndex } from "./freeze-fixtures.ts";
@@ -46,7 +46,7 @@ test("cairn freeze pins the pip set from a directory index, leaves the conda set
   );
   assert.equal(json.packages[1].pinned, false);
   assert.ok(json.caveats.some((c: string) => c.includes("unpinned: conda")));
-  const frozen = parseLockfileText(readFileSync(out, "utf8"));
+  const frozen = readLockfile(out).lock;
   assert.equal(json.environment_id, environmentId(frozen));
   const diff = await runCli(["lock", "diff", lock, out, "--json"]);
   assert.equal(diff.code, 1, "they differ");
@@ -127,7 +127,7 @@ test("done-when: a profile with pip and conda requests resolves against the toy 
   assert.equal(fr.code, 0, fr.stderr + fr.stdout);
   const out = JSON.parse(fr.stdout);
   assert.deepEqual(out.unpinned, []);
-  const frozen = parseLockfileText(readFileSync(lock, "utf8"));
+  const frozen = readLockfile(lock).lock;
   const where = (set: number, file: string, name: string): string =>
     set === 0 ? join(root, "indexes", "pypi", name, file) : join(root, "indexes", "conda", "linux-64", file);
   frozen.packages.forEach((s, i) => {

@@ -10,7 +10,8 @@ import { createServer, type Server } from "node:http";
 import { appendFileSync, cpSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { freezeLock, parseLockfileText, lockfileToModel, DEFAULT_FREEZE_LIMITS, type Lockfile } from "../../src/strata/index.ts";
+import { freezeLock, lockfileToYaml, readRecords, recordsToModel, DEFAULT_FREEZE_LIMITS, type Lockfile } from "../../src/strata/index.ts";
+import { sha256 } from "../../src/core/index.ts";
 import { checkTransport } from "../../src/strata/freeze/index-source.ts";
 import { assertCode, assertCodeAsync } from "../helpers/errors.ts";
 import { tempDir } from "./fixtures.ts";
@@ -213,23 +214,24 @@ test("cran: a tarball whose MD5 differs from PACKAGES is refused", async () => {
   await assertCodeAsync(() => freezeLock(l, { indexes: { cran: repo }, r: "4.3", cwd: "/" }), "DIGEST_MISMATCH");
 });
 
-test("Validate holds a lockfile's pins: well-formed digests, the manager's kinds, sorted unique names", async () => {
+test("the records hold a lockfile's pins to one rule set: well-formed digests, the manager's kinds, sorted unique names", async () => {
   const frozen = (await freeze(goodIndex())).lock;
-  const text = (f: (m: { packages: { frozen: { pins: Record<string, unknown>[] } }[] }) => void): string => {
-    const m = JSON.parse(JSON.stringify(lockfileToModel(frozen)));
+  const bytes = Buffer.from(lockfileToYaml(frozen));
+  const model = recordsToModel(frozen.records, sha256(bytes)) as { packages: { packages: { name: string }[]; frozen: { pins: Record<string, unknown>[] } }[] };
+  const read = (f: (m: typeof model) => void) => {
+    const m = structuredClone(model);
     f(m);
-    return JSON.stringify(m);
+    return readRecords(JSON.parse(JSON.stringify(m)), frozen.spec, sha256(bytes), "records");
   };
-  parseLockfileText(text(() => undefined)); // control
-  assertCode(() => parseLockfileText(text((m) => void (m.packages[0]!.frozen.pins[0]!.sha256 = "sha256:abc"))), "DIGEST_INVALID");
-  assertCode(() => parseLockfileText(text((m) => void (m.packages[0]!.frozen.pins[0]!.kind = "conda"))), "MODEL_VALUE");
-  assertCode(() => parseLockfileText(text((m) => m.packages[0]!.frozen.pins.reverse())), "LOCK_INVALID");
-  assertCode(() => parseLockfileText(text((m) => void (m.packages[0]!.frozen.pins[0]!.extra = 1))), "MODEL_UNKNOWN_FIELD");
-  // the lockfile now reads a package set with the profile's rule: a bad package name is refused as the profile refuses it
-  assertCode(
-    () => parseLockfileText(text((m) => void ((m.packages[0] as unknown as { packages: { name: string }[] }).packages[0]!.name = "../x"))),
-    "MODEL_VALUE",
-  );
+  read(() => undefined); // control
+  assertCode(() => read((m) => void (m.packages[0]!.frozen.pins[0]!.sha256 = "sha256:abc")), "DIGEST_INVALID");
+  assertCode(() => read((m) => void (m.packages[0]!.frozen.pins[0]!.kind = "conda")), "MODEL_VALUE");
+  assertCode(() => read((m) => m.packages[0]!.frozen.pins.reverse()), "LOCK_INVALID");
+  assertCode(() => read((m) => void (m.packages[0]!.frozen.pins[0]!.extra = 1)), "MODEL_UNKNOWN_FIELD");
+  // a pin the lockfile does not carry (another archive) is refused: records never override the lockfile
+  assertCode(() => read((m) => void (m.packages[0]!.frozen.pins[0]!.sha256 = `sha256:${"0".repeat(64)}`)), "LOCK_INVALID");
+  // a request reads with the profile's rule: a bad package name is refused as the profile refuses it
+  assertCode(() => read((m) => void (m.packages[0]!.packages[0]!.name = "../x")), "MODEL_VALUE");
 });
 
 // issue 31, case 3: a URL index is read under cairn's remote time bounds, as a

@@ -144,7 +144,7 @@ test("cairn layer freeze: publishes the frozen layer with the dirty lock in its 
   const j = JSON.parse(r.stdout);
   assert.deepEqual(j.whiteouts, ["/etc/.wh.motd", "/opt/app/.wh..wh..opq"]);
   const { lock } = readLockfile(out, [readVerifyingKey(join(ex.root, "lock.pub"))]);
-  assert.equal(lock.mutable_layer, false);
+  assert.equal(lock.mutable_layer, undefined);
   assert.ok(lock.layers.some((l) => l.id === "frozen-1.0-none-noarch"));
   const p = await runCli(["lock", "provenance", out, "--pub", join(ex.root, "lock.pub"), "--json"]);
   const frozen = JSON.parse(p.stdout).layers.find((l: { id: string }) => l.id === "frozen-1.0-none-noarch");

@@ -1,25 +1,36 @@
+/**
+ * The lockfile on disk: Strata's LockFile (seed 002) in the file, cairn's
+ * records beside it. Round trips, Validate on what cairn writes, the records'
+ * binding to the lockfile's bytes, signatures, freshness, the earlier format
+ * refused and converted.
+ */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { generateSigningKey, type JsonModel } from "../../src/core/index.ts";
+import { generateSigningKey } from "../../src/core/index.ts";
 import {
   checkFreshness,
+  convertV1Lockfile,
   environmentId,
   formatDuration,
   freshness,
   isFrozen,
-  lockfileToModel,
   lockfileToYaml,
-  parseLockfile,
+  lockFileToYaml,
   parseLockfileText,
+  parseLockfileUnvalidated,
   parseMaxAge,
   parseProfileText,
   readLockfile,
+  recordsPath,
   resolveProfile,
+  strataEnvironmentId,
   verifyLock,
+  viewLock,
   writeLockfile,
   type Lockfile,
+  type StrataSpec,
 } from "../../src/strata/index.ts";
 import { catalogOf, exampleRegistry, NOW, probedExampleBase, tempDir } from "./fixtures.ts";
 import { assertCode, assertCodeAsync } from "../helpers/errors.ts";
@@ -31,95 +42,145 @@ async function lock(): Promise<Lockfile> {
   return resolveProfile({ profile, catalog: catalogOf(ex), probedBase: await probedExampleBase(ex), allowUnsignedOffline: false, now: NOW, cairnVersion: "t" });
 }
 
-/** The lockfile as parsed JSON, typed as far as the edits below reach (they plant wrong values on purpose); the lock has at least two layers. */
-type LayerDoc = { [k: string]: unknown; signature: Record<string, unknown> };
-type LockDoc = { [k: string]: unknown; base: { [k: string]: unknown; capabilities: string[] }; layers: [LayerDoc, LayerDoc, ...unknown[]] };
+type Mutable<T> = { -readonly [K in keyof T]: T[K] extends readonly (infer U)[] ? Mutable<U>[] : T[K] extends object ? Mutable<T[K]> : T[K] };
 
-function edit(l: Lockfile, f: (m: LockDoc) => void): JsonModel {
-  const m = JSON.parse(JSON.stringify(lockfileToModel(l))) as LockDoc;
-  f(m);
-  return m as JsonModel;
+/** The lockfile's text after an edit of its wire value (the edits plant wrong values on purpose). */
+function edited(l: Lockfile, f: (s: Mutable<StrataSpec.LockFile>) => void): string {
+  const s = structuredClone(l.spec) as Mutable<StrataSpec.LockFile>;
+  f(s);
+  return lockFileToYaml(s as StrataSpec.LockFile);
 }
 
-test("a resolved lockfile writes and reads back equal (Validate passes on what cairn writes)", async () => {
+test("a resolved lockfile writes and reads back equal, in the seed's fields only (Validate passes on what cairn writes)", async () => {
   const l = await lock();
-  const again = parseLockfileText(lockfileToYaml(l));
-  assert.equal(lockfileToYaml(again), lockfileToYaml(l));
+  const text = lockfileToYaml(l);
+  const again = parseLockfileText(text);
+  assert.equal(lockfileToYaml(again), text);
   assert.equal(environmentId(again), environmentId(l));
+  assert.equal(strataEnvironmentId(again.spec), strataEnvironmentId(l.spec));
+  assert.match(strataEnvironmentId(l.spec), /^[0-9a-f]{64}$/);
+  for (const gone of ["format:", "cairn_version:", "manifest_envelope:", "not_acted_upon:", "formations:", "signature:"]) assert.ok(!text.includes(gone), gone);
+  assert.deepEqual(
+    l.layers.map((x) => x.mount_order),
+    l.layers.map((_, i) => i + 1),
+    "mount order counts from 1",
+  );
+  assert.match(text, /^ {4}sha256: [0-9a-f]{64}$/m, "bare hex digests");
+  assert.equal(l.layers.find((x) => x.from_formation)?.satisfied_by, "formation:bio-seq@2026.03");
 });
 
-test("Validate: a present-but-malformed digest is an error, wherever it is", async () => {
+test("Validate: a present-but-malformed digest is an error, wherever it is (control: the lock as resolved)", async () => {
   const l = await lock();
-  const bad = "sha256:XYZ";
+  parseLockfileText(edited(l, () => {}));
   for (const [path, f] of [
-    ["/layers/0/sha256", (m: LockDoc) => void (m.layers[0].sha256 = bad)],
-    ["/layers/0/manifest_sha256", (m: LockDoc) => void (m.layers[0].manifest_sha256 = `sha256:${"A".repeat(64)}`)],
-    ["/base/digest", (m: LockDoc) => void (m.base.digest = "")],
-    ["/profile_sha256", (m: LockDoc) => void (m.profile_sha256 = "md5:abc")],
-    ["/layers/0/signature/envelope_sha256", (m: LockDoc) => void (m.layers[0].signature.envelope_sha256 = bad)],
-    ["/layers/0/signature/keyid", (m: LockDoc) => void (m.layers[0].signature.keyid = 5)],
+    ["/layers/0/sha256", (m: Mutable<StrataSpec.LockFile>) => void (m.layers[0]!.sha256 = `sha256:${l.spec.layers[0]!.sha256}`)],
+    ["/layers/0/sha256", (m: Mutable<StrataSpec.LockFile>) => void (m.layers[0]!.sha256 = "bbbbbb")],
+    ["/base/ami_sha256", (m: Mutable<StrataSpec.LockFile>) => void (m.base.ami_sha256 = l.spec.base.ami_sha256.toUpperCase())],
   ] as const) {
-    const e = assertCode(() => parseLockfile(edit(l, f)), "DIGEST_INVALID");
-    assert.equal(e.path, path);
+    assertCode(() => parseLockfileText(edited(l, f)), "DIGEST_INVALID", path);
   }
 });
 
 test("Validate: an unsafe layer id is PATH_UNSAFE naming /layers/0/id (control: the lock as resolved)", async () => {
   const l = await lock();
-  parseLockfile(edit(l, () => {})); // control
-  for (const id of ["../../etc", "a/b", ".x", ""]) {
-    assertCode(() => parseLockfile(edit(l, (m) => void (m.layers[0].id = id))), "PATH_UNSAFE", "/layers/0/id");
+  for (const id of ["../../etc", "a/b", "..", ""]) {
+    assertCode(() => parseLockfileText(edited(l, (m) => void (m.layers[0]!.id = id))), "PATH_UNSAFE", "/layers/0/id");
   }
 });
 
-test("Validate: two layers sharing a mount order is an error", async () => {
+test("Validate: two layers sharing a mount order, or one id twice, is an error", async () => {
   const l = await lock();
-  const e = assertCode(() => parseLockfile(edit(l, (m) => void (m.layers[1].mount_order = m.layers[0].mount_order))), "LOCK_INVALID");
-  assert.equal(e.path, "/layers/1/mount_order");
-  assertCode(() => parseLockfile(edit(l, (m) => void m.layers.push({ ...m.layers[0], mount_order: 99 }))), "LOCK_INVALID");
-});
-
-test("Validate: a base digest that does not match the base facts is an error (the ID relies on it)", async () => {
-  const l = await lock();
-  // Control: the untouched base reads back.
-  assert.equal(parseLockfile(edit(l, () => {})).base.digest, l.base.digest);
-  for (const f of [
-    (m: LockDoc) => void (m.base.capabilities = m.base.capabilities.map((c: string) => c.replace(/^glibc@.*/, "glibc@9.99"))),
-    (m: LockDoc) => void (m.base.version_id = "99"),
-    (m: LockDoc) => void (m.base.os_id = "alpine"),
-    (m: LockDoc) => void (m.base.abi = "musl"),
-  ]) {
-    assertCode(() => parseLockfile(edit(l, f)), "BASE_MISMATCH", "/base/digest");
-  }
-  // Provenance outside the digest may change without breaking it.
-  assert.equal(parseLockfile(edit(l, (m) => void (m.base.probed_at = "2020-01-01T00:00:00Z"))).base.digest, l.base.digest);
-});
-
-test("Validate: null entries and unknown fields are errors with their paths", async () => {
-  const l = await lock();
-  assertCode(() => parseLockfile(edit(l, (m) => void m.layers.push(null))), "MODEL_NULL_ENTRY");
-  assertCode(() => parseLockfile(edit(l, (m) => void (m.layers[0].extra = 1))), "MODEL_UNKNOWN_FIELD", "/layers/0/extra");
-  assertCode(() => parseLockfile(edit(l, (m) => void (m.base.kernel = "6"))), "MODEL_UNKNOWN_FIELD", "/base/kernel");
-  assertCode(() => parseLockfile(edit(l, (m) => void (m.surprise = true))), "MODEL_UNKNOWN_FIELD", "/surprise");
-  assertCode(() => parseLockfile(edit(l, (m) => void (m.resolved_at = "yesterday"))), "MODEL_VALUE", "/resolved_at");
-  const text = lockfileToYaml(l).replace("on_ready: []", "on_ready:\n  -\n");
-  assertCode(() => parseLockfileText(text), "MODEL_NULL_ENTRY");
-});
-
-test("an unfrozen lockfile is valid but has no EnvironmentID (an error, never an empty string)", async () => {
-  const l = await lock();
-  const unfrozen = parseLockfile(
-    edit(l, (m) => {
-      delete m.layers[0].sha256;
-      delete m.layers[0].mount_order;
-    }),
+  assertCode(() => parseLockfileText(edited(l, (m) => void (m.layers[1]!.mount_order = m.layers[0]!.mount_order))), "LOCK_INVALID", "/layers/1/mount_order");
+  assertCode(
+    () => parseLockfileText(edited(l, (m) => void m.layers.push({ ...m.layers[0]!, mount_order: 99 }))),
+    "LOCK_INVALID",
+    `/layers/${l.layers.length}/id`,
   );
+});
+
+test("parsing: null entries and unknown fields are errors with their paths", async () => {
+  const l = await lock();
+  const text = lockfileToYaml(l);
+  assertCode(() => parseLockfileText(text.replace("layers:\n", "layers:\n  -\n")), "MODEL_NULL_ENTRY");
+  assertCode(() => parseLockfileText(`${text}surprise: true\n`), "MODEL_UNKNOWN_FIELD", "/surprise");
+  assertCode(() => parseLockfileText(text.replace("  declared_os:", "  kernel: '6'\n  declared_os:")), "MODEL_UNKNOWN_FIELD", "/base/kernel");
+  assertCode(() => parseLockfileText(text.replace(/^resolved_at: .*$/m, "resolved_at: yesterday")), "MODEL_VALUE", "/resolved_at");
+});
+
+test("an unfrozen lockfile is valid but has no identity (an error, never an empty string); Strata's is the empty string, as the seed says", async () => {
+  const l = await lock();
+  const unfrozen = parseLockfileText(edited(l, (m) => void (m.layers[0]!.sha256 = "")));
   assert.equal(isFrozen(unfrozen), false);
   assertCode(() => environmentId(unfrozen), "LOCK_UNFROZEN");
-  const noBase = parseLockfile(edit(l, (m) => void delete m.base.digest));
+  assert.equal(strataEnvironmentId(unfrozen.spec), "");
+  const noBase = parseLockfileText(edited(l, (m) => void (m.base.ami_sha256 = "")));
   assertCode(() => environmentId(noBase), "LOCK_UNFROZEN");
   assert.match(environmentId(l), /^sha256:[0-9a-f]{64}$/, "control: frozen has an ID");
 });
+
+test("cairn's earlier format is refused naming lock convert; the converted lockfile carries the same layers, base facts and signatures", async () => {
+  const l = await lock();
+  const v1 = v1Text(l);
+  const e = assertCode(() => parseLockfileText(v1, "old.lock"), "LOCK_FORMAT_OLD");
+  assert.match(e.hint ?? "", /cairn lock convert old\.lock/);
+  const { lock: converted, dropped } = convertV1Lockfile(v1, "old.lock");
+  assert.deepEqual(dropped, []);
+  assert.deepEqual(
+    converted.spec.layers.map((x) => [x.id, x.sha256, x.mount_order, x.from_formation]),
+    l.spec.layers.map((x) => [x.id, x.sha256, x.mount_order, x.from_formation]),
+  );
+  assert.equal(converted.spec.base.ami_sha256, l.spec.base.ami_sha256, "the base digest recomputed from the old facts");
+  assert.equal(strataEnvironmentId(converted.spec), strataEnvironmentId(l.spec));
+  for (const x of converted.layers) assert.equal(x.signature?.status, "signed");
+  const dir = tempDir("cairn-convert-");
+  writeLockfile(join(dir, "new.lock"), converted);
+  assert.equal(readLockfile(join(dir, "new.lock")).lock.layers[0]!.manifest_envelope, l.layers[0]!.manifest_envelope, "records carry the envelopes");
+  assertCode(() => convertV1Lockfile(v1.replace("mutable_layer: false", "mutable_layer: true")), "LOCK_DIRTY");
+  assertCode(() => convertV1Lockfile(v1.replace("defaults: {}", "defaults: {shell: bash}")), "LOCK_INVALID", "/defaults");
+});
+
+/** The same lockfile as cairn's earlier writer would have written it (cairn.lock/1), for the converter. */
+function v1Text(l: Lockfile): string {
+  const q = (s: string) => JSON.stringify(s);
+  const base = l.base;
+  const layers = l.layers.map(
+    (x) => `  - id: ${x.id}
+    name: ${x.name}
+    version: ${q(x.version)}
+    sha256: ${x.sha256}
+    size: ${x.size}
+    manifest_sha256: ${x.manifest_sha256}
+    mount_order: ${x.mount_order - 1}
+${x.from_formation ? `    from_formation: ${x.from_formation}\n` : ""}    satisfied_by: {}
+    signature: {status: signed, keyid: ${x.signature!.status === "signed" ? x.signature!.keyid : ""}, envelope_sha256: ${x.signature!.envelope_sha256}}
+    registry: ${q(x.registry!)}
+    manifest_envelope: ${x.manifest_envelope}
+`,
+  );
+  return `format: cairn.lock/1
+profile: ${l.profile}
+profile_sha256: ${l.profile_sha256}
+resolved_at: ${l.resolved_at}
+cairn_version: t
+verification_policy: signed
+base:
+  name: ${base.name}
+  arch: ${base.arch}
+  abi: ${base.abi}
+  capabilities: [${base.capabilities.map((c) => q(`${c.name}@${c.version}`)).join(", ")}]
+  source: ${q(base.source)}
+  digest: sha256:${"0".repeat(64)}
+  probed_at: ${base.probed_at}
+layers:
+${layers.join("")}formations: [${l.formations.map((f) => `{name: ${f.name}, version: ${q(f.version)}, signature: {status: signed, keyid: ${f.signature!.status === "signed" ? f.signature!.keyid : ""}, envelope_sha256: ${f.signature!.envelope_sha256}}}`).join(", ")}]
+env: {SECRET_TOKEN: hunter2}
+on_ready: []
+defaults: {}
+packages: []
+mutable_layer: false
+requires_host: []
+`;
+}
 
 test("freshness: ages in days, future-dated flagged, --max-age refuses naming age, date and bound", () => {
   const resolved = "2025-01-14T00:00:00.000Z";
@@ -170,7 +231,7 @@ test("signed lockfile: resolved_at is inside the payload; edits, a wrong key and
   assert.equal(read.signature?.keyid, ex.lockKey.keyId);
   assert.equal(read.signature?.envelope_sha256, written.signature?.envelope_sha256);
   const env = JSON.parse(readFileSync(`${path}.dsse.json`, "utf8")) as { payload: string };
-  assert.match(Buffer.from(env.payload, "base64").toString(), /resolved_at: 2026-03-01T12:00:00.000Z/);
+  assert.match(Buffer.from(env.payload, "base64").toString(), /resolved_at: "?2026-03-01T12:00:00.000Z/);
   // Edit resolved_at in the YAML only.
   const original = readFileSync(path, "utf8");
   writeFileSync(path, original.replace("2026-03-01T12:00:00.000Z", "2026-09-01T12:00:00.000Z"));
@@ -180,7 +241,7 @@ test("signed lockfile: resolved_at is inside the payload; edits, a wrong key and
   assertCode(() => readLockfile(path, [generateSigningKey()]), "SIGNATURE_INVALID");
   // Swap in a signature made over other bytes with the right key.
   const other = join(dir, "other.lock");
-  writeLockfile(other, { ...l, resolved_at: "2027-01-01T00:00:00.000Z" }, ex.lockKey);
+  writeLockfile(other, viewLock({ ...l.spec, resolved_at: "2027-01-01T00:00:00.000Z" }, l.records), ex.lockKey);
   writeFileSync(`${path}.dsse.json`, readFileSync(`${other}.dsse.json`));
   assertCode(() => readLockfile(path, [ex.lockKey]), "SIGNATURE_INVALID");
   writeFileSync(join(dir, "unsigned.lock"), original);
@@ -192,6 +253,44 @@ test("the base probe time is the resolution clock, so the same inputs give the s
   assert.ok(!/probed_at: (?!2026-03-01T12:00:00.000Z)/.test(text), "the probe time is the resolution clock");
 });
 
+test("the records beside a lockfile name its bytes: an edited lockfile with its old records is refused; control: the records as written", async () => {
+  const l = await lock();
+  const dir = tempDir("cairn-records-");
+  const path = join(dir, "env.lock");
+  writeLockfile(path, l);
+  assert.equal(readLockfile(path).lock.verification_policy, "signed", "control: records read");
+  const records = JSON.parse(readFileSync(recordsPath(path), "utf8")) as { lockfile_sha256: string; layers: { manifest_envelope: string }[] };
+  assert.match(records.lockfile_sha256, /^sha256:/);
+  writeFileSync(path, readFileSync(path, "utf8").replace(/^profile: t$/m, "profile: u"));
+  assertCode(() => readLockfile(path), "LOCK_INVALID", "/lockfile_sha256");
+  // A lockfile with no records (Strata's) reads; nothing claims a signature.
+  writeFileSync(path, lockfileToYaml(l));
+  writeFileSync(recordsPath(path), "");
+  assertCode(() => readLockfile(path), "JSON_SYNTAX");
+  const bare = join(dir, "bare.lock");
+  writeFileSync(bare, lockfileToYaml(l));
+  const read = readLockfile(bare).lock;
+  assert.equal(read.verification_policy, "unrecorded");
+  assert.equal(read.layers[0]!.signature, undefined);
+  assert.equal(environmentId(read), environmentId(l), "the identity is the lockfile's alone");
+});
+
+test("records whose embedded manifest is not the lockfile's layer are refused (DIGEST_MISMATCH naming the field); control: as written", async () => {
+  const l = await lock();
+  const dir = tempDir("cairn-records-env-");
+  const path = join(dir, "env.lock");
+  writeLockfile(path, l);
+  const records = JSON.parse(readFileSync(recordsPath(path), "utf8")) as {
+    layers: { manifest_envelope: string; signature: unknown; manifest_sha256: string }[];
+  };
+  // Swap two layers' envelopes and their digests: each is a real signed manifest, of another layer.
+  const [a, b] = [records.layers[0]!, records.layers[1]!];
+  records.layers[0] = { ...a, manifest_envelope: b.manifest_envelope, signature: b.signature, manifest_sha256: b.manifest_sha256 };
+  writeFileSync(recordsPath(path), JSON.stringify(records));
+  const e = assertCode(() => readLockfile(path), "DIGEST_MISMATCH");
+  assert.match(e.message, /differs from the lockfile's layer/);
+});
+
 test("verify refuses a signed lockfile whose policy claims more than its layer records", async () => {
   const l = await lock();
   const dir = tempDir("cairn-policy-");
@@ -200,36 +299,24 @@ test("verify refuses a signed lockfile whose policy claims more than its layer r
   const opts = { keys: [ex.lockKey], now: NOW, registries: [], layerKeys: [], allowUnsignedOffline: false };
   assert.equal((await verifyLock(honest, opts)).verification_policy, "signed", "control");
   const first = l.layers[0]!;
-  const forged: Lockfile = {
-    ...l,
-    layers: [{ ...first, signature: { status: "unsigned-offline", envelope_sha256: first.signature!.envelope_sha256 } }, ...l.layers.slice(1)],
-  };
+  const layers = new Map(l.records.layers);
+  layers.set(first.id, { ...layers.get(first.id)!, signature: { status: "unsigned-offline", envelope_sha256: first.signature!.envelope_sha256 } });
   const path = join(dir, "forged.lock");
-  writeLockfile(path, forged, ex.lockKey);
+  writeLockfile(path, viewLock(l.spec, { ...l.records, layers }), ex.lockKey);
   await assertCodeAsync(() => verifyLock(path, opts), "LOCK_INVALID");
-  const unsigned: Lockfile = { ...forged, verification_policy: "unsigned-offline" };
-  writeLockfile(path, unsigned, ex.lockKey);
+  writeLockfile(path, viewLock({ ...l.spec, verification_policy: "unsigned-offline" }, { ...l.records, layers, policy: "unsigned-offline" }), ex.lockKey);
   await assertCodeAsync(() => verifyLock(path, opts), "TRUST_REFUSED");
   assert.equal((await verifyLock(path, { ...opts, allowUnsignedOffline: true })).verification_policy, "unsigned-offline");
 });
 
-test("Validate: package sets follow the profile's rule (name pattern, non-empty version, env for conda only)", async () => {
+test("parse without Validate (lock diff): rule problems come back as problems; a shape error is still refused", async () => {
   const l = await lock();
-  const withPackages = (packages: unknown) => edit(l, (m) => void (m.packages = packages));
-  // control: a set a profile could declare
-  const ok = parseLockfile(withPackages([{ manager: "pip", packages: [{ name: "pandas", version: "2.2.2" }] }]));
-  assert.deepEqual(ok.packages, [{ manager: "pip", packages: [{ name: "pandas", version: "2.2.2" }] }]);
-  const issues = (packages: unknown): string[] => {
-    try {
-      parseLockfile(withPackages(packages));
-      return [];
-    } catch (e) {
-      const err = e as { issues?: Array<{ path: string }>; path?: string };
-      return (err.issues ?? [{ path: err.path ?? "" }]).map((i) => i.path);
-    }
-  };
-  assert.deepEqual(issues([{ manager: "pip", packages: [{ name: "bad name!" }] }]), ["/packages/0/packages/0/name"]);
-  assert.deepEqual(issues([{ manager: "pip", packages: [{ name: "x", version: "" }] }]), ["/packages/0/packages/0/version"]);
-  assert.deepEqual(issues([{ manager: "pip", packages: [{ name: "x" }], env: "base" }]), ["/packages/0/env"]);
-  assert.deepEqual(issues([{ manager: "pip" }]), ["/packages/0/packages"]);
+  const { lock: read, problems } = parseLockfileUnvalidated(edited(l, (m) => void (m.layers[1]!.mount_order = m.layers[0]!.mount_order)));
+  assert.deepEqual(
+    problems.map((p) => [p.path, p.code]),
+    [["/layers/1/mount_order", "LOCK_INVALID"]],
+  );
+  assert.equal(read.layers.length, l.layers.length);
+  assert.deepEqual(parseLockfileUnvalidated(lockfileToYaml(l)).problems, [], "control");
+  assertCode(() => parseLockfileUnvalidated(lockfileToYaml(l).replace(/^ {4}size: \d+$/m, "    size: big")), "MODEL_TYPE");
 });

@@ -21,8 +21,12 @@ import {
   isPrerelease,
   layerId,
   lockfileCaveats,
-  lockfileToModel,
-  parseLockfile,
+  lockFileToYaml,
+  lockfileToYaml,
+  parseLockfileText,
+  readRecords,
+  recordsToModel,
+  viewLock,
   parseLockfileUnvalidated,
   parseMaxAge,
   checkFreshness,
@@ -128,13 +132,7 @@ test("requires_host {key, value} is read (no crash), recorded, warned about, and
   const a = await resolveText(p(`[{key: efa, value: "true"}, ${KVM}]`));
   const b = await resolveText(p(`[${KVM}, {key: efa, value: "true"}]`));
   assert.equal(environmentId(a), environmentId(b), "a set: order does not matter");
-  const reordered = parseLockfile({
-    ...(lockfileToModel(a) as object),
-    requires_host: [
-      { key: "kvm", value: "true" },
-      { key: "efa", value: "true" },
-    ],
-  } as never);
+  const reordered = viewLock({ ...a.spec, requires_host: [...a.spec.requires_host].reverse() });
   assert.equal(environmentId(reordered), environmentId(a), "a hand-reordered lockfile has the same ID");
   assert.notEqual(environmentId(await resolveText(p(`[{key: efa, value: "false"}, ${KVM}]`))), environmentId(a), "control: another value is another ID");
   assert.ok(lockfileCaveats(a).some((c) => c.startsWith("host requirements are recorded, not checked")));
@@ -233,38 +231,48 @@ test("a signed policy over no layers is flagged as covering nothing", async () =
 
 test("lock diff parses without Validate: a rule-breaking lockfile is shown with its problems, not refused", async () => {
   const a = await resolveText("name: t\nbase: {os: debian12}\nsoftware: [tool-a, numpy, python]\n");
-  const model = lockfileToModel(a) as { layers: { mount_order: number }[] };
-  model.layers[1]!.mount_order = model.layers[0]!.mount_order; // two layers share a mount order
-  assertCode(() => parseLockfile(model as never), "LOCK_INVALID");
-  const { lock: b, problems } = parseLockfileUnvalidated(model as never);
+  const layers = a.spec.layers.map((l, i) => (i === 1 ? { ...l, mount_order: a.spec.layers[0]!.mount_order } : l)); // two layers share a mount order
+  const text = lockFileToYaml({ ...a.spec, layers });
+  assertCode(() => parseLockfileText(text), "LOCK_INVALID");
+  const { lock: b, problems } = parseLockfileUnvalidated(text);
   assert.ok(problems.length >= 1 && problems[0]!.path.endsWith("/mount_order"));
   const d = diffLocks(a, b, [], problems);
   assert.equal(d.id_b, null, "an invalid lockfile has no EnvironmentID in the diff");
   assert.equal(d.problems_b.length, problems.length);
-  assert.equal(parseLockfileUnvalidated(lockfileToModel(a) as never).problems.length, 0, "control: a valid lockfile has no problems");
+  assert.equal(parseLockfileUnvalidated(lockfileToYaml(a)).problems.length, 0, "control: a valid lockfile has no problems");
 });
 
-test("the lockfile embeds each layer's manifest envelope, pinned by its digests and outside the EnvironmentID", async () => {
+type RecordsModel = { layers: { manifest_envelope: string; manifest_sha256: string; signature: { envelope_sha256: string } }[] };
+
+/** The records cairn writes beside `lock`, as a model to edit, and a reader that checks an edited one against the lockfile. */
+function recordsOf(lock: Lockfile): { model: () => RecordsModel; read: (m: RecordsModel) => unknown } {
+  const bytes = Buffer.from(lockfileToYaml(lock));
+  return {
+    model: () => JSON.parse(JSON.stringify(recordsToModel(lock.records, sha256(bytes)))) as RecordsModel,
+    read: (m) => readRecords(JSON.parse(JSON.stringify(m)), lock.spec, sha256(bytes), "records"),
+  };
+}
+
+test("the records carry each layer's manifest envelope, pinned by its digests and outside the identities", async () => {
   const lock = await resolveText("name: t\nbase: {os: debian12}\nsoftware: [tool-a, numpy, python]\n");
   for (const l of lock.layers) {
     const bytes = Buffer.from(l.manifest_envelope!, "base64");
     assert.equal(sha256(bytes), l.signature!.envelope_sha256);
     assert.equal(sha256(Buffer.from(JSON.parse(bytes.toString()).payload, "base64")), l.manifest_sha256);
   }
-  const bare = lockfileToModel(lock) as { layers: Record<string, unknown>[] };
-  for (const l of bare.layers) delete l.manifest_envelope;
-  assert.equal(environmentId(parseLockfile(bare as never)), environmentId(lock), "embedding does not move the ID");
-  const tampered = lockfileToModel(lock) as { layers: Record<string, unknown>[] };
+  assert.equal(environmentId(viewLock(lock.spec)), environmentId(lock), "the records do not move the identity");
+  const r = recordsOf(lock);
+  const tampered = r.model();
   const other = LocalRegistry.open(ex.registry).readLayer(lock.layers[1]!.id).envelopeBytes.toString("base64");
   tampered.layers[0]!.manifest_envelope = other;
-  assertCode(() => parseLockfile(tampered as never), "DIGEST_MISMATCH");
-  assert.doesNotThrow(() => parseLockfile(lockfileToModel(lock) as never), "control: the lockfile as written");
+  assertCode(() => r.read(tampered), "DIGEST_MISMATCH");
+  assert.doesNotThrow(() => r.read(r.model()), "control: the records as written");
 });
 
 test("an embedded envelope is pinned by envelope_sha256 alone: other bytes around the same payload are refused (issue 31, case 19b)", async () => {
   const lock = await resolveText("name: t\nbase: {os: debian12}\nsoftware: [tool-a, numpy, python]\n");
-  type Model = { layers: { manifest_envelope: string; signature: { envelope_sha256: string } }[] };
-  const original = Buffer.from((lockfileToModel(lock) as Model).layers[0]!.manifest_envelope, "base64");
+  const r = recordsOf(lock);
+  const original = Buffer.from(r.model().layers[0]!.manifest_envelope, "base64");
   // The same payload (so manifest_sha256 still holds) in other envelope bytes: re-serialized, and with its signature altered.
   const env = JSON.parse(original.toString());
   const reserialized = Buffer.from(JSON.stringify(env, null, 1));
@@ -274,37 +282,40 @@ test("an embedded envelope is pinned by envelope_sha256 alone: other bytes aroun
   for (const bytes of [reserialized, resigned]) {
     assert.notEqual(sha256(bytes), sha256(original));
     assert.equal(sha256(Buffer.from(JSON.parse(bytes.toString()).payload, "base64")), lock.layers[0]!.manifest_sha256, "the payload is the pinned manifest");
-    const swapped = lockfileToModel(lock) as Model;
+    const swapped = r.model();
     swapped.layers[0]!.manifest_envelope = bytes.toString("base64");
-    assertCode(() => parseLockfile(swapped as never), "DIGEST_MISMATCH", "/layers/0/manifest_envelope");
-    // Control: the same envelope with its pin updated is read (its signature is a question for lock verify, not for Validate).
-    const repinned = lockfileToModel(lock) as Model;
+    assertCode(() => r.read(swapped), "DIGEST_MISMATCH", "/layers/0/manifest_envelope");
+    // Control: the same envelope with its pin updated is read (its signature is a question for lock verify, not for reading).
+    const repinned = r.model();
     repinned.layers[0]!.manifest_envelope = bytes.toString("base64");
     repinned.layers[0]!.signature.envelope_sha256 = sha256(bytes);
-    assert.doesNotThrow(() => parseLockfile(repinned as never));
+    assert.doesNotThrow(() => r.read(repinned));
   }
 });
 
-test("an embedded envelope's payload is pinned by manifest_sha256, and one that is not DSSE is refused, even when envelope_sha256 was updated to match (kill StrykerJS survivors)", async () => {
+test("an embedded envelope's payload is pinned by manifest_sha256 and must be the lockfile's layer; one that is not DSSE is refused, even when envelope_sha256 was updated to match", async () => {
   const lock = await resolveText("name: t\nbase: {os: debian12}\nsoftware: [tool-a, numpy, python]\n");
-  type Model = { layers: { manifest_envelope: string; signature: { envelope_sha256: string } }[] };
+  const r = recordsOf(lock);
   // Another layer's envelope, with envelope_sha256 updated to it: only the manifest_sha256 pin can catch it.
-  const other = Buffer.from((lockfileToModel(lock) as Model).layers[1]!.manifest_envelope, "base64");
-  const swapped = lockfileToModel(lock) as Model;
+  const other = Buffer.from(r.model().layers[1]!.manifest_envelope, "base64");
+  const swapped = r.model();
   swapped.layers[0]!.manifest_envelope = other.toString("base64");
   swapped.layers[0]!.signature.envelope_sha256 = sha256(other);
-  assertCode(() => parseLockfile(swapped as never), "DIGEST_MISMATCH", "/layers/0/manifest_envelope");
+  assertCode(() => r.read(swapped), "DIGEST_MISMATCH", "/layers/0/manifest_envelope");
+  // ...and with manifest_sha256 updated too: the manifest is not the lockfile's layer.
+  swapped.layers[0]!.manifest_sha256 = r.model().layers[1]!.manifest_sha256;
+  assertCode(() => r.read(swapped), "DIGEST_MISMATCH", "/layers/0/manifest_envelope");
   // Bytes that are not a DSSE envelope, with envelope_sha256 updated to them.
   const junk = Buffer.from('{"not": "an envelope"}');
-  const notDsse = lockfileToModel(lock) as Model;
+  const notDsse = r.model();
   notDsse.layers[0]!.manifest_envelope = junk.toString("base64");
   notDsse.layers[0]!.signature.envelope_sha256 = sha256(junk);
-  const e = assertCode(() => parseLockfile(notDsse as never), "MODEL_UNKNOWN_FIELD");
+  const e = assertCode(() => r.read(notDsse), "MODEL_UNKNOWN_FIELD");
   assert.ok(
     e.issues.some((i) => i.path === "/layers/0/manifest_envelope"),
     JSON.stringify(e.issues),
   );
-  assert.doesNotThrow(() => parseLockfile(lockfileToModel(lock) as never), "control: the lockfile as written");
+  assert.doesNotThrow(() => r.read(r.model()), "control: the records as written");
 });
 
 test("offline audit: lock verify without a registry verifies layer signatures on the embedded manifests", async () => {
@@ -318,15 +329,19 @@ test("offline audit: lock verify without a registry verifies layer signatures on
   assert.equal(await verify(good, []), null, "no keys: not attempted, and said so");
   await assertCodeAsync(() => verify(good, [generateSigningKey()]), "TRUST_REFUSED");
   // A signature altered inside the embedded envelope, with the pins updated and the lockfile re-signed: only the signature check can catch it.
-  const model = lockfileToModel(lock) as { layers: { manifest_envelope: string; signature: { envelope_sha256: string } }[] };
-  const env = JSON.parse(Buffer.from(model.layers[0]!.manifest_envelope, "base64").toString());
+  const first = lock.layers[0]!;
+  const env = JSON.parse(Buffer.from(first.manifest_envelope!, "base64").toString());
   const sig = Buffer.from(env.signatures[0].sig, "base64");
   sig[0] = sig[0]! ^ 1;
   env.signatures[0].sig = sig.toString("base64");
   const bytes = Buffer.from(JSON.stringify(env));
-  model.layers[0]!.manifest_envelope = bytes.toString("base64");
-  model.layers[0]!.signature.envelope_sha256 = sha256(bytes);
+  const layers = new Map(lock.records.layers);
+  layers.set(first.id, {
+    ...layers.get(first.id)!,
+    manifest_envelope: bytes.toString("base64"),
+    signature: { ...first.signature!, envelope_sha256: sha256(bytes) },
+  });
   const bad = join(dir, "bad.yaml");
-  writeLockfile(bad, parseLockfile(model as never), ex.lockKey);
+  writeLockfile(bad, viewLock(lock.spec, { ...lock.records, layers }), ex.lockKey);
   await assertCodeAsync(() => verify(bad, [ex.registryKey]), "SIGNATURE_INVALID");
 });

@@ -1,10 +1,18 @@
 import type { Command } from "commander";
 import { CairnError } from "../../core/index.ts";
-import { lockfileCaveats, verifyLock, verifyLockContents } from "../../strata/index.ts";
+import { lockfileCaveats, strataEnvironmentId, verifyLock, verifyLockContents } from "../../strata/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
 import { clock, lockVerifyOptions, probeBaseFlag, withLockVerifyFlags, type LockVerifyFlags } from "../flags.ts";
 import { remoteFlags } from "../remote-flags.ts";
+
+const POLICY_TEXT: Readonly<Record<string, string>> = {
+  signed: "signed (cairn checked every layer and formation against a trusted key at resolution)",
+  "unsigned-offline": "unsigned-offline (some layers or formations were accepted unsigned)",
+  "attestation-references-present":
+    "attestation-references-present (Strata's claim that every layer names a bundle and a Rekor entry; cairn does not check Rekor offline)",
+  unrecorded: "unrecorded (no cairn records; each layer's signed manifest was checked in the registry when --trust was given)",
+};
 
 export function registerLockVerify(lock: Command, ctx: Context): void {
   const cmd = lock
@@ -23,10 +31,12 @@ export function registerLockVerify(lock: Command, ctx: Context): void {
       if (opts.contents && verify.registries.length === 0) throw new CairnError("USAGE", "--contents needs --registry");
       const contentsChecked = opts.contents ? await verifyLockContents(report.lock, verify.registries) : null;
       const caveats = lockfileCaveats(report.lock);
+      const strata = strataEnvironmentId(report.lock.spec);
       if (opts.json) {
         printJson(ctx.io, {
           verified: true,
-          environment_id: report.environment_id,
+          environment_id: strata,
+          content_id: report.environment_id,
           signed_by: report.signature.keyid,
           resolved_at: report.lock.resolved_at,
           age: report.freshness.age,
@@ -44,10 +54,11 @@ export function registerLockVerify(lock: Command, ctx: Context): void {
       }
       const lines = [
         `verified ${path}`,
-        `environment ${report.environment_id}`,
+        `environment ${strata}  (EnvironmentID, Strata)`,
+        `content     ${report.environment_id}  (content identity, cairn)`,
         `signed by   ${report.signature.keyid}`,
         `resolved    ${report.lock.resolved_at} (${report.freshness.future ? `FUTURE-DATED: ${report.freshness.age}` : `${report.freshness.age} old`})`,
-        `policy      ${report.verification_policy}`,
+        `policy      ${POLICY_TEXT[report.verification_policy] ?? report.verification_policy}`,
         `base        ${report.lock.base.name} ${report.lock.base.arch} (${report.base_checked ? "re-probed: digest matches" : `${report.lock.base.source === "declared" ? "declared" : `probed from ${report.lock.base.source}`} at resolution; not re-probed (give --base to check it)`})`,
         `layers      ${report.layers_checked === null ? `${report.lock.layers.length}, bytes NOT checked (give --registry to check them)${report.embedded_signatures_checked !== null ? `; ${report.embedded_signatures_checked} signature(s) verified on the embedded manifests` : ""}` : `${report.layers_checked} checked: manifests and blob bytes match${opts.trust.length ? ", layer signatures verified" : ""}${contentsChecked !== null ? ", unpacked contents match their manifests" : ""}`}`,
         ...caveats.map((c) => `  ! ${c}`),

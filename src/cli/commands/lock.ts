@@ -1,6 +1,17 @@
 import type { Command } from "commander";
-import { readVerifyingKey } from "../../core/index.ts";
-import { environmentId, explainScope, explainText, isFrozen, lockfileCaveats, readLockfile } from "../../strata/index.ts";
+import { readSigningKey, readVerifyingKey } from "../../core/index.ts";
+import {
+  convertV1LockfileFile,
+  environmentId,
+  explainScope,
+  explainText,
+  isFrozen,
+  lockfileCaveats,
+  readLockfile,
+  strataEnvironmentId,
+  writeLockfile,
+  signLockfile,
+} from "../../strata/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
 import { registerLockVerify } from "./lock-verify.ts";
@@ -14,15 +25,41 @@ export function registerLock(program: Command, ctx: Context): void {
   registerLockVerify(lock, ctx);
   lock
     .command("id")
-    .description("print the EnvironmentID of a lockfile (an unfrozen lockfile has none: exit 1)")
+    .description(
+      "print a lockfile's two identities: Strata's EnvironmentID (bare hex, as Strata computes it) on the first line, cairn's content identity (sha256:…, which also covers layer ids and sizes, defaults, the mutable layer and host requirements) on the second; an unfrozen lockfile has neither (exit 1)",
+    )
     .argument("<lock>", "lockfile")
     .option("--pub <key>", "verify the lockfile's signature with this public key first")
     .option("--json", "print the result as JSON")
     .action((path: string, opts: { pub?: string; json?: boolean }) => {
       const read = readLockfile(path, opts.pub !== undefined ? [readVerifyingKey(opts.pub)] : undefined);
-      const id = environmentId(read.lock);
-      if (opts.json) printJson(ctx.io, { environment_id: id, signature_checked: opts.pub !== undefined });
-      else ctx.io.out(id);
+      const content = environmentId(read.lock); // LOCK_UNFROZEN for an unfrozen lockfile
+      const strata = strataEnvironmentId(read.lock.spec);
+      if (opts.json) printJson(ctx.io, { environment_id: strata, content_id: content, signature_checked: opts.pub !== undefined });
+      else ctx.io.out(`${strata}  EnvironmentID (Strata)\n${content}  content identity (cairn)`);
+    });
+  lock
+    .command("convert")
+    .description(
+      "convert a lockfile in cairn's earlier format (cairn.lock/1) into Strata's format, with cairn's records beside it (written unsigned unless --sign)",
+    )
+    .argument("<old>", "lockfile in the earlier format")
+    .requiredOption("--out <lock>", "where to write the converted lockfile (and OUT.cairn.json)")
+    .option("--sign <key>", "sign the converted lockfile (the old signature covered other bytes)")
+    .action((path: string, opts: { out: string; sign?: string }) => {
+      const { lock: converted, dropped } = convertV1LockfileFile(path);
+      writeLockfile(opts.out, converted, opts.sign !== undefined ? readSigningKey(opts.sign) : undefined);
+      ctx.io.out(`converted ${path} → ${opts.out}${opts.sign ? " (signed)" : " (unsigned: sign it with cairn lock sign)"}`);
+      for (const d of dropped) ctx.io.out(`  dropped ${d}: recorded, never acted upon; Strata's lockfile has no place for it`);
+    });
+  lock
+    .command("sign")
+    .description("sign a lockfile as it is (Validate first): writes LOCK.dsse.json over its exact bytes, e.g. for a lockfile Strata wrote")
+    .argument("<lock>", "lockfile")
+    .requiredOption("--key <key>", "Ed25519 private key (PKCS#8 PEM)")
+    .action((path: string, opts: { key: string }) => {
+      const sig = signLockfile(path, readSigningKey(opts.key));
+      ctx.io.out(`signed ${path} (key ${sig.keyid})`);
     });
   registerLockDiff(lock, ctx);
   lock

@@ -16,7 +16,8 @@
  * with an operator (`>=1.26,<2`) is used as written, in the manager's syntax.
  */
 import { CairnError, compareBytes, type RemoteLimits, type Sha256Digest } from "../../core/index.ts";
-import type { Lockfile } from "../lockfile.ts";
+import { type Lockfile, viewLock } from "../lockfile.ts";
+import { pinnedSets } from "../lockfile-records.ts";
 import type { PackageManager, PackageRef } from "../profile-model.ts";
 import { CondaUniverse, condaConstraint } from "./conda.ts";
 import { CranUniverse, cranConstraint } from "./cran.ts";
@@ -200,6 +201,37 @@ async function freezeSet(lock: Lockfile, set: LockPackageSet, index: string, o: 
   return { index: source.location, target: new Map([["r", r]]), pins };
 }
 
+/**
+ * A set the lockfile already pinned (a Strata lockfile: name, version and
+ * sha256, no archive records) keeps its pins: freezing finds their archives
+ * and may add their dependencies, but an archive whose bytes are not the
+ * pinned sha256 is refused, naming the package.
+ */
+function checkKeepsPins(set: LockPackageSet, frozen: FrozenPackages, i: number): void {
+  for (const p of set.pinned ?? []) {
+    const got = frozen.pins.find((x) => x.name === p.name);
+    if (got === undefined || got.version !== p.version) {
+      throw new CairnError(
+        "RESOLVE_FAILED",
+        `${set.manager} ${p.name} ${p.version}: the lockfile pins it, the index resolves ${got ? got.version : "nothing"}`,
+        {
+          path: `/packages/${i}`,
+        },
+      );
+    }
+    if (p.sha256 !== undefined && got.sha256 !== `sha256:${p.sha256}`) {
+      throw new CairnError(
+        "DIGEST_MISMATCH",
+        `${set.manager} ${p.name} ${p.version}: the index's archive is ${got.sha256}, the lockfile pins sha256:${p.sha256}`,
+        {
+          path: `/packages/${i}`,
+          hint: "the index serves other bytes than the ones the lockfile was frozen with",
+        },
+      );
+    }
+  }
+}
+
 /** Freezes the package sets of `lock` that have an index in `o.indexes`. */
 export async function freezeLock(lock: Lockfile, o: FreezeOptions): Promise<FreezeResult> {
   const given = (Object.keys(o.indexes) as PackageManager[]).filter((m) => o.indexes[m] !== undefined);
@@ -215,8 +247,17 @@ export async function freezeLock(lock: Lockfile, o: FreezeOptions): Promise<Free
   const packages: LockPackageSet[] = [];
   for (const [i, set] of lock.packages.entries()) {
     const index = o.indexes[set.manager];
-    packages.push(index === undefined ? set : { ...set, frozen: await freezeSet(lock, set, index, o, i) });
+    if (index === undefined) {
+      packages.push(set);
+      continue;
+    }
+    const frozen = await freezeSet(lock, set, index, o, i);
+    checkKeepsPins(set, frozen, i);
+    const { pinned: _pinned, ...request } = set;
+    packages.push({ ...request, frozen });
   }
-  const unpinned = [...new Set(packages.filter((s) => s.frozen === undefined).map((s) => s.manager))];
-  return { lock: { ...lock, packages }, frozen: given, unpinned };
+  const unpinned = [...new Set(packages.filter((s) => s.frozen === undefined && s.pinned === undefined).map((s) => s.manager))];
+  // The wire carries the pinned sets (name, version, sha256); cairn's records carry the requests and every pin's archive.
+  const spec = { ...lock.spec, packages: pinnedSets(packages) };
+  return { lock: viewLock(spec, { ...lock.records, packages }), frozen: given, unpinned };
 }

@@ -45,6 +45,12 @@ export interface FrozenPackages {
 /** A package set as the lockfile holds it: the profile's request, and its pins once frozen. */
 export interface LockPackageSet extends PackageSet {
   readonly frozen?: FrozenPackages;
+  /**
+   * The pins as a lockfile without cairn's records gives them (a Strata
+   * lockfile): name, version and, when known, sha256; no archive details, so
+   * nothing can be fetched or placed from them.
+   */
+  readonly pinned?: readonly { readonly name: string; readonly version: string; readonly sha256?: string }[];
 }
 
 export const FROZEN_FIELDS = ["index", "target", "pins"] as const;

@@ -5,7 +5,6 @@
  * `signed` only when every layer and formation is signed by a trusted key;
  * otherwise, and only under --allow-unsigned-offline, `unsigned-offline`.
  */
-import type { VerificationPolicy } from "../lockfile.ts";
 import { attest, type Attestation } from "../trust.ts";
 import type { FormationRecord } from "./formations.ts";
 import { pickId, type Pick } from "./pick.ts";
@@ -14,7 +13,7 @@ export function attestLayers(
   picks: readonly Pick[],
   formations: readonly FormationRecord[],
   allowUnsignedOffline: boolean,
-): { signatures: Map<string, Attestation>; policy: VerificationPolicy } {
+): { signatures: Map<string, Attestation>; policy: "signed" | "unsigned-offline" } {
   const signatures = new Map<string, Attestation>();
   for (const p of picks) {
     signatures.set(pickId(p), attest(p.layer.doc, p.layer.source.keys, allowUnsignedOffline, `layer ${pickId(p)}`));

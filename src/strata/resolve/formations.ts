@@ -80,7 +80,7 @@ export function expandFormations(
           path: `/software/${i}`,
         });
       }
-      picks.push({ layer, from_formation: label, ...(previous !== undefined ? { after_in_formation: previous } : {}) });
+      picks.push({ layer, from_formation: label, requested_by: [`formation:${label}`], ...(previous !== undefined ? { after_in_formation: previous } : {}) });
       previous = member.id;
     }
   }

@@ -7,6 +7,8 @@ export interface Pick {
   readonly from_formation?: string;
   /** Members of one formation keep the formation's order: the member before this one. */
   readonly after_in_formation?: string;
+  /** The profile refs that asked for it, as written canonically (`python@3.12`, `formation:bio-seq@2026.03`). */
+  readonly requested_by?: readonly string[];
 }
 
 export function pickId(p: Pick): string {

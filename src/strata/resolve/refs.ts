@@ -8,7 +8,7 @@
  * nothing is reported at once, each with its pointer and the versions that
  * exist and why each was passed over.
  */
-import { CairnError, type Issue } from "../../core/index.ts";
+import { CairnError, compareBytes, type Issue } from "../../core/index.ts";
 import type { LockBase } from "../base.ts";
 import type { Catalog } from "../catalog.ts";
 import { refString, type SoftwareRef } from "../ref.ts";
@@ -31,7 +31,7 @@ export function resolveRefs(refs: readonly SoftwareRef[], catalog: Catalog, base
     const wantsPre = ref.version !== undefined && isPrerelease(ref.version);
     const chosen = (wantsPre ? undefined : fits.find((l) => !isPrerelease(l.doc.value.version))) ?? fits[0];
     if (chosen !== undefined) {
-      picks.push({ layer: chosen });
+      picks.push({ layer: chosen, requested_by: [refString(ref)] });
       return;
     }
     const seen = all.map((l) => {
@@ -65,12 +65,13 @@ export function resolveRefs(refs: readonly SoftwareRef[], catalog: Catalog, base
   return picks;
 }
 
-/** Merges formation picks and ref picks; the same layer twice is one pick (a formation's record wins). */
+/** Merges formation picks and ref picks; the same layer twice is one pick (a formation's record wins), requested by every ref that asked. */
 export function mergePicks(fromFormations: readonly Pick[], fromRefs: readonly Pick[]): Pick[] {
   const out = new Map<string, Pick>();
   for (const p of [...fromFormations, ...fromRefs]) {
     const id = p.layer.doc.value.id;
-    if (!out.has(id)) out.set(id, p);
+    const seen = out.get(id);
+    out.set(id, seen === undefined ? p : { ...seen, requested_by: [...new Set([...(seen.requested_by ?? []), ...(p.requested_by ?? [])])].sort(compareBytes) });
   }
   return [...out.values()];
 }

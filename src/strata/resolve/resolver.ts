@@ -7,11 +7,14 @@
  */
 import { compareBytes, declareIdentity, identityDigest, type Sha256Digest } from "../../core/index.ts";
 import type { LockBase } from "../base.ts";
-import type { LayerManifest } from "../layer-manifest.ts";
 import type { Catalog } from "../catalog.ts";
-import { LOCKFILE_FORMAT, type LockLayer, type Lockfile } from "../lockfile.ts";
-import { hostRequirementSet } from "../capability.ts";
-import { notActedUponModel, profileToModel, type Profile } from "../profile-model.ts";
+import { type LockRecords, type Lockfile, viewLock } from "../lockfile.ts";
+import { bareHex, toSpecLayerManifest } from "../layer-spec.ts";
+import { specBase } from "../base.ts";
+import { profileToModel, type Profile } from "../profile-model.ts";
+import { specHostRequirements, specMutableLayer } from "../profile-spec.ts";
+import { VERIFY_UNSIGNED_OFFLINE } from "../spec/schema.ts";
+import type * as spec from "../spec/types.ts";
 import { stageBase } from "./base-stage.ts";
 import { expandFormations } from "./formations.ts";
 import { mergePicks, resolveRefs } from "./refs.ts";
@@ -31,10 +34,10 @@ export interface ResolveInput {
   readonly cairnVersion: string;
 }
 
-/** Integrity, not identity: which profile was resolved (`profile_sha256` in the lockfile, provenance the EnvironmentID excludes). */
+/** Integrity, not identity: which profile was resolved (`profile_sha256` in the lockfile, provenance the EnvironmentID excludes). The tag is cairn's first lockfile format's, kept so no profile digest changes. */
 export const PROFILE_DIGEST = declareIdentity({
   name: "lockfile profile_sha256",
-  tag: LOCKFILE_FORMAT,
+  tag: "cairn.lock/1",
   algorithm: "sha256",
   framing: "jcs",
   role: "integrity",
@@ -46,12 +49,6 @@ export function profileDigest(p: Profile): Sha256Digest {
   return identityDigest(PROFILE_DIGEST, profileToModel(p));
 }
 
-/** The lockfile's record of a layer's modulefile: its path and the digest the content manifest gives it. */
-function modulefileOf(m: LayerManifest): { modulefile?: { path: string; sha256: Sha256Digest } } {
-  const sha = m.modulefile === undefined ? undefined : m.content_manifest.get(m.modulefile);
-  return m.modulefile !== undefined && sha !== undefined ? { modulefile: { path: m.modulefile, sha256: sha } } : {};
-}
-
 export function resolveProfile(input: ResolveInput): Lockfile {
   const { profile, catalog } = input;
   const base = stageBase(profile, input.probedBase);
@@ -61,41 +58,50 @@ export function resolveProfile(input: ResolveInput): Lockfile {
   checkConflicts(picks);
   const ordered = mountOrder(picks, satisfiedBy);
   const { signatures, policy } = attestLayers(ordered, expanded.formations, input.allowUnsignedOffline);
-  const layers: LockLayer[] = ordered.map((p, i) => {
-    const m = p.layer.doc.value;
+  const layers: spec.ResolvedLayer[] = ordered.map((p, i) => {
+    const sig = signatures.get(pickId(p))!;
     return {
-      id: m.id,
-      name: m.name,
-      version: m.version,
-      sha256: m.sha256,
-      size: m.size,
-      manifest_sha256: p.layer.doc.payloadSha256,
-      mount_order: i,
-      ...(p.from_formation !== undefined ? { from_formation: p.from_formation } : {}),
-      satisfied_by: satisfiedBy.get(pickId(p)) ?? new Map(),
-      signature: signatures.get(pickId(p))!,
-      registry: p.layer.source.url,
-      manifest_envelope: p.layer.doc.envelopeBytes.toString("base64"),
-      ...modulefileOf(m),
+      ...toSpecLayerManifest(p.layer.doc.value, sig.status === "signed" ? sig.keyid : ""),
+      mount_order: i + 1,
+      satisfied_by: (p.requested_by ?? []).join(", "),
+      from_formation: p.from_formation ?? "",
     };
   });
-  const notActed = notActedUponModel(profile);
-  return {
-    format: LOCKFILE_FORMAT,
-    profile: profile.name,
-    profile_sha256: profileDigest(profile),
-    resolved_at: input.now.toISOString(),
-    cairn_version: input.cairnVersion,
-    verification_policy: policy,
-    base,
-    layers,
+  const records: LockRecords = {
+    policy,
+    base_source: base.source,
+    layers: new Map(
+      ordered.map((p) => [
+        pickId(p),
+        {
+          signature: signatures.get(pickId(p))!,
+          registry: p.layer.source.url,
+          manifest_sha256: p.layer.doc.payloadSha256,
+          manifest_envelope: p.layer.doc.envelopeBytes.toString("base64"),
+        },
+      ]),
+    ),
     formations: [...expanded.formations].sort((a, b) => compareBytes(`${a.name}@${a.version}`, `${b.name}@${b.version}`)),
-    env: profile.env,
+    packages: profile.packages,
+  };
+  const lock: spec.LockFile = {
+    profile: profile.name,
+    profile_sha256: bareHex(profileDigest(profile)),
+    resolved_at: input.now.toISOString(),
+    strata_version: `cairn ${input.cairnVersion}`,
+    rekor_entry: "",
+    bundle: "",
+    // The seed's two values: unsigned-offline when some layer was accepted unsigned; cairn's DSSE
+    // checks are not Strata's Rekor references, so a fully signed resolve claims neither (records say signed).
+    verification_policy: policy === "unsigned-offline" ? VERIFY_UNSIGNED_OFFLINE : "",
+    base: specBase(base, profile.base.os),
+    layers,
+    env: Object.fromEntries(profile.env),
     on_ready: profile.on_ready,
     defaults: profile.defaults,
-    packages: profile.packages,
-    mutable_layer: profile.mutable_layer,
-    requires_host: hostRequirementSet(profile.requires_host),
-    ...(Object.keys(notActed).length > 0 ? { not_acted_upon: notActed as Lockfile["not_acted_upon"] & object } : {}),
+    packages: [],
+    ...(profile.mutable_layer !== false ? { mutable_layer: specMutableLayer(profile.mutable_layer) } : {}),
+    requires_host: specHostRequirements(profile.requires_host),
   };
+  return viewLock(lock, records);
 }
