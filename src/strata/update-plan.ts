@@ -11,19 +11,20 @@
  * a new time, and counting it would make every update a change, so a
  * lockfile would be rewritten (and its citation broken) when nothing in it
  * moved. Everything else `lock diff` compares counts. A lockfile field that
- * differs although `lock diff` reports nothing under it (`cairn_version`, a
- * layer's registry, signature reference or formation, `formations`) is named
+ * differs although `lock diff` reports nothing under it (`strata_version`, a
+ * layer manifest field `lock diff` does not compare) is named
  * in `unlisted`, so "nothing changes" never claims more than was compared;
  * such a field alone is not a change.
  */
 import type { Issue } from "../core/index.ts";
 import { diffLocks, type LockChange, type LockDiff } from "./lockfile-diff.ts";
 import type { Lockfile } from "./lockfile.ts";
-import { lockfileToModel } from "./lockfile-model.ts";
+import { LOCK_FILE } from "./spec/schema.ts";
+import { writeStruct } from "./spec/wire.ts";
 import { compareVersions } from "./version.ts";
 
 /** The clock fields a re-resolution always changes (see above): when it resolved, and when it probed the base. */
-export const UPDATE_IGNORED_PATHS = ["/resolved_at", "/base/probed_at"] as const;
+export const UPDATE_IGNORED_PATHS = ["/resolved_at", "/base/capabilities/probed_at"] as const;
 
 export interface LayerVersionChange {
   readonly name: string;
@@ -54,25 +55,22 @@ export interface UpdatePlan {
   readonly unlisted: readonly string[];
 }
 
-/** The model without the ignored clock fields (paths of one or two segments). */
+/** The written lockfile without the ignored clock fields (a copy; pointers of any depth). */
 function withoutIgnored(m: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = { ...m };
+  const out = structuredClone(m);
   for (const p of UPDATE_IGNORED_PATHS) {
-    const [k, sub] = p.slice(1).split("/");
-    if (sub === undefined) delete out[k!];
-    else if (typeof out[k!] === "object" && out[k!] !== null) {
-      const inner = { ...(out[k!] as Record<string, unknown>) };
-      delete inner[sub];
-      out[k!] = inner;
-    }
+    const keys = p.slice(1).split("/");
+    let at: unknown = out;
+    for (const k of keys.slice(0, -1)) at = typeof at === "object" && at !== null ? (at as Record<string, unknown>)[k] : undefined;
+    if (typeof at === "object" && at !== null) delete (at as Record<string, unknown>)[keys[keys.length - 1]!];
   }
   return out;
 }
 
 /** Top-level fields whose written form differs though no change of `changes` is under them (resolved_at aside). */
 function unlistedFields(a: Lockfile, b: Lockfile, changes: readonly LockChange[]): string[] {
-  const ma = withoutIgnored(lockfileToModel(a));
-  const mb = withoutIgnored(lockfileToModel(b));
+  const ma = withoutIgnored(writeStruct(a.spec as unknown as Record<string, unknown>, LOCK_FILE));
+  const mb = withoutIgnored(writeStruct(b.spec as unknown as Record<string, unknown>, LOCK_FILE));
   const out: string[] = [];
   for (const k of new Set([...Object.keys(ma), ...Object.keys(mb)])) {
     if (JSON.stringify(ma[k]) === JSON.stringify(mb[k])) continue;
