@@ -60,7 +60,7 @@ test("quickstart: resolve the example profile, verify offline, see age and polic
   assert.equal(out.layers_checked, 4);
   assert.equal(out.layer_signatures_checked, true);
   const id = await runCli(["lock", "id", lock]);
-  assert.equal(id.stdout.split(/\s+/)[0], out.environment_id, "lock id's first line is the EnvironmentID verify reports");
+  assert.equal(id.stdout.split("\n")[1]!.split(/\s+/)[0], out.environment_id, "lock id's second line is the content identity verify reports");
 });
 
 test("--max-age refuses an old lockfile naming age, date and bound; a future-dated one is refused", async () => {

@@ -9,7 +9,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { buildExampleRegistry } from "../../examples/strata/build-registry.ts";
 import { writeDemoIndexes } from "../../examples/strata/package-indexes.ts";
 import { join } from "node:path";
-import { environmentId, readLockfile, writeLockfile } from "../../src/strata/index.ts";
+import { environmentId, readLockfile, strataEnvironmentId, writeLockfile } from "../../src/strata/index.ts";
 import { runCli } from "../helpers/cli.ts";
 import { tempDir } from "./fixtures.ts";
 import { lockWith, sha256sum, writeCondaChannel, writePipIndex } from "./freeze-fixtures.ts";
@@ -146,4 +146,5 @@ test("done-when: a profile with pip and conda requests resolves against the toy 
   const verify = await runCli(["lock", "verify", lock, "--pub", join(root, "strata", "lock.pub"), "--registry", ex.registry, "--json"]);
   assert.equal(verify.code, 0, verify.stderr + verify.stdout);
   assert.equal(JSON.parse(verify.stdout).environment_id, environmentId(frozen));
+  assert.equal(JSON.parse(verify.stdout).strata_environment_id, strataEnvironmentId(frozen.spec), "verify reports Strata's EnvironmentID too");
 });

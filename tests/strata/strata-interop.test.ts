@@ -117,8 +117,8 @@ requires_host: [{key: efa, value: "true"}]
   const [strata, content] = id.stdout.trim().split("\n");
   assert.equal(strata!.split(/\s+/)[0], strataId(doc));
   assert.match(content!, /^sha256:[0-9a-f]{64} {2}content identity \(cairn\)$/);
-  const json = JSON.parse((await runCli(["lock", "id", out, "--json"])).stdout) as { environment_id: string };
-  assert.equal(json.environment_id, strataId(doc));
+  const json = JSON.parse((await runCli(["lock", "id", out, "--json"])).stdout) as { strata_environment_id: string };
+  assert.equal(json.strata_environment_id, strataId(doc));
   // The control: a field the seed does not name is caught by the check above.
   assert.deepEqual(foreignFields({ ...doc, format: "cairn.lock/1" }), ["/format (not a field of LockFile)"]);
 });
@@ -151,9 +151,9 @@ test("a lockfile written by hand in the seed's format is read, validated, signed
   assert.equal(readFileSync(hand, "utf8"), text, "signing does not rewrite a Strata lockfile");
   const v = await runCli(["lock", "verify", hand, "--pub", join(ex.root, "lock.pub"), ...args, "--json"]);
   assert.equal(v.code, 0, v.stdout + v.stderr);
-  const report = JSON.parse(v.stdout) as { layers_checked: number; environment_id: string; caveats: string[] };
+  const report = JSON.parse(v.stdout) as { layers_checked: number; strata_environment_id: string; caveats: string[] };
   assert.equal(report.layers_checked, 3);
-  assert.equal(report.environment_id, strataId(doc));
+  assert.equal(report.strata_environment_id, strataId(doc));
   assert.ok(
     report.caveats.some((c) => /pinned by the lockfile .* no record of their archives/.test(c)),
     report.caveats.join("\n"),

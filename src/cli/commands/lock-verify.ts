@@ -35,8 +35,8 @@ export function registerLockVerify(lock: Command, ctx: Context): void {
       if (opts.json) {
         printJson(ctx.io, {
           verified: true,
-          environment_id: strata,
-          content_id: report.environment_id,
+          strata_environment_id: strata,
+          environment_id: report.environment_id,
           signed_by: report.signature.keyid,
           resolved_at: report.lock.resolved_at,
           age: report.freshness.age,

@@ -35,7 +35,7 @@ export function registerLock(program: Command, ctx: Context): void {
       const read = readLockfile(path, opts.pub !== undefined ? [readVerifyingKey(opts.pub)] : undefined);
       const content = environmentId(read.lock); // LOCK_UNFROZEN for an unfrozen lockfile
       const strata = strataEnvironmentId(read.lock.spec);
-      if (opts.json) printJson(ctx.io, { environment_id: strata, content_id: content, signature_checked: opts.pub !== undefined });
+      if (opts.json) printJson(ctx.io, { strata_environment_id: strata, environment_id: content, signature_checked: opts.pub !== undefined });
       else ctx.io.out(`${strata}  EnvironmentID (Strata)\n${content}  content identity (cairn)`);
     });
   lock
