@@ -144,7 +144,7 @@ test("Strata → cairn: every lockfile written in Strata's repository is read by
   assert.ok(rows.filter((r) => r.cairn.reads).length >= 3, "control: Strata's well-formed lockfiles read");
 });
 
-test("Strata → cairn: every profile written in Strata's repository validates in `cairn profile validate`", { skip, ...WIRE }, (t) => {
+test("Strata → cairn: every profile written in Strata's repository validates in `cairn profile validate`", { skip }, (t) => {
   const rows = fromStrata.filter((r) => r.kind === "profile");
   for (const r of rows) t.diagnostic(describe(r));
   t.diagnostic(
