@@ -68,7 +68,8 @@ function foreignFields(doc: Doc): string[] {
   const out: string[] = [];
   const check = (o: unknown, type: string, at: string) => {
     if (o === null || typeof o !== "object") return;
-    const allowed = seedFields(type);
+    // SoftwareRef is read and written by its own (un)marshaller; its struct tags are name, version, formation (all omitempty).
+    const allowed = type === "SoftwareRef" ? ["name", "version", "formation"] : seedFields(type);
     for (const k of Object.keys(o as Doc)) if (!allowed.includes(k)) out.push(`${at}/${k} (not a field of ${type})`);
   };
   check(doc, "LockFile", "");
