@@ -73,7 +73,7 @@ export function diffLocks(a: Lockfile, b: Lockfile, problems_a: readonly Issue[]
   cmp(out, "/mutable_layer", JSON.stringify(a.mutable_layer ?? null), JSON.stringify(b.mutable_layer ?? null));
   const hosts = (l: Lockfile): string => hostRequirementSet(l.requires_host).map(hostRequirementString).join(", ");
   cmp(out, "/requires_host", hosts(a), hosts(b));
-  cmp(out, "/verification_policy", a.verification_policy, b.verification_policy);
+  cmp(out, "/verification_policy", a.spec.verification_policy, b.spec.verification_policy); // the field the files carry (cairn's verdict lives in its records)
   cmp(out, "/profile", a.profile, b.profile);
   cmp(out, "/profile_sha256", a.profile_sha256, b.profile_sha256);
   cmp(out, "/resolved_at", a.resolved_at, b.resolved_at);
