@@ -17,6 +17,7 @@ import { PROJECT_ROOT } from "../helpers/vectors.ts";
 import { exampleRegistry, resolveArgs, tempDir } from "../strata/fixtures.ts";
 import { RUN_ENV_LIMITS } from "../../src/core/index.ts";
 import { parseEnvAssignments } from "../../src/vm/index.ts";
+import { LAUNCH_LIMITS } from "../../src/workload/launch.ts";
 
 const ex = exampleRegistry();
 const LOCK = join(ex.root, "env.lock");
@@ -98,4 +99,16 @@ test("--env is for a lockfile given directly: beside a workload spec, or a spec 
   assert.deepEqual([w.code, w.path], ["USAGE", "--env"]);
   assert.equal(existsSync(join(home, "runs")) && readdirSync(join(home, "runs")).length > 0, false, "no run directory");
   assert.equal(existsSync(join(home, "no-kit")), false, "no kit was set up");
+});
+
+test("--env entries that alone exceed launch.total_bytes are refused at --env before the lockfile is exported (control: exactly at it)", async () => {
+  const total = LAUNCH_LIMITS["launch.total_bytes"];
+  const entry = (name: string, bytes: number): string => `${name}=${"x".repeat(bytes - name.length - 1)}`;
+  const max = RUN_ENV_LIMITS["run.env_entry_bytes"];
+  // each entry costs its bytes and a NUL in the launch's total, as execve counts it
+  const three = ["K0", "K1", "K2"].map((n) => entry(n, max));
+  const over = await runWith([...three, entry("K3", total - 3 * (max + 1))]);
+  assert.deepEqual([over.code, over.path], ["LIMIT_EXCEEDED", "--env"]);
+  assert.match(over.message, /launch\.total_bytes/);
+  assert.equal((await runWith([...three, entry("K3", total - 3 * (max + 1) - 1)])).code, "SIGNATURE_INVALID", "exactly at the limit gets past");
 });
