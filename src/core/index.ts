@@ -39,6 +39,7 @@ export {
   writeFileAtomic,
   mkdirPrivate,
   tempSibling,
+  removeAbandonedSiblings,
   fsyncDir,
   readFullyAt,
   writeFully,
