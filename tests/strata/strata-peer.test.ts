@@ -196,7 +196,6 @@ test("cairn → Strata: every lockfile cairn writes parses in Strata, frozen, us
 
 test("cairn → Strata: every profile profileToYaml writes decodes in Strata with only its fields, and validates where Strata validates the source", {
   skip,
-  ...WIRE,
 }, (t) => {
   const rows = fromCairn.filter((r) => r.kind === "profile");
   assert.ok(rows.length >= 4);
