@@ -11,7 +11,7 @@
  *
  * Equal IDs promise identical instructions: the same base facts, the same
  * layer bytes in the same order, the same env, on_ready commands, defaults,
- * package requests, mutable-layer switch and host requirements. They do not
+ * package requests, mutable-layer spec and host requirements. They do not
  * promise what on_ready does when it runs, what a package manager installs for
  * a request without a digest, or what is written into a mutable upper layer.
  */

@@ -13,7 +13,7 @@ export interface Explanation {
 export const PROMISES = [
   "the same base facts (name, arch, ABI and the probed capabilities behind base.digest)",
   "the same layer bytes (blob sha256 and size) mounted in the same order",
-  "the same env, on_ready commands, defaults, package requests, mutable-layer switch and host requirements",
+  "the same env, on_ready commands, defaults, package requests, mutable-layer spec and host requirements",
 ] as const;
 
 export const DOES_NOT_PROMISE = [
