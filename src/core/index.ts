@@ -15,7 +15,15 @@ export {
   verifyDigest,
 } from "./digest.ts";
 export type { Digest, Sha256Digest, Blake3Digest } from "./digest.ts";
-export { canonicalize, canonicalBytes, encodeNumber as jcsNumber, encodeString as jcsString, escapePointer, isPlainString as jcsPlain } from "./jcs.ts";
+export {
+  canonicalize,
+  canonicalBytes,
+  encodeNumber as jcsNumber,
+  encodeString as jcsString,
+  escapePointer,
+  isPlainString as jcsPlain,
+  hasLoneSurrogate,
+} from "./jcs.ts";
 export type { JsonValue } from "./jcs.ts";
 export { parseJsonText, parseJsonBytes, decodeUtf8, isJsonObject, toJsonValue } from "./json.ts";
 export type { JsonModel, JsonObject } from "./json.ts";

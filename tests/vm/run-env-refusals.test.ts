@@ -47,8 +47,12 @@ test("a malformed KEY, a missing =, a duplicate KEY and a NUL in a value are ref
   assert.deepEqual([nul.code, nul.path], ["LAUNCH_INVALID", "--env"]);
   assert.match(nul.message, /SECRET/);
   assert.doesNotMatch(nul.message, /hidden-value|abc/, "the value is never shown");
+  // a lone surrogate (a library caller's string; argv cannot carry one) has no UTF-8 form the guest could be given
+  const lone = await runWith(["HALF=x\ud800y"]);
+  assert.deepEqual([lone.code, lone.path], ["LAUNCH_INVALID", "--env"]);
+  assert.match(lone.message, /HALF/);
   // controls: POSIX names (letters, digits after the first, underscores), an empty value, = inside a value
-  const ok = await runWith(["_A=1", "b2=", "LC_ALL=C", "X==y=z"]);
+  const ok = await runWith(["_A=1", "b2=", "LC_ALL=C", "X==y=z", "U=\u00e9\u{1f600}"]);
   assert.equal(ok.code, "SIGNATURE_INVALID", "past the --env checks");
 });
 
