@@ -39,7 +39,7 @@ try {
     `| cairn → Strata, lockfiles (ParseLockFileBytes) | ${c.lockfiles} | ${c.lockfilesRead} (no unknown field: ${c.lockfilesStrict}) |`,
     `| cairn → Strata, profiles (decode / ParseProfileBytes) | ${c.profiles} | ${c.profilesDecoded} / ${c.profilesRead} |`,
     `| cairn → Strata, layer manifests and formations (yaml.Unmarshal) | ${c.registryDocuments} | ${c.registryDocumentsRead} |`,
-    `| EnvironmentID equal, lockfiles Strata calls frozen | ${t.environmentId.frozen} | ${t.environmentId.equal} |`,
+    `| EnvironmentID equal, lockfiles Strata calls frozen (cairn: no problem) | ${t.environmentId.frozen} | ${t.environmentId.equal} |`,
     "",
     `Strata v0.22.0 itself reads ${s.strataAccepts} of the ${s.lockfiles + s.profiles} files from its repository.`,
   ];

@@ -8,8 +8,9 @@
  *   bundled example (examples/strata/), profiles `profileToYaml` writes, and
  *   the layer manifests and formation the example registry publishes, are
  *   read by the peer;
- * - EnvironmentID: on every file both sides call frozen, the peer's
- *   `EnvironmentID()` against the first line of `cairn lock id`.
+ * - EnvironmentID: on every lockfile Strata calls frozen and cairn reads
+ *   with no problem listed, the peer's `EnvironmentID()` against the first
+ *   line of `cairn lock id`.
  *
  * Shared by tests/strata/strata-peer.test.ts and bench/strata/interop.ts so
  * the table and the test count the same things.
@@ -238,7 +239,8 @@ export function tabulate(rows: readonly InteropRow[]): InteropTable {
   const s2c = rows.filter((r) => r.direction === "strata-to-cairn");
   const c2s = rows.filter((r) => r.direction === "cairn-to-strata");
   const count = (xs: readonly InteropRow[], p: (r: InteropRow) => boolean): number => xs.filter(p).length;
-  const frozen = rows.filter((r) => r.kind === "lockfile" && (r.peer.environment_id ?? "") !== "");
+  // Frozen for Strata (non-empty digests) and read by cairn with no problem listed.
+  const frozen = rows.filter((r) => r.kind === "lockfile" && (r.peer.environment_id ?? "") !== "" && r.cairn.valid);
   return {
     strataToCairn: {
       lockfiles: count(s2c, (r) => r.kind === "lockfile"),
