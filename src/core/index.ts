@@ -67,7 +67,7 @@ export { checkLimit, formatBytes, FIXED_LIMIT_HINT, REMOTE_LIMITS, RUN_ENV_LIMIT
 export type { RemoteLimits } from "./limits.ts";
 export { declareIdentity, isIdentityDeclaration, identityBytes, identityDigest, identityHasher, defineScope, scopeFieldNames } from "./identity.ts";
 export type { IdentityDeclaration, IdentityFraming, IdentityRole, IdentityScope } from "./identity.ts";
-export { compareBytes, inByteOrder, sortByBytes, sortedRecord } from "./byte-order.ts";
+export { compareBytes, devcontainersCliOrder, inByteOrder, sortByBytes, sortedRecord } from "./byte-order.ts";
 export { codeFile, codeModule, codeRoot, runningSources } from "./code-path.ts";
 export { hashOnThread, inflateOnThread } from "./inflate-thread.ts";
 export type { InflateHandlers, InflateJob } from "./inflate-thread.ts";
