@@ -195,6 +195,20 @@ describe("devcontainer-lock.json against the devcontainers CLI", { skip }, () =>
     const ours = JSON.parse(r.stdout).install_order.map((f: { id: string; digest: string }) => `${f.id.replace(/[:@][^/]*$/, "")}@${f.digest}`);
     assert.deepEqual(ours, theirs);
     assert.deepEqual(ours, [`${H}/features/common@${digests.common}`, `${H}/features/node@${digests.node}`, `${H}/features/go@${digests.go}`]);
+    // manifest show prints the same order, each feature at its digest, the dependency marked as one
+    const show = await cairn(["manifest", "show", p.file, "--json"]);
+    assert.equal(show.code, 0, show.stdout + show.stderr);
+    const shown = JSON.parse(show.stdout).install_order;
+    assert.deepEqual(
+      shown.map((o: { resolved: string }) => o.resolved),
+      theirs,
+    );
+    assert.deepEqual(
+      shown.map((o: { kind: string }) => o.kind),
+      ["dependency", "declared", "declared"],
+    );
+    const human = await cairn(["manifest", "show", p.file]);
+    assert.match(human.stdout, /1\. .*features\/common:1 {2}\(dependency\)/);
     // the file ingests offline (before this issue: "names no declared feature")
     const ing = await cairn(["manifest", "ingest", p.file, "--no-lockfile", "--json"]);
     assert.equal(ing.code, 0, ing.stdout + ing.stderr);
