@@ -34,18 +34,18 @@ try {
     "",
     "| direction | files | read by the other side |",
     "|---|---|---|",
-    `| Strata → cairn, lockfiles (\`lock diff\`) | ${s.lockfiles} | ${s.lockfilesRead} |`,
+    `| Strata → cairn, lockfiles (\`lock diff\`) | ${s.lockfiles} | ${s.lockfilesRead} (no problem listed: ${s.lockfilesValid}) |`,
     `| Strata → cairn, profiles (\`profile validate\`) | ${s.profiles} | ${s.profilesRead} |`,
     `| cairn → Strata, lockfiles (ParseLockFileBytes) | ${c.lockfiles} | ${c.lockfilesRead} (no unknown field: ${c.lockfilesStrict}) |`,
     `| cairn → Strata, profiles (decode / ParseProfileBytes) | ${c.profiles} | ${c.profilesDecoded} / ${c.profilesRead} |`,
     `| cairn → Strata, layer manifests and formations (yaml.Unmarshal) | ${c.registryDocuments} | ${c.registryDocumentsRead} |`,
-    `| EnvironmentID equal, lockfiles Strata calls frozen | ${t.environmentId.frozen} | ${t.environmentId.equal} |`,
+    `| EnvironmentID equal, lockfiles Strata calls frozen (cairn: no problem) | ${t.environmentId.frozen} | ${t.environmentId.equal} |`,
     "",
     `Strata v0.22.0 itself reads ${s.strataAccepts} of the ${s.lockfiles + s.profiles} files from its repository.`,
   ];
   if (process.argv.includes("--files")) {
     const line = (r: InteropRow): string =>
-      `${r.direction} ${r.kind} ${r.origin}: strata ${strataReads(r.peer) ? "reads" : (r.peer.parse_error ?? "").split("\n").slice(0, 2).join(" ")}; cairn ${r.cairn.reads ? "reads" : `refuses [${r.cairn.codes.join(", ")}]`}${r.kind === "lockfile" && (r.peer.environment_id ?? "") !== "" ? `; id ${environmentIdEqual(r) ? "equal" : "differs"}` : ""}`;
+      `${r.direction} ${r.kind} ${r.origin}: strata ${strataReads(r.peer) ? "reads" : (r.peer.parse_error ?? "").split("\n").slice(0, 2).join(" ")}; cairn ${r.cairn.reads ? `reads${r.cairn.codes.length ? ` with problems [${r.cairn.codes.join(", ")}]` : ""}` : `refuses [${r.cairn.codes.join(", ")}]`}${r.kind === "lockfile" && (r.peer.environment_id ?? "") !== "" ? `; id ${environmentIdEqual(r) ? "equal" : "differs"}` : ""}`;
     out.push("", ...[...fromStrata, ...fromCairn].map(line));
   }
   process.stdout.write(`${out.join("\n")}\n`);

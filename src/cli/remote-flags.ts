@@ -9,6 +9,8 @@
  */
 import type { Command } from "commander";
 import { CairnError, REMOTE_LIMITS, remoteLimitSpelling, type RemoteLimits } from "../core/index.ts";
+import { resolve } from "node:path";
+import { readRegistryCa } from "../oci/index.ts";
 import type { RemoteOptions } from "../workload/index.ts";
 import type { Context } from "./context.ts";
 
@@ -17,6 +19,7 @@ export interface RemoteFlags {
   plainHttp?: boolean;
   allowInsecureRemote?: boolean;
   maxManifestBytes?: string;
+  registryCa?: string;
 }
 
 const LIMIT_KEYS = Object.keys(REMOTE_LIMITS) as (keyof RemoteLimits)[];
@@ -32,7 +35,8 @@ export function remoteFlags(cmd: Command): Command {
   cmd
     .option("--plain-http", "speak http instead of https to the registry (loopback registries only, unless --allow-insecure-remote)")
     .option("--allow-insecure-remote", "allow --plain-http to a registry that is not on loopback")
-    .option("--max-manifest-bytes <n>", "limit manifestBytes: a registry manifest larger than this is refused before it is read (default 4194304)");
+    .option("--max-manifest-bytes <n>", "limit manifestBytes: a registry manifest larger than this is refused before it is read (default 4194304)")
+    .option("--registry-ca <file>", "PEM file of CA certificates trusted for https registries beside the system's (env CAIRN_REGISTRY_CA)");
   return remoteLimitFlags(cmd);
 }
 
@@ -54,7 +58,9 @@ export function positiveInt(value: string | undefined, flag: string): number | u
 
 /** The library's remote options from the flags and the command's environment. */
 export function remoteOptions(ctx: Context, f: RemoteFlags): RemoteOptions {
+  const caFile = f.registryCa ?? ctx.env.CAIRN_REGISTRY_CA;
   return {
+    ...(caFile === undefined || caFile === "" ? {} : { ca: readRegistryCa(resolve(ctx.cwd, caFile)) }),
     plainHttp: f.plainHttp,
     allowInsecureRemote: f.allowInsecureRemote,
     manifestBytes: positiveInt(f.maxManifestBytes, "--max-manifest-bytes"),

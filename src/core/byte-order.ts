@@ -68,3 +68,13 @@ export function sortedRecord<V>(m: ReadonlyMap<string, V>): Record<string, V> {
   for (const k of [...m.keys()].sort(compareBytes)) out[k] = m.get(k)!;
   return out;
 }
+
+/**
+ * The devcontainers CLI's order (`String.prototype.localeCompare` with the
+ * host's default collation): only for writing and reading the CLI's own file
+ * formats exactly as it does (devcontainer-lock.json key order, its feature
+ * install order), never for an identity, which follows the bytes.
+ */
+export function devcontainersCliOrder(a: string, b: string): number {
+  return a.localeCompare(b);
+}

@@ -17,6 +17,7 @@ import {
   writeSync,
   chmodSync,
   linkSync,
+  readdirSync,
   unlinkSync,
 } from "node:fs";
 import { randomBytes } from "node:crypto";
@@ -53,6 +54,38 @@ export function fsyncDir(dir: string): void {
 
 export function tempSibling(path: string): string {
   return join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`);
+}
+
+/** A tempSibling name: the target's name, the writer's pid, 12 hex. */
+const TEMP_SIBLING = /^\.(.+)\.([1-9][0-9]*)\.[0-9a-f]{12}\.tmp$/;
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as { code?: string }).code === "EPERM";
+  }
+}
+
+/**
+ * Removes the temporary siblings of `target` (tempSibling names) whose
+ * writer is gone: a writer killed midway leaves its hidden sibling (a
+ * layout, an archive being packed: possibly gigabytes), and the next writer
+ * of the same name removes it. Only that exact name with a pid no process
+ * has is touched; a live writer's sibling and any other file are kept.
+ */
+export function removeAbandonedSiblings(target: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(dirname(target));
+  } catch {
+    return;
+  }
+  for (const n of names) {
+    const m = TEMP_SIBLING.exec(n);
+    if (m !== null && m[1] === basename(target) && !alive(Number(m[2]))) rmSync(join(dirname(target), n), { recursive: true, force: true });
+  }
 }
 
 /** Writes `data` to `path` atomically with the given mode. */

@@ -15,7 +15,15 @@ export {
   verifyDigest,
 } from "./digest.ts";
 export type { Digest, Sha256Digest, Blake3Digest } from "./digest.ts";
-export { canonicalize, canonicalBytes, encodeNumber as jcsNumber, encodeString as jcsString, escapePointer, isPlainString as jcsPlain } from "./jcs.ts";
+export {
+  canonicalize,
+  canonicalBytes,
+  encodeNumber as jcsNumber,
+  encodeString as jcsString,
+  escapePointer,
+  isPlainString as jcsPlain,
+  hasLoneSurrogate,
+} from "./jcs.ts";
 export type { JsonValue } from "./jcs.ts";
 export { parseJsonText, parseJsonBytes, decodeUtf8, isJsonObject, toJsonValue } from "./json.ts";
 export type { JsonModel, JsonObject } from "./json.ts";
@@ -39,6 +47,7 @@ export {
   writeFileAtomic,
   mkdirPrivate,
   tempSibling,
+  removeAbandonedSiblings,
   fsyncDir,
   readFullyAt,
   writeFully,
@@ -58,7 +67,7 @@ export { checkLimit, formatBytes, FIXED_LIMIT_HINT, REMOTE_LIMITS, RUN_ENV_LIMIT
 export type { RemoteLimits } from "./limits.ts";
 export { declareIdentity, isIdentityDeclaration, identityBytes, identityDigest, identityHasher, defineScope, scopeFieldNames } from "./identity.ts";
 export type { IdentityDeclaration, IdentityFraming, IdentityRole, IdentityScope } from "./identity.ts";
-export { compareBytes, inByteOrder, sortByBytes, sortedRecord } from "./byte-order.ts";
+export { compareBytes, devcontainersCliOrder, inByteOrder, sortByBytes, sortedRecord } from "./byte-order.ts";
 export { codeFile, codeModule, codeRoot, runningSources } from "./code-path.ts";
 export { hashOnThread, inflateOnThread } from "./inflate-thread.ts";
 export type { InflateHandlers, InflateJob } from "./inflate-thread.ts";

@@ -68,6 +68,13 @@ export interface EnvExtension {
   overrideCommand?: boolean;
   updateRemoteUserUID?: boolean;
   /**
+   * The resolved references (`registry/path@sha256:…`) of the features the
+   * dependsOn closure adds to the declared ones, sorted by bytes, when a
+   * lockfile supplied the closure (devcontainer-lock.ts); omitted otherwise.
+   * From the lock, not the declaration: pinned counts them.
+   */
+  feature_closure?: string[];
+  /**
    * Local feature id → `cairn.fs/1` digest of its directory, when ingested with
    * `--features-dir` (local-features.ts); omitted otherwise. Not from the
    * declaration: from the bytes the declaration names.
@@ -99,7 +106,7 @@ interface Declared {
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const DECLARED_MATCHES_SCOPE: Same<keyof Declared, NormalizedField> = true;
 const CORE_MATCHES_SCOPE: Same<Exclude<keyof EnvCore, "schema">, IdentityField> = true;
-const EXTENSION_MATCHES_SCOPE: Same<Exclude<keyof EnvExtension, "schema" | "read_only_mounts" | "local_features">, ExtensionField> = true;
+const EXTENSION_MATCHES_SCOPE: Same<Exclude<keyof EnvExtension, "schema" | "read_only_mounts" | "local_features" | "feature_closure">, ExtensionField> = true;
 void DECLARED_MATCHES_SCOPE;
 void CORE_MATCHES_SCOPE;
 void EXTENSION_MATCHES_SCOPE;
@@ -343,7 +350,7 @@ function checkExcluded(s: BuildState, scope: FieldScope, v: JsonModel, path: str
  * error (MANIFEST_REFUSED, or the single issue's own code) listing every
  * problem.
  */
-export function buildCore(unsafeInput: unknown, limits: ManifestLimits = DEFAULT_MANIFEST_LIMITS): BuiltCore {
+export function buildCore(unsafeInput: unknown, limits: ManifestLimits = DEFAULT_MANIFEST_LIMITS, closureResources?: readonly string[]): BuiltCore {
   const checker = new Checker("MANIFEST_REFUSED");
   const unsafeModel = ownModel(unsafeInput, limits.max_depth);
   if (!isJsonObject(unsafeModel)) {
@@ -351,7 +358,12 @@ export function buildCore(unsafeInput: unknown, limits: ManifestLimits = DEFAULT
   }
   const root = unsafeModel;
   const folder = readWorkspaceFolder(root.workspaceFolder);
-  const ctx: IngestContext = { checker, limits, workspaceFolder: folder.ok ? folder.value : undefined };
+  const ctx: IngestContext = {
+    checker,
+    limits,
+    workspaceFolder: folder.ok ? folder.value : undefined,
+    ...(closureResources === undefined ? {} : { closureResources: new Set(closureResources) }),
+  };
   const s: BuildState = { ctx, root, core: structuredClone(LIST_DEFAULTS), features: undefined };
   const excluded: string[] = [];
   for (const key of Object.keys(root)) {

@@ -36,6 +36,12 @@ export interface IngestContext {
   readonly limits: ManifestLimits;
   /** The declared workspaceFolder, when it is present and valid. */
   readonly workspaceFolder: string | undefined;
+  /**
+   * The resources (`registry/path`, lowercased) of every feature of the
+   * dependsOn closure, when a lockfile supplied it; undefined when the
+   * closure is not known (offline, no lockfile).
+   */
+  readonly closureResources?: ReadonlySet<string>;
 }
 
 export interface TextOptions {

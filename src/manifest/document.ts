@@ -29,6 +29,7 @@ import { manifestOf, type EnvManifest, type ManifestSignature } from "./env-mani
 import { mountToString, normalizeMount } from "./mounts.ts";
 import { DEFAULT_MANIFEST_LIMITS } from "./declared.ts";
 import { ownModel } from "./own.ts";
+import { normalizeFeatureId } from "./reference.ts";
 import { localFeatureIds, type LocalFeaturePins } from "./local-features.ts";
 import { EXTENSION_ADDRESS, EXTENSION_SCHEMA, MANIFEST_ADDRESS, MANIFEST_DOCUMENT_SCHEMA, MANIFEST_SCHEMA } from "./scope.ts";
 
@@ -80,7 +81,8 @@ function declarationOf(core: JsonObject, ext: JsonObject): JsonObject {
   for (const [k, v] of [...Object.entries(core), ...Object.entries(ext)] as [string, JsonModel][]) {
     // Not declared in a devcontainer.json: read_only_mounts is folded back into the mounts,
     // local_features (pins of bytes, not a declaration) is checked by readLocalPins.
-    if (k === "schema" || k === "read_only_mounts" || k === "local_features") continue;
+    // feature_closure (from a lockfile, not a declaration) is checked by readFeatureClosure.
+    if (k === "schema" || k === "read_only_mounts" || k === "local_features" || k === "feature_closure") continue;
     if (k === "remoteUser" && v === null) continue;
     if (
       k === "features" &&
@@ -129,6 +131,9 @@ export function parseCore(unsafeCoreInput: unknown, unsafeExtInput: unknown, pat
   if (unsafeExt.local_features !== undefined) {
     rebuilt.extension = { ...rebuilt.extension, local_features: readLocalPins(unsafeExt.local_features, rebuilt.core, `${path}/extension/local_features`) };
   }
+  if (unsafeExt.feature_closure !== undefined) {
+    rebuilt.extension = { ...rebuilt.extension, feature_closure: readFeatureClosure(unsafeExt.feature_closure, `${path}/extension/feature_closure`) };
+  }
   for (const [part, built, stored] of [
     ["core", rebuilt.core, unsafeCore],
     ["extension", rebuilt.extension, unsafeExt],
@@ -161,6 +166,29 @@ function readLocalPins(unsafePins: JsonModel, core: EnvCore, path: string): Loca
   const pins: LocalFeaturePins = {};
   for (const id of expected) pins[id] = parseSha256(unsafePins[id], childPath(path, id));
   return pins;
+}
+
+/**
+ * The dependsOn closure a lockfile supplied: present only when non-empty, a
+ * list of OCI feature references, each by digest, sorted by bytes, no repeats
+ * (what ingest writes; anything else was edited by hand).
+ */
+function readFeatureClosure(unsafe: JsonModel, path: string): string[] {
+  const ok =
+    Array.isArray(unsafe) &&
+    unsafe.length > 0 &&
+    unsafe.every((r, i) => {
+      if (typeof r !== "string") return false;
+      const n = normalizeFeatureId(r);
+      return n.ok && n.kind === "oci" && n.pinned && n.id === r && (i === 0 || compareBytes(unsafe[i - 1] as string, r) < 0);
+    });
+  if (!ok) {
+    throw new CairnError("MANIFEST_MISMATCH", "feature_closure must be a sorted list of feature references by digest", {
+      path,
+      hint: "re-ingest the devcontainer.json with its lockfile instead of editing a manifest by hand",
+    });
+  }
+  return [...(unsafe as string[])];
 }
 
 /** Reads a manifest document strictly; see the module comment for what is recomputed. */

@@ -46,7 +46,7 @@ export interface EnvManifest {
   address: Blake3Digest;
   /** cairn's extension address: of `extension` alone. */
   extension_address: Blake3Digest;
-  /** True only when the image and every feature are addressed by @sha256, or (local features) pinned by their directory's digest in the extension. */
+  /** True only when the image, every feature and every feature of the lock's dependsOn closure are addressed by @sha256, or (local features) pinned by their directory's digest in the extension. */
   pinned: boolean;
   image_pinned: boolean;
   /** JSON pointers (into `core`) of every reference addressed by tag or URL. */
@@ -83,7 +83,7 @@ export interface Pinning {
  * reference is in reference.ts). A local feature is pinned when the extension
  * holds the digest of its directory (`--features-dir`, local-features.ts).
  */
-export function pinningOf(core: EnvCore, extension: Pick<EnvExtension, "local_features">): Pinning {
+export function pinningOf(core: EnvCore, extension: Pick<EnvExtension, "local_features" | "feature_closure">): Pinning {
   const image = parseReference(core.image);
   const image_pinned = image.ok && image.ref.pinned;
   const unpinned: string[] = image_pinned ? [] : ["/image"];
@@ -92,6 +92,11 @@ export function pinningOf(core: EnvCore, extension: Pick<EnvExtension, "local_fe
     const r = normalizeFeatureId(f.id);
     const pinnedByDir = r.ok && r.kind === "local" && Object.hasOwn(localPins, f.id);
     if (!r.ok || !(r.pinned || pinnedByDir)) unpinned.push(`/features/${i}/id`);
+  });
+  // the dependsOn closure a lockfile supplied: each must be by digest too
+  (extension.feature_closure ?? []).forEach((ref, i) => {
+    const r = normalizeFeatureId(ref);
+    if (!r.ok || !r.pinned) unpinned.push(`/extension/feature_closure/${i}`);
   });
   return { pinned: unpinned.length === 0, image_pinned, unpinned };
 }
@@ -121,13 +126,17 @@ export interface IngestOptions {
   featuresDir?: string;
   /** Bounds on each local feature directory (default FEATURE_DIR_LIMITS). */
   featureDirLimits?: DirLimits;
+  /** The dependsOn closure a lockfile supplied (applyDevcontainerLock): the added features' references, and every closure feature's resource. */
+  featureClosure?: { readonly references: readonly string[]; readonly resources: readonly string[] };
 }
 
 /** devcontainer.json model → manifest, signed when a key is given; local features pinned when `featuresDir` is given. */
 export function ingestDevcontainer(unsafeModel: unknown, options: IngestOptions = {}): IngestResult {
-  const built = buildCore(unsafeModel, options.limits ?? DEFAULT_MANIFEST_LIMITS);
+  const closure = options.featureClosure;
+  const built = buildCore(unsafeModel, options.limits ?? DEFAULT_MANIFEST_LIMITS, closure?.resources);
   const { core, excluded } = built;
   let extension = built.extension;
+  if (closure !== undefined && closure.references.length > 0) extension = { ...extension, feature_closure: [...closure.references] };
   if (options.featuresDir !== undefined) {
     const pins = pinLocalFeatures(core.features, options.featuresDir, options.featureDirLimits);
     if (Object.keys(pins).length > 0) extension = { ...extension, local_features: pins };

@@ -94,9 +94,26 @@ export function normalizeFeatures(ctx: IngestContext, v: JsonModel | undefined, 
 }
 
 /**
+ * Whether an override entry that names no declared feature may name one the
+ * declared features pull in through `dependsOn`: with a lockfile the closure
+ * is known and must hold it; without one (offline) it may whenever an OCI
+ * feature is declared, since its dependencies are known only to its registry
+ * (`cairn manifest show` and `pin` check the entry against the resolved
+ * closure). With no OCI feature declared nothing can be pulled in.
+ */
+function mayBeInClosure(ctx: IngestContext, declared: NormalizedFeatures, base: string): boolean {
+  if (ctx.closureResources !== undefined) return ctx.closureResources.has(base);
+  return declared.features.some((f) => {
+    const n = normalizeFeatureId(f.id);
+    return n.ok && n.kind === "oci";
+  });
+}
+
+/**
  * overrideFeatureInstallOrder: ids without version, lowercased, order kept.
- * An entry that names no declared feature, or a repeated entry, is refused:
- * either would make the order mean something other than what it says.
+ * A repeated entry, or one that names no declared feature and none the
+ * closure may hold (mayBeInClosure), is refused: either would make the order
+ * mean something other than what it says.
  */
 export function normalizeInstallOrder(
   ctx: IngestContext,
@@ -123,8 +140,12 @@ export function normalizeInstallOrder(
     if (out.includes(norm.base)) {
       ctx.checker.add(p, "feature is listed twice in the install order", "MANIFEST_COLLISION");
       ok = false;
-    } else if (declared !== undefined && !declared.bases.has(norm.base)) {
-      ctx.checker.add(p, "names no declared feature", "MODEL_VALUE");
+    } else if (declared !== undefined && !declared.bases.has(norm.base) && !mayBeInClosure(ctx, declared, norm.base)) {
+      ctx.checker.add(
+        p,
+        ctx.closureResources === undefined ? "names no declared feature" : "names no feature of the declared features' dependsOn closure",
+        "MODEL_VALUE",
+      );
       ok = false;
     } else out.push(norm.base);
   });

@@ -30,9 +30,30 @@ export { checkResume, snapshotRefOf, parseSnapshotRef } from "./resume.ts";
 export type { SnapshotRef, ResumeOptions, ResumeResult } from "./resume.ts";
 export { readManifestFile, readInputFile as readManifestInput, loadManifestOrDevcontainer } from "./read.ts";
 export type { Loaded } from "./read.ts";
-export { pinDevcontainer, registryResolver, lockfileText } from "./pin.ts";
-export type { PinResult, PinChange, FeatureLock, Resolver } from "./pin.ts";
-export { applyDevcontainerLock, MAX_DEVCONTAINER_LOCK_BYTES } from "./devcontainer-lock.ts";
-export type { AppliedLock } from "./devcontainer-lock.ts";
+export { pinDevcontainer, registryPinSources } from "./pin.ts";
+export type { PinResult, PinChange, PinSources, PinOptions } from "./pin.ts";
+export {
+  applyDevcontainerLock,
+  checkFrozenLock,
+  devcontainerLockPath,
+  devcontainerLockText,
+  lockOfClosure,
+  parseDevcontainerLock,
+  readLockFileState,
+  MAX_DEVCONTAINER_LOCK_BYTES,
+} from "./devcontainer-lock.ts";
+export type { AppliedLock, DevcontainerLock, DevcontainerLockEntry, LockFileState } from "./devcontainer-lock.ts";
+export { resolveFeatureClosure, cliFeatureRef, MAX_FEATURE_CLOSURE } from "./feature-closure.ts";
+export type { FeatureClosure, FeatureNode, ClosureOptions, CliFeatureRef } from "./feature-closure.ts";
+export {
+  featureArtifactOf,
+  parseFeatureMetadata,
+  registryFeatureSource,
+  MAX_FEATURE_METADATA_BYTES,
+  MAX_FEATURE_LAYER_BYTES,
+  FEATURE_CONFIG_MEDIA_TYPE,
+  FEATURE_LAYER_MEDIA_TYPE,
+} from "./feature-metadata.ts";
+export type { FeatureArtifact, FeatureMetadata, FeatureOptionValues, FeatureSource } from "./feature-metadata.ts";
 export { applyTemplate, applyTemplateText, parseTemplateMetadata, readTemplateDir, resolveTemplateOptions } from "./template.ts";
 export type { AppliedOption, AppliedTemplate, TemplateMetadata, TemplateOption } from "./template.ts";

@@ -22,7 +22,18 @@ export {
   MANIFEST_SIGNED,
 } from "./index.ts";
 export type { ManifestLimits } from "./index.ts";
-export { pinDevcontainer, registryResolver, lockfileText } from "./index.ts";
-export type { PinResult, PinChange, FeatureLock, Resolver } from "./index.ts";
+export { pinDevcontainer, registryPinSources, devcontainerLockPath, devcontainerLockText, resolveFeatureClosure, registryFeatureSource } from "./index.ts";
+export type {
+  PinResult,
+  PinChange,
+  PinSources,
+  PinOptions,
+  DevcontainerLock,
+  DevcontainerLockEntry,
+  FeatureClosure,
+  FeatureNode,
+  FeatureSource,
+  FeatureMetadata,
+} from "./index.ts";
 export { applyTemplate } from "./index.ts";
 export type { AppliedOption, AppliedTemplate } from "./index.ts";

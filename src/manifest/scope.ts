@@ -214,6 +214,8 @@ function extensionScope(): IdentityScope {
   const covers: Record<string, string> = {
     "/schema": "the extension's own version, hashed in front of the content",
     "/read_only_mounts": "the targets of the mounts declared read-only (the standard's mount tuple has no read-only flag), sorted",
+    "/feature_closure":
+      "with a lockfile whose features depend on others: the resolved references (by digest) of the features the dependsOn closure adds, sorted; omitted otherwise",
     "/local_features":
       "with --features-dir: each local feature id → the cairn.fs/1 digest of its directory (owner 0:0, mtime 0, modes as git keeps them), which pins it; omitted otherwise",
   };

@@ -10,14 +10,26 @@
  * the same archive bytes on every host. Each file is streamed into the tar
  * as it is read, never held whole.
  *
- * FILE appears whole or not at all: the tar goes to a hidden temporary
- * sibling, is fsynced, and is linked to its name, which fails rather than
- * replace an existing file; on any error the temporary layout and tar are
- * removed.
+ * FILE appears whole or not at all: the layout and the tar are made in one
+ * private hidden sibling directory, the tar fsynced and linked to its name,
+ * which fails rather than replace an existing file; the directory is removed
+ * when the write ends, and one a killed writer left is removed by the next
+ * writer of the same name (core removeAbandonedSiblings).
  */
-import { closeSync, existsSync, fchmodSync, fsyncSync, linkSync, lstatSync, rmSync, unlinkSync } from "node:fs";
+import { closeSync, existsSync, fchmodSync, fsyncSync, linkSync, lstatSync, mkdirSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { CairnError, Sha256Hasher, createExclusive, digestComponents, fsyncDir, ioError, tempSibling, writeFully, type Sha256Digest } from "../core/index.ts";
+import {
+  CairnError,
+  Sha256Hasher,
+  createExclusive,
+  digestComponents,
+  fsyncDir,
+  ioError,
+  removeAbandonedSiblings,
+  tempSibling,
+  writeFully,
+  type Sha256Digest,
+} from "../core/index.ts";
 import { streamedRegular, tarChunks, type TarStreamEntry } from "../tree/index.ts";
 import { writeOciLayout, type LayoutImageInput, type WrittenLayout } from "./image-writer.ts";
 
@@ -59,13 +71,22 @@ function refuseExisting(file: string): void {
   }
 }
 
-/** Writes `image` as a new oci-archive at `file` (which must not exist); the archive is private (0600) when the image is. */
+/**
+ * Writes `image` as a new oci-archive at `file` (which must not exist); the
+ * archive is private (0600) when the image is. All the work happens in one
+ * private hidden sibling directory (the layout, then the tar beside it),
+ * removed when the write ends; one left by a writer that was killed is
+ * removed by the next writer of the same name.
+ */
 export function writeOciArchive(file: string, image: LayoutImageInput): WrittenArchive {
   refuseExisting(file);
-  const layoutDir = tempSibling(`${file}.layout`);
-  const tarTmp = tempSibling(file);
+  removeAbandonedSiblings(file);
+  const work = tempSibling(file);
   let fd: number | undefined;
   try {
+    mkdirSync(work, { mode: 0o700 });
+    const layoutDir = join(work, "layout");
+    const tarTmp = join(work, "archive.tar");
     const written = writeOciLayout(layoutDir, image);
     const hasher = new Sha256Hasher();
     fd = createExclusive(tarTmp, 0o600);
@@ -83,15 +104,13 @@ export function writeOciArchive(file: string, image: LayoutImageInput): WrittenA
       if ((cause as { code?: string }).code === "EEXIST") refuseExisting(file);
       throw cause;
     }
-    unlinkSync(tarTmp);
     fsyncDir(dirname(file));
     return { ...written, dir: file, archive: { file, size: hasher.size, sha256: hasher.digest() } };
   } catch (e) {
     if (fd !== undefined) closeSync(fd);
-    rmSync(tarTmp, { force: true });
     if (e instanceof CairnError) throw e;
     throw ioError(file, e, "write");
   } finally {
-    rmSync(layoutDir, { recursive: true, force: true });
+    rmSync(work, { recursive: true, force: true });
   }
 }

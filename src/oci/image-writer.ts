@@ -18,7 +18,9 @@
  *
  * The layout appears atomically or not at all: it is written into a private
  * sibling directory, fsynced, and renamed onto the target, which must not
- * exist yet (an existing directory is never merged into or replaced).
+ * exist yet (an existing directory is never merged into or replaced). A
+ * writer killed midway leaves only that sibling, which the next writer of
+ * the same name removes once its pid is gone.
  */
 import { chmodSync, closeSync, copyFileSync, existsSync, fstatSync, lstatSync, mkdirSync, renameSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -29,6 +31,7 @@ import {
   checkLimit,
   ioError,
   openForRead,
+  removeAbandonedSiblings,
   readFullyAt,
   sha256,
   Sha256Hasher,
@@ -214,6 +217,7 @@ export function writeOciLayout(outDir: string, image: LayoutImageInput): Written
   const layoutBytes = selectionDocuments(manifest).ociLayout;
 
   const { file: FILE_MODE, dir: DIR_MODE } = MODES[image.access];
+  removeAbandonedSiblings(outDir); // a writer of this name killed midway left its staging
   const staging = tempSibling(outDir);
   try {
     mkdirSync(join(staging, "blobs", "sha256"), { recursive: true });

@@ -23,6 +23,7 @@ export type { BlobCache } from "./registry/blob-cache.ts";
 export { stageBlob } from "./registry/blob-cache.ts";
 export { importOciArchive } from "./oci-archive.ts";
 export { registryClientFor } from "./registry/remote-client.ts";
+export { readRegistryCa, MAX_REGISTRY_CA_BYTES } from "./registry/registry-ca.ts";
 export { boundedRemoteFetch } from "./registry/remote-bounds.ts";
 export type { RemoteOptions } from "./registry/remote-client.ts";
 export { writeOciLayout, configDocument, selectionDocuments } from "./image-writer.ts";

@@ -12,10 +12,20 @@
  * only its hidden sibling, which the next writer of the same name removes
  * once its pid is gone.
  */
-import { constants, readdirSync, rmSync } from "node:fs";
+import { constants } from "node:fs";
 import { copyFile, mkdir, open, rename, rm } from "node:fs/promises";
-import { basename, dirname, join } from "node:path";
-import { CairnError, Sha256Hasher, canonicalBytes, digestComponents, fsyncDir, ioError, tempSibling, type Sha256Digest } from "../core/index.ts";
+import { dirname, join } from "node:path";
+import {
+  CairnError,
+  Sha256Hasher,
+  canonicalBytes,
+  digestComponents,
+  fsyncDir,
+  ioError,
+  removeAbandonedSiblings,
+  tempSibling,
+  type Sha256Digest,
+} from "../core/index.ts";
 import type { Descriptor } from "./documents.ts";
 import { OCI_INDEX } from "./media-types.ts";
 
@@ -75,31 +85,6 @@ async function copyFast(from: string, to: string, d: Descriptor): Promise<void> 
   }
 }
 
-const TEMP_NAME = /^\.(.+)\.([1-9][0-9]*)\.[0-9a-f]{12}\.tmp$/;
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as { code?: string }).code === "EPERM";
-  }
-}
-
-/** Removes hidden temporary siblings of `target` left by writers that are gone. */
-function cleanAbandoned(target: string): void {
-  let names: string[];
-  try {
-    names = readdirSync(dirname(target));
-  } catch {
-    return;
-  }
-  for (const n of names) {
-    const m = TEMP_NAME.exec(n);
-    if (m !== null && m[1] === basename(target) && !alive(Number(m[2]))) rmSync(join(dirname(target), n), { recursive: true, force: true });
-  }
-}
-
 /**
  * Writes the layout at `layoutDir` (which must not exist, or be an empty
  * directory). Blobs in `justVerified` were verified against their digest by
@@ -113,7 +98,7 @@ export async function writeImageLayout(
   blobPath: BlobPath,
   justVerified: ReadonlySet<string> = new Set(),
 ): Promise<void> {
-  cleanAbandoned(layoutDir);
+  removeAbandonedSiblings(layoutDir);
   const tmp = tempSibling(layoutDir);
   try {
     await mkdir(join(tmp, "blobs", "sha256"), { recursive: true, mode: 0o755 });

@@ -63,7 +63,7 @@ export { planUpdate, UPDATE_IGNORED_PATHS } from "./update-plan.ts";
 export type { LayerVersionChange, UpdatePlan } from "./update-plan.ts";
 export { explainScope, explainText } from "./explain.ts";
 export { buildLayerFromDirectory, foldLayers, formationOf, manifestFor, writeLayerFromDirectory } from "./build.ts";
-export { freezeUpperLayer, frozenProfile } from "./layer-freeze.ts";
+export { freezeUpperLayer, frozenProfile, requireDirty } from "./layer-freeze.ts";
 export { overlayXattrs } from "./overlay-xattrs.ts";
 export type { DirtyLock } from "./layer-freeze.ts";
 export {

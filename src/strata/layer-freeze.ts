@@ -33,7 +33,8 @@ export interface DirtyLock {
   readonly bytes: Uint8Array;
 }
 
-function requireDirty(lock: Lockfile): void {
+/** Refuses (LOCK_INVALID at /mutable_layer) a lockfile without a mutable upper layer: there is nothing to freeze. */
+export function requireDirty(lock: Lockfile): void {
   if (lock.mutable_layer === undefined) {
     throw new CairnError("LOCK_INVALID", "the lockfile has no mutable upper layer: there is nothing to freeze", {
       path: "/mutable_layer",

@@ -27,6 +27,7 @@ export type { LayerPolicy, PlatformPolicy, PolicyKey } from "./layer-policy.ts";
 export { parseLimits, limitsModel, enforceLimit, DEFAULT_LIMITS, LIMIT_CEILINGS, LIMIT_NAMES } from "./layer-limits.ts";
 export type { LayerLimits, LimitName } from "./layer-limits.ts";
 export type { InflationBound, LayerCompression } from "./layer-reader.ts";
+export { readLayer } from "./layer-reader.ts";
 export { readDirectory, readDirectoryStreamed, streamedRegular, entriesTree, normalizeMode, DEFAULT_DIR_LIMITS, LAYER_DIR_LIMIT_NAMES } from "./dir-reader.ts";
 export type { DirLimits, DirLimitNames, DirReadPolicy, OverlayXattrReader } from "./dir-reader.ts";
 export { bytesContent, streamEntry, tarChunks, writeTar } from "./tar-writer.ts";

@@ -13,10 +13,14 @@
  * digits and `_`, not starting with a digit: a shell or a program reading
  * `A-B` or `1X` would not see it as set), given once; a value holds no NUL
  * (execve would cut it there, so the guest would see another value than the
- * one recorded); `run.env_count` and `run.env_entry_bytes` bound them.
+ * one recorded) and no lone surrogate (it has no UTF-8 form); `run.env_count` and `run.env_entry_bytes` bound them, and
+ * together they must fit the launch's `launch.total_bytes` (which the
+ * assembled launch checks again with the command and the image's env): a
+ * run that cannot launch is refused before the lockfile is exported.
  * Messages name the KEY, never its value.
  */
-import { CairnError, checkLimit, RUN_ENV_LIMITS } from "../core/index.ts";
+import { CairnError, checkLimit, hasLoneSurrogate, RUN_ENV_LIMITS } from "../core/index.ts";
+import { LAUNCH_LIMITS } from "../workload/index.ts";
 
 const POSIX_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -40,8 +44,13 @@ export function checkRunEnv(unsafe: Iterable<readonly [string, string]>, path: s
     if (out.has(name)) invalid(path, `variable ${name} is set twice`, "give each variable once");
     checkLimit("run.env_entry_bytes", Buffer.byteLength(`${name}=${value}`, "utf8"), RUN_ENV_LIMITS["run.env_entry_bytes"], path, "bytes");
     if (value.includes("\0")) invalid(path, `the value of ${name} holds a NUL byte (value not shown)`, "a variable's value cannot hold NUL");
+    // a lone surrogate has no UTF-8 form: the guest would be given U+FFFD, another value than the one recorded
+    if (hasLoneSurrogate(value)) invalid(path, `the value of ${name} is not valid Unicode (a lone surrogate; value not shown)`, "give the value as UTF-8 text");
     out.set(name, value);
   }
+  // each variable costs its bytes and a NUL, as execve counts it (launch.ts)
+  const total = [...out].reduce((n, [k, v]) => n + Buffer.byteLength(`${k}=${v}`, "utf8") + 1, 0);
+  checkLimit("launch.total_bytes", total, LAUNCH_LIMITS["launch.total_bytes"], path, "bytes");
   return out;
 }
 

@@ -42,7 +42,12 @@ export interface RunSummary {
   readonly vm_digest: Sha256Digest;
   readonly outcome: Sha256Digest;
   /** The environment the run was made in: the lockfile's EnvironmentID and/or the environment manifest's address; null when none. */
-  readonly environment: { readonly environment_id: Sha256Digest | null; readonly manifest_address: string | null } | null;
+  readonly environment: {
+    readonly environment_id: Sha256Digest | null;
+    readonly manifest_address: string | null;
+    /** The names of the variables the run set over the lockfile's env (`--env`), as environment.json records them; empty when none. */
+    readonly run_env: readonly string[];
+  } | null;
   /** Where the guest kept the tree: "disk" (with the image's size) or "initramfs". */
   readonly root: "disk" | "initramfs";
   readonly memory_mib: number;
@@ -124,7 +129,9 @@ export function describeRun(runDir: string, opts: DescribeOptions = {}): RunSumm
     vm_digest: m.vm_digest,
     outcome: m.outcome,
     environment:
-      env === null && envManifest === null ? null : { environment_id: env?.environment_id ?? null, manifest_address: envManifest?.manifest_address ?? null },
+      env === null && envManifest === null
+        ? null
+        : { environment_id: env?.environment_id ?? null, manifest_address: envManifest?.manifest_address ?? null, run_env: env?.run_env ?? [] },
     root: m.vm.root_disk === null ? "initramfs" : "disk",
     memory_mib: m.vm.memory_mib,
     inputs: m.vm.run_inputs ?? null,

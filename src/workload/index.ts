@@ -4,7 +4,7 @@ export { parseWorkloadSpec, checkWorkloadSpec, canonicalSpecModel, SPEC_MAX_BYTE
 export type { WorkloadSpec } from "./spec.ts";
 export { checkStaticExecutable } from "./elf.ts";
 export type { ElfFacts } from "./elf.ts";
-export { launchIdentity, launchFromOci, makeLaunch, parseUser, LAUNCH_IDENTITY, LAUNCH_IDENTITY_SCOPE } from "./launch.ts";
+export { launchIdentity, launchFromOci, makeLaunch, parseUser, LAUNCH_IDENTITY, LAUNCH_IDENTITY_SCOPE, LAUNCH_LIMITS } from "./launch.ts";
 export type { Launch } from "./launch.ts";
 export { workloadIdentity, sourceIdentity, WORKLOAD_IDENTITY, SOURCE_IDENTITY, WORKLOAD_IDENTITY_SCOPE, SOURCE_IDENTITY_SCOPE } from "./workload-identity.ts";
 export type { WorkloadIdentities } from "./workload-identity.ts";

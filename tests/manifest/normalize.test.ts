@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import type { JsonModel } from "../../src/core/index.ts";
 import { normalizeMount } from "../../src/manifest/mounts.ts";
 import { normalizeFeatureId, parseReference } from "../../src/manifest/reference.ts";
+import { ingestDevcontainer } from "../../src/manifest/env-manifest.ts";
 import { assertCode } from "../helpers/errors.ts";
 import { valueInChild } from "../helpers/in-child.ts";
 import { addr, core, HEX, ingest, PINNED_IMAGE } from "./helpers.ts";
@@ -51,9 +52,25 @@ test("overrideFeatureInstallOrder: kept in order, lowercased, stripped of versio
     "ghcr.io/a/g",
     "ghcr.io/a/f",
   ]);
-  assertCode(() => core({ ...img, features, overrideFeatureInstallOrder: ["ghcr.io/a/h"] }), "MODEL_VALUE", "/overrideFeatureInstallOrder/0");
   assertCode(() => core({ ...img, features, overrideFeatureInstallOrder: ["ghcr.io/a/f", "ghcr.io/a/f"] }), "MANIFEST_COLLISION");
   assertCode(() => core({ ...img, overrideFeatureInstallOrder: ["ghcr.io/a/f"] }), "MODEL_VALUE");
+  // no OCI feature declared: nothing can pull one in through dependsOn
+  assertCode(
+    () => core({ ...img, features: { "./local": {} }, overrideFeatureInstallOrder: ["ghcr.io/a/h"] }),
+    "MODEL_VALUE",
+    "/overrideFeatureInstallOrder/0",
+  );
+});
+
+test("overrideFeatureInstallOrder may name a feature the dependsOn closure pulls in (issue 33): offline it is accepted, with a lock it must be in the closure", () => {
+  const features = { "ghcr.io/a/f:1": {} };
+  const decl = { ...img, features, overrideFeatureInstallOrder: ["ghcr.io/a/h", "ghcr.io/a/f"] };
+  // offline, without a lockfile, f's dependencies are unknown: h may be one of them
+  assert.deepEqual(core(decl).extension.overrideFeatureInstallOrder, ["ghcr.io/a/h", "ghcr.io/a/f"]);
+  // a lockfile's closure holds h: accepted; one that does not: refused, naming the entry
+  const closure = (resources: string[]) => ingestDevcontainer(decl, { featureClosure: { references: [], resources } });
+  assert.deepEqual(closure(["ghcr.io/a/f", "ghcr.io/a/h"]).manifest.extension.overrideFeatureInstallOrder, ["ghcr.io/a/h", "ghcr.io/a/f"]);
+  assertCode(() => closure(["ghcr.io/a/f"]), "MODEL_VALUE", "/overrideFeatureInstallOrder/0");
 });
 
 test("containerEnv and remoteEnv: sorted, order-independent; bad names refused; values never echoed", () => {

@@ -234,7 +234,10 @@ function extensionInstances(): unknown[] {
   mkdirSync(join(featuresDir, "f"));
   writeFileSync(join(featuresDir, "f", "devcontainer-feature.json"), '{ "id": "f" }\n');
   const local = { ...accepted, features: { ...(accepted.features as object), "./f": {} } };
-  return [core(accepted).extension, ingestDevcontainer(local, { featuresDir }).manifest.extension];
+  // A lockfile whose features depend on others adds feature_closure (issue 33).
+  const dep = `ghcr.io/devcontainers/features/common-utils@sha256:${"c".repeat(64)}`;
+  const closure = ingestDevcontainer(accepted, { featureClosure: { references: [dep], resources: [] } }).manifest.extension;
+  return [core(accepted).extension, ingestDevcontainer(local, { featuresDir }).manifest.extension, closure];
 }
 
 test("the address scope (one IdentityScope shape) places every field of a full devcontainer.json and its core", () => {

@@ -3,12 +3,14 @@
 // applied with its defaults or given options, then ingested. Every refusal
 // has a control that the same template applies when the input is good.
 import { test } from "node:test";
+import fc from "fast-check";
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CairnError, parseJsonText, toJsonValue } from "../../src/core/index.ts";
 import { applyTemplate, ingestDevcontainer, parseTemplateMetadata } from "../../src/manifest/index.ts";
+import { parseInputText } from "../../src/manifest/read.ts";
 import { runCli } from "../helpers/cli.ts";
 
 const root = mkdtempSync(join(tmpdir(), "cairn-template-"));
@@ -290,4 +292,42 @@ test("the applied text is parsed strictly before it is returned: a value that ma
   const r = await runCli(["manifest", "apply-template", dir, "--option", "k=b", "--out", out]);
   assert.equal(r.code, 1);
   assert.ok(!existsSync(out));
+});
+
+test("property: hostile template files and options end in a typed refusal or a text the strict parser reads, never anything else", () => {
+  const flip = (text: string, flips: [number, number][], cut: number | null): Buffer => {
+    const b = Buffer.from(text);
+    for (const [at, v] of flips) if (b.length > 0) b[at % b.length] = v;
+    return cut === null ? b : b.subarray(0, cut % (b.length + 1));
+  };
+  const bytes = fc.record({
+    flips: fc.oneof(fc.constant([] as [number, number][]), fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 6 })),
+    cut: fc.option(fc.nat(), { freq: 4 }),
+  });
+  const value = fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom("*/", "\n", '"', "${templateOption:flavour}", "true", "full", "__proto__"));
+  const option = fc.oneof(
+    { weight: 4, arbitrary: fc.tuple(fc.constantFrom("imageVariant", "flavour", "installZsh", "upgrade"), value) },
+    { weight: 1, arbitrary: fc.tuple(fc.constantFrom("nosuch", "constructor"), value) },
+  );
+  let refused = 0;
+  let applied = 0;
+  fc.assert(
+    fc.property(bytes, bytes, fc.array(option, { maxLength: 2 }), (m, c, opts) => {
+      const dir = join(root, `p${n++}`);
+      mkdirSync(join(dir, ".devcontainer"), { recursive: true });
+      writeFileSync(join(dir, "devcontainer-template.json"), flip(JSON.stringify(META), m.flips, m.cut));
+      writeFileSync(join(dir, ".devcontainer", "devcontainer.json"), flip(CONFIG, c.flips, c.cut));
+      try {
+        const r = applyTemplate(dir, new Map(opts));
+        parseInputText(r.text, "applied"); // what it returns, the strict parser reads
+        applied++;
+      } catch (e) {
+        if (!(e instanceof CairnError)) throw e;
+        assert.notEqual(e.code, "INTERNAL");
+        refused++;
+      }
+    }),
+    { numRuns: 300, seed: 33_3 },
+  );
+  assert.ok(applied > 0 && refused > 0, `${applied} applied, ${refused} refused`); // both sides were reached
 });

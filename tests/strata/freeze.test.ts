@@ -162,3 +162,24 @@ test("cairn layer freeze: publishes the frozen layer with the dirty lock in its 
   assert.equal(wrong.code, 1);
   assert.equal(JSON.parse(wrong.stdout).error.code, "LOCK_INVALID");
 });
+
+test("cairn layer freeze without --name and --version takes them from the dirty lock's mutable_layer spec (the seed's MutableLayerSpec names the layer freeze makes); control: a clean lock without them is LOCK_INVALID", {
+  skip: needs(rootMissing),
+}, async () => {
+  const ex = exampleRegistry();
+  const profile = join(ex.root, "dirty.yaml");
+  writeFileSync(profile, 'name: dirty\nbase: {os: debian12, arch: x86_64}\nsoftware: [python]\nmutable_layer: {name: torch-ml, version: "2.1"}\n');
+  const dirty = join(ex.root, "dirty.lock");
+  assert.equal((await resolveWithCli(ex, profile, dirty, { sign: false })).code, 0);
+  const args = (lock: string) => ["layer", "freeze", upperDir(), "--lock", lock, "--registry", ex.registry, "--key", join(ex.root, "registry.key"), "--json"];
+  const r = await runCli(args(dirty));
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /torch-ml-2\.1-none-noarch/);
+  const clean = join(ex.root, "clean.yaml");
+  writeFileSync(clean, "name: clean\nbase: {os: debian12, arch: x86_64}\nsoftware: [python]\n");
+  const cleanLock = join(ex.root, "clean.lock");
+  assert.equal((await resolveWithCli(ex, clean, cleanLock, { sign: false })).code, 0);
+  const c = await runCli(args(cleanLock));
+  assert.equal(c.code, 1, c.stdout + c.stderr);
+  assert.equal(JSON.parse(c.stdout).error.code, "LOCK_INVALID");
+});

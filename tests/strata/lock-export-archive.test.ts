@@ -9,7 +9,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runCli } from "../helpers/cli.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
@@ -151,4 +151,33 @@ test("library: a layer whose bytes are not its descriptor's leaves no archive an
     (e: { code?: string }) => e.code === "DIGEST_MISMATCH",
   );
   assert.deepEqual(readdirSync(dir), ["good.tar"]);
+});
+
+test("hidden siblings a killed export would leave (planted, with a pid no process has) are removed by the next export of the same name; a live writer's and another name's are kept", async () => {
+  const dir = tempDir("cairn-export-abandoned-");
+  const dead = spawnSync("true").pid!; // exited: no process has this pid now
+  const planted = (name: string, pid: number): string => {
+    const p = join(dir, `.${name}.${pid}.0123456789ab.tmp`);
+    mkdirSync(join(p, "layout", "blobs"), { recursive: true });
+    writeFileSync(join(p, "archive.tar"), Buffer.alloc(4096));
+    return p;
+  };
+  const deadArchive = planted("image.tar", dead);
+  const liveArchive = planted("image.tar", process.pid);
+  const deadLayout = planted("layout", dead);
+  const liveLayout = planted("layout", process.pid);
+  const otherName = planted("other.tar", dead);
+  assert.equal((await runCli(["lock", "export", LOCK, ...VERIFY, "--format", "oci-archive", "--out", join(dir, "image.tar")], env)).code, 0);
+  assert.equal((await runCli(["lock", "export", LOCK, ...VERIFY, "--oci", join(dir, "layout")], env)).code, 0);
+  assert.equal(existsSync(deadArchive), false, "a dead writer's archive sibling is removed");
+  assert.equal(existsSync(deadLayout), false, "a dead writer's layout sibling is removed");
+  assert.ok(existsSync(liveArchive) && existsSync(liveLayout), "a live writer's siblings are kept");
+  assert.ok(existsSync(otherName), "another name's sibling is not this export's to remove");
+  // what a running export leaves beside FILE is one hidden directory, removed when it ends
+  assert.deepEqual(
+    readdirSync(dir)
+      .filter((n) => n.startsWith("."))
+      .sort(),
+    [liveArchive, liveLayout, otherName].map((p) => p.slice(dir.length + 1)).sort(),
+  );
 });

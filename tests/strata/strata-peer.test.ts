@@ -42,7 +42,7 @@ before(async () => {
 
 const firstLine = (s: string | null | undefined): string => (s ?? "ok").split("\n").slice(0, 2).join(" ");
 const describe = (r: InteropRow): string =>
-  `${r.kind} ${r.origin}: strata ${firstLine(r.peer.parse_error)}; cairn ${r.cairn.reads ? "reads" : "refuses"}${r.cairn.codes.length ? ` [${r.cairn.codes.join(", ")}]` : ""}`;
+  `${r.kind} ${r.origin}: strata ${firstLine(r.peer.parse_error)}; cairn ${r.cairn.reads ? (r.cairn.valid ? "reads" : "reads with problems") : "refuses"}${r.cairn.codes.length ? ` [${r.cairn.codes.join(", ")}]` : ""}`;
 
 /** Go's encoding/json for the EnvironmentID input, written here: sorted map keys, and `<`, `>`, `&`, U+2028, U+2029 escaped. */
 function goJson(v: unknown): string {
@@ -129,14 +129,11 @@ test("control: the lockfiles and profiles written in Strata's repository are fou
   }
 });
 
-/** The refusals of the seed's Validate (a malformed digest, an unsafe id, a shared mount order): `lock diff` shows such a lockfile with its problems and exits 2, as the seed says a diagnostic must still inspect one; it has no identity. */
-const VALIDATE_CODES = new Set(["DIGEST_INVALID", "PATH_UNSAFE", "LOCK_INVALID"]);
-const refusedByValidate = (r: InteropRow): boolean => !r.cairn.reads && r.cairn.codes.length > 0 && r.cairn.codes.every((c) => VALIDATE_CODES.has(c));
-
-test("Strata → cairn: every lockfile written in Strata's repository is read by `cairn lock diff` (one Validate refuses is shown with its problems)", { skip }, (t) => {
+// Read means `lock diff` shows the file (problems listed or not): Strata's test lockfiles carry digests like `aaa111` that the seed's Validate reports.
+test("Strata → cairn: every lockfile written in Strata's repository is read by `cairn lock diff`", { skip }, (t) => {
   const rows = fromStrata.filter((r) => r.kind === "lockfile");
   for (const r of rows) t.diagnostic(describe(r));
-  t.diagnostic(`read: ${rows.filter((r) => r.cairn.reads).length} of ${rows.length}; refused by Validate: ${rows.filter(refusedByValidate).length}`);
+  t.diagnostic(`read: ${rows.filter((r) => r.cairn.reads).length} of ${rows.length}; with no problem listed: ${rows.filter((r) => r.cairn.valid).length}`);
   assert.deepEqual(
     rows.filter((r) => !r.cairn.reads && !refusedByValidate(r)).map((r) => r.origin),
     [],
@@ -144,6 +141,7 @@ test("Strata → cairn: every lockfile written in Strata's repository is read by
   assert.ok(rows.filter((r) => r.cairn.reads).length >= 3, "control: Strata's well-formed lockfiles read");
 });
 
+// Passing since issue 32 item 4 (Strata's profile forms) landed: no longer a todo.
 test("Strata → cairn: every profile written in Strata's repository validates in `cairn profile validate`", { skip }, (t) => {
   const rows = fromStrata.filter((r) => r.kind === "profile");
   for (const r of rows) t.diagnostic(describe(r));
@@ -181,7 +179,7 @@ test("cairn → Strata: every lockfile cairn writes parses in Strata, frozen, us
   t.diagnostic(
     `parse: ${rows.filter((r) => strataReads(r.peer)).length} of ${rows.length}; no unknown field: ${rows.filter((r) => r.peer.strict_error === null).length}`,
   );
-  for (const r of rows) assert.ok(r.cairn.reads, `cairn reads its own ${r.origin}`);
+  for (const r of rows) assert.ok(r.cairn.valid, `cairn reads its own ${r.origin} with no problem`);
   assert.deepEqual(
     rows.filter((r) => !strataReads(r.peer)).map((r) => r.origin),
     [],
@@ -199,7 +197,6 @@ test("cairn → Strata: every lockfile cairn writes parses in Strata, frozen, us
 
 test("cairn → Strata: every profile profileToYaml writes decodes in Strata with only its fields, and validates where Strata validates the source", {
   skip,
-  ...WIRE,
 }, (t) => {
   const rows = fromCairn.filter((r) => r.kind === "profile");
   assert.ok(rows.length >= 4);
@@ -245,14 +242,19 @@ test("cairn → Strata: every layer manifest and formation cairn publishes decod
   }
 });
 
-test("EnvironmentID: on every lockfile Strata calls frozen and Validate accepts, `cairn lock id` prints Strata's EnvironmentID first", { skip }, (t) => {
-  const rows = [...fromStrata, ...fromCairn].filter((r) => r.kind === "lockfile" && !refusedByValidate(r));
+// Strata computes an ID over any non-empty digests (its test lockfile has `aaa111`); a lockfile cairn reads only with problems (DIGEST_INVALID) is left out, and listed.
+test("EnvironmentID: on every lockfile Strata calls frozen and cairn reads without a problem, `cairn lock id` prints Strata's EnvironmentID first", {
+  skip,
+}, (t) => {
+  const rows = [...fromStrata, ...fromCairn].filter((r) => r.kind === "lockfile");
   for (const r of rows)
     t.diagnostic(
       `${r.origin}: strata ${r.peer.environment_id === undefined ? "(unparsed)" : r.peer.environment_id || "(unfrozen)"}; cairn ${r.cairn.lockId ?? "(none)"}`,
     );
-  const frozen = rows.filter((r) => (r.peer.environment_id ?? "") !== "");
-  t.diagnostic(`equal: ${frozen.filter(environmentIdEqual).length} of ${frozen.length} frozen`);
+  const frozen = rows.filter((r) => (r.peer.environment_id ?? "") !== "" && r.cairn.valid);
+  for (const r of rows.filter((x) => (x.peer.environment_id ?? "") !== "" && !x.cairn.valid))
+    t.diagnostic(`left out, cairn lists problems [${r.cairn.codes.join(", ")}]: ${r.origin}`);
+  t.diagnostic(`equal: ${frozen.filter(environmentIdEqual).length} of ${frozen.length} frozen and valid`);
   assert.ok(
     fromCairn.filter((r) => r.kind === "lockfile").every((r) => (r.peer.environment_id ?? "") !== ""),
     "cairn's lockfiles are frozen in Strata",

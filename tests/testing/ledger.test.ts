@@ -123,6 +123,30 @@ export function duplicateIds(texts: ReadonlyMap<string, string>): string[] {
   return [...seen].filter(([, where]) => where.length > 1).map(([id, where]) => `${id}: ${where.sort().join(", ")}`);
 }
 
+/**
+ * Every row of a claims table (one headed `| id | …`) whose first cell is no
+ * id the checks recognise, as "ledger: id": such a row is neither checked for
+ * its tests nor for a unique id (issue 32's `I32-peer` rows were silently
+ * skipped so). Other tables (measurements) are not claims tables.
+ */
+export function unrecognisedRows(texts: ReadonlyMap<string, string>): string[] {
+  const out: string[] = [];
+  for (const [ledger, text] of texts) {
+    let claims = false;
+    for (const line of text.split("\n")) {
+      if (!line.trimStart().startsWith("|")) {
+        claims = false;
+        continue;
+      }
+      const cells = line.split(/(?<!\\)\|/).map((c) => c.trim());
+      if (cells[1] === "id") claims = true;
+      if (!claims || cells[1] === "id" || /^:?-+:?$/.test(cells[1] ?? "")) continue;
+      if (!ANY_ID.test(cells[1] ?? "")) out.push(`${ledger}: ${cells[1]}`);
+    }
+  }
+  return out;
+}
+
 /** Every broken reference, as "ledger id: what is missing". */
 export function brokenReferences(ledgerRows: { ledger: string; id: string; cell: string }[], all: readonly string[], read: (f: string) => string): string[] {
   const broken: string[] = [];
@@ -156,6 +180,18 @@ describe("claims ledger", () => {
     planted.set("runs.md", `${texts.get("runs.md")}${row("D3")}${row("I99-19")}${row("I99-19b")}`);
     planted.set("registry.md", `${texts.get("registry.md")}${row("I99-19")}${row("R-B1")}`);
     assert.deepEqual(duplicateIds(planted).sort(), ["D3: registry.md, runs.md", "I99-19: registry.md, runs.md", "R-B1: registry.md, registry.md"]);
+  });
+
+  it("every ledger row has an id the checks recognise (control: lowercase and malformed ids are caught)", () => {
+    assert.deepEqual(unrecognisedRows(ledgerTexts()), []);
+    const row = (id: string) => `| ${id} | a claim | \`tests/vm/protocol.test.ts\` | checked |\n`;
+    const planted = new Map([
+      [
+        "strata.md",
+        `| id | claim | test | status |\n|---|---|---|---|\n${row("S1")}${row("I32-peer")}${row("i31-2")}${row("R-B1")}${row("I32-6a")}\n| size | a | b | c |\n|---|---|---|---|\n| large: 8 MB | 1 | 2 | 3 |\n`,
+      ],
+    ]);
+    assert.deepEqual(unrecognisedRows(planted), ["strata.md: I32-peer", "strata.md: i31-2"]);
   });
 
   it("an issue-31 row (I31-<case>) is a claim like any other: its tests are checked (control: a missing one is caught)", () => {

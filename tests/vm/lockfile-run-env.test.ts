@@ -84,6 +84,11 @@ describe("run an environment lockfile with --env", { skip: VM_SKIP || GCC_SKIP }
     assert.equal(statement.predicate.workload.launch, runA.workload.launch);
     assert.equal((await runCli(["receipt", "verify", join(a.run_dir, "receipt.dsse.json"), "--pub", `${key}.pub`, "--run", a.run_dir], env)).code, 0);
 
+    // runs show lists the names too
+    const shown = await runCli(["runs", "show", a.run_dir, "--json"], env);
+    assert.equal(shown.code, 0, shown.stderr);
+    assert.deepEqual((JSON.parse(shown.stdout) as { environment: { run_env: string[] } }).environment.run_env, ["GREETING", "LC_ALL"]);
+
     // replay runs the recorded values: it matches the record (same output, same outcome) with no --env given
     const p = await runCli(["replay", a.run_dir], env);
     assert.equal(p.code, 0, p.stderr + p.stdout);

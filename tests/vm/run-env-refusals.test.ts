@@ -17,6 +17,7 @@ import { PROJECT_ROOT } from "../helpers/vectors.ts";
 import { exampleRegistry, resolveArgs, tempDir } from "../strata/fixtures.ts";
 import { RUN_ENV_LIMITS } from "../../src/core/index.ts";
 import { parseEnvAssignments } from "../../src/vm/index.ts";
+import { LAUNCH_LIMITS } from "../../src/workload/launch.ts";
 
 const ex = exampleRegistry();
 const LOCK = join(ex.root, "env.lock");
@@ -46,8 +47,12 @@ test("a malformed KEY, a missing =, a duplicate KEY and a NUL in a value are ref
   assert.deepEqual([nul.code, nul.path], ["LAUNCH_INVALID", "--env"]);
   assert.match(nul.message, /SECRET/);
   assert.doesNotMatch(nul.message, /hidden-value|abc/, "the value is never shown");
+  // a lone surrogate (a library caller's string; argv cannot carry one) has no UTF-8 form the guest could be given
+  const lone = await runWith(["HALF=x\ud800y"]);
+  assert.deepEqual([lone.code, lone.path], ["LAUNCH_INVALID", "--env"]);
+  assert.match(lone.message, /HALF/);
   // controls: POSIX names (letters, digits after the first, underscores), an empty value, = inside a value
-  const ok = await runWith(["_A=1", "b2=", "LC_ALL=C", "X==y=z"]);
+  const ok = await runWith(["_A=1", "b2=", "LC_ALL=C", "X==y=z", "U=\u00e9\u{1f600}"]);
   assert.equal(ok.code, "SIGNATURE_INVALID", "past the --env checks");
 });
 
@@ -98,4 +103,16 @@ test("--env is for a lockfile given directly: beside a workload spec, or a spec 
   assert.deepEqual([w.code, w.path], ["USAGE", "--env"]);
   assert.equal(existsSync(join(home, "runs")) && readdirSync(join(home, "runs")).length > 0, false, "no run directory");
   assert.equal(existsSync(join(home, "no-kit")), false, "no kit was set up");
+});
+
+test("--env entries that alone exceed launch.total_bytes are refused at --env before the lockfile is exported (control: exactly at it)", async () => {
+  const total = LAUNCH_LIMITS["launch.total_bytes"];
+  const entry = (name: string, bytes: number): string => `${name}=${"x".repeat(bytes - name.length - 1)}`;
+  const max = RUN_ENV_LIMITS["run.env_entry_bytes"];
+  // each entry costs its bytes and a NUL in the launch's total, as execve counts it
+  const three = ["K0", "K1", "K2"].map((n) => entry(n, max));
+  const over = await runWith([...three, entry("K3", total - 3 * (max + 1))]);
+  assert.deepEqual([over.code, over.path], ["LIMIT_EXCEEDED", "--env"]);
+  assert.match(over.message, /launch\.total_bytes/);
+  assert.equal((await runWith([...three, entry("K3", total - 3 * (max + 1) - 1)])).code, "SIGNATURE_INVALID", "exactly at the limit gets past");
 });

@@ -12,6 +12,7 @@ import {
   environmentId,
   freezeUpperLayer,
   frozenProfile,
+  requireDirty,
   openRegistries,
   readLockfile,
   readProfileFile,
@@ -122,10 +123,13 @@ export function specFrom(o: SpecOpts, recorded?: RecordedBuild): LayerSpec {
   };
 }
 
-function withSpecOptions(c: Command): Command {
-  return remoteFlags(c)
-    .requiredOption("--name <name>", "layer name")
-    .requiredOption("--version <version>", "layer version (dotted)")
+/** The layer spec's flags; `nameFrom` says where --name and --version come from when they are not given (else they are required). */
+function withSpecOptions(c: Command, nameFrom?: string): Command {
+  const named =
+    nameFrom === undefined
+      ? remoteFlags(c).requiredOption("--name <name>", "layer name").requiredOption("--version <version>", "layer version (dotted)")
+      : remoteFlags(c).option("--name <name>", `layer name (default: ${nameFrom}'s)`).option("--version <version>", `layer version (default: ${nameFrom}'s)`);
+  return named
     .option("--provides <name@version>", "a capability the layer provides (repeatable)", collect, [])
     .option("--requires <requirement>", "a requirement: name, name>=a, name<b or name>=a,<b (repeatable)", collect, [])
     .option("--arch <arch>", `machine architecture: ${[...ARCHES, "noarch"].join(", ")}`, "noarch")
@@ -235,7 +239,10 @@ export function registerLayer(program: Command, ctx: Context): void {
   registerLayerFreeze(layer, ctx);
 }
 
-interface FreezeOpts extends SpecOpts {
+interface FreezeOpts extends Omit<SpecOpts, "name" | "version"> {
+  /** Default: the dirty lock's mutable_layer name and version. */
+  name?: string;
+  version?: string;
   lock: string;
   profile?: string;
   out?: string;
@@ -260,10 +267,17 @@ function registerLayerFreeze(layer: Command, ctx: Context): void {
       .option("--out <lock>", "where to write the re-resolved lockfile")
       .option("--sign <key>", "sign the re-resolved lockfile")
       .option("--trust <keyfile>", "keyfile://PATH trusted for the --registry layers when resolving again (repeatable)", collect, []),
+    "the dirty lock's mutable_layer",
   ).action(async (upper: string, opts: FreezeOpts) => {
     if ((opts.profile === undefined) !== (opts.out === undefined)) throw new CairnError("USAGE", "--profile and --out go together");
     const read = readLockfile(resolvePath(ctx.cwd, opts.lock));
-    const spec = specFrom(opts, recordedFrom(ctx, opts));
+    // The seed's MutableLayerSpec names the layer the upper directory becomes: its name and version are the defaults.
+    const ml = read.lock.mutable_layer;
+    const name = opts.name ?? (ml !== false ? ml.name : undefined);
+    const version = opts.version ?? (ml !== false ? ml.version : undefined);
+    if (name === undefined || version === undefined) requireDirty(read.lock); // only a clean lock leaves them unset, and it is refused
+    const named = { ...opts, name: name!, version: version! };
+    const spec = specFrom(named, recordedFrom(ctx, named));
     const keys = signingKeys(opts);
     const reg = await openOrInit(ctx, opts.registry, opts.initRegistry, opts);
     const { built, doc } = await withBlobStaging(async (staging) => {

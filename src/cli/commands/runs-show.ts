@@ -50,7 +50,10 @@ export function registerRunsShow(runs: Command, ctx: Context): void {
           `origin    ${describeOrigin(r.origin)}${r.origin !== null ? ` (${r.origin.input}; written by this host, not covered by any digest)` : ""}`,
           `workload  ${r.source_kind} ${r.workload}`,
           ...(r.environment !== null
-            ? [`env       ${[r.environment.environment_id, r.environment.manifest_address].filter((x) => x !== null).join(", ")}`]
+            ? [
+                `env       ${[r.environment.environment_id, r.environment.manifest_address].filter((x) => x !== null).join(", ")}`,
+                ...(r.environment.run_env.length > 0 ? [`set       ${r.environment.run_env.join(", ")} (--env; values in the launch identity)`] : []),
+              ]
             : []),
           `vm        ${r.vm_digest} (${r.root} root, ${r.memory_mib} MiB)`,
           `outcome   ${r.outcome}`,

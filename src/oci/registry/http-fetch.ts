@@ -20,9 +20,15 @@ import { Readable } from "node:stream";
 
 const NULL_BODY = new Set([101, 103, 204, 205, 304]);
 
-/** A fetch over node:http(s) whose new connections must be made within `connectMs`; `timeout` makes the error. */
-export function httpFetch(connectMs: number, timeout: (url: URL) => Error): typeof fetch {
-  const agents = { "http:": new HttpAgent({ keepAlive: true }), "https:": new HttpsAgent({ keepAlive: true }) };
+/**
+ * A fetch over node:http(s) whose new connections must be made within `connectMs`; `timeout` makes the error.
+ * `ca`, when given, is the full trust of its https connections (registry-ca.ts: Node's roots plus a CA file).
+ */
+export function httpFetch(connectMs: number, timeout: (url: URL) => Error, ca?: readonly string[]): typeof fetch {
+  const agents = {
+    "http:": new HttpAgent({ keepAlive: true }),
+    "https:": new HttpsAgent(ca === undefined ? { keepAlive: true } : { keepAlive: true, ca: [...ca] }),
+  };
   return (input, init) =>
     new Promise<Response>((resolve, reject) => {
       const url = new URL(input instanceof Request ? input.url : String(input));

@@ -17,6 +17,7 @@ import { checkRealm, parseChallenge } from "./auth-challenge.ts";
 import type { CredentialSource } from "./credentials.ts";
 import { isLoopbackHost } from "./image-ref.ts";
 import { httpFetch } from "./http-fetch.ts";
+import { trustWith } from "./registry-ca.ts";
 import { readBodyBounded } from "./remote-body.ts";
 import { boundedFetch, remoteTimeout } from "./remote-bounds.ts";
 
@@ -36,6 +37,8 @@ export interface TransportOptions {
   readonly log?: (line: string) => void;
   /** cairn's own bounds on this registry (core/limits.ts; each at its default when not given). */
   readonly limits?: Partial<RemoteLimits>;
+  /** Extra CA certificates (PEM, checked by `readRegistryCa`) trusted for https beside Node's roots. */
+  readonly ca?: string;
 }
 
 export interface SendOptions {
@@ -79,7 +82,13 @@ export class RegistryTransport {
     }
     this.#opts = opts;
     this.limits = remoteLimits(opts.limits);
-    this.#fetch = opts.fetch ?? httpFetch(this.limits.connectMs, (u) => remoteTimeout("connectMs", this.limits, u.host, "no connection made"));
+    this.#fetch =
+      opts.fetch ??
+      httpFetch(
+        this.limits.connectMs,
+        (u) => remoteTimeout("connectMs", this.limits, u.host, "no connection made"),
+        opts.ca === undefined ? undefined : trustWith(opts.ca),
+      );
     this.base = new URL(`${opts.plainHttp === true ? "http" : "https"}://${opts.host}/v2/`);
   }
 

@@ -20,6 +20,8 @@ export interface RemoteOptions {
   readonly env: Readonly<Record<string, string | undefined>>;
   readonly cwd: string;
   readonly fetch?: typeof fetch;
+  /** Extra CA certificates (PEM, from `readRegistryCa`) trusted for https beside Node's roots. */
+  readonly ca?: string;
   readonly log?: (line: string) => void;
 }
 
@@ -34,6 +36,7 @@ export function registryClientFor(ref: Pick<ImageRef, "registry">, opts: RemoteO
     manifestBytes: opts.manifestBytes,
     limits: opts.limits,
     fetch: opts.fetch,
+    ca: opts.ca,
     log: opts.log,
   });
 }

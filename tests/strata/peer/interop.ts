@@ -8,8 +8,9 @@
  *   bundled example (examples/strata/), profiles `profileToYaml` writes, and
  *   the layer manifests and formation the example registry publishes, are
  *   read by the peer;
- * - EnvironmentID: on every file both sides call frozen, the peer's
- *   `EnvironmentID()` against the first line of `cairn lock id`.
+ * - EnvironmentID: on every lockfile Strata calls frozen and cairn reads
+ *   with no problem listed, the peer's `EnvironmentID()` against the first
+ *   line of `cairn lock id`.
  *
  * Shared by tests/strata/strata-peer.test.ts and bench/strata/interop.ts so
  * the table and the test count the same things.
@@ -27,8 +28,14 @@ import { strataCorpus } from "./strata-corpus.ts";
 
 /** What cairn made of one file. */
 export interface CairnVerdict {
-  /** `lock diff F F` did not exit 2 (trouble), or `profile validate F` exited 0. */
+  /**
+   * `lock diff F F` showed a diff (the file was read, though it may have
+   * problems: the seed wants `lock diff` to inspect a lockfile that breaks a
+   * rule), or `profile validate F` exited 0.
+   */
   readonly reads: boolean;
+  /** Read with no problem listed (for a profile, the same as `reads`). */
+  readonly valid: boolean;
   /** The error code, or for `lock diff` the codes of the problems it listed. */
   readonly codes: readonly string[];
   /** The first line of `cairn lock id F` when it exited 0. */
@@ -56,14 +63,15 @@ export async function cairnRead(kind: "lockfile" | "profile", path: string): Pro
   if (kind === "profile") {
     const r = await runCli(["profile", "validate", path, "--json"]);
     const out = JSON.parse(r.stdout) as { error?: Problem };
-    return { reads: r.code === 0, codes: out.error ? [out.error.code] : [] };
+    return { reads: r.code === 0, valid: r.code === 0, codes: out.error ? [out.error.code] : [] };
   }
   const d = await runCli(["lock", "diff", path, path, "--json"]);
   const out = JSON.parse(d.stdout) as { error?: Problem; problems_a?: Problem[] };
   const codes = out.error ? [out.error.code] : [...new Set((out.problems_a ?? []).map((p) => p.code))];
   const id = await runCli(["lock", "id", path]);
   const lockId = id.code === 0 ? (id.stdout.split("\n")[0] ?? "").trim() : undefined;
-  return { reads: d.code !== 2, codes, ...(lockId !== undefined ? { lockId } : {}) };
+  const reads = out.error === undefined;
+  return { reads, valid: reads && codes.length === 0, codes, ...(lockId !== undefined ? { lockId } : {}) };
 }
 
 /** Strata → cairn: the mirror's lockfiles and profiles, written under `dir`, read by both. */
@@ -182,7 +190,7 @@ function registryDocuments(bin: string, registry: string, out: string): InteropR
         const path = join(out, `${kind}-${rows.length + 1}.yaml`);
         writeFileSync(path, doc);
         const origin = `the example registry's ${p.slice(registry.length + 1)}`;
-        rows.push({ direction: "cairn-to-strata", kind, origin, path, peer: peerRead(bin, kind, path), cairn: { reads: true, codes: [] } });
+        rows.push({ direction: "cairn-to-strata", kind, origin, path, peer: peerRead(bin, kind, path), cairn: { reads: true, valid: true, codes: [] } });
       }
     }
   };
@@ -212,7 +220,7 @@ export function environmentIdEqual(row: InteropRow): boolean {
 }
 
 export interface InteropTable {
-  strataToCairn: { lockfiles: number; lockfilesRead: number; profiles: number; profilesRead: number; strataAccepts: number };
+  strataToCairn: { lockfiles: number; lockfilesRead: number; lockfilesValid: number; profiles: number; profilesRead: number; strataAccepts: number };
   cairnToStrata: {
     lockfiles: number;
     lockfilesRead: number;
@@ -231,11 +239,13 @@ export function tabulate(rows: readonly InteropRow[]): InteropTable {
   const s2c = rows.filter((r) => r.direction === "strata-to-cairn");
   const c2s = rows.filter((r) => r.direction === "cairn-to-strata");
   const count = (xs: readonly InteropRow[], p: (r: InteropRow) => boolean): number => xs.filter(p).length;
-  const frozen = rows.filter((r) => r.kind === "lockfile" && (r.peer.environment_id ?? "") !== "");
+  // Frozen for Strata (non-empty digests) and read by cairn with no problem listed.
+  const frozen = rows.filter((r) => r.kind === "lockfile" && (r.peer.environment_id ?? "") !== "" && r.cairn.valid);
   return {
     strataToCairn: {
       lockfiles: count(s2c, (r) => r.kind === "lockfile"),
       lockfilesRead: count(s2c, (r) => r.kind === "lockfile" && r.cairn.reads),
+      lockfilesValid: count(s2c, (r) => r.kind === "lockfile" && r.cairn.valid),
       profiles: count(s2c, (r) => r.kind === "profile"),
       profilesRead: count(s2c, (r) => r.kind === "profile" && r.cairn.reads),
       strataAccepts: count(s2c, (r) => strataReads(r.peer)),
