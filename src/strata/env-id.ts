@@ -1,7 +1,7 @@
 /**
  * A lockfile's two identities.
  *
- * Strata's EnvironmentID (spec/lockfile.ts, exactly as seed 002 and
+ * Strata's EnvironmentID (spec/lock-file.ts, exactly as seed 002 and
  * Strata's lockfile_hash.go define it): bare hex SHA-256 over Go's JSON of
  * the base digest, the layer digests in mount order, env, on_ready and the
  * pinned packages. `cairn lock id` prints it first.
@@ -114,7 +114,7 @@ export function environmentIdInput(lock: Lockfile): Record<string, unknown> {
   const s = lock.spec;
   const layerFields = scopeFieldNames(ENVIRONMENT_ID_SCOPE, "covers", "/layers/*");
   const layers = [...s.layers].sort((a, b) => a.mount_order - b.mount_order);
-  const hosts = [...new Map(s.requires_host.map((h) => [`${h.key}\0${h.value}`, h])).entries()].sort(([a], [b]) => compareBytes(a, b));
+  const hosts = [...new Map(s.requires_host.map((h) => [JSON.stringify([h.key, h.value]), h])).entries()].sort(([a], [b]) => compareBytes(a, b));
   return {
     schema: ENVIRONMENT_ID_SCHEMA,
     base: { ami_sha256: s.base.ami_sha256 },

@@ -42,7 +42,7 @@ export {
   environmentId as strataEnvironmentId,
   environmentIdInput as strataEnvironmentIdInput,
   isFrozen as specIsFrozen,
-} from "./spec/lockfile.ts";
+} from "./spec/lock-file.ts";
 export type * as StrataSpec from "./spec/types.ts";
 export { recordsPath, readRecords, recordsToModel, pinnedSets, RECORDS_FORMAT } from "./lockfile-records.ts";
 export { toSpecLayerManifest, bareHex, specManifestDifference } from "./layer-spec.ts";

@@ -29,7 +29,7 @@ import {
 } from "../core/index.ts";
 import { parseLockfileText, parseLockfileUnvalidated, viewLock, type Lockfile } from "./lockfile.ts";
 import { readRecordsFile, writeRecords } from "./lockfile-records.ts";
-import { lockFileToYaml } from "./spec/lockfile.ts";
+import { lockFileToYaml } from "./spec/lock-file.ts";
 
 /**
  * A lockfile's (or its signature's) bytes: a regular file, read bounded and

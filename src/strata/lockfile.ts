@@ -1,6 +1,6 @@
 /**
  * The lockfile: Strata's LockFile (seed 002), exactly, on the wire
- * (spec/lockfile.ts reads, validates, writes and identifies it), plus the
+ * (spec/lock-file.ts reads, validates, writes and identifies it), plus the
  * records cairn keeps beside it (lockfile-records.ts): the signature status
  * of every layer and formation with their manifest envelopes, how the base
  * was probed, and the package requests with their pin details. A lockfile
@@ -17,7 +17,7 @@ import { requirementString, satisfies } from "./capability.ts";
 import type { LockPackageSet } from "./freeze/pins.ts";
 import { modulefilePath } from "./modulefile.ts";
 import type { SoftwareRef } from "./ref.ts";
-import { isFrozen as specIsFrozen, lockFileProblems, lockFileToYaml, parseLockFileText } from "./spec/lockfile.ts";
+import { isFrozen as specIsFrozen, lockFileProblems, lockFileToYaml, parseLockFileText } from "./spec/lock-file.ts";
 import { VERIFY_ATTESTATION_REFERENCES_PRESENT, VERIFY_UNSIGNED_OFFLINE } from "./spec/schema.ts";
 import type * as spec from "./spec/types.ts";
 import type { Attestation } from "./trust.ts";

@@ -17,6 +17,6 @@ export function specMutableLayer(m: MutableLayerSpec): spec.MutableLayerSpec {
 /** The host requirements as a set: sorted by key then value, duplicates dropped, so the profile's order never changes the lockfile. */
 export function specHostRequirements(list: readonly HostRequirement[]): spec.HostRequirement[] {
   const out = new Map<string, spec.HostRequirement>();
-  for (const h of list) out.set(`${h.key}\0${h.value}`, { key: h.key, value: h.value });
+  for (const h of list) out.set(JSON.stringify([h.key, h.value]), { key: h.key, value: h.value });
   return [...out.keys()].sort(compareBytes).map((k) => out.get(k)!);
 }

@@ -15,7 +15,7 @@ import {
   lockFileToYaml,
   parseLockFileText,
   validateLockFile,
-} from "../../src/strata/spec/lockfile.ts";
+} from "../../src/strata/spec/lock-file.ts";
 import { type Kind, SCHEMAS, type StructSchema } from "../../src/strata/spec/schema.ts";
 import { readStruct, writeStruct, zeroStruct } from "../../src/strata/spec/wire.ts";
 import { SEED_TAGS } from "./seed-tags.ts";

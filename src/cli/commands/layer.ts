@@ -273,8 +273,8 @@ function registerLayerFreeze(layer: Command, ctx: Context): void {
     const read = readLockfile(resolvePath(ctx.cwd, opts.lock));
     // The seed's MutableLayerSpec names the layer the upper directory becomes: its name and version are the defaults.
     const ml = read.lock.mutable_layer;
-    const name = opts.name ?? (ml !== false ? ml.name : undefined);
-    const version = opts.version ?? (ml !== false ? ml.version : undefined);
+    const name = opts.name ?? ml?.name;
+    const version = opts.version ?? ml?.version;
     if (name === undefined || version === undefined) requireDirty(read.lock); // only a clean lock leaves them unset, and it is refused
     const named = { ...opts, name: name!, version: version! };
     const spec = specFrom(named, recordedFrom(ctx, named));
