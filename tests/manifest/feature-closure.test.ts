@@ -5,6 +5,9 @@
 // memory through featureArtifactOf, the code path the registry source uses;
 // the CLI-peer tests are tests/registry/devcontainer-lock-peer.test.ts.
 import { test } from "node:test";
+import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import assert from "node:assert/strict";
 import { sha256, type Sha256Digest } from "../../src/core/index.ts";
 import {
@@ -14,6 +17,7 @@ import {
   featureArtifactOf,
   lockOfClosure,
   MAX_FEATURE_METADATA_BYTES,
+  readLockFileState,
   resolveFeatureClosure,
   type FeatureSource,
 } from "../../src/manifest/index.ts";
@@ -247,4 +251,16 @@ test("second pass: a feature naming thousands of dependencies stops at max_featu
   const e = await assertCodeAsync(() => resolveFeatureClosure([[f("a"), {}]], { source }), "LIMIT_EXCEEDED");
   assert.match(e.message, /max_feature_fetches/);
   assert.ok(source.reads <= 1025, `stopped after ${source.reads} reads`);
+});
+
+test("second pass: a lockfile that is a dangling symlink is refused (IO_ERROR), not taken for no lockfile; a missing one is absent (control)", () => {
+  const dir = mkdtempSync(join(tmpdir(), "cairn-lockstate-"));
+  try {
+    const lock = join(dir, "devcontainer-lock.json");
+    assert.equal(readLockFileState(lock).kind, "absent");
+    symlinkSync(join(dir, "nowhere"), lock);
+    assertCode(() => readLockFileState(lock), "IO_ERROR");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
