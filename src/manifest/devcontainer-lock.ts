@@ -41,7 +41,7 @@ import {
   type Sha256Digest,
 } from "../core/index.ts";
 import { basename, dirname, join } from "node:path";
-import { existsSync } from "node:fs";
+import { lstatSync } from "node:fs";
 import { cliFeatureRef, MAX_FEATURE_CLOSURE, type FeatureClosure } from "./feature-closure.ts";
 import { normalizeFeatureId } from "./reference.ts";
 
@@ -91,7 +91,12 @@ export function devcontainerLockText(lock: DevcontainerLock): string {
 export type LockFileState = { readonly kind: "absent" } | { readonly kind: "empty" } | { readonly kind: "present"; readonly bytes: Buffer };
 
 export function readLockFileState(lockPath: string): LockFileState {
-  if (!existsSync(lockPath)) return { kind: "absent" };
+  // lstat, not exists: a dangling symlink is not "no lockfile" (the bounded read refuses any symlink, naming it)
+  try {
+    lstatSync(lockPath);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return { kind: "absent" };
+  }
   const bytes = readFileBounded(lockPath, MAX_DEVCONTAINER_LOCK_BYTES, "devcontainerLockBytes", { missing: "IO_ERROR" });
   if (bytes.toString("utf8").trim() === "") return { kind: "empty" };
   return { kind: "present", bytes };

@@ -35,6 +35,13 @@ import { normalizeFeatureId } from "./reference.ts";
 
 /** A closure with more features than this is refused (limit `max_feature_closure`). */
 export const MAX_FEATURE_CLOSURE = 256;
+/**
+ * One resolution reads at most this many feature artifacts (limit
+ * `max_feature_fetches`): a feature listing thousands of dependencies that
+ * are all one feature adds one to the closure but costs a registry round trip
+ * each.
+ */
+export const MAX_FEATURE_FETCHES = 1024;
 
 /** A feature reference split the way the devcontainers CLI splits it (lowercased). */
 export interface CliFeatureRef {
@@ -105,6 +112,7 @@ export interface ClosureOptions {
   readonly locked?: LockedDigests;
   readonly overrideFeatureInstallOrder?: readonly string[];
   readonly maxClosure?: number;
+  readonly maxFetches?: number;
 }
 
 export interface FeatureClosure {
@@ -200,7 +208,7 @@ async function fetchFeature(userFeatureId: string, opts: ClosureOptions, pulledB
         cause: e,
       });
     }
-    if (pulledBy === undefined) throw e;
+    if (pulledBy === undefined || (e instanceof CairnError && e.code === "LIMIT_EXCEEDED")) throw e;
     const code = e instanceof CairnError ? ` (${e.code})` : "";
     throw dependencyError(pulledBy, `its dependency ${JSON.stringify(userFeatureId)} cannot be fetched${code}`, e);
   }
@@ -227,6 +235,19 @@ export async function resolveFeatureClosure(
   opts: ClosureOptions,
 ): Promise<FeatureClosure> {
   const max = opts.maxClosure ?? MAX_FEATURE_CLOSURE;
+  const maxFetches = opts.maxFetches ?? MAX_FEATURE_FETCHES;
+  let fetches = 0;
+  const inner = opts.source;
+  opts = {
+    ...opts,
+    source: {
+      resolve: (ref, feature) => inner.resolve(ref, feature),
+      read: (ref, digest, feature) => {
+        checkLimit("max_feature_fetches", ++fetches, maxFetches, feature, "count");
+        return inner.read(ref, digest, feature);
+      },
+    },
+  };
   type Pending = {
     kind: FeatureNode["kind"];
     userFeatureId: string;

@@ -28,6 +28,8 @@ import { DEFAULT_LIMITS, readLayer } from "../tree/index.ts";
 export const MAX_FEATURE_METADATA_BYTES = 256 * 1024;
 /** A feature layer larger than this is refused before it is read (limit `featureLayerBytes`). */
 export const MAX_FEATURE_LAYER_BYTES = 64 * 1024 * 1024;
+/** A gzip feature layer that inflates past this is refused as it inflates (limit `featureLayerExpandedBytes`): a bomb must not run to the layer limits of images. */
+export const MAX_FEATURE_LAYER_EXPANDED_BYTES = 64 * 1024 * 1024;
 
 /** The devcontainers spec's media types for a feature artifact. */
 export const FEATURE_CONFIG_MEDIA_TYPE = "application/vnd.devcontainers";
@@ -115,7 +117,18 @@ async function metadataFromLayer(layer: Buffer, feature: string): Promise<Uint8A
   const parts: Buffer[] = [];
   let size = 0;
   await readLayer(
-    { bytes: layer, compression: gzip ? "gzip" : "none", where: `layer of feature ${JSON.stringify(feature)}` },
+    {
+      bytes: layer,
+      compression: gzip ? "gzip" : "none",
+      where: `layer of feature ${JSON.stringify(feature)}`,
+      inflation: {
+        maxBytes: MAX_FEATURE_LAYER_EXPANDED_BYTES,
+        maxBytesName: "featureLayerExpandedBytes",
+        maxRatio: Number.MAX_SAFE_INTEGER,
+        maxRatioName: "featureLayerExpandedBytes",
+        ratioAfter: MAX_FEATURE_LAYER_EXPANDED_BYTES,
+      },
+    },
     DEFAULT_LIMITS,
     { expandedBytes: 0, entries: 0, compressedBytes: 0 },
     (rec) => {
@@ -155,7 +168,14 @@ export async function featureArtifactOf(
   const note = isJsonObject(doc.annotations) ? doc.annotations[METADATA_ANNOTATION] : undefined;
   if (typeof note === "string") return { digest, metadata: parseFeatureMetadata(Buffer.from(note, "utf8"), feature) };
   const first = Array.isArray(doc.layers) ? doc.layers[0] : undefined;
-  if (!isJsonObject(first) || typeof first.digest !== "string" || typeof first.size !== "number" || !/^sha256:[0-9a-f]{64}$/.test(first.digest)) {
+  if (
+    !isJsonObject(first) ||
+    typeof first.digest !== "string" ||
+    typeof first.size !== "number" ||
+    !Number.isSafeInteger(first.size) ||
+    first.size < 0 ||
+    !/^sha256:[0-9a-f]{64}$/.test(first.digest)
+  ) {
     throw refused(feature, "artifact", "has no layer to read its metadata from");
   }
   checkLimit("featureLayerBytes", first.size, MAX_FEATURE_LAYER_BYTES, feature, "bytes");

@@ -5,6 +5,9 @@
 // memory through featureArtifactOf, the code path the registry source uses;
 // the CLI-peer tests are tests/registry/devcontainer-lock-peer.test.ts.
 import { test } from "node:test";
+import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import assert from "node:assert/strict";
 import { sha256, type Sha256Digest } from "../../src/core/index.ts";
 import {
@@ -14,11 +17,12 @@ import {
   featureArtifactOf,
   lockOfClosure,
   MAX_FEATURE_METADATA_BYTES,
+  readLockFileState,
   resolveFeatureClosure,
   type FeatureSource,
 } from "../../src/manifest/index.ts";
 import { assertCode, assertCodeAsync } from "../helpers/errors.ts";
-import { writeTar } from "../workload/fixtures/tar-writer.ts";
+import { gzip, writeTar } from "../workload/fixtures/tar-writer.ts";
 
 const R = "registry.test:5000/features";
 
@@ -196,4 +200,67 @@ test("a lockfile at ingest: its closure counts; an entry outside the closure, a 
 test("the lockfile's name follows the config's: .devcontainer.json → .devcontainer-lock.json", () => {
   assert.equal(devcontainerLockPath("/p/.devcontainer.json"), "/p/.devcontainer-lock.json");
   assert.equal(devcontainerLockPath("/p/.devcontainer/devcontainer.json"), "/p/.devcontainer/devcontainer-lock.json");
+});
+
+// Second pass (red team): a hostile registry must not hang pin, nor get INTERNAL.
+/** A source serving one feature whose manifest and layer are given as they are. */
+function rawSource(manifest: object, layer: Buffer): FeatureSource {
+  const bytes = Buffer.from(JSON.stringify(manifest));
+  return {
+    resolve: async () => sha256(bytes),
+    read: async (_ref, digest, feature) => featureArtifactOf(bytes, digest, feature, async () => layer),
+  };
+}
+const manifestFor = (layer: Buffer, size: number = layer.length) => ({
+  schemaVersion: 2,
+  config: { mediaType: "application/vnd.devcontainers", digest: sha256(Buffer.alloc(0)), size: 0 },
+  layers: [{ mediaType: "application/vnd.devcontainers.layer.v1+tar", digest: sha256(layer), size }],
+});
+
+test("second pass: a gzip bomb as a feature layer stops at featureLayerExpandedBytes, not after inflating it (control: a small gzip layer reads)", async () => {
+  // members under the tar gate's fileSize, together over featureLayerExpandedBytes (64 MiB); the image limits would let 32 GiB through
+  const zeros = Buffer.alloc(40 * 1024 * 1024);
+  const bomb = gzip(
+    writeTar([
+      { name: "./a", type: "file", data: zeros },
+      { name: "./b", type: "file", data: zeros },
+      { name: "./devcontainer-feature.json", type: "file", data: "{}" },
+    ]),
+  );
+  const e = await assertCodeAsync(() => resolveFeatureClosure([[f("a"), {}]], { source: rawSource(manifestFor(bomb), bomb) }), "LIMIT_EXCEEDED");
+  assert.match(e.message, /featureLayerExpandedBytes/);
+  const small = gzip(writeTar([{ name: "./devcontainer-feature.json", type: "file", data: '{"id":"a","version":"1"}' }]));
+  const ok = await resolveFeatureClosure([[f("a"), {}]], { source: rawSource(manifestFor(small), small) });
+  assert.equal(ok.order[0]!.oci!.metadata.version, "1");
+});
+
+test("second pass: a layer descriptor with a negative or fractional size is refused typed, naming the feature (never INTERNAL)", async () => {
+  const layer = writeTar([{ name: "./devcontainer-feature.json", type: "file", data: "{}" }]);
+  for (const size of [-1, 1.5]) {
+    const e = await assertCodeAsync(() => resolveFeatureClosure([[f("a"), {}]], { source: rawSource(manifestFor(layer, size), layer) }), "MANIFEST_REFUSED");
+    assert.equal(e.path, f("a"));
+  }
+});
+
+test("second pass: a feature naming thousands of dependencies stops at max_feature_fetches (each would be a registry round trip)", async () => {
+  const deps: Record<string, object> = {};
+  for (let i = 0; i < 3000; i++) deps[`${R}/b:${i}`] = {};
+  const tags: Record<string, object> = { "a:1": { id: "a", dependsOn: deps }, "b:latest": { id: "b" } };
+  for (let i = 0; i < 3000; i++) tags[`b:${i}`] = { id: "b" };
+  const source = memorySource(tags);
+  const e = await assertCodeAsync(() => resolveFeatureClosure([[f("a"), {}]], { source }), "LIMIT_EXCEEDED");
+  assert.match(e.message, /max_feature_fetches/);
+  assert.ok(source.reads <= 1025, `stopped after ${source.reads} reads`);
+});
+
+test("second pass: a lockfile that is a dangling symlink is refused (IO_ERROR), not taken for no lockfile; a missing one is absent (control)", () => {
+  const dir = mkdtempSync(join(tmpdir(), "cairn-lockstate-"));
+  try {
+    const lock = join(dir, "devcontainer-lock.json");
+    assert.equal(readLockFileState(lock).kind, "absent");
+    symlinkSync(join(dir, "nowhere"), lock);
+    assertCode(() => readLockFileState(lock), "IO_ERROR");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
