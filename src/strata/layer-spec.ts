@@ -24,7 +24,7 @@ import { sha256 } from "../core/index.ts";
 import type { LayerManifest as CairnLayerManifest } from "./layer-manifest.ts";
 import { LAYER_MANIFEST } from "./spec/schema.ts";
 import type { LayerManifest } from "./spec/types.ts";
-import { writeStruct } from "./spec/wire.ts";
+import { writeStruct } from "./spec/struct-wire.ts";
 
 /** `sha256:HEX` → `HEX`; the seed's digests are bare. */
 export function bareHex(d: string | undefined): string {

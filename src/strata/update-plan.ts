@@ -20,7 +20,7 @@ import type { Issue } from "../core/index.ts";
 import { diffLocks, type LockChange, type LockDiff } from "./lockfile-diff.ts";
 import type { Lockfile } from "./lockfile.ts";
 import { LOCK_FILE } from "./spec/schema.ts";
-import { writeStruct } from "./spec/wire.ts";
+import { writeStruct } from "./spec/struct-wire.ts";
 import { compareVersions } from "./version.ts";
 
 /** The clock fields a re-resolution always changes (see above): when it resolved, and when it probed the base. */

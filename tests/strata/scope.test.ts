@@ -10,7 +10,7 @@ import { test } from "node:test";
 import { BASE_DIGEST_SCOPE, ENVIRONMENT_ID_SCOPE, environmentId, environmentIdInput, explainScope, viewLock } from "../../src/strata/index.ts";
 import { LOCK_FILE, RESOLVED_BASE, RESOLVED_LAYER, type Kind, type StructSchema } from "../../src/strata/spec/schema.ts";
 import type { LockFile } from "../../src/strata/spec/types.ts";
-import { writeStruct, zeroStruct } from "../../src/strata/spec/wire.ts";
+import { writeStruct, zeroStruct } from "../../src/strata/spec/struct-wire.ts";
 import { assertCatchesExtraField, assertScopeExhaustive } from "../helpers/identity-scope.ts";
 
 const OBJECTS = { lockfile: LOCK_FILE, base: RESOLVED_BASE, layer: RESOLVED_LAYER } as const;

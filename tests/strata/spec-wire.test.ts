@@ -17,7 +17,7 @@ import {
   validateLockFile,
 } from "../../src/strata/spec/lock-file.ts";
 import { type Kind, SCHEMAS, type StructSchema } from "../../src/strata/spec/schema.ts";
-import { readStruct, writeStruct, zeroStruct } from "../../src/strata/spec/wire.ts";
+import { readStruct, writeStruct, zeroStruct } from "../../src/strata/spec/struct-wire.ts";
 import { SEED_TAGS } from "./seed-tags.ts";
 
 test("the field table is the seed's struct tags: every name, in order, with omitempty as the seed gives it", () => {

@@ -25,7 +25,7 @@ import { Checker, compareBytes, type Issue, readYamlText, toYamlText } from "../
 import { type GoJson, goJson } from "./go-json.ts";
 import { LOCK_FILE } from "./schema.ts";
 import type { LockFile } from "./types.ts";
-import { readStruct, writeStruct } from "./wire.ts";
+import { readStruct, writeStruct } from "./struct-wire.ts";
 
 /** Reads a lockfile's YAML text: the document's own problems and every field problem, listed together, refused once. */
 export function parseLockFileText(text: string, source = "lockfile"): LockFile {

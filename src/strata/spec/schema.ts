@@ -5,7 +5,7 @@
  * (the struct tag), its Go type and whether the tag says `omitempty`.
  *
  * This table is the one definition of the wire format: the strict reader
- * (wire.ts) knows exactly these names, the writer emits exactly these names
+ * (struct-wire.ts) knows exactly these names, the writer emits exactly these names
  * in this order with Go's omitempty rule, and nothing else. An embedded struct
  * with `yaml:",inline"` (ResolvedLayer's LayerManifest) is spelled out in
  * place, as the encoder flattens it.
