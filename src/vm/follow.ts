@@ -17,7 +17,7 @@
 import { closeSync, readSync } from "node:fs";
 import { openForRead } from "../core/index.ts";
 import { MAX_FRAME_BYTES } from "./scenario.ts";
-import { PROTOCOL_MAGIC, RECORD } from "./struct-wire.ts";
+import { PROTOCOL_MAGIC, RECORD } from "./wire.ts";
 
 export type OutputListener = (invocation: number, stream: "stdout" | "stderr", bytes: Buffer) => void;
 

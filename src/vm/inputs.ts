@@ -7,7 +7,7 @@
  */
 import { CairnError } from "../core/index.ts";
 import type { Scenario } from "./scenario.ts";
-import { ACTION, INPUTS_MAGIC, INPUTS_VERSION, STREAM, TRIGGER, eventRecordType } from "./struct-wire.ts";
+import { ACTION, INPUTS_MAGIC, INPUTS_VERSION, STREAM, TRIGGER, eventRecordType } from "./wire.ts";
 
 /** The launch values the agent applies (from the workload's launch identity). */
 export interface GuestLaunch {

@@ -12,7 +12,7 @@
  */
 import { createHash } from "node:crypto";
 import { CairnError, checkLimit, type Sha256Digest } from "../core/index.ts";
-import { INFRA_REASONS, LAUNCH_STAGES, PROTOCOL_MAGIC, PROTOCOL_VERSION, RECORD } from "./struct-wire.ts";
+import { INFRA_REASONS, LAUNCH_STAGES, PROTOCOL_MAGIC, PROTOCOL_VERSION, RECORD } from "./wire.ts";
 
 export interface ProtocolLimits {
   /** Whole protocol stream. */

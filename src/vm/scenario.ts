@@ -23,7 +23,7 @@ import { Checker, childPath, parseSha256, type JsonModel, type Sha256Digest } fr
 import { isCanonicalPath } from "../tree/index.ts";
 import { parseNetworkSpec, type NetworkSpec } from "./network-spec.ts";
 import { IMAGE_BYTES, IMAGE_BYTES_CEILING, type GuestRoot } from "./sizing.ts";
-import { EVENT_NAMES, LAUNCH_STAGES, type EventName } from "./struct-wire.ts";
+import { EVENT_NAMES, LAUNCH_STAGES, type EventName } from "./wire.ts";
 
 export { EVENT_NAMES };
 export type { EventName };
