@@ -10,9 +10,10 @@
  * `@`) and the mapping forms (`{name, version}`, `{formation: "name@version"}`,
  * cairn's `{formation: NAME, version: V}`, and `{name: "formation:NAME@V"}`,
  * which Strata's profile reader re-reads as the scalar it spells) are
- * spellings of the same value. `refToModel` writes the scalar only when
- * parsing it back gives the same ref (the seed's MarshalYAML rule), so a
- * profile written by cairn always reads back equal.
+ * spellings of the same value. `refToModel` writes the mapping form
+ * (`{name, version}` or `{formation: "name@version"}`), which reads back
+ * equal and which every Strata reads: v0.22's decoder has no scalar form,
+ * though v0.29's MarshalYAML writes one.
  *
  * Names: the seed refuses whitespace, `@`, `:` and `/` in a name; cairn also
  * keeps names to one safe path component of letters (either case: Strata's
@@ -145,12 +146,9 @@ export function sameRef(a: SoftwareRef, b: SoftwareRef): boolean {
 }
 
 /** Writes the scalar when it reads back equal, the mapping otherwise. */
-export function refToModel(r: SoftwareRef): string | Record<string, string> {
-  const s = refString(r);
-  const c = new Checker("PROFILE_INVALID");
-  const back = readScalar(c, s, "");
-  if (back !== undefined && c.ok && sameRef(back, r)) return s;
-  // The seed's mapping forms: a formation carries its version in the value.
+export function refToModel(r: SoftwareRef): Record<string, string> {
+  // The seed's mapping forms, which every Strata reads (v0.22's decoder has no scalar form; v0.29 reads both):
+  // a formation carries its version in the value.
   if (r.kind === "formation") return { formation: r.version === undefined ? r.name : `${r.name}@${r.version}` };
   return r.version === undefined ? { name: r.name } : { name: r.name, version: r.version };
 }

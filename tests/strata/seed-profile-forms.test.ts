@@ -145,14 +145,19 @@ test("the seed's profile forms: each written back by cairn reads back equal", ()
 
 const P = (body: string) => parseProfileText(`name: t\nbase: {os: al2023}\n${body}`);
 
-test("ParseSoftwareRef and String, per the seed: the three documented forms, whitespace trimmed; the scalar is written when it reads back equal", () => {
+test("ParseSoftwareRef and String, per the seed: the three documented forms, whitespace trimmed; written in the mapping form every Strata reads", () => {
   assert.deepEqual(parseSoftwareRef("cuda"), { kind: "layer", name: "cuda" });
   assert.deepEqual(parseSoftwareRef("cuda@12.3"), { kind: "layer", name: "cuda", version: "12.3" });
   assert.deepEqual(parseSoftwareRef("formation:cuda-python-ml@2024.03"), { kind: "formation", name: "cuda-python-ml", version: "2024.03" });
   assert.deepEqual(parseSoftwareRef("  cuda@12.3 "), parseSoftwareRef("cuda@12.3"), "ParseSoftwareRef trims");
   for (const s of ["cuda", "cuda@12.3", "formation:cuda-python-ml@2024.03", "R@4.4"]) {
     assert.equal(refString(parseSoftwareRef(s)), s, `String(ParseSoftwareRef(${s}))`);
-    assert.equal(refToModel(parseSoftwareRef(s)), s, "written as the scalar");
+    const r = parseSoftwareRef(s);
+    assert.deepEqual(
+      refToModel(r),
+      r.kind === "formation" ? { formation: `${r.name}@${r.version}` } : { name: r.name, ...(r.version !== undefined ? { version: r.version } : {}) },
+      "written in the mapping form, which every Strata reads",
+    );
   }
   for (const bad of ["", "   ", "formation:", "cu da", "a/b", "@1.0", "cuda@"]) assertCode(() => parseSoftwareRef(bad), "MODEL_VALUE");
 });

@@ -17,7 +17,7 @@
  * back as an empty list and so changes the EnvironmentID).
  */
 import { type Checker, childPath, compareBytes, type JsonModel } from "../../core/index.ts";
-import { readRef, yamlNumberMessage, type SoftwareRef } from "../ref.ts";
+import { readRef, refToModel, yamlNumberMessage, type SoftwareRef } from "../ref.ts";
 import type { Kind, StructSchema } from "./schema.ts";
 
 /** Go's zero time.Time as yaml.v3 and encoding/json write it. */
@@ -121,19 +121,8 @@ function isEmpty(kind: Kind, v: unknown): boolean {
   return false;
 }
 
-/**
- * A SoftwareRef in a lockfile is written in its mapping form, `{name, version}`
- * or `{formation: "name@version"}`: Strata reads the mapping form in every
- * version (v0.22's decoder has no scalar form; v0.29's reads both), so the
- * lockfile reads in Strata whichever version a user has.
- */
-function refMapping(r: SoftwareRef): Record<string, string> {
-  if (r.kind === "formation") return { formation: r.version === undefined ? r.name : `${r.name}@${r.version}` };
-  return r.version === undefined ? { name: r.name } : { name: r.name, version: r.version };
-}
-
 function writeValue(kind: Kind, v: unknown): unknown {
-  if (kind === "ref") return refMapping(v as SoftwareRef);
+  if (kind === "ref") return refToModel(v as SoftwareRef); // the mapping form, which every Strata version reads
   if (kind === "time") return v === "" ? GO_ZERO_TIME : v;
   if (kind === "string" || kind === "int" || kind === "bool") return v;
   if (kind === "map") {
