@@ -291,6 +291,13 @@ export class LocalRegistry implements LayerRegistry {
   private readPair<T>(path: string, parse: (envelope: Buffer, where: string) => SignedDocument<T>, expected: (d: SignedDocument<T>) => Buffer): SignedDocument<T> {
     const document = readBounded(path, MAX_ENVELOPE_BYTES, "registry.max_envelope_bytes");
     const sigPath = `${path}${SIGNATURE_SUFFIX}`;
+    // cairn writes the signature first, so a document without one was not published by cairn (or its signature was removed).
+    if (!existsSync(sigPath)) {
+      throw new CairnError("REGISTRY_INVALID", `${path} has no signature beside it (${SIGNATURE_SUFFIX})`, {
+        path,
+        hint: "publish the document again with cairn; a registry document without cairn's signature is not read",
+      });
+    }
     const doc = parse(readBounded(sigPath, MAX_ENVELOPE_BYTES, "registry.max_envelope_bytes"), sigPath);
     checkDocument(document, expected(doc), path);
     return doc;

@@ -13,6 +13,7 @@ import { generateSigningKey, sha256, writeKeyPair, type Sha256Digest } from "../
 import { RegistryClient } from "../../src/oci/index.ts";
 import {
   LocalRegistry,
+  layerDocumentBytes,
   OciLayerRegistry,
   artifactTag,
   buildLayerFromDirectory,
@@ -340,6 +341,8 @@ describe("OCI registries as layer registries", { skip }, () => {
     const client = new RegistryClient({ host: reg.host, plainHttp: true });
     const scratchManifest = await client.resolve("scratch", artifactTag("layer", id));
     const bytes = (await client.fetchManifest("scratch", scratchManifest.digest, scratchManifest.size)).bytes;
+    const document = layerDocumentBytes(moved.value, moved.envelope);
+    await client.pushBlob("moved", sha256(document), document);
     await client.pushBlob("moved", moved.envelopeSha256, moved.envelopeBytes);
     await client.pushBlob("moved", other.manifest.sha256, other.blob.blob);
     await client.pushManifest("moved", artifactTag("layer", id), bytes, "application/vnd.oci.image.manifest.v1+json");
