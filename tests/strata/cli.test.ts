@@ -100,12 +100,12 @@ test("tampering is refused by lock verify: layer blob, layer manifest, formation
   assert.deepEqual(await verify(), { code: 1, err: "DIGEST_MISMATCH" }, "blob");
   writeFileSync(blob, saved);
   const layerId = /- id: (\S+)/.exec(text)![1]!;
-  const manifest = join(ex.registry, "layers", `${layerId}.json`);
+  const manifest = join(ex.registry, "layers", `${layerId}.json.dsse`);
   const savedManifest = readFileSync(manifest);
   writeFileSync(manifest, savedManifest.toString().replace('"keyid"', ' "keyid"'));
   assert.deepEqual(await verify(), { code: 1, err: "DIGEST_MISMATCH" }, "manifest envelope");
   writeFileSync(manifest, savedManifest);
-  const formation = join(ex.registry, "formations", "bio-seq-2026.03.json");
+  const formation = join(ex.registry, "formations", "bio-seq-2026.03.json.dsse");
   const savedFormation = readFileSync(formation);
   writeFileSync(formation, savedFormation.toString().replace('"keyid"', ' "keyid"'));
   assert.deepEqual(await verify(), { code: 1, err: "DIGEST_MISMATCH" }, "formation envelope");
