@@ -288,7 +288,11 @@ export class LocalRegistry implements LayerRegistry {
   }
 
   /** A seed document and its signature beside it, read and bound (registry-documents.ts). */
-  private readPair<T>(path: string, parse: (envelope: Buffer, where: string) => SignedDocument<T>, expected: (d: SignedDocument<T>) => Buffer): SignedDocument<T> {
+  private readPair<T>(
+    path: string,
+    parse: (envelope: Buffer, where: string) => SignedDocument<T>,
+    expected: (d: SignedDocument<T>) => Buffer,
+  ): SignedDocument<T> {
     const document = readBounded(path, MAX_ENVELOPE_BYTES, "registry.max_envelope_bytes");
     const sigPath = `${path}${SIGNATURE_SUFFIX}`;
     // cairn writes the signature first, so a document without one was not published by cairn (or its signature was removed).
