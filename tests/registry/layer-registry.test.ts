@@ -370,6 +370,30 @@ describe("OCI registries as layer registries", { skip }, () => {
     await assertCodeAsync(() => open(plantedUrl, join(work, "planted-store")), "REGISTRY_INVALID");
   });
 
+  test("a layer artifact whose seed document is not the one its envelope gives is refused when the registry is opened (issue 32, I32-1rc)", async () => {
+    const editedUrl = `oci://${reg.host}/edited-doc`;
+    await mirror(ex, editedUrl, join(work, "edited-pub"));
+    const client = new RegistryClient({ host: reg.host, plainHttp: true });
+    const tag = artifactTag("layer", "tool-a-1.0-none-noarch");
+    const a = await client.resolve("edited-doc", tag);
+    const manifest = JSON.parse((await client.fetchManifest("edited-doc", a.digest, a.size)).bytes.toString()) as {
+      layers: { mediaType: string; digest: string; size: number }[];
+    };
+    assert.equal(manifest.layers.length, 3, "document, envelope, blob");
+    const docRef = manifest.layers[0]!;
+    const parts: Uint8Array[] = [];
+    await client.fetchBlob("edited-doc", docRef.digest as Sha256Digest, docRef.size, (c) => void parts.push(c));
+    const doc = JSON.parse(Buffer.concat(parts).toString()) as { version: string };
+    assert.equal(doc.version, "1.0", "the seed's LayerManifest, readable as it is");
+    await open(editedUrl, join(work, "edited-ok")); // control
+    const edited = Buffer.from(`${JSON.stringify({ ...doc, version: "9.9" }, null, 2)}\n`);
+    await client.pushBlob("edited-doc", sha256(edited), edited);
+    manifest.layers[0] = { ...docRef, digest: sha256(edited), size: edited.length };
+    await client.pushManifest("edited-doc", tag, Buffer.from(JSON.stringify(manifest)), "application/vnd.oci.image.manifest.v1+json");
+    const e = await assertCodeAsync(() => open(editedUrl, join(work, "edited-store")), "REGISTRY_INVALID");
+    assert.match(e.message, /field "version" differs/);
+  });
+
   test("the same layer published again is accepted (same bytes); other bytes under a published id are refused", async () => {
     const oci = await open(url, join(work, "republish"));
     const local = LocalRegistry.open(ex.registry);
