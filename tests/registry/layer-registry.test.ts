@@ -370,7 +370,7 @@ describe("OCI registries as layer registries", { skip }, () => {
     await assertCodeAsync(() => open(plantedUrl, join(work, "planted-store")), "REGISTRY_INVALID");
   });
 
-  test("a layer artifact whose seed document is not the one its envelope gives is refused when the registry is opened (issue 32, I32-1rc)", async () => {
+  test("a layer artifact whose seed document is not the one its envelope gives is refused when the registry is opened", async () => {
     const editedUrl = `oci://${reg.host}/edited-doc`;
     await mirror(ex, editedUrl, join(work, "edited-pub"));
     const client = new RegistryClient({ host: reg.host, plainHttp: true });
