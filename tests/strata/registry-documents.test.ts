@@ -7,7 +7,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Checker, parseEnvelope, parseJsonBytes } from "../../src/core/index.ts";
 import { LocalRegistry, formationOf, toSpecLayerManifest } from "../../src/strata/index.ts";
@@ -96,6 +96,15 @@ test("an edited layer manifest or formation document, or one without its signatu
   writeFileSync(fpath, `${JSON.stringify(fdoc, null, 2)}\n`);
   assert.match(assertCode(() => reg.readFormation(f.name, f.version), "REGISTRY_INVALID").message, /field "layers" differs/);
   assertCode(() => reg.listFormations(), "REGISTRY_INVALID");
+
+  // A signature that is a symlink (to the real one, elsewhere) is refused, never followed; control: the file itself reads.
+  const sig = reg.layerSignaturePath(NUMPY);
+  renameSync(sig, join(ex.registry, "elsewhere.dsse"));
+  symlinkSync(join(ex.registry, "elsewhere.dsse"), sig);
+  assertCode(() => reg.readLayer(NUMPY), "REGISTRY_INVALID");
+  rmSync(sig);
+  renameSync(join(ex.registry, "elsewhere.dsse"), sig);
+  assert.equal(reg.readLayer(NUMPY).value.id, NUMPY, "control: the signature file itself");
 
   // A document whose signature was removed is not read as unsigned: it is refused.
   writeFileSync(join(ex.registry, "layers", "stray-1.0-none-noarch.json"), original);
