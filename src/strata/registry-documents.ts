@@ -12,7 +12,11 @@
  * pinned by id and sha256). The seed document is a function of that record
  * and of who signed it: `toSpecLayerManifest` / `toSpecFormation`, written by
  * spec/struct-wire.ts's writer as indented JSON (which Strata's YAML reader reads),
- * `signed_by` holding the key id of the envelope's first signature. So the
+ * `signed_by` holding the key id of the envelope's first signature. A
+ * formation's software refs are written as Go's encoding/json writes the
+ * seed's SoftwareRef (it defines MarshalYAML only, so JSON gets the struct's
+ * fields, `{"name", "version"}`): the mapping form, which every Strata reads
+ * (v0.22.0 decodes no scalar ref). So the
  * pair binds both ways: an edited envelope fails its signature, and an edited
  * seed document is no longer the bytes its signed record gives; every read of
  * a registry document compares them byte for byte (REGISTRY_INVALID naming
@@ -23,6 +27,7 @@
 import { CairnError, type DsseEnvelope, isJsonObject, parseJsonBytes } from "../core/index.ts";
 import type { Formation } from "./formation-document.ts";
 import type { LayerManifest } from "./layer-manifest.ts";
+import type { SoftwareRef } from "./ref.ts";
 import { toSpecFormation, toSpecLayerManifest } from "./layer-spec.ts";
 import { FORMATION, LAYER_MANIFEST, type StructSchema } from "./spec/schema.ts";
 import { writeStruct } from "./spec/struct-wire.ts";
@@ -36,7 +41,17 @@ export function signerOf(envelope: DsseEnvelope): string {
 }
 
 function documentBytes(value: object, schema: StructSchema): Buffer {
-  return Buffer.from(`${JSON.stringify(writeStruct(value as Record<string, unknown>, schema), null, 2)}\n`);
+  return jsonBytes(writeStruct(value as Record<string, unknown>, schema));
+}
+
+function jsonBytes(model: unknown): Buffer {
+  return Buffer.from(`${JSON.stringify(model, null, 2)}\n`);
+}
+
+/** A SoftwareRef as Go's encoding/json writes the seed's struct: its fields, `omitempty`. */
+function refJson(r: SoftwareRef): Record<string, string> {
+  if (r.kind === "formation") return { formation: r.version === undefined ? r.name : `${r.name}@${r.version}` };
+  return r.version === undefined ? { name: r.name } : { name: r.name, version: r.version };
 }
 
 /** The seed's LayerManifest for a signed layer manifest: the registry's `layers/ID.json`. */
@@ -46,7 +61,8 @@ export function layerDocumentBytes(value: LayerManifest, envelope: DsseEnvelope)
 
 /** The seed's Formation for a signed formation record: the registry's `formations/NAME-VERSION.json`. */
 export function formationDocumentBytes(value: Formation, envelope: DsseEnvelope): Buffer {
-  return documentBytes(toSpecFormation(value, signerOf(envelope)), FORMATION);
+  const spec = toSpecFormation(value, signerOf(envelope));
+  return jsonBytes({ ...writeStruct(spec as unknown as Record<string, unknown>, FORMATION), layers: spec.layers.map(refJson) });
 }
 
 /**

@@ -55,12 +55,12 @@ test("every layer manifest and formation in a registry is the seed's document, o
   const numpy = readStruct(c, parseJsonBytes(readFileSync(reg.layerPath(NUMPY))), "", LAYER_MANIFEST) as unknown as LayerManifest;
   assert.equal(specManifestDifference(numpy, toSpecLayerManifest(reg.readLayer(NUMPY).value)), undefined);
   assert.match(numpy.sha256, /^[0-9a-f]{64}$/, "bare hex, as the seed writes digests");
-  // The formation's members are name@version refs; its record pins them by id and sha256.
+  // The formation's members are software refs in the mapping form (Go's JSON encoding of SoftwareRef); its record pins them by id and sha256.
   const f = reg.listFormations()[0]!;
-  const seedFormation = parseJsonBytes(readFileSync(reg.formationPath(f.value.name, f.value.version))) as { layers: string[]; provides: string[] };
+  const seedFormation = parseJsonBytes(readFileSync(reg.formationPath(f.value.name, f.value.version))) as { layers: unknown[]; provides: unknown[] };
   assert.deepEqual(
-    seedFormation.layers,
-    f.value.layers.map((l) => `${l.name}@${l.version}`),
+    seedFormation.layers.map((x) => ({ ...(x as object) })),
+    f.value.layers.map((l) => ({ name: l.name, version: l.version })),
   );
   assert.ok(f.value.layers.every((l) => l.id.startsWith(`${l.name}-${l.version}-`) && /^sha256:/.test(l.sha256)));
   assert.ok(seedFormation.provides.length > 0);
@@ -91,7 +91,7 @@ test("an edited layer manifest or formation document, or one without its signatu
   assert.equal(reg.readLayer(NUMPY).value.id, NUMPY, "control: restored");
 
   const fpath = reg.formationPath(f.name, f.version);
-  const fdoc = JSON.parse(readFileSync(fpath, "utf8")) as { layers: string[] };
+  const fdoc = JSON.parse(readFileSync(fpath, "utf8")) as { layers: unknown[] };
   fdoc.layers = [...fdoc.layers].reverse();
   writeFileSync(fpath, `${JSON.stringify(fdoc, null, 2)}\n`);
   assert.match(assertCode(() => reg.readFormation(f.name, f.version), "REGISTRY_INVALID").message, /field "layers" differs/);
