@@ -72,21 +72,23 @@ export function formationDocumentBytes(value: Formation, envelope: DsseEnvelope)
  */
 export function checkDocument(found: Buffer, expected: Buffer, where: string): void {
   if (found.equals(expected)) return;
-  let field = "its bytes";
-  try {
-    const a = parseJsonBytes(found, { source: where });
-    const b = JSON.parse(expected.toString("utf8")) as Record<string, unknown>;
-    if (isJsonObject(a)) {
-      const names = [...new Set([...Object.keys(b), ...Object.keys(a)])];
-      const differs = names.find((k) => JSON.stringify(a[k]) !== JSON.stringify(b[k]));
-      field = differs === undefined ? "its formatting" : `field ${JSON.stringify(differs).slice(0, 80)}`;
-    }
-  } catch (e) {
-    if (!(e instanceof CairnError)) throw e;
-    field = "its syntax";
-  }
-  throw new CairnError("REGISTRY_INVALID", `${where} is not the document its signed record gives (${field} differs)`, {
+  throw new CairnError("REGISTRY_INVALID", `${where} is not the document its signed record gives (${whatDiffers(found, expected, where)} differs)`, {
     path: where,
     hint: `the document or its signature beside it (${SIGNATURE_SUFFIX}) was altered or replaced; publish again with cairn`,
   });
+}
+
+/** For the message: the first top-level field that differs. Parsed only when near the expected size, so a huge document is refused without building its model. */
+function whatDiffers(found: Buffer, expected: Buffer, where: string): string {
+  if (found.length > 2 * expected.length + 4096) return "its size";
+  try {
+    const a = parseJsonBytes(found, { source: where });
+    const b = JSON.parse(expected.toString("utf8")) as Record<string, unknown>;
+    if (!isJsonObject(a)) return "its type";
+    const differs = [...new Set([...Object.keys(b), ...Object.keys(a)])].find((k) => JSON.stringify(a[k]) !== JSON.stringify(b[k]));
+    return differs === undefined ? "its formatting" : `field ${JSON.stringify(differs).slice(0, 80)}`;
+  } catch (e) {
+    if (!(e instanceof CairnError)) throw e;
+    return "its syntax";
+  }
 }

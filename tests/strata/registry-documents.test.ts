@@ -87,6 +87,9 @@ test("an edited layer manifest or formation document, or one without its signatu
   // The same fields re-indented: the bytes are the document, so refused.
   writeFileSync(path, JSON.stringify(JSON.parse(original.toString())));
   assert.match(assertCode(() => reg.readLayer(NUMPY), "REGISTRY_INVALID").message, /formatting differs/);
+  // A huge document is refused by its size, without being parsed to name a field.
+  writeFileSync(path, `[${"0,".repeat(4 << 20)}0]`);
+  assert.match(assertCode(() => reg.readLayer(NUMPY), "REGISTRY_INVALID").message, /its size differs/);
   writeFileSync(path, original);
   assert.equal(reg.readLayer(NUMPY).value.id, NUMPY, "control: restored");
 
