@@ -127,3 +127,12 @@ test("a formation record's member names and provides must be its members'; contr
   reg.publishFormation(ok, [ex.registryKey]);
   assert.equal(reg.readFormation("pair", "1").value.layers.length, 2);
 });
+
+test("a cairn.registry/1 directory (cairn's records alone) is refused by its marker; control: cairn.registry/2 opens", () => {
+  const ex = exampleRegistry();
+  const marker = join(ex.registry, "cairn-registry.json");
+  assert.equal(JSON.parse(readFileSync(marker, "utf8")).format, "cairn.registry/2");
+  LocalRegistry.open(ex.registry); // control
+  writeFileSync(marker, `${JSON.stringify({ format: "cairn.registry/1" })}\n`);
+  assert.match(assertCode(() => LocalRegistry.open(ex.registry), "REGISTRY_INVALID").message, /names another format/);
+});
