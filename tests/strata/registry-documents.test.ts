@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { Checker, parseEnvelope, parseJsonBytes } from "../../src/core/index.ts";
 import { LocalRegistry, formationOf, toSpecLayerManifest } from "../../src/strata/index.ts";
 import { FORMATION, LAYER_MANIFEST } from "../../src/strata/spec/schema.ts";
-import { readStruct } from "../../src/strata/spec/wire.ts";
+import { readStruct } from "../../src/strata/spec/struct-wire.ts";
 import { specManifestDifference } from "../../src/strata/layer-spec.ts";
 import type { LayerManifest } from "../../src/strata/spec/types.ts";
 import { assertCode } from "../helpers/errors.ts";
