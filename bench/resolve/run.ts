@@ -23,6 +23,7 @@ import { canonicalBytes, generateSigningKey, sha256, signEnvelope, type Sha256Di
 import {
   Catalog,
   LocalRegistry,
+  layerDocumentBytes,
   catalogFromRegistries,
   declaredBase,
   layerManifestToModel,
@@ -140,7 +141,10 @@ function fromDisk(n: number, dirs: string[]): { write: number; run: () => void }
   const reg = LocalRegistry.init(dir);
   const docs = docsFor(n);
   const write = timeIt(() => {
-    for (const d of docs) writeFileAtomic(reg.layerPath(d.value.id), `${JSON.stringify(d.envelope)}\n`);
+    for (const d of docs) {
+      writeFileAtomic(reg.layerSignaturePath(d.value.id), `${JSON.stringify(d.envelope)}\n`);
+      writeFileAtomic(reg.layerPath(d.value.id), layerDocumentBytes(d.value, d.envelope));
+    }
   });
   const profile = profileFor(n);
   const base = declaredBase("debian12", "x86_64");

@@ -17,7 +17,7 @@ import { readDirectoryStreamed, type DirLimits, type TarStreamEntry, DEFAULT_DIR
 import { buildLayerBlob, writeLayerBlob, type LayerBlob, type LayerBlobFacts, type LayerBlobFile } from "./blob.ts";
 import { BlobStaging } from "./blob-staging.ts";
 import { capabilityString, requirementString, satisfies, type Capability, type Requirement } from "./capability.ts";
-import { formationKey, type Formation } from "./formation-document.ts";
+import { formationKey, providesUnion, type Formation } from "./formation-document.ts";
 import {
   isBuiltAt,
   layerId,
@@ -290,6 +290,6 @@ export function formationOf(reg: LayerRegistry, name: string, version: string, i
       hint: "list each layer once, and one version of each name",
     });
   }
-  const layers = manifests.map((m) => ({ id: m.id, sha256: m.sha256 }));
-  return { name, version, ...(description !== undefined ? { description } : {}), layers };
+  const layers = manifests.map((m) => ({ id: m.id, name: m.name, version: m.version, sha256: m.sha256 }));
+  return { name, version, ...(description !== undefined ? { description } : {}), layers, provides: providesUnion(manifests) };
 }

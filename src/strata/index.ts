@@ -18,6 +18,7 @@ export { LocalRegistry } from "./registry.ts";
 export type { BlobSource, LayerRegistry, SignedDocument } from "./registry.ts";
 export { OciLayerRegistry, parseOciRegistryUrl } from "./registry-oci.ts";
 export { LAYER_ARTIFACT, FORMATION_ARTIFACT, artifactTag } from "./registry-oci-artifact.ts";
+export { SIGNATURE_SUFFIX, checkDocument, formationDocumentBytes, layerDocumentBytes } from "./registry-documents.ts";
 export { openRegistries, openRegistryAt, openPublishRegistry, registryPath, defaultRegistryDir } from "./registry-open.ts";
 export type { RegistryPlace } from "./registry-open.ts";
 export type { OpenedRegistry } from "./registry-open.ts";

@@ -21,9 +21,10 @@
  * cairn's signatures are DSSE envelopes beside the documents, not Sigstore.
  */
 import { sha256 } from "../core/index.ts";
+import type { Formation as CairnFormation } from "./formation-document.ts";
 import type { LayerManifest as CairnLayerManifest } from "./layer-manifest.ts";
 import { LAYER_MANIFEST } from "./spec/schema.ts";
-import type { LayerManifest } from "./spec/types.ts";
+import type { Formation, LayerManifest } from "./spec/types.ts";
 import { writeStruct } from "./spec/struct-wire.ts";
 
 /** `sha256:HEX` → `HEX`; the seed's digests are bare. */
@@ -67,6 +68,28 @@ export function toSpecLayerManifest(m: CairnLayerManifest, signedBy = ""): Layer
     folded_from: (m.build.folded_from ?? []).map((f) => bareHex(f.sha256)),
     original_prefix: "",
     normalized: false,
+  };
+}
+
+/**
+ * A cairn formation record in Strata's Formation form (seed 002): members as
+ * `name@version` software refs in mount order, `provides` the record's union
+ * of its members' capabilities; `built_at` is the zero time (a formation
+ * record is built deterministically from its members), and the Sigstore
+ * fields are empty (cairn's signature is the DSSE envelope beside it). The
+ * members' ids and blob digests stay in the signed record.
+ */
+export function toSpecFormation(f: CairnFormation, signedBy = ""): Formation {
+  return {
+    name: f.name,
+    version: f.version,
+    description: f.description ?? "",
+    layers: f.layers.map((l) => ({ kind: "layer" as const, name: l.name, version: l.version })),
+    provides: f.provides.map((c) => ({ name: c.name, version: c.version })),
+    rekor_entry: "",
+    bundle: "",
+    signed_by: signedBy,
+    built_at: "",
   };
 }
 

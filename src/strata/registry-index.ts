@@ -116,8 +116,8 @@ export function buildRegistryIndex(
   const formations = docs?.formations ?? reg.listFormations();
   let signaturesChecked = 0;
   if (keys.length > 0) {
-    for (const d of layers) attest(d, keys, false, reg.layerPath(d.value.id));
-    for (const d of formations) attest(d, keys, false, reg.formationPath(d.value.name, d.value.version));
+    for (const d of layers) attest(d, keys, false, reg.layerSignaturePath(d.value.id));
+    for (const d of formations) attest(d, keys, false, reg.formationSignaturePath(d.value.name, d.value.version));
     signaturesChecked = layers.length + formations.length;
   }
   const problems: RegistryProblem[] = [];

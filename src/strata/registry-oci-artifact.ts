@@ -4,11 +4,12 @@
  * (docs/registry.md, "Layer registries in an OCI registry"). No I/O.
  *
  * A layer is an OCI image manifest with `artifactType`
- * `application/vnd.cairn.layer.v1+json`, the empty config, and two layers:
- * the DSSE envelope of the signed layer manifest (the same bytes a directory
- * registry keeps under `layers/<id>.json`), then the layer blob. A formation
- * is the same with `application/vnd.cairn.formation.v1+json` and the
- * envelope alone. The signature travels as a blob the manifest references,
+ * `application/vnd.cairn.layer.v1+json`, the empty config, and three layers:
+ * the seed's LayerManifest (the bytes a directory registry keeps under
+ * `layers/<id>.json`, registry-documents.ts), the DSSE envelope signing
+ * cairn's layer manifest (`layers/<id>.json.dsse`), then the layer blob. A
+ * formation is the same with `application/vnd.cairn.formation.v1+json`, the
+ * seed's Formation and its envelope. The signature travels as a blob the manifest references,
  * because Distribution 2.8 (Debian's) has no referrers API; trust is still
  * decided only by verifying that envelope against the caller's keys.
  *
@@ -27,6 +28,9 @@ import { OCI_LAYER_GZIP, OCI_MANIFEST } from "../oci/index.ts";
 export const OCI_MANIFEST_TYPE = OCI_MANIFEST;
 export const LAYER_ARTIFACT = "application/vnd.cairn.layer.v1+json";
 export const FORMATION_ARTIFACT = "application/vnd.cairn.formation.v1+json";
+/** The media types of the seed's documents (seed 002's LayerManifest and Formation, as JSON). */
+export const LAYER_DOCUMENT = "application/vnd.cairn.strata.layer-manifest.v1+json";
+export const FORMATION_DOCUMENT = "application/vnd.cairn.strata.formation.v1+json";
 /** The media type of a DSSE envelope blob (as in-toto attestations in OCI registries use it). */
 export const DSSE_BLOB = "application/vnd.dsse.envelope.v1+json";
 export const LAYER_BLOB = OCI_LAYER_GZIP;
@@ -43,9 +47,10 @@ export interface BlobRef {
   readonly size: number;
 }
 
-/** An artifact manifest as cairn reads it: the envelope, and for a layer its blob. */
+/** An artifact manifest as cairn reads it: the seed's document, the envelope, and for a layer its blob. */
 export interface ArtifactManifest {
   readonly kind: ArtifactKind;
+  readonly document: BlobRef;
   readonly envelope: BlobRef;
   readonly blob: BlobRef | undefined;
 }
@@ -66,8 +71,8 @@ function descriptor(mediaType: string, b: BlobRef): JsonModel {
 }
 
 /** The manifest bytes for a document (JCS, so the same document always has the same digest). */
-export function artifactManifestBytes(kind: ArtifactKind, name: string, envelope: BlobRef, blob?: BlobRef): Buffer {
-  const layers = [descriptor(DSSE_BLOB, envelope)];
+export function artifactManifestBytes(kind: ArtifactKind, name: string, document: BlobRef, envelope: BlobRef, blob?: BlobRef): Buffer {
+  const layers = [descriptor(kind === "layer" ? LAYER_DOCUMENT : FORMATION_DOCUMENT, document), descriptor(DSSE_BLOB, envelope)];
   if (blob !== undefined) layers.push(descriptor(LAYER_BLOB, blob));
   return canonicalBytes({
     schemaVersion: 2,
@@ -109,10 +114,11 @@ export function parseArtifactManifest(bytes: Buffer, kind: ArtifactKind, where: 
   const config = blobRef(doc.config, EMPTY_TYPE, `${where}/config`);
   if (config.digest !== EMPTY_DIGEST || config.size !== EMPTY_BYTES.length) refuse(`${where}/config`, "empty config");
   const layers = doc.layers;
-  if (!Array.isArray(layers) || layers.length !== (kind === "layer" ? 2 : 1)) refuse(`${where}/layers`, `${kind} (layer count)`);
+  if (!Array.isArray(layers) || layers.length !== (kind === "layer" ? 3 : 2)) refuse(`${where}/layers`, `${kind} (layer count)`);
   return {
     kind,
-    envelope: blobRef(layers[0], DSSE_BLOB, `${where}/layers/0`),
-    blob: kind === "layer" ? blobRef(layers[1], LAYER_BLOB, `${where}/layers/1`) : undefined,
+    document: blobRef(layers[0], kind === "layer" ? LAYER_DOCUMENT : FORMATION_DOCUMENT, `${where}/layers/0`),
+    envelope: blobRef(layers[1], DSSE_BLOB, `${where}/layers/1`),
+    blob: kind === "layer" ? blobRef(layers[2], LAYER_BLOB, `${where}/layers/2`) : undefined,
   };
 }

@@ -7,7 +7,8 @@
  * by digest (manifest, envelope, blob), so a tag moved while a command runs
  * cannot mix two documents: the command sees the layer as it was when it
  * opened the registry, and the blob it fetches is the one the envelope
- * names. Everything fetched is bounded (manifest limit, envelope and blob
+ * names. The seed's document beside each envelope is checked to be the one
+ * the envelope's record gives (registry-documents.ts), as for a directory. Everything fetched is bounded (manifest limit, envelope and blob
  * limits) and verified against its digest while it streams
  * (src/oci/registry). Nothing read here is trusted: the envelopes are
  * verified against the caller's keys by the attestation stage, exactly as a
@@ -20,7 +21,7 @@
 import { randomBytes } from "node:crypto";
 import { closeSync, fstatSync } from "node:fs";
 import { join } from "node:path";
-import { CairnError, FIXED_LIMIT_HINT, checkLimit, ioError, openForRead, readFullyAt, type Sha256Digest, type SigningKey } from "../core/index.ts";
+import { CairnError, FIXED_LIMIT_HINT, checkLimit, ioError, openForRead, readFullyAt, sha256, type Sha256Digest, type SigningKey } from "../core/index.ts";
 import { parseImageRef, registryClientFor, stageBlob, type RegistryClient, type RemoteOptions } from "../oci/index.ts";
 import { Store } from "../store/index.ts";
 import type { Formation } from "./formation-document.ts";
@@ -39,6 +40,7 @@ import {
   type SignedDocument,
 } from "./registry.ts";
 import { checkBlobFile, copyVerified, type BlobStaging } from "./blob-staging.ts";
+import { checkDocument, formationDocumentBytes, layerDocumentBytes } from "./registry-documents.ts";
 import {
   EMPTY_BYTES,
   EMPTY_DIGEST,
@@ -113,8 +115,10 @@ export class OciLayerRegistry implements LayerRegistry {
     const manifest = await this.client.fetchManifest(this.repository, desc.digest, desc.size);
     const art = parseArtifactManifest(manifest.bytes, kind, where);
     const bytes = await this.#fetchEnvelope(art.envelope, where);
+    const document = await this.#fetchEnvelope(art.document, where);
     if (kind === "layer") {
       const doc = parseLayerEnvelope(undefined, bytes, where);
+      checkDocument(document, layerDocumentBytes(doc.value, doc.envelope), where);
       if (artifactTag("layer", doc.value.id) !== tag) throw planted(where, `layer ${doc.value.id}`);
       if (art.blob?.digest !== doc.value.sha256 || art.blob.size !== doc.value.size) {
         throw new CairnError("REGISTRY_INVALID", `${where}: the manifest's blob is not the one layer ${doc.value.id} names`, { path: where });
@@ -123,6 +127,7 @@ export class OciLayerRegistry implements LayerRegistry {
       this.#blobs.add(art.blob.digest);
     } else {
       const doc = parseFormationEnvelope(bytes, where);
+      checkDocument(document, formationDocumentBytes(doc.value, doc.envelope), where);
       const key = formationKey(doc.value.name, doc.value.version);
       if (artifactTag("formation", key) !== tag) throw planted(where, `formation ${doc.value.name}@${doc.value.version}`);
       this.#formations.set(key, { doc, blob: undefined });
@@ -230,7 +235,7 @@ export class OciLayerRegistry implements LayerRegistry {
     const blobRef = { digest: manifest.sha256, size: manifest.size };
     if (blob instanceof Uint8Array) await this.client.pushBlob(this.repository, manifest.sha256, blob);
     else await pushFile(this.client, this.repository, manifest.sha256, manifest.size, blob.path);
-    await this.#push("layer", manifest.id, doc, blobRef);
+    await this.#push("layer", manifest.id, doc, layerDocumentBytes(doc.value, doc.envelope), blobRef);
     this.#layers.set(manifest.id, { doc, blob: blobRef });
     this.#blobs.add(manifest.sha256);
     return doc;
@@ -241,16 +246,18 @@ export class OciLayerRegistry implements LayerRegistry {
     const doc = signFormation(formation, keys);
     const key = formationKey(formation.name, formation.version);
     refuseReplace(this.#formations.get(key)?.doc, doc, `formation ${formation.name}@${formation.version}`);
-    await this.#push("formation", key, doc);
+    await this.#push("formation", key, doc, formationDocumentBytes(doc.value, doc.envelope));
     this.#formations.set(key, { doc, blob: undefined });
     return doc;
   }
 
-  async #push(kind: ArtifactKind, name: string, doc: SignedDocument<unknown>, blob?: BlobRef): Promise<void> {
+  async #push(kind: ArtifactKind, name: string, doc: SignedDocument<unknown>, documentBytes: Buffer, blob?: BlobRef): Promise<void> {
     const envelope = { digest: doc.envelopeSha256, size: doc.envelopeBytes.length };
+    const document = { digest: sha256(documentBytes), size: documentBytes.length };
+    await this.client.pushBlob(this.repository, document.digest, documentBytes);
     await this.client.pushBlob(this.repository, envelope.digest, doc.envelopeBytes);
     await this.client.pushBlob(this.repository, EMPTY_DIGEST, EMPTY_BYTES);
-    await this.client.pushManifest(this.repository, artifactTag(kind, name), artifactManifestBytes(kind, name, envelope, blob), OCI_MANIFEST_TYPE);
+    await this.client.pushManifest(this.repository, artifactTag(kind, name), artifactManifestBytes(kind, name, document, envelope, blob), OCI_MANIFEST_TYPE);
   }
 }
 

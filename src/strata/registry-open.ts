@@ -10,7 +10,7 @@
  * Everything the choice depends on (the environment, the working directory)
  * is an argument, so tests and library users can vary it.
  *
- * A location is a directory (a path or file:// URL: `cairn.registry/1`,
+ * A location is a directory (a path or file:// URL: `cairn.registry/2`,
  * offline) or `oci://HOST[:PORT]/REPO` (an OCI registry, registry-oci.ts):
  * this is the one place a registry string becomes a registry, for the CLI
  * and library callers alike. Only an `oci://` location contacts a network.

@@ -8,13 +8,13 @@
  * unless `force`, because removing it would leave that formation pointing at
  * nothing and every profile that names the formation unresolvable.
  *
- * Order keeps the registry's reading rule (registry.ts): a reader never sees
- * a manifest whose blob is missing, so the manifest goes first and the blob
- * after it. A crash in between leaves an unreferenced blob, which
+ * Order keeps the registry's reading rule (registry.ts): a reader lists
+ * documents and never sees one whose signature or blob is missing, so the
+ * seed document goes first, then its signature (`.dsse`), then the blob. A crash in between leaves an unreferenced blob, which
  * `cairn registry index` reports. When the registry has an index
  * (registry-index.ts) it is rewritten, atomically, without the entry.
  */
-import { rmSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
 import { CairnError, ioError, type Sha256Digest } from "../core/index.ts";
 import type { LocalRegistry } from "./registry.ts";
 import { buildRegistryIndex, readRegistryIndexBytes, writeRegistryIndex } from "./registry-index.ts";
@@ -54,6 +54,13 @@ function unlink(path: string): void {
   }
 }
 
+/** The signature beside a removed document (always there for a document cairn published, which reads only with one). */
+function unlinkIfPresent(path: string, deleted: string[]): void {
+  if (!existsSync(path)) return;
+  unlink(path);
+  deleted.push(path);
+}
+
 export function removeFromRegistry(reg: LocalRegistry, target: RemoveTarget, options: { readonly force?: boolean } = {}): RemoveResult {
   // every manifest parsed before anything is deleted (a malformed one refuses, naming its file)
   const layers = reg.listLayers();
@@ -83,6 +90,7 @@ export function removeFromRegistry(reg: LocalRegistry, target: RemoveTarget, opt
     const namedBy = layers.filter((d) => d !== doc && d.value.sha256 === doc.value.sha256).map((d) => d.value.id);
     unlink(path);
     deleted.push(path);
+    unlinkIfPresent(reg.layerSignaturePath(target.id), deleted);
     if (namedBy.length > 0) blobKept = { sha256: doc.value.sha256, namedBy };
     else if (reg.hasBlob(doc.value.sha256)) {
       unlink(reg.blobPath(doc.value.sha256));
@@ -101,6 +109,7 @@ export function removeFromRegistry(reg: LocalRegistry, target: RemoveTarget, opt
     }
     unlink(path);
     deleted.push(path);
+    unlinkIfPresent(reg.formationSignaturePath(target.name, target.version), deleted);
     removed = label(target);
     rest = { layers, formations: formations.filter((f) => f !== doc) };
   }

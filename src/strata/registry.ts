@@ -1,19 +1,26 @@
 /**
  * The local directory registry, cairn's embedded default. Format
- * (`cairn.registry/1`):
+ * (`cairn.registry/2`):
  *
- *   REG/cairn-registry.json            {"format":"cairn.registry/1"}
- *   REG/blobs/sha256/<64 hex>           layer blobs (tar+gzip), named by their digest
- *   REG/layers/<layer id>.json          DSSE envelope; payload = JCS of the layer manifest
- *   REG/formations/<name>-<version>.json DSSE envelope; payload = JCS of the formation
+ *   REG/cairn-registry.json                   {"format":"cairn.registry/2"}
+ *   REG/blobs/sha256/<64 hex>                  layer blobs (tar+gzip), named by their digest
+ *   REG/layers/<layer id>.json                 the seed's LayerManifest (Strata reads it)
+ *   REG/layers/<layer id>.json.dsse            DSSE envelope; payload = JCS of cairn's layer manifest
+ *   REG/formations/<name>-<version>.json       the seed's Formation
+ *   REG/formations/<name>-<version>.json.dsse  DSSE envelope; payload = JCS of cairn's formation record
+ *
+ * Each document is the one its signed record gives (registry-documents.ts),
+ * checked on every read. (`cairn.registry/1` kept cairn's records alone, as
+ * `layers/<id>.json`; it is refused by its marker: publish its layers again.)
  *
  * Publication is atomic and ordered: a blob is written to a temporary sibling,
  * fsynced and linked into place (never replacing an existing blob), then the
- * manifest envelope is written the same way (the store's write-once
- * `publishBytes`, store/publish.ts). A reader therefore never sees a
- * manifest whose blob is missing or partial; a crash leaves at most a hidden
- * temporary file (names starting with "."), which readers ignore. Publishing
- * an id again is allowed only with identical bytes.
+ * signature envelope, then the seed document, each the same way (the store's
+ * write-once `publishBytes`, store/publish.ts). A reader lists documents, so
+ * it never sees one whose signature or blob is missing or partial; a crash
+ * leaves at most a hidden temporary file (names starting with "."), which
+ * readers ignore, or a signature with no document yet, which is not listed.
+ * Publishing an id again is allowed only with identical bytes.
  *
  * Every name that becomes a path goes through `safeComponent` or
  * `digestComponents`, because `path.join` resolves `..` instead of refusing it.
@@ -44,10 +51,12 @@ import {
 import { publishBytes, publishFile } from "../store/index.ts";
 import { checkBlobFile, copyVerified, type BlobStaging } from "./blob-staging.ts";
 import { LAYER_MANIFEST_TYPE, layerManifestToModel, parseLayerManifest, type LayerManifest } from "./layer-manifest.ts";
-import { FORMATION_TYPE, formationKey, formationToModel, parseFormation, type Formation } from "./formation-document.ts";
+import { FORMATION_TYPE, formationKey, formationToModel, parseFormation, providesUnion, type Formation } from "./formation-document.ts";
+import { capabilityString } from "./capability.ts";
+import { SIGNATURE_SUFFIX, checkDocument, formationDocumentBytes, layerDocumentBytes } from "./registry-documents.ts";
 
-export const REGISTRY_FORMAT = "cairn.registry/1";
-/** registry.max_envelope_bytes: the largest manifest or formation envelope read. */
+export const REGISTRY_FORMAT = "cairn.registry/2";
+/** registry.max_envelope_bytes: the largest manifest or formation envelope read, and the largest seed document beside one. */
 export const MAX_ENVELOPE_BYTES = 64 * 1024 * 1024;
 /** registry.max_blob_bytes: the largest layer blob read. */
 export const MAX_BLOB_BYTES = 8 * 1024 * 1024 * 1024;
@@ -156,15 +165,31 @@ function signedDocument<T>(value: T, type: string, payload: Buffer, keys: readon
   return { value, envelope, envelopeSha256: sha256(envBytes), envelopeBytes: envBytes, payloadSha256: sha256(payload) };
 }
 
-/** Whether a formation's members are the published layers it pins (DIGEST_MISMATCH naming the member otherwise). */
+/**
+ * Whether a formation's members are the published layers it pins
+ * (DIGEST_MISMATCH naming the member otherwise), and its members' names and
+ * versions and its `provides` are theirs (LAYER_INVALID): the seed's
+ * Formation beside the record is written from those.
+ */
 export function checkFormationMembers(formation: Formation, readLayer: (id: string) => SignedDocument<LayerManifest>): void {
-  for (const [i, m] of formation.layers.entries()) {
-    const layer = readLayer(m.id);
-    if (layer.value.sha256 !== m.sha256) {
-      throw new CairnError("DIGEST_MISMATCH", `formation member ${m.id} pins ${m.sha256}, the published layer is ${layer.value.sha256}`, {
+  const members = formation.layers.map((m, i) => {
+    const layer = readLayer(m.id).value;
+    if (layer.sha256 !== m.sha256) {
+      throw new CairnError("DIGEST_MISMATCH", `formation member ${m.id} pins ${m.sha256}, the published layer is ${layer.sha256}`, {
         path: `/layers/${i}/sha256`,
       });
     }
+    if (layer.name !== m.name || layer.version !== m.version) {
+      throw new CairnError("LAYER_INVALID", `formation member ${m.id} is named ${m.name}@${m.version}, the published layer is ${layer.name}@${layer.version}`, {
+        path: `/layers/${i}/name`,
+      });
+    }
+    return layer;
+  });
+  const union = providesUnion(members).map(capabilityString);
+  const provides = formation.provides.map(capabilityString);
+  if (union.join("\n") !== provides.join("\n")) {
+    throw new CairnError("LAYER_INVALID", `formation provides [${provides.join(", ")}], its members provide [${union.join(", ")}]`, { path: "/provides" });
   }
 }
 
@@ -206,6 +231,15 @@ export class LocalRegistry implements LayerRegistry {
     return join(this.root, "formations", `${formationKey(name, version)}.json`);
   }
 
+  /** The DSSE envelope beside layer `id`'s seed document. */
+  layerSignaturePath(id: string): string {
+    return `${this.layerPath(id)}${SIGNATURE_SUFFIX}`;
+  }
+
+  formationSignaturePath(name: string, version: string): string {
+    return `${this.formationPath(name, version)}${SIGNATURE_SUFFIX}`;
+  }
+
   /**
    * Writes `data` at `path` unless identical bytes are already there; refuses
    * different bytes (the store's write-once publication, also safe against a
@@ -220,28 +254,32 @@ export class LocalRegistry implements LayerRegistry {
     else publishFile(path, data.path, options);
   }
 
-  /** Publishes a blob and its manifest, blob first. Returns the envelope written. */
+  /** Publishes a blob, its manifest's signature, then the seed's manifest (what listing finds), in that order. Returns the envelope written. */
   publishLayer(blob: BlobSource, manifest: LayerManifest, keys: readonly SigningKey[]): SignedDocument<LayerManifest> {
     const doc = signLayer(blob, manifest, keys);
+    const what = `layer ${manifest.id}`;
     this.publishOnce(this.blobPath(manifest.sha256), blob, `blob ${manifest.sha256}`);
-    this.publishOnce(this.layerPath(manifest.id), doc.envelopeBytes, `layer ${manifest.id}`);
+    this.publishOnce(this.layerSignaturePath(manifest.id), doc.envelopeBytes, `${what}'s signature`);
+    this.publishOnce(this.layerPath(manifest.id), layerDocumentBytes(doc.value, doc.envelope), what);
     return doc;
   }
 
   publishFormation(formation: Formation, keys: readonly SigningKey[]): SignedDocument<Formation> {
     checkFormationMembers(formation, (id) => this.readLayer(id));
     const doc = signFormation(formation, keys);
-    this.publishOnce(this.formationPath(formation.name, formation.version), doc.envelopeBytes, `formation ${formation.name}@${formation.version}`);
+    const what = `formation ${formation.name}@${formation.version}`;
+    this.publishOnce(this.formationSignaturePath(formation.name, formation.version), doc.envelopeBytes, `${what}'s signature`);
+    this.publishOnce(this.formationPath(formation.name, formation.version), formationDocumentBytes(doc.value, doc.envelope), what);
     return doc;
   }
 
   layerEnvelope(id: string): Buffer | undefined {
-    const path = this.layerPath(id);
+    const path = this.layerSignaturePath(id);
     return existsSync(path) ? readBounded(path, MAX_ENVELOPE_BYTES, "registry.max_envelope_bytes") : undefined;
   }
 
   formationEnvelope(name: string, version: string): Buffer | undefined {
-    const path = this.formationPath(name, version);
+    const path = this.formationSignaturePath(name, version);
     return existsSync(path) ? readBounded(path, MAX_ENVELOPE_BYTES, "registry.max_envelope_bytes") : undefined;
   }
 
@@ -249,24 +287,52 @@ export class LocalRegistry implements LayerRegistry {
     return this.blobPath(digest);
   }
 
-  private readSigned<T>(path: string, type: string, parse: (m: ReturnType<typeof parseJsonBytes>, src: string) => T): SignedDocument<T> {
-    return parseSigned(readBounded(path, MAX_ENVELOPE_BYTES, "registry.max_envelope_bytes"), path, type, parse);
+  /** A seed document and its signature beside it, read and bound (registry-documents.ts). */
+  private readPair<T>(
+    path: string,
+    parse: (envelope: Buffer, where: string) => SignedDocument<T>,
+    expected: (d: SignedDocument<T>) => Buffer,
+  ): SignedDocument<T> {
+    const document = readBounded(path, MAX_ENVELOPE_BYTES, "registry.max_envelope_bytes");
+    const sigPath = `${path}${SIGNATURE_SUFFIX}`;
+    // cairn writes the signature first, so a document without one was not published by cairn (or its signature was removed).
+    if (!existsSync(sigPath)) {
+      throw new CairnError("REGISTRY_INVALID", `${path} has no signature beside it (${SIGNATURE_SUFFIX})`, {
+        path,
+        hint: "publish the document again with cairn; a registry document without cairn's signature is not read",
+      });
+    }
+    const doc = parse(readBounded(sigPath, MAX_ENVELOPE_BYTES, "registry.max_envelope_bytes"), sigPath);
+    checkDocument(document, expected(doc), path);
+    return doc;
   }
 
   readLayer(id: string): SignedDocument<LayerManifest> {
-    return this.layerFromBytes(id, readBounded(this.layerPath(id), MAX_ENVELOPE_BYTES, "registry.max_envelope_bytes"));
+    return this.readPair(
+      this.layerPath(id),
+      (bytes) => this.layerFromBytes(id, bytes),
+      (d) => layerDocumentBytes(d.value, d.envelope),
+    );
   }
 
   /** Parses envelope bytes the caller already read (and, for verify, already checked against a pinned digest). */
   layerFromBytes(id: string, bytes: Buffer): SignedDocument<LayerManifest> {
-    return parseLayerEnvelope(id, bytes, this.layerPath(id));
+    return parseLayerEnvelope(id, bytes, this.layerSignaturePath(id));
   }
 
   readFormation(name: string, version: string): SignedDocument<Formation> {
     const path = this.formationPath(name, version);
-    const doc = this.readSigned(path, FORMATION_TYPE, (m, src) => parseFormation(m, src));
+    const doc = this.readFormationAt(path);
     if (doc.value.name !== name || doc.value.version !== version) throw new CairnError("REGISTRY_INVALID", `${path} holds another formation`, { path });
     return doc;
+  }
+
+  private readFormationAt(path: string): SignedDocument<Formation> {
+    return this.readPair(
+      path,
+      (bytes, where) => parseFormationEnvelope(bytes, where),
+      (d) => formationDocumentBytes(d.value, d.envelope),
+    );
   }
 
   private listNames(dir: string): string[] {
@@ -288,10 +354,7 @@ export class LocalRegistry implements LayerRegistry {
   }
 
   listFormations(): SignedDocument<Formation>[] {
-    return this.listNames("formations").map((key) => {
-      const path = join(this.root, "formations", `${safeComponent(key)}.json`);
-      return this.readSigned(path, FORMATION_TYPE, (m, src) => parseFormation(m, src));
-    });
+    return this.listNames("formations").map((key) => this.readFormationAt(join(this.root, "formations", `${safeComponent(key)}.json`)));
   }
 
   checkBlob(digest: Sha256Digest, size: number): void {

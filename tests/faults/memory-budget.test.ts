@@ -57,7 +57,8 @@ readLockfile("lock.yaml");`,
     body: `const { LocalRegistry } = await import(src + "/strata/index.ts");
 const { writeFileSync } = await import("node:fs");
 const reg = LocalRegistry.init("reg");
-writeFileSync("reg/layers/x.json", ${jsonObjects(60 * MiB)});
+writeFileSync("reg/layers/x.json", "{}");
+writeFileSync("reg/layers/x.json.dsse", ${jsonObjects(60 * MiB)});
 reg.readLayer("x");`,
   },
   {

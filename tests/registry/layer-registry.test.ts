@@ -13,6 +13,7 @@ import { generateSigningKey, sha256, writeKeyPair, type Sha256Digest } from "../
 import { RegistryClient } from "../../src/oci/index.ts";
 import {
   LocalRegistry,
+  layerDocumentBytes,
   OciLayerRegistry,
   artifactTag,
   buildLayerFromDirectory,
@@ -340,6 +341,8 @@ describe("OCI registries as layer registries", { skip }, () => {
     const client = new RegistryClient({ host: reg.host, plainHttp: true });
     const scratchManifest = await client.resolve("scratch", artifactTag("layer", id));
     const bytes = (await client.fetchManifest("scratch", scratchManifest.digest, scratchManifest.size)).bytes;
+    const document = layerDocumentBytes(moved.value, moved.envelope);
+    await client.pushBlob("moved", sha256(document), document);
     await client.pushBlob("moved", moved.envelopeSha256, moved.envelopeBytes);
     await client.pushBlob("moved", other.manifest.sha256, other.blob.blob);
     await client.pushManifest("moved", artifactTag("layer", id), bytes, "application/vnd.oci.image.manifest.v1+json");
@@ -365,6 +368,30 @@ describe("OCI registries as layer registries", { skip }, () => {
     const bytes = (await client.fetchManifest("planted", a.digest, a.size)).bytes;
     await client.pushManifest("planted", artifactTag("layer", "numpy-2.0.1-none-noarch"), bytes, "application/vnd.oci.image.manifest.v1+json");
     await assertCodeAsync(() => open(plantedUrl, join(work, "planted-store")), "REGISTRY_INVALID");
+  });
+
+  test("a layer artifact whose seed document is not the one its envelope gives is refused when the registry is opened", async () => {
+    const editedUrl = `oci://${reg.host}/edited-doc`;
+    await mirror(ex, editedUrl, join(work, "edited-pub"));
+    const client = new RegistryClient({ host: reg.host, plainHttp: true });
+    const tag = artifactTag("layer", "tool-a-1.0-none-noarch");
+    const a = await client.resolve("edited-doc", tag);
+    const manifest = JSON.parse((await client.fetchManifest("edited-doc", a.digest, a.size)).bytes.toString()) as {
+      layers: { mediaType: string; digest: string; size: number }[];
+    };
+    assert.equal(manifest.layers.length, 3, "document, envelope, blob");
+    const docRef = manifest.layers[0]!;
+    const parts: Uint8Array[] = [];
+    await client.fetchBlob("edited-doc", docRef.digest as Sha256Digest, docRef.size, (c) => void parts.push(c));
+    const doc = JSON.parse(Buffer.concat(parts).toString()) as { version: string };
+    assert.equal(doc.version, "1.0", "the seed's LayerManifest, readable as it is");
+    await open(editedUrl, join(work, "edited-ok")); // control
+    const edited = Buffer.from(`${JSON.stringify({ ...doc, version: "9.9" }, null, 2)}\n`);
+    await client.pushBlob("edited-doc", sha256(edited), edited);
+    manifest.layers[0] = { ...docRef, digest: sha256(edited), size: edited.length };
+    await client.pushManifest("edited-doc", tag, Buffer.from(JSON.stringify(manifest)), "application/vnd.oci.image.manifest.v1+json");
+    const e = await assertCodeAsync(() => open(editedUrl, join(work, "edited-store")), "REGISTRY_INVALID");
+    assert.match(e.message, /field "version" differs/);
   });
 
   test("the same layer published again is accepted (same bytes); other bytes under a published id are refused", async () => {

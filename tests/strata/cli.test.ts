@@ -100,12 +100,12 @@ test("tampering is refused by lock verify: layer blob, layer manifest, formation
   assert.deepEqual(await verify(), { code: 1, err: "DIGEST_MISMATCH" }, "blob");
   writeFileSync(blob, saved);
   const layerId = /- id: (\S+)/.exec(text)![1]!;
-  const manifest = join(ex.registry, "layers", `${layerId}.json`);
+  const manifest = join(ex.registry, "layers", `${layerId}.json.dsse`);
   const savedManifest = readFileSync(manifest);
   writeFileSync(manifest, savedManifest.toString().replace('"keyid"', ' "keyid"'));
   assert.deepEqual(await verify(), { code: 1, err: "DIGEST_MISMATCH" }, "manifest envelope");
   writeFileSync(manifest, savedManifest);
-  const formation = join(ex.registry, "formations", "bio-seq-2026.03.json");
+  const formation = join(ex.registry, "formations", "bio-seq-2026.03.json.dsse");
   const savedFormation = readFileSync(formation);
   writeFileSync(formation, savedFormation.toString().replace('"keyid"', ' "keyid"'));
   assert.deepEqual(await verify(), { code: 1, err: "DIGEST_MISMATCH" }, "formation envelope");
@@ -225,7 +225,7 @@ test("profile validate, search, layer build and formation build through the CLI"
   const first = JSON.parse(await build()) as { sha256: string; id: string };
   const again = JSON.parse(await build()) as { sha256: string };
   assert.equal(again.sha256, first.sha256, "rebuilding is byte-identical and republishing identical bytes is fine");
-  const orig = (JSON.parse(readFileSync(join(ex.registry, "layers/numpy-2.0.1-none-noarch.json"), "utf8")) as { payload: string }).payload;
+  const orig = (JSON.parse(readFileSync(join(ex.registry, "layers/numpy-2.0.1-none-noarch.json.dsse"), "utf8")) as { payload: string }).payload;
   assert.equal(JSON.parse(Buffer.from(orig, "base64").toString()).sha256, first.sha256, "same blob as the example builder made");
   const noKey = await runCli(["layer", "build", src, "--name", "x", "--version", "1", "--registry", reg2]);
   assert.equal(noKey.code, 2, "signing is closed by default");

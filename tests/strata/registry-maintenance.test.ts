@@ -103,14 +103,14 @@ test("--trust: every manifest must verify against the key; a wrong key or a tamp
   assert.equal(wrong.json.error?.code, "TRUST_REFUSED");
   assert.ok(!existsSync(indexFile(ex.registry)), "nothing written");
   // one manifest's payload altered under its old signature
-  const path = join(ex.registry, "layers", "numpy-2.0.1-none-noarch.json");
+  const path = join(ex.registry, "layers", "numpy-2.0.1-none-noarch.json.dsse");
   const env = parseEnvelope(parseJsonBytes(readFileSync(path))) as { payloadType: string; payload: string; signatures: unknown[] };
   // one byte more (whitespace after the JSON): the manifest still parses, the signature no longer covers it
   const payload = `${Buffer.from(env.payload, "base64").toString("utf8")} `;
   writeFileSync(path, `${JSON.stringify({ ...env, payload: Buffer.from(payload).toString("base64") }, null, 2)}\n`);
   const tampered = await indexCmd(ex.registry, "--trust", `keyfile://${ex.root}/registry.pub`);
   assert.equal(tampered.json.error?.code, "SIGNATURE_INVALID");
-  assert.match(tampered.json.error?.path ?? "", /numpy-2\.0\.1-none-noarch\.json$/);
+  assert.match(tampered.json.error?.path ?? "", /numpy-2\.0\.1-none-noarch\.json\.dsse$/);
   assert.ok(!existsSync(indexFile(ex.registry)));
   assert.equal((await indexCmd(ex.registry)).code, 0, "without --trust signatures are not checked (and the output says so)");
 });
@@ -131,6 +131,7 @@ test("registry index reports what it found: a missing blob, a wrong-sized blob, 
   assert.ok(r.json.problems.some((p) => /tool-a-1\.0-none-noarch: its blob is 5 bytes/.test(p.message)));
   assert.deepEqual(r.json.unreferenced_blobs, [orphan]);
   writeFileSync(join(ex.registry, "layers", "broken-1-none-noarch.json"), '{"payloadType":');
+  writeFileSync(join(ex.registry, "layers", "broken-1-none-noarch.json.dsse"), '{"payloadType":');
   const before = readFileSync(indexFile(ex.registry));
   const bad = await indexCmd(ex.registry);
   assert.equal(bad.json.error?.code, "JSON_SYNTAX");
@@ -144,7 +145,8 @@ test("registry remove deletes a layer's manifest and then its blob; search no lo
   const numpy = reg.readLayer("numpy-2.0.1-none-noarch").value;
   const r = await removeCmd(ex.registry, "numpy-2.0.1-none-noarch");
   assert.equal(r.code, 0, JSON.stringify(r.json));
-  assert.deepEqual(r.json.deleted, [reg.layerPath(numpy.id), reg.blobPath(numpy.sha256)]);
+  assert.deepEqual(r.json.deleted, [reg.layerPath(numpy.id), reg.layerSignaturePath(numpy.id), reg.blobPath(numpy.sha256)]);
+  assert.ok(!existsSync(reg.layerSignaturePath(numpy.id)));
   assert.ok(!existsSync(reg.layerPath(numpy.id)));
   assert.ok(!existsSync(reg.blobPath(numpy.sha256)));
   assert.ok(!searchRegistries([reg], "numpy").length, "gone from search");
@@ -175,7 +177,7 @@ test("a layer a formation names is refused (REGISTRY_REFERENCED naming the forma
   // control: with the formation removed first, its other member goes without --force
   const f = await removeCmd(ex.registry, "formation:bio-seq@2026.03");
   assert.equal(f.code, 0, JSON.stringify(f.json));
-  assert.deepEqual(f.json.deleted, [reg.formationPath("bio-seq", "2026.03")]);
+  assert.deepEqual(f.json.deleted, [reg.formationPath("bio-seq", "2026.03"), reg.formationSignaturePath("bio-seq", "2026.03")]);
   assert.ok(existsSync(reg.layerPath("bwa-0.7.18-gnu-x86_64")), "removing a formation keeps its layers");
   assert.equal((await removeCmd(ex.registry, "bwa-0.7.18-gnu-x86_64")).code, 0);
 });
@@ -212,6 +214,7 @@ test("bad targets: an unknown layer or formation (REGISTRY_NOT_FOUND), an unsafe
   assert.equal(usage.code, 2);
   assert.equal(usage.json.error?.code, "USAGE");
   writeFileSync(join(ex.registry, "layers", "broken-1-none-noarch.json"), "{");
+  writeFileSync(join(ex.registry, "layers", "broken-1-none-noarch.json.dsse"), "{");
   const blocked = await removeCmd(ex.registry, "tool-b-1.0-none-noarch");
   assert.equal(blocked.json.error?.code, "JSON_SYNTAX");
   assert.ok(existsSync(reg.layerPath("tool-b-1.0-none-noarch")), "nothing deleted");

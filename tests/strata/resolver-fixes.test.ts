@@ -11,6 +11,7 @@ import { generateSigningKey, sha256, signEnvelope, type SigningKey } from "../..
 import {
   type Catalog,
   LocalRegistry,
+  layerDocumentBytes,
   LAYER_MANIFEST_TYPE,
   buildLayerFromDirectory,
   catalogFromRegistries,
@@ -85,9 +86,13 @@ test("lock verify: the result does not depend on --registry order when two regis
   const b = LocalRegistry.open(regB);
   const id = lock.layers[0]!.id;
   const doc = b.readLayer(id);
-  const resigned = Buffer.from(JSON.stringify(signEnvelope(LAYER_MANIFEST_TYPE, Buffer.from(doc.envelope.payload, "base64"), [generateSigningKey()])));
+  const envelope = signEnvelope(LAYER_MANIFEST_TYPE, Buffer.from(doc.envelope.payload, "base64"), [generateSigningKey()]);
+  rmSync(b.layerSignaturePath(id), { force: true });
+  const resigned = Buffer.from(JSON.stringify(envelope));
+  writeFileSync(b.layerSignaturePath(id), resigned);
+  // The seed document beside it names its signer, so a re-signed layer's document is written again too.
   rmSync(b.layerPath(id), { force: true });
-  writeFileSync(b.layerPath(id), resigned);
+  writeFileSync(b.layerPath(id), layerDocumentBytes(doc.value, envelope));
   const verify = async (regs: string[]): Promise<number | null> =>
     (
       await verifyLock(lockPath, {
@@ -191,9 +196,10 @@ test("formation build refuses the same layer twice or two versions of one name b
         name: "d",
         version: "1",
         layers: [
-          { id: py12, sha256: sha },
-          { id: py12, sha256: sha },
+          { id: py12, name: "python", version: "3.12.4", sha256: sha },
+          { id: py12, name: "python", version: "3.12.4", sha256: sha },
         ],
+        provides: [],
       } as never),
     "RESOLVE_CONFLICT",
   );

@@ -30,7 +30,6 @@ const peer = strataPeer();
 const skip = "missing" in peer ? (peer.prerequisite ? needs(peer.missing) : `Strata mirror not found at ${peer.src} (${peer.missing}) — skipped`) : false;
 const bin = "bin" in peer ? peer.bin : "";
 const dir = tempDir("cairn-strata-peer-");
-const WIRE = { todo: "issue 32: wire format" } as const;
 
 let fromStrata: InteropRow[] = [];
 let fromCairn: InteropRow[] = [];
@@ -221,7 +220,7 @@ test("cairn → Strata: every profile profileToYaml writes decodes in Strata wit
   );
 });
 
-test("cairn → Strata: every layer manifest and formation cairn publishes decodes in Strata, using only fields Strata names", { skip, ...WIRE }, (t) => {
+test("cairn → Strata: every layer manifest and formation cairn publishes decodes in Strata, using only fields Strata names", { skip }, (t) => {
   const rows = fromCairn.filter((r) => r.kind === "layer" || r.kind === "formation");
   assert.ok(
     rows.filter((r) => r.kind === "layer").length >= 7 && rows.some((r) => r.kind === "formation"),

@@ -168,7 +168,8 @@ export async function cairnToStrata(bin: string, dir: string, strataProfiles: re
 /**
  * The layer manifests and formations a cairn registry holds (files under its
  * `layers/` and `formations/` directories), each as the document Strata's
- * registry would read: the payload of a DSSE envelope, else the file itself.
+ * registry would read: the file itself (since issue 32, the seed's document;
+ * cairn's DSSE envelope is the `.dsse` file beside it).
  * cairn's own resolve read every one of them from this registry already.
  */
 function registryDocuments(bin: string, registry: string, out: string): InteropRow[] {
@@ -179,14 +180,8 @@ function registryDocuments(bin: string, registry: string, out: string): InteropR
       const p = join(d, name);
       if (statSync(p).isDirectory()) walk(p, kind);
       else if (/\.(json|ya?ml)$/.test(name)) {
-        const text = readFileSync(p, "utf8");
-        let doc = text;
-        try {
-          const e = JSON.parse(text) as { payloadType?: unknown; payload?: unknown };
-          if (typeof e.payloadType === "string" && typeof e.payload === "string") doc = Buffer.from(e.payload, "base64").toString("utf8");
-        } catch {
-          // not JSON: the document itself
-        }
+        // The file itself, as Strata's registry would read it (the signature beside it, `.dsse`, is cairn's and not matched here).
+        const doc = readFileSync(p, "utf8");
         const path = join(out, `${kind}-${rows.length + 1}.yaml`);
         writeFileSync(path, doc);
         const origin = `the example registry's ${p.slice(registry.length + 1)}`;
