@@ -202,7 +202,7 @@ const EXPECTED: Record<string, string> = {
   "base digest (probed)": "sha256:7e4e62808d44e440d7d490e598e72c513f3d983d262caa72c6f0860a805b21c4",
   "base digest (declared)": "sha256:6e13154e01ac58916171d110d2b635c1d0c0bd2cbe541ecad33788260cdbe911",
   "base digest (oci image)": "sha256:416469dc4d6cba141813b7027c2dc574a194acd38a03a76f81c701a49b946d35",
-  "profile digest": "sha256:50de433d99fe81eb4cc99b9ea8638f1bb6b3368b7d683743942cc3ce8132763f",
+  "profile digest": "sha256:dc671b28705d14c3dfb83e6142be7af2725fd27a8f1a76bfd820f6aa2dfe2e47",
   fs: "sha256:01b3666d13c66f5f536cbf0e5c93f99b4fdb3015bbbc6b01d13c183c658547e3",
   launch: "sha256:4aee93dc80ecf61598b756e623ebd5875eac82300e103ef6dc132778b706b466",
   "source (binary)": "sha256:0e621bfe37c9fb403f136b9b53a9b632d248ee7c959dc710cb0e1d1b09f1d97a",
