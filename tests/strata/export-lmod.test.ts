@@ -28,8 +28,8 @@ test("a lockfile without modulefiles, an Lmod preload list or frozen packages ex
   const cases: [Parameters<typeof pinnedFixture>[0], string][] = [
     // moved on purpose (issue 32): the lockfile became Strata's LockFile, so its bytes and identities, both in the
     // image's annotations, moved (an unpinned request lives in cairn's records, not in the lockfile)
-    [{}, "sha256:2658abcc4f5753731ed472e0a18f06ba57873df804d053f099205a3a53036510"],
-    [{ extra: "packages:\n  - manager: pip\n    packages: [{name: numpy}]\n" }, "sha256:fac8397929bb18c2c4a2f146acc604b19692e6c09737a175c3d227851a0b75d7"],
+    [{}, "sha256:69cf312107d50ff1394dae999a05991c2dac3434358f2b1db0ed71f3aa57d2b2"],
+    [{ extra: "packages:\n  - manager: pip\n    packages: [{name: numpy}]\n" }, "sha256:5ff42be4eb38de20ff98a6f5375e463b7afbe8b406b9c7482be87140a85bfd6c"],
   ];
   for (const [o, digest] of cases) {
     const f = await pinnedFixture(o);
