@@ -240,5 +240,10 @@ test("concurrent publishers of the same layer all succeed with one identical res
   );
   assert.equal(new Set(results.map((r) => (JSON.parse(r.out) as { envelope_sha256: string }).envelope_sha256)).size, 1);
   const names = readdirSync(join(reg, "layers"));
-  assert.deepEqual(names.sort(), ["race-1-none-noarch.json", "seed-1-none-noarch.json"], "no temporary file left behind");
+  // each layer is its seed document and cairn's signature beside it, and nothing else
+  assert.deepEqual(
+    names.sort(),
+    ["race-1-none-noarch.json", "race-1-none-noarch.json.dsse", "seed-1-none-noarch.json", "seed-1-none-noarch.json.dsse"],
+    "no temporary file left behind",
+  );
 });
