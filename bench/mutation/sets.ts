@@ -58,7 +58,7 @@ export const MUTATION_SETS: Readonly<Record<string, MutationSet>> = {
   "env-id": {
     mutate: ["src/strata/env-id.ts"],
     tests: [
-      "tests/strata/env-id-input.test.ts",
+      "tests/strata/spec-wire.test.ts",
       "tests/strata/lockfile.test.ts",
       "tests/strata/scope.test.ts",
       "tests/core/identity-values.test.ts",
@@ -67,7 +67,8 @@ export const MUTATION_SETS: Readonly<Record<string, MutationSet>> = {
   },
   lockfile: {
     mutate: ["src/strata/lockfile.ts"],
-    tests: ["tests/strata/lockfile-rules.test.ts", "tests/strata/lockfile.test.ts", "tests/strata/freeze-hostile.test.ts", "tests/strata/scope.test.ts"],
+    // issue 32: the lockfile became Strata's; its rules moved to spec/lock-file.ts (spec-wire) and the records (lockfile.test)
+    tests: ["tests/strata/spec-wire.test.ts", "tests/strata/lockfile.test.ts", "tests/strata/freeze-hostile.test.ts", "tests/strata/scope.test.ts"],
   },
   "layout-reader": {
     mutate: ["src/oci/layout-reader.ts"],
@@ -86,7 +87,7 @@ export const MUTATION_SETS: Readonly<Record<string, MutationSet>> = {
   contents: { mutate: ["src/strata/contents.ts"], tests: ["tests/strata/registry.test.ts", "tests/strata/blob-gate.test.ts"] },
   envelope: {
     mutate: ["src/strata/lockfile-envelope.ts"],
-    tests: ["tests/strata/resolver-fixes.test.ts", "tests/strata/lockfile-rules.test.ts", "tests/strata/lockfile.test.ts"],
+    tests: ["tests/strata/resolver-fixes.test.ts", "tests/strata/lockfile.test.ts"],
   },
   "freeze-index": {
     mutate: ["src/strata/freeze/index-source.ts"],
