@@ -27,7 +27,6 @@
 import { CairnError, type DsseEnvelope, isJsonObject, parseJsonBytes } from "../core/index.ts";
 import type { Formation } from "./formation-document.ts";
 import type { LayerManifest } from "./layer-manifest.ts";
-import type { SoftwareRef } from "./ref.ts";
 import { toSpecFormation, toSpecLayerManifest } from "./layer-spec.ts";
 import { FORMATION, LAYER_MANIFEST, type StructSchema } from "./spec/schema.ts";
 import { writeStruct } from "./spec/struct-wire.ts";
@@ -48,12 +47,6 @@ function jsonBytes(model: unknown): Buffer {
   return Buffer.from(`${JSON.stringify(model, null, 2)}\n`);
 }
 
-/** A SoftwareRef as Go's encoding/json writes the seed's struct: its fields, `omitempty`. */
-function refJson(r: SoftwareRef): Record<string, string> {
-  if (r.kind === "formation") return { formation: r.version === undefined ? r.name : `${r.name}@${r.version}` };
-  return r.version === undefined ? { name: r.name } : { name: r.name, version: r.version };
-}
-
 /** The seed's LayerManifest for a signed layer manifest: the registry's `layers/ID.json`. */
 export function layerDocumentBytes(value: LayerManifest, envelope: DsseEnvelope): Buffer {
   return documentBytes(toSpecLayerManifest(value, signerOf(envelope)), LAYER_MANIFEST);
@@ -62,7 +55,8 @@ export function layerDocumentBytes(value: LayerManifest, envelope: DsseEnvelope)
 /** The seed's Formation for a signed formation record: the registry's `formations/NAME-VERSION.json`. */
 export function formationDocumentBytes(value: Formation, envelope: DsseEnvelope): Buffer {
   const spec = toSpecFormation(value, signerOf(envelope));
-  return jsonBytes({ ...writeStruct(spec as unknown as Record<string, unknown>, FORMATION), layers: spec.layers.map(refJson) });
+  // writeStruct writes each member ref in its mapping form (refToModel), which is how Go's encoding/json writes the seed's SoftwareRef.
+  return jsonBytes(writeStruct(spec as unknown as Record<string, unknown>, FORMATION));
 }
 
 /**
