@@ -16,6 +16,7 @@
  */
 import { spawn } from "node:child_process";
 import { CairnError } from "../core/index.ts";
+import { killGroupAndWait, onInterrupt } from "./interrupt.ts";
 import { networkArgs, type NetworkPaths } from "./netid.ts";
 import { ROOT_DISK_DEVICE, type VmIdentity } from "./vmid.ts";
 
@@ -149,7 +150,6 @@ const REPLAY_LOG_OVER = /replay file is over/;
 export const QEMU_TERM_GRACE_MS = 10_000;
 /** util-linux's setpriv: sets QEMU's parent-death signal, then execs it (same pid, same process group). */
 const SETPRIV_BINARY = "setpriv";
-const INTERRUPTS: readonly NodeJS.Signals[] = ["SIGINT", "SIGTERM", "SIGHUP"];
 
 /**
  * Runs QEMU to its end. `abort` (the responder died or stopped answering,
@@ -172,17 +172,14 @@ export function runQemu(id: VmIdentity, paths: QemuPaths, mode: RrMode, timeoutM
         // already gone
       }
     };
-    // Interrupted: end QEMU's group first, then end as the signal asked (our handler removed, the default action runs).
-    const onSignal = (signal: NodeJS.Signals): void => {
-      killGroup();
-      stopWatching();
-      process.kill(process.pid, signal);
-    };
+    // Interrupted: QEMU's group (its guestfwd gates too) ends first, before the responder's directory goes (interrupt.ts).
+    const forgetInterrupt = onInterrupt(() => {
+      if (child.pid !== undefined) killGroupAndWait(child.pid);
+    });
     const stopWatching = (): void => {
-      for (const s of INTERRUPTS) process.removeListener(s, onSignal);
+      forgetInterrupt();
       abort?.removeEventListener("abort", onAbort);
     };
-    for (const s of INTERRUPTS) process.on(s, onSignal);
     let stderr = "";
     let timedOut = false;
     let logEnded = false;

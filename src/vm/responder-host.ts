@@ -29,6 +29,7 @@ import { isAbsolute, join, resolve } from "node:path";
 import { CairnError, codeModule, sha256, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
 import { entriesTree, fsIdentity, readDirectory, resolveBeneath, withBeneath, type HostScope } from "../tree/index.ts";
 import { hasTool } from "./host.ts";
+import { killGroupAndWait, onInterrupt } from "./interrupt.ts";
 import { HTTP_ROOT_LIMITS, RESPONDER_LIMITS, type NetworkPaths, type VmNetwork } from "./netid.ts";
 import type { ResponderConfig } from "./responder.ts";
 
@@ -81,7 +82,6 @@ const READY_MS = 60_000;
 /** The responder must answer its control socket within this (host ms) while the run records. */
 export const RESPONDER_ANSWER_MS = 10_000;
 const CHECK_EVERY_MS = 1000;
-const INTERRUPTS: readonly NodeJS.Signals[] = ["SIGINT", "SIGTERM", "SIGHUP"];
 const SOCAT_FIX = "apt-get install -y socat (the connector QEMU's guestfwd runs per guest connection)";
 
 export interface RunningResponder {
@@ -260,16 +260,12 @@ export async function startResponder(n: VmNetwork, http: HttpRoot | undefined): 
     removeDir(dir);
     throw e;
   }
-  // interrupted (qemu.ts ends QEMU's group and re-raises the signal): the responder and its private directory go too
-  const onSignal = (signal: NodeJS.Signals): void => {
+  // interrupted: QEMU's group (the gates writing here) ends first (interrupt.ts), then the responder and its private directory
+  const forgetInterrupt = onInterrupt(() => {
     stopped = true;
-    killGroup();
+    if (child.pid !== undefined) killGroupAndWait(child.pid);
     removeDir(dir);
-    for (const sig of INTERRUPTS) process.removeListener(sig, onSignal);
-    // before QEMU started nobody else ends the process: do what the signal asked
-    if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
-  };
-  for (const sig of INTERRUPTS) process.on(sig, onSignal);
+  });
   const timer = setInterval(() => {
     if (stopped || why !== undefined) return;
     probe(config.control, RESPONDER_ANSWER_MS).then((ok) => {
@@ -288,7 +284,7 @@ export async function startResponder(n: VmNetwork, http: HttpRoot | undefined): 
       finalRefused ??= refusedCounts(dir, ports);
       stopped = true;
       clearInterval(timer);
-      for (const sig of INTERRUPTS) process.removeListener(sig, onSignal);
+      forgetInterrupt();
       killGroup();
       removeDir(dir);
     },

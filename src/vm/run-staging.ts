@@ -16,9 +16,8 @@
 import { mkdirSync, readdirSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { fsyncDir, ioError, isCairnError, removeIn, tempSibling } from "../core/index.ts";
+import { onInterrupt } from "./interrupt.ts";
 import { withNoSpaceNamed } from "./no-space.ts";
-
-const INTERRUPTS: readonly NodeJS.Signals[] = ["SIGINT", "SIGTERM", "SIGHUP"];
 
 export interface RunStaging {
   /** The private directory every file of the run is written into. */
@@ -42,17 +41,12 @@ export function stageRun(runsDir: string, runId: string): RunStaging {
     throw withNoSpaceNamed(ioError(dir, cause, "create"), dir);
   }
   let done = false;
+  // registered first, so run last when interrupted: QEMU and the responder are gone by then (interrupt.ts)
+  const forgetInterrupt = onInterrupt(() => rmSync(dir, { recursive: true, force: true }));
   const stop = (): void => {
     done = true;
-    for (const s of INTERRUPTS) process.removeListener(s, onSignal);
+    forgetInterrupt();
   };
-  const onSignal = (signal: NodeJS.Signals): void => {
-    rmSync(dir, { recursive: true, force: true });
-    stop();
-    // the last listener ends the process as the signal asked (qemu.ts and the responder do the same)
-    if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
-  };
-  for (const s of INTERRUPTS) process.on(s, onSignal);
   return {
     dir,
     runDir,

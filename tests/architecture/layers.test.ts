@@ -10,7 +10,7 @@ import { areaOf, cycles, readSources, type SourceFile } from "./source-graph.ts"
 /**
  * The area graph of docs/architecture.md: each area and the areas it may
  * import. Floors: core; tree, store; oci (may use tree); manifest, strata,
- * workload; vm; cli. The package root may import every library area.
+ * workload; vm; fleet; cli. The package root may import every library area.
  */
 export const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   core: [],
@@ -21,8 +21,9 @@ export const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   strata: ["core", "tree", "oci", "store"],
   workload: ["core", "tree", "oci", "store"],
   vm: ["core", "tree", "oci", "store", "manifest", "strata", "workload"],
-  cli: ["core", "tree", "oci", "store", "manifest", "strata", "workload", "vm"],
-  "(root)": ["core", "tree", "oci", "store", "manifest", "strata", "workload", "vm"],
+  fleet: ["core", "tree", "oci", "store", "manifest", "strata", "workload", "vm"],
+  cli: ["core", "tree", "oci", "store", "manifest", "strata", "workload", "vm", "fleet"],
+  "(root)": ["core", "tree", "oci", "store", "manifest", "strata", "workload", "vm", "fleet"],
 };
 
 /**
