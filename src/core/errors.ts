@@ -116,6 +116,8 @@ export const ERROR_CODES = {
   IO_ERROR: 1,
   ROOT_FOREIGN: 1,
   ROOT_UNSAFE: 1,
+  SLURM_REFUSED: 1,
+  SLURM_UNREACHABLE: 1,
   INTERNAL: 1,
   // exit 2: usage error
   USAGE: 2,

@@ -102,3 +102,4 @@ export { readRunInputs, mergeRunInputs, RUN_INPUT_LIMITS } from "./run-inputs.ts
 export type { RunInputTree } from "./run-inputs.ts";
 export { encodeListing, loadRunInputs, storeRunInputs, runInputObjects, RUN_INPUTS_SCHEMA } from "./input-listing.ts";
 export type { RunInputsRef } from "./input-listing.ts";
+export { onInterrupt, killGroupAndWait } from "./interrupt.ts";
