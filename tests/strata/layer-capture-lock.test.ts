@@ -79,7 +79,7 @@ test("a captured conda layer resolves, locks frozen with its capture fields, and
   // Control: the same verify fails once the captured blob's bytes change.
   const blob = join(ex.registry, "blobs", "sha256", layer.sha256!.replace(/^sha256:/, ""));
   const bytes = readFileSync(blob);
-  bytes[bytes.length - 1] ^= 1;
+  bytes[bytes.length - 1] = bytes[bytes.length - 1]! ^ 1;
   writeFileSync(blob, bytes);
   const bad = await runCli(["lock", "verify", lockPath, "--pub", join(ex.root, "lock.pub"), "--registry", ex.registry, "--contents"]);
   assert.equal(bad.code, 1);
