@@ -127,8 +127,7 @@ export function parseCampaign(bytes: Buffer, path: string): CampaignFile {
         const o = c.object(axis, at, ["set", "values"]);
         if (o === undefined) return;
         const set = c.requiredString(o, "set", at);
-        if (set !== undefined && !SETTABLE.test(set))
-          c.add(childPath(at, "set"), "must be a JSON pointer under /run or /source/binary|oci/args");
+        if (set !== undefined && !SETTABLE.test(set)) c.add(childPath(at, "set"), "must be a JSON pointer under /run or /source/binary|oci/args");
         if (set !== undefined && seen.has(set)) c.add(childPath(at, "set"), "an axis sets this pointer already");
         if (set !== undefined) seen.add(set);
         const values = c.array(c.required(o, "values", at), childPath(at, "values"));

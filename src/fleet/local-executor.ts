@@ -14,9 +14,8 @@
  * QEMU a task started does not outlive the campaign.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
-import { killGroupAndWait, onInterrupt } from "../vm/index.ts";
+import { killGroupAndWait, onInterrupt, processAlive } from "../vm/index.ts";
 import type { Executor, ExecutorPlan, TaskEnd, TaskLaunch } from "./executor.ts";
 
 /** The default `--jobs`: the cores QEMU can use without oversubscribing. */
@@ -27,16 +26,6 @@ export function defaultJobs(cores = availableParallelism()): number {
 /** How long an interrupted task is given to end its QEMU and remove its staging before its group is killed. */
 const TASK_END_WAIT_MS = 15_000;
 
-function running(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
-    const state = stat.slice(stat.lastIndexOf(")") + 2)[0];
-    return state !== "Z" && state !== "X";
-  } catch {
-    return false;
-  }
-}
-
 /** SIGTERM to a task (its handler cleans up, vm/interrupt.ts), waited for, then its process group killed. */
 function terminateAndWait(pid: number): void {
   try {
@@ -46,7 +35,7 @@ function terminateAndWait(pid: number): void {
   }
   const sleeper = new Int32Array(new SharedArrayBuffer(4));
   const deadline = Date.now() + TASK_END_WAIT_MS;
-  while (running(pid) && Date.now() < deadline) Atomics.wait(sleeper, 0, 0, 20);
+  while (processAlive(pid) && Date.now() < deadline) Atomics.wait(sleeper, 0, 0, 20);
   killGroupAndWait(pid);
 }
 

@@ -37,7 +37,11 @@ describe("the campaign file", () => {
 
   it("refuses a matrix that writes outside the run section or argv, and a matrix on a replay", () => {
     assertCode(() => parse(`${RECORD}matrix:\n  - set: /source/binary/path\n    values: [./other]\n`), "CAMPAIGN_INVALID", "/matrix/0/set");
-    assertCode(() => parse("schema: cairn.campaign/1\nmode: replay\nruns: [{run: ./r}]\nmatrix:\n  - set: /run/x\n    values: [1]\n"), "CAMPAIGN_INVALID", "/matrix");
+    assertCode(
+      () => parse("schema: cairn.campaign/1\nmode: replay\nruns: [{run: ./r}]\nmatrix:\n  - set: /run/x\n    values: [1]\n"),
+      "CAMPAIGN_INVALID",
+      "/matrix",
+    );
     assertCode(() => parse("schema: cairn.campaign/1\nmode: replay\nruns: [{spec: ./s.yaml}]\n"), "CAMPAIGN_INVALID", "/runs/0/spec");
     assert.equal(parse(`${RECORD}matrix:\n  - set: /source/binary/args/0\n    values: [x]\n`).matrix.length, 1);
   });
