@@ -160,6 +160,8 @@ export function findLmodModule(treeDir: string, name: string, version: string, u
     );
   }
   const path = kind === "lua" ? lua : tcl;
+  // The module path (or a directory in it) may be a symlink out of the tree: the modulefile would be read from elsewhere.
+  insideTree(path, real, `the modulefile ${path}`);
   const text = checkModulefile(readFileBounded(path, MAX_MODULEFILE_BYTES, "layer.max_modulefile_bytes", { limitHint: FIXED_LIMIT_HINT }), path);
   if (kind === "tcl" && !text.startsWith("#%Module")) throw refuse(`${path} is neither NAME/VERSION.lua nor a Tcl modulefile (#%Module)`, path);
   const root = unsafePrefix ?? softwareRoot(text, name, version, path);
@@ -170,7 +172,25 @@ export function findLmodModule(treeDir: string, name: string, version: string, u
       path,
       "capture the tree that holds both the modulefiles and the software",
     );
+  // A symlinked directory on the way would make a root named inside the tree hold bytes from outside it.
+  insideTree(root, real, `the software root ${root}`);
   return { path, kind, text, root };
+}
+
+/** Refuses `path` unless it resolves, symlinks followed, to a path inside `realTree`. */
+function insideTree(path: string, realTree: string, what: string): void {
+  let resolved: string;
+  try {
+    resolved = realpathSync(path);
+  } catch (cause) {
+    throw ioError(path, cause);
+  }
+  if (!resolved.startsWith(`${realTree}/`))
+    throw refuse(
+      `${what} resolves to ${resolved}, outside the Lmod tree ${realTree} (through a symlink)`,
+      path,
+      "capture the tree where the module and its software really are",
+    );
 }
 
 /** The one directory `…/NAME/VERSION` the modulefile names by absolute path. */

@@ -68,7 +68,7 @@ function absolutePrefix(unsafe: string): string {
   return unsafe;
 }
 
-function realDirectory(dir: string): string {
+function realPath(dir: string): string {
   try {
     return realpathSync(dir);
   } catch (cause) {
@@ -156,10 +156,11 @@ function walkTree(walkRoot: string, layerRoot: string, from: string, to: string,
  * conda writes the environment's prefix into the text files its records
  * mark (`prefix_placeholder`); each one present as a regular file must name
  * the prefix, or the prefix is not this environment's (CAPTURE_REFUSED
- * naming the first). Read as the tree is, never through a symlink.
+ * naming the first). Read as the tree is, never through a symlink; returns how many confirmed it.
  */
-function checkCondaPrefix(dir: string, prefixText: readonly string[], prefix: string): void {
+function checkCondaPrefix(dir: string, prefixText: readonly string[], prefix: string): number {
   const prefixBuf = Buffer.from(prefix);
+  let confirmed = 0;
   for (const rel of prefixText) {
     const at = join(dir, rel);
     let st: Stats;
@@ -168,7 +169,8 @@ function checkCondaPrefix(dir: string, prefixText: readonly string[], prefix: st
     } catch {
       continue; // a file the record lists but the environment no longer holds
     }
-    if (!st.isFile()) continue;
+    // Only the environment's own files: a directory on the way that is a symlink out of it is not followed (the walk refuses it later).
+    if (!st.isFile() || !realPath(at).startsWith(`${realPath(dir)}/`)) continue;
     const data = readFileBounded(at, MAX_REWRITE_BYTES, "capture.max_rewrite_bytes", { limitHint: FIXED_LIMIT_HINT });
     if (!data.includes(0) && prefixOffsets(data, prefixBuf).length === 0) {
       throw new CairnError("CAPTURE_REFUSED", `conda-meta says conda wrote the environment's prefix into ${rel}, but it does not name ${prefix}`, {
@@ -176,7 +178,9 @@ function checkCondaPrefix(dir: string, prefixText: readonly string[], prefix: st
         hint: "pass the directory the environment was installed at with --prefix",
       });
     }
+    confirmed++;
   }
+  return confirmed;
 }
 
 /**
@@ -200,6 +204,7 @@ export async function captureLayer(
   let packages: readonly string[] | undefined;
   let prefixText: readonly string[] = [];
   let module: LmodModule | undefined;
+  let fromHistory = false;
   if (options.source === "lmod") {
     module = findLmodModule(absDir, spec.name, spec.version, options.modulepath ?? DEFAULT_MODULEPATH, given);
     walkRoot = module.root;
@@ -208,13 +213,21 @@ export async function captureLayer(
     const env = readCondaMeta(absDir);
     packages = env.packages;
     prefixText = env.prefixText;
-    prefix = given ?? env.historyPrefix ?? realDirectory(absDir);
+    const here = realPath(absDir);
+    prefix = given ?? env.historyPrefix ?? here;
+    fromHistory = given === undefined && env.historyPrefix !== undefined && env.historyPrefix !== here;
   } else {
-    prefix = given ?? realDirectory(absDir);
+    prefix = given ?? realPath(absDir);
   }
   const layerRoot = spec.install_layout === "prefix" ? layoutPrefix(spec) : prefix.slice(1);
   const mountPath = `/${layerRoot}`;
-  if (options.source === "conda") checkCondaPrefix(absDir, prefixText, prefix);
+  if (options.source === "conda" && checkCondaPrefix(absDir, prefixText, prefix) === 0 && fromHistory) {
+    // A history's claim alone (`-p /etc`) would rewrite that path in every text file: it must be confirmed by a file conda wrote it into.
+    throw new CairnError("CAPTURE_REFUSED", `conda-meta/history names the prefix ${prefix}, but no file conda wrote the prefix into confirms it`, {
+      path: join(absDir, "conda-meta", "history"),
+      hint: "pass the directory the environment was installed at with --prefix",
+    });
+  }
   const walked = walkTree(walkRoot, layerRoot, prefix, mountPath, limits);
   let entries = walked.entries;
   let carried: string | undefined;

@@ -9,7 +9,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { captureLayer, type LayerSpec } from "../../src/strata/index.ts";
 import { runCli } from "../helpers/cli.ts";
@@ -142,4 +142,19 @@ test("lmod refusals: no modulefile, no or two software roots, a root outside the
   const r = await captureLayer(t.tree, { ...SPEC, install_layout: "rootfs" }, { source: "lmod" }, out());
   assert.equal(r.report.normalized, false);
   assert.ok(r.manifest.content_manifest.has(`${t.root}/bin/hello`));
+});
+
+test("second pass: a modulefile or software root reached through a symlink out of the tree is refused, never read (control: the same tree without the link)", async () => {
+  const t = lmodTree("lua");
+  const elsewhere = lmodTree("lua");
+  // The tree's module path is a symlink to another tree's: the modulefile would be read from outside.
+  rmSync(join(t.tree, "modulefiles"), { recursive: true });
+  symlinkSync(join(elsewhere.tree, "modulefiles"), join(t.tree, "modulefiles"));
+  await assertCodeAsync(() => captureLayer(t.tree, SPEC, { source: "lmod", unsafePrefix: t.root }, out()), "CAPTURE_REFUSED");
+  // The software directory is a symlink out of the tree: its root names a path inside, the bytes are elsewhere.
+  const u = lmodTree("lua");
+  rmSync(join(u.tree, "software"), { recursive: true });
+  symlinkSync(join(elsewhere.tree, "software"), join(u.tree, "software"));
+  await assertCodeAsync(() => captureLayer(u.tree, SPEC, { source: "lmod" }, out()), "CAPTURE_REFUSED");
+  await captureLayer(elsewhere.tree, SPEC, { source: "lmod" }, out());
 });

@@ -291,3 +291,13 @@ test("docs/strata.md: the capture example runs as written", () => {
   // Control: the runner fails on a failing line.
   assert.notEqual(spawnSync("bash", ["-euo", "pipefail", "-c", "false\necho no"]).status, 0);
 });
+
+test("second pass: a prefix conda-meta/history names that no file conda wrote confirms is refused, not used to rewrite (control: --prefix)", async () => {
+  // A history claiming `-p /etc`, on an env with no file conda marked: /etc would be rewritten to /opt/NAME/VERSION in every text file.
+  const env = condaEnv({ cmd: () => "/opt/conda/bin/conda create -p /etc python", elf: false, record: { paths_data: { paths_version: 1, paths: [] } } });
+  writeFileSync(join(env.dir, "bin", "conf"), "#!/bin/sh\ncat /etc/hosts\n", { mode: 0o755 });
+  await assertCodeAsync(() => captureLayer(env.dir, SPEC, { source: "conda" }, out()), "CAPTURE_REFUSED", join(env.dir, "conda-meta", "history"));
+  const ok = await captureLayer(env.dir, SPEC, { source: "conda", unsafePrefix: env.prefix }, out());
+  assert.equal(ok.report.original_prefix, env.prefix);
+  assert.ok(!ok.report.rewritten.includes("/opt/pyenv/1.0/bin/conf"));
+});
