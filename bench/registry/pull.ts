@@ -16,11 +16,17 @@
  * a load of several processes per core, wall time mostly measures waiting
  * for a core, which costs the process that needs more CPU the most.
  *
- *   npm run build && node --import tsx bench/registry/pull.ts [N]
+ * With a second argument, the directory of another cairn build (a copy of
+ * main's `bin/`, `dist/` and `package.json`, with `node_modules` beside),
+ * each round also runs that build, in a rotating order with the two others,
+ * so a change is measured before and after in one run. The load average is
+ * printed with each image's figures.
+ *
+ *   npm run build && node --import tsx bench/registry/pull.ts [N] [BASELINE_DIR]
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { TestRegistry } from "../../tests/registry/fixtures/registry-server.ts";
@@ -29,6 +35,7 @@ import { writeLargeLayout, writeSmallLayout } from "../assemble/layouts.ts";
 const N = Number(process.argv[2] ?? 3);
 const work = mkdtempSync(join(tmpdir(), "cairn-bench-pull-"));
 const cairnBin = join(import.meta.dirname, "..", "..", "bin", "cairn.js");
+const baselineBin = process.argv[3] === undefined ? undefined : join(process.argv[3], "bin", "cairn.js");
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -55,54 +62,62 @@ try {
     const repo = `${reg.host}/bench/${name.startsWith("2") ? "small" : "large"}`;
     execFileSync("skopeo", ["copy", "--quiet", "--dest-tls-verify=false", "--preserve-digests", `oci:${img.dir}`, `docker://${repo}:b`]);
     const bytes = img.layers.reduce((n, l) => n + l.size, 0);
-    const cairn: number[] = [];
-    const skopeo: number[] = [];
-    const cairnCpu: number[] = [];
-    const skopeoCpu: number[] = [];
-    for (let i = 0; i < N + 1; i++) {
-      const runCairn = () =>
-        timed(process.execPath, [
-          cairnBin,
+    // per runner: wall and CPU seconds of each counted round
+    const runners: { label: string; run: (i: number) => [number, number]; wall: number[]; cpu: number[] }[] = [];
+    const cairnRunner = (label: string, bin: string) => ({
+      label,
+      wall: [] as number[],
+      cpu: [] as number[],
+      run: (i: number) => {
+        const r = timed(process.execPath, [
+          bin,
           "pull",
           `${repo}:b`,
           "--oci",
-          join(work, `c-${name.length}-${i}`),
+          join(work, `${label}-${name.length}-${i}`),
           "--store",
-          join(work, `store-${name.length}-${i}`),
+          join(work, `store-${label}-${name.length}-${i}`),
           "--plain-http",
           "--json",
         ]);
-      const runSkopeo = () =>
-        timed("skopeo", [
-          "copy",
-          "--quiet",
-          "--src-tls-verify=false",
-          "--preserve-digests",
-          `docker://${repo}:b`,
-          `oci:${join(work, `s-${name.length}-${i}`)}:b`,
-        ]);
-      let c: [number, number];
-      let s: [number, number];
-      if (i % 2 === 0) {
-        c = runCairn();
-        s = runSkopeo();
-      } else {
-        s = runSkopeo();
-        c = runCairn();
+        rmSync(join(work, `store-${label}-${name.length}-${i}`), { recursive: true, force: true });
+        rmSync(join(work, `${label}-${name.length}-${i}`), { recursive: true, force: true });
+        return r;
+      },
+    });
+    runners.push(cairnRunner("cairn", cairnBin));
+    if (baselineBin !== undefined) runners.push(cairnRunner("baseline", baselineBin));
+    runners.push({
+      label: "skopeo",
+      wall: [],
+      cpu: [],
+      run: (i: number) => {
+        const out = join(work, `s-${name.length}-${i}`);
+        const r = timed("skopeo", ["copy", "--quiet", "--src-tls-verify=false", "--preserve-digests", `docker://${repo}:b`, `oci:${out}:b`]);
+        rmSync(out, { recursive: true, force: true });
+        return r;
+      },
+    });
+    const loads: number[] = [];
+    for (let i = 0; i < N + 1; i++) {
+      // rotate which runs first from round to round
+      for (let k = 0; k < runners.length; k++) {
+        const r = runners[(i + k) % runners.length]!;
+        const [wall, cpu] = r.run(i);
+        if (i === 0) continue; // warm-up round: page cache, registry start
+        r.wall.push(wall);
+        r.cpu.push(cpu);
       }
-      if (i === 0) continue; // warm-up round: page cache, registry start
-      cairn.push(c[0]);
-      skopeo.push(s[0]);
-      cairnCpu.push(c[1]);
-      skopeoCpu.push(s[1]);
-      rmSync(join(work, `store-${name.length}-${i}`), { recursive: true, force: true });
+      loads.push(loadavg()[0]!);
     }
-    const mc = median(cairn);
-    const ms = median(skopeo);
-    const uc = median(cairnCpu);
-    const us = median(skopeoCpu);
+    const [c, ...others] = runners;
+    const s = runners[runners.length - 1]!;
+    const fig = (r: (typeof runners)[number]) => `${r.label} wall ${median(r.wall).toFixed(2)} s, CPU ${median(r.cpu).toFixed(2)} s`;
+    const ratio = (r: (typeof runners)[number]) =>
+      `${r.label}/skopeo wall ${(median(r.wall) / median(s.wall)).toFixed(2)}x, CPU ${(median(r.cpu) / median(s.cpu)).toFixed(2)}x`;
     console.log(
-      `${name} (${(bytes / 1024 / 1024).toFixed(1)} MiB of layers, ${N} rounds): wall cairn pull ${mc.toFixed(2)} s, skopeo copy ${ms.toFixed(2)} s, ratio ${(mc / ms).toFixed(2)}x; CPU ${uc.toFixed(2)} s vs ${us.toFixed(2)} s, ratio ${(uc / us).toFixed(2)}x`,
+      `${name} (${(bytes / 1024 / 1024).toFixed(1)} MiB of layers, ${N} rounds, load average ${Math.min(...loads).toFixed(1)}-${Math.max(...loads).toFixed(1)}): ` +
+        `${[c!, ...others].map(fig).join("; ")}; ${runners.slice(0, -1).map(ratio).join("; ")}`,
     );
   }
 } finally {

@@ -36,6 +36,7 @@ export const COMMANDS: ReadonlyArray<{ readonly name: string; readonly load: () 
   { name: "replay", load: async () => (await import("./commands/replay.ts")).registerReplay },
   { name: "receipt", load: async () => (await import("./commands/receipt.ts")).registerReceipt },
   { name: "bundle", load: async () => (await import("./commands/replay-bundle.ts")).registerBundle },
+  { name: "campaign", load: async () => (await import("./commands/campaign.ts")).registerCampaign },
   { name: "runs", load: async () => (await import("./commands/runs.ts")).registerRuns },
 ];
 

@@ -63,7 +63,17 @@ export type { RootKind, DirOptions } from "./owned-root.ts";
 export { describeNotWritable, mediaErrno, mountOf, notWritable, writeRefusal } from "./read-only.ts";
 export { fileKind, hashFileBounded, hashFileBoundedOnThread, readFileBounded, readFilePrefix, streamFileBounded } from "./bounded-read.ts";
 export { safeComponent, digestComponents } from "./safepath.ts";
-export { checkLimit, formatBytes, FIXED_LIMIT_HINT, REMOTE_LIMITS, RUN_ENV_LIMITS, remoteLimitHint, remoteLimitSpelling, remoteLimits } from "./limits.ts";
+export {
+  CAMPAIGN_LIMITS,
+  checkLimit,
+  formatBytes,
+  FIXED_LIMIT_HINT,
+  REMOTE_LIMITS,
+  RUN_ENV_LIMITS,
+  remoteLimitHint,
+  remoteLimitSpelling,
+  remoteLimits,
+} from "./limits.ts";
 export type { RemoteLimits } from "./limits.ts";
 export { declareIdentity, isIdentityDeclaration, identityBytes, identityDigest, identityHasher, defineScope, scopeFieldNames } from "./identity.ts";
 export type { IdentityDeclaration, IdentityFraming, IdentityRole, IdentityScope } from "./identity.ts";

@@ -99,3 +99,33 @@ export const RUN_ENV_LIMITS = {
   "run.env_count": 256,
   "run.env_entry_bytes": 32 * 1024,
 } as const;
+
+/**
+ * Bounds on a campaign file (fleet/campaign-file.ts), hostile like any input:
+ * a small file must not expand into millions of tasks. `campaign.tasks`
+ * bounds the expanded plan (runs x matrix points x repeat), checked before
+ * any point is built; `campaign.matrix-points` the cross product of the
+ * matrix alone.
+ */
+export const CAMPAIGN_LIMITS = {
+  /** campaign.file-bytes: the campaign file itself. */
+  "campaign.file-bytes": 1024 * 1024,
+  /** campaign.runs: entries under `runs:` (a `campaign:` entry counts each run it names). */
+  "campaign.runs": 1000,
+  /** campaign.matrix-axes: entries under `matrix:`. */
+  "campaign.matrix-axes": 16,
+  /** campaign.matrix-values: values of one axis. */
+  "campaign.matrix-values": 1000,
+  /** campaign.matrix-points: the cross product of every axis. */
+  "campaign.matrix-points": 10_000,
+  /** campaign.repeat: `repeat:`. */
+  "campaign.repeat": 1000,
+  /** campaign.tasks: the expanded plan. */
+  "campaign.tasks": 10_000,
+  /** campaign.plan-bytes: a results directory's campaign.json, read back. */
+  "campaign.plan-bytes": 256 * 1024 * 1024,
+  /** campaign.result-bytes: one task's result.json or receipt, read back. */
+  "campaign.result-bytes": 1024 * 1024,
+  /** campaign.retries: `retries:`. */
+  "campaign.retries": 10,
+} as const;

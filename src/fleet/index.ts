@@ -1,5 +1,28 @@
-// Campaigns (issue 34): executors that start a campaign's tasks.
+// The fleet floor (issue 34): campaigns, their tasks named by identity, the executors, results, report and receipt.
 export type { Executor, ExecutorEvent, ExecutorPlan, TaskEnd, TaskLaunch, TaskResources } from "./executor.ts";
+export { CAMPAIGN_SCHEMA, DEFAULT_RESOURCES, DEFAULT_RETRIES, parseCampaign, readCampaignFile } from "./campaign-file.ts";
+export type { CampaignFile, CampaignMode, MatrixAxis, RunEntry } from "./campaign-file.ts";
+export { expandCampaign } from "./expand.ts";
+export type { Collapsed, Expansion, PlannedTask, TaskInput } from "./plan-file.ts";
+export { CAMPAIGN_PLAN_IDENTITY, TASK_IDENTITY, TASK_IDENTITY_SCOPE, TASK_NAME_RE, planDigest, taskName } from "./task-identity.ts";
+export type { TaskIdentityModel } from "./task-identity.ts";
+export { encodePlan, makePlan, PLAN_SCHEMA, readPlan, writePlan } from "./plan-file.ts";
+export type { Plan } from "./plan-file.ts";
+export { CAMPAIGN_ROOT, checkResultsDir, openResults, publishedTasks, RESULTS, taskDir } from "./results-dir.ts";
+export { readResult, RESULT_SCHEMA, RUN_STATEMENT_DIGEST, TASK_PREDICATE_TYPE, VERDICTS } from "./task-result.ts";
+export type { TaskResult, Verdict } from "./task-result.ts";
+export { findTask, runTask } from "./task-run.ts";
+export type { TaskRunOptions, TaskRunResult } from "./task-run.ts";
+export { defaultJobs, localExecutor } from "./local-executor.ts";
+export { executorByName, registerExecutor } from "./executors.ts";
+export type { ExecutorName } from "./executors.ts";
+export { runCampaign } from "./campaign-run.ts";
+export type { CampaignRunOptions, CampaignRunResult } from "./campaign-run.ts";
+export { campaignProgress } from "./campaign-status.ts";
+export type { Progress, TaskLine, TaskState } from "./campaign-status.ts";
+export { CAMPAIGN_PREDICATE_TYPE, campaignStatement, signCampaignReceipt, verifyCampaign } from "./campaign-receipt.ts";
+export type { CampaignVerification } from "./campaign-receipt.ts";
+export { htmlReport } from "./campaign-html.ts";
 export { slurmExecutor } from "./slurm-executor.ts";
 export type { SlurmExecutorOptions } from "./slurm-executor.ts";
 export { SLURM_LIMITS, slurmLimits } from "./slurm-commands.ts";

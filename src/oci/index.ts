@@ -6,7 +6,8 @@ export type { OciSource, OciLayer, ReadOciSourceOptions } from "./image-source.t
 export { openLayoutDir } from "./layout-reader.ts";
 export type { OciObjectReader, OpenedFile } from "./layout-reader.ts";
 export type { OciLaunchConfig } from "./documents.ts";
-export { writeImageLayout } from "./layout-writer.ts";
+export { writeImageLayout, linkImageLayout } from "./layout-writer.ts";
+export type { LayoutBlobCounts } from "./layout-writer.ts";
 export type { LayoutImage } from "./layout-writer.ts";
 export type { Descriptor } from "./documents.ts";
 export { parseImageRef, splitImageReference, formatImageRef, isLoopbackHost, apiHost, MAX_REFERENCE_LENGTH } from "./registry/image-ref.ts";

@@ -11,9 +11,20 @@
  * non-empty directory is never written into. A writer killed midway leaves
  * only its hidden sibling, which the next writer of the same name removes
  * once its pid is gone.
+ *
+ * Linked blobs (`linkImageLayout`, what `cairn pull` writes from the content
+ * store): each blob is a hard link to the store's object instead of a second
+ * copy of its bytes, when both are on one file system (else it is copied as
+ * above). The shared inode is made read-only (0444) for both names: the
+ * store never writes into an object it published (it replaces by rename),
+ * and a writer of the layout's blob meets a read-only file. One that writes
+ * anyway (root, or after a chmod) changes the store's object too: the store
+ * re-hashes every object it reads, so the change is found (STORE_CORRUPT)
+ * and never used, and `cairn pull` fetches such an object again
+ * (docs/registry.md, "One copy of each blob").
  */
 import { constants } from "node:fs";
-import { copyFile, mkdir, open, rename, rm } from "node:fs/promises";
+import { copyFile, link, mkdir, open, rename, rm, unlink } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import {
   CairnError,
@@ -85,6 +96,62 @@ async function copyFast(from: string, to: string, d: Descriptor): Promise<void> 
   }
 }
 
+/** Errors of link(2) that mean "not here" (another file system, a file system without hard links, a file we may not link, too many links): the blob is copied instead. */
+const NO_LINK = new Set(["EXDEV", "EPERM", "EACCES", "EMLINK", "ENOTSUP", "EOPNOTSUPP", "ENOSYS"]);
+
+/** How many blobs a layout writer linked and copied (for the tests and the bench). */
+export interface LayoutBlobCounts {
+  linked: number;
+  copied: number;
+}
+
+/**
+ * Makes `to` a hard link of `from` (read-only, 0444, for both names) and
+ * checks it: by size when the blob was verified moments before, else by
+ * hashing the linked file itself (what the layout holds, whatever is under
+ * the store's name meanwhile). The inode is fsynced, as a copy is: when the
+ * object was made durable before, nothing is dirty and this costs nothing.
+ * False when the file system cannot link here (then nothing was created).
+ */
+async function linkChecked(from: string, to: string, d: Descriptor, verified: boolean): Promise<boolean> {
+  try {
+    await link(from, to);
+  } catch (cause) {
+    if (NO_LINK.has((cause as { code?: string }).code ?? "")) return false;
+    throw cause;
+  }
+  const h = await open(to, constants.O_RDONLY | constants.O_NOFOLLOW);
+  try {
+    const st = await h.stat();
+    if (!st.isFile() || st.size !== d.size) throw new CairnError("STORE_CORRUPT", `the cached copy of ${d.digest} has another size`, { path: d.digest });
+    if (!verified) {
+      const hasher = new Sha256Hasher();
+      const buf = Buffer.allocUnsafe(COPY_CHUNK);
+      let pos = 0;
+      for (;;) {
+        const { bytesRead } = await h.read(buf, 0, buf.length, pos);
+        if (bytesRead === 0 || pos + bytesRead > d.size) break;
+        hasher.update(buf.subarray(0, bytesRead));
+        pos += bytesRead;
+      }
+      if (pos !== d.size || hasher.digest() !== d.digest) {
+        throw new CairnError("STORE_CORRUPT", `the cached copy of ${d.digest} does not match its digest`, {
+          path: d.digest,
+          hint: "pull again: the object is fetched anew",
+        });
+      }
+    }
+    await h.chmod(0o444);
+    await h.sync();
+  } catch (e) {
+    await unlink(to).catch(() => undefined);
+    throw e;
+  } finally {
+    await h.close();
+  }
+  return true;
+}
+
 /**
  * Writes the layout at `layoutDir` (which must not exist, or be an empty
  * directory). Blobs in `justVerified` were verified against their digest by
@@ -98,6 +165,32 @@ export async function writeImageLayout(
   blobPath: BlobPath,
   justVerified: ReadonlySet<string> = new Set(),
 ): Promise<void> {
+  await writeLayout(layoutDir, image, blobPath, justVerified, false);
+}
+
+/**
+ * `writeImageLayout` with every blob a hard link of the file `blobPath`
+ * names (see the module comment), where the file system allows, and a copy
+ * where it does not. For the content store's own objects only: the linked
+ * files become read-only. Returns how many blobs were linked and copied.
+ */
+export async function linkImageLayout(
+  layoutDir: string,
+  image: LayoutImage,
+  blobPath: BlobPath,
+  justVerified: ReadonlySet<string> = new Set(),
+): Promise<LayoutBlobCounts> {
+  return writeLayout(layoutDir, image, blobPath, justVerified, true);
+}
+
+async function writeLayout(
+  layoutDir: string,
+  image: LayoutImage,
+  blobPath: BlobPath,
+  justVerified: ReadonlySet<string>,
+  linkBlobs: boolean,
+): Promise<LayoutBlobCounts> {
+  const counts: LayoutBlobCounts = { linked: 0, copied: 0 };
   removeAbandonedSiblings(layoutDir);
   const tmp = tempSibling(layoutDir);
   try {
@@ -118,6 +211,11 @@ export async function writeImageLayout(
       done.add(d.digest);
       const [, hex] = digestComponents(d.digest);
       const dest = join(tmp, "blobs", "sha256", hex);
+      if (linkBlobs && (await linkChecked(blobPath(d.digest), dest, d, justVerified.has(d.digest)))) {
+        counts.linked++;
+        continue;
+      }
+      counts.copied++;
       if (justVerified.has(d.digest)) await copyFast(blobPath(d.digest), dest, d);
       else await copyChecked(blobPath(d.digest), dest, d);
     }
@@ -144,6 +242,7 @@ export async function writeImageLayout(
       throw cause;
     }
     fsyncDir(dirname(layoutDir));
+    return counts;
   } catch (cause) {
     await rm(tmp, { recursive: true, force: true });
     if (cause instanceof CairnError) throw cause;

@@ -4,6 +4,7 @@
  *   <root>/                       0700
  *     cairn-store.json            0644  the root's marker (core/owned-root.ts): {"format":"cairn.store/1"}
  *     objects/sha256/<hex>        0600  raw objects and tree file contents, named by the sha256 of their bytes
+ *                                      (0444 when a layout `cairn pull` wrote shares it as a hard link: oci/layout-writer.ts)
  *     derived/sha256/<hex>        0600  derived entries (canonical trees), named by the sha256 of their bytes
  *     packs/sha256/<hex>          0600  tree file contents, one pack per derived tree (see pack.ts for its name)
  *     derived-packs/sha256/<hex>  0600  which pack holds the file contents of derived entry <hex> (a record: gc keeps the pack; verify reads it as a hint of which pack to compare, checked against the rebuilt name)

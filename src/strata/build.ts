@@ -77,10 +77,12 @@ function recordedOf(r: RecordedBuild | undefined): RecordedBuild {
     ...(r.environment !== undefined ? { environment: r.environment } : {}),
     ...(r.built_at !== undefined ? { built_at: r.built_at } : {}),
     ...(sources !== undefined && sources.length > 0 ? { sources } : {}),
+    ...(r.capture !== undefined ? { capture: r.capture } : {}),
   };
 }
 
-function checkSpec(s: LayerSpec): void {
+/** Refuses a spec whose name or version is not valid (USAGE / MODEL_VALUE), before anything is read. */
+export function checkSpec(s: LayerSpec): void {
   if (!REF_NAME.test(s.name)) throw new CairnError("USAGE", `layer name ${JSON.stringify(s.name).slice(0, 60)} is not valid`, { hint: NAME_RULE });
   parseVersion(s.version, "--version");
 }

@@ -8,7 +8,8 @@ export { readProfileFile } from "./profile-file.ts";
 export type { Profile } from "./profile-model.ts";
 export { ARCHES } from "./platform.ts";
 export { parseLayerManifest, layerManifestToModel, layerId, LAYER_MANIFEST_TYPE, ABIS, INSTALL_LAYOUTS } from "./layer-manifest.ts";
-export type { LayerManifest, Abi, InstallLayout, LayerArch, BuildProvenance, BuildEnvironment } from "./layer-manifest.ts";
+export type { LayerManifest, Abi, InstallLayout, LayerArch, BuildProvenance, BuildEnvironment, CaptureRecord, CaptureSource } from "./layer-manifest.ts";
+export { CAPTURE_SOURCES } from "./layer-manifest.ts";
 export type { Formation } from "./formation-document.ts";
 export { buildLayerBlob, gzipReproducible, writeLayerBlob } from "./blob.ts";
 export type { LayerBlob, LayerBlobFacts, LayerBlobFile } from "./blob.ts";
@@ -65,6 +66,8 @@ export type { LayerVersionChange, UpdatePlan } from "./update-plan.ts";
 export { explainScope, explainText } from "./explain.ts";
 export { buildLayerFromDirectory, foldLayers, formationOf, manifestFor, writeLayerFromDirectory } from "./build.ts";
 export { freezeUpperLayer, frozenProfile, requireDirty } from "./layer-freeze.ts";
+export { captureLayer } from "./capture.ts";
+export type { CaptureOptions, CaptureReport } from "./capture.ts";
 export { overlayXattrs } from "./overlay-xattrs.ts";
 export type { DirtyLock } from "./layer-freeze.ts";
 export {

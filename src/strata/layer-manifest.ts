@@ -69,6 +69,30 @@ export interface BuildProvenance {
   readonly built_at?: string;
   /** What the layer was built from (URLs, VCS refs, `dirty-lock:sha256:…`), sorted by bytes, unique. */
   readonly sources?: readonly string[];
+  /** How `layer capture` made the layer from an existing install (absent for a built or folded layer). */
+  readonly capture?: CaptureRecord;
+}
+
+/** Where `layer capture` found a tree (seed 002's CaptureSource; `fold` is written for a folded layer, never recorded here). */
+export const CAPTURE_SOURCES = ["filesystem", "conda", "lmod"] as const;
+export type CaptureSource = (typeof CAPTURE_SOURCES)[number];
+
+/**
+ * What a capture did to the tree (capture.ts defines the rule): where it was
+ * installed, and which of the layer's paths had that install root rewritten
+ * to where the layer mounts it. `normalized` is true exactly when
+ * `rewritten` is not empty; `left` lists the binary files that still name
+ * the install root (never rewritten: their bytes are kept as they were).
+ */
+export interface CaptureRecord {
+  readonly source: CaptureSource;
+  /** The absolute install root the tree was captured from. */
+  readonly original_prefix: string;
+  readonly normalized: boolean;
+  /** Layer paths (files, symlinks, the modulefile) whose install root was rewritten, sorted by bytes. */
+  readonly rewritten: readonly string[];
+  /** Layer paths of binary files that still name the install root, sorted by bytes. */
+  readonly left: readonly string[];
 }
 
 /** Bounds on the provenance a manifest may carry (LAYER_INVALID names the field). */
@@ -188,7 +212,11 @@ function strings<T>(c: Checker, v: JsonModel | undefined, p: string, parse: (s: 
 
 /** The optional recorded-build fields of `build`, strictly: sources must already be sorted and unique (a writer never produces anything else). */
 function readRecordedBuild(c: Checker, bo: JsonObject): Omit<BuildProvenance, "builder" | "diff_id" | "folded_from"> {
-  const out: { recipe?: Sha256Digest; environment?: BuildEnvironment; built_at?: string; sources?: string[] } = {};
+  const out: { recipe?: Sha256Digest; environment?: BuildEnvironment; built_at?: string; sources?: string[]; capture?: CaptureRecord } = {};
+  if (Object.hasOwn(bo, "capture")) {
+    const capture = readCapture(c, bo.capture);
+    if (capture !== undefined) out.capture = capture;
+  }
   if (Object.hasOwn(bo, "recipe")) {
     const recipe = sha(c, bo.recipe, "/build/recipe");
     if (recipe !== undefined) out.recipe = recipe;
@@ -226,6 +254,32 @@ function readRecordedBuild(c: Checker, bo: JsonObject): Omit<BuildProvenance, "b
   return out;
 }
 
+/** A capture record, strictly: lists sorted and unique, `normalized` exactly when something was rewritten. */
+function readCapture(c: Checker, v: JsonModel | undefined): CaptureRecord | undefined {
+  const p = "/build/capture";
+  const o = c.object(v, p, ["source", "original_prefix", "normalized", "rewritten", "left"]);
+  if (o === undefined) return undefined;
+  const source = oneOf(c, c.required(o, "source", p), `${p}/source`, CAPTURE_SOURCES);
+  const original_prefix = c.string(c.required(o, "original_prefix", p), `${p}/original_prefix`, { max: 4096 });
+  if (original_prefix !== undefined && !isLayerPath(original_prefix)) c.add(`${p}/original_prefix`, "not an absolute normalized path", "PATH_UNSAFE");
+  const normalized = c.boolean(c.required(o, "normalized", p), `${p}/normalized`);
+  const list = (k: "rewritten" | "left"): string[] | undefined => {
+    const l = c.stringArray(c.required(o, k, p), `${p}/${k}`);
+    l?.forEach((x, i) => {
+      if (!isLayerPath(x)) c.add(childPath(`${p}/${k}`, i), "not an absolute normalized path", "PATH_UNSAFE");
+    });
+    if (l !== undefined && canonicalize(l) !== canonicalize(normalizeSources(l)))
+      c.add(`${p}/${k}`, `${k} must be sorted by bytes and unique`, "LAYER_INVALID");
+    return l;
+  };
+  const rewritten = list("rewritten");
+  const left = list("left");
+  if (normalized !== undefined && rewritten !== undefined && normalized !== rewritten.length > 0)
+    c.add(`${p}/normalized`, "normalized is true exactly when something was rewritten", "LAYER_INVALID");
+  if (source === undefined || original_prefix === undefined || normalized === undefined || rewritten === undefined || left === undefined) return undefined;
+  return { source, original_prefix, normalized, rewritten, left };
+}
+
 /** Reads a layer manifest model strictly; LAYER_INVALID lists every issue. */
 export function parseLayerManifest(v: JsonModel, source = "layer manifest"): LayerManifest {
   const c = new Checker("LAYER_INVALID");
@@ -246,7 +300,7 @@ export function parseLayerManifest(v: JsonModel, source = "layer manifest"): Lay
   const symlinks = pathMap(c, r("symlinks"), "/symlinks", (x, xp) => c.string(x, xp, { nonEmpty: true, max: 4096 }));
   const provides = strings(c, r("provides"), "/provides", parseCapability);
   const requires = strings(c, r("requires"), "/requires", parseRequirement);
-  const bo = c.object(r("build"), "/build", ["builder", "diff_id", "folded_from", "recipe", "environment", "built_at", "sources"]);
+  const bo = c.object(r("build"), "/build", ["builder", "diff_id", "folded_from", "recipe", "environment", "built_at", "sources", "capture"]);
   let build: BuildProvenance | undefined;
   if (bo !== undefined) {
     const builder = c.string(c.required(bo, "builder", "/build"), "/build/builder", { nonEmpty: true, max: 256 });
@@ -295,6 +349,17 @@ export function parseLayerManifest(v: JsonModel, source = "layer manifest"): Lay
       c.add("/whiteouts", "whiteouts are non-empty, sorted by bytes and unique", "LAYER_INVALID");
   }
   for (const k of symlinks.keys()) if (content_manifest.has(k)) c.add(childPath("/symlinks", k), "path is both a file and a symlink", "LAYER_INVALID");
+  const capture = build?.capture;
+  if (capture !== undefined) {
+    if (build?.folded_from !== undefined) c.add("/build/capture", "a layer is folded or captured, not both", "LAYER_INVALID");
+    capture.rewritten.forEach((x, i) => {
+      if (!content_manifest.has(x) && !symlinks.has(x))
+        c.add(childPath("/build/capture/rewritten", i), "names no file or symlink of the layer", "LAYER_INVALID");
+    });
+    capture.left.forEach((x, i) => {
+      if (!content_manifest.has(x)) c.add(childPath("/build/capture/left", i), "names no file of the layer", "LAYER_INVALID");
+    });
+  }
   c.done(source);
   return {
     id: id!,
@@ -340,6 +405,7 @@ export function layerManifestToModel(m: LayerManifest): Record<string, unknown> 
       ...(m.build.environment ? { environment: { ...m.build.environment } } : {}),
       ...(m.build.built_at ? { built_at: m.build.built_at } : {}),
       ...(m.build.sources ? { sources: [...m.build.sources] } : {}),
+      ...(m.build.capture ? { capture: { ...m.build.capture, rewritten: [...m.build.capture.rewritten], left: [...m.build.capture.left] } } : {}),
     },
     ...(m.modulefile !== undefined ? { modulefile: m.modulefile } : {}),
     ...(m.whiteouts !== undefined ? { whiteouts: [...m.whiteouts] } : {}),

@@ -13,9 +13,11 @@
  * - `has_modulefile` when the layer carries an Lmod modulefile;
  * - the recorded build: `recipe_sha256`, `build_env_lock_id` (the
  *   EnvironmentID the build ran in), `built_at`, `folded_from` (the source
- *   layers' blob digests) and `capture_source` (`fold` for a folded layer).
+ *   layers' blob digests) and `capture_source` (`fold` for a folded layer;
+ *   `filesystem`, `conda` or `lmod` with `original_prefix` and `normalized`
+ *   for a captured one, from its capture record).
  * What has no field in the seed (the builder's name, the diff_id, recorded
- * sources, the build base's digest, which path is a symlink) stays in the
+ * sources, the build base's digest, which path is a symlink, which paths a capture rewrote or left) stays in the
  * signed manifest in the registry and is not repeated in the lockfile.
  * Attestation fields (`rekor_entry`, `bundle`, `cosign_version`) are empty:
  * cairn's signatures are DSSE envelopes beside the documents, not Sigstore.
@@ -64,10 +66,10 @@ export function toSpecLayerManifest(m: CairnLayerManifest, signedBy = ""): Layer
     built_with: [],
     bootstrap_build: false,
     bootstrap_compiler: "",
-    capture_source: m.build.folded_from !== undefined ? "fold" : "",
+    capture_source: m.build.capture?.source ?? (m.build.folded_from !== undefined ? "fold" : ""),
     folded_from: (m.build.folded_from ?? []).map((f) => bareHex(f.sha256)),
-    original_prefix: "",
-    normalized: false,
+    original_prefix: m.build.capture?.original_prefix ?? "",
+    normalized: m.build.capture?.normalized ?? false,
   };
 }
 

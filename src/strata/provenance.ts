@@ -65,7 +65,11 @@ function embeddedManifest(b64: string, id: string) {
 }
 
 /** A layer's recorded build, one fact per line (shared by `layer build` and `lock provenance`). */
-export function buildProvenanceLines(b: Pick<BuildProvenance, "builder" | "recipe" | "environment" | "built_at" | "sources">, indent = ""): string[] {
+export function buildProvenanceLines(
+  b: Pick<BuildProvenance, "builder" | "recipe" | "environment" | "built_at" | "sources" | "capture">,
+  indent = "",
+): string[] {
+  const c = b.capture;
   const env =
     b.environment === undefined
       ? []
@@ -76,6 +80,11 @@ export function buildProvenanceLines(b: Pick<BuildProvenance, "builder" | "recip
     ...(env.length > 0 ? [`${indent}built in ${env.join(", ")}`] : []),
     ...(b.built_at ? [`${indent}built at ${b.built_at}`] : []),
     ...(b.sources ?? []).map((s) => `${indent}source   ${s}`),
+    ...(c
+      ? [
+          `${indent}captured ${c.source} install at ${c.original_prefix} (${c.normalized ? `normalized: ${c.rewritten.length} path(s) rewritten` : "not normalized"}${c.left.length > 0 ? `, ${c.left.length} binary file(s) still name it` : ""})`,
+        ]
+      : []),
   ];
 }
 

@@ -1,7 +1,7 @@
 // The strata namespace of the public API (`import { strata } from "cairn"` or
 // `from "cairn/strata"`): layered environments. Profiles, registries and
 // trust, base probing, the resolver, environment lockfiles and their
-// EnvironmentID, verification, and building layers and formations.
+// EnvironmentID, verification, and building (or capturing) layers and formations.
 export { notActedUpon, parseProfileText, profileToYaml, readProfileFile } from "./index.ts";
 export type { Profile } from "./index.ts";
 export { catalogFromRegistries, LocalRegistry, OciLayerRegistry, openPublishRegistry, openRegistries, readTrust, searchRegistries } from "./index.ts";
@@ -17,8 +17,8 @@ export type { Lockfile, LockLayer, VerificationPolicy } from "./index.ts";
 export { BASE_DIGEST, BASE_DIGEST_SCOPE, ENVIRONMENT_ID, ENVIRONMENT_ID_SCOPE, environmentId } from "./index.ts";
 export { diffLocks, explainScope, freshness, lockfileCaveats, planUpdate, provenanceOf, requireLayerBlobs, verifyLock } from "./index.ts";
 export type { Freshness, LayerVersionChange, LockChange, LockDiff, ProvenanceRecord, UpdatePlan, VerifyOptions, VerifyReport } from "./index.ts";
-export { buildLayerFromDirectory, foldLayers, formationOf } from "./index.ts";
-export type { Formation, LayerManifest, LayerSpec, SourceTrust } from "./index.ts";
+export { buildLayerFromDirectory, captureLayer, foldLayers, formationOf } from "./index.ts";
+export type { CaptureOptions, CaptureRecord, CaptureReport, CaptureSource, Formation, LayerManifest, LayerSpec, SourceTrust } from "./index.ts";
 export { parseCapability, parseRequirement, satisfies } from "./index.ts";
 export type { Capability, Requirement } from "./index.ts";
 export { DEFAULT_FREEZE_LIMITS, freezeLock } from "./index.ts";

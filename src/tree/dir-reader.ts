@@ -158,12 +158,13 @@ export function streamedRegular(abs: string, expectedSize: number): FileContent 
 }
 
 /**
- * Refuses a link that leaves the root it was found in: an absolute target, or
- * a relative one that climbs above the root once joined to the link's parent.
- * Decided on the strings alone, never by following; `..` is counted, not
- * normalized away (path.join clamps `/..` to `/`, which would hide the climb).
+ * True when the link at `rel` (relative to a root, `a/b/link`) reaches
+ * outside that root: its target is absolute, or climbs above the root once
+ * joined to the link's parent. Decided on the strings alone, never by
+ * following; `..` is counted, not normalized away (path.join clamps `/..` to
+ * `/`, which would hide the climb).
  */
-function checkInside(abs: string, rel: string, target: string): void {
+export function linkLeavesRoot(rel: string, target: string): boolean {
   let depth = rel.split("/").length - 1;
   let escapes = target.startsWith("/");
   for (const part of target.split("/")) {
@@ -171,7 +172,17 @@ function checkInside(abs: string, rel: string, target: string): void {
     else if (part !== "" && part !== ".") depth++;
     if (depth < 0) escapes = true;
   }
-  if (escapes) {
+  return escapes;
+}
+
+/**
+ * Refuses a link that leaves the root it was found in: an absolute target, or
+ * a relative one that climbs above the root once joined to the link's parent.
+ * Decided on the strings alone, never by following; `..` is counted, not
+ * normalized away (path.join clamps `/..` to `/`, which would hide the climb).
+ */
+function checkInside(abs: string, rel: string, target: string): void {
+  if (linkLeavesRoot(rel, target)) {
     throw new CairnError("PATH_UNSAFE", `${abs} is a symlink that leaves the directory (its target is absolute or climbs above it)`, {
       path: abs,
       hint: "the digest covers only the directory's own bytes; replace the link by the file it points to, or point it inside the directory",

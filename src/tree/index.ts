@@ -28,7 +28,16 @@ export { parseLimits, limitsModel, enforceLimit, DEFAULT_LIMITS, LIMIT_CEILINGS,
 export type { LayerLimits, LimitName } from "./layer-limits.ts";
 export type { InflationBound, LayerCompression } from "./layer-reader.ts";
 export { readLayer } from "./layer-reader.ts";
-export { readDirectory, readDirectoryStreamed, streamedRegular, entriesTree, normalizeMode, DEFAULT_DIR_LIMITS, LAYER_DIR_LIMIT_NAMES } from "./dir-reader.ts";
+export {
+  readDirectory,
+  readDirectoryStreamed,
+  streamedRegular,
+  linkLeavesRoot,
+  entriesTree,
+  normalizeMode,
+  DEFAULT_DIR_LIMITS,
+  LAYER_DIR_LIMIT_NAMES,
+} from "./dir-reader.ts";
 export type { DirLimits, DirLimitNames, DirReadPolicy, OverlayXattrReader } from "./dir-reader.ts";
 export { bytesContent, streamEntry, tarChunks, writeTar } from "./tar-writer.ts";
 export type { FileContent, TarEntry, TarStreamEntry } from "./tar-writer.ts";

@@ -102,4 +102,12 @@ export { readRunInputs, mergeRunInputs, RUN_INPUT_LIMITS } from "./run-inputs.ts
 export type { RunInputTree } from "./run-inputs.ts";
 export { encodeListing, loadRunInputs, storeRunInputs, runInputObjects, RUN_INPUTS_SCHEMA } from "./input-listing.ts";
 export type { RunInputsRef } from "./input-listing.ts";
-export { onInterrupt, killGroupAndWait } from "./interrupt.ts";
+// what the fleet floor (campaigns, issue 34) runs through: the same readers, staging and interrupt handler a run uses
+export { readHttpRoot } from "./responder-host.ts";
+export { runHostScope } from "./run-inputs.ts";
+export { removeDeadStaging } from "./run-staging.ts";
+export { onInterrupt } from "./interrupt.ts";
+export { killGroupAndWait, processAlive } from "./processes.ts";
+export { guestInstructions } from "./replay-log.ts";
+export { replayFilesAgree } from "./run-dir-check.ts";
+export { RUNS_ROOT } from "./record.ts";

@@ -9,14 +9,7 @@
  * goes last. One handler, not one per part: with several, each part's
  * handler ran in registration order and the first to re-raise the signal
  * decided what the rest could still do.
- *
- * `killGroupAndWait` is for cleanups: a SIGKILL is delivered
- * asynchronously, and a process in a system call (a gate opening its log)
- * finishes that call first, so a directory removed right after the kill
- * could gain a file. It waits, bounded, until no live process of the group
- * is left (zombies hold nothing open).
  */
-import { readdirSync, readFileSync } from "node:fs";
 
 const INTERRUPTS: readonly NodeJS.Signals[] = ["SIGINT", "SIGTERM", "SIGHUP"];
 
@@ -47,42 +40,4 @@ export function onInterrupt(cleanup: Cleanup): () => void {
     cleanups.splice(i, 1);
     if (cleanups.length === 0) for (const s of INTERRUPTS) process.removeListener(s, onSignal);
   };
-}
-
-/** How long `killGroupAndWait` waits for a killed group's processes to end. */
-const GROUP_END_WAIT_MS = 3000;
-const GROUP_POLL_MS = 20;
-
-/** SIGKILLs process group `pgid` (no error if it is gone) and waits, at most GROUP_END_WAIT_MS, until none of its processes is alive. */
-export function killGroupAndWait(pgid: number): void {
-  try {
-    process.kill(-pgid, "SIGKILL");
-  } catch {
-    return; // no such group
-  }
-  const sleeper = new Int32Array(new SharedArrayBuffer(4));
-  const deadline = Date.now() + GROUP_END_WAIT_MS;
-  while (liveInGroup(pgid) && Date.now() < deadline) Atomics.wait(sleeper, 0, 0, GROUP_POLL_MS);
-}
-
-/** Whether a process of group `pgid` is alive (not a zombie), from /proc/PID/stat. */
-function liveInGroup(pgid: number): boolean {
-  let pids: string[];
-  try {
-    pids = readdirSync("/proc").filter((n) => /^[0-9]+$/.test(n));
-  } catch {
-    return false;
-  }
-  for (const pid of pids) {
-    let stat: string;
-    try {
-      stat = readFileSync(`/proc/${pid}/stat`, "latin1");
-    } catch {
-      continue; // ended while we looked
-    }
-    // pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses, so read after the last ')'
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    if (Number(fields[2]) === pgid && fields[0] !== "Z" && fields[0] !== "X") return true;
-  }
-  return false;
 }

@@ -16,7 +16,8 @@
  */
 import { spawn } from "node:child_process";
 import { CairnError } from "../core/index.ts";
-import { killGroupAndWait, onInterrupt } from "./interrupt.ts";
+import { onInterrupt } from "./interrupt.ts";
+import { killGroupAndWait } from "./processes.ts";
 import { networkArgs, type NetworkPaths } from "./netid.ts";
 import { ROOT_DISK_DEVICE, type VmIdentity } from "./vmid.ts";
 

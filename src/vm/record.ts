@@ -146,6 +146,13 @@ export interface RecordOptions {
    * (workload/verify-memo.ts); `full` re-derives anyway. Default: re-derive.
    */
   readonly verify?: VerifyOptions;
+  /**
+   * The spec's bytes when the spec recorded is a variant of the file at
+   * `input` that lives nowhere on disk (a campaign's matrix point): read,
+   * checked and assembled as if they were the file's, host paths relative to
+   * its directory. Default: the file's bytes.
+   */
+  readonly specBytes?: Buffer;
   /** The file the user gave, when `input` is one cairn wrote for it (a lockfile run's exported spec); recorded in origin.json. */
   readonly origin?: string;
 }
@@ -171,15 +178,17 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
   const runId = newRunId(now);
   const input = resolve(opts.input);
   // the one bounded reader: a FIFO, a device or a symlink given as the input is refused, never waited on or read without end
-  const inputBytes = readFileBounded(input, RUN_INPUT_MAX_BYTES, "run.max_input_bytes", {
-    missing: "USAGE",
-    notRegular: "RUN_INVALID",
-    notRegularHint: "give a workload spec (.yaml/.json) or a workload lock, as a regular file",
-  });
+  const inputBytes =
+    opts.specBytes ??
+    readFileBounded(input, RUN_INPUT_MAX_BYTES, "run.max_input_bytes", {
+      missing: "USAGE",
+      notRegular: "RUN_INVALID",
+      notRegularHint: "give a workload spec (.yaml/.json) or a workload lock, as a regular file",
+    });
   // Validated before any side effect (the kit, the runs directory, the
   // store): a bad input fails fast and leaves nothing behind. Assembly and
   // openVerifiedWorkload read the input again and check it again in full.
-  const inputIsLock = isLockFile(input, inputBytes);
+  const inputIsLock = opts.specBytes === undefined && isLockFile(input, inputBytes);
   if (inputIsLock) parseWorkloadLock(inputBytes, input);
   const earlySpec = inputIsLock ? undefined : parseWorkloadSpec(inputBytes, input);
   // the spec's source (a program, an image layout) lies beneath its directory or --inputs-root, checked before
@@ -236,6 +245,7 @@ async function recordInto(
       now: () => now,
       remote: opts.remote,
       memoKeyDir: opts.verify?.memoKeyDir,
+      specBytes: opts.specBytes,
       // the spec's source lies beneath its directory or --inputs-root; a spec cairn wrote itself for an environment
       // lockfile (inputsBase set) names only its own exported image beside it
       hostRoot: opts.inputsBase === undefined ? opts.inputsRoot : undefined,

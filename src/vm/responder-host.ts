@@ -29,7 +29,8 @@ import { isAbsolute, join, resolve } from "node:path";
 import { CairnError, codeModule, sha256, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
 import { entriesTree, fsIdentity, readDirectory, resolveBeneath, withBeneath, type HostScope } from "../tree/index.ts";
 import { hasTool } from "./host.ts";
-import { killGroupAndWait, onInterrupt } from "./interrupt.ts";
+import { onInterrupt } from "./interrupt.ts";
+import { killGroupAndWait, processAlive } from "./processes.ts";
 import { HTTP_ROOT_LIMITS, RESPONDER_LIMITS, type NetworkPaths, type VmNetwork } from "./netid.ts";
 import type { ResponderConfig } from "./responder.ts";
 
@@ -268,8 +269,15 @@ export async function startResponder(n: VmNetwork, http: HttpRoot | undefined): 
   });
   const timer = setInterval(() => {
     if (stopped || why !== undefined) return;
-    probe(config.control, RESPONDER_ANSWER_MS).then((ok) => {
-      if (!ok && !stopped) fail(`the responder did not answer within ${RESPONDER_ANSWER_MS} ms (hung)`);
+    probe(config.control, RESPONDER_ANSWER_MS).then((answer) => {
+      if (answer === "ok" || stopped) return;
+      // ended but its exit not yet seen (a loaded host): the exit handler names how it ended, never "hung"
+      if (child.pid !== undefined && !processAlive(child.pid)) return;
+      fail(
+        answer === "timeout"
+          ? `the responder did not answer within ${RESPONDER_ANSWER_MS} ms (hung)`
+          : `the responder's control socket refused the connection (${answer.error})`,
+      );
     });
   }, CHECK_EVERY_MS);
   let finalRefused: Map<number, number> | undefined;
@@ -344,22 +352,22 @@ export function infra(message: string): CairnError {
 }
 
 /** Whether the control socket answers "ok" within `ms`. */
-function probe(socket: string, ms: number): Promise<boolean> {
+function probe(socket: string, ms: number): Promise<"ok" | "timeout" | { error: string }> {
   return new Promise((resolve) => {
     const s = connect(socket);
     let got = "";
     const timer = setTimeout(() => {
       s.destroy();
-      resolve(false);
+      resolve("timeout");
     }, ms);
     s.on("data", (d: Buffer) => void (got += d.toString("utf8")));
     s.on("end", () => {
       clearTimeout(timer);
-      resolve(got === "ok\n");
+      resolve(got === "ok\n" ? "ok" : { error: `answered ${JSON.stringify(got.slice(0, 40))}` });
     });
-    s.on("error", () => {
+    s.on("error", (e: NodeJS.ErrnoException) => {
       clearTimeout(timer);
-      resolve(false);
+      resolve({ error: e.code ?? e.message });
     });
   });
 }

@@ -49,6 +49,13 @@ export interface AssembleOptions {
    * Without it the source lies beneath the spec's directory (source-file.ts).
    */
   readonly hostRoot?: string | undefined;
+  /**
+   * The spec's bytes, when the spec assembled is a variant of the file at
+   * `specPath` that lives nowhere on disk (a campaign's matrix point,
+   * fleet/expand.ts): its relative host paths start from `specPath`'s
+   * directory exactly as the file's would. Default: the file's bytes.
+   */
+  readonly specBytes?: Buffer | undefined;
 }
 
 /** Whether an assembly asked for a memo wrote one (`why` when it did not). */
@@ -106,7 +113,7 @@ export async function assembleWorkload(opts: AssembleOptions): Promise<AssembleR
 async function assembleInto(opts: AssembleOptions): Promise<AssembleResult> {
   const started = performance.now();
   const specPath = resolve(opts.specPath);
-  const specBytes = readSourceFile(specPath, SPEC_MAX_BYTES, "specBytes");
+  const specBytes = opts.specBytes ?? readSourceFile(specPath, SPEC_MAX_BYTES, "specBytes");
   let spec = parseWorkloadSpec(specBytes, specPath);
   const scope: SourceScope = { specPath, hostRoot: opts.hostRoot };
   const lockPath = resolve(opts.lockOut ?? defaultLockPath(specPath));

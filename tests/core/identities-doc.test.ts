@@ -19,10 +19,11 @@ import * as vm from "../../src/vm/index.ts";
 import * as workload from "../../src/workload/index.ts";
 import * as tree from "../../src/tree/index.ts";
 import * as oci from "../../src/oci/index.ts";
+import * as fleet from "../../src/fleet/index.ts";
 import { isIdentityDeclaration, type IdentityDeclaration, type IdentityScope } from "../../src/core/index.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
 
-const AREAS = { core, tree, oci, manifest, store, strata, vm, workload };
+const AREAS = { core, tree, oci, manifest, store, strata, vm, workload, fleet };
 const DOC = join(PROJECT_ROOT, "docs/identities.md");
 const BEGIN = "<!-- identity-table: generated from the declarations by tests/core/identities-doc.test.ts -->";
 const END = "<!-- /identity-table -->";

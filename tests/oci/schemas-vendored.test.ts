@@ -1,10 +1,10 @@
 // The vendored image-spec schemas are compiled with ajv's meta-schema check
-// on here, because the runtime registers them with `validateSchema: false`
-// (src/oci/schemas.ts: a start no longer re-validates the project's own,
+// on here, because the validators a command runs are generated with `validateSchema: false`
+// (scripts/oci-validators.ts, src/oci/schema-registry.ts: generation does not re-validate the project's own,
 // unmodified spec files). A damaged vendored file fails this test.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { registry, SCHEMA_URLS } from "../../src/oci/schemas.ts";
+import { registry, SCHEMA_URLS } from "../../src/oci/schema-registry.ts";
 
 test("every vendored schema is valid draft-04 and compiles with the meta-schema check on", () => {
   const ajv = registry(true);

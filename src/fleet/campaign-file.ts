@@ -1,0 +1,166 @@
+/**
+ * The campaign file (`schema: cairn.campaign/1`, docs/fleet.md): what to
+ * run, over which scenario parameters, and how. Hostile like every input:
+ * read bounded, parsed by core's strict YAML reader (duplicate keys,
+ * aliases, custom tags, null entries refused), unknown fields refused, every
+ * bound named (`CAMPAIGN_LIMITS`), and the size of the expansion checked from
+ * the counts before a single point is built, so a small file cannot make
+ * cairn build millions of tasks.
+ *
+ *   schema: cairn.campaign/1
+ *   mode: record | replay | verify
+ *   runs:                         # record: spec; replay/verify: run or campaign
+ *     - spec: ./http.yaml
+ *   matrix:                       # record only: the cross product of every axis
+ *     - set: /run/steps/1/after/contains
+ *       values: ["fetch 1: 200", "fetch 1:"]
+ *   repeat: 1
+ *   resources: {cpus: 2, memory-mib: 2048, time-minutes: 30}
+ *   retries: 1
+ */
+import { isAbsolute, resolve, dirname } from "node:path";
+import { CAMPAIGN_LIMITS, Checker, checkLimit, childPath, readFileBounded, readYamlText, decodeUtf8, type JsonModel } from "../core/index.ts";
+import type { TaskResources } from "./executor.ts";
+
+export const CAMPAIGN_SCHEMA = "cairn.campaign/1";
+
+export type CampaignMode = "record" | "replay" | "verify";
+
+/** One entry of `runs:`, paths made absolute against the campaign file's directory. */
+export type RunEntry =
+  | { readonly kind: "spec"; readonly path: string }
+  | { readonly kind: "run"; readonly path: string }
+  | { readonly kind: "campaign"; readonly path: string };
+
+/** One matrix axis: a JSON pointer into the spec and the values it takes. */
+export interface MatrixAxis {
+  readonly set: string;
+  readonly values: readonly JsonModel[];
+}
+
+export interface CampaignFile {
+  readonly path: string;
+  readonly bytes: Buffer;
+  readonly mode: CampaignMode;
+  readonly runs: readonly RunEntry[];
+  readonly matrix: readonly MatrixAxis[];
+  readonly repeat: number;
+  readonly resources: TaskResources;
+  readonly retries: number;
+}
+
+export const DEFAULT_RESOURCES: TaskResources = { cpus: 2, memoryMiB: 2048, timeMinutes: 30 };
+export const DEFAULT_RETRIES = 1;
+
+/**
+ * Where a matrix may write: the run section (steps, their conditions and
+ * data, inputs, expectations) or a binary's or image's argv. Anything else
+ * (the source's path, the policy) changes what is read from the host and is
+ * a different spec, not a scenario parameter.
+ */
+const SETTABLE = /^\/run(\/|$)|^\/source\/(binary|oci)\/args(\/|$)/;
+
+const TOP = ["schema", "mode", "runs", "matrix", "repeat", "resources", "retries"];
+
+function hintFor(): string {
+  return "see docs/fleet.md for the campaign file's fields";
+}
+
+/** Reads and checks a campaign file; every problem is listed at once, each with its pointer. */
+export function readCampaignFile(unsafePath: string): CampaignFile {
+  const path = resolve(unsafePath);
+  const bytes = readFileBounded(path, CAMPAIGN_LIMITS["campaign.file-bytes"], "campaign.file-bytes", {
+    missing: "USAGE",
+    notRegular: "CAMPAIGN_INVALID",
+    notRegularHint: "give the campaign file itself, a regular file",
+  });
+  return parseCampaign(bytes, path);
+}
+
+export function parseCampaign(bytes: Buffer, path: string): CampaignFile {
+  const text = decodeUtf8(bytes, path);
+  const { model, issues } = readYamlText(text, path);
+  const c = new Checker("CAMPAIGN_INVALID");
+  c.adopt(issues);
+  const top = c.object(model, "", TOP) ?? Object.create(null);
+  const schema = c.requiredString(top, "schema", "");
+  if (schema !== undefined && schema !== CAMPAIGN_SCHEMA) c.add("/schema", `expected ${CAMPAIGN_SCHEMA}`, "CAMPAIGN_INVALID");
+  const mode = c.requiredString(top, "mode", "");
+  if (mode !== undefined && mode !== "record" && mode !== "replay" && mode !== "verify") c.add("/mode", "expected record, replay or verify");
+  const base = dirname(path);
+  const runs: RunEntry[] = [];
+  const runList = c.array(c.required(top, "runs", ""), "/runs");
+  if (runList !== undefined) {
+    checkLimit("campaign.runs", runList.length, CAMPAIGN_LIMITS["campaign.runs"], "/runs");
+    if (runList.length === 0) c.add("/runs", "must name at least one run");
+    runList.forEach((item, i) => {
+      const at = childPath("/runs", i);
+      const o = c.object(item, at, ["spec", "run", "campaign"]);
+      if (o === undefined) return;
+      const keys = Object.keys(o);
+      if (keys.length !== 1) {
+        c.add(at, "give exactly one of spec, run, campaign");
+        return;
+      }
+      const kind = keys[0] as "spec" | "run" | "campaign";
+      const p = c.string(o[kind], childPath(at, kind), { nonEmpty: true });
+      if (p === undefined) return;
+      if (p.includes("\0")) {
+        c.add(childPath(at, kind), "must not hold a NUL");
+        return;
+      }
+      const wanted = mode === "record" ? "spec" : "run or campaign";
+      if ((mode === "record") !== (kind === "spec") && mode !== undefined) c.add(childPath(at, kind), `a ${mode} campaign names a ${wanted}`);
+      runs.push({ kind, path: isAbsolute(p) ? p : resolve(base, p) });
+    });
+  }
+  const matrix: MatrixAxis[] = [];
+  if (Object.hasOwn(top, "matrix")) {
+    const axes = c.array(top.matrix, "/matrix");
+    if (axes !== undefined) {
+      checkLimit("campaign.matrix-axes", axes.length, CAMPAIGN_LIMITS["campaign.matrix-axes"], "/matrix");
+      if (mode !== undefined && mode !== "record" && axes.length > 0)
+        c.add("/matrix", "a matrix applies to the specs a record campaign runs; a replay or verify runs what was recorded");
+      const seen = new Set<string>();
+      axes.forEach((axis, i) => {
+        const at = childPath("/matrix", i);
+        const o = c.object(axis, at, ["set", "values"]);
+        if (o === undefined) return;
+        const set = c.requiredString(o, "set", at);
+        if (set !== undefined && !SETTABLE.test(set)) c.add(childPath(at, "set"), "must be a JSON pointer under /run or /source/binary|oci/args");
+        if (set !== undefined && seen.has(set)) c.add(childPath(at, "set"), "an axis sets this pointer already");
+        if (set !== undefined) seen.add(set);
+        const values = c.array(c.required(o, "values", at), childPath(at, "values"));
+        if (values !== undefined) {
+          checkLimit("campaign.matrix-values", values.length, CAMPAIGN_LIMITS["campaign.matrix-values"], childPath(at, "values"));
+          if (values.length === 0) c.add(childPath(at, "values"), "must hold at least one value");
+        }
+        if (set !== undefined && values !== undefined) matrix.push({ set, values });
+      });
+    }
+  }
+  const count = (key: string, limit: keyof typeof CAMPAIGN_LIMITS, min: number, dflt: number): number => {
+    if (!Object.hasOwn(top, key)) return dflt;
+    const v = c.integer(top[key], `/${key}`, { min });
+    if (v !== undefined) checkLimit(limit, v, CAMPAIGN_LIMITS[limit], `/${key}`);
+    return v ?? dflt;
+  };
+  const repeat = count("repeat", "campaign.repeat", 1, 1);
+  const retries = count("retries", "campaign.retries", 0, DEFAULT_RETRIES);
+  let resources = DEFAULT_RESOURCES;
+  if (Object.hasOwn(top, "resources")) {
+    const r = c.object(top.resources, "/resources", ["cpus", "memory-mib", "time-minutes"]) ?? Object.create(null);
+    const n = (k: string, d: number, max: number) => (Object.hasOwn(r, k) ? (c.integer(r[k], `/resources/${k}`, { min: 1, max }) ?? d) : d);
+    resources = {
+      cpus: n("cpus", DEFAULT_RESOURCES.cpus, 1024),
+      memoryMiB: n("memory-mib", DEFAULT_RESOURCES.memoryMiB, 16 * 1024 * 1024),
+      timeMinutes: n("time-minutes", DEFAULT_RESOURCES.timeMinutes, 366 * 24 * 60),
+    };
+  }
+  c.done(`invalid campaign file ${path}`, hintFor());
+  // the expansion's size from the counts alone, before a point is built
+  const points = matrix.reduce((n, a) => n * a.values.length, 1);
+  checkLimit("campaign.matrix-points", points, CAMPAIGN_LIMITS["campaign.matrix-points"], "/matrix");
+  checkLimit("campaign.tasks", runs.length * points * repeat, CAMPAIGN_LIMITS["campaign.tasks"], "/runs");
+  return { path, bytes, mode: mode as CampaignMode, runs, matrix, repeat, resources, retries };
+}

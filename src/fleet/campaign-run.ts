@@ -1,0 +1,89 @@
+/**
+ * `cairn campaign run FILE`: read and check the campaign file, expand it
+ * into a plan (every point checked before anything runs), keep the plan in
+ * the results directory (or check it is the plan kept there), remove what
+ * dead attempts left half-written, and hand the executor only the tasks
+ * without a published result: a rerun resumes, skipping finished tasks by
+ * name. When the executor is done, each task that published nothing gets
+ * a failure note in the executor's words, and the campaign receipt is
+ * signed over whatever the results directory holds.
+ */
+import { existsSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { CairnError, type SigningKey } from "../core/index.ts";
+import { readCampaignFile } from "./campaign-file.ts";
+import { signCampaignReceipt } from "./campaign-receipt.ts";
+import { campaignProgress, writeFailureNote, type Progress } from "./campaign-status.ts";
+import type { Executor, ExecutorEvent, TaskEnd } from "./executor.ts";
+import { expandCampaign } from "./expand.ts";
+import { makePlan, readPlan, writePlan, type Plan } from "./plan-file.ts";
+import { openResults, publishedTasks, removeDeadTaskStaging, RESULTS, taskDir } from "./results-dir.ts";
+
+export interface CampaignRunOptions {
+  readonly file: string;
+  /** The results directory (created and marked, or one cairn made for this campaign). */
+  readonly out: string;
+  readonly executor: Executor;
+  readonly jobs?: number;
+  readonly storeDir: string;
+  readonly cairnVersion: string;
+  readonly key: SigningKey;
+  /** The command line that runs task `id` of the campaign in `dir` (`cairn campaign task DIR ID ...`), absolute argv. */
+  readonly taskArgv: (dir: string, id: string) => readonly string[];
+  readonly log?: (line: string) => void;
+  readonly onEvent?: (e: ExecutorEvent) => void;
+}
+
+export interface CampaignRunResult {
+  readonly plan: Plan;
+  /** Tasks found finished and skipped. */
+  readonly skipped: number;
+  readonly ends: readonly TaskEnd[];
+  readonly progress: Progress;
+  readonly receipt: string;
+}
+
+export async function runCampaign(opts: CampaignRunOptions): Promise<CampaignRunResult> {
+  const log = opts.log ?? (() => {});
+  const file = readCampaignFile(opts.file);
+  // every point is checked (and its workload assembled) before the results directory is touched
+  const plan = makePlan(file, await expandCampaign(file, { storeDir: opts.storeDir, cairnVersion: opts.cairnVersion }));
+  log(
+    `${plan.tasks.length} task(s)${plan.collapsed.length > 0 ? `, ${plan.collapsed.length} matrix point(s) collapsed into a task they equal` : ""}; plan ${plan.plan}`,
+  );
+  openResults(opts.out, true);
+  const kept = readPlan(opts.out);
+  if (kept !== undefined && kept.plan !== plan.plan)
+    throw new CairnError("CAMPAIGN_MISMATCH", `${opts.out} holds the results of another campaign plan (${kept.plan}), not this file's (${plan.plan})`, {
+      path: opts.out,
+      hint: "give --out a new directory, or the campaign file whose results it holds",
+    });
+  if (kept === undefined) writePlan(opts.out, plan);
+  removeDeadTaskStaging(opts.out);
+  const done = publishedTasks(opts.out);
+  const missing = plan.tasks.filter((t) => !done.has(t.id));
+  if (done.size > 0) log(`${plan.tasks.length - missing.length} task(s) already finished, skipped; ${missing.length} to run`);
+  const ends =
+    missing.length === 0
+      ? []
+      : await opts.executor.run({
+          campaignDir: opts.out,
+          tasks: missing.map((t) => ({
+            id: t.id,
+            argv: opts.taskArgv(opts.out, t.id),
+            published: () => existsSync(join(taskDir(opts.out, t.id), RESULTS.result)),
+          })),
+          resources: plan.resources,
+          retries: plan.retries,
+          ...(opts.jobs !== undefined ? { jobs: opts.jobs } : {}),
+          ...(opts.onEvent !== undefined ? { onEvent: opts.onEvent } : {}),
+        });
+  for (const end of ends) {
+    const note = join(opts.out, RESULTS.failures, `${end.task}.json`);
+    if (end.published) rmSync(note, { force: true });
+    else
+      writeFailureNote(opts.out, { task: end.task, executor: opts.executor.name, attempts: end.attempts, failure: end.failure ?? "no result was published" });
+  }
+  const receipt = signCampaignReceipt(opts.out, plan, opts.key);
+  return { plan, skipped: plan.tasks.length - missing.length, ends, progress: campaignProgress(opts.out, plan), receipt };
+}

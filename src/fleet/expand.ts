@@ -1,0 +1,200 @@
+/**
+ * Expansion: a campaign file becomes a plan of tasks, each named by the
+ * identities it runs (task-identity.ts), in a fixed order (runs in file
+ * order, matrix points with the first axis slowest, then repeats).
+ *
+ * Every point is checked before anything runs, by the same code a run uses:
+ * its spec by the workload spec reader, its run section by the scenario
+ * reader, its host inputs read and hashed in the spec's own scope, its
+ * workload assembled into the store (what `cairn run` does first) so the
+ * name carries the workload identity. A point that does not validate is
+ * CAMPAIGN_INVALID naming the run entry, the point and the spec's field.
+ * Points that give the same task collapse into one, listed in the plan.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import {
+  CairnError,
+  isCairnError,
+  isJsonObject,
+  parseYamlBytes,
+  readFileBounded,
+  sha256,
+  type JsonModel,
+  type JsonObject,
+  type Sha256Digest,
+} from "../core/index.ts";
+import { assembleWorkload, parseWorkloadSpec, SPEC_MAX_BYTES, type WorkloadIdentities } from "../workload/index.ts";
+import { parseScenario, readHttpRoot, readRunInputs, readRunManifest, runHostScope } from "../vm/index.ts";
+import type { CampaignFile, MatrixAxis } from "./campaign-file.ts";
+import type { Collapsed, Expansion, PlannedTask } from "./plan-file.ts";
+import { taskName, type TaskIdentityModel } from "./task-identity.ts";
+import { readPublishedRuns } from "./published-runs.ts";
+
+export interface ExpandOptions {
+  /** The store record tasks assemble into (the one their runs use). */
+  readonly storeDir: string;
+  readonly cairnVersion: string;
+}
+
+function unescapeToken(token: string): string {
+  return token.replaceAll("~1", "/").replaceAll("~0", "~");
+}
+
+/** A deep copy as plain null-prototype objects (the spec reader's own kind of model). */
+function copy(v: JsonModel): JsonModel {
+  if (Array.isArray(v)) return v.map(copy);
+  if (isJsonObject(v)) {
+    const o = Object.create(null) as JsonObject;
+    for (const k of Object.keys(v)) o[k] = copy(v[k]!);
+    return o;
+  }
+  return v;
+}
+
+/** `value` set at `pointer` in `model` (in place); the parent must exist. Returns why not, or undefined. */
+function setAt(model: JsonObject, pointer: string, value: JsonModel): string | undefined {
+  const tokens = pointer.split("/").slice(1).map(unescapeToken);
+  let at: JsonModel = model;
+  for (let i = 0; i < tokens.length - 1; i++) {
+    const t = tokens[i]!;
+    const next: JsonModel | undefined = Array.isArray(at)
+      ? /^(0|[1-9][0-9]*)$/.test(t)
+        ? at[Number(t)]
+        : undefined
+      : isJsonObject(at) && Object.hasOwn(at, t)
+        ? at[t]
+        : undefined;
+    if (next === undefined || next === null || typeof next !== "object") return `the spec has no /${tokens.slice(0, i + 1).join("/")} to set into`;
+    at = next;
+  }
+  const last = tokens.at(-1)!;
+  if (Array.isArray(at)) {
+    if (!/^(0|[1-9][0-9]*)$/.test(last) || Number(last) >= at.length) return `the spec's list has no entry ${last}`;
+    at[Number(last)] = copy(value);
+  } else if (isJsonObject(at)) {
+    if (last === "__proto__") return "__proto__ is refused";
+    at[last] = copy(value);
+  } else return "the parent is not an object or a list";
+  return undefined;
+}
+
+/** The cross product of the axes, first axis slowest; one empty point without a matrix. */
+function points(matrix: readonly MatrixAxis[]): JsonModel[][] {
+  let out: JsonModel[][] = [[]];
+  for (const axis of matrix) out = out.flatMap((p) => axis.values.map((v) => [...p, v]));
+  return out;
+}
+
+function invalid(message: string, path: string, cause?: unknown): CairnError {
+  const inner = isCairnError(cause) ? `: ${cause.code} ${cause.path ? `at ${cause.path} ` : ""}${cause.message}` : "";
+  return new CairnError("CAMPAIGN_INVALID", `${message}${inner}`, {
+    path,
+    cause,
+    hint: "every matrix point must give a spec that `cairn workload check` accepts",
+  });
+}
+
+/** Expands a checked campaign file into tasks. */
+export async function expandCampaign(file: CampaignFile, opts: ExpandOptions): Promise<Expansion> {
+  const tasks: PlannedTask[] = [];
+  const collapsed: Collapsed[] = [];
+  const byId = new Map<string, PlannedTask>();
+  const add = (t: PlannedTask) => {
+    const first = byId.get(t.id);
+    if (first !== undefined) collapsed.push({ ...t.origin, same_as: t.id });
+    else {
+      byId.set(t.id, t);
+      tasks.push(t);
+    }
+  };
+  const pts = points(file.matrix);
+  const scratch = mkdtempSync(join(tmpdir(), "cairn-plan-"));
+  try {
+    const assembled = new Map<string, WorkloadIdentities>();
+    for (const [ri, entry] of file.runs.entries()) {
+      const at = `/runs/${ri}`;
+      if (file.mode === "record") {
+        const bytes = readFileBounded(entry.path, SPEC_MAX_BYTES, "spec.max_bytes", { missing: "CAMPAIGN_INVALID", notRegular: "CAMPAIGN_INVALID" });
+        const original = parseYamlBytes(bytes, entry.path);
+        if (!isJsonObject(original)) throw invalid(`${entry.path} is not a workload spec`, `${at}/spec`);
+        for (const point of pts) {
+          const variant = copy(original) as JsonObject;
+          file.matrix.forEach((axis, i) => {
+            const why = setAt(variant, axis.set, point[i]!);
+            if (why !== undefined) throw invalid(`runs entry ${ri}, matrix axis ${i} (${axis.set}): ${why}`, `/matrix/${i}/set`);
+          });
+          const described = file.matrix.length === 0 ? "" : ` at matrix point ${JSON.stringify(point)}`;
+          const variantBytes = Buffer.from(`${JSON.stringify(variant)}\n`, "utf8");
+          let identity: TaskIdentityModel | undefined;
+          try {
+            if (variantBytes.length > SPEC_MAX_BYTES)
+              throw new CairnError("LIMIT_EXCEEDED", `limit spec.max_bytes exceeded (${variantBytes.length} > ${SPEC_MAX_BYTES})`);
+            const spec = parseWorkloadSpec(variantBytes, entry.path);
+            const scenario = parseScenario(spec.run);
+            const scope = { base: dirname(entry.path) };
+            const runInputs: Sha256Digest | null = scenario.inputs !== undefined ? readRunInputs(scenario.inputs, scope).digest : null;
+            const http = scenario.network?.http;
+            const httpRoot: Sha256Digest | null = http !== undefined ? readHttpRoot(http.unsafeRoot, runHostScope(scope)).digest : null;
+            // the workload identity does not cover the run section: one assembly per distinct rest of the spec
+            const rest = copy(variant) as JsonObject;
+            delete rest.run;
+            const key = JSON.stringify(rest);
+            let w = assembled.get(key);
+            if (w === undefined) {
+              const r = await assembleWorkload({
+                specPath: entry.path,
+                specBytes: variantBytes,
+                storeDir: opts.storeDir,
+                lockOut: join(scratch, `${assembled.size}.lock.json`),
+                cairnVersion: opts.cairnVersion,
+              });
+              w = r.identities;
+              assembled.set(key, w);
+            }
+            identity = {
+              mode: "record",
+              workload: { workload: w.workload, source: w.source, fs: w.fs, launch: w.launch },
+              run: (variant.run ?? null) as JsonModel,
+              host_inputs: { run_inputs: runInputs, http_root: httpRoot },
+              repeat: 0,
+            };
+          } catch (e) {
+            if (!isCairnError(e) || e.code === "INTERNAL") throw e;
+            throw invalid(`runs entry ${ri} (${entry.path})${described} does not give a spec cairn can run`, `${at}/spec`, e);
+          }
+          for (let r = 0; r < file.repeat; r++) {
+            const model = { ...identity, repeat: r } as TaskIdentityModel;
+            add({
+              id: taskName(model),
+              identity: model,
+              input: { spec: entry.path, variant },
+              origin: { run: ri, point: file.matrix.length === 0 ? null : point, repeat: r },
+            });
+          }
+        }
+      } else {
+        const runDirs = entry.kind === "campaign" ? readPublishedRuns(entry.path, `${at}/campaign`) : [entry.path];
+        for (const runDir of runDirs) {
+          let identity: TaskIdentityModel;
+          try {
+            const m = readRunManifest(runDir);
+            const bytes = readFileBounded(join(runDir, "run.json"), 1024 * 1024, "run.manifest-bytes");
+            identity = { mode: file.mode, record: sha256(bytes), workload: m.workload.workload, vm: m.vm_digest, repeat: 0 };
+          } catch (e) {
+            if (!isCairnError(e) || e.code === "INTERNAL") throw e;
+            throw invalid(`runs entry ${ri}: ${runDir} is not a recorded run`, `${at}/${entry.kind}`, e);
+          }
+          for (let r = 0; r < file.repeat; r++) {
+            const model = { ...identity, repeat: r } as TaskIdentityModel;
+            add({ id: taskName(model), identity: model, input: { run: runDir }, origin: { run: ri, point: null, repeat: r } });
+          }
+        }
+      }
+    }
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+  return { tasks, collapsed };
+}

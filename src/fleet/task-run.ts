@@ -1,0 +1,218 @@
+/**
+ * `cairn campaign task DIR TASK`: runs one task of the plan kept in DIR
+ * and publishes `DIR/tasks/<task>/` by one rename once its result and
+ * receipt are in it. It is the only writer of a result; an executor only
+ * starts this command (executor.ts).
+ *
+ *   record  the same library `cairn run` uses (`recordRun`), the matrix
+ *           point's spec given as bytes read as if they were the spec file;
+ *           the run goes to DIR/runs and its receipt is signed there
+ *   replay  the same library `cairn replay` uses (`replayRun`), in place
+ *   verify  no VM: the run directory's own checks (`checkRunDir`) and its
+ *           receipt by the campaign's key
+ *
+ * What is a finding and what is not: a replay that differs from its record
+ * (REPLAY_MISMATCH, VM_MISMATCH, WORKLOAD_MISMATCH: the first field is
+ * named) is a result, `mismatched`. A record whose guest ended in an
+ * infrastructure failure, and every error that is not a finding (QEMU
+ * would not start, the kit is missing, the disk is full, the process was
+ * killed), publishes nothing: the command exits non-zero, its staging is
+ * removed (or, if it was killed, by the next `campaign run`), and the
+ * executor retries it up to the plan's retry limit; then the campaign
+ * reports it as `infrastructure` in the executor's words.
+ */
+import { readFileSync, rmSync } from "node:fs";
+import { join, relative } from "node:path";
+import { CairnError, isCairnError, keyIdOf, sha256, readFileBounded, type SigningKey } from "../core/index.ts";
+import type { VerifyOptions } from "../workload/index.ts";
+import { checkRunDir, describeOutcome, guestInstructions, readRunManifest, recordRun, replayKit, replayRun, signReceipt, type Kit } from "../vm/index.ts";
+import type { PlannedTask } from "./plan-file.ts";
+import { readPlan, type Plan } from "./plan-file.ts";
+import { openResults, publishedTasks, RESULTS, stageTask } from "./results-dir.ts";
+import { runStatementDigest, writeResult, type TaskResult } from "./task-result.ts";
+
+export interface TaskRunOptions {
+  readonly storeDir: string;
+  /** The guest kit's directory (replay reads the objects a run names from it). */
+  readonly kitDir: string;
+  /** How to get the kit for a record (set up when absent, as `cairn run` does). */
+  readonly kit: () => Promise<Kit>;
+  readonly key: SigningKey;
+  readonly cairnVersion: string;
+  readonly timeoutMs?: number;
+  readonly verify?: VerifyOptions;
+  readonly log?: (line: string) => void;
+  readonly now?: () => number;
+}
+
+export interface TaskRunResult {
+  /** Published by this command (false: it was already published, by an earlier attempt or another process). */
+  readonly published: boolean;
+  readonly result?: TaskResult;
+}
+
+const FINDINGS = new Set(["REPLAY_MISMATCH", "VM_MISMATCH", "WORKLOAD_MISMATCH"]);
+
+function instructions(runDir: string): number | null {
+  try {
+    return guestInstructions(readFileSync(join(runDir, "replay.log"))) ?? null;
+  } catch {
+    return null;
+  }
+}
+
+export function findTask(plan: Plan, id: string): PlannedTask {
+  const t = plan.tasks.find((x) => x.id === id);
+  if (t === undefined)
+    throw new CairnError("CAMPAIGN_INVALID", `the campaign's plan has no task ${id}`, { path: id, hint: "`cairn campaign status DIR` lists the tasks" });
+  return t;
+}
+
+export async function runTask(dir: string, id: string, opts: TaskRunOptions): Promise<TaskRunResult> {
+  const log = opts.log ?? (() => {});
+  const clock = opts.now ?? (() => performance.now());
+  openResults(dir, false);
+  const plan = readPlan(dir);
+  if (plan === undefined) throw new CairnError("CAMPAIGN_INVALID", `${dir} holds no campaign plan`, { path: join(dir, RESULTS.plan) });
+  const task = findTask(plan, id);
+  if (publishedTasks(dir).has(id)) return { published: false };
+  const staging = stageTask(dir, id);
+  try {
+    const t0 = clock();
+    const base = { schema: "cairn.campaign-result/1" as const, task: id, plan: plan.plan, mode: plan.mode };
+    let result: TaskResult;
+    if ("spec" in task.input) {
+      if (task.identity.mode !== "record") throw new CairnError("CAMPAIGN_INVALID", "a spec task must be a record task", { path: id });
+      const planned = task.identity.workload;
+      const r = await recordRun({
+        input: task.input.spec,
+        specBytes: Buffer.from(`${JSON.stringify(task.input.variant)}\n`, "utf8"),
+        storeDir: opts.storeDir,
+        runsDir: join(dir, RESULTS.runs),
+        kit: opts.kit,
+        cairnVersion: opts.cairnVersion,
+        ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}),
+        ...(opts.verify !== undefined ? { verify: opts.verify } : {}),
+        log,
+      });
+      const w = r.manifest.workload;
+      if (
+        r.manifest.status === "infrastructure-failure" ||
+        w.workload !== planned.workload ||
+        w.launch !== planned.launch ||
+        w.fs !== planned.fs ||
+        w.source !== planned.source
+      ) {
+        rmSync(r.runDir, { recursive: true, force: true }); // ours, in DIR/runs; never counted
+        if (r.manifest.status === "infrastructure-failure")
+          throw new CairnError(
+            "RUN_INFRASTRUCTURE",
+            `the record ended in an infrastructure failure: ${r.unfinished?.message ?? describeOutcome(r.evaluation)}`,
+            { path: id },
+          );
+        throw new CairnError(
+          "CAMPAIGN_MISMATCH",
+          "the spec assembles to another workload than the plan's task names (its files changed since the plan was made)",
+          {
+            path: task.input.spec,
+            hint: "run the campaign into a new --out directory",
+          },
+        );
+      }
+      signReceipt(r.runDir, [opts.key]);
+      result = {
+        ...base,
+        verdict: "recorded",
+        field: null,
+        detail: describeOutcome(r.evaluation),
+        status: r.manifest.status,
+        identities: { run_id: r.manifest.run_id, workload: w.workload, vm: r.manifest.vm_digest, outcome: r.manifest.outcome },
+        run: relative(dir, r.runDir),
+        replay: null,
+        duration_ms: Math.round(clock() - t0),
+        guest_instructions: instructions(r.runDir),
+        run_statement: runStatementDigest(r.runDir),
+      };
+    } else {
+      const runDir = task.input.run;
+      if (task.identity.mode === "record") throw new CairnError("CAMPAIGN_INVALID", "a run task must be a replay or verify task", { path: id });
+      const m = readRunManifest(runDir);
+      const ids = { run_id: m.run_id, workload: m.workload.workload, vm: m.vm_digest, outcome: m.outcome };
+      const common = { ...base, status: m.status, identities: ids, run: runDir };
+      const recordNow = sha256(readFileBounded(join(runDir, "run.json"), 1024 * 1024, "run.manifest-bytes"));
+      const finding = (field: string, detail: string): TaskResult => ({
+        ...common,
+        verdict: "mismatched",
+        field,
+        detail,
+        replay: null,
+        duration_ms: Math.round(clock() - t0),
+        guest_instructions: instructions(runDir),
+        run_statement: statementOrNull(runDir),
+      });
+      if (recordNow !== task.identity.record)
+        result = finding("/record", "run.json is not the one the task's name covers (it changed since the plan was made)");
+      else if (task.identity.mode === "verify") {
+        const check = checkRunDir(runDir, m, [{ publicKey: opts.key.publicKey, keyId: keyIdOf(opts.key.publicKey) }]);
+        result =
+          check.check === "signed" || check.check === "unverified"
+            ? {
+                ...common,
+                verdict: check.check === "signed" ? "verified" : "unverified",
+                field: null,
+                detail:
+                  check.check === "signed"
+                    ? "the run directory agrees with itself and with its receipt"
+                    : `no receipt by the campaign's key (${check.problem ?? "none"})`,
+                replay: null,
+                duration_ms: Math.round(clock() - t0),
+                guest_instructions: instructions(runDir),
+                run_statement: runStatementDigest(runDir),
+              }
+            : finding(check.problem ?? "/", `the run directory is ${check.check} at ${check.problem ?? "/"}`);
+      } else {
+        try {
+          const r = await replayRun({
+            runDir,
+            storeDir: opts.storeDir,
+            kit: replayKit(opts.kitDir, runDir),
+            ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}),
+            ...(opts.verify !== undefined ? { verify: opts.verify } : {}),
+            log,
+          });
+          result = {
+            ...common,
+            verdict: r.verdict.recorded_failed ? "failed-as-recorded" : "matched",
+            field: null,
+            detail: r.verdict.recorded ?? "",
+            replay: relative(runDir, r.replayDir),
+            duration_ms: Math.round(clock() - t0),
+            guest_instructions: instructions(runDir),
+            run_statement: runStatementDigest(runDir),
+          };
+        } catch (e) {
+          if (!isCairnError(e) || !FINDINGS.has(e.code)) throw e;
+          result = finding(e.path ?? "/", `${e.code}: ${e.message}`);
+        }
+      }
+    }
+    writeResult(staging.dir, result, opts.key);
+    const published = staging.publish();
+    log(
+      `task ${id.slice(0, 12)} ${result.verdict}${result.field !== null ? ` at ${result.field}` : ""}${published ? "" : " (another attempt published it first)"}`,
+    );
+    return { published, result };
+  } catch (e) {
+    staging.discard();
+    throw e;
+  }
+}
+
+function statementOrNull(runDir: string) {
+  try {
+    return runStatementDigest(runDir);
+  } catch (e) {
+    if (isCairnError(e)) return null;
+    throw e;
+  }
+}

@@ -1,0 +1,132 @@
+/**
+ * Issue 34 items 1 and 2: the campaign file is read strictly with named
+ * limits, and expands into tasks named by the identities they run
+ * (cairn.task/1), the same every time, with points that give the same task
+ * collapsed into one. No VM: expansion assembles the workload only.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { describe, it } from "node:test";
+import { CAMPAIGN_LIMITS } from "../../src/core/index.ts";
+import { expandCampaign, makePlan, parseCampaign, readCampaignFile, taskName } from "../../src/fleet/index.ts";
+import { assertCode, assertCodeAsync } from "../helpers/errors.ts";
+import { GCC_SKIP } from "../workload/fixtures/static-program.ts";
+import { helloDir, writeCampaign } from "./fixtures/campaigns.ts";
+
+const parse = (text: string) => parseCampaign(Buffer.from(text), "/tmp/c/campaign.yaml");
+const RECORD = "schema: cairn.campaign/1\nmode: record\nruns: [{spec: ./hello.yaml}]\n";
+
+describe("the campaign file", () => {
+  it("reads a record campaign with its matrix, defaults and paths against the file's directory", () => {
+    const c = parse(`${RECORD}matrix:\n  - set: /run/steps/1/data\n    values: ["a\\n", "b\\n"]\nrepeat: 2\nresources: {cpus: 3}\n`);
+    assert.equal(c.mode, "record");
+    assert.deepEqual(c.runs, [{ kind: "spec", path: "/tmp/c/hello.yaml" }]);
+    assert.deepEqual(c.matrix, [{ set: "/run/steps/1/data", values: ["a\n", "b\n"] }]);
+    assert.equal(c.repeat, 2);
+    assert.equal(c.retries, 1);
+    assert.deepEqual(c.resources, { cpus: 3, memoryMiB: 2048, timeMinutes: 30 });
+  });
+
+  it("refuses unknown fields, duplicate keys and aliases, each with its pointer (controls: the same file without them reads)", () => {
+    assertCode(() => parse(`${RECORD}bogus: 1\n`), "MODEL_UNKNOWN_FIELD", "/bogus");
+    assertCode(() => parse(`${RECORD}repeat: 1\nrepeat: 2\n`), "JSON_DUPLICATE_KEY");
+    assertCode(() => parse(`${RECORD}matrix:\n  - set: /run/x\n    values: &v [1]\n`), "YAML_UNSUPPORTED");
+    assertCode(() => parse(`${RECORD}matrix:\n  - set: /run/x\n    values: [1]\n    extra: 2\n`), "MODEL_UNKNOWN_FIELD", "/matrix/0/extra");
+    assert.equal(parse(`${RECORD}repeat: 1\n`).repeat, 1);
+  });
+
+  it("refuses a matrix that writes outside the run section or argv, and a matrix on a replay", () => {
+    assertCode(() => parse(`${RECORD}matrix:\n  - set: /source/binary/path\n    values: [./other]\n`), "CAMPAIGN_INVALID", "/matrix/0/set");
+    assertCode(
+      () => parse("schema: cairn.campaign/1\nmode: replay\nruns: [{run: ./r}]\nmatrix:\n  - set: /run/x\n    values: [1]\n"),
+      "CAMPAIGN_INVALID",
+      "/matrix",
+    );
+    assertCode(() => parse("schema: cairn.campaign/1\nmode: replay\nruns: [{spec: ./s.yaml}]\n"), "CAMPAIGN_INVALID", "/runs/0/spec");
+    assert.equal(parse(`${RECORD}matrix:\n  - set: /source/binary/args/0\n    values: [x]\n`).matrix.length, 1);
+  });
+
+  it("bounds the expansion by named limits from the counts, before a point is built (control: at the limit)", () => {
+    const axis = (n: number) => `  - set: /run/a${n}\n    values: [${Array.from({ length: 100 }, (_, i) => i).join(", ")}]\n`;
+    const e = assertCode(() => parse(`${RECORD}matrix:\n${axis(1)}${axis(2)}${axis(3)}`), "LIMIT_EXCEEDED", "/matrix");
+    assert.match(e.message, /campaign\.matrix-points/);
+    assert.equal(parse(`${RECORD}matrix:\n${axis(1)}${axis(2)}`).matrix.length, 2); // 10,000 points: at the limit
+    const t = assertCode(() => parse(`${RECORD}matrix:\n${axis(1)}${axis(2)}repeat: 2\n`), "LIMIT_EXCEEDED", "/runs");
+    assert.match(t.message, /campaign\.tasks/);
+    assert.equal(CAMPAIGN_LIMITS["campaign.tasks"], 10_000);
+    assertCode(() => parse(`${RECORD}repeat: 1001\n`), "LIMIT_EXCEEDED", "/repeat");
+  });
+
+  it("refuses a campaign file that is not a regular file", () => {
+    assertCode(() => readCampaignFile("/dev/null"), "CAMPAIGN_INVALID");
+  });
+});
+
+describe("expansion into tasks named by identity", { skip: GCC_SKIP }, () => {
+  it("a 2x2 matrix gives four tasks, named the same every time, each name covering its point's run section", async () => {
+    const dir = helloDir();
+    const file = writeCampaign(
+      dir,
+      `${RECORD}matrix:\n  - set: /run/steps/1/data\n    values: ["a\\n", "b\\n"]\n  - set: /run/expect/0/exit-code\n    values: [0, 1]\n`,
+    );
+    const opts = { storeDir: join(dir, "store"), cairnVersion: "test" };
+    const a = await expandCampaign(readCampaignFile(file), opts);
+    const b = await expandCampaign(readCampaignFile(file), opts);
+    assert.equal(a.tasks.length, 4);
+    assert.equal(new Set(a.tasks.map((t) => t.id)).size, 4);
+    assert.deepEqual(
+      a.tasks.map((t) => t.id),
+      b.tasks.map((t) => t.id),
+    );
+    assert.deepEqual(
+      a.tasks.map((t) => t.origin.point),
+      [
+        ["a\n", 0],
+        ["a\n", 1],
+        ["b\n", 0],
+        ["b\n", 1],
+      ],
+    );
+    for (const t of a.tasks) {
+      assert.equal(t.id, taskName(t.identity));
+      assert.equal(t.identity.mode, "record");
+      if (t.identity.mode === "record") assert.deepEqual(JSON.parse(JSON.stringify(t.identity.run)).steps[1].data, t.origin.point?.[0]);
+    }
+    // the run section is not in the workload identity: every point runs the same workload
+    assert.equal(new Set(a.tasks.map((t) => (t.identity.mode === "record" ? t.identity.workload.workload : ""))).size, 1);
+    // the plan digest covers the names: the same file gives the same plan
+    assert.equal(makePlan(readCampaignFile(file), a).plan, makePlan(readCampaignFile(file), b).plan);
+  });
+
+  it("points that give the same task collapse into one and are listed; an argv axis changes the workload identity", async () => {
+    const dir = helloDir();
+    const opts = { storeDir: join(dir, "store"), cairnVersion: "test" };
+    const same = await expandCampaign(
+      readCampaignFile(writeCampaign(dir, `${RECORD}matrix:\n  - set: /run/steps/1/data\n    values: ["a\\n", "a\\n", "b\\n"]\n`)),
+      opts,
+    );
+    assert.equal(same.tasks.length, 2);
+    assert.deepEqual(same.collapsed, [{ run: 0, point: ["a\n"], repeat: 0, same_as: same.tasks[0]!.id }]);
+    const argv = await expandCampaign(readCampaignFile(writeCampaign(dir, `${RECORD}matrix:\n  - set: /source/binary/args/0\n    values: [x, y]\n`)), opts);
+    const w = argv.tasks.map((t) => (t.identity.mode === "record" ? t.identity.workload.launch : ""));
+    assert.notEqual(w[0], w[1]);
+    // repeat: tasks that differ only in the repeat index
+    const rep = await expandCampaign(readCampaignFile(writeCampaign(dir, `${RECORD}repeat: 3\n`)), opts);
+    assert.deepEqual(
+      rep.tasks.map((t) => t.identity.repeat),
+      [0, 1, 2],
+    );
+  });
+
+  it("a point whose spec does not validate is refused naming the entry and the point, before anything runs (control: a valid value)", async () => {
+    const dir = helloDir();
+    const opts = { storeDir: join(dir, "store"), cairnVersion: "test" };
+    const bad = writeCampaign(dir, `${RECORD}matrix:\n  - set: /run/steps/1/action\n    values: [write-stdin, explode]\n`);
+    const e = await assertCodeAsync(() => expandCampaign(readCampaignFile(bad), opts), "CAMPAIGN_INVALID", "/runs/0/spec");
+    assert.match(e.message, /explode/);
+    const missing = writeCampaign(dir, `${RECORD}matrix:\n  - set: /run/nothere/0\n    values: [1]\n`);
+    await assertCodeAsync(() => expandCampaign(readCampaignFile(missing), opts), "CAMPAIGN_INVALID", "/matrix/0/set");
+    const good = writeCampaign(dir, `${RECORD}matrix:\n  - set: /run/steps/1/action\n    values: [write-stdin]\n`);
+    assert.equal((await expandCampaign(readCampaignFile(good), opts)).tasks.length, 1);
+  });
+});
