@@ -35,9 +35,18 @@ export const SLURM_LIMITS: { readonly [K in keyof SlurmLimits]: { readonly name:
   commandMs: { name: "slurm.command-ms", default: 60_000 },
 };
 
-export function slurmLimits(given: Partial<SlurmLimits> = {}): SlurmLimits {
+/** `slurm.poll-ms` is set by CAIRN_SLURM_POLL_MS in the environment, and so on. */
+export function slurmLimitVariable(k: keyof SlurmLimits): string {
+  return `CAIRN_${SLURM_LIMITS[k].name.replace(/[.-]/g, "_").toUpperCase()}`;
+}
+
+/** The limits: each given one, else its CAIRN_SLURM_* variable in `env`, else its default. */
+export function slurmLimits(given: Partial<SlurmLimits> = {}, env: NodeJS.ProcessEnv = {}): SlurmLimits {
   const d = (k: keyof SlurmLimits): number => {
-    const v = given[k] ?? SLURM_LIMITS[k].default;
+    const fromEnv = env[slurmLimitVariable(k)];
+    if (fromEnv !== undefined && !/^[0-9]{1,12}$/.test(fromEnv))
+      throw new CairnError("USAGE", `${slurmLimitVariable(k)} must be a whole number of milliseconds`, { path: slurmLimitVariable(k) });
+    const v = given[k] ?? (fromEnv !== undefined ? Number(fromEnv) : SLURM_LIMITS[k].default);
     if (!Number.isSafeInteger(v) || v < 0) throw new CairnError("USAGE", `${SLURM_LIMITS[k].name} must be a whole number of milliseconds, not ${String(v)}`);
     return v;
   };

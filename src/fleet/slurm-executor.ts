@@ -49,7 +49,7 @@ import {
 import { submitArray, type Submission } from "./slurm-submit.ts";
 
 export interface SlurmExecutorOptions {
-  /** The environment of Slurm's commands (SLURM_CONF, SBATCH_PARTITION, …); default process.env. */
+  /** The environment of Slurm's commands (SLURM_CONF, SBATCH_PARTITION, …) and of the CAIRN_SLURM_* limits; default process.env. */
   readonly env?: NodeJS.ProcessEnv;
   readonly limits?: Partial<SlurmLimits>;
 }
@@ -75,7 +75,7 @@ const NODE_CHECK_MS = 2000;
 
 async function runOnSlurm(plan: ExecutorPlan, options: SlurmExecutorOptions): Promise<readonly TaskEnd[]> {
   const env = options.env ?? process.env;
-  const limits = slurmLimits(options.limits);
+  const limits = slurmLimits(options.limits, env);
   checkPlan(plan);
   const tasks: TaskState[] = plan.tasks.map((launch) => ({ launch, attempts: 0 }));
   if (tasks.length === 0) return [];

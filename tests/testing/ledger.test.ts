@@ -25,6 +25,7 @@ const AREA: Record<string, string[]> = {
   "strata.md": ["strata"],
   "workload.md": ["workload", "store"],
   "testing.md": ["testing"],
+  "fleet.md": ["fleet"],
 };
 
 function testFiles(dir: string): string[] {

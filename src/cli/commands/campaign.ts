@@ -75,7 +75,10 @@ export function registerCampaign(program: Command, ctx: Context): void {
     .description("expand a campaign file into tasks and run those without a result (a rerun resumes), then sign the campaign receipt")
     .argument("<file>", "the campaign file (schema: cairn.campaign/1)")
     .option("--executor <name>", "local (processes on this host) or slurm", "local")
-    .option("--jobs <n>", "local: tasks at once (default: the cores QEMU can use without oversubscribing)")
+    .option(
+      "--jobs <n>",
+      "local: tasks at once (default: the cores QEMU can use without oversubscribing); slurm: at most N array tasks running at once (default: as many as Slurm starts)",
+    )
     .option("--out <dir>", "the results directory (default: FILE's name with .results, beside it)")
     .requiredOption("--key <key>", "the Ed25519 private key every task's receipt and the campaign receipt are signed with")
     .option("--store <dir>", "content store (default $CAIRN_HOME/store or $XDG_CACHE_HOME/cairn/store)")
@@ -89,7 +92,7 @@ export function registerCampaign(program: Command, ctx: Context): void {
       parseTimeout(opts.timeout);
       const keyPath = resolve(ctx.cwd, opts.key);
       const key = readSigningKey(keyPath); // a bad key fails before anything runs
-      const executor = await executorByName(opts.executor);
+      const executor = await executorByName(opts.executor, ctx.env);
       const out = opts.out !== undefined ? resolve(ctx.cwd, opts.out) : `${file.replace(/\.(ya?ml|json)$/, "")}.results`;
       const storeDir = defaultStoreDir(ctx.env, ctx.cwd, opts.store);
       const kit = kitDir(ctx.env, ctx.cwd, opts.kit);
@@ -128,7 +131,7 @@ export function registerCampaign(program: Command, ctx: Context): void {
         dir: out,
         plan: r.plan.plan,
         executor: executor.name,
-        jobs: executor.name === "local" ? (jobs ?? defaultJobs()) : null,
+        jobs: executor.name === "local" ? (jobs ?? defaultJobs()) : (jobs ?? null),
         tasks: r.plan.tasks.length,
         collapsed: r.plan.collapsed.length,
         skipped: r.skipped,
