@@ -119,7 +119,8 @@ export async function importRegistryBundle(unsafeRef: string, opts: FetchBundleO
     index.members.forEach((m, i) => {
       const named = byPath.get(m.path);
       if (named === undefined) refuse(`/members/${i}`, `the index lists ${m.path}, which the manifest does not name`);
-      if (named.sha256 !== m.sha256 || named.size !== m.size) refuse(`/members/${i}`, `the manifest names ${m.path} with another digest or size than the index`);
+      if (named.sha256 !== m.sha256 || named.size !== m.size)
+        refuse(`/members/${i}`, `the manifest names ${m.path} with another digest or size than the index`);
       listed.add(m.path);
     });
     art.members.forEach((m, i) => {

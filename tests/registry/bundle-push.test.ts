@@ -131,7 +131,10 @@ describe("replay bundles through a registry", { skip }, () => {
     assert.ok(!m.layers.some((l) => l.annotations[MEMBER]!.startsWith("private/")), "nothing private without --include-private");
     b.dispose();
     // the bundle file pushes as the same manifest (same digest): one artifact per run, whichever way it is pushed
-    const again = JSON.parse(await ok(["bundle", "push", file, `oci://${proxy.host}/runs/hello`, "--plain-http", "--json"])) as { digest: string; uploaded: number };
+    const again = JSON.parse(await ok(["bundle", "push", file, `oci://${proxy.host}/runs/hello`, "--plain-http", "--json"])) as {
+      digest: string;
+      uploaded: number;
+    };
     assert.equal(again.digest, pushed.digest);
     assert.equal(again.uploaded, 0, "every blob was in the registry already");
 
@@ -184,6 +187,13 @@ describe("replay bundles through a registry", { skip }, () => {
     const r = await runCli(["bundle", "push", file, `oci://${proxy.host}/runs/hello`, "--plain-http", "--include-private", "--json"], env);
     assert.equal(r.code, 2, r.stdout);
     assert.equal((JSON.parse(r.stdout) as { error: { code: string } }).error.code, "USAGE");
+    // the one entry for a run however it travelled: a run directory as it is, a bundle file imported
+    const h = freshHome("local-run");
+    assert.deepEqual(await localRun(runs[0]!, h), { runDir: runs[0]!, via: "run-dir", inputs: undefined });
+    const imported = await localRun(file, h);
+    assert.equal(imported.via, "bundle");
+    assert.ok(readFileSync(join(imported.runDir, "run.json")).equals(readFileSync(join(runs[0]!, "run.json"))));
+    await assertCodeAsync(() => localRun(`oci://${proxy.host}/runs/hello@${sha256(Buffer.from("x"))}`, h), "USAGE");
   });
 
   it("a hostile registry is refused typed and leaves nothing in the store or the runs directory; the honest reference imports (control)", async () => {
@@ -305,7 +315,10 @@ describe("replay bundles through a registry", { skip }, () => {
     try {
       const h = freshHome("silent");
       const ref = pushed.reference.replace(proxy.host, silent.host);
-      const e = await assertCodeAsync(() => importRegistryBundle(ref, { ...h, remote: { ...remote, limits: { connectMs: 500, headersMs: 500 } } }), "REMOTE_TIMEOUT");
+      const e = await assertCodeAsync(
+        () => importRegistryBundle(ref, { ...h, remote: { ...remote, limits: { connectMs: 500, headersMs: 500 } } }),
+        "REMOTE_TIMEOUT",
+      );
       assert.match(e.message, /remote\.(connect|headers)-ms/);
       assertNothing(h);
     } finally {

@@ -20,7 +20,11 @@ export function registerBundlePush(bundle: Command, ctx: Context): void {
     .option("--include-inputs", "a run directory: also push the run's inputs (as `cairn bundle --include-inputs`)")
     .option("--json", "print the result as JSON")
     .action(
-      async (run: string, ref: string, opts: RemoteFlags & { store?: string; kit?: string; includePrivate?: boolean; includeInputs?: boolean; json?: boolean }) => {
+      async (
+        run: string,
+        ref: string,
+        opts: RemoteFlags & { store?: string; kit?: string; includePrivate?: boolean; includeInputs?: boolean; json?: boolean },
+      ) => {
         const r = await pushBundle({
           source: resolve(ctx.cwd, run),
           reference: ref,
