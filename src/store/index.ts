@@ -1,4 +1,4 @@
-export { Store } from "./store.ts";
+export { Store, STORE_ROOT } from "./store.ts";
 export type { StoreArea, StoreOptions } from "./store.ts";
 export { cleanStaging, hostTag, processAlive } from "./staging.ts";
 export type { Staging } from "./staging.ts";

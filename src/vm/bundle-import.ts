@@ -107,6 +107,8 @@ export interface OpenedBundle {
   readonly runId: string;
   /** Member path (no leading slash) → verified bytes (a large member is read back from its private file each time it is asked for). */
   readonly members: ReadonlyMap<string, Uint8Array>;
+  /** The index (`cairn-bundle.json`) as the bundle holds it. */
+  readonly index: Uint8Array;
   readonly kit: BundleKitFacts | null;
   /** What the bundle holds of the run's inputs (the index's `inputs`): "left-out" when it was made without `--include-inputs`. */
   readonly inputs: BundleInputs;
@@ -116,13 +118,13 @@ export interface OpenedBundle {
   dispose(): void;
 }
 
-interface IndexEntry {
+export interface IndexEntry {
   readonly path: string;
   readonly sha256: Sha256Digest;
   readonly size: number;
 }
 
-function parseIndex(bytes: Uint8Array): {
+export function parseIndex(bytes: Uint8Array): {
   runId: string;
   qemu: string;
   kit: BundleKitFacts | null;
@@ -192,14 +194,34 @@ async function checkBundle(file: string, spill: BundleSpill): Promise<OpenedBund
       continue;
     }
     if (e.type !== "file") refuse(e.path, `the bundle member ${e.path} is a ${e.type}; a bundle holds regular files only`);
-    if (e.path !== `/${BUNDLE_INDEX}`) {
-      const place = PLACES.find((p) => p.re.test(e.path));
-      if (place === undefined) refuse(e.path, `the bundle member ${e.path} is outside every place a bundle has`);
-      // a content-addressed member is named by the digest of its bytes
-      if (place.addressed && e.path.slice(-64) !== e.sha256.slice(7)) refuse(e.path, `the bundle member ${e.path} is not named by its digest`);
-    }
+    if (e.path !== `/${BUNDLE_INDEX}`) checkMemberPlace(e.path.slice(1), e.sha256, e.path);
     files.set(e.path.slice(1), { sha256: e.sha256, size: e.size });
   }
+  return checkMembers(files, spill);
+}
+
+/**
+ * Step 3 for one member: `unsafePath` (no leading slash) is in one of the
+ * places a bundle has (the whole path matches: no `..`, no other directory),
+ * and a content-addressed member is named by the digest of its bytes. The
+ * tar reader and the registry reader (bundle-fetch.ts) both ask this, so a
+ * member path from a registry's annotation is held to the tar's rule.
+ */
+export function checkMemberPlace(unsafePath: string, digest: Sha256Digest, field: string): void {
+  const path = `/${unsafePath}`;
+  const place = PLACES.find((p) => p.re.test(path));
+  if (place === undefined) refuse(field, `the bundle member ${unsafePath.slice(0, 300)} is outside every place a bundle has`);
+  // a content-addressed member is named by the digest of its bytes
+  if (place.addressed && path.slice(-64) !== digest.slice(7)) refuse(field, `the bundle member ${path} is not named by its digest`);
+}
+
+/**
+ * Steps 4–5 over the members a reader found (path → digest and size, the
+ * bytes held in `spill` by digest, verified as they were read), the index
+ * among them: the one check of a bundle's contents, whether the members came
+ * out of a tar file or from a registry (bundle-fetch.ts). Nothing is written.
+ */
+export function checkMembers(files: ReadonlyMap<string, { readonly sha256: Sha256Digest; readonly size: number }>, spill: BundleSpill): OpenedBundle {
   const indexRef = files.get(BUNDLE_INDEX);
   if (indexRef === undefined) refuse(`/${BUNDLE_INDEX}`, `the bundle has no ${BUNDLE_INDEX}`);
   const index = parseIndex(spill.bytes(indexRef.sha256, indexRef.size, "bundle.max_member_bytes")!);
@@ -257,7 +279,8 @@ async function checkBundle(file: string, spill: BundleSpill): Promise<OpenedBund
     return f === undefined ? undefined : spill.held(f.sha256)?.file;
   };
   const held: BundleInputs = inputs === undefined ? "none" : index.inputs?.included === false ? "left-out" : "included";
-  return { manifest, runId: index.runId, members, kit: index.kit, inputs: held, spilled, dispose: () => spill.dispose() };
+  const indexBytes = spill.bytes(indexRef.sha256, indexRef.size, "bundle.max_member_bytes")!;
+  return { manifest, runId: index.runId, members, index: indexBytes, kit: index.kit, inputs: held, spilled, dispose: () => spill.dispose() };
 }
 
 /** Every file digest an enclosed receipt names must be the bundle's file (the signature is checked by `receipt verify`). */
@@ -290,13 +313,21 @@ export interface ImportOptions {
 export async function importBundle(file: string, opts: ImportOptions): Promise<{ runDir: string; kit: Kit; manifest: RunManifest; inputs: BundleInputs }> {
   const b = await openBundle(file);
   try {
-    return { ...writeImport(b, opts, resolve(file)), inputs: b.inputs };
+    return { ...writeImport(b, opts, { via: "bundle", input: resolve(file) }), inputs: b.inputs };
   } finally {
     b.dispose();
   }
 }
 
-function writeImport(b: OpenedBundle, opts: ImportOptions, bundleFile: string): { runDir: string; kit: Kit; manifest: RunManifest } {
+/**
+ * Step 6 and the import of a checked bundle (from a file, or from a registry:
+ * bundle-fetch.ts). `origin` is what `runs list` says the run came from.
+ */
+export function writeImport(
+  b: OpenedBundle,
+  opts: ImportOptions,
+  origin: { readonly via: "bundle" | "registry"; readonly input: string },
+): { runDir: string; kit: Kit; manifest: RunManifest } {
   const host = opts.qemu ?? qemuVersion();
   if (host !== b.manifest.vm.qemu) {
     throw new CairnError("VM_MISMATCH", `this run needs QEMU ${b.manifest.vm.qemu}; this host has ${host}`, {
@@ -359,7 +390,7 @@ function writeImport(b: OpenedBundle, opts: ImportOptions, bundleFile: string): 
       else if (p.startsWith("private/")) writeFileAtomic(join(staging, p.slice("private/".length)), bytes, { mode: 0o600 });
     }
     // where this run came from, for `runs list` (private, never bundled again)
-    writeRunOrigin(staging, { via: "bundle", input: bundleFile, command: null });
+    writeRunOrigin(staging, { ...origin, command: null });
     renameSync(staging, runDir);
   } catch (e) {
     rmSync(staging, { recursive: true, force: true });

@@ -25,3 +25,5 @@ export { receiptStatement, RUN_PREDICATE_TYPE, signReceipt, verifyReceipt } from
 export type { ReceiptStatement, ReceiptVerification, RunEnvironment } from "./index.ts";
 export { importBundle, openBundle, RUN_BUNDLE_SCHEMA, writeRunBundle } from "./index.ts";
 export type { ImportOptions, OpenedBundle, WriteBundleOptions } from "./index.ts";
+export { BUNDLE_ARTIFACT, importRegistryBundle, localRun, pushBundle } from "./index.ts";
+export type { FetchBundleOptions, FetchCounts, FetchedBundle, LocalRun, LocalRunOptions, PushBundleOptions, PushedBundle } from "./index.ts";

@@ -91,8 +91,23 @@ function runFile(runDir: string, name: string): Buffer {
   return readFileBounded(join(runDir, name), RUN_READ_LIMITS["run.replay-log-bytes"], "run.replay-log-bytes", { missing: "RUN_INVALID" });
 }
 
-/** Writes the bundle of `runDir` to `out` (atomically); returns its members and size. */
-export function writeRunBundle(opts: WriteBundleOptions): { file: string; size: number; members: readonly BundleMember[]; inputs: BundleInputs } {
+/** What a bundle of a run holds: the single definition, used by the tar (`cairn bundle`) and the registry (`cairn bundle push`). */
+export interface CollectedBundle {
+  /** Member path → bytes, every member but the index. */
+  readonly files: ReadonlyMap<string, Buffer>;
+  /** The members in the index's order (byte order of their paths). */
+  readonly members: readonly BundleMember[];
+  /** The index (`cairn-bundle.json`) bytes. */
+  readonly index: Buffer;
+  readonly runId: string;
+  readonly inputs: BundleInputs;
+  /** The bundle holds private bytes (`includePrivate`, or the run's inputs): a file of it is owner-only. */
+  readonly owned: boolean;
+}
+
+/** The members of the bundle of `opts.runDir` and its index, read and bounded (bundle.max_bytes); nothing is written. */
+export function collectRunBundle(opts: Omit<WriteBundleOptions, "out"> & { readonly out?: string }): CollectedBundle {
+  const where = opts.out ?? opts.runDir;
   const m = readRunManifest(opts.runDir);
   const lock = readWorkloadLock(join(opts.runDir, RUN_FILES.lock));
   const files = new Map<string, Buffer>();
@@ -107,7 +122,7 @@ export function writeRunBundle(opts: WriteBundleOptions): { file: string; size: 
   // one is read, so a run of a big image (a root disk of GiBs) is refused naming bundle.max_bytes, instead of its
   // layers being read whole into memory first (past Node's largest buffer, a RangeError; below it, GiBs of RAM)
   const objectBytes = [...lock.raw, ...inputObjects, lock.derived].reduce((n, o) => n + o.size, 0);
-  checkLimit("bundle.max_bytes", objectBytes, BUNDLE_MAX_BYTES, opts.out, "bytes", BUNDLE_HINT);
+  checkLimit("bundle.max_bytes", objectBytes, BUNDLE_MAX_BYTES, where, "bytes", BUNDLE_HINT);
   for (const r of lock.raw) files.set(`store/objects/${hex(r.digest)}`, store.read("objects", r.digest, r.size, "bundle.object"));
   for (const o of inputObjects) files.set(`store/objects/${hex(o.digest)}`, store.read("objects", o.digest, o.size, "bundle.object"));
   files.set(`store/derived/${hex(lock.derived.digest)}`, store.read("derived", lock.derived.digest, lock.derived.size, "bundle.derived"));
@@ -138,6 +153,15 @@ export function writeRunBundle(opts: WriteBundleOptions): { file: string; size: 
   const index = Buffer.from(
     `${JSON.stringify({ schema: RUN_BUNDLE_SCHEMA, run_id: m.run_id, qemu: m.vm.qemu, kit: kitFacts, ...(inputsFact ? { inputs: inputsFact } : {}), members }, null, 1)}\n`,
   );
+  // a bundle without --include-private or --include-inputs holds no private bytes
+  const owned = opts.includePrivate === true || inputsFact?.included === true;
+  const inputs: BundleInputs = inputsFact === undefined ? "none" : inputsFact.included ? "included" : "left-out";
+  return { files, members, index, runId: m.run_id, inputs, owned };
+}
+
+/** Writes the bundle of `runDir` to `out` (atomically); returns its members and size. */
+export function writeRunBundle(opts: WriteBundleOptions): { file: string; size: number; members: readonly BundleMember[]; inputs: BundleInputs } {
+  const { files, members, index, inputs, owned } = collectRunBundle(opts);
   const entries: TarEntry[] = [{ type: "file", path: BUNDLE_INDEX, mode: 0o644, data: index }];
   const dirs = new Set<string>();
   for (const mb of members) {
@@ -150,10 +174,9 @@ export function writeRunBundle(opts: WriteBundleOptions): { file: string; size: 
   if (tar.length > BUNDLE_MAX_BYTES) {
     throw new CairnError("LIMIT_EXCEEDED", `the bundle would be ${tar.length} bytes, more than bundle.max_bytes`, { path: opts.out });
   }
-  // a bundle without --include-private or --include-inputs holds no private bytes; one with them is owner-only
-  const owned = opts.includePrivate === true || inputsFact?.included === true;
+  // a bundle with private bytes is owner-only
   writeFileAtomic(opts.out, tar, { mode: owned ? 0o600 : 0o644 });
-  return { file: opts.out, size: tar.length, members, inputs: inputsFact === undefined ? "none" : inputsFact.included ? "included" : "left-out" };
+  return { file: opts.out, size: tar.length, members, inputs };
 }
 
 function hex(d: Sha256Digest): string {

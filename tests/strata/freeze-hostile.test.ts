@@ -268,15 +268,18 @@ test("a URL index that trickles, stalls or never answers ends as REMOTE_TIMEOUT;
   servers.push(server);
   await new Promise<void>((ok) => server.listen(0, "127.0.0.1", ok));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
-  const remote = { headersMs: 400, idleMs: 400, minRate: 2048, rateWindowMs: 400 };
-  const bounded = () => freezeLock(lock, { indexes: { pip: url }, python: "3.12", cwd: "/", remote });
-  for (const [m, limit] of [
-    ["trickle", /remote\.min-rate/],
-    ["stall", /remote\.idle-ms/],
-    ["silent", /remote\.headers-ms/],
+  // Each case gets its own bound tight (1 s) and the others loose (10 s), so only that bound can trip
+  // first: with all four at 400 ms, a loaded host (the test's server runs in this process) tripped
+  // whichever timer came due first, the headers bound on a trickle, the rate window on a stall.
+  const loose = { headersMs: 10_000, idleMs: 10_000, minRate: 2048, rateWindowMs: 10_000 };
+  const bounded = (r: typeof loose = loose) => freezeLock(lock, { indexes: { pip: url }, python: "3.12", cwd: "/", remote: r });
+  for (const [m, limit, r] of [
+    ["trickle", /remote\.min-rate/, { ...loose, rateWindowMs: 1000 }],
+    ["stall", /remote\.idle-ms/, { ...loose, idleMs: 1000 }],
+    ["silent", /remote\.headers-ms/, { ...loose, headersMs: 1000 }],
   ] as const) {
     mode = m;
-    const e = await assertCodeAsync(bounded, "REMOTE_TIMEOUT");
+    const e = await assertCodeAsync(() => bounded(r), "REMOTE_TIMEOUT");
     assert.match(e.message, limit);
   }
   mode = "cut";

@@ -301,3 +301,30 @@ test("second pass: a prefix conda-meta/history names that no file conda wrote co
   assert.equal(ok.report.original_prefix, env.prefix);
   assert.ok(!ok.report.rewritten.includes("/opt/pyenv/1.0/bin/conf"));
 });
+
+test("second pass: a file name with a newline cannot forge a line of the text report (it is printed quoted; control: a plain name is printed as is)", async () => {
+  const d = tree();
+  writeFileSync(join(d, "bin", "x\n  left      forged"), `#!${d}/bin/tool\n`);
+  writeFileSync(join(d, "bin", "plain"), `#!${d}/bin/tool\n`);
+  const key = await ensureKey();
+  const r = await runCli([
+    "layer",
+    "capture",
+    d,
+    "--source",
+    "filesystem",
+    "--name",
+    "pyenv",
+    "--version",
+    "1.0",
+    "--registry",
+    join(tempDir("cairn-capture-reg-"), "reg"),
+    "--init-registry",
+    "--key",
+    key,
+  ]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.ok(!r.stdout.split("\n").some((l) => l.startsWith("  left")), r.stdout);
+  assert.ok(r.stdout.includes('rewritten "/opt/pyenv/1.0/bin/x\\n  left      forged"'), r.stdout);
+  assert.ok(r.stdout.includes("rewritten /opt/pyenv/1.0/bin/plain\n"), r.stdout);
+});

@@ -19,8 +19,13 @@ interface CaptureOpts extends Omit<SpecOpts, "source">, ModuleOpts {
 /** How many rewritten or left paths the text report lists before "and N more" (--json lists them all). */
 const SHOWN_PATHS = 20;
 
+/** A path as the text report prints it: quoted when it holds a control character, so a file name cannot forge report lines. */
+function shownPath(p: string): string {
+  return /[\u0000-\u001f\u007f]/.test(p) ? JSON.stringify(p) : p;
+}
+
 function pathLines(label: string, paths: readonly string[]): string[] {
-  const shown = paths.slice(0, SHOWN_PATHS).map((p) => `  ${label} ${p}`);
+  const shown = paths.slice(0, SHOWN_PATHS).map((p) => `  ${label} ${shownPath(p)}`);
   return paths.length > SHOWN_PATHS ? [...shown, `  … and ${paths.length - SHOWN_PATHS} more (--json lists all)`] : shown;
 }
 

@@ -1,19 +1,23 @@
 import type { Command } from "commander";
 import { resolve } from "node:path";
+import { CairnError } from "../../core/index.ts";
 import { defaultStoreDir } from "../../store/index.ts";
 import { bundleKit, kitDir, writeRunBundle } from "../../vm/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
+import { registerBundlePush } from "./replay-bundle-push.ts";
 
 /** `cairn bundle RUNDIR --out run.cairn`: one deterministic file that replays anywhere (vm/run-bundle.ts). */
 export function registerBundle(program: Command, ctx: Context): void {
-  program
-    .command("bundle")
+  const bundle = program.command("bundle");
+  registerBundlePush(bundle, ctx);
+  bundle
     .description(
       "write a replay bundle: one deterministic tar with the run, the workload's raw closure and lock, and the kernel, modules and agent its VM names",
     )
     .argument("<run-dir>", "a run directory written by `cairn run`")
-    .requiredOption("--out <file>", "the bundle to write (run.cairn)")
+    // not commander's requiredOption: commander would then ask it of `bundle push` too
+    .option("--out <file>", "the bundle to write (run.cairn); required")
     .option("--store <dir>", "content store (default $CAIRN_HOME/store or $XDG_CACHE_HOME/cairn/store)")
     .option("--kit <dir>", "guest kit (default $CAIRN_KIT, $CAIRN_HOME/kit or $XDG_CACHE_HOME/cairn/kit)")
     .option("--include-private", "also put the exact output streams, console log and protocol stream in (the file is then owner-only)")
@@ -22,7 +26,8 @@ export function registerBundle(program: Command, ctx: Context): void {
       "also put the run's inputs in (the host files its run.inputs named; the file is then owner-only); without it a replay elsewhere needs them in its own store",
     )
     .option("--json", "print the result as JSON")
-    .action((runDir: string, opts: { out: string; store?: string; kit?: string; includePrivate?: boolean; includeInputs?: boolean; json?: boolean }) => {
+    .action((runDir: string, opts: { out?: string; store?: string; kit?: string; includePrivate?: boolean; includeInputs?: boolean; json?: boolean }) => {
+      if (opts.out === undefined) throw new CairnError("USAGE", "error: required option '--out <file>' not specified", { path: "--out" });
       const dir = resolve(ctx.cwd, runDir);
       const r = writeRunBundle({
         runDir: dir,

@@ -1,26 +1,27 @@
 import type { Command } from "commander";
-import { statSync } from "node:fs";
 import { resolve } from "node:path";
-import { CairnError, fileKind } from "../../core/index.ts";
 import { loadManifestOrDevcontainer } from "../../manifest/index.ts";
 import { defaultStoreDir } from "../../store/index.ts";
-import { defaultRunsDir, importBundle, kitDir, recordedFailure, replayKit, replayRun, verdictLine } from "../../vm/index.ts";
+import { defaultRunsDir, kitDir, localRun, recordedFailure, replayKit, replayRun, verdictLine } from "../../vm/index.ts";
 import { defaultKeysDir } from "../../workload/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
+import { remoteFlags, remoteOptions, type RemoteFlags } from "../remote-flags.ts";
 import { parseTimeout } from "../flags.ts";
 import { printStreams, type Streams } from "../workload-output.ts";
 
 export function registerReplay(program: Command, ctx: Context): void {
-  program
-    .command("replay")
+  remoteFlags(program.command("replay"))
     .description("verify a recorded run's whole closure, replay it passively under QEMU and compare events, assertions and outcome exactly")
-    .argument("<run>", "a run directory written by `cairn run`, or a bundle written by `cairn bundle` (imported into this store, kit and runs directory first)")
+    .argument(
+      "<run>",
+      "a run directory written by `cairn run`, a bundle written by `cairn bundle`, or oci://HOST/REPO@sha256:… from `cairn bundle push` (imported into this store, kit and runs directory first; from a registry, only the members this node lacks are fetched)",
+    )
     .option("--store <dir>", "content store (default $CAIRN_HOME/store or $XDG_CACHE_HOME/cairn/store)")
     .option("--kit <dir>", "guest kit (default $CAIRN_KIT, $CAIRN_HOME/kit or $XDG_CACHE_HOME/cairn/kit)")
     .option("--environment <manifest>", "the environment manifest (or devcontainer.json) offered for the replay; required when the run recorded one")
     .option("--allow-unpinned", "with --environment: accept an unpinned pair with equal addresses (recorded in the output)")
-    .option("--runs <dir>", "a bundle only: where its run directory goes (default $CAIRN_HOME/runs or $XDG_DATA_HOME/cairn/runs)")
+    .option("--runs <dir>", "a bundle or registry reference only: where its run directory goes (default $CAIRN_HOME/runs or $XDG_DATA_HOME/cairn/runs)")
     .option("--timeout <seconds>", "wall-clock limit for QEMU; the process group is killed after it")
     .option(
       "--allow-failed",
@@ -33,7 +34,7 @@ export function registerReplay(program: Command, ctx: Context): void {
     .action(
       async (
         input: string,
-        opts: {
+        opts: RemoteFlags & {
           store?: string;
           kit?: string;
           runs?: string;
@@ -49,26 +50,20 @@ export function registerReplay(program: Command, ctx: Context): void {
       ) => {
         const dir = kitDir(ctx.env, ctx.cwd, opts.kit);
         const storeDir = defaultStoreDir(ctx.env, ctx.cwd, opts.store);
-        const path = resolve(ctx.cwd, input);
-        let runDir = path;
-        // a run directory or a bundle file, nothing else: a FIFO or device here is named as such, before any kit is looked for
-        const st = statSync(path, { throwIfNoEntry: false });
-        if (st === undefined || !(st.isFile() || st.isDirectory())) {
-          const what = st === undefined ? "does not exist" : `is neither a run directory nor a bundle file (${fileKind(st)})`;
-          throw new CairnError("RUN_INVALID", `${input} ${what}`, {
-            path: input,
-            hint: "give a run directory written by `cairn run` or a bundle written by `cairn bundle`",
-          });
-        }
-        if (st.isFile()) {
-          ctx.io.err(`cairn replay: importing ${input}`);
-          const imported = await importBundle(path, { storeDir, kitDir: dir, runsDir: defaultRunsDir(ctx.env, ctx.cwd, opts.runs) });
-          runDir = imported.runDir;
-          if (imported.inputs === "left-out")
-            ctx.io.err(
-              "cairn replay: the bundle leaves the run's inputs out (made without --include-inputs): the replay needs them in this store, as the recording host has them",
-            );
-        }
+        // a run directory, a bundle file (imported) or oci://HOST/REPO@sha256:… (fetched, what this node lacks, and imported)
+        const local = await localRun(input, {
+          storeDir,
+          kitDir: dir,
+          runsDir: defaultRunsDir(ctx.env, ctx.cwd, opts.runs),
+          remote: remoteOptions(ctx, opts),
+          cwd: ctx.cwd,
+          log: (line) => ctx.io.err(`cairn replay: ${line}`),
+        });
+        const runDir = local.runDir;
+        if (local.inputs === "left-out")
+          ctx.io.err(
+            "cairn replay: the bundle leaves the run's inputs out (made without --include-inputs): the replay needs them in this store, as the recording host has them",
+          );
         // what this run names, by digest: an imported run's kit holds its modules only
         const kit = replayKit(dir, runDir);
         let replayed: Streams | undefined;
