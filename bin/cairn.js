@@ -1,9 +1,10 @@
 #!/usr/bin/env node
-// The cairn command. It runs the compiled CLI as one file (dist/cli/bundle.js:
-// dist/cli/main.js and every module it imports, joined by
-// scripts/bundle-cli.mjs), which `npm ci` builds through the `prepare` script
-// and the package ships: no TypeScript compiler runs at start, and no module
-// graph of ~110 files is resolved and read one by one. Tests that call the
+// The cairn command. It runs the compiled CLI as a bundle (dist/cli/bundle.js
+// and its chunks beside it: dist/cli/main.js and every module it imports,
+// joined by scripts/bundle-cli.mjs), which `npm ci` builds through the
+// `prepare` script and the package ships: no TypeScript compiler runs at
+// start, no module graph of ~110 files is resolved and read one by one, and
+// a command loads only the chunks its library needs. Tests that call the
 // CLI in-process use the sources.
 import { readFileSync } from "node:fs";
 

@@ -6,10 +6,10 @@
  *
  * It holds in the three forms the code runs in because each puts this
  * module exactly one folder below the root: `src/core/code-path.ts`,
- * `dist/core/code-path.js`, and the CLI bundle `dist/cli/bundle.js` (every
- * module the CLI loads, in one file: there each module's `import.meta.url`
- * is the bundle's, so a path relative to a module's own folder would name
- * `dist/cli/`). Files outside the root (the package's `package.json`, the
+ * `dist/core/code-path.js`, and the CLI bundle `dist/cli/bundle.js` with its
+ * chunks `dist/cli/bundle-<hash>.js` beside it (every module the CLI loads,
+ * joined: there each module's `import.meta.url` is its bundle file's, so a
+ * path relative to a module's own folder would name `dist/cli/`). Files outside the root (the package's `package.json`, the
  * agent's C sources) are named from it with `../`.
  */
 import { extname } from "node:path";

@@ -16,9 +16,49 @@
 import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import type { Socket } from "node:net";
-import { Readable } from "node:stream";
+import { Readable, finished } from "node:stream";
 
 const NULL_BODY = new Set([101, 103, 204, 205, 304]);
+
+/** How many body bytes may wait, read from the socket, for the reader before the socket is paused. */
+const BODY_BUFFER_BYTES = 1024 * 1024;
+
+/**
+ * A response body as a web stream, handing on the chunks node:http parsed
+ * without copying them. `Readable.toWeb` copies every chunk (to detach it
+ * from a pool that the socket's reads do not use) and pauses the socket
+ * whenever more than 16 KiB wait; a pulled blob paid for both at each of
+ * its ~50 KiB reads (issue 34). The socket is paused once `BODY_BUFFER_BYTES`
+ * wait, and resumed when the reader asks for more; a cancelled body destroys
+ * the response (and its connection); a body cut short errors the stream.
+ */
+function bodyStream(res: IncomingMessage): ReadableStream<Uint8Array> {
+  return new ReadableStream<Uint8Array>(
+    {
+      start(controller) {
+        res.on("data", (chunk: Buffer) => {
+          controller.enqueue(chunk);
+          if ((controller.desiredSize ?? 0) <= 0) res.pause();
+        });
+        finished(res, (error) => {
+          try {
+            if (error) controller.error(error);
+            else controller.close();
+          } catch {
+            // already cancelled: nothing waits on this stream
+          }
+        });
+      },
+      pull() {
+        res.resume();
+      },
+      cancel(reason) {
+        res.destroy(reason instanceof Error ? reason : undefined);
+      },
+    },
+    new ByteLengthQueuingStrategy({ highWaterMark: BODY_BUFFER_BYTES }),
+  );
+}
 
 /**
  * A fetch over node:http(s) whose new connections must be made within `connectMs`; `timeout` makes the error.
@@ -64,7 +104,7 @@ export function httpFetch(connectMs: number, timeout: (url: URL) => Error, ca?: 
           const empty = method === "HEAD" || NULL_BODY.has(status);
           if (empty) res.resume();
           res.once("close", () => signal?.removeEventListener("abort", onAbort));
-          resolve(new Response(empty ? null : (Readable.toWeb(res) as ReadableStream<Uint8Array>), { status, headers: h }));
+          resolve(new Response(empty ? null : bodyStream(res), { status, headers: h }));
         } catch (e) {
           res.destroy();
           reject(e);
