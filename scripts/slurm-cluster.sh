@@ -137,16 +137,24 @@ case "$cmd" in
         [ -z "$(squeue -h -o '%i' 2>/dev/null)" ] && break
         sleep 0.2
       done
+      # The daemons' pids, read before the shutdown removes the pid files.
+      pids=""
+      for f in "$dir/slurmctld.pid" "$dir/slurmd.pid"; do
+        [ -s "$f" ] && pids="$pids $(cat "$f")"
+      done
       scontrol shutdown 2>/dev/null || true
-      # slurmctld tells slurmd to stop too; wait (at most 10 s) until neither pid is alive.
+      # slurmctld tells slurmd to stop too; wait (at most 10 s), then end what is left of them.
       for _ in $(seq 1 100); do
-        alive=0
-        for f in "$dir/slurmctld.pid" "$dir/slurmd.pid"; do
-          [ -s "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && alive=1
+        alive=""
+        for p in $pids; do
+          # alive and not a zombie (state Z waits only for its parent to reap it)
+          st="$(awk '{ print $3 }' "/proc/$p/stat" 2>/dev/null || true)"
+          [ -n "$st" ] && [ "$st" != "Z" ] && alive="$alive $p"
         done
-        [ "$alive" -eq 0 ] && break
+        [ -z "$alive" ] && break
         sleep 0.1
       done
+      for p in $alive; do kill "$p" 2>/dev/null || true; done
       munged -s --socket="$dir/munge/munge.socket" 2>/dev/null || true
     fi
     rm -rf "$dir"

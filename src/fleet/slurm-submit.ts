@@ -13,7 +13,7 @@
  */
 import { mkdtempSync } from "node:fs";
 import { join } from "node:path";
-import { CairnError, ensureDirsIn, writeFileAtomic } from "../core/index.ts";
+import { CairnError, ensureDirsIn, ioError, writeFileAtomic } from "../core/index.ts";
 import type { TaskResources } from "./executor.ts";
 import { oneLine, slurm } from "./slurm-commands.ts";
 
@@ -68,14 +68,22 @@ export function namedTasks(tasks: readonly { readonly id: string }[]): string {
 
 /** Writes the submission's files and submits its array; SLURM_REFUSED in sbatch's words when Slurm refuses it. */
 export async function submitArray(req: SubmitRequest): Promise<Submission> {
+  for (const t of req.tasks) {
+    if (t.argv.length === 0 || t.argv.some((a) => a.includes("\0")))
+      throw new CairnError("USAGE", `task ${t.id}: its command is empty or an argument holds a NUL byte`, { path: t.id });
+  }
+  // executor/ and executor/slurm/ are reached without following a symlink (ROOT_UNSAFE otherwise)
   ensureDirsIn(req.campaignDir, ["executor", "executor/slurm"]);
-  // A fresh directory per submission (mkdtemp: created here, never an existing one or a symlink).
-  const dir = mkdtempSync(join(req.campaignDir, "executor", "slurm", "array-"));
+  const parent = join(req.campaignDir, "executor", "slurm");
+  let dir: string;
+  try {
+    // a fresh directory per submission (mkdtemp: created here, never an existing one or a symlink)
+    dir = mkdtempSync(join(parent, "array-"));
+  } catch (e) {
+    throw ioError(parent, e, "create");
+  }
   ensureDirsIn(dir, ["argv"]);
   req.tasks.forEach((t, i) => {
-    for (const a of t.argv) {
-      if (a.includes("\0")) throw new CairnError("USAGE", `task ${t.id}: an argument holds a NUL byte`, { path: t.id });
-    }
     // each argument ends with a NUL byte, as bash's `mapfile -d ''` reads them back
     writeFileAtomic(join(dir, "argv", String(i)), Buffer.concat(t.argv.flatMap((a) => [Buffer.from(a, "utf8"), NUL])), { mode: 0o600, durable: false });
   });

@@ -6,13 +6,15 @@
 // job's state), never on the clock; every negative test has its control.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { slurmExecutor } from "../../src/fleet/slurm-executor.ts";
 import type { ExecutorEvent, ExecutorPlan, TaskEnd } from "../../src/fleet/executor.ts";
 import { assertCodeAsync } from "../helpers/errors.ts";
 import { needs } from "../helpers/prerequisites.ts";
+import { PROJECT_ROOT } from "../helpers/vectors.ts";
 import { slurmMissing, startSlurmCluster, type SlurmCluster } from "./slurm-cluster.ts";
 
 const missing = slurmMissing();
@@ -252,4 +254,69 @@ test("a node set down mid-task is reported with its state and the administrator'
   const run2 = exec().run(again.plan([{ id: "stranded", mode: "block-first" }], { retries: 1 }));
   process.kill(await again.attempt("stranded", 1), "SIGKILL");
   assert.equal(endOf(await run2, "stranded").published, true);
+});
+
+test("a symlink planted at the campaign's executor/ directory is refused (ROOT_UNSAFE), and nothing is written through it", {
+  skip,
+  timeout: 300_000,
+}, async () => {
+  const c = campaign("planted");
+  const elsewhere = mkdtempSync(join(tmpdir(), "cairn-slurm-elsewhere-"));
+  symlinkSync(elsewhere, join(c.dir, "executor"));
+  await assertCodeAsync(() => exec().run(c.plan([{ id: "p", mode: "publish" }])), "ROOT_UNSAFE");
+  assert.deepEqual(readdirSync(elsewhere), []);
+  assert.equal(existsSync(join(c.dir, "attempts", "p.1")), false, "nothing was submitted");
+  // Control: the same campaign with its own executor/ directory runs.
+  rmSync(join(c.dir, "executor"));
+  assert.equal(endOf(await exec().run(c.plan([{ id: "p", mode: "publish" }])), "p").published, true);
+});
+
+test("interrupting the campaign (SIGINT) cancels its job array through the one interrupt handler", { skip, timeout: 300_000 }, async () => {
+  const c = campaign("interrupted");
+  const child = join(c.dir, "child.mts");
+  writeFileSync(
+    child,
+    `import { slurmExecutor } from ${JSON.stringify(join(PROJECT_ROOT, "src", "fleet", "slurm-executor.ts"))};
+const [dir, script] = process.argv.slice(2);
+await slurmExecutor({ limits: { pollMs: 100 } }).run({
+  campaignDir: dir,
+  tasks: [{ id: "i", argv: [process.execPath, script, "block", dir, "i"], published: () => false }],
+  resources: { cpus: 1, memoryMiB: 100, timeMinutes: 10 },
+  retries: 0,
+  onEvent: (e) => console.log(JSON.stringify(e)),
+});
+`,
+  );
+  const proc = spawn(process.execPath, ["--import", "tsx", child, c.dir, join(c.dir, "task.cjs")], { env: cluster.env, stdio: ["ignore", "pipe", "inherit"] });
+  let out = "";
+  proc.stdout.on("data", (b: Buffer) => {
+    out += b.toString();
+  });
+  const exit = new Promise<NodeJS.Signals | null>((r) => proc.once("exit", (_code, signal) => r(signal)));
+  let ended = false;
+  void exit.then(() => {
+    ended = true;
+  });
+  await cluster.until("the start event (or the child's early end)", () => ended || /Slurm job [0-9]+_0/.test(out));
+  assert.equal(ended, false, `the child ended early: ${out}`);
+  await c.attempt("i", 1);
+  const job = /Slurm job ([0-9]+_0)/.exec(out)![1]!;
+  assert.match(cluster.cmd("scontrol", ["show", "job", "-o", job]), /JobState=RUNNING/, "control: running before the interrupt");
+  proc.kill("SIGINT");
+  assert.equal(await exit, "SIGINT", "the process ends by the signal");
+  await cluster.until("the array to be cancelled", () => /JobState=CANCELLED/.test(cluster.cmd("scontrol", ["show", "job", "-o", job])));
+});
+
+test("a controller that stops answering ends the run as SLURM_UNREACHABLE after slurm.unreachable-ms", { skip, timeout: 300_000 }, async () => {
+  const own = await startSlurmCluster();
+  try {
+    const c = campaign("unreachable");
+    const run = slurmExecutor({ env: own.env, limits: { pollMs: 100, unreachableMs: 500 } }).run(c.plan([{ id: "u", mode: "block" }]));
+    await c.attempt("u", 1);
+    own.cmd("scontrol", ["shutdown"]);
+    const e = await assertCodeAsync(() => run, "SLURM_UNREACHABLE");
+    assert.match(e.message, /squeue/);
+  } finally {
+    await own.stop();
+  }
 });
