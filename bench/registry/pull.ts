@@ -22,6 +22,11 @@
  * so a change is measured before and after in one run. The load average is
  * printed with each image's figures.
  *
+ * A third figure is a floor for any Node program: a Node process that only
+ * GETs each layer blob with node:http and discards the bytes (no hashing, no
+ * writing, no checks). What cairn spends above it is cairn's; what the floor
+ * spends above skopeo is Node's.
+ *
  *   npm run build && node --import tsx bench/registry/pull.ts [N] [BASELINE_DIR]
  */
 import { execFileSync, spawnSync } from "node:child_process";
@@ -51,6 +56,22 @@ function timed(cmd: string, args: string[]): [number, number] {
   if (r.status !== 0 || m === null) throw new Error(`${cmd} failed: ${String(r.stderr).slice(0, 500)}`);
   return [wall, Number(m[1]) + Number(m[2])];
 }
+
+/** The floor: GET each URL with node:http, one after the other, and discard the body. */
+const NODE_GET = `
+const http = require("node:http");
+(async () => {
+  for (const url of process.argv.slice(1)) {
+    await new Promise((resolve, reject) => {
+      http.get(url, (res) => {
+        if (res.statusCode !== 200) reject(new Error(url + ": " + res.statusCode));
+        res.on("data", () => {});
+        res.on("end", resolve);
+      }).on("error", reject);
+    });
+  }
+})().catch((e) => { console.error(e); process.exit(1); });
+`;
 
 const reg = await TestRegistry.create(join(work, "registry"));
 try {
@@ -87,6 +108,13 @@ try {
     });
     runners.push(cairnRunner("cairn", cairnBin));
     if (baselineBin !== undefined) runners.push(cairnRunner("baseline", baselineBin));
+    const urls = img.layers.map((l) => `http://${repo.replace("/bench/", "/v2/bench/")}/blobs/${l.digest}`);
+    runners.push({
+      label: "node-get",
+      wall: [],
+      cpu: [],
+      run: () => timed(process.execPath, ["-e", NODE_GET, ...urls]),
+    });
     runners.push({
       label: "skopeo",
       wall: [],

@@ -120,10 +120,22 @@ async function linkChecked(from: string, to: string, d: Descriptor, verified: bo
     if (NO_LINK.has((cause as { code?: string }).code ?? "")) return false;
     throw cause;
   }
-  const h = await open(to, constants.O_RDONLY | constants.O_NOFOLLOW);
+  const notRegular = (): CairnError =>
+    new CairnError("STORE_CORRUPT", `the cached copy of ${d.digest} is not a regular file of ${d.size} bytes`, {
+      path: d.digest,
+      hint: "pull again: the object is fetched anew",
+    });
+  let h: Awaited<ReturnType<typeof open>>;
+  try {
+    // link(2) links a symlink itself, and a FIFO or device as well: never follow one, never wait on one
+    h = await open(to, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (cause) {
+    if ((cause as { code?: string }).code === "ELOOP") throw notRegular();
+    throw cause;
+  }
   try {
     const st = await h.stat();
-    if (!st.isFile() || st.size !== d.size) throw new CairnError("STORE_CORRUPT", `the cached copy of ${d.digest} has another size`, { path: d.digest });
+    if (!st.isFile() || st.size !== d.size) throw notRegular();
     if (!verified) {
       const hasher = new Sha256Hasher();
       const buf = Buffer.allocUnsafe(COPY_CHUNK);

@@ -38,14 +38,14 @@
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { CairnError, checkLimit, type Sha256Digest } from "../core/index.ts";
+import { CairnError, checkLimit, FIXED_LIMIT_HINT, type Sha256Digest } from "../core/index.ts";
 import { registryClientFor, type RegistryClient, type RemoteOptions } from "../oci/index.ts";
 import { Store, STORE_ROOT } from "../store/index.ts";
 import { formatBundleRef, parseBundleManifest, parseBundleRef } from "./bundle-artifact.ts";
-import { checkMemberPlace, checkMembers, parseIndex, writeImport, type ImportOptions } from "./bundle-import.ts";
+import { BUNDLE_LIMITS, checkMemberPlace, checkMembers, parseIndex, writeImport, type ImportOptions } from "./bundle-import.ts";
 import { BundleSpill } from "./bundle-spill.ts";
 import { hasKitObject, qemuVersion, readKitObject, type Kit } from "./kit.ts";
-import { BUNDLE_INDEX, BUNDLE_MAX_BYTES, type BundleInputs } from "./run-bundle.ts";
+import { BUNDLE_INDEX, BUNDLE_INDEX_MAX_BYTES, BUNDLE_MAX_BYTES, type BundleInputs } from "./run-bundle.ts";
 import type { RunManifest } from "./run-manifest.ts";
 
 export interface FetchBundleOptions extends ImportOptions {
@@ -100,8 +100,12 @@ export async function importRegistryBundle(unsafeRef: string, opts: FetchBundleO
   // 2. bounds and places, before any blob
   const total = art.members.reduce((n, m) => n + m.size, art.index.size);
   checkLimit("bundle.max_bytes", total, BUNDLE_MAX_BYTES, text, "bytes", "a bundle larger than bundle.max_bytes is refused before any of it is fetched");
+  // the tar reader's bounds, by the same names: members, one member's size, and the index (read whole)
+  checkLimit("entries", art.members.length + 1, BUNDLE_LIMITS.entries, `${text}#/layers`, "count", FIXED_LIMIT_HINT);
+  checkLimit("bundle.max_index_bytes", art.index.size, BUNDLE_INDEX_MAX_BYTES, `${text}#/config`, "bytes", FIXED_LIMIT_HINT);
   const byPath = new Map<string, { sha256: Sha256Digest; size: number }>();
   art.members.forEach((m, i) => {
+    checkLimit("fileSize", m.size, BUNDLE_LIMITS.fileSize, `${text}#/layers/${i}`, "bytes", FIXED_LIMIT_HINT);
     if (m.path === BUNDLE_INDEX || byPath.has(m.path)) refuse(`/layers/${i}`, `the manifest names the member ${m.path} twice`);
     checkMemberPlace(m.path, m.sha256, `/layers/${i}/annotations`);
     byPath.set(m.path, { sha256: m.sha256, size: m.size });

@@ -40,6 +40,8 @@ import { join, resolve } from "node:path";
 import {
   CairnError,
   Checker,
+  checkLimit,
+  FIXED_LIMIT_HINT,
   isJsonObject,
   openRoot,
   parseEnvelope,
@@ -60,6 +62,7 @@ import { RUNS_ROOT } from "./record.ts";
 import { parseRunManifest, type RunManifest } from "./run-manifest.ts";
 import {
   BUNDLE_INDEX,
+  BUNDLE_INDEX_MAX_BYTES,
   BUNDLE_MAX_BYTES,
   BUNDLE_OPTIONAL_RUN_FILES,
   BUNDLE_RUN_FILES,
@@ -90,7 +93,7 @@ const PLACES: ReadonlyArray<{ readonly re: RegExp; readonly addressed: boolean }
 const DIRS = new Set(["/", "/run", "/store", "/store/objects", "/store/derived", "/kit", "/kit/kernels", "/kit/agents", "/private", "/private/streams"]);
 
 /** The tree limits a bundle is read under: its whole size is bounded by bundle.max_bytes before the gate. */
-const BUNDLE_LIMITS: LayerLimits = Object.freeze({
+export const BUNDLE_LIMITS: LayerLimits = Object.freeze({
   ...DEFAULT_LIMITS,
   compressedBytes: BUNDLE_MAX_BYTES,
   expandedBytes: BUNDLE_MAX_BYTES,
@@ -224,6 +227,7 @@ export function checkMemberPlace(unsafePath: string, digest: Sha256Digest, field
 export function checkMembers(files: ReadonlyMap<string, { readonly sha256: Sha256Digest; readonly size: number }>, spill: BundleSpill): OpenedBundle {
   const indexRef = files.get(BUNDLE_INDEX);
   if (indexRef === undefined) refuse(`/${BUNDLE_INDEX}`, `the bundle has no ${BUNDLE_INDEX}`);
+  checkLimit("bundle.max_index_bytes", indexRef.size, BUNDLE_INDEX_MAX_BYTES, `/${BUNDLE_INDEX}`, "bytes", FIXED_LIMIT_HINT);
   const index = parseIndex(spill.bytes(indexRef.sha256, indexRef.size, "bundle.max_member_bytes")!);
   const listed = new Set<string>();
   index.members.forEach((m, i) => {

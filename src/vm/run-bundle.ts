@@ -51,6 +51,12 @@ export const BUNDLE_RUN_FILES = [RUN_FILES.manifest, RUN_FILES.events, RUN_FILES
 export const BUNDLE_OPTIONAL_RUN_FILES = [RUN_COST_FILE, RUN_ENVIRONMENT_FILE, RUN_ENV_MANIFEST_FILE, RUN_NETWORK_FILE, RECEIPT_FILE] as const;
 /** bundle.max_bytes: the most a bundle may hold (read whole, in memory). */
 export const BUNDLE_MAX_BYTES = 4 * 1024 * 1024 * 1024;
+/**
+ * bundle.max_index_bytes: the most an index (`cairn-bundle.json`) may be; it
+ * is read whole and parsed. About 200 bytes a member, so far above the
+ * index of a bundle at the tar reader's entry limit.
+ */
+export const BUNDLE_INDEX_MAX_BYTES = 64 * 1024 * 1024;
 const BUNDLE_HINT =
   "bundle.max_bytes is fixed in this version of cairn (a bundle is built in memory): a run whose workload's store objects are larger cannot be bundled; copy the store and the run directory instead";
 

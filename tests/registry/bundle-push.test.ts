@@ -257,6 +257,26 @@ describe("replay bundles through a registry", { skip }, () => {
         noBlob: true,
       },
       {
+        name: "one member over the tar reader's fileSize (the sum within bundle.max_bytes)",
+        ref: () => {
+          const d = clone();
+          d.layers[0]!.size = 3 * 1024 * 1024 * 1024;
+          return serve(d);
+        },
+        code: "LIMIT_EXCEEDED",
+        noBlob: true,
+      },
+      {
+        name: "an index over bundle.max_index_bytes",
+        ref: () => {
+          const d = clone();
+          d.config.size = 65 * 1024 * 1024;
+          return serve(d);
+        },
+        code: "LIMIT_EXCEEDED",
+        noBlob: true,
+      },
+      {
         name: "a member path with ..",
         ref: () => {
           const d = clone();
@@ -306,7 +326,8 @@ describe("replay bundles through a registry", { skip }, () => {
       flip = undefined;
       const ref = c.ref();
       const from = proxy.seen.length;
-      await assertCodeAsync(() => importRegistryBundle(ref, { ...h, remote }), c.code, c.path);
+      const e = await assertCodeAsync(() => importRegistryBundle(ref, { ...h, remote }), c.code, c.path);
+      if (c.code === "LIMIT_EXCEEDED") assert.match(e.message, /bundle\.max_bytes|fileSize|bundle\.max_index_bytes/, c.name);
       if (c.noBlob) assert.deepEqual(blobGets(from), [], `${c.name}: refused before any blob`);
       assertNothing(h);
     }
