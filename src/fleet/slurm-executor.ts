@@ -70,6 +70,8 @@ interface TaskState {
 
 /** The most bytes of a task's output read for its last line. */
 const OUTPUT_TAIL_BYTES = 4096;
+/** With many live tasks the poll interval grows: 10,000 tasks are looked at once a second, 100,000 every 10 s. */
+const POLL_TASKS_PER_MS = 10;
 /** sinfo is asked at most this often while nothing runs (a pending task may wait hours for its turn). */
 const NODE_CHECK_MS = 2000;
 
@@ -153,7 +155,9 @@ async function follow(tasks: TaskState[], subs: Submission[], plan: ExecutorPlan
   for (;;) {
     const live = tasks.filter((t) => t.end === undefined && t.at !== undefined);
     if (live.length === 0) return;
-    await sleep(limits.pollMs);
+    // One squeue lists every live task: a large campaign is looked at less often, so the
+    // controller answers at most about POLL_TASKS_PER_MS task records per millisecond of interval.
+    await sleep(Math.max(limits.pollMs, Math.ceil(live.length / POLL_TASKS_PER_MS)));
     const ids = [...new Set(live.map((t) => t.at!.sub.jobId))];
     const res = await slurm("squeue", ["-h", "-r", "-t", "all", "-j", ids.join(","), "-O", SQUEUE_FORMAT], env, limits.commandMs);
     if (!res.ok && !/Invalid job id/i.test(res.words)) {

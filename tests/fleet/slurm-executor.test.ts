@@ -320,3 +320,21 @@ test("a controller that stops answering ends the run as SLURM_UNREACHABLE after 
     await own.stop();
   }
 });
+
+test("a campaign larger than Slurm's MaxArraySize is split into arrays of that size, every task run once", { skip, timeout: 300_000 }, async () => {
+  const own = await startSlurmCluster();
+  try {
+    const conf = join(own.dir, "slurm.conf");
+    writeFileSync(conf, `${readFileSync(conf, "utf8")}MaxArraySize=2\n`);
+    own.cmd("scontrol", ["reconfigure"]);
+    await own.until("MaxArraySize=2", () => /^MaxArraySize\s*=\s*2$/m.test(own.cmd("scontrol", ["show", "config"])));
+    const c = campaign("split");
+    const tasks = [0, 1, 2, 3, 4].map((i) => ({ id: `s${i}`, mode: "publish" }));
+    const ends = await slurmExecutor({ env: own.env, limits: { pollMs: 100 } }).run(c.plan(tasks));
+    for (const t of tasks) assert.equal(endOf(ends, t.id).published, true);
+    assert.equal(readdirSync(join(c.dir, "executor", "slurm")).length, 3, "arrays of 2, 2 and 1");
+    for (const t of tasks) assert.equal(existsSync(join(c.dir, "attempts", `${t.id}.2`)), false, `${t.id} ran once`);
+  } finally {
+    await own.stop();
+  }
+});
