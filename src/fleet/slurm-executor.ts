@@ -193,6 +193,13 @@ async function follow(tasks: TaskState[], subs: Submission[], plan: ExecutorPlan
         await ended(t, row, plan, env, limits, retry);
         continue;
       }
+      // Slurm requeued a task that had already published (its node failed after the result was
+      // renamed into place): the result stands, and the rerun would only run it twice.
+      if (row.restarts > 0 && row.state !== "RUNNING" && row.state !== "COMPLETING" && t.launch.published()) {
+        await slurm("scancel", [name], env, limits.commandMs);
+        finish(t, t.attempts + row.restarts, undefined, plan);
+        continue;
+      }
       // Slurm requeued it (a node failed, scontrol requeue): each restart is an attempt.
       if (t.attempts + row.restarts > plan.retries && row.restarts > 0) {
         await slurm("scancel", [name], env, limits.commandMs);

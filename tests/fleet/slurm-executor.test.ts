@@ -39,7 +39,8 @@ after(async () => {
  * attempts/ID.N (holding its pid), then by MODE: "publish" writes
  * results/ID (atomically, holding NOTE); "block-first" blocks on its first
  * attempt (the test kills, requeues or cancels it) and publishes on later
- * ones; "block" always blocks; "fail" exits 1 without a result.
+ * ones; "block" always blocks; "publish-block" publishes, then blocks; "fail" exits 1
+ * without a result.
  */
 const TASK = `
 const fs = require("node:fs"), path = require("node:path");
@@ -52,6 +53,7 @@ const publish = () => {
   fs.renameSync(tmp, path.join(dir, "results", id));
 };
 if (mode === "publish" || (mode === "block-first" && tries > 1)) publish();
+else if (mode === "publish-block") { publish(); setInterval(() => {}, 1 << 30); }
 else if (mode === "fail") { console.error("task " + id + " failed on purpose"); process.exit(1); }
 else setInterval(() => {}, 1 << 30);
 `;
@@ -265,6 +267,7 @@ test("a symlink planted at the campaign's executor/ directory is refused (ROOT_U
   symlinkSync(elsewhere, join(c.dir, "executor"));
   await assertCodeAsync(() => exec().run(c.plan([{ id: "p", mode: "publish" }])), "ROOT_UNSAFE");
   assert.deepEqual(readdirSync(elsewhere), []);
+  rmSync(elsewhere, { recursive: true });
   assert.equal(existsSync(join(c.dir, "attempts", "p.1")), false, "nothing was submitted");
   // Control: the same campaign with its own executor/ directory runs.
   rmSync(join(c.dir, "executor"));
@@ -337,4 +340,24 @@ test("a campaign larger than Slurm's MaxArraySize is split into arrays of that s
   } finally {
     await own.stop();
   }
+});
+
+test("a task Slurm requeues after it published keeps its result, and its rerun is cancelled before it starts", { skip, timeout: 300_000 }, async () => {
+  const c = campaign("published-requeued");
+  const run = exec().run(c.plan([{ id: "pr", mode: "publish-block", note: "first" }], { retries: 1 }));
+  await c.attempt("pr", 1);
+  await cluster.until("the result", () => c.published("pr") === "first");
+  const job = await jobOf(c, "pr");
+  cluster.cmd("scontrol", ["requeue", job]);
+  let ends: readonly TaskEnd[] | undefined;
+  void run.then((e) => {
+    ends = e;
+  });
+  // without the rule the rerun starts (attempt 2, which would block forever): fail at once then
+  await cluster.until("the run's end, or a second attempt", () => ends !== undefined || existsSync(join(c.dir, "attempts", "pr.2")));
+  assert.ok(ends !== undefined, "the task started a second time");
+  const end = endOf(ends, "pr");
+  assert.equal(end.published, true, end.failure);
+  await cluster.until("the rerun to be cancelled", () => /JobState=CANCELLED/.test(cluster.cmd("scontrol", ["show", "job", "-o", job])));
+  assert.equal(existsSync(join(c.dir, "attempts", "pr.2")), false, "the task did not run twice");
 });
