@@ -153,6 +153,13 @@ describe("replay bundles through a registry", { skip }, () => {
     assert.equal(local.via, "registry");
     assert.deepEqual(blobGets(from), [], "a second fetch of the same reference asks for no blob");
     assert.equal(local.counts?.fetched, 0);
+    // where the run came from, for `runs list`: the registry and the reference
+    assert.deepEqual(JSON.parse(readFileSync(join(local.runDir, "origin.json"), "utf8")), {
+      schema: "cairn.run-origin/1",
+      via: "registry",
+      input: pushed.reference,
+      command: null,
+    });
 
     // another run of the same workload on the same kernel: only its run files are fetched
     const second = JSON.parse(await ok(["bundle", "push", runs[1]!, `oci://${proxy.host}/runs/hello:second`, "--plain-http", "--json"])) as {
