@@ -14,12 +14,15 @@ import {
   campaignProgress,
   defaultJobs,
   executorByName,
+  expandCampaign,
+  readCampaignFile,
   localExecutor,
   readPlan,
   runCampaign,
   type CampaignRunOptions,
   type ExecutorEvent,
 } from "../../src/fleet/index.ts";
+import { runCli } from "../helpers/cli.ts";
 import { assertCodeAsync } from "../helpers/errors.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
 import { GCC_SKIP } from "../workload/fixtures/static-program.ts";
@@ -236,6 +239,33 @@ describe("the local executor and resume", { skip: GCC_SKIP }, () => {
     await assertCodeAsync(async () => readPlan(s.out), "CAMPAIGN_INVALID");
     writeFileSync(planFile, text); // control
     assert.equal(readPlan(s.out)?.plan, r.plan.plan);
+  });
+
+  it("a result forged to name a run outside runs/ is invalid, not done, and a replay campaign over it is refused (control: the others are done)", async () => {
+    const s = setup();
+    const r = await s.run();
+    const [a] = r.plan.tasks.map((t) => t.id) as [string];
+    const file = join(s.out, "tasks", a, "result.json");
+    writeFileSync(file, readFileSync(file, "utf8").replace('"runs/20260101T000000Z-00000000"', '"runs/../../../etc"'));
+    const p = campaignProgress(s.out, r.plan);
+    assert.equal(p.tasks[0]!.verdict, "invalid");
+    assert.deepEqual(p.counts, { done: 2, running: 0, failed: 1, pending: 0 });
+    const replay = writeCampaign(s.dir, "schema: cairn.campaign/1\nmode: replay\nruns: [{campaign: ./results}]\n", "replay.yaml");
+    await assertCodeAsync(() => expandCampaign(readCampaignFile(replay), { storeDir: join(s.dir, "store"), cairnVersion: "test" }), "CAMPAIGN_INVALID");
+  });
+
+  it("a failure's words are printed with control characters escaped (an escape sequence cannot rewrite the terminal)", async () => {
+    const s = setup(`${RECORD}retries: 0\n`);
+    process.env.FAKE_STDERR = "\u001b[2Jforged\u0007";
+    try {
+      await s.run("fail-always");
+    } finally {
+      delete process.env.FAKE_STDERR;
+    }
+    const r = await runCli(["campaign", "report", s.out]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.doesNotMatch(r.stdout, /[\u0000-\u0009\u000b-\u001f]/);
+    assert.match(r.stdout, /\\u001b\[2Jforged\\u0007/);
   });
 
   it("runs at most --jobs tasks at once; the default leaves a core to cairn; an executor that is not built in is refused", async () => {
