@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { CairnError, type SigningKey } from "../core/index.ts";
 import { readCampaignFile } from "./campaign-file.ts";
 import { signCampaignReceipt } from "./campaign-receipt.ts";
-import { campaignProgress, writeFailureNote, type Progress } from "./campaign-status.ts";
+import { campaignProgress, runningTasks, writeFailureNote, type Progress } from "./campaign-status.ts";
 import type { Executor, ExecutorEvent, TaskEnd } from "./executor.ts";
 import { expandCampaign } from "./expand.ts";
 import { makePlan, readPlan, writePlan, type Plan } from "./plan-file.ts";
@@ -61,8 +61,11 @@ export async function runCampaign(opts: CampaignRunOptions): Promise<CampaignRun
   if (kept === undefined) writePlan(opts.out, plan);
   removeDeadTaskStaging(opts.out);
   const done = publishedTasks(opts.out);
-  const missing = plan.tasks.filter((t) => !done.has(t.id));
-  if (done.size > 0) log(`${plan.tasks.length - missing.length} task(s) already finished, skipped; ${missing.length} to run`);
+  // a task an earlier `campaign run` started is still being written by a live process: not started twice
+  const live = runningTasks(opts.out);
+  const missing = plan.tasks.filter((t) => !done.has(t.id) && !live.has(t.id));
+  if (done.size > 0) log(`${done.size} task(s) already finished, skipped; ${missing.length} to run`);
+  if (live.size > 0) log(`${live.size} task(s) still running from an earlier campaign run, left to it; run again once they end`);
   const ends =
     missing.length === 0
       ? []
@@ -85,5 +88,5 @@ export async function runCampaign(opts: CampaignRunOptions): Promise<CampaignRun
       writeFailureNote(opts.out, { task: end.task, executor: opts.executor.name, attempts: end.attempts, failure: end.failure ?? "no result was published" });
   }
   const receipt = signCampaignReceipt(opts.out, plan, opts.key);
-  return { plan, skipped: plan.tasks.length - missing.length, ends, progress: campaignProgress(opts.out, plan), receipt };
+  return { plan, skipped: done.size, ends, progress: campaignProgress(opts.out, plan), receipt };
 }

@@ -13,6 +13,7 @@
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { CAMPAIGN_LIMITS, Checker, isCairnError, parseJsonBytes, readFileBounded, writeFileAtomic, type JsonModel, type Sha256Digest } from "../core/index.ts";
+import { processAlive } from "../vm/index.ts";
 import type { Plan } from "./plan-file.ts";
 import { publishedTasks, RESULTS } from "./results-dir.ts";
 import { readResult, taskReceiptDigest } from "./task-result.ts";
@@ -82,17 +83,8 @@ function readFailureNote(dir: string, id: string): FailureNote | undefined {
   }
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as { code?: string }).code === "EPERM";
-  }
-}
-
 /** Tasks whose staging directory's writer is alive (on this host). */
-function runningTasks(dir: string): Set<string> {
+export function runningTasks(dir: string): Set<string> {
   const out = new Set<string>();
   let names: string[] = [];
   try {
@@ -100,7 +92,7 @@ function runningTasks(dir: string): Set<string> {
   } catch {}
   for (const n of names) {
     const m = /^\.([0-9a-f]{64})\.([1-9][0-9]*)\.[0-9a-f]{12}\.tmp$/.exec(n);
-    if (m !== null && alive(Number(m[2]))) out.add(m[1]!);
+    if (m !== null && processAlive(Number(m[2]))) out.add(m[1]!);
   }
   return out;
 }

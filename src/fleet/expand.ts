@@ -15,7 +15,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import {
+  CAMPAIGN_LIMITS,
   CairnError,
+  checkLimit,
   isCairnError,
   isJsonObject,
   parseYamlBytes,
@@ -36,6 +38,8 @@ export interface ExpandOptions {
   /** The store record tasks assemble into (the one their runs use). */
   readonly storeDir: string;
   readonly cairnVersion: string;
+  /** `campaign.plan-bytes`: the matrix points' specs together (each is kept in the plan); default CAMPAIGN_LIMITS. */
+  readonly maxPlanBytes?: number;
 }
 
 function unescapeToken(token: string): string {
@@ -110,6 +114,9 @@ export async function expandCampaign(file: CampaignFile, opts: ExpandOptions): P
     }
   };
   const pts = points(file.matrix);
+  // each point's spec is built and kept in the plan: a 1 MiB file of 10,000 points must not make gigabytes
+  const maxPlanBytes = opts.maxPlanBytes ?? CAMPAIGN_LIMITS["campaign.plan-bytes"];
+  let planBytes = 0;
   const scratch = mkdtempSync(join(tmpdir(), "cairn-plan-"));
   try {
     const assembled = new Map<string, WorkloadIdentities>();
@@ -127,6 +134,8 @@ export async function expandCampaign(file: CampaignFile, opts: ExpandOptions): P
           });
           const described = file.matrix.length === 0 ? "" : ` at matrix point ${JSON.stringify(point)}`;
           const variantBytes = Buffer.from(`${JSON.stringify(variant)}\n`, "utf8");
+          planBytes += variantBytes.length;
+          checkLimit("campaign.plan-bytes", planBytes, maxPlanBytes, "/matrix", "bytes");
           let identity: TaskIdentityModel | undefined;
           try {
             if (variantBytes.length > SPEC_MAX_BYTES)

@@ -142,7 +142,9 @@ export function readResult(dir: string, id: string): { result: TaskResult; bytes
   if (ids !== undefined)
     for (const k of ["workload", "vm", "outcome"])
       if (ids[k] !== null && !(typeof ids[k] === "string" && DIGEST.test(ids[k]))) c.add(`/identities/${k}`, "expected a sha256 digest or null");
-  if (typeof o.run !== "string") c.add("/run", "expected a string");
+  // record: a run directory under DIR/runs by its run id, nothing else (a forged "runs/../.." would name any directory)
+  if (typeof o.run !== "string" || (o.mode === "record" && !/^runs\/[0-9]{8}T[0-9]{6}Z-[0-9a-f]{8}$/.test(o.run)))
+    c.add("/run", o.mode === "record" ? "expected runs/<run id>" : "expected a string");
   if (o.replay !== null && !(typeof o.replay === "string" && /^replays\/[1-9][0-9]*$/.test(o.replay))) c.add("/replay", "expected replays/<n> or null");
   c.integer(o.duration_ms, "/duration_ms", { min: 0 });
   if (o.guest_instructions !== null) c.integer(o.guest_instructions, "/guest_instructions", { min: 0 });

@@ -28,11 +28,19 @@
  */
 import { lstatSync, realpathSync, type Stats } from "node:fs";
 import { join, resolve as resolvePath } from "node:path";
-import { CairnError, checkLimit, FIXED_LIMIT_HINT, ioError, readFileBounded } from "../core/index.ts";
-import { bytesContent, DEFAULT_DIR_LIMITS, DEFAULT_LIMITS, linkLeavesRoot, readDirectoryStreamed, type DirLimits, type TarStreamEntry } from "../tree/index.ts";
+import { CairnError, checkLimit, FIXED_LIMIT_HINT, ioError } from "../core/index.ts";
+import {
+  DEFAULT_DIR_LIMITS,
+  DEFAULT_LIMITS,
+  linkLeavesRoot,
+  readDirectoryStreamed,
+  streamedRegular,
+  type DirLimits,
+  type TarStreamEntry,
+} from "../tree/index.ts";
 import { writeLayerBlob, type LayerBlobFile } from "./blob.ts";
 import { checkSpec, layoutPrefix, manifestFor, type LayerSpec } from "./build.ts";
-import { checkedContent, MAX_REWRITE_BYTES, prefixOffsets, readScanned, rewritePrefix, scanContent, type FileScan } from "./capture-rewrite.ts";
+import { checkedContent, rewritePrefix, rewrittenContent, scanContent, type FileScan } from "./capture-rewrite.ts";
 import { DEFAULT_MODULEPATH, findLmodModule, readCondaMeta, type LmodModule } from "./capture-sources.ts";
 import { isLayerPath, normalizeSources, type CaptureRecord, type CaptureSource, type LayerManifest } from "./layer-manifest.ts";
 import { generateModulefile, modulefilePath, withModulefile } from "./modulefile.ts";
@@ -145,9 +153,9 @@ function walkTree(walkRoot: string, layerRoot: string, from: string, to: string,
       left.push(`/${e.path}`);
       return { ...e, content: checkedContent(e.content, scan, shown) };
     }
-    const data = rewritePrefix(readScanned(e.content, scan, shown), fromBuf, toBuf)!;
+    // Rewritten as it is written, a chunk at a time: the tree's size does not bound memory.
     rewritten.push(`/${e.path}`);
-    return { ...e, content: bytesContent(data) };
+    return { ...e, content: rewrittenContent(e.content, scan, fromBuf, toBuf, shown) };
   });
   return { entries, rewritten, left, scans };
 }
@@ -171,8 +179,8 @@ function checkCondaPrefix(dir: string, prefixText: readonly string[], prefix: st
     }
     // Only the environment's own files: a directory on the way that is a symlink out of it is not followed (the walk refuses it later).
     if (!st.isFile() || !realPath(at).startsWith(`${realPath(dir)}/`)) continue;
-    const data = readFileBounded(at, MAX_REWRITE_BYTES, "capture.max_rewrite_bytes", { limitHint: FIXED_LIMIT_HINT });
-    if (!data.includes(0) && prefixOffsets(data, prefixBuf).length === 0) {
+    const scan = scanContent(streamedRegular(at, st.size), prefixBuf);
+    if (!scan.binary && !scan.namesPrefix) {
       throw new CairnError("CAPTURE_REFUSED", `conda-meta says conda wrote the environment's prefix into ${rel}, but it does not name ${prefix}`, {
         path: at,
         hint: "pass the directory the environment was installed at with --prefix",

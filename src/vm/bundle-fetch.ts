@@ -146,7 +146,7 @@ export async function importRegistryBundle(unsafeRef: string, opts: FetchBundleO
     opts.log?.(`${text}: ${counts.fetched} blobs fetched (${counts.fetched_bytes} bytes), ${counts.local} from this node`);
     // 5. the bundle reader's own checks and import
     const b = checkMembers(files, spill);
-    const r = writeImport(b, opts, { via: "registry", input: text });
+    const r = writeImport(b, { ...opts, qemu: host }, { via: "registry", input: text }); // QEMU asked once (a process start)
     cacheRunFiles(opts.storeDir, files, b.members, b.index);
     return { ...r, inputs: b.inputs, reference: text, counts };
   } finally {

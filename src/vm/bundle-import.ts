@@ -366,22 +366,7 @@ export function writeImport(
   openRoot(opts.runsDir, RUNS_ROOT, { create: true });
   removeDeadStaging(opts.runsDir);
   const runDir = join(opts.runsDir, b.runId);
-  if (existsSync(runDir)) {
-    // imported before: reused only when every run file the bundle carries is there, byte for byte
-    for (const p of b.members.keys()) {
-      if (!p.startsWith("run/")) continue;
-      const bytes = b.members.get(p)!;
-      const f = join(runDir, p.slice(4));
-      const there = existsSync(f) ? readFileBounded(f, bytes.length + 1, "bundle.existing-run-bytes", { missing: "RUN_INVALID" }) : undefined;
-      if (there === undefined || !there.equals(bytes)) {
-        throw new CairnError("USAGE", `${runDir} holds another copy of this run (${p.slice(4)} differs)`, {
-          path: f,
-          hint: "pass --runs with another directory",
-        });
-      }
-    }
-    return { runDir, kit, manifest: m };
-  }
+  if (existsSync(runDir)) return { runDir: sameRun(b, runDir), kit, manifest: m };
   const staging = tempSibling(runDir);
   try {
     mkdirSync(staging, { mode: 0o700 });
@@ -398,7 +383,28 @@ export function writeImport(
     renameSync(staging, runDir);
   } catch (e) {
     rmSync(staging, { recursive: true, force: true });
+    // another import of this run (a second process: a campaign's tasks on one node) renamed its copy into
+    // place first; that copy is whole (it was renamed complete), so it is reused when it is this run
+    const code = (e as { code?: string } | null)?.code;
+    if ((code === "ENOTEMPTY" || code === "EEXIST") && existsSync(runDir)) return { runDir: sameRun(b, runDir), kit, manifest: m };
     throw e;
   }
   return { runDir, kit, manifest: m };
+}
+
+/** A run directory imported before is reused only when every run file the bundle carries is there, byte for byte. */
+function sameRun(b: OpenedBundle, runDir: string): string {
+  for (const p of b.members.keys()) {
+    if (!p.startsWith("run/")) continue;
+    const bytes = b.members.get(p)!;
+    const f = join(runDir, p.slice(4));
+    const there = existsSync(f) ? readFileBounded(f, bytes.length + 1, "bundle.existing-run-bytes", { missing: "RUN_INVALID" }) : undefined;
+    if (there === undefined || !there.equals(bytes)) {
+      throw new CairnError("USAGE", `${runDir} holds another copy of this run (${p.slice(4)} differs)`, {
+        path: f,
+        hint: "pass --runs with another directory",
+      });
+    }
+  }
+  return runDir;
 }

@@ -118,6 +118,16 @@ describe("expansion into tasks named by identity", { skip: GCC_SKIP }, () => {
     );
   });
 
+  it("the points' specs together are bounded by campaign.plan-bytes while they are built (control: within it)", async () => {
+    const dir = helloDir();
+    const file = writeCampaign(dir, `${RECORD}matrix:\n  - set: /run/steps/1/data\n    values: ["a\\n", "b\\n", "c\\n"]\n`);
+    const opts = { storeDir: join(dir, "store"), cairnVersion: "test" };
+    const one = Buffer.byteLength(`${JSON.stringify((await expandCampaign(readCampaignFile(file), opts)).tasks[0]!.input)}`);
+    const e = await assertCodeAsync(() => expandCampaign(readCampaignFile(file), { ...opts, maxPlanBytes: one * 2 }), "LIMIT_EXCEEDED", "/matrix");
+    assert.match(e.message, /campaign\.plan-bytes/);
+    assert.equal((await expandCampaign(readCampaignFile(file), { ...opts, maxPlanBytes: one * 4 })).tasks.length, 3);
+  });
+
   it("a point whose spec does not validate is refused naming the entry and the point, before anything runs (control: a valid value)", async () => {
     const dir = helloDir();
     const opts = { storeDir: join(dir, "store"), cairnVersion: "test" };

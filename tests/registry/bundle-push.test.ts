@@ -153,6 +153,13 @@ describe("replay bundles through a registry", { skip }, () => {
     assert.equal(local.via, "registry");
     assert.deepEqual(blobGets(from), [], "a second fetch of the same reference asks for no blob");
     assert.equal(local.counts?.fetched, 0);
+    // where the run came from, for `runs list`: the registry and the reference
+    assert.deepEqual(JSON.parse(readFileSync(join(local.runDir, "origin.json"), "utf8")), {
+      schema: "cairn.run-origin/1",
+      via: "registry",
+      input: pushed.reference,
+      command: null,
+    });
 
     // another run of the same workload on the same kernel: only its run files are fetched
     const second = JSON.parse(await ok(["bundle", "push", runs[1]!, `oci://${proxy.host}/runs/hello:second`, "--plain-http", "--json"])) as {
@@ -194,6 +201,31 @@ describe("replay bundles through a registry", { skip }, () => {
     assert.equal(imported.via, "bundle");
     assert.ok(readFileSync(join(imported.runDir, "run.json")).equals(readFileSync(join(runs[0]!, "run.json"))));
     await assertCodeAsync(() => localRun(`oci://${proxy.host}/runs/hello@${sha256(Buffer.from("x"))}`, h), "USAGE");
+  });
+
+  it("imports of one bundle into one home at the same time (two processes, as a campaign's tasks on one node) all end with the run", async () => {
+    const { spawn } = await import("node:child_process");
+    const file = join(work, "race.cairn");
+    writeRunBundle({ runDir: runs[0]!, storeDir: join(work, "home", "store"), kit: bundleKit(TEST_KIT_DIR, runs[0]!), out: file });
+    const code = `const vm = await import(${JSON.stringify(join(PROJECT_ROOT, "src/vm/index.ts"))}); const h = process.argv[1];
+try { const r = await vm.importBundle(${JSON.stringify(file)}, { storeDir: h + "/store", kitDir: h + "/kit", runsDir: h + "/runs" }); process.stdout.write("ok " + r.runDir); }
+catch (e) { process.stdout.write("error " + (e.code ?? "none") + " " + e.message); }`;
+    const importIn = (home: string): Promise<string> =>
+      new Promise((resolve) => {
+        const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", code, home], {
+          cwd: PROJECT_ROOT,
+          stdio: ["ignore", "pipe", "inherit"],
+        });
+        let out = "";
+        child.stdout.on("data", (d: Buffer) => void (out += d.toString()));
+        child.on("exit", () => resolve(out));
+      });
+    for (let round = 0; round < 6; round++) {
+      const home = join(work, `race-${round}`);
+      const outs = await Promise.all([importIn(home), importIn(home), importIn(home)]);
+      for (const o of outs) assert.match(o, /^ok /, `round ${round}: ${o}`);
+      assert.equal(new Set(outs).size, 1, "one run directory");
+    }
   });
 
   it("a hostile registry is refused typed and leaves nothing in the store or the runs directory; the honest reference imports (control)", async () => {

@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { sha256 } from "../../src/core/index.ts";
-import { checkedContent, prefixOffsets, rewritePrefix, scanContent } from "../../src/strata/capture-rewrite.ts";
+import { checkedContent, prefixOffsets, rewritePrefix, rewrittenContent, scanContent } from "../../src/strata/capture-rewrite.ts";
 import type { FileContent } from "../../src/tree/index.ts";
 import { assertCode } from "../helpers/errors.ts";
 
@@ -60,4 +60,28 @@ test("a file that changes between the scan and the write is SOURCE_CHANGED (cont
   assert.deepEqual(Buffer.concat([...checkedContent(chunked(data, 4), scan, "f").chunks()]), data);
   const other = Buffer.from("#!/opt/env/bin/pythoX\n");
   assertCode(() => [...checkedContent(chunked(other, 4), scan, "f").chunks()], "SOURCE_CHANGED", "f");
+});
+
+test("the streamed rewrite gives the bytes of the whole-file rewrite at every chunk split, with the size the scan predicts", () => {
+  const texts = [
+    "#!/opt/env/bin/python3\nprefix=/opt/env\n/opt/env2 and /opt/env-old stay\nPATH=/opt/env/bin:/opt/env/sbin\n/opt/env",
+    "/opt/env/opt/env /opt/env",
+    "no prefix here at all",
+  ];
+  for (const to of [M, Buffer.from("/o"), Buffer.from("/opt/e")]) {
+    for (const t of texts) {
+      const data = Buffer.from(t);
+      const want = rewritePrefix(data, P, to) ?? data;
+      for (let size = 1; size <= data.length; size++) {
+        const scan = scanContent(chunked(data, size), P);
+        const c = rewrittenContent(chunked(data, size), scan, P, to, "f");
+        const got = Buffer.concat([...c.chunks()]);
+        assert.equal(got.toString(), want.toString(), `${t} → ${to}, chunks of ${size}`);
+        assert.equal(c.size, want.length, `size, chunks of ${size}`);
+      }
+    }
+  }
+  // A source changed after the scan: refused at the end.
+  const scan = scanContent(chunked(Buffer.from("#!/opt/env/bin/x\n"), 3), P);
+  assertCode(() => [...rewrittenContent(chunked(Buffer.from("#!/opt/env/bin/y\n"), 3), scan, P, M, "f").chunks()], "SOURCE_CHANGED", "f");
 });

@@ -38,6 +38,15 @@ function openCampaign(ctx: Context, unsafeDir: string): { dir: string; plan: Pla
   return { dir, plan };
 }
 
+/**
+ * Text a task, a guest or a node wrote (a failure's last stderr line, a
+ * mismatch's message), printed to a terminal: control characters are shown
+ * escaped, so an escape sequence cannot rewrite the screen or forge a line.
+ */
+function printable(s: string): string {
+  return s.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
 function jobsFlag(v: string | undefined): number | undefined {
   if (v === undefined) return undefined;
   if (!/^[1-9][0-9]{0,3}$/.test(v)) throw new CairnError("USAGE", "--jobs takes a whole number from 1", { path: "--jobs" });
@@ -60,7 +69,7 @@ function campaignFailure(p: Progress, dir: string): CairnError | undefined {
   if (bad.length === 0) return undefined;
   return new CairnError(
     bad.some((t) => t.verdict === "mismatched") ? "REPLAY_MISMATCH" : "RUN_INFRASTRUCTURE",
-    `${bad.length} of ${p.tasks.length} task(s): ${bad.map((t) => `${t.task.slice(0, 12)} ${t.verdict}${t.field !== null ? ` at ${t.field}` : ""}`).join("; ")}`,
+    `${bad.length} of ${p.tasks.length} task(s): ${bad.map((t) => `${t.task.slice(0, 12)} ${t.verdict}${t.field !== null ? ` at ${printable(t.field)}` : ""}`).join("; ")}`,
     { path: dir, hint: "`cairn campaign report DIR` lists every task; running the campaign again reruns those that published nothing" },
   );
 }
@@ -124,7 +133,7 @@ export function registerCampaign(program: Command, ctx: Context): void {
           ...(opts.timeout !== undefined ? ["--timeout", opts.timeout] : []),
         ],
         log,
-        onEvent: (e) => log(`${e.kind} ${e.task.slice(0, 12)}${e.detail !== undefined ? ` (${e.detail})` : ""}`),
+        onEvent: (e) => log(`${e.kind} ${e.task.slice(0, 12)}${e.detail !== undefined ? ` (${printable(e.detail)})` : ""}`),
       });
       const failure = campaignFailure(r.progress, out);
       const summary = {
@@ -224,12 +233,12 @@ export function registerCampaign(program: Command, ctx: Context): void {
         [
           t.task.slice(0, 12),
           t.state.padEnd(7),
-          `${t.verdict}${t.field !== null ? ` at ${t.field}` : ""}`.padEnd(20),
+          `${t.verdict}${t.field !== null ? ` at ${printable(t.field)}` : ""}`.padEnd(20),
           (t.status ?? "-").padEnd(18),
           t.duration_ms !== null ? `${(t.duration_ms / 1000).toFixed(1)} s`.padStart(8) : "       -",
           t.guest_instructions !== null ? `${t.guest_instructions} insns` : "-",
           t.origin.point !== null ? JSON.stringify(t.origin.point) : "",
-          t.failure !== null ? `(${t.failure})` : "",
+          t.failure !== null ? `(${printable(t.failure)})` : "",
         ].join("  "),
       );
       ctx.io.out([`campaign ${dir} (${plan.mode}, plan ${plan.plan})`, ...lines, `tasks    ${countsLine(p)}`, `verdicts ${verdictsLine(p)}`].join("\n"));
@@ -249,7 +258,7 @@ export function registerCampaign(program: Command, ctx: Context): void {
         v.problems.length > 0
           ? new CairnError(
               "CAMPAIGN_MISMATCH",
-              `${v.problems.length} problem(s): ${v.problems.map((p) => `${p.task !== null ? `task ${p.task.slice(0, 12)}: ` : ""}${p.problem}`).join("; ")}`,
+              `${v.problems.length} problem(s): ${v.problems.map((p) => `${p.task !== null ? `task ${p.task.slice(0, 12)}: ` : ""}${printable(p.problem)}`).join("; ")}`,
               {
                 path: dir,
                 hint: "a task listed here is not counted: its result does not verify",

@@ -37,7 +37,13 @@ function bodyStream(res: IncomingMessage): ReadableStream<Uint8Array> {
     {
       start(controller) {
         res.on("data", (chunk: Buffer) => {
-          controller.enqueue(chunk);
+          try {
+            controller.enqueue(chunk);
+          } catch (e) {
+            // the stream was cancelled or errored meanwhile: nothing reads on, end the response rather than throw from an event
+            res.destroy(e instanceof Error ? e : undefined);
+            return;
+          }
           if ((controller.desiredSize ?? 0) <= 0) res.pause();
         });
         finished(res, (error) => {
