@@ -39,7 +39,8 @@ function expectedExit(command: string): number {
 }
 
 // A hang guard, not a measure: the Slurm campaign example (8 network records, then 8 replays through the
-// throwaway cluster) alone took 8.5 min at a load average of 13 on the shared 2-core machine.
+// throwaway cluster, one at a time: each asks for 2 CPUs) alone took 4.3 min at a load average of 5-9, and
+// a version of it 8.5 min at 13, on the shared 2-core machine.
 test("every README command example runs as written with the exit code it states", { timeout: 1_800_000 }, () => {
   const commands = readmeCommands(readFileSync(join(PROJECT_ROOT, "README.md"), "utf8"));
   assert.ok(commands.length >= 20, `found ${commands.length} commands`);
