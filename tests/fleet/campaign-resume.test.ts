@@ -250,6 +250,15 @@ describe("the local executor and resume", { skip: GCC_SKIP }, () => {
     const p = campaignProgress(s.out, r.plan);
     assert.equal(p.tasks[0]!.verdict, "invalid");
     assert.deepEqual(p.counts, { done: 2, running: 0, failed: 1, pending: 0 });
+    // the tasks a replay's `campaign:` entries make are counted against campaign.tasks as they are made (control: within it)
+    const fan = writeCampaign(s.dir, "schema: cairn.campaign/1\nmode: replay\nruns: [{campaign: ./results}, {campaign: ./results}]\nrepeat: 2\n", "fan.yaml");
+    writeFileSync(file, readFileSync(file, "utf8").replace('"runs/../../../etc"', '"runs/20260101T000000Z-00000000"'));
+    const opts = { storeDir: join(s.dir, "store"), cairnVersion: "test" };
+    const e = await assertCodeAsync(() => expandCampaign(readCampaignFile(fan), { ...opts, maxTasks: 11 }), "LIMIT_EXCEEDED", "/runs");
+    assert.match(e.message, /campaign\.tasks/);
+    // (the fake runs' directories do not exist: within the limit, the first is refused as not a recorded run)
+    await assertCodeAsync(() => expandCampaign(readCampaignFile(fan), { ...opts, maxTasks: 12 }), "CAMPAIGN_INVALID", "/runs/0/campaign");
+    writeFileSync(file, readFileSync(file, "utf8").replace('"runs/20260101T000000Z-00000000"', '"runs/../../../etc"'));
     const replay = writeCampaign(s.dir, "schema: cairn.campaign/1\nmode: replay\nruns: [{campaign: ./results}]\n", "replay.yaml");
     await assertCodeAsync(() => expandCampaign(readCampaignFile(replay), { storeDir: join(s.dir, "store"), cairnVersion: "test" }), "CAMPAIGN_INVALID");
   });
