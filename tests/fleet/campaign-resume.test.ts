@@ -16,6 +16,7 @@ import {
   executorByName,
   expandCampaign,
   readCampaignFile,
+  stagingHost,
   localExecutor,
   readPlan,
   runCampaign,
@@ -163,6 +164,24 @@ describe("the local executor and resume", { skip: GCC_SKIP }, () => {
       "the dead attempt's staging is gone",
     );
     assert.deepEqual(campaignProgress(s.out, resumed.plan).counts, { done: 3, running: 0, failed: 0, pending: 0 });
+  });
+
+  it("staging another node writes (a shared results directory) is never removed from this host, and does not keep its task from running here", async () => {
+    const s = setup();
+    const first = await s.run("fail-always");
+    const [a] = first.plan.tasks.map((t) => t.id) as [string];
+    // a pid that is dead here says nothing about a process on another node
+    const remote = `.${a}.other-node.999999.0123456789ab.tmp`;
+    mkdirSync(join(s.out, "tasks", remote), { mode: 0o700 });
+    writeFileSync(join(s.out, "tasks", remote, "result.json"), "half-written");
+    // control: this host's staging with a dead pid is removed
+    const local = `.${a}.${stagingHost()}.999999.0123456789ab.tmp`;
+    mkdirSync(join(s.out, "tasks", local), { mode: 0o700 });
+    const r = await s.run("ok");
+    assert.ok(existsSync(join(s.out, "tasks", remote)), "another node's staging is left alone");
+    assert.ok(!existsSync(join(s.out, "tasks", local)), "this host's dead staging is removed");
+    assert.ok(r.ends.some((e) => e.task === a && e.published));
+    assert.deepEqual(campaignProgress(s.out, r.plan).counts, { done: 3, running: 0, failed: 0, pending: 0 });
   });
 
   it("a results directory planted with a symlink or a foreign file is refused before anything runs (control: without the plant it resumes)", async () => {
