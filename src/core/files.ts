@@ -21,7 +21,7 @@ import {
   unlinkSync,
 } from "node:fs";
 import { randomBytes } from "node:crypto";
-import { dirname, basename, join } from "node:path";
+import { dirname, basename, join, resolve } from "node:path";
 import { CairnError, ioError } from "./errors.ts";
 
 export interface WriteOptions {
@@ -128,6 +128,41 @@ export function writeFileAtomic(path: string, data: string | Uint8Array, options
 }
 
 /**
+ * `mkdir -p`: creates `dir` and every missing parent, one mkdir(2) at a
+ * time, and returns the first directory it created (undefined when `dir`
+ * existed), as `mkdirSync(dir, { recursive: true })` does. Not Node's
+ * recursive mkdir: where mkdir(2) answers ENOENT for a path whose parent
+ * exists (under /proc, e.g. `--oci /proc/self/x`), Node 20's retries the
+ * parent forever at full CPU; here the ENOENT is the error. A component
+ * that exists but is not a directory fails as mkdir(2) does (ENOTDIR).
+ */
+export function makeDirs(dir: string, mode = 0o777): string | undefined {
+  const missing: string[] = [];
+  for (let cur = resolve(dir); ; ) {
+    try {
+      statSync(cur);
+      break; // exists (a non-directory makes the next mkdir fail with ENOTDIR)
+    } catch (e) {
+      if ((e as { code?: string }).code !== "ENOENT") throw e;
+    }
+    missing.push(cur);
+    const up = dirname(cur);
+    if (up === cur) break;
+    cur = up;
+  }
+  let first: string | undefined;
+  for (const d of missing.reverse()) {
+    try {
+      mkdirSync(d, { mode });
+      first ??= d;
+    } catch (e) {
+      if ((e as { code?: string }).code !== "EEXIST") throw e; // made meanwhile by another writer
+    }
+  }
+  return first;
+}
+
+/**
  * Creates `dir` (and parents) and makes `dir` owner-only (0700) when this
  * call created it. An existing directory keeps its mode: cairn never
  * chmods a directory it did not create (a `/tmp`-like 1777 directory given
@@ -135,7 +170,7 @@ export function writeFileAtomic(path: string, data: string | Uint8Array, options
  */
 export function mkdirPrivate(dir: string): void {
   try {
-    const created = mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const created = makeDirs(dir, 0o700);
     const st = statSync(dir);
     if (!st.isDirectory()) throw new CairnError("IO_ERROR", `${dir} is not a directory`, { path: dir });
     if (created !== undefined && (st.mode & 0o777) !== 0o700) chmodSync(dir, 0o700);

@@ -48,6 +48,7 @@ export {
   mkdirPrivate,
   tempSibling,
   removeAbandonedSiblings,
+  makeDirs,
   fsyncDir,
   readFullyAt,
   writeFully,

@@ -35,7 +35,7 @@ import { chmodSync, closeSync, fchmodSync, fstatSync, lstatSync, mkdirSync, read
 import { basename, dirname, join } from "node:path";
 import { fileKind, readFileBounded } from "./bounded-read.ts";
 import { CairnError, ioError, type ErrorCode } from "./errors.ts";
-import { openDirectory, writeFileAtomic } from "./files.ts";
+import { makeDirs, openDirectory, writeFileAtomic } from "./files.ts";
 import { parseJsonBytes } from "./json.ts";
 
 /** What kind of root a directory is, and how it is marked. */
@@ -258,7 +258,7 @@ export function openRoot(root: string, kind: RootKind, options: { create: boolea
     // first one's root and uses it.
     const tmp = join(dirname(root), `.${basename(root)}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`);
     try {
-      mkdirSync(dirname(root), { recursive: true });
+      makeDirs(dirname(root));
       mkdirSync(tmp, { mode: kind.mode });
       chmodSync(tmp, kind.mode); // ours: just created
       writeMarker(tmp, kind);

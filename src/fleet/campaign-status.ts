@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { CAMPAIGN_LIMITS, Checker, isCairnError, parseJsonBytes, readFileBounded, writeFileAtomic, type JsonModel, type Sha256Digest } from "../core/index.ts";
 import { processAlive } from "../vm/index.ts";
 import type { Plan } from "./plan-file.ts";
-import { publishedTasks, RESULTS } from "./results-dir.ts";
+import { parseTaskStaging, publishedTasks, RESULTS, stagingHost } from "./results-dir.ts";
 import { readResult, taskReceiptDigest } from "./task-result.ts";
 
 export type TaskState = "done" | "running" | "failed" | "pending";
@@ -91,8 +91,8 @@ export function runningTasks(dir: string): Set<string> {
     names = readdirSync(join(dir, RESULTS.tasks));
   } catch {}
   for (const n of names) {
-    const m = /^\.([0-9a-f]{64})\.([1-9][0-9]*)\.[0-9a-f]{12}\.tmp$/.exec(n);
-    if (m !== null && processAlive(Number(m[2]))) out.add(m[1]!);
+    const s = parseTaskStaging(n);
+    if (s !== undefined && s.host === stagingHost() && processAlive(s.pid)) out.add(s.task);
   }
   return out;
 }

@@ -40,6 +40,8 @@ export interface ExpandOptions {
   readonly cairnVersion: string;
   /** `campaign.plan-bytes`: the matrix points' specs together (each is kept in the plan); default CAMPAIGN_LIMITS. */
   readonly maxPlanBytes?: number;
+  /** `campaign.tasks`: tasks in the plan, counted as they are made (a `campaign:` entry names as many runs as its plan); default CAMPAIGN_LIMITS. */
+  readonly maxTasks?: number;
 }
 
 function unescapeToken(token: string): string {
@@ -105,7 +107,10 @@ export async function expandCampaign(file: CampaignFile, opts: ExpandOptions): P
   const tasks: PlannedTask[] = [];
   const collapsed: Collapsed[] = [];
   const byId = new Map<string, PlannedTask>();
+  const maxTasks = opts.maxTasks ?? CAMPAIGN_LIMITS["campaign.tasks"];
   const add = (t: PlannedTask) => {
+    // the file's counts bound a record campaign before expansion; a replay's `campaign:` entries are counted here
+    checkLimit("campaign.tasks", tasks.length + collapsed.length + 1, maxTasks, "/runs");
     const first = byId.get(t.id);
     if (first !== undefined) collapsed.push({ ...t.origin, same_as: t.id });
     else {
@@ -117,6 +122,12 @@ export async function expandCampaign(file: CampaignFile, opts: ExpandOptions): P
   // each point's spec is built and kept in the plan: a 1 MiB file of 10,000 points must not make gigabytes
   const maxPlanBytes = opts.maxPlanBytes ?? CAMPAIGN_LIMITS["campaign.plan-bytes"];
   let planBytes = 0;
+  // replay, verify: every entry's runs first (a `campaign:` entry names as many as its plan), counted before one is read
+  const entryRuns =
+    file.mode === "record"
+      ? []
+      : file.runs.map((entry, ri) => (entry.kind === "campaign" ? readPublishedRuns(entry.path, `/runs/${ri}/campaign`) : [entry.path]));
+  checkLimit("campaign.tasks", entryRuns.reduce((n, r) => n + r.length, 0) * file.repeat, maxTasks, "/runs");
   const scratch = mkdtempSync(join(tmpdir(), "cairn-plan-"));
   try {
     const assembled = new Map<string, WorkloadIdentities>();
@@ -184,7 +195,7 @@ export async function expandCampaign(file: CampaignFile, opts: ExpandOptions): P
           }
         }
       } else {
-        const runDirs = entry.kind === "campaign" ? readPublishedRuns(entry.path, `${at}/campaign`) : [entry.path];
+        const runDirs = entryRuns[ri]!;
         for (const runDir of runDirs) {
           let identity: TaskIdentityModel;
           try {

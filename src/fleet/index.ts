@@ -8,7 +8,7 @@ export { CAMPAIGN_PLAN_IDENTITY, TASK_IDENTITY, TASK_IDENTITY_SCOPE, TASK_NAME_R
 export type { TaskIdentityModel } from "./task-identity.ts";
 export { encodePlan, makePlan, PLAN_SCHEMA, readPlan, writePlan } from "./plan-file.ts";
 export type { Plan } from "./plan-file.ts";
-export { CAMPAIGN_ROOT, checkResultsDir, openResults, publishedTasks, RESULTS, stageTask, taskDir } from "./results-dir.ts";
+export { CAMPAIGN_ROOT, checkResultsDir, openResults, publishedTasks, RESULTS, stageTask, stagingHost, taskDir } from "./results-dir.ts";
 export { readResult, writeResult, RESULT_SCHEMA, RUN_STATEMENT_DIGEST, TASK_PREDICATE_TYPE, VERDICTS } from "./task-result.ts";
 export type { TaskResult, Verdict } from "./task-result.ts";
 export { findTask, runTask } from "./task-run.ts";

@@ -7,7 +7,7 @@
  *   campaign.json                the plan (plan-file.ts), written atomically
  *   campaign-receipt.dsse.json   the signed campaign receipt (campaign-receipt.ts)
  *   tasks/<task>/                one published task: result.json, receipt.dsse.json
- *   tasks/.<task>.<pid>.<hex>.tmp  a task being written (removed when its writer is gone)
+ *   tasks/.<task>.<host>.<pid>.<hex>.tmp  a task being written (removed when its writer on this host is gone)
  *   runs/                        the runs directory of a record campaign's runs
  *   failures/<task>.json         how a task's last launch ended when it published nothing
  *   executor/                    the executors' own files
@@ -21,8 +21,10 @@
  */
 import { lstatSync, mkdirSync, readdirSync, renameSync, rmSync, type Stats } from "node:fs";
 import { join } from "node:path";
-import { CairnError, fileKind, fsyncDir, ioError, openRoot, tempSibling, type RootKind } from "../core/index.ts";
-import { onInterrupt, removeDeadStaging, RUNS_ROOT } from "../vm/index.ts";
+import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
+import { CairnError, fileKind, fsyncDir, ioError, openRoot, removeIn, type RootKind } from "../core/index.ts";
+import { onInterrupt, processAlive, RUNS_ROOT } from "../vm/index.ts";
 import { TASK_NAME_RE } from "./task-identity.ts";
 
 export const CAMPAIGN_ROOT: RootKind = {
@@ -47,6 +49,30 @@ export const RESULTS = {
 const TOP_FILES: readonly string[] = [CAMPAIGN_ROOT.marker, RESULTS.plan, RESULTS.receipt];
 const TOP_DIRS: readonly string[] = [RESULTS.tasks, RESULTS.runs, RESULTS.failures, RESULTS.executor];
 const TEMP = /^\.(.+)\.[1-9][0-9]*\.[0-9a-f]{12}\.tmp$/;
+
+/**
+ * A task's staging, `.<task>.<host>.<pid>.<12 hex>.tmp`: tasks may run on
+ * other nodes of a cluster sharing DIR, where a pid says nothing about this
+ * host's processes, so the writer's host is in the name. Only this host's
+ * staging whose process is gone is removed; another host's is left alone
+ * (never removed under a live writer) and not counted.
+ */
+const TASK_STAGING = /^\.([0-9a-f]{64})\.(?:([A-Za-z0-9-]{1,63})\.)?([1-9][0-9]*)\.[0-9a-f]{12}\.tmp$/;
+
+/** This host's name as it appears in a staging name. */
+export function stagingHost(): string {
+  return (
+    hostname()
+      .replace(/[^A-Za-z0-9-]/g, "-")
+      .slice(0, 63) || "host"
+  );
+}
+
+/** A task staging name's task, host (this host for names without one) and pid; undefined for any other name. */
+export function parseTaskStaging(name: string): { task: string; host: string; pid: number } | undefined {
+  const m = TASK_STAGING.exec(name);
+  return m === null ? undefined : { task: m[1]!, host: m[2] ?? stagingHost(), pid: Number(m[3]) };
+}
 
 function foreign(path: string, what: string): CairnError {
   return new CairnError("ROOT_FOREIGN", `${path}: ${what}; cairn never writes it, so it does not read, run or count anything in this results directory`, {
@@ -89,8 +115,7 @@ export function checkResultsDir(dir: string): void {
   const tasks = join(dir, RESULTS.tasks);
   for (const name of entries(tasks)) {
     const p = join(tasks, name);
-    const temp = TEMP.exec(name);
-    if (temp !== null && TASK_NAME_RE.test(temp[1]!)) continue; // staging: removed once its writer is gone
+    if (parseTaskStaging(name) !== undefined) continue; // staging: removed once its writer is gone
     if (!TASK_NAME_RE.test(name)) throw foreign(p, "not a task name");
     expect(p, "dir");
     for (const f of entries(p)) {
@@ -125,7 +150,11 @@ export function openResults(dir: string, create: boolean): void {
 
 /** Removes task staging left by attempts whose process is gone (killed, a node that died). */
 export function removeDeadTaskStaging(dir: string): void {
-  removeDeadStaging(join(dir, RESULTS.tasks));
+  const tasks = join(dir, RESULTS.tasks);
+  for (const name of entries(tasks)) {
+    const s = parseTaskStaging(name);
+    if (s !== undefined && s.host === stagingHost() && s.pid !== process.pid && !processAlive(s.pid)) removeIn(tasks, "", name);
+  }
 }
 
 /** The tasks that have published a result (a directory under tasks/ holding result.json). */
@@ -150,7 +179,7 @@ export interface TaskStaging {
 /** A private staging directory for task `id`, removed if the process is interrupted. */
 export function stageTask(dir: string, id: string): TaskStaging {
   const target = taskDir(dir, id);
-  const staging = tempSibling(target);
+  const staging = join(dir, RESULTS.tasks, `.${id}.${stagingHost()}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`);
   mkdirSync(staging, { mode: 0o700 });
   const forget = onInterrupt(() => rmSync(staging, { recursive: true, force: true }));
   const discard = () => {

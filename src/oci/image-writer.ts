@@ -22,7 +22,7 @@
  * writer killed midway leaves only that sibling, which the next writer of
  * the same name removes once its pid is gone.
  */
-import { chmodSync, closeSync, copyFileSync, existsSync, fstatSync, lstatSync, mkdirSync, renameSync, rmSync } from "node:fs";
+import { chmodSync, closeSync, copyFileSync, existsSync, fstatSync, lstatSync, renameSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import {
   CairnError,
@@ -31,6 +31,7 @@ import {
   checkLimit,
   ioError,
   openForRead,
+  makeDirs,
   removeAbandonedSiblings,
   readFullyAt,
   sha256,
@@ -220,7 +221,7 @@ export function writeOciLayout(outDir: string, image: LayoutImageInput): Written
   removeAbandonedSiblings(outDir); // a writer of this name killed midway left its staging
   const staging = tempSibling(outDir);
   try {
-    mkdirSync(join(staging, "blobs", "sha256"), { recursive: true });
+    makeDirs(join(staging, "blobs", "sha256")); // not mkdir's recursive: it spins forever under /proc
     for (const d of [staging, join(staging, "blobs"), join(staging, "blobs", "sha256")]) chmodSync(d, DIR_MODE);
     for (const [i, l] of image.layers.entries()) writeLayer(staging, l, i, FILE_MODE);
     writeFileAtomic(blobPath(staging, config.digest), configBytes, { mode: FILE_MODE });

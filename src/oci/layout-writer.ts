@@ -24,7 +24,7 @@
  * (docs/registry.md, "One copy of each blob").
  */
 import { constants } from "node:fs";
-import { copyFile, link, mkdir, open, rename, rm, unlink } from "node:fs/promises";
+import { copyFile, link, open, rename, rm, unlink } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import {
   CairnError,
@@ -33,6 +33,7 @@ import {
   digestComponents,
   fsyncDir,
   ioError,
+  makeDirs,
   removeAbandonedSiblings,
   tempSibling,
   type Sha256Digest,
@@ -206,7 +207,7 @@ async function writeLayout(
   removeAbandonedSiblings(layoutDir);
   const tmp = tempSibling(layoutDir);
   try {
-    await mkdir(join(tmp, "blobs", "sha256"), { recursive: true, mode: 0o755 });
+    makeDirs(join(tmp, "blobs", "sha256"), 0o755); // not mkdir's recursive: it spins forever under /proc
     const file = async (name: string, bytes: Uint8Array): Promise<void> => {
       const h = await open(join(tmp, name), "wx", 0o644);
       try {

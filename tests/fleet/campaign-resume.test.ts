@@ -16,6 +16,7 @@ import {
   executorByName,
   expandCampaign,
   readCampaignFile,
+  stagingHost,
   localExecutor,
   readPlan,
   runCampaign,
@@ -165,6 +166,24 @@ describe("the local executor and resume", { skip: GCC_SKIP }, () => {
     assert.deepEqual(campaignProgress(s.out, resumed.plan).counts, { done: 3, running: 0, failed: 0, pending: 0 });
   });
 
+  it("staging another node writes (a shared results directory) is never removed from this host, and does not keep its task from running here", async () => {
+    const s = setup();
+    const first = await s.run("fail-always");
+    const [a] = first.plan.tasks.map((t) => t.id) as [string];
+    // a pid that is dead here says nothing about a process on another node
+    const remote = `.${a}.other-node.999999.0123456789ab.tmp`;
+    mkdirSync(join(s.out, "tasks", remote), { mode: 0o700 });
+    writeFileSync(join(s.out, "tasks", remote, "result.json"), "half-written");
+    // control: this host's staging with a dead pid is removed
+    const local = `.${a}.${stagingHost()}.999999.0123456789ab.tmp`;
+    mkdirSync(join(s.out, "tasks", local), { mode: 0o700 });
+    const r = await s.run("ok");
+    assert.ok(existsSync(join(s.out, "tasks", remote)), "another node's staging is left alone");
+    assert.ok(!existsSync(join(s.out, "tasks", local)), "this host's dead staging is removed");
+    assert.ok(r.ends.some((e) => e.task === a && e.published));
+    assert.deepEqual(campaignProgress(s.out, r.plan).counts, { done: 3, running: 0, failed: 0, pending: 0 });
+  });
+
   it("a results directory planted with a symlink or a foreign file is refused before anything runs (control: without the plant it resumes)", async () => {
     const s = setup();
     const r = await s.run();
@@ -250,6 +269,15 @@ describe("the local executor and resume", { skip: GCC_SKIP }, () => {
     const p = campaignProgress(s.out, r.plan);
     assert.equal(p.tasks[0]!.verdict, "invalid");
     assert.deepEqual(p.counts, { done: 2, running: 0, failed: 1, pending: 0 });
+    // the tasks a replay's `campaign:` entries make are counted against campaign.tasks as they are made (control: within it)
+    const fan = writeCampaign(s.dir, "schema: cairn.campaign/1\nmode: replay\nruns: [{campaign: ./results}, {campaign: ./results}]\nrepeat: 2\n", "fan.yaml");
+    writeFileSync(file, readFileSync(file, "utf8").replace('"runs/../../../etc"', '"runs/20260101T000000Z-00000000"'));
+    const opts = { storeDir: join(s.dir, "store"), cairnVersion: "test" };
+    const e = await assertCodeAsync(() => expandCampaign(readCampaignFile(fan), { ...opts, maxTasks: 11 }), "LIMIT_EXCEEDED", "/runs");
+    assert.match(e.message, /campaign\.tasks/);
+    // (the fake runs' directories do not exist: within the limit, the first is refused as not a recorded run)
+    await assertCodeAsync(() => expandCampaign(readCampaignFile(fan), { ...opts, maxTasks: 12 }), "CAMPAIGN_INVALID", "/runs/0/campaign");
+    writeFileSync(file, readFileSync(file, "utf8").replace('"runs/20260101T000000Z-00000000"', '"runs/../../../etc"'));
     const replay = writeCampaign(s.dir, "schema: cairn.campaign/1\nmode: replay\nruns: [{campaign: ./results}]\n", "replay.yaml");
     await assertCodeAsync(() => expandCampaign(readCampaignFile(replay), { storeDir: join(s.dir, "store"), cairnVersion: "test" }), "CAMPAIGN_INVALID");
   });

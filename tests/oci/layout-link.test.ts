@@ -69,3 +69,20 @@ test("a linked blob whose source is a symlink or a FIFO is STORE_CORRUPT at once
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("a layout named under /proc is IO_ERROR at once (Node's recursive mkdir spun there at full CPU)", { timeout: 60_000 }, async (t) => {
+  if (!existsSync("/proc/self")) return t.skip("no /proc");
+  const { dir, files, descriptors } = fixture();
+  try {
+    const [manifest, config, layer] = descriptors as [Descriptor, Descriptor, Descriptor];
+    await assert.rejects(
+      linkImageLayout("/proc/self/cairn-layout", { manifest, config, layers: [layer] }, (d) => files.get(d)!),
+      { code: "IO_ERROR" },
+    );
+    // control: the same image into a new directory is written
+    await linkImageLayout(join(dir, "ok"), { manifest, config, layers: [layer] }, (d) => files.get(d)!);
+    assert.ok(existsSync(join(dir, "ok", "index.json")));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
