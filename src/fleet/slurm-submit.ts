@@ -60,6 +60,21 @@ function arrayScript(dir: string): string {
   ].join("\n");
 }
 
+/**
+ * `dir` as the literal part of sbatch's --output pattern: a "%" in it is
+ * written "%%", or Slurm would read "%a", "%j"… in a directory's name as its
+ * own symbols and send the tasks' output elsewhere; a backslash would turn
+ * every symbol off (all tasks into one literal "%a.out"), so it is refused.
+ */
+function slurmFilenamePattern(dir: string): string {
+  if (dir.includes("\\"))
+    throw new CairnError("PATH_UNSAFE", `${dir}: Slurm cannot name per-task output files below a path holding a backslash`, {
+      path: dir,
+      hint: "give the campaign a results directory (--out) whose path holds no backslash",
+    });
+  return dir.replace(/%/g, "%%");
+}
+
 /** The tasks' ids for a message: the first few and how many in all. */
 export function namedTasks(tasks: readonly { readonly id: string }[]): string {
   const shown = tasks.slice(0, 3).map((t) => t.id);
@@ -72,6 +87,7 @@ export async function submitArray(req: SubmitRequest): Promise<Submission> {
     if (t.argv.length === 0 || t.argv.some((a) => a.includes("\0")))
       throw new CairnError("USAGE", `task ${t.id}: its command is empty or an argument holds a NUL byte`, { path: t.id });
   }
+  slurmFilenamePattern(req.campaignDir); // a path Slurm cannot name output files below is refused before anything is written
   // executor/ and executor/slurm/ are reached without following a symlink (ROOT_UNSAFE otherwise)
   ensureDirsIn(req.campaignDir, ["executor", "executor/slurm"]);
   const parent = join(req.campaignDir, "executor", "slurm");
@@ -101,7 +117,7 @@ export async function submitArray(req: SubmitRequest): Promise<Submission> {
     `--time=${r.timeMinutes}`,
     "--requeue",
     "--open-mode=append",
-    `--output=${join(dir, "%a.out")}`,
+    `--output=${slurmFilenamePattern(dir)}/%a.out`,
     `--chdir=${req.campaignDir}`,
     script,
   ];

@@ -361,3 +361,23 @@ test("a task Slurm requeues after it published keeps its result, and its rerun i
   await cluster.until("the rerun to be cancelled", () => /JobState=CANCELLED/.test(cluster.cmd("scontrol", ["show", "job", "-o", job])));
   assert.equal(existsSync(join(c.dir, "attempts", "pr.2")), false, "the task did not run twice");
 });
+
+test("a campaign directory whose name holds Slurm's filename symbols (%a, %j, %%) gets each task's output in its own file", {
+  skip,
+  timeout: 300_000,
+}, async () => {
+  const c = campaign("odd-%a-%j-%%-name");
+  const ends = await exec().run(c.plan([{ id: "f", mode: "fail" }], { retries: 0 }));
+  const f = endOf(ends, "f");
+  assert.equal(f.published, false);
+  assert.match(f.failure ?? "", /task f failed on purpose/, "the last output line was read from the task's own output file");
+  const [array] = readdirSync(join(c.dir, "executor", "slurm"));
+  assert.ok(existsSync(join(c.dir, "executor", "slurm", array!, "0.out")));
+});
+
+test("a campaign directory whose path holds a backslash is refused (PATH_UNSAFE) before anything is written", { skip, timeout: 300_000 }, async () => {
+  const c = campaign("back\\slash");
+  await assertCodeAsync(() => exec().run(c.plan([{ id: "b", mode: "publish" }])), "PATH_UNSAFE");
+  assert.equal(existsSync(join(c.dir, "executor")), false);
+  assert.equal(existsSync(join(c.dir, "attempts", "b.1")), false);
+});
