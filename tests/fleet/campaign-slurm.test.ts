@@ -6,7 +6,7 @@
 // The tasks run `bin/cairn.js campaign task …` through sbatch, so this needs
 // `npm run build` first, like every test that spawns the CLI.
 import assert from "node:assert/strict";
-import { copyFileSync, cpSync, existsSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
+import { copyFileSync, cpSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
@@ -77,6 +77,7 @@ describe("a recorded campaign replays on Slurm", { skip: VM_SKIP || GCC_SKIP || 
       assert.equal(v.code, 0, v.stdout + v.stderr);
     } finally {
       await cluster.stop();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
