@@ -9,6 +9,11 @@
  * each task is one single-threaded TCG guest plus cairn's own process, so
  * `availableParallelism() - 1` (cairn and the OS keep one core), at least 1.
  *
+ * A task over `resources.time-minutes` is ended as an interrupt would end
+ * it (SIGTERM, so it stops its QEMU and removes its staging; its process
+ * group killed TASK_END_WAIT_MS later) and the attempt's failure names the
+ * limit; like any attempt without a result it is retried, then reported.
+ *
  * An interrupt (SIGINT, SIGTERM) ends the children first: each runs in its
  * own process group, which is killed and waited for (vm/interrupt.ts), so a
  * QEMU a task started does not outlive the campaign.
@@ -42,7 +47,7 @@ function terminateAndWait(pid: number): void {
 /** stderr kept per attempt, for the failure's words (the tail). */
 const STDERR_TAIL_BYTES = 4096;
 
-function attempt(launch: TaskLaunch): Promise<string> {
+function attempt(launch: TaskLaunch, timeMinutes: number): Promise<string> {
   return new Promise((resolve) => {
     const [cmd, ...args] = launch.argv;
     let child: ChildProcess;
@@ -57,19 +62,45 @@ function attempt(launch: TaskLaunch): Promise<string> {
     const forget = onInterrupt(() => {
       if (pid !== undefined) terminateAndWait(pid);
     });
+    // over the task's time: ended as an interrupt ends it, asynchronously (other tasks go on meanwhile)
+    let over = false;
+    let grace: NodeJS.Timeout | undefined;
+    const killGroup = (): void => {
+      try {
+        if (pid !== undefined) process.kill(-pid, "SIGKILL");
+      } catch {
+        // gone
+      }
+    };
+    const limit = setTimeout(() => {
+      over = true;
+      try {
+        if (pid !== undefined) process.kill(pid, "SIGTERM");
+      } catch {
+        // gone
+      }
+      grace = setTimeout(killGroup, TASK_END_WAIT_MS);
+    }, timeMinutes * 60_000);
+    const settle = (): void => {
+      clearTimeout(limit);
+      clearTimeout(grace);
+      if (over) killGroup(); // what the task started and left behind
+      forget();
+    };
     let tail = Buffer.alloc(0);
     child.stderr?.on("data", (b: Buffer) => {
       tail = Buffer.concat([tail, b]);
       if (tail.length > STDERR_TAIL_BYTES) tail = tail.subarray(tail.length - STDERR_TAIL_BYTES);
     });
     child.on("error", (e) => {
-      forget();
+      settle();
       resolve(`could not start: ${e.message}`);
     });
     child.on("close", (code, signal) => {
-      forget();
+      settle();
       const last = tail.toString("utf8").trim().split("\n").at(-1) ?? "";
-      resolve(`${signal !== null ? `killed by ${signal}` : `exited ${code}`}${last !== "" ? `: ${last}` : ""}`);
+      const limitSaid = over ? `over resources.time-minutes (${timeMinutes} min), ended: ` : "";
+      resolve(`${limitSaid}${signal !== null ? `killed by ${signal}` : `exited ${code}`}${last !== "" ? `: ${last}` : ""}`);
     });
   });
 }
@@ -87,7 +118,7 @@ export const localExecutor: Executor = {
         while (attempts <= plan.retries) {
           attempts++;
           plan.onEvent?.({ kind: "started", task: launch.id });
-          const how = await attempt(launch);
+          const how = await attempt(launch, plan.resources.timeMinutes);
           if (launch.published()) {
             failure = undefined;
             plan.onEvent?.({ kind: "ended", task: launch.id, detail: how });

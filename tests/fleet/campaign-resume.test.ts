@@ -6,7 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { generateSigningKey, writeKeyPair, type SigningKey } from "../../src/core/index.ts";
@@ -311,5 +312,29 @@ describe("the local executor and resume", { skip: GCC_SKIP }, () => {
     assert.equal((await executorByName("slurm", {})).name, "slurm");
     await assertCodeAsync(() => executorByName("condor"), "EXECUTOR_UNAVAILABLE", "--executor");
     assert.equal((await executorByName("local")).name, "local");
+  });
+
+  it("a task over resources.time-minutes is ended (SIGTERM, then its group) and reported naming the limit; control: a task within it publishes", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "cairn-local-limit-"));
+    try {
+      const done = join(dir, "published");
+      // the stand-in task: "fast" publishes at once, "slow" would sleep far past the limit (its group holds a child too)
+      const launch = (id: string, script: string) => ({ id, argv: ["sh", "-c", script], published: () => existsSync(join(dir, id)) });
+      const ends = await localExecutor.run({
+        campaignDir: dir,
+        tasks: [launch("fast", `touch ${join(dir, "fast")}`), launch("slow", `sleep 600 2>/dev/null & wait; touch ${join(dir, "slow")}`)],
+        resources: { cpus: 1, memoryMiB: 64, timeMinutes: 0.02 }, // 1.2 s: the library takes a fraction, a campaign file whole minutes
+        retries: 0,
+        jobs: 2,
+      });
+      const byTask = new Map(ends.map((e) => [e.task, e]));
+      assert.equal(byTask.get("fast")?.published, true, "control: within the limit it publishes");
+      assert.equal(byTask.get("slow")?.published, false);
+      assert.match(byTask.get("slow")?.failure ?? "", /over resources\.time-minutes \(0\.02 min\)/);
+      assert.equal(existsSync(done), false);
+      assert.equal(existsSync(join(dir, "slow")), false, "the task was ended, not left to finish");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
