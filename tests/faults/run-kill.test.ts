@@ -75,8 +75,8 @@ function runAndSignal(
     let changes = 0;
     const runsWatch = watch(ws.runsDir, (_event, name) => {
       if (typeof name !== "string" || before.has(name) || !existsSync(join(ws.runsDir, name))) return;
-      if (point === "published" && !isStaging(name) && statSync(join(ws.runsDir, name)).isDirectory()) fire();
-      if (point === "guest" && isStaging(name) && statSync(join(ws.runsDir, name)).isDirectory() && watchers.length === 1) {
+      if (point === "published" && !isStaging(name) && statSync(join(ws.runsDir, name), { throwIfNoEntry: false })?.isDirectory()) fire();
+      if (point === "guest" && isStaging(name) && statSync(join(ws.runsDir, name), { throwIfNoEntry: false })?.isDirectory() && watchers.length === 1) {
         // the staging directory: its protocol.bin changes as the guest writes to the agent's port
         watchers.push(
           watch(join(ws.runsDir, name), (e, file) => {
