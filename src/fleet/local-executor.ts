@@ -20,7 +20,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { availableParallelism } from "node:os";
-import { killGroupAndWait, onInterrupt, processAlive } from "../vm/index.ts";
+import { killGroup, killGroupAndWait, onInterrupt, processAlive } from "../vm/index.ts";
 import type { Executor, ExecutorPlan, TaskEnd, TaskLaunch } from "./executor.ts";
 
 /** The default `--jobs`: the cores QEMU can use without oversubscribing. */
@@ -65,13 +65,7 @@ function attempt(launch: TaskLaunch, timeMinutes: number): Promise<string> {
     // over the task's time: ended as an interrupt ends it, asynchronously (other tasks go on meanwhile)
     let over = false;
     let grace: NodeJS.Timeout | undefined;
-    const killGroup = (): void => {
-      try {
-        if (pid !== undefined) process.kill(-pid, "SIGKILL");
-      } catch {
-        // gone
-      }
-    };
+    const endGroup = (): void => void (pid !== undefined && killGroup(pid));
     const limit = setTimeout(() => {
       over = true;
       try {
@@ -79,12 +73,12 @@ function attempt(launch: TaskLaunch, timeMinutes: number): Promise<string> {
       } catch {
         // gone
       }
-      grace = setTimeout(killGroup, TASK_END_WAIT_MS);
+      grace = setTimeout(endGroup, TASK_END_WAIT_MS);
     }, timeMinutes * 60_000);
     const settle = (): void => {
       clearTimeout(limit);
       clearTimeout(grace);
-      if (over) killGroup(); // what the task started and left behind
+      if (over) endGroup(); // what the task started and left behind
       forget();
     };
     let tail = Buffer.alloc(0);

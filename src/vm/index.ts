@@ -114,7 +114,7 @@ export { readHttpRoot } from "./responder-host.ts";
 export { runHostScope } from "./run-inputs.ts";
 export { removeDeadStaging } from "./run-staging.ts";
 export { onInterrupt } from "./interrupt.ts";
-export { killGroupAndWait, processAlive } from "./processes.ts";
+export { killGroup, killGroupAndWait, processAlive } from "./processes.ts";
 export { guestInstructions } from "./replay-log.ts";
 export { replayFilesAgree } from "./run-dir-check.ts";
 export { RUNS_ROOT } from "./record.ts";

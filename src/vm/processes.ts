@@ -14,13 +14,19 @@ import { readdirSync, readFileSync } from "node:fs";
 const GROUP_END_WAIT_MS = 3000;
 const GROUP_POLL_MS = 20;
 
-/** SIGKILLs process group `pgid` (no error if it is gone) and waits, at most GROUP_END_WAIT_MS, until none of its processes is alive. */
-export function killGroupAndWait(pgid: number): void {
+/** SIGKILLs process group `pgid`; false when there is no such group (it has ended). */
+export function killGroup(pgid: number): boolean {
   try {
     process.kill(-pgid, "SIGKILL");
+    return true;
   } catch {
-    return; // no such group
+    return false;
   }
+}
+
+/** SIGKILLs process group `pgid` (no error if it is gone) and waits, at most GROUP_END_WAIT_MS, until none of its processes is alive. */
+export function killGroupAndWait(pgid: number): void {
+  if (!killGroup(pgid)) return; // no such group
   const sleeper = new Int32Array(new SharedArrayBuffer(4));
   const deadline = Date.now() + GROUP_END_WAIT_MS;
   while (liveInGroup(pgid) && Date.now() < deadline) Atomics.wait(sleeper, 0, 0, GROUP_POLL_MS);

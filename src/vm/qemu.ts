@@ -17,7 +17,7 @@
 import { spawn } from "node:child_process";
 import { CairnError } from "../core/index.ts";
 import { onInterrupt } from "./interrupt.ts";
-import { killGroupAndWait } from "./processes.ts";
+import { killGroup, killGroupAndWait } from "./processes.ts";
 import { networkArgs, type NetworkPaths } from "./netid.ts";
 import { ROOT_DISK_DEVICE, type VmIdentity } from "./vmid.ts";
 
@@ -166,13 +166,7 @@ export function runQemu(id: VmIdentity, paths: QemuPaths, mode: RrMode, timeoutM
       stdio: ["ignore", "ignore", "pipe"],
       env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LC_ALL: "C" },
     });
-    const killGroup = (): void => {
-      try {
-        if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
-      } catch {
-        // already gone
-      }
-    };
+    const endGroup = (): void => void (child.pid !== undefined && killGroup(child.pid));
     // Interrupted: QEMU's group (its guestfwd gates too) ends first, before the responder's directory goes (interrupt.ts).
     const forgetInterrupt = onInterrupt(() => {
       if (child.pid !== undefined) killGroupAndWait(child.pid);
@@ -200,7 +194,7 @@ export function runQemu(id: VmIdentity, paths: QemuPaths, mode: RrMode, timeoutM
       } catch {
         // already gone
       }
-      grace ??= setTimeout(killGroup, QEMU_TERM_GRACE_MS);
+      grace ??= setTimeout(endGroup, QEMU_TERM_GRACE_MS);
     };
     const timer = setTimeout(() => {
       timedOut = true;
@@ -209,7 +203,7 @@ export function runQemu(id: VmIdentity, paths: QemuPaths, mode: RrMode, timeoutM
     let aborted = false;
     const onAbort = (): void => {
       aborted = true;
-      killGroup();
+      endGroup();
     };
     if (abort?.aborted) onAbort();
     else abort?.addEventListener("abort", onAbort, { once: true });

@@ -30,7 +30,7 @@ import { CairnError, codeModule, sha256, writeFileAtomic, type Sha256Digest } fr
 import { entriesTree, fsIdentity, readDirectory, resolveBeneath, withBeneath, type HostScope } from "../tree/index.ts";
 import { hasTool } from "./host.ts";
 import { onInterrupt } from "./interrupt.ts";
-import { killGroupAndWait, processAlive } from "./processes.ts";
+import { killGroup, killGroupAndWait, processAlive } from "./processes.ts";
 import { HTTP_ROOT_LIMITS, RESPONDER_LIMITS, type NetworkPaths, type VmNetwork } from "./netid.ts";
 import type { ResponderConfig } from "./responder.ts";
 
@@ -242,13 +242,7 @@ export async function startResponder(n: VmNetwork, http: HttpRoot | undefined): 
     why = reason;
     controller.abort();
   };
-  const killGroup = (): void => {
-    try {
-      if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
-    } catch {
-      // gone
-    }
-  };
+  const endGroup = (): void => void (child.pid !== undefined && killGroup(child.pid));
   let stopped = false;
   child.on("exit", (code, signal) => {
     if (!stopped) fail(`the responder exited (${signal ?? `status ${code}`})${stderr ? `: ${stderr.trim().slice(0, 300)}` : ""}`);
@@ -257,7 +251,7 @@ export async function startResponder(n: VmNetwork, http: HttpRoot | undefined): 
     await waitReady(child, () => why);
   } catch (e) {
     stopped = true;
-    killGroup();
+    endGroup();
     removeDir(dir);
     throw e;
   }
@@ -293,7 +287,7 @@ export async function startResponder(n: VmNetwork, http: HttpRoot | undefined): 
       stopped = true;
       clearInterval(timer);
       forgetInterrupt();
-      killGroup();
+      endGroup();
       removeDir(dir);
     },
   };
