@@ -84,3 +84,5 @@ export { hashOnThread, inflateOnThread } from "./inflate-thread.ts";
 export type { InflateHandlers, InflateJob } from "./inflate-thread.ts";
 export { cairnDir, registryAuthFiles } from "./locations.ts";
 export type { CairnDirKind } from "./locations.ts";
+export { esc as escapeHtml, htmlPage, PAGE_CSP, shortDigest, digestCell, svg } from "./html-page.ts";
+export type { PageOptions } from "./html-page.ts";

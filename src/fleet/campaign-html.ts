@@ -3,21 +3,12 @@
  * font from elsewhere (a Content-Security-Policy of `default-src 'none'`
  * says so to the browser too), every value escaped: a task's detail is
  * the guest's facts and a mismatch's message, which a hostile workload
- * shapes. Runs have no pictures yet, so there are none to reuse.
+ * shapes. The escaping, the policy and the page shell are core/html-page.ts's,
+ * shared with every other page cairn writes.
  */
+import { escapeHtml as esc, htmlPage, shortDigest as short } from "../core/index.ts";
 import type { Plan } from "./plan-file.ts";
 import type { Progress } from "./campaign-status.ts";
-
-function esc(v: unknown): string {
-  return String(v ?? "")
-    .replaceAll("&", "&amp;")
-    .replaceAll("<", "&lt;")
-    .replaceAll(">", "&gt;")
-    .replaceAll('"', "&quot;")
-    .replaceAll("'", "&#39;");
-}
-
-const short = (d: string | null | undefined) => (typeof d === "string" ? d.replace(/^sha256:/, "").slice(0, 12) : "");
 
 export function htmlReport(plan: Plan, progress: Progress): string {
   const rows = progress.tasks
@@ -29,18 +20,14 @@ export function htmlReport(plan: Plan, progress: Progress): string {
   const totals = Object.entries(progress.verdicts)
     .map(([k, v]) => `${esc(k)} ${v}`)
     .join(", ");
-  return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
-<title>cairn campaign ${esc(short(plan.plan))}</title>
-<style>body{font-family:sans-serif;margin:1em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}tr.mismatched,tr.infrastructure,tr.invalid{background:#fdd}tr.matched,tr.recorded,tr.verified{background:#efe}</style>
-</head><body>
-<h1>cairn campaign (${esc(plan.mode)})</h1>
-<p>plan <code>${esc(plan.plan)}</code>; ${plan.tasks.length} task(s): ${esc(totals)}. Runs have no pictures yet.</p>
+  return htmlPage({
+    title: `cairn campaign ${short(plan.plan)}`,
+    css: "tr.mismatched,tr.infrastructure,tr.invalid{background:#fdd}tr.matched,tr.recorded,tr.verified{background:#efe}",
+    body: `<h1>cairn campaign (${esc(plan.mode)})</h1>
+<p>plan <code>${esc(plan.plan)}</code>; ${plan.tasks.length} task(s): ${esc(totals)}.</p>
 <table><thead><tr><th>task</th><th>matrix point</th><th>state</th><th>verdict</th><th>run status</th><th>workload</th><th>VM</th><th>seconds</th><th>guest instructions</th><th>detail</th></tr></thead>
 <tbody>
 ${rows}
-</tbody></table>
-</body></html>
-`;
+</tbody></table>`,
+  });
 }

@@ -51,6 +51,14 @@ export const CONVENTIONS: readonly Convention[] = [
     planted: 'const dir = env.XDG_CACHE_HOME ?? join(homedir(), ".cache");',
   },
   {
+    // one escaper for every page cairn writes: a second copy is where a missed quote kind lets a workload's output into markup
+    name: "HTML escaping outside the page kit",
+    pattern: /["'`]&(?:amp|lt|gt|quot|#39|#x27);["'`]/,
+    home: ["core/html-page.ts"],
+    allow: {},
+    planted: 'const esc = (v: string) => v.replaceAll("&", "&amp;").replaceAll("<", "&lt;");',
+  },
+  {
     // in the CLI bundle every module's import.meta.url is the bundle's (dist/cli/bundle.js): a path relative to a
     // module's own folder would name dist/cli/ there; code-path.ts names files from the code root instead
     name: "a file path built from a module's own URL",

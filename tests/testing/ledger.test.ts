@@ -26,6 +26,7 @@ const AREA: Record<string, string[]> = {
   "workload.md": ["workload", "store"],
   "testing.md": ["testing"],
   "fleet.md": ["fleet"],
+  "pictures.md": ["cli", "core", "testing", "architecture"],
 };
 
 function testFiles(dir: string): string[] {
