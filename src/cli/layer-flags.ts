@@ -25,7 +25,7 @@ import {
   type SignedDocument,
 } from "../strata/index.ts";
 import type { Context } from "./context.ts";
-import { printJson } from "./output.ts";
+import { type JsonTag, printJson } from "./output.ts";
 import { CAIRN_VERSION } from "./cairn-version.ts";
 import { clock, collect } from "./flags.ts";
 import { remoteFlags, type RemoteFlags } from "./remote-flags.ts";
@@ -153,12 +153,13 @@ export function report(
   doc: SignedDocument<LayerManifest>,
   json: boolean | undefined,
   verb: string,
+  tag: JsonTag,
   extra: { json: Record<string, unknown>; lines: string[] } = { json: {}, lines: [] },
 ): void {
   const m = doc.value;
   const signed = doc.envelope.signatures.length > 0 ? `signed by ${doc.envelope.signatures.map((s) => s.keyid).join(", ")}` : "UNSIGNED";
   if (json) {
-    printJson(ctx.io, {
+    printJson(ctx.io, tag, {
       id: m.id,
       sha256: m.sha256,
       size: m.size,

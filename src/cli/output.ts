@@ -2,8 +2,10 @@
  * How commands talk to the user: results on stdout (human text or one JSON
  * document), progress and logs on stderr, and errors mapped to exit codes
  * (0 success, 1 refused or verification failed, 2 usage, 3 missing
- * prerequisite). With --json a failure prints {"error":{code,message,path,hint}}
- * on stdout.
+ * prerequisite). With --json every document printed on stdout carries a
+ * top-level schema tag naming its shape (docs/json-output.md, one JSON Schema
+ * per tag under docs/schemas/), and a failure prints
+ * {"schema":"cairn.cli.error/1","error":{code,message,path,hint}}.
  */
 import { CairnError, describeNotWritable, mediaErrno } from "../core/index.ts";
 
@@ -20,8 +22,25 @@ export const processIo: Io = {
   tty: process.stderr.isTTY === true,
 };
 
-export function printJson(io: Io, value: unknown): void {
-  io.out(JSON.stringify(value, null, 2));
+/**
+ * The tag of a --json document: `cairn.cli.<the command's words joined by "-">/<version>`
+ * (`cairn runs list --json` prints `cairn.cli.runs-list/1`), or `cairn.cli.error/1` for a
+ * failure. Its schema is docs/schemas/<tag without the version>.v<version>.json.
+ */
+export type JsonTag = `cairn.cli.${string}/${number}`;
+
+/** The tag of the document a failure prints under --json. */
+export const ERROR_TAG: JsonTag = "cairn.cli.error/1";
+
+/**
+ * Prints one --json document: `value`'s fields after a first field `schema`
+ * holding `tag`. Every JSON document on stdout goes through here, so none
+ * lacks its tag; a value with a field of its own named `schema` is a bug in
+ * the caller (wrap it under a name instead).
+ */
+export function printJson(io: Io, tag: JsonTag, value: object): void {
+  if (Array.isArray(value) || Object.hasOwn(value, "schema")) throw new Error(`the --json document ${tag} is not an object without a schema field`);
+  io.out(JSON.stringify({ schema: tag, ...value }, null, 2));
 }
 
 /**
@@ -40,7 +59,7 @@ export function reportError(io: Io, error: unknown, json: boolean): number {
       : (mediaError(error) ??
         new CairnError("INTERNAL", `internal error (${kind})`, { cause: error, hint: "this is a bug in cairn; CAIRN_DEBUG=1 shows where" }));
   if (json) {
-    printJson(io, { error: e.toJSON() });
+    printJson(io, ERROR_TAG, { error: e.toJSON() });
   } else {
     io.err(`cairn: error [${e.code}]${e.path ? ` at ${e.path}` : ""}: ${e.message}`);
     if (e.hint) io.err(`hint: ${e.hint}`);

@@ -104,7 +104,7 @@ test("the packed package, installed without tsx, runs cairn --version, manifest 
     assert.equal(ingest.status, 0, ingest.stderr);
     const fromSources = await runCli(["manifest", "ingest", devcontainer, "--json"]);
     assert.equal(fromSources.code, 0, fromSources.stderr);
-    assert.equal(JSON.parse(ingest.stdout).address, JSON.parse(fromSources.stdout).address, "dist and sources give the same address");
+    assert.equal(JSON.parse(ingest.stdout).manifest.address, JSON.parse(fromSources.stdout).manifest.address, "dist and sources give the same address");
 
     const ws = ociWorkspace();
     try {

@@ -78,6 +78,9 @@ export function violation(argv: readonly string[], r: CliResult): string | undef
     }
     const code = (doc as { error?: { code?: unknown } })?.error?.code;
     if (typeof code !== "string") return "a JSON failure without an error code";
+    // the error document, or a run's, replay's or campaign's own document with its error (docs/json-output.md)
+    const tag = (doc as { schema?: unknown }).schema;
+    if (typeof tag !== "string" || !/^cairn\.cli\.[a-z-]+\/[0-9]+$/.test(tag)) return "a JSON failure without a schema tag";
   }
   return undefined;
 }
@@ -290,7 +293,8 @@ describe(`every command survives ${FUZZ_RUNS} random inputs (seed ${SEED})`, () 
     assert.match(violation([], { code: 1, stdout: "", stderr: "TypeError: x\n    at f (/a/b.ts:1:2)\n" }) ?? "", /stack/);
     assert.match(violation(["--json"], { code: 1, stdout: "oops", stderr: "" }) ?? "", /JSON/);
     assert.match(violation([], { code: 134, stdout: "", stderr: "" }) ?? "", /exit code/);
-    assert.equal(violation(["--json"], { code: 1, stdout: '{"error":{"code":"USAGE"}}', stderr: "" }), undefined);
+    assert.match(violation(["--json"], { code: 1, stdout: '{"error":{"code":"USAGE"}}', stderr: "" }) ?? "", /schema tag/);
+    assert.equal(violation(["--json"], { code: 1, stdout: '{"schema":"cairn.cli.error/1","error":{"code":"USAGE"}}', stderr: "" }), undefined);
   });
 
   for (const leaf of LEAVES) {

@@ -38,7 +38,7 @@ test("ingest --sign --out --json writes the manifest atomically and prints the s
   const out = join(dir, "pinned.manifest.json");
   const r = await runCli(["manifest", "ingest", PINNED, "--sign", `${keyPrefix}.key`, "--out", out, "--json"]);
   assert.equal(r.code, 0, r.stderr);
-  const printed = JSON.parse(r.stdout);
+  const printed = JSON.parse(r.stdout).manifest;
   assert.deepEqual(JSON.parse(readFileSync(out, "utf8")), printed);
   for (const k of ["address", "pinned", "image_pinned", "core", "signature", "not_covered"]) assert.ok(k in printed, k);
   assert.equal(printed.pinned, true);
@@ -103,7 +103,7 @@ test("unpinned manifests are labelled in human and JSON output", async () => {
   const human = await runCli(["manifest", "ingest", UNPINNED]);
   assert.equal(human.code, 0);
   assert.match(human.stdout, /UNPINNED/);
-  const json = JSON.parse((await runCli(["manifest", "ingest", UNPINNED, "--json"])).stdout);
+  const json = JSON.parse((await runCli(["manifest", "ingest", UNPINNED, "--json"])).stdout).manifest;
   assert.equal(json.pinned, false);
   assert.deepEqual(json.unpinned, ["/image", "/features/0/id"]);
   const pinned = await runCli(["manifest", "ingest", PINNED]);
@@ -144,10 +144,10 @@ test("diff: exit 0 when equal, 1 with field-level differences; manifests and dev
 test("bundled examples ingest: one pinned, one unpinned", async () => {
   const p = await runCli(["manifest", "ingest", join(PROJECT_ROOT, "examples/devcontainer/pinned/devcontainer.json"), "--json"]);
   assert.equal(p.code, 0, p.stdout);
-  assert.equal(JSON.parse(p.stdout).pinned, true);
+  assert.equal(JSON.parse(p.stdout).manifest.pinned, true);
   const u = await runCli(["manifest", "ingest", join(PROJECT_ROOT, "examples/devcontainer/unpinned/devcontainer.json"), "--json"]);
   assert.equal(u.code, 0, u.stdout);
-  assert.equal(JSON.parse(u.stdout).pinned, false);
+  assert.equal(JSON.parse(u.stdout).manifest.pinned, false);
 });
 
 test("input limits: oversized and deeply nested files are refused naming the limit", async () => {
@@ -176,8 +176,8 @@ test("manifest ingest refuses a FIFO as not a regular file instead of blocking f
       encoding: "utf8",
     });
     if (r.error !== undefined || r.signal !== null) return "hung";
-    const out = JSON.parse(r.stdout) as { error?: { code: string }; address?: string };
-    return out.error?.code ?? (out.address !== undefined ? "ok" : "?");
+    const out = JSON.parse(r.stdout) as { error?: { code: string }; manifest?: { address?: string } };
+    return out.error?.code ?? (out.manifest?.address !== undefined ? "ok" : "?");
   };
   assert.equal(ingest(plain), "ok", "control: a regular file is ingested");
   assert.equal(ingest(fifo), "IO_ERROR");

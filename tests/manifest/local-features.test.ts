@@ -241,7 +241,7 @@ test("CLI: ingest, diff and resume-check take --features-dir", async () => {
   assert.match(ingested.stdout, /pinned {4}yes/);
   assert.match(ingested.stdout, /1 local, pinned by directory/);
   const plain = await runCli(["manifest", "ingest", file, "--json"]);
-  assert.equal(JSON.parse(plain.stdout).pinned, false, "control: without the flag the feature is unpinned");
+  assert.equal(JSON.parse(plain.stdout).manifest.pinned, false, "control: without the flag the feature is unpinned");
 
   assert.equal((await runCli(["manifest", "resume-check", out, file, "--features-dir", dir])).code, 0);
   assert.equal((await runCli(["manifest", "resume-check", out, file])).code, 1, "control: the pins are missing on the offered side");

@@ -202,7 +202,7 @@ test("end to end: ingest refuses the template as stored, naming apply-template; 
   assert.match(r.stdout, /option {4}imageVariant \(the template's default\)/);
   const ingested = await runCli(["manifest", "ingest", out, "--json"]);
   assert.equal(ingested.code, 0, ingested.stdout);
-  const doc = JSON.parse(ingested.stdout);
+  const doc = JSON.parse(ingested.stdout).manifest;
   assert.match(doc.address, /^blake3:[0-9a-f]{64}$/);
   assert.equal(doc.core.image, "mcr.microsoft.com/devcontainers/base:ubuntu");
   // the same identity as the file written by hand

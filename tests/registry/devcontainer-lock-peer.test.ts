@@ -136,7 +136,7 @@ describe("devcontainer-lock.json against the devcontainers CLI", { skip }, () =>
     const cliLock = readFileSync(lockPath, "utf8");
     const ing = await cairn(["manifest", "ingest", p.file, "--json"]);
     assert.equal(ing.code, 0, ing.stdout + ing.stderr);
-    const m = JSON.parse(ing.stdout);
+    const m = JSON.parse(ing.stdout).manifest;
     assert.equal(m.pinned, false, "the image is still by tag");
     assert.deepEqual(m.unpinned, ["/image"], "every feature, and the closure's common, pinned by the lock");
     assert.deepEqual(m.extension.feature_closure, [`${H}/features/common@${digests.common}`]);
@@ -163,7 +163,7 @@ describe("devcontainer-lock.json against the devcontainers CLI", { skip }, () =>
     assert.ok(existsSync(join(p.dir, ".devcontainer-lock.json")), "the CLI's name");
     const ing = await cairn(["manifest", "ingest", p.file, "--json"]);
     assert.equal(ing.code, 0, ing.stdout + ing.stderr);
-    assert.deepEqual(JSON.parse(ing.stdout).unpinned, ["/image"], "cairn read it");
+    assert.deepEqual(JSON.parse(ing.stdout).manifest.unpinned, ["/image"], "cairn read it");
     rmSync(join(p.dir, ".devcontainer-lock.json"));
     const r = await cairn(["manifest", "pin", p.file, "--lockfile-only"]);
     assert.equal(r.code, 0, r.stdout + r.stderr);
@@ -177,7 +177,7 @@ describe("devcontainer-lock.json against the devcontainers CLI", { skip }, () =>
     writeFileSync(lockPath, "");
     const ing = await cairn(["manifest", "ingest", p.file, "--json"]);
     assert.equal(ing.code, 0, ing.stdout + ing.stderr);
-    assert.equal(JSON.parse(ing.stdout).pinned, false);
+    assert.equal(JSON.parse(ing.stdout).manifest.pinned, false);
     const r = await cairn(["manifest", "pin", p.file]);
     assert.equal(r.code, 0, r.stdout + r.stderr);
     assert.equal(readFileSync(lockPath, "utf8"), await peer(["upgrade", "--dry-run", "--workspace-folder", p.dir]));

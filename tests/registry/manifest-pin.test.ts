@@ -72,7 +72,7 @@ describe("manifest pin through a registry", { skip }, () => {
     const env = { HOME: work, CAIRN_HOME: join(work, "home") };
     const before = await runCli(["manifest", "ingest", dc, "--json"], env);
     assert.equal(before.code, 0, before.stdout + before.stderr);
-    assert.equal(JSON.parse(before.stdout).pinned, false, "control: unpinned before");
+    assert.equal(JSON.parse(before.stdout).manifest.pinned, false, "control: unpinned before");
     const r = await runCli(["manifest", "pin", dc, "--write", "--plain-http", "--json"], env);
     assert.equal(r.code, 0, r.stdout + r.stderr);
     assert.equal(JSON.parse(r.stdout).changes.length, 3);
@@ -91,7 +91,7 @@ describe("manifest pin through a registry", { skip }, () => {
     assert.deepEqual(Object.keys(lock.features), [`${reg.host}/features/go@${features.go}`, `${reg.host}/features/node@${features.node}`]);
     const after = await runCli(["manifest", "ingest", dc, "--json"], env);
     assert.equal(after.code, 0, after.stdout + after.stderr);
-    assert.equal(JSON.parse(after.stdout).pinned, true);
+    assert.equal(JSON.parse(after.stdout).manifest.pinned, true);
     // pinning again changes nothing in the file or the lock (it reads each feature's metadata again for the
     // dependsOn closure, issue 33, so the registry is asked, by digest)
     const lockBefore = readFileSync(join(work, "devcontainer-lock.json"), "utf8");
@@ -123,11 +123,15 @@ describe("manifest pin through a registry", { skip }, () => {
     assert.equal(q.code, 0, q.stdout + q.stderr);
     const withLock = await runCli(["manifest", "ingest", join(a, "devcontainer.json"), "--json"], env);
     assert.equal(withLock.code, 0, withLock.stdout + withLock.stderr);
-    assert.equal(JSON.parse(withLock.stdout).pinned, true);
+    assert.equal(JSON.parse(withLock.stdout).manifest.pinned, true);
     const pinnedFile = await runCli(["manifest", "ingest", join(b, "devcontainer.json"), "--json"], env);
-    assert.equal(JSON.parse(withLock.stdout).address, JSON.parse(pinnedFile.stdout).address, "the lock pins exactly what the pinned file names");
+    assert.equal(
+      JSON.parse(withLock.stdout).manifest.address,
+      JSON.parse(pinnedFile.stdout).manifest.address,
+      "the lock pins exactly what the pinned file names",
+    );
     const without = await runCli(["manifest", "ingest", join(a, "devcontainer.json"), "--no-lockfile", "--json"], env);
-    assert.equal(JSON.parse(without.stdout).pinned, false, "control: without the lock the file is unpinned");
+    assert.equal(JSON.parse(without.stdout).manifest.pinned, false, "control: without the lock the file is unpinned");
     // a lock for another feature set is refused, naming the feature
     const lock = JSON.parse(readFileSync(join(a, "devcontainer-lock.json"), "utf8"));
     lock.features[`${reg.host}/features/python:1`] = lock.features[`${reg.host}/features/go:1`];

@@ -31,7 +31,7 @@ describe("environment manifest linkage", { skip: VM_SKIP || GCC_SKIP }, () => {
     const ok = await runCli(["run", join(dir, "hello.yaml"), "--environment", PINNED, "--sign", join(dir, "k.key"), "--json"], env);
     assert.equal(ok.code, 0, ok.stderr);
     const runDir = (JSON.parse(ok.stdout) as { run_dir: string }).run_dir;
-    const ingest = JSON.parse((await runCli(["manifest", "ingest", PINNED, "--json"], env)).stdout) as { address: string };
+    const ingest = (JSON.parse((await runCli(["manifest", "ingest", PINNED, "--json"], env)).stdout) as { manifest: { address: string } }).manifest;
     const statement = JSON.parse(
       Buffer.from((JSON.parse(readFileSync(join(runDir, "receipt.dsse.json"), "utf8")) as { payload: string }).payload, "base64").toString("utf8"),
     );

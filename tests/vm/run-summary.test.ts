@@ -121,7 +121,10 @@ describe("cairn runs list / show", () => {
     assert.match(byId.stdout, /replays {3}1: matched, 2: no result, 3: did not match, 4: claims a match its files contradict/);
     assert.match(byId.stdout, /\(disk root, 256 MiB\)/);
     const json = await runCli(["runs", "show", "--json", join(root, "20261201T000000Z-0000aaaa")]);
-    assert.deepEqual(JSON.parse(json.stdout), JSON.parse(JSON.stringify(describeRun(join(root, "20261201T000000Z-0000aaaa")))));
+    assert.deepEqual(JSON.parse(json.stdout), {
+      schema: "cairn.cli.runs-show/1",
+      ...JSON.parse(JSON.stringify(describeRun(join(root, "20261201T000000Z-0000aaaa")))),
+    });
     const missing = await runCli(["runs", "show", "nope", "--runs", root]);
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /RUN_INVALID|not a run directory/);

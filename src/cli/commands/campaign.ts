@@ -150,7 +150,7 @@ export function registerCampaign(program: Command, ctx: Context): void {
         receipt: r.receipt,
       };
       if (opts.json) {
-        printJson(ctx.io, failure ? { error: failure.toJSON(), campaign: summary } : summary);
+        printJson(ctx.io, "cairn.cli.campaign-run/1", failure ? { error: failure.toJSON(), campaign: summary } : summary);
         if (failure) ctx.exitCode = failure.exitCode;
         return;
       }
@@ -194,7 +194,8 @@ export function registerCampaign(program: Command, ctx: Context): void {
         verify: { memoKeyDir: defaultKeysDir(ctx.env, ctx.cwd, opts.keys), full: false },
         log,
       });
-      if (opts.json) printJson(ctx.io, { task, published: r.published, verdict: r.result?.verdict ?? null, field: r.result?.field ?? null });
+      if (opts.json)
+        printJson(ctx.io, "cairn.cli.campaign-task/1", { task, published: r.published, verdict: r.result?.verdict ?? null, field: r.result?.field ?? null });
       else
         ctx.io.out(
           r.result !== undefined
@@ -211,7 +212,15 @@ export function registerCampaign(program: Command, ctx: Context): void {
     .action((unsafeDir: string, opts: { json?: boolean }) => {
       const { dir, plan } = openCampaign(ctx, unsafeDir);
       const p = campaignProgress(dir, plan);
-      if (opts.json) printJson(ctx.io, { dir, plan: plan.plan, mode: plan.mode, tasks: plan.tasks.length, counts: p.counts, verdicts: p.verdicts });
+      if (opts.json)
+        printJson(ctx.io, "cairn.cli.campaign-status/1", {
+          dir,
+          plan: plan.plan,
+          mode: plan.mode,
+          tasks: plan.tasks.length,
+          counts: p.counts,
+          verdicts: p.verdicts,
+        });
       else ctx.io.out([`campaign ${dir} (${plan.mode}, ${plan.tasks.length} tasks)`, `tasks    ${countsLine(p)}`, `verdicts ${verdictsLine(p)}`].join("\n"));
     });
 
@@ -226,7 +235,15 @@ export function registerCampaign(program: Command, ctx: Context): void {
       const p = campaignProgress(dir, plan);
       if (opts.html !== undefined) writeFileAtomic(resolve(ctx.cwd, opts.html), htmlReport(plan, p), { mode: 0o644 });
       if (opts.json) {
-        printJson(ctx.io, { dir, plan: plan.plan, mode: plan.mode, counts: p.counts, verdicts: p.verdicts, tasks: p.tasks, collapsed: plan.collapsed });
+        printJson(ctx.io, "cairn.cli.campaign-report/1", {
+          dir,
+          plan: plan.plan,
+          mode: plan.mode,
+          counts: p.counts,
+          verdicts: p.verdicts,
+          tasks: p.tasks,
+          collapsed: plan.collapsed,
+        });
         return;
       }
       const lines = p.tasks.map((t) =>
@@ -267,7 +284,7 @@ export function registerCampaign(program: Command, ctx: Context): void {
           : undefined;
       const body = { verified: failure === undefined, signed_by: v.keyId, tasks: v.tasks, tasks_verified: v.verified, problems: v.problems };
       if (opts.json) {
-        printJson(ctx.io, failure ? { error: failure.toJSON(), campaign: body } : body);
+        printJson(ctx.io, "cairn.cli.campaign-verify/1", failure ? { error: failure.toJSON(), campaign: body } : body);
         if (failure) ctx.exitCode = failure.exitCode;
         return;
       }

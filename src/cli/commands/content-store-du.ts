@@ -16,7 +16,13 @@ export function registerStoreDu(parent: Command, ctx: Context): void {
       const gc = collectStoreGarbage({ storeDir, cwd: ctx.cwd, dryRun: true });
       const total = Object.values(usage.areas).reduce((n, t) => n + t.bytes, 0) + usage.staging.bytes;
       if (opts.json) {
-        return printJson(ctx.io, { areas: usage.areas, staging: usage.staging, roots: usage.roots, total_bytes: total, reclaimable_bytes: gc.freedBytes });
+        return printJson(ctx.io, "cairn.cli.store-du/1", {
+          areas: usage.areas,
+          staging: usage.staging,
+          roots: usage.roots,
+          total_bytes: total,
+          reclaimable_bytes: gc.freedBytes,
+        });
       }
       const row = (name: string, t: { files: number; bytes: number }) =>
         `${name.padEnd(26)}${String(t.files).padStart(8)} files ${String(t.bytes).padStart(14)} bytes`;

@@ -32,7 +32,7 @@ export function registerStoreGc(parent: Command, ctx: Context): void {
         waitMs: waitS * 1000,
       });
       if (opts.json) {
-        return printJson(ctx.io, {
+        return printJson(ctx.io, "cairn.cli.store-gc/1", {
           dry_run: r.dryRun,
           roots: { kept: r.roots.kept, stale: r.roots.stale, unreadable: r.roots.unreadable },
           removed: r.removed,

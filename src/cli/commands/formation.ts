@@ -35,7 +35,13 @@ export function registerFormation(program: Command, ctx: Context): void {
       const f = formationOf(reg, opts.name, opts.version, opts.layer, opts.description);
       const doc = await reg.publishFormation(f, keys);
       if (opts.json) {
-        printJson(ctx.io, { name: f.name, version: f.version, layers: f.layers, envelope_sha256: doc.envelopeSha256, signed: keys.length > 0 });
+        printJson(ctx.io, "cairn.cli.formation-build/1", {
+          name: f.name,
+          version: f.version,
+          layers: f.layers,
+          envelope_sha256: doc.envelopeSha256,
+          signed: keys.length > 0,
+        });
         return;
       }
       ctx.io.out(

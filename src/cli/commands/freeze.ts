@@ -59,7 +59,7 @@ export function registerFreeze(program: Command, ctx: Context): void {
         pins: (s.frozen?.pins ?? []).map((p) => ({ name: p.name, version: p.version, kind: p.kind, filename: p.filename, sha256: p.sha256 })),
       }));
       if (opts.json) {
-        printJson(ctx.io, {
+        printJson(ctx.io, "cairn.cli.freeze/1", {
           lockfile: out,
           environment_id: id,
           packages: sets,

@@ -13,7 +13,7 @@ export function registerKeygen(program: Command, ctx: Context): void {
     .action((opts: { out: string; force?: boolean; json?: boolean }) => {
       const key = generateSigningKey();
       const { keyPath, pubPath } = writeKeyPair(opts.out, key, opts.force === true);
-      if (opts.json) printJson(ctx.io, { key: keyPath, pub: pubPath, key_id: key.keyId });
+      if (opts.json) printJson(ctx.io, "cairn.cli.keygen/1", { key: keyPath, pub: pubPath, key_id: key.keyId });
       else ctx.io.out(`wrote ${keyPath} (private, 0600) and ${pubPath}\nkey id ${key.keyId}`);
     });
 }

@@ -87,6 +87,6 @@ export function registerLayerCapture(layer: Command, ctx: Context): void {
       const c = await captureLayer(resolvePath(ctx.cwd, dir), spec, options, staging.path("captured.tar.gz"));
       return { doc: await reg.publishLayer({ path: c.blob.path }, c.manifest, keys), captured: c.report };
     });
-    report(ctx, doc, opts.json, "captured", { json: { capture: captured }, lines: captureLines(captured) });
+    report(ctx, doc, opts.json, "captured", "cairn.cli.layer-capture/1", { json: { capture: captured }, lines: captureLines(captured) });
   });
 }

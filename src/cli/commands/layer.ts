@@ -54,7 +54,7 @@ export function registerLayer(program: Command, ctx: Context): void {
       const built = await writeLayerFromDirectory(resolvePath(ctx.cwd, dir), spec, staging.path("layer.tar.gz"));
       return reg.publishLayer({ path: built.blob.path }, built.manifest, keys);
     });
-    report(ctx, doc, opts.json, "published");
+    report(ctx, doc, opts.json, "published", "cairn.cli.layer-build/1");
   });
   withSpecOptions(
     layer
@@ -75,7 +75,7 @@ export function registerLayer(program: Command, ctx: Context): void {
       const built = await foldLayers(reg, ids, spec, trust, opts.provides.length === 0 && opts.requires.length === 0, staging);
       return reg.publishLayer({ path: built.blob.path }, built.manifest, keys);
     });
-    report(ctx, doc, opts.json, "folded");
+    report(ctx, doc, opts.json, "folded", "cairn.cli.layer-fold/1");
   });
   registerLayerFreeze(layer, ctx);
   registerLayerCapture(layer, ctx);
@@ -127,7 +127,7 @@ function registerLayerFreeze(layer: Command, ctx: Context): void {
       return { built: b, doc: await reg.publishLayer({ path: b.blob.path }, b.manifest, keys) };
     });
     if (opts.profile === undefined || opts.out === undefined) {
-      report(ctx, doc, opts.json, "frozen");
+      report(ctx, doc, opts.json, "frozen", "cairn.cli.layer-freeze/1");
       return;
     }
     const profilePath = resolvePath(ctx.cwd, opts.profile);
@@ -157,7 +157,7 @@ function registerLayerFreeze(layer: Command, ctx: Context): void {
     const out = resolvePath(ctx.cwd, opts.out);
     const written = writeLockfile(out, lock, key);
     if (opts.json) {
-      printJson(ctx.io, {
+      printJson(ctx.io, "cairn.cli.layer-freeze/1", {
         layer: built.manifest.id,
         sha256: built.manifest.sha256,
         whiteouts: built.manifest.whiteouts ?? [],
@@ -167,7 +167,7 @@ function registerLayerFreeze(layer: Command, ctx: Context): void {
       });
       return;
     }
-    report(ctx, doc, false, "frozen");
+    report(ctx, doc, false, "frozen", "cairn.cli.layer-freeze/1");
     ctx.io.out(
       [
         `resolved again without the mutable layer: ${lock.layers.length} layer(s)`,

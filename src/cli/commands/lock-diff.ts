@@ -22,7 +22,7 @@ export function registerLockDiff(lock: Command, ctx: Context): void {
       // An invalid lockfile has no EnvironmentID to compare: trouble, though the diff is shown.
       ctx.exitCode = d.problems_a.length + d.problems_b.length > 0 ? DIFF_TROUBLE : d.same_id ? DIFF_EQUAL : DIFF_DIFFERENT;
       if (opts.json) {
-        printJson(ctx.io, d);
+        printJson(ctx.io, "cairn.cli.lock-diff/1", d);
         return;
       }
       const mark = { added: "+", removed: "-", changed: "~" } as const;

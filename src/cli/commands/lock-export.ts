@@ -85,7 +85,7 @@ export function registerLockExport(lock: Command, ctx: Context): void {
         cwd: ctx.cwd,
       });
       if (opts.json) {
-        printJson(ctx.io, {
+        printJson(ctx.io, "cairn.cli.lock-export/1", {
           ...(r.archive !== undefined ? { archive: r.archive } : { layout: r.layout.dir }),
           manifest: r.layout.manifest.digest,
           ...(opts.tag !== undefined ? { tag: opts.tag } : {}),

@@ -14,7 +14,7 @@ export function registerLockProvenance(lock: Command, ctx: Context): void {
     .action((path: string, opts: { pub: string; json?: boolean }) => {
       const read = readLockfile(path, [readVerifyingKey(opts.pub)]);
       const record = provenanceOf(read.lock, read.signature!);
-      if (opts.json) printJson(ctx.io, record);
+      if (opts.json) printJson(ctx.io, "cairn.cli.lock-provenance/1", record);
       else ctx.io.out(provenanceText(record));
     });
 }

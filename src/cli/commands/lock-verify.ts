@@ -33,7 +33,7 @@ export function registerLockVerify(lock: Command, ctx: Context): void {
       const caveats = lockfileCaveats(report.lock);
       const strata = strataEnvironmentId(report.lock.spec);
       if (opts.json) {
-        printJson(ctx.io, {
+        printJson(ctx.io, "cairn.cli.lock-verify/1", {
           verified: true,
           strata_environment_id: strata,
           environment_id: report.environment_id,

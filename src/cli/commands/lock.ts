@@ -35,7 +35,8 @@ export function registerLock(program: Command, ctx: Context): void {
       const read = readLockfile(path, opts.pub !== undefined ? [readVerifyingKey(opts.pub)] : undefined);
       const content = environmentId(read.lock); // LOCK_UNFROZEN for an unfrozen lockfile
       const strata = strataEnvironmentId(read.lock.spec);
-      if (opts.json) printJson(ctx.io, { strata_environment_id: strata, environment_id: content, signature_checked: opts.pub !== undefined });
+      if (opts.json)
+        printJson(ctx.io, "cairn.cli.lock-id/1", { strata_environment_id: strata, environment_id: content, signature_checked: opts.pub !== undefined });
       else ctx.io.out(`${strata}  EnvironmentID (Strata)\n${content}  content identity (cairn)`);
     });
   lock
@@ -72,7 +73,9 @@ export function registerLock(program: Command, ctx: Context): void {
       const caveats = read ? lockfileCaveats(read.lock) : [];
       const id = read && isFrozen(read.lock) ? environmentId(read.lock) : null;
       if (opts.json) {
-        printJson(ctx.io, { ...explainScope(), ...(read ? { environment_id: id, frozen: isFrozen(read.lock), caveats } : {}) });
+        // the scope's own `schema` is the identity it explains (cairn.environment/N): printed as `identity`
+        const { schema: identity, ...scope } = explainScope();
+        printJson(ctx.io, "cairn.cli.lock-explain/1", { identity, ...scope, ...(read ? { environment_id: id, frozen: isFrozen(read.lock), caveats } : {}) });
         return;
       }
       const lines = [explainText()];

@@ -41,7 +41,7 @@ export function registerManifestApplyTemplate(manifest: Command, ctx: Context): 
       const r = applyTemplate(resolve(ctx.cwd, dir), given);
       if (opts.out !== undefined) writeFileAtomic(resolve(ctx.cwd, opts.out), r.text, { mode: 0o644 });
       if (opts.json === true) {
-        printJson(ctx.io, { template: r.id, config: r.config, options: r.options, out: opts.out ?? null, text: r.text });
+        printJson(ctx.io, "cairn.cli.manifest-apply-template/1", { template: r.id, config: r.config, options: r.options, out: opts.out ?? null, text: r.text });
         return;
       }
       const summary = r.options.map((o) => `option    ${o.name} (${o.source === "given" ? "given" : "the template's default"})`);

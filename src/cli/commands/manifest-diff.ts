@@ -41,7 +41,7 @@ export function registerManifestDiff(manifest: Command, ctx: Context): void {
       const verdict = !equal ? "different" : a.manifest.pinned ? SAME_PINNED : SAME_UNPINNED;
       ctx.exitCode = equal ? DIFF_EQUAL : DIFF_DIFFERENT;
       if (opts.json) {
-        printJson(ctx.io, { equal, verdict, a: side(a), b: side(b), differences });
+        printJson(ctx.io, "cairn.cli.manifest-diff/1", { equal, verdict, a: side(a), b: side(b), differences });
         return;
       }
       const head = (name: string, l: Loaded): string =>

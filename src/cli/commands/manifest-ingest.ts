@@ -58,7 +58,8 @@ export function registerManifestIngest(manifest: Command, ctx: Context): void {
       // owner-only: an environment manifest holds the configuration's environment values (docs/threat-model.md)
       if (opts.out !== undefined) writeFileAtomic(opts.out, text, { mode: 0o600 });
       if (opts.json) {
-        printJson(ctx.io, m);
+        // The manifest has a schema tag of its own (cairn.env-manifest/…): it is printed whole under `manifest`.
+        printJson(ctx.io, "cairn.cli.manifest-ingest/1", { manifest: m });
         return;
       }
       const lines = manifestSummary(m);

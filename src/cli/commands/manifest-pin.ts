@@ -68,7 +68,7 @@ export function registerManifestPin(manifest: Command, ctx: Context): void {
       if (lockWritten) writeFileAtomic(lockPath, lockText, { mode: 0o644 });
       const order = r.closure.order.map((n) => ({ id: n.userFeatureId, kind: n.kind, digest: n.oci?.digest ?? null }));
       if (opts.json === true) {
-        return printJson(ctx.io, {
+        return printJson(ctx.io, "cairn.cli.manifest-pin/1", {
           changes: frozen || lockOnly ? [] : r.changes,
           unpinnable: r.unpinnable,
           lockfile: lockWritten ? lockPath : null,

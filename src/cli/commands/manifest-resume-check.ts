@@ -26,7 +26,13 @@ export function registerManifestResumeCheck(manifest: Command, ctx: Context): vo
       // Throws RESUME_MISMATCH or RESUME_UNPINNED (exit 1) with every differing field named.
       const result = checkResume(snapshot, m, { allowUnpinned: opts.allowUnpinned === true });
       if (opts.json) {
-        printJson(ctx.io, { resume: "ok", result, address: m.address, extension_address: m.extension_address, allow_unpinned: opts.allowUnpinned === true });
+        printJson(ctx.io, "cairn.cli.manifest-resume-check/1", {
+          resume: "ok",
+          result,
+          address: m.address,
+          extension_address: m.extension_address,
+          allow_unpinned: opts.allowUnpinned === true,
+        });
         return;
       }
       ctx.io.out([`resume    ok: ${result}`, `address   ${m.address}`, `extension ${m.extension_address}`].join("\n"));

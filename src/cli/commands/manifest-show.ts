@@ -55,7 +55,7 @@ export function registerManifestShow(manifest: Command, ctx: Context): void {
         installs_after: n.installsAfter.map((s) => s.userFeatureId),
         priority: n.roundPriority,
       }));
-      if (opts.json === true) return printJson(ctx.io, { install_order: order, lockfile: locked === undefined ? null : lockPath });
+      if (opts.json === true) return printJson(ctx.io, "cairn.cli.manifest-show/1", { install_order: order, lockfile: locked === undefined ? null : lockPath });
       const lines = ["install order (as the devcontainers CLI computes it):"];
       order.forEach((o, i) => {
         lines.push(`  ${i + 1}. ${o.id}${o.kind === "dependency" ? "  (dependency)" : ""}`);

@@ -29,7 +29,7 @@ export function registerManifestVerify(manifest: Command, ctx: Context): void {
       if (key) verifyManifestSignature(m, key);
       const signature = key ? `verified (${key.keyId})` : "NOT CHECKED (--allow-unsigned)";
       if (opts.json) {
-        printJson(ctx.io, {
+        printJson(ctx.io, "cairn.cli.manifest-verify/1", {
           verified: true,
           signature,
           address: m.address,

@@ -16,7 +16,7 @@ export function registerProfile(program: Command, ctx: Context): void {
       const ignored = notActedUpon(p);
       const trust = trustNotes(p);
       if (opts.json) {
-        printJson(ctx.io, {
+        printJson(ctx.io, "cairn.cli.profile-validate/1", {
           valid: true,
           profile_sha256: profileDigest(p),
           profile: profileToModel(p),

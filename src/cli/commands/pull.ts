@@ -27,7 +27,7 @@ export function registerPull(program: Command, ctx: Context): void {
             blob_bytes_fetched: 0,
             layout: opts.oci,
           };
-          if (opts.json === true) return printJson(ctx.io, result);
+          if (opts.json === true) return printJson(ctx.io, "cairn.cli.pull/1", result);
           ctx.io.out(`imported  ${ref}\nmanifest  ${image.manifest.digest} (${image.manifest.mediaType})\nlayout    ${opts.oci}`);
           return;
         }
@@ -41,7 +41,7 @@ export function registerPull(program: Command, ctx: Context): void {
           blob_bytes_fetched: r.image.blobBytesFetched,
           layout: opts.oci,
         };
-        if (opts.json === true) return printJson(ctx.io, result);
+        if (opts.json === true) return printJson(ctx.io, "cairn.cli.pull/1", result);
         ctx.io.out(
           [
             `pulled    ${r.pinned}`,

@@ -18,7 +18,7 @@ export function registerReceipt(program: Command, ctx: Context): void {
     .action((runDir: string, opts: { key: string; out?: string; json?: boolean }) => {
       const key = readSigningKey(opts.key);
       const r = signReceipt(resolve(ctx.cwd, runDir), [key], opts.out !== undefined ? resolve(ctx.cwd, opts.out) : undefined);
-      if (opts.json) printJson(ctx.io, { receipt: r.file, signed_by: key.keyId, subject: r.statement.subject });
+      if (opts.json) printJson(ctx.io, "cairn.cli.receipt-sign/1", { receipt: r.file, signed_by: key.keyId, subject: r.statement.subject });
       else ctx.io.out(`wrote ${r.file}\nsigned by ${key.keyId}`);
     });
   receipt
@@ -32,7 +32,13 @@ export function registerReceipt(program: Command, ctx: Context): void {
       const v = verifyReceipt(resolve(ctx.cwd, file), [readVerifyingKey(opts.pub)], opts.run !== undefined ? resolve(ctx.cwd, opts.run) : undefined);
       const predicate = v.statement.predicate as { run_id: string; status: string };
       if (opts.json) {
-        printJson(ctx.io, { verified: true, signed_by: v.keyId, run_checked: v.runChecked, run_id: predicate.run_id, status: predicate.status });
+        printJson(ctx.io, "cairn.cli.receipt-verify/1", {
+          verified: true,
+          signed_by: v.keyId,
+          run_checked: v.runChecked,
+          run_id: predicate.run_id,
+          status: predicate.status,
+        });
         return;
       }
       ctx.io.out(

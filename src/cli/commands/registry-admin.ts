@@ -36,7 +36,7 @@ export function registerRegistry(program: Command, ctx: Context): void {
       const stale = opts.check === true && !current;
       ctx.exitCode = built.problems.length > 0 || stale ? 1 : 0;
       if (opts.json) {
-        printJson(ctx.io, {
+        printJson(ctx.io, "cairn.cli.registry-index/1", {
           registry: reg.root,
           index: indexPath(reg),
           layers: built.index.layers.length,
@@ -76,7 +76,7 @@ export function registerRegistry(program: Command, ctx: Context): void {
       const reg = openDirectoryRegistry(opts.registry, ctx.cwd, "registry remove");
       const r = removeFromRegistry(reg, target, { force: opts.force === true });
       if (opts.json) {
-        printJson(ctx.io, {
+        printJson(ctx.io, "cairn.cli.registry-remove/1", {
           removed: r.removed,
           deleted: r.deleted,
           blob_kept: r.blobKept ?? null,

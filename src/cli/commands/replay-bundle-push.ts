@@ -34,7 +34,7 @@ export function registerBundlePush(bundle: Command, ctx: Context): void {
           includePrivate: opts.includePrivate === true,
           includeInputs: opts.includeInputs === true,
         });
-        if (opts.json === true) return printJson(ctx.io, r);
+        if (opts.json === true) return printJson(ctx.io, "cairn.cli.bundle-push/1", r);
         ctx.io.out(
           [
             `pushed   ${r.reference}`,

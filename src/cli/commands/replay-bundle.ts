@@ -39,7 +39,7 @@ export function registerBundle(program: Command, ctx: Context): void {
       });
       const parts = r.members.reduce((n, m) => n + m.size, 0);
       if (opts.json)
-        printJson(ctx.io, {
+        printJson(ctx.io, "cairn.cli.bundle/1", {
           bundle: r.file,
           bytes: r.size,
           members: r.members.length,

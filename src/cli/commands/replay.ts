@@ -96,7 +96,7 @@ export function registerReplay(program: Command, ctx: Context): void {
         };
         if (opts.json) {
           // one JSON document: the error (as every --json failure) and the verdict
-          printJson(ctx.io, failure ? { error: failure.toJSON(), replay: verdict } : verdict);
+          printJson(ctx.io, "cairn.cli.replay/1", failure ? { error: failure.toJSON(), replay: verdict } : verdict);
           if (failure) ctx.exitCode = failure.exitCode;
           return;
         }

@@ -34,7 +34,7 @@ export function registerResolve(program: Command, ctx: Context): void {
       const id = environmentId(lock);
       const ignored = notActedUpon(profile);
       if (opts.json) {
-        printJson(ctx.io, {
+        printJson(ctx.io, "cairn.cli.resolve/1", {
           lockfile: out,
           environment_id: id,
           verification_policy: lock.verification_policy,

@@ -198,7 +198,7 @@ export function registerRun(program: Command, ctx: Context): void {
       const failure = runStatusFailure(r.manifest.status, r.runDir, r.unfinished?.message);
       if (opts.json) {
         // one JSON document: the error (as every --json failure) and the recorded run
-        printJson(ctx.io, failure ? { error: failure.toJSON(), run: summary } : summary);
+        printJson(ctx.io, "cairn.cli.run/1", failure ? { error: failure.toJSON(), run: summary } : summary);
         if (failure) ctx.exitCode = failure.exitCode;
         return;
       }

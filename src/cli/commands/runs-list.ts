@@ -68,7 +68,7 @@ export function registerRunsList(runs: Command, ctx: Context): void {
         // a refused run.json says nothing that can be filtered on: listed only when no filter is given
         const unreadable = Object.keys(filter).length === 0 ? all.unreadable : [];
         if (opts.json) {
-          printJson(ctx.io, { runs_dir: dir, runs: list, unreadable });
+          printJson(ctx.io, "cairn.cli.runs-list/1", { runs_dir: dir, runs: list, unreadable });
           return;
         }
         if (list.length === 0 && unreadable.length === 0) {

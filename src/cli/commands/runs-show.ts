@@ -28,7 +28,7 @@ export function registerRunsShow(runs: Command, ctx: Context): void {
       const keys = opts.pub !== undefined ? [readVerifyingKey(resolve(ctx.cwd, opts.pub))] : [];
       const r = describeRun(dir, { keys });
       if (opts.json) {
-        printJson(ctx.io, r);
+        printJson(ctx.io, "cairn.cli.runs-show/1", r);
         return;
       }
       const replays =

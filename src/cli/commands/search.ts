@@ -46,7 +46,7 @@ export function registerSearch(program: Command, ctx: Context): void {
         { ...platform, formationsOnly: opts.formation === true, all: opts.all === true },
       );
       if (opts.json) {
-        printJson(ctx.io, { hits });
+        printJson(ctx.io, "cairn.cli.search/1", { hits });
         return;
       }
       if (hits.length === 0) {

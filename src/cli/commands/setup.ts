@@ -21,7 +21,7 @@ export function registerSetup(program: Command, ctx: Context): void {
         isRoot: process.getuid?.() === 0,
         log: (line) => ctx.io.err(`cairn setup: ${line}`),
       });
-      if (opts.json) printJson(ctx.io, kit);
+      if (opts.json) printJson(ctx.io, "cairn.cli.setup/1", kit);
       else {
         ctx.io.out(
           [

@@ -90,7 +90,7 @@ export function registerUpdate(program: Command, ctx: Context): void {
       ctx.exitCode = trouble ? DIFF_TROUBLE : plan.changed ? DIFF_DIFFERENT : DIFF_EQUAL;
       const newId = isFrozen(lock) ? environmentId(lock) : null;
       if (opts.json) {
-        printJson(ctx.io, {
+        printJson(ctx.io, "cairn.cli.update/1", {
           lockfile: lockPath,
           changed: plan.changed,
           written: written !== undefined,

@@ -68,7 +68,7 @@ export function registerWorkloadAssemble(parent: Command, ctx: Context): void {
             ? { dropped_xattrs: r.listing.droppedXattrs.slice(0, MAX_LISTED), dropped_xattrs_count: r.listing.droppedXattrs.length }
             : {}),
         };
-        if (opts.json) return printJson(ctx.io, result);
+        if (opts.json) return printJson(ctx.io, "cairn.cli.workload-assemble/1", result);
         ctx.io.out(
           [
             `assembled ${r.kind} workload`,

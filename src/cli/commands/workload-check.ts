@@ -27,7 +27,7 @@ export function registerWorkloadCheck(parent: Command, ctx: Context): void {
       const omitted = r.problemCount - r.problems.length;
       const first = r.problems[0];
       if (opts.json)
-        return printJson(ctx.io, {
+        return printJson(ctx.io, "cairn.cli.workload-check/1", {
           // a failure under --json carries the error object every command prints (the first problem's code and path)
           ...(first === undefined
             ? {}

@@ -61,7 +61,7 @@ export function registerWorkloadShow(parent: Command, ctx: Context): void {
               tree: entries,
             }),
       };
-      if (opts.json) return printJson(ctx.io, model);
+      if (opts.json) return printJson(ctx.io, "cairn.cli.workload-show/1", model);
       const lines = [
         `${l.kind} workload ${l.identities.workload}${w ? " (verified)" : " (not verified; run `cairn workload verify` or add --tree)"}`,
         `fs        ${l.identities.fs}`,

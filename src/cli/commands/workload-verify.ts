@@ -23,7 +23,7 @@ export function registerWorkloadVerify(parent: Command, ctx: Context): void {
       });
       const ms = Math.round(performance.now() - started);
       if (opts.json) {
-        return printJson(ctx.io, {
+        return printJson(ctx.io, "cairn.cli.workload-verify/1", {
           verified: true,
           source_kind: w.kind,
           workload: w.identities.workload,
