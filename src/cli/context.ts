@@ -5,6 +5,7 @@
  * set without throwing. It lives apart from main.ts so that command files
  * import it without importing the program that imports them.
  */
+import type { Progress } from "../core/index.ts";
 import type { Io } from "./output.ts";
 
 export interface Context {
@@ -13,6 +14,8 @@ export interface Context {
   cwd: string;
   /** Whether --json was asked for (decides how a failure is printed). */
   json: boolean;
+  /** Where a long command reports progress (a bar on a terminal, nothing otherwise or with --quiet; cli/progress-bar.ts). */
+  progress?: Progress;
   /** A command may set a non-zero exit code without throwing (e.g. a diff found differences). */
   exitCode?: number;
   /**

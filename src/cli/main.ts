@@ -9,14 +9,18 @@ import { CairnError } from "../core/index.ts";
 import { processIo, reportError, type Io } from "./output.ts";
 import type { Context } from "./context.ts";
 import { buildProgram } from "./program.ts";
+import { progressDisplay } from "./progress-bar.ts";
 
 export async function main(argv: string[], io: Io = processIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
-  const ctx: Context = { io, env, cwd: process.cwd(), json: argv.includes("--json") };
+  const display = progressDisplay(io, { quiet: argv.includes("--quiet"), env });
+  const ctx: Context = { io: display.io, env, cwd: process.cwd(), json: argv.includes("--json"), progress: display.progress };
   try {
     const program = await buildProgram(ctx, argv);
     await program.parseAsync(argv, { from: "user" });
+    display.finish();
     return ctx.exitCode ?? 0;
   } catch (error) {
+    display.finish();
     if (error instanceof CommanderError) {
       if (error.exitCode === 0) return 0; // --help, --version
       if (ctx.json) return reportError(io, new CairnError("USAGE", error.message), true);

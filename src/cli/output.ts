@@ -14,12 +14,15 @@ export interface Io {
   err(text: string): void;
   /** True when stderr is a terminal (progress bars only then). */
   readonly tty: boolean;
+  /** Writes `text` to stderr as it is, no newline added: how a progress bar redraws its line (cli/progress-bar.ts). */
+  readonly draw?: ((text: string) => void) | undefined;
 }
 
 export const processIo: Io = {
   out: (t) => void process.stdout.write(t.endsWith("\n") ? t : `${t}\n`),
   err: (t) => void process.stderr.write(t.endsWith("\n") ? t : `${t}\n`),
   tty: process.stderr.isTTY === true,
+  draw: (t) => void process.stderr.write(t),
 };
 
 /**

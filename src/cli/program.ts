@@ -66,5 +66,22 @@ export async function buildProgram(ctx: Context, argv?: readonly string[]): Prom
   program.enablePositionalOptions();
   const named = commandNamed(argv);
   for (const c of COMMANDS) if (named === undefined || c.name === named) (await c.load())(program, ctx);
+  program.option(QUIET_FLAG, QUIET_HELP);
+  addQuiet(program.commands);
   return program;
+}
+
+const QUIET_FLAG = "--quiet";
+const QUIET_HELP = "no progress on stderr (a bar is drawn only when stderr is a terminal)";
+
+/**
+ * `--quiet` on every command that runs, one definition for all: main.ts reads
+ * it from the command line before the program parses (as it reads --json),
+ * and the progress display (progress-bar.ts) then draws nothing.
+ */
+function addQuiet(commands: readonly Command[]): void {
+  for (const c of commands) {
+    if (c.commands.length > 0) addQuiet(c.commands);
+    else if (!c.options.some((o) => o.long === QUIET_FLAG)) c.option(QUIET_FLAG, QUIET_HELP);
+  }
 }

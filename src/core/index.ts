@@ -83,6 +83,8 @@ export { codeFile, codeModule, codeRoot, runningSources } from "./code-path.ts";
 export { hashOnThread, inflateOnThread } from "./inflate-thread.ts";
 export type { InflateHandlers, InflateJob } from "./inflate-thread.ts";
 export { cairnDir, registryAuthFiles } from "./locations.ts";
+export { noProgress } from "./progress.ts";
+export type { Progress, ProgressEvent, ProgressUnit, Reporter } from "./progress.ts";
 export type { CairnDirKind } from "./locations.ts";
 export { esc as escapeHtml, htmlPage, PAGE_CSP, shortDigest, digestCell, svg } from "./html-page.ts";
 export type { PageOptions } from "./html-page.ts";

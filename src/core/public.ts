@@ -17,5 +17,7 @@ export { identityDigest } from "./index.ts";
 export type { IdentityDeclaration, IdentityFraming, IdentityRole, IdentityScope } from "./index.ts";
 export { cairnDir } from "./index.ts";
 export type { CairnDirKind } from "./index.ts";
+export { noProgress } from "./index.ts";
+export type { Progress, ProgressEvent, ProgressUnit, Reporter } from "./index.ts";
 export { REMOTE_LIMITS } from "./index.ts";
 export type { RemoteLimits } from "./index.ts";

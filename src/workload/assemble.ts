@@ -11,7 +11,7 @@
 import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
 import { basename, dirname, extname, join, resolve } from "node:path";
-import { CairnError, writeFileAtomic, writeNewFile, writeRefusal, type Sha256Digest } from "../core/index.ts";
+import { CairnError, writeFileAtomic, writeNewFile, writeRefusal, type Progress, type Sha256Digest } from "../core/index.ts";
 import { statPack, Store, type FinishedPack } from "../store/index.ts";
 import { deriveBinary, derivedEntryOf, type Derived } from "./derive.ts";
 import { hashDerived } from "./derived-entry.ts";
@@ -31,8 +31,10 @@ export interface AssembleOptions {
   readonly cairnVersion: string;
   /** Wall clock for the lock's `created` provenance (not part of any identity). */
   readonly now?: () => Date;
-  /** Progress lines for large inputs (the CLI shows them on a TTY). */
-  readonly progress?: ((line: string) => void) | undefined;
+  /** Messages about the work (what is applied; a stored object fetched again). */
+  readonly log?: ((line: string) => void) | undefined;
+  /** Progress events: "pull" in bytes for a registry image, "apply layers" in compressed bytes (core/progress.ts). */
+  readonly progress?: Progress | undefined;
   /** How to reach a registry when the spec names `oci.ref` (credentials come from the environment's files). Without it, `env` is empty and https only. */
   readonly remote?: RemoteOptions | undefined;
   /**
@@ -138,13 +140,16 @@ async function assembleInto(opts: AssembleOptions): Promise<AssembleResult> {
         // as a layout cairn writes into its own staging, exactly like a user's layout
         const { pullToLayout } = await import("./registry-pull.ts");
         layoutDir = join(store.stagingDir, "pulled-layout");
-        const pulled = await pullToLayout(spec.source.ref, layoutDir, store, opts.remote ?? { env: {}, cwd: dirname(specPath) }, opts.progress);
+        const pulled = await pullToLayout(spec.source.ref, layoutDir, store, opts.remote ?? { env: {}, cwd: dirname(specPath) }, {
+          log: opts.log,
+          progress: opts.progress,
+        });
         if (spec.source.manifestFromRef === true) spec = { ...spec, source: { ...spec.source, manifest: pulled.image.manifest.digest } };
       }
       // Loaded on demand: the OCI path compiles the image-spec schemas, which a binary workload never needs.
       const { assembleOci } = await import("./oci-workload.ts");
       // asked for a memo, which vouches for the pack's bytes, a pack already stored is compared, not kept unchecked
-      const oci = await assembleOci(spec, layoutDir, store, opts.progress, memoKey !== undefined);
+      const oci = await assembleOci(spec, layoutDir, store, { log: opts.log, progress: opts.progress }, memoKey !== undefined);
       derived = oci.derived;
       listing = oci.listing;
       pack = oci.contents;

@@ -8,7 +8,7 @@ import { closeSync, constants, createReadStream, mkdtempSync, rmSync } from "nod
 import { open, type FileHandle } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CairnError, createExclusive, Sha256Hasher, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
+import { CairnError, createExclusive, Sha256Hasher, writeFileAtomic, type Progress, type Reporter, type Sha256Digest } from "../core/index.ts";
 import { PackCheck, PackWriter, type FinishedPack, type PackIndex, type Store } from "../store/index.ts";
 import type { RawRef } from "./closure.ts";
 import { finishDerivation, type DeriveFor, type Derived } from "./derive.ts";
@@ -37,24 +37,9 @@ function rawRefs(src: OciSource): RawRef[] {
   return refs;
 }
 
-const PROGRESS_STEP = 64 * 1024 * 1024;
-
 /** File bytes into one content pack (see store/pack.ts): one staged file instead of one file per content. */
-function packSink(pack: PackWriter | PackCheck, progress?: (line: string) => void): ContentSink {
-  let bytes = 0;
-  let files = 0;
-  let next = PROGRESS_STEP;
-  return {
-    begin(size) {
-      bytes += size;
-      files++;
-      if (progress !== undefined && bytes >= next) {
-        next = bytes + PROGRESS_STEP;
-        progress(`  ${files} files, ${(bytes / 1024 / 1024).toFixed(0)} MiB written`);
-      }
-      return pack.begin(size);
-    },
-  };
+function packSink(pack: PackWriter | PackCheck): ContentSink {
+  return { begin: (size) => pack.begin(size) };
 }
 
 /** A derived OCI workload and the pack holding its tree's file contents. */
@@ -79,13 +64,13 @@ async function deriveAndPack(
   store: Store,
   mode: "assemble" | "verify",
   checkExisting: boolean,
-  progress?: (line: string) => void,
+  progress: Progress | undefined,
   copies?: ReadonlyMap<number, number>,
 ): Promise<DerivedOci & { readonly contents: FinishedPack }> {
   const pack = new PackWriter(store);
   try {
     // verify reads the store's layer files unstaged: every byte is re-hashed as it is read
-    const { derived, listing } = await deriveFromSource(spec, src, packSink(pack, progress), mode, copies);
+    const { derived, listing } = await deriveFromSource(spec, src, packSink(pack), mode, copies, progress);
     return { derived, listing, contents: pack.finish({ checkExisting }) };
   } catch (e) {
     pack.abort();
@@ -157,10 +142,12 @@ async function deriveFromSource(
   sink: ContentSink,
   purpose: DeriveFor,
   copies?: ReadonlyMap<number, number>,
+  progress?: Progress,
 ): Promise<{ derived: Derived; listing: PolicyListing }> {
   if (spec.source.kind !== "oci") throw new CairnError("WORKLOAD_SPEC_INVALID", "not an OCI spec", { path: "/source" });
   // Launch first: a root or shell-form image is refused before any layer is expanded.
   const launch = launchFromOci(ociLaunchWithSpec(src.launch, spec.source.launch));
+  const total = src.layers.reduce((n, l) => n + l.size, 0);
   const { tree, skipped, droppedXattrs } = await applyLayers({
     layers: copies === undefined ? src.layers : src.layers.map((l) => (copies.has(l.index) ? { ...l, copyFd: copies.get(l.index) } : l)),
     policy: spec.policy,
@@ -168,6 +155,8 @@ async function deriveFromSource(
     sink,
     // verify reads the store's files, assembly the user's layout unstaged: either way every byte is re-hashed as read
     recheckStored: purpose === "verify" || copies !== undefined,
+    // phase "apply layers": compressed bytes read of all layers, on each chunk
+    onProgress: progress && ((p) => progress({ phase: "apply layers", done: p.compressedBytes, total, unit: "bytes" })),
   });
   const problems = await launchTreeProblems(tree, launch, spec.source.launch?.workdir !== undefined);
   if (problems.length > 0) throw problems[0];
@@ -187,7 +176,7 @@ export async function assembleOci(
   spec: WorkloadSpec,
   layoutDir: string,
   store: Store,
-  progress?: (line: string) => void,
+  report: Reporter,
   /** A pack of the same name already stored is compared with the written bytes (and replaced if it differs) instead of kept. */
   checkExisting = false,
 ): Promise<DerivedOci & { readonly contents: FinishedPack }> {
@@ -212,9 +201,9 @@ export async function assembleOci(
       copies.get(l.digest)!.fd = createExclusive(path, 0o600);
     }
     const total = src.layers.reduce((n, l) => n + l.size, 0);
-    progress?.(`applying ${src.layers.length} layer(s), ${total} bytes compressed`);
+    report.log?.(`applying ${src.layers.length} layer(s), ${total} bytes compressed`);
     const fds = new Map([...copies.values()].map((c) => [c.index, c.fd!]));
-    const packed = await deriveAndPack(spec, src, store, "assemble", checkExisting, progress, fds);
+    const packed = await deriveAndPack(spec, src, store, "assemble", checkExisting, report.progress, fds);
     for (const c of copies.values()) closeCopy(c);
     for (const o of [src.manifest, src.config]) store.put("objects", o.bytes);
     for (const [digest, c] of copies) store.adopt("objects", c.path, digest, src.layers[c.index]!.size);
@@ -341,7 +330,7 @@ async function verifyOciIn(spec: WorkloadSpec, lock: WorkloadLock, store: Store,
           hint: "verify this lock on a writable copy of the store (it rewrites the pack), or assemble again",
         },
       );
-    return { ...(await deriveAndPack(spec, src, store, "verify", true)), repaired: true };
+    return { ...(await deriveAndPack(spec, src, store, "verify", true, undefined)), repaired: true };
   } catch (e) {
     throw await storedLayerFirst(src, e);
   } finally {

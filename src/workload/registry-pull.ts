@@ -16,7 +16,7 @@
 import { randomBytes } from "node:crypto";
 import { lstatSync } from "node:fs";
 import { join } from "node:path";
-import { CairnError, parseSha256, type Sha256Digest } from "../core/index.ts";
+import { CairnError, parseSha256, type Reporter, type Sha256Digest } from "../core/index.ts";
 import {
   linkImageLayout,
   registryClientFor,
@@ -64,20 +64,14 @@ export interface PullResult {
 }
 
 /** Pulls `unsafeRef` into the store (content by digest). */
-export async function pullToStore(unsafeRef: string, store: Store, opts: RemoteOptions, progress?: (line: string) => void): Promise<PullResult> {
-  return pullInto(unsafeRef, store, opts, progress, new Set());
+export async function pullToStore(unsafeRef: string, store: Store, opts: RemoteOptions, report: Reporter = {}): Promise<PullResult> {
+  return pullInto(unsafeRef, store, opts, report, new Set());
 }
 
-async function pullInto(
-  unsafeRef: string,
-  store: Store,
-  opts: RemoteOptions,
-  progress: ((line: string) => void) | undefined,
-  distrust: ReadonlySet<Sha256Digest>,
-): Promise<PullResult> {
+async function pullInto(unsafeRef: string, store: Store, opts: RemoteOptions, report: Reporter, distrust: ReadonlySet<Sha256Digest>): Promise<PullResult> {
   const ref = parseImageRef(unsafeRef, "ref");
   const client = registryClientFor(ref, opts);
-  const image = await pullImage(client, ref, storeBlobCache(store, distrust), progress);
+  const image = await pullImage(client, ref, storeBlobCache(store, distrust), report);
   return { image, pinned: formatImageRef(image.ref) };
 }
 
@@ -104,18 +98,12 @@ export async function archiveToLayout(archivePath: string, layoutDir: string, st
  * where the file system allows. A stored object that does not match its
  * digest is fetched again (each such object once) and the layout written anew.
  */
-export async function pullToLayout(
-  unsafeRef: string,
-  layoutDir: string,
-  store: Store,
-  opts: RemoteOptions,
-  progress?: (line: string) => void,
-): Promise<PullResult> {
+export async function pullToLayout(unsafeRef: string, layoutDir: string, store: Store, opts: RemoteOptions, report: Reporter = {}): Promise<PullResult> {
   const ref = parseImageRef(unsafeRef, "ref");
   const distrust = new Set<Sha256Digest>();
   for (;;) {
     try {
-      const r = await pullInto(unsafeRef, store, opts, progress, distrust);
+      const r = await pullInto(unsafeRef, store, opts, report, distrust);
       await linkImageLayout(
         layoutDir,
         { manifest: r.image.manifest, config: r.image.config, layers: r.image.layers, refName: ref.digest === undefined ? ref.tag : undefined },
@@ -126,7 +114,7 @@ export async function pullToLayout(
     } catch (e) {
       const bad = corruptObject(e);
       if (bad === undefined || distrust.has(bad)) throw e;
-      progress?.(`stored ${bad} does not match its digest: fetching it again`);
+      report.log?.(`stored ${bad} does not match its digest: fetching it again`);
       distrust.add(bad);
     }
   }

@@ -89,7 +89,7 @@ describe("pulled blobs are written once", { skip }, () => {
     const again = countingFetch();
     const second = join(work, "out2b");
     const lines: string[] = [];
-    await pullToLayout(`${reg.host}/link/two:v2`, second, store, remote({ fetch: again.fetch }), (l) => lines.push(l));
+    await pullToLayout(`${reg.host}/link/two:v2`, second, store, remote({ fetch: again.fetch }), { log: (l) => lines.push(l) });
     assert.deepEqual(
       again.requests.filter((q) => q.path.includes("/blobs/")).map((q) => q.path.slice(q.path.lastIndexOf("/") + 1)),
       [layer.digest],

@@ -9,6 +9,8 @@ import { readOciSource } from "../../src/oci/index.ts";
 import { Store } from "../../src/store/index.ts";
 import { pullToLayout } from "../../src/workload/index.ts";
 import { needs } from "../helpers/prerequisites.ts";
+import { runCli } from "../helpers/cli.ts";
+import type { ProgressEvent } from "../../src/core/index.ts";
 import { countingFetch, readJson, tempDir, writeImage } from "./fixtures/images.ts";
 import { TestRegistry, missingRegistryTools, skopeoPull, skopeoPush } from "./fixtures/registry-server.ts";
 
@@ -99,5 +101,35 @@ describe("pull from a loopback registry", { skip }, () => {
     await pullToLayout(`${reg.host}/tools/exists:v4`, join(work, "out4"), store, remote());
     assert.ok(existsSync(join(work, "out4", "index.json")), "control: a new directory is written");
     store.close();
+  });
+
+  test("progress is data: phase pull in bytes of the layers fetched, on each chunk, up to the whole; a cached pull reports none; the CLI prints no line per layer off a terminal", async () => {
+    const img = writeImage(join(work, "src5"), "v5");
+    await skopeoPush(`${img.dir}:v5`, `${reg.host}/tools/progress:v5`);
+    const store = new Store(join(work, "store5"));
+    const events: ProgressEvent[] = [];
+    const lines: string[] = [];
+    await pullToLayout(`${reg.host}/tools/progress:v5`, join(work, "out5"), store, remote(), { progress: (e) => events.push(e), log: (l) => lines.push(l) });
+    const total = img.layers.reduce((n, l) => n + l.size, 0);
+    assert.ok(events.length >= 2, `a first event and one per chunk: ${events.length}`);
+    for (const e of events) assert.deepEqual({ phase: e.phase, unit: e.unit, total: e.total }, { phase: "pull", unit: "bytes", total });
+    assert.deepEqual(
+      events.map((e) => e.done),
+      events.map((e) => e.done).sort((a, b) => a - b),
+      "done never goes down",
+    );
+    assert.equal(events[0]!.done, 0);
+    assert.equal(events.at(-1)!.done, total);
+    assert.deepEqual(lines, [`${reg.host}/tools/progress:v5 is ${img.manifestDigest}`], "the tag's digest stays a message; no line per layer");
+    const again: ProgressEvent[] = [];
+    await pullToLayout(`${reg.host}/tools/progress:v5`, join(work, "out5b"), store, remote(), { progress: (e) => again.push(e) });
+    assert.deepEqual(again, [], "nothing fetched, nothing reported");
+    store.close();
+    const cli = await runCli(["pull", `${reg.host}/tools/progress:v5`, "--oci", join(work, "out5c"), "--store", join(work, "store5c"), "--plain-http"], {
+      HOME: work,
+    });
+    assert.equal(cli.code, 0, cli.stderr);
+    assert.doesNotMatch(cli.stderr, /layer \d|[\r\x1b]/, "no line per layer and no bar in a pipe");
+    assert.match(cli.stdout, /^layers {4}2 \(\d+ bytes fetched/m, "control: two layers were fetched");
   });
 });

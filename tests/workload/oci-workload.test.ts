@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { sha256, type Sha256Digest } from "../../src/core/index.ts";
+import { sha256, type ProgressEvent, type Sha256Digest } from "../../src/core/index.ts";
 import { inspectPack, Store } from "../../src/store/index.ts";
 import { assembleWorkload, openVerifiedWorkload } from "../../src/workload/index.ts";
 import { assertCodeAsync } from "../helpers/errors.ts";
@@ -230,11 +230,23 @@ test("a content pack tampered after verify is refused on read, never handed out"
   await assertCodeAsync(() => w.content.get(motd), "STORE_MISSING");
 });
 
-test("assemble reports progress lines when asked (the CLI asks on a TTY only)", opts, async () => {
+test("assemble reports a log line and progress events when asked (the CLI asks on a TTY only)", opts, async () => {
   const ws = ociWorkspace();
   const lines: string[] = [];
-  await assembleWorkload({ specPath: ws.specPath, storeDir: ws.storeDir, lockOut: ws.lockPath, cairnVersion: "test", progress: (l) => lines.push(l) });
+  const events: ProgressEvent[] = [];
+  await assembleWorkload({
+    specPath: ws.specPath,
+    storeDir: ws.storeDir,
+    lockOut: ws.lockPath,
+    cairnVersion: "test",
+    log: (l) => lines.push(l),
+    progress: (e) => events.push(e),
+  });
   assert.match(lines[0] ?? "", /applying 1 layer/);
+  const layerBytes = ws.image.layers.reduce((n, l) => n + l.size, 0);
+  assert.ok(events.length >= 1, "at least one event");
+  for (const e of events) assert.deepEqual({ phase: e.phase, unit: e.unit, total: e.total }, { phase: "apply layers", unit: "bytes", total: layerBytes });
+  assert.equal(events.at(-1)!.done, layerBytes, "the last event says every compressed byte was read");
 });
 
 test("the spec's launch over an OCI image's: args replace Cmd, env by name, workdir and user replace; part of the launch identity", opts, async () => {

@@ -31,7 +31,10 @@ export function registerPull(program: Command, ctx: Context): void {
           ctx.io.out(`imported  ${ref}\nmanifest  ${image.manifest.digest} (${image.manifest.mediaType})\nlayout    ${opts.oci}`);
           return;
         }
-        const r = await pullToLayout(ref, opts.oci, store, remoteOptions(ctx, opts), opts.json === true ? undefined : (line) => ctx.io.err(line));
+        const r = await pullToLayout(ref, opts.oci, store, remoteOptions(ctx, opts), {
+          log: opts.json === true ? undefined : (line) => ctx.io.err(line),
+          progress: ctx.progress,
+        });
         const result = {
           ref: r.pinned,
           index: r.image.index?.digest ?? null,

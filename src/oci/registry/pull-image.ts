@@ -9,7 +9,7 @@
  * Nothing is fetched by tag after the first resolve: a tag that moves while
  * the pull runs cannot make it mix the old index with the new manifest.
  */
-import { CairnError, isJsonObject, parseJsonBytes, type JsonObject, type Sha256Digest } from "../../core/index.ts";
+import { CairnError, isJsonObject, parseJsonBytes, type JsonObject, type Reporter, type Sha256Digest } from "../../core/index.ts";
 import { checkDescriptor, checkPlatform, type Descriptor } from "../documents.ts";
 import { CONFIG_TYPES, INDEX_TYPES, MANIFEST_TYPES, documentMediaType, layerCompression, requireMediaType } from "../media-types.ts";
 import { validateOciDocument } from "../schemas.ts";
@@ -34,8 +34,6 @@ export interface PulledImage {
   /** Layer digests streamed and verified by this pull (the rest came from the cache). */
   readonly fetched: ReadonlySet<Sha256Digest>;
 }
-
-export type PullProgress = (line: string) => void;
 
 function parseDocument(bytes: Uint8Array, what: string): JsonObject {
   const doc = parseJsonBytes(bytes, { source: what });
@@ -91,20 +89,29 @@ async function jsonObject(
   return { bytes };
 }
 
-/** Streams one layer blob into the cache's staging, verified, then has the cache adopt it. */
-async function pullBlob(client: RegistryClient, cache: BlobCache, repo: string, d: Descriptor): Promise<void> {
-  const staged = await stageBlob(cache, (write) => client.fetchBlob(repo, d.digest, d.size, write));
+/** Streams one layer blob into the cache's staging, verified, then has the cache adopt it; `onBytes` hears each chunk staged. */
+async function pullBlob(client: RegistryClient, cache: BlobCache, repo: string, d: Descriptor, onBytes: (n: number) => void): Promise<void> {
+  const staged = await stageBlob(cache, (write) =>
+    client.fetchBlob(repo, d.digest, d.size, async (chunk) => {
+      await write(chunk);
+      onBytes(chunk.length);
+    }),
+  );
   cache.adopt(staged, d.digest, d.size);
 }
 
-/** Pulls `ref` (tag or digest) through `client` into `cache`; see the module comment. */
-export async function pullImage(client: RegistryClient, ref: ImageRef, cache: BlobCache, progress?: PullProgress): Promise<PulledImage> {
+/**
+ * Pulls `ref` (tag or digest) through `client` into `cache`; see the module
+ * comment. `report.log` hears what a tag resolved to; `report.progress`
+ * hears phase "pull" in bytes of the layers not yet cached, on each chunk.
+ */
+export async function pullImage(client: RegistryClient, ref: ImageRef, cache: BlobCache, report: Reporter = {}): Promise<PulledImage> {
   const repo = ref.repository;
   let top: { digest: Sha256Digest; size: number | undefined };
   if (ref.digest !== undefined) top = { digest: ref.digest, size: undefined };
   else {
     top = await client.resolve(repo, ref.tag ?? "latest");
-    progress?.(`${formatImageRef(ref)} is ${top.digest}`);
+    report.log?.(`${formatImageRef(ref)} is ${top.digest}`);
   }
   const first = await jsonObject(client, cache, repo, top.digest, top.size, "manifest");
   const firstDoc = parseDocument(first.bytes, `manifest ${top.digest}`);
@@ -139,10 +146,20 @@ export async function pullImage(client: RegistryClient, ref: ImageRef, cache: Bl
   checkPlatform(configDoc, "/config");
   let bytes = 0;
   const fetched = new Set<Sha256Digest>();
-  for (const [i, l] of layers.entries()) {
+  const progress = report.progress;
+  // the bytes to fetch: each layer digest not cached, once (an image may name one layer twice)
+  const missing = new Map(layers.filter((l) => !cache.has(l.digest, l.size)).map((l) => [l.digest, l.size]));
+  const total = [...missing.values()].reduce((a, b) => a + b, 0);
+  let done = 0;
+  if (missing.size > 0) progress?.({ phase: "pull", done, total, unit: "bytes" });
+  for (const l of layers) {
     if (cache.has(l.digest, l.size)) continue;
-    progress?.(`layer ${i + 1}/${layers.length} ${l.digest} (${l.size} bytes)`);
-    await pullBlob(client, cache, repo, l);
+    const before = done;
+    await pullBlob(client, cache, repo, l, (n) => {
+      done = Math.min(before + l.size, done + n); // a retried request's bytes are not counted twice
+      progress?.({ phase: "pull", done, total, unit: "bytes" });
+    });
+    done = before + l.size;
     bytes += l.size;
     fetched.add(l.digest);
   }
