@@ -90,7 +90,8 @@ export function readEnvironment(runDir: string): RunEnvironment | null {
   return e;
 }
 
-function readCost(runDir: string): { wall_ms: number | null; host_cpu_ms: number | null } {
+/** The record's cost.json (QEMU's wall time and host CPU time), each null when unknown; RUN_INVALID when malformed. */
+export function readRunCost(runDir: string): { wall_ms: number | null; host_cpu_ms: number | null } {
   if (!existsSync(join(runDir, RUN_COST_FILE))) return { wall_ms: null, host_cpu_ms: null };
   const { model } = readJsonFile(runDir, RUN_COST_FILE, SMALL_JSON_MAX, "run.cost-bytes");
   const c = new Checker("RUN_INVALID");
@@ -148,7 +149,7 @@ export function receiptStatement(runDir: string): ReceiptStatement {
   const logPath = join(runDir, RUN_FILES.replayLog);
   if (!existsSync(logPath)) throw new CairnError("RUN_INVALID", "the run directory has no replay.log", { path: logPath });
   const log = readFileBounded(logPath, RUN_READ_LIMITS["run.replay-log-bytes"], "run.replay-log-bytes");
-  const cost = readCost(runDir);
+  const cost = readRunCost(runDir);
   const environment = readEnvironment(runDir);
   const envManifest = readRunEnvManifest(runDir);
   // the environment file is bound to the run: its image manifest must be the workload's source

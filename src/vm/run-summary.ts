@@ -12,13 +12,13 @@
 import { existsSync, lstatSync, readdirSync } from "node:fs";
 import { basename, join } from "node:path";
 import { compareBytes, ioError, isCairnError, isJsonObject, parseJsonBytes, readFileBounded, type Sha256Digest, type VerifyingKey } from "../core/index.ts";
-import type { RunStatus } from "./checker.ts";
+import { RUN_STATUSES, type RunStatus } from "./checker.ts";
 import { readRunManifest } from "./replay-run.ts";
 import { checkRunDir, replayFilesAgree, type RunDirCheck } from "./run-dir-check.ts";
 import type { RunManifest } from "./run-manifest.ts";
 import { readRunEnvManifest } from "./run-facts.ts";
 import { readRunOrigin, type RunOrigin } from "./run-origin.ts";
-import { readEnvironment } from "./run-receipt.ts";
+import { readEnvironment, readRunCost } from "./run-receipt.ts";
 import { RUN_FILES } from "./rundir.ts";
 
 /** `result.json` of a replay is a few hundred bytes; anything larger is not one. */
@@ -32,7 +32,18 @@ export interface RunSummary {
   readonly check: RunDirCheck;
   /** The first failed check, or why a receipt did not count; null otherwise. */
   readonly problem: string | null;
+  /**
+   * When `cairn run` began recording (run.json `/recorded/at`: the recording
+   * host's clock, or CAIRN_NOW, taken before the guest image is built and
+   * QEMU starts), so the run's start as this host saw it.
+   */
   readonly recorded_at: string;
+  /**
+   * How long the record's QEMU ran, in ms (cost.json `wall_ms`: boot to
+   * power-off, without building the guest image); null when the directory
+   * has no readable cost.json (an imported run without it, or one edited).
+   */
+  readonly duration_ms: number | null;
   /** Where the run came from on this host (origin.json: unverified provenance), or null when unknown. */
   readonly origin: RunOrigin | null;
   readonly source_kind: string;
@@ -122,6 +133,7 @@ export function describeRun(runDir: string, opts: DescribeOptions = {}): RunSumm
     check,
     problem,
     recorded_at: m.recorded.at,
+    duration_ms: orNull(() => readRunCost(runDir).wall_ms),
     origin: orNull(() => readRunOrigin(runDir)),
     source_kind: m.workload.source_kind,
     workload: m.workload.workload,
@@ -165,8 +177,8 @@ export function listRuns(runsDir: string, opts: DescribeOptions = {}): { runs: R
 
 /** `runs list` filters; every one given must hold. */
 export interface RunFilter {
-  /** The recorded status, exactly. */
-  readonly status?: string;
+  /** Any of these recorded statuses (see statusesNamed). */
+  readonly status?: readonly RunStatus[];
   /** Part of the origin's path (the spec, lock, lockfile or bundle given): matched against the whole path and its file name. */
   readonly spec?: string;
   /** A digest or its leading part (at least 8 hex digits): the workload, its source, fs or launch identity, the VM digest, the outcome. */
@@ -179,6 +191,17 @@ export interface RunFilter {
   readonly check?: RunDirCheck;
 }
 
+/** The `--status` words beyond the statuses themselves: `failed` is every status but the two a run succeeds with. */
+export const RUN_STATUS_GROUPS: Readonly<Record<string, readonly RunStatus[]>> = {
+  failed: RUN_STATUSES.filter((s) => s !== "passed" && s !== "completed"),
+};
+
+/** The statuses a `--status` word names (a status, or a group of RUN_STATUS_GROUPS); undefined when it names none. */
+export function statusesNamed(word: string): readonly RunStatus[] | undefined {
+  if ((RUN_STATUSES as readonly string[]).includes(word)) return [word as RunStatus];
+  return Object.hasOwn(RUN_STATUS_GROUPS, word) ? RUN_STATUS_GROUPS[word] : undefined;
+}
+
 const hexOf = (d: string): string => d.replace(/^[a-z0-9]+:/, "");
 
 function digestMatches(want: string, digests: ReadonlyArray<string | null | undefined>): boolean {
@@ -189,7 +212,7 @@ function digestMatches(want: string, digests: ReadonlyArray<string | null | unde
 /** The runs `filter` keeps, in order. Identities are matched as recorded in run.json; `check` says what of it the directory confirms. */
 export function filterRuns(runs: readonly RunSummary[], filter: RunFilter): RunSummary[] {
   return runs.filter((r) => {
-    if (filter.status !== undefined && r.status !== filter.status) return false;
+    if (filter.status !== undefined && !filter.status.includes(r.status)) return false;
     if (filter.check !== undefined && r.check !== filter.check) return false;
     if (filter.spec !== undefined) {
       const input = r.origin?.input;

@@ -112,7 +112,7 @@ describe("cairn runs list / show", () => {
     const root = runsDir();
     const list = await runCli(["runs", "list", "--runs", root]);
     assert.equal(list.code, 0, list.stderr);
-    assert.match(list.stdout, /20261201T000000Z-0000aaaa {2}passed +unverified +replays \+\?-!! +disk +origin unknown/);
+    assert.match(list.stdout, /20261201T000000Z-0000aaaa {2}passed +unverified +2026-12-01T00:00:00Z +- +replays \+\?-!! +disk +origin unknown/);
     assert.match(list.stdout, /0000bbbb {2}invalid \(MODEL_UNKNOWN_FIELD\)/);
     const byId = await runCli(["runs", "show", "20261201T000000Z-0000aaaa", "--runs", root]);
     const byDir = await runCli(["runs", "show", join(root, "20261201T000000Z-0000aaaa")]);
@@ -193,9 +193,9 @@ describe("cairn runs list / show", () => {
       return (JSON.parse(r.stdout) as { runs: { run_id: string }[] }).runs.map((x) => x.run_id.slice(-4));
     };
     const text = await runCli(["runs", "list", "--runs", root]);
-    assert.match(text.stdout, /0000aaaa {2}passed +unverified +replays none +initramfs +hello\.yaml: \/bin\/probe 'say hi'\n/);
-    assert.match(text.stdout, /0000bbbb {2}assertions-failed +unverified +replays none +disk +bundle run\.cairn\n/);
-    assert.match(text.stdout, /0000cccc {2}assertions-failed +tampered +replays none +initramfs +origin unknown\n/);
+    assert.match(text.stdout, /0000aaaa {2}passed +unverified +2026-12-01T00:00:00Z +- +replays none +initramfs +hello\.yaml: \/bin\/probe 'say hi'\n/);
+    assert.match(text.stdout, /0000bbbb {2}assertions-failed +unverified +2026-12-05T10:00:00Z +- +replays none +disk +bundle run\.cairn\n/);
+    assert.match(text.stdout, /0000cccc {2}assertions-failed +tampered +2026-12-06T10:00:00Z +- +replays none +initramfs +origin unknown\n/);
     assert.deepEqual(await ids(), ["aaaa", "bbbb", "cccc"]);
     assert.deepEqual(await ids("--status", "assertions-failed"), ["bbbb", "cccc"]);
     assert.deepEqual(await ids("--spec", "hello.yaml"), ["aaaa"]);
@@ -223,6 +223,65 @@ describe("cairn runs list / show", () => {
     assert.match(show.stdout, /check {5}unverified: /);
     const shown = await runCli(["runs", "show", c]);
     assert.match(shown.stdout, /status {4}assertions-failed \(as run\.json says; not to be believed\)\ncheck {5}tampered \(\/status\)/);
+  });
+
+  it("issue 36 item 4: runs list shows when recording began and how long QEMU ran (cost.json; - without it); --status takes statuses, several, or failed; --since a span back from now; a bad value is USAGE naming the flag", async () => {
+    const root = mkdtempSync(join(tmpdir(), "cairn-runs-"));
+    const a = join(root, "20261204T000000Z-0000aaaa");
+    const b = join(root, "20261205T000000Z-0000bbbb");
+    const c = join(root, "20261206T000000Z-0000cccc");
+    writeRun(a, "20261204T000000Z-0000aaaa", false);
+    writeRun(b, "20261205T000000Z-0000bbbb", false, false);
+    writeRun(c, "20261206T000000Z-0000cccc", false);
+    edit(a, "run.json", (m) => ({ ...m, recorded: { ...m.recorded, at: "2026-12-04T08:30:00.250Z" } }));
+    edit(b, "run.json", (m) => ({ ...m, recorded: { ...m.recorded, at: "2026-12-05T10:00:00.000Z" } }));
+    edit(c, "run.json", (m) => ({ ...m, status: "timeout", recorded: { ...m.recorded, at: "2026-12-06T10:00:00.000Z" } }));
+    writeFileSync(join(a, "cost.json"), JSON.stringify({ wall_ms: 41_234, host_cpu_ms: 39_000 }));
+    writeFileSync(join(b, "cost.json"), JSON.stringify({ wall_ms: 754_000, host_cpu_ms: null }));
+    writeRunOrigin(a, { via: "run", input: "/work/specs/hello.yaml", command: ["/bin/probe", "say hi"] });
+    const env = { ...process.env, CAIRN_NOW: "2026-12-06T12:00:00Z" };
+    const list = async (...args: string[]) => runCli(["runs", "list", "--runs", root, ...args], env);
+    const text = await list();
+    assert.equal(text.code, 0, text.stderr);
+    assert.match(text.stdout, /0000aaaa {2}passed +unverified +2026-12-04T08:30:00Z +41\.2s +replays none +initramfs +hello\.yaml: \/bin\/probe 'say hi'\n/);
+    assert.match(text.stdout, /0000bbbb {2}assertions-failed +unverified +2026-12-05T10:00:00Z +12m34s +replays none/);
+    assert.match(text.stdout, /0000cccc {2}timeout +[a-z]+ +2026-12-06T10:00:00Z +- +replays none/);
+    const json = await list("--json");
+    const runs = (JSON.parse(json.stdout) as { runs: { run_id: string; recorded_at: string; duration_ms: number | null; origin: unknown }[] }).runs;
+    assert.deepEqual(
+      runs.map((r) => [r.run_id.slice(-4), r.recorded_at, r.duration_ms]),
+      [
+        ["aaaa", "2026-12-04T08:30:00.250Z", 41_234],
+        ["bbbb", "2026-12-05T10:00:00.000Z", 754_000],
+        ["cccc", "2026-12-06T10:00:00.000Z", null],
+      ],
+    );
+    assert.deepEqual(runs[0]!.origin, { via: "run", input: "/work/specs/hello.yaml", command: ["/bin/probe", "say hi"] });
+    const ids = async (...args: string[]): Promise<string[]> => {
+      const r = await list("--json", ...args);
+      assert.equal(r.code, 0, r.stdout + r.stderr);
+      return (JSON.parse(r.stdout) as { runs: { run_id: string }[] }).runs.map((x) => x.run_id.slice(-4));
+    };
+    assert.deepEqual(await ids("--status", "failed"), ["bbbb", "cccc"]);
+    assert.deepEqual(await ids("--status", "passed"), ["aaaa"]);
+    assert.deepEqual(await ids("--status", "passed,timeout"), ["aaaa", "cccc"]);
+    assert.deepEqual(await ids("--since", "30h"), ["bbbb", "cccc"]);
+    assert.deepEqual(await ids("--since", "1d"), ["cccc"]);
+    assert.deepEqual(await ids("--since", "2w"), ["aaaa", "bbbb", "cccc"]);
+    assert.deepEqual(await ids("--since", "2026-12-05"), ["bbbb", "cccc"], "control: a date still works");
+    for (const [flag, value] of [
+      ["--status", "fail"],
+      ["--status", "passed,"],
+      ["--since", "3y"],
+      ["--since", "0h"],
+      ["--since", "-2d"],
+    ] as const) {
+      const r = await list("--json", flag, value);
+      assert.equal(r.code, 2, `${flag} ${value}: ${r.stdout}`);
+      const e = (JSON.parse(r.stdout) as { error: { code: string; path: string; message: string } }).error;
+      assert.deepEqual([e.code, e.path], ["USAGE", flag], `${flag} ${value}`);
+      assert.match(e.message, flag === "--status" ? /passed, completed, .*failed/ : /24h/);
+    }
   });
 });
 
