@@ -61,6 +61,19 @@ export { buildProvenanceLines, provenanceOf, provenanceText } from "./provenance
 export type { ProvenanceRecord } from "./provenance.ts";
 export { diffLocks } from "./lockfile-diff.ts";
 export type { LockChange, LockDiff } from "./lockfile-diff.ts";
+export { direction, installedPackages, layerFacts, lockChanges, packageSetKey } from "./lockfile-changes.ts";
+export type {
+  DefaultChange,
+  FormationChange,
+  LayerChange,
+  LayerChangeKind,
+  LayerFacts,
+  LockChanges,
+  PackageChange,
+  PackageChangeKind,
+  PackageSetChange,
+  RequestChange,
+} from "./lockfile-changes.ts";
 export { planUpdate, UPDATE_IGNORED_PATHS } from "./update-plan.ts";
 export type { LayerVersionChange, UpdatePlan } from "./update-plan.ts";
 export { explainScope, explainText } from "./explain.ts";

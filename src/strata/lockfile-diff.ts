@@ -2,12 +2,18 @@
  * `lock diff A B`: what changed between two lockfiles, field by field, and
  * whether their EnvironmentIDs differ. Environment variable values are never
  * printed (they may be secrets): a changed variable is named, not shown.
+ *
+ * The per-layer, per-formation, per-default and per-package comparison is
+ * lockfile-changes.ts's (one entry per package, never a package set
+ * flattened into one string); this module adds the other fields and turns
+ * every change into a field-level entry (`changes`) that `cairn update`
+ * sorts.
  */
 import { capabilityString, hostRequirementSet, hostRequirementString } from "./capability.ts";
-import { compareBytes, type Issue } from "../core/index.ts";
+import { childPath, compareBytes, type Issue } from "../core/index.ts";
 import { environmentId } from "./env-id.ts";
-import { refString } from "./ref.ts";
 import { isFrozen, type LockLayer, type Lockfile } from "./lockfile.ts";
+import { type LockChanges, lockChanges, type PackageChange } from "./lockfile-changes.ts";
 
 export interface LockChange {
   readonly path: string;
@@ -16,7 +22,7 @@ export interface LockChange {
   readonly b?: string;
 }
 
-export interface LockDiff {
+export interface LockDiff extends LockChanges {
   readonly id_a: string | null;
   readonly id_b: string | null;
   readonly same_id: boolean;
@@ -38,7 +44,14 @@ function maps(out: LockChange[], path: string, a: ReadonlyMap<string, string>, b
 }
 
 function layerSummary(l: LockLayer): string {
-  return `${l.sha256 ?? "(no digest)"} at ${l.mount_order ?? "-"}`;
+  return `${l.sha256 ?? "(no digest)"} ${l.size} bytes at ${l.mount_order ?? "-"}`;
+}
+
+/** One side of a package change as a field value: `1.26.4 sha256:…`, `(any version)` for a request without one; undefined where absent. */
+function packageText(p: PackageChange, side: "from" | "to"): string | undefined {
+  const [v, d] = side === "from" ? [p.from, p.from_sha256] : [p.to, p.to_sha256];
+  if ((side === "from" && p.change === "added") || (side === "to" && p.change === "removed")) return undefined;
+  return `${v ?? "(any version)"}${d !== null ? ` ${d}` : ""}`;
 }
 
 export function diffLocks(a: Lockfile, b: Lockfile, problems_a: readonly Issue[] = [], problems_b: readonly Issue[] = []): LockDiff {
@@ -57,18 +70,22 @@ export function diffLocks(a: Lockfile, b: Lockfile, problems_a: readonly Issue[]
   }
   maps(out, "/env", a.env, b.env, true);
   cmp(out, "/on_ready", JSON.stringify(a.on_ready), JSON.stringify(b.on_ready));
-  cmp(out, "/defaults", a.defaults.map(refString).join(", "), b.defaults.map(refString).join(", "));
-  for (let i = 0; i < Math.max(a.packages.length, b.packages.length); i++) {
-    const [x, y] = [a.packages[i], b.packages[i]];
-    const request = (s: typeof x) => s && JSON.stringify({ manager: s.manager, packages: s.packages, env: s.env });
-    cmp(out, `/packages/${i}`, request(x), request(y));
-    // frozen pins, one line each (name version sha256) and the target they were chosen for
-    const pins = (s: typeof x) =>
-      s?.frozen &&
-      `${[...s.frozen.target].map(([k, v]) => `${k}=${v}`).join(" ")}: ${s.frozen.pins.map((p) => `${p.name} ${p.version} ${p.sha256}`).join(", ")}`;
-    cmp(out, `/packages/${i}/frozen`, pins(x), pins(y));
-    const pinned = (s: typeof x) => s?.pinned?.map((p) => `${p.name} ${p.version} ${p.sha256 ?? "(no digest)"}`).join(", ");
-    cmp(out, `/packages/${i}/pinned`, pinned(x), pinned(y));
+  const model = lockChanges(a, b);
+  for (const f of model.formations) cmp(out, childPath("/formations", f.name), f.from ?? undefined, f.to ?? undefined);
+  for (const d of model.defaults) cmp(out, childPath("/defaults", d.name), d.from ?? undefined, d.to ?? undefined);
+  for (const p of model.packages)
+    cmp(out, childPath(childPath(childPath("/packages", p.set), "packages"), p.name), packageText(p, "from"), packageText(p, "to"));
+  for (const r of model.requests)
+    cmp(
+      out,
+      childPath(childPath(childPath("/packages", r.set), "requests"), r.name),
+      r.from ?? (r.change === "added" ? undefined : "(any)"),
+      r.to ?? (r.change === "removed" ? undefined : "(any)"),
+    );
+  for (const t of model.package_sets) {
+    const at = childPath("/packages", t.set);
+    if (t.change === "target-changed") cmp(out, childPath(at, "target"), t.from_target ?? undefined, t.to_target ?? undefined);
+    else out.push({ path: at, change: t.change, ...(t.change === "removed" ? { a: t.set } : { b: t.set }) });
   }
   cmp(out, "/mutable_layer", JSON.stringify(a.mutable_layer ?? null), JSON.stringify(b.mutable_layer ?? null));
   const hosts = (l: Lockfile): string => hostRequirementSet(l.requires_host).map(hostRequirementString).join(", ");
@@ -79,5 +96,5 @@ export function diffLocks(a: Lockfile, b: Lockfile, problems_a: readonly Issue[]
   cmp(out, "/resolved_at", a.resolved_at, b.resolved_at);
   const id_a = isFrozen(a) && problems_a.length === 0 ? environmentId(a) : null;
   const id_b = isFrozen(b) && problems_b.length === 0 ? environmentId(b) : null;
-  return { id_a, id_b, same_id: id_a !== null && id_a === id_b, changes: out, problems_a, problems_b };
+  return { id_a, id_b, same_id: id_a !== null && id_a === id_b, changes: out, problems_a, problems_b, ...model };
 }

@@ -170,7 +170,7 @@ test("lock diff, explain and provenance", async () => {
   assert.equal(r.code, 0, r.stderr);
   const d = await runCli(["lock", "diff", a, b]);
   assert.equal(d.code, 1, "different IDs");
-  assert.match(d.stdout, /~ \/layers\/python\/version: 3\.12\.4 → 3\.11\.9/);
+  assert.match(d.stdout, /^ {2}~ python 3\.12\.4 → 3\.11\.9 \(downgrade\) {2}sha256:/m);
   assert.match(d.stdout, /\/env\/LC_ALL: \(value hidden\)/);
   assert.ok(!d.stdout.includes("SECRET-VALUE"), "env values are never printed");
   const same = await runCli(["lock", "diff", a, a]);

@@ -52,7 +52,12 @@ test("cairn freeze pins the pip set from a directory index, leaves the conda set
   assert.equal(diff.code, 1, "they differ");
   assert.deepEqual(
     JSON.parse(diff.stdout).changes.map((c: { path: string; change: string }) => `${c.path} ${c.change}`),
-    ["/packages/0/frozen added"],
+    ["/packages/pip/packages/delta added", "/packages/pip/packages/gamma changed"],
+  );
+  assert.deepEqual(
+    JSON.parse(diff.stdout).packages.map((c: { name: string; change: string; to: string }) => `${c.name} ${c.change} ${c.to}`),
+    ["delta added 1.0", "gamma pinned 1.0"],
+    "one change per package: the request pinned, its dependency added",
   );
   // both indexes: everything pinned, nothing unpinned
   const all = await runCli(["freeze", out, "--conda-channel", conda, "--json"]);
