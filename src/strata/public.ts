@@ -16,6 +16,19 @@ export { lockFileToYaml, parseLockFileText, parseLockfileText, readLockfile, wri
 export type { Lockfile, LockLayer, VerificationPolicy } from "./index.ts";
 export { BASE_DIGEST, BASE_DIGEST_SCOPE, ENVIRONMENT_ID, ENVIRONMENT_ID_SCOPE, environmentId } from "./index.ts";
 export { diffLocks, explainScope, freshness, lockfileCaveats, planUpdate, provenanceOf, requireLayerBlobs, verifyLock } from "./index.ts";
+export { lockChanges } from "./index.ts";
+export type {
+  DefaultChange,
+  FormationChange,
+  LayerChange,
+  LayerChangeKind,
+  LayerFacts,
+  LockChanges,
+  PackageChange,
+  PackageChangeKind,
+  PackageSetChange,
+  RequestChange,
+} from "./index.ts";
 export type { Freshness, LayerVersionChange, LockChange, LockDiff, ProvenanceRecord, UpdatePlan, VerifyOptions, VerifyReport } from "./index.ts";
 export { buildLayerFromDirectory, captureLayer, foldLayers, formationOf } from "./index.ts";
 export type { CaptureOptions, CaptureRecord, CaptureReport, CaptureSource, Formation, LayerManifest, LayerSpec, SourceTrust } from "./index.ts";

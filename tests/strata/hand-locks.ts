@@ -73,15 +73,33 @@ base:
   capabilities: {os: debian12, arch: x86_64, abi: gnu, provides: [{name: glibc, version: "2.36"}]}
 layers:
 ${h.layers.map(layerYaml).join("")}${env.length ? `env:\n${env.map(([k, v]) => `  ${k}: "${v}"\n`).join("")}` : ""}${
-    h.defaults?.length ? `defaults:\n${h.defaults.map((d) => `  - ${d}\n`).join("")}` : ""
-  }${sets.length ? `packages:\n${sets.join("")}` : ""}`;
+  h.defaults?.length ? `defaults:\n${h.defaults.map((d) => `  - ${d}\n`).join("")}` : ""
+}${sets.length ? `packages:\n${sets.join("")}` : ""}`;
 }
 
 /** The "before" lockfile most tests start from: python, the bio-seq formation's two members, a pip set. */
 export const BEFORE: HandLock = {
   layers: [
-    { name: "samtools", version: "1.20", digest: "b", size: 2048, order: 1, satisfiedBy: "formation:bio-seq@2026.03", formation: "bio-seq@2026.03", requires: ["glibc>=2.28"] },
-    { name: "bwa", version: "0.7.18", digest: "c", size: 1024, order: 2, satisfiedBy: "formation:bio-seq@2026.03", formation: "bio-seq@2026.03", requires: ["samtools>=1.0"] },
+    {
+      name: "samtools",
+      version: "1.20",
+      digest: "b",
+      size: 2048,
+      order: 1,
+      satisfiedBy: "formation:bio-seq@2026.03",
+      formation: "bio-seq@2026.03",
+      requires: ["glibc>=2.28"],
+    },
+    {
+      name: "bwa",
+      version: "0.7.18",
+      digest: "c",
+      size: 1024,
+      order: 2,
+      satisfiedBy: "formation:bio-seq@2026.03",
+      formation: "bio-seq@2026.03",
+      requires: ["samtools>=1.0"],
+    },
     { name: "python", version: "3.11.9", digest: "d", size: 4096, order: 3, satisfiedBy: "python@3.11", requires: ["glibc>=2.31"] },
     { name: "tool-a", version: "1.0", digest: "e", size: 100, order: 4, satisfiedBy: "tool-a" },
   ],
@@ -96,5 +114,5 @@ export const BEFORE: HandLock = {
     },
   ],
   env: { LC_ALL: "C.UTF-8" },
-  defaults: ["{name: python, version: \"3.11\"}"],
+  defaults: ['{name: python, version: "3.11"}'],
 };

@@ -6,6 +6,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { parseDigest, type Sha256Digest } from "../../src/core/index.ts";
 import { diffLocks, parseLockfileText, viewLock, type LockPackageSet } from "../../src/strata/index.ts";
 import { BEFORE, type HandLock, handLockText } from "./hand-locks.ts";
 
@@ -133,7 +134,7 @@ test("a request frozen into pins: each package is `pinned` or `added` (a depende
     version,
     kind: "wheel" as const,
     filename: `${name}-${version}-py3-none-any.whl`,
-    sha256: `sha256:${hex.repeat(64)}` as `sha256:${string}`,
+    sha256: parseDigest(`sha256:${hex.repeat(64)}`, "", "sha256") as Sha256Digest,
     size: 10,
     url: `file:///idx/${name}`,
     requested_by: ["request"],
@@ -167,7 +168,11 @@ test("a request frozen into pins: each package is `pinned` or `added` (a depende
     packages: [
       {
         ...frozen([pin("gamma", "1.0", "a"), pin("pandas", "2.2.2", "b"), pin("six", "1.16.0", "c")], [...unfrozen.packages, { name: "six" }]),
-        frozen: { index: "file:///idx", target: new Map([["python", "3.13"]]), pins: [pin("gamma", "1.0", "a"), pin("pandas", "2.2.2", "b"), pin("six", "1.16.0", "c")] },
+        frozen: {
+          index: "file:///idx",
+          target: new Map([["python", "3.13"]]),
+          pins: [pin("gamma", "1.0", "a"), pin("pandas", "2.2.2", "b"), pin("six", "1.16.0", "c")],
+        },
       },
     ],
   });

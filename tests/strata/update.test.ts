@@ -69,7 +69,7 @@ interface PlanJson {
     downgraded: { name: string; from: string; to: string }[];
   };
   base: { path: string }[];
-  packages: { path: string }[];
+  packages: { path: string; change: string }[];
   other: { path: string; a?: string; b?: string }[];
 }
 
@@ -107,7 +107,10 @@ test("a new version in the registry and an edited profile: update shows upgrades
   assert.deepEqual(plan.layers.upgraded, [{ name: "python", from: "3.11.9", to: "3.12.4" }]);
   assert.deepEqual(plan.layers.added, [{ name: "tool-b", version: "1.0" }]);
   assert.deepEqual(plan.layers.removed, [{ name: "tool-a", version: "1.0" }]);
-  assert.ok(plan.packages.some((c) => c.path === "/packages/pip/packages/pandas" && c.change === "added"), "one change per package");
+  assert.ok(
+    plan.packages.some((c) => c.path === "/packages/pip/packages/pandas" && c.change === "added"),
+    "one change per package",
+  );
   assert.ok(!plan.other.some((c) => c.path === "/resolved_at"), "resolved_at is not a change");
   assert.deepEqual(
     plan.other.find((c) => c.path === "/env/A"),
