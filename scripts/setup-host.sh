@@ -16,9 +16,11 @@ cd "$(dirname "$0")/.."
 # golang-go and golang-gopkg-yaml.v3-dev to build Strata's own parser as the peer
 # (scripts/strata-peer.sh, tests/strata/strata-peer.test.ts; issue 32), slurmctld, slurmd,
 # slurm-client and munge for the throwaway Slurm cluster of the Slurm executor's tests
-# (scripts/slurm-cluster.sh, tests/fleet/slurm-cluster.ts; issue 34), and chromium, the headless
-# browser the tests open the HTML pages in (tests/helpers/browser.ts; issue 36).
-PACKAGES=(gcc libc6-dev qemu-system-x86 umoci python3 python3-pip strace erofs-utils mmdebstrap lmod zip docker-registry skopeo apache2-utils time socat golang-go golang-gopkg-yaml.v3-dev slurmctld slurmd slurm-client munge chromium)
+# (scripts/slurm-cluster.sh, tests/fleet/slurm-cluster.ts; issue 34), chromium, the headless
+# browser the tests open the HTML pages in (tests/helpers/browser.ts; issue 36), zsh and fish to run the
+# completion scripts in their own shells and groff-base and man-db to render the man pages
+# (tests/cli/completion.test.ts, tests/cli/man-pages.test.ts; issue 36).
+PACKAGES=(gcc libc6-dev qemu-system-x86 umoci python3 python3-pip strace erofs-utils mmdebstrap lmod zip docker-registry skopeo apache2-utils time socat golang-go golang-gopkg-yaml.v3-dev slurmctld slurmd slurm-client munge chromium zsh fish groff-base man-db)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -16,7 +16,7 @@ type Register = (program: Command, ctx: Context) => void;
  * only when that command runs (or for help), so a command does not pay for
  * loading every other command's library. Add one line per command file.
  */
-export const COMMANDS: ReadonlyArray<{ readonly name: string; readonly load: () => Promise<Register> }> = [
+export const COMMANDS: ReadonlyArray<{ readonly name: string; readonly load: () => Promise<Register>; readonly wholeTree?: true }> = [
   { name: "keygen", load: async () => (await import("./commands/keygen.ts")).registerKeygen },
   { name: "manifest", load: async () => (await import("./commands/manifest.ts")).registerManifest },
   { name: "workload", load: async () => (await import("./commands/workload.ts")).registerWorkload },
@@ -38,18 +38,21 @@ export const COMMANDS: ReadonlyArray<{ readonly name: string; readonly load: () 
   { name: "bundle", load: async () => (await import("./commands/replay-bundle.ts")).registerBundle },
   { name: "campaign", load: async () => (await import("./commands/campaign.ts")).registerCampaign },
   { name: "runs", load: async () => (await import("./commands/runs.ts")).registerRuns },
+  // reads the whole command tree: every command is loaded when it runs
+  { name: "completion", load: async () => (await import("./commands/completion.ts")).registerCompletion, wholeTree: true },
 ];
 
-/** The top-level command `argv` names (its first word that is not an option), if it is one of COMMANDS. */
+/** The top-level command `argv` names (its first word that is not an option), if it is one of COMMANDS and needs only itself. */
 function commandNamed(argv: readonly string[] | undefined): string | undefined {
   const first = argv?.find((a) => !a.startsWith("-"));
-  return COMMANDS.some((c) => c.name === first) ? first : undefined;
+  return COMMANDS.some((c) => c.name === first && c.wholeTree !== true) ? first : undefined;
 }
 
 /**
  * The program. With `argv`, only the command it names is loaded and
- * registered (anything else, such as `--help` or an unknown word, loads them
- * all, so help and commander's suggestions see every command).
+ * registered (anything else, such as `--help`, an unknown word or a command
+ * that reads the whole tree like `completion`, loads them all, so help and
+ * commander's suggestions see every command).
  */
 export async function buildProgram(ctx: Context, argv?: readonly string[]): Promise<Command> {
   const program = new Command("cairn")
