@@ -61,6 +61,8 @@ export { buildProvenanceLines, provenanceOf, provenanceText } from "./provenance
 export type { ProvenanceRecord } from "./provenance.ts";
 export { diffLocks } from "./lockfile-diff.ts";
 export type { LockChange, LockDiff } from "./lockfile-diff.ts";
+export { explainLock } from "./lockfile-explain.ts";
+export type { ExplainedLayer, ExplainedPackageSet, LockExplained } from "./lockfile-explain.ts";
 export { direction, installedPackages, layerFacts, lockChanges, packageSetKey } from "./lockfile-changes.ts";
 export type {
   DefaultChange,

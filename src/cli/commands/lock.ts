@@ -1,12 +1,12 @@
 import type { Command } from "commander";
-import { readSigningKey, readVerifyingKey } from "../../core/index.ts";
+import { formatBytes, readSigningKey, readVerifyingKey } from "../../core/index.ts";
 import {
   convertV1LockfileFile,
   environmentId,
+  explainLock,
   explainScope,
   explainText,
-  isFrozen,
-  lockfileCaveats,
+  type LockExplained,
   readLockfile,
   strataEnvironmentId,
   writeLockfile,
@@ -65,26 +65,49 @@ export function registerLock(program: Command, ctx: Context): void {
   registerLockDiff(lock, ctx);
   lock
     .command("explain")
-    .description("what the EnvironmentID covers and what it does not (and, given a lockfile, what its ID cannot promise)")
+    .description(
+      "what the EnvironmentID covers and what it does not; given a lockfile, its layers in mount order with sizes and why each is there (the profile ref it satisfies, its formation, the requirements it provides), its package sets, and what its ID cannot promise",
+    )
     .argument("[lock]", "lockfile")
     .option("--json", "print the result as JSON")
     .action((path: string | undefined, opts: { json?: boolean }) => {
       const read = path !== undefined ? readLockfile(path) : undefined;
-      const caveats = read ? lockfileCaveats(read.lock) : [];
-      const id = read && isFrozen(read.lock) ? environmentId(read.lock) : null;
+      const explained = read ? explainLock(read.lock) : undefined;
       if (opts.json) {
         // the scope's own `schema` is the identity it explains (cairn.environment/N): printed as `identity`
         const { schema: identity, ...scope } = explainScope();
-        printJson(ctx.io, "cairn.cli.lock-explain/1", { identity, ...scope, ...(read ? { environment_id: id, frozen: isFrozen(read.lock), caveats } : {}) });
+        printJson(ctx.io, "cairn.cli.lock-explain/1", {
+          identity,
+          ...scope,
+          ...(explained ? { lockfile: explained, environment_id: explained.environment_id, frozen: explained.frozen, caveats: explained.caveats } : {}),
+        });
         return;
       }
       const lines = [explainText()];
-      if (read) {
-        lines.push("", `this lockfile: ${id ?? "unfrozen, no EnvironmentID"}`);
-        lines.push(...(caveats.length ? caveats.map((c) => `  ! ${c}`) : ["  no caveats beyond the general ones"]));
-      }
+      if (explained) lines.push("", ...lockLines(explained));
       ctx.io.out(lines.join("\n"));
     });
   registerLockProvenance(lock, ctx);
   registerLockExport(lock, ctx);
+}
+
+/** One lockfile explained, for a person: its layers in mount order with sizes and reasons, its formations and package sets, its caveats. */
+function lockLines(e: LockExplained): string[] {
+  const lines = [`this lockfile: ${e.environment_id ?? "unfrozen, no EnvironmentID"}`];
+  lines.push(`  base ${e.base.name} ${e.base.arch} (${e.base.source})${e.base.provides.length ? `: ${e.base.provides.join(", ")}` : ""}`);
+  lines.push(`layers, bottom (mount 1) to top: ${e.layers.length}, ${formatBytes(e.total_size)} in all`);
+  for (const x of e.layers) {
+    lines.push(`  ${x.mount_order}. ${x.name} ${x.version}  ${formatBytes(x.size)}  ${x.sha256 ?? "(no digest)"}`);
+    for (const w of x.why) lines.push(`       why: ${w}`);
+    if (x.provides.length) lines.push(`       provides: ${x.provides.join(", ")}`);
+    for (const r of x.requires) lines.push(`       requires ${r.requirement}: ${r.providers.length ? r.providers.join(", ") : "no provider in this lockfile"}`);
+  }
+  for (const f of e.formations)
+    lines.push(`formation ${f.name}${f.version ? `@${f.version}` : ""}: ${f.members.join(", ") || "no member layer in this lockfile"}`);
+  for (const s of e.package_sets) {
+    lines.push(`packages ${s.set} (${s.state}${s.target ? `, for ${s.target}` : ""}): ${s.packages.length}`);
+    for (const p of s.packages) lines.push(`  ${p.name}${p.version !== null ? `==${p.version}` : ""}${p.sha256 !== null ? `  ${p.sha256}` : ""}`);
+  }
+  lines.push("what this lockfile's ID cannot promise:", ...(e.caveats.length ? e.caveats.map((c) => `  ! ${c}`) : ["  no caveats beyond the general ones"]));
+  return lines;
 }
