@@ -68,7 +68,11 @@ export { isEnvironmentLockfile, readLockfileSpec, recordLockfileRun } from "./lo
 export { checkRunEnv, parseEnvAssignments } from "./run-env.ts";
 export type { LockfileRunOptions, LockfileRunResult, LockfileSpec } from "./lockfile-run.ts";
 export { replayRun, preflight, readRunManifest, replayKit, runKitNeeds } from "./replay-run.ts";
-export { listRuns, describeRun, filterRuns, RUN_STATUS_GROUPS, statusesNamed } from "./run-summary.ts";
+export { listRuns, describeRun, filterRuns, RUN_STATUS_GROUPS, statusesNamed, CHECK_MEANING } from "./run-summary.ts";
+export { runView, PICTURE_LIMITS } from "./run-view.ts";
+export type { RunView, RunViewOptions, TimelineItem, ReplayPicture } from "./run-view.ts";
+export { runHtml } from "./run-html.ts";
+export { runTrace } from "./run-trace.ts";
 export { checkRunDir } from "./run-dir-check.ts";
 export type { RunDirCheck, RunDirCheckResult } from "./run-dir-check.ts";
 export { describeOrigin, readRunOrigin, RUN_ORIGIN_FILE } from "./run-origin.ts";

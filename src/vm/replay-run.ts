@@ -19,7 +19,7 @@
  */
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { CairnError, canonicalize, isCairnError, parseJsonBytes, parseSha256, readFileBounded, sha256 } from "../core/index.ts";
+import { CairnError, isCairnError, parseJsonBytes, parseSha256, readFileBounded, sha256 } from "../core/index.ts";
 import { describeDerivation, openVerifiedWorkload, type VerifyOptions } from "../workload/index.ts";
 import { writeFailureBundle, writeFailureBundleAfter } from "./bundle.ts";
 import { bootGuest, evaluate, prepareGuest, type BootResult, type Evaluation } from "./guest.ts";
@@ -31,6 +31,7 @@ import { parseRunManifest, type RunManifest } from "./run-manifest.ts";
 import { DEFAULT_TIMEOUT_MS, guestLaunch, workloadFacts } from "./record.ts";
 import { dropImage, nextReplayDir, RUN_FILES, writeEvaluation, writeJsonPublic, writeStreams } from "./rundir.ts";
 import { parseScenario } from "./scenario.ts";
+import { firstListDifference } from "./replay-diff.ts";
 import { describeOutcome, isFailedStatus, type ReplayVerdict } from "./replay-verdict.ts";
 import { loadRunInputs } from "./input-listing.ts";
 import { firstNetworkDifference } from "./netid.ts";
@@ -164,19 +165,12 @@ export async function preflight(opts: ReplayOptions) {
 }
 
 /** A recorded events or assertions file: a strict JSON list (compared, never interpreted). */
-function readRecordedList(file: string): unknown[] {
+export function readRecordedList(file: string): unknown[] {
   if (!existsSync(file))
     throw new CairnError("RUN_INVALID", `the run directory has no ${file}`, { path: file, hint: "the run directory is incomplete; record again" });
   const model = parseJsonBytes(readFileBounded(file, RUN_READ_LIMITS["run.recorded-list-bytes"], "run.recorded-list-bytes"));
   if (!Array.isArray(model)) throw new CairnError("RUN_INVALID", `${file} is not a list`, { path: file });
   return model;
-}
-
-function firstEventDifference(a: readonly unknown[], b: readonly unknown[]): number {
-  const n = Math.max(a.length, b.length);
-  // An index past either end is a difference (a null entry must not stand in for a missing one).
-  for (let i = 0; i < n; i++) if (i >= a.length || i >= b.length || canonicalize(a[i]) !== canonicalize(b[i])) return i;
-  return -1;
 }
 
 export async function replayRun(opts: ReplayOptions): Promise<ReplayResult> {
@@ -209,8 +203,8 @@ export async function replayRun(opts: ReplayOptions): Promise<ReplayResult> {
   writeStreams(dir, boot.decoded.streams);
   opts.onStreams?.(boot.decoded.streams);
   let mismatch: CairnError | undefined;
-  const ei = firstEventDifference(recordedEvents, evaluation.events as unknown[]);
-  const ai = firstEventDifference(recordedAssertions, evaluation.assertions as unknown[]);
+  const ei = firstListDifference(recordedEvents, evaluation.events as unknown[]);
+  const ai = firstListDifference(recordedAssertions, evaluation.assertions as unknown[]);
   // matches: the replay equals the record, whatever the record was; a reproduced failure (an OOM kill, an
   // exit 3) matches, and the verdict states the record's status beside it (replay-verdict.ts)
   if (ei >= 0) mismatch = new CairnError("REPLAY_MISMATCH", `replayed event ${ei} differs from the record`, { path: `/events/${ei}` });

@@ -68,6 +68,14 @@ export interface RunSummary {
   readonly replays: readonly ReplayShown[];
 }
 
+/** What each check verdict means, in the words `runs show` prints and a run's page shows (run-dir-check.ts). */
+export const CHECK_MEANING: Readonly<Record<RunDirCheck | "invalid", string>> = {
+  signed: "a receipt signed by the given key matches the directory",
+  unverified: "its digests agree with its files; no signature vouches for them (give --pub, or replay it)",
+  tampered: "a file disagrees with what run.json records: nothing it says is to be believed",
+  invalid: "run.json is refused",
+};
+
 export interface UnreadableRun {
   readonly dir: string;
   /** Always "invalid": run.json is missing or refused, so nothing it says is shown. */

@@ -1,18 +1,10 @@
 import type { Command } from "commander";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { readVerifyingKey } from "../../core/index.ts";
-import { defaultRunsDir, describeOrigin, describeRun } from "../../vm/index.ts";
+import { CairnError, readVerifyingKey, writeFileAtomic } from "../../core/index.ts";
+import { CHECK_MEANING, defaultRunsDir, describeOrigin, describeRun, runHtml, runTrace, runView } from "../../vm/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
-
-/** What each check verdict means, in the words `runs show` prints (vm/run-dir-check.ts). */
-const CHECK_MEANING = {
-  signed: "a receipt signed by the given key matches the directory",
-  unverified: "its digests agree with its files; no signature vouches for them (give --pub, or replay it)",
-  tampered: "a file disagrees with what run.json records: nothing it says is to be believed",
-  invalid: "run.json is refused",
-} as const;
 
 export function registerRunsShow(runs: Command, ctx: Context): void {
   runs
@@ -21,11 +13,24 @@ export function registerRunsShow(runs: Command, ctx: Context): void {
     .argument("<run>", "a run directory, or a run id under --runs")
     .option("--runs <dir>", "the runs directory a run id is looked up in (default $CAIRN_HOME/runs or $XDG_DATA_HOME/cairn/runs)")
     .option("--pub <key>", "an Ed25519 public key: the run is signed when its receipt verifies with it against the directory")
+    .option("--html <file>", "also write one self-contained HTML page of the run: timeline, outputs, identities, replays")
+    .option("--trace <file>", "also write the run's timeline in the Chrome/Perfetto trace-event format (JSON)")
+    .option("--private", "include excerpts of the private output streams in the page (the file is then written 0600)")
     .option("--json", "print the description as JSON")
-    .action((run: string, opts: { runs?: string; pub?: string; json?: boolean }) => {
+    .action((run: string, opts: { runs?: string; pub?: string; json?: boolean; html?: string; trace?: string; private?: boolean }) => {
       const asDir = resolve(ctx.cwd, run);
       const dir = existsSync(asDir) ? asDir : join(defaultRunsDir(ctx.env, ctx.cwd, opts.runs), run);
       const keys = opts.pub !== undefined ? [readVerifyingKey(resolve(ctx.cwd, opts.pub))] : [];
+      if (opts.private === true && opts.html === undefined)
+        throw new CairnError("USAGE", "--private adds output excerpts to the page; give --html FILE", { path: "--private" });
+      if (opts.html !== undefined || opts.trace !== undefined) {
+        // both are made before either is written: a refusal leaves neither
+        const view = runView(dir, { keys, private: opts.private === true });
+        const html = opts.html !== undefined ? runHtml(view) : undefined;
+        const trace = opts.trace !== undefined ? `${JSON.stringify(runTrace(view))}\n` : undefined;
+        if (html !== undefined) writeFileAtomic(resolve(ctx.cwd, opts.html!), html, { mode: opts.private === true ? 0o600 : 0o644 });
+        if (trace !== undefined) writeFileAtomic(resolve(ctx.cwd, opts.trace!), trace, { mode: 0o644 });
+      }
       const r = describeRun(dir, { keys });
       if (opts.json) {
         printJson(ctx.io, "cairn.cli.runs-show/1", r);

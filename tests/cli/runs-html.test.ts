@@ -1,0 +1,168 @@
+/**
+ * `cairn runs show RUN --html OUT` and `--trace OUT.json` (issue 36, item 1)
+ * on one real run: the bundled example workload (examples/workload/hello),
+ * recorded and replayed once under QEMU, then shown. Each page is opened in
+ * a real browser (Debian's chromium, tests/helpers/browser.ts) and must load
+ * with no console error and no request but its own file; its timeline must
+ * show every event of the run's events.json; a replay that did not match
+ * must be shown at the field that differed. The mismatching replay is the
+ * real replay's directory with one field of one event altered, read through
+ * the same library code as any replay (run-summary.ts, replay-diff.ts).
+ *
+ * With CAIRN_UPDATE_DOCS=1 the page's screenshot is written to
+ * docs/pictures/run.png, the picture the README shows.
+ */
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { Browser, chromiumMissing } from "../helpers/browser.ts";
+import { runCli } from "../helpers/cli.ts";
+import { needs } from "../helpers/prerequisites.ts";
+import { PROJECT_ROOT } from "../helpers/vectors.ts";
+import { TEST_KIT_DIR, testKit, VM_SKIP } from "../vm/fixtures/kit.ts";
+
+const SKIP = VM_SKIP || needs(chromiumMissing());
+
+describe("runs show --html and --trace on a recorded example run", { skip: SKIP }, () => {
+  let dir: string;
+  let runDir: string;
+  let browser: Browser;
+  let events: Array<Record<string, unknown>>;
+
+  before(async () => {
+    await testKit();
+    dir = mkdtempSync(join(tmpdir(), "cairn-runs-html-"));
+    const ws = join(dir, "workload");
+    mkdirSync(ws);
+    for (const f of ["hello.c", "hello.yaml"]) copyFileSync(join(PROJECT_ROOT, "examples", "workload", f), join(ws, f));
+    const gcc = spawnSync("gcc", ["-static", "-no-pie", "-O2", "-o", join(ws, "hello"), join(ws, "hello.c")], { encoding: "utf8" });
+    assert.equal(gcc.status, 0, gcc.stderr);
+    const common = ["--store", join(dir, "store"), "--kit", TEST_KIT_DIR];
+    const rec = await runCli(["run", join(ws, "hello.yaml"), "--runs", join(dir, "runs"), ...common, "--json"]);
+    assert.equal(rec.code, 0, rec.stdout + rec.stderr);
+    const [id] = readdirSync(join(dir, "runs")).filter((n) => !n.startsWith("."));
+    runDir = join(dir, "runs", id!);
+    const rep = await runCli(["replay", runDir, ...common, "--json"]);
+    assert.equal(rep.code, 0, rep.stdout + rep.stderr);
+    events = JSON.parse(readFileSync(join(runDir, "events.json"), "utf8"));
+    browser = await Browser.launch();
+  });
+  after(async () => {
+    await browser?.close();
+    if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("the page loads with no console error and no request, and its timeline shows every event of the run", async () => {
+    const page = join(dir, "run.html");
+    const r = await runCli(["runs", "show", runDir, "--html", page]);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.equal(statSync(page).mode & 0o777, 0o644);
+    const p = await browser.openPage(page);
+    assert.deepEqual(p.problems, [], "no console error, exception or log error");
+    assert.deepEqual(p.requests, [`file://${page}`], "no request but the page's own file");
+    assert.ok(events.length >= 3, `the run has events (${events.length})`);
+    // every event is one mark on the timeline and one row of the table, in order
+    assert.deepEqual(
+      await p.evaluate<string[]>("[...document.querySelectorAll('svg circle.event')].map((c) => c.dataset.index + ' ' + c.dataset.event)"),
+      events.map((e, i) => `${i} ${e.event}`),
+    );
+    assert.equal(await p.evaluate<number>("document.querySelectorAll('tr.event-row').length"), events.length);
+    // an invocation is a bar on its lane
+    assert.equal(await p.evaluate<number>("document.querySelectorAll('svg rect.span').length"), new Set(events.map((e) => e.invocation).filter((i) => i !== 0)).size);
+    assert.equal(await p.evaluate<string>("document.querySelector('.replay').dataset.verdict"), "matched");
+    assert.equal(await p.evaluate<number>("document.querySelectorAll('.differs').length"), 0, "control: a matching replay marks nothing");
+    const text = await p.evaluate<string>("document.body.innerText");
+    const run = JSON.parse(readFileSync(join(runDir, "run.json"), "utf8"));
+    for (const d of [run.workload.workload, run.workload.fs, run.workload.launch, run.vm_digest, run.outcome]) assert.ok(text.includes(d), `identity ${d} shown`);
+    assert.match(text, /guest instructions\s+[0-9,]+/);
+    assert.doesNotMatch(text, /hello from/, "the private output is not in the page without --private");
+    if (process.env.CAIRN_UPDATE_DOCS === "1") {
+      mkdirSync(join(PROJECT_ROOT, "docs", "pictures"), { recursive: true });
+      writeFileSync(join(PROJECT_ROOT, "docs", "pictures", "run.png"), await p.screenshot(1000));
+    }
+  });
+
+  it("with --private the page shows an excerpt of the output and is written owner-only", async () => {
+    const page = join(dir, "private.html");
+    const r = await runCli(["runs", "show", runDir, "--html", page, "--private"]);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.equal(statSync(page).mode & 0o777, 0o600);
+    const p = await browser.openPage(page);
+    assert.deepEqual(p.problems, []);
+    assert.match(await p.evaluate<string>("document.querySelector('pre.excerpt').textContent"), /hello from .* world/);
+    const usage = await runCli(["runs", "show", runDir, "--private", "--json"]);
+    assert.equal(usage.code, 2, "--private without --html is a usage error");
+  });
+
+  it("a replay that did not match is shown at the field that differed", async () => {
+    const copy = join(dir, "altered");
+    cpSync(runDir, copy, { recursive: true });
+    const replay = join(copy, "replays", "1");
+    const replayed = JSON.parse(readFileSync(join(replay, "events.json"), "utf8")) as Array<Record<string, unknown>>;
+    const at = replayed.findIndex((e) => e.event === "exit");
+    assert.ok(at > 0, "the run has an exit event");
+    replayed[at]!.code = 7;
+    writeFileSync(join(replay, "events.json"), JSON.stringify(replayed));
+    const result = JSON.parse(readFileSync(join(replay, "result.json"), "utf8"));
+    writeFileSync(join(replay, "result.json"), JSON.stringify({ ...result, matches: false, recorded: null }));
+    const page = join(dir, "differs.html");
+    const r = await runCli(["runs", "show", copy, "--html", page]);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    const p = await browser.openPage(page);
+    assert.deepEqual(p.problems, []);
+    assert.deepEqual(p.requests, [`file://${page}`]);
+    assert.equal(await p.evaluate<string>("document.querySelector('.replay').dataset.verdict"), "differs");
+    assert.equal(await p.evaluate<string>("document.querySelector('.replay-difference').dataset.pointer"), `/events/${at}/code`);
+    assert.match(await p.evaluate<string>("document.querySelector('.replay-difference').textContent"), /recorded 0, replayed 7/);
+    assert.deepEqual(await p.evaluate<string[]>("[...document.querySelectorAll('circle.differs')].map((c) => c.dataset.index)"), [String(at)]);
+    assert.equal(await p.evaluate<string>("document.querySelector('tr.differs').id"), `event-${at}`);
+  });
+
+  it("--trace writes the trace-event format of the same timeline", async () => {
+    const out = join(dir, "trace.json");
+    const r = await runCli(["runs", "show", runDir, "--trace", out]);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    const t = JSON.parse(readFileSync(out, "utf8")) as { traceEvents: Array<Record<string, unknown>>; displayTimeUnit: string; otherData: Record<string, unknown> };
+    assert.equal(t.displayTimeUnit, "ms");
+    assert.ok(Array.isArray(t.traceEvents));
+    for (const e of t.traceEvents) {
+      assert.ok(["X", "i", "M"].includes(e.ph as string), `phase ${e.ph}`);
+      assert.equal(typeof e.name, "string");
+      assert.ok(Number.isSafeInteger(e.pid) && Number.isSafeInteger(e.tid));
+      if (e.ph !== "M") assert.ok(Number.isSafeInteger(e.ts) && (e.ts as number) >= 0, "ts in whole microseconds");
+      if (e.ph === "X") assert.ok(Number.isSafeInteger(e.dur) && (e.dur as number) > 0, "a complete event has a duration");
+    }
+    const instants = t.traceEvents.filter((e) => e.ph === "i");
+    assert.deepEqual(
+      instants.map((e) => (e.args as { event: unknown }).event),
+      events,
+      "every event of events.json, in order",
+    );
+    const lanes = new Set(events.map((e) => e.invocation));
+    const named = t.traceEvents.filter((e) => e.ph === "M" && e.name === "thread_name").map((e) => e.tid);
+    assert.deepEqual(new Set(named), lanes, "one named thread per lane");
+    assert.equal(t.traceEvents.filter((e) => e.ph === "X").length, [...lanes].filter((i) => i !== 0).length, "one complete event per invocation");
+    assert.equal(typeof t.otherData.guest_instructions, "number");
+    assert.match(String(t.otherData.time_axis), /event order/);
+  });
+
+  it("a run whose events.json is not a list of events is refused (RUN_INVALID), and neither file is written", async () => {
+    const copy = join(dir, "bad-events");
+    cpSync(runDir, copy, { recursive: true });
+    writeFileSync(join(copy, "events.json"), JSON.stringify([...events, { no: "event" }]));
+    const page = join(dir, "bad.html");
+    const trace = join(dir, "bad.json");
+    const r = await runCli(["runs", "show", copy, "--html", page, "--trace", trace, "--json"]);
+    assert.equal(r.code, 1, r.stdout + r.stderr);
+    const e = JSON.parse(r.stdout).error;
+    assert.equal(e.code, "RUN_INVALID");
+    assert.match(e.path, new RegExp(`events.json#/${events.length}$`));
+    assert.equal(existsSync(page) || existsSync(trace), false);
+    // control: the unaltered run gives both
+    assert.equal((await runCli(["runs", "show", runDir, "--html", page, "--trace", trace])).code, 0);
+    assert.ok(existsSync(page) && existsSync(trace));
+  });
+});
