@@ -71,12 +71,16 @@ describe("runs show --html and --trace on a recorded example run", { skip: SKIP 
     );
     assert.equal(await p.evaluate<number>("document.querySelectorAll('tr.event-row').length"), events.length);
     // an invocation is a bar on its lane
-    assert.equal(await p.evaluate<number>("document.querySelectorAll('svg rect.span').length"), new Set(events.map((e) => e.invocation).filter((i) => i !== 0)).size);
+    assert.equal(
+      await p.evaluate<number>("document.querySelectorAll('svg rect.span').length"),
+      new Set(events.map((e) => e.invocation).filter((i) => i !== 0)).size,
+    );
     assert.equal(await p.evaluate<string>("document.querySelector('.replay').dataset.verdict"), "matched");
     assert.equal(await p.evaluate<number>("document.querySelectorAll('.differs').length"), 0, "control: a matching replay marks nothing");
     const text = await p.evaluate<string>("document.body.innerText");
     const run = JSON.parse(readFileSync(join(runDir, "run.json"), "utf8"));
-    for (const d of [run.workload.workload, run.workload.fs, run.workload.launch, run.vm_digest, run.outcome]) assert.ok(text.includes(d), `identity ${d} shown`);
+    for (const d of [run.workload.workload, run.workload.fs, run.workload.launch, run.vm_digest, run.outcome])
+      assert.ok(text.includes(d), `identity ${d} shown`);
     assert.match(text, /guest instructions\s+[0-9,]+/);
     assert.doesNotMatch(text, /hello from/, "the private output is not in the page without --private");
     if (process.env.CAIRN_UPDATE_DOCS === "1") {
@@ -125,7 +129,11 @@ describe("runs show --html and --trace on a recorded example run", { skip: SKIP 
     const out = join(dir, "trace.json");
     const r = await runCli(["runs", "show", runDir, "--trace", out]);
     assert.equal(r.code, 0, r.stdout + r.stderr);
-    const t = JSON.parse(readFileSync(out, "utf8")) as { traceEvents: Array<Record<string, unknown>>; displayTimeUnit: string; otherData: Record<string, unknown> };
+    const t = JSON.parse(readFileSync(out, "utf8")) as {
+      traceEvents: Array<Record<string, unknown>>;
+      displayTimeUnit: string;
+      otherData: Record<string, unknown>;
+    };
     assert.equal(t.displayTimeUnit, "ms");
     assert.ok(Array.isArray(t.traceEvents));
     for (const e of t.traceEvents) {
@@ -164,5 +172,23 @@ describe("runs show --html and --trace on a recorded example run", { skip: SKIP 
     // control: the unaltered run gives both
     assert.equal((await runCli(["runs", "show", runDir, "--html", page, "--trace", trace])).code, 0);
     assert.ok(existsSync(page) && existsSync(trace));
+  });
+
+  it("a run with more events than picture.events is refused naming the limit, before a file is written", async () => {
+    const copy = join(dir, "many-events");
+    cpSync(runDir, copy, { recursive: true });
+    const many = Array.from({ length: 20_001 }, () => ({ invocation: 1, event: "start" }));
+    writeFileSync(join(copy, "events.json"), JSON.stringify(many));
+    const page = join(dir, "many.html");
+    const r = await runCli(["runs", "show", copy, "--html", page, "--json"]);
+    assert.equal(r.code, 1, r.stdout + r.stderr);
+    const e = JSON.parse(r.stdout).error;
+    assert.equal(e.code, "LIMIT_EXCEEDED");
+    assert.match(e.message, /picture\.events/);
+    assert.equal(existsSync(page), false);
+    // control: exactly at the limit is drawn
+    writeFileSync(join(copy, "events.json"), JSON.stringify(many.slice(1)));
+    assert.equal((await runCli(["runs", "show", copy, "--html", page])).code, 0);
+    assert.ok(existsSync(page));
   });
 });
