@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Debian packages the project uses: gcc for static fixtures and the guest agent,
-# qemu for runs, umoci as the OCI peer in tests and benches, python3 for the
+# qemu for runs (qemu-utils: qemu-img for the qcow2 of run.checkpoints, issue 35), umoci as the OCI peer in tests and benches, python3 for the
 # second cairn.fs/1 implementation (tests/tree/fs-digest-python.test.ts), strace
 # to observe fsyncs from outside (tests/workload/durability.test.ts), erofs-utils
 # as the independent reader of cairn's EROFS root disks (tests/vm/erofs.test.ts),
@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 # browser the tests open the HTML pages in (tests/helpers/browser.ts; issue 36), zsh and fish to run the
 # completion scripts in their own shells and groff-base and man-db to render the man pages
 # (tests/cli/completion.test.ts, tests/cli/man-pages.test.ts; issue 36).
-PACKAGES=(gcc libc6-dev qemu-system-x86 umoci python3 python3-pip strace erofs-utils mmdebstrap lmod zip docker-registry skopeo apache2-utils time socat golang-go golang-gopkg-yaml.v3-dev slurmctld slurmd slurm-client munge chromium zsh fish groff-base man-db)
+PACKAGES=(gcc libc6-dev qemu-system-x86 qemu-utils umoci python3 python3-pip strace erofs-utils mmdebstrap lmod zip docker-registry skopeo apache2-utils time socat golang-go golang-gopkg-yaml.v3-dev slurmctld slurmd slurm-client munge chromium zsh fish groff-base man-db)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -20,6 +20,8 @@ import { MAX_FRAME_BYTES } from "./scenario.ts";
 import { PROTOCOL_MAGIC, RECORD } from "./wire.ts";
 
 export type OutputListener = (invocation: number, stream: "stdout" | "stderr", bytes: Buffer) => void;
+/** Every whole record, as framed (`type` from wire.ts RECORD, `body` after the header): checkpoints follow the agent's records (checkpoint-take.ts). */
+export type RecordListener = (type: number, invocation: number, body: Buffer) => void;
 
 const HEADER = 17; // u32 length | u8 type | u64 seq | u32 invocation (protocol.ts)
 const RECORD_MAX = HEADER - 4 + 9 + MAX_FRAME_BYTES + 64;
@@ -34,7 +36,8 @@ export class ProtocolFollower {
 
   constructor(
     private readonly path: string,
-    private readonly listener: OutputListener,
+    private readonly listener: OutputListener | undefined,
+    private readonly onRecord?: RecordListener,
   ) {}
 
   /** Reads what QEMU has written since the last call and reports every whole output frame in it. */
@@ -76,8 +79,9 @@ export class ProtocolFollower {
       const type = this.#pending[4];
       const invocation = this.#pending.readUInt32LE(13);
       const body = this.#pending.subarray(HEADER, 4 + len);
-      if (type === RECORD.frame && body.length > 9 && (body[0] === 1 || body[0] === 2))
+      if (this.listener !== undefined && type === RECORD.frame && body.length > 9 && (body[0] === 1 || body[0] === 2))
         this.listener(invocation, body[0] === 1 ? "stdout" : "stderr", Buffer.from(body.subarray(9)));
+      if (type !== undefined) this.onRecord?.(type, invocation, Buffer.from(body));
       this.#pending = this.#pending.subarray(4 + len);
     }
   }

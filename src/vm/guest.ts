@@ -14,6 +14,7 @@ import { checkAssertions, outcomeDigest, runStatus, type AssertionResult, type R
 import { writeErofs, type ErofsPlan } from "./erofs.ts";
 import { writeGuestImageFile, writeRootDiskFile } from "./boot-image.ts";
 import { following, type OutputListener } from "./follow.ts";
+import { recordWithCheckpoints, type CheckpointOutcome } from "./checkpoint-take.ts";
 import { writeGuestImage, type GuestImage, type GuestImageParts } from "./initramfs.ts";
 import { DISK_MODULES, GUEST_MODULES, NET_MODULES } from "./kernel.ts";
 import { encodeInputs, type GuestLaunch } from "./inputs.ts";
@@ -185,6 +186,8 @@ export interface BootResult {
   readonly unfinished?: CairnError;
   /** A network record: guest connections each responder's gate refused (`responder.connections`), by port. */
   readonly refused?: ReadonlyMap<number, number>;
+  /** A record with `run.checkpoints`: what was taken, what was missed, and the qcow2 holding them (checkpoint-take.ts). */
+  readonly checkpoints?: CheckpointOutcome & { readonly file: string };
 }
 
 export const ROOT_DISK_FILE = "root.erofs";
@@ -212,24 +215,31 @@ export async function bootGuest(p: PreparedGuest, mode: RrMode, files: BootFiles
   const net = p.vm.network;
   const responder = net === undefined ? undefined : mode === "replay" ? absentResponder(net) : await startResponder(net, p.httpRoot);
   let qemu: QemuResult;
+  let checkpoints: BootResult["checkpoints"];
   try {
-    qemu = await following(protocolLog, follow, () =>
-      runQemu(
-        p.vm,
-        {
-          kernelPath: p.kernelPath,
-          initrdPath,
-          rrfile: files.rrfile,
-          consoleLog,
-          protocolLog,
-          ...(diskPath ? { diskPath } : {}),
-          ...(responder ? { responders: responder.paths } : {}),
-        },
-        mode,
-        timeoutMs,
-        responder !== undefined && "failed" in responder ? responder.failed : undefined,
+    // checkpoints are taken while recording only; a replay runs the plain command line (checkpoint-take.ts)
+    const taken = await recordWithCheckpoints(mode === "record" ? p.scenario.checkpoints : undefined, p.scenario.steps, files.dir, protocolLog, (ck) =>
+      following(protocolLog, follow, () =>
+        runQemu(
+          p.vm,
+          {
+            kernelPath: p.kernelPath,
+            initrdPath,
+            rrfile: files.rrfile,
+            consoleLog,
+            protocolLog,
+            ...(diskPath ? { diskPath } : {}),
+            ...(responder ? { responders: responder.paths } : {}),
+            ...(ck ? { checkpoints: ck } : {}),
+          },
+          mode,
+          timeoutMs,
+          responder !== undefined && "failed" in responder ? responder.failed : undefined,
+        ),
       ),
     );
+    qemu = taken.result;
+    checkpoints = taken.checkpoints;
   } finally {
     responder?.stop();
   }
@@ -250,6 +260,7 @@ export async function bootGuest(p: PreparedGuest, mode: RrMode, files: BootFiles
     kernel,
     unfinished: why,
     ...(refused !== undefined ? { refused } : {}),
+    ...(checkpoints !== undefined ? { checkpoints } : {}),
   });
   // a replay of a record the host stopped at its timeout ends where the record did, by the recorded host signal
   const replayOfTimeout =
@@ -295,7 +306,16 @@ export async function bootGuest(p: PreparedGuest, mode: RrMode, files: BootFiles
   if (statusOk !== (qemu.exitCode === AGENT_OK)) {
     return unfinished(new CairnError("RUN_INFRASTRUCTURE", "the QEMU exit status and the agent's final record disagree", { path: protocolLog }));
   }
-  return { qemu, protocolBytes, decoded, consoleLog, protocolLog, kernel, ...(refused !== undefined ? { refused } : {}) };
+  return {
+    qemu,
+    protocolBytes,
+    decoded,
+    consoleLog,
+    protocolLog,
+    kernel,
+    ...(refused !== undefined ? { refused } : {}),
+    ...(checkpoints !== undefined ? { checkpoints } : {}),
+  };
 }
 
 /** What a stream of a guest that did not end through its agent holds up to its last whole record; nothing when even that is refused. */

@@ -31,6 +31,8 @@ export const HOST_PACKAGES: ReadonlyArray<{ pkg: string; present: () => boolean 
   { pkg: "libc6-dev", present: () => existsSync("/usr/lib/x86_64-linux-gnu/libc.a") },
   // the connector QEMU's guestfwd runs per guest connection of a `run.network` run (responder-host.ts)
   { pkg: "socat", present: () => hasTool("socat") },
+  // qemu-img makes the qcow2 a record's `run.checkpoints` are saved into (checkpoint-take.ts)
+  { pkg: "qemu-utils", present: () => hasTool("qemu-img") },
 ];
 
 export function missingPackages(): string[] {

@@ -33,6 +33,13 @@ export interface QemuPaths {
   readonly diskPath?: string;
   /** The responders' host ends (when the identity names a network). */
   readonly responders?: NetworkPaths;
+  /**
+   * A record with `run.checkpoints` (checkpoint-take.ts): the qcow2 that holds
+   * the snapshots, on no device, and the QMP socket the host takes them
+   * through. Host-only: the guest sees neither, and the replay runs without
+   * them (tests/vm/checkpoint.test.ts), so they are not in the VM identity.
+   */
+  readonly checkpoints?: { readonly drive: string; readonly qmp: string };
 }
 
 export const QEMU_BINARY = "qemu-system-x86_64";
@@ -98,6 +105,13 @@ export function qemuArgs(id: VmIdentity, paths: QemuPaths, mode: RrMode): string
       throw new CairnError("RUN_INFRASTRUCTURE", "the VM identity names a network but no responder ends were given", { path: "/vm/network" });
     args.push(...networkArgs(id.network, paths.responders, mode));
   }
+  if (paths.checkpoints !== undefined && mode === "record")
+    args.push(
+      "-drive",
+      `if=none,id=cairn-snap,file=${optValue(paths.checkpoints.drive)},format=qcow2`,
+      "-qmp",
+      `unix:${optValue(paths.checkpoints.qmp)},server=on,wait=off`,
+    );
   return args;
 }
 

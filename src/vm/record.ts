@@ -42,7 +42,8 @@ import { qemuVersion, type Kit } from "./kit.ts";
 import type { SnapshotRef } from "../manifest/index.ts";
 import { childrenCpuMs, writeRunCost, writeRunEnvironment, writeRunEnvManifest, writeRunNetwork, type RunEnvironment } from "./run-facts.ts";
 import { RESPONDER_LIMITS } from "./netid.ts";
-import { RUN_MANIFEST_SCHEMA, type RunManifest } from "./run-manifest.ts";
+import { RUN_MANIFEST_SCHEMA, type RunCheckpoints, type RunManifest } from "./run-manifest.ts";
+import { recordedCheckpoints } from "./checkpoint-file.ts";
 import { replayLogWhole } from "./replay-log.ts";
 import { withNoSpaceNamed } from "./no-space.ts";
 import { diskFullError, dropImage, RUN_FILES, shellQuote, writeEvaluation, writeJsonPublic, writeStreams } from "./rundir.ts";
@@ -315,7 +316,8 @@ async function recordInto(
     writeRunNetwork(dir, { responders: net.responders.map((r) => ({ port: r.port, kind: r.kind, connections, refused: boot.refused?.get(r.port) ?? 0 })) });
   }
   const evaluation = evaluate(boot.decoded, scenario, boot.kernel, unfinished);
-  const manifest = buildManifest(runId, w, prepared, evaluation, logBytes, now, opts.cairnVersion, inputsRef);
+  const checkpoints = recordedCheckpoints(boot.checkpoints, log);
+  const manifest = buildManifest(runId, w, prepared, evaluation, logBytes, now, opts.cairnVersion, inputsRef, checkpoints);
   writeEvaluation(dir, evaluation);
   writeStreams(dir, boot.decoded.streams);
   if (opts.environmentManifest !== undefined) writeRunEnvManifest(dir, opts.environmentManifest);
@@ -376,6 +378,7 @@ function buildManifest(
   now: Date,
   version: string,
   inputs: RunInputsRef | undefined,
+  checkpoints: RunCheckpoints | undefined,
 ): RunManifest {
   const logDigest: Sha256Digest = sha256(log);
   return {
@@ -389,6 +392,7 @@ function buildManifest(
     replay_log: { sha256: logDigest, size: log.length },
     outcome: ev.outcome,
     ...(inputs !== undefined ? { run_inputs: inputs } : {}),
+    ...(checkpoints !== undefined ? { checkpoints } : {}),
     recorded: { at: now.toISOString(), cairn_version: version },
   };
 }

@@ -6,6 +6,7 @@
  */
 import { Checker, childPath, defineScope, parseJsonBytes, parseSha256, scopeFieldNames, type JsonModel, type Sha256Digest } from "../core/index.ts";
 import { RUN_STATUSES, type RunStatus } from "./checker.ts";
+import { CHECKPOINT_NAME, MAX_CHECKPOINTS } from "./checkpoint-spec.ts";
 import type { RunInputsRef } from "./input-listing.ts";
 import { parseVmIdentity, type VmIdentity } from "./vmid.ts";
 
@@ -30,8 +31,21 @@ export interface RunManifest {
   readonly outcome: Sha256Digest;
   /** Where the run's input tree is in the store (`run.inputs`); absent without inputs. */
   readonly run_inputs?: RunInputsRef;
+  /** A record with `run.checkpoints`: the checkpoints taken and the qcow2 holding them (checkpoints.qcow2); absent without. */
+  readonly checkpoints?: RunCheckpoints;
   /** Provenance only; never compared. */
   readonly recorded: { readonly at: string; readonly cairn_version: string };
+}
+
+export interface RunCheckpoints {
+  /** checkpoints.qcow2: this record's bytes (two records of one run differ, docs/runs.md says why). */
+  readonly file: { readonly sha256: Sha256Digest; readonly size: number };
+  /** In the order taken; each at the guest's instruction count `icount`, after its event. */
+  readonly taken: ReadonlyArray<{
+    readonly name: string;
+    readonly after: { readonly step: number } | { readonly output: "stdout" | "stderr"; readonly contains: string };
+    readonly icount: number;
+  }>;
 }
 
 /**
@@ -56,6 +70,8 @@ export const RUN_MANIFEST_SCOPE = defineScope({
   excludes: {
     "/run_id": "names the record; not compared (two records of one workload have different ids)",
     "/recorded": "provenance only (wall clock, cairn version); never compared",
+    "/checkpoints":
+      "not used by a replay from boot, which runs without the snapshots (tests/vm/checkpoint.test.ts); the qcow2's size and sha256 are bound with run.json's own digest by the receipt, and whatever loads a checkpoint checks them first (checkpoint-file.ts)",
   },
 });
 
@@ -76,6 +92,37 @@ function parseInputsRef(c: Checker, unsafe: JsonModel): RunInputsRef {
     tree: digestAt(c, o, "tree", "/run_inputs"),
     listing: digestAt(c, o, "listing", "/run_inputs"),
     size: c.integer(c.required(o, "size", "/run_inputs"), "/run_inputs/size", { min: 1 }) ?? 0,
+  };
+}
+
+function parseCheckpointsRef(c: Checker, unsafe: JsonModel): RunCheckpoints {
+  const o = c.object(unsafe, "/checkpoints", ["file", "taken"]) ?? {};
+  const f = c.object(c.required(o, "file", "/checkpoints"), "/checkpoints/file", ["sha256", "size"]) ?? {};
+  const list = c.array(c.required(o, "taken", "/checkpoints"), "/checkpoints/taken") ?? [];
+  if (list.length > MAX_CHECKPOINTS) c.add("/checkpoints/taken", `limit run.checkpoints exceeded (${list.length} > ${MAX_CHECKPOINTS})`, "LIMIT_EXCEEDED");
+  const taken = list.slice(0, MAX_CHECKPOINTS).map((item, i) => {
+    const p = `/checkpoints/taken/${i}`;
+    const t = c.object(item, p, ["name", "after", "icount"]) ?? {};
+    const a = c.object(c.required(t, "after", p), `${p}/after`, ["step", "output", "contains"]) ?? {};
+    const after =
+      a.step !== undefined
+        ? { step: c.integer(a.step, `${p}/after/step`, { min: 0 }) ?? 0 }
+        : {
+            output: (c.string(c.required(a, "output", `${p}/after`), `${p}/after/output`, { pattern: /^(stdout|stderr)$/ }) ?? "stdout") as "stdout" | "stderr",
+            contains: c.string(c.required(a, "contains", `${p}/after`), `${p}/after/contains`, { nonEmpty: true }) ?? "",
+          };
+    return {
+      name: c.string(c.required(t, "name", p), `${p}/name`, { pattern: CHECKPOINT_NAME }) ?? "",
+      after,
+      icount: c.integer(c.required(t, "icount", p), `${p}/icount`, { min: 0 }) ?? 0,
+    };
+  });
+  return {
+    file: {
+      sha256: digestAt(c, f, "sha256", "/checkpoints/file"),
+      size: c.integer(c.required(f, "size", "/checkpoints/file"), "/checkpoints/file/size", { min: 1 }) ?? 0,
+    },
+    taken,
   };
 }
 
@@ -116,6 +163,7 @@ export function parseRunManifest(bytes: Buffer, file: string): RunManifest {
     replay_log: { sha256: digestAt(c, r, "sha256", "/replay_log"), size: c.integer(c.required(r, "size", "/replay_log"), "/replay_log/size", { min: 0 }) ?? 0 },
     outcome: digestAt(c, o, "outcome", ""),
     ...(o.run_inputs !== undefined ? { run_inputs: parseInputsRef(c, o.run_inputs) } : {}),
+    ...(o.checkpoints !== undefined ? { checkpoints: parseCheckpointsRef(c, o.checkpoints) } : {}),
     recorded: {
       at: c.string(c.required(rec, "at", "/recorded"), "/recorded/at") ?? "",
       cairn_version: c.string(c.required(rec, "cairn_version", "/recorded"), "/recorded/cairn_version") ?? "",

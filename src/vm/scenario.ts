@@ -21,6 +21,7 @@
  */
 import { Checker, childPath, parseSha256, type JsonModel, type Sha256Digest } from "../core/index.ts";
 import { isCanonicalPath } from "../tree/index.ts";
+import { parseCheckpoints, type CheckpointSpec } from "./checkpoint-spec.ts";
 import { parseNetworkSpec, type NetworkSpec } from "./network-spec.ts";
 import { IMAGE_BYTES, IMAGE_BYTES_CEILING, type GuestRoot } from "./sizing.ts";
 import { EVENT_NAMES, LAUNCH_STAGES, type EventName } from "./wire.ts";
@@ -124,6 +125,11 @@ export interface Scenario {
   readonly inputs?: readonly RunInput[];
   /** `run.network` (network-spec.ts): one NIC and the host responders the guest may reach. */
   readonly network?: NetworkSpec;
+  /**
+   * `run.checkpoints` (checkpoint-spec.ts): where the host saves the VM while
+   * recording. Not in the guest image: a host-side act, ignored by replay.
+   */
+  readonly checkpoints?: readonly CheckpointSpec[];
 }
 
 /** One `run.inputs` entry: `from` a host path (relative to the spec's directory), `to` an absolute path in the workload's root. */
@@ -344,7 +350,19 @@ function parseInputs(c: Checker, v: JsonModel | undefined, path: string): RunInp
 export function parseScenario(unsafeRun: JsonModel | undefined, path = "/run"): Scenario {
   if (unsafeRun === undefined) return DEFAULT_SCENARIO;
   const c = new Checker("RUN_INVALID");
-  const o = c.object(unsafeRun, path, ["steps", "expect", "limits", "verify-tree", "memory-mib", "root", "proc", "urandom", "inputs", "network"]);
+  const o = c.object(unsafeRun, path, [
+    "steps",
+    "expect",
+    "limits",
+    "verify-tree",
+    "memory-mib",
+    "root",
+    "proc",
+    "urandom",
+    "inputs",
+    "network",
+    "checkpoints",
+  ]);
   if (!o) {
     c.done("invalid run section");
     return DEFAULT_SCENARIO;
@@ -383,6 +401,7 @@ export function parseScenario(unsafeRun: JsonModel | undefined, path = "/run"): 
     if (network === undefined && (s.action === "network-down" || s.action === "network-up"))
       c.add(childPath(childPath(path, "steps"), i), `"${s.action}" needs run.network (the guest has no NIC without it)`, "RUN_INVALID");
   });
+  const checkpoints = o.checkpoints === undefined ? [] : parseCheckpoints(c, o.checkpoints, childPath(path, "checkpoints"), steps, childPath(path, "steps"));
   c.done("invalid run section", "see docs/runs.md for the run section's format");
   return {
     steps,
@@ -395,5 +414,6 @@ export function parseScenario(unsafeRun: JsonModel | undefined, path = "/run"): 
     ...(urandom === true ? { urandom: true as const } : {}),
     ...(inputs.length > 0 ? { inputs } : {}),
     ...(network !== undefined ? { network } : {}),
+    ...(checkpoints.length > 0 ? { checkpoints } : {}),
   };
 }

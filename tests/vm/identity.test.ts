@@ -207,8 +207,14 @@ describe("run manifest cairn.run/1", () => {
   };
   const withInputsManifest = { ...manifest, vm: withInputs, vm_digest: vmDigest(withInputs), run_inputs: { tree: d("9"), listing: d("a"), size: 300 } };
 
+  const withCheckpointsManifest = {
+    ...manifest,
+    checkpoints: { file: { sha256: d("b"), size: 1000 }, taken: [{ name: "one", after: { step: 1 }, icount: 12345 }] },
+  };
+
   it("classifies every field it records", () => {
-    assertScopeExhaustive(RUN_MANIFEST_SCOPE, manifest, withInputsManifest);
+    assertScopeExhaustive(RUN_MANIFEST_SCOPE, manifest, withInputsManifest, withCheckpointsManifest);
+    assert.deepEqual(parseRunManifest(Buffer.from(JSON.stringify(withCheckpointsManifest)), "run.json"), withCheckpointsManifest);
     assert.deepEqual(parseRunManifest(Buffer.from(JSON.stringify(withInputsManifest)), "run.json"), withInputsManifest);
     assertCatchesExtraField(RUN_MANIFEST_SCOPE, manifest);
     assert.deepEqual(parseRunManifest(Buffer.from(JSON.stringify(manifest)), "run.json"), manifest);
