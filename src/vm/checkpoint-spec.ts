@@ -49,7 +49,13 @@ export function afterModel(a: CheckpointAfter): { step: number } | { output: Str
 }
 
 /** Parses `run.checkpoints` (`path` is its pointer) against the scenario's parsed steps. */
-export function parseCheckpoints(c: Checker, v: JsonModel | undefined, path: string, steps: readonly { readonly action: string }[], stepsPath: string): CheckpointSpec[] {
+export function parseCheckpoints(
+  c: Checker,
+  v: JsonModel | undefined,
+  path: string,
+  steps: readonly { readonly action: string }[],
+  stepsPath: string,
+): CheckpointSpec[] {
   const list = c.array(v, path) ?? [];
   if (list.length > MAX_CHECKPOINTS) c.add(path, `limit run.checkpoints exceeded (${list.length} > ${MAX_CHECKPOINTS})`, "LIMIT_EXCEEDED");
   const out: CheckpointSpec[] = [];
