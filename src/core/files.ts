@@ -121,7 +121,11 @@ export function writeFileAtomic(path: string, data: string | Uint8Array, options
     if (options.durable !== false) fsyncDir(dirname(path));
   } catch (cause) {
     if (fd !== undefined) closeSync(fd);
-    rmSync(tmp, { force: true });
+    try {
+      rmSync(tmp, { force: true });
+    } catch {
+      // no temporary file could exist there (its parent is not a directory, or not ours): the write's own error is the one to report
+    }
     if (cause instanceof CairnError) throw cause;
     throw ioError(path, cause, "write");
   }

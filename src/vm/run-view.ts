@@ -213,7 +213,10 @@ function streamOf(runDir: string, inv: number, name: "stdout" | "stderr", facts:
   const f = isJsonObject(facts) ? facts : {};
   const bytes = typeof f.bytes === "number" ? f.bytes : null;
   const sha256 = typeof f.sha256 === "string" ? f.sha256 : null;
-  const ex = priv ? excerpt(join(runDir, RUN_FILES.streams, `${inv}.${name}`), PICTURE_LIMITS["picture.excerpt-bytes"]) : null;
+  const dir = join(runDir, RUN_FILES.streams);
+  // a streams/ that is a symlink is not the run's: nothing is read through it (a page must not show another directory's files)
+  const ours = priv && existsSync(dir) && lstatSync(dir).isDirectory();
+  const ex = ours ? excerpt(join(dir, `${inv}.${name}`), PICTURE_LIMITS["picture.excerpt-bytes"]) : null;
   return { bytes, sha256, excerpt: ex?.text ?? null, shown: ex?.shown ?? 0 };
 }
 

@@ -14,7 +14,7 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -190,5 +190,36 @@ describe("runs show --html and --trace on a recorded example run", { skip: SKIP 
     writeFileSync(join(copy, "events.json"), JSON.stringify(many.slice(1)));
     assert.equal((await runCli(["runs", "show", copy, "--html", page])).code, 0);
     assert.ok(existsSync(page));
+  });
+
+  it("hostile strings in a run directory stay text: no markup, no script, no request (the run is shown tampered)", async () => {
+    const copy = join(dir, "hostile");
+    cpSync(runDir, copy, { recursive: true });
+    const hostile = `"'><img src="http://127.0.0.1:9/e.png"><script>document.title="pwned"</script>`;
+    writeFileSync(join(copy, "events.json"), JSON.stringify([{ invocation: 1, event: hostile, reason: hostile }, ...events]));
+    const page = join(dir, "hostile.html");
+    const r = await runCli(["runs", "show", copy, "--html", page]);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    const p = await browser.openPage(page);
+    assert.deepEqual(p.problems, []);
+    assert.deepEqual(p.requests, [`file://${page}`]);
+    assert.equal(await p.evaluate<number>("document.querySelectorAll('img, script').length"), 0);
+    assert.equal(await p.evaluate<string>("document.querySelector('circle.event').dataset.event"), hostile, "the name is kept as text");
+    assert.match(await p.evaluate<string>("document.querySelector('.banner').textContent"), /tampered/);
+  });
+
+  it("a streams/ that is a symlink is not read into the page (control: the run's own streams are)", async () => {
+    const copy = join(dir, "linked-streams");
+    cpSync(runDir, copy, { recursive: true });
+    const elsewhere = join(dir, "elsewhere");
+    mkdirSync(elsewhere);
+    writeFileSync(join(elsewhere, "1.stdout"), "a file of another directory");
+    rmSync(join(copy, "streams"), { recursive: true });
+    symlinkSync(elsewhere, join(copy, "streams"));
+    const page = join(dir, "linked.html");
+    assert.equal((await runCli(["runs", "show", copy, "--html", page, "--private"])).code, 0);
+    const html = readFileSync(page, "utf8");
+    assert.doesNotMatch(html, /another directory/);
+    assert.match(html, /no stream file in the run directory/);
   });
 });
