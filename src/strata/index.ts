@@ -62,6 +62,7 @@ export type { ProvenanceRecord } from "./provenance.ts";
 export { diffLocks } from "./lockfile-diff.ts";
 export type { LockChange, LockDiff } from "./lockfile-diff.ts";
 export { explainLock } from "./lockfile-explain.ts";
+export { lockDiffHtml, lockExplainHtml } from "./lock-html.ts";
 export type { ExplainedLayer, ExplainedPackageSet, LockExplained } from "./lockfile-explain.ts";
 export { direction, installedPackages, layerFacts, lockChanges, packageSetKey } from "./lockfile-changes.ts";
 export type {

@@ -16,7 +16,7 @@ export { lockFileToYaml, parseLockFileText, parseLockfileText, readLockfile, wri
 export type { Lockfile, LockLayer, VerificationPolicy } from "./index.ts";
 export { BASE_DIGEST, BASE_DIGEST_SCOPE, ENVIRONMENT_ID, ENVIRONMENT_ID_SCOPE, environmentId } from "./index.ts";
 export { diffLocks, explainScope, freshness, lockfileCaveats, planUpdate, provenanceOf, requireLayerBlobs, verifyLock } from "./index.ts";
-export { explainLock, lockChanges } from "./index.ts";
+export { explainLock, lockChanges, lockDiffHtml, lockExplainHtml } from "./index.ts";
 export type { ExplainedLayer, ExplainedPackageSet, LockExplained } from "./index.ts";
 export type {
   DefaultChange,

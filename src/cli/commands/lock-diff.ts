@@ -1,6 +1,7 @@
 import type { Command } from "commander";
-import { formatBytes } from "../../core/index.ts";
-import { diffLocks, direction, type LayerFacts, type LockDiff, readLockfileUnvalidated } from "../../strata/index.ts";
+import { resolve } from "node:path";
+import { formatBytes, writeFileAtomic } from "../../core/index.ts";
+import { diffLocks, direction, type LayerFacts, type LockDiff, lockDiffHtml, readLockfileUnvalidated } from "../../strata/index.ts";
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
 import { DIFF_DIFFERENT, DIFF_EQUAL, DIFF_EXIT_HELP, DIFF_TROUBLE, diffExitCodes } from "../diff-exit.ts";
@@ -14,13 +15,19 @@ export function registerLockDiff(lock: Command, ctx: Context): void {
     .argument("<a>", "lockfile")
     .argument("<b>", "lockfile")
     .option("--json", "print the result as JSON")
-    .action((a: string, b: string, opts: { json?: boolean }) => {
+    .option(
+      "--html <out>",
+      "also write the diff as one self-contained HTML page (the layer stacks in mount order with sizes, every changed layer and package; no script, nothing loaded)",
+    )
+    .action((a: string, b: string, opts: { json?: boolean; html?: string }) => {
       diffExitCodes(ctx);
       // Parsed without Validate, so a lockfile that breaks a rule is shown with its problems instead of refused.
       const la = readLockfileUnvalidated(a);
       const lb = readLockfileUnvalidated(b);
       const d = diffLocks(la.lock, lb.lock, la.problems, lb.problems);
       // An invalid lockfile has no EnvironmentID to compare: trouble, though the diff is shown.
+      // written atomically (a temporary file renamed into place): a reader finds the whole page or none
+      if (opts.html !== undefined) writeFileAtomic(resolve(ctx.cwd, opts.html), lockDiffHtml(la.lock, lb.lock, d, { a, b }), { mode: 0o644 });
       ctx.exitCode = d.problems_a.length + d.problems_b.length > 0 ? DIFF_TROUBLE : d.same_id ? DIFF_EQUAL : DIFF_DIFFERENT;
       if (opts.json) {
         printJson(ctx.io, "cairn.cli.lock-diff/1", d);

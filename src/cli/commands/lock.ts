@@ -1,5 +1,6 @@
 import type { Command } from "commander";
-import { formatBytes, readSigningKey, readVerifyingKey } from "../../core/index.ts";
+import { resolve } from "node:path";
+import { CairnError, formatBytes, readSigningKey, readVerifyingKey, writeFileAtomic } from "../../core/index.ts";
 import {
   convertV1LockfileFile,
   environmentId,
@@ -7,6 +8,7 @@ import {
   explainScope,
   explainText,
   type LockExplained,
+  lockExplainHtml,
   readLockfile,
   strataEnvironmentId,
   writeLockfile,
@@ -70,9 +72,17 @@ export function registerLock(program: Command, ctx: Context): void {
     )
     .argument("[lock]", "lockfile")
     .option("--json", "print the result as JSON")
-    .action((path: string | undefined, opts: { json?: boolean }) => {
+    .option(
+      "--html <out>",
+      "also write LOCK explained as one self-contained HTML page (the layer stack in mount order with sizes, why each layer is there; no script, nothing loaded)",
+    )
+    .action((path: string | undefined, opts: { json?: boolean; html?: string }) => {
+      if (opts.html !== undefined && path === undefined)
+        throw new CairnError("USAGE", "--html needs a lockfile to explain", { path: "--html", hint: "cairn lock explain LOCK --html OUT" });
       const read = path !== undefined ? readLockfile(path) : undefined;
       const explained = read ? explainLock(read.lock) : undefined;
+      // written atomically (a temporary file renamed into place): a reader finds the whole page or none
+      if (opts.html !== undefined && explained !== undefined) writeFileAtomic(resolve(ctx.cwd, opts.html), lockExplainHtml(explained, path!), { mode: 0o644 });
       if (opts.json) {
         // the scope's own `schema` is the identity it explains (cairn.environment/N): printed as `identity`
         const { schema: identity, ...scope } = explainScope();
