@@ -129,6 +129,7 @@ export async function lockVerifyOptions(ctx: Context, opts: LockVerifyFlags, now
     registries: regs.map((r) => r.registry),
     layerKeys: opts.trust.map((t) => readTrust(t, ctx.cwd)),
     allowUnsignedOffline: opts.allowUnsignedOffline === true,
+    progress: ctx.progress,
   };
 }
 

@@ -60,6 +60,7 @@ export async function resolveWithFlags(ctx: Context, path: string, opts: Resolve
     allowUnsignedOffline: opts.allowUnsignedOffline === true,
     now,
     cairnVersion: CAIRN_VERSION,
+    progress: ctx.progress,
   });
   return { profile, lock, registries };
 }

@@ -14,7 +14,7 @@
  */
 
 /** What `done` and `total` count. */
-export type ProgressUnit = "bytes" | "files" | "layers" | "blobs" | "packages" | "entries" | "instructions" | "seconds" | "tasks";
+export type ProgressUnit = "bytes" | "files" | "layers" | "blobs" | "packages" | "entries" | "instructions" | "seconds" | "tasks" | "steps";
 
 export interface ProgressEvent {
   /** What is being done, in a few words ("pull", "apply layers", "record"). */

@@ -9,7 +9,7 @@
  */
 import { lstatSync, readdirSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
-import { readFileBounded, type Sha256Digest } from "../core/index.ts";
+import { readFileBounded, type Progress, type Sha256Digest } from "../core/index.ts";
 import { cleanStaging } from "./staging.ts";
 import type { Store, StoreArea } from "./store.ts";
 
@@ -150,11 +150,17 @@ export function dropRoot(store: Store, name: string): void {
  * in a dry run), and dead writers' staging. Call only while `holdForGc`
  * holds the store.
  */
-export function sweepStore(store: Store, live: LiveSet, dryRun: boolean): SweepResult {
+export function sweepStore(store: Store, live: LiveSet, dryRun: boolean, progress?: Progress): SweepResult {
   const removed = emptyTallies();
   const kept = emptyTallies();
-  for (const area of SWEPT_AREAS) {
-    for (const f of areaFiles(store, area)) {
+  // phase "sweep": every file of the swept areas, listed first so the total is known
+  const areas = SWEPT_AREAS.map((area) => ({ area, files: areaFiles(store, area) }));
+  const total = areas.reduce((n, a) => n + a.files.length, 0);
+  let done = 0;
+  progress?.({ phase: "sweep", done, total, unit: "files" });
+  for (const { area, files } of areas) {
+    for (const f of files) {
+      progress?.({ phase: "sweep", done: ++done, total, unit: "files" });
       const t = live[area].has(f.digest) ? kept[area] : removed[area];
       t.files++;
       t.bytes += f.size;

@@ -255,11 +255,15 @@ export async function exportLock(opts: ExportLockOptions): Promise<ExportResult>
       }
     }
     const blobs = new Map<number, string>();
-    for (const { i, l } of inMountOrder(lock)) {
+    const strata = inMountOrder(lock);
+    let staged = 0;
+    opts.verify.progress?.({ phase: "stage layers", done: staged, total: strata.length, unit: "layers" });
+    for (const { i, l } of strata) {
       const reg = opts.verify.registries.find((r) => r.hasBlob(l.sha256!))!; // verifyLock found and checked it
       const path = await reg.stageBlob(l.sha256!, l.size!, blobStaging);
       blobs.set(i, path);
       layers.push({ mediaType: OCI_LAYER_GZIP, digest: l.sha256!, size: l.size!, diffId: await diffIdOf(path, `/layers/${i}`), blob: { path } });
+      opts.verify.progress?.({ phase: "stage layers", done: ++staged, total: strata.length, unit: "layers" });
     }
     const added: AddedExportLayer[] = [];
     const addedCaveats: string[] = [];

@@ -8,7 +8,7 @@
  * `unsigned-offline` lockfile is refused unless the caller allows it, and a
  * check that was not done (no registry given) is reported as not done.
  */
-import { CairnError, sha256, type Sha256Digest, type VerifyingKey } from "../core/index.ts";
+import { CairnError, sha256, type Progress, type Sha256Digest, type VerifyingKey } from "../core/index.ts";
 import { withBlobStaging } from "./blob-staging.ts";
 import { attest } from "./trust.ts";
 import { environmentId } from "./env-id.ts";
@@ -33,6 +33,8 @@ export interface VerifyOptions {
   readonly allowUnsignedOffline: boolean;
   /** A base probed now, to compare with the lockfile's. */
   readonly probedBase?: LockBase;
+  /** Progress: phase "verify layers" in layers whose blob was hashed. */
+  readonly progress?: Progress | undefined;
 }
 
 export interface VerifyReport {
@@ -149,11 +151,18 @@ async function checkedBlobRegistry(lock: Lockfile, i: number, registries: readon
  * whose layers can be fetched as pinned, not one whose blob is missing or
  * corrupt.
  */
-export async function requireLayerBlobs(lock: Lockfile, registries: readonly LayerRegistry[]): Promise<void> {
-  for (const i of lock.layers.keys()) await checkedBlobRegistry(lock, i, registries);
+export async function requireLayerBlobs(lock: Lockfile, registries: readonly LayerRegistry[], progress?: Progress): Promise<void> {
+  const total = lock.layers.length;
+  progress?.({ phase: "check layer blobs", done: 0, total, unit: "layers" });
+  for (const i of lock.layers.keys()) {
+    await checkedBlobRegistry(lock, i, registries);
+    progress?.({ phase: "check layer blobs", done: i + 1, total, unit: "layers" });
+  }
 }
 
 async function checkLayers(lock: Lockfile, opts: VerifyOptions): Promise<number> {
+  const total = lock.layers.length;
+  opts.progress?.({ phase: "verify layers", done: 0, total, unit: "layers" });
   for (const [i, l] of lock.layers.entries()) {
     const { reg, bytes: envBytes } = findEnvelope(l, i, opts.registries);
     const doc = reg.layerFromBytes(l.id, envBytes);
@@ -183,6 +192,7 @@ async function checkLayers(lock: Lockfile, opts: VerifyOptions): Promise<number>
     if (opts.layerKeys.length > 0 && l.signature?.status !== "unsigned-offline") {
       attest(doc, opts.layerKeys, false, `layer ${l.id}`);
     }
+    opts.progress?.({ phase: "verify layers", done: i + 1, total, unit: "layers" });
   }
   for (const [i, f] of lock.formations.entries()) {
     // A formation named only by its members' from_formation (no cairn record): its members were each verified above.

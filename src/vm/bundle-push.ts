@@ -16,7 +16,7 @@
  * or remove anything).
  */
 import { statSync } from "node:fs";
-import { CairnError, sha256, type Sha256Digest } from "../core/index.ts";
+import { CairnError, sha256, type Progress, type Sha256Digest } from "../core/index.ts";
 import { OCI_MANIFEST, registryClientFor, type RemoteOptions } from "../oci/index.ts";
 import { bundleManifestBytes, formatBundleRef, parseBundleRef } from "./bundle-artifact.ts";
 import { openBundle, parseIndex } from "./bundle-import.ts";
@@ -32,6 +32,8 @@ export interface PushBundleOptions {
   readonly remote: RemoteOptions;
   readonly includePrivate?: boolean;
   readonly includeInputs?: boolean;
+  /** Progress: phase "push" in bytes of the bundle's members and index, as each blob is sent (or found present). */
+  readonly progress?: Progress | undefined;
 }
 
 export interface PushedBundle {
@@ -107,13 +109,18 @@ export async function pushBundle(opts: PushBundleOptions): Promise<PushedBundle>
     let present = 0;
     const count = (r: "pushed" | "present"): void => void (r === "pushed" ? uploaded++ : present++);
     const sent = new Set<Sha256Digest>();
-    for (const m of src.members) {
-      if (sent.has(m.sha256)) continue;
-      sent.add(m.sha256);
+    const unique = src.members.filter((m) => !sent.has(m.sha256) && sent.add(m.sha256) !== undefined);
+    const total = unique.reduce((n, m) => n + m.size, 0) + src.index.length;
+    let done = 0;
+    opts.progress?.({ phase: "push", done, total, unit: "bytes" });
+    for (const m of unique) {
       count(await client.pushBlob(ref.repository, m.sha256, src.bytes(m.path)));
+      done += m.size;
+      opts.progress?.({ phase: "push", done, total, unit: "bytes" });
     }
     const index = { digest: sha256(src.index), size: src.index.length };
     count(await client.pushBlob(ref.repository, index.digest, src.index));
+    opts.progress?.({ phase: "push", done: total, total, unit: "bytes" });
     const manifest = bundleManifestBytes(index, src.members);
     const digest = await client.pushManifest(ref.repository, ref.tag ?? sha256(manifest), manifest, OCI_MANIFEST);
     return {

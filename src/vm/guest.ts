@@ -8,7 +8,7 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { CairnError, isCairnError, sha256, writeFileAtomic, type Sha256Digest } from "../core/index.ts";
+import { CairnError, isCairnError, sha256, writeFileAtomic, type Progress, type Sha256Digest } from "../core/index.ts";
 import type { CanonicalTree, ContentSource } from "../tree/index.ts";
 import { checkAssertions, outcomeDigest, runStatus, type AssertionResult, type RunStatus } from "./checker.ts";
 import { writeErofs, type ErofsPlan } from "./erofs.ts";
@@ -196,8 +196,38 @@ export const ROOT_DISK_FILE = "root.erofs";
 const AGENT_OK = 1;
 const AGENT_INFRA = 3;
 
-/** `follow`: called with the workload's output while QEMU runs (follow.ts); it only reads the protocol file QEMU writes. */
-export async function bootGuest(p: PreparedGuest, mode: RrMode, files: BootFiles, timeoutMs: number, follow?: OutputListener): Promise<BootResult> {
+/**
+ * Reports phase `mode` ("record", "replay") in whole seconds QEMU has run:
+ * at once, each second, and at the end. Time, not guest instructions: QEMU's
+ * instruction count is known only from its finished replay log
+ * (replay-log.ts), so a bar cannot show it while the guest runs.
+ */
+function tickSeconds(mode: RrMode, progress: Progress | undefined): () => void {
+  if (progress === undefined) return () => {};
+  const phase = mode === "none" ? "boot" : mode;
+  const started = performance.now();
+  const seconds = (): number => Math.floor((performance.now() - started) / 1000);
+  progress({ phase, done: 0, unit: "seconds" });
+  const timer = setInterval(() => progress({ phase, done: seconds(), unit: "seconds" }), 1000);
+  timer.unref();
+  return () => {
+    clearInterval(timer);
+    progress({ phase, done: seconds(), unit: "seconds" });
+  };
+}
+
+/**
+ * `follow`: called with the workload's output while QEMU runs (follow.ts); it only reads the protocol file QEMU writes.
+ * `progress`: the seconds QEMU has run (tickSeconds).
+ */
+export async function bootGuest(
+  p: PreparedGuest,
+  mode: RrMode,
+  files: BootFiles,
+  timeoutMs: number,
+  follow?: OutputListener,
+  progress?: Progress,
+): Promise<BootResult> {
   const initrdPath = join(files.dir, "initramfs.img");
   const consoleLog = join(files.dir, CONSOLE_LOG_FILE);
   const protocolLog = join(files.dir, "protocol.bin");
@@ -216,6 +246,7 @@ export async function bootGuest(p: PreparedGuest, mode: RrMode, files: BootFiles
   const responder = net === undefined ? undefined : mode === "replay" ? absentResponder(net) : await startResponder(net, p.httpRoot);
   let qemu: QemuResult;
   let checkpoints: BootResult["checkpoints"];
+  const stopTicking = tickSeconds(mode, progress);
   try {
     // checkpoints are taken while recording only; a replay runs the plain command line (checkpoint-take.ts)
     const taken = await recordWithCheckpoints(mode === "record" ? p.scenario.checkpoints : undefined, p.scenario.steps, files.dir, protocolLog, (ck) =>
@@ -241,6 +272,7 @@ export async function bootGuest(p: PreparedGuest, mode: RrMode, files: BootFiles
     qemu = taken.result;
     checkpoints = taken.checkpoints;
   } finally {
+    stopTicking();
     responder?.stop();
   }
   const refused = responder !== undefined && "refused" in responder ? responder.refused() : undefined;

@@ -17,6 +17,7 @@ import {
   readFileBounded,
   sha256,
   writeFileAtomic,
+  type Progress,
   type RootKind,
   type Sha256Digest,
 } from "../core/index.ts";
@@ -125,6 +126,8 @@ export interface RecordOptions {
   readonly environment?: RunEnvironment;
   readonly now?: () => Date;
   readonly log?: (line: string) => void;
+  /** Progress: the assembly's ("pull", "apply layers"), then phase "record" in seconds QEMU has run (vm/guest.ts). */
+  readonly progress?: Progress | undefined;
   /** How to reach a registry when the spec names `oci.ref` (see workload assembly). */
   readonly remote?: RemoteOptions;
   /**
@@ -250,6 +253,7 @@ async function recordInto(
       // the spec's source lies beneath its directory or --inputs-root; a spec cairn wrote itself for an environment
       // lockfile (inputsBase set) names only its own exported image beside it
       hostRoot: opts.inputsBase === undefined ? opts.inputsRoot : undefined,
+      progress: opts.progress,
     });
     // what the spec's policies left out of the tree is said here too, not only by `workload assemble` and `workload check`
     const { skipped, droppedXattrs } = assembled.listing;
@@ -287,7 +291,7 @@ async function recordInto(
   let boot: BootResult;
   const cpuBefore = childrenCpuMs();
   try {
-    boot = await bootGuest(prepared, "record", { dir, rrfile }, opts.timeoutMs ?? DEFAULT_TIMEOUT_MS, opts.onOutput);
+    boot = await bootGuest(prepared, "record", { dir, rrfile }, opts.timeoutMs ?? DEFAULT_TIMEOUT_MS, opts.onOutput, opts.progress);
     // QEMU does not report a failed write of its log: a run on a full disk may lack its tail, whatever it says
     const full = diskFullError(dir, undefined, dirname(runDir));
     if (full !== undefined) throw full;

@@ -19,7 +19,7 @@
  */
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { CairnError, isCairnError, parseJsonBytes, parseSha256, readFileBounded, sha256 } from "../core/index.ts";
+import { CairnError, isCairnError, parseJsonBytes, parseSha256, readFileBounded, sha256, type Progress } from "../core/index.ts";
 import { describeDerivation, openVerifiedWorkload, type VerifyOptions } from "../workload/index.ts";
 import { writeFailureBundle, writeFailureBundleAfter } from "./bundle.ts";
 import { bootGuest, evaluate, prepareGuest, type BootResult, type Evaluation } from "./guest.ts";
@@ -49,6 +49,8 @@ export interface ReplayOptions {
   /** The preflight's verify: a memo key directory (a second replay of a lock skips re-deriving it) and `full`. */
   readonly verify?: VerifyOptions;
   readonly log?: (line: string) => void;
+  /** Progress: phase "replay" in seconds QEMU has run (vm/guest.ts). */
+  readonly progress?: Progress | undefined;
   /**
    * Called with the workload's replayed output as soon as the guest is done,
    * before the comparison, so a caller can show it even when the replay is
@@ -187,7 +189,7 @@ export async function replayRun(opts: ReplayOptions): Promise<ReplayResult> {
       );
   let boot: BootResult;
   try {
-    boot = await bootGuest(prepared, "replay", { dir, rrfile: logPath }, opts.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+    boot = await bootGuest(prepared, "replay", { dir, rrfile: logPath }, opts.timeoutMs ?? DEFAULT_TIMEOUT_MS, undefined, opts.progress);
   } catch (e) {
     if (isCairnError(e)) {
       const kernel = consoleFailures(join(dir, CONSOLE_LOG_FILE));

@@ -30,7 +30,7 @@
  */
 import { existsSync, readdirSync, type Stats, statSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
-import { CairnError, notWritable, writeRefusal, type Sha256Digest } from "../core/index.ts";
+import { CairnError, notWritable, writeRefusal, type Progress, type Sha256Digest } from "../core/index.ts";
 import { dropRoot, holdForGc, listRoots, Store, sweepStore, type StoreArea, type SweepResult, type Tally } from "../store/index.ts";
 import { lockDigestOf, readWorkloadLock, type WorkloadLock } from "../workload/index.ts";
 import { RUN_FILES } from "./rundir.ts";
@@ -51,6 +51,8 @@ export interface StoreGcOptions {
   readonly dropPacks?: boolean;
   /** How long to wait for open writers before STORE_BUSY (default 60 s). */
   readonly waitMs?: number;
+  /** Progress: phase "mark" in locks read (the recorded roots), then "sweep" in files of the swept areas. */
+  readonly progress?: Progress | undefined;
 }
 
 export interface StoreGcResult {
@@ -143,7 +145,9 @@ export function collectStoreGarbage(opts: StoreGcOptions): StoreGcResult {
     for (const p of namedPaths) keepRunInputs(live, store, p);
     let stale = 0;
     const unreadable: string[] = [];
-    for (const root of listRoots(store)) {
+    const roots = listRoots(store);
+    for (const [i, root] of roots.entries()) {
+      opts.progress?.({ phase: "mark", done: i, total: roots.length, unit: "files" });
       let lock: WorkloadLock;
       try {
         lock = readWorkloadLock(root.lockPath);
@@ -160,7 +164,8 @@ export function collectStoreGarbage(opts: StoreGcOptions): StoreGcResult {
       keep(live, store, lock, opts.dropPacks ?? false);
       keepRunInputs(live, store, root.lockPath);
     }
-    const swept: SweepResult = sweepStore(store, live, dryRun);
+    opts.progress?.({ phase: "mark", done: roots.length, total: roots.length, unit: "files" });
+    const swept: SweepResult = sweepStore(store, live, dryRun, opts.progress);
     const freedBytes = Object.values(swept.removed).reduce((n, t) => n + t.bytes, 0);
     return { dryRun, roots: { kept: keptPaths.size, stale, unreadable }, removed: swept.removed, kept: swept.kept, freedBytes };
   } finally {

@@ -21,7 +21,7 @@ import { after, before, describe, it } from "node:test";
 import { sha256, type Sha256Digest } from "../../src/core/index.ts";
 import { RegistryClient } from "../../src/oci/index.ts";
 import { importRegistryBundle, localRun, openBundle, writeRunBundle, bundleKit } from "../../src/vm/index.ts";
-import { runCli } from "../helpers/cli.ts";
+import { runCli, runCliOnTerminal } from "../helpers/cli.ts";
 import { assertCodeAsync } from "../helpers/errors.ts";
 import { needs } from "../helpers/prerequisites.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
@@ -183,7 +183,14 @@ describe("replay bundles through a registry", { skip }, () => {
     assert.equal(withPrivate.private, true);
     const m = await fetchManifest(withPrivate.reference);
     assert.ok(m.layers.some((l) => l.annotations[MEMBER] === "private/protocol.bin"));
-    const without = JSON.parse(await ok(["bundle", "push", runs[0]!, `oci://${proxy.host}/runs/hello:public`, "--plain-http", "--json"])) as {
+    // on a terminal (issue 36, item 3): phase push in bytes of the members and index, from 0 to the whole
+    const drawn = await runCliOnTerminal(["bundle", "push", runs[0]!, `oci://${proxy.host}/runs/hello:public`, "--plain-http", "--json"], env);
+    assert.equal(drawn.code, 0, drawn.stderr);
+    assert.ok(drawn.frames.length >= 2, JSON.stringify(drawn.frames));
+    assert.ok(drawn.frames.every((f) => f.startsWith("push [")));
+    assert.match(drawn.frames[0]!, / 0% 0 B\//);
+    assert.match(drawn.frames.at(-1)!, / 100% /);
+    const without = JSON.parse(drawn.stdout) as {
       reference: string;
       private: boolean;
     };

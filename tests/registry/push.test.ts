@@ -50,7 +50,19 @@ describe("push with cairn's client", { skip }, () => {
   test("a chunked push (PATCH ranges, then PUT) is read back by skopeo", async () => {
     const img = writeImage(join(work, "src2"), "c1");
     const counted = countingFetch();
-    await pushLayoutImage(fresh(counted.fetch), img.dir, img.manifestDigest, "p/chunked", "c1", { chunkBytes: 16 });
+    const events: { phase: string; done: number; total?: number | undefined; unit: string }[] = [];
+    await pushLayoutImage(fresh(counted.fetch), img.dir, img.manifestDigest, "p/chunked", "c1", { chunkBytes: 16, progress: (e) => events.push(e) });
+    // progress (issue 36, item 3): phase push in bytes, a first event and one a blob (config and two layers), up to the whole
+    const total = readJson(join(img.dir, "blobs", "sha256", img.manifestDigest.slice(7))) as { config: { size: number }; layers: { size: number }[] };
+    const bytes = total.config.size + total.layers.reduce((n, l) => n + l.size, 0);
+    assert.deepEqual(
+      events.map((e) => [e.phase, e.unit, e.total]),
+      Array(4).fill(["push", "bytes", bytes]),
+    );
+    assert.deepEqual(
+      events.map((e) => e.done),
+      [0, total.config.size, total.config.size + total.layers[0]!.size, bytes],
+    );
     assert.ok(counted.requests.filter((q) => q.method === "PATCH").length > 3, "control: several chunks were sent");
     await skopeoPull(`${reg.host}/p/chunked:c1`, `${join(work, "peer2")}:c1`);
     assert.deepEqual((await client.listTags("p/chunked")).sort(), ["c1"]);

@@ -14,6 +14,7 @@ import { hostTag } from "../../src/store/staging.ts";
 import { collectStoreGarbage } from "../../src/vm/index.ts";
 import { openVerifiedWorkload } from "../../src/workload/index.ts";
 import { runCli } from "../helpers/cli.ts";
+import type { ProgressEvent } from "../../src/core/index.ts";
 import { assertCode, assertCodeAsync } from "../helpers/errors.ts";
 import { assemble, binaryWorkspace, helloImage, ociWorkspace, type Workspace } from "../workload/fixtures/workspace.ts";
 import { file } from "../workload/fixtures/tar-writer.ts";
@@ -188,4 +189,26 @@ test("gc runs concurrently with four assemblers and a verifier; every lock that 
   const derived = new Store(store, { write: false });
   assert.equal(readdirSync(join(derived.root, "derived", "sha256")).length, 3 * 4 + 1, "one derived entry per distinct kept workload");
   for (const d of [bin.dir, oci.dir]) rmSync(d, { recursive: true, force: true });
+});
+
+test("gc reports progress: phase mark in recorded locks read, then sweep in files, one event a file, ending at the total", async () => {
+  const { a, store } = await twoWorkloads();
+  const events: ProgressEvent[] = [];
+  const r = collectStoreGarbage({ storeDir: store, cwd: a.dir, dryRun: true, progress: (e) => events.push(e) });
+  const mark = events.filter((e) => e.phase === "mark");
+  const sweep = events.filter((e) => e.phase === "sweep");
+  assert.deepEqual(
+    mark.map((e) => `${e.done}/${e.total} ${e.unit}`),
+    ["0/2 files", "1/2 files", "2/2 files"],
+    "the two recorded locks",
+  );
+  const swept = Object.values(r.removed).reduce((n, t) => n + t.files, 0) + Object.values(r.kept).reduce((n, t) => n + t.files, 0);
+  assert.ok(swept > 0, "control: the store has files");
+  assert.equal(sweep.length, swept + 1, "a first event, then one a file");
+  assert.deepEqual(
+    sweep.map((e) => e.done),
+    Array.from({ length: swept + 1 }, (_, i) => i),
+  );
+  assert.ok(sweep.every((e) => e.total === swept && e.unit === "files"));
+  assert.equal(events.indexOf(sweep[0]!), mark.length, "mark, then sweep");
 });

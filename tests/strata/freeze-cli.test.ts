@@ -10,7 +10,7 @@ import { buildExampleRegistry } from "../../examples/strata/build-registry.ts";
 import { writeDemoIndexes } from "../../examples/strata/package-indexes.ts";
 import { join } from "node:path";
 import { environmentId, readLockfile, strataEnvironmentId, writeLockfile } from "../../src/strata/index.ts";
-import { runCli } from "../helpers/cli.ts";
+import { runCli, runCliOnTerminal } from "../helpers/cli.ts";
 import { tempDir } from "./fixtures.ts";
 import { lockWith, sha256sum, writeCondaChannel, writePipIndex } from "./freeze-fixtures.ts";
 
@@ -152,4 +152,18 @@ test("done-when: a profile with pip and conda requests resolves against the toy 
   assert.equal(verify.code, 0, verify.stderr + verify.stdout);
   assert.equal(JSON.parse(verify.stdout).environment_id, environmentId(frozen));
   assert.equal(JSON.parse(verify.stdout).strata_environment_id, strataEnvironmentId(frozen.spec), "verify reports Strata's EnvironmentID too");
+});
+
+test("cairn freeze on a terminal draws phase freeze pip in packages pinned, up to the whole; nothing in a pipe", async () => {
+  const lock = writeLock("progress.lock", "  - manager: pip\n    packages: [{name: gamma}]\n");
+  const r = await runCliOnTerminal(["freeze", lock, "--index", pypi, "--out", join(dir, "progress.frozen.lock"), "--json"]);
+  assert.equal(r.code, 0, r.stderr + r.stdout);
+  assert.deepEqual(r.frames, [
+    "freeze pip [------------------------] 0% 0 packages/2 packages",
+    "freeze pip [############------------] 50% 1 packages/2 packages",
+    "freeze pip [########################] 100% 2 packages/2 packages",
+  ]);
+  const piped = await runCli(["freeze", lock, "--index", pypi, "--out", join(dir, "progress.frozen2.lock"), "--json"]);
+  assert.equal(piped.code, 0);
+  assert.equal(piped.stderr, "", "control: the same command in a pipe prints nothing on stderr");
 });

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { runCli } from "../helpers/cli.ts";
+import { runCli, runCliOnTerminal } from "../helpers/cli.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
 import { exampleRegistry, resolveArgs, tempDir } from "./fixtures.ts";
 import { EXPORT_ANNOTATIONS, LocalRegistry, environmentId, readLockfile } from "../../src/strata/index.ts";
@@ -311,4 +311,26 @@ test("an oci: base exports its own layers byte for byte (gzip and plain tar), th
     env,
   );
   assert.equal((JSON.parse(wrong.stdout) as { error: { code: string } }).error.code, "BASE_MISMATCH");
+});
+
+test("progress on a terminal: resolve draws its stages and the layer blobs it checks, export the layers it verifies and stages; none with --quiet", async () => {
+  const dir = tempDir("cairn-export-progress-");
+  const lockPath = join(dir, "env.lock");
+  const resolved = await runCliOnTerminal(resolveArgs(ex, PROFILE, lockPath), env);
+  assert.equal(resolved.code, 0, resolved.stderr);
+  const n = readLockfile(lockPath).lock.layers.length;
+  assert.ok(n >= 1, "control: the lockfile has layers");
+  const phases = (frames: string[]) => [...new Set(frames.map((f) => f.replace(/ [[\d].*$/, "")))];
+  assert.deepEqual(phases(resolved.frames), ["resolve", "check layer blobs"]);
+  assert.match(resolved.frames.filter((f) => f.startsWith("resolve ")).at(-1)!, /100% 7 steps\/7 steps$/);
+  assert.match(resolved.frames.at(-1)!, new RegExp(`100% ${n} layers/${n} layers$`));
+  const exported = await runCliOnTerminal(exportArgs(lockPath, join(dir, "img")), env);
+  assert.equal(exported.code, 0, exported.stderr);
+  assert.deepEqual(phases(exported.frames), ["verify layers", "stage layers"]);
+  assert.match(exported.frames.at(-1)!, new RegExp(`100% ${n} layers/${n} layers$`));
+  assert.equal(exported.frames.length, 2 * (n + 1), "one frame a layer and a first one, per phase");
+  JSON.parse(exported.stdout); // stdout stays one document
+  const quiet = await runCliOnTerminal([...exportArgs(lockPath, join(dir, "img2")), "--quiet"], env);
+  assert.equal(quiet.code, 0, quiet.stderr);
+  assert.deepEqual(quiet.frames, []);
 });

@@ -18,7 +18,7 @@ import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { before, describe, it } from "node:test";
-import { runCli } from "../helpers/cli.ts";
+import { runCli, runCliOnTerminal } from "../helpers/cli.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
 import { buildProgram, GCC_SKIP } from "../workload/fixtures/static-program.ts";
 import { TEST_KIT_DIR, testKit, VM_SKIP } from "./fixtures/kit.ts";
@@ -49,10 +49,22 @@ describe("run --follow and replay streams", { skip: VM_SKIP || GCC_SKIP }, () =>
     env = { ...process.env, CAIRN_HOME: join(dir, "home"), CAIRN_KIT: TEST_KIT_DIR };
   });
 
-  it("--follow prints the output live and records the same run as without it; the followed run replays", async () => {
-    const plain = json((await runCli(["run", join(dir, "hello.yaml"), "--json"], env)).stdout);
-    const followed = await runCli(["run", join(dir, "hello.yaml"), "--follow"], env);
+  it("--follow prints the output live and records the same run as without it; the followed run replays; on a terminal both draw the seconds QEMU ran", async () => {
+    const plainRun = await runCliOnTerminal(["run", join(dir, "hello.yaml"), "--json", "--quiet"], env);
+    assert.deepEqual(plainRun.frames, [], "--quiet: no progress on a terminal");
+    const plain = json(plainRun.stdout);
+    const followed = await runCliOnTerminal(["run", join(dir, "hello.yaml"), "--follow"], env);
     assert.equal(followed.code, 0, followed.stderr);
+    // progress (issue 36, item 3): phase record in whole seconds, from 0, never going down, on stderr only
+    const seconds = (frames: string[], phase: string) =>
+      frames.filter((f) => f.startsWith(`${phase} `)).map((f) => Number(new RegExp(`^${phase} (\\d+) seconds$`).exec(f)?.[1]));
+    const recorded = seconds(followed.frames, "record");
+    assert.ok(recorded.length >= 2 && recorded[0] === 0, JSON.stringify(followed.frames));
+    assert.deepEqual(
+      recorded,
+      [...recorded].sort((a, b) => a - b),
+    );
+    assert.ok(!/\x1b|\r/.test(followed.stdout), "no bar on stdout");
     // the live output comes before the summary, exactly the recorded bytes, and is not printed a second time
     assert.ok(followed.stdout.startsWith(OUTPUT), followed.stdout);
     assert.ok(!followed.stdout.includes("--- invocation 1 stdout"), followed.stdout);
@@ -65,9 +77,11 @@ describe("run --follow and replay streams", { skip: VM_SKIP || GCC_SKIP }, () =>
     assert.equal(readFileSync(join(runDir, "events.json"), "utf8"), readFileSync(join(plain.run_dir, "events.json"), "utf8"));
     assert.equal(readFileSync(join(runDir, "streams", "1.stdout"), "utf8"), OUTPUT);
     // control for issue 31 case 13: the replay of a record that did not fail exits 0 and says so
-    const replay = await runCli(["replay", runDir], env);
+    const replay = await runCliOnTerminal(["replay", runDir], env);
     assert.equal(replay.code, 0, replay.stderr);
     assert.match(replay.stdout, /matches the record; the recorded run passed/);
+    const replayed = seconds(replay.frames, "replay");
+    assert.ok(replayed.length >= 2 && replayed[0] === 0 && replayed.every(Number.isSafeInteger), JSON.stringify(replay.frames));
   });
 
   it("control: --follow with --json is a usage error", async () => {

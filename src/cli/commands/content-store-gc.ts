@@ -30,6 +30,7 @@ export function registerStoreGc(parent: Command, ctx: Context): void {
         dryRun: opts.dryRun === true,
         dropPacks: opts.dropPacks === true,
         waitMs: waitS * 1000,
+        progress: ctx.progress,
       });
       if (opts.json) {
         return printJson(ctx.io, "cairn.cli.store-gc/1", {

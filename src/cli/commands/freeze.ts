@@ -48,6 +48,7 @@ export function registerFreeze(program: Command, ctx: Context): void {
         prereleases: opts.pre === true,
         cwd: ctx.cwd,
         remote: remoteLimitsFrom(ctx, opts),
+        progress: ctx.progress,
       });
       const out = resolvePath(ctx.cwd, opts.out ?? path);
       const written = writeLockfile(out, result.lock, key);

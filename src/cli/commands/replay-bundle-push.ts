@@ -33,6 +33,7 @@ export function registerBundlePush(bundle: Command, ctx: Context): void {
           remote: remoteOptions(ctx, opts),
           includePrivate: opts.includePrivate === true,
           includeInputs: opts.includeInputs === true,
+          progress: ctx.progress,
         });
         if (opts.json === true) return printJson(ctx.io, "cairn.cli.bundle-push/1", r);
         ctx.io.out(

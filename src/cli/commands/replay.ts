@@ -77,6 +77,7 @@ export function registerReplay(program: Command, ctx: Context): void {
           allowUnpinned: opts.allowUnpinned === true,
           verify: { memoKeyDir: defaultKeysDir(ctx.env, ctx.cwd, opts.keys), full: opts.full === true },
           log: (line) => ctx.io.err(`cairn replay: ${line}`),
+          progress: ctx.progress,
           onStreams: (streams) => void (replayed = streams),
         });
         const r = await run.catch((e: unknown) => {

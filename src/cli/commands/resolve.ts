@@ -29,6 +29,7 @@ export function registerResolve(program: Command, ctx: Context): void {
         await requireLayerBlobs(
           lock,
           regs.map((r) => r.registry),
+          ctx.progress,
         );
       const written = writeLockfile(out, lock, key);
       const id = environmentId(lock);

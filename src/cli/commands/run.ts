@@ -135,6 +135,7 @@ export function registerRun(program: Command, ctx: Context): void {
           ? { environmentManifest: snapshotRefOf(loadManifestOrDevcontainer(resolve(ctx.cwd, opts.environment)).manifest) }
           : {}),
         log,
+        progress: ctx.progress,
         remote: remoteOptions(ctx, opts),
         verify: { memoKeyDir: defaultKeysDir(ctx.env, ctx.cwd, opts.keys), full: opts.full === true },
         ...(hostRoot !== undefined ? { inputsRoot: hostRoot } : {}),

@@ -15,7 +15,7 @@
  * (`version: "1.26.4"`) means exactly that version; a version that starts
  * with an operator (`>=1.26,<2`) is used as written, in the manager's syntax.
  */
-import { CairnError, compareBytes, type RemoteLimits, type Sha256Digest } from "../../core/index.ts";
+import { CairnError, compareBytes, type Progress, type RemoteLimits, type Sha256Digest } from "../../core/index.ts";
 import { type Lockfile, viewLock } from "../lockfile.ts";
 import { pinnedSets } from "../lockfile-records.ts";
 import type { PackageManager, PackageRef } from "../profile-model.ts";
@@ -42,6 +42,8 @@ export interface FreezeOptions {
   readonly limits?: FreezeLimits;
   /** cairn's time and count bounds on a URL index (core/limits.ts; each at its default when not given). */
   readonly remote?: Partial<RemoteLimits>;
+  /** Progress: phase "freeze pip" (conda, cran) in packages pinned (each pin fetches and hashes its archive). */
+  readonly progress?: Progress | undefined;
 }
 
 export interface FreezeResult {
@@ -110,10 +112,16 @@ interface Pinner<C extends Candidate> {
   readonly dependenciesUnknown: (c: C) => Promise<boolean>;
 }
 
-async function pinsOf<C extends Candidate>(picks: readonly { candidate: C; requestedBy: readonly string[] }[], p: Pinner<C>): Promise<PackagePin[]> {
+async function pinsOf<C extends Candidate>(
+  picks: readonly { candidate: C; requestedBy: readonly string[] }[],
+  p: Pinner<C>,
+  progress: ((done: number, total: number) => void) | undefined,
+): Promise<PackagePin[]> {
   const pins: PackagePin[] = [];
+  progress?.(0, picks.length);
   for (const { candidate: c, requestedBy } of picks) {
     const a = await p.archive(c);
+    progress?.(pins.length + 1, picks.length);
     pins.push({
       name: c.name,
       version: c.version,
@@ -129,6 +137,12 @@ async function pinsOf<C extends Candidate>(picks: readonly { candidate: C; reque
   return pins.sort((a, b) => compareBytes(a.name, b.name));
 }
 
+/** The pin loop's reports as progress events of phase "freeze MANAGER". */
+function pinProgress(o: FreezeOptions, manager: string): ((done: number, total: number) => void) | undefined {
+  const progress = o.progress;
+  return progress && ((done, total) => progress({ phase: `freeze ${manager}`, done, total, unit: "packages" }));
+}
+
 async function freezeSet(lock: Lockfile, set: LockPackageSet, index: string, o: FreezeOptions, i: number): Promise<FrozenPackages> {
   const source = IndexSource.open(index, o.cwd, o.limits ?? DEFAULT_FREEZE_LIMITS, o.remote);
   const at = (j: number): string => `/packages/${i}/packages/${j}`;
@@ -139,13 +153,17 @@ async function freezeSet(lock: Lockfile, set: LockPackageSet, index: string, o: 
     const roots = set.packages.map((p, j) => pipConstraint(parseRequirementText(requestText("pip", p), at(j)), "request"));
     const solved = await solve(roots, u, o.prereleases === true);
     const picks = solved.picks.filter((p) => p.candidate.extras === undefined);
-    const pins = await pinsOf(picks, {
-      kind: (c) => c.kind,
-      filename: (c) => c.file.filename,
-      url: (c) => c.file.url,
-      archive: (c) => u.archive(c),
-      dependenciesUnknown: (c) => u.dependenciesUnknown(c),
-    });
+    const pins = await pinsOf(
+      picks,
+      {
+        kind: (c) => c.kind,
+        filename: (c) => c.file.filename,
+        url: (c) => c.file.url,
+        archive: (c) => u.archive(c),
+        dependenciesUnknown: (c) => u.dependenciesUnknown(c),
+      },
+      pinProgress(o, set.manager),
+    );
     return {
       index: source.location,
       target: new Map([
@@ -170,13 +188,17 @@ async function freezeSet(lock: Lockfile, set: LockPackageSet, index: string, o: 
     await u.load();
     const roots = set.packages.map((p, j) => condaConstraint(requestText("conda", p), "request", at(j)));
     const solved = await solve(roots, u);
-    const pins = await pinsOf(solved.picks, {
-      kind: () => "conda",
-      filename: (c) => c.record.filename,
-      url: (c) => c.url,
-      archive: (c) => u.archive(c),
-      dependenciesUnknown: async () => false,
-    });
+    const pins = await pinsOf(
+      solved.picks,
+      {
+        kind: () => "conda",
+        filename: (c) => c.record.filename,
+        url: (c) => c.url,
+        archive: (c) => u.archive(c),
+        dependenciesUnknown: async () => false,
+      },
+      pinProgress(o, set.manager),
+    );
     return {
       index: source.location,
       target: new Map([
@@ -191,13 +213,17 @@ async function freezeSet(lock: Lockfile, set: LockPackageSet, index: string, o: 
   await u.load();
   const roots: Constraint[] = set.packages.map((p, j) => cranConstraint(requestText("cran", p), "request", at(j)));
   const solved = await solve(roots, u);
-  const pins = await pinsOf(solved.picks, {
-    kind: () => "cran",
-    filename: (c) => `${c.name}_${c.version}.tar.gz`,
-    url: (c) => c.url,
-    archive: (c) => u.archive(c),
-    dependenciesUnknown: async () => false,
-  });
+  const pins = await pinsOf(
+    solved.picks,
+    {
+      kind: () => "cran",
+      filename: (c) => `${c.name}_${c.version}.tar.gz`,
+      url: (c) => c.url,
+      archive: (c) => u.archive(c),
+      dependenciesUnknown: async () => false,
+    },
+    pinProgress(o, set.manager),
+  );
   return { index: source.location, target: new Map([["r", r]]), pins };
 }
 

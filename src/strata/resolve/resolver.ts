@@ -5,7 +5,7 @@
  * Everything it depends on is an argument (the clock included), so the same
  * inputs give byte-identical lockfiles apart from `resolved_at`.
  */
-import { compareBytes, declareIdentity, identityDigest, type Sha256Digest } from "../../core/index.ts";
+import { compareBytes, declareIdentity, identityDigest, type Progress, type Sha256Digest } from "../../core/index.ts";
 import type { LockBase } from "../base.ts";
 import type { Catalog } from "../catalog.ts";
 import { type LockRecords, type Lockfile, viewLock } from "../lockfile.ts";
@@ -32,7 +32,11 @@ export interface ResolveInput {
   readonly allowUnsignedOffline: boolean;
   readonly now: Date;
   readonly cairnVersion: string;
+  /** Progress: phase "resolve" in the resolver's stages done (base, formations, references, requirements, conflicts, mount order, attestation). */
+  readonly progress?: Progress | undefined;
 }
+
+const STAGES = 7;
 
 /** Integrity, not identity: which profile was resolved (`profile_sha256` in the lockfile, provenance the EnvironmentID excludes). The tag is cairn's first lockfile format's, kept so no profile digest changes. */
 export const PROFILE_DIGEST = declareIdentity({
@@ -51,13 +55,23 @@ export function profileDigest(p: Profile): Sha256Digest {
 
 export function resolveProfile(input: ResolveInput): Lockfile {
   const { profile, catalog } = input;
+  let stage = 0;
+  const step = (): void => input.progress?.({ phase: "resolve", done: stage++, total: STAGES, unit: "steps" });
+  step();
   const base = stageBase(profile, input.probedBase);
+  step();
   const expanded = expandFormations(profile.software, catalog, base, input.allowUnsignedOffline);
+  step();
   const picks = mergePicks(expanded.picks, resolveRefs(profile.software, catalog, base));
+  step();
   const satisfiedBy = checkRequirements(picks, base);
+  step();
   checkConflicts(picks);
+  step();
   const ordered = mountOrder(picks, satisfiedBy);
+  step();
   const { signatures, policy } = attestLayers(ordered, expanded.formations, input.allowUnsignedOffline);
+  step();
   const layers: spec.ResolvedLayer[] = ordered.map((p, i) => {
     const sig = signatures.get(pickId(p))!;
     return {
