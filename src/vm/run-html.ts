@@ -67,15 +67,42 @@ function timelineSvg(v: RunView, differs: ReadonlySet<number>): string {
         data: { index: it.index, event: it.event },
       }),
       // the event's name under its mark when there is room for it
-      ...(step >= 40 ? [svg.text(x(it.index), y(it.invocation) + 20, it.event, { anchor: "middle", size: 9, fill: "#444" })] : []),
+      ...(step >= 40 ? [svg.text(x(it.index), y(it.invocation) + (it.index % 2 === 0 ? 18 : 27), it.event, { anchor: "middle", size: 9, fill: "#444" })] : []),
     );
   parts.push(svg.text(LEFT, height - 6, `event order → (${n} events; no time axis: the guest's events carry no time)`, { fill: "#666" }));
   return svg.root(width, height, parts, `timeline of ${n} events`);
 }
 
+/**
+ * The one strip drawn on a real axis: guest instructions, from 0 to the
+ * run's count, with each checkpoint at the instruction count it was taken at
+ * (both deterministic: a replay reaches them at the same counts).
+ */
+function instructionsSvg(v: RunView): string {
+  const total = v.guest_instructions ?? Math.max(...v.checkpoints.map((c) => c.icount), 1);
+  const w = 1000;
+  const x = (i: number) => LEFT + (Math.min(i, total) / total) * (w - LEFT - 20);
+  const parts = [
+    svg.text(4, 24, "instructions"),
+    svg.rect(LEFT, 14, w - LEFT - 20, 14, { fill: "#e2e8f0", title: `${total.toLocaleString("en-US")} guest instructions` }),
+    ...v.checkpoints.flatMap((c, i) => [
+      svg.rect(x(c.icount) - 1.5, 8, 3, 26, {
+        fill: "#805ad5",
+        cls: "checkpoint",
+        title: `checkpoint ${c.name}: after ${c.after}, at instruction ${c.icount}`,
+        data: { icount: c.icount, name: c.name },
+      }),
+      svg.text(x(c.icount), i % 2 === 0 ? 46 : 56, c.name, { anchor: "middle", size: 9, fill: "#553c9a" }),
+    ]),
+    svg.text(LEFT, 74, `guest instructions → 0 … ${total.toLocaleString("en-US")} (deterministic)`, { fill: "#666" }),
+  ];
+  return svg.root(w, 80, parts, "checkpoints by guest instruction count");
+}
+
 function streamCell(name: string, s: StreamShown, priv: boolean): string {
   const facts = `${name}: ${s.bytes ?? "?"} bytes ${digestCell(s.sha256)}`;
   if (!priv) return `<p>${facts} <span class="muted">(bytes are private; give --private to include an excerpt)</span></p>`;
+  if (s.bytes === 0) return `<p>${facts}</p>`;
   if (s.excerpt === null) return `<p>${facts} <span class="muted">(no stream file in the run directory)</span></p>`;
   const left = s.bytes !== null && s.bytes > s.shown ? ` (first ${s.shown} of ${s.bytes} bytes)` : "";
   return `<p>${facts}${esc(left)}</p><pre class="excerpt">${esc(s.excerpt)}</pre>`;
@@ -128,6 +155,13 @@ export function runHtml(v: RunView): string {
 <h2>Timeline</h2>
 <p class="legend">${(["step", "outcome", "fault", "end"] as const).map((k) => `<span><i style="background:${KIND_COLOR[k]}"></i>${k}</span>`).join("")}</p>
 <div class="timeline">${timelineSvg(v, differs)}</div>
+${
+  v.checkpoints.length === 0
+    ? ""
+    : `<h2>Checkpoints</h2>
+<div class="timeline">${instructionsSvg(v)}</div>
+<table class="checkpoints"><thead><tr><th>checkpoint</th><th>taken after</th><th>at guest instruction</th></tr></thead><tbody>${v.checkpoints.map((c) => `<tr><td>${esc(c.name)}</td><td>${esc(c.after)}</td><td>${esc(c.icount.toLocaleString("en-US"))}</td></tr>`).join("")}</tbody></table>`
+}
 <h2>Events</h2>
 <table class="events"><thead><tr><th>#</th><th>invocation</th><th>kind</th><th>event</th><th>as recorded</th></tr></thead><tbody>
 ${v.items.map((i) => `<tr class="event-row${differs.has(i.index) ? " differs" : ""}" id="event-${i.index}"><td>${i.index}</td><td>${i.invocation}</td><td>${esc(i.kind)}</td><td>${esc(i.label)}</td><td><code>${esc(i.json)}</code></td></tr>`).join("\n")}

@@ -34,7 +34,7 @@ export interface TraceEvent {
 export interface RunTrace {
   readonly traceEvents: readonly TraceEvent[];
   readonly displayTimeUnit: "ms";
-  readonly otherData: Record<string, string | number | null>;
+  readonly otherData: Record<string, string | number | null | ReadonlyArray<Record<string, string | number>>>;
 }
 
 export function runTrace(v: RunView): RunTrace {
@@ -90,6 +90,8 @@ export function runTrace(v: RunView): RunTrace {
       guest_instructions: v.guest_instructions,
       host_wall_ms: v.cost.wall_ms,
       host_cpu_ms: v.cost.host_cpu_ms,
+      // taken at guest instruction counts, which the event-order clock cannot place: listed, not drawn
+      checkpoints: v.checkpoints.map((c) => ({ name: c.name, after: c.after, icount: c.icount })),
       workload: s.workload,
       vm: s.vm_digest,
       outcome: s.outcome,

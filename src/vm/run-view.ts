@@ -128,6 +128,8 @@ export interface RunView {
     readonly expected: string;
     readonly actual: string;
   }>;
+  /** Checkpoints the record took (run.json `/checkpoints/taken`), each at its guest instruction count; empty without. */
+  readonly checkpoints: ReadonlyArray<{ readonly name: string; readonly after: string; readonly icount: number }>;
   /** Guest instructions executed (replay log), null when the log is not one cairn frames exactly or is absent. */
   readonly guest_instructions: number | null;
   readonly cost: { readonly wall_ms: number | null; readonly host_cpu_ms: number | null };
@@ -312,6 +314,7 @@ function replayDifference(
 /** Reads everything a picture of `runDir` shows (throws the readers' typed refusals). */
 export function runView(runDir: string, opts: RunViewOptions = {}): RunView {
   const summary = describeRun(runDir, opts);
+  const manifest = readRunManifest(runDir);
   const eventsFile = join(runDir, RUN_FILES.events);
   const events = readRecordedList(eventsFile);
   const assertionsList = readRecordedList(join(runDir, RUN_FILES.assertions));
@@ -346,6 +349,11 @@ export function runView(runDir: string, opts: RunViewOptions = {}): RunView {
         actual: text(o.actual),
       };
     }),
+    checkpoints: (manifest.checkpoints?.taken ?? []).map((c) => ({
+      name: c.name,
+      after: "step" in c.after ? `step ${c.after.step}` : `${c.after.output} contains ${JSON.stringify(c.after.contains)}`,
+      icount: c.icount,
+    })),
     guest_instructions: instructions,
     cost: readRunCost(runDir),
     network: readRunNetwork(runDir) ?? null,

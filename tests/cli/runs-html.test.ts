@@ -222,4 +222,33 @@ describe("runs show --html and --trace on a recorded example run", { skip: SKIP 
     assert.doesNotMatch(html, /another directory/);
     assert.match(html, /no stream file in the run directory/);
   });
+
+  it("checkpoints a record took are drawn at their guest instruction counts and listed in the trace", async () => {
+    const copy = join(dir, "with-checkpoints");
+    cpSync(runDir, copy, { recursive: true });
+    const m = JSON.parse(readFileSync(join(copy, "run.json"), "utf8"));
+    const taken = [
+      { name: "early", after: { step: 1 }, icount: 1000 },
+      { name: "late", after: { output: "stdout", contains: "hello" }, icount: 2000 },
+    ];
+    m.checkpoints = { file: { sha256: `sha256:${"a".repeat(64)}`, size: 1 }, taken };
+    writeFileSync(join(copy, "run.json"), JSON.stringify(m));
+    const page = join(dir, "checkpoints.html");
+    const trace = join(dir, "checkpoints.json");
+    const r = await runCli(["runs", "show", copy, "--html", page, "--trace", trace]);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    const p = await browser.openPage(page);
+    assert.deepEqual(p.problems, []);
+    assert.deepEqual(await p.evaluate<string[]>("[...document.querySelectorAll('svg rect.checkpoint')].map((c) => c.dataset.name + ' ' + c.dataset.icount)"), [
+      "early 1000",
+      "late 2000",
+    ]);
+    assert.deepEqual(JSON.parse(readFileSync(trace, "utf8")).otherData.checkpoints, [
+      { name: "early", after: "step 1", icount: 1000 },
+      { name: "late", after: 'stdout contains "hello"', icount: 2000 },
+    ]);
+    // control: the run without checkpoints draws none
+    const plain = await browser.openPage(join(dir, "run.html"));
+    assert.equal(await plain.evaluate<number>("document.querySelectorAll('svg rect.checkpoint').length"), 0);
+  });
 });
