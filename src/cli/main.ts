@@ -39,6 +39,7 @@ export async function main(argv: string[], io: Io = processIo, env: NodeJS.Proce
 export function guardProcess(argv: readonly string[], io: Io = processIo): void {
   const json = argv.includes("--json");
   const fatal = (error: unknown): void => {
+    if (io.tty) io.draw?.("\r\x1b[2K"); // a progress line the failed command left is not the start of the error's
     process.exitCode = reportError(io, error, json);
     process.exit();
   };

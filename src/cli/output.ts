@@ -16,6 +16,8 @@ export interface Io {
   readonly tty: boolean;
   /** Writes `text` to stderr as it is, no newline added: how a progress bar redraws its line (cli/progress-bar.ts). */
   readonly draw?: ((text: string) => void) | undefined;
+  /** stderr's width in columns when it is a terminal (a progress line fits it). */
+  readonly columns?: number | undefined;
 }
 
 export const processIo: Io = {
@@ -23,6 +25,9 @@ export const processIo: Io = {
   err: (t) => void process.stderr.write(t.endsWith("\n") ? t : `${t}\n`),
   tty: process.stderr.isTTY === true,
   draw: (t) => void process.stderr.write(t),
+  get columns() {
+    return process.stderr.columns;
+  },
 };
 
 /**

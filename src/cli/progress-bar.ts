@@ -53,7 +53,7 @@ export function progressDisplay(io: Io, opts: { quiet: boolean; env: NodeJS.Proc
     if (e.phase === lastPhase && t - lastAt < interval) return;
     lastPhase = e.phase;
     lastAt = t;
-    draw(`${CLEAR}${progressLine(e)}`);
+    draw(`${CLEAR}${progressLine(e, lineWidth(io.columns))}`);
     drawn = true;
   };
   const wrapped: Io = {
@@ -67,12 +67,23 @@ export function progressDisplay(io: Io, opts: { quiet: boolean; env: NodeJS.Proc
     },
     tty: io.tty,
     draw,
+    get columns() {
+      return io.columns;
+    },
   };
   return { io: wrapped, progress, finish: clear };
 }
 
-/** One line of the bar: phase, a bar when the total is known, done/total and the unit. */
-export function progressLine(e: ProgressEvent): string {
+/**
+ * The widest line for a terminal of `columns` (one less, so the cursor never
+ * wraps: a wrapped line cannot be redrawn with `\r`), at most LINE_WIDTH.
+ */
+export function lineWidth(columns: number | undefined): number {
+  return columns !== undefined && Number.isSafeInteger(columns) && columns > 1 ? Math.min(LINE_WIDTH, columns - 1) : LINE_WIDTH;
+}
+
+/** One line of the bar, at most `width` characters: phase, a bar when the total is known and there is room, done/total and the unit. */
+export function progressLine(e: ProgressEvent, width = LINE_WIDTH): string {
   const total = e.total !== undefined && e.total > 0 ? e.total : undefined;
   const count = total !== undefined ? `${amount(e.done, e.unit)}/${amount(total, e.unit)}` : amount(e.done, e.unit);
   let bar = "";
@@ -80,11 +91,12 @@ export function progressLine(e: ProgressEvent): string {
     const filled = Math.max(0, Math.min(BAR_WIDTH, Math.floor((e.done / total) * BAR_WIDTH)));
     bar = ` [${"#".repeat(filled)}${"-".repeat(BAR_WIDTH - filled)}] ${Math.min(100, Math.floor((e.done / total) * 100))}%`;
   }
-  const tail = `${bar} ${count}`;
-  const room = Math.max(8, LINE_WIDTH - tail.length);
+  // a narrow terminal drops the bar before the phase or the count
+  const tail = bar !== "" && bar.length + count.length + 9 > width ? ` ${count}` : `${bar} ${count}`;
+  const room = Math.max(1, width - tail.length);
   const clean = e.phase.replace(/\p{Cc}/gu, "?");
   const phase = clean.length > room ? `${clean.slice(0, room - 1)}…` : clean;
-  return `${phase}${tail}`;
+  return `${phase}${tail}`.slice(0, width);
 }
 
 /** `n` in `unit`, bytes in binary multiples. */

@@ -10,7 +10,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ProgressEvent } from "../../src/core/index.ts";
 import type { Io } from "../../src/cli/output.ts";
-import { progressDisplay, progressInterval, progressLine } from "../../src/cli/progress-bar.ts";
+import { lineWidth, progressDisplay, progressInterval, progressLine } from "../../src/cli/progress-bar.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
 import { needs } from "../helpers/prerequisites.ts";
 import { GCC_SKIP } from "../workload/fixtures/static-program.ts";
@@ -146,4 +146,19 @@ test("workload assemble of a generated 3 MiB layer: a moving bar on a terminal, 
   const rootQuiet = runCairn(ws.dir, ["--quiet", ...assemble(4, [])], true);
   assert.equal(rootQuiet.code, 0, rootQuiet.stderr);
   assert.doesNotMatch(rootQuiet.stderr, /\x1b\[2K/, "--quiet before the command too");
+});
+
+test("a narrow terminal gets a line one column narrower than it: the bar goes first, then the phase is cut; control: 80 columns keep the whole line", () => {
+  const e: ProgressEvent = { phase: "apply layers", done: 512, total: 2048, unit: "bytes" };
+  assert.equal(lineWidth(undefined), 78);
+  assert.equal(lineWidth(200), 78);
+  assert.equal(lineWidth(40), 39);
+  assert.equal(progressLine(e, lineWidth(80)), "apply layers [######------------------] 25% 512 B/2.0 KiB");
+  const narrow = progressLine(e, lineWidth(40));
+  assert.equal(narrow, "apply layers 512 B/2.0 KiB");
+  for (const columns of [2, 5, 12, 20, 30, 50]) assert.ok(progressLine(e, lineWidth(columns)).length < columns, `${columns} columns`);
+  const io = { ...fakeIo(true), columns: 30 };
+  const d = progressDisplay(io, { quiet: false, env: {} });
+  d.progress(e);
+  assert.ok(io.drawn[0]!.length - CLEAR.length < 30, io.drawn[0]);
 });
