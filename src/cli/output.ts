@@ -20,6 +20,16 @@ export interface Io {
   readonly columns?: number | undefined;
 }
 
+/**
+ * Text from hostile input (a task's or guest's message, a lockfile's package
+ * name or `satisfied_by`) printed to a terminal: control characters and line
+ * breaks are shown escaped (`\u001b`), so an escape sequence cannot rewrite
+ * the screen and a newline cannot forge a line of cairn's output.
+ */
+export function printable(s: string): string {
+  return s.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
 export const processIo: Io = {
   out: (t) => void process.stdout.write(t.endsWith("\n") ? t : `${t}\n`),
   err: (t) => void process.stderr.write(t.endsWith("\n") ? t : `${t}\n`),

@@ -97,3 +97,26 @@ test("lock diff prints uv-like lines: + name==ver, - name==ver, ~ name old → n
   assert.equal(same.code, 0);
   assert.doesNotMatch(same.stdout, /^(layers|packages)/m, "control: no section for nothing");
 });
+
+test("second pass: a control character or line break from a lockfile (a package name, a satisfied_by) is printed escaped by lock diff and lock explain, so it cannot rewrite the terminal or forge a line", async () => {
+  const evil: HandLock = {
+    ...BEFORE,
+    layers: BEFORE.layers.map((l) => (l.name === "tool-a" ? { ...l, digest: "ab", satisfiedBy: "tool-a\\n  9. forged 1.0  ok\\e[31m" } : l)),
+    sets: [{ manager: "pip", packages: [{ name: "\"six\\e[2J\\nforged\"", version: "1.16.0", digest: "2b" }] }],
+  };
+  const a = write("plain-a.lock", BEFORE);
+  const b = write("evil-b.lock", evil);
+  for (const args of [
+    ["lock", "explain", b],
+    ["lock", "diff", a, b],
+  ]) {
+    const r = await runCli(args);
+    assert.ok(r.code === 0 || r.code === 1, r.stderr);
+    assert.doesNotMatch(r.stdout, /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029]/, `${args[1]}: no control character reaches the terminal`);
+    assert.doesNotMatch(r.stdout, /^forged|^ {2}9\. forged/m, `${args[1]}: no forged line`);
+    assert.match(r.stdout, /six\\u001b\[2J\\u000aforged/, `${args[1]}: the name is shown, escaped`);
+  }
+  // control: a plain lockfile's lines are printed as they are
+  const plain = await runCli(["lock", "explain", a]);
+  assert.match(plain.stdout, /^ {7}why: the profile asks for tool-a$/m);
+});

@@ -18,7 +18,7 @@ import {
   type Progress,
 } from "../../fleet/index.ts";
 import type { Context } from "../context.ts";
-import { printJson } from "../output.ts";
+import { printable, printJson } from "../output.ts";
 import { CAIRN_VERSION } from "../cairn-version.ts";
 import { parseTimeout } from "../flags.ts";
 
@@ -36,15 +36,6 @@ function openCampaign(ctx: Context, unsafeDir: string): { dir: string; plan: Pla
   if (plan === undefined)
     throw new CairnError("CAMPAIGN_INVALID", `${dir} holds no campaign plan yet`, { path: dir, hint: "`cairn campaign run FILE --out DIR` makes it" });
   return { dir, plan };
-}
-
-/**
- * Text a task, a guest or a node wrote (a failure's last stderr line, a
- * mismatch's message), printed to a terminal: control characters are shown
- * escaped, so an escape sequence cannot rewrite the screen or forge a line.
- */
-function printable(s: string): string {
-  return s.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
 
 function jobsFlag(v: string | undefined): number | undefined {

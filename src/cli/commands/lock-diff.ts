@@ -3,7 +3,7 @@ import { resolve } from "node:path";
 import { formatBytes, writeFileAtomic } from "../../core/index.ts";
 import { diffLocks, direction, type LayerFacts, type LockDiff, lockDiffHtml, readLockfileUnvalidated } from "../../strata/index.ts";
 import type { Context } from "../context.ts";
-import { printJson } from "../output.ts";
+import { printable, printJson } from "../output.ts";
 import { DIFF_DIFFERENT, DIFF_EQUAL, DIFF_EXIT_HELP, DIFF_TROUBLE, diffExitCodes } from "../diff-exit.ts";
 
 export function registerLockDiff(lock: Command, ctx: Context): void {
@@ -42,7 +42,8 @@ export function registerLockDiff(lock: Command, ctx: Context): void {
         for (const p of problems) lines.push(`! ${side} ${p.path}: [${p.code}] ${p.message}`);
       }
       lines.push(...changeLines(d));
-      ctx.io.out(lines.join("\n"));
+      // names, refs and problem messages come from the lockfiles: one printed line each, escaped
+      ctx.io.out(lines.map(printable).join("\n"));
     });
 }
 

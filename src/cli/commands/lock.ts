@@ -15,7 +15,7 @@ import {
   signLockfile,
 } from "../../strata/index.ts";
 import type { Context } from "../context.ts";
-import { printJson } from "../output.ts";
+import { printable, printJson } from "../output.ts";
 import { registerLockVerify } from "./lock-verify.ts";
 import { registerLockExport } from "./lock-export.ts";
 import { registerLockDiff } from "./lock-diff.ts";
@@ -94,7 +94,8 @@ export function registerLock(program: Command, ctx: Context): void {
         return;
       }
       const lines = [explainText()];
-      if (explained) lines.push("", ...lockLines(explained));
+      // names, refs and caveats come from the lockfile: one printed line each, escaped
+      if (explained) lines.push("", ...lockLines(explained).map(printable));
       ctx.io.out(lines.join("\n"));
     });
   registerLockProvenance(lock, ctx);

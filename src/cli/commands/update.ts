@@ -15,7 +15,7 @@ import {
 } from "../../strata/index.ts";
 import type { Context } from "../context.ts";
 import { DIFF_DIFFERENT, DIFF_EQUAL, DIFF_EXIT_HELP, DIFF_TROUBLE, diffExitCodes } from "../diff-exit.ts";
-import { printJson } from "../output.ts";
+import { printable, printJson } from "../output.ts";
 import { resolveWithFlags, withResolveFlags, type ResolveFlags } from "../resolve-flags.ts";
 
 interface UpdateOpts extends ResolveFlags {
@@ -116,6 +116,7 @@ export function registerUpdate(program: Command, ctx: Context): void {
           `wrote ${lockPath}${written.signature ? ` and ${signaturePath(lockPath)} (signed by ${written.signature.keyid})` : wasSigned ? " (unsigned, as --unsigned asked; its old signature is removed)" : " (unsigned)"}`,
         );
       } else if (plan.changed) lines.push("not written: pass --write to replace the lockfile");
-      ctx.io.out(lines.join("\n"));
+      // package names and problem messages come from the lockfiles: one printed line each, escaped
+      ctx.io.out(lines.map(printable).join("\n"));
     });
 }
