@@ -102,7 +102,7 @@ test("second pass: a control character or line break from a lockfile (a package 
   const evil: HandLock = {
     ...BEFORE,
     layers: BEFORE.layers.map((l) => (l.name === "tool-a" ? { ...l, digest: "ab", satisfiedBy: "tool-a\\n  9. forged 1.0  ok\\e[31m" } : l)),
-    sets: [{ manager: "pip", packages: [{ name: "\"six\\e[2J\\nforged\"", version: "1.16.0", digest: "2b" }] }],
+    sets: [{ manager: "pip", packages: [{ name: '"six\\e[2J\\nforged"', version: "1.16.0", digest: "2b" }] }],
   };
   const a = write("plain-a.lock", BEFORE);
   const b = write("evil-b.lock", evil);
