@@ -82,3 +82,35 @@ export function remoteLimitsFrom(ctx: Pick<Context, "env">, f: object): Partial<
   }
   return out;
 }
+
+/**
+ * The registry flags again, as arguments for a command this one starts on
+ * another node (`campaign run` → `campaign task`): what the flags and the
+ * environment set, file names made absolute. Never a secret: credentials
+ * stay in their files, named by the environment (`credentialEnvironment`).
+ */
+export function remoteArgv(ctx: Context, f: RemoteFlags): string[] {
+  const out: string[] = [];
+  if (f.plainHttp === true) out.push("--plain-http");
+  if (f.allowInsecureRemote === true) out.push("--allow-insecure-remote");
+  const maxManifest = positiveInt(f.maxManifestBytes, "--max-manifest-bytes");
+  if (maxManifest !== undefined) out.push("--max-manifest-bytes", String(maxManifest));
+  const caFile = f.registryCa ?? ctx.env.CAIRN_REGISTRY_CA;
+  if (caFile !== undefined && caFile !== "") out.push("--registry-ca", resolve(ctx.cwd, caFile));
+  const limits = remoteLimitsFrom(ctx, f);
+  for (const k of LIMIT_KEYS) {
+    const v = limits[k];
+    if (v !== undefined) out.push(limitNames(k).flag, String(v));
+  }
+  return out;
+}
+
+/** The environment for a command started elsewhere: this one's, with the credential files' names made absolute (its cwd may differ). */
+export function credentialEnvironment(ctx: Pick<Context, "env" | "cwd">): NodeJS.ProcessEnv {
+  const env = { ...ctx.env };
+  for (const k of ["REGISTRY_AUTH_FILE", "DOCKER_CONFIG", "HOME"] as const) {
+    const v = env[k];
+    if (v !== undefined && v !== "") env[k] = resolve(ctx.cwd, v);
+  }
+  return env;
+}

@@ -9,7 +9,7 @@
  *
  *   schema: cairn.campaign/1
  *   mode: record | replay | verify
- *   runs:                         # record: spec; replay/verify: run or campaign
+ *   runs:                         # record: spec or lock; replay/verify: run, campaign or bundle
  *     - spec: ./http.yaml
  *   matrix:                       # record only: the cross product of every axis
  *     - set: /run/steps/1/after/contains
@@ -20,6 +20,7 @@
  */
 import { isAbsolute, resolve, dirname } from "node:path";
 import { CAMPAIGN_LIMITS, Checker, checkLimit, childPath, readFileBounded, readYamlText, decodeUtf8, type JsonModel } from "../core/index.ts";
+import { BUNDLE_SCHEME } from "../vm/index.ts";
 import type { TaskResources } from "./executor.ts";
 
 export const CAMPAIGN_SCHEMA = "cairn.campaign/1";
@@ -30,7 +31,9 @@ export type CampaignMode = "record" | "replay" | "verify";
 export type RunEntry =
   | { readonly kind: "spec"; readonly path: string }
   | { readonly kind: "run"; readonly path: string }
-  | { readonly kind: "campaign"; readonly path: string };
+  | { readonly kind: "campaign"; readonly path: string }
+  /** A bundle file (path made absolute) or `oci://HOST/REPO@sha256:…` (kept as written): pulled where its task runs. */
+  | { readonly kind: "bundle"; readonly path: string };
 
 /** One matrix axis: a JSON pointer into the spec and the values it takes. */
 export interface MatrixAxis {
@@ -95,23 +98,25 @@ export function parseCampaign(bytes: Buffer, path: string): CampaignFile {
     if (runList.length === 0) c.add("/runs", "must name at least one run");
     runList.forEach((item, i) => {
       const at = childPath("/runs", i);
-      const o = c.object(item, at, ["spec", "run", "campaign"]);
+      const o = c.object(item, at, ["spec", "run", "campaign", "bundle"]);
       if (o === undefined) return;
       const keys = Object.keys(o);
       if (keys.length !== 1) {
-        c.add(at, "give exactly one of spec, run, campaign");
+        c.add(at, "give exactly one of spec, run, campaign, bundle");
         return;
       }
-      const kind = keys[0] as "spec" | "run" | "campaign";
+      const kind = keys[0] as RunEntry["kind"];
       const p = c.string(o[kind], childPath(at, kind), { nonEmpty: true });
       if (p === undefined) return;
       if (p.includes("\0")) {
         c.add(childPath(at, kind), "must not hold a NUL");
         return;
       }
-      const wanted = mode === "record" ? "spec" : "run or campaign";
+      const wanted = mode === "record" ? "spec" : "run, campaign or bundle";
       if ((mode === "record") !== (kind === "spec") && mode !== undefined) c.add(childPath(at, kind), `a ${mode} campaign names a ${wanted}`);
-      runs.push({ kind, path: isAbsolute(p) ? p : resolve(base, p) });
+      // a registry reference is kept as written (its digest is checked when the plan is made); a path is made absolute
+      const registry = kind === "bundle" && p.startsWith(BUNDLE_SCHEME);
+      runs.push({ kind, path: registry || isAbsolute(p) ? p : resolve(base, p) });
     });
   }
   const matrix: MatrixAxis[] = [];

@@ -11,7 +11,9 @@
 import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { CairnError, type SigningKey } from "../core/index.ts";
+import type { RemoteOptions } from "../oci/index.ts";
 import { readCampaignFile } from "./campaign-file.ts";
+import { lockCampaign } from "./campaign-lock.ts";
 import { signCampaignReceipt } from "./campaign-receipt.ts";
 import { campaignProgress, runningTasks, writeFailureNote, type Progress } from "./campaign-status.ts";
 import type { Executor, ExecutorEvent, TaskEnd } from "./executor.ts";
@@ -32,6 +34,10 @@ export interface CampaignRunOptions {
   readonly taskArgv: (dir: string, id: string) => readonly string[];
   readonly log?: (line: string) => void;
   readonly onEvent?: (e: ExecutorEvent) => void;
+  /** How to reach a registry a `bundle: oci://…` entry names, for the plan (its manifest and run.json). */
+  readonly remote?: RemoteOptions;
+  /** The environment task commands run with (registry credentials travel here, by file name, never on an argv); default the executor's. */
+  readonly taskEnv?: NodeJS.ProcessEnv;
 }
 
 export interface CampaignRunResult {
@@ -47,11 +53,28 @@ export async function runCampaign(opts: CampaignRunOptions): Promise<CampaignRun
   const log = opts.log ?? (() => {});
   const file = readCampaignFile(opts.file);
   // every point is checked (and its workload assembled) before the results directory is touched
-  const plan = makePlan(file, await expandCampaign(file, { storeDir: opts.storeDir, cairnVersion: opts.cairnVersion }));
+  const plan = makePlan(
+    file,
+    await expandCampaign(file, {
+      storeDir: opts.storeDir,
+      cairnVersion: opts.cairnVersion,
+      ...(opts.remote !== undefined ? { remote: opts.remote } : {}),
+    }),
+  );
   log(
     `${plan.tasks.length} task(s)${plan.collapsed.length > 0 ? `, ${plan.collapsed.length} matrix point(s) collapsed into a task they equal` : ""}; plan ${plan.plan}`,
   );
   openResults(opts.out, true);
+  // one `campaign run` at a time on DIR: released when this returns, throws or is interrupted
+  const lock = lockCampaign(opts.out, log);
+  try {
+    return await runLocked(opts, plan, log);
+  } finally {
+    lock.release();
+  }
+}
+
+async function runLocked(opts: CampaignRunOptions, plan: Plan, log: (line: string) => void): Promise<CampaignRunResult> {
   const kept = readPlan(opts.out);
   if (kept !== undefined && kept.plan !== plan.plan)
     throw new CairnError("CAMPAIGN_MISMATCH", `${opts.out} holds the results of another campaign plan (${kept.plan}), not this file's (${plan.plan})`, {
@@ -80,6 +103,7 @@ export async function runCampaign(opts: CampaignRunOptions): Promise<CampaignRun
           retries: plan.retries,
           ...(opts.jobs !== undefined ? { jobs: opts.jobs } : {}),
           ...(opts.onEvent !== undefined ? { onEvent: opts.onEvent } : {}),
+          ...(opts.taskEnv !== undefined ? { env: opts.taskEnv } : {}),
         });
   for (const end of ends) {
     const note = join(opts.out, RESULTS.failures, `${end.task}.json`);

@@ -42,6 +42,13 @@ export interface ExecutorPlan {
   readonly retries: number;
   /** Local executor: tasks at once. */
   readonly jobs?: number;
+  /**
+   * The environment each task command runs with (local: the child's; Slurm:
+   * sbatch's, which exports it to the job). Registry credentials reach a
+   * task here, as the names of their files, never on its argv. Default: the
+   * executor's own.
+   */
+  readonly env?: NodeJS.ProcessEnv;
   /** Progress, for `campaign run`'s output; never needed for correctness. */
   readonly onEvent?: (event: ExecutorEvent) => void;
 }

@@ -28,9 +28,20 @@ import {
   type Sha256Digest,
 } from "../core/index.ts";
 import { assembleWorkload, parseWorkloadSpec, SPEC_MAX_BYTES, type WorkloadIdentities } from "../workload/index.ts";
-import { parseScenario, readHttpRoot, readRunInputs, readRunManifest, runHostScope } from "../vm/index.ts";
-import type { CampaignFile, MatrixAxis } from "./campaign-file.ts";
-import type { Collapsed, Expansion, PlannedTask } from "./plan-file.ts";
+import type { RemoteOptions } from "../oci/index.ts";
+import {
+  BUNDLE_SCHEME,
+  openBundle,
+  parseScenario,
+  readHttpRoot,
+  readRegistryRunManifest,
+  readRunInputs,
+  readRunManifest,
+  runHostScope,
+  type RunManifest,
+} from "../vm/index.ts";
+import type { CampaignFile, MatrixAxis, RunEntry } from "./campaign-file.ts";
+import type { Collapsed, Expansion, PlannedTask, TaskInput } from "./plan-file.ts";
 import { taskName, type TaskIdentityModel } from "./task-identity.ts";
 import { readPublishedRuns } from "./published-runs.ts";
 
@@ -42,7 +53,34 @@ export interface ExpandOptions {
   readonly maxPlanBytes?: number;
   /** `campaign.tasks`: tasks in the plan, counted as they are made (a `campaign:` entry names as many runs as its plan); default CAMPAIGN_LIMITS. */
   readonly maxTasks?: number;
+  /** How to reach a registry a `bundle: oci://…` entry names (its manifest and run.json are read when the plan is made). */
+  readonly remote?: RemoteOptions;
 }
+
+/** The bytes of a run's run.json and the manifest they hold, however the entry names the run; and the task's input. */
+async function readRecord(entry: RunEntry, ref: string, opts: ExpandOptions): Promise<{ bytes: Buffer; manifest: RunManifest; input: TaskInput }> {
+  if (entry.kind !== "bundle") {
+    const manifest = readRunManifest(ref);
+    return { manifest, bytes: readFileBounded(join(ref, "run.json"), 1024 * 1024, "run.manifest-bytes"), input: { run: ref } };
+  }
+  if (ref.startsWith(BUNDLE_SCHEME)) {
+    if (opts.remote === undefined)
+      throw new CairnError("USAGE", `${ref.slice(0, 200)} is a registry reference, and no registry options were given`, { path: ref.slice(0, 200) });
+    const r = await readRegistryRunManifest(ref, opts.remote);
+    return { bytes: r.bytes, manifest: r.manifest, input: { bundle: r.reference } };
+  }
+  const b = await openBundle(ref);
+  try {
+    const bytes = b.members.get("run/run.json");
+    if (bytes === undefined) throw new CairnError("BUNDLE_INVALID", `${ref} holds no run/run.json`, { path: ref });
+    return { bytes: Buffer.from(bytes), manifest: b.manifest, input: { bundle: ref } };
+  } finally {
+    b.dispose();
+  }
+}
+
+/** A registry that cannot be reached is not a wrong campaign: said with its own code, naming the entry. */
+const TRANSPORT = new Set(["REMOTE_UNREACHABLE", "REMOTE_TIMEOUT", "REMOTE_AUTH", "REMOTE_INSECURE", "REMOTE_CA_INVALID"]);
 
 function unescapeToken(token: string): string {
   return token.replaceAll("~1", "/").replaceAll("~0", "~");
@@ -196,19 +234,23 @@ export async function expandCampaign(file: CampaignFile, opts: ExpandOptions): P
         }
       } else {
         const runDirs = entryRuns[ri]!;
-        for (const runDir of runDirs) {
+        for (const runRef of runDirs) {
           let identity: TaskIdentityModel;
+          let input: TaskInput;
           try {
-            const m = readRunManifest(runDir);
-            const bytes = readFileBounded(join(runDir, "run.json"), 1024 * 1024, "run.manifest-bytes");
+            const { bytes, manifest: m, input: i } = await readRecord(entry, runRef, opts);
             identity = { mode: file.mode, record: sha256(bytes), workload: m.workload.workload, vm: m.vm_digest, repeat: 0 };
+            input = i;
           } catch (e) {
             if (!isCairnError(e) || e.code === "INTERNAL") throw e;
-            throw invalid(`runs entry ${ri}: ${runDir} is not a recorded run`, `${at}/${entry.kind}`, e);
+            const what = entry.kind === "bundle" ? "a replay bundle cairn can read" : "a recorded run";
+            if (TRANSPORT.has(e.code))
+              throw new CairnError(e.code, `runs entry ${ri}: ${runRef.slice(0, 300)}: ${e.message}`, { path: `${at}/${entry.kind}`, cause: e, hint: e.hint });
+            throw invalid(`runs entry ${ri}: ${runRef.slice(0, 300)} is not ${what}`, `${at}/${entry.kind}`, e);
           }
           for (let r = 0; r < file.repeat; r++) {
             const model = { ...identity, repeat: r } as TaskIdentityModel;
-            add({ id: taskName(model), identity: model, input: { run: runDir }, origin: { run: ri, point: null, repeat: r } });
+            add({ id: taskName(model), identity: model, input, origin: { run: ri, point: null, repeat: r } });
           }
         }
       }

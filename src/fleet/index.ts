@@ -17,6 +17,8 @@ export { defaultJobs, localExecutor } from "./local-executor.ts";
 export { executorByName, registerExecutor } from "./executors.ts";
 export type { ExecutorName } from "./executors.ts";
 export { runCampaign } from "./campaign-run.ts";
+export { lockCampaign, LOCK_SCHEMA } from "./campaign-lock.ts";
+export type { CampaignLock } from "./campaign-lock.ts";
 export type { CampaignRunOptions, CampaignRunResult } from "./campaign-run.ts";
 export { campaignProgress } from "./campaign-status.ts";
 export type { Progress, TaskLine, TaskState } from "./campaign-status.ts";

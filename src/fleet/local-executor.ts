@@ -47,12 +47,12 @@ function terminateAndWait(pid: number): void {
 /** stderr kept per attempt, for the failure's words (the tail). */
 const STDERR_TAIL_BYTES = 4096;
 
-function attempt(launch: TaskLaunch, timeMinutes: number): Promise<string> {
+function attempt(launch: TaskLaunch, timeMinutes: number, env: NodeJS.ProcessEnv | undefined): Promise<string> {
   return new Promise((resolve) => {
     const [cmd, ...args] = launch.argv;
     let child: ChildProcess;
     try {
-      child = spawn(cmd!, args, { stdio: ["ignore", "ignore", "pipe"], detached: true });
+      child = spawn(cmd!, args, { stdio: ["ignore", "ignore", "pipe"], detached: true, ...(env !== undefined ? { env } : {}) });
     } catch (e) {
       resolve(`could not start: ${(e as Error).message}`);
       return;
@@ -112,7 +112,7 @@ export const localExecutor: Executor = {
         while (attempts <= plan.retries) {
           attempts++;
           plan.onEvent?.({ kind: "started", task: launch.id });
-          const how = await attempt(launch, plan.resources.timeMinutes);
+          const how = await attempt(launch, plan.resources.timeMinutes, plan.env);
           if (launch.published()) {
             failure = undefined;
             plan.onEvent?.({ kind: "ended", task: launch.id, detail: how });

@@ -28,8 +28,12 @@ import type { CampaignFile, CampaignMode } from "./campaign-file.ts";
 import { planDigest, taskName, TASK_NAME_RE, type TaskIdentityModel } from "./task-identity.ts";
 import { RESULTS } from "./results-dir.ts";
 
-/** What a task runs: a spec variant (record) or a recorded run directory (replay, verify). */
-export type TaskInput = { readonly spec: string; readonly variant: JsonObject } | { readonly run: string };
+/**
+ * What a task runs: a spec variant (record), a recorded run directory, or a
+ * replay bundle (a file, or `oci://HOST/REPO@sha256:…`) that the task imports
+ * on its own node (replay, verify).
+ */
+export type TaskInput = { readonly spec: string; readonly variant: JsonObject } | { readonly run: string } | { readonly bundle: string };
 
 export interface PlannedTask {
   readonly id: string;
@@ -136,7 +140,7 @@ function parsePlan(model: JsonModel, file: string): Plan {
     if (to === undefined) return;
     const id = c.requiredString(to, "id", at, { pattern: TASK_NAME_RE });
     const identity = c.object(c.required(to, "identity", at), `${at}/identity`);
-    const input = c.object(c.required(to, "input", at), `${at}/input`, ["spec", "variant", "run"]);
+    const input = c.object(c.required(to, "input", at), `${at}/input`, ["spec", "variant", "run", "bundle"]);
     const origin = c.object(c.required(to, "origin", at), `${at}/origin`, ["run", "point", "repeat"]);
     if (id === undefined || identity === undefined || input === undefined || origin === undefined) return;
     let name: string | undefined;
@@ -148,10 +152,11 @@ function parsePlan(model: JsonModel, file: string): Plan {
     if (name !== undefined && name !== id) c.add(`${at}/id`, "is not the name of the task's identity (the plan was edited)");
     let ti: TaskInput | undefined;
     if (typeof input.run === "string" && Object.keys(input).length === 1) ti = { run: input.run };
+    else if (typeof input.bundle === "string" && Object.keys(input).length === 1) ti = { bundle: input.bundle };
     else if (typeof input.spec === "string" && isJsonObject(input.variant) && Object.keys(input).length === 2)
       ti = { spec: input.spec, variant: input.variant };
-    else c.add(`${at}/input`, "expected {run} or {spec, variant}");
-    if (ti !== undefined && "run" in ti !== (identity.mode !== "record")) c.add(`${at}/input`, "does not fit the task's mode");
+    else c.add(`${at}/input`, "expected {run}, {bundle} or {spec, variant}");
+    if (ti !== undefined && "spec" in ti === (identity.mode !== "record")) c.add(`${at}/input`, "does not fit the task's mode");
     if (ti !== undefined && "spec" in ti && JSON.stringify(ti.variant.run ?? null) !== JSON.stringify(identity.run))
       c.add(`${at}/input/variant`, "its run section is not the one the task's name covers");
     const point = origin.point === null ? null : Array.isArray(origin.point) ? origin.point : undefined;

@@ -6,6 +6,7 @@
  *   cairn-campaign.json          the marker
  *   campaign.json                the plan (plan-file.ts), written atomically
  *   campaign-receipt.dsse.json   the signed campaign receipt (campaign-receipt.ts)
+ *   campaign.lock                held by the one `campaign run` using DIR (campaign-lock.ts)
  *   tasks/<task>/                one published task: result.json, receipt.dsse.json
  *   tasks/.<task>.<host>.<pid>.<hex>.tmp  a task being written (removed when its writer on this host is gone)
  *   runs/                        the runs directory of a record campaign's runs
@@ -38,6 +39,7 @@ export const CAMPAIGN_ROOT: RootKind = {
 export const RESULTS = {
   plan: "campaign.json",
   receipt: "campaign-receipt.dsse.json",
+  lock: "campaign.lock",
   tasks: "tasks",
   runs: "runs",
   failures: "failures",
@@ -46,7 +48,7 @@ export const RESULTS = {
   taskReceipt: "receipt.dsse.json",
 } as const;
 
-const TOP_FILES: readonly string[] = [CAMPAIGN_ROOT.marker, RESULTS.plan, RESULTS.receipt];
+const TOP_FILES: readonly string[] = [CAMPAIGN_ROOT.marker, RESULTS.plan, RESULTS.receipt, RESULTS.lock];
 const TOP_DIRS: readonly string[] = [RESULTS.tasks, RESULTS.runs, RESULTS.failures, RESULTS.executor];
 const TEMP = /^\.(.+)\.[1-9][0-9]*\.[0-9a-f]{12}\.tmp$/;
 

@@ -136,7 +136,8 @@ async function submit(batch: TaskState[], plan: ExecutorPlan, env: NodeJS.Proces
     tasks: batch.map((t) => ({ id: t.launch.id, argv: t.launch.argv })),
     resources: plan.resources,
     ...(plan.jobs !== undefined ? { throttle: plan.jobs } : {}),
-    env,
+    // sbatch exports its environment to the job (Slurm's default, --export=ALL): the tasks' environment over Slurm's own
+    env: plan.env !== undefined ? { ...env, ...plan.env } : env,
     commandMs: limits.commandMs,
   });
   subs.push(sub);

@@ -7,7 +7,9 @@
  *   record  the same library `cairn run` uses (`recordRun`), the matrix
  *           point's spec given as bytes read as if they were the spec file;
  *           the run goes to DIR/runs and its receipt is signed there
- *   replay  the same library `cairn replay` uses (`replayRun`), in place
+ *   replay  the same library `cairn replay` uses (`replayRun`), in place;
+ *           a bundle (a file or `oci://…`) is first imported on this node
+ *           (`localRun`, as `cairn replay BUNDLE` does) into DIR/runs
  *   verify  no VM: the run directory's own checks (`checkRunDir`) and its
  *           receipt by the campaign's key
  *
@@ -25,7 +27,19 @@ import { readFileSync, rmSync } from "node:fs";
 import { join, relative } from "node:path";
 import { CairnError, isCairnError, keyIdOf, sha256, readFileBounded, type SigningKey } from "../core/index.ts";
 import type { VerifyOptions } from "../workload/index.ts";
-import { checkRunDir, describeOutcome, guestInstructions, readRunManifest, recordRun, replayKit, replayRun, signReceipt, type Kit } from "../vm/index.ts";
+import type { RemoteOptions } from "../oci/index.ts";
+import {
+  checkRunDir,
+  describeOutcome,
+  localRun,
+  guestInstructions,
+  readRunManifest,
+  recordRun,
+  replayKit,
+  replayRun,
+  signReceipt,
+  type Kit,
+} from "../vm/index.ts";
 import type { PlannedTask } from "./plan-file.ts";
 import { readPlan, type Plan } from "./plan-file.ts";
 import { openResults, publishedTasks, RESULTS, stageTask } from "./results-dir.ts";
@@ -43,6 +57,8 @@ export interface TaskRunOptions {
   readonly verify?: VerifyOptions;
   readonly log?: (line: string) => void;
   readonly now?: () => number;
+  /** How to reach the registry a `bundle: oci://…` task pulls from (transport flags; credentials from the environment's files). */
+  readonly remote?: RemoteOptions;
 }
 
 export interface TaskRunResult {
@@ -134,8 +150,21 @@ export async function runTask(dir: string, id: string, opts: TaskRunOptions): Pr
         run_statement: runStatementDigest(r.runDir),
       };
     } else {
-      const runDir = task.input.run;
       if (task.identity.mode === "record") throw new CairnError("CAMPAIGN_INVALID", "a run task must be a replay or verify task", { path: id });
+      // a bundle is imported on this node: its members this node's store and kit lack are fetched (verified) and cached there,
+      // its run directory goes under DIR/runs (shared, so the report and `campaign verify` read it)
+      const runDir =
+        "run" in task.input
+          ? task.input.run
+          : (
+              await localRun(task.input.bundle, {
+                storeDir: opts.storeDir,
+                kitDir: opts.kitDir,
+                runsDir: join(dir, RESULTS.runs),
+                ...(opts.remote !== undefined ? { remote: opts.remote } : {}),
+                log,
+              })
+            ).runDir;
       const m = readRunManifest(runDir);
       const ids = { run_id: m.run_id, workload: m.workload.workload, vm: m.vm_digest, outcome: m.outcome };
       const common = { ...base, status: m.status, identities: ids, run: runDir };

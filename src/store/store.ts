@@ -289,10 +289,10 @@ export class Store {
    * chunks into this writer's staging and hashed as it is copied (a large
    * object is never held whole; STORE_CORRUPT when the bytes are not the
    * ones named), then adopted (fsynced, renamed into place). A present file
-   * is kept.
+   * is kept, unless `replace` is set (the caller found it corrupt).
    */
-  putFile(area: StoreArea, file: string, digest: Sha256Digest, size: number): void {
-    if (this.has(area, digest, size)) return;
+  putFile(area: StoreArea, file: string, digest: Sha256Digest, size: number, options: { readonly replace?: boolean } = {}): void {
+    if (options.replace !== true && this.has(area, digest, size)) return;
     const tmp = join(this.stagingDir, `put-${this.#seq++}`);
     const hash = new Sha256Hasher();
     writeNewFile(tmp, (write) => {
@@ -303,7 +303,7 @@ export class Store {
       streamFileBounded(file, size, "storeObjectBytes", copy, { expectedSize: size });
       if (hash.digest() !== digest) throw new CairnError("STORE_CORRUPT", `${file} does not hold ${digest}`, { path: file });
     });
-    this.adopt(area, tmp, digest, size);
+    this.adopt(area, tmp, digest, size, { replace: options.replace === true });
   }
 
   /**

@@ -46,7 +46,8 @@ import { BUNDLE_LIMITS, checkMemberPlace, checkMembers, parseIndex, writeImport,
 import { BundleSpill } from "./bundle-spill.ts";
 import { hasKitObject, qemuVersion, readKitObject, type Kit } from "./kit.ts";
 import { BUNDLE_INDEX, BUNDLE_INDEX_MAX_BYTES, BUNDLE_MAX_BYTES, type BundleInputs } from "./run-bundle.ts";
-import type { RunManifest } from "./run-manifest.ts";
+import { parseRunManifest, type RunManifest } from "./run-manifest.ts";
+import { RUN_FILES } from "./rundir.ts";
 
 export interface FetchBundleOptions extends ImportOptions {
   /** How to reach the registry (transport flags, credentials, bounds). */
@@ -59,6 +60,8 @@ export interface FetchCounts {
   readonly fetched: number;
   readonly fetched_bytes: number;
   readonly local: number;
+  /** Members whose cached copy on this node was corrupt: fetched again (counted in `fetched`) and put in its place. */
+  readonly repaired: number;
 }
 
 export interface FetchedBundle {
@@ -111,11 +114,11 @@ export async function importRegistryBundle(unsafeRef: string, opts: FetchBundleO
     byPath.set(m.path, { sha256: m.sha256, size: m.size });
   });
   const spill = new BundleSpill();
-  const counts = { fetched: 0, fetched_bytes: 0, local: 0 };
+  const counts = { fetched: 0, fetched_bytes: 0, local: 0, repaired: new Set<Sha256Digest>() };
   const local = localStore(opts.storeDir);
   try {
     const hold = (path: string, d: Sha256Digest, size: number): Promise<void> =>
-      holdMember(spill, client, ref.repository, local, opts.kitDir, homeOf(path), d, size, counts);
+      holdMember(spill, client, ref.repository, local, opts.kitDir, homeOf(path), d, size, counts, opts.log);
     // 3. the index lists exactly the manifest's members, and names this host's QEMU, before a member is fetched
     await hold(BUNDLE_INDEX, art.index.digest, art.index.size);
     const index = parseIndex(spill.bytes(art.index.digest, art.index.size, "bundle.max_member_bytes")!);
@@ -143,12 +146,15 @@ export async function importRegistryBundle(unsafeRef: string, opts: FetchBundleO
       files.set(path, m);
       if (spill.held(m.sha256) === undefined) await hold(path, m.sha256, m.size);
     }
-    opts.log?.(`${text}: ${counts.fetched} blobs fetched (${counts.fetched_bytes} bytes), ${counts.local} from this node`);
+    opts.log?.(
+      `${text}: ${counts.fetched} blobs fetched (${counts.fetched_bytes} bytes), ${counts.local} from this node${counts.repaired.size > 0 ? `, ${counts.repaired.size} corrupt cached cop(ies) replaced` : ""}`,
+    );
     // 5. the bundle reader's own checks and import
     const b = checkMembers(files, spill);
-    const r = writeImport(b, { ...opts, qemu: host }, { via: "registry", input: text }); // QEMU asked once (a process start)
-    cacheRunFiles(opts.storeDir, files, b.members, b.index);
-    return { ...r, inputs: b.inputs, reference: text, counts };
+    const r = writeImport(b, { ...opts, qemu: host, repair: counts.repaired }, { via: "registry", input: text }); // QEMU asked once (a process start)
+    cacheRunFiles(opts.storeDir, files, b.members, b.index, counts.repaired);
+    const { repaired, ...rest } = counts;
+    return { ...r, inputs: b.inputs, reference: text, counts: { ...rest, repaired: repaired.size } };
   } finally {
     spill.dispose();
   }
@@ -169,16 +175,29 @@ async function holdMember(
   home: Area,
   digest: Sha256Digest,
   size: number,
-  counts: { fetched: number; fetched_bytes: number; local: number },
+  counts: { fetched: number; fetched_bytes: number; local: number; repaired: Set<Sha256Digest> },
+  log: ((line: string) => void) | undefined,
 ): Promise<void> {
-  const w = spill.sink().begin(size);
-  if (home.kind === "store" && store?.has(home.area, digest, size) === true) {
-    store.stream(home.area, digest, size, (c) => w.write(c), "bundle.max_member_bytes");
-    counts.local++;
-  } else if (home.kind === "kit" && hasKitObject(kitDir, home.area, digest)) {
-    w.write(readKitObject(kitDir, home.area, digest, `kit/${home.area}`).bytes);
-    counts.local++;
-  } else {
+  let w = spill.sink().begin(size);
+  let local = false;
+  try {
+    if (home.kind === "store" && store?.has(home.area, digest, size) === true) {
+      store.stream(home.area, digest, size, (c) => w.write(c), "bundle.max_member_bytes");
+      local = true;
+    } else if (home.kind === "kit" && hasKitObject(kitDir, home.area, digest)) {
+      w.write(readKitObject(kitDir, home.area, digest, `kit/${home.area}`).bytes);
+      local = true;
+    }
+  } catch (e) {
+    // this node's cached copy is not the bytes its name says (a bad disk, a stray write): it is not used, the member is
+    // fetched (verified) like a missing one, and the import puts the verified bytes in its place (`repair`)
+    if (!(e instanceof CairnError) || (e.code !== "STORE_CORRUPT" && e.code !== "DIGEST_MISMATCH")) throw e;
+    log?.(`this node's copy of ${digest} (${home.kind === "store" ? `store ${home.area}` : `kit ${home.area}`}) is corrupt: discarded, fetched again`);
+    w = spill.sink().begin(size); // the partly written one is abandoned (the spill disposes it)
+    counts.repaired.add(digest);
+  }
+  if (local) counts.local++;
+  else {
     await client.fetchBlob(repo, digest, size, (c) => w.write(c));
     counts.fetched++;
     counts.fetched_bytes += size;
@@ -194,15 +213,46 @@ function cacheRunFiles(
   files: ReadonlyMap<string, { readonly sha256: Sha256Digest }>,
   members: ReadonlyMap<string, Uint8Array>,
   index: Uint8Array,
+  repair: ReadonlySet<Sha256Digest>,
 ): void {
   const store = new Store(storeDir);
   try {
-    store.put("objects", index);
+    // a copy found corrupt is replaced (checkExisting re-reads it and puts the verified bytes in its place)
+    store.put("objects", index, { checkExisting: repair.size > 0 });
     for (const [path, f] of files) {
       if (!path.startsWith("run/") && !path.startsWith("private/")) continue;
-      if (!store.has("objects", f.sha256)) store.put("objects", members.get(path)!);
+      if (repair.has(f.sha256) || !store.has("objects", f.sha256)) store.put("objects", members.get(path)!, { checkExisting: repair.has(f.sha256) });
     }
   } finally {
     store.close();
   }
+}
+
+/** run.json read back at plan time is at most this large (the task reads it with the same bound). */
+const RUN_JSON_MAX_BYTES = 1024 * 1024;
+
+/**
+ * What a campaign's plan needs of a bundle in a registry, without pulling it:
+ * the manifest fetched by the reference's digest (verified by the client,
+ * parsed strictly) and the one member `run/run.json` fetched by its digest
+ * (verified while it streams), parsed as a run manifest. Nothing is written
+ * to a store: the bundle is pulled where its task runs.
+ */
+export async function readRegistryRunManifest(
+  unsafeRef: string,
+  remote: RemoteOptions,
+): Promise<{ readonly reference: string; readonly bytes: Buffer; readonly manifest: RunManifest }> {
+  const ref = parseBundleRef(unsafeRef, "reference", "digest");
+  const text = formatBundleRef(ref);
+  const client = registryClientFor({ registry: ref.registry }, remote);
+  const fetched = await client.fetchManifest(ref.repository, ref.digest!);
+  const art = parseBundleManifest(fetched.bytes, `manifest ${text}`);
+  const at = art.members.findIndex((m) => m.path === `run/${RUN_FILES.manifest}`);
+  if (at < 0) refuse("/layers", `the manifest of ${text} names no run/${RUN_FILES.manifest}`);
+  const m = art.members[at]!;
+  checkLimit("run.manifest-bytes", m.size, RUN_JSON_MAX_BYTES, `${text}#/layers/${at}`, "bytes", FIXED_LIMIT_HINT);
+  const chunks: Buffer[] = [];
+  await client.fetchBlob(ref.repository, m.sha256, m.size, (c) => void chunks.push(Buffer.from(c)));
+  const bytes = Buffer.concat(chunks);
+  return { reference: text, bytes, manifest: parseRunManifest(bytes, `${text} run/${RUN_FILES.manifest}`) };
 }

@@ -329,7 +329,10 @@ export async function importBundle(file: string, opts: ImportOptions): Promise<{
  */
 export function writeImport(
   b: OpenedBundle,
-  opts: ImportOptions,
+  opts: ImportOptions & {
+    /** Members (by digest) whose copy on this node was found corrupt: the verified bytes replace it (bundle-fetch.ts). */
+    readonly repair?: ReadonlySet<Sha256Digest>;
+  },
   origin: { readonly via: "bundle" | "registry"; readonly input: string },
 ): { runDir: string; kit: Kit; manifest: RunManifest } {
   const host = opts.qemu ?? qemuVersion();
@@ -345,17 +348,20 @@ export function writeImport(
       const area = p.startsWith("store/objects/") ? "objects" : p.startsWith("store/derived/") ? "derived" : undefined;
       if (area === undefined) continue;
       const file = b.spilled(p);
+      const digest = `sha256:${p.slice(-64)}` as Sha256Digest;
+      const replace = opts.repair?.has(digest) === true;
       // a large member (a layer blob) is published from its private file in chunks, never read whole
-      if (file !== undefined) store.putFile(area, file, `sha256:${p.slice(-64)}` as Sha256Digest, statSync(file).size);
-      else store.put(area, b.members.get(p)!);
+      if (file !== undefined) store.putFile(area, file, digest, statSync(file).size, { replace });
+      else store.put(area, b.members.get(p)!, { checkExisting: replace });
     }
   } finally {
     store.close();
   }
   openRoot(opts.kitDir, KIT_ROOT, { create: true });
   for (const p of b.members.keys()) {
-    if (p.startsWith("kit/kernels/")) putKitObject(opts.kitDir, "kernels", Buffer.from(b.members.get(p)!));
-    else if (p.startsWith("kit/agents/")) putKitObject(opts.kitDir, "agents", Buffer.from(b.members.get(p)!));
+    const replace = opts.repair?.has(`sha256:${p.slice(-64)}` as Sha256Digest) === true;
+    if (p.startsWith("kit/kernels/")) putKitObject(opts.kitDir, "kernels", Buffer.from(b.members.get(p)!), { replace });
+    else if (p.startsWith("kit/agents/")) putKitObject(opts.kitDir, "agents", Buffer.from(b.members.get(p)!), { replace });
   }
   const m = b.manifest;
   // No kit.json is written: the kernel, modules and agent came from the bundle, which is hostile input. A kit.json

@@ -176,18 +176,19 @@ export function hasKitObject(dir: string, area: "kernels" | "agents", digest: Sh
 }
 
 /** Puts a kit object by its digest (written atomically, never rewritten; written through the held directory, never a symlink). */
-export function putKitObject(dir: string, area: "kernels" | "agents", bytes: Buffer): Sha256Digest {
+export function putKitObject(dir: string, area: "kernels" | "agents", bytes: Buffer, options: { readonly replace?: boolean } = {}): Sha256Digest {
   try {
-    return putKitObjectIn(dir, area, bytes);
+    return putKitObjectIn(dir, area, bytes, options.replace === true);
   } catch (e) {
     throw writeRefusal(dir, e, "into the guest kit"); // read-only or full media, named (issue 31), never INTERNAL
   }
 }
 
-function putKitObjectIn(dir: string, area: "kernels" | "agents", bytes: Buffer): Sha256Digest {
+/** `replace`: the present object was found corrupt, the verified bytes are written in its place (by rename). */
+function putKitObjectIn(dir: string, area: "kernels" | "agents", bytes: Buffer, replace: boolean): Sha256Digest {
   const digest = sha256(bytes);
   ensureDirsIn(dir, [area, `${area}/sha256`], 0o755);
-  if (hasKitObject(dir, area, digest)) return digest;
+  if (!replace && hasKitObject(dir, area, digest)) return digest;
   const [alg, hex] = digestComponents(digest);
   withDirIn(dir, `${area}/${alg}`, (d) => writeFileAtomic(`${d}/${hex}`, bytes, { mode: 0o644 }), { write: true });
   return digest;

@@ -53,8 +53,18 @@ export function processAlive(pid: number): boolean {
   return stat !== undefined && stat.state !== "Z" && stat.state !== "X";
 }
 
-/** State and process group from /proc/PID/stat; undefined when the process is gone. */
-function procStat(pid: string): { state: string; pgrp: number } | undefined {
+/**
+ * When process `pid` started (clock ticks since boot, /proc/PID/stat field
+ * 22), or undefined when it is gone or a zombie: with the pid, it names one
+ * process, so a pid reused by a later process is not taken for it.
+ */
+export function processStartTime(pid: number): string | undefined {
+  const stat = procStat(String(pid));
+  return stat === undefined || stat.state === "Z" || stat.state === "X" ? undefined : stat.start;
+}
+
+/** State, process group and start time from /proc/PID/stat; undefined when the process is gone. */
+function procStat(pid: string): { state: string; pgrp: number; start: string } | undefined {
   let stat: string;
   try {
     stat = readFileSync(`/proc/${pid}/stat`, "latin1");
@@ -63,5 +73,5 @@ function procStat(pid: string): { state: string; pgrp: number } | undefined {
   }
   // pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses, so read after the last ')'
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return { state: fields[0]!, pgrp: Number(fields[2]) };
+  return { state: fields[0]!, pgrp: Number(fields[2]), start: fields[19] ?? "" };
 }

@@ -21,6 +21,7 @@ import type { Context } from "../context.ts";
 import { printable, printJson } from "../output.ts";
 import { CAIRN_VERSION } from "../cairn-version.ts";
 import { parseTimeout } from "../flags.ts";
+import { credentialEnvironment, remoteArgv, remoteFlags, remoteOptions, type RemoteFlags } from "../remote-flags.ts";
 
 interface Where {
   store?: string;
@@ -70,8 +71,7 @@ export function registerCampaign(program: Command, ctx: Context): void {
     .command("campaign")
     .description("campaigns (docs/fleet.md): many runs recorded, replayed or verified as tasks named by identity, with one report and one signed receipt");
 
-  campaign
-    .command("run")
+  remoteFlags(campaign.command("run"))
     .description("expand a campaign file into tasks and run those without a result (a rerun resumes), then sign the campaign receipt")
     .argument("<file>", "the campaign file (schema: cairn.campaign/1)")
     .option("--executor <name>", "local (processes on this host) or slurm", "local")
@@ -86,7 +86,7 @@ export function registerCampaign(program: Command, ctx: Context): void {
     .option("--keys <dir>", "verify memo key directory (default $CAIRN_HOME/keys or $XDG_DATA_HOME/cairn/keys)")
     .option("--timeout <seconds>", "each task's wall-clock limit for QEMU")
     .option("--json", "print the result as JSON")
-    .action(async (unsafeFile: string, opts: Where & { executor: string; jobs?: string; out?: string; key: string; json?: boolean }) => {
+    .action(async (unsafeFile: string, opts: Where & RemoteFlags & { executor: string; jobs?: string; out?: string; key: string; json?: boolean }) => {
       const file = resolve(ctx.cwd, unsafeFile);
       const jobs = jobsFlag(opts.jobs);
       parseTimeout(opts.timeout);
@@ -122,7 +122,11 @@ export function registerCampaign(program: Command, ctx: Context): void {
           "--keys",
           keys,
           ...(opts.timeout !== undefined ? ["--timeout", opts.timeout] : []),
+          // a `bundle: oci://…` task pulls on its node with the same transport; credentials by their files' names, in the environment
+          ...remoteArgv(ctx, opts),
         ],
+        remote: remoteOptions(ctx, opts),
+        taskEnv: credentialEnvironment(ctx),
         log,
         onEvent: (e) => log(`${e.kind} ${e.task.slice(0, 12)}${e.detail !== undefined ? ` (${printable(e.detail)})` : ""}`),
       });
@@ -158,8 +162,7 @@ export function registerCampaign(program: Command, ctx: Context): void {
       if (failure) throw failure;
     });
 
-  campaign
-    .command("task")
+  remoteFlags(campaign.command("task"))
     .description("run one task of a campaign and publish its result (what an executor starts; not usually typed)")
     .argument("<dir>", "the campaign's results directory")
     .argument("<task>", "the task's name")
@@ -169,7 +172,7 @@ export function registerCampaign(program: Command, ctx: Context): void {
     .option("--keys <dir>", "verify memo key directory")
     .option("--timeout <seconds>", "wall-clock limit for QEMU")
     .option("--json", "print the result as JSON")
-    .action(async (unsafeDir: string, task: string, opts: Where & { key: string; json?: boolean }) => {
+    .action(async (unsafeDir: string, task: string, opts: Where & RemoteFlags & { key: string; json?: boolean }) => {
       const dir = resolve(ctx.cwd, unsafeDir);
       const key = readSigningKey(resolve(ctx.cwd, opts.key));
       const timeoutMs = parseTimeout(opts.timeout);
@@ -183,6 +186,7 @@ export function registerCampaign(program: Command, ctx: Context): void {
         cairnVersion: CAIRN_VERSION,
         ...(timeoutMs !== undefined ? { timeoutMs } : {}),
         verify: { memoKeyDir: defaultKeysDir(ctx.env, ctx.cwd, opts.keys), full: false },
+        remote: remoteOptions(ctx, opts),
         log,
       });
       if (opts.json)
