@@ -108,10 +108,12 @@ export class CheckpointTaker {
     try {
       this.#watcher = watch(protocolLog, poll);
       this.#watcher.on("error", () => {});
+      this.#watcher.unref(); // following a file never keeps the process alive by itself (QEMU's child process does)
     } catch {
       this.#watcher = undefined; // the interval below still reads it
     }
     this.#timer = setInterval(poll, POLL_MS);
+    this.#timer.unref();
   }
 
   #matcher(after: CheckpointAfter, steps: readonly (Matcher | undefined)[]): Matcher {
