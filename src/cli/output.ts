@@ -7,6 +7,8 @@
  * per tag under docs/schemas/), and a failure prints
  * {"schema":"cairn.cli.error/1","error":{code,message,path,hint}}.
  */
+import { existsSync, realpathSync } from "node:fs";
+import { basename, dirname, resolve } from "node:path";
 import { CairnError, describeNotWritable, mediaErrno } from "../core/index.ts";
 
 export interface Io {
@@ -28,6 +30,33 @@ export interface Io {
  */
 export function printable(s: string): string {
   return s.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
+/** `path` absolute, its directory's symlinks resolved (the file itself is what a rename would replace). */
+function placeOf(cwd: string, path: string): string {
+  const abs = resolve(cwd, path);
+  const dir = dirname(abs);
+  return existsSync(dir) ? resolve(realpathSync(dir), basename(abs)) : abs;
+}
+
+/**
+ * Where a page or report named by `flag` is written, refused (USAGE) when it
+ * is one of the command's inputs or a file cairn keeps beside one (`.dsse.json`,
+ * `.cairn.json`): `lock diff A B --html A` would replace the lockfile with a
+ * page, and its signature would no longer verify.
+ */
+export function outputPath(cwd: string, flag: string, out: string, inputs: readonly string[]): string {
+  const place = placeOf(cwd, out);
+  for (const input of inputs) {
+    const p = placeOf(cwd, input);
+    if ([p, `${p}.dsse.json`, `${p}.cairn.json`].includes(place)) {
+      throw new CairnError("USAGE", `${flag} ${out} is an input of this command (${input}${place === p ? "" : "'s file beside it"}): it would be replaced`, {
+        path: flag,
+        hint: `write the page somewhere else, e.g. ${flag} ${basename(input)}.html`,
+      });
+    }
+  }
+  return resolve(cwd, out);
 }
 
 export const processIo: Io = {

@@ -10,7 +10,7 @@
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { buildExampleRegistry } from "../../examples/strata/build-registry.ts";
@@ -158,6 +158,30 @@ describe("the lock pages are written whole or not at all", () => {
     const html = readFileSync(out, "utf8");
     assert.match(html, /^<!doctype html>/);
     assert.match(html, /<\/html>\n$/);
+  });
+
+  it("second pass: --html naming an input lockfile or its signature is a usage error, and the lockfile is left as it was (control: another path is written)", async () => {
+    const a = join(dir, "in-a.lock");
+    writeFileSync(a, handLockText(BEFORE));
+    writeFileSync(`${a}.dsse.json`, "{}");
+    const before = readFileSync(a);
+    for (const args of [
+      ["lock", "diff", a, a, "--html", a],
+      ["lock", "diff", a, a, "--html", `${a}.dsse.json`],
+      ["lock", "explain", a, "--html", a],
+      ["lock", "explain", a, "--html", join(dir, ".", "in-a.lock")],
+    ]) {
+      const r = await runCli([...args, "--json"]);
+      assert.equal(r.code, 2, args.join(" "));
+      assert.equal(JSON.parse(r.stdout).error.code, "USAGE");
+      assert.equal(JSON.parse(r.stdout).error.path, "--html");
+    }
+    assert.deepEqual(readFileSync(a), before, "the lockfile is untouched");
+    assert.equal(readFileSync(`${a}.dsse.json`, "utf8"), "{}");
+    rmSync(`${a}.dsse.json`); // a placeholder, not a signature: lock explain would read it
+    const ok = await runCli(["lock", "explain", a, "--html", join(dir, "in-a.html")]);
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.ok(existsSync(join(dir, "in-a.html")));
   });
 
   it("lock explain --html without a lockfile is a usage error naming --html", async () => {

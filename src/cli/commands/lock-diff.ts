@@ -1,9 +1,8 @@
 import type { Command } from "commander";
-import { resolve } from "node:path";
 import { formatBytes, writeFileAtomic } from "../../core/index.ts";
 import { diffLocks, direction, type LayerFacts, type LockDiff, lockDiffHtml, readLockfileUnvalidated } from "../../strata/index.ts";
 import type { Context } from "../context.ts";
-import { printable, printJson } from "../output.ts";
+import { outputPath, printable, printJson } from "../output.ts";
 import { DIFF_DIFFERENT, DIFF_EQUAL, DIFF_EXIT_HELP, DIFF_TROUBLE, diffExitCodes } from "../diff-exit.ts";
 
 export function registerLockDiff(lock: Command, ctx: Context): void {
@@ -21,13 +20,14 @@ export function registerLockDiff(lock: Command, ctx: Context): void {
     )
     .action((a: string, b: string, opts: { json?: boolean; html?: string }) => {
       diffExitCodes(ctx);
+      const html = opts.html !== undefined ? outputPath(ctx.cwd, "--html", opts.html, [a, b]) : undefined;
       // Parsed without Validate, so a lockfile that breaks a rule is shown with its problems instead of refused.
       const la = readLockfileUnvalidated(a);
       const lb = readLockfileUnvalidated(b);
       const d = diffLocks(la.lock, lb.lock, la.problems, lb.problems);
       // An invalid lockfile has no EnvironmentID to compare: trouble, though the diff is shown.
       // written atomically (a temporary file renamed into place): a reader finds the whole page or none
-      if (opts.html !== undefined) writeFileAtomic(resolve(ctx.cwd, opts.html), lockDiffHtml(la.lock, lb.lock, d, { a, b }), { mode: 0o644 });
+      if (html !== undefined) writeFileAtomic(html, lockDiffHtml(la.lock, lb.lock, d, { a, b }), { mode: 0o644 });
       ctx.exitCode = d.problems_a.length + d.problems_b.length > 0 ? DIFF_TROUBLE : d.same_id ? DIFF_EQUAL : DIFF_DIFFERENT;
       if (opts.json) {
         printJson(ctx.io, "cairn.cli.lock-diff/1", d);

@@ -1,5 +1,4 @@
 import type { Command } from "commander";
-import { resolve } from "node:path";
 import { CairnError, formatBytes, readSigningKey, readVerifyingKey, writeFileAtomic } from "../../core/index.ts";
 import {
   convertV1LockfileFile,
@@ -15,7 +14,7 @@ import {
   signLockfile,
 } from "../../strata/index.ts";
 import type { Context } from "../context.ts";
-import { printable, printJson } from "../output.ts";
+import { outputPath, printable, printJson } from "../output.ts";
 import { registerLockVerify } from "./lock-verify.ts";
 import { registerLockExport } from "./lock-export.ts";
 import { registerLockDiff } from "./lock-diff.ts";
@@ -79,10 +78,11 @@ export function registerLock(program: Command, ctx: Context): void {
     .action((path: string | undefined, opts: { json?: boolean; html?: string }) => {
       if (opts.html !== undefined && path === undefined)
         throw new CairnError("USAGE", "--html needs a lockfile to explain", { path: "--html", hint: "cairn lock explain LOCK --html OUT" });
+      const html = opts.html !== undefined && path !== undefined ? outputPath(ctx.cwd, "--html", opts.html, [path]) : undefined;
       const read = path !== undefined ? readLockfile(path) : undefined;
       const explained = read ? explainLock(read.lock) : undefined;
       // written atomically (a temporary file renamed into place): a reader finds the whole page or none
-      if (opts.html !== undefined && explained !== undefined) writeFileAtomic(resolve(ctx.cwd, opts.html), lockExplainHtml(explained, path!), { mode: 0o644 });
+      if (html !== undefined && explained !== undefined) writeFileAtomic(html, lockExplainHtml(explained, path!), { mode: 0o644 });
       if (opts.json) {
         // the scope's own `schema` is the identity it explains (cairn.environment/N): printed as `identity`
         const { schema: identity, ...scope } = explainScope();
