@@ -63,6 +63,17 @@ export const DEFAULT_RETRIES = 1;
  */
 const SETTABLE = /^\/run(\/|$)|^\/source\/(binary|oci)\/args(\/|$)/;
 
+/**
+ * Why a lockfile is not a campaign entry: `cairn run LOCKFILE` takes the
+ * lockfile's verification policy (the keys, registries and base it is
+ * checked against) and the command it runs from its own command line, never
+ * from a file (vm/lockfile-run.ts), and a campaign has no place to give
+ * them to its tasks; a task's name would need the exported image's workload
+ * identity, which only that verification and export make. Said, not guessed.
+ */
+export const LOCK_REFUSED =
+  "a lockfile is not a campaign entry: `cairn run LOCKFILE` takes its verification policy (--pub, --registry, --base) and its command from the command line, never from a file, and a campaign cannot carry them to its tasks; record it with `cairn run`, then replay or verify that run here ({run: DIR} or {bundle: ...})";
+
 const TOP = ["schema", "mode", "runs", "matrix", "repeat", "resources", "retries"];
 
 function hintFor(): string {
@@ -98,8 +109,12 @@ export function parseCampaign(bytes: Buffer, path: string): CampaignFile {
     if (runList.length === 0) c.add("/runs", "must name at least one run");
     runList.forEach((item, i) => {
       const at = childPath("/runs", i);
-      const o = c.object(item, at, ["spec", "run", "campaign", "bundle"]);
+      const o = c.object(item, at, ["spec", "run", "campaign", "bundle", "lock"]);
       if (o === undefined) return;
+      if (Object.hasOwn(o, "lock")) {
+        c.add(childPath(at, "lock"), LOCK_REFUSED);
+        return;
+      }
       const keys = Object.keys(o);
       if (keys.length !== 1) {
         c.add(at, "give exactly one of spec, run, campaign, bundle");

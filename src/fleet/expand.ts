@@ -40,7 +40,7 @@ import {
   runHostScope,
   type RunManifest,
 } from "../vm/index.ts";
-import type { CampaignFile, MatrixAxis, RunEntry } from "./campaign-file.ts";
+import { LOCK_REFUSED, type CampaignFile, type MatrixAxis, type RunEntry } from "./campaign-file.ts";
 import type { Collapsed, Expansion, PlannedTask, TaskInput } from "./plan-file.ts";
 import { taskName, type TaskIdentityModel } from "./task-identity.ts";
 import { readPublishedRuns } from "./published-runs.ts";
@@ -175,6 +175,12 @@ export async function expandCampaign(file: CampaignFile, opts: ExpandOptions): P
         const bytes = readFileBounded(entry.path, SPEC_MAX_BYTES, "spec.max_bytes", { missing: "CAMPAIGN_INVALID", notRegular: "CAMPAIGN_INVALID" });
         const original = parseYamlBytes(bytes, entry.path);
         if (!isJsonObject(original)) throw invalid(`${entry.path} is not a workload spec`, `${at}/spec`);
+        // a spec naming a lockfile runs only with the verification policy `cairn run` takes on its command line
+        if (isJsonObject(original.source) && Object.hasOwn(original.source, "lockfile"))
+          throw new CairnError("CAMPAIGN_INVALID", `runs entry ${ri}: ${entry.path} names a lockfile (source.lockfile): ${LOCK_REFUSED}`, {
+            path: `${at}/spec`,
+            hint: "see docs/fleet.md: lockfiles and campaigns",
+          });
         for (const point of pts) {
           const variant = copy(original) as JsonObject;
           file.matrix.forEach((axis, i) => {

@@ -5,6 +5,7 @@
  * collapsed into one. No VM: expansion assembles the workload only.
  */
 import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { CAMPAIGN_LIMITS } from "../../src/core/index.ts";
@@ -55,6 +56,23 @@ describe("the campaign file", () => {
     assert.match(t.message, /campaign\.tasks/);
     assert.equal(CAMPAIGN_LIMITS["campaign.tasks"], 10_000);
     assertCode(() => parse(`${RECORD}repeat: 1001\n`), "LIMIT_EXCEEDED", "/repeat");
+  });
+
+  it("reads bundle entries (a file made absolute, a registry reference as written) and refuses a lock entry saying why (control: the spec entry)", () => {
+    const ref = `oci://127.0.0.1:5000/runs/x@sha256:${"a".repeat(64)}`;
+    const c = parse(`schema: cairn.campaign/1\nmode: replay\nruns: [{bundle: ./r.cairn}, {bundle: "${ref}"}]\n`);
+    assert.deepEqual(c.runs, [
+      { kind: "bundle", path: "/tmp/c/r.cairn" },
+      { kind: "bundle", path: ref },
+    ]);
+    assertCode(() => parse("schema: cairn.campaign/1\nmode: record\nruns: [{bundle: ./r.cairn}]\n"), "CAMPAIGN_INVALID", "/runs/0/bundle");
+    const e = assertCode(
+      () => parse("schema: cairn.campaign/1\nmode: record\nruns: [{spec: ./hello.yaml}, {lock: ./env.lock}]\n"),
+      "CAMPAIGN_INVALID",
+      "/runs/1/lock",
+    );
+    assert.match(e.message, /verification policy/);
+    assert.equal(parse(RECORD).runs.length, 1);
   });
 
   it("refuses a campaign file that is not a regular file", () => {
@@ -138,5 +156,15 @@ describe("expansion into tasks named by identity", { skip: GCC_SKIP }, () => {
     await assertCodeAsync(() => expandCampaign(readCampaignFile(missing), opts), "CAMPAIGN_INVALID", "/matrix/0/set");
     const good = writeCampaign(dir, `${RECORD}matrix:\n  - set: /run/steps/1/action\n    values: [write-stdin]\n`);
     assert.equal((await expandCampaign(readCampaignFile(good), opts)).tasks.length, 1);
+  });
+
+  it("a spec naming a lockfile is refused saying why, before anything runs (control: the binary spec beside it)", async () => {
+    const dir = helloDir();
+    const opts = { storeDir: join(dir, "store"), cairnVersion: "test" };
+    writeFileSync(join(dir, "env.yaml"), "schema: cairn.workload/1\nsource:\n  lockfile: {path: ./env.lock, cmd: [/bin/true]}\n");
+    const f = writeCampaign(dir, "schema: cairn.campaign/1\nmode: record\nruns: [{spec: ./hello.yaml}, {spec: ./env.yaml}]\n");
+    const e = await assertCodeAsync(() => expandCampaign(readCampaignFile(f), opts), "CAMPAIGN_INVALID", "/runs/1/spec");
+    assert.match(e.message, /names a lockfile .*verification policy/);
+    assert.equal((await expandCampaign(readCampaignFile(writeCampaign(dir, RECORD)), opts)).tasks.length, 1);
   });
 });
