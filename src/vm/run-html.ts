@@ -142,14 +142,19 @@ export function runHtml(v: RunView): string {
           .join(
             "",
           )}</tbody></table><p class="muted">host facts of the record (network.json), not bound by the receipt; what the guest saw is in the replay log</p>`;
-  const body = `<h1>cairn run <code>${esc(s.run_id)}</code></h1>
-<div class="banner ${banner}"><b>status ${esc(s.status)}</b>${s.check === "tampered" ? " (as run.json says; not to be believed)" : ""}; check <b>${esc(s.check)}</b>${s.problem !== null ? ` (${esc(s.problem)})` : ""}: ${esc(CHECK_MEANING[s.check])}</div>
+  const heading =
+    v.replay === null
+      ? `<h1>cairn run <code>${esc(s.run_id)}</code></h1>`
+      : `<h1>cairn replay ${v.replay.n} of run <code>${esc(s.run_id)}</code></h1>
+<p class="muted">the timeline, events, outputs and assertions below are the replay's (replays/${v.replay.n}); the status, check and identities are the record's; replayed status: <b>${esc(v.replay.status ?? "no result")}</b></p>`;
+  const body = `${heading}
+<div class="banner ${banner}"><b>${v.replay === null ? "status" : "recorded status"} ${esc(s.status)}</b>${s.check === "tampered" ? " (as run.json says; not to be believed)" : ""}; check <b>${esc(s.check)}</b>${s.problem !== null ? ` (${esc(s.problem)})` : ""}: ${esc(CHECK_MEANING[s.check])}</div>
 <table class="facts"><tbody>
 <tr><th>recorded</th><td>${esc(s.recorded_at)}</td></tr>
 <tr><th>workload</th><td>${esc(s.source_kind)} ${digestCell(s.workload)}</td></tr>
 <tr><th>VM</th><td>${digestCell(s.vm_digest)} (${esc(s.root)} root, ${s.memory_mib} MiB)</td></tr>
 <tr><th>guest instructions</th><td id="guest-instructions">${v.guest_instructions === null ? "not measured" : esc(v.guest_instructions.toLocaleString("en-US"))} <span class="muted">(deterministic: every replay executes exactly these)</span></td></tr>
-<tr><th>host cost</th><td>${esc(ms(v.cost.wall_ms))} wall, ${esc(ms(v.cost.host_cpu_ms))} CPU <span class="muted">(the record on its host; not deterministic, never compared)</span></td></tr>
+<tr><th>host cost</th><td>${v.replay !== null ? "not recorded for a replay" : `${esc(ms(v.cost.wall_ms))} wall, ${esc(ms(v.cost.host_cpu_ms))} CPU <span class="muted">(the record on its host; not deterministic, never compared)</span>`}</td></tr>
 <tr><th>outcome</th><td>${digestCell(s.outcome)}</td></tr>
 </tbody></table>
 <h2>Timeline</h2>
@@ -181,5 +186,5 @@ ${v.identities.map(identityRow).join("\n")}
 <h2>Replays</h2>
 ${v.replays.length === 0 ? "<p>none yet</p>" : v.replays.map(replaySection).join("\n")}
 <p class="muted">written by cairn runs show --html${v.private ? "; includes private output excerpts" : ""}</p>`;
-  return htmlPage({ title: `cairn run ${s.run_id}`, css: CSS, body });
+  return htmlPage({ title: v.replay === null ? `cairn run ${s.run_id}` : `cairn replay ${v.replay.n} of ${s.run_id}`, css: CSS, body });
 }

@@ -41,7 +41,15 @@ export function runTrace(v: RunView): RunTrace {
   const s = v.summary;
   const lanes = [0, ...v.invocations.map((i) => i.invocation)];
   const events: TraceEvent[] = [
-    { name: "process_name", ph: "M", pid: PID, tid: 0, args: { name: `cairn run ${s.run_id} (${s.status})` } },
+    {
+      name: "process_name",
+      ph: "M",
+      pid: PID,
+      tid: 0,
+      args: {
+        name: v.replay === null ? `cairn run ${s.run_id} (${s.status})` : `cairn replay ${v.replay.n} of ${s.run_id} (${v.replay.status ?? "no result"})`,
+      },
+    },
     ...lanes.map((inv): TraceEvent => ({ name: "thread_name", ph: "M", pid: PID, tid: inv, args: { name: inv === 0 ? "run" : `invocation ${inv}` } })),
     ...lanes.map((inv, i): TraceEvent => ({ name: "thread_sort_index", ph: "M", pid: PID, tid: inv, args: { sort_index: i } })),
   ];
@@ -84,6 +92,7 @@ export function runTrace(v: RunView): RunTrace {
     displayTimeUnit: "ms",
     otherData: {
       run_id: s.run_id,
+      replay: v.replay?.n ?? null,
       status: s.status,
       check: s.check,
       time_axis: `event order: event N is at N x ${TRACE_TICK_US} us; the guest's events carry no time`,

@@ -119,6 +119,8 @@ export interface ReplayPicture {
 
 export interface RunView {
   readonly summary: RunSummary;
+  /** When a replay is drawn: its number and the status its result.json gives (null when it left none). */
+  readonly replay: { readonly n: number; readonly status: string | null } | null;
   readonly items: readonly TimelineItem[];
   readonly invocations: readonly InvocationShown[];
   readonly assertions: ReadonlyArray<{
@@ -143,6 +145,12 @@ export interface RunView {
 export interface RunViewOptions extends DescribeOptions {
   /** Include excerpts of the private output streams. */
   readonly private?: boolean;
+  /**
+   * Draw this replay (replays/N) instead of the record: its events,
+   * assertions and streams on the timeline, its verdict and first
+   * difference; the identities and the run's check are the record's.
+   */
+  readonly replay?: number;
 }
 
 const STEP_EVENTS = new Set(["start", "stdin-closed", "input-accepted", "input-rejected", "requested-termination"]);
@@ -311,14 +319,19 @@ function replayDifference(
   return { difference: null, note: "its events and assertions equal the record's; its result says otherwise" };
 }
 
-/** Reads everything a picture of `runDir` shows (throws the readers' typed refusals). */
+/** Reads everything a picture of `runDir` (or of one of its replays) shows (throws the readers' typed refusals). */
 export function runView(runDir: string, opts: RunViewOptions = {}): RunView {
   const summary = describeRun(runDir, opts);
   const manifest = readRunManifest(runDir);
-  const eventsFile = join(runDir, RUN_FILES.events);
-  const events = readRecordedList(eventsFile);
-  const assertionsList = readRecordedList(join(runDir, RUN_FILES.assertions));
-  const items = timeline(events, RUN_FILES.events);
+  const numbers = replayNumbers(runDir);
+  if (opts.replay !== undefined && !numbers.includes(opts.replay))
+    throw new CairnError("RUN_INVALID", `the run has no replay ${opts.replay}`, { path: join(runDir, RUN_FILES.replays, String(opts.replay)) });
+  // the directory whose events, assertions and streams are drawn: the record's, or the replay's
+  const shownDir = opts.replay === undefined ? runDir : join(runDir, RUN_FILES.replays, String(opts.replay));
+  const recorded = { events: readRecordedList(join(runDir, RUN_FILES.events)), assertions: readRecordedList(join(runDir, RUN_FILES.assertions)) };
+  const events = opts.replay === undefined ? recorded.events : readRecordedList(join(shownDir, RUN_FILES.events));
+  const assertionsList = opts.replay === undefined ? recorded.assertions : readRecordedList(join(shownDir, RUN_FILES.assertions));
+  const items = timeline(events, opts.replay === undefined ? RUN_FILES.events : `${RUN_FILES.replays}/${opts.replay}/${RUN_FILES.events}`);
   const priv = opts.private === true;
   let instructions: number | null = null;
   try {
@@ -327,17 +340,30 @@ export function runView(runDir: string, opts: RunViewOptions = {}): RunView {
   } catch (e) {
     if (!isCairnError(e)) throw e;
   }
-  const numbers = replayNumbers(runDir);
-  const replays = summary.replays.map((verdict, i): ReplayPicture => {
-    const n = numbers[i]!;
-    if (verdict === "matched") return { n, verdict, difference: null, note: null };
-    if (verdict === "no-result") return { n, verdict, difference: null, note: "it left no result (interrupted, or refused)" };
-    return { n, verdict, ...replayDifference(runDir, join(runDir, RUN_FILES.replays, String(n)), { events, assertions: assertionsList }) };
-  });
+  const replays = summary.replays
+    .map((verdict, i): ReplayPicture => {
+      const n = numbers[i]!;
+      if (verdict === "matched") return { n, verdict, difference: null, note: null };
+      if (verdict === "no-result") return { n, verdict, difference: null, note: "it left no result (interrupted, or refused)" };
+      return { n, verdict, ...replayDifference(runDir, join(runDir, RUN_FILES.replays, String(n)), recorded) };
+    })
+    .filter((r) => opts.replay === undefined || r.n === opts.replay);
+  let replay: RunView["replay"] = null;
+  if (opts.replay !== undefined) {
+    let status: string | null = null;
+    try {
+      const r = parseJsonBytes(readFileBounded(join(shownDir, "result.json"), 64 * 1024, "run.replay-result-bytes"));
+      if (isJsonObject(r) && typeof r.status === "string") status = r.status;
+    } catch (e) {
+      if (!isCairnError(e)) throw e;
+    }
+    replay = { n: opts.replay, status };
+  }
   return {
     summary,
+    replay,
     items,
-    invocations: invocationsOf(runDir, items, events, priv),
+    invocations: invocationsOf(shownDir, items, events, priv),
     assertions: assertionsList.map((a) => {
       const o = isJsonObject(a) ? a : {};
       const text = (v: unknown) => (v === undefined ? "" : canonicalize(v));
@@ -349,13 +375,14 @@ export function runView(runDir: string, opts: RunViewOptions = {}): RunView {
         actual: text(o.actual),
       };
     }),
-    checkpoints: (manifest.checkpoints?.taken ?? []).map((c) => ({
+    // the record's: a replay's own checkpoints and cost are not recorded
+    checkpoints: (opts.replay === undefined ? (manifest.checkpoints?.taken ?? []) : []).map((c) => ({
       name: c.name,
       after: "step" in c.after ? `step ${c.after.step}` : `${c.after.output} contains ${JSON.stringify(c.after.contains)}`,
       icount: c.icount,
     })),
     guest_instructions: instructions,
-    cost: readRunCost(runDir),
+    cost: opts.replay === undefined ? readRunCost(runDir) : { wall_ms: null, host_cpu_ms: null },
     network: readRunNetwork(runDir) ?? null,
     identities: identitiesOf(summary),
     replays,

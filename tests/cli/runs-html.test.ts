@@ -251,4 +251,30 @@ describe("runs show --html and --trace on a recorded example run", { skip: SKIP 
     const plain = await browser.openPage(join(dir, "run.html"));
     assert.equal(await plain.evaluate<number>("document.querySelectorAll('svg rect.checkpoint').length"), 0);
   });
+
+  it("a replay directory (RUN/replays/N) is drawn as that replay: its own events, its verdict and first difference", async () => {
+    // the altered copy of the third case: replays/1 differs from the record at one exit code
+    const copy = join(dir, "altered");
+    const replayed = JSON.parse(readFileSync(join(copy, "replays", "1", "events.json"), "utf8")) as Array<Record<string, unknown>>;
+    const at = replayed.findIndex((e) => e.event === "exit");
+    const page = join(dir, "replay.html");
+    const trace = join(dir, "replay.json");
+    const r = await runCli(["runs", "show", join(copy, "replays", "1"), "--html", page, "--trace", trace]);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.match(r.stdout, /^run +\S+/m, "the text output describes the replay's run");
+    const p = await browser.openPage(page);
+    assert.deepEqual(p.problems, []);
+    assert.match(await p.evaluate<string>("document.querySelector('h1').textContent"), /^cairn replay 1 of run /);
+    assert.equal(await p.evaluate<number>("document.querySelectorAll('svg circle.event').length"), replayed.length);
+    assert.match(await p.evaluate<string>("document.querySelector('tr.differs').textContent"), /exit 7/, "the replay's own event, as it replayed");
+    assert.equal(await p.evaluate<string>("document.querySelector('.replay-difference').dataset.pointer"), `/events/${at}/code`);
+    assert.match(await p.evaluate<string>("document.body.innerText"), /host cost\s+not recorded for a replay/);
+    assert.equal(JSON.parse(readFileSync(trace, "utf8")).otherData.replay, 1);
+    // control: the faithful replay of the unaltered run marks nothing
+    const good = join(dir, "replay-good.html");
+    assert.equal((await runCli(["runs", "show", join(runDir, "replays", "1"), "--html", good])).code, 0);
+    const g = await browser.openPage(good);
+    assert.equal(await g.evaluate<string>("document.querySelector('.replay').dataset.verdict"), "matched");
+    assert.equal(await g.evaluate<number>("document.querySelectorAll('.differs').length"), 0);
+  });
 });

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { existsSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { CairnError, readVerifyingKey, writeFileAtomic } from "../../core/index.ts";
 import { CHECK_MEANING, defaultRunsDir, describeOrigin, describeRun, runHtml, runTrace, runView } from "../../vm/index.ts";
 import type { Context } from "../context.ts";
@@ -10,7 +10,10 @@ export function registerRunsShow(runs: Command, ctx: Context): void {
   runs
     .command("show")
     .description("describe one run: status and what its files confirm, where it came from, identities, guest root and RAM, replays")
-    .argument("<run>", "a run directory, or a run id under --runs")
+    .argument(
+      "<run>",
+      "a run directory, a run id under --runs, or a replay directory RUN/replays/N (described as its run, drawn as that replay by --html and --trace)",
+    )
     .option("--runs <dir>", "the runs directory a run id is looked up in (default $CAIRN_HOME/runs or $XDG_DATA_HOME/cairn/runs)")
     .option("--pub <key>", "an Ed25519 public key: the run is signed when its receipt verifies with it against the directory")
     .option("--html <file>", "also write one self-contained HTML page of the run: timeline, outputs, identities, replays")
@@ -19,13 +22,16 @@ export function registerRunsShow(runs: Command, ctx: Context): void {
     .option("--json", "print the description as JSON")
     .action((run: string, opts: { runs?: string; pub?: string; json?: boolean; html?: string; trace?: string; private?: boolean }) => {
       const asDir = resolve(ctx.cwd, run);
-      const dir = existsSync(asDir) ? asDir : join(defaultRunsDir(ctx.env, ctx.cwd, opts.runs), run);
+      const given = existsSync(asDir) ? asDir : join(defaultRunsDir(ctx.env, ctx.cwd, opts.runs), run);
+      // a replay directory (RUN/replays/N) is described as its run, and drawn as that replay
+      const replayOf = /^[1-9][0-9]*$/.test(basename(given)) && basename(dirname(given)) === "replays" && !existsSync(join(given, "run.json"));
+      const dir = replayOf ? dirname(dirname(given)) : given;
       const keys = opts.pub !== undefined ? [readVerifyingKey(resolve(ctx.cwd, opts.pub))] : [];
       if (opts.private === true && opts.html === undefined)
         throw new CairnError("USAGE", "--private adds output excerpts to the page; give --html FILE", { path: "--private" });
       if (opts.html !== undefined || opts.trace !== undefined) {
         // both are made before either is written: a refusal leaves neither
-        const view = runView(dir, { keys, private: opts.private === true });
+        const view = runView(dir, { keys, private: opts.private === true, ...(replayOf ? { replay: Number(basename(given)) } : {}) });
         const html = opts.html !== undefined ? runHtml(view) : undefined;
         const trace = opts.trace !== undefined ? `${JSON.stringify(runTrace(view))}\n` : undefined;
         if (html !== undefined) writeFileAtomic(resolve(ctx.cwd, opts.html!), html, { mode: opts.private === true ? 0o600 : 0o644 });
