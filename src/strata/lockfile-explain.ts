@@ -10,6 +10,7 @@
  * to be listed without a reason, not "needed by" something the file does
  * not name.
  */
+import { compareBytes } from "../core/index.ts";
 import { capabilityString } from "./capability.ts";
 import { environmentId } from "./env-id.ts";
 import { environmentId as strataEnvironmentId } from "./spec/lock-file.ts";
@@ -123,7 +124,12 @@ export function explainLock(l: Lockfile): LockExplained {
       manager: s.manager,
       env: s.env ?? null,
       state: s.frozen !== undefined ? "frozen" : s.pinned !== undefined ? "pinned" : "requested",
-      target: s.frozen ? [...s.frozen.target].map(([k, v]) => `${k}=${v}`).join(" ") : null,
+      target: s.frozen
+        ? [...s.frozen.target]
+            .sort(([k], [j]) => compareBytes(k, j))
+            .map(([k, v]) => `${k}=${v}`)
+            .join(" ")
+        : null,
       packages: installedPackages(s),
     }),
   );

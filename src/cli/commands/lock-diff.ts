@@ -89,7 +89,8 @@ function changeLines(d: LockDiff): string[] {
       if (p.change === "added") lines.push(`+ ${pin(p.to)}`);
       else if (p.change === "removed") lines.push(`- ${pin(p.from)}`);
       else if (p.change === "version-changed")
-        lines.push(`~ ${p.name} ${p.from !== null && p.to !== null ? turn(p.from, p.to) : `${p.from ?? "(any)"} → ${p.to ?? "(any)"}`}`);
+        // no upgrade/downgrade label: a package's manager orders its versions by its own rules (pip's 1.0.dev1 is below 1.0), not by cairn's layer version rule
+        lines.push(`~ ${p.name} ${p.from ?? "(any)"} → ${p.to ?? "(any)"}`);
       else if (p.change === "digest-changed") lines.push(`~ ${p.name} ${p.to} another archive: ${short(p.from_sha256)} → ${short(p.to_sha256)}`);
       else if (p.change === "pinned") lines.push(`~ ${pin(p.to)} pinned by digest ${short(p.to_sha256)}`);
       else lines.push(`~ ${pin(p.to)} no longer pinned by digest`);
