@@ -25,6 +25,7 @@ import {
   type ExecutorEvent,
 } from "../../src/fleet/index.ts";
 import { runCli } from "../helpers/cli.ts";
+import { checkDocument } from "../helpers/json-schemas.ts";
 import { assertCodeAsync } from "../helpers/errors.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
 import { GCC_SKIP } from "../workload/fixtures/static-program.ts";
@@ -293,6 +294,11 @@ describe("the local executor and resume", { skip: GCC_SKIP }, () => {
     }
     const r = await runCli(["campaign", "report", s.out]);
     assert.equal(r.code, 0, r.stderr);
+    // issue 36 item 4: the report and the status of a campaign with a failed task validate against their schemas
+    for (const what of ["report", "status"]) {
+      const j = await runCli(["campaign", what, s.out, "--json"]);
+      assert.deepEqual(checkDocument(j.stdout, `cairn.cli.campaign-${what}/1`).problems, [], j.stdout);
+    }
     assert.doesNotMatch(r.stdout, /[\u0000-\u0009\u000b-\u001f]/);
     assert.match(r.stdout, /\\u001b\[2Jforged\\u0007/);
   });

@@ -16,6 +16,7 @@ import { describe, it } from "node:test";
 import { generateSigningKey, writeKeyPair } from "../../src/core/index.ts";
 import { vmDigest, verifyReceipt, type RunManifest } from "../../src/vm/index.ts";
 import { runCli } from "../helpers/cli.ts";
+import { checkDocument } from "../helpers/json-schemas.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
 import { buildProgramFrom, GCC_SKIP } from "../workload/fixtures/static-program.ts";
 import { TEST_KIT_DIR, testKit, VM_SKIP } from "../vm/fixtures/kit.ts";
@@ -51,6 +52,7 @@ describe("campaigns of real runs on the local executor", { skip: VM_SKIP || GCC_
   const report = async (out: string) => {
     const r = await cli(["campaign", "report", out, "--json"]);
     assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.deepEqual(checkDocument(r.stdout, "cairn.cli.campaign-report/1").problems, [], r.stdout);
     return JSON.parse(r.stdout) as { tasks: ReportLine[]; counts: Record<string, number> };
   };
 
@@ -65,6 +67,7 @@ describe("campaigns of real runs on the local executor", { skip: VM_SKIP || GCC_
     );
     const rec = await cli(["campaign", "run", join(dir, "record.yaml"), "--key", keyPath, "--jobs", "2", "--out", join(dir, "rec"), "--json"]);
     assert.equal(rec.code, 0, rec.stdout + rec.stderr);
+    assert.deepEqual(checkDocument(rec.stdout, "cairn.cli.campaign-run/1").problems, [], rec.stdout);
     const recorded = JSON.parse(rec.stdout) as Summary;
     assert.deepEqual(recorded.verdicts, { recorded: 2 });
     const lines = (await report(join(dir, "rec"))).tasks;
@@ -85,6 +88,7 @@ describe("campaigns of real runs on the local executor", { skip: VM_SKIP || GCC_
     assert.equal(lines[0]!.identities.workload, lines[1]!.identities.workload, "one workload");
     const v = await cli(["campaign", "verify", join(dir, "rec"), "--pub", pubPath, "--json"]);
     assert.equal(v.code, 0, v.stdout + v.stderr);
+    assert.deepEqual(checkDocument(v.stdout, "cairn.cli.campaign-verify/1").problems, [], v.stdout);
     assert.equal((JSON.parse(v.stdout) as { tasks_verified: number }).tasks_verified, 2);
 
     writeFileSync(join(dir, "replay.yaml"), "schema: cairn.campaign/1\nmode: replay\nruns: [{campaign: ./rec}]\n");

@@ -46,7 +46,7 @@ export function schemaOf(tag: string): ValidateFunction {
   if (have !== undefined) return have;
   if (ajv === undefined) {
     // every schema at once: one may refer to another's $defs (a run's failure embeds the error object)
-    ajv = new Ajv2020({ strict: true, allErrors: true });
+    ajv = new Ajv2020({ strict: true, allowUnionTypes: true, allErrors: true });
     for (const name of schemaFiles()) ajv.addSchema(JSON.parse(readFileSync(join(SCHEMAS_DIR, name), "utf8")) as object);
   }
   const schema = JSON.parse(readFileSync(join(SCHEMAS_DIR, schemaFileOf(tag)), "utf8")) as { $id?: string };

@@ -22,6 +22,7 @@ import { sha256, type Sha256Digest } from "../../src/core/index.ts";
 import { RegistryClient } from "../../src/oci/index.ts";
 import { importRegistryBundle, localRun, openBundle, writeRunBundle, bundleKit } from "../../src/vm/index.ts";
 import { runCli, runCliOnTerminal } from "../helpers/cli.ts";
+import { checkDocument } from "../helpers/json-schemas.ts";
 import { assertCodeAsync } from "../helpers/errors.ts";
 import { needs } from "../helpers/prerequisites.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
@@ -109,7 +110,9 @@ describe("replay bundles through a registry", { skip }, () => {
   });
 
   it("push prints the digest; a fresh home replays it, matching; again, no blob is fetched; a second run fetches only its own run files", async () => {
-    const pushed = JSON.parse(await ok(["bundle", "push", runs[0]!, `oci://${proxy.host}/runs/hello:first`, "--plain-http", "--json"])) as {
+    const pushedText = await ok(["bundle", "push", runs[0]!, `oci://${proxy.host}/runs/hello:first`, "--plain-http", "--json"]);
+    assert.deepEqual(checkDocument(pushedText, "cairn.cli.bundle-push/1").problems, [], pushedText);
+    const pushed = JSON.parse(pushedText) as {
       reference: string;
       digest: string;
       members: number;

@@ -22,6 +22,7 @@ import { KIT_MODULES } from "../../src/vm/kernel.ts";
 import { agentSourceDigest } from "../../src/vm/kit.ts";
 import { runCli } from "../helpers/cli.ts";
 import { assertCodeAsync } from "../helpers/errors.ts";
+import { checkDocument } from "../helpers/json-schemas.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
 import { GCC_SKIP } from "../workload/fixtures/static-program.ts";
 import { staticFixture } from "./fixtures/programs.ts";
@@ -137,13 +138,26 @@ describe("replay bundles", { skip: VM_SKIP || GCC_SKIP }, () => {
     await ok(["resolve", profile, ...reg, "--trust", `keyfile://${ex.root}/registry.pub`, "--sign", join(ex.root, "lock.key"), "--out", lock]);
     await ok(["lock", "export", lock, "--pub", join(ex.root, "lock.pub"), ...reg, "--oci", join(work, "image")]);
     await ok(["keygen", "--out", join(work, "me")]);
-    const run = JSON.parse(
-      await ok(["run", lock, "--pub", join(ex.root, "lock.pub"), ...reg, "--sign", join(work, "me.key"), "--cmd", "/usr/local/bin/lstree", "--json"]),
-    ) as { run_dir: string; outcome: string };
+    const ranText = await ok([
+      "run",
+      lock,
+      "--pub",
+      join(ex.root, "lock.pub"),
+      ...reg,
+      "--sign",
+      join(work, "me.key"),
+      "--cmd",
+      "/usr/local/bin/lstree",
+      "--json",
+    ]);
+    // issue 36 item 4: a signed lockfile run's document and a bundle's validate against their schemas
+    assert.deepEqual(checkDocument(ranText, "cairn.cli.run/1").problems, [], ranText);
+    const run = JSON.parse(ranText) as { run_dir: string; outcome: string };
     const bundle = join(work, "run.cairn");
     await ok(["bundle", run.run_dir, "--out", bundle]);
     // deterministic: the same run directory bundles to the same bytes
-    await ok(["bundle", run.run_dir, "--out", join(work, "again.cairn")]);
+    const bundled = await ok(["bundle", run.run_dir, "--out", join(work, "again.cairn"), "--json"]);
+    assert.deepEqual(checkDocument(bundled, "cairn.cli.bundle/1").problems, [], bundled);
     assert.ok(readFileSync(bundle).equals(readFileSync(join(work, "again.cairn"))));
     // nothing private without --include-private
     const opened = await openBundle(bundle);

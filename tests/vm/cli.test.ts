@@ -13,6 +13,7 @@ import { describe, it } from "node:test";
 import { setupKit, writeFailureBundle } from "../../src/vm/index.ts";
 import { runCli } from "../helpers/cli.ts";
 import { assertCodeAsync } from "../helpers/errors.ts";
+import { checkDocument } from "../helpers/json-schemas.ts";
 import { TEST_KIT_DIR, testKit, VM_SKIP } from "./fixtures/kit.ts";
 import { binaryWorkspace, SECRET } from "./fixtures/workloads.ts";
 
@@ -73,6 +74,9 @@ describe("cairn setup / run / replay", () => {
     assert.equal(r.code, 1, r.stderr);
     const err = JSON.parse(r.stdout).error;
     assert.equal(err.code, "ASSERTION_FAILED");
+    // issue 36 item 4: the failure's document (the error and the recorded run) validates against its schema
+    assert.deepEqual(checkDocument(r.stdout, "cairn.cli.run/1").problems, [], r.stdout);
+    assert.deepEqual(checkDocument((await runCli(["runs", "show", err.path, "--json"])).stdout, "cairn.cli.runs-show/1").problems, []);
     const runDir: string = err.path;
     // issue 31 case 17: the run says where it came from (origin.json, private) and runs list shows it, checked
     assert.equal(statSync(join(runDir, "origin.json")).mode & 0o777, 0o600);
@@ -106,6 +110,7 @@ describe("cairn setup / run / replay", () => {
     const p = await runCli([...replayCmd.slice(1), "--kit", TEST_KIT_DIR, "--json"]);
     assert.equal(p.code, 1, p.stdout + p.stderr);
     const v = JSON.parse(p.stdout) as { error: { code: string }; replay: Record<string, unknown> };
+    assert.deepEqual(checkDocument(p.stdout, "cairn.cli.replay/1").problems, [], p.stdout);
     assert.equal(v.error.code, "RECORD_FAILED");
     assert.deepEqual(
       [v.replay.matches, v.replay.recorded_status, v.replay.recorded_failed, v.replay.recorded, v.replay.allow_failed],

@@ -10,54 +10,11 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSyn
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { generateSigningKey, readSigningKey, readVerifyingKey, writeKeyPair, type Sha256Digest } from "../../src/core/index.ts";
-import { defaultVmIdentity, describeRun, listRuns, signReceipt, vmDigest } from "../../src/vm/index.ts";
+import { generateSigningKey, readSigningKey, readVerifyingKey, writeKeyPair } from "../../src/core/index.ts";
+import { describeRun, listRuns, signReceipt } from "../../src/vm/index.ts";
 import { writeRunOrigin } from "../../src/vm/run-origin.ts";
-import { outcomeDigest } from "../../src/vm/checker.ts";
 import { runCli } from "../helpers/cli.ts";
-
-const d = (c: string) => `sha256:${c.repeat(64)}` as Sha256Digest;
-
-const EVENTS = [
-  { invocation: 1, event: "start" },
-  { invocation: 1, event: "exit", kind: "exited", code: 3, stdout: { bytes: 0, sha256: d("e") }, stderr: { bytes: 0, sha256: d("e") } },
-  { invocation: 0, event: "final", status: "ok", invocations: 1 },
-];
-const assertionsOf = (ok: boolean) => [{ invocation: 1, check: "exit-code", ok, expected: ok ? 3 : 0, actual: 3 }];
-
-function manifest(runId: string, disk: boolean, ok = true) {
-  const vm = defaultVmIdentity({
-    qemu: "7.2.22 (Debian test)",
-    kernel: d("a"),
-    modules: [],
-    agent: d("b"),
-    initramfs: d("c"),
-    treeManifest: d("f"),
-    memoryMib: 256,
-    ...(disk ? { disk: { image: d("9"), size: 8192 } } : {}),
-  });
-  return {
-    schema: "cairn.run/1",
-    run_id: runId,
-    status: ok ? "passed" : "assertions-failed",
-    workload: { source_kind: "oci", workload: d("1"), source: d("2"), fs: d("3"), launch: d("4"), derived: d("5") },
-    guest_image: { initramfs: d("c"), size: 512, inputs: d("6") },
-    vm,
-    vm_digest: vmDigest(vm),
-    replay_log: { sha256: d("7"), size: 100 },
-    outcome: outcomeDigest(EVENTS as never, assertionsOf(ok)),
-    recorded: { at: "2026-12-01T00:00:00.000Z", cairn_version: "test" },
-  };
-}
-
-/** A run directory whose files agree with its run.json: events, assertions, a replay log of the recorded size. */
-function writeRun(dir: string, runId: string, disk: boolean, ok = true): void {
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, "run.json"), JSON.stringify(manifest(runId, disk, ok)));
-  writeFileSync(join(dir, "events.json"), JSON.stringify(EVENTS));
-  writeFileSync(join(dir, "assertions.json"), JSON.stringify(assertionsOf(ok)));
-  writeFileSync(join(dir, "replay.log"), Buffer.alloc(100, 7));
-}
+import { d, EVENTS, assertionsOf, manifest, writeRun } from "./fixtures/run-dirs.ts";
 
 function runsDir(): string {
   const root = mkdtempSync(join(tmpdir(), "cairn-runs-"));
