@@ -247,7 +247,8 @@ describe("every --json document validates against its schema", () => {
     assert.deepEqual(unchecked(tags), [], "commands whose --json output no test validates");
     assert.deepEqual(unchecked([...tags, tagOf(["lock", "frobnicate"])]), ["cairn.cli.lock-frobnicate/1"], "control");
     const page = readFileSync(join(PROJECT_ROOT, "docs/json-output.md"), "utf8");
-    for (const t of [...tags, ERROR_TAG]) assert.ok(page.includes(`| \`${t}\` |`) && page.includes(`(schemas/${schemaFileOf(t)})`), `docs/json-output.md lists ${t}`);
+    for (const t of [...tags, ERROR_TAG])
+      assert.ok(page.includes(`| \`${t}\` |`) && page.includes(`(schemas/${schemaFileOf(t)})`), `docs/json-output.md lists ${t}`);
     const files = new Set([...tags, ERROR_TAG].map(schemaFileOf));
     assert.deepEqual(
       schemaFiles().filter((f) => !files.has(f)),
