@@ -191,7 +191,10 @@ describe("replay bundles", { skip: VM_SKIP || GCC_SKIP }, () => {
     // this run's modules only; the run's objects are checked by digest), and bundles again to the same bytes
     assert.match(await ok(["replay", imported], fresh), /matches the record/);
     // issue 31 case 17: runs list says the run came from that bundle, and checks it
-    assert.match(await ok(["runs", "list"], fresh), /(passed|completed) +unverified +\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ +\S+ +replays \+\+ +initramfs +bundle run\.cairn\n/);
+    assert.match(
+      await ok(["runs", "list"], fresh),
+      /(passed|completed) +unverified +\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ +\S+ +replays \+\+ +initramfs +bundle run\.cairn\n/,
+    );
     // ... and bundles again with the same members (the kit's names are not carried: the import wrote no kit.json)
     await ok(["bundle", imported, "--out", join(elsewhere, "again.cairn")], fresh);
     const rebundled = await openBundle(join(elsewhere, "again.cairn"));
