@@ -43,12 +43,14 @@ export function progressDisplay(io: Io, opts: { quiet: boolean; env: NodeJS.Proc
   let drawn = false;
   let lastPhase: string | undefined;
   let lastAt = Number.NEGATIVE_INFINITY;
+  let ended = false;
   const clear = (): void => {
     if (!drawn) return;
     draw(CLEAR);
     drawn = false;
   };
   const progress: Progress = (e) => {
+    if (ended) return; // an event after the command ended (a late timer) would be a bar nothing erases
     const t = now();
     if (e.phase === lastPhase && t - lastAt < interval) return;
     lastPhase = e.phase;
@@ -71,7 +73,11 @@ export function progressDisplay(io: Io, opts: { quiet: boolean; env: NodeJS.Proc
       return io.columns;
     },
   };
-  return { io: wrapped, progress, finish: clear };
+  const finish = (): void => {
+    ended = true;
+    clear();
+  };
+  return { io: wrapped, progress, finish };
 }
 
 /**

@@ -49,12 +49,16 @@ test("on a terminal each event past the interval redraws one line in place; a ne
   d.io.err("a message"); // a line written while the bar is up clears it first
   assert.equal(io.drawn.at(-1), CLEAR);
   assert.deepEqual(io.lines, ["err:a message"]);
-  d.finish(); // nothing drawn since: nothing to erase
+  d.io.out("another"); // nothing drawn since: nothing to erase
   assert.equal(io.drawn.length, 4);
   clock = 400;
   d.progress(ev(400, "apply layers"));
   d.finish();
   assert.equal(io.drawn.at(-1), CLEAR, "finish erases the bar");
+  const count = io.drawn.length;
+  clock = 1000;
+  d.progress(ev(500, "late"));
+  assert.equal(io.drawn.length, count, "an event after the end draws nothing");
 });
 
 test("off a terminal, or with --quiet, the sink draws nothing and the io is the caller's own; control: a terminal draws", () => {
