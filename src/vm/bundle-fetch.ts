@@ -247,8 +247,12 @@ export async function readRegistryRunManifest(
   const client = registryClientFor({ registry: ref.registry }, remote);
   const fetched = await client.fetchManifest(ref.repository, ref.digest!);
   const art = parseBundleManifest(fetched.bytes, `manifest ${text}`);
-  const at = art.members.findIndex((m) => m.path === `run/${RUN_FILES.manifest}`);
-  if (at < 0) refuse("/layers", `the manifest of ${text} names no run/${RUN_FILES.manifest}`);
+  const path = `run/${RUN_FILES.manifest}`;
+  const at = art.members.findIndex((m) => m.path === path);
+  if (at < 0) refuse("/layers", `the manifest of ${text} names no ${path}`);
+  // the import refuses a member named twice; the plan must not pick one of two run.json the import would refuse
+  const twice = art.members.findIndex((m, i) => i > at && m.path === path);
+  if (twice >= 0) refuse(`/layers/${twice}`, `the manifest of ${text} names the member ${path} twice`);
   const m = art.members[at]!;
   checkLimit("run.manifest-bytes", m.size, RUN_JSON_MAX_BYTES, `${text}#/layers/${at}`, "bytes", FIXED_LIMIT_HINT);
   const chunks: Buffer[] = [];

@@ -185,6 +185,35 @@ describe("bundle entries in replay and verify campaigns", { skip }, () => {
     assert.equal(r.doc.error?.code, "CAMPAIGN_INVALID");
     assert.equal(r.doc.error?.path, "/runs/1/bundle");
     assert.ok(r.doc.error!.message.includes(missing), r.doc.error!.message);
+    // a manifest (served by the proxy under its own digest) naming run/run.json twice: the import would refuse it, so does the plan
+    const doubled = (await (
+      await fetch(`http://${registry.host}/v2/runs/hello/manifests/${reference.split("@")[1]}`, {
+        headers: { accept: "application/vnd.oci.image.manifest.v1+json", authorization: `Basic ${Buffer.from(`${USER}:${SECRET}`).toString("base64")}` },
+      })
+    ).json()) as { layers: Array<{ annotations: Record<string, string> }> };
+    const runJson = doubled.layers.find((l) => l.annotations[MEMBER] === "run/run.json")!;
+    doubled.layers.push(JSON.parse(JSON.stringify(runJson)) as (typeof doubled.layers)[number]);
+    const bytes = Buffer.from(JSON.stringify(doubled));
+    const twice = reference.replace(/@sha256:.*/, `@${sha256(bytes)}`);
+    proxy.hooks = {
+      intercept: (x, res) => {
+        if (x.path !== `/v2/runs/hello/manifests/${sha256(bytes)}`) return false;
+        res.writeHead(200, { "content-type": "application/vnd.oci.image.manifest.v1+json", "content-length": String(bytes.length) });
+        res.end(x.method === "HEAD" ? undefined : bytes);
+        return true;
+      },
+    };
+    try {
+      const d = await run(campaign("twice", `schema: cairn.campaign/1\nmode: verify\nruns: [{bundle: ${JSON.stringify(twice)}}]\n`), "twice.results", node, [
+        "--plain-http",
+      ]);
+      assert.equal(d.code, 1, d.stdout + d.stderr);
+      assert.equal(d.doc.error?.code, "CAMPAIGN_INVALID");
+      assert.equal(d.doc.error?.path, "/runs/0/bundle");
+      assert.match(d.doc.error!.message, /run\/run\.json twice/);
+    } finally {
+      proxy.hooks = {};
+    }
     const { REGISTRY_AUTH_FILE: _, ...anonymous } = node;
     const good = campaign("anonymous", `schema: cairn.campaign/1\nmode: verify\nruns: [{bundle: ${JSON.stringify(reference)}}]\n`);
     const a = await run(good, "anonymous.results", { ...anonymous, HOME: join(work, "nohome") }, ["--plain-http"]);
