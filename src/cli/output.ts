@@ -59,6 +59,23 @@ export function outputPath(cwd: string, flag: string, out: string, inputs: reado
   return resolve(cwd, out);
 }
 
+/**
+ * Where a page or trace of a directory (a run) is written, refused (USAGE)
+ * when it lies inside that directory: `runs show RUN --html RUN/events.json`
+ * would replace the record's events with a page, and any file written there
+ * is one the run never had.
+ */
+export function outputPathOutside(cwd: string, flag: string, out: string, dir: string): string {
+  const place = placeOf(cwd, out);
+  const root = existsSync(dir) ? realpathSync(dir) : resolve(cwd, dir);
+  if (place === root || place.startsWith(`${root}/`))
+    throw new CairnError("USAGE", `${flag} ${out} is inside ${dir}: the run's own files are never written by showing it`, {
+      path: flag,
+      hint: `write it outside the run directory, e.g. ${flag} ${basename(root)}.html`,
+    });
+  return resolve(cwd, out);
+}
+
 export const processIo: Io = {
   out: (t) => void process.stdout.write(t.endsWith("\n") ? t : `${t}\n`),
   err: (t) => void process.stderr.write(t.endsWith("\n") ? t : `${t}\n`),

@@ -277,4 +277,22 @@ describe("runs show --html and --trace on a recorded example run", { skip: SKIP 
     assert.equal(await g.evaluate<string>("document.querySelector('.replay').dataset.verdict"), "matched");
     assert.equal(await g.evaluate<number>("document.querySelectorAll('.differs').length"), 0);
   });
+
+  it("an output inside the run directory is a usage error and the run's files are untouched (control: outside it is written)", async () => {
+    const before = readFileSync(join(runDir, "events.json"));
+    for (const args of [
+      ["--html", join(runDir, "events.json")],
+      ["--trace", join(runDir, "replays", "1", "events.json")],
+      ["--html", join(runDir, "page.html")],
+    ]) {
+      const r = await runCli(["runs", "show", runDir, ...args, "--json"]);
+      assert.equal(r.code, 2, `${args.join(" ")}: ${r.stdout}${r.stderr}`);
+      assert.equal(JSON.parse(r.stdout).error.path, args[0]);
+    }
+    assert.deepEqual(readFileSync(join(runDir, "events.json")), before);
+    assert.equal(existsSync(join(runDir, "page.html")), false);
+    const same = await runCli(["runs", "show", runDir, "--html", join(dir, "same"), "--trace", join(dir, "same"), "--json"]);
+    assert.equal(same.code, 2, "--html and --trace naming one file");
+    assert.equal((await runCli(["runs", "show", runDir, "--html", join(dir, "outside.html")])).code, 0);
+  });
 });

@@ -4,7 +4,7 @@ import { basename, dirname, join, resolve } from "node:path";
 import { CairnError, readVerifyingKey, writeFileAtomic } from "../../core/index.ts";
 import { CHECK_MEANING, defaultRunsDir, describeOrigin, describeRun, runHtml, runTrace, runView } from "../../vm/index.ts";
 import type { Context } from "../context.ts";
-import { printJson } from "../output.ts";
+import { outputPathOutside, printJson } from "../output.ts";
 
 export function registerRunsShow(runs: Command, ctx: Context): void {
   runs
@@ -29,13 +29,16 @@ export function registerRunsShow(runs: Command, ctx: Context): void {
       const keys = opts.pub !== undefined ? [readVerifyingKey(resolve(ctx.cwd, opts.pub))] : [];
       if (opts.private === true && opts.html === undefined)
         throw new CairnError("USAGE", "--private adds output excerpts to the page; give --html FILE", { path: "--private" });
+      const html = opts.html !== undefined ? outputPathOutside(ctx.cwd, "--html", opts.html, dir) : undefined;
+      const traceOut = opts.trace !== undefined ? outputPathOutside(ctx.cwd, "--trace", opts.trace, dir) : undefined;
+      if (html !== undefined && html === traceOut) throw new CairnError("USAGE", "--html and --trace name the same file", { path: "--trace" });
       if (opts.html !== undefined || opts.trace !== undefined) {
         // both are made before either is written: a refusal leaves neither
         const view = runView(dir, { keys, private: opts.private === true, ...(replayOf ? { replay: Number(basename(given)) } : {}) });
-        const html = opts.html !== undefined ? runHtml(view) : undefined;
+        const page = opts.html !== undefined ? runHtml(view) : undefined;
         const trace = opts.trace !== undefined ? `${JSON.stringify(runTrace(view))}\n` : undefined;
-        if (html !== undefined) writeFileAtomic(resolve(ctx.cwd, opts.html!), html, { mode: opts.private === true ? 0o600 : 0o644 });
-        if (trace !== undefined) writeFileAtomic(resolve(ctx.cwd, opts.trace!), trace, { mode: 0o644 });
+        if (page !== undefined) writeFileAtomic(html!, page, { mode: opts.private === true ? 0o600 : 0o644 });
+        if (trace !== undefined) writeFileAtomic(traceOut!, trace, { mode: 0o644 });
       }
       const r = describeRun(dir, { keys });
       if (opts.json) {
