@@ -19,10 +19,10 @@
  */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { copyFileSync, mkdtempSync, statSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { before, describe, it } from "node:test";
+import { after, before, describe, it } from "node:test";
 import { checkCheckpointFile } from "../../src/vm/checkpoint-file.ts";
 import { CHECKPOINT_FILE } from "../../src/vm/checkpoint-take.ts";
 import { recordRun, replayRun, type Kit } from "../../src/vm/index.ts";
@@ -34,12 +34,13 @@ const SLEEP_MS = 2000;
 let kit: Kit;
 let rec: RecordResult;
 let storeDir: string;
+let root: string;
 const lines: string[] = [];
 
 describe("checkpoints while recording", { skip: VM_SKIP }, () => {
   before(async () => {
     kit = await testKit();
-    const root = mkdtempSync(join(tmpdir(), "cairn-ckpt-"));
+    root = mkdtempSync(join(tmpdir(), "cairn-ckpt-"));
     copyFileSync(probePath("static"), join(root, "probe"));
     const spec = {
       schema: "cairn.workload/1",
@@ -62,6 +63,11 @@ describe("checkpoints while recording", { skip: VM_SKIP }, () => {
     writeFileSync(join(root, "spec.json"), JSON.stringify(spec));
     storeDir = join(root, "store");
     rec = await recordRun({ input: join(root, "spec.json"), storeDir, runsDir: join(root, "runs"), kit, cairnVersion: "test", log: (l) => lines.push(l) });
+  });
+
+  // the qcow2 holds about 200 MB of guest state: not left behind in the temp dir
+  after(() => {
+    if (root !== undefined) rmSync(root, { recursive: true, force: true });
   });
 
   it("records each checkpoint with its event and instruction count, as QEMU's snapshot table holds them", (t) => {
