@@ -123,10 +123,72 @@ export interface ApiReport {
   readonly rootNames: readonly string[];
   /** Every exported name, qualified by its namespace (`workload.assembleWorkload`). */
   readonly allNames: readonly string[];
+  /**
+   * Types a public signature names that the package does not export, each as
+   * `workload.assembleWorkload -> PullProgress (src/oci/registry/pull.ts)`: a
+   * user can see such a type in their editor but cannot import it to declare
+   * a variable or a parameter of it. Must be empty.
+   */
+  readonly unexported: readonly string[];
 }
 
-export function buildApiReport(): ApiReport {
-  const program = ts.createProgram([ENTRY], {
+function isHiddenNode(d: ts.Node): boolean {
+  return (ts.getCombinedModifierFlags(d as ts.Declaration) & (ts.ModifierFlags.Private | ts.ModifierFlags.Protected)) !== 0;
+}
+
+/** The symbol a name stands for, through `export { x } from` and `import` aliases. */
+function resolved(checker: ts.TypeChecker, sym: ts.Symbol): ts.Symbol {
+  return sym.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(sym) : sym;
+}
+
+/**
+ * The declared types (interfaces, type aliases, classes, enums) of this
+ * project that the public part of `decl` names: parameter, return, property
+ * and heritage types, and the return type a signature infers. Function
+ * bodies and initializers are not public and are not read.
+ */
+function namedTypes(checker: ts.TypeChecker, decl: ts.Node, inProject: (s: ts.Symbol) => boolean): Set<ts.Symbol> {
+  const out = new Set<ts.Symbol>();
+  const KINDS = ts.SymbolFlags.Interface | ts.SymbolFlags.TypeAlias | ts.SymbolFlags.Class | ts.SymbolFlags.Enum;
+  const note = (sym: ts.Symbol | undefined): void => {
+    if (sym === undefined) return;
+    const target = resolved(checker, sym);
+    if (target.flags & KINDS && !(target.flags & ts.SymbolFlags.TypeParameter) && inProject(target)) out.add(target);
+  };
+  const noteType = (type: ts.Type, depth = 0): void => {
+    note(type.aliasSymbol);
+    note(type.getSymbol());
+    if (depth < 2) for (const a of [...(type.aliasTypeArguments ?? []), ...checker.getTypeArguments(type as ts.TypeReference)]) noteType(a, depth + 1);
+    if (depth < 2 && type.isUnion()) for (const t of type.types) noteType(t, depth + 1);
+  };
+  const visit = (node: ts.Node): void => {
+    if (ts.isBlock(node)) return; // a body
+    if (ts.isClassElement(node) && node.name !== undefined && (ts.isPrivateIdentifier(node.name) || isHiddenNode(node))) return; // not public
+    if ((ts.isTypeReferenceNode(node) || ts.isExpressionWithTypeArguments(node)) && node.getSourceFile() !== undefined) {
+      note(checker.getSymbolAtLocation(ts.isTypeReferenceNode(node) ? node.typeName : node.expression));
+    }
+    if (ts.isTypeQueryNode(node)) note(checker.getSymbolAtLocation(node.exprName));
+    if (ts.isFunctionLike(node) && node.type === undefined && !ts.isConstructorDeclaration(node)) {
+      const sig = checker.getSignatureFromDeclaration(node);
+      if (sig !== undefined) noteType(checker.getReturnTypeOfSignature(sig));
+    }
+    if ((ts.isVariableDeclaration(node) || ts.isPropertyDeclaration(node)) && node.type === undefined) {
+      noteType(checker.getTypeAtLocation(node.name));
+      return; // its initializer is not public
+    }
+    if ((ts.isVariableDeclaration(node) || ts.isPropertyDeclaration(node) || ts.isParameter(node)) && node.initializer !== undefined) {
+      visit(node.name);
+      if (node.type !== undefined) visit(node.type);
+      return;
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(decl);
+  return out;
+}
+
+export function buildApiReport(entry: string = ENTRY): ApiReport {
+  const program = ts.createProgram([entry], {
     target: ts.ScriptTarget.ES2022,
     module: ts.ModuleKind.NodeNext,
     moduleResolution: ts.ModuleResolutionKind.NodeNext,
@@ -137,10 +199,18 @@ export function buildApiReport(): ApiReport {
     types: ["node"],
   });
   const checker = program.getTypeChecker();
-  const source = program.getSourceFile(ENTRY);
-  if (source === undefined) throw new Error(`cannot read ${ENTRY}`);
+  const source = program.getSourceFile(entry);
+  if (source === undefined) throw new Error(`cannot read ${entry}`);
   const moduleSym = checker.getSymbolAtLocation(source);
-  if (moduleSym === undefined) throw new Error(`${ENTRY} is not a module`);
+  if (moduleSym === undefined) throw new Error(`${entry} is not a module`);
+  const projectDir = dirname(entry);
+  const inProject = (s: ts.Symbol): boolean =>
+    (s.declarations ?? []).some((d) => {
+      const f = d.getSourceFile().fileName;
+      return !f.includes("/node_modules/") && !relative(projectDir, f).startsWith("..");
+    });
+  const exported = new Set<ts.Symbol>();
+  const publicDecls: Array<{ name: string; sym: ts.Symbol }> = [];
   const rootNames: string[] = [];
   const allNames: string[] = [];
   const sections: string[] = [];
@@ -153,12 +223,26 @@ export function buildApiReport(): ApiReport {
       rootLines.push(`namespace ${sym.getName()} (${members.length} names)`);
       const body = members.map((m) => {
         allNames.push(`${sym.getName()}.${m.getName()}`);
+        exported.add(resolved(checker, m));
+        publicDecls.push({ name: `${sym.getName()}.${m.getName()}`, sym: resolved(checker, m) });
         return describe(checker, m);
       });
       sections.push(`## ${sym.getName()}\n\n\`\`\`ts\n${body.join("\n\n")}\n\`\`\``);
     } else {
       allNames.push(sym.getName());
+      exported.add(target);
+      publicDecls.push({ name: sym.getName(), sym: target });
       rootLines.push(describe(checker, sym));
+    }
+  }
+  const unexported = new Set<string>();
+  for (const { name, sym } of publicDecls) {
+    for (const d of sym.declarations ?? []) {
+      for (const t of namedTypes(checker, d, inProject)) {
+        if (exported.has(t) || t === sym) continue;
+        const where = relative(ROOT, t.declarations![0]!.getSourceFile().fileName).replaceAll("\\", "/");
+        unexported.add(`${name} -> ${t.getName()} (${where})`);
+      }
     }
   }
   const text = [
@@ -176,7 +260,7 @@ export function buildApiReport(): ApiReport {
     sections.join("\n\n"),
     "",
   ].join("\n");
-  return { text, rootNames, allNames };
+  return { text, rootNames, allNames, unexported: [...unexported].sort() };
 }
 
 if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {

@@ -21,3 +21,8 @@ export { noProgress } from "./index.ts";
 export type { Progress, ProgressEvent, ProgressUnit, Reporter } from "./index.ts";
 export { REMOTE_LIMITS } from "./index.ts";
 export type { RemoteLimits } from "./index.ts";
+// Types the signatures above name (the API report fails when a public signature names a type the package does not export).
+export type { DigestAlgorithm, Sha256Hasher } from "./digest.ts";
+export type { CairnErrorOptions } from "./errors.ts";
+export type { IdentityDigest } from "./identity.ts";
+export type { JsonModel, JsonObject, ReadJsonOptions } from "./json.ts";

@@ -93,7 +93,7 @@ export interface FeatureNode {
 }
 
 /** An `installsAfter` or override entry: what it names, for matching only. */
-interface SoftRef {
+export interface SoftRef {
   readonly userFeatureId: string;
   readonly ref: CliFeatureRef;
   readonly aliases: readonly string[];

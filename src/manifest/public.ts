@@ -37,3 +37,9 @@ export type {
 } from "./index.ts";
 export { applyTemplate } from "./index.ts";
 export type { AppliedOption, AppliedTemplate } from "./index.ts";
+// Types the signatures above name (the API report fails when a public signature names a type the package does not export).
+export type { ChangeKind } from "./core-diff.ts";
+export type { CliFeatureRef, ClosureOptions, LockedDigests, SoftRef } from "./feature-closure.ts";
+export type { FeatureArtifact, FeatureOptionValues } from "./feature-metadata.ts";
+export type { FeatureEntry, FeatureOptions } from "./features.ts";
+export type { MountKind, NormalizedMount } from "./mounts.ts";

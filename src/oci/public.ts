@@ -16,3 +16,13 @@ export type {
   LayoutImage,
   Descriptor,
 } from "./index.ts";
+// Types the signatures above name (the API report fails when a public signature names a type the package does not export).
+export type { WrittenArchive } from "./archive-writer.ts";
+export type { StagedObject } from "./image-source.ts";
+export type { WrittenLayout } from "./image-writer.ts";
+export type { OpenedFile } from "./layout-reader.ts";
+export type { BlobPath } from "./layout-writer.ts";
+export type { Credential } from "./registry/credentials.ts";
+export type { PushOptions } from "./registry/push-image.ts";
+export type { BlobBytes, FetchedManifest } from "./registry/registry-client.ts";
+export type { RegistryTransport, SendOptions, TransportOptions } from "./registry/registry-transport.ts";

@@ -4,3 +4,6 @@
 // gc sweep stay internal (gc is `vm.collectStoreGarbage`, which knows the roots).
 export { defaultStoreDir, inspectPack, Store, storeUsage } from "./index.ts";
 export type { InspectedPack, PackIndex, PackStat, StoreArea, StoreOptions, StoreUsage, Tally } from "./index.ts";
+// Types the signatures above name (the API report fails when a public signature names a type the package does not export).
+export type { PackEntries, PackEntry } from "./pack-entries.ts";
+export type { Staging } from "./staging.ts";

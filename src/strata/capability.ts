@@ -11,6 +11,7 @@
  */
 import { CairnError, compareBytes } from "../core/index.ts";
 import { compareVersionValues, isVersion } from "./version.ts";
+import type { HostRequirement } from "./spec/types.ts";
 
 export const CAPABILITY_NAME = /^[a-z0-9][a-z0-9._+:-]{0,127}$/;
 
@@ -100,10 +101,7 @@ export function satisfyingProviders<P>(r: Requirement, candidates: Iterable<{ pr
  * `requires_host` as a whole is a set, so its order in the profile never
  * changes the EnvironmentID.
  */
-export interface HostRequirement {
-  readonly key: string;
-  readonly value: string;
-}
+export type { HostRequirement } from "./spec/types.ts"; // one definition: the lockfile's own struct
 
 const HOST_KEY = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/;
 const HOST_HINT = 'write a host requirement as the seed\'s {key, value} mapping: {key: cuda-driver, value: ">=525"} or {key: efa, value: "true"}';

@@ -39,3 +39,41 @@ export { DEFAULT_FREEZE_LIMITS, freezeLock } from "./index.ts";
 export type { FreezeLimits, FreezeOptions, FreezeResult, FrozenPackages, LockPackageSet, PackagePin } from "./index.ts";
 export { EXPORT_ANNOTATIONS, exportLock } from "./index.ts";
 export type { AddedExportLayer, ExportBase, ExportLaunch, ExportLockOptions, ExportResult } from "./index.ts";
+// Types the signatures above name (the API report fails when a public signature names a type the package does not export).
+export type { BaseAbi } from "./base.ts";
+export type { BlobStaging } from "./blob-staging.ts";
+export type { LayerBlob, LayerBlobFacts, LayerBlobFile } from "./blob.ts";
+export type { RecordedBuild } from "./build.ts";
+export type { Catalog, CatalogFormation, CatalogLayer, CatalogSource } from "./catalog.ts";
+export type { Explanation } from "./explain.ts";
+export type { FormationMember } from "./formation-document.ts";
+export type { PinKind } from "./freeze/pins.ts";
+export type { Abi, BuildEnvironment, BuildProvenance, FoldedFrom, InstallLayout, LayerArch } from "./layer-manifest.ts";
+export type { ExportFormat } from "./lockfile-export.ts";
+export type { LockSignature, ReadLock } from "./lockfile-io.ts";
+export type { LayerRecord, LockFormation, LockRecords } from "./lockfile.ts";
+export type { Arch } from "./platform.ts";
+export type { InstanceConfig, MutableLayer, ProfileDefaults, MutableLayerSpec as ProfileMutableLayerSpec, StorageMount } from "./profile-forms.ts";
+export type { PackageManager, PackageRef, PackageSet, RegistryRef } from "./profile-model.ts";
+export type { SoftwareRef } from "./ref.ts";
+export type { ArtifactKind, BlobRef } from "./registry-oci-artifact.ts";
+export type { OciRegistryOptions } from "./registry-oci.ts";
+export type { RegistryChoice } from "./registry-open.ts";
+export type { Awaitable, BlobSource } from "./registry.ts";
+export type {
+  BaseCapabilities,
+  HostRequirement,
+  LayerRef,
+  LockFile,
+  BuildEnvironment as LockFileBuildEnvironment,
+  Capability as LockFileCapability,
+  LayerManifest as LockFileLayerManifest,
+  Requirement as LockFileRequirement,
+  MutableLayerSpec,
+  ResolvedBase,
+  ResolvedLayer,
+  ResolvedPackageEntry,
+  ResolvedPackageSet,
+  StringMap,
+} from "./spec/types.ts";
+export type { Attestation } from "./trust.ts";

@@ -90,7 +90,7 @@ export function readBounded(path: string, max: number, limit: string): Buffer {
   return readFileBounded(path, max, limit, { notRegular: "REGISTRY_INVALID", limitHint: FIXED_LIMIT_HINT });
 }
 
-type Awaitable<T> = T | Promise<T>;
+export type Awaitable<T> = T | Promise<T>;
 
 /** A layer blob to publish: its bytes in memory, or a complete file (a blob streamed by `layer build` or `layer fold`), copied in chunks. */
 export type BlobSource = Uint8Array | { readonly path: string };

@@ -23,3 +23,8 @@ export { DEFAULT_LIMITS, LIMIT_CEILINGS, parseLimits } from "./index.ts";
 export type { LayerLimits, LimitName } from "./index.ts";
 export { directoryView, resolveInRoot, resolveInTree, treeView } from "./index.ts";
 export type { RootView } from "./index.ts";
+// Types the signatures above name (the API report fails when a public signature names a type the package does not export).
+export type { DirLimitNames, DirLimits } from "./dir-reader.ts";
+export type { FsEntryBase } from "./entries.ts";
+export type { EscapeMode, RootLookup, RootNode } from "./in-root.ts";
+export type { DevicePolicy, HardlinkPolicy, PlatformPolicy, SetidPolicy, XattrPolicy } from "./layer-policy.ts";

@@ -27,3 +27,19 @@ export { importBundle, openBundle, RUN_BUNDLE_SCHEMA, writeRunBundle } from "./i
 export type { ImportOptions, OpenedBundle, WriteBundleOptions } from "./index.ts";
 export { BUNDLE_ARTIFACT, importRegistryBundle, localRun, pushBundle } from "./index.ts";
 export type { FetchBundleOptions, FetchCounts, FetchedBundle, LocalRun, LocalRunOptions, PushBundleOptions, PushedBundle } from "./index.ts";
+// Types the signatures above name (the API report fails when a public signature names a type the package does not export).
+export type { BundleInput } from "./bundle.ts";
+export type { AssertionResult } from "./checker.ts";
+export type { CheckpointAfter, CheckpointSpec } from "./checkpoint-spec.ts";
+export type { OutputListener } from "./follow.ts";
+export type { Evaluation } from "./guest.ts";
+export type { RunInputsRef } from "./input-listing.ts";
+export type { ResponderIdentity, VmNetwork } from "./netid.ts";
+export type { NetworkSpec } from "./network-spec.ts";
+export type { NormalizedEvent, StreamFacts } from "./protocol.ts";
+export type { RunCheckpoints } from "./run-manifest.ts";
+export type { BundleInputs, BundleKitFacts, BundleMember } from "./run-bundle.ts";
+export type { Expectation, NetworkAction, RunInput, RunLimits, Step, StreamName, Trigger } from "./scenario.ts";
+export type { GuestRoot } from "./sizing.ts";
+export type { RootDisk } from "./vmid.ts";
+export type { EventName } from "./wire.ts";

@@ -26,3 +26,8 @@ export { checkStaticExecutable } from "./index.ts";
 export type { ElfFacts } from "./index.ts";
 export { pullToLayout, pullToStore } from "./index.ts";
 export type { PullResult, RemoteOptions } from "./index.ts";
+// Types the signatures above name (the API report fails when a public signature names a type the package does not export).
+export type { RawRef, RawRole } from "./closure.ts";
+export type { RunCheck } from "./image-check.ts";
+export type { BinarySourceSpec, OciLaunchSpec, OciSourceSpec, SourceSpec } from "./spec.ts";
+export type { SourceFacts, SourceKind } from "./workload-identity.ts";
