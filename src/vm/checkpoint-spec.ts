@@ -25,8 +25,8 @@
  */
 import { childPath, type Checker, type JsonModel } from "../core/index.ts";
 
-/** The scenario's output streams (scenario.ts StreamName; not imported from there, which imports this file). */
-type StreamName = "stdout" | "stderr";
+/** A workload's output streams; defined here, the lower of the two files, and re-exported by scenario.ts (one definition). */
+export type StreamName = "stdout" | "stderr";
 
 export type CheckpointAfter =
   | { readonly kind: "step"; readonly step: number }

@@ -21,7 +21,7 @@
  */
 import { Checker, childPath, parseSha256, type JsonModel, type Sha256Digest } from "../core/index.ts";
 import { isCanonicalPath } from "../tree/index.ts";
-import { parseCheckpoints, type CheckpointSpec } from "./checkpoint-spec.ts";
+import { parseCheckpoints, type CheckpointSpec, type StreamName } from "./checkpoint-spec.ts";
 import { parseNetworkSpec, type NetworkSpec } from "./network-spec.ts";
 import { IMAGE_BYTES, IMAGE_BYTES_CEILING, type GuestRoot } from "./sizing.ts";
 import { EVENT_NAMES, LAUNCH_STAGES, type EventName } from "./wire.ts";
@@ -29,7 +29,7 @@ import { EVENT_NAMES, LAUNCH_STAGES, type EventName } from "./wire.ts";
 export { EVENT_NAMES };
 export type { EventName };
 
-export type StreamName = "stdout" | "stderr";
+export type { StreamName };
 
 export type Trigger =
   | { readonly kind: "none" }
