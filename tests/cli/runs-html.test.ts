@@ -295,4 +295,24 @@ describe("runs show --html and --trace on a recorded example run", { skip: SKIP 
     assert.equal(same.code, 2, "--html and --trace naming one file");
     assert.equal((await runCli(["runs", "show", runDir, "--html", join(dir, "outside.html")])).code, 0);
   });
+
+  it("a run's network facts and fault events are shown (control: the example run has neither)", async () => {
+    const copy = join(dir, "network-faults");
+    cpSync(runDir, copy, { recursive: true });
+    writeFileSync(join(copy, "network.json"), JSON.stringify({ responders: [{ port: 8080, kind: "http", connections: 4, refused: 2 }] }));
+    const fault = { invocation: 0, event: "infra-failure", reason: "output-limit", detail: 1 };
+    writeFileSync(join(copy, "events.json"), JSON.stringify([...events.slice(0, -1), fault, events.at(-1)]));
+    const page = join(dir, "network.html");
+    assert.equal((await runCli(["runs", "show", copy, "--html", page])).code, 0);
+    const p = await browser.openPage(page);
+    assert.deepEqual(p.problems, []);
+    const text = await p.evaluate<string>("document.body.innerText");
+    assert.match(text, /8080\s+http\s+4\s+2/);
+    assert.deepEqual(await p.evaluate<string[]>("[...document.querySelectorAll('.faults li')].map((l) => l.textContent)"), [
+      `event ${events.length - 1}: infrastructure failure output-limit (1)`,
+    ]);
+    assert.equal(await p.evaluate<number>("document.querySelectorAll('svg circle.event.fault').length"), 1);
+    const plain = await browser.openPage(join(dir, "run.html"));
+    assert.match(await plain.evaluate<string>("document.body.innerText"), /no network facts recorded[\s\S]*no fault events/);
+  });
 });
