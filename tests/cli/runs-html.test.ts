@@ -270,6 +270,9 @@ describe("runs show --html and --trace on a recorded example run", { skip: SKIP 
     assert.equal(await p.evaluate<string>("document.querySelector('.replay-difference').dataset.pointer"), `/events/${at}/code`);
     assert.match(await p.evaluate<string>("document.body.innerText"), /host cost\s+not recorded for a replay/);
     assert.equal(JSON.parse(readFileSync(trace, "utf8")).otherData.replay, 1);
+    const none = await runCli(["runs", "show", join(runDir, "replays", "9"), "--json"]);
+    assert.equal(none.code, 1, "a replay the run does not have");
+    assert.equal(JSON.parse(none.stdout).error.code, "RUN_INVALID");
     // control: the faithful replay of the unaltered run marks nothing
     const good = join(dir, "replay-good.html");
     assert.equal((await runCli(["runs", "show", join(runDir, "replays", "1"), "--html", good])).code, 0);

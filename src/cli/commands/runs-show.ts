@@ -26,6 +26,7 @@ export function registerRunsShow(runs: Command, ctx: Context): void {
       // a replay directory (RUN/replays/N) is described as its run, and drawn as that replay
       const replayOf = /^[1-9][0-9]*$/.test(basename(given)) && basename(dirname(given)) === "replays" && !existsSync(join(given, "run.json"));
       const dir = replayOf ? dirname(dirname(given)) : given;
+      if (replayOf && !existsSync(given)) throw new CairnError("RUN_INVALID", `the run has no replay ${basename(given)}`, { path: given });
       const keys = opts.pub !== undefined ? [readVerifyingKey(resolve(ctx.cwd, opts.pub))] : [];
       if (opts.private === true && opts.html === undefined)
         throw new CairnError("USAGE", "--private adds output excerpts to the page; give --html FILE", { path: "--private" });
