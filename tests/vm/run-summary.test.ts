@@ -232,6 +232,8 @@ describe("cairn runs list / show", () => {
       ["--since", "3y"],
       ["--since", "0h"],
       ["--since", "-2d"],
+      ["--since", "2026-02-30"],
+      ["--since", "2026-04-31T10:00:00Z"],
     ] as const) {
       const r = await list("--json", flag, value);
       assert.equal(r.code, 2, `${flag} ${value}: ${r.stdout}`);

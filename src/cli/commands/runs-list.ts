@@ -28,7 +28,11 @@ function parseSince(value: string, now: () => Date): Date {
   const span = /^([1-9][0-9]{0,5})([smhdw])$/.exec(value);
   if (span !== null) return new Date(now().getTime() - Number(span[1]) * SPAN_MS[span[2]!]!);
   const t = /^\d{4}-\d{2}-\d{2}$/.test(value) ? Date.parse(`${value}T00:00:00Z`) : Date.parse(value);
-  if (!/^\d{4}-\d{2}-\d{2}(T[0-9:.]+(Z|[+-]\d{2}:\d{2})?)?$/.test(value) || !Number.isFinite(t))
+  // a calendar day that does not exist (2026-02-30) is refused, not read as the first days of the next month as Date.parse does
+  const [y, m, d] = value.slice(0, 10).split("-").map(Number) as [number, number, number];
+  const day = new Date(Date.UTC(y, m - 1, d));
+  const realDay = day.getUTCFullYear() === y && day.getUTCMonth() === m - 1 && day.getUTCDate() === d;
+  if (!/^\d{4}-\d{2}-\d{2}(T[0-9:.]+(Z|[+-]\d{2}:\d{2})?)?$/.test(value) || !Number.isFinite(t) || !realDay)
     throw new CairnError(
       "USAGE",
       "--since takes an ISO 8601 date or date-time (2026-12-06, 2026-12-06T08:00:00Z) or a span back from now: whole s, m, h, d or w, at most 999999 (90m, 24h, 7d)",
