@@ -276,7 +276,7 @@ function storeReader(lock: WorkloadLock, store: Store, top: string): OciObjectRe
  * checked against the rebuilt index. Only when the pack is missing or differs
  * are the layers applied a second time, writing a new pack that replaces it.
  */
-export async function verifyOci(spec: WorkloadSpec, lock: WorkloadLock, storeOrReader: Store | ReadOnlyStore): Promise<DerivedOci> {
+export async function verifyOci(spec: WorkloadSpec, lock: WorkloadLock, storeOrReader: Store | ReadOnlyStore, progress?: Progress): Promise<DerivedOci> {
   if (spec.source.kind !== "oci") throw new CairnError("WORKLOAD_SPEC_INVALID", "not an OCI spec", { path: "/source" });
   const readOnly = "readOnly" in storeOrReader ? storeOrReader : undefined;
   const store = "readOnly" in storeOrReader ? storeOrReader.reader : storeOrReader;
@@ -284,7 +284,7 @@ export async function verifyOci(spec: WorkloadSpec, lock: WorkloadLock, storeOrR
   const scratch = readOnly !== undefined ? mkdtempSync(join(tmpdir(), "cairn-verify-")) : undefined;
   const stagingDir = scratch ?? store.stagingDir;
   try {
-    return await verifyOciIn(spec, lock, store, stagingDir, readOnly);
+    return await verifyOciIn(spec, lock, store, stagingDir, readOnly, progress);
   } finally {
     if (scratch !== undefined) rmSync(scratch, { recursive: true, force: true });
   }
@@ -296,7 +296,14 @@ export interface ReadOnlyStore {
   readonly readOnly: string;
 }
 
-async function verifyOciIn(spec: WorkloadSpec, lock: WorkloadLock, store: Store, stagingDir: string, readOnly: ReadOnlyStore | undefined): Promise<DerivedOci> {
+async function verifyOciIn(
+  spec: WorkloadSpec,
+  lock: WorkloadLock,
+  store: Store,
+  stagingDir: string,
+  readOnly: ReadOnlyStore | undefined,
+  progress: Progress | undefined,
+): Promise<DerivedOci> {
   if (spec.source.kind !== "oci") throw new CairnError("WORKLOAD_SPEC_INVALID", "not an OCI spec", { path: "/source" });
   const top = mkdtempSync(join(stagingDir, "selection-"));
   let src: OciSource;
@@ -315,7 +322,7 @@ async function verifyOciIn(spec: WorkloadSpec, lock: WorkloadLock, store: Store,
     // the pack recorded for the derived entry is compared as the layers stream (a hint: it must turn out to be the rebuilt one)
     const check = new PackCheck(store, store.packOf(lock.derived.digest));
     try {
-      const { derived, listing } = await deriveFromSource(spec, src, packSink(check), "verify");
+      const { derived, listing } = await deriveFromSource(spec, src, packSink(check), "verify", undefined, progress);
       const contents = check.finish();
       if (contents !== undefined) return { derived, listing, contents };
     } finally {
@@ -330,7 +337,7 @@ async function verifyOciIn(spec: WorkloadSpec, lock: WorkloadLock, store: Store,
           hint: "verify this lock on a writable copy of the store (it rewrites the pack), or assemble again",
         },
       );
-    return { ...(await deriveAndPack(spec, src, store, "verify", true, undefined)), repaired: true };
+    return { ...(await deriveAndPack(spec, src, store, "verify", true, progress)), repaired: true };
   } catch (e) {
     throw await storedLayerFirst(src, e);
   } finally {

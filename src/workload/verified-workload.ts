@@ -35,7 +35,7 @@
  */
 import { LEGACY_OCI_ROLES } from "./closure.ts";
 import { resolve } from "node:path";
-import { CairnError, describeNotWritable, ioError, notWritable, type Sha256Digest } from "../core/index.ts";
+import { CairnError, describeNotWritable, ioError, notWritable, type Progress, type Sha256Digest } from "../core/index.ts";
 import { Store, type InspectedPack, type PackIndex, type PackStat } from "../store/index.ts";
 import { canonicalSpecBytes, deriveBinary, type Derived } from "./derive.ts";
 import type { SourceKind, WorkloadIdentities } from "./workload-identity.ts";
@@ -55,6 +55,8 @@ export interface VerifyOptions {
   readonly memoKeyDir?: string;
   /** Re-derive even when a memo holds (a memo is still written after). */
   readonly full?: boolean;
+  /** Progress of a re-derivation: phase "apply layers" in compressed bytes (none when a memo holds). */
+  readonly progress?: Progress | undefined;
 }
 
 /**
@@ -268,7 +270,7 @@ async function verifyAgainst(
     derived = deriveBinary(spec, raw.get(exeRef.digest)!, `stored executable ${exeRef.digest}`);
   } else {
     const { verifyOci } = await import("./oci-workload.ts");
-    const oci = await verifyOci(spec, lock, writable ?? { reader: store, readOnly: readOnly ?? "the store is read-only" });
+    const oci = await verifyOci(spec, lock, writable ?? { reader: store, readOnly: readOnly ?? "the store is read-only" }, options.progress);
     ({ derived, contents: pack } = oci);
     if (oci.repaired) repaired.push(`content pack ${oci.contents.digest}`);
   }

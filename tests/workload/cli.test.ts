@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { runCli } from "../helpers/cli.ts";
+import { runCli, runCliOnTerminal } from "../helpers/cli.ts";
 import { GCC_SKIP } from "./fixtures/static-program.ts";
 import { binarySpec, binaryWorkspace, helloImage, objectPath, ociWorkspace, rawDigest } from "./fixtures/workspace.ts";
 
@@ -167,3 +167,17 @@ test(
     assert.match(show.stdout, /policy {4}cairn\.policy\/1 hardlinks=refuse setid=refuse devices=skip platform=config/);
   },
 );
+
+test("workload verify on a terminal draws apply layers while it re-derives (--full), and nothing when the memo holds", opts, async () => {
+  const ws = ociWorkspace();
+  const keys = join(ws.dir, "keys");
+  assert.equal((await runCli(["workload", "assemble", ws.specPath, "--store", ws.storeDir, "--keys", keys, "--json"])).code, 0);
+  const full = await runCliOnTerminal(["workload", "verify", ws.lockPath, "--store", ws.storeDir, "--keys", keys, "--full", "--json"]);
+  assert.equal(full.code, 0, full.stderr);
+  assert.ok(full.frames.length >= 1 && full.frames.every((f) => f.startsWith("apply layers [")), JSON.stringify(full.frames));
+  assert.match(full.frames.at(-1)!, /100% (\S+ \S+)\/\1$/, "the last frame: every compressed byte read");
+  const memo = await runCliOnTerminal(["workload", "verify", ws.lockPath, "--store", ws.storeDir, "--keys", keys, "--json"]);
+  assert.equal(memo.code, 0, memo.stderr);
+  assert.equal((JSON.parse(memo.stdout) as { derivation: string }).derivation, "memo");
+  assert.deepEqual(memo.frames, [], "a memo that holds applies no layer");
+});

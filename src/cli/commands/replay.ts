@@ -75,7 +75,7 @@ export function registerReplay(program: Command, ctx: Context): void {
           includePrivateStreams: opts.includePrivateStreams === true,
           ...(opts.environment !== undefined ? { offeredEnvironment: loadManifestOrDevcontainer(resolve(ctx.cwd, opts.environment)).manifest } : {}),
           allowUnpinned: opts.allowUnpinned === true,
-          verify: { memoKeyDir: defaultKeysDir(ctx.env, ctx.cwd, opts.keys), full: opts.full === true },
+          verify: { memoKeyDir: defaultKeysDir(ctx.env, ctx.cwd, opts.keys), full: opts.full === true, progress: ctx.progress },
           log: (line) => ctx.io.err(`cairn replay: ${line}`),
           progress: ctx.progress,
           onStreams: (streams) => void (replayed = streams),

@@ -137,7 +137,7 @@ export function registerRun(program: Command, ctx: Context): void {
         log,
         progress: ctx.progress,
         remote: remoteOptions(ctx, opts),
-        verify: { memoKeyDir: defaultKeysDir(ctx.env, ctx.cwd, opts.keys), full: opts.full === true },
+        verify: { memoKeyDir: defaultKeysDir(ctx.env, ctx.cwd, opts.keys), full: opts.full === true, progress: ctx.progress },
         ...(hostRoot !== undefined ? { inputsRoot: hostRoot } : {}),
         ...(live !== undefined ? { onOutput: live.listener } : {}),
       };

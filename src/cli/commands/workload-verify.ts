@@ -20,6 +20,7 @@ export function registerWorkloadVerify(parent: Command, ctx: Context): void {
       const w = await verifyWorkloadLock(lockPath, defaultStoreDir(ctx.env, ctx.cwd, opts.store), {
         memoKeyDir: defaultKeysDir(ctx.env, ctx.cwd, opts.keys),
         full: opts.full === true,
+        progress: ctx.progress,
       });
       const ms = Math.round(performance.now() - started);
       if (opts.json) {
