@@ -161,6 +161,8 @@ export async function runTask(dir: string, id: string, opts: TaskRunOptions): Pr
                 storeDir: opts.storeDir,
                 kitDir: opts.kitDir,
                 runsDir: join(dir, RESULTS.runs),
+                // a verify needs no QEMU; a replay refuses another QEMU itself, as a finding at /vm/qemu (as for a run directory)
+                anyQemu: true,
                 ...(opts.remote !== undefined ? { remote: opts.remote } : {}),
                 log,
               })

@@ -133,7 +133,7 @@ export async function importRegistryBundle(unsafeRef: string, opts: FetchBundleO
     art.members.forEach((m, i) => {
       if (!listed.has(m.path)) refuse(`/layers/${i}`, `the manifest names the member ${m.path}, which the index does not list`);
     });
-    const host = opts.qemu ?? qemuVersion();
+    const host = opts.anyQemu === true ? index.qemu : (opts.qemu ?? qemuVersion());
     if (host !== index.qemu) {
       throw new CairnError("VM_MISMATCH", `this run needs QEMU ${index.qemu}; this host has ${host}`, {
         path: "/vm/qemu",

@@ -311,6 +311,13 @@ export interface ImportOptions {
   readonly runsDir: string;
   /** The host's QEMU version; default: asked from QEMU. */
   readonly qemu?: string;
+  /**
+   * Import a run this host's QEMU could not replay (default false: refused,
+   * VM_MISMATCH, before anything is written). A campaign's verify task
+   * needs no QEMU at all, and its replay task lets the replay refuse,
+   * naming /vm/qemu as a finding, as it does for a run directory.
+   */
+  readonly anyQemu?: boolean;
 }
 
 /** Steps 1–6, then the import. Returns the run directory (new, or the same run imported before) and the kit to replay with. */
@@ -335,7 +342,7 @@ export function writeImport(
   },
   origin: { readonly via: "bundle" | "registry"; readonly input: string },
 ): { runDir: string; kit: Kit; manifest: RunManifest } {
-  const host = opts.qemu ?? qemuVersion();
+  const host = opts.anyQemu === true ? b.manifest.vm.qemu : (opts.qemu ?? qemuVersion());
   if (host !== b.manifest.vm.qemu) {
     throw new CairnError("VM_MISMATCH", `this run needs QEMU ${b.manifest.vm.qemu}; this host has ${host}`, {
       path: "/vm/qemu",

@@ -26,12 +26,12 @@
  * `bin/cairn.js campaign task`: build dist/ first (npm run build).
  */
 import assert from "node:assert/strict";
-import { chmodSync, copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { generateSigningKey, sha256, writeKeyPair, readSigningKey } from "../../src/core/index.ts";
-import { bundleKit, signReceipt, writeRunBundle } from "../../src/vm/index.ts";
+import { bundleKit, signReceipt, vmDigest, writeRunBundle, type RunManifest } from "../../src/vm/index.ts";
 import { runCli } from "../helpers/cli.ts";
 import { needs } from "../helpers/prerequisites.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
@@ -163,6 +163,25 @@ describe("bundle entries in replay and verify campaigns", { skip }, () => {
     assert.equal(d.code, 0, d.stdout + d.stderr);
     const planDir = JSON.parse(readFileSync(join(work, "verify-dir.results", "campaign.json"), "utf8")) as { tasks: Array<{ id: string }> };
     assert.equal(planDir.tasks[0]!.id, plan.tasks[0]!.id);
+
+    // a run recorded under another QEMU: verified offline all the same (verify needs no QEMU); its replay is a finding at /vm/qemu
+    const other = join(work, "other-qemu-run");
+    cpSync(runDir, other, { recursive: true });
+    rmSync(join(other, "receipt.dsse.json"));
+    const m = JSON.parse(readFileSync(join(other, "run.json"), "utf8")) as RunManifest & { vm: { qemu: string } };
+    m.vm.qemu = "0.0.0 (not this host's)";
+    (m as { vm_digest: string }).vm_digest = vmDigest(m.vm);
+    writeFileSync(join(other, "run.json"), JSON.stringify(m, null, 2));
+    writeRunBundle({ runDir: other, storeDir: join(work, "home", "store"), kit: bundleKit(TEST_KIT_DIR, other), out: join(work, "other.cairn") });
+    const ov = await run(campaign("verify-other", "schema: cairn.campaign/1\nmode: verify\nruns: [{bundle: ./other.cairn}]\n"), "verify-other.results", env);
+    assert.equal(ov.code, 0, ov.stdout + ov.stderr);
+    assert.deepEqual(ov.doc.verdicts, { unverified: 1 }, "no receipt by the key, and no QEMU needed");
+    const or = await run(campaign("replay-other", "schema: cairn.campaign/1\nmode: replay\nruns: [{bundle: ./other.cairn}]\n"), "replay-other.results", env);
+    assert.equal(or.code, 1, or.stdout + or.stderr);
+    assert.equal(or.doc.error?.code, "REPLAY_MISMATCH", "a finding, not an infrastructure failure");
+    const [mis] = await report("replay-other.results");
+    assert.equal(mis!.verdict, "mismatched");
+    assert.equal(mis!.field, "/vm/qemu");
 
     writeFileSync(join(work, "not-a-bundle.cairn"), "plain text\n");
     const bad = campaign("verify-bad", "schema: cairn.campaign/1\nmode: verify\nruns: [{bundle: ./hello.cairn}, {bundle: ./not-a-bundle.cairn}]\n");
