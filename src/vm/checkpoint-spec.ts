@@ -48,6 +48,11 @@ export function afterModel(a: CheckpointAfter): { step: number } | { output: Str
   return a.kind === "step" ? { step: a.step } : { output: a.stream, contains: a.contains };
 }
 
+/** The checkpoint's event in words, from run.json's model: `step 1`, `stdout contains "ready"` (runs show, cairn run). */
+export function afterText(a: { readonly step: number } | { readonly output: StreamName; readonly contains: string }): string {
+  return "step" in a ? `step ${a.step}` : `${a.output} contains ${JSON.stringify(a.contains)}`;
+}
+
 /** Parses `run.checkpoints` (`path` is its pointer) against the scenario's parsed steps. */
 export function parseCheckpoints(
   c: Checker,

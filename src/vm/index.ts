@@ -62,6 +62,7 @@ export {
 export type { GuestSize } from "./sizing.ts";
 export { checkWorkloadRun, runCheck } from "./run-check.ts";
 export type { PreparedGuest, BootResult, Evaluation } from "./guest.ts";
+export { afterText } from "./checkpoint-spec.ts";
 export { recordRun, defaultRunsDir } from "./record.ts";
 export type { RecordOptions, RecordResult } from "./record.ts";
 export { isEnvironmentLockfile, readLockfileSpec, recordLockfileRun } from "./lockfile-run.ts";

@@ -45,6 +45,7 @@ import {
   WORKLOAD_IDENTITY,
   WORKLOAD_IDENTITY_SCOPE,
 } from "../workload/index.ts";
+import { afterText } from "./checkpoint-spec.ts";
 import { OUTCOME_IDENTITY, OUTCOME_SCOPE } from "./checker.ts";
 import { firstListDifference, valueAt } from "./replay-diff.ts";
 import { guestInstructions } from "./replay-log.ts";
@@ -378,7 +379,7 @@ export function runView(runDir: string, opts: RunViewOptions = {}): RunView {
     // the record's: a replay's own checkpoints and cost are not recorded
     checkpoints: (opts.replay === undefined ? (manifest.checkpoints?.taken ?? []) : []).map((c) => ({
       name: c.name,
-      after: "step" in c.after ? `step ${c.after.step}` : `${c.after.output} contains ${JSON.stringify(c.after.contains)}`,
+      after: afterText(c.after),
       icount: c.icount,
     })),
     guest_instructions: instructions,

@@ -23,6 +23,7 @@ import { copyFileSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { runOutputModel, runOutputText } from "../../src/cli/run-output.ts";
 import { checkCheckpointFile } from "../../src/vm/checkpoint-file.ts";
 import { CHECKPOINT_FILE } from "../../src/vm/checkpoint-take.ts";
 import { recordRun, replayRun, type Kit } from "../../src/vm/index.ts";
@@ -91,6 +92,9 @@ describe("checkpoints while recording", { skip: VM_SKIP }, () => {
     // qemu-img reads the qcow2's own snapshot table: TAG, VM SIZE, DATE, VM CLOCK, ICOUNT
     const table = execFileSync("qemu-img", ["snapshot", "-l", file], { encoding: "utf8" });
     for (const c of ck.taken) assert.match(table, new RegExp(`^\\d+\\s+${c.name}\\s.*\\s${c.icount}\\s*$`, "m"), table);
+    // cairn run prints them: the --json summary and its text list each checkpoint taken (tests/cli/run-output.test.ts)
+    assert.deepEqual(runOutputModel(rec).checkpoints, ck.taken);
+    for (const c of ck.taken) assert.match(runOutputText(rec), new RegExp(` ${c.name}  after .*, at instruction ${c.icount.toLocaleString("en-US")}$`, "m"));
     t.diagnostic(
       `record qemu ${Math.round(rec.durations.qemuMs)} ms; qcow2 ${ck.file.size} bytes; ${lines.filter((l) => l.startsWith("checkpoint")).join("; ")}`,
     );

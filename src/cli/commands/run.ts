@@ -20,6 +20,7 @@ import {
 import type { Context } from "../context.ts";
 import { printJson } from "../output.ts";
 import { lineFollower, printStreams } from "../workload-output.ts";
+import { runOutputModel, runOutputText } from "../run-output.ts";
 import { CAIRN_VERSION } from "../cairn-version.ts";
 import {
   clock,
@@ -172,19 +173,7 @@ export function registerRun(program: Command, ctx: Context): void {
       }
       const exported = lr?.exported;
       const receipt = signingKey !== undefined ? signReceipt(r.runDir, [signingKey]).file : undefined;
-      const failed = r.evaluation.assertions.filter((a) => !a.ok).length;
-      const summary = {
-        run_dir: r.runDir,
-        run_id: r.manifest.run_id,
-        status: r.manifest.status,
-        outcome: r.manifest.outcome,
-        vm: r.manifest.vm_digest,
-        workload: r.manifest.workload.workload,
-        assertions: { total: r.evaluation.assertions.length, failed },
-        // what each invocation did, so a run without assertions still says it (status completed or program-failed)
-        exits: r.evaluation.events.flatMap((e) => (e.event === "exit" ? [{ invocation: e.invocation, kind: e.kind, code: e.code }] : [])),
-        replay_command: r.replayCommand,
-        qemu_ms: Math.round(r.durations.qemuMs),
+      const extras = {
         ...(receipt !== undefined ? { receipt } : {}),
         ...(exported !== undefined
           ? {
@@ -196,6 +185,7 @@ export function registerRun(program: Command, ctx: Context): void {
             }
           : {}),
       };
+      const summary = runOutputModel(r, extras);
       const failure = runStatusFailure(r.manifest.status, r.runDir, r.unfinished?.message);
       if (opts.json) {
         // one JSON document: the error (as every --json failure) and the recorded run
@@ -203,24 +193,7 @@ export function registerRun(program: Command, ctx: Context): void {
         if (failure) ctx.exitCode = failure.exitCode;
         return;
       }
-      ctx.io.out(
-        [
-          `run      ${r.manifest.run_id}  ${r.manifest.status}`,
-          `dir      ${r.runDir}`,
-          ...(exported !== undefined ? [`env      ${exported.environmentId} (lockfile ${exported.lockfileSha256})`] : []),
-          ...(lr !== undefined && lr.runEnv.length > 0 ? [`set      ${lr.runEnv.join(", ")} (over the lockfile's env; in the launch identity)`] : []),
-          `workload ${r.manifest.workload.workload}`,
-          `vm       ${r.manifest.vm_digest}`,
-          `outcome  ${r.manifest.outcome}`,
-          r.evaluation.assertions.length === 0
-            ? "asserts  none checked (the spec declares no run.expect)"
-            : `asserts  ${r.evaluation.assertions.length - failed}/${r.evaluation.assertions.length} passed`,
-          `exits    ${summary.exits.map((x) => `${x.invocation}: ${x.kind === "exited" ? `exit ${x.code}` : `signal ${x.code}`}`).join(", ") || "none"}`,
-          ...(receipt !== undefined ? [`receipt  ${receipt}`] : []),
-          `recorded in ${(r.durations.qemuMs / 1000).toFixed(1)} s; replay with:`,
-          `  ${r.replayCommand}`,
-        ].join("\n"),
-      );
+      ctx.io.out(runOutputText(r, extras));
       // then the workload's own output, each stream to its own, unless --follow showed it already
       if (live === undefined) printStreams(ctx.io, r.streams);
       if (failure) throw failure;
