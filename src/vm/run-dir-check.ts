@@ -13,6 +13,12 @@
  *                      or a timeout may come from the kernel or from how QEMU
  *                      ended, which they do not hold)
  *   /replay_log/size   replay.log is there with the recorded size
+ *   /checkpoints/file/size    a record with checkpoints: checkpoints.qcow2 is
+ *                      there, a regular file, with the recorded size
+ *   /checkpoints/file/sha256  and its sha256 is the recorded one, when asked
+ *                      (`runs show`) or a key is given: hashing a qcow2 of
+ *                      ~90 MiB per checkpoint is not cheap, so `runs list`
+ *                      checks its size only, like replay.log's
  * and, when a key is given (`--pub`), the signed receipt: its signature and
  * every digest it binds, recomputed (run-receipt.ts `verifyReceipt`, which
  * hashes replay.log too).
@@ -28,8 +34,10 @@
  */
 import { existsSync, lstatSync } from "node:fs";
 import { join } from "node:path";
-import { CairnError, isCairnError, isJsonObject, parseJsonBytes, readFileBounded, type JsonModel, type VerifyingKey } from "../core/index.ts";
+import { CairnError, hashFileBounded, isCairnError, isJsonObject, parseJsonBytes, readFileBounded, type JsonModel, type VerifyingKey } from "../core/index.ts";
 import { outcomeDigest, runStatus, type AssertionResult } from "./checker.ts";
+import { CHECKPOINT_FILE_MAX_BYTES } from "./checkpoint-file.ts";
+import { CHECKPOINT_FILE } from "./checkpoint-take.ts";
 import type { NormalizedEvent } from "./protocol.ts";
 import { RUN_READ_LIMITS } from "./replay-run.ts";
 import type { RunManifest } from "./run-manifest.ts";
@@ -65,8 +73,13 @@ function readList(runDir: string, name: string): Array<Record<string, JsonModel>
   }
 }
 
+export interface RunDirCheckOptions {
+  /** Hash checkpoints.qcow2 against run.json's sha256 even without a key (its size is always checked). */
+  readonly checkpointDigest?: boolean;
+}
+
 /** The cheap checks, then the receipt when `keys` are given. Throws only on I/O trouble, never on what the files say. */
-export function checkRunDir(runDir: string, m: RunManifest, keys: readonly VerifyingKey[] = []): RunDirCheckResult {
+export function checkRunDir(runDir: string, m: RunManifest, keys: readonly VerifyingKey[] = [], opts: RunDirCheckOptions = {}): RunDirCheckResult {
   if (vmDigest(m.vm) !== m.vm_digest) return tampered("/vm_digest");
   const events = readList(runDir, RUN_FILES.events);
   if (events === undefined) return tampered(RUN_FILES.events);
@@ -81,6 +94,16 @@ export function checkRunDir(runDir: string, m: RunManifest, keys: readonly Verif
   // lstat: a symlink or FIFO in place of the log is not the log cairn wrote
   const st = lstatSync(log, { throwIfNoEntry: false });
   if (st === undefined || !st.isFile() || st.size !== m.replay_log.size) return tampered("/replay_log/size");
+  if (m.checkpoints !== undefined) {
+    // the receipt binds run.json, which binds the qcow2 by digest; the receipt check does not hash the qcow2, so this does
+    const qcow2 = join(runDir, CHECKPOINT_FILE);
+    const cst = lstatSync(qcow2, { throwIfNoEntry: false });
+    if (cst === undefined || !cst.isFile() || cst.size !== m.checkpoints.file.size) return tampered("/checkpoints/file/size");
+    if (keys.length > 0 || opts.checkpointDigest === true) {
+      const { digest } = hashFileBounded(qcow2, CHECKPOINT_FILE_MAX_BYTES, "run.checkpoint-file-bytes");
+      if (digest !== m.checkpoints.file.sha256) return tampered("/checkpoints/file/sha256");
+    }
+  }
   if (keys.length === 0) return { check: "unverified", problem: null };
   const receipt = join(runDir, RECEIPT_FILE);
   if (!existsSync(receipt)) return { check: "unverified", problem: `no ${RECEIPT_FILE}` };

@@ -126,12 +126,14 @@ function orNull<T>(read: () => T | null | undefined): T | null {
 export interface DescribeOptions {
   /** Keys a run's receipt may be signed with (`--pub`): a receipt verified with one makes the run `signed`. */
   readonly keys?: readonly VerifyingKey[];
+  /** Hash the run's checkpoints.qcow2 against run.json (`runs show`); `runs list` checks its size only. */
+  readonly checkpointDigest?: boolean;
 }
 
 /** The summary of one run directory (throws the manifest reader's typed refusal). */
 export function describeRun(runDir: string, opts: DescribeOptions = {}): RunSummary {
   const m = readRunManifest(runDir);
-  const { check, problem } = checkRunDir(runDir, m, opts.keys);
+  const { check, problem } = checkRunDir(runDir, m, opts.keys, { checkpointDigest: opts.checkpointDigest === true });
   const env = orNull(() => readEnvironment(runDir));
   const envManifest = orNull(() => readRunEnvManifest(runDir));
   return {

@@ -35,13 +35,13 @@ export function registerRunsShow(runs: Command, ctx: Context): void {
       if (html !== undefined && html === traceOut) throw new CairnError("USAGE", "--html and --trace name the same file", { path: "--trace" });
       if (opts.html !== undefined || opts.trace !== undefined) {
         // both are made before either is written: a refusal leaves neither
-        const view = runView(dir, { keys, private: opts.private === true, ...(replayOf ? { replay: Number(basename(given)) } : {}) });
+        const view = runView(dir, { keys, checkpointDigest: true, private: opts.private === true, ...(replayOf ? { replay: Number(basename(given)) } : {}) });
         const page = opts.html !== undefined ? runHtml(view) : undefined;
         const trace = opts.trace !== undefined ? `${JSON.stringify(runTrace(view))}\n` : undefined;
         if (page !== undefined) writeFileAtomic(html!, page, { mode: opts.private === true ? 0o600 : 0o644 });
         if (trace !== undefined) writeFileAtomic(traceOut!, trace, { mode: 0o644 });
       }
-      const r = describeRun(dir, { keys });
+      const r = describeRun(dir, { keys, checkpointDigest: true });
       if (opts.json) {
         printJson(ctx.io, "cairn.cli.runs-show/1", r);
         return;
