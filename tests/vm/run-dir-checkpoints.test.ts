@@ -52,7 +52,7 @@ function runWithCheckpoints(): string {
 
 const flipLast = (file: string) => {
   const b = readFileSync(file);
-  b[b.length - 1] ^= 0xff;
+  b[b.length - 1] = (b[b.length - 1] ?? 0) ^ 0xff;
   writeFileSync(file, b);
 };
 
