@@ -35,7 +35,20 @@ export function registerBundlePush(bundle: Command, ctx: Context): void {
           includeInputs: opts.includeInputs === true,
           progress: ctx.progress,
         });
-        if (opts.json === true) return printJson(ctx.io, "cairn.cli.bundle-push/1", r);
+        if (opts.json === true)
+          // named field by field, in the casing of every other document (the library's result says runId)
+          return printJson(ctx.io, "cairn.cli.bundle-push/1", {
+            reference: r.reference,
+            digest: r.digest,
+            tag: r.tag ?? null,
+            run_id: r.runId,
+            members: r.members,
+            member_bytes: r.member_bytes,
+            uploaded: r.uploaded,
+            present: r.present,
+            private: r.private,
+            inputs: r.inputs,
+          });
         ctx.io.out(
           [
             `pushed   ${r.reference}`,
