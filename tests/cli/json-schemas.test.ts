@@ -9,10 +9,10 @@
  * command with --json is checked nowhere, or a schema file has no command.
  */
 import assert from "node:assert/strict";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, it } from "node:test";
+import { after, describe, it } from "node:test";
 import { runCli } from "../helpers/cli.ts";
 import { checkDocument, ERROR_TAG, jsonCommands, schemaFileOf, schemaFiles, tagOf } from "../helpers/json-schemas.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
@@ -69,6 +69,7 @@ async function valid(path: readonly string[], argv: readonly string[], env: Node
 }
 
 const work = mkdtempSync(join(tmpdir(), "cairn-json-schemas-"));
+after(() => rmSync(work, { recursive: true, force: true }));
 const NOW = "2026-03-01T12:00:00.000Z";
 const env = { ...process.env, CAIRN_NOW: NOW, CAIRN_HOME: join(work, "home") };
 const ex = exampleRegistry();
