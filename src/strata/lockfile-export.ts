@@ -295,8 +295,8 @@ export async function exportLock(opts: ExportLockOptions): Promise<ExportResult>
       },
       layers,
       annotations: {
-        [EXPORT_ANNOTATIONS.environmentId]: report.environment_id,
-        [EXPORT_ANNOTATIONS.lockfile]: report.lockfile_sha256,
+        [EXPORT_ANNOTATIONS.environmentId]: report.environmentId,
+        [EXPORT_ANNOTATIONS.lockfile]: report.lockfileSha256,
         [EXPORT_ANNOTATIONS.base]: lock.base.digest!,
       },
       access: "private",
@@ -312,8 +312,8 @@ export async function exportLock(opts: ExportLockOptions): Promise<ExportResult>
     return {
       layout,
       ...(archive !== undefined ? { archive } : {}),
-      environmentId: report.environment_id,
-      lockfileSha256: report.lockfile_sha256,
+      environmentId: report.environmentId,
+      lockfileSha256: report.lockfileSha256,
       report,
       added,
       caveats,

@@ -39,22 +39,22 @@ export interface VerifyOptions {
 
 export interface VerifyReport {
   readonly lock: Lockfile;
-  readonly environment_id: Sha256Digest;
+  readonly environmentId: Sha256Digest;
   /** sha256 of the lockfile's bytes as verified (the signed payload). */
-  readonly lockfile_sha256: Sha256Digest;
+  readonly lockfileSha256: Sha256Digest;
   readonly signature: LockSignature;
   readonly freshness: Freshness;
-  readonly verification_policy: VerificationPolicy;
+  readonly verificationPolicy: VerificationPolicy;
   /** Number of layers whose bytes were checked, or null when no registry was given. */
-  readonly layers_checked: number | null;
+  readonly layersChecked: number | null;
   /** Whether a freshly probed base was compared with the lockfile's. */
-  readonly base_checked: boolean;
+  readonly baseChecked: boolean;
   /**
    * With layer keys and no registry: how many layers' signatures were verified
    * from the manifest envelopes the lockfile embeds (offline audit); null when
    * not attempted.
    */
-  readonly embedded_signatures_checked: number | null;
+  readonly embeddedSignaturesChecked: number | null;
 }
 
 function checkBase(lock: Lockfile, probed: LockBase): void {
@@ -231,22 +231,22 @@ export async function verifyLockContents(lock: Lockfile, registries: readonly La
 export async function verifyLock(path: string, opts: VerifyOptions): Promise<VerifyReport> {
   const read = readLockfile(path, opts.keys);
   const lock = read.lock;
-  const environment_id = environmentId(lock); // LOCK_UNFROZEN for an unfrozen lockfile
+  const id = environmentId(lock); // LOCK_UNFROZEN for an unfrozen lockfile
   const fresh = checkFreshness(lock.resolved_at, opts.now, opts.maxAgeMs, opts.maxAgeText);
   checkPolicy(lock, opts);
   if (opts.probedBase !== undefined) checkBase(lock, opts.probedBase);
-  const layers_checked = opts.registries.length > 0 ? await checkLayers(lock, opts) : null;
-  const embedded_signatures_checked = opts.registries.length === 0 && opts.layerKeys.length > 0 ? checkEmbeddedSignatures(lock, opts.layerKeys) : null;
+  const layersChecked = opts.registries.length > 0 ? await checkLayers(lock, opts) : null;
+  const embeddedSignaturesChecked = opts.registries.length === 0 && opts.layerKeys.length > 0 ? checkEmbeddedSignatures(lock, opts.layerKeys) : null;
   return {
     lock,
-    environment_id,
-    lockfile_sha256: sha256(read.bytes),
+    environmentId: id,
+    lockfileSha256: sha256(read.bytes),
     signature: read.signature!,
     freshness: fresh,
-    verification_policy: lock.verification_policy,
-    layers_checked,
-    base_checked: opts.probedBase !== undefined,
-    embedded_signatures_checked,
+    verificationPolicy: lock.verification_policy,
+    layersChecked,
+    baseChecked: opts.probedBase !== undefined,
+    embeddedSignaturesChecked,
   };
 }
 

@@ -58,7 +58,7 @@ export interface FetchBundleOptions extends ImportOptions {
 /** What a fetch did: blobs asked of the registry, and members this node already had. */
 export interface FetchCounts {
   readonly fetched: number;
-  readonly fetched_bytes: number;
+  readonly fetchedBytes: number;
   readonly local: number;
   /** Members whose cached copy on this node was corrupt: fetched again (counted in `fetched`) and put in its place. */
   readonly repaired: number;
@@ -114,7 +114,7 @@ export async function importRegistryBundle(unsafeRef: string, opts: FetchBundleO
     byPath.set(m.path, { sha256: m.sha256, size: m.size });
   });
   const spill = new BundleSpill();
-  const counts = { fetched: 0, fetched_bytes: 0, local: 0, repaired: new Set<Sha256Digest>() };
+  const counts = { fetched: 0, fetchedBytes: 0, local: 0, repaired: new Set<Sha256Digest>() };
   const local = localStore(opts.storeDir);
   try {
     const hold = (path: string, d: Sha256Digest, size: number): Promise<void> =>
@@ -147,7 +147,7 @@ export async function importRegistryBundle(unsafeRef: string, opts: FetchBundleO
       if (spill.held(m.sha256) === undefined) await hold(path, m.sha256, m.size);
     }
     opts.log?.(
-      `${text}: ${counts.fetched} blobs fetched (${counts.fetched_bytes} bytes), ${counts.local} from this node${counts.repaired.size > 0 ? `, ${counts.repaired.size} corrupt cached cop(ies) replaced` : ""}`,
+      `${text}: ${counts.fetched} blobs fetched (${counts.fetchedBytes} bytes), ${counts.local} from this node${counts.repaired.size > 0 ? `, ${counts.repaired.size} corrupt cached cop(ies) replaced` : ""}`,
     );
     // 5. the bundle reader's own checks and import
     const b = checkMembers(files, spill);
@@ -175,7 +175,7 @@ async function holdMember(
   home: Area,
   digest: Sha256Digest,
   size: number,
-  counts: { fetched: number; fetched_bytes: number; local: number; repaired: Set<Sha256Digest> },
+  counts: { fetched: number; fetchedBytes: number; local: number; repaired: Set<Sha256Digest> },
   log: ((line: string) => void) | undefined,
 ): Promise<void> {
   let w = spill.sink().begin(size);
@@ -200,7 +200,7 @@ async function holdMember(
   else {
     await client.fetchBlob(repo, digest, size, (c) => w.write(c));
     counts.fetched++;
-    counts.fetched_bytes += size;
+    counts.fetchedBytes += size;
   }
   const got = w.end();
   // the client and the store verified these bytes; a kit object of another size is not this member

@@ -43,7 +43,7 @@ export interface PushedBundle {
   readonly tag: string | undefined;
   readonly runId: string;
   readonly members: number;
-  readonly member_bytes: number;
+  readonly memberBytes: number;
   /** Blobs uploaded, and blobs the registry had already. */
   readonly uploaded: number;
   readonly present: number;
@@ -129,7 +129,7 @@ export async function pushBundle(opts: PushBundleOptions): Promise<PushedBundle>
       tag: ref.tag,
       runId: src.runId,
       members: src.members.length,
-      member_bytes: src.members.reduce((n, m) => n + m.size, 0),
+      memberBytes: src.members.reduce((n, m) => n + m.size, 0),
       uploaded,
       present,
       private: src.private,

@@ -58,3 +58,107 @@ test("control: a signature naming an unexported type is reported; a function bod
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+/**
+ * One casing for result objects (issue 36, item 5): a library result object
+ * spells its fields in camelCase; an interface whose fields mirror a
+ * document (a file format cairn reads or writes, or a document it prints
+ * as it is) keeps that document's spelling. Every public interface with a
+ * snake_case field is listed here with the document it mirrors; a new one
+ * fails until it is camelCase or listed.
+ */
+const DOCUMENTS: Record<string, string> = {
+  // cairn.env-manifest/2 and its parts (docs/manifest.md), devcontainer.json's own names beside cairn's
+  "manifest.EnvExtension": "cairn.env-extension/1",
+  "manifest.EnvManifest": "cairn.env-manifest/2",
+  "manifest.ManifestSignature": "cairn.env-manifest/2 signature",
+  "manifest.NormalizedMount": "cairn.env-extension/1 mounts",
+  "manifest.Pinning": "cairn.env-manifest/2 labels",
+  "manifest.SnapshotRef": "cairn.env-manifest/2 resume snapshot",
+  "manifest.ManifestLimits": "the manifest.* limit names as errors and docs/manifest.md spell them",
+  // Strata's lockfile, layer manifest, profile and registry index (seed 002), and cairn's sidecar beside the lockfile
+  "strata.BaseCapabilities": "lockfile base",
+  "strata.BuildEnvironment": "layer manifest build",
+  "strata.BuildProvenance": "layer manifest build",
+  "strata.CaptureRecord": "layer manifest build.capture",
+  "strata.IndexedFormation": "registry index.json",
+  "strata.IndexedLayer": "registry index.json",
+  "strata.InstanceConfig": "profile instance",
+  "strata.LayerBlobFacts": "layer manifest (content_manifest, diff_id)",
+  "strata.LayerManifest": "layer manifest",
+  "strata.LayerRecord": "LOCK.cairn.json",
+  "strata.LayerRef": "lockfile",
+  "strata.LayerSpec": "layer manifest",
+  "strata.LockBase": "lockfile base",
+  "strata.LockFile": "lockfile",
+  "strata.LockFileBuildEnvironment": "lockfile",
+  "strata.LockFileLayerManifest": "lockfile",
+  "strata.LockFileRequirement": "lockfile",
+  "strata.LockLayer": "lockfile layer",
+  "strata.LockRecords": "LOCK.cairn.json",
+  "strata.LockSignature": "LOCK.cairn.json signature record",
+  "strata.Lockfile": "lockfile",
+  "strata.MutableLayerSpec": "lockfile mutable_layer",
+  "strata.PackagePin": "LOCK.cairn.json pins",
+  "strata.ProbeResult": "os-release (os_id, version_id)",
+  "strata.Profile": "profile YAML",
+  "strata.ProfileMutableLayerSpec": "profile YAML mutable_layer",
+  "strata.ResolvedBase": "lockfile base",
+  "strata.ResolvedLayer": "lockfile layer",
+  "strata.SearchHit": "layer manifest (user_selectable)",
+  "strata.StorageMount": "profile YAML storage",
+  // documents cairn prints as they are, mirroring the lockfile's names
+  "strata.CaptureReport": "the layer capture record it extends, printed by layer capture --json",
+  "strata.ExplainedLayer": "lock explain --json (lockfile names)",
+  "strata.Explanation": "the identity scope (docs/identities.md: covers, does_not_promise)",
+  "strata.LayerFacts": "lock explain --json (lockfile names)",
+  "strata.LockExplained": "lock explain --json (lockfile names)",
+  "strata.ProvenanceRecord": "lock provenance --json (lockfile names)",
+  "strata.LockDiff": "lock diff --json, printed as it is (a result object still spelled as its CLI document)",
+  "strata.LockChanges": "lock diff --json, printed as it is (a result object still spelled as its CLI document)",
+  "strata.PackageChange": "lock diff --json, printed as it is (a result object still spelled as its CLI document)",
+  "strata.PackageSetChange": "lock diff --json, printed as it is (a result object still spelled as its CLI document)",
+  // runs: run.json, the VM identity, the bundle index, the receipt, replay documents
+  "vm.AssertionResult": "replays/N and failure bundle documents",
+  "vm.BundleKitFacts": "cairn-bundle.json kit",
+  "vm.ReplayVerdict": "replays/N verdict and replay --json",
+  "vm.RunEnvironment": "receipt predicate environment",
+  "vm.RunManifest": "run.json (cairn.run/1)",
+  "vm.VmIdentity": "the VM identity's JSON",
+  "vm.VmNetwork": "the VM identity's JSON network",
+};
+
+/** Public interfaces (namespace.Name) with a snake_case field, from the report's text. */
+function snakeCaseInterfaces(text: string): string[] {
+  const out = new Set<string>();
+  let ns = "";
+  let current: string | undefined;
+  for (const line of text.split("\n")) {
+    const section = /^## (\w+)/.exec(line);
+    if (section) ns = section[1]!;
+    const open = /^(?:interface|class) (\w+)/.exec(line);
+    if (open) current = `${ns}.${open[1]}`;
+    else if (line.startsWith("}")) current = undefined;
+    else if (current !== undefined && /^\s+(?:readonly )?\w*[a-z0-9]_[a-z0-9]\w*\??:/.test(line)) out.add(current);
+  }
+  return [...out].sort();
+}
+
+test("result objects are camelCase: every public interface with a snake_case field mirrors a listed document", () => {
+  const found = snakeCaseInterfaces(report.text);
+  assert.ok(found.includes("vm.RunManifest"), "control: run.json's model is found");
+  assert.deepEqual(
+    found.filter((n) => DOCUMENTS[n] === undefined),
+    [],
+    "spell a result object's fields in camelCase (the CLI maps them to its documents), or list the document it mirrors",
+  );
+  assert.deepEqual(
+    Object.keys(DOCUMENTS).filter((n) => !found.includes(n)),
+    [],
+    "a listed interface no longer has a snake_case field: take it off the list",
+  );
+  // control: a result object with one snake_case field beside camelCase ones is found
+  assert.deepEqual(snakeCaseInterfaces("## vm\n\n```ts\ninterface Pushed {\n  readonly runId: string\n  readonly member_bytes: number\n}\n```\n"), [
+    "vm.Pushed",
+  ]);
+});

@@ -115,9 +115,13 @@ describe("replay bundles through a registry", { skip }, () => {
     const pushed = JSON.parse(pushedText) as {
       reference: string;
       digest: string;
+      run_id: string;
       members: number;
+      member_bytes: number;
       uploaded: number;
     };
+    // the CLI document is spelled as docs/runs.md says (snake_case), whatever the library's result object calls its fields
+    assert.ok(pushed.run_id.length > 0 && pushed.member_bytes > 0 && !("runId" in pushed) && !("memberBytes" in pushed), pushedText);
     assert.match(pushed.reference, new RegExp(`^oci://${proxy.host}/runs/hello@sha256:[0-9a-f]{64}$`));
     // what is pushed is what `cairn bundle` writes: its index, byte for byte, is the config; its members are the layers
     const file = join(work, "first.cairn");

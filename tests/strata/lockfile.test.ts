@@ -297,7 +297,7 @@ test("verify refuses a signed lockfile whose policy claims more than its layer r
   const honest = join(dir, "honest.lock");
   writeLockfile(honest, l, ex.lockKey);
   const opts = { keys: [ex.lockKey], now: NOW, registries: [], layerKeys: [], allowUnsignedOffline: false };
-  assert.equal((await verifyLock(honest, opts)).verification_policy, "signed", "control");
+  assert.equal((await verifyLock(honest, opts)).verificationPolicy, "signed", "control");
   const first = l.layers[0]!;
   const layers = new Map(l.records.layers);
   layers.set(first.id, { ...layers.get(first.id)!, signature: { status: "unsigned-offline", envelope_sha256: first.signature!.envelope_sha256 } });
@@ -306,7 +306,7 @@ test("verify refuses a signed lockfile whose policy claims more than its layer r
   await assertCodeAsync(() => verifyLock(path, opts), "LOCK_INVALID");
   writeLockfile(path, viewLock({ ...l.spec, verification_policy: "unsigned-offline" }, { ...l.records, layers, policy: "unsigned-offline" }), ex.lockKey);
   await assertCodeAsync(() => verifyLock(path, opts), "TRUST_REFUSED");
-  assert.equal((await verifyLock(path, { ...opts, allowUnsignedOffline: true })).verification_policy, "unsigned-offline");
+  assert.equal((await verifyLock(path, { ...opts, allowUnsignedOffline: true })).verificationPolicy, "unsigned-offline");
 });
 
 test("parse without Validate (lock diff): rule problems come back as problems; a shape error is still refused", async () => {

@@ -102,7 +102,7 @@ test("lock verify: the result does not depend on --registry order when two regis
         layerKeys: [],
         allowUnsignedOffline: false,
       })
-    ).layers_checked;
+    ).layersChecked;
   assert.equal(await verify([ex.registry, regB]), 1, "control: the resolving registry first");
   assert.equal(await verify([regB, ex.registry]), 1, "the other order finds the pinned envelope too (failed before the fix)");
   const e = await assertCodeAsync(() => verify([regB]), "DIGEST_MISMATCH");
@@ -328,7 +328,7 @@ test("offline audit: lock verify without a registry verifies layer signatures on
   const lock = await resolveText("name: t\nbase: {os: debian12}\nsoftware: [tool-a, numpy, python]\n");
   const dir = tempDir("cairn-w13-audit-");
   const verify = async (path: string, layerKeys: SigningKey[]): Promise<number | null> =>
-    (await verifyLock(path, { keys: [ex.lockKey], now: NOW, registries: [], layerKeys, allowUnsignedOffline: false })).embedded_signatures_checked;
+    (await verifyLock(path, { keys: [ex.lockKey], now: NOW, registries: [], layerKeys, allowUnsignedOffline: false })).embeddedSignaturesChecked;
   const good = join(dir, "good.yaml");
   writeLockfile(good, lock, ex.lockKey);
   assert.equal(await verify(good, [ex.registryKey]), 3, "every signed layer verified offline");

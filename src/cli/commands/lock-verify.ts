@@ -36,18 +36,18 @@ export function registerLockVerify(lock: Command, ctx: Context): void {
         printJson(ctx.io, "cairn.cli.lock-verify/1", {
           verified: true,
           strata_environment_id: strata,
-          environment_id: report.environment_id,
+          environment_id: report.environmentId,
           signed_by: report.signature.keyid,
           resolved_at: report.lock.resolved_at,
           age: report.freshness.age,
           age_seconds: Math.floor(report.freshness.ageMs / 1000),
           future_dated: report.freshness.future,
-          verification_policy: report.verification_policy,
-          layers_checked: report.layers_checked,
+          verification_policy: report.verificationPolicy,
+          layers_checked: report.layersChecked,
           contents_checked: contentsChecked,
-          base_checked: report.base_checked,
-          layer_signatures_checked: opts.trust.length > 0 && (report.layers_checked !== null || report.embedded_signatures_checked !== null),
-          embedded_signatures_checked: report.embedded_signatures_checked,
+          base_checked: report.baseChecked,
+          layer_signatures_checked: opts.trust.length > 0 && (report.layersChecked !== null || report.embeddedSignaturesChecked !== null),
+          embedded_signatures_checked: report.embeddedSignaturesChecked,
           caveats,
         });
         return;
@@ -55,12 +55,12 @@ export function registerLockVerify(lock: Command, ctx: Context): void {
       const lines = [
         `verified ${path}`,
         `environment ${strata}  (EnvironmentID, Strata)`,
-        `content     ${report.environment_id}  (content identity, cairn)`,
+        `content     ${report.environmentId}  (content identity, cairn)`,
         `signed by   ${report.signature.keyid}`,
         `resolved    ${report.lock.resolved_at} (${report.freshness.future ? `FUTURE-DATED: ${report.freshness.age}` : `${report.freshness.age} old`})`,
-        `policy      ${POLICY_TEXT[report.verification_policy] ?? report.verification_policy}`,
-        `base        ${report.lock.base.name} ${report.lock.base.arch} (${report.base_checked ? "re-probed: digest matches" : `${report.lock.base.source === "declared" ? "declared" : `probed from ${report.lock.base.source}`} at resolution; not re-probed (give --base to check it)`})`,
-        `layers      ${report.layers_checked === null ? `${report.lock.layers.length}, bytes NOT checked (give --registry to check them)${report.embedded_signatures_checked !== null ? `; ${report.embedded_signatures_checked} signature(s) verified on the embedded manifests` : ""}` : `${report.layers_checked} checked: manifests and blob bytes match${opts.trust.length ? ", layer signatures verified" : ""}${contentsChecked !== null ? ", unpacked contents match their manifests" : ""}`}`,
+        `policy      ${POLICY_TEXT[report.verificationPolicy] ?? report.verificationPolicy}`,
+        `base        ${report.lock.base.name} ${report.lock.base.arch} (${report.baseChecked ? "re-probed: digest matches" : `${report.lock.base.source === "declared" ? "declared" : `probed from ${report.lock.base.source}`} at resolution; not re-probed (give --base to check it)`})`,
+        `layers      ${report.layersChecked === null ? `${report.lock.layers.length}, bytes NOT checked (give --registry to check them)${report.embeddedSignaturesChecked !== null ? `; ${report.embeddedSignaturesChecked} signature(s) verified on the embedded manifests` : ""}` : `${report.layersChecked} checked: manifests and blob bytes match${opts.trust.length ? ", layer signatures verified" : ""}${contentsChecked !== null ? ", unpacked contents match their manifests" : ""}`}`,
         ...caveats.map((c) => `  ! ${c}`),
       ];
       ctx.io.out(lines.join("\n"));

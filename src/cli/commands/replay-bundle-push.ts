@@ -43,7 +43,7 @@ export function registerBundlePush(bundle: Command, ctx: Context): void {
             tag: r.tag ?? null,
             run_id: r.runId,
             members: r.members,
-            member_bytes: r.member_bytes,
+            member_bytes: r.memberBytes,
             uploaded: r.uploaded,
             present: r.present,
             private: r.private,
@@ -53,7 +53,7 @@ export function registerBundlePush(bundle: Command, ctx: Context): void {
           [
             `pushed   ${r.reference}`,
             `run      ${r.runId}`,
-            `members  ${r.members} (${r.member_bytes} bytes): ${r.uploaded} blobs uploaded, ${r.present} already in the registry`,
+            `members  ${r.members} (${r.memberBytes} bytes): ${r.uploaded} blobs uploaded, ${r.present} already in the registry`,
             ...(r.tag !== undefined ? [`tag      ${r.tag}`] : []),
             ...(r.private ? ["private  the bundle holds private members (streams, console, protocol or the run's inputs): mind who can pull it"] : []),
             ...(r.inputs === "left-out"
