@@ -117,7 +117,9 @@ _cairn() {
     COMPREPLY=($(compgen -W "$(_cairn_options "$cpath")" -- "$cur"))
     return 0
   fi
-  choices="$(_cairn_commands "$cpath")"
+  # a subcommand only before the command's first argument
+  choices=""
+  ((nargs == 0)) && choices="$(_cairn_commands "$cpath")"
   [[ -z "$choices" ]] && choices="$(_cairn_choices "$cpath|#$((nargs + 1))")"
   if [[ -n "$choices" ]]; then COMPREPLY=($(compgen -W "$choices" -- "$cur")); else _cairn_files; fi
   return 0
@@ -191,7 +193,8 @@ _cairn() {
     _describe -t options 'cairn option' reply
     return
   fi
-  _cairn_commands "$cpath"
+  reply=()
+  ((nargs == 0)) && _cairn_commands "$cpath"
   if ((\${#reply})); then _describe -t commands 'cairn command' reply; return; fi
   _cairn_choices "$cpath|#$((nargs + 1))"
   if ((\${#reply})); then compadd -a reply; else _files; fi
@@ -219,7 +222,9 @@ function fish(root: CommandNode, version: string): string {
   const lines: string[] = [];
   for (const c of cmds) {
     const when = `-n ${fq(`test "$(__cairn_path)" = ${fq(key(c))}`)}`;
-    for (const s of c.commands) lines.push(`complete -c cairn ${when} -a ${s.name} -d ${fq(summary(s.description))}`);
+    // a subcommand only before the command's first argument (__cairn_path counts them)
+    const whenNoArgs = `-n ${fq(`test "$(__cairn_path)" = ${fq(key(c))}; and test $__cairn_nargs = 0`)}`;
+    for (const s of c.commands) lines.push(`complete -c cairn ${whenNoArgs} -a ${s.name} -d ${fq(summary(s.description))}`);
     for (const o of c.options) {
       const names = [...(o.long !== undefined ? [`-l ${o.long.slice(2)}`] : []), ...(o.short !== undefined ? [`-s ${o.short.slice(1)}`] : [])].join(" ");
       const value = !takesValue(o) ? "" : o.choices.length > 0 ? ` -x -a ${fq(o.choices.join(" "))}` : " -r -F";
@@ -246,12 +251,13 @@ ${fishCase((c) => c.options.filter(takesValue).flatMap(optionNames))}
   end
 end
 
-# the command the words typed so far are in: "cairn lock diff"
+# the command the words typed so far are in: "cairn lock diff" (and, in __cairn_nargs, how many of its arguments were given)
 function __cairn_path
   set -l toks (commandline -opc)
   set -e toks[1]
   set -l p cairn
   set -l skip 0
+  set -g __cairn_nargs 0
   for w in $toks
     if test $skip = 1
       set skip 0
@@ -262,7 +268,12 @@ function __cairn_path
       case '-*'
         contains -- $w (__cairn_valued "$p"); and set skip 1
       case '*'
-        contains -- $w (__cairn_commands "$p"); and set p "$p $w"
+        if contains -- $w (__cairn_commands "$p")
+          set p "$p $w"
+          set -g __cairn_nargs 0
+        else
+          set -g __cairn_nargs (math $__cairn_nargs + 1)
+        end
     end
   end
   echo $p

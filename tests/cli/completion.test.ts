@@ -81,6 +81,12 @@ test("bash: commands, subcommands, a subcommand's options, choices and files com
   assert.deepEqual(bashComplete(s, ["cairn", "runs", "show", "--runs", files, "--j"]), ["--json"]);
   // control: a word that is no command offers nothing, and options belong to their command
   assert.deepEqual(bashComplete(s, ["cairn", "zz"]), []);
+  assert.ok(!bashComplete(s, ["cairn", "zz", ""]).includes("lock"), "after a word that is no command, no command is offered");
+  assert.deepEqual(
+    bashComplete(s, ["cairn", "bundle", `${files}/env-two.lock`, `${files}/env-`]),
+    [join(files, "env-two.lock")],
+    "after an argument, files, not subcommands",
+  );
   assert.ok(!bashComplete(s, ["cairn", "lock", "diff", "--"]).includes("--runs"), "lock diff has no --runs");
 });
 
@@ -108,6 +114,8 @@ test("fish: the script parses and fish's own completion offers commands, options
   assert.deepEqual(complete("cairn completion ").sort(), ["bash", "fish", "zsh"]);
   assert.deepEqual(complete(`cairn lock diff ${files}/env-`), [join(files, "env-two.lock")]);
   assert.deepEqual(complete("cairn zz"), [], "control: no command");
+  assert.ok(!complete(`cairn bundle ${files}/env-two.lock `).includes("push"), "after an argument, no subcommand");
+  assert.ok(complete("cairn bundle ").includes("push"), "control: before it, the subcommand");
 });
 
 test("zsh: the script parses and its function offers commands, options, choices and files", {
@@ -142,6 +150,7 @@ _cairn`;
   assert.deepEqual(complete(["cairn", "lock", "export", "--out", ""]), ["<files>"]);
   assert.deepEqual(complete(["cairn", "runs", "show", "--runs", "x", "--j"]).includes("--json"), true);
   assert.deepEqual(complete(["cairn", "lock", "diff", "a", ""]), ["<files>"], "an argument is a path");
+  assert.deepEqual(complete(["cairn", "zz", ""]), ["<files>"], "after a word that is no command, no command is offered");
 });
 
 test("control: an unknown shell is a usage error (exit 2) that names the choices", async () => {
