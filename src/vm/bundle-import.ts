@@ -64,6 +64,7 @@ import {
   BUNDLE_INDEX,
   BUNDLE_INDEX_MAX_BYTES,
   BUNDLE_MAX_BYTES,
+  BUNDLE_MAX_MEMBER_BYTES,
   BUNDLE_OPTIONAL_RUN_FILES,
   BUNDLE_RUN_FILES,
   RUN_BUNDLE_SCHEMA,
@@ -75,6 +76,7 @@ import { IN_TOTO_PAYLOAD_TYPE } from "./run-receipt.ts";
 import { RUN_ENV_MANIFEST_FILE } from "./run-facts.ts";
 import { removeDeadStaging } from "./run-staging.ts";
 import { RUN_FILES } from "./rundir.ts";
+import { CHECKPOINT_FILE } from "./checkpoint-take.ts";
 import { writeRunOrigin } from "./run-origin.ts";
 import { parseModuleEntries } from "./vmid.ts";
 import { parseListing } from "./input-listing.ts";
@@ -88,7 +90,7 @@ const PLACES: ReadonlyArray<{ readonly re: RegExp; readonly addressed: boolean }
   { re: new RegExp(`^/store/(objects|derived)/${HEX}$`), addressed: true },
   { re: new RegExp(`^/kit/(kernels|agents)/${HEX}$`), addressed: true },
   { re: /^\/private\/streams\/[0-9]{1,9}\.(stdout|stderr)$/, addressed: false },
-  { re: /^\/private\/(console\.log|protocol\.bin)$/, addressed: false },
+  { re: /^\/private\/(console\.log|protocol\.bin|checkpoints\.qcow2)$/, addressed: false },
 ];
 const DIRS = new Set(["/", "/run", "/store", "/store/objects", "/store/derived", "/kit", "/kit/kernels", "/kit/agents", "/private", "/private/streams"]);
 
@@ -97,7 +99,7 @@ export const BUNDLE_LIMITS: LayerLimits = Object.freeze({
   ...DEFAULT_LIMITS,
   compressedBytes: BUNDLE_MAX_BYTES,
   expandedBytes: BUNDLE_MAX_BYTES,
-  fileSize: 2 * 1024 * 1024 * 1024 - 1,
+  fileSize: BUNDLE_MAX_MEMBER_BYTES,
   entries: 100_000,
 });
 
@@ -275,6 +277,13 @@ export function checkMembers(files: ReadonlyMap<string, { readonly sha256: Sha25
     );
     if (t.digest !== inputs.tree || t.digest !== manifest.vm.run_inputs)
       refuse("run.json#/run_inputs/tree", "the bundle's input tree is not the one the run names");
+  }
+  // the checkpoints' qcow2 (only in a bundle with private members): the file run.json records, by size and digest
+  const qcow2 = files.get(`private/${CHECKPOINT_FILE}`);
+  if (qcow2 !== undefined) {
+    if (manifest.checkpoints === undefined) refuse(`/private/${CHECKPOINT_FILE}`, `the bundle holds ${CHECKPOINT_FILE}, but the run recorded no checkpoints`);
+    if (qcow2.size !== manifest.checkpoints.file.size) refuse("run.json#/checkpoints/file/size", `${CHECKPOINT_FILE} is not the size run.json records`);
+    need(`private/${CHECKPOINT_FILE}`, manifest.checkpoints.file.sha256, "run.json#/checkpoints/file/sha256");
   }
   const receipt = members.get("run/receipt.dsse.json");
   if (receipt !== undefined) checkReceiptClosure(receipt, files);

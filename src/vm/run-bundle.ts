@@ -17,7 +17,11 @@
  *   kit/kernels/<hex>          the kernel and modules the VM identity names
  *   kit/agents/<hex>           the agent the VM identity names
  *   private/...                only with `includePrivate`: streams/<n>.stdout|stderr,
- *                              console.log, protocol.bin (exact output bytes)
+ *                              console.log, protocol.bin (exact output bytes), and
+ *                              checkpoints.qcow2 for a record with checkpoints (the
+ *                              guest's RAM at each: private like the streams; checked
+ *                              against run.json's size and sha256 before it is carried,
+ *                              and again on import)
  *
  * A run's inputs are host files a spec named; they are left out unless asked
  * (`--include-inputs`), and the index says which: `inputs: {tree, included}`
@@ -41,6 +45,8 @@ import { readRunManifest, replayKit, RUN_READ_LIMITS } from "./replay-run.ts";
 import { RUN_COST_FILE, RUN_ENV_MANIFEST_FILE, RUN_ENVIRONMENT_FILE, RUN_NETWORK_FILE } from "./run-facts.ts";
 import { RECEIPT_FILE } from "./run-receipt.ts";
 import { RUN_FILES } from "./rundir.ts";
+import { CHECKPOINT_FILE } from "./checkpoint-take.ts";
+import type { RunManifest } from "./run-manifest.ts";
 import { parseModuleEntries } from "./vmid.ts";
 import { runInputObjects } from "./input-listing.ts";
 
@@ -143,6 +149,8 @@ export function collectRunBundle(opts: Omit<WriteBundleOptions, "out"> & { reado
     if (existsSync(sdir))
       for (const n of readdirSync(sdir).filter((x) => /^[0-9]+\.(stdout|stderr)$/.test(x))) files.set(`private/streams/${n}`, runFile(sdir, n));
     for (const n of ["console.log", "protocol.bin"]) if (existsSync(join(opts.runDir, n))) files.set(`private/${n}`, runFile(opts.runDir, n));
+    const qcow2 = bundledCheckpoints(opts.runDir, m, where);
+    if (qcow2 !== undefined) files.set(`private/${CHECKPOINT_FILE}`, qcow2);
   }
   const members = [...files.entries()].map(([path, b]) => ({ path, sha256: sha256(b), size: b.length })).sort((a, b) => compareBytes(a.path, b.path));
   // the recording kit's names, when its kit.json describes this run's kernel and agent (a kit an import filled does not)
@@ -183,6 +191,37 @@ export function writeRunBundle(opts: WriteBundleOptions): { file: string; size: 
   // a bundle with private bytes is owner-only
   writeFileAtomic(opts.out, tar, { mode: owned ? 0o600 : 0o644 });
   return { file: opts.out, size: tar.length, members, inputs };
+}
+
+/**
+ * bundle.max_member_bytes: the most one member may be (the bundle tar reader's
+ * file-size limit; a qcow2 of checkpoints is the one member that may come near
+ * it: about 90 MiB per checkpoint of a 256 MiB guest, so 2 GiB holds ~22).
+ */
+export const BUNDLE_MAX_MEMBER_BYTES = 2 * 1024 * 1024 * 1024 - 1;
+
+/**
+ * The run's checkpoints.qcow2, for a bundle with private members: undefined
+ * when the run has none (or a bundle it came from left them out), else its
+ * bytes, refused unless they are the size and sha256 run.json records.
+ */
+function bundledCheckpoints(runDir: string, m: RunManifest, where: string): Buffer | undefined {
+  if (m.checkpoints === undefined || !existsSync(join(runDir, CHECKPOINT_FILE))) return undefined;
+  checkLimit(
+    "bundle.max_member_bytes",
+    m.checkpoints.file.size,
+    BUNDLE_MAX_MEMBER_BYTES,
+    where,
+    "bytes",
+    `bundle.max_member_bytes is fixed in this version of cairn: bundle the run without --include-private, and copy its ${CHECKPOINT_FILE} (private) beside it`,
+  );
+  const bytes = readFileBounded(join(runDir, CHECKPOINT_FILE), BUNDLE_MAX_MEMBER_BYTES, "bundle.max_member_bytes");
+  if (bytes.length !== m.checkpoints.file.size || sha256(bytes) !== m.checkpoints.file.sha256)
+    throw new CairnError("RUN_INVALID", `${CHECKPOINT_FILE} is not the file run.json records (size and sha256)`, {
+      path: "/checkpoints/file/sha256",
+      hint: "the run directory was edited; it is not bundled",
+    });
+  return bytes;
 }
 
 function hex(d: Sha256Digest): string {

@@ -18,7 +18,9 @@
  *   /checkpoints/file/sha256  and its sha256 is the recorded one, when asked
  *                      (`runs show`) or a key is given: hashing a qcow2 of
  *                      ~90 MiB per checkpoint is not cheap, so `runs list`
- *                      checks its size only, like replay.log's
+ *                      checks its size only, like replay.log's (a run
+ *                      imported from a bundle without private members has
+ *                      none: its checkpoints did not travel, not tampered)
  * and, when a key is given (`--pub`), the signed receipt: its signature and
  * every digest it binds, recomputed (run-receipt.ts `verifyReceipt`, which
  * hashes replay.log too).
@@ -43,6 +45,7 @@ import { RUN_READ_LIMITS } from "./replay-run.ts";
 import type { RunManifest } from "./run-manifest.ts";
 import { RECEIPT_FILE, verifyReceipt } from "./run-receipt.ts";
 import { RUN_FILES } from "./rundir.ts";
+import { readRunOrigin } from "./run-origin.ts";
 import { vmDigest } from "./vmid.ts";
 
 export type RunDirCheck = "signed" | "unverified" | "tampered" | "invalid";
@@ -78,6 +81,36 @@ export interface RunDirCheckOptions {
   readonly checkpointDigest?: boolean;
 }
 
+/**
+ * checkpoints.qcow2 against run.json (the receipt binds run.json, which binds
+ * the qcow2 by digest; the receipt check does not hash the qcow2, so this
+ * does when `hash`). A run imported from a bundle made without private
+ * members has no qcow2: its checkpoints did not travel, which is no edit
+ * (nothing else run.json claims rests on them; a branch checks the file
+ * before loading one).
+ */
+function checkCheckpoints(runDir: string, m: RunManifest, hash: boolean): RunDirCheckResult | undefined {
+  if (m.checkpoints === undefined) return undefined;
+  const qcow2 = join(runDir, CHECKPOINT_FILE);
+  const st = lstatSync(qcow2, { throwIfNoEntry: false });
+  if (st === undefined && importedRun(runDir)) return undefined;
+  if (st === undefined || !st.isFile() || st.size !== m.checkpoints.file.size) return tampered("/checkpoints/file/size");
+  if (hash && hashFileBounded(qcow2, CHECKPOINT_FILE_MAX_BYTES, "run.checkpoint-file-bytes").digest !== m.checkpoints.file.sha256)
+    return tampered("/checkpoints/file/sha256");
+  return undefined;
+}
+
+/** Whether the run came from a bundle or a registry (its origin file says so; an unreadable one says nothing). */
+function importedRun(runDir: string): boolean {
+  try {
+    const via = readRunOrigin(runDir)?.via;
+    return via === "bundle" || via === "registry";
+  } catch (e) {
+    if (isCairnError(e)) return false;
+    throw e;
+  }
+}
+
 /** The cheap checks, then the receipt when `keys` are given. Throws only on I/O trouble, never on what the files say. */
 export function checkRunDir(runDir: string, m: RunManifest, keys: readonly VerifyingKey[] = [], opts: RunDirCheckOptions = {}): RunDirCheckResult {
   if (vmDigest(m.vm) !== m.vm_digest) return tampered("/vm_digest");
@@ -94,16 +127,8 @@ export function checkRunDir(runDir: string, m: RunManifest, keys: readonly Verif
   // lstat: a symlink or FIFO in place of the log is not the log cairn wrote
   const st = lstatSync(log, { throwIfNoEntry: false });
   if (st === undefined || !st.isFile() || st.size !== m.replay_log.size) return tampered("/replay_log/size");
-  if (m.checkpoints !== undefined) {
-    // the receipt binds run.json, which binds the qcow2 by digest; the receipt check does not hash the qcow2, so this does
-    const qcow2 = join(runDir, CHECKPOINT_FILE);
-    const cst = lstatSync(qcow2, { throwIfNoEntry: false });
-    if (cst === undefined || !cst.isFile() || cst.size !== m.checkpoints.file.size) return tampered("/checkpoints/file/size");
-    if (keys.length > 0 || opts.checkpointDigest === true) {
-      const { digest } = hashFileBounded(qcow2, CHECKPOINT_FILE_MAX_BYTES, "run.checkpoint-file-bytes");
-      if (digest !== m.checkpoints.file.sha256) return tampered("/checkpoints/file/sha256");
-    }
-  }
+  const ckpt = checkCheckpoints(runDir, m, keys.length > 0 || opts.checkpointDigest === true);
+  if (ckpt !== undefined) return ckpt;
   if (keys.length === 0) return { check: "unverified", problem: null };
   const receipt = join(runDir, RECEIPT_FILE);
   if (!existsSync(receipt)) return { check: "unverified", problem: `no ${RECEIPT_FILE}` };
