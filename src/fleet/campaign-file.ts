@@ -11,7 +11,8 @@
  *   mode: record | replay | verify
  *   runs:                         # record: spec or lock; replay/verify: run, campaign or bundle
  *     - spec: ./http.yaml
- *   matrix:                       # record only: the cross product of every axis
+ *     - {lock: ./env.lock, pub: ./lock.pub, registry: ./registry, base: rootfs:./rootfs, cmd: [/bin/prog]}
+ *   matrix:                       # record only, specs only: the cross product of every axis
  *     - set: /run/steps/1/after/contains
  *       values: ["fetch 1: 200", "fetch 1:"]
  *   repeat: 1
@@ -19,9 +20,10 @@
  *   retries: 1
  */
 import { isAbsolute, resolve, dirname } from "node:path";
-import { CAMPAIGN_LIMITS, Checker, checkLimit, childPath, readFileBounded, readYamlText, decodeUtf8, type JsonModel } from "../core/index.ts";
+import { CAMPAIGN_LIMITS, Checker, checkLimit, childPath, isJsonObject, readFileBounded, readYamlText, decodeUtf8, type JsonModel } from "../core/index.ts";
 import { BUNDLE_SCHEME } from "../vm/index.ts";
 import type { TaskResources } from "./executor.ts";
+import { LOCK_ENTRY_FIELDS, readLockPolicy, type LockPolicy } from "./lock-entry.ts";
 
 export const CAMPAIGN_SCHEMA = "cairn.campaign/1";
 
@@ -33,7 +35,9 @@ export type RunEntry =
   | { readonly kind: "run"; readonly path: string }
   | { readonly kind: "campaign"; readonly path: string }
   /** A bundle file (path made absolute) or `oci://HOST/REPO@sha256:…` (kept as written): pulled where its task runs. */
-  | { readonly kind: "bundle"; readonly path: string };
+  | { readonly kind: "bundle"; readonly path: string }
+  /** An environment lockfile and the policy it is verified and exported by (lock-entry.ts): recorded as `cairn run LOCKFILE` does. */
+  | { readonly kind: "lock"; readonly path: string; readonly policy: LockPolicy };
 
 /** One matrix axis: a JSON pointer into the spec and the values it takes. */
 export interface MatrixAxis {
@@ -63,16 +67,9 @@ export const DEFAULT_RETRIES = 1;
  */
 const SETTABLE = /^\/run(\/|$)|^\/source\/(binary|oci)\/args(\/|$)/;
 
-/**
- * Why a lockfile is not a campaign entry: `cairn run LOCKFILE` takes the
- * lockfile's verification policy (the keys, registries and base it is
- * checked against) and the command it runs from its own command line, never
- * from a file (vm/lockfile-run.ts), and a campaign has no place to give
- * them to its tasks; a task's name would need the exported image's workload
- * identity, which only that verification and export make. Said, not guessed.
- */
-export const LOCK_REFUSED =
-  "a lockfile is not a campaign entry: `cairn run LOCKFILE` takes its verification policy (--pub, --registry, --base) and its command from the command line, never from a file, and a campaign cannot carry them to its tasks; record it with `cairn run`, then replay or verify that run here ({run: DIR} or {bundle: ...})";
+/** Why a matrix is refused on a campaign naming a lock: nothing in a lock run is a scenario parameter. */
+export const LOCK_MATRIX_REFUSED =
+  "a matrix varies a spec's run section or argv, and a lock entry has neither: `cairn run LOCKFILE` records the exported image with no run section, and its command is part of the policy; give a spec for a matrix";
 
 const TOP = ["schema", "mode", "runs", "matrix", "repeat", "resources", "retries"];
 
@@ -109,18 +106,23 @@ export function parseCampaign(bytes: Buffer, path: string): CampaignFile {
     if (runList.length === 0) c.add("/runs", "must name at least one run");
     runList.forEach((item, i) => {
       const at = childPath("/runs", i);
-      const o = c.object(item, at, ["spec", "run", "campaign", "bundle", "lock"]);
+      const isLock = isJsonObject(item) && Object.hasOwn(item, "lock");
+      const o = c.object(item, at, isLock ? [...LOCK_ENTRY_FIELDS] : ["spec", "run", "campaign", "bundle"]);
       if (o === undefined) return;
-      if (Object.hasOwn(o, "lock")) {
-        c.add(childPath(at, "lock"), LOCK_REFUSED);
+      if (isLock) {
+        const p = c.string(o.lock, childPath(at, "lock"), { nonEmpty: true });
+        if (p?.includes("\0")) c.add(childPath(at, "lock"), "must not hold a NUL");
+        if (mode !== undefined && mode !== "record") c.add(childPath(at, "lock"), `a ${mode} campaign names a run, campaign or bundle`);
+        const policy = readLockPolicy(c, o, at, base);
+        if (p !== undefined && !p.includes("\0") && policy !== undefined) runs.push({ kind: "lock", path: isAbsolute(p) ? p : resolve(base, p), policy });
         return;
       }
       const keys = Object.keys(o);
       if (keys.length !== 1) {
-        c.add(at, "give exactly one of spec, run, campaign, bundle");
+        c.add(at, "give exactly one of spec, run, campaign, bundle, lock");
         return;
       }
-      const kind = keys[0] as RunEntry["kind"];
+      const kind = keys[0] as Exclude<RunEntry["kind"], "lock">;
       const p = c.string(o[kind], childPath(at, kind), { nonEmpty: true });
       if (p === undefined) return;
       if (p.includes("\0")) {
@@ -141,6 +143,7 @@ export function parseCampaign(bytes: Buffer, path: string): CampaignFile {
       checkLimit("campaign.matrix-axes", axes.length, CAMPAIGN_LIMITS["campaign.matrix-axes"], "/matrix");
       if (mode !== undefined && mode !== "record" && axes.length > 0)
         c.add("/matrix", "a matrix applies to the specs a record campaign runs; a replay or verify runs what was recorded");
+      else if (axes.length > 0 && runs.some((r) => r.kind === "lock")) c.add("/matrix", LOCK_MATRIX_REFUSED);
       const seen = new Set<string>();
       axes.forEach((axis, i) => {
         const at = childPath("/matrix", i);

@@ -38,6 +38,9 @@ export interface CampaignRunOptions {
   readonly remote?: RemoteOptions;
   /** The environment task commands run with (registry credentials travel here, by file name, never on an argv); default the executor's. */
   readonly taskEnv?: NodeJS.ProcessEnv;
+  /** The environment and time a `lock:` entry is verified with when the plan is made (expand.ts). */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  readonly now?: Date;
 }
 
 export interface CampaignRunResult {
@@ -59,6 +62,8 @@ export async function runCampaign(opts: CampaignRunOptions): Promise<CampaignRun
       storeDir: opts.storeDir,
       cairnVersion: opts.cairnVersion,
       ...(opts.remote !== undefined ? { remote: opts.remote } : {}),
+      ...(opts.env !== undefined ? { env: opts.env } : {}),
+      ...(opts.now !== undefined ? { now: opts.now } : {}),
     }),
   );
   log(

@@ -30,6 +30,7 @@ import {
 import { assembleWorkload, parseWorkloadSpec, SPEC_MAX_BYTES, type WorkloadIdentities } from "../workload/index.ts";
 import type { RemoteOptions } from "../oci/index.ts";
 import {
+  assembleLockfileWorkload,
   BUNDLE_SCHEME,
   openBundle,
   parseScenario,
@@ -40,7 +41,8 @@ import {
   runHostScope,
   type RunManifest,
 } from "../vm/index.ts";
-import { LOCK_REFUSED, type CampaignFile, type MatrixAxis, type RunEntry } from "./campaign-file.ts";
+import type { CampaignFile, MatrixAxis, RunEntry } from "./campaign-file.ts";
+import { lockExportOptions } from "./lock-entry.ts";
 import type { Collapsed, Expansion, PlannedTask, TaskInput } from "./plan-file.ts";
 import { taskName, type TaskIdentityModel } from "./task-identity.ts";
 import { readPublishedRuns } from "./published-runs.ts";
@@ -55,6 +57,40 @@ export interface ExpandOptions {
   readonly maxTasks?: number;
   /** How to reach a registry a `bundle: oci://…` entry names (its manifest and run.json are read when the plan is made). */
   readonly remote?: RemoteOptions;
+  /** The environment a `lock:` entry's `oci://` registries read their credentials from (by their files' names); default none. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /** The time a `lock:` entry's lockfile is verified at (its max age, its keys' validity); default now. */
+  readonly now?: Date;
+}
+
+/** A lock entry's task model: verified and exported as `cairn run LOCKFILE` does, its workload assembled, no VM. */
+async function lockIdentity(entry: Extract<RunEntry, { kind: "lock" }>, ri: number, opts: ExpandOptions): Promise<TaskIdentityModel> {
+  const at = `/runs/${ri}/lock`;
+  try {
+    const exp = await lockExportOptions(entry.path, entry.policy, {
+      env: opts.env ?? {},
+      ...(opts.remote !== undefined ? { remote: opts.remote } : {}),
+      storeDir: opts.storeDir,
+      now: opts.now ?? new Date(),
+    });
+    const { identities: w } = await assembleLockfileWorkload({ export: exp, storeDir: opts.storeDir, cairnVersion: opts.cairnVersion });
+    // the same model as a spec's: the exported image's workload identities (its manifest carries the EnvironmentID), no run section
+    return {
+      mode: "record",
+      workload: { workload: w.workload, source: w.source, fs: w.fs, launch: w.launch },
+      run: null,
+      host_inputs: { run_inputs: null, http_root: null },
+      repeat: 0,
+    };
+  } catch (e) {
+    if (!isCairnError(e) || e.code === "INTERNAL") throw e;
+    if (TRANSPORT.has(e.code)) throw new CairnError(e.code, `runs entry ${ri}: ${entry.path}: ${e.message}`, { path: at, cause: e, hint: e.hint });
+    throw new CairnError(
+      "CAMPAIGN_INVALID",
+      `runs entry ${ri}: ${entry.path} is not a lockfile cairn can run under the entry's policy: ${e.code} ${e.path ? `at ${e.path} ` : ""}${e.message}`,
+      { path: at, cause: e, hint: "the entry's pub, registry, base and cmd are what `cairn run LOCKFILE` takes as --pub, --registry, --base and --cmd" },
+    );
+  }
 }
 
 /** The bytes of a run's run.json and the manifest they hold, however the entry names the run; and the task's input. */
@@ -78,6 +114,10 @@ async function readRecord(entry: RunEntry, ref: string, opts: ExpandOptions): Pr
     b.dispose();
   }
 }
+
+/** Why a spec naming a lockfile is not an entry: its policy has no place beside `spec:`; a `lock:` entry carries it. */
+const SPEC_LOCKFILE_REFUSED =
+  "`cairn run` verifies the lockfile against a policy (--pub, --registry, --base) a spec entry has no place for; name the lockfile in a lock: entry with its pub, registry, base and cmd";
 
 /** A registry that cannot be reached is not a wrong campaign: said with its own code, naming the entry. */
 const TRANSPORT = new Set(["REMOTE_UNREACHABLE", "REMOTE_TIMEOUT", "REMOTE_AUTH", "REMOTE_INSECURE", "REMOTE_CA_INVALID"]);
@@ -171,13 +211,19 @@ export async function expandCampaign(file: CampaignFile, opts: ExpandOptions): P
     const assembled = new Map<string, WorkloadIdentities>();
     for (const [ri, entry] of file.runs.entries()) {
       const at = `/runs/${ri}`;
-      if (file.mode === "record") {
+      if (entry.kind === "lock") {
+        const identity = await lockIdentity(entry, ri, opts);
+        for (let r = 0; r < file.repeat; r++) {
+          const model = { ...identity, repeat: r } as TaskIdentityModel;
+          add({ id: taskName(model), identity: model, input: { lock: entry.path, policy: entry.policy }, origin: { run: ri, point: null, repeat: r } });
+        }
+      } else if (file.mode === "record") {
         const bytes = readFileBounded(entry.path, SPEC_MAX_BYTES, "spec.max_bytes", { missing: "CAMPAIGN_INVALID", notRegular: "CAMPAIGN_INVALID" });
         const original = parseYamlBytes(bytes, entry.path);
         if (!isJsonObject(original)) throw invalid(`${entry.path} is not a workload spec`, `${at}/spec`);
-        // a spec naming a lockfile runs only with the verification policy `cairn run` takes on its command line
+        // a spec naming a lockfile runs only with the verification policy `cairn run` takes on its command line, which a spec entry has no place for
         if (isJsonObject(original.source) && Object.hasOwn(original.source, "lockfile"))
-          throw new CairnError("CAMPAIGN_INVALID", `runs entry ${ri}: ${entry.path} names a lockfile (source.lockfile): ${LOCK_REFUSED}`, {
+          throw new CairnError("CAMPAIGN_INVALID", `runs entry ${ri}: ${entry.path} names a lockfile (source.lockfile): ${SPEC_LOCKFILE_REFUSED}`, {
             path: `${at}/spec`,
             hint: "see docs/fleet.md: lockfiles and campaigns",
           });

@@ -27,13 +27,19 @@ import type { TaskResources } from "./executor.ts";
 import type { CampaignFile, CampaignMode } from "./campaign-file.ts";
 import { planDigest, taskName, TASK_NAME_RE, type TaskIdentityModel } from "./task-identity.ts";
 import { RESULTS } from "./results-dir.ts";
+import { readLockPolicy, type LockPolicy } from "./lock-entry.ts";
 
 /**
  * What a task runs: a spec variant (record), a recorded run directory, or a
  * replay bundle (a file, or `oci://HOST/REPO@sha256:…`) that the task imports
  * on its own node (replay, verify).
  */
-export type TaskInput = { readonly spec: string; readonly variant: JsonObject } | { readonly run: string } | { readonly bundle: string };
+export type TaskInput =
+  | { readonly spec: string; readonly variant: JsonObject }
+  | { readonly run: string }
+  | { readonly bundle: string }
+  /** An environment lockfile and its policy (lock-entry.ts): the task reads the policy here, never from its argv. */
+  | { readonly lock: string; readonly policy: LockPolicy };
 
 export interface PlannedTask {
   readonly id: string;
@@ -140,7 +146,7 @@ function parsePlan(model: JsonModel, file: string): Plan {
     if (to === undefined) return;
     const id = c.requiredString(to, "id", at, { pattern: TASK_NAME_RE });
     const identity = c.object(c.required(to, "identity", at), `${at}/identity`);
-    const input = c.object(c.required(to, "input", at), `${at}/input`, ["spec", "variant", "run", "bundle"]);
+    const input = c.object(c.required(to, "input", at), `${at}/input`, ["spec", "variant", "run", "bundle", "lock", "policy"]);
     const origin = c.object(c.required(to, "origin", at), `${at}/origin`, ["run", "point", "repeat"]);
     if (id === undefined || identity === undefined || input === undefined || origin === undefined) return;
     let name: string | undefined;
@@ -155,8 +161,15 @@ function parsePlan(model: JsonModel, file: string): Plan {
     else if (typeof input.bundle === "string" && Object.keys(input).length === 1) ti = { bundle: input.bundle };
     else if (typeof input.spec === "string" && isJsonObject(input.variant) && Object.keys(input).length === 2)
       ti = { spec: input.spec, variant: input.variant };
-    else c.add(`${at}/input`, "expected {run}, {bundle} or {spec, variant}");
-    if (ti !== undefined && "spec" in ti === (identity.mode !== "record")) c.add(`${at}/input`, "does not fit the task's mode");
+    else if (typeof input.lock === "string" && isJsonObject(input.policy) && Object.keys(input).length === 2) {
+      // kept whole by the plan: every field present, paths already absolute (a relative one would resolve against "/")
+      const p = c.object(input.policy, `${at}/input/policy`, ["pub", "registry", "base", "cmd", "user", "workdir"]);
+      const policy = p !== undefined ? readLockPolicy(c, p, `${at}/input/policy`, "/") : undefined;
+      if (p !== undefined && (!Object.hasOwn(p, "user") || !Object.hasOwn(p, "workdir"))) c.add(`${at}/input/policy`, "must name user and workdir");
+      if (policy !== undefined) ti = { lock: input.lock, policy };
+    } else c.add(`${at}/input`, "expected {run}, {bundle}, {spec, variant} or {lock, policy}");
+    if (ti !== undefined && ("spec" in ti || "lock" in ti) === (identity.mode !== "record")) c.add(`${at}/input`, "does not fit the task's mode");
+    if (ti !== undefined && "lock" in ti && identity.run !== null) c.add(`${at}/input`, "a lock task has no run section");
     if (ti !== undefined && "spec" in ti && JSON.stringify(ti.variant.run ?? null) !== JSON.stringify(identity.run))
       c.add(`${at}/input/variant`, "its run section is not the one the task's name covers");
     const point = origin.point === null ? null : Array.isArray(origin.point) ? origin.point : undefined;

@@ -6,7 +6,9 @@
  *
  *   record  the same library `cairn run` uses (`recordRun`), the matrix
  *           point's spec given as bytes read as if they were the spec file;
- *           the run goes to DIR/runs and its receipt is signed there
+ *           a lock task as `cairn run LOCKFILE` does (`recordLockfileRun`),
+ *           under the policy the plan keeps; the run goes to DIR/runs and
+ *           its receipt is signed there
  *   replay  the same library `cairn replay` uses (`replayRun`), in place;
  *           a bundle (a file or `oci://…`) is first imported on this node
  *           (`localRun`, as `cairn replay BUNDLE` does) into DIR/runs
@@ -34,6 +36,7 @@ import {
   localRun,
   guestInstructions,
   readRunManifest,
+  recordLockfileRun,
   recordRun,
   replayKit,
   replayRun,
@@ -43,6 +46,7 @@ import {
 import type { PlannedTask } from "./plan-file.ts";
 import { readPlan, type Plan } from "./plan-file.ts";
 import { openResults, publishedTasks, RESULTS, stageTask } from "./results-dir.ts";
+import { lockExportOptions } from "./lock-entry.ts";
 import { runStatementDigest, writeResult, type TaskResult } from "./task-result.ts";
 
 export interface TaskRunOptions {
@@ -59,6 +63,10 @@ export interface TaskRunOptions {
   readonly now?: () => number;
   /** How to reach the registry a `bundle: oci://…` task pulls from (transport flags; credentials from the environment's files). */
   readonly remote?: RemoteOptions;
+  /** The environment a lock task's `oci://` registries read their credentials from (by their files' names); default none. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /** The time a lock task's lockfile is verified at; default now. */
+  readonly date?: () => Date;
 }
 
 export interface TaskRunResult {
@@ -97,12 +105,10 @@ export async function runTask(dir: string, id: string, opts: TaskRunOptions): Pr
     const t0 = clock();
     const base = { schema: "cairn.campaign-result/1" as const, task: id, plan: plan.plan, mode: plan.mode };
     let result: TaskResult;
-    if ("spec" in task.input) {
-      if (task.identity.mode !== "record") throw new CairnError("CAMPAIGN_INVALID", "a spec task must be a record task", { path: id });
+    if ("spec" in task.input || "lock" in task.input) {
+      if (task.identity.mode !== "record") throw new CairnError("CAMPAIGN_INVALID", "a spec or lock task must be a record task", { path: id });
       const planned = task.identity.workload;
-      const r = await recordRun({
-        input: task.input.spec,
-        specBytes: Buffer.from(`${JSON.stringify(task.input.variant)}\n`, "utf8"),
+      const record = {
         storeDir: opts.storeDir,
         runsDir: join(dir, RESULTS.runs),
         kit: opts.kit,
@@ -110,7 +116,23 @@ export async function runTask(dir: string, id: string, opts: TaskRunOptions): Pr
         ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}),
         ...(opts.verify !== undefined ? { verify: opts.verify } : {}),
         log,
-      });
+      };
+      const input = task.input;
+      const r =
+        "spec" in input
+          ? await recordRun({ ...record, input: input.spec, specBytes: Buffer.from(`${JSON.stringify(input.variant)}\n`, "utf8") })
+          : // as `cairn run LOCKFILE` does: verified and exported again here, under the plan's policy, then recorded
+            await recordLockfileRun({
+              ...record,
+              origin: input.lock,
+              export: await lockExportOptions(input.lock, input.policy, {
+                env: opts.env ?? {},
+                ...(opts.remote !== undefined ? { remote: opts.remote } : {}),
+                storeDir: opts.storeDir,
+                now: (opts.date ?? (() => new Date()))(),
+              }),
+            });
+      const source = "spec" in input ? input.spec : input.lock;
       const w = r.manifest.workload;
       if (
         r.manifest.status === "infrastructure-failure" ||
@@ -128,9 +150,9 @@ export async function runTask(dir: string, id: string, opts: TaskRunOptions): Pr
           );
         throw new CairnError(
           "CAMPAIGN_MISMATCH",
-          "the spec assembles to another workload than the plan's task names (its files changed since the plan was made)",
+          `${"spec" in input ? "the spec" : "the lockfile"} assembles to another workload than the plan's task names (its files changed since the plan was made)`,
           {
-            path: task.input.spec,
+            path: source,
             hint: "run the campaign into a new --out directory",
           },
         );

@@ -34,7 +34,7 @@ import { dirname, join } from "node:path";
 import { hostPathBeneath, specHostScope } from "../tree/index.ts";
 import { Checker, compareBytes, isJsonObject, parseYamlBytes, readFileBounded, readFilePrefix, writeFileAtomic, type JsonModel } from "../core/index.ts";
 import { DEFAULT_EXPORT_LAUNCH, exportLock, type ExportLaunch, type ExportLockOptions, type ExportResult } from "../strata/index.ts";
-import { SPEC_MAX_BYTES } from "../workload/index.ts";
+import { assembleWorkload, SPEC_MAX_BYTES, type WorkloadIdentities } from "../workload/index.ts";
 import { recordRun, type RecordOptions, type RecordResult } from "./record.ts";
 import { checkRunEnv } from "./run-env.ts";
 
@@ -124,32 +124,84 @@ export interface LockfileRunResult extends RecordResult {
   readonly runEnv: readonly string[];
 }
 
+/** The exported image, in private staging, and the OCI workload spec naming it (what `recordRun` and the plan assemble). */
+interface StagedExport {
+  readonly exported: ExportResult;
+  readonly spec: string;
+  readonly names: readonly string[];
+}
+
+/**
+ * Exports the lockfile into `staging/image` and writes `staging/workload.json`
+ * naming it by manifest digest: the one definition of what a lockfile run
+ * assembles, shared by the record and by a campaign's plan (which needs the
+ * workload identity before anything runs, fleet/lock-entry.ts).
+ */
+async function stageExport(
+  opts: Pick<LockfileRunOptions, "export" | "specSections">,
+  runEnv: ReadonlyMap<string, string>,
+  staging: string,
+): Promise<StagedExport> {
+  const exported = await exportLock({ ...opts.export, outDir: join(staging, "image") });
+  const spec = join(staging, "workload.json");
+  const names = [...runEnv.keys()].sort(compareBytes);
+  const oci = {
+    layout: "./image",
+    manifest: exported.layout.manifest.digest,
+    ...(runEnv.size > 0 ? { launch: { env: Object.fromEntries(runEnv) } } : {}),
+  };
+  const model = { schema: "cairn.workload/1", source: { oci }, ...opts.specSections };
+  writeFileAtomic(spec, `${JSON.stringify(model)}\n`, { mode: 0o600 });
+  return { exported, spec, names };
+}
+
+export interface LockfileAssembleOptions {
+  readonly export: Omit<ExportLockOptions, "outDir">;
+  readonly env?: ReadonlyMap<string, string>;
+  readonly storeDir: string;
+  readonly cairnVersion: string;
+}
+
+/**
+ * Verifies and exports the lockfile as `recordLockfileRun` does, and
+ * assembles the exported workload into the store, without a VM: the
+ * workload identities a record of it will run (a campaign names its task by
+ * them). The staging directory, and the workload lock, are removed.
+ */
+export async function assembleLockfileWorkload(opts: LockfileAssembleOptions): Promise<{ identities: WorkloadIdentities; exported: ExportResult }> {
+  const runEnv = checkRunEnv(opts.env ?? new Map<string, string>(), "/env");
+  const staging = mkdtempSync(join(opts.export.tmpDir ?? tmpdir(), "cairn-lockfile-plan-"));
+  try {
+    const s = await stageExport(opts, runEnv, staging);
+    const r = await assembleWorkload({
+      specPath: s.spec,
+      storeDir: opts.storeDir,
+      lockOut: join(staging, "workload.lock.json"),
+      cairnVersion: opts.cairnVersion,
+    });
+    return { identities: r.identities, exported: s.exported };
+  } finally {
+    rmSync(staging, { recursive: true, force: true });
+  }
+}
+
 /** Exports the lockfile, then records the exported image as an OCI workload. */
 export async function recordLockfileRun(opts: LockfileRunOptions): Promise<LockfileRunResult> {
   const runEnv = checkRunEnv(opts.env ?? new Map<string, string>(), "/env"); // before the export: a refused variable costs nothing
   const staging = mkdtempSync(join(opts.export.tmpDir ?? tmpdir(), "cairn-lockfile-run-"));
   try {
-    const exported = await exportLock({ ...opts.export, outDir: join(staging, "image") });
-    const spec = join(staging, "workload.json");
-    const names = [...runEnv.keys()].sort(compareBytes);
-    const oci = {
-      layout: "./image",
-      manifest: exported.layout.manifest.digest,
-      ...(runEnv.size > 0 ? { launch: { env: Object.fromEntries(runEnv) } } : {}),
-    };
-    const model = { schema: "cairn.workload/1", source: { oci }, ...opts.specSections };
-    writeFileAtomic(spec, `${JSON.stringify(model)}\n`, { mode: 0o600 });
+    const { exported, spec, names } = await stageExport(opts, runEnv, staging);
     const { export: _export, specSections: _sections, env: _env, ...record } = opts;
     // environment.json goes into the run directory before it is published (run-staging.ts: whole or absent)
     const environment = {
       environment_id: exported.environmentId,
       lockfile_sha256: exported.lockfileSha256,
       image_manifest: exported.layout.manifest.digest,
-      ...(runEnv.size > 0 ? { run_env: names } : {}),
+      ...(runEnv.size > 0 ? { run_env: [...names] } : {}),
     };
     // the run's origin is the file the user gave (a lockfile, or a spec naming one), not the exported spec
     const r = await recordRun({ ...record, input: spec, environment, origin: opts.origin ?? opts.export.lockPath });
-    return { ...r, exported, runEnv: names };
+    return { ...r, exported, runEnv: [...names] };
   } finally {
     rmSync(staging, { recursive: true, force: true });
   }

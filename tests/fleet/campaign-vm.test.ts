@@ -9,9 +9,10 @@
  * worktree's dist/ must be built (npm run build).
  */
 import assert from "node:assert/strict";
-import { copyFileSync, cpSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { describe, it } from "node:test";
 import { generateSigningKey, writeKeyPair } from "../../src/core/index.ts";
 import { vmDigest, verifyReceipt, type RunManifest } from "../../src/vm/index.ts";
@@ -21,6 +22,10 @@ import { PROJECT_ROOT } from "../helpers/vectors.ts";
 import { buildProgramFrom, GCC_SKIP } from "../workload/fixtures/static-program.ts";
 import { TEST_KIT_DIR, testKit, VM_SKIP } from "../vm/fixtures/kit.ts";
 import { SOCAT_SKIP } from "../vm/fixtures/responder.ts";
+import { staticFixture } from "../vm/fixtures/programs.ts";
+import { exampleRegistry, tempDir } from "../strata/fixtures.ts";
+import { toySpec } from "../../examples/strata/build-registry.ts";
+import { buildLayerFromDirectory, LocalRegistry } from "../../src/strata/index.ts";
 
 const EXAMPLES = join(PROJECT_ROOT, "examples", "network");
 
@@ -160,5 +165,61 @@ describe("campaigns of real runs on the local executor", { skip: VM_SKIP || GCC_
     assert.ok((JSON.parse(run.stdout) as { campaign: { problems: { task: string }[] } }).campaign.problems.some((p) => p.task === lines[1]!.task));
     writeFileSync(events, ev);
     assert.equal((await cli(["campaign", "verify", out, "--pub", pubPath])).code, 0, "control: restored, it verifies");
+  });
+});
+
+describe("a lock entry in a record campaign, recorded for real", { skip: VM_SKIP || GCC_SKIP }, () => {
+  it("verifies and exports the lockfile under the entry's policy, records it as `cairn run LOCKFILE` does, and the run is the workload its task names", async () => {
+    await testKit();
+    const ex = exampleRegistry();
+    const env = { ...process.env, CAIRN_HOME: join(ex.root, "home"), CAIRN_KIT: TEST_KIT_DIR };
+    const src = tempDir("cairn-lstree-");
+    mkdirSync(join(src, "usr/local/bin"), { recursive: true });
+    copyFileSync(staticFixture("lstree"), join(src, "usr/local/bin/lstree"));
+    const built = buildLayerFromDirectory(src, toySpec({ name: "lstree", version: "1.0", provides: ["lstree@1.0"], files: {} }));
+    LocalRegistry.open(ex.registry).publishLayer(built.blob.blob, built.manifest, [ex.registryKey]);
+    const profile = join(ex.root, "profile.yaml");
+    writeFileSync(profile, readFileSync(join(PROJECT_ROOT, "examples/strata/profile.yaml"), "utf8").replace("  - numpy\n", "  - numpy\n  - lstree\n"));
+    const lock = join(ex.root, "env.lock");
+    const resolved = await runCli(
+      [
+        "resolve",
+        profile,
+        "--registry",
+        ex.registry,
+        "--base",
+        `rootfs:${ex.rootfs}`,
+        "--trust",
+        `keyfile://${ex.root}/registry.pub`,
+        "--sign",
+        join(ex.root, "lock.key"),
+        "--out",
+        lock,
+      ],
+      env,
+    );
+    assert.equal(resolved.code, 0, resolved.stderr);
+    const { keyPath } = writeKeyPair(join(ex.root, "campaign"), generateSigningKey());
+    // paths relative to the campaign file, as a user writes them
+    const campaign = join(ex.root, "lock-campaign.yaml");
+    writeFileSync(
+      campaign,
+      `schema: cairn.campaign/1\nmode: record\nruns:\n  - {lock: ./env.lock, pub: ./lock.pub, registry: ./${relative(ex.root, ex.registry)}, base: "rootfs:./${relative(ex.root, ex.rootfs)}", cmd: [/usr/local/bin/lstree]}\n`,
+    );
+    const out = join(ex.root, "rec");
+    const rec = await runCli(["campaign", "run", campaign, "--key", keyPath, "--out", out, "--json"], env);
+    assert.equal(rec.code, 0, rec.stdout + rec.stderr);
+    assert.deepEqual((JSON.parse(rec.stdout) as Summary).verdicts, { recorded: 1 });
+    const plan = JSON.parse(readFileSync(join(out, "campaign.json"), "utf8")) as { tasks: { id: string; identity: { workload: { workload: string } } }[] };
+    const r = await runCli(["campaign", "report", out, "--json"], env);
+    const [line] = (JSON.parse(r.stdout) as { tasks: ReportLine[] }).tasks;
+    assert.ok(line !== undefined);
+    assert.equal(line.status, "passed");
+    assert.equal(line.identities.workload, plan.tasks[0]!.identity.workload.workload, "the run is the workload the task's name covers");
+    const runDir = join(out, line.run);
+    // the run names the lockfile it exported (its bytes' sha256, computed here) and the program ran in the guest
+    const environment = JSON.parse(readFileSync(join(runDir, "environment.json"), "utf8")) as { lockfile_sha256: string };
+    assert.equal(environment.lockfile_sha256.replace(/^sha256:/, ""), createHash("sha256").update(readFileSync(lock)).digest("hex"));
+    assert.match(readFileSync(join(runDir, "streams", "1.stdout"), "utf8"), /^f \/usr\/local\/bin\/lstree$/m);
   });
 });

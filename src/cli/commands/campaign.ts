@@ -20,7 +20,7 @@ import {
 import type { Context } from "../context.ts";
 import { printable, printJson } from "../output.ts";
 import { CAIRN_VERSION } from "../cairn-version.ts";
-import { parseTimeout } from "../flags.ts";
+import { clock, parseTimeout } from "../flags.ts";
 import { credentialEnvironment, remoteArgv, remoteFlags, remoteOptions, type RemoteFlags } from "../remote-flags.ts";
 
 interface Where {
@@ -127,6 +127,8 @@ export function registerCampaign(program: Command, ctx: Context): void {
         ],
         remote: remoteOptions(ctx, opts),
         taskEnv: credentialEnvironment(ctx),
+        env: ctx.env,
+        now: clock(ctx.env),
         log,
         onEvent: (e) => log(`${e.kind} ${e.task.slice(0, 12)}${e.detail !== undefined ? ` (${printable(e.detail)})` : ""}`),
       });
@@ -187,6 +189,8 @@ export function registerCampaign(program: Command, ctx: Context): void {
         ...(timeoutMs !== undefined ? { timeoutMs } : {}),
         verify: { memoKeyDir: defaultKeysDir(ctx.env, ctx.cwd, opts.keys), full: false },
         remote: remoteOptions(ctx, opts),
+        env: ctx.env,
+        date: () => clock(ctx.env),
         log,
       });
       if (opts.json)
