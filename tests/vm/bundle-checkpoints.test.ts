@@ -18,6 +18,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { CairnError, sha256 } from "../../src/core/index.ts";
+import { writeTar, type TarEntry } from "../../src/tree/index.ts";
 import { CHECKPOINT_FILE } from "../../src/vm/checkpoint-take.ts";
 import { describeRun, importBundle, openBundle, recordRun, writeRunBundle, type Kit } from "../../src/vm/index.ts";
 import { testKit, VM_SKIP } from "./fixtures/kit.ts";
@@ -152,5 +153,38 @@ describe("bundles carry checkpoints.qcow2", { skip: VM_SKIP ?? QEMU_IMG }, () =>
     assert.equal(e2.code, "BUNDLE_INVALID");
     assert.equal(e2.path, "run.json#/checkpoints/file/sha256");
     assert.equal(existsSync(join(work, "c", "runs")), false, "nothing imported");
+  });
+
+  it("a qcow2 in a bundle whose run recorded no checkpoints is refused, naming the member (control: the bundle rebuilt without it imports)", async () => {
+    const plain = await openBundle(join(work, "plain.cairn"));
+    const files = new Map<string, Uint8Array>();
+    for (const [p, b] of plain.members) if (p !== "cairn-bundle.json") files.set(p, Buffer.from(b));
+    const index = JSON.parse(Buffer.from(plain.index).toString("utf8"));
+    plain.dispose();
+    const m = JSON.parse(Buffer.from(files.get("run/run.json")!).toString("utf8"));
+    delete m.checkpoints;
+    files.set("run/run.json", Buffer.from(JSON.stringify(m)));
+    const tar = (withQcow2: boolean): string => {
+      const all = new Map(files);
+      if (withQcow2) all.set(`private/${CHECKPOINT_FILE}`, qcow2);
+      const paths = [...all.keys()].sort();
+      index.members = paths.map((p) => ({ path: p, sha256: sha256(all.get(p)!), size: all.get(p)!.length }));
+      const dirs = new Set<string>();
+      for (const p of paths) for (let i = 1; i < p.split("/").length; i++) dirs.add(p.split("/").slice(0, i).join("/"));
+      const entries: TarEntry[] = [
+        { type: "file", path: "cairn-bundle.json", mode: 0o644, data: Buffer.from(`${JSON.stringify(index, null, 1)}\n`) },
+        ...[...dirs].sort().map((d): TarEntry => ({ type: "dir", path: d, mode: 0o755 })),
+        ...paths.map((p): TarEntry => ({ type: "file", path: p, mode: 0o644, data: Buffer.from(all.get(p)!) })),
+      ];
+      const out = join(work, withQcow2 ? "stray.cairn" : "nostray.cairn");
+      writeFileSync(out, writeTar(entries));
+      return out;
+    };
+    const e = await refusal(importBundle(tar(true), home("d")));
+    assert.equal(e.code, "BUNDLE_INVALID");
+    assert.equal(e.path, `/private/${CHECKPOINT_FILE}`);
+    assert.match(e.message, /recorded no checkpoints/, "refused for what it is, not as a member outside every place");
+    const control = await importBundle(tar(false), home("e"));
+    assert.equal(control.manifest.checkpoints, undefined);
   });
 });
