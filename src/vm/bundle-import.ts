@@ -35,7 +35,7 @@
  * interrupted at any point leaves complete verified objects and no partial
  * run directory; replay then verifies every byte again from the store.
  */
-import { existsSync, mkdirSync, renameSync, rmSync, statSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import {
   CairnError,
@@ -428,5 +428,9 @@ function sameRun(b: OpenedBundle, runDir: string): string {
       });
     }
   }
+  // the run imported before without its private members: its checkpoints (checked against this same run.json) join it
+  const qcow2 = b.members.get(`private/${CHECKPOINT_FILE}`);
+  if (qcow2 !== undefined && lstatSync(join(runDir, CHECKPOINT_FILE), { throwIfNoEntry: false }) === undefined)
+    writeFileAtomic(join(runDir, CHECKPOINT_FILE), qcow2, { mode: 0o600 });
   return runDir;
 }

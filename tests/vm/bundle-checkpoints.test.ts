@@ -94,6 +94,11 @@ describe("bundles carry checkpoints.qcow2", { skip: VM_SKIP ?? QEMU_IMG }, () =>
     const left = await importBundle(plain.file, home("b"));
     assert.equal(existsSync(join(left.runDir, CHECKPOINT_FILE)), false);
     assert.equal(describeRun(left.runDir, { checkpointDigest: true }).check, "unverified");
+    // the same run imported again, now with its private members, into that home: the qcow2 joins the run imported before
+    const again = await importBundle(out, home("b"));
+    assert.equal(again.runDir, left.runDir);
+    assert.ok(readFileSync(join(left.runDir, CHECKPOINT_FILE)).equals(qcow2));
+    assert.equal(statSync(join(left.runDir, CHECKPOINT_FILE)).mode & 0o777, 0o600);
   });
 
   it("a qcow2 over bundle.max_member_bytes is refused naming the limit before it is read (control: the recorded one bundles, test 1)", () => {
