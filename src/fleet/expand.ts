@@ -87,7 +87,7 @@ async function lockIdentity(entry: Extract<RunEntry, { kind: "lock" }>, ri: numb
     if (TRANSPORT.has(e.code)) throw new CairnError(e.code, `runs entry ${ri}: ${entry.path}: ${e.message}`, { path: at, cause: e, hint: e.hint });
     throw new CairnError(
       "CAMPAIGN_INVALID",
-      `runs entry ${ri}: ${entry.path} is not a lockfile cairn can run under the entry's policy: ${e.code} ${e.path ? `at ${e.path} ` : ""}${e.message}`,
+      `runs entry ${ri}: ${entry.path} cannot be verified and exported under the entry's policy (pub, registry, base, cmd): ${e.code} ${e.path ? `at ${e.path} ` : ""}${e.message}`,
       { path: at, cause: e, hint: "the entry's pub, registry, base and cmd are what `cairn run LOCKFILE` takes as --pub, --registry, --base and --cmd" },
     );
   }
