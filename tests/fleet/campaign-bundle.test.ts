@@ -33,6 +33,7 @@ import { after, before, describe, it } from "node:test";
 import { generateSigningKey, sha256, writeKeyPair, readSigningKey } from "../../src/core/index.ts";
 import { bundleKit, signReceipt, vmDigest, writeRunBundle, type RunManifest } from "../../src/vm/index.ts";
 import { runCli } from "../helpers/cli.ts";
+import { checkDocument } from "../helpers/json-schemas.ts";
 import { needs } from "../helpers/prerequisites.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
 import { TEST_KIT_DIR, testKit, VM_SKIP } from "../vm/fixtures/kit.ts";
@@ -163,6 +164,19 @@ describe("bundle entries in replay and verify campaigns", { skip }, () => {
     assert.equal(d.code, 0, d.stdout + d.stderr);
     const planDir = JSON.parse(readFileSync(join(work, "verify-dir.results", "campaign.json"), "utf8")) as { tasks: Array<{ id: string }> };
     assert.equal(planDir.tasks[0]!.id, plan.tasks[0]!.id);
+    // `campaign task --json`, the command an executor starts, printed and checked against its schema: once for a
+    // task already published (nothing run again), once for the same task after its result is removed (run and published)
+    const task = planDir.tasks[0]!.id;
+    const taskJson = async () => {
+      const t = await cli(["campaign", "task", join(work, "verify-dir.results"), task, "--key", keyPath, "--json"], env);
+      assert.equal(t.code, 0, t.stdout + t.stderr);
+      const { doc, problems } = checkDocument(t.stdout, "cairn.cli.campaign-task/1");
+      assert.deepEqual(problems, [], t.stdout);
+      return doc;
+    };
+    assert.deepEqual(await taskJson(), { schema: "cairn.cli.campaign-task/1", task, published: false, verdict: null, field: null });
+    rmSync(join(work, "verify-dir.results", "tasks", task), { recursive: true });
+    assert.deepEqual(await taskJson(), { schema: "cairn.cli.campaign-task/1", task, published: true, verdict: "verified", field: null });
 
     // a run recorded under another QEMU: verified offline all the same (verify needs no QEMU); its replay is a finding at /vm/qemu
     const other = join(work, "other-qemu-run");
