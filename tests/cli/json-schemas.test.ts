@@ -45,8 +45,7 @@ export const ELSEWHERE: Readonly<Record<string, string>> = {
  * Commands whose --json output no test validates yet, each with why: the
  * schema is written from the code and docs/json-output.md says it is unchecked.
  */
-export const UNCHECKED: Readonly<Record<string, string>> = {
-};
+export const UNCHECKED: Readonly<Record<string, string>> = {};
 
 const seen = new Set<string>();
 const dumpDir = process.env.CAIRN_JSON_SAMPLES;
