@@ -10,7 +10,7 @@
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, cpSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { describe, it } from "node:test";
@@ -18,14 +18,12 @@ import { generateSigningKey, writeKeyPair } from "../../src/core/index.ts";
 import { vmDigest, verifyReceipt, type RunManifest } from "../../src/vm/index.ts";
 import { runCli } from "../helpers/cli.ts";
 import { checkDocument } from "../helpers/json-schemas.ts";
+import { publishLstreeLayer } from "../helpers/lstree-layer.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
 import { buildProgramFrom, GCC_SKIP } from "../workload/fixtures/static-program.ts";
 import { TEST_KIT_DIR, testKit, VM_SKIP } from "../vm/fixtures/kit.ts";
 import { SOCAT_SKIP } from "../vm/fixtures/responder.ts";
-import { staticFixture } from "../vm/fixtures/programs.ts";
-import { exampleRegistry, tempDir } from "../strata/fixtures.ts";
-import { toySpec } from "../../examples/strata/build-registry.ts";
-import { buildLayerFromDirectory, LocalRegistry } from "../../src/strata/index.ts";
+import { exampleRegistry } from "../strata/fixtures.ts";
 
 const EXAMPLES = join(PROJECT_ROOT, "examples", "network");
 
@@ -173,11 +171,7 @@ describe("a lock entry in a record campaign, recorded for real", { skip: VM_SKIP
     await testKit();
     const ex = exampleRegistry();
     const env = { ...process.env, CAIRN_HOME: join(ex.root, "home"), CAIRN_KIT: TEST_KIT_DIR };
-    const src = tempDir("cairn-lstree-");
-    mkdirSync(join(src, "usr/local/bin"), { recursive: true });
-    copyFileSync(staticFixture("lstree"), join(src, "usr/local/bin/lstree"));
-    const built = buildLayerFromDirectory(src, toySpec({ name: "lstree", version: "1.0", provides: ["lstree@1.0"], files: {} }));
-    LocalRegistry.open(ex.registry).publishLayer(built.blob.blob, built.manifest, [ex.registryKey]);
+    publishLstreeLayer(ex);
     const profile = join(ex.root, "profile.yaml");
     writeFileSync(profile, readFileSync(join(PROJECT_ROOT, "examples/strata/profile.yaml"), "utf8").replace("  - numpy\n", "  - numpy\n  - lstree\n"));
     const lock = join(ex.root, "env.lock");

@@ -8,18 +8,16 @@
  * run replays.
  */
 import assert from "node:assert/strict";
-import { copyFileSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { parse } from "yaml";
-import { toySpec } from "../../examples/strata/build-registry.ts";
-import { buildLayerFromDirectory, LocalRegistry } from "../../src/strata/index.ts";
 import { runCli } from "../helpers/cli.ts";
+import { publishLstreeLayer } from "../helpers/lstree-layer.ts";
 import { sha256Hex, writePipIndex } from "../strata/freeze-fixtures.ts";
 import { exampleRegistry, resolveWithCli, tempDir } from "../strata/fixtures.ts";
 import { handLock } from "../strata/hand-lock.ts";
 import { GCC_SKIP } from "../workload/fixtures/static-program.ts";
-import { staticFixture } from "./fixtures/programs.ts";
 import { TEST_KIT_DIR, testKit, VM_SKIP } from "./fixtures/kit.ts";
 
 describe("run a lockfile written in Strata's format", { skip: VM_SKIP || GCC_SKIP }, () => {
@@ -28,11 +26,7 @@ describe("run a lockfile written in Strata's format", { skip: VM_SKIP || GCC_SKI
     const ex = exampleRegistry();
     const env = { ...process.env, CAIRN_HOME: join(ex.root, "home"), CAIRN_KIT: TEST_KIT_DIR };
     // The program the run executes, as one more signed layer of the registry.
-    const src = tempDir("cairn-lstree-");
-    mkdirSync(join(src, "usr/local/bin"), { recursive: true });
-    copyFileSync(staticFixture("lstree"), join(src, "usr/local/bin/lstree"));
-    const built = buildLayerFromDirectory(src, toySpec({ name: "lstree", version: "1.0", provides: ["lstree@1.0"], files: {} }));
-    LocalRegistry.open(ex.registry).publishLayer(built.blob.blob, built.manifest, [ex.registryKey]);
+    const lstreeLayer = publishLstreeLayer(ex);
     // A pip index holding the pinned archive.
     const index = tempDir("cairn-pip-");
     writePipIndex(index, { six: { wheels: [{ version: "1.16.0" }] } });
@@ -45,7 +39,7 @@ describe("run a lockfile written in Strata's format", { skip: VM_SKIP || GCC_SKI
     const base = (parse(readFileSync(join(ex.root, "base.lock"), "utf8"), { version: "1.2" }) as { base: Record<string, unknown> }).base;
 
     const hand = join(ex.root, "hand.lock");
-    writeFileSync(hand, handLock(ex, base, { extraLayers: [built.manifest.id], pip: pin }));
+    writeFileSync(hand, handLock(ex, base, { extraLayers: [lstreeLayer], pip: pin }));
     const strataId = (await runCli(["lock", "id", hand], env)).stdout.split(/\s+/)[0]!;
     assert.match(strataId, /^[0-9a-f]{64}$/);
     const key = ["--key", join(ex.root, "lock.key")];
