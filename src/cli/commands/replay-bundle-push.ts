@@ -16,7 +16,10 @@ export function registerBundlePush(bundle: Command, ctx: Context): void {
     .argument("<ref>", "oci://HOST[:PORT]/REPO[:TAG] (without a tag the manifest is stored under its digest only)")
     .option("--store <dir>", "content store (default $CAIRN_HOME/store or $XDG_CACHE_HOME/cairn/store)")
     .option("--kit <dir>", "guest kit (default $CAIRN_KIT, $CAIRN_HOME/kit or $XDG_CACHE_HOME/cairn/kit)")
-    .option("--include-private", "a run directory: also push the exact output streams, console log and protocol stream (as `cairn bundle --include-private`)")
+    .option(
+      "--include-private",
+      "a run directory: also push the exact output streams, console log, protocol stream and checkpoints.qcow2 (as `cairn bundle --include-private`)",
+    )
     .option("--include-inputs", "a run directory: also push the run's inputs (as `cairn bundle --include-inputs`)")
     .option("--json", "print the result as JSON")
     .action(
