@@ -42,6 +42,7 @@ import {
   Checker,
   checkLimit,
   FIXED_LIMIT_HINT,
+  hashFileBounded,
   isJsonObject,
   openRoot,
   parseEnvelope,
@@ -76,6 +77,7 @@ import { IN_TOTO_PAYLOAD_TYPE } from "./run-receipt.ts";
 import { RUN_ENV_MANIFEST_FILE } from "./run-facts.ts";
 import { removeDeadStaging } from "./run-staging.ts";
 import { RUN_FILES } from "./rundir.ts";
+import { CHECKPOINT_FILE_MAX_BYTES } from "./checkpoint-file.ts";
 import { CHECKPOINT_FILE } from "./checkpoint-take.ts";
 import { writeRunOrigin } from "./run-origin.ts";
 import { parseModuleEntries } from "./vmid.ts";
@@ -428,9 +430,24 @@ function sameRun(b: OpenedBundle, runDir: string): string {
       });
     }
   }
-  // the run imported before without its private members: its checkpoints (checked against this same run.json) join it
+  // the run imported before without its private members: its checkpoints (checked against this same run.json) join it;
+  // a copy there that is not run.json's (damaged, or put there by hand) is replaced by them, never left for the import
+  // to vouch for (it was: the import succeeded and the run was `tampered`)
   const qcow2 = b.members.get(`private/${CHECKPOINT_FILE}`);
-  if (qcow2 !== undefined && lstatSync(join(runDir, CHECKPOINT_FILE), { throwIfNoEntry: false }) === undefined)
+  if (qcow2 !== undefined && !holdsRecordedCheckpoints(join(runDir, CHECKPOINT_FILE), b.manifest))
     writeFileAtomic(join(runDir, CHECKPOINT_FILE), qcow2, { mode: 0o600 });
   return runDir;
+}
+
+/** A regular file (not a link to one) of the size and sha256 run.json records for the run's checkpoints. */
+function holdsRecordedCheckpoints(file: string, m: RunManifest): boolean {
+  const st = lstatSync(file, { throwIfNoEntry: false });
+  if (st?.isDirectory() === true)
+    throw new CairnError("USAGE", `${file} is a directory, not the run's checkpoints`, {
+      path: file,
+      hint: "remove it, or pass --runs with another directory",
+    });
+  const recorded = m.checkpoints?.file;
+  if (st === undefined || recorded === undefined || !st.isFile() || st.size !== recorded.size) return false;
+  return hashFileBounded(file, CHECKPOINT_FILE_MAX_BYTES, "run.checkpoint-file-bytes").digest === recorded.sha256;
 }

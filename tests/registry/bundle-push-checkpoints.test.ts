@@ -18,7 +18,7 @@
  */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -124,6 +124,32 @@ describe("checkpoints.qcow2 through a registry", { skip }, () => {
     assert.equal(again.runDir, b.runDir);
     assert.ok(readFileSync(join(b.runDir, CHECKPOINT_FILE)).equals(qcow2));
     assert.equal(statSync(join(b.runDir, CHECKPOINT_FILE)).mode & 0o777, 0o600);
+  });
+
+  it("a run imported before whose checkpoints.qcow2 is no longer run.json's gets the bundle's checked one when imported again (control: a good copy is left as it is)", async () => {
+    const ref = await push("private", ["--include-private"]);
+    const h = home("repair");
+    const first = await importRegistryBundle(ref, { ...h, remote });
+    const file = join(first.runDir, CHECKPOINT_FILE);
+    const kept = statSync(file).ino;
+    await importRegistryBundle(ref, { ...h, remote });
+    assert.equal(statSync(file).ino, kept, "control: the good copy is not rewritten");
+    const damaged = Buffer.from(qcow2);
+    damaged[100] = damaged[100]! ^ 0x01; // same size: only the digest tells
+    writeFileSync(file, damaged);
+    assert.equal(describeRun(first.runDir, { checkpointDigest: true }).check, "tampered");
+    const again = await importRegistryBundle(ref, { ...h, remote });
+    assert.equal(again.runDir, first.runDir);
+    assert.ok(readFileSync(file).equals(qcow2), "the import left a qcow2 that is not the run's");
+    assert.equal(statSync(file).mode & 0o777, 0o600);
+    assert.equal(describeRun(first.runDir, { checkpointDigest: true }).check, "unverified");
+    // a directory in its place is not replaced: refused, naming it (control: removed, the import puts the qcow2 back)
+    rmSync(file);
+    mkdirSync(file);
+    await assertCodeAsync(() => importRegistryBundle(ref, { ...h, remote }), "USAGE", file);
+    rmSync(file, { recursive: true });
+    await importRegistryBundle(ref, { ...h, remote });
+    assert.ok(readFileSync(file).equals(qcow2));
   });
 
   it("a byte flipped in the registry's stored qcow2 blob is refused by digest, nothing imported; restored, it imports (control)", async () => {
