@@ -48,6 +48,7 @@ enum record_type {
   REC_INFRA_FAILURE = 10,
   REC_FINAL = 11,
   REC_INPUT_REJECTED = 12,
+  REC_HOLD = 13,
 };
 
 enum launch_stage {
@@ -79,6 +80,7 @@ enum infra_reason {
   INFRA_NO_INVOCATION = 9,
   INFRA_TREE_MISMATCH = 10,
   INFRA_NETWORK = 11,
+  INFRA_CHANNEL = 12,
 };
 
 int proto_open(const char *tty);
@@ -92,6 +94,7 @@ int rec_launch_failure(uint32_t inv, uint8_t stage, uint32_t err);
 int rec_cleanup(uint32_t inv, uint32_t killed);
 int rec_infra(uint32_t inv, uint8_t reason, uint64_t detail);
 int rec_final(uint8_t status, uint32_t invocations);
+int rec_hold(uint32_t inv, uint32_t hold, uint32_t next_step, uint64_t stdin_offset);
 int proto_failed(void);
 
 /* ---- inputs.c: the recorded inputs ---- */
@@ -109,6 +112,18 @@ struct step {
   const uint8_t *data;
 };
 
+/* A hold (run.checkpoints): where the agent stops running steps, says so
+   (REC_HOLD) and waits for the host's word on the input channel. */
+#define HOLDS_MAX 16u
+enum hold_kind { HOLD_STEP = 1, HOLD_OUTPUT = 2 };
+struct hold {
+  uint8_t kind;
+  uint8_t stream;      /* HOLD_OUTPUT: 1 stdout, 2 stderr */
+  uint32_t step;       /* HOLD_STEP: the step it follows */
+  uint32_t pattern_len;
+  const uint8_t *pattern;
+};
+
 struct inputs {
   uint64_t output_limit;   /* bytes per invocation, both streams together */
   uint64_t time_limit_ms;  /* guest (virtual) time per invocation */
@@ -121,9 +136,24 @@ struct inputs {
   char **envp;             /* NULL-terminated */
   uint32_t nsteps;
   struct step *steps;
+  uint32_t nholds;         /* 0: no input channel */
+  struct hold *holds;
 };
 
 int inputs_load(const char *file, struct inputs *in);
+/* Parses a step list (u32 count, then steps as in the inputs file) that fills
+   exactly n bytes; 0, or -1 when malformed. */
+int steps_parse(const uint8_t *p, size_t n, uint32_t *nsteps, struct step **steps);
+
+/* ---- chan.c: the input channel (the second serial port, recorded by QEMU) ---- */
+#define CHANNEL_MAX (16u << 20) /* largest message body */
+enum chan_kind { CHAN_CONTINUE = 1, CHAN_TAIL = 2 };
+/* infra-failure channel details */
+enum chan_failure { CHAN_FAIL_OPEN = 1, CHAN_FAIL_READ = 2, CHAN_FAIL_MAGIC = 3, CHAN_FAIL_HOLD = 4, CHAN_FAIL_KIND = 5, CHAN_FAIL_SIZE = 6, CHAN_FAIL_STEPS = 7 };
+int chan_open(void);
+/* Waits for the host's answer to hold `hold`. CHAN_CONTINUE, or CHAN_TAIL with
+   the new steps in *nsteps and *steps; -1 with *detail a chan_failure. */
+int chan_wait(uint32_t hold, uint32_t *nsteps, struct step **steps, uint64_t *detail);
 
 /* ---- verify.c: the guest proves what it runs ---- */
 #define TREE_MANIFEST_VERSION 1u

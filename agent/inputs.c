@@ -73,6 +73,34 @@ static char **strs(struct cur *c) {
   return v;
 }
 
+/* u32 count, then each step: action, trigger, trigger argument, pattern, stdin offset, data. */
+static void parse_steps(struct cur *c, uint32_t *nsteps, struct step **out) {
+  uint64_t n = get(c, 4);
+  if (n > STEPS_MAX) c->bad = 1;
+  struct step *steps = c->bad ? NULL : calloc(n + 1, sizeof *steps);
+  if (!steps) c->bad = 1;
+  for (uint64_t i = 0; i < n && !c->bad; i++) {
+    struct step *s = &steps[i];
+    s->action = (uint8_t)get(c, 1);
+    s->trigger = (uint8_t)get(c, 1);
+    s->trigger_arg = (uint8_t)get(c, 1);
+    s->pattern = bytes(c, &s->pattern_len);
+    s->offset = get(c, 8);
+    s->data = bytes(c, &s->data_len);
+    if (s->action < ACT_START || s->action > ACT_NET_UP || s->trigger > TRIG_OUTPUT) c->bad = 1;
+    if (s->pattern_len > PATTERN_MAX) c->bad = 1;
+    if (s->trigger == TRIG_OUTPUT && (s->pattern_len == 0 || s->trigger_arg < 1 || s->trigger_arg > 2)) c->bad = 1;
+  }
+  *nsteps = (uint32_t)n;
+  *out = steps;
+}
+
+int steps_parse(const uint8_t *p, size_t n, uint32_t *nsteps, struct step **steps) {
+  struct cur c = {p, n, 0};
+  parse_steps(&c, nsteps, steps);
+  return c.bad || c.left != 0 ? -1 : 0;
+}
+
 int inputs_load(const char *file, struct inputs *in) {
   int fd = open(file, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -1;
@@ -103,22 +131,26 @@ int inputs_load(const char *file, struct inputs *in) {
   in->workdir = str(&c);
   in->argv = strs(&c);
   in->envp = strs(&c);
-  uint64_t n = get(&c, 4);
-  if (n > STEPS_MAX) c.bad = 1;
-  in->nsteps = (uint32_t)n;
-  in->steps = calloc(n + 1, sizeof *in->steps);
-  if (!in->steps) c.bad = 1;
-  for (uint64_t i = 0; i < n && !c.bad; i++) {
-    struct step *s = &in->steps[i];
-    s->action = (uint8_t)get(&c, 1);
-    s->trigger = (uint8_t)get(&c, 1);
-    s->trigger_arg = (uint8_t)get(&c, 1);
-    s->pattern = bytes(&c, &s->pattern_len);
-    s->offset = get(&c, 8);
-    s->data = bytes(&c, &s->data_len);
-    if (s->action < ACT_START || s->action > ACT_NET_UP || s->trigger > TRIG_OUTPUT) c.bad = 1;
-    if (s->pattern_len > PATTERN_MAX) c.bad = 1;
-    if (s->trigger == TRIG_OUTPUT && (s->pattern_len == 0 || s->trigger_arg < 1 || s->trigger_arg > 2)) c.bad = 1;
+  parse_steps(&c, &in->nsteps, &in->steps);
+  /* a run with checkpoints: the holds, after the steps (absent otherwise, so other runs keep their bytes) */
+  in->nholds = 0;
+  in->holds = NULL;
+  if (!c.bad && c.left > 0) {
+    uint64_t h = get(&c, 4);
+    if (h == 0 || h > HOLDS_MAX) c.bad = 1;
+    in->holds = calloc(h + 1, sizeof *in->holds);
+    if (!in->holds) c.bad = 1;
+    for (uint64_t i = 0; i < h && !c.bad; i++) {
+      struct hold *x = &in->holds[i];
+      x->kind = (uint8_t)get(&c, 1);
+      x->stream = (uint8_t)get(&c, 1);
+      x->step = (uint32_t)get(&c, 4);
+      x->pattern = bytes(&c, &x->pattern_len);
+      if (x->kind == HOLD_STEP && (x->step >= in->nsteps || x->pattern_len != 0 || x->stream != 0)) c.bad = 1;
+      if (x->kind == HOLD_OUTPUT && (x->stream < 1 || x->stream > 2 || x->pattern_len == 0 || x->pattern_len > PATTERN_MAX || x->step != 0)) c.bad = 1;
+      if (x->kind != HOLD_STEP && x->kind != HOLD_OUTPUT) c.bad = 1;
+    }
+    in->nholds = (uint32_t)h;
   }
   if (c.left != 0) c.bad = 1;
   if (c.bad || !in->argv || !in->argv[0] || !in->envp || !in->path || !in->workdir) return -1;

@@ -40,6 +40,9 @@ struct inv {
   uint8_t tail[2][PATTERN_MAX * 2];
   size_t tail_len[2];
   int matched[2];
+  /* output holds (run.checkpoints): the stream's last bytes, for a pattern split across reads */
+  uint8_t htail[2][PATTERN_MAX];
+  size_t htail_len[2];
   char root[64];
 };
 
@@ -49,6 +52,16 @@ static const struct step *waiting; /* the next step to run, whose trigger is pen
 static uint32_t invocations;
 static int infra;     /* an infrastructure failure ended the run */
 static int sigfd = -1;
+static uint32_t step_i;  /* the next step to run */
+/* holds (run.checkpoints): which fired, which output holds have matched, and
+   the step hold waiting for its step to be done (no later step runs meanwhile) */
+static uint32_t hold_fired, hold_hit;
+static struct {
+  int active;
+  uint32_t hold, inv;
+  uint8_t action;
+  uint64_t end; /* write-stdin: the stdin offset its last byte ends at */
+} watch;
 
 static uint64_t now_ms(void) {
   struct timespec ts;
@@ -86,6 +99,33 @@ static int on_output(int s, const uint8_t *buf, size_t n) {
       memcpy(seam, cur.tail[s] + cur.tail_len[s] - a, a);
       memcpy(seam + a, buf, b);
       if (memmem(seam, a + b, w->pattern, p)) cur.matched[s] = 1;
+    }
+  }
+  /* output holds: the pattern anywhere in this invocation's stream, across reads too */
+  for (uint32_t k = 0; k < in.nholds; k++) {
+    const struct hold *h = &in.holds[k];
+    if (h->kind != HOLD_OUTPUT || h->stream - 1 != s || (hold_fired | hold_hit) & (1u << k)) continue;
+    size_t p = h->pattern_len;
+    uint8_t seam[PATTERN_MAX * 2];
+    size_t a = cur.htail_len[s] < p - 1 ? cur.htail_len[s] : p - 1;
+    size_t b = n < p - 1 ? n : p - 1;
+    memcpy(seam, cur.htail[s] + cur.htail_len[s] - a, a);
+    memcpy(seam + a, buf, b);
+    if (memmem(buf, n, h->pattern, p) || (p > 1 && memmem(seam, a + b, h->pattern, p))) hold_hit |= 1u << k;
+  }
+  if (in.nholds) {
+    size_t hk = sizeof cur.htail[s];
+    if (n >= hk) {
+      memcpy(cur.htail[s], buf + n - hk, hk);
+      cur.htail_len[s] = hk;
+    } else {
+      if (cur.htail_len[s] + n > hk) {
+        size_t drop = cur.htail_len[s] + n - hk;
+        memmove(cur.htail[s], cur.htail[s] + drop, cur.htail_len[s] - drop);
+        cur.htail_len[s] -= drop;
+      }
+      memcpy(cur.htail[s] + cur.htail_len[s], buf, n);
+      cur.htail_len[s] += n;
     }
   }
   /* keep the bytes since the last step, bounded to twice the largest pattern */
@@ -352,18 +392,91 @@ static void pump(void) {
   if (!infra && now_ms() >= cur.deadline_ms) fail_infra(INFRA_TIME_LIMIT, in.time_limit_ms);
 }
 
+/* A step hold's step is done once the agent has written the record that says so
+   (the rule the host's docs state: start, the input record covering a write's
+   last byte, stdin-closed, requested-termination), or its invocation is over. */
+static int watch_done(void) {
+  if (watch.action == ACT_START || watch.action == ACT_TERMINATE) return 1;
+  if (!cur.active || cur.id != watch.inv) return 1;
+  if (watch.action == ACT_WRITE) return cur.pending_start + cur.pending_off >= watch.end || cur.seen[REC_INPUT_REJECTED];
+  return cur.seen[REC_STDIN_CLOSED];
+}
+
+/* Stops at hold k: says so on the protocol port, then waits for the host's
+   answer on the input channel (the guest's workload runs on meanwhile). A
+   tail replaces the steps not yet run, and ends every other hold. */
+static void do_hold(uint32_t k) {
+  hold_fired |= 1u << k;
+  if (watch.active && watch.hold == k) watch.active = 0;
+  if (rec_hold(cur.id, k, step_i, cur.stdin_offset) < 0) return;
+  uint32_t n = 0;
+  struct step *steps = NULL;
+  uint64_t detail = 0;
+  int r = chan_wait(k, &n, &steps, &detail);
+  if (r < 0) {
+    fail_infra(INFRA_CHANNEL, detail);
+    return;
+  }
+  if (r == CHAN_TAIL) {
+    in.steps = steps;
+    in.nsteps = n;
+    step_i = 0;
+    hold_fired = (1u << in.nholds) - 1;
+    watch.active = 0;
+    /* the tail's output triggers look only at bytes after the checkpoint */
+    cur.tail_len[0] = cur.tail_len[1] = 0;
+    cur.matched[0] = cur.matched[1] = 0;
+  }
+}
+
+/* Fires the first hold whose moment has come; 1 if one did. */
+static int hold_check(void) {
+  if (watch.active && watch_done()) {
+    do_hold(watch.hold);
+    return 1;
+  }
+  for (uint32_t k = 0; k < in.nholds; k++)
+    if ((hold_hit & (1u << k)) && !(hold_fired & (1u << k))) {
+      do_hold(k);
+      return 1;
+    }
+  return 0;
+}
+
+static void run_step(uint32_t idx) {
+  const struct step *s = &in.steps[idx];
+  exec_step(s);
+  for (uint32_t k = 0; k < in.nholds; k++) {
+    const struct hold *h = &in.holds[k];
+    if (h->kind == HOLD_STEP && h->step == idx && !(hold_fired & (1u << k))) {
+      watch.active = 1;
+      watch.hold = k;
+      watch.inv = cur.id;
+      watch.action = s->action;
+      watch.end = s->offset + s->data_len;
+    }
+  }
+}
+
 static void run_steps(void) {
-  uint32_t i = 0;
   while (!infra && !proto_failed()) {
-    while (i < in.nsteps && trigger_met(&in.steps[i]) && !infra) exec_step(&in.steps[i++]);
+    while (!infra && !proto_failed()) {
+      if (hold_check()) continue;
+      if (watch.active) break; /* no later step until the step it follows is done */
+      if (step_i < in.nsteps && trigger_met(&in.steps[step_i])) {
+        run_step(step_i++);
+        continue;
+      }
+      break;
+    }
     if (infra || proto_failed()) break;
-    waiting = i < in.nsteps ? &in.steps[i] : NULL;
+    waiting = step_i < in.nsteps && !watch.active ? &in.steps[step_i] : NULL;
     if (cur.active && (cur.exited || cur.seen[REC_TERMINATE_REQUESTED])) {
       finish_invocation();
       continue; /* exit and cleanup-complete may satisfy the next trigger */
     }
     if (!cur.active) {
-      if (i < in.nsteps) fail_infra(INFRA_SCENARIO_STUCK, i);
+      if (step_i < in.nsteps) fail_infra(INFRA_SCENARIO_STUCK, step_i);
       break;
     }
     pump();
@@ -399,6 +512,10 @@ int main(void) {
   } else if ((tree = tree_verify("/cairn/tree", "/cairn/template", &bad)) != TREE_OK) {
     /* the guest does not see the tree the identity names: nothing may run on it */
     rec_infra(0, tree == TREE_MALFORMED ? INFRA_INPUTS_MALFORMED : INFRA_TREE_MISMATCH, tree == TREE_MALFORMED ? 1 : bad);
+    infra = 1;
+  } else if (in.nholds > 0 && chan_open() < 0) {
+    /* a run with checkpoints waits for the host at each: without the channel it could not */
+    rec_infra(0, INFRA_CHANNEL, CHAN_FAIL_OPEN);
     infra = 1;
   } else if (net_loopback_up(&bad) < 0 || net_eth_configure(&bad) < 0) {
     /* loopback (and eth0 with run.network) is part of what every start gets; without it nothing may run */

@@ -127,3 +127,11 @@ int rec_final(uint8_t status, uint32_t invocations) {
   if (fd >= 0 && tcdrain(fd) < 0) fsync(fd);
   return r;
 }
+
+int rec_hold(uint32_t inv, uint32_t hold, uint32_t next_step, uint64_t stdin_offset) {
+  uint8_t b[16];
+  le(b, hold, 4);
+  le(b + 4, next_step, 4);
+  le(b + 8, stdin_offset, 8);
+  return record(REC_HOLD, inv, b, sizeof b, NULL, 0);
+}

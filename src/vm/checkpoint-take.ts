@@ -1,21 +1,26 @@
 /**
- * Taking `run.checkpoints` while QEMU records (issue 35 item 1). QEMU is
- * started with two host-only additions (qemu.ts): a qcow2 drive that is
- * attached to no device (`-drive if=none,id=cairn-snap`), which holds the
- * snapshots, and a QMP socket. The host follows the protocol stream the
- * guest writes (follow.ts, the file is only read); when a checkpoint's event
- * shows there, it stops the VM, reads the instruction count
- * (`query-replay`), saves the VM under the checkpoint's name (`savevm` via
- * `human-monitor-command`) and lets it run on (`cont`).
+ * Taking `run.checkpoints` while QEMU records (issue 35 items 1 and 2). QEMU
+ * is started with host-only additions (qemu.ts): a qcow2 drive attached to
+ * no device (`-drive if=none,id=cairn-snap`), which holds the snapshots, a
+ * QMP socket, and the input channel's socket (input-channel.ts). The agent
+ * holds at each checkpoint (agent/main.c): after the step a checkpoint
+ * follows is done, or once an invocation's output holds its text, it writes
+ * a `hold` record and runs no further step until the host answers on the
+ * input channel. The host follows the protocol stream the guest writes
+ * (follow.ts, the file is only read); at each hold it stops the VM, reads
+ * the instruction count (`query-replay`), saves the VM under the
+ * checkpoint's name (`savevm` via `human-monitor-command`), lets it run on
+ * (`cont`) and only then answers, so the snapshot holds the agent waiting
+ * and no byte of the answer.
  *
  * Why this leaves the recording replayable from boot: the guest sees no
- * device more (the drive has none), and a stop/continue under icount does
- * not move the guest's clock; the replay runs the plain command line, with no
- * drive and no monitor, and matched in the spike and in
- * tests/vm/checkpoint.test.ts. What it does not promise: the point where a
- * checkpoint lands is whenever the host got to stop the guest after the
- * event, so it varies between two records of one run; the instruction count
- * recorded for it is exact (it is also in the qcow2's own snapshot table).
+ * device more than the VM identity names (the drive has none), a
+ * stop/continue under icount does not move the guest's clock, and the
+ * answers are in the replay log; the replay runs with no drive, no monitor
+ * and nothing connected to the channel. Where a checkpoint lands is exact in
+ * the guest's own terms (after its step, no later step run); its instruction
+ * count is whenever the host got to stop the guest, so it varies between two
+ * records of one run and is recorded (it is also in the qcow2's table).
  */
 import { chmodSync, mkdtempSync, rmSync, watch, type FSWatcher } from "node:fs";
 import { tmpdir } from "node:os";
@@ -24,6 +29,7 @@ import { CairnError } from "../core/index.ts";
 import type { CheckpointAfter, CheckpointSpec } from "./checkpoint-spec.ts";
 import { ProtocolFollower } from "./follow.ts";
 import { runTool } from "./host.ts";
+import { InputChannel } from "./input-channel.ts";
 import { onInterrupt } from "./interrupt.ts";
 import { QmpClient } from "./qmp.ts";
 import type { Step } from "./scenario.ts";
@@ -50,60 +56,34 @@ const POLL_MS = 100;
 const SAVEVM_ATTEMPTS = 20;
 const SAVEVM_RETRY_MS = 20;
 
-type Matcher = (type: number, invocation: number, body: Buffer) => boolean;
-
 /**
- * For each step, the agent record that says it was done: the single
- * definition of "after step N" (checkpoint-spec.ts names the rule).
+ * Answers the agent's holds while QEMU runs: at hold k, takes checkpoint k
+ * (when a QMP socket is given: a record; a plain boot only answers), then
+ * answers `continue`. A hold the host cannot answer ends the run: `failed`
+ * aborts QEMU, and the reason is kept for the caller.
  */
-export function stepMatchers(steps: readonly Step[]): (Matcher | undefined)[] {
-  let invocation = 0;
-  return steps.map((s): Matcher | undefined => {
-    if (s.action === "start") invocation++;
-    const inv = invocation;
-    switch (s.action) {
-      case "start":
-        return (t, i) => t === RECORD.start && i === inv;
-      case "write-stdin": {
-        const end = s.offset + s.data.length;
-        return (t, i, body) =>
-          (t === RECORD["input-accepted"] || t === RECORD["input-rejected"]) &&
-          i === inv &&
-          body.length === 12 &&
-          Number(body.readBigUInt64LE(0)) + body.readUInt32LE(8) >= end;
-      }
-      case "close-stdin":
-        return (t, i) => t === RECORD["stdin-closed"] && i === inv;
-      case "terminate":
-        return (t, i) => t === RECORD["requested-termination"] && i === inv;
-      default:
-        return undefined; // network steps write no record (refused by the spec parser)
-    }
-  });
-}
-
 export class CheckpointTaker {
-  readonly #pending: { spec: CheckpointSpec; matches: (type: number, invocation: number, body: Buffer) => boolean }[];
+  readonly #specs: readonly CheckpointSpec[];
   readonly #taken: TakenCheckpoint[] = [];
   readonly #missed: { name: string; reason: string }[] = [];
+  readonly #held = new Set<number>();
   readonly #follower: ProtocolFollower;
   readonly #watcher: FSWatcher | undefined;
   readonly #timer: NodeJS.Timeout;
-  /** The tail of each invocation's streams, long enough to find a pattern split across frames. */
-  readonly #tails = new Map<string, Buffer>();
+  readonly #abort = new AbortController();
+  #failure: string | undefined;
   #qmp: QmpClient | undefined;
   #work: Promise<void> = Promise.resolve();
   #ended = false;
 
   constructor(
     specs: readonly CheckpointSpec[],
-    steps: readonly Step[],
     protocolLog: string,
-    private readonly qmpPath: string,
+    private readonly channel: InputChannel,
+    private readonly qmpPath: string | undefined,
   ) {
-    const matchers = stepMatchers(steps);
-    this.#pending = specs.map((spec) => ({ spec, matches: this.#matcher(spec.after, matchers) }));
-    this.#follower = new ProtocolFollower(protocolLog, undefined, (t, i, b) => this.#record(t, i, b));
+    this.#specs = specs;
+    this.#follower = new ProtocolFollower(protocolLog, undefined, (t, _i, b) => this.#record(t, b));
     const poll = (): void => this.#follower.poll();
     try {
       this.#watcher = watch(protocolLog, poll);
@@ -116,29 +96,32 @@ export class CheckpointTaker {
     this.#timer.unref();
   }
 
-  #matcher(after: CheckpointAfter, steps: readonly (Matcher | undefined)[]): Matcher {
-    if (after.kind === "step") return steps[after.step] ?? (() => false);
-    const pattern = Buffer.from(after.contains, "utf8");
-    const stream = after.stream === "stdout" ? 1 : 2;
-    return (t, i, body) => {
-      if (t !== RECORD.frame || body[0] !== stream) return false;
-      const key = `${i}/${stream}`;
-      const seen = Buffer.concat([this.#tails.get(key) ?? Buffer.alloc(0), body.subarray(9)]);
-      return seen.includes(pattern);
-    };
+  /** Aborted when a hold could not be answered (the guest would wait for ever). */
+  get failed(): AbortSignal {
+    return this.#abort.signal;
   }
 
-  #record(type: number, invocation: number, body: Buffer): void {
-    if (this.#ended) return;
-    const fired = this.#pending.filter((p) => p.matches(type, invocation, body));
-    if (type === RECORD.frame && (body[0] === 1 || body[0] === 2)) {
-      const key = `${invocation}/${body[0]}`;
-      const seen = Buffer.concat([this.#tails.get(key) ?? Buffer.alloc(0), body.subarray(9)]);
-      this.#tails.set(key, Buffer.from(seen.subarray(Math.max(0, seen.length - 256))));
-    }
-    for (const p of fired) {
-      this.#pending.splice(this.#pending.indexOf(p), 1);
-      this.#work = this.#work.then(() => this.#take(p.spec));
+  /** Why the host could not answer a hold, once `failed` has fired. */
+  get failure(): string | undefined {
+    return this.#failure;
+  }
+
+  #record(type: number, body: Buffer): void {
+    if (this.#ended || type !== RECORD.hold || body.length !== 16) return;
+    const hold = body.readUInt32LE(0);
+    if (this.#held.has(hold)) return; // the agent holds once per checkpoint; a repeat is the decoder's to refuse
+    this.#held.add(hold);
+    this.#work = this.#work.then(() => this.#answer(hold));
+  }
+
+  async #answer(hold: number): Promise<void> {
+    const spec = this.#specs[hold];
+    if (spec !== undefined && this.qmpPath !== undefined) await this.#take(spec);
+    try {
+      await this.channel.answer(hold, { kind: "continue" });
+    } catch (e) {
+      this.#failure = `the host could not answer the guest at checkpoint ${spec?.name ?? hold}: ${e instanceof Error ? e.message : String(e)}`;
+      this.#abort.abort();
     }
   }
 
@@ -150,7 +133,7 @@ export class CheckpointTaker {
     const started = performance.now();
     let stopped = false;
     try {
-      this.#qmp ??= QmpClient.connect(this.qmpPath);
+      this.#qmp ??= QmpClient.connect(this.qmpPath!);
       await this.#qmp.ready;
       await this.#qmp.command("stop");
       stopped = true;
@@ -188,7 +171,9 @@ export class CheckpointTaker {
     this.#follower.stop();
     await this.#work;
     this.#qmp?.close();
-    for (const p of this.#pending) this.#missed.push({ name: p.spec.name, reason: "its event never came" });
+    this.channel.close();
+    const taken = new Set([...this.#taken, ...this.#missed].map((t) => t.name));
+    for (const s of this.#specs) if (!taken.has(s.name)) this.#missed.push({ name: s.name, reason: "its event never came" });
     return { taken: [...this.#taken], missed: [...this.#missed] };
   }
 }
@@ -200,41 +185,99 @@ export const QEMU_IMG_FIX = "install qemu-img: apt-get install -y qemu-utils (or
 const DRIVE_SIZE = "1M";
 
 /**
- * Runs `record` with the checkpoint drive and QMP socket when the scenario
- * declares checkpoints (else plainly), taking each as its event shows in
- * `protocolLog`. The qcow2 is made in `dir`; the QMP socket in a private
- * directory of its own under the temp dir (a Unix socket path must stay
+ * A branch's boot (branch.ts): the qcow2 that holds the snapshot it starts
+ * from, QEMU's `rrsnapshot` name for that start, and when recording, the
+ * parent's checkpoint to load and the steps to answer the agent's hold with.
+ */
+export interface BranchSnapshot {
+  readonly drive: string;
+  readonly rrsnapshot: string;
+  readonly record?: { readonly loadvm: string; readonly hold: number; readonly steps: readonly Step[] };
+}
+
+/** What the host adds to QEMU's command line for a run with an input channel (qemu.ts QemuPaths). */
+export interface ChannelPaths {
+  readonly inputSocket?: string;
+  readonly checkpoints?: { readonly drive: string; readonly qmp?: string };
+  readonly snapshot?: { readonly loadvm?: string; readonly rrsnapshot: string };
+}
+
+/**
+ * Runs `boot` with what a run with an input channel needs on the host (the
+ * VM identity names the channel: `serial` holds "input"):
+ * - a record: a fresh qcow2 in `dir` and a QMP socket, checkpoints taken at
+ *   the agent's holds, each answered `continue` after it is taken;
+ * - a plain boot: holds answered `continue`, nothing taken;
+ * - a replay: the socket only, nothing connected (the answers replay from the log);
+ * - a branch (`branch`): its qcow2 and start, and in a record, the tail sent at once.
+ * Without a channel, `boot` runs as it is. The sockets live in a private
+ * directory of their own under the temp dir (a Unix socket path must stay
  * under 108 bytes), removed after, on an interrupt too.
  */
-export async function recordWithCheckpoints<T>(
-  specs: readonly CheckpointSpec[] | undefined,
-  steps: readonly Step[],
-  dir: string,
-  protocolLog: string,
-  record: (files: { drive: string; qmp: string } | undefined) => Promise<T>,
+export async function withInputChannel<T>(
+  run: {
+    readonly channel: boolean;
+    readonly mode: "record" | "replay" | "none";
+    readonly specs: readonly CheckpointSpec[] | undefined;
+    readonly branch?: BranchSnapshot;
+    readonly dir: string;
+    readonly protocolLog: string;
+  },
+  boot: (paths: ChannelPaths, abort: AbortSignal | undefined) => Promise<T>,
 ): Promise<{ result: T; checkpoints?: CheckpointOutcome & { readonly file: string } }> {
-  if (specs === undefined || specs.length === 0) return { result: await record(undefined) };
-  const drive = join(dir, CHECKPOINT_FILE);
-  const made = runTool("qemu-img", ["create", "-q", "-f", "qcow2", drive, DRIVE_SIZE], { fix: QEMU_IMG_FIX });
-  if (made.status !== 0) throw new CairnError("RUN_INFRASTRUCTURE", `qemu-img could not create the checkpoint file: ${made.stderr.trim()}`, { path: drive });
-  chmodSync(drive, 0o600);
-  const qmpDir = mkdtempSync(join(tmpdir(), "cairn-qmp-")); // 0700
-  const removeQmp = (): void => rmSync(qmpDir, { recursive: true, force: true });
-  const forget = onInterrupt(removeQmp);
-  const qmp = join(qmpDir, "qmp.sock");
-  const taker = new CheckpointTaker(specs, steps, protocolLog, qmp);
+  if (!run.channel) return { result: await boot({}, undefined) };
+  const sockets = mkdtempSync(join(tmpdir(), "cairn-chan-")); // 0700
+  const removeSockets = (): void => rmSync(sockets, { recursive: true, force: true });
+  const forget = onInterrupt(removeSockets);
+  const inputSocket = join(sockets, "input.sock");
+  const channel = new InputChannel(inputSocket);
   try {
+    if (run.branch !== undefined) {
+      const b = run.branch;
+      const snapshot = { rrsnapshot: b.rrsnapshot, ...(b.record !== undefined ? { loadvm: b.record.loadvm } : {}) };
+      if (b.record === undefined || run.mode !== "record") return { result: await boot({ inputSocket, checkpoints: { drive: b.drive }, snapshot }, undefined) };
+      // the agent waits at the parent's hold in the snapshot: the tail goes as soon as QEMU listens
+      const abort = new AbortController();
+      let failure: unknown;
+      const sent = channel.answer(b.record.hold, { kind: "tail", steps: b.record.steps }).catch((e: unknown) => {
+        failure = e;
+        abort.abort();
+      });
+      const result = await boot({ inputSocket, checkpoints: { drive: b.drive }, snapshot }, abort.signal);
+      await sent;
+      if (failure !== undefined)
+        throw new CairnError(
+          "RUN_INFRASTRUCTURE",
+          `the branch's steps could not be sent to the guest: ${failure instanceof Error ? failure.message : String(failure)}`,
+        );
+      return { result };
+    }
+    if (run.mode === "replay") return { result: await boot({ inputSocket }, undefined) };
+    const specs = run.specs ?? [];
+    let drive: string | undefined;
+    let qmp: string | undefined;
+    if (run.mode === "record" && specs.length > 0) {
+      drive = join(run.dir, CHECKPOINT_FILE);
+      const made = runTool("qemu-img", ["create", "-q", "-f", "qcow2", drive, DRIVE_SIZE], { fix: QEMU_IMG_FIX });
+      if (made.status !== 0)
+        throw new CairnError("RUN_INFRASTRUCTURE", `qemu-img could not create the checkpoint file: ${made.stderr.trim()}`, { path: drive });
+      chmodSync(drive, 0o600);
+      qmp = join(sockets, "qmp.sock");
+    }
+    const taker = new CheckpointTaker(specs, run.protocolLog, channel, qmp);
     let result: T;
     try {
-      result = await record({ drive, qmp });
+      result = await boot({ inputSocket, ...(drive !== undefined ? { checkpoints: { drive, ...(qmp !== undefined ? { qmp } : {}) } } : {}) }, taker.failed);
     } catch (e) {
       await taker.finish();
       throw e;
     }
     const outcome = await taker.finish();
-    return { result, checkpoints: { ...outcome, file: drive } };
+    if (taker.failure !== undefined) throw new CairnError("RUN_INFRASTRUCTURE", taker.failure);
+    return { result, ...(drive !== undefined ? { checkpoints: { ...outcome, file: drive } } : {}) };
   } finally {
-    removeQmp();
+    channel.close();
+    removeSockets();
     forget();
   }
 }

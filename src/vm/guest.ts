@@ -14,7 +14,7 @@ import { checkAssertions, outcomeDigest, runStatus, type AssertionResult, type R
 import { writeErofs, type ErofsPlan } from "./erofs.ts";
 import { writeGuestImageFile, writeRootDiskFile } from "./boot-image.ts";
 import { following, type OutputListener } from "./follow.ts";
-import { recordWithCheckpoints, type CheckpointOutcome } from "./checkpoint-take.ts";
+import { withInputChannel, type BranchSnapshot, type CheckpointOutcome } from "./checkpoint-take.ts";
 import { writeGuestImage, type GuestImage, type GuestImageParts } from "./initramfs.ts";
 import { DISK_MODULES, GUEST_MODULES, NET_MODULES } from "./kernel.ts";
 import { encodeInputs, type GuestLaunch } from "./inputs.ts";
@@ -147,6 +147,7 @@ export async function prepareGuest(unmerged: GuestInputs, choice: KitChoice): Pr
     ...(disk !== undefined ? { disk: { image: disk.digest, size: disk.size } } : {}),
     ...(g.runInputs !== undefined ? { runInputs: g.runInputs.digest } : {}),
     ...(network !== undefined ? { network } : {}),
+    ...(g.scenario.checkpoints !== undefined ? { inputChannel: true } : {}),
   });
   return {
     inputs,
@@ -166,6 +167,8 @@ export interface BootFiles {
   /** Private directory for the image files (boot-image.ts), logs and protocol stream. */
   readonly dir: string;
   readonly rrfile: string;
+  /** A branch (branch.ts): the snapshot it starts from, and when recording, the parent's checkpoint and the steps sent at its hold. */
+  readonly branch?: BranchSnapshot;
 }
 
 export interface BootResult {
@@ -248,8 +251,10 @@ export async function bootGuest(
   let checkpoints: BootResult["checkpoints"];
   const stopTicking = tickSeconds(mode, progress);
   try {
-    // checkpoints are taken while recording only; a replay runs the plain command line (checkpoint-take.ts)
-    const taken = await recordWithCheckpoints(mode === "record" ? p.scenario.checkpoints : undefined, p.scenario.steps, files.dir, protocolLog, (ck) =>
+    // checkpoints are taken while recording only; a replay gets the host's answers from its log (checkpoint-take.ts)
+    const responderFailed = responder !== undefined && "failed" in responder ? responder.failed : undefined;
+    const channel = { channel: p.vm.serial.includes("input"), mode, specs: p.scenario.checkpoints, dir: files.dir, protocolLog };
+    const taken = await withInputChannel({ ...channel, ...(files.branch !== undefined ? { branch: files.branch } : {}) }, (extra, channelFailed) =>
       following(protocolLog, follow, () =>
         runQemu(
           p.vm,
@@ -261,11 +266,11 @@ export async function bootGuest(
             protocolLog,
             ...(diskPath ? { diskPath } : {}),
             ...(responder ? { responders: responder.paths } : {}),
-            ...(ck ? { checkpoints: ck } : {}),
+            ...extra,
           },
           mode,
           timeoutMs,
-          responder !== undefined && "failed" in responder ? responder.failed : undefined,
+          responderFailed !== undefined && channelFailed !== undefined ? AbortSignal.any([responderFailed, channelFailed]) : (responderFailed ?? channelFailed),
         ),
       ),
     );

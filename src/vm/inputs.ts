@@ -6,8 +6,9 @@
  * scenario always give the same bytes.
  */
 import { CairnError } from "../core/index.ts";
-import type { Scenario } from "./scenario.ts";
-import { ACTION, INPUTS_MAGIC, INPUTS_VERSION, STREAM, TRIGGER, eventRecordType } from "./wire.ts";
+import type { CheckpointSpec } from "./checkpoint-spec.ts";
+import type { Scenario, Step } from "./scenario.ts";
+import { ACTION, HOLD, INPUTS_MAGIC, INPUTS_VERSION, STREAM, TRIGGER, eventRecordType } from "./wire.ts";
 
 /** The launch values the agent applies (from the workload's launch identity). */
 export interface GuestLaunch {
@@ -69,8 +70,15 @@ export function encodeInputs(launch: GuestLaunch, scenario: Scenario): Buffer {
   launch.env.forEach((a, i) => {
     body.str(a, `/launch/env/${i}`);
   });
-  body.u32(scenario.steps.length);
-  for (const s of scenario.steps) {
+  writeSteps(body, scenario.steps);
+  // a run with checkpoints: the holds follow the steps; without them nothing is written, so other runs keep their bytes
+  if (scenario.checkpoints !== undefined && scenario.checkpoints.length > 0) writeHolds(body, scenario.checkpoints);
+  return Buffer.concat([Buffer.from(INPUTS_MAGIC, "ascii"), body.done()]);
+}
+
+function writeSteps(body: Encoder, steps: readonly Step[]): void {
+  body.u32(steps.length);
+  for (const s of steps) {
     body.u8(ACTION[s.action]);
     const t = s.after;
     body.u8(TRIGGER[t.kind]);
@@ -79,5 +87,23 @@ export function encodeInputs(launch: GuestLaunch, scenario: Scenario): Buffer {
     body.u64(s.action === "write-stdin" ? s.offset : 0);
     body.bytes(s.action === "write-stdin" ? s.data : Buffer.alloc(0));
   }
-  return Buffer.concat([Buffer.from(INPUTS_MAGIC, "ascii"), body.done()]);
+}
+
+/** Each checkpoint is a hold of the agent, in run.checkpoints' order (its index is the hold's number). */
+function writeHolds(body: Encoder, checkpoints: readonly CheckpointSpec[]): void {
+  body.u32(checkpoints.length);
+  for (const c of checkpoints) {
+    const a = c.after;
+    body.u8(a.kind === "step" ? HOLD.step : HOLD.output);
+    body.u8(a.kind === "output" ? STREAM[a.stream] : 0);
+    body.u32(a.kind === "step" ? a.step : 0);
+    body.bytes(a.kind === "output" ? Buffer.from(a.contains, "utf8") : Buffer.alloc(0));
+  }
+}
+
+/** A step list as the input channel's tail message carries it (agent/chan.c): the inputs file's encoding of steps. */
+export function encodeSteps(steps: readonly Step[]): Buffer {
+  const body = new Encoder();
+  writeSteps(body, steps);
+  return body.done();
 }

@@ -55,8 +55,27 @@ export interface InvocationStreams {
   stderr: Buffer[];
 }
 
+/**
+ * A hold record (a run with checkpoints): the agent stopped running steps at
+ * checkpoint `checkpoint` (its index in run.checkpoints) and waited for the
+ * host on the input channel. Not an event: whether a checkpoint was taken is
+ * the host's fact (run.json), and a replay holds at the same records.
+ */
+export interface ProtocolHold {
+  readonly checkpoint: number;
+  readonly invocation: number;
+  /** The index of the next step the agent would have run. */
+  readonly nextStep: number;
+  /** stdin bytes the scenario had given the invocation so far. */
+  readonly stdinOffset: number;
+  /** The stream's length up to and including this record: a branch from this checkpoint continues the stream from here. */
+  readonly end: number;
+}
+
 export interface DecodedProtocol {
   readonly events: readonly NormalizedEvent[];
+  /** The hold records, in order (present only in a run with checkpoints). */
+  readonly holds?: readonly ProtocolHold[];
   /** Exact output bytes per invocation (private). */
   readonly streams: ReadonlyMap<number, { readonly stdout: Buffer; readonly stderr: Buffer }>;
   readonly records: number;
@@ -118,6 +137,7 @@ export function decodeProtocol(data: Buffer, limits: ProtocolLimits = DEFAULT_PR
   checkLimit("protocol.bytes", data.length, limits.protocolBytes, "protocol", "bytes");
   if (data.length < 8 || data.subarray(0, 8).toString("latin1") !== PROTOCOL_MAGIC) throw bad(0, "magic", "missing protocol magic");
   const events: NormalizedEvent[] = [];
+  const holds: ProtocolHold[] = [];
   const out = new Map<number, InvocationStreams>();
   const hashers = new Map<string, ReturnType<typeof createHash>>();
   const stream = (inv: number, s: number) => {
@@ -236,6 +256,16 @@ export function decodeProtocol(data: Buffer, limits: ProtocolLimits = DEFAULT_PR
           detail: Number(body.readBigUInt64LE(1)),
         });
         break;
+      case RECORD.hold:
+        need(16);
+        holds.push({
+          checkpoint: body.readUInt32LE(0),
+          invocation: inv,
+          nextStep: body.readUInt32LE(4),
+          stdinOffset: Number(body.readBigUInt64LE(8)),
+          end: pos + 4 + len,
+        });
+        break;
       case RECORD.final: {
         need(37);
         const digest = createHash("sha256").update(data.subarray(0, pos)).digest();
@@ -257,5 +287,5 @@ export function decodeProtocol(data: Buffer, limits: ProtocolLimits = DEFAULT_PR
     const st = out.get(i);
     streams.set(i, { stdout: Buffer.concat(st?.stdout ?? []), stderr: Buffer.concat(st?.stderr ?? []) });
   }
-  return { events, streams, records: Number(seq), frames, bytes: data.length };
+  return { events, ...(holds.length > 0 ? { holds } : {}), streams, records: Number(seq), frames, bytes: data.length };
 }

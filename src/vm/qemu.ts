@@ -39,7 +39,15 @@ export interface QemuPaths {
    * through. Host-only: the guest sees neither, and the replay runs without
    * them (tests/vm/checkpoint.test.ts), so they are not in the VM identity.
    */
-  readonly checkpoints?: { readonly drive: string; readonly qmp: string };
+  readonly checkpoints?: { readonly drive: string; readonly qmp?: string };
+  /**
+   * A branch (branch.ts): its record loads the parent's checkpoint
+   * (`-loadvm`) and saves its own start into the drive above (`rrsnapshot`);
+   * its replay loads that start. The drive must hold them.
+   */
+  readonly snapshot?: { readonly loadvm?: string; readonly rrsnapshot: string };
+  /** The host socket behind the input channel (serial role "input", a run with checkpoints): the host answers holds through it; a replay connects nothing. */
+  readonly inputSocket?: string;
 }
 
 export const QEMU_BINARY = "qemu-system-x86_64";
@@ -53,6 +61,7 @@ function optValue(path: string): string {
 export function qemuArgs(id: VmIdentity, paths: QemuPaths, mode: RrMode): string[] {
   const icount = [`shift=${id.icount_shift}`, `sleep=${id.icount_sleep ? "on" : "off"}`];
   if (mode !== "none") icount.push(`rr=${mode}`, `rrfile=${optValue(paths.rrfile)}`);
+  if (mode !== "none" && paths.snapshot !== undefined) icount.push(`rrsnapshot=${optValue(paths.snapshot.rrsnapshot)}`);
   const args = [
     "-nodefaults",
     "-no-user-config",
@@ -78,11 +87,14 @@ export function qemuArgs(id: VmIdentity, paths: QemuPaths, mode: RrMode): string
     "-icount",
     icount.join(","),
   ];
-  const files: Record<string, string> = { console: paths.consoleLog };
   id.serial.forEach((role, i) => {
-    const file = files[role];
-    if (file === undefined) throw new CairnError("VM_MISMATCH", `unknown serial port role "${role}"`, { path: `/vm/serial/${i}` });
-    args.push("-chardev", `file,id=s${i},path=${optValue(file)}`, "-serial", `chardev:s${i}`);
+    if (role === "console") args.push("-chardev", `file,id=s${i},path=${optValue(paths.consoleLog)}`, "-serial", `chardev:s${i}`);
+    else if (role === "input") {
+      // QEMU records what a serial port receives: the host's answers replay from the log, with nothing connected
+      if (paths.inputSocket === undefined)
+        throw new CairnError("RUN_INFRASTRUCTURE", "the VM identity names an input channel but no socket was given", { path: `/vm/serial/${i}` });
+      args.push("-chardev", `socket,id=s${i},path=${optValue(paths.inputSocket)},server=on,wait=off`, "-serial", `chardev:s${i}`);
+    } else throw new CairnError("VM_MISMATCH", `unknown serial port role "${role}"`, { path: `/vm/serial/${i}` });
   });
   // the protocol: a virtio-serial port backed by a file ("virtio-serial-pci,ioeventfd=off;virtserialport,name=N")
   const port = /^virtio-serial-pci,ioeventfd=off;virtserialport,name=([a-z.]+)$/.exec(id.protocol_port);
@@ -105,13 +117,11 @@ export function qemuArgs(id: VmIdentity, paths: QemuPaths, mode: RrMode): string
       throw new CairnError("RUN_INFRASTRUCTURE", "the VM identity names a network but no responder ends were given", { path: "/vm/network" });
     args.push(...networkArgs(id.network, paths.responders, mode));
   }
-  if (paths.checkpoints !== undefined && mode === "record")
-    args.push(
-      "-drive",
-      `if=none,id=cairn-snap,file=${optValue(paths.checkpoints.drive)},format=qcow2`,
-      "-qmp",
-      `unix:${optValue(paths.checkpoints.qmp)},server=on,wait=off`,
-    );
+  if (paths.checkpoints !== undefined) {
+    args.push("-drive", `if=none,id=cairn-snap,file=${optValue(paths.checkpoints.drive)},format=qcow2`);
+    if (paths.checkpoints.qmp !== undefined) args.push("-qmp", `unix:${optValue(paths.checkpoints.qmp)},server=on,wait=off`);
+  }
+  if (paths.snapshot?.loadvm !== undefined) args.push("-loadvm", paths.snapshot.loadvm);
   return args;
 }
 

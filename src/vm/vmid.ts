@@ -101,7 +101,7 @@ export const VM_IDENTITY_SCOPE = defineScope({
     "/smp": "one vCPU: record/replay is single-threaded",
     "/icount_shift": "instruction counting: virtual time = instructions << shift",
     "/icount_sleep":
-      "sleep=off (initramfs root): idle virtual time is skipped, not waited; sleep=on with a root disk, whose blkreplay completions QEMU 7.2 delivers only then",
+      "sleep=off (initramfs root): idle virtual time is skipped, not waited; sleep=on with a root disk, whose blkreplay completions QEMU 7.2 delivers only then, and in a run with checkpoints, whose input channel it delivers only then",
     "/rtc_base": "the guest wall clock at boot",
     "/rtc_clock": "the RTC follows virtual time",
     "/kernel": "the guest kernel bytes",
@@ -111,7 +111,8 @@ export const VM_IDENTITY_SCOPE = defineScope({
     "/initramfs": "the whole guest image: agent, recorded inputs, workload template",
     "/tree_manifest": "what the agent proves the guest sees (every path, type, mode, owner, size, symlink target), derived from the canonical tree",
     "/root_disk": "the read-only root disk (run.root: disk): its filesystem, image digest and size, and the device and block driver QEMU attaches it with",
-    "/serial": "which serial ports exist and what each carries",
+    "/serial":
+      "which serial ports exist and what each carries: the console, and in a run with checkpoints the input channel (the host's answer at each checkpoint, recorded by QEMU)",
     "/protocol_port": "the virtio-serial device and port the protocol travels on",
     "/debug_exit": "the status device the agent reports through",
     "/protocol": "the agent protocol version",
@@ -129,6 +130,11 @@ export const VM_IDENTITY_SCOPE = defineScope({
     "/protocolLog": "host path of the protocol stream",
     "/timeoutMs": "host wall-clock guard that kills a hung QEMU; it never changes guest execution",
     "/qemuBinary": "the executable found on PATH; its version string is covered",
+    "/inputSocket":
+      "the host socket behind the input channel (a run with checkpoints); what it delivers is in the replay log, and a replay connects nothing to it",
+    "/checkpoints": "the qcow2 holding a record's snapshots and the QMP socket they are taken through (host-only: no guest device)",
+    "/snapshot":
+      "a branch's start (branch.ts): the parent's checkpoint its record loads and the snapshot its replay starts from; the qcow2 holding them is bound by digest in the branch's run.json",
     "/responders":
       "the host command and socket path each guestfwd runs per connection (responder-host.ts); the responder's configuration is covered, and a replay delivers recorded packets without it",
   },
@@ -156,6 +162,12 @@ export function defaultVmIdentity(parts: {
   runInputs?: Sha256Digest;
   /** run.network: the network identity (netid.ts); it also sets icount to shift=auto, sleep=on. */
   network?: VmNetwork;
+  /**
+   * A run with checkpoints (run.checkpoints): the second serial port carries
+   * the host's answers at each checkpoint (input-channel.ts), which QEMU 7.2
+   * delivers only with icount sleep=on (docs/runs.md, "A runtime input channel").
+   */
+  inputChannel?: boolean;
 }): VmIdentity {
   return {
     schema: VM_SCHEMA,
@@ -168,7 +180,7 @@ export function defaultVmIdentity(parts: {
     // with a fixed shift and sleep=off the guest's ARP times out before the user-mode network answers (bench/network)
     icount_shift: parts.network !== undefined ? "auto" : 3,
     // with sleep=off QEMU 7.2 never completes a blkreplay read while recording (the log grows, the guest waits forever)
-    icount_sleep: parts.disk !== undefined || parts.network !== undefined,
+    icount_sleep: parts.disk !== undefined || parts.network !== undefined || parts.inputChannel === true,
     rtc_base: "2020-01-01T00:00:00",
     rtc_clock: "vm",
     kernel: parts.kernel,
@@ -178,7 +190,7 @@ export function defaultVmIdentity(parts: {
     initramfs: parts.initramfs,
     tree_manifest: parts.treeManifest,
     root_disk: parts.disk === undefined ? null : { filesystem: "erofs", image: parts.disk.image, size: parts.disk.size, device: ROOT_DISK_DEVICE },
-    serial: ["console"],
+    serial: parts.inputChannel === true ? ["console", "input"] : ["console"],
     protocol_port: `virtio-serial-pci,ioeventfd=off;virtserialport,name=${PROTOCOL_PORT_NAME}`,
     debug_exit: "isa-debug-exit,iobase=0xf4,iosize=0x04",
     protocol: "cairn.protocol/1",

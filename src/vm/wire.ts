@@ -23,6 +23,8 @@ export const RECORD = {
   "infra-failure": 10,
   final: 11,
   "input-rejected": 12,
+  /** A run with checkpoints: the agent stopped running steps at a checkpoint and waits for the host on the input channel (input-channel.ts). */
+  hold: 13,
 } as const;
 export type RecordName = keyof typeof RECORD;
 
@@ -73,8 +75,16 @@ export const INFRA_REASONS: Readonly<Record<number, string>> = {
   9: "no-invocation",
   10: "tree-mismatch",
   11: "network",
+  12: "channel",
 };
 
 export const ACTION = { start: 1, "write-stdin": 2, "close-stdin": 3, terminate: 4, "network-down": 5, "network-up": 6 } as const;
 export const TRIGGER = { none: 0, event: 1, output: 2 } as const;
 export const STREAM = { stdout: 1, stderr: 2 } as const;
+/** A hold's kind in the inputs (agent.h `enum hold_kind`). */
+export const HOLD = { step: 1, output: 2 } as const;
+/** The input channel's messages (agent/chan.c): magic, then u32 hold | u8 kind | u32 length | body. */
+export const CHANNEL_MAGIC = "CAIRNCH1";
+export const CHANNEL_KIND = { continue: 1, tail: 2 } as const;
+/** agent.h CHANNEL_MAX: the largest message body the agent reads. */
+export const CHANNEL_MAX_BYTES = 16 * 1024 * 1024;

@@ -15,7 +15,8 @@ import { describe, it } from "node:test";
 import { sha256 } from "../../src/core/index.ts";
 import type { FsEntry } from "../../src/tree/entries.ts";
 import { AGENT_SOURCE_DIR, buildAgent, DEFAULT_RUN_LIMITS, encodeInputs, encodeTreeManifest, parseScenario, treeManifestBytes } from "../../src/vm/index.ts";
-import { ACTION, INFRA_REASONS, LAUNCH_STAGES, RECORD } from "../../src/vm/wire.ts";
+import { encodeSteps } from "../../src/vm/inputs.ts";
+import { ACTION, CHANNEL_KIND, HOLD, INFRA_REASONS, LAUNCH_STAGES, RECORD } from "../../src/vm/wire.ts";
 import { GCC_SKIP } from "../workload/fixtures/static-program.ts";
 
 const header = readFileSync(join(AGENT_SOURCE_DIR, "agent.h"), "utf8");
@@ -49,11 +50,18 @@ int main(int argc, char **argv) {
     return 0;
   }
   struct inputs in;
-  if (inputs_load(argv[2], &in) < 0) { printf("refused\\n"); return 0; }
+  if (!strcmp(argv[1], "tail")) {
+    static unsigned char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf, stdin);
+    if (steps_parse(buf, n, &in.nsteps, &in.steps) < 0) { printf("refused\\n"); return 0; }
+  } else if (inputs_load(argv[2], &in) < 0) { printf("refused\\n"); return 0; } else {
   printf("uid=%u gid=%u path=%s workdir=%s out=%llu time=%llu frame=%u\\n", in.uid, in.gid, in.path, in.workdir,
          (unsigned long long)in.output_limit, (unsigned long long)in.time_limit_ms, in.frame_bytes);
   for (char **a = in.argv; *a; a++) printf("argv=%s\\n", *a);
   for (char **e = in.envp; *e; e++) printf("env=%s\\n", *e);
+  for (unsigned i = 0; i < in.nholds; i++)
+    printf("hold=%u stream=%u after=%u pat=%.*s\\n", in.holds[i].kind, in.holds[i].stream, in.holds[i].step, (int)in.holds[i].pattern_len, in.holds[i].pattern);
+  }
   for (unsigned i = 0; i < in.nsteps; i++)
     printf("step=%u trig=%u arg=%u pat=%.*s off=%llu data=%.*s\\n", in.steps[i].action, in.steps[i].trigger, in.steps[i].trigger_arg,
            (int)in.steps[i].pattern_len, in.steps[i].pattern, (unsigned long long)in.steps[i].offset, (int)in.steps[i].data_len, in.steps[i].data);
@@ -108,6 +116,7 @@ describe("guest agent sources", { skip: GCC_SKIP }, () => {
       "infra-failure": "REC_INFRA_FAILURE",
       final: "REC_FINAL",
       "input-rejected": "REC_INPUT_REJECTED",
+      hold: "REC_HOLD",
     };
     for (const [k, v] of Object.entries(RECORD)) assert.equal(enumValue(rec[k]!), v, k);
     for (const [n, name] of Object.entries(LAUNCH_STAGES)) assert.equal(enumValue(`STAGE_${name.toUpperCase().replaceAll("-", "_")}`), Number(n), name);
@@ -152,6 +161,44 @@ describe("guest agent sources", { skip: GCC_SKIP }, () => {
     assert.equal(execFileSync(exe, ["inputs", f]).toString(), "refused\n");
     writeFileSync(f, Buffer.concat([bytes, Buffer.from([0])]));
     assert.equal(execFileSync(exe, ["inputs", f]).toString(), "refused\n");
+  });
+
+  it("reads a run's holds (run.checkpoints) and a branch's tail as the host encodes them; refuses a hold on a step that does not exist", () => {
+    for (const [k, v] of Object.entries(HOLD)) assert.equal(enumValue(`HOLD_${k.toUpperCase()}`), v, k);
+    for (const [k, v] of Object.entries(CHANNEL_KIND)) assert.equal(enumValue(`CHAN_${k.toUpperCase()}`), v, k);
+    const scenario = parseScenario({
+      steps: [{ action: "start" }, { action: "close-stdin" }],
+      checkpoints: [
+        { name: "a", after: { step: 1 } },
+        { name: "b", after: { output: "stderr", contains: "go on" } },
+      ],
+    });
+    const dir = mkdtempSync(join(tmpdir(), "cairn-inputs-"));
+    const f = join(dir, "inputs");
+    const bytes = encodeInputs({ path: "/x", argv: ["/x"], env: [], workdir: "/", uid: 1, gid: 1 }, scenario);
+    writeFileSync(f, bytes);
+    const lines = execFileSync(exe, ["inputs", f]).toString().split("\n");
+    assert.deepEqual(
+      lines.filter((l) => l.startsWith("hold=")),
+      [`hold=${HOLD.step} stream=0 after=1 pat=`, `hold=${HOLD.output} stream=2 after=0 pat=go on`],
+    );
+    // a hold after step 2 of a two-step scenario: the host never writes one (the spec parser refuses it), the agent refuses it too
+    const bad = Buffer.from(bytes);
+    // from the end: "go on" 5, b's pattern length 4, step 4, stream 1, kind 1, a's pattern length 4: a's step field
+    const aStep = bytes.length - 5 - 4 - 4 - 1 - 1 - 4 - 4;
+    assert.equal(bytes.readUInt32LE(aStep), 1, "control: the field holds step 1");
+    bad.writeUInt32LE(2, aStep);
+    writeFileSync(f, bad);
+    assert.equal(execFileSync(exe, ["inputs", f]).toString(), "refused\n");
+    // a branch's tail: the steps alone, exactly as the inputs encode them
+    const tail = parseScenario({ steps: [{ action: "start" }, { action: "write-stdin", data: "more", after: { output: "stdout", contains: "?" } }] }).steps;
+    const body = encodeSteps(tail);
+    assert.deepEqual(execFileSync(exe, ["tail"], { input: body }).toString().trim().split("\n"), [
+      "step=1 trig=0 arg=0 pat= off=0 data=",
+      "step=2 trig=2 arg=1 pat=? off=0 data=more",
+    ]);
+    assert.equal(execFileSync(exe, ["tail"], { input: body.subarray(0, body.length - 1) }).toString(), "refused\n");
+    assert.equal(execFileSync(exe, ["tail"], { input: Buffer.concat([body, Buffer.of(0)]) }).toString(), "refused\n");
   });
 
   it("reads the network steps (issue 14) with the action numbers of wire.ts", () => {

@@ -1,14 +1,17 @@
 /**
- * The checkpoint taker without a VM (issue 35 item 1): a protocol stream
- * written by the test (tests/vm/fixtures/records.ts, from docs/protocol.md)
- * and a QMP server that answers as QEMU 7.2 does. Shown here, where a real
- * guest cannot be made to do it on demand: `savevm` refused while
+ * The checkpoint taker without a VM (issue 35 items 1 and 2): a protocol
+ * stream written by the test (tests/vm/fixtures/records.ts, from
+ * docs/protocol.md), a QMP server that answers as QEMU 7.2 does, and an
+ * input channel that acknowledges as the agent does (agent/chan.c). Shown
+ * here, where a real guest cannot be made to do it on demand: at each hold
+ * record the checkpoint is taken, and only then is the guest answered
+ * `continue`, in chunks of 16 bytes each waited for; `savevm` refused while
  * record/replay has events pending is tried again after letting the guest
  * run (QEMU's "Try once more later"), and the count recorded is the one read
- * after the save; an output pattern split across two frames is found; a
- * `savevm` QEMU refuses outright makes the checkpoint missed (with QEMU's
- * words) and the guest is let run on, never left stopped; a checkpoint
- * whose event never came is missed, never recorded as taken.
+ * after the save; a `savevm` QEMU refuses outright makes the checkpoint
+ * missed (with QEMU's words), the guest is let run on, never left stopped,
+ * and still answered; a checkpoint whose hold never came is missed, never
+ * recorded as taken.
  */
 import assert from "node:assert/strict";
 import { once } from "node:events";
@@ -19,7 +22,7 @@ import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import type { CheckpointSpec } from "../../src/vm/checkpoint-spec.ts";
 import { CheckpointTaker } from "../../src/vm/checkpoint-take.ts";
-import type { Step } from "../../src/vm/index.ts";
+import { CHANNEL_CHUNK, encodeAnswer, InputChannel } from "../../src/vm/input-channel.ts";
 import { RECORD } from "../../src/vm/wire.ts";
 import { StreamWriter } from "./fixtures/records.ts";
 
@@ -80,12 +83,51 @@ class EventTargetish {
   }
 }
 
-const none = { kind: "none" } as const;
-const STEPS: Step[] = [
-  { action: "start", after: none },
-  { action: "write-stdin", data: Buffer.from("echo one\n"), offset: 0, after: none },
-  { action: "close-stdin", after: none },
-];
+/** The agent's end of the input channel: acknowledges each 16-byte chunk and each message's end, and keeps what came, with when. */
+class FakeChannel {
+  readonly server: Server;
+  readonly path: string;
+  received = Buffer.alloc(0);
+  /** The QMP commands seen when each message was complete. */
+  readonly messagesAt: number[] = [];
+  readonly #said = new EventTargetish();
+
+  constructor(qemu: FakeQemu) {
+    this.path = join(mkdtempSync(join(tmpdir(), "cairn-fakechan-")), "input.sock");
+    this.server = createServer((s) => {
+      sockets.push(s);
+      let got = 0;
+      let message = Buffer.alloc(0);
+      s.on("data", (d) => {
+        this.received = Buffer.concat([this.received, d]);
+        for (const b of d) {
+          message = Buffer.concat([message, Buffer.of(b)]);
+          got++;
+          const whole = message.length >= 17 && message.length === 17 + message.readUInt32LE(13);
+          if (got % CHANNEL_CHUNK === 0 || whole) s.write(Buffer.of(0x06));
+          if (whole) {
+            this.messagesAt.push(qemu.commands.length);
+            message = Buffer.alloc(0);
+            got = 0;
+            this.#said.fire("message");
+          }
+        }
+      });
+    });
+    this.server.listen(this.path);
+  }
+
+  messages(n: number): Promise<void> {
+    return this.#said.until(() => this.messagesAt.length >= n);
+  }
+}
+
+function holdRecord(hold: number, nextStep: number): Buffer {
+  const b = Buffer.alloc(16);
+  b.writeUInt32LE(hold, 0);
+  b.writeUInt32LE(nextStep, 4);
+  return b;
+}
 
 function protocolFile(): { path: string; write: (w: StreamWriter) => void } {
   const path = join(mkdtempSync(join(tmpdir(), "cairn-fakeproto-")), "protocol.bin");
@@ -93,11 +135,12 @@ function protocolFile(): { path: string; write: (w: StreamWriter) => void } {
   return { path, write: (w) => writeFileSync(path, w.bytes()) };
 }
 
-function inputRecord(offset: number, length: number): Buffer {
-  const b = Buffer.alloc(12);
-  b.writeBigUInt64LE(BigInt(offset), 0);
-  b.writeUInt32LE(length, 8);
-  return b;
+async function started(savevm: string[]): Promise<{ qemu: FakeQemu; chan: FakeChannel }> {
+  const qemu = new FakeQemu(savevm);
+  const chan = new FakeChannel(qemu);
+  servers.push(qemu.server, chan.server);
+  await Promise.all([once(qemu.server, "listening"), once(chan.server, "listening")]);
+  return { qemu, chan };
 }
 
 const servers: Server[] = [];
@@ -111,22 +154,16 @@ after(() => {
 const BOUND = { timeout: 60_000 };
 
 describe("the checkpoint taker", () => {
-  it("takes a checkpoint after its step, trying savevm again while record/replay has events pending", BOUND, async () => {
-    const qemu = new FakeQemu([RETRY, RETRY, ""]);
-    servers.push(qemu.server);
-    await once(qemu.server, "listening");
+  it("at a hold takes its checkpoint, trying savevm again while record/replay has events pending, then answers the guest", BOUND, async () => {
+    const { qemu, chan } = await started([RETRY, RETRY, ""]);
     const proto = protocolFile();
     const specs: CheckpointSpec[] = [{ name: "one", after: { kind: "step", step: 1 } }];
-    const taker = new CheckpointTaker(specs, STEPS, proto.path, qemu.path);
+    const taker = new CheckpointTaker(specs, proto.path, new InputChannel(chan.path), qemu.path);
     const w = new StreamWriter().hello().record(RECORD.start, 1);
     proto.write(w);
-    // a chunk that ends before the write's last byte is not the step's record
-    w.record(RECORD["input-accepted"], 1, inputRecord(0, 5));
+    w.record(RECORD.hold, 1, holdRecord(0, 2));
     proto.write(w);
-    w.record(RECORD["input-accepted"], 1, inputRecord(5, 4));
-    proto.write(w);
-    await qemu.sent("savevm one", 3);
-    await qemu.sent("cont", 3);
+    await chan.messages(1);
     const out = await taker.finish();
     assert.deepEqual(out.missed, []);
     assert.deepEqual(
@@ -148,41 +185,47 @@ describe("the checkpoint taker", () => {
       "query-replay",
       "cont",
     ]);
+    assert.deepEqual(chan.messagesAt, [qemu.commands.length], "answered only once the guest runs on after the save");
+    assert.ok(chan.received.equals(encodeAnswer(0, { kind: "continue" })), chan.received.toString("hex"));
   });
 
-  it("finds an output pattern split across frames; a checkpoint whose event never came is missed", BOUND, async () => {
-    const qemu = new FakeQemu([]);
-    servers.push(qemu.server);
-    await once(qemu.server, "listening");
+  it("answers each hold once, in order, a longer answer a chunk per acknowledgement; a checkpoint whose hold never came is missed", BOUND, async () => {
+    const { qemu, chan } = await started([]);
     const proto = protocolFile();
     const specs: CheckpointSpec[] = [
       { name: "echoed", after: { kind: "output", stream: "stdout", contains: "echo one" } },
       { name: "closed", after: { kind: "step", step: 2 } },
     ];
-    const taker = new CheckpointTaker(specs, STEPS, proto.path, qemu.path);
-    const w = new StreamWriter().hello().record(RECORD.start, 1).frame(1, 1, 0, Buffer.from("ready\nec"));
+    const channel = new InputChannel(chan.path);
+    const taker = new CheckpointTaker(specs, proto.path, channel, qemu.path);
+    const w = new StreamWriter().hello().record(RECORD.start, 1).frame(1, 1, 0, Buffer.from("ready\necho one\n"));
+    w.record(RECORD.hold, 1, holdRecord(0, 1));
     proto.write(w);
-    w.frame(1, 2, 0, Buffer.from("ho one")); // stderr: not the stream asked for
-    proto.write(w);
-    w.frame(1, 1, 8, Buffer.from("ho one\n"));
-    proto.write(w);
-    await qemu.sent("cont");
+    await chan.messages(1);
     const out = await taker.finish();
     assert.deepEqual(
       out.taken.map((t) => t.name),
       ["echoed"],
     );
     assert.deepEqual(out.missed, [{ name: "closed", reason: "its event never came" }]);
+    // a tail (a branch's steps) is longer than a chunk: it goes 16 bytes per acknowledgement and arrives whole
+    const tail = {
+      kind: "tail" as const,
+      steps: [{ action: "close-stdin" as const, after: { kind: "output" as const, stream: "stdout" as const, contains: "x".repeat(40) } }],
+    };
+    const again = new InputChannel(chan.path);
+    await again.answer(3, tail);
+    again.close();
+    assert.ok(chan.received.subarray(17).equals(encodeAnswer(3, tail)));
+    assert.ok(encodeAnswer(3, tail).length > 3 * CHANNEL_CHUNK);
   });
 
-  it("a savevm QEMU refuses is missed with QEMU's words, and the guest is let run on", BOUND, async () => {
-    const qemu = new FakeQemu(["Error: No block device can accept snapshots\r\n"]);
-    servers.push(qemu.server);
-    await once(qemu.server, "listening");
+  it("a savevm QEMU refuses is missed with QEMU's words; the guest is let run on and still answered", BOUND, async () => {
+    const { qemu, chan } = await started(["Error: No block device can accept snapshots\r\n"]);
     const proto = protocolFile();
-    const taker = new CheckpointTaker([{ name: "one", after: { kind: "step", step: 0 } }], STEPS, proto.path, qemu.path);
-    proto.write(new StreamWriter().hello().record(RECORD.start, 1));
-    await qemu.sent("cont");
+    const taker = new CheckpointTaker([{ name: "one", after: { kind: "step", step: 0 } }], proto.path, new InputChannel(chan.path), qemu.path);
+    proto.write(new StreamWriter().hello().record(RECORD.start, 1).record(RECORD.hold, 1, holdRecord(0, 1)));
+    await chan.messages(1);
     const out = await taker.finish();
     assert.deepEqual(out.taken, []);
     assert.equal(out.missed.length, 1);

@@ -65,7 +65,12 @@ const paths: QemuPaths = {
 
 describe("VM identity cairn.vm/1", () => {
   // The host side of a QEMU launch: the paths of qemuArgs, runQemu's timeout, the binary found on PATH.
-  const host = { ...paths, timeoutMs: 60_000, qemuBinary: QEMU_BINARY };
+  const channel = {
+    inputSocket: "/s/input.sock",
+    checkpoints: { drive: "/r/check,points.qcow2", qmp: "/s/qmp.sock" },
+    snapshot: { loadvm: "one", rrsnapshot: "start" },
+  };
+  const host = { ...paths, ...channel, timeoutMs: 60_000, qemuBinary: QEMU_BINARY };
 
   it("classifies every field: the model's keys are exactly the covered list", () => {
     assert.deepEqual(Object.keys(withInputs).sort(), scopeFieldNames(VM_IDENTITY_SCOPE, "covers").sort());
@@ -113,6 +118,33 @@ describe("VM identity cairn.vm/1", () => {
       line.includes("-device virtio-serial-pci,id=vs,ioeventfd=off") && line.includes("-device virtserialport,bus=vs.0,chardev=proto,name=cairn.protocol"),
     );
     assert.equal(rec[rec.indexOf("-initrd") + 1], "/r/init,rd", "paths go as separate argv entries");
+  });
+
+  it("a run with checkpoints: the input channel is a socket-backed second serial port in record and replay; a branch loads its checkpoint and starts from its snapshot", () => {
+    const held = { ...id, serial: ["console", "input"], icount_sleep: true };
+    assert.throws(() => qemuArgs(held, paths, "record"), /names an input channel but no socket was given/);
+    const rec = qemuArgs(held, { ...paths, inputSocket: channel.inputSocket }, "record");
+    const rep = qemuArgs(held, { ...paths, inputSocket: channel.inputSocket }, "replay");
+    assert.deepEqual(
+      rec.map((a, i) => [a, rep[i]]).filter(([a, b]) => a !== b),
+      [["shift=3,sleep=on,rr=record,rrfile=/r/replay.log", "shift=3,sleep=on,rr=replay,rrfile=/r/replay.log"]],
+    );
+    const line = rec.join(" ");
+    assert.ok(line.includes("-chardev socket,id=s1,path=/s/input.sock,server=on,wait=off -serial chardev:s1"), line);
+    assert.ok(!line.includes("-drive if=none") && !line.includes("-qmp"), "no checkpoint drive without one");
+    // a branch's record: the parent's checkpoint is loaded, its start saved; its replay starts there, without -loadvm
+    const branchRec = qemuArgs(held, { ...paths, ...channel }, "record").join(" ");
+    assert.ok(branchRec.includes("rr=record,rrfile=/r/replay.log,rrsnapshot=start") && branchRec.endsWith("-loadvm one"), branchRec);
+    assert.ok(branchRec.includes("-drive if=none,id=cairn-snap,file=/r/check,,points.qcow2,format=qcow2 -qmp unix:/s/qmp.sock,server=on,wait=off"));
+    const branchRep = qemuArgs(
+      held,
+      { ...paths, inputSocket: channel.inputSocket, checkpoints: { drive: "/r/check,points.qcow2" }, snapshot: { rrsnapshot: "start" } },
+      "replay",
+    ).join(" ");
+    assert.ok(
+      branchRep.includes("rr=replay,rrfile=/r/replay.log,rrsnapshot=start") && !branchRep.includes("-loadvm") && !branchRep.includes("-qmp"),
+      branchRep,
+    );
   });
 
   it("attaches a root disk read-only through blkreplay, with icount sleep=on; record and replay differ only in rr mode", () => {
