@@ -12,11 +12,10 @@ import { existsSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { CairnError, hashFileBounded } from "../core/index.ts";
 import { afterModel } from "./checkpoint-spec.ts";
-import { CHECKPOINT_FILE, type CheckpointOutcome } from "./checkpoint-take.ts";
+import { CHECKPOINT_FILE, CHECKPOINT_FILE_MAX_BYTES, type CheckpointOutcome } from "./checkpoint-take.ts";
 import type { RunCheckpoints, RunManifest } from "./run-manifest.ts";
 
-/** run.checkpoint-file-bytes: the qcow2 read to hash it (16 checkpoints of a 16 GiB guest fit). */
-export const CHECKPOINT_FILE_MAX_BYTES = 256 * 1024 * 1024 * 1024;
+export { CHECKPOINT_FILE_MAX_BYTES };
 
 /**
  * What run.json records of a record's checkpoints, or undefined when none was

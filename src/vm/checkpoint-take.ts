@@ -180,6 +180,8 @@ export class CheckpointTaker {
 
 /** The snapshots' file in a run directory (private: it holds the guest's RAM). */
 export const CHECKPOINT_FILE = "checkpoints.qcow2";
+/** run.checkpoint-file-bytes: a qcow2 of snapshots read to hash it (16 checkpoints of a 16 GiB guest fit). */
+export const CHECKPOINT_FILE_MAX_BYTES = 256 * 1024 * 1024 * 1024;
 export const QEMU_IMG_FIX = "install qemu-img: apt-get install -y qemu-utils (or run `cairn setup` as root)";
 /** The qcow2's virtual disk: never used by the guest (no device), only the snapshots' VM state is stored. */
 const DRIVE_SIZE = "1M";
@@ -193,6 +195,8 @@ export interface BranchSnapshot {
   readonly drive: string;
   readonly rrsnapshot: string;
   readonly record?: { readonly loadvm: string; readonly hold: number; readonly steps: readonly Step[] };
+  /** The parent's protocol stream up to its hold: the branch's own stream continues it, and is decoded with it. */
+  readonly prefix: Buffer;
 }
 
 /** What the host adds to QEMU's command line for a run with an input channel (qemu.ts QemuPaths). */

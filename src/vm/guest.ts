@@ -286,7 +286,8 @@ export async function bootGuest(
     throw infra(`QEMU (${mode}) was stopped: ${why ?? "the responder failed"}`);
   }
   const kernel = consoleFailures(consoleLog);
-  const protocolBytes = readFileSync(protocolLog);
+  // a branch's stream continues its parent's from the hold (branch.ts): decoded as one
+  const protocolBytes = files.branch !== undefined ? Buffer.concat([files.branch.prefix, readFileSync(protocolLog)]) : readFileSync(protocolLog);
   const limits = { ...DEFAULT_PROTOCOL_LIMITS, frameBytes: p.scenario.limits.frameBytes };
   const unfinished = (why: CairnError): BootResult => ({
     qemu,

@@ -38,6 +38,7 @@ export type { ResponderIdentity, VmNetwork } from "./netid.ts";
 export type { NetworkSpec } from "./network-spec.ts";
 export type { NormalizedEvent, StreamFacts } from "./protocol.ts";
 export type { RunCheckpoints } from "./run-manifest.ts";
+export type { FileRef, RunBranch } from "./branch-manifest.ts";
 export type { BundleInputs, BundleKitFacts, BundleMember } from "./run-bundle.ts";
 export type { Expectation, NetworkAction, RunInput, RunLimits, Step, StreamName, Trigger } from "./scenario.ts";
 export type { GuestRoot } from "./sizing.ts";

@@ -17,7 +17,7 @@
  * The replay has no network, no drives, no host mounts and no host input:
  * QEMU reads only the kernel, the rebuilt initramfs and the replay log.
  */
-import { existsSync, statSync } from "node:fs";
+import { existsSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { CairnError, isCairnError, parseJsonBytes, parseSha256, readFileBounded, sha256, type Progress } from "../core/index.ts";
 import { describeDerivation, openVerifiedWorkload, type VerifyOptions } from "../workload/index.ts";
@@ -32,6 +32,8 @@ import { DEFAULT_TIMEOUT_MS, guestLaunch, workloadFacts } from "./record.ts";
 import { dropImage, nextReplayDir, RUN_FILES, writeEvaluation, writeJsonPublic, writeStreams } from "./rundir.ts";
 import { parseScenario } from "./scenario.ts";
 import { firstListDifference } from "./replay-diff.ts";
+import { BRANCH_FILES, BRANCH_START_SNAPSHOT, checkBranchFiles, startCopy } from "./branch-manifest.ts";
+import { branchScenario } from "./branch-scenario.ts";
 import { describeOutcome, isFailedStatus, type ReplayVerdict } from "./replay-verdict.ts";
 import { loadRunInputs } from "./input-listing.ts";
 import { firstNetworkDifference } from "./netid.ts";
@@ -154,6 +156,9 @@ export async function preflight(opts: ReplayOptions) {
   if (prepared.inputsDigest !== m.guest_image.inputs) refuse("REPLAY_MISMATCH", "/guest_image/inputs", "the recorded inputs (launch and scenario) differ");
   if (prepared.image.digest !== m.guest_image.initramfs)
     refuse("REPLAY_MISMATCH", "/guest_image/initramfs", "the rebuilt guest image differs from the recorded one");
+  // a branch: its start snapshot, the parent's stream it continues and its tail, each by digest (branch-manifest.ts)
+  const branch = m.branch === undefined ? undefined : checkBranchFiles(opts.runDir, m.branch);
+  const judged = branch === undefined ? scenario : branchScenario(scenario, branch.prefix, branch.scenario, m.vm.network !== undefined);
   const diff = firstVmDifference(m.vm, prepared.vm);
   if (diff !== undefined) {
     refuse(
@@ -163,7 +168,14 @@ export async function preflight(opts: ReplayOptions) {
       diff === "qemu" ? "replay needs the QEMU build that recorded the run" : undefined,
     );
   }
-  return { manifest: m, prepared, scenario, logPath, identities: { ...facts, vm: m.vm_digest, initramfs: m.guest_image.initramfs } };
+  return {
+    manifest: m,
+    prepared,
+    scenario: judged,
+    logPath,
+    identities: { ...facts, vm: m.vm_digest, initramfs: m.guest_image.initramfs },
+    ...(branch !== undefined ? { branch } : {}),
+  };
 }
 
 /** A recorded events or assertions file: a strict JSON list (compared, never interpreted). */
@@ -176,7 +188,7 @@ export function readRecordedList(file: string): unknown[] {
 }
 
 export async function replayRun(opts: ReplayOptions): Promise<ReplayResult> {
-  const { manifest, prepared, scenario, logPath, identities } = await preflight(opts);
+  const { manifest, prepared, scenario, logPath, identities, branch } = await preflight(opts);
   const recordedEvents = readRecordedList(join(opts.runDir, RUN_FILES.events));
   const recordedAssertions = readRecordedList(join(opts.runDir, RUN_FILES.assertions));
   const dir = nextReplayDir(opts.runDir);
@@ -189,7 +201,16 @@ export async function replayRun(opts: ReplayOptions): Promise<ReplayResult> {
       );
   let boot: BootResult;
   try {
-    boot = await bootGuest(prepared, "replay", { dir, rrfile: logPath }, opts.timeoutMs ?? DEFAULT_TIMEOUT_MS, undefined, opts.progress);
+    // a branch replays from its start snapshot, loaded from a private copy (QEMU opens the drive writable)
+    const from = branch === undefined ? undefined : { drive: startCopy(branch.start, dir), rrsnapshot: BRANCH_START_SNAPSHOT, prefix: branch.prefix };
+    boot = await bootGuest(
+      prepared,
+      "replay",
+      { dir, rrfile: logPath, ...(from !== undefined ? { branch: from } : {}) },
+      opts.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+      undefined,
+      opts.progress,
+    );
   } catch (e) {
     if (isCairnError(e)) {
       const kernel = consoleFailures(join(dir, CONSOLE_LOG_FILE));
@@ -198,6 +219,7 @@ export async function replayRun(opts: ReplayOptions): Promise<ReplayResult> {
     throw e;
   } finally {
     dropImage(dir);
+    rmSync(join(dir, BRANCH_FILES.start), { force: true });
   }
   const evaluation = evaluate(boot.decoded, scenario, boot.kernel, boot.unfinished);
   writeEvaluation(dir, evaluation);

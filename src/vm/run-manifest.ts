@@ -5,6 +5,7 @@
  * whether replay checks it before launch.
  */
 import { Checker, childPath, defineScope, parseJsonBytes, parseSha256, scopeFieldNames, type JsonModel, type Sha256Digest } from "../core/index.ts";
+import { parseBranchRef, type RunBranch } from "./branch-manifest.ts";
 import { RUN_STATUSES, type RunStatus } from "./checker.ts";
 import { CHECKPOINT_NAME, MAX_CHECKPOINTS } from "./checkpoint-spec.ts";
 import type { RunInputsRef } from "./input-listing.ts";
@@ -33,6 +34,8 @@ export interface RunManifest {
   readonly run_inputs?: RunInputsRef;
   /** A record with `run.checkpoints`: the checkpoints taken and the qcow2 holding them (checkpoints.qcow2); absent without. */
   readonly checkpoints?: RunCheckpoints;
+  /** A branch (branch.ts): its parent, the checkpoint it starts from, and its files by digest (branch-manifest.ts); absent for a run from boot. */
+  readonly branch?: RunBranch;
   /** Provenance only; never compared. */
   readonly recorded: { readonly at: string; readonly cairn_version: string };
 }
@@ -66,6 +69,8 @@ export const RUN_MANIFEST_SCOPE = defineScope({
     "/outcome": "compared after replay",
     "/run_inputs":
       "checked before launch: the input tree's listing and files are read from the store by digest, and the tree's cairn.fs/1 digest must be the VM identity's run_inputs",
+    "/branch":
+      "a branch only: checked before launch, each of its files (the start snapshot, the parent's stream prefix, the scenario tail) by size and sha256; the parent and checkpoint it names are provenance the receipt binds",
   },
   excludes: {
     "/run_id": "names the record; not compared (two records of one workload have different ids)",
@@ -164,6 +169,7 @@ export function parseRunManifest(bytes: Buffer, file: string): RunManifest {
     outcome: digestAt(c, o, "outcome", ""),
     ...(o.run_inputs !== undefined ? { run_inputs: parseInputsRef(c, o.run_inputs) } : {}),
     ...(o.checkpoints !== undefined ? { checkpoints: parseCheckpointsRef(c, o.checkpoints) } : {}),
+    ...(o.branch !== undefined ? { branch: parseBranchRef(c, o.branch) } : {}),
     recorded: {
       at: c.string(c.required(rec, "at", "/recorded"), "/recorded/at") ?? "",
       cairn_version: c.string(c.required(rec, "cairn_version", "/recorded"), "/recorded/cairn_version") ?? "",

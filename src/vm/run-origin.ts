@@ -22,7 +22,7 @@ const RUN_ORIGIN_MAX_BYTES = 256 * 1024;
 
 export interface RunOrigin {
   /** How the run came here: recorded by `cairn run`, imported from a bundle file, or fetched from a registry (`cairn replay oci://…`). */
-  readonly via: "run" | "bundle" | "registry";
+  readonly via: "run" | "bundle" | "registry" | "branch";
   /** The file given to `cairn run`, or the bundle file, as an absolute path; the `oci://HOST/REPO@sha256:…` reference of a fetched one. */
   readonly input: string;
   /** The launch argv the guest ran; null when not known here (an imported run). */
@@ -42,7 +42,7 @@ export function readRunOrigin(runDir: string): RunOrigin | null {
   const c = new Checker("RUN_INVALID");
   const o = c.object(model, "", ["schema", "via", "input", "command"]) ?? {};
   if (o.schema !== RUN_ORIGIN_SCHEMA) c.add("/schema", `must be "${RUN_ORIGIN_SCHEMA}"`);
-  const via = c.string(c.required(o, "via", ""), "/via", { pattern: /^(run|bundle|registry)$/ }) ?? "run";
+  const via = c.string(c.required(o, "via", ""), "/via", { pattern: /^(run|bundle|registry|branch)$/ }) ?? "run";
   const input = c.string(c.required(o, "input", ""), "/input", { nonEmpty: true }) ?? "";
   const command = c.required(o, "command", "") === null ? null : (c.stringArray(o.command, "/command") ?? null);
   c.done(`invalid ${file}`, "the run directory was edited");

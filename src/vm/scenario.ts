@@ -193,13 +193,19 @@ function parseTrigger(c: Checker, v: JsonModel | undefined, path: string): Trigg
   return { kind: "output", stream: stream as StreamName, contains };
 }
 
-function parseSteps(c: Checker, v: JsonModel | undefined, path: string): Step[] {
+/**
+ * Parses a step list. `from`: where the agent stands when these steps begin
+ * (a branch's tail, branch-scenario.ts): how many starts came before, and
+ * the stdin offset the current invocation has reached; a run's own steps
+ * begin at boot (none, 0).
+ */
+export function parseSteps(c: Checker, v: JsonModel | undefined, path: string, from = { started: 0, offset: 0 }): Step[] {
   const given = c.array(v, path);
   const list = given ?? [];
   if (list.length > MAX_STEPS) c.add(path, `limit run.steps exceeded (${list.length} > ${MAX_STEPS})`, "LIMIT_EXCEEDED");
   const steps: Step[] = [];
-  let started = 0;
-  let offset = 0;
+  let started = from.started;
+  let offset = from.offset;
   list.forEach((item, i) => {
     if (item === null) return; // c.array named it
     const p = childPath(path, i);
@@ -241,7 +247,13 @@ function parseSteps(c: Checker, v: JsonModel | undefined, path: string): Step[] 
   });
   // network steps belong to the boot and may come first; the first other step must be a start
   // (a step before it was named "… before any start" above; a list of network steps alone is named here, once)
-  if (started === 0 && list.length > 0 && steps.length === list.length && steps.every((s) => s.action === "network-down" || s.action === "network-up"))
+  if (
+    started === 0 &&
+    from.started === 0 &&
+    list.length > 0 &&
+    steps.length === list.length &&
+    steps.every((s) => s.action === "network-down" || s.action === "network-up")
+  )
     c.add(childPath(path, 0), "the first step must be a start", "MODEL_VALUE");
   if (given !== undefined && list.length === 0)
     c.add(path, "a scenario needs at least one step (leave steps out for the default: start, close-stdin)", "MODEL_VALUE");
@@ -262,7 +274,7 @@ function digest(c: Checker, v: JsonModel | undefined, path: string): Sha256Diges
   }
 }
 
-function parseExpect(c: Checker, v: JsonModel | undefined, path: string, invocations: number): Expectation[] {
+export function parseExpect(c: Checker, v: JsonModel | undefined, path: string, invocations: number): Expectation[] {
   const out: Expectation[] = [];
   (c.array(v, path) ?? []).forEach((item, i) => {
     if (item === null) return; // c.array named it

@@ -243,9 +243,21 @@ describe("run manifest cairn.run/1", () => {
     ...manifest,
     checkpoints: { file: { sha256: d("b"), size: 1000 }, taken: [{ name: "one", after: { step: 1 }, icount: 12345 }] },
   };
+  /** A branch (branch.ts): its parent, checkpoint and files. */
+  const branchManifest = {
+    ...manifest,
+    branch: {
+      parent: { run_id: "20261206T000000Z-00000000", outcome: d("1") },
+      checkpoint: { name: "one", icount: 12345, file: { sha256: d("b"), size: 1000 } },
+      start: { sha256: d("2"), size: 2000 },
+      prefix: { sha256: d("3"), size: 140 },
+      scenario: { sha256: d("4"), size: 90 },
+    },
+  };
 
   it("classifies every field it records", () => {
-    assertScopeExhaustive(RUN_MANIFEST_SCOPE, manifest, withInputsManifest, withCheckpointsManifest);
+    assertScopeExhaustive(RUN_MANIFEST_SCOPE, manifest, withInputsManifest, withCheckpointsManifest, branchManifest);
+    assert.deepEqual(parseRunManifest(Buffer.from(JSON.stringify(branchManifest)), "run.json"), branchManifest);
     assert.deepEqual(parseRunManifest(Buffer.from(JSON.stringify(withCheckpointsManifest)), "run.json"), withCheckpointsManifest);
     assert.deepEqual(parseRunManifest(Buffer.from(JSON.stringify(withInputsManifest)), "run.json"), withInputsManifest);
     assertCatchesExtraField(RUN_MANIFEST_SCOPE, manifest);
