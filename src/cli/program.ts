@@ -33,6 +33,7 @@ export const COMMANDS: ReadonlyArray<{ readonly name: string; readonly load: () 
   { name: "search", load: async () => (await import("./commands/search.ts")).registerSearch },
   { name: "setup", load: async () => (await import("./commands/setup.ts")).registerSetup },
   { name: "run", load: async () => (await import("./commands/run.ts")).registerRun },
+  { name: "branch", load: async () => (await import("./commands/branch-run.ts")).registerBranch },
   { name: "replay", load: async () => (await import("./commands/replay.ts")).registerReplay },
   { name: "receipt", load: async () => (await import("./commands/receipt.ts")).registerReceipt },
   { name: "bundle", load: async () => (await import("./commands/replay-bundle.ts")).registerBundle },

@@ -5,6 +5,9 @@
  * the event each follows, the guest instruction count it was taken at); a
  * checkpoint declared but not taken is not listed (the record said so on
  * stderr).
+ *
+ * A branch (`cairn branch`) is printed the same way, plus the run and
+ * checkpoint it started from (run.json `branch`); a run from boot has none.
  */
 import { afterText, type RecordResult } from "../vm/index.ts";
 
@@ -31,6 +34,14 @@ export function runOutputModel(r: Recorded, extras: RunOutputExtras = {}) {
     exits: r.evaluation.events.flatMap((e) => (e.event === "exit" ? [{ invocation: e.invocation, kind: e.kind, code: e.code }] : [])),
     replay_command: r.replayCommand,
     qemu_ms: Math.round(r.durations.qemuMs),
+    ...(r.manifest.branch !== undefined
+      ? {
+          branch: {
+            parent: r.manifest.branch.parent.run_id,
+            checkpoint: { name: r.manifest.branch.checkpoint.name, icount: r.manifest.branch.checkpoint.icount },
+          },
+        }
+      : {}),
     ...(taken.length > 0 ? { checkpoints: taken.map((c) => ({ name: c.name, after: c.after, icount: c.icount })) } : {}),
     ...(extras.receipt !== undefined ? { receipt: extras.receipt } : {}),
     ...(extras.environment !== undefined ? { environment: extras.environment } : {}),
@@ -46,6 +57,9 @@ export function runOutputText(r: Recorded, extras: RunOutputExtras = {}): string
     `dir      ${s.run_dir}`,
     ...(env !== undefined ? [`env      ${env.environment_id} (lockfile ${env.lockfile_sha256})`] : []),
     ...(env?.run_env !== undefined && env.run_env.length > 0 ? [`set      ${env.run_env.join(", ")} (over the lockfile's env; in the launch identity)`] : []),
+    ...(s.branch !== undefined
+      ? [`branch   of ${s.branch.parent} at checkpoint ${s.branch.checkpoint.name} (instruction ${s.branch.checkpoint.icount.toLocaleString("en-US")})`]
+      : []),
     `workload ${s.workload}`,
     `vm       ${s.vm}`,
     `outcome  ${s.outcome}`,

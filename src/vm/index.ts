@@ -64,6 +64,8 @@ export { checkWorkloadRun, runCheck } from "./run-check.ts";
 export type { PreparedGuest, BootResult, Evaluation } from "./guest.ts";
 export { afterText } from "./checkpoint-spec.ts";
 export { recordRun, defaultRunsDir } from "./record.ts";
+export { recordBranch } from "./branch.ts";
+export type { BranchOptions } from "./branch.ts";
 export type { RecordOptions, RecordResult } from "./record.ts";
 export { assembleLockfileWorkload, isEnvironmentLockfile, readLockfileSpec, recordLockfileRun } from "./lockfile-run.ts";
 export { checkRunEnv, parseEnvAssignments } from "./run-env.ts";

@@ -6,6 +6,8 @@ export { ensureKit, kitDir, loadKit, setupKit } from "./index.ts";
 export type { Kit, SetupOptions } from "./index.ts";
 export { defaultRunsDir, recordRun } from "./index.ts";
 export type { RecordOptions, RecordResult } from "./index.ts";
+export { recordBranch } from "./index.ts";
+export type { BranchOptions } from "./index.ts";
 export { isEnvironmentLockfile, readLockfileSpec, recordLockfileRun } from "./index.ts";
 export type { LockfileRunOptions, LockfileRunResult, LockfileSpec } from "./index.ts";
 export { preflight, replayRun } from "./index.ts";

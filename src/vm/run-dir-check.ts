@@ -21,6 +21,11 @@
  *                      checks its size only, like replay.log's (a run
  *                      imported from a bundle without private members has
  *                      none: its checkpoints did not travel, not tampered)
+ *   /branch/<start|prefix|scenario>/size    a branch (`cairn branch`): its
+ *                      branch-start.qcow2, branch-prefix.bin and branch.json
+ *                      are there, regular files, with the recorded sizes
+ *   /branch/<start|prefix|scenario>/sha256  and their sha256 the recorded
+ *                      ones, when hashed as the qcow2 is (`runs show`, a key)
  * and, when a key is given (`--pub`), the signed receipt: its signature and
  * every digest it binds, recomputed (run-receipt.ts `verifyReceipt`, which
  * hashes replay.log too).
@@ -38,6 +43,7 @@ import { existsSync, lstatSync } from "node:fs";
 import { join } from "node:path";
 import { CairnError, hashFileBounded, isCairnError, isJsonObject, parseJsonBytes, readFileBounded, type JsonModel, type VerifyingKey } from "../core/index.ts";
 import { outcomeDigest, runStatus, type AssertionResult } from "./checker.ts";
+import { BRANCH_FILES, BRANCH_PREFIX_MAX_BYTES, BRANCH_SCENARIO_MAX_BYTES } from "./branch-manifest.ts";
 import { CHECKPOINT_FILE_MAX_BYTES } from "./checkpoint-file.ts";
 import { CHECKPOINT_FILE } from "./checkpoint-take.ts";
 import type { NormalizedEvent } from "./protocol.ts";
@@ -100,6 +106,33 @@ function checkCheckpoints(runDir: string, m: RunManifest, hash: boolean): RunDir
   return undefined;
 }
 
+/** Each of a branch's files, its run.json field and its read bound. */
+const BRANCH_CHECKS = [
+  { field: "start", file: BRANCH_FILES.start, max: CHECKPOINT_FILE_MAX_BYTES, limit: "run.checkpoint-file-bytes" },
+  { field: "prefix", file: BRANCH_FILES.prefix, max: BRANCH_PREFIX_MAX_BYTES, limit: "branch.prefix-bytes" },
+  { field: "scenario", file: BRANCH_FILES.scenario, max: BRANCH_SCENARIO_MAX_BYTES, limit: "branch.scenario-bytes" },
+] as const;
+
+/**
+ * A branch's files against run.json's `branch` (its replay checks them the
+ * same way before launch, branch-manifest.ts `checkBranchFiles`): each is a
+ * regular file of the recorded size, and of the recorded sha256 when `hash`.
+ * Without them the branch cannot be replayed, so a missing one is an edit,
+ * unless the run was imported (a bundle made without private members does
+ * not carry the start snapshot or the parent's stream, as for checkpoints).
+ */
+function checkBranch(runDir: string, m: RunManifest, hash: boolean): RunDirCheckResult | undefined {
+  if (m.branch === undefined) return undefined;
+  for (const b of BRANCH_CHECKS) {
+    const file = join(runDir, b.file);
+    const st = lstatSync(file, { throwIfNoEntry: false });
+    if (st === undefined && importedRun(runDir)) continue;
+    if (st === undefined || !st.isFile() || st.size !== m.branch[b.field].size) return tampered(`/branch/${b.field}/size`);
+    if (hash && hashFileBounded(file, b.max, b.limit).digest !== m.branch[b.field].sha256) return tampered(`/branch/${b.field}/sha256`);
+  }
+  return undefined;
+}
+
 /** Whether the run came from a bundle or a registry (its origin file says so; an unreadable one says nothing). */
 function importedRun(runDir: string): boolean {
   try {
@@ -129,6 +162,8 @@ export function checkRunDir(runDir: string, m: RunManifest, keys: readonly Verif
   if (st === undefined || !st.isFile() || st.size !== m.replay_log.size) return tampered("/replay_log/size");
   const ckpt = checkCheckpoints(runDir, m, keys.length > 0 || opts.checkpointDigest === true);
   if (ckpt !== undefined) return ckpt;
+  const branch = checkBranch(runDir, m, keys.length > 0 || opts.checkpointDigest === true);
+  if (branch !== undefined) return branch;
   if (keys.length === 0) return { check: "unverified", problem: null };
   const receipt = join(runDir, RECEIPT_FILE);
   if (!existsSync(receipt)) return { check: "unverified", problem: `no ${RECEIPT_FILE}` };

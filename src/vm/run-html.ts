@@ -151,7 +151,7 @@ export function runHtml(v: RunView): string {
 <div class="banner ${banner}"><b>${v.replay === null ? "status" : "recorded status"} ${esc(s.status)}</b>${s.check === "tampered" ? " (as run.json says; not to be believed)" : ""}; check <b>${esc(s.check)}</b>${s.problem !== null ? ` (${esc(s.problem)})` : ""}: ${esc(CHECK_MEANING[s.check])}</div>
 <table class="facts"><tbody>
 <tr><th>recorded</th><td>${esc(s.recorded_at)}</td></tr>
-<tr><th>workload</th><td>${esc(s.source_kind)} ${digestCell(s.workload)}</td></tr>
+${s.branch === null ? "" : `<tr><th>branch</th><td id="branch">of run <code>${esc(s.branch.parent)}</code> at checkpoint <code>${esc(s.branch.checkpoint)}</code> (guest instruction ${esc(s.branch.icount.toLocaleString("en-US"))})</td></tr>\n`}<tr><th>workload</th><td>${esc(s.source_kind)} ${digestCell(s.workload)}</td></tr>
 <tr><th>VM</th><td>${digestCell(s.vm_digest)} (${esc(s.root)} root, ${s.memory_mib} MiB)</td></tr>
 <tr><th>guest instructions</th><td id="guest-instructions">${v.guest_instructions === null ? "not measured" : esc(v.guest_instructions.toLocaleString("en-US"))} <span class="muted">(deterministic: every replay executes exactly these)</span></td></tr>
 <tr><th>host cost</th><td>${v.replay !== null ? "not recorded for a replay" : `${esc(ms(v.cost.wall_ms))} wall, ${esc(ms(v.cost.host_cpu_ms))} CPU <span class="muted">(the record on its host; not deterministic, never compared)</span>`}</td></tr>

@@ -21,9 +21,9 @@ export const RUN_ORIGIN_SCHEMA = "cairn.run-origin/1";
 const RUN_ORIGIN_MAX_BYTES = 256 * 1024;
 
 export interface RunOrigin {
-  /** How the run came here: recorded by `cairn run`, imported from a bundle file, or fetched from a registry (`cairn replay oci://…`). */
+  /** How the run came here: recorded by `cairn run`, imported from a bundle file, fetched from a registry (`cairn replay oci://…`), or branched (`cairn branch`). */
   readonly via: "run" | "bundle" | "registry" | "branch";
-  /** The file given to `cairn run`, or the bundle file, as an absolute path; the `oci://HOST/REPO@sha256:…` reference of a fetched one. */
+  /** The file given to `cairn run`, or the bundle file, as an absolute path; the `oci://HOST/REPO@sha256:…` reference of a fetched one; a branch's `PARENT_DIR@CHECKPOINT`. */
   readonly input: string;
   /** The launch argv the guest ran; null when not known here (an imported run). */
   readonly command: readonly string[] | null;
@@ -49,9 +49,20 @@ export function readRunOrigin(runDir: string): RunOrigin | null {
   return { via: via as RunOrigin["via"], input, command };
 }
 
-/** Where a run came from, in one column: the file given (its name) and the command, "bundle NAME" for an import, or "origin unknown". */
+/**
+ * Where a run came from, in one column: the file given (its name) and the
+ * command, "bundle NAME" for an import, "branch PARENT@CHECKPOINT" for a
+ * branch (the parent's directory name and the checkpoint), or "origin unknown".
+ */
 export function describeOrigin(o: RunOrigin | null): string {
   if (o === null) return "origin unknown";
-  const what = o.via === "bundle" ? `bundle ${basename(o.input)}` : o.via === "registry" ? `registry ${o.input}` : basename(o.input);
+  const what =
+    o.via === "bundle"
+      ? `bundle ${basename(o.input)}`
+      : o.via === "registry"
+        ? `registry ${o.input}`
+        : o.via === "branch"
+          ? `branch ${basename(o.input)}`
+          : basename(o.input);
   return o.command === null ? what : `${what}: ${o.command.map(shellQuote).join(" ")}`;
 }

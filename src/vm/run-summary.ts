@@ -64,6 +64,13 @@ export interface RunSummary {
   readonly memory_mib: number;
   /** The run's input tree (`run.inputs`, its `cairn.fs/1` digest), or null without inputs. */
   readonly inputs: Sha256Digest | null;
+  /**
+   * A branch (`cairn branch`): the parent run and the checkpoint it started
+   * from, as run.json's `branch` records them (the receipt binds them; its
+   * files are checked like the rest, run-dir-check.ts); null for a run
+   * recorded from boot.
+   */
+  readonly branch: { readonly parent: string; readonly checkpoint: string; readonly icount: number } | null;
   /** Each replay directory's verdict in order (see ReplayShown: a claimed match its files contradict is not shown as one). */
   readonly replays: readonly ReplayShown[];
 }
@@ -157,6 +164,7 @@ export function describeRun(runDir: string, opts: DescribeOptions = {}): RunSumm
     root: m.vm.root_disk === null ? "initramfs" : "disk",
     memory_mib: m.vm.memory_mib,
     inputs: m.vm.run_inputs ?? null,
+    branch: m.branch === undefined ? null : { parent: m.branch.parent.run_id, checkpoint: m.branch.checkpoint.name, icount: m.branch.checkpoint.icount },
     replays: replayResults(runDir, m),
   };
 }

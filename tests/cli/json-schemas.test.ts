@@ -32,6 +32,7 @@ import { writeRunOrigin } from "../../src/vm/run-origin.ts";
 export const ELSEWHERE: Readonly<Record<string, string>> = {
   "cairn.cli.run/1": "tests/vm/bundle.test.ts", // a signed lockfile run; its failure document in tests/vm/cli.test.ts
   "cairn.cli.replay/1": "tests/vm/cli.test.ts", // a replay of a failed record (error and verdict)
+  "cairn.cli.branch/1": "tests/vm/branch-cli.test.ts", // a branch of a probe run with checkpoints
   "cairn.cli.bundle/1": "tests/vm/bundle.test.ts",
   "cairn.cli.bundle-push/1": "tests/registry/bundle-push.test.ts",
   "cairn.cli.campaign-run/1": "tests/fleet/campaign-vm.test.ts",

@@ -107,3 +107,80 @@ describe("the run directory check covers checkpoints.qcow2", () => {
     rmSync(join(dir, ".."), { recursive: true, force: true });
   });
 });
+
+const BRANCH_ID = "20261201T000001Z-0000eeee";
+const BRANCH_FILES = { start: "branch-start.qcow2", prefix: "branch-prefix.bin", scenario: "branch.json" } as const;
+
+/** A branch's run directory (`cairn branch`): run.json's `branch` records its three files' sizes and digests. */
+function branchRun(): string {
+  const dir = join(mkdtempSync(join(tmpdir(), "cairn-run-branch-")), BRANCH_ID);
+  writeRun(dir, BRANCH_ID, true);
+  qcow2(join(dir, BRANCH_FILES.start));
+  writeFileSync(join(dir, BRANCH_FILES.prefix), Buffer.alloc(300, 0x11));
+  writeFileSync(join(dir, BRANCH_FILES.scenario), "steps:\n  - action: close-stdin\n");
+  const ref = (f: string) => {
+    const b = readFileSync(join(dir, f));
+    return { sha256: sha256(b), size: b.length };
+  };
+  const m = JSON.parse(readFileSync(join(dir, "run.json"), "utf8"));
+  m.branch = {
+    parent: { run_id: ID, outcome: m.outcome },
+    checkpoint: { name: "one", icount: 1000, file: { sha256: sha256(Buffer.from("parent qcow2")), size: 12 } },
+    start: ref(BRANCH_FILES.start),
+    prefix: ref(BRANCH_FILES.prefix),
+    scenario: ref(BRANCH_FILES.scenario),
+  };
+  writeFileSync(join(dir, "run.json"), JSON.stringify(m));
+  return dir;
+}
+
+describe("the run directory check covers a branch's files", () => {
+  it("control: a branch whose files are run.json's is unverified (list and show) and names its parent and checkpoint", async () => {
+    const dir = branchRun();
+    assert.deepEqual([describeRun(dir).check, describeRun(dir, { checkpointDigest: true }).check], ["unverified", "unverified"]);
+    assert.deepEqual(describeRun(dir).branch, { parent: ID, checkpoint: "one", icount: 1000 });
+    const show = await runCli(["runs", "show", "--json", dir]);
+    assert.equal(show.code, 0, show.stderr);
+    assert.deepEqual([JSON.parse(show.stdout).check, JSON.parse(show.stdout).branch.parent], ["unverified", ID]);
+    rmSync(join(dir, ".."), { recursive: true, force: true });
+  });
+
+  it("each of branch-start.qcow2, branch-prefix.bin and branch.json missing, a symlink, or of another size is tampered at /branch/<field>/size", () => {
+    const changes: Array<[string, (f: string) => void]> = [
+      ["missing", (f) => rmSync(f)],
+      [
+        "symlink",
+        (f) => {
+          const real = `${f}.real`;
+          writeFileSync(real, readFileSync(f));
+          rmSync(f);
+          symlinkSync(real, f);
+        },
+      ],
+      ["longer", (f) => writeFileSync(f, Buffer.concat([readFileSync(f), Buffer.from([0])]))],
+    ];
+    for (const [field, name] of Object.entries(BRANCH_FILES))
+      for (const [what, change] of changes) {
+        const dir = branchRun();
+        change(join(dir, name));
+        const r = describeRun(dir);
+        assert.deepEqual([r.check, r.problem], ["tampered", `/branch/${field}/size`], `${name} ${what}`);
+        rmSync(join(dir, ".."), { recursive: true, force: true });
+      }
+  });
+
+  it("a flipped byte (same size) is tampered at /branch/<field>/sha256 in runs show and with a key; runs list checks sizes only", () => {
+    for (const [field, name] of Object.entries(BRANCH_FILES)) {
+      const dir = branchRun();
+      const key = generateSigningKey();
+      signReceipt(dir, [key]);
+      flipLast(join(dir, name));
+      const shown = describeRun(dir, { checkpointDigest: true });
+      assert.deepEqual([shown.check, shown.problem], ["tampered", `/branch/${field}/sha256`], name);
+      const keyed = describeRun(dir, { keys: [{ publicKey: key.publicKey, keyId: key.keyId }] });
+      assert.deepEqual([keyed.check, keyed.problem], ["tampered", `/branch/${field}/sha256`], name);
+      assert.equal(describeRun(dir).check, "unverified", `${name}: runs list hashes no branch file`);
+      rmSync(join(dir, ".."), { recursive: true, force: true });
+    }
+  });
+});

@@ -9,7 +9,9 @@ import { outputPathOutside, printJson } from "../output.ts";
 export function registerRunsShow(runs: Command, ctx: Context): void {
   runs
     .command("show")
-    .description("describe one run: status and what its files confirm, where it came from, identities, guest root and RAM, replays")
+    .description(
+      "describe one run: status and what its files confirm, where it came from (a branch: its parent and checkpoint), identities, guest root and RAM, replays",
+    )
     .argument(
       "<run>",
       "a run directory, a run id under --runs, or a replay directory RUN/replays/N (described as its run, drawn as that replay by --html and --trace)",
@@ -63,6 +65,9 @@ export function registerRunsShow(runs: Command, ctx: Context): void {
           `check     ${r.check}${r.problem !== null ? ` (${r.problem})` : ""}: ${CHECK_MEANING[r.check]}`,
           `recorded  ${r.recorded_at}`,
           `origin    ${describeOrigin(r.origin)}${r.origin !== null ? ` (${r.origin.input}; written by this host, not covered by any digest)` : ""}`,
+          ...(r.branch !== null
+            ? [`branch    of ${r.branch.parent} at checkpoint ${r.branch.checkpoint} (instruction ${r.branch.icount.toLocaleString("en-US")})`]
+            : []),
           `workload  ${r.source_kind} ${r.workload}`,
           ...(r.environment !== null
             ? [
