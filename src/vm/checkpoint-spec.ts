@@ -23,7 +23,7 @@
  * so a checkpoint cannot follow one, and a step that does not exist is
  * refused here, before anything is set up.
  */
-import { childPath, type Checker, type JsonModel } from "../core/index.ts";
+import { CairnError, childPath, type Checker, type JsonModel } from "../core/index.ts";
 
 /** A workload's output streams; defined here, the lower of the two files, and re-exported by scenario.ts (one definition). */
 export type StreamName = "stdout" | "stderr";
@@ -106,4 +106,32 @@ export function parseCheckpoints(
     out.push({ name, after: { kind: "output", stream: stream as StreamName, contains } });
   });
   return out;
+}
+
+/**
+ * `cairn run --checkpoint-every N`: a spec's model with a checkpoint after
+ * every Nth step (steps N-1, 2N-1, …; a network step writes no record, so
+ * the next step that does stands for it), named `step-I` by the step's
+ * index. The run section gets them as if written there, so the record, its
+ * lock and its replay all see the same run section. A spec that declares
+ * checkpoints already is refused: one or the other.
+ */
+export function withCheckpointEvery(spec: JsonModel, every: number): JsonModel {
+  if (typeof spec !== "object" || spec === null || Array.isArray(spec)) return spec; // the spec parser names it
+  const run = spec.run;
+  const section = typeof run === "object" && run !== null && !Array.isArray(run) ? run : {};
+  if (section.checkpoints !== undefined)
+    throw new CairnError("USAGE", "the spec declares run.checkpoints already; --checkpoint-every adds them", { path: "--checkpoint-every" });
+  const steps = Array.isArray(section.steps) ? section.steps : [{ action: "start" }, { action: "close-stdin" }];
+  const checkpoints: JsonModel[] = [];
+  let due = false;
+  steps.forEach((s, i) => {
+    if ((i + 1) % every === 0) due = true;
+    const action = typeof s === "object" && s !== null && !Array.isArray(s) ? s.action : undefined;
+    if (due && action !== "network-down" && action !== "network-up") {
+      checkpoints.push({ name: `step-${i}`, after: { step: i } });
+      due = false;
+    }
+  });
+  return { ...spec, run: { ...section, checkpoints } };
 }

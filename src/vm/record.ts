@@ -14,6 +14,7 @@ import {
   isJsonObject,
   openRoot,
   parseJsonBytes,
+  parseYamlText,
   readFileBounded,
   sha256,
   writeFileAtomic,
@@ -50,6 +51,7 @@ import { withNoSpaceNamed } from "./no-space.ts";
 import { diskFullError, dropImage, RUN_FILES, shellQuote, writeEvaluation, writeJsonPublic, writeStreams } from "./rundir.ts";
 import { stageRun } from "./run-staging.ts";
 import { parseScenario } from "./scenario.ts";
+import { withCheckpointEvery } from "./checkpoint-spec.ts";
 import { readHttpRoot } from "./responder-host.ts";
 import { vmDigest } from "./vmid.ts";
 import type { GuestLaunch } from "./inputs.ts";
@@ -159,6 +161,8 @@ export interface RecordOptions {
   readonly specBytes?: Buffer;
   /** The file the user gave, when `input` is one cairn wrote for it (a lockfile run's exported spec); recorded in origin.json. */
   readonly origin?: string;
+  /** `--checkpoint-every N`: a checkpoint after every Nth step of the spec's run section (checkpoint-spec.ts `withCheckpointEvery`). */
+  readonly checkpointEvery?: number;
 }
 
 export interface RecordResult {
@@ -176,7 +180,8 @@ export interface RecordResult {
   readonly unfinished?: CairnError;
 }
 
-export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
+export async function recordRun(given: RecordOptions): Promise<RecordResult> {
+  const opts = given.checkpointEvery === undefined ? given : withEveryStep(given, given.checkpointEvery);
   const log = opts.log ?? (() => {});
   const now = (opts.now ?? (() => new Date()))();
   const runId = newRunId(now);
@@ -217,6 +222,17 @@ export async function recordRun(opts: RecordOptions): Promise<RecordResult> {
     const file = e instanceof CairnError && e.path?.startsWith(staging.dir) ? staging.runDir + e.path.slice(staging.dir.length) : staging.runDir;
     throw withNoSpaceNamed(e, file, opts.runsDir);
   }
+}
+
+/** The options with the spec's bytes made to declare a checkpoint every `every` steps (only a spec: a lock's run section is fixed). */
+function withEveryStep(opts: RecordOptions, every: number): RecordOptions {
+  const input = resolve(opts.input);
+  const bytes = opts.specBytes ?? readFileBounded(input, RUN_INPUT_MAX_BYTES, "run.max_input_bytes", { missing: "USAGE", notRegular: "RUN_INVALID" });
+  if (opts.specBytes === undefined && isLockFile(input, bytes))
+    throw new CairnError("USAGE", "--checkpoint-every needs a workload spec: a workload lock's run section is fixed", { path: "--checkpoint-every" });
+  const text = bytes.toString("utf8");
+  const model = /^\s*[{[]/.test(text) ? parseJsonBytes(bytes) : parseYamlText(text, input);
+  return { ...opts, specBytes: Buffer.from(JSON.stringify(withCheckpointEvery(model, every))) };
 }
 
 /** The whole record, written into `dir` (the staging directory of `runDir`). */

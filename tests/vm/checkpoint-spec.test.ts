@@ -13,10 +13,10 @@ import { mkdtempSync, existsSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { CairnError, parseYamlText, sha256 } from "../../src/core/index.ts";
+import { CairnError, parseYamlText, sha256, type JsonModel } from "../../src/core/index.ts";
 import { checkCheckpointFile } from "../../src/vm/checkpoint-file.ts";
 import { CHECKPOINT_FILE } from "../../src/vm/checkpoint-take.ts";
-import { MAX_CHECKPOINTS } from "../../src/vm/checkpoint-spec.ts";
+import { MAX_CHECKPOINTS, withCheckpointEvery } from "../../src/vm/checkpoint-spec.ts";
 import { defaultVmIdentity, encodeInputs, parseScenario, recordRun, vmDigest } from "../../src/vm/index.ts";
 import { parseRunManifest } from "../../src/vm/run-manifest.ts";
 import { HOLD } from "../../src/vm/wire.ts";
@@ -147,6 +147,63 @@ network: {}
     writeFileSync(join(dir, "spec.json"), spec(1));
     await assert.rejects(recordRun(opts), /no kit in this test/);
     assert.equal(kitAsked, true);
+  });
+});
+
+describe("cairn run --checkpoint-every N", () => {
+  it("adds a checkpoint after every Nth step, a network step's moved to the next step that writes a record; parses as run.checkpoints", () => {
+    const spec: JsonModel = {
+      schema: "cairn.workload/1",
+      run: {
+        network: { echo: { port: 7 } },
+        steps: [{ action: "start" }, { action: "network-down" }, { action: "write-stdin", data: "x" }, { action: "close-stdin" }],
+      },
+    };
+    const every = (n: number) => ((withCheckpointEvery(spec, n) as { run: { checkpoints: unknown } }).run.checkpoints as { name: string }[]).map((c) => c.name);
+    assert.deepEqual(every(1), ["step-0", "step-2", "step-3"]);
+    assert.deepEqual(every(2), ["step-2", "step-3"]);
+    assert.deepEqual(every(4), ["step-3"]);
+    assert.deepEqual(every(5), []);
+    const run = (withCheckpointEvery(spec, 1) as { run: never }).run;
+    assert.deepEqual(
+      parseScenario(run).checkpoints?.map((c) => [c.name, c.after]),
+      [
+        ["step-0", { kind: "step", step: 0 }],
+        ["step-2", { kind: "step", step: 2 }],
+        ["step-3", { kind: "step", step: 3 }],
+      ],
+    );
+    // no steps: the default scenario's two
+    assert.deepEqual(
+      (withCheckpointEvery({ schema: "cairn.workload/1" }, 1) as { run: { checkpoints: { name: string }[] } }).run.checkpoints.map((c) => c.name),
+      ["step-0", "step-1"],
+    );
+  });
+
+  it("refuses a spec that declares checkpoints already, and a workload lock, before the kit", async () => {
+    const spec: JsonModel = { schema: "cairn.workload/1", run: { checkpoints: [{ name: "a", after: { step: 0 } }] } };
+    assert.throws(
+      () => withCheckpointEvery(spec, 1),
+      (e: unknown) => e instanceof CairnError && e.code === "USAGE" && e.path === "--checkpoint-every",
+    );
+    const dir = mkdtempSync(join(tmpdir(), "cairn-every-"));
+    writeFileSync(join(dir, "w.lock.json"), "{}");
+    let asked = false;
+    await assert.rejects(
+      recordRun({
+        input: join(dir, "w.lock.json"),
+        storeDir: join(dir, "store"),
+        runsDir: join(dir, "runs"),
+        cairnVersion: "test",
+        checkpointEvery: 1,
+        kit: () => {
+          asked = true;
+          return Promise.reject(new Error("no kit"));
+        },
+      }),
+      (e: unknown) => e instanceof CairnError && e.code === "USAGE" && /workload lock/.test(e.message),
+    );
+    assert.equal(asked, false);
   });
 });
 

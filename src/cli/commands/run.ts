@@ -52,6 +52,7 @@ interface RunFlags extends LockVerifyFlags, RemoteFlags {
   keys?: string;
   full?: boolean;
   inputsRoot?: string;
+  checkpointEvery?: string;
   env: string[];
 }
 
@@ -84,6 +85,10 @@ export function registerRun(program: Command, ctx: Context): void {
   withLockVerifyFlags(cmd, false)
     .option("--cmd <argv...>", "environment lockfile only: the program (absolute path) and its arguments (last option)")
     .option("--follow", "print the workload's output live while recording (unverified until the run ends; the recording is the same)")
+    .option(
+      "--checkpoint-every <n>",
+      "a workload spec only: save the VM after every Nth step of its run section (named step-I), as run.checkpoints would; for cairn branch",
+    )
     .option("--json", "print the result as JSON")
     .action(async (unsafeInput: string, afterDashes: string[], opts: RunFlags) => {
       const argv = launchArgv(opts.cmd, afterDashes);
@@ -125,6 +130,15 @@ export function registerRun(program: Command, ctx: Context): void {
       if (opts.follow === true && opts.json === true)
         throw new CairnError("USAGE", "--follow prints the workload's output as text; it cannot be used with --json", { path: "--follow" });
       const live = opts.follow === true ? lineFollower(ctx.io) : undefined;
+      const every = opts.checkpointEvery === undefined ? undefined : Number(opts.checkpointEvery);
+      if (every !== undefined && (!Number.isSafeInteger(every) || every < 1 || !/^[0-9]+$/.test(opts.checkpointEvery ?? "")))
+        throw new CairnError("USAGE", `--checkpoint-every takes a whole number of steps from 1 (got "${opts.checkpointEvery}")`, {
+          path: "--checkpoint-every",
+        });
+      if (every !== undefined && (fromLockfile || lockSpec !== undefined))
+        throw new CairnError("USAGE", "--checkpoint-every is for a workload spec; an environment lockfile's run has no run section to add to", {
+          path: "--checkpoint-every",
+        });
       const record = {
         storeDir: defaultStoreDir(ctx.env, ctx.cwd, opts.store),
         runsDir: defaultRunsDir(ctx.env, ctx.cwd, opts.runs),
@@ -167,7 +181,7 @@ export function registerRun(program: Command, ctx: Context): void {
       let r: Awaited<ReturnType<typeof recordRun>>;
       try {
         lr = await recordFromLockfile();
-        r = lr ?? (await recordRun({ ...record, input }));
+        r = lr ?? (await recordRun({ ...record, input, ...(every !== undefined ? { checkpointEvery: every } : {}) }));
       } finally {
         live?.flush(); // a line the workload left unfinished
       }
