@@ -423,8 +423,8 @@ static void do_hold(uint32_t k) {
     step_i = 0;
     hold_fired = (1u << in.nholds) - 1;
     watch.active = 0;
-    /* the tail's output triggers look only at bytes after the checkpoint */
-    cur.tail_len[0] = cur.tail_len[1] = 0;
+    /* the tail's first output trigger sees what the parent's next step would have: the bytes since
+       the last step run (kept in cur.tail); whether the parent's own pattern matched does not carry over */
     cur.matched[0] = cur.matched[1] = 0;
   }
 }
@@ -470,7 +470,7 @@ static void run_steps(void) {
       break;
     }
     if (infra || proto_failed()) break;
-    waiting = step_i < in.nsteps && !watch.active ? &in.steps[step_i] : NULL;
+    waiting = step_i < in.nsteps ? &in.steps[step_i] : NULL; /* matched during a step hold's wait too, as without one */
     if (cur.active && (cur.exited || cur.seen[REC_TERMINATE_REQUESTED])) {
       finish_invocation();
       continue; /* exit and cleanup-complete may satisfy the next trigger */
