@@ -18,7 +18,8 @@
  *   25, 26   audio out, audio in
  *   27       random: u32 result, u32 size + bytes
  *   28, 29   clock (host, virtual-rt): u64
- *   30..38   checkpoints
+ *   30..38   checkpoints (clock-warp-start, clock-warp-account, reset-requested,
+ *            suspend-requested, clock-virtual, clock-host, clock-virtual-rt, init, reset)
  *   39       end of log
  *
  * It reads only what it can frame exactly: an input event or audio (whose
@@ -61,6 +62,49 @@ export function guestInstructions(log: Uint8Array): number | undefined {
   return walkLog(log)?.total;
 }
 
+const CHECKPOINTS = [
+  "clock-warp-start",
+  "clock-warp-account",
+  "reset-requested",
+  "suspend-requested",
+  "clock-virtual",
+  "clock-host",
+  "clock-virtual-rt",
+  "init",
+  "reset",
+] as const;
+const KINDS: Record<number, string> = {
+  [EV.instruction]: "instruction",
+  [EV.interrupt]: "interrupt",
+  [EV.exception]: "exception",
+  [EV.asyncBh]: "async-bh",
+  [EV.asyncBhOneshot]: "async-bh-oneshot",
+  [EV.asyncInputSync]: "async-input-sync",
+  [EV.asyncCharRead]: "async-char-read",
+  [EV.asyncBlock]: "async-block",
+  [EV.asyncNet]: "async-net",
+  [EV.charWrite]: "char-write",
+  [EV.charReadAll]: "char-read-all",
+  [EV.charReadAllError]: "char-read-all-error",
+  [EV.random]: "random",
+  [EV.clockFirst]: "clock-host",
+  [EV.clockLast]: "clock-virtual-rt",
+  [EV.end]: "end",
+  ...Object.fromEntries(CHECKPOINTS.map((name, i) => [EV.checkpointFirst + i, `checkpoint-${name}`])),
+};
+
+/**
+ * How many events of each kind the log holds (the names above; every
+ * shutdown cause counts as `shutdown`), or undefined when the log is not
+ * one this reader frames exactly. A diagnostic of where a replay's time
+ * goes: each `checkpoint-clock-warp-account` is one return of QEMU's vCPU
+ * loop, which a replay pays for dearly (docs/runs.md, "Replay speed of
+ * sleep=on runs").
+ */
+export function replayLogEvents(log: Uint8Array): ReadonlyMap<string, number> | undefined {
+  return walkLog(log)?.kinds;
+}
+
 /** ShutdownCause SHUTDOWN_CAUSE_HOST_SIGNAL of QEMU 7.2 (include/sysemu/runstate.h): the event is shutdownFirst + cause. */
 const SHUTDOWN_HOST_SIGNAL = 4;
 
@@ -77,12 +121,13 @@ export function stoppedByHost(log: Uint8Array): boolean {
   return walkLog(log)?.shutdown === SHUTDOWN_HOST_SIGNAL;
 }
 
-function walkLog(log: Uint8Array): { total: number; shutdown: number | undefined } | undefined {
+function walkLog(log: Uint8Array): { total: number; shutdown: number | undefined; kinds: Map<string, number> } | undefined {
   const b = Buffer.from(log.buffer, log.byteOffset, log.byteLength);
   if (b.length < 13 || b.readUInt32BE(0) !== REPLAY_LOG_VERSION) return undefined;
   let at = 12;
   let total = 0;
   let shutdown: number | undefined;
+  const kinds = new Map<string, number>();
   const need = (n: number): boolean => at + n <= b.length;
   const array = (): boolean => {
     if (!need(4)) return false;
@@ -94,7 +139,9 @@ function walkLog(log: Uint8Array): { total: number; shutdown: number | undefined
   };
   while (at < b.length) {
     const e = b[at++]!;
-    if (e === EV.end) return at === b.length && Number.isSafeInteger(total) ? { total, shutdown } : undefined;
+    const kind = e >= EV.shutdownFirst && e <= EV.shutdownLast ? "shutdown" : KINDS[e];
+    if (kind !== undefined) kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
+    if (e === EV.end) return at === b.length && Number.isSafeInteger(total) ? { total, shutdown, kinds } : undefined;
     if (e === EV.instruction) {
       if (!need(4)) return undefined;
       total += b.readUInt32BE(at);

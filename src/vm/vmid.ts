@@ -106,7 +106,8 @@ export const VM_IDENTITY_SCOPE = defineScope({
     "/rtc_clock": "the RTC follows virtual time",
     "/kernel": "the guest kernel bytes",
     "/kernel_modules": "the virtio modules (and their order) the agent loads for the protocol port",
-    "/cmdline": "the kernel command line",
+    "/cmdline":
+      "the kernel command line; with icount sleep=on it adds no_timer_check noapictimer, so the kernel's boot-time busy waits do not fill the replay log with clock checkpoints that make a replay 3x slower than its record",
     "/agent": "the guest agent (PID 1) bytes",
     "/initramfs": "the whole guest image: agent, recorded inputs, workload template",
     "/tree_manifest": "what the agent proves the guest sees (every path, type, mode, owner, size, symlink target), derived from the canonical tree",
@@ -145,6 +146,19 @@ const VM_FIELDS = scopeFieldNames(VM_IDENTITY_SCOPE, "covers") as (keyof VmIdent
 
 export const GUEST_CMDLINE = "console=ttyS0 panic=-1 quiet";
 
+/**
+ * The kernel command line of a run with icount `sleep=on` (a root disk, a
+ * network). With `sleep=on` QEMU 7.2 writes a CLOCK_WARP_ACCOUNT checkpoint
+ * to the replay log at every return of its vCPU loop, and x86's PAUSE (the
+ * kernel's `cpu_relax()`) returns from it every time: the kernel's boot-time
+ * busy waits (the local APIC timer calibration, about 100 ms of guest time,
+ * and the IO-APIC timer check) wrote 1.4 million checkpoints, 9 MB of log,
+ * and a replay spent 3× its record reading them. `noapictimer` takes the tick
+ * from the HPET instead of the calibrated local APIC timer; `no_timer_check`
+ * skips the timer check. Measured in docs/runs.md, "Replay speed of sleep=on runs".
+ */
+export const SLEEP_ON_CMDLINE = `${GUEST_CMDLINE} no_timer_check noapictimer`;
+
 export const PROTOCOL_PORT_NAME = "cairn.protocol";
 
 export function defaultVmIdentity(parts: {
@@ -169,6 +183,9 @@ export function defaultVmIdentity(parts: {
    */
   inputChannel?: boolean;
 }): VmIdentity {
+  // with sleep=off QEMU 7.2 never completes a blkreplay read while recording (the log grows, the guest waits forever),
+  // nor delivers the input channel's bytes (docs/runs.md, "A runtime input channel")
+  const sleep = parts.disk !== undefined || parts.network !== undefined || parts.inputChannel === true;
   return {
     schema: VM_SCHEMA,
     qemu: parts.qemu,
@@ -179,13 +196,13 @@ export function defaultVmIdentity(parts: {
     smp: 1,
     // with a fixed shift and sleep=off the guest's ARP times out before the user-mode network answers (bench/network)
     icount_shift: parts.network !== undefined ? "auto" : 3,
-    // with sleep=off QEMU 7.2 never completes a blkreplay read while recording (the log grows, the guest waits forever)
-    icount_sleep: parts.disk !== undefined || parts.network !== undefined || parts.inputChannel === true,
+    icount_sleep: sleep,
     rtc_base: "2020-01-01T00:00:00",
     rtc_clock: "vm",
     kernel: parts.kernel,
     kernel_modules: parts.modules.map((m) => `${m.name}=${m.digest}`),
-    cmdline: GUEST_CMDLINE,
+    // sleep=on runs only: a run in an initramfs without checkpoints keeps its identity
+    cmdline: sleep ? SLEEP_ON_CMDLINE : GUEST_CMDLINE,
     agent: parts.agent,
     initramfs: parts.initramfs,
     tree_manifest: parts.treeManifest,

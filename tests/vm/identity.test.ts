@@ -186,6 +186,32 @@ describe("VM identity cairn.vm/1", () => {
     assertCode(() => parseVmIdentity({ ...model, root_disk: { ...model.root_disk, filesystem: "ext4" } }, "/vm"), "RUN_INVALID", "/vm/root_disk/filesystem");
   });
 
+  it("a run with icount sleep=on (a root disk or a network) boots its kernel with no_timer_check noapictimer; a run in an initramfs keeps its line", () => {
+    const withDisk = defaultVmIdentity({
+      qemu: id.qemu,
+      kernel: id.kernel,
+      modules: [],
+      agent: id.agent,
+      initramfs: id.initramfs,
+      treeManifest: id.tree_manifest,
+      memoryMib: 256,
+      disk: { image: d("9"), size: 8192 },
+    });
+    const sleepOn = "console=ttyS0 panic=-1 quiet no_timer_check noapictimer";
+    for (const [what, vm] of [
+      ["root disk", withDisk],
+      ["network", withInputs],
+    ] as const) {
+      assert.equal(vm.icount_sleep, true, what);
+      assert.equal(vm.cmdline, sleepOn, what);
+      const args = qemuArgs(vm, paths, "replay");
+      assert.equal(args[args.indexOf("-append") + 1], sleepOn, what);
+    }
+    // control: sleep=off (the initramfs root) keeps the line its golden identity was computed with
+    assert.equal(id.icount_sleep, false);
+    assert.equal(id.cmdline, "console=ttyS0 panic=-1 quiet");
+  });
+
   it("changes its digest with any covered field and names the first difference", () => {
     const base = vmDigest(id);
     assert.equal(vmDigest({ ...id }), base);

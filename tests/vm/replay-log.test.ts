@@ -4,10 +4,11 @@
  * sum of the instruction records, every framed event skipped by its size;
  * anything not framed exactly (another version, an unknown or input event, a
  * truncated record, bytes after the end event, no end event) is undefined.
+ * The same walk counts the events by kind (a diagnostic of replay speed).
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { guestInstructions, REPLAY_LOG_VERSION } from "../../src/vm/replay-log.ts";
+import { guestInstructions, REPLAY_LOG_VERSION, replayLogEvents } from "../../src/vm/replay-log.ts";
 
 const u32 = (n: number): number[] => [(n >>> 24) & 255, (n >>> 16) & 255, (n >>> 8) & 255, n & 255];
 const u64 = (): number[] => [1, 2, 3, 4, 5, 6, 7, 8];
@@ -56,4 +57,38 @@ test("a log this reader does not frame exactly is undefined, never a guess", () 
   assert.equal(guestInstructions(log([40], END)), undefined, "an event number past the end event");
   assert.equal(guestInstructions(log([23, ...u32(10), 1], END)), undefined, "an array longer than the log");
   assert.equal(guestInstructions(Buffer.alloc(5)), undefined, "shorter than the header");
+});
+
+test("the events of a framed log are counted by kind, checkpoints by their QEMU 7.2 names", () => {
+  const counts = replayLogEvents(log(...every, [31], [31], [34], [38], [10], END));
+  assert.deepEqual(
+    Object.fromEntries(counts ?? []),
+    {
+      "clock-host": 1,
+      "checkpoint-init": 1,
+      instruction: 3,
+      interrupt: 1,
+      exception: 1,
+      "async-bh": 1,
+      "async-bh-oneshot": 1,
+      "async-input-sync": 1,
+      "async-char-read": 1,
+      "async-block": 1,
+      "async-net": 1,
+      shutdown: 2,
+      "char-write": 1,
+      "char-read-all": 1,
+      "char-read-all-error": 1,
+      random: 1,
+      "clock-virtual-rt": 1,
+      "checkpoint-clock-warp-start": 1,
+      "checkpoint-clock-warp-account": 2,
+      "checkpoint-clock-virtual": 1,
+      "checkpoint-reset": 1,
+      end: 1,
+    },
+  );
+  // control: a log not framed exactly has no counts, as it has no instruction count
+  assert.equal(replayLogEvents(log([5, 1, 2], END)), undefined);
+  assert.equal(replayLogEvents(log(INSN(5))), undefined);
 });

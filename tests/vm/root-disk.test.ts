@@ -5,6 +5,8 @@
  *   - a spec with `run.root: disk` records, and replays twice with the same
  *     events and outcome; the VM identity names the disk (digest, size,
  *     device) and icount sleep=on; an edited disk size is refused before launch;
+ *     its replay log holds no flood of clock checkpoints from the kernel's
+ *     boot-time busy waits (what made sleep=on replays 3x slower than their record);
  *   - the guest checks the mounted disk against the tree manifest and the
  *     workload sees the tree; a file written in one start (copied up from
  *     the disk into the upper layer) is gone in the next start;
@@ -19,6 +21,7 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import { CairnError } from "../../src/core/index.ts";
 import { DEFAULT_RUN_LIMITS, recordRun, replayRun, ROOT_DISK_DEVICE, vmDigest, type Scenario } from "../../src/vm/index.ts";
+import { replayLogEvents } from "../../src/vm/replay-log.ts";
 import { bigWorld, bootProbe } from "./fixtures/guest.ts";
 import { testKit, VM_SKIP } from "./fixtures/kit.ts";
 import { probePath } from "./fixtures/programs.ts";
@@ -88,6 +91,12 @@ describe("the disk-backed guest root", { skip: VM_SKIP }, () => {
     assert.equal(disk.size % 4096, 0);
     assert.equal(rec.manifest.vm.icount_sleep, true);
     assert.ok(rec.manifest.vm.kernel_modules.some((m) => m.startsWith("erofs=")));
+    // replay speed (docs/runs.md, "Replay speed of sleep=on runs"): the kernel's boot-time busy waits wrote a
+    // clock-warp-account checkpoint per PAUSE, about 1.5 million of them, which made the replay ~3x slower than its record
+    const events = replayLogEvents(readFileSync(join(rec.runDir, "replay.log")));
+    assert.ok(events !== undefined, "the log is framed");
+    const warps = events.get("checkpoint-clock-warp-account") ?? 0;
+    assert.ok(warps > 0 && warps < 500_000, `${warps} clock-warp-account checkpoints`);
     for (let i = 0; i < 2; i++) {
       const r = await replayRun({ runDir: rec.runDir, storeDir, kit });
       assert.equal(r.evaluation.outcome, rec.manifest.outcome);
