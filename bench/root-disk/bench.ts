@@ -27,6 +27,7 @@ import { join } from "node:path";
 import { canonicalize, sha256, type Sha256Digest } from "../../src/core/index.ts";
 import type { FsEntry } from "../../src/tree/entries.ts";
 import { bootGuest, DEFAULT_RUN_LIMITS, evaluate, prepareGuest, qemuVersion, type GuestLaunch, type GuestRoot, type Scenario } from "../../src/vm/index.ts";
+import { replayLogEvents } from "../../src/vm/replay-log.ts";
 import { testKit } from "../../tests/vm/fixtures/kit.ts";
 
 const MiB = 1024 * 1024;
@@ -108,16 +109,20 @@ async function boot(w: ReturnType<typeof world>, root: GuestRoot, argv: string[]
     };
   }
   const log = modes.includes("record") ? statSync(rrfile).size : 0;
+  // one per return of QEMU's vCPU loop with icount sleep=on: what a replay pays for (docs/runs.md, "Replay speed of sleep=on runs")
+  const warps = modes.includes("record") ? (replayLogEvents(readFileSync(rrfile))?.get("checkpoint-clock-warp-account") ?? 0) : 0;
   rmSync(dir, { recursive: true, force: true });
-  return { p, imageMs, out, log };
+  return { p, imageMs, out, log, warps };
 }
 
 const hash = buildHash();
 const tiny = await boot(world(hash, 0), "initramfs", ["/bin/hash"], ["none"]);
 const tinyS = tiny.out.none!.qemuS;
 console.log(`tiny tree (the probe alone, initramfs): first ${tinyS.toFixed(1)} s`);
-console.log("| tree | root | image | image build | guest RAM | first (ratio to tiny) | record | replay | replay log | digest | replay = record |");
-console.log("|---|---|---|---|---|---|---|---|---|---|---|");
+console.log(
+  "| tree | root | image | image build | guest RAM | first (ratio to tiny) | record | replay | replay/record | replay log | clock-warp-account checkpoints | digest | replay = record |",
+);
+console.log("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
 for (const mib of sizes) {
   const w = world(hash, mib);
   for (const root of roots) {
@@ -130,7 +135,7 @@ for (const mib of sizes) {
       const imageMiB = (first.p.image.size + (disk?.size ?? 0)) / MiB;
       const printed = rec.stdout.split(" ")[0] === w.last ? "ok" : `WRONG (${rec.stdout.trim()})`;
       console.log(
-        `| ${mib} MiB | ${root} | ${imageMiB.toFixed(1)} MiB | ${(first.imageMs / 1000).toFixed(1)} s | ${first.p.vm.memory_mib} MiB | ${first.out.none!.qemuS.toFixed(1)} s (${(first.out.none!.qemuS / tinyS).toFixed(2)}×, ${first.out.none!.status}) | ${rec.qemuS.toFixed(1)} s (${rec.status}) | ${rep.qemuS.toFixed(1)} s | ${(rr.log / MiB).toFixed(2)} MiB | ${printed} | ${rec.events === rep.events ? "yes" : "NO"} |`,
+        `| ${mib} MiB | ${root} | ${imageMiB.toFixed(1)} MiB | ${(first.imageMs / 1000).toFixed(1)} s | ${first.p.vm.memory_mib} MiB | ${first.out.none!.qemuS.toFixed(1)} s (${(first.out.none!.qemuS / tinyS).toFixed(2)}×, ${first.out.none!.status}) | ${rec.qemuS.toFixed(1)} s (${rec.status}) | ${rep.qemuS.toFixed(1)} s | ${(rep.qemuS / rec.qemuS).toFixed(2)} | ${(rr.log / MiB).toFixed(2)} MiB | ${rr.warps} | ${printed} | ${rec.events === rep.events ? "yes" : "NO"} |`,
       );
       if (disk) console.log(`  (host time to write the disk per boot: ${first.out.none!.hostS.toFixed(1)} s)`);
     } catch (e) {

@@ -19,6 +19,7 @@ import { canonicalize, sha256, type Sha256Digest } from "../../src/core/index.ts
 import type { FsEntry } from "../../src/tree/entries.ts";
 import { assembleWorkload } from "../../src/workload/assemble.ts";
 import { bootGuest, DEFAULT_RUN_LIMITS, evaluate, prepareGuest, qemuVersion, type Scenario } from "../../src/vm/index.ts";
+import { replayLogEvents } from "../../src/vm/replay-log.ts";
 import { probeBytes, probePath } from "../../tests/vm/fixtures/programs.ts";
 import { testKit } from "../../tests/vm/fixtures/kit.ts";
 import { PROBE_LAUNCH } from "../../tests/vm/fixtures/guest.ts";
@@ -86,11 +87,16 @@ async function measure(payloadBytes: number, commands: string) {
   }
   for (const mode of ["none", "record", "replay"]) results[mode]!.ms = median(times[mode]!);
   const log = statSync(rrfile).size;
+  // one per return of QEMU's vCPU loop with icount sleep=on: what a replay pays for (docs/runs.md, "Replay speed of sleep=on runs")
+  const warps = replayLogEvents(readFileSync(rrfile))?.get("checkpoint-clock-warp-account") ?? 0;
   rmSync(dir, { recursive: true, force: true });
   const diverged = seen.size !== 1;
   return {
     payloadMiB: payloadBytes / MiB,
-    imageMiB: p.image.size / MiB,
+    root: p.vm.root_disk === null ? "initramfs" : "disk",
+    sleep: p.vm.icount_sleep ? "on" : "off",
+    warps,
+    imageMiB: (p.image.size + (p.vm.root_disk?.size ?? 0)) / MiB,
     imageMs,
     plainS: results.none!.ms / 1000,
     recordS: results.record!.ms / 1000,
@@ -128,13 +134,13 @@ console.log(
 );
 console.log(`${reps} repetition(s) per mode, medians; QEMU ${qemuVersion()}`);
 console.log(
-  "| case | image MiB | image build ms | plain s | record s | replay s | record/plain | replay/record | replay log KiB | protocol KiB | divergence |",
+  "| case | root, icount sleep | image MiB | image build ms | plain s | record s | replay s | record/plain | replay/record | replay log KiB | clock-warp-account checkpoints | protocol KiB | divergence |",
 );
-console.log("|---|---|---|---|---|---|---|---|---|---|---|");
+console.log("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
 for (const [payload, commands, label] of cases.filter((c) => only === undefined || c[2].includes(only))) {
   const r = await measure(payload, commands);
   rows.push(r);
   console.log(
-    `| ${label} | ${r.imageMiB.toFixed(1)} | ${r.imageMs.toFixed(0)} | ${r.plainS.toFixed(1)} | ${r.recordS.toFixed(1)} | ${r.replayS.toFixed(1)} | ${r.recordOverPlain.toFixed(2)} | ${r.replayOverRecord.toFixed(2)} | ${r.replayLogKiB.toFixed(0)} | ${r.protocolKiB.toFixed(1)} | ${r.diverged ? "DIVERGED" : "none"} |`,
+    `| ${label} | ${r.root}, ${r.sleep} | ${r.imageMiB.toFixed(1)} | ${r.imageMs.toFixed(0)} | ${r.plainS.toFixed(1)} | ${r.recordS.toFixed(1)} | ${r.replayS.toFixed(1)} | ${r.recordOverPlain.toFixed(2)} | ${r.replayOverRecord.toFixed(2)} | ${r.replayLogKiB.toFixed(0)} | ${r.warps} | ${r.protocolKiB.toFixed(1)} | ${r.diverged ? "DIVERGED" : "none"} |`,
   );
 }

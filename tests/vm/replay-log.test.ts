@@ -61,33 +61,30 @@ test("a log this reader does not frame exactly is undefined, never a guess", () 
 
 test("the events of a framed log are counted by kind, checkpoints by their QEMU 7.2 names", () => {
   const counts = replayLogEvents(log(...every, [31], [31], [34], [38], [10], END));
-  assert.deepEqual(
-    Object.fromEntries(counts ?? []),
-    {
-      "clock-host": 1,
-      "checkpoint-init": 1,
-      instruction: 3,
-      interrupt: 1,
-      exception: 1,
-      "async-bh": 1,
-      "async-bh-oneshot": 1,
-      "async-input-sync": 1,
-      "async-char-read": 1,
-      "async-block": 1,
-      "async-net": 1,
-      shutdown: 2,
-      "char-write": 1,
-      "char-read-all": 1,
-      "char-read-all-error": 1,
-      random: 1,
-      "clock-virtual-rt": 1,
-      "checkpoint-clock-warp-start": 1,
-      "checkpoint-clock-warp-account": 2,
-      "checkpoint-clock-virtual": 1,
-      "checkpoint-reset": 1,
-      end: 1,
-    },
-  );
+  assert.deepEqual(Object.fromEntries(counts ?? []), {
+    "clock-host": 1,
+    "checkpoint-init": 1,
+    instruction: 3,
+    interrupt: 1,
+    exception: 1,
+    "async-bh": 1,
+    "async-bh-oneshot": 1,
+    "async-input-sync": 1,
+    "async-char-read": 1,
+    "async-block": 1,
+    "async-net": 1,
+    shutdown: 2,
+    "char-write": 1,
+    "char-read-all": 1,
+    "char-read-all-error": 1,
+    random: 1,
+    "clock-virtual-rt": 1,
+    "checkpoint-clock-warp-start": 1,
+    "checkpoint-clock-warp-account": 2,
+    "checkpoint-clock-virtual": 1,
+    "checkpoint-reset": 1,
+    end: 1,
+  });
   // control: a log not framed exactly has no counts, as it has no instruction count
   assert.equal(replayLogEvents(log([5, 1, 2], END)), undefined);
   assert.equal(replayLogEvents(log(INSN(5))), undefined);
