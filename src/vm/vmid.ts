@@ -148,7 +148,7 @@ export const GUEST_CMDLINE = "console=ttyS0 panic=-1 quiet";
 
 /**
  * The kernel command line of a run with icount `sleep=on` (a root disk, a
- * network). With `sleep=on` QEMU 7.2 writes a CLOCK_WARP_ACCOUNT checkpoint
+ * network, checkpoints). With `sleep=on` QEMU 7.2 writes a CLOCK_WARP_ACCOUNT checkpoint
  * to the replay log at every return of its vCPU loop, and x86's PAUSE (the
  * kernel's `cpu_relax()`) returns from it every time: the kernel's boot-time
  * busy waits (the local APIC timer calibration, about 100 ms of guest time,
