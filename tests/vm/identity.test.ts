@@ -186,7 +186,7 @@ describe("VM identity cairn.vm/1", () => {
     assertCode(() => parseVmIdentity({ ...model, root_disk: { ...model.root_disk, filesystem: "ext4" } }, "/vm"), "RUN_INVALID", "/vm/root_disk/filesystem");
   });
 
-  it("a run with icount sleep=on (a root disk or a network) boots its kernel with no_timer_check noapictimer; a run in an initramfs keeps its line", () => {
+  it("a run with icount sleep=on (a root disk, a network, checkpoints) boots its kernel with no_timer_check noapictimer; a run in an initramfs keeps its line", () => {
     const withDisk = defaultVmIdentity({
       qemu: id.qemu,
       kernel: id.kernel,
@@ -198,9 +198,20 @@ describe("VM identity cairn.vm/1", () => {
       disk: { image: d("9"), size: 8192 },
     });
     const sleepOn = "console=ttyS0 panic=-1 quiet no_timer_check noapictimer";
+    const withCheckpoints = defaultVmIdentity({
+      qemu: id.qemu,
+      kernel: id.kernel,
+      modules: [],
+      agent: id.agent,
+      initramfs: id.initramfs,
+      treeManifest: id.tree_manifest,
+      memoryMib: 256,
+      inputChannel: true,
+    });
     for (const [what, vm] of [
       ["root disk", withDisk],
       ["network", withInputs],
+      ["checkpoints' input channel", withCheckpoints],
     ] as const) {
       assert.equal(vm.icount_sleep, true, what);
       assert.equal(vm.cmdline, sleepOn, what);
