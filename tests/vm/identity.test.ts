@@ -215,7 +215,7 @@ describe("VM identity cairn.vm/1", () => {
     ] as const) {
       assert.equal(vm.icount_sleep, true, what);
       assert.equal(vm.cmdline, sleepOn, what);
-      const args = qemuArgs(vm, paths, "replay");
+      const args = qemuArgs(vm, { ...paths, inputSocket: "/s/input.sock" }, "replay");
       assert.equal(args[args.indexOf("-append") + 1], sleepOn, what);
     }
     // control: sleep=off (the initramfs root) keeps the line its golden identity was computed with
