@@ -75,6 +75,8 @@ export interface KitChoice {
   readonly kernel?: Sha256Digest;
   readonly modules?: ReadonlyArray<{ readonly name: string; readonly digest: Sha256Digest }>;
   readonly agent?: Sha256Digest;
+  /** A replay: the recorded kernel line (vmid.ts `kernelCmdline` takes it only if cairn has used it for such a run). */
+  readonly cmdline?: string;
 }
 
 /** The workload's tree and content with the run's inputs laid in; the inputs must be exactly the ones the scenario names. */
@@ -148,6 +150,7 @@ export async function prepareGuest(unmerged: GuestInputs, choice: KitChoice): Pr
     ...(g.runInputs !== undefined ? { runInputs: g.runInputs.digest } : {}),
     ...(network !== undefined ? { network } : {}),
     ...(g.scenario.checkpoints !== undefined ? { inputChannel: true } : {}),
+    ...(choice.cmdline !== undefined ? { cmdline: choice.cmdline } : {}),
   });
   return {
     inputs,

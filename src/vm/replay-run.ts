@@ -148,7 +148,15 @@ export async function preflight(opts: ReplayOptions) {
       ...(httpRoot ? { httpRoot } : {}),
       room: opts.runDir, // each replay boots in a directory inside the run directory
     },
-    { kit: opts.kit, qemu: qemuVersion(), kernel: m.vm.kernel, modules: parseModuleEntries(m.vm.kernel_modules, "/vm/kernel_modules"), agent: m.vm.agent },
+    {
+      kit: opts.kit,
+      qemu: qemuVersion(),
+      kernel: m.vm.kernel,
+      modules: parseModuleEntries(m.vm.kernel_modules, "/vm/kernel_modules"),
+      agent: m.vm.agent,
+      // a disk-root or network run recorded before issue 35 keeps its kernel line (vmid.ts kernelCmdline)
+      cmdline: m.vm.cmdline,
+    },
   );
   // the network first: adding or removing run.network also changes the image, and the field is the better name
   const netDiff = firstNetworkDifference(m.vm.network, prepared.vm.network);

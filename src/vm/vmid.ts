@@ -159,6 +159,18 @@ export const GUEST_CMDLINE = "console=ttyS0 panic=-1 quiet";
  */
 export const SLEEP_ON_CMDLINE = `${GUEST_CMDLINE} no_timer_check noapictimer`;
 
+/**
+ * The kernel line of a run: the recorded one when it is a line cairn has
+ * booted runs of that icount mode with (a replay of a run recorded before
+ * SLEEP_ON_CMDLINE keeps its GUEST_CMDLINE, so it still replays), else
+ * today's. A recorded line cairn never wrote is not taken: the identity
+ * then differs in `cmdline`, and the replay is refused naming it.
+ */
+function kernelCmdline(sleep: boolean, recorded: string | undefined): string {
+  const lines = sleep ? [SLEEP_ON_CMDLINE, GUEST_CMDLINE] : [GUEST_CMDLINE];
+  return recorded !== undefined && lines.includes(recorded) ? recorded : lines[0]!;
+}
+
 export const PROTOCOL_PORT_NAME = "cairn.protocol";
 
 export function defaultVmIdentity(parts: {
@@ -182,6 +194,8 @@ export function defaultVmIdentity(parts: {
    * delivers only with icount sleep=on (docs/runs.md, "A runtime input channel").
    */
   inputChannel?: boolean;
+  /** A replay: the recorded kernel line, taken when cairn has booted runs of this icount mode with it (`kernelCmdline`). */
+  cmdline?: string;
 }): VmIdentity {
   // with sleep=off QEMU 7.2 never completes a blkreplay read while recording (the log grows, the guest waits forever),
   // nor delivers the input channel's bytes (docs/runs.md, "A runtime input channel")
@@ -202,7 +216,7 @@ export function defaultVmIdentity(parts: {
     kernel: parts.kernel,
     kernel_modules: parts.modules.map((m) => `${m.name}=${m.digest}`),
     // sleep=on runs only: a run in an initramfs without checkpoints keeps its identity
-    cmdline: sleep ? SLEEP_ON_CMDLINE : GUEST_CMDLINE,
+    cmdline: kernelCmdline(sleep, parts.cmdline),
     agent: parts.agent,
     initramfs: parts.initramfs,
     tree_manifest: parts.treeManifest,

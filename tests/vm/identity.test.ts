@@ -221,6 +221,23 @@ describe("VM identity cairn.vm/1", () => {
     // control: sleep=off (the initramfs root) keeps the line its golden identity was computed with
     assert.equal(id.icount_sleep, false);
     assert.equal(id.cmdline, "console=ttyS0 panic=-1 quiet");
+    // a replay of a sleep=on run recorded before keeps its earlier line; a line cairn never used for the mode is not taken
+    const recorded = (cmdline: string, disk: boolean) =>
+      defaultVmIdentity({
+        qemu: id.qemu,
+        kernel: id.kernel,
+        modules: [],
+        agent: id.agent,
+        initramfs: id.initramfs,
+        treeManifest: id.tree_manifest,
+        memoryMib: 256,
+        ...(disk ? { disk: { image: d("9"), size: 8192 } } : {}),
+        cmdline,
+      }).cmdline;
+    assert.equal(recorded("console=ttyS0 panic=-1 quiet", true), "console=ttyS0 panic=-1 quiet");
+    assert.equal(recorded(sleepOn, true), sleepOn);
+    assert.equal(recorded(`${sleepOn} x`, true), sleepOn);
+    assert.equal(recorded(sleepOn, false), "console=ttyS0 panic=-1 quiet");
   });
 
   it("changes its digest with any covered field and names the first difference", () => {

@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { before, describe, it } from "node:test";
 import { CairnError, digestHex, type ErrorCode, type Sha256Digest } from "../../src/core/index.ts";
 import { recordRun, replayRun, ROOT_DISK_DEVICE, VM_IDENTITY_SCOPE, vmDigest, type Kit, type RecordResult, type VmIdentity } from "../../src/vm/index.ts";
+import { SLEEP_ON_CMDLINE } from "../../src/vm/vmid.ts";
 import { networkIdentity } from "../../src/vm/netid.ts";
 import { testKit, VM_SKIP } from "./fixtures/kit.ts";
 import { binaryWorkspace, SECRET, type Workspace } from "./fixtures/workloads.ts";
@@ -158,6 +159,14 @@ describe("replay refuses before launch", { skip: VM_SKIP }, () => {
         await refused(c, "VM_MISMATCH", `/vm/${field}`);
       }
     }
+    // the kernel line of sleep=on runs (issue 35) on this sleep=off run: a replay takes a recorded line only for the mode cairn used it with
+    assert.equal(rec.manifest.vm.icount_sleep, false);
+    const sleepOn = copy();
+    editManifest(sleepOn.runDir, (m) => {
+      m.vm = { ...m.vm, cmdline: SLEEP_ON_CMDLINE };
+      m.vm_digest = vmDigest(m.vm);
+    });
+    await refused(sleepOn, "VM_MISMATCH", "/vm/cmdline");
     const c = copy();
     editManifest(c.runDir, (m) => void (m.vm = { ...m.vm, memory_mib: 128 }));
     await refused(c, "REPLAY_MISMATCH", "/vm_digest");
