@@ -107,7 +107,7 @@ export const VM_IDENTITY_SCOPE = defineScope({
     "/kernel": "the guest kernel bytes",
     "/kernel_modules": "the virtio modules (and their order) the agent loads for the protocol port",
     "/cmdline":
-      "the kernel command line; with icount sleep=on it adds no_timer_check noapictimer, so the kernel's boot-time busy waits do not fill the replay log with clock checkpoints that make a replay 3x slower than its record",
+      "the kernel command line; with icount sleep=on it adds no_timer_check noapictimer pmtmr=0, so the kernel's boot-time busy waits do not fill the replay log with clock checkpoints that make a replay 3x slower than its record",
     "/agent": "the guest agent (PID 1) bytes",
     "/initramfs": "the whole guest image: agent, recorded inputs, workload template",
     "/tree_manifest": "what the agent proves the guest sees (every path, type, mode, owner, size, symlink target), derived from the canonical tree",
@@ -155,9 +155,10 @@ export const GUEST_CMDLINE = "console=ttyS0 panic=-1 quiet";
  * and the IO-APIC timer check) wrote 1.4 million checkpoints, 9 MB of log,
  * and a replay spent 3× its record reading them. `noapictimer` takes the tick
  * from the HPET instead of the calibrated local APIC timer; `no_timer_check`
- * skips the timer check. Measured in docs/runs.md, "Replay speed of sleep=on runs".
+ * skips the timer check; `pmtmr=0` leaves out the ACPI PM timer clocksource,
+ * whose registration spins 4.5 ms in `udelay`s. Measured in docs/runs.md, "Replay speed of sleep=on runs".
  */
-export const SLEEP_ON_CMDLINE = `${GUEST_CMDLINE} no_timer_check noapictimer`;
+export const SLEEP_ON_CMDLINE = `${GUEST_CMDLINE} no_timer_check noapictimer pmtmr=0`;
 
 /**
  * The kernel line of a run: the recorded one when it is a line cairn has

@@ -229,8 +229,8 @@ const EXPECTED: Record<string, string> = {
   "workload (every relaxation)": "sha256:1014b474a8e7e699b6366020a9cd46d813bcc4eb809c8695239c31c919e823d6",
   // moved on purpose (issue 9): the VM identity gained tree_manifest, then root_disk (null without a root disk); see CHANGELOG.md
   vm: "sha256:2706bd2c2f5222b4902347a76c9e934f64bc0f32dd5087fff9b535dd58c62d3e",
-  // moved on purpose (issue 35): a sleep=on run's kernel line adds no_timer_check noapictimer (was sha256:19fe897d…93d0cd); see docs/identities.md
-  "vm (root disk, sleep=on)": "sha256:0db89c619b1751b7966b4784452fed61aa0c9b6e2c973e5970f4c7fdbec2147f",
+  // moved on purpose (issue 35): a sleep=on run's kernel line adds no_timer_check noapictimer pmtmr=0 (was sha256:19fe897d…93d0cd); see docs/identities.md
+  "vm (root disk, sleep=on)": "sha256:1f85640c50aa180a8e862a87331dfff121dd8b812f8b44a7aa5d5028959e191c",
   "tree manifest": "sha256:14cf992353c05d3b225278976e8c5d44f6c2f7df9922e0b828d1ca69e33d83c2",
   outcome: "sha256:6123b3563da0cc2e92136f509065bb40812e8976d471f01746cc0b499bb57dde",
   "agent source digest": "sha256:ceb6b7f2e837c69376e0e1ce040e09b1cf85e80409c0f60040e0c3b743c40d09",

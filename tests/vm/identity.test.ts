@@ -186,7 +186,7 @@ describe("VM identity cairn.vm/1", () => {
     assertCode(() => parseVmIdentity({ ...model, root_disk: { ...model.root_disk, filesystem: "ext4" } }, "/vm"), "RUN_INVALID", "/vm/root_disk/filesystem");
   });
 
-  it("a run with icount sleep=on (a root disk, a network, checkpoints) boots its kernel with no_timer_check noapictimer; a run in an initramfs keeps its line", () => {
+  it("a run with icount sleep=on (a root disk, a network, checkpoints) boots its kernel with no_timer_check noapictimer pmtmr=0; a run in an initramfs keeps its line", () => {
     const withDisk = defaultVmIdentity({
       qemu: id.qemu,
       kernel: id.kernel,
@@ -197,7 +197,7 @@ describe("VM identity cairn.vm/1", () => {
       memoryMib: 256,
       disk: { image: d("9"), size: 8192 },
     });
-    const sleepOn = "console=ttyS0 panic=-1 quiet no_timer_check noapictimer";
+    const sleepOn = "console=ttyS0 panic=-1 quiet no_timer_check noapictimer pmtmr=0";
     const withCheckpoints = defaultVmIdentity({
       qemu: id.qemu,
       kernel: id.kernel,
