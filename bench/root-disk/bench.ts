@@ -28,6 +28,7 @@ import { canonicalize, sha256, type Sha256Digest } from "../../src/core/index.ts
 import type { FsEntry } from "../../src/tree/entries.ts";
 import { bootGuest, DEFAULT_RUN_LIMITS, evaluate, prepareGuest, qemuVersion, type GuestLaunch, type GuestRoot, type Scenario } from "../../src/vm/index.ts";
 import { replayLogEvents } from "../../src/vm/replay-log.ts";
+import { childrenCpuMs } from "../../src/vm/run-facts.ts";
 import { testKit } from "../../tests/vm/fixtures/kit.ts";
 
 const MiB = 1024 * 1024;
@@ -90,13 +91,17 @@ async function boot(w: ReturnType<typeof world>, root: GuestRoot, argv: string[]
   const imageMs = performance.now() - t0;
   const dir = mkdtempSync(join(tmpdir(), "cairn-bench-root-"));
   const rrfile = join(dir, "replay.log");
-  const out: Record<string, { qemuS: number; hostS: number; stdout: string; events: string; status: string }> = {};
+  const out: Record<string, { qemuS: number; cpuS: number; hostS: number; stdout: string; events: string; status: string }> = {};
   for (const mode of modes) {
     const t = performance.now();
+    // QEMU's CPU time (user + system, from this process's reaped children): steadier than wall time on a loaded machine
+    const cpuBefore = childrenCpuMs() ?? 0;
     const b = await bootGuest(p, mode, { dir, rrfile }, 1_800_000);
+    const cpuS = ((childrenCpuMs() ?? 0) - cpuBefore) / 1000;
     const ev = evaluate(b.decoded, sc, b.kernel);
     out[mode] = {
       qemuS: b.qemu.durationMs / 1000,
+      cpuS,
       hostS: (performance.now() - t - b.qemu.durationMs) / 1000,
       stdout: b.decoded.streams.get(1)?.stdout.toString("utf8") ?? "",
       events: canonicalize(ev.events),
@@ -120,9 +125,9 @@ const tiny = await boot(world(hash, 0), "initramfs", ["/bin/hash"], ["none"]);
 const tinyS = tiny.out.none!.qemuS;
 console.log(`tiny tree (the probe alone, initramfs): first ${tinyS.toFixed(1)} s`);
 console.log(
-  "| tree | root | image | image build | guest RAM | first (ratio to tiny) | record | replay | replay/record | replay log | clock-warp-account checkpoints | digest | replay = record |",
+  "| tree | root | image | image build | guest RAM | first (ratio to tiny) | record | replay | replay/record | replay/record CPU | replay log | clock-warp-account checkpoints | digest | replay = record |",
 );
-console.log("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+console.log("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
 for (const mib of sizes) {
   const w = world(hash, mib);
   for (const root of roots) {
@@ -135,7 +140,7 @@ for (const mib of sizes) {
       const imageMiB = (first.p.image.size + (disk?.size ?? 0)) / MiB;
       const printed = rec.stdout.split(" ")[0] === w.last ? "ok" : `WRONG (${rec.stdout.trim()})`;
       console.log(
-        `| ${mib} MiB | ${root} | ${imageMiB.toFixed(1)} MiB | ${(first.imageMs / 1000).toFixed(1)} s | ${first.p.vm.memory_mib} MiB | ${first.out.none!.qemuS.toFixed(1)} s (${(first.out.none!.qemuS / tinyS).toFixed(2)}×, ${first.out.none!.status}) | ${rec.qemuS.toFixed(1)} s (${rec.status}) | ${rep.qemuS.toFixed(1)} s | ${(rep.qemuS / rec.qemuS).toFixed(2)} | ${(rr.log / MiB).toFixed(2)} MiB | ${rr.warps} | ${printed} | ${rec.events === rep.events ? "yes" : "NO"} |`,
+        `| ${mib} MiB | ${root} | ${imageMiB.toFixed(1)} MiB | ${(first.imageMs / 1000).toFixed(1)} s | ${first.p.vm.memory_mib} MiB | ${first.out.none!.qemuS.toFixed(1)} s (${(first.out.none!.qemuS / tinyS).toFixed(2)}×, ${first.out.none!.status}) | ${rec.qemuS.toFixed(1)} s (${rec.status}) | ${rep.qemuS.toFixed(1)} s | ${(rep.qemuS / rec.qemuS).toFixed(2)} | ${(rep.cpuS / rec.cpuS).toFixed(2)} (${rec.cpuS.toFixed(1)} s, ${rep.cpuS.toFixed(1)} s) | ${(rr.log / MiB).toFixed(2)} MiB | ${rr.warps} | ${printed} | ${rec.events === rep.events ? "yes" : "NO"} |`,
       );
       if (disk) console.log(`  (host time to write the disk per boot: ${first.out.none!.hostS.toFixed(1)} s)`);
     } catch (e) {

@@ -20,6 +20,7 @@ import type { FsEntry } from "../../src/tree/entries.ts";
 import { assembleWorkload } from "../../src/workload/assemble.ts";
 import { bootGuest, DEFAULT_RUN_LIMITS, evaluate, prepareGuest, qemuVersion, type Scenario } from "../../src/vm/index.ts";
 import { replayLogEvents } from "../../src/vm/replay-log.ts";
+import { childrenCpuMs } from "../../src/vm/run-facts.ts";
 import { probeBytes, probePath } from "../../tests/vm/fixtures/programs.ts";
 import { testKit } from "../../tests/vm/fixtures/kit.ts";
 import { PROBE_LAUNCH } from "../../tests/vm/fixtures/guest.ts";
@@ -74,11 +75,15 @@ async function measure(payloadBytes: number, commands: string) {
   const rrfile = join(dir, "replay.log");
   const results: Record<string, { ms: number; outcome: string; events: string; protocol: number }> = {};
   const times: Record<string, number[]> = { none: [], record: [], replay: [] };
+  // QEMU's CPU time (user + system, from this process's reaped children): steadier than wall time on a loaded machine
+  const cpu: Record<string, number[]> = { none: [], record: [], replay: [] };
   const seen = new Set<string>();
   for (let rep = 0; rep < reps; rep++) {
     // interleaved, so load on the shared machine hits all three modes alike
     for (const mode of ["none", "record", "replay"] as const) {
+      const cpuBefore = childrenCpuMs() ?? 0;
       const b = await bootGuest(p, mode, { dir, rrfile }, 600_000);
+      cpu[mode]!.push((childrenCpuMs() ?? 0) - cpuBefore);
       const ev = evaluate(b.decoded, sc, b.kernel);
       times[mode]!.push(b.qemu.durationMs);
       seen.add(canonicalize(ev.events));
@@ -103,6 +108,8 @@ async function measure(payloadBytes: number, commands: string) {
     replayS: results.replay!.ms / 1000,
     recordOverPlain: results.record!.ms / results.none!.ms,
     replayOverRecord: results.replay!.ms / results.record!.ms,
+    recordCpuS: median(cpu.record!) / 1000,
+    replayCpuS: median(cpu.replay!) / 1000,
     replayLogKiB: log / 1024,
     protocolKiB: results.record!.protocol / 1024,
     diverged,
@@ -134,13 +141,13 @@ console.log(
 );
 console.log(`${reps} repetition(s) per mode, medians; QEMU ${qemuVersion()}`);
 console.log(
-  "| case | root, icount sleep | image MiB | image build ms | plain s | record s | replay s | record/plain | replay/record | replay log KiB | clock-warp-account checkpoints | protocol KiB | divergence |",
+  "| case | root, icount sleep | image MiB | image build ms | plain s | record s | replay s | record/plain | replay/record | record CPU s | replay CPU s | replay/record CPU | replay log KiB | clock-warp-account checkpoints | protocol KiB | divergence |",
 );
-console.log("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+console.log("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
 for (const [payload, commands, label] of cases.filter((c) => only === undefined || c[2].includes(only))) {
   const r = await measure(payload, commands);
   rows.push(r);
   console.log(
-    `| ${label} | ${r.root}, ${r.sleep} | ${r.imageMiB.toFixed(1)} | ${r.imageMs.toFixed(0)} | ${r.plainS.toFixed(1)} | ${r.recordS.toFixed(1)} | ${r.replayS.toFixed(1)} | ${r.recordOverPlain.toFixed(2)} | ${r.replayOverRecord.toFixed(2)} | ${r.replayLogKiB.toFixed(0)} | ${r.warps} | ${r.protocolKiB.toFixed(1)} | ${r.diverged ? "DIVERGED" : "none"} |`,
+    `| ${label} | ${r.root}, ${r.sleep} | ${r.imageMiB.toFixed(1)} | ${r.imageMs.toFixed(0)} | ${r.plainS.toFixed(1)} | ${r.recordS.toFixed(1)} | ${r.replayS.toFixed(1)} | ${r.recordOverPlain.toFixed(2)} | ${r.replayOverRecord.toFixed(2)} | ${r.recordCpuS.toFixed(1)} | ${r.replayCpuS.toFixed(1)} | ${(r.replayCpuS / r.recordCpuS).toFixed(2)} | ${r.replayLogKiB.toFixed(0)} | ${r.warps} | ${r.protocolKiB.toFixed(1)} | ${r.diverged ? "DIVERGED" : "none"} |`,
   );
 }
