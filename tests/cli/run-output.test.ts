@@ -64,3 +64,38 @@ describe("cairn run lists the checkpoints taken", () => {
     assert.doesNotMatch(runOutputText(recorded()), /ckpt|instruction/);
   });
 });
+
+/** A branch's record (`cairn branch`): run.json's `branch` names the parent and the checkpoint. */
+function branched() {
+  const r = recorded() as unknown as { manifest: Record<string, unknown> };
+  const file = { sha256: d("8"), size: 4096 };
+  r.manifest = {
+    ...r.manifest,
+    branch: {
+      parent: { run_id: "20261130-000000-parent", outcome: d("9") },
+      checkpoint: { name: "one", icount: 1_234_567, file },
+      start: file,
+      prefix: file,
+      scenario: file,
+    },
+  };
+  return r as unknown as RecordResult;
+}
+
+describe("cairn branch prints the parent and the checkpoint", () => {
+  const BRANCH_TAG = "cairn.cli.branch/1";
+  const validBranch = (doc: object) => checkDocument(JSON.stringify(doc), BRANCH_TAG).problems;
+
+  it("in --json (cairn.cli.branch/1, success and failure shapes) and in the text; the schema requires them (control)", () => {
+    const model = { ...runOutputModel(branched()), parent_dir: "/runs/20261130-000000-parent" };
+    assert.deepEqual(model.branch, { parent: "20261130-000000-parent", checkpoint: { name: "one", icount: 1_234_567 } });
+    assert.deepEqual(validBranch({ schema: BRANCH_TAG, ...model }), []);
+    const failure = runStatusFailure("assertions-failed", model.run_dir);
+    assert.ok(failure !== undefined);
+    assert.deepEqual(validBranch({ schema: BRANCH_TAG, error: failure.toJSON(), run: model }), []);
+    const { branch: _, ...withoutBranch } = model;
+    assert.notDeepEqual(validBranch({ schema: BRANCH_TAG, ...withoutBranch }), [], "control: a branch document without its parent is refused");
+    assert.match(runOutputText(branched()), /^branch {3}of 20261130-000000-parent at checkpoint one \(instruction 1,234,567\)$/m);
+    assert.doesNotMatch(runOutputText(recorded()), /^branch/m, "control: a run from boot has no branch line");
+  });
+});

@@ -16,7 +16,7 @@
  * it: it writes `echo branched` where the parent wrote `echo two`.
  */
 import assert from "node:assert/strict";
-import { copyFileSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -133,6 +133,18 @@ describe("cairn branch", { skip: VM_SKIP }, () => {
     assert.deepEqual(problems, [], r.stdout);
     assert.equal(doc.matches, true, r.stdout);
     assert.equal(doc.status, "passed");
+  });
+
+  it("a branch whose tail's expectations fail is a failure: exit 1, the error beside the recorded branch (cairn.cli.branch/1), a failure bundle", async () => {
+    const failing = join(root, "failing-tail.yaml");
+    writeFileSync(failing, TAIL.replace("echo branched, eof", "echo something else, eof"));
+    const r = await runCli(["branch", parent.run_dir, "--at", "one", "--scenario", failing, ...common(), "--json"]);
+    assert.equal(r.code, 1, r.stdout + r.stderr);
+    const { doc, problems } = checkDocument(r.stdout, "cairn.cli.branch/1");
+    assert.deepEqual(problems, [], r.stdout);
+    const run = doc.run as { status: string; run_dir: string; branch: { parent: string } };
+    assert.deepEqual([(doc.error as { code: string }).code, run.status, run.branch.parent], ["ASSERTION_FAILED", "assertions-failed", parent.run_id], r.stdout);
+    assert.ok(existsSync(join(run.run_dir, "failure-bundle.json")), "the failed branch keeps its failure bundle");
   });
 
   it("refuses a checkpoint the parent did not take, naming it and the ones it took (control: `one` above)", async () => {
