@@ -40,7 +40,8 @@ export interface HoldPoint {
 /** Parses a tail file's bytes (YAML or JSON) against the point it continues from. */
 export function parseBranchTail(bytes: Buffer, at: HoldPoint, file: string): BranchTail {
   const text = bytes.toString("utf8");
-  const unsafe: JsonModel = /^\s*[{[]/.test(text) ? parseJsonBytes(bytes) : (parseYamlText(text) as JsonModel);
+  // a refusal names the file (the parsers say "input" otherwise)
+  const unsafe: JsonModel = /^\s*[{[]/.test(text) ? parseJsonBytes(bytes, { source: file }) : (parseYamlText(text, file) as JsonModel);
   const c = new Checker("RUN_INVALID");
   const o = c.object(unsafe, "", ["steps", "expect"]);
   if (!o) {

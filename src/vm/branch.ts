@@ -94,7 +94,8 @@ function branchParent(opts: BranchOptions): BranchParent {
   if (taken === undefined)
     refuse(
       "--at",
-      `run ${m.run_id} took no checkpoint "${opts.checkpoint}"; it took ${m.checkpoints!.taken.map((t) => t.name).join(", ")}`,
+      // the name as given, bounded and quoted: it is the user's text, and may hold terminal escapes
+      `run ${m.run_id} took no checkpoint ${JSON.stringify(opts.checkpoint.slice(0, 64))}; it took ${m.checkpoints!.taken.map((t) => t.name).join(", ")}`,
       "cairn runs show RUN lists a run's checkpoints",
     );
   const protocolFile = join(opts.runDir, "protocol.bin");

@@ -158,6 +158,12 @@ describe("cairn branch", { skip: VM_SKIP }, () => {
     assert.match(e.message, /"nope"/);
     assert.match(e.message, /one, echoed/);
     assert.deepEqual(runDirs(), before, "no run directory is left");
+    // a name is echoed bounded and quoted: 20,000 characters with terminal escapes do not reach the terminal as they are
+    const wild = "\u001b[2J\u001b]0;owned\u0007".repeat(2000);
+    const w = await runCli(["branch", parent.run_dir, "--at", wild, "--scenario", join(root, "tail.yaml"), ...common()]);
+    assert.equal(w.code, 1, w.stderr);
+    assert.doesNotMatch(w.stderr, /\u001b|\u0007/, "no raw escape on stderr");
+    assert.ok(w.stderr.length < 1000, `the message is bounded: ${w.stderr.length} characters`);
   });
 
   it("refuses a run recorded without checkpoints (control: the parent above)", async () => {
@@ -179,6 +185,13 @@ describe("cairn branch", { skip: VM_SKIP }, () => {
     assert.equal(e.code, "RUN_INVALID", r.stdout);
     const paths = [e.path, ...(e.issues ?? []).map((i) => i.path)];
     assert.ok(paths.includes("/steps/0/action"), r.stdout);
+    assert.deepEqual(runDirs(), before, "no run directory is left");
+    // a tail that is not even YAML: the refusal names the file (it said "input")
+    const broken = join(root, "broken-tail.yaml");
+    writeFileSync(broken, "steps: [\n");
+    const y = await runCli(["branch", parent.run_dir, "--at", "one", "--scenario", broken, ...common(), "--json"]);
+    assert.equal(y.code, 1, y.stdout + y.stderr);
+    assert.ok(String(JSON.parse(y.stdout).error.message).includes(broken), y.stdout);
     assert.deepEqual(runDirs(), before, "no run directory is left");
   });
 });
