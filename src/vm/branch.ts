@@ -88,7 +88,11 @@ function refuse(path: string, message: string, hint?: string): never {
 function branchParent(opts: BranchOptions): BranchParent {
   const m = readRunManifest(opts.runDir);
   if (m.branch !== undefined)
-    refuse("/branch", `run ${m.run_id} is a branch: a branch takes no checkpoints of its own yet`, `branch its parent ${m.branch.parent.run_id} at another checkpoint`);
+    refuse(
+      "/branch",
+      `run ${m.run_id} is a branch: a branch takes no checkpoints of its own yet`,
+      `branch its parent ${m.branch.parent.run_id} at another checkpoint`,
+    );
   const qcow2 = checkCheckpointFile(opts.runDir, m); // a run without checkpoints, or a qcow2 run.json does not record, is refused here
   const taken = m.checkpoints!.taken.find((t) => t.name === opts.checkpoint);
   if (taken === undefined)
