@@ -24,7 +24,9 @@
  *      made without it (`inputs: {tree, included: false}`: then none of it
  *      may be there, and the replay needs it in its own store), the kernel,
  *      modules and agent of the VM identity, the replay log's digest, and
- *      every digest a receipt names;
+ *      every digest a receipt names, and for a branch its start snapshot,
+ *      stream prefix and tail (`private/branch-*`, always there for a
+ *      branch, never for another run), each by run.json's size and sha256;
  *   6. the host's QEMU version is the recorded one (VM_MISMATCH /vm/qemu,
  *      naming the version needed), before anything touches the disk.
  *
@@ -36,7 +38,7 @@
  * run directory; replay then verifies every byte again from the store.
  */
 import { existsSync, lstatSync, mkdirSync, renameSync, rmSync, statSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { basename, join, resolve } from "node:path";
 import {
   CairnError,
   Checker,
@@ -68,6 +70,7 @@ import {
   BUNDLE_MAX_MEMBER_BYTES,
   BUNDLE_OPTIONAL_RUN_FILES,
   BUNDLE_RUN_FILES,
+  BRANCH_MEMBERS,
   RUN_BUNDLE_SCHEMA,
   type BundleInputs,
   type BundleInputsFact,
@@ -77,7 +80,7 @@ import { IN_TOTO_PAYLOAD_TYPE } from "./run-receipt.ts";
 import { RUN_ENV_MANIFEST_FILE } from "./run-facts.ts";
 import { removeDeadStaging } from "./run-staging.ts";
 import { RUN_FILES } from "./rundir.ts";
-import { CHECKPOINT_FILE_MAX_BYTES } from "./checkpoint-file.ts";
+import type { FileRef } from "./branch-manifest.ts";
 import { CHECKPOINT_FILE } from "./checkpoint-take.ts";
 import { writeRunOrigin } from "./run-origin.ts";
 import { parseModuleEntries } from "./vmid.ts";
@@ -93,6 +96,8 @@ const PLACES: ReadonlyArray<{ readonly re: RegExp; readonly addressed: boolean }
   { re: new RegExp(`^/kit/(kernels|agents)/${HEX}$`), addressed: true },
   { re: /^\/private\/streams\/[0-9]{1,9}\.(stdout|stderr)$/, addressed: false },
   { re: /^\/private\/(console\.log|protocol\.bin|checkpoints\.qcow2)$/, addressed: false },
+  // a branch's files: their exact names (BRANCH_MEMBERS)
+  ...BRANCH_MEMBERS.map((b) => ({ re: new RegExp(`^/${b.path.replace(/\./g, "\\.")}$`), addressed: false })),
 ];
 const DIRS = new Set(["/", "/run", "/store", "/store/objects", "/store/derived", "/kit", "/kit/kernels", "/kit/agents", "/private", "/private/streams"]);
 
@@ -287,6 +292,7 @@ export function checkMembers(files: ReadonlyMap<string, { readonly sha256: Sha25
     if (qcow2.size !== manifest.checkpoints.file.size) refuse("run.json#/checkpoints/file/size", `${CHECKPOINT_FILE} is not the size run.json records`);
     need(`private/${CHECKPOINT_FILE}`, manifest.checkpoints.file.sha256, "run.json#/checkpoints/file/sha256");
   }
+  checkBranchMembers(manifest, files);
   const receipt = members.get("run/receipt.dsse.json");
   if (receipt !== undefined) checkReceiptClosure(receipt, files);
   const spilled = (p: string): string | undefined => {
@@ -296,6 +302,27 @@ export function checkMembers(files: ReadonlyMap<string, { readonly sha256: Sha25
   const held: BundleInputs = inputs === undefined ? "none" : index.inputs?.included === false ? "left-out" : "included";
   const indexBytes = spill.bytes(indexRef.sha256, indexRef.size, "bundle.max_member_bytes")!;
   return { manifest, runId: index.runId, members, index: indexBytes, kit: index.kit, inputs: held, spilled, dispose: () => spill.dispose() };
+}
+
+/**
+ * A branch's replay needs its start snapshot, the parent's stream prefix and
+ * its tail: each must be in the bundle, with the size and sha256 run.json's
+ * `branch` records (BUNDLE_INVALID naming `run.json#/branch/<field>/...`);
+ * in the bundle of a run that is not a branch they are refused, naming the
+ * member (they would be written into its run directory and vouched for).
+ */
+function checkBranchMembers(manifest: RunManifest, files: ReadonlyMap<string, { readonly sha256: Sha256Digest; readonly size: number }>): void {
+  for (const b of BRANCH_MEMBERS) {
+    const f = files.get(b.path);
+    if (manifest.branch === undefined) {
+      if (f !== undefined) refuse(`/${b.path}`, `the bundle holds ${b.path}, but its run is not a branch`);
+      continue;
+    }
+    const ref = manifest.branch[b.field];
+    if (f === undefined) refuse(`run.json#/branch/${b.field}`, `the run is a branch and the bundle has no ${b.path}: its replay needs it`);
+    if (f.size !== ref.size) refuse(`run.json#/branch/${b.field}/size`, `${b.path} is not the size run.json records`);
+    if (f.sha256 !== ref.sha256) refuse(`run.json#/branch/${b.field}/sha256`, `${b.path} is not the file run.json records (sha256)`);
+  }
 }
 
 /** Every file digest an enclosed receipt names must be the bundle's file (the signature is checked by `receipt verify`). */
@@ -432,22 +459,28 @@ function sameRun(b: OpenedBundle, runDir: string): string {
   }
   // the run imported before without its private members: its checkpoints (checked against this same run.json) join it;
   // a copy there that is not run.json's (damaged, or put there by hand) is replaced by them, never left for the import
-  // to vouch for (it was: the import succeeded and the run was `tampered`)
-  const qcow2 = b.members.get(`private/${CHECKPOINT_FILE}`);
-  if (qcow2 !== undefined && !holdsRecordedCheckpoints(join(runDir, CHECKPOINT_FILE), b.manifest))
-    writeFileAtomic(join(runDir, CHECKPOINT_FILE), qcow2, { mode: 0o600 });
+  // to vouch for (it was: the import succeeded and the run was `tampered`). A branch's files likewise.
+  const recorded: Array<[string, FileRef | undefined]> = [
+    [`private/${CHECKPOINT_FILE}`, b.manifest.checkpoints?.file],
+    ...BRANCH_MEMBERS.map((x): [string, FileRef | undefined] => [x.path, b.manifest.branch?.[x.field]]),
+  ];
+  for (const [path, ref] of recorded) {
+    const bytes = b.members.get(path);
+    const file = join(runDir, path.slice("private/".length));
+    if (bytes !== undefined && !holdsRecorded(file, ref)) writeFileAtomic(file, bytes, { mode: 0o600 });
+  }
   return runDir;
 }
 
-/** A regular file (not a link to one) of the size and sha256 run.json records for the run's checkpoints. */
-function holdsRecordedCheckpoints(file: string, m: RunManifest): boolean {
+/** A regular file (not a link to one) of the size and sha256 run.json records (`recorded`). */
+function holdsRecorded(file: string, recorded: FileRef | undefined): boolean {
   const st = lstatSync(file, { throwIfNoEntry: false });
   if (st?.isDirectory() === true)
-    throw new CairnError("USAGE", `${file} is a directory, not the run's checkpoints`, {
+    throw new CairnError("USAGE", `${file} is a directory, not the run's ${basename(file)}`, {
       path: file,
       hint: "remove it, or pass --runs with another directory",
     });
-  const recorded = m.checkpoints?.file;
   if (st === undefined || recorded === undefined || !st.isFile() || st.size !== recorded.size) return false;
-  return hashFileBounded(file, CHECKPOINT_FILE_MAX_BYTES, "run.checkpoint-file-bytes").digest === recorded.sha256;
+  // the size is run.json's: the bound is the file itself
+  return hashFileBounded(file, recorded.size, "bundle.max_member_bytes").digest === recorded.sha256;
 }

@@ -47,7 +47,7 @@ export interface PushedBundle {
   /** Blobs uploaded, and blobs the registry had already. */
   readonly uploaded: number;
   readonly present: number;
-  /** The bundle holds private members (streams, console, protocol) or the run's inputs. */
+  /** The bundle holds private members (streams, console, protocol, checkpoints; always a branch's start and prefix) or the run's inputs. */
   readonly private: boolean;
   readonly inputs: BundleInputs;
 }

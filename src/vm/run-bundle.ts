@@ -22,6 +22,12 @@
  *                              guest's RAM at each: private like the streams; checked
  *                              against run.json's size and sha256 before it is carried,
  *                              and again on import)
+ *   private/branch-start.qcow2 a branch's files (branch-manifest.ts), always, with or
+ *   private/branch-prefix.bin  without `includePrivate`: its replay needs them. Each is
+ *   private/branch.json        checked against run.json's `branch` by size and sha256
+ *                              before it is carried (and again on import). The start
+ *                              snapshot is the guest's RAM and the prefix holds output
+ *                              bytes, so the bundle of a branch is always owner-only
  *
  * A run's inputs are host files a spec named; they are left out unless asked
  * (`--include-inputs`), and the index says which: `inputs: {tree, included}`
@@ -47,6 +53,7 @@ import { RECEIPT_FILE } from "./run-receipt.ts";
 import { RUN_FILES } from "./rundir.ts";
 import { CHECKPOINT_FILE } from "./checkpoint-take.ts";
 import type { RunManifest } from "./run-manifest.ts";
+import { BRANCH_FILES, type FileRef } from "./branch-manifest.ts";
 import { parseModuleEntries } from "./vmid.ts";
 import { runInputObjects } from "./input-listing.ts";
 
@@ -90,6 +97,17 @@ export interface WriteBundleOptions {
   readonly includeInputs?: boolean;
 }
 
+/**
+ * A branch's files as bundle members (`private/<file>`), with the field of
+ * run.json's `branch` that records each: the single list, for the writer and
+ * the reader (bundle-import.ts).
+ */
+export const BRANCH_MEMBERS: ReadonlyArray<{ readonly field: "start" | "prefix" | "scenario"; readonly path: string }> = [
+  { field: "start", path: `private/${BRANCH_FILES.start}` },
+  { field: "prefix", path: `private/${BRANCH_FILES.prefix}` },
+  { field: "scenario", path: `private/${BRANCH_FILES.scenario}` },
+];
+
 /** What a bundle says of the run's inputs: none, left out, or carried. */
 export type BundleInputs = "none" | "left-out" | "included";
 
@@ -113,7 +131,7 @@ export interface CollectedBundle {
   readonly index: Buffer;
   readonly runId: string;
   readonly inputs: BundleInputs;
-  /** The bundle holds private bytes (`includePrivate`, or the run's inputs): a file of it is owner-only. */
+  /** The bundle holds private bytes (`includePrivate`, the run's inputs, or a branch's start and prefix): a file of it is owner-only. */
   readonly owned: boolean;
 }
 
@@ -133,7 +151,8 @@ export function collectRunBundle(opts: Omit<WriteBundleOptions, "out"> & { reado
   // A bundle is built in memory: its store objects' sizes (the lock's and the inputs' own records) are summed before
   // one is read, so a run of a big image (a root disk of GiBs) is refused naming bundle.max_bytes, instead of its
   // layers being read whole into memory first (past Node's largest buffer, a RangeError; below it, GiBs of RAM)
-  const objectBytes = [...lock.raw, ...inputObjects, lock.derived].reduce((n, o) => n + o.size, 0);
+  const branchRefs = m.branch === undefined ? [] : BRANCH_MEMBERS.map((b) => m.branch![b.field]);
+  const objectBytes = [...lock.raw, ...inputObjects, lock.derived, ...branchRefs].reduce((n, o) => n + o.size, 0);
   checkLimit("bundle.max_bytes", objectBytes, BUNDLE_MAX_BYTES, where, "bytes", BUNDLE_HINT);
   for (const r of lock.raw) files.set(`store/objects/${hex(r.digest)}`, store.read("objects", r.digest, r.size, "bundle.object"));
   for (const o of inputObjects) files.set(`store/objects/${hex(o.digest)}`, store.read("objects", o.digest, o.size, "bundle.object"));
@@ -152,6 +171,8 @@ export function collectRunBundle(opts: Omit<WriteBundleOptions, "out"> & { reado
     const qcow2 = bundledCheckpoints(opts.runDir, m, where);
     if (qcow2 !== undefined) files.set(`private/${CHECKPOINT_FILE}`, qcow2);
   }
+  // a branch's replay needs its start snapshot, the parent's stream prefix and its tail: always carried
+  if (m.branch !== undefined) for (const b of BRANCH_MEMBERS) files.set(b.path, bundledBranchFile(opts.runDir, b.path, b.field, m.branch[b.field], where));
   const members = [...files.entries()].map(([path, b]) => ({ path, sha256: sha256(b), size: b.length })).sort((a, b) => compareBytes(a.path, b.path));
   // the recording kit's names, when its kit.json describes this run's kernel and agent (a kit an import filled does not)
   const described = ![opts.kit.kernel.package, opts.kit.kernel.file, opts.kit.agent.compiler].includes(UNKNOWN_KIT_FACT);
@@ -167,14 +188,23 @@ export function collectRunBundle(opts: Omit<WriteBundleOptions, "out"> & { reado
   const index = Buffer.from(
     `${JSON.stringify({ schema: RUN_BUNDLE_SCHEMA, run_id: m.run_id, qemu: m.vm.qemu, kit: kitFacts, ...(inputsFact ? { inputs: inputsFact } : {}), members }, null, 1)}\n`,
   );
-  // a bundle without --include-private or --include-inputs holds no private bytes
-  const owned = opts.includePrivate === true || inputsFact?.included === true;
+  // a bundle without --include-private or --include-inputs holds no private bytes, unless it is a branch's
+  const owned = opts.includePrivate === true || inputsFact?.included === true || m.branch !== undefined;
   const inputs: BundleInputs = inputsFact === undefined ? "none" : inputsFact.included ? "included" : "left-out";
   return { files, members, index, runId: m.run_id, inputs, owned };
 }
 
 /** Writes the bundle of `runDir` to `out` (atomically); returns its members and size. */
-export function writeRunBundle(opts: WriteBundleOptions): { file: string; size: number; members: readonly BundleMember[]; inputs: BundleInputs } {
+export function writeRunBundle(opts: WriteBundleOptions): {
+  file: string;
+  size: number;
+  members: readonly BundleMember[];
+  inputs: BundleInputs;
+  /** The file is owner-only: it holds private bytes (`includePrivate`, the run's inputs, or a branch's start snapshot and stream prefix). */
+  owned: boolean;
+  /** The run is a branch: its start snapshot (guest RAM), the parent's stream prefix and its tail are members. */
+  branch: boolean;
+} {
   const { files, members, index, inputs, owned } = collectRunBundle(opts);
   const entries: TarEntry[] = [{ type: "file", path: BUNDLE_INDEX, mode: 0o644, data: index }];
   const dirs = new Set<string>();
@@ -190,7 +220,7 @@ export function writeRunBundle(opts: WriteBundleOptions): { file: string; size: 
   }
   // a bundle with private bytes is owner-only
   writeFileAtomic(opts.out, tar, { mode: owned ? 0o600 : 0o644 });
-  return { file: opts.out, size: tar.length, members, inputs };
+  return { file: opts.out, size: tar.length, members, inputs, owned, branch: members.some((mb) => mb.path === BRANCH_MEMBERS[0]!.path) };
 }
 
 /**
@@ -221,6 +251,35 @@ function bundledCheckpoints(runDir: string, m: RunManifest, where: string): Buff
       path: "/checkpoints/file/sha256",
       hint: "the run directory was edited; it is not bundled",
     });
+  return bytes;
+}
+
+/**
+ * One of a branch's files (`private/<name>`), refused unless it is there and
+ * the size and sha256 run.json's `branch` records (RUN_INVALID naming the
+ * field): a bundle never carries a branch its replay would refuse.
+ */
+function bundledBranchFile(runDir: string, member: string, field: string, ref: FileRef, where: string): Buffer {
+  const name = member.slice("private/".length);
+  checkLimit(
+    "bundle.max_member_bytes",
+    ref.size,
+    BUNDLE_MAX_MEMBER_BYTES,
+    where,
+    "bytes",
+    `bundle.max_member_bytes is fixed in this version of cairn: copy the branch's run directory (its ${name} is private) instead`,
+  );
+  const file = join(runDir, name);
+  const bad = (why: string, at: "sha256" | "size"): never => {
+    throw new CairnError("RUN_INVALID", `the branch's ${name} ${why}`, {
+      path: `/branch/${field}/${at}`,
+      hint: "the branch cannot be replayed from this run directory (replay refuses it too); it is not bundled",
+    });
+  };
+  if (!existsSync(file)) bad("is missing", "sha256");
+  const bytes = readFileBounded(file, BUNDLE_MAX_MEMBER_BYTES, "bundle.max_member_bytes", { missing: "RUN_INVALID", notRegular: "RUN_INVALID" });
+  if (bytes.length !== ref.size) bad("is not the size run.json records", "size");
+  if (sha256(bytes) !== ref.sha256) bad("is not the file run.json records (sha256)", "sha256");
   return bytes;
 }
 

@@ -58,7 +58,11 @@ export function registerBundlePush(bundle: Command, ctx: Context): void {
             `run      ${r.runId}`,
             `members  ${r.members} (${r.memberBytes} bytes): ${r.uploaded} blobs uploaded, ${r.present} already in the registry`,
             ...(r.tag !== undefined ? [`tag      ${r.tag}`] : []),
-            ...(r.private ? ["private  the bundle holds private members (streams, console, protocol or the run's inputs): mind who can pull it"] : []),
+            ...(r.private
+              ? [
+                  "private  the bundle holds private members (streams, console, protocol, checkpoints, the run's inputs, or a branch's start snapshot and stream prefix): mind who can pull it",
+                ]
+              : []),
             ...(r.inputs === "left-out"
               ? ["inputs   left out: a replay elsewhere refuses before launch unless its store holds them (push again with --include-inputs)"]
               : []),

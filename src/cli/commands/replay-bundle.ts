@@ -44,13 +44,18 @@ export function registerBundle(program: Command, ctx: Context): void {
           bytes: r.size,
           members: r.members.length,
           member_bytes: parts,
-          private: opts.includePrivate === true,
+          // a branch's bundle holds its start snapshot and stream prefix, private, with or without --include-private
+          private: opts.includePrivate === true || r.branch,
           inputs: r.inputs,
         });
       else {
         ctx.io.out(
           `wrote ${r.file}: ${r.size} bytes, ${r.members.length} members (${parts} bytes of content)${opts.includePrivate ? ", private streams included" : ""}${r.inputs === "included" ? ", run inputs included" : ""}`,
         );
+        if (r.branch)
+          ctx.io.out(
+            "a branch: its start snapshot (the guest's RAM) and the parent's stream prefix (output bytes) are in the bundle, which its replay needs; the file is owner-only: mind who you give it to",
+          );
         if (r.inputs === "left-out")
           ctx.io.out(
             "run inputs left out: they are host files the spec named; a replay elsewhere refuses before launch unless its store holds them (bundle again with --include-inputs to carry them)",
