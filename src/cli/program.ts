@@ -35,6 +35,7 @@ export const COMMANDS: ReadonlyArray<{ readonly name: string; readonly load: () 
   { name: "run", load: async () => (await import("./commands/run.ts")).registerRun },
   { name: "branch", load: async () => (await import("./commands/branch-run.ts")).registerBranch },
   { name: "replay", load: async () => (await import("./commands/replay.ts")).registerReplay },
+  { name: "explore", load: async () => (await import("./commands/explore.ts")).registerExplore },
   { name: "receipt", load: async () => (await import("./commands/receipt.ts")).registerReceipt },
   { name: "bundle", load: async () => (await import("./commands/replay-bundle.ts")).registerBundle },
   { name: "campaign", load: async () => (await import("./commands/campaign.ts")).registerCampaign },

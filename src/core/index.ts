@@ -66,6 +66,7 @@ export { fileKind, hashFileBounded, hashFileBoundedOnThread, readFileBounded, re
 export { safeComponent, digestComponents } from "./safepath.ts";
 export {
   CAMPAIGN_LIMITS,
+  EXPLORE_LIMITS,
   checkLimit,
   formatBytes,
   FIXED_LIMIT_HINT,

@@ -129,3 +129,22 @@ export const CAMPAIGN_LIMITS = {
   /** campaign.retries: `retries:`. */
   "campaign.retries": 10,
 } as const;
+
+/**
+ * Bounds on `cairn explore` (issue 35 item 5): its vary file is hostile
+ * input, and each variation is a branch, a QEMU recording with a copy of the
+ * parent's checkpoint (about 100 MB for a 256 MiB guest), so the count of
+ * variations is checked from the axes alone, before one is built.
+ */
+export const EXPLORE_LIMITS = {
+  /** explore.file-bytes: the vary file itself. */
+  "explore.file-bytes": 1024 * 1024,
+  /** explore.vary-axes: entries under `vary:`. */
+  "explore.vary-axes": 16,
+  /** explore.vary-values: values of one axis. */
+  "explore.vary-values": 1000,
+  /** explore.variations: the cross product of every axis (one branch each). */
+  "explore.variations": 1000,
+  /** explore.jobs: branches recorded at once (`--jobs`). */
+  "explore.jobs": 64,
+} as const;

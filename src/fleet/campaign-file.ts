@@ -20,10 +20,13 @@
  *   retries: 1
  */
 import { isAbsolute, resolve, dirname } from "node:path";
-import { CAMPAIGN_LIMITS, Checker, checkLimit, childPath, isJsonObject, readFileBounded, readYamlText, decodeUtf8, type JsonModel } from "../core/index.ts";
+import { CAMPAIGN_LIMITS, Checker, checkLimit, childPath, isJsonObject, readFileBounded, readYamlText, decodeUtf8 } from "../core/index.ts";
 import { BUNDLE_SCHEME } from "../vm/index.ts";
 import type { TaskResources } from "./executor.ts";
 import { LOCK_ENTRY_FIELDS, readLockPolicy, type LockPolicy } from "./lock-entry.ts";
+import { readMatrixAxes, type MatrixAxis } from "./matrix.ts";
+
+export type { MatrixAxis } from "./matrix.ts";
 
 export const CAMPAIGN_SCHEMA = "cairn.campaign/1";
 
@@ -38,12 +41,6 @@ export type RunEntry =
   | { readonly kind: "bundle"; readonly path: string }
   /** An environment lockfile and the policy it is verified and exported by (lock-entry.ts): recorded as `cairn run LOCKFILE` does. */
   | { readonly kind: "lock"; readonly path: string; readonly policy: LockPolicy };
-
-/** One matrix axis: a JSON pointer into the spec and the values it takes. */
-export interface MatrixAxis {
-  readonly set: string;
-  readonly values: readonly JsonModel[];
-}
 
 export interface CampaignFile {
   readonly path: string;
@@ -144,22 +141,13 @@ export function parseCampaign(bytes: Buffer, path: string): CampaignFile {
       if (mode !== undefined && mode !== "record" && axes.length > 0)
         c.add("/matrix", "a matrix applies to the specs a record campaign runs; a replay or verify runs what was recorded");
       else if (axes.length > 0 && runs.some((r) => r.kind === "lock")) c.add("/matrix", LOCK_MATRIX_REFUSED);
-      const seen = new Set<string>();
-      axes.forEach((axis, i) => {
-        const at = childPath("/matrix", i);
-        const o = c.object(axis, at, ["set", "values"]);
-        if (o === undefined) return;
-        const set = c.requiredString(o, "set", at);
-        if (set !== undefined && !SETTABLE.test(set)) c.add(childPath(at, "set"), "must be a JSON pointer under /run or /source/binary|oci/args");
-        if (set !== undefined && seen.has(set)) c.add(childPath(at, "set"), "an axis sets this pointer already");
-        if (set !== undefined) seen.add(set);
-        const values = c.array(c.required(o, "values", at), childPath(at, "values"));
-        if (values !== undefined) {
-          checkLimit("campaign.matrix-values", values.length, CAMPAIGN_LIMITS["campaign.matrix-values"], childPath(at, "values"));
-          if (values.length === 0) c.add(childPath(at, "values"), "must hold at least one value");
-        }
-        if (set !== undefined && values !== undefined) matrix.push({ set, values });
-      });
+      matrix.push(
+        ...readMatrixAxes(c, axes, "/matrix", {
+          settable: SETTABLE,
+          settableMessage: "must be a JSON pointer under /run or /source/binary|oci/args",
+          valuesLimit: ["campaign.matrix-values", CAMPAIGN_LIMITS["campaign.matrix-values"]],
+        }),
+      );
     }
   }
   const count = (key: string, limit: keyof typeof CAMPAIGN_LIMITS, min: number, dflt: number): number => {

@@ -41,11 +41,12 @@ import {
   runHostScope,
   type RunManifest,
 } from "../vm/index.ts";
-import type { CampaignFile, MatrixAxis, RunEntry } from "./campaign-file.ts";
+import type { CampaignFile, RunEntry } from "./campaign-file.ts";
 import { lockExportOptions } from "./lock-entry.ts";
 import type { Collapsed, Expansion, PlannedTask, TaskInput } from "./plan-file.ts";
 import { taskName, type TaskIdentityModel } from "./task-identity.ts";
 import { readPublishedRuns } from "./published-runs.ts";
+import { copyModel as copy, matrixPoints as points, setAt } from "./matrix.ts";
 
 export interface ExpandOptions {
   /** The store record tasks assemble into (the one their runs use). */
@@ -121,55 +122,6 @@ const SPEC_LOCKFILE_REFUSED =
 
 /** A registry that cannot be reached is not a wrong campaign: said with its own code, naming the entry. */
 const TRANSPORT = new Set(["REMOTE_UNREACHABLE", "REMOTE_TIMEOUT", "REMOTE_AUTH", "REMOTE_INSECURE", "REMOTE_CA_INVALID"]);
-
-function unescapeToken(token: string): string {
-  return token.replaceAll("~1", "/").replaceAll("~0", "~");
-}
-
-/** A deep copy as plain null-prototype objects (the spec reader's own kind of model). */
-function copy(v: JsonModel): JsonModel {
-  if (Array.isArray(v)) return v.map(copy);
-  if (isJsonObject(v)) {
-    const o = Object.create(null) as JsonObject;
-    for (const k of Object.keys(v)) o[k] = copy(v[k]!);
-    return o;
-  }
-  return v;
-}
-
-/** `value` set at `pointer` in `model` (in place); the parent must exist. Returns why not, or undefined. */
-function setAt(model: JsonObject, pointer: string, value: JsonModel): string | undefined {
-  const tokens = pointer.split("/").slice(1).map(unescapeToken);
-  let at: JsonModel = model;
-  for (let i = 0; i < tokens.length - 1; i++) {
-    const t = tokens[i]!;
-    const next: JsonModel | undefined = Array.isArray(at)
-      ? /^(0|[1-9][0-9]*)$/.test(t)
-        ? at[Number(t)]
-        : undefined
-      : isJsonObject(at) && Object.hasOwn(at, t)
-        ? at[t]
-        : undefined;
-    if (next === undefined || next === null || typeof next !== "object") return `the spec has no /${tokens.slice(0, i + 1).join("/")} to set into`;
-    at = next;
-  }
-  const last = tokens.at(-1)!;
-  if (Array.isArray(at)) {
-    if (!/^(0|[1-9][0-9]*)$/.test(last) || Number(last) >= at.length) return `the spec's list has no entry ${last}`;
-    at[Number(last)] = copy(value);
-  } else if (isJsonObject(at)) {
-    if (last === "__proto__") return "__proto__ is refused";
-    at[last] = copy(value);
-  } else return "the parent is not an object or a list";
-  return undefined;
-}
-
-/** The cross product of the axes, first axis slowest; one empty point without a matrix. */
-function points(matrix: readonly MatrixAxis[]): JsonModel[][] {
-  let out: JsonModel[][] = [[]];
-  for (const axis of matrix) out = out.flatMap((p) => axis.values.map((v) => [...p, v]));
-  return out;
-}
 
 function invalid(message: string, path: string, cause?: unknown): CairnError {
   const inner = isCairnError(cause) ? `: ${cause.code} ${cause.path ? `at ${cause.path} ` : ""}${cause.message}` : "";

@@ -29,6 +29,7 @@ import { randomBytes } from "node:crypto";
 import { chmodSync, copyFileSync, existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { CairnError, openRoot, readFileBounded, sha256, writeFileAtomic } from "../core/index.ts";
+import { specHostScope } from "../tree/index.ts";
 import type { EnvManifest } from "../manifest/index.ts";
 import type { VerifyOptions } from "../workload/index.ts";
 import { writeFailureBundle } from "./bundle.ts";
@@ -43,6 +44,7 @@ import { withNoSpaceNamed } from "./no-space.ts";
 import { decodeProtocol, DEFAULT_PROTOCOL_LIMITS, type ProtocolHold } from "./protocol.ts";
 import { DEFAULT_TIMEOUT_MS, RUNS_ROOT, type RecordResult } from "./record.ts";
 import { preflight, readRunManifest } from "./replay-run.ts";
+import { readHttpRoot, type HttpRoot } from "./responder-host.ts";
 import { childrenCpuMs, RUN_ENV_MANIFEST_FILE, writeRunCost } from "./run-facts.ts";
 import { RUN_MANIFEST_SCHEMA, type RunManifest } from "./run-manifest.ts";
 import { writeRunOrigin } from "./run-origin.ts";
@@ -68,6 +70,13 @@ export interface BranchOptions {
   readonly allowUnpinned?: boolean;
   readonly verify?: VerifyOptions;
   readonly includePrivateStreams?: boolean;
+  /**
+   * The directory the parent's http responder served (`run.network.http.root`):
+   * a branch records new traffic, so the responder serves again, and only the
+   * bytes the parent served (their digest is in its VM identity). Required
+   * when the parent has an http responder; refused otherwise.
+   */
+  readonly served?: string;
   readonly now?: () => Date;
   readonly log?: (line: string) => void;
 }
@@ -131,6 +140,34 @@ function branchPoint(at: BranchParent, scenario: Scenario, file: string): { hold
   return { hold, tail };
 }
 
+/**
+ * The parent's served directory, read again for the branch's responder and
+ * checked against the digest its VM identity records: a branch that served
+ * other bytes would not be a branch of that run. Refused before QEMU starts.
+ */
+function servedRoot(m: RunManifest, unsafeDir: string | undefined): HttpRoot | undefined {
+  const at = m.vm.network?.responders.findIndex((r) => r.kind === "http") ?? -1;
+  const recorded = at < 0 ? undefined : m.vm.network!.responders[at]!.root;
+  if (recorded === undefined || recorded === null) {
+    if (unsafeDir !== undefined) refuse("--serve", `run ${m.run_id} has no http responder: there is no directory to serve`);
+    return undefined;
+  }
+  if (unsafeDir === undefined)
+    refuse(
+      "--serve",
+      `run ${m.run_id} served a directory over http (run.network.http.root); a branch records new traffic and needs the same directory`,
+      "give the directory the parent's spec names as run.network.http.root (--serve DIR)",
+    );
+  const dir = resolve(unsafeDir);
+  const root = readHttpRoot(".", specHostScope(dir, dir));
+  if (root.digest !== recorded)
+    throw new CairnError("REPLAY_MISMATCH", `${dir} is not the directory the parent served (its tree digest differs from the recorded one)`, {
+      path: `/vm/network/responders/${at}/root`,
+      hint: "serve the very files the parent run served",
+    });
+  return root;
+}
+
 function newRunId(now: Date): string {
   const t = now
     .toISOString()
@@ -166,6 +203,7 @@ function keepOnly(file: string, keep: string): void {
 export async function recordBranch(opts: BranchOptions): Promise<RecordResult> {
   const log = opts.log ?? (() => {});
   const at = branchParent(opts);
+  const served = servedRoot(at.manifest, opts.served);
   const kit = typeof opts.kit === "function" ? await opts.kit() : opts.kit;
   // the parent's whole closure, kit and VM identity, exactly as its replay checks them (and its environment, when it has one)
   const pre = await preflight({
@@ -210,7 +248,7 @@ export async function recordBranch(opts: BranchOptions): Promise<RecordResult> {
     let boot: BootResult;
     try {
       boot = await bootGuest(
-        pre.prepared,
+        served !== undefined ? { ...pre.prepared, httpRoot: served } : pre.prepared,
         "record",
         {
           dir,

@@ -27,7 +27,7 @@ export {
   RUN_STATUS_ERRORS,
   RUN_STATUSES,
 } from "./checker.ts";
-export type { RunStatus } from "./checker.ts";
+export type { AssertionResult, RunStatus } from "./checker.ts";
 export {
   VM_IDENTITY,
   VM_IDENTITY_SCOPE,
@@ -70,7 +70,7 @@ export type { RecordOptions, RecordResult } from "./record.ts";
 export { assembleLockfileWorkload, isEnvironmentLockfile, readLockfileSpec, recordLockfileRun } from "./lockfile-run.ts";
 export { checkRunEnv, parseEnvAssignments } from "./run-env.ts";
 export type { LockfileAssembleOptions, LockfileRunOptions, LockfileRunResult, LockfileSpec } from "./lockfile-run.ts";
-export { replayRun, preflight, readRunManifest, replayKit, runKitNeeds } from "./replay-run.ts";
+export { replayRun, preflight, readRecordedList, readRunManifest, replayKit, runKitNeeds } from "./replay-run.ts";
 export { listRuns, describeRun, filterRuns, RUN_STATUS_GROUPS, statusesNamed, CHECK_MEANING } from "./run-summary.ts";
 export { runView, PICTURE_LIMITS } from "./run-view.ts";
 export type { RunView, RunViewOptions, TimelineItem, ReplayPicture } from "./run-view.ts";
@@ -125,3 +125,7 @@ export { killGroup, killGroupAndWait, processAlive, processStartTime } from "./p
 export { guestInstructions } from "./replay-log.ts";
 export { replayFilesAgree } from "./run-dir-check.ts";
 export { RUNS_ROOT } from "./record.ts";
+export { recordBranch } from "./branch.ts";
+export type { BranchOptions } from "./branch.ts";
+export { firstListDifference } from "./replay-diff.ts";
+export { RUN_FILES } from "./rundir.ts";
