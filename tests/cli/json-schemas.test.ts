@@ -40,6 +40,7 @@ export const ELSEWHERE: Readonly<Record<string, string>> = {
   "cairn.cli.campaign-report/1": "tests/fleet/campaign-resume.test.ts", // and tests/fleet/campaign-vm.test.ts
   "cairn.cli.campaign-status/1": "tests/fleet/campaign-resume.test.ts",
   "cairn.cli.campaign-task/1": "tests/fleet/campaign-bundle.test.ts", // a verify task, already published and run again
+  "cairn.cli.explore/1": "tests/vm/explore.test.ts", // ten branches of the network example, and a refusal among them
 };
 
 /**
