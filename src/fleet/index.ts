@@ -31,5 +31,5 @@ export { SLURM_LIMITS, slurmLimits } from "./slurm-commands.ts";
 export type { SlurmLimits } from "./slurm-commands.ts";
 export { parseVaryFile, readVaryFile, variations } from "./explore-file.ts";
 export type { Variation, VaryFile } from "./explore-file.ts";
-export { DEFAULT_EXPLORE_JOBS, differenceFrom, explore } from "./explore.ts";
-export type { ExploreBranch, ExploreDifference, ExploreOptions, ExploreResult } from "./explore.ts";
+export { DEFAULT_EXPLORE_JOBS, differenceFrom, explore } from "./explore-run.ts";
+export type { ExploreBranch, ExploreDifference, ExploreOptions, ExploreResult } from "./explore-run.ts";
