@@ -125,7 +125,5 @@ export { killGroup, killGroupAndWait, processAlive, processStartTime } from "./p
 export { guestInstructions } from "./replay-log.ts";
 export { replayFilesAgree } from "./run-dir-check.ts";
 export { RUNS_ROOT } from "./record.ts";
-export { recordBranch } from "./branch.ts";
-export type { BranchOptions } from "./branch.ts";
 export { firstListDifference } from "./replay-diff.ts";
 export { RUN_FILES } from "./rundir.ts";
