@@ -97,7 +97,7 @@ describe("cairn explore: the network example's outage at ten events from one che
           .split("\n")
           .filter((l) => l.startsWith("fetch 2 attempt")).length,
     );
-    failed.forEach((n, i) => assert.ok(n >= i + 1, `failed retries per branch: ${failed}`));
+    for (const [i, n] of failed.entries()) assert.ok(n >= i + 1, `failed retries per branch: ${failed}`);
   });
 
   it("says whether each outcome differs from the parent's and where, as the two runs' own events.json and assertions.json show", () => {
