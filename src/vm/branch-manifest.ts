@@ -22,6 +22,7 @@ import { join } from "node:path";
 import { CairnError, type Checker, childPath, hashFileBounded, type JsonModel, readFileBounded, parseSha256, type Sha256Digest } from "../core/index.ts";
 import { CHECKPOINT_NAME } from "./checkpoint-spec.ts";
 import { CHECKPOINT_FILE_MAX_BYTES } from "./checkpoint-take.ts";
+import { checkStandaloneQcow2 } from "./qcow2-header.ts";
 
 export const BRANCH_FILES = {
   start: "branch-start.qcow2",
@@ -115,6 +116,8 @@ export interface BranchFiles {
 /** A branch's three files, each checked against run.json before anything starts. */
 export function checkBranchFiles(runDir: string, b: RunBranch): BranchFiles {
   const start = checkFile(runDir, BRANCH_FILES.start, b.start, "start", CHECKPOINT_FILE_MAX_BYTES, "run.checkpoint-file-bytes");
+  // run.json can be made to agree with any bytes: a start naming a host file is refused before QEMU opens it
+  checkStandaloneQcow2(start, "/branch/start", BRANCH_FILES.start);
   checkFile(runDir, BRANCH_FILES.prefix, b.prefix, "prefix", BRANCH_PREFIX_MAX_BYTES, "branch.prefix-bytes");
   checkFile(runDir, BRANCH_FILES.scenario, b.scenario, "scenario", BRANCH_SCENARIO_MAX_BYTES, "branch.scenario-bytes");
   return {

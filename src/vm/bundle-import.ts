@@ -81,6 +81,7 @@ import { RUN_ENV_MANIFEST_FILE } from "./run-facts.ts";
 import { removeDeadStaging } from "./run-staging.ts";
 import { RUN_FILES } from "./rundir.ts";
 import type { FileRef } from "./branch-manifest.ts";
+import { QCOW2_HEADER_BYTES, qcow2Header, qcow2NotStandalone } from "./qcow2-header.ts";
 import { CHECKPOINT_FILE } from "./checkpoint-take.ts";
 import { writeRunOrigin } from "./run-origin.ts";
 import { parseModuleEntries } from "./vmid.ts";
@@ -293,6 +294,17 @@ export function checkMembers(files: ReadonlyMap<string, { readonly sha256: Sha25
     need(`private/${CHECKPOINT_FILE}`, manifest.checkpoints.file.sha256, "run.json#/checkpoints/file/sha256");
   }
   checkBranchMembers(manifest, files);
+  // a qcow2 member naming a host file (a backing or data file) is refused here, whatever run.json says of its digest
+  for (const [path, field] of [
+    [`private/${CHECKPOINT_FILE}`, "run.json#/checkpoints/file"],
+    [BRANCH_MEMBERS.find((b) => b.field === "start")!.path, "run.json#/branch/start"],
+  ] as const) {
+    const f = files.get(path);
+    if (f === undefined) continue;
+    const file = spill.held(f.sha256)?.file;
+    const why = qcow2NotStandalone(file !== undefined ? qcow2Header(file) : get(path).subarray(0, QCOW2_HEADER_BYTES));
+    if (why !== undefined) refuse(field, `${path} ${why}`);
+  }
   const receipt = members.get("run/receipt.dsse.json");
   if (receipt !== undefined) checkReceiptClosure(receipt, files);
   const spilled = (p: string): string | undefined => {

@@ -14,6 +14,7 @@ import { CairnError, hashFileBounded } from "../core/index.ts";
 import { afterModel } from "./checkpoint-spec.ts";
 import { CHECKPOINT_FILE, CHECKPOINT_FILE_MAX_BYTES, type CheckpointOutcome } from "./checkpoint-take.ts";
 import type { RunCheckpoints, RunManifest } from "./run-manifest.ts";
+import { checkStandaloneQcow2 } from "./qcow2-header.ts";
 
 export { CHECKPOINT_FILE_MAX_BYTES };
 
@@ -56,5 +57,7 @@ export function checkCheckpointFile(runDir: string, m: RunManifest): string {
   if (statSync(file).size !== recorded.file.size) refuse("size", "has another size than recorded");
   if (hashFileBounded(file, CHECKPOINT_FILE_MAX_BYTES, "run.checkpoint-file-bytes").digest !== recorded.file.sha256)
     refuse("sha256", "has another digest than recorded");
+  // run.json can be made to agree with any bytes: a qcow2 naming a host file is refused before qemu-img opens it
+  checkStandaloneQcow2(file, "/checkpoints/file", CHECKPOINT_FILE);
   return file;
 }

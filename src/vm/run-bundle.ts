@@ -220,7 +220,7 @@ export function writeRunBundle(opts: WriteBundleOptions): {
   }
   // a bundle with private bytes is owner-only
   writeFileAtomic(opts.out, tar, { mode: owned ? 0o600 : 0o644 });
-  return { file: opts.out, size: tar.length, members, inputs, owned, branch: members.some((mb) => mb.path === BRANCH_MEMBERS[0]!.path) };
+  return { file: opts.out, size: tar.length, members, inputs, owned, branch: members.some((mb) => BRANCH_MEMBERS.some((b) => b.path === mb.path)) };
 }
 
 /**

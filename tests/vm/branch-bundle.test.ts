@@ -21,14 +21,20 @@
  *   and branch members in the bundle of a run that is not a branch
  *   (controls: the same tar rebuilt honestly imports). The writer refuses a
  *   branch directory whose file is not run.json's.
+ * - A start snapshot or checkpoints file naming a host file (a qcow2
+ *   backing file), run.json made to agree, is refused before qemu-img or
+ *   QEMU opens it: the branch's replay, its bundle's import, and branching
+ *   from the parent (before this check the forged branch replayed).
  * - Through Debian's docker-registry on 127.0.0.1: `bundle push` without
  *   private members carries the three, and the registry import writes them
  *   byte for byte; the imported branch replays.
  */
 import assert from "node:assert/strict";
-import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { copyFileSync, cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { type CairnError, sha256 } from "../../src/core/index.ts";
 import { loadManifestOrDevcontainer, snapshotRefOf } from "../../src/manifest/index.ts";
@@ -319,6 +325,63 @@ describe("a branch travels: bundles, registries, and resuming on another host", 
     } finally {
       writeFileSync(file, saved, { mode: 0o600 });
     }
+  });
+
+  it("a start snapshot or checkpoints file naming a host file (a backing file), run.json made to agree, is refused before qemu-img or QEMU opens it: replay, import, branch (controls: the honest files above)", async () => {
+    const secret = join(root, "host-secret");
+    writeFileSync(secret, randomBytes(1024 * 1024));
+    const forge = (runDir: string, name: string, field: (m: { branch: { start: object }; checkpoints: { file: object } }) => object): string => {
+      const copy = join(root, "forged", name, basename(runDir));
+      cpSync(runDir, copy, { recursive: true });
+      const file = join(copy, name);
+      execFileSync("qemu-img", ["rebase", "-u", "-f", "qcow2", "-b", secret, "-F", "raw", file]);
+      const bytes = readFileSync(file);
+      const m = JSON.parse(readFileSync(join(copy, "run.json"), "utf8"));
+      Object.assign(field(m), { sha256: sha256(bytes), size: bytes.length });
+      writeFileSync(join(copy, "run.json"), JSON.stringify(m));
+      return copy;
+    };
+    const h = home("resumer");
+    // a branch whose start names a host file: its replay is refused before launch
+    const b = forge(branch.runDir, BRANCH_FILES.start, (m) => m.branch.start);
+    const e1 = await assertCodeAsync(
+      () => replayRun({ runDir: b, storeDir: h.storeDir, kit: imported.kit, offeredEnvironment: PINNED }),
+      "RUN_INVALID",
+      "/branch/start",
+    );
+    assert.match(e1.message, /backing file/);
+    // bundled (the writer checks digests, which agree), its import is refused, nothing imported
+    const out = join(root, "forged.cairn");
+    writeRunBundle({ runDir: b, storeDir: h.storeDir, kit: imported.kit, out });
+    const e2 = await assertCodeAsync(() => importBundle(out, home("forged-import")), "BUNDLE_INVALID", "run.json#/branch/start");
+    assert.match(e2.message, /backing file/);
+    assert.equal(existsSync(home("forged-import").runsDir), false);
+    rmSync(out);
+    // a parent whose checkpoints name a host file: branching is refused before the kit is asked for (so before qemu-img)
+    const p = forge(imported.runDir, CHECKPOINT_FILE, (m) => m.checkpoints.file);
+    let asked = false;
+    const e3 = await assertCodeAsync(
+      () =>
+        recordBranch({
+          runDir: p,
+          checkpoint: "one",
+          scenario: join(root, "three.yaml"),
+          storeDir: h.storeDir,
+          runsDir: join(root, "forged", "runs"),
+          kit: () => {
+            asked = true;
+            return Promise.reject(new Error("no kit in this test"));
+          },
+          cairnVersion: "test",
+          offeredEnvironment: PINNED,
+        }),
+      "RUN_INVALID",
+      "/checkpoints/file",
+    );
+    assert.match(e3.message, /backing file/);
+    assert.equal(asked, false);
+    assert.deepEqual(runDirs(join(root, "forged", "runs")), []);
+    rmSync(join(root, "forged"), { recursive: true, force: true });
   });
 
   it("through Debian's docker-registry: bundle push carries the branch's files without --include-private; the registry import writes them byte for byte and the branch replays", {

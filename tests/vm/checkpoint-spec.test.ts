@@ -253,16 +253,20 @@ describe("run.json checkpoints and checkpoints.qcow2", () => {
 
   it("a checkpoints.qcow2 of another size or digest is refused, naming the field; the recorded one passes", () => {
     const dir = mkdtempSync(join(tmpdir(), "cairn-ckfile-"));
-    const bytes = Buffer.from("qcow2 bytes");
+    // a qcow2 header (magic, version 3, no backing file: qcow2-header.ts reads it) and then any bytes
+    const header = Buffer.alloc(104);
+    header.write("QFI\xfb", 0, "latin1");
+    header.writeUInt32BE(3, 4);
+    const bytes = Buffer.concat([header, Buffer.from("qcow2 bytes")]);
     writeFileSync(join(dir, CHECKPOINT_FILE), bytes);
     const m = { run_id: "r1", checkpoints: { file: { sha256: sha256(bytes), size: bytes.length }, taken: [] } } as never;
     assert.equal(checkCheckpointFile(dir, m), join(dir, CHECKPOINT_FILE));
-    writeFileSync(join(dir, CHECKPOINT_FILE), Buffer.from("qcow2 bytez"));
+    writeFileSync(join(dir, CHECKPOINT_FILE), Buffer.concat([header, Buffer.from("qcow2 bytez")]));
     assert.throws(
       () => checkCheckpointFile(dir, m),
       (e: unknown) => e instanceof CairnError && e.code === "REPLAY_MISMATCH" && e.path === "/checkpoints/file/sha256",
     );
-    writeFileSync(join(dir, CHECKPOINT_FILE), Buffer.from("qcow2 bytes!"));
+    writeFileSync(join(dir, CHECKPOINT_FILE), Buffer.concat([header, Buffer.from("qcow2 bytes!")]));
     assert.throws(
       () => checkCheckpointFile(dir, m),
       (e: unknown) => e instanceof CairnError && e.path === "/checkpoints/file/size",
