@@ -30,7 +30,7 @@ export type { MatrixAxis } from "./matrix.ts";
 
 export const CAMPAIGN_SCHEMA = "cairn.campaign/1";
 
-export type CampaignMode = "record" | "replay" | "verify";
+export type CampaignMode = "record" | "replay" | "verify" | "branch";
 
 /** One entry of `runs:`, paths made absolute against the campaign file's directory. */
 export type RunEntry =
@@ -42,6 +42,20 @@ export type RunEntry =
   /** An environment lockfile and the policy it is verified and exported by (lock-entry.ts): recorded as `cairn run LOCKFILE` does. */
   | { readonly kind: "lock"; readonly path: string; readonly policy: LockPolicy };
 
+/**
+ * A branch campaign's what (`mode: branch`, issue 35 item 5 on the fleet's
+ * executors): every `runs:` entry is a parent run directory, and each
+ * variation of the vary file (explore-file.ts) is one task that records a
+ * branch from checkpoint `at`, as `cairn explore` records each.
+ */
+export interface BranchEntry {
+  readonly at: string;
+  /** The vary file, absolute. */
+  readonly vary: string;
+  /** The directory the parents' http responder served (`--serve`), absolute; null when they had none. */
+  readonly serve: string | null;
+}
+
 export interface CampaignFile {
   readonly path: string;
   readonly bytes: Buffer;
@@ -51,6 +65,8 @@ export interface CampaignFile {
   readonly repeat: number;
   readonly resources: TaskResources;
   readonly retries: number;
+  /** `mode: branch` only. */
+  readonly branch?: BranchEntry;
 }
 
 export const DEFAULT_RESOURCES: TaskResources = { cpus: 2, memoryMiB: 2048, timeMinutes: 30 };
@@ -68,7 +84,7 @@ const SETTABLE = /^\/run(\/|$)|^\/source\/(binary|oci)\/args(\/|$)/;
 export const LOCK_MATRIX_REFUSED =
   "a matrix varies a spec's run section or argv, and a lock entry has neither: `cairn run LOCKFILE` records the exported image with no run section, and its command is part of the policy; give a spec for a matrix";
 
-const TOP = ["schema", "mode", "runs", "matrix", "repeat", "resources", "retries"];
+const TOP = ["schema", "mode", "runs", "matrix", "repeat", "resources", "retries", "branch"];
 
 function hintFor(): string {
   return "see docs/fleet.md for the campaign file's fields";
@@ -94,7 +110,8 @@ export function parseCampaign(bytes: Buffer, path: string): CampaignFile {
   const schema = c.requiredString(top, "schema", "");
   if (schema !== undefined && schema !== CAMPAIGN_SCHEMA) c.add("/schema", `expected ${CAMPAIGN_SCHEMA}`, "CAMPAIGN_INVALID");
   const mode = c.requiredString(top, "mode", "");
-  if (mode !== undefined && mode !== "record" && mode !== "replay" && mode !== "verify") c.add("/mode", "expected record, replay or verify");
+  if (mode !== undefined && mode !== "record" && mode !== "replay" && mode !== "verify" && mode !== "branch")
+    c.add("/mode", "expected record, replay, verify or branch");
   const base = dirname(path);
   const runs: RunEntry[] = [];
   const runList = c.array(c.required(top, "runs", ""), "/runs");
@@ -126,8 +143,9 @@ export function parseCampaign(bytes: Buffer, path: string): CampaignFile {
         c.add(childPath(at, kind), "must not hold a NUL");
         return;
       }
-      const wanted = mode === "record" ? "spec" : "run, campaign or bundle";
-      if ((mode === "record") !== (kind === "spec") && mode !== undefined) c.add(childPath(at, kind), `a ${mode} campaign names a ${wanted}`);
+      const wanted = mode === "record" ? "spec" : mode === "branch" ? "run (a parent run directory)" : "run, campaign or bundle";
+      if (mode === "branch" ? kind !== "run" : (mode === "record") !== (kind === "spec") && mode !== undefined)
+        c.add(childPath(at, kind), `a ${mode} campaign names a ${wanted}`);
       // a registry reference is kept as written (its digest is checked when the plan is made); a path is made absolute
       const registry = kind === "bundle" && p.startsWith(BUNDLE_SCHEME);
       runs.push({ kind, path: registry || isAbsolute(p) ? p : resolve(base, p) });
@@ -168,10 +186,25 @@ export function parseCampaign(bytes: Buffer, path: string): CampaignFile {
       timeMinutes: n("time-minutes", DEFAULT_RESOURCES.timeMinutes, 366 * 24 * 60),
     };
   }
+  let branch: BranchEntry | undefined;
+  if (mode === "branch" || Object.hasOwn(top, "branch")) {
+    const b = c.object(c.required(top, "branch", ""), "/branch", ["at", "vary", "serve"]);
+    if (mode !== "branch" && Object.hasOwn(top, "branch")) c.add("/branch", "only a branch campaign (mode: branch) names a checkpoint and a vary file");
+    const at = b !== undefined ? c.requiredString(b, "at", "/branch", { nonEmpty: true }) : undefined;
+    const vary = b !== undefined ? c.requiredString(b, "vary", "/branch", { nonEmpty: true }) : undefined;
+    const serve = b !== undefined && Object.hasOwn(b, "serve") ? c.string(b.serve, "/branch/serve", { nonEmpty: true }) : undefined;
+    for (const [k, v] of [
+      ["vary", vary],
+      ["serve", serve],
+    ] as const)
+      if (v?.includes("\0")) c.add(`/branch/${k}`, "must not hold a NUL");
+    const abs = (p: string) => (isAbsolute(p) ? p : resolve(base, p));
+    if (at !== undefined && vary !== undefined) branch = { at, vary: abs(vary), serve: serve !== undefined ? abs(serve) : null };
+  }
   c.done(`invalid campaign file ${path}`, hintFor());
   // the expansion's size from the counts alone, before a point is built
   const points = matrix.reduce((n, a) => n * a.values.length, 1);
   checkLimit("campaign.matrix-points", points, CAMPAIGN_LIMITS["campaign.matrix-points"], "/matrix");
   checkLimit("campaign.tasks", runs.length * points * repeat, CAMPAIGN_LIMITS["campaign.tasks"], "/runs");
-  return { path, bytes, mode: mode as CampaignMode, runs, matrix, repeat, resources, retries };
+  return { path, bytes, mode: mode as CampaignMode, runs, matrix, repeat, resources, retries, ...(branch !== undefined ? { branch } : {}) };
 }

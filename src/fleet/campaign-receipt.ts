@@ -87,7 +87,7 @@ function checkTask(dir: string, id: string, plan: Plan, keys: readonly Verifying
     if (result.run_statement === null) return result.verdict === "mismatched" ? undefined : "the result binds no run statement";
     if (runStatementDigest(runDir) !== result.run_statement) return `the run directory ${runDir} changed since the task's result was signed`;
     const m = readRunManifest(runDir);
-    if (result.mode === "record") {
+    if (result.mode === "record" || result.mode === "branch") {
       const check = checkRunDir(runDir, m, keys);
       if (check.check !== "signed") return `the run's receipt: ${check.check}${check.problem !== null ? ` at ${check.problem}` : ""}`;
     }

@@ -27,6 +27,7 @@ import {
   type JsonObject,
   type Sha256Digest,
 } from "../core/index.ts";
+import { specHostScope } from "../tree/index.ts";
 import { assembleWorkload, parseWorkloadSpec, SPEC_MAX_BYTES, type WorkloadIdentities } from "../workload/index.ts";
 import type { RemoteOptions } from "../oci/index.ts";
 import {
@@ -46,6 +47,7 @@ import { lockExportOptions } from "./lock-entry.ts";
 import type { Collapsed, Expansion, PlannedTask, TaskInput } from "./plan-file.ts";
 import { taskName, type TaskIdentityModel } from "./task-identity.ts";
 import { readPublishedRuns } from "./published-runs.ts";
+import { readVaryFile, variations, type Variation } from "./explore-file.ts";
 import { copyModel as copy, matrixPoints as points, setAt } from "./matrix.ts";
 
 export interface ExpandOptions {
@@ -132,6 +134,55 @@ function invalid(message: string, path: string, cause?: unknown): CairnError {
   });
 }
 
+/**
+ * A branch campaign's tasks for one parent (`runs[ri]`): one per variation
+ * of the vary file and repeat, each named by the parent's run.json, the
+ * checkpoint, the tail's bytes and the served directory's digest. The
+ * parent, its checkpoint, the vary file and the served directory are all
+ * read and checked here, before anything runs.
+ */
+function branchTasks(file: CampaignFile, entry: RunEntry, ri: number): PlannedTask[] {
+  const b = file.branch!;
+  const at = `/runs/${ri}/run`;
+  let manifest: RunManifest;
+  let record: Sha256Digest;
+  try {
+    manifest = readRunManifest(entry.path);
+    record = sha256(readFileBounded(join(entry.path, "run.json"), 1024 * 1024, "run.manifest-bytes"));
+  } catch (e) {
+    if (!isCairnError(e) || e.code === "INTERNAL") throw e;
+    throw invalid(`runs entry ${ri}: ${entry.path.slice(0, 300)} is not a recorded run`, at, e);
+  }
+  const taken = manifest.checkpoints?.taken.map((t) => t.name) ?? [];
+  if (!taken.includes(b.at))
+    throw new CairnError(
+      "CAMPAIGN_INVALID",
+      `runs entry ${ri}: run ${manifest.run_id} took no checkpoint "${b.at}"${taken.length > 0 ? `; it took ${taken.join(", ")}` : " (it was recorded without checkpoints)"}`,
+      { path: "/branch/at", hint: "cairn runs show RUN lists a run's checkpoints" },
+    );
+  let vs: Variation[];
+  let httpRoot: Sha256Digest | null = null;
+  try {
+    vs = variations(readVaryFile(b.vary));
+    if (b.serve !== null) httpRoot = readHttpRoot(".", specHostScope(b.serve, b.serve)).digest;
+  } catch (e) {
+    if (!isCairnError(e) || e.code === "INTERNAL") throw e;
+    throw invalid(`the branch entry's files cannot be read`, b.serve !== null && e.path === "/run/network/http/root" ? "/branch/serve" : "/branch/vary", e);
+  }
+  const out: PlannedTask[] = [];
+  for (const v of vs)
+    for (let r = 0; r < file.repeat; r++) {
+      const model: TaskIdentityModel = { mode: "branch", record, checkpoint: b.at, tail: sha256(v.tail), http_root: httpRoot, repeat: r };
+      out.push({
+        id: taskName(model),
+        identity: model,
+        input: { parent: entry.path, at: b.at, tail: JSON.parse(v.tail.toString("utf8")) as JsonObject, served: b.serve },
+        origin: { run: ri, point: v.set.map((x) => x.value), repeat: r },
+      });
+    }
+  return out;
+}
+
 /** Expands a checked campaign file into tasks. */
 export async function expandCampaign(file: CampaignFile, opts: ExpandOptions): Promise<Expansion> {
   const tasks: PlannedTask[] = [];
@@ -154,7 +205,7 @@ export async function expandCampaign(file: CampaignFile, opts: ExpandOptions): P
   let planBytes = 0;
   // replay, verify: every entry's runs first (a `campaign:` entry names as many as its plan), counted before one is read
   const entryRuns =
-    file.mode === "record"
+    file.mode === "record" || file.mode === "branch"
       ? []
       : file.runs.map((entry, ri) => (entry.kind === "campaign" ? readPublishedRuns(entry.path, `/runs/${ri}/campaign`) : [entry.path]));
   checkLimit("campaign.tasks", entryRuns.reduce((n, r) => n + r.length, 0) * file.repeat, maxTasks, "/runs");
@@ -169,6 +220,8 @@ export async function expandCampaign(file: CampaignFile, opts: ExpandOptions): P
           const model = { ...identity, repeat: r } as TaskIdentityModel;
           add({ id: taskName(model), identity: model, input: { lock: entry.path, policy: entry.policy }, origin: { run: ri, point: null, repeat: r } });
         }
+      } else if (file.mode === "branch") {
+        for (const t of branchTasks(file, entry, ri)) add(t);
       } else if (file.mode === "record") {
         const bytes = readFileBounded(entry.path, SPEC_MAX_BYTES, "spec.max_bytes", { missing: "CAMPAIGN_INVALID", notRegular: "CAMPAIGN_INVALID" });
         const original = parseYamlBytes(bytes, entry.path);
@@ -243,7 +296,7 @@ export async function expandCampaign(file: CampaignFile, opts: ExpandOptions): P
           let input: TaskInput;
           try {
             const { bytes, manifest: m, input: i } = await readRecord(entry, runRef, opts);
-            identity = { mode: file.mode, record: sha256(bytes), workload: m.workload.workload, vm: m.vm_digest, repeat: 0 };
+            identity = { mode: file.mode as "replay" | "verify", record: sha256(bytes), workload: m.workload.workload, vm: m.vm_digest, repeat: 0 };
             input = i;
           } catch (e) {
             if (!isCairnError(e) || e.code === "INTERNAL") throw e;

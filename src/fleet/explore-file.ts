@@ -88,9 +88,19 @@ export function parseVaryFile(bytes: Buffer, path: string): VaryFile {
   return { path, base, vary };
 }
 
-/** How a value is shown in a variation's name: a string as it is, anything else as JSON. */
+/** A variation's name shows at most this many characters of a value (the report's `set` keeps it whole). */
+export const NAME_VALUE_CHARS = 80;
+
+/**
+ * How a value is shown in a variation's name: a plain string as it is,
+ * anything else (a string with a control character or a quote, a number,
+ * an object) as JSON, at most NAME_VALUE_CHARS characters. Attack stopped:
+ * a vary file's value holding terminal escapes reached the terminal raw
+ * through the report's table and the progress lines.
+ */
 function shown(v: JsonModel): string {
-  return typeof v === "string" ? v : JSON.stringify(v);
+  const text = typeof v === "string" && !/[\u0000-\u001f\u007f-\u009f"\\]/.test(v) ? v : JSON.stringify(v);
+  return text.length > NAME_VALUE_CHARS ? `${text.slice(0, NAME_VALUE_CHARS)}…` : text;
 }
 
 /** Every point of the vary file's axes, first axis slowest, as a named tail. */

@@ -39,7 +39,14 @@ export type TaskInput =
   | { readonly run: string }
   | { readonly bundle: string }
   /** An environment lockfile and its policy (lock-entry.ts): the task reads the policy here, never from its argv. */
-  | { readonly lock: string; readonly policy: LockPolicy };
+  | { readonly lock: string; readonly policy: LockPolicy }
+  /** A branch (mode branch): the parent run directory, its checkpoint, the tail as a model (its bytes are `JSON + "\n"`), the served directory. */
+  | { readonly parent: string; readonly at: string; readonly tail: JsonObject; readonly served: string | null };
+
+/** The bytes a branch task's tail is kept as (branch.json), and named by (`tail` in its identity). */
+export function tailBytes(tail: JsonObject): Buffer {
+  return Buffer.from(`${JSON.stringify(tail)}\n`, "utf8");
+}
 
 export interface PlannedTask {
   readonly id: string;
@@ -130,7 +137,7 @@ function parsePlan(model: JsonModel, file: string): Plan {
   if (c.requiredString(o, "schema", "") !== PLAN_SCHEMA) c.add("/schema", `expected ${PLAN_SCHEMA}`);
   const digest = c.requiredString(o, "plan", "", { pattern: /^sha256:[0-9a-f]{64}$/ });
   const mode = c.requiredString(o, "mode", "");
-  if (mode !== undefined && !["record", "replay", "verify"].includes(mode)) c.add("/mode", "expected record, replay or verify");
+  if (mode !== undefined && !["record", "replay", "verify", "branch"].includes(mode)) c.add("/mode", "expected record, replay, verify or branch");
   const r = c.object(c.required(o, "resources", ""), "/resources", ["cpus", "memory-mib", "time-minutes"]) ?? (Object.create(null) as JsonObject);
   const n = (k: string) => c.integer(c.required(r, k, "/resources"), `/resources/${k}`, { min: 1 }) ?? 1;
   const resources: TaskResources = { cpus: n("cpus"), memoryMiB: n("memory-mib"), timeMinutes: n("time-minutes") };
@@ -146,7 +153,18 @@ function parsePlan(model: JsonModel, file: string): Plan {
     if (to === undefined) return;
     const id = c.requiredString(to, "id", at, { pattern: TASK_NAME_RE });
     const identity = c.object(c.required(to, "identity", at), `${at}/identity`);
-    const input = c.object(c.required(to, "input", at), `${at}/input`, ["spec", "variant", "run", "bundle", "lock", "policy"]);
+    const input = c.object(c.required(to, "input", at), `${at}/input`, [
+      "spec",
+      "variant",
+      "run",
+      "bundle",
+      "lock",
+      "policy",
+      "parent",
+      "at",
+      "tail",
+      "served",
+    ]);
     const origin = c.object(c.required(to, "origin", at), `${at}/origin`, ["run", "point", "repeat"]);
     if (id === undefined || identity === undefined || input === undefined || origin === undefined) return;
     let name: string | undefined;
@@ -167,8 +185,20 @@ function parsePlan(model: JsonModel, file: string): Plan {
       const policy = p !== undefined ? readLockPolicy(c, p, `${at}/input/policy`, "/") : undefined;
       if (p !== undefined && (!Object.hasOwn(p, "user") || !Object.hasOwn(p, "workdir"))) c.add(`${at}/input/policy`, "must name user and workdir");
       if (policy !== undefined) ti = { lock: input.lock, policy };
-    } else c.add(`${at}/input`, "expected {run}, {bundle}, {spec, variant} or {lock, policy}");
-    if (ti !== undefined && ("spec" in ti || "lock" in ti) === (identity.mode !== "record")) c.add(`${at}/input`, "does not fit the task's mode");
+    } else if (
+      typeof input.parent === "string" &&
+      typeof input.at === "string" &&
+      isJsonObject(input.tail) &&
+      (input.served === null || typeof input.served === "string") &&
+      Object.keys(input).length === 4
+    ) {
+      ti = { parent: input.parent, at: input.at, tail: input.tail, served: input.served };
+      // the task records exactly the tail and checkpoint its name covers
+      if (identity.tail !== sha256(tailBytes(input.tail)) || identity.checkpoint !== input.at)
+        c.add(`${at}/input/tail`, "its tail or checkpoint is not the one the task's name covers");
+    } else c.add(`${at}/input`, "expected {run}, {bundle}, {spec, variant}, {lock, policy} or {parent, at, tail, served}");
+    if (ti !== undefined && ("parent" in ti ? identity.mode !== "branch" : ("spec" in ti || "lock" in ti) === (identity.mode !== "record")))
+      c.add(`${at}/input`, "does not fit the task's mode");
     if (ti !== undefined && "lock" in ti && identity.run !== null) c.add(`${at}/input`, "a lock task has no run section");
     if (ti !== undefined && "spec" in ti && JSON.stringify(ti.variant.run ?? null) !== JSON.stringify(identity.run))
       c.add(`${at}/input/variant`, "its run section is not the one the task's name covers");

@@ -1,5 +1,5 @@
 /**
- * The runs a record campaign produced, for a replay or verify campaign that
+ * The runs a record (or branch) campaign produced, for a replay or verify campaign that
  * names it (`runs: [{campaign: DIR}]`): every task of its plan that
  * published a `recorded` result, in plan order. Tasks without a result yet
  * are left out (and said so by the caller's plan: it names fewer tasks).
@@ -12,8 +12,8 @@ import { readResult, resultRunDir } from "./task-result.ts";
 export function readPublishedRuns(campaignDir: string, at: string): string[] {
   openResults(campaignDir, false);
   const plan = readPlan(campaignDir);
-  if (plan === undefined || plan.mode !== "record")
-    throw new CairnError("CAMPAIGN_INVALID", `${campaignDir} is not the results directory of a record campaign`, { path: at });
+  if (plan === undefined || (plan.mode !== "record" && plan.mode !== "branch"))
+    throw new CairnError("CAMPAIGN_INVALID", `${campaignDir} is not the results directory of a record or branch campaign`, { path: at });
   const done = publishedTasks(campaignDir);
   const out: string[] = [];
   for (const t of plan.tasks) {

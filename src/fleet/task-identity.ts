@@ -12,6 +12,10 @@
  * replay, verify: {mode, record: the sha256 of the run's run.json (which
  *          names the workload, the VM identity, the replay log and the
  *          outcome), workload, vm, repeat}
+ * branch:  {mode, record: the sha256 of the parent's run.json, checkpoint:
+ *          the name of the checkpoint branched from, tail: the sha256 of the
+ *          tail's bytes (as the branch keeps them, branch.json), http_root:
+ *          the cairn.fs/1 digest of the directory served again, repeat}
  *
  * Two points of a matrix that give the same model are one task (the plan
  * says which collapsed into which), so the same task never runs twice. A
@@ -46,11 +50,14 @@ export const CAMPAIGN_PLAN_IDENTITY = declareIdentity({
 export const TASK_IDENTITY_SCOPE = defineScope({
   identity: "cairn.task/1",
   covers: {
-    "/mode": "record, replay or verify: the same run recorded and replayed are two tasks",
+    "/mode": "record, replay, verify or branch: the same run recorded and replayed are two tasks",
     "/workload": "the workload identities (workload, source, fs, launch) the task runs",
     "/run": "record: the matrix point's whole run section (steps, conditions, stdin data, expectations, limits, network)",
     "/host_inputs": "record: the cairn.fs/1 digests of run.inputs and of the served directory, read from the host when the plan is made",
-    "/record": "replay, verify: the sha256 of the run's run.json, which names its VM identity, replay log and outcome",
+    "/record": "replay, verify: the sha256 of the run's run.json, which names its VM identity, replay log and outcome; branch: the parent's",
+    "/checkpoint": "branch: the name of the parent's checkpoint the branch starts from",
+    "/tail": "branch: the sha256 of the tail's bytes (branch.json: the variation's steps and expectations)",
+    "/http_root": "branch: the cairn.fs/1 digest of the directory the parent's http responder served, served again (null without one)",
     "/vm": "replay, verify: the run's VM identity digest",
     "/repeat": "the repeat index (0-based): `repeat: N` asks for N tasks that differ only here",
   },
@@ -74,6 +81,14 @@ export type TaskIdentityModel =
       readonly record: Sha256Digest;
       readonly workload: Sha256Digest;
       readonly vm: Sha256Digest;
+      readonly repeat: number;
+    }
+  | {
+      readonly mode: "branch";
+      readonly record: Sha256Digest;
+      readonly checkpoint: string;
+      readonly tail: Sha256Digest;
+      readonly http_root: Sha256Digest | null;
       readonly repeat: number;
     };
 

@@ -50,7 +50,7 @@ export interface TaskResult {
   readonly schema: typeof RESULT_SCHEMA;
   readonly task: string;
   readonly plan: Sha256Digest;
-  readonly mode: "record" | "replay" | "verify";
+  readonly mode: "record" | "replay" | "verify" | "branch";
   readonly verdict: Verdict;
   /** mismatched: the JSON pointer (or file) of the first difference; null otherwise. */
   readonly field: string | null;
@@ -143,8 +143,9 @@ export function readResult(dir: string, id: string): { result: TaskResult; bytes
     for (const k of ["workload", "vm", "outcome"])
       if (ids[k] !== null && !(typeof ids[k] === "string" && DIGEST.test(ids[k]))) c.add(`/identities/${k}`, "expected a sha256 digest or null");
   // record: a run directory under DIR/runs by its run id, nothing else (a forged "runs/../.." would name any directory)
-  if (typeof o.run !== "string" || (o.mode === "record" && !/^runs\/[0-9]{8}T[0-9]{6}Z-[0-9a-f]{8}$/.test(o.run)))
-    c.add("/run", o.mode === "record" ? "expected runs/<run id>" : "expected a string");
+  const ours = o.mode === "record" || o.mode === "branch";
+  if (typeof o.run !== "string" || (ours && !/^runs\/[0-9]{8}T[0-9]{6}Z-[0-9a-f]{8}$/.test(o.run)))
+    c.add("/run", ours ? "expected runs/<run id>" : "expected a string");
   if (o.replay !== null && !(typeof o.replay === "string" && /^replays\/[1-9][0-9]*$/.test(o.replay))) c.add("/replay", "expected replays/<n> or null");
   c.integer(o.duration_ms, "/duration_ms", { min: 0 });
   if (o.guest_instructions !== null) c.integer(o.guest_instructions, "/guest_instructions", { min: 0 });
@@ -156,7 +157,7 @@ export function readResult(dir: string, id: string): { result: TaskResult; bytes
 
 /** The run directory a result names, absolute. */
 export function resultRunDir(dir: string, r: TaskResult): string {
-  return r.mode === "record" ? join(dir, r.run) : r.run;
+  return r.mode === "record" || r.mode === "branch" ? join(dir, r.run) : r.run;
 }
 
 /**

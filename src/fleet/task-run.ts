@@ -14,6 +14,10 @@
  *           (`localRun`, as `cairn replay BUNDLE` does) into DIR/runs
  *   verify  no VM: the run directory's own checks (`checkRunDir`) and its
  *           receipt by the campaign's key
+ *   branch  the same library `cairn explore` uses (`recordBranch`), from the
+ *           parent the plan names, at its checkpoint, with the variation's
+ *           tail; the parent must still be the run.json the name covers;
+ *           the branch goes to DIR/runs and its receipt is signed there
  *
  * What is a finding and what is not: a replay that differs from its record
  * (REPLAY_MISMATCH, VM_MISMATCH, WORKLOAD_MISMATCH: the first field is
@@ -25,7 +29,8 @@
  * executor retries it up to the plan's retry limit; then the campaign
  * reports it as `infrastructure` in the executor's words.
  */
-import { readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { CairnError, isCairnError, keyIdOf, sha256, readFileBounded, type SigningKey } from "../core/index.ts";
 import type { VerifyOptions } from "../workload/index.ts";
@@ -36,6 +41,7 @@ import {
   localRun,
   guestInstructions,
   readRunManifest,
+  recordBranch,
   recordLockfileRun,
   recordRun,
   replayKit,
@@ -44,7 +50,7 @@ import {
   type Kit,
 } from "../vm/index.ts";
 import type { PlannedTask } from "./plan-file.ts";
-import { readPlan, type Plan } from "./plan-file.ts";
+import { readPlan, tailBytes, type Plan } from "./plan-file.ts";
 import { openResults, publishedTasks, RESULTS, stageTask } from "./results-dir.ts";
 import { lockExportOptions } from "./lock-entry.ts";
 import { runStatementDigest, writeResult, type TaskResult } from "./task-result.ts";
@@ -105,7 +111,9 @@ export async function runTask(dir: string, id: string, opts: TaskRunOptions): Pr
     const t0 = clock();
     const base = { schema: "cairn.campaign-result/1" as const, task: id, plan: plan.plan, mode: plan.mode };
     let result: TaskResult;
-    if ("spec" in task.input || "lock" in task.input) {
+    if ("parent" in task.input) {
+      result = await branchTask(dir, task, opts, base, () => Math.round(clock() - t0));
+    } else if ("spec" in task.input || "lock" in task.input) {
       if (task.identity.mode !== "record") throw new CairnError("CAMPAIGN_INVALID", "a spec or lock task must be a record task", { path: id });
       const planned = task.identity.workload;
       const record = {
@@ -258,6 +266,66 @@ export async function runTask(dir: string, id: string, opts: TaskRunOptions): Pr
   } catch (e) {
     staging.discard();
     throw e;
+  }
+}
+
+/** A branch task: `recordBranch` of the plan's parent, checkpoint and tail into DIR/runs, its receipt signed there. */
+async function branchTask(
+  dir: string,
+  task: PlannedTask,
+  opts: TaskRunOptions,
+  base: Pick<TaskResult, "schema" | "task" | "plan" | "mode">,
+  elapsed: () => number,
+): Promise<TaskResult> {
+  const input = task.input as Extract<PlannedTask["input"], { parent: string }>;
+  const identity = task.identity;
+  if (identity.mode !== "branch") throw new CairnError("CAMPAIGN_INVALID", "a branch input must be a branch task", { path: task.id });
+  const parentNow = sha256(readFileBounded(join(input.parent, "run.json"), 1024 * 1024, "run.manifest-bytes"));
+  if (parentNow !== identity.record)
+    throw new CairnError("CAMPAIGN_MISMATCH", "the parent's run.json is not the one the task's name covers (it changed since the plan was made)", {
+      path: input.parent,
+      hint: "run the campaign into a new --out directory",
+    });
+  const tails = mkdtempSync(join(tmpdir(), "cairn-branch-task-")); // 0700: a tail holds stdin data
+  try {
+    const tail = join(tails, "tail.json");
+    writeFileSync(tail, tailBytes(input.tail), { mode: 0o600 });
+    const r = await recordBranch({
+      runDir: input.parent,
+      checkpoint: input.at,
+      scenario: tail,
+      storeDir: opts.storeDir,
+      runsDir: join(dir, RESULTS.runs),
+      kit: opts.kit,
+      cairnVersion: opts.cairnVersion,
+      ...(input.served !== null ? { served: input.served } : {}),
+      ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}),
+      ...(opts.verify !== undefined ? { verify: opts.verify } : {}),
+      ...(opts.log !== undefined ? { log: opts.log } : {}),
+    });
+    if (r.manifest.status === "infrastructure-failure") {
+      rmSync(r.runDir, { recursive: true, force: true }); // ours, in DIR/runs; never counted
+      throw new CairnError("RUN_INFRASTRUCTURE", `the branch ended in an infrastructure failure: ${r.unfinished?.message ?? describeOutcome(r.evaluation)}`, {
+        path: task.id,
+      });
+    }
+    signReceipt(r.runDir, [opts.key]);
+    const m = r.manifest;
+    return {
+      ...base,
+      verdict: "recorded",
+      field: null,
+      detail: describeOutcome(r.evaluation),
+      status: m.status,
+      identities: { run_id: m.run_id, workload: m.workload.workload, vm: m.vm_digest, outcome: m.outcome },
+      run: relative(dir, r.runDir),
+      replay: null,
+      duration_ms: elapsed(),
+      guest_instructions: instructions(r.runDir),
+      run_statement: runStatementDigest(r.runDir),
+    };
+  } finally {
+    rmSync(tails, { recursive: true, force: true });
   }
 }
 

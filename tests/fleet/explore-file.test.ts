@@ -86,6 +86,17 @@ describe("the vary file", () => {
     refusedAt(`steps: 3\n${vary}`, "MODEL_TYPE", "/steps");
   });
 
+  it("a name never carries a control character raw, and shows at most 80 characters of a value (second pass: terminal escapes in a vary file reached the terminal)", () => {
+    const long = "x".repeat(1000);
+    const text = `${TAIL}vary:\n  - set: /steps/0/after/contains\n    values: ["\\e]0;pwned\\a", ${JSON.stringify(long)}, plain words]\n`;
+    const vs = variations(parseVaryFile(Buffer.from(text), "vary.yaml"));
+    assert.equal(vs[0]!.name, '/steps/0/after/contains="\\u001b]0;pwned\\u0007"');
+    assert.doesNotMatch(vs.map((v) => v.name).join(""), /[\u0000-\u001f]/);
+    assert.equal(vs[1]!.name, `/steps/0/after/contains=${"x".repeat(80)}…`);
+    assert.equal(vs[1]!.set[0]!.value, long, "the report's set keeps the value whole");
+    assert.equal(vs[2]!.name, "/steps/0/after/contains=plain words", "control");
+  });
+
   it("counts the variations from the axes alone, before one is built (explore.variations)", () => {
     const values = `[${Array.from({ length: 40 }, (_, i) => i).join(", ")}]`;
     const two = `${TAIL}vary:\n  - set: /steps/0/after/contains\n    values: ${values}\n  - set: /steps/0/action\n    values: ${values}\n`;
