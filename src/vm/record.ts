@@ -5,7 +5,7 @@
  * `openVerifiedWorkload`, so nothing unverified enters the guest.
  */
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import {
   CairnError,
@@ -46,7 +46,7 @@ import { childrenCpuMs, writeRunCost, writeRunEnvironment, writeRunEnvManifest, 
 import { RESPONDER_LIMITS } from "./netid.ts";
 import { RUN_MANIFEST_SCHEMA, type RunCheckpoints, type RunManifest } from "./run-manifest.ts";
 import { recordedCheckpoints } from "./checkpoint-file.ts";
-import { replayLogWhole } from "./replay-log.ts";
+import { checkRecordedLogSize, replayLogWhole } from "./replay-log.ts";
 import { withNoSpaceNamed } from "./no-space.ts";
 import { diskFullError, dropImage, RUN_FILES, shellQuote, writeEvaluation, writeJsonPublic, writeStreams } from "./rundir.ts";
 import { stageRun } from "./run-staging.ts";
@@ -318,6 +318,7 @@ async function recordInto(
     dropImage(dir);
   }
   const cpuAfter = childrenCpuMs();
+  checkRecordedLogSize(statSync(rrfile).size, join(runDir, RUN_FILES.replayLog));
   const logBytes = readFileSync(rrfile);
   // the error names files where the run directory will be, never the staging directory that is renamed away
   const unfinished = boot.unfinished === undefined ? undefined : renamedInto(boot.unfinished, dir, runDir);

@@ -28,6 +28,34 @@
  * guess. So a receipt says "not measured" rather than a wrong number.
  */
 
+import { CairnError, formatBytes } from "../core/index.ts";
+
+/**
+ * `run.replay-log-bytes`: the largest replay log cairn reads (replay-run.ts
+ * RUN_READ_LIMITS) and so the largest a record may keep. Logs are about
+ * 100 KB (0.4 MB with icount sleep=on); a workload that busy-waits with
+ * PAUSE under sleep=on writes about 190 MB per guest second (docs/runs.md,
+ * "Replay speed of sleep=on runs").
+ */
+export const REPLAY_LOG_MAX_BYTES = 1024 * 1024 * 1024;
+
+/**
+ * A record's log over `run.replay-log-bytes` is refused before it is read:
+ * no replay could read it, so no run is kept (it used to be recorded, then
+ * every replay refused it; over 2 GiB the record failed reading it).
+ */
+export function checkRecordedLogSize(size: number, path: string): void {
+  if (size > REPLAY_LOG_MAX_BYTES)
+    throw new CairnError(
+      "LIMIT_EXCEEDED",
+      `the replay log is ${formatBytes(size)}, over run.replay-log-bytes (${formatBytes(REPLAY_LOG_MAX_BYTES)}): no replay could read it, so the run was not recorded`,
+      {
+        path,
+        hint: 'a workload that busy-waits with PAUSE while icount is sleep=on (a root disk, a network, checkpoints) writes about 190 MB of log per guest second; see docs/runs.md, "Replay speed of sleep=on runs"',
+      },
+    );
+}
+
 /** REPLAY_VERSION of QEMU 7.1 and 7.2. */
 export const REPLAY_LOG_VERSION = 0xe0200c;
 

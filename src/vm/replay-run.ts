@@ -37,6 +37,7 @@ import { branchScenario } from "./branch-scenario.ts";
 import { describeOutcome, isFailedStatus, type ReplayVerdict } from "./replay-verdict.ts";
 import { loadRunInputs } from "./input-listing.ts";
 import { firstNetworkDifference } from "./netid.ts";
+import { REPLAY_LOG_MAX_BYTES } from "./replay-log.ts";
 import { firstVmDifference, parseModuleEntries, vmDigest } from "./vmid.ts";
 
 export interface ReplayOptions {
@@ -81,7 +82,7 @@ export interface ReplayResult {
 export const RUN_READ_LIMITS = {
   "run.manifest-bytes": 1024 * 1024,
   "run.recorded-list-bytes": 64 * 1024 * 1024,
-  "run.replay-log-bytes": 1024 * 1024 * 1024,
+  "run.replay-log-bytes": REPLAY_LOG_MAX_BYTES,
 } as const;
 
 /** Stands for an http responder the record did not have: the network comparison then names the difference. */

@@ -8,7 +8,12 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { guestInstructions, REPLAY_LOG_VERSION, replayLogEvents } from "../../src/vm/replay-log.ts";
+import { mkdtempSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { checkRecordedLogSize, guestInstructions, REPLAY_LOG_MAX_BYTES, REPLAY_LOG_VERSION, replayLogEvents } from "../../src/vm/replay-log.ts";
+import { RUN_READ_LIMITS } from "../../src/vm/replay-run.ts";
+import { assertCode } from "../helpers/errors.ts";
 
 const u32 = (n: number): number[] => [(n >>> 24) & 255, (n >>> 16) & 255, (n >>> 8) & 255, n & 255];
 const u64 = (): number[] => [1, 2, 3, 4, 5, 6, 7, 8];
@@ -88,4 +93,27 @@ test("the events of a framed log are counted by kind, checkpoints by their QEMU 
   // control: a log not framed exactly has no counts, as it has no instruction count
   assert.equal(replayLogEvents(log([5, 1, 2], END)), undefined);
   assert.equal(replayLogEvents(log(INSN(5))), undefined);
+});
+
+test("a recorded log over run.replay-log-bytes is refused naming the limit, the run's log path and the PAUSE cause; at the limit it is kept (control)", () => {
+  const dir = mkdtempSync(join(tmpdir(), "cairn-rrlog-"));
+  try {
+    // a sparse file: its size is what a spinning sleep=on workload's log reaches, without writing it
+    const file = join(dir, "replay.log");
+    writeFileSync(file, "");
+    truncateSync(file, REPLAY_LOG_MAX_BYTES + 1);
+    assertCode(() => checkRecordedLogSize(statSync(file).size, "/runs/r1/replay.log"), "LIMIT_EXCEEDED", "/runs/r1/replay.log");
+    try {
+      checkRecordedLogSize(statSync(file).size, "/runs/r1/replay.log");
+    } catch (e) {
+      assert.match((e as Error).message, /run\.replay-log-bytes/);
+      assert.match((e as { hint?: string }).hint ?? "", /PAUSE.*sleep=on/);
+    }
+    truncateSync(file, REPLAY_LOG_MAX_BYTES);
+    checkRecordedLogSize(statSync(file).size, "/runs/r1/replay.log");
+    // the replay reads up to the same bound
+    assert.equal(RUN_READ_LIMITS["run.replay-log-bytes"], REPLAY_LOG_MAX_BYTES);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
