@@ -266,7 +266,13 @@ export async function recordBranch(opts: BranchOptions): Promise<RecordResult> {
       dropImage(dir);
     }
     const cpuAfter = childrenCpuMs();
-    if (boot.unfinished !== undefined && boot.qemu.timedOut) throw boot.unfinished;
+    // a branch the host's timeout stopped is not recorded: the error names the limit, not a file of the staging directory removed with it
+    if (boot.unfinished !== undefined && boot.qemu.timedOut)
+      throw new CairnError("RUN_TIMEOUT", `${boot.unfinished.message}; the branch was not recorded`, {
+        path: "--timeout",
+        hint: boot.unfinished.hint ?? "raise --timeout",
+        cause: boot.unfinished,
+      });
     keepOnly(start, BRANCH_START_SNAPSHOT);
     writeRunCost(dir, { wallMs: boot.qemu.durationMs, hostCpuMs: cpuBefore !== undefined && cpuAfter !== undefined ? cpuAfter - cpuBefore : undefined });
     // the branch's stream is the parent's up to the hold, then its own: kept whole, as a run's protocol.bin is

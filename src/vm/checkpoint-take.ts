@@ -228,7 +228,7 @@ export async function withInputChannel<T>(
     readonly protocolLog: string;
   },
   boot: (paths: ChannelPaths, abort: AbortSignal | undefined) => Promise<T>,
-): Promise<{ result: T; checkpoints?: CheckpointOutcome & { readonly file: string } }> {
+): Promise<{ result: T; checkpoints?: CheckpointOutcome & { readonly file: string }; channelFailure?: string }> {
   if (!run.channel) return { result: await boot({}, undefined) };
   const sockets = mkdtempSync(join(tmpdir(), "cairn-chan-")); // 0700
   const removeSockets = (): void => rmSync(sockets, { recursive: true, force: true });
@@ -249,11 +249,9 @@ export async function withInputChannel<T>(
       });
       const result = await boot({ inputSocket, checkpoints: { drive: b.drive }, snapshot }, abort.signal);
       await sent;
+      // said by the caller, who knows whether QEMU ended by itself or was stopped by the host's timeout (then the timeout is the cause)
       if (failure !== undefined)
-        throw new CairnError(
-          "RUN_INFRASTRUCTURE",
-          `the branch's steps could not be sent to the guest: ${failure instanceof Error ? failure.message : String(failure)}`,
-        );
+        return { result, channelFailure: `the branch's steps could not be sent to the guest: ${failure instanceof Error ? failure.message : String(failure)}` };
       return { result };
     }
     if (run.mode === "replay") return { result: await boot({ inputSocket }, undefined) };

@@ -252,6 +252,7 @@ export async function bootGuest(
   const responder = net === undefined ? undefined : mode === "replay" ? absentResponder(net) : await startResponder(net, p.httpRoot);
   let qemu: QemuResult;
   let checkpoints: BootResult["checkpoints"];
+  let channelFailure: string | undefined;
   const stopTicking = tickSeconds(mode, progress);
   try {
     // checkpoints are taken while recording only; a replay gets the host's answers from its log (checkpoint-take.ts)
@@ -279,12 +280,16 @@ export async function bootGuest(
     );
     qemu = taken.result;
     checkpoints = taken.checkpoints;
+    channelFailure = taken.channelFailure;
   } finally {
     stopTicking();
     responder?.stop();
   }
   const refused = responder !== undefined && "refused" in responder ? responder.refused() : undefined;
-  if (qemu.aborted) {
+  // a branch's tail that could not be sent (QEMU was then stopped: aborted, by the channel, not a responder): the cause,
+  // unless the host's timeout stopped QEMU first (a RUN_TIMEOUT below)
+  if (channelFailure !== undefined && !qemu.timedOut) throw new CairnError("RUN_INFRASTRUCTURE", channelFailure);
+  if (qemu.aborted && channelFailure === undefined) {
     const why = responder !== undefined && "reason" in responder ? responder.reason() : undefined;
     throw infra(`QEMU (${mode}) was stopped: ${why ?? "the responder failed"}`);
   }

@@ -147,6 +147,19 @@ describe("cairn branch", { skip: VM_SKIP }, () => {
     assert.ok(existsSync(join(run.run_dir, "failure-bundle.json")), "the failed branch keeps its failure bundle");
   });
 
+  it("a branch stopped by --timeout is not recorded, and the error says so without naming a file it removed", async () => {
+    const before = readdirSync(runs);
+    const waits = join(root, "waiting-tail.yaml");
+    // output that never comes: QEMU runs until the host stops it
+    writeFileSync(waits, 'steps:\n  - action: write-stdin\n    data: "echo x\\n"\n    after: { output: stdout, contains: never-printed }\n');
+    const r = await runCli(["branch", parent.run_dir, "--at", "one", "--scenario", waits, ...common(), "--timeout", "1", "--json"]);
+    assert.equal(r.code, 1, r.stdout + r.stderr);
+    const e = JSON.parse(r.stdout).error as { code: string; path: string; message: string };
+    assert.deepEqual([e.code, e.path], ["RUN_TIMEOUT", "--timeout"], r.stdout);
+    assert.match(e.message, /not recorded/);
+    assert.deepEqual(readdirSync(runs), before, "no run directory and no staging directory is left");
+  });
+
   it("refuses a checkpoint the parent did not take, naming it and the ones it took (control: `one` above)", async () => {
     const before = runDirs();
     const r = await runCli(["branch", parent.run_dir, "--at", "nope", "--scenario", join(root, "tail.yaml"), ...common(), "--json"]);
