@@ -179,6 +179,13 @@ describe("cairn branch", { skip: VM_SKIP }, () => {
     assert.ok(w.stderr.length < 1000, `the message is bounded: ${w.stderr.length} characters`);
   });
 
+  it("--serve reaches the library: refused for a parent that served nothing (control: the branch above, without it)", async () => {
+    const r = await runCli(["branch", parent.run_dir, "--at", "one", "--scenario", join(root, "tail.yaml"), "--serve", root, ...common(), "--json"]);
+    assert.equal(r.code, 1, r.stdout + r.stderr);
+    const e = JSON.parse(r.stdout).error as { code: string; path: string };
+    assert.deepEqual([e.code, e.path], ["RUN_INVALID", "--serve"], r.stdout);
+  });
+
   it("refuses a run recorded without checkpoints (control: the parent above)", async () => {
     const plain = join(root, "plain", "20261201T000000Z-0000dddd");
     writeRun(plain, basename(plain), true);

@@ -19,6 +19,7 @@ interface BranchFlags {
   runs?: string;
   kit?: string;
   environment?: string;
+  serve?: string;
   allowUnpinned?: boolean;
   timeout?: string;
   includePrivateStreams?: boolean;
@@ -46,6 +47,7 @@ export function registerBranch(program: Command, ctx: Context): void {
     .option("--runs <dir>", "where the branch's run directory goes, and where a run id is looked up (default $CAIRN_HOME/runs or $XDG_DATA_HOME/cairn/runs)")
     .option("--store <dir>", "content store (default $CAIRN_HOME/store or $XDG_CACHE_HOME/cairn/store)")
     .option("--kit <dir>", "guest kit (default $CAIRN_KIT, $CAIRN_HOME/kit or $XDG_CACHE_HOME/cairn/kit)")
+    .option("--serve <dir>", "the directory the parent's http responder served (run.network.http.root); needed when it had one")
     .option("--environment <manifest>", "the environment manifest (or devcontainer.json) offered to resume in; required when the parent recorded one")
     .option("--allow-unpinned", "with --environment: accept an unpinned pair with equal addresses")
     .option("--timeout <seconds>", "wall-clock limit for QEMU; the process group is killed after it")
@@ -69,6 +71,7 @@ export function registerBranch(program: Command, ctx: Context): void {
         kit: async () => replayKit(kitDir(ctx.env, ctx.cwd, opts.kit), parentDir),
         cairnVersion: CAIRN_VERSION,
         ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+        ...(opts.serve !== undefined ? { served: resolve(ctx.cwd, opts.serve) } : {}),
         ...(opts.environment !== undefined ? { offeredEnvironment: loadManifestOrDevcontainer(resolve(ctx.cwd, opts.environment)).manifest } : {}),
         allowUnpinned: opts.allowUnpinned === true,
         verify: { memoKeyDir: defaultKeysDir(ctx.env, ctx.cwd, opts.keys), full: opts.full === true, progress: ctx.progress },
