@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
@@ -51,5 +51,10 @@ describe("a run's qcow2 stands alone", { skip: QEMU_IMG }, () => {
       (e: unknown) => e instanceof CairnError && e.code === "RUN_INVALID" && e.path === "/branch/start" && /backing file/.test(e.message),
     );
     checkStandaloneQcow2(join(dir, "v3.qcow2"), "/branch/start", "branch-start.qcow2");
+    // a FIFO or a symlink in its place is never read through (the callers check the file first; this holds alone)
+    execFileSync("mkfifo", [join(dir, "fifo")]);
+    assert.match(qcow2NotStandalone(qcow2Header(join(dir, "fifo"))) ?? "", /not a qcow2/);
+    symlinkSync(join(dir, "v3.qcow2"), join(dir, "link.qcow2"));
+    assert.match(qcow2NotStandalone(qcow2Header(join(dir, "link.qcow2"))) ?? "", /not a qcow2/);
   });
 });
