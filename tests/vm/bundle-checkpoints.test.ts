@@ -160,6 +160,31 @@ describe("bundles carry checkpoints.qcow2", { skip: VM_SKIP ?? QEMU_IMG }, () =>
     assert.equal(existsSync(join(work, "c", "runs")), false, "nothing imported");
   });
 
+  it("a qcow2 naming a host file (a backing file), run.json made to agree, is refused at import, nothing imported (control: the recorded one imports, test 1)", async () => {
+    const file = join(runDir, CHECKPOINT_FILE);
+    const manifest = join(runDir, "run.json");
+    const saved = readFileSync(manifest);
+    writeFileSync(join(work, "host-secret"), Buffer.alloc(1024 * 1024, 7));
+    execFileSync("qemu-img", ["create", "-q", "-f", "qcow2", "-b", join(work, "host-secret"), "-F", "raw", file, "1M"]);
+    const forged = readFileSync(file);
+    const m = JSON.parse(saved.toString("utf8"));
+    m.checkpoints.file = { sha256: sha256(forged), size: forged.length };
+    writeFileSync(manifest, JSON.stringify(m));
+    try {
+      // held in memory by the import (a small member): the same header check as a large spilled one
+      const b = writeRunBundle({ runDir, storeDir, kit, out: join(work, "backing.cairn"), includePrivate: true });
+      assert.ok(b.members.some((x) => x.path === `private/${CHECKPOINT_FILE}` && x.size < 4 * 1024 * 1024));
+      const e = await refusal(importBundle(b.file, home("backing")));
+      assert.equal(e.code, "BUNDLE_INVALID");
+      assert.equal(e.path, "run.json#/checkpoints/file");
+      assert.match(e.message, /backing file/);
+      assert.equal(existsSync(join(work, "backing", "runs")), false, "nothing imported");
+    } finally {
+      writeFileSync(manifest, saved);
+      writeFileSync(file, qcow2);
+    }
+  });
+
   it("a qcow2 in a bundle whose run recorded no checkpoints is refused, naming the member (control: the bundle rebuilt without it imports)", async () => {
     const plain = await openBundle(join(work, "plain.cairn"));
     const files = new Map<string, Uint8Array>();
