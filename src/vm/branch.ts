@@ -185,7 +185,7 @@ function newRunId(now: Date): string {
  * about one snapshot's size on disk.
  */
 function keepOnly(file: string, keep: string): void {
-  const listed = runTool("qemu-img", ["snapshot", "-f", "qcow2", "-l", file], { fix: QEMU_IMG_FIX });
+  const listed = runTool("qemu-img", ["snapshot", "-l", file], { fix: QEMU_IMG_FIX });
   if (listed.status !== 0)
     throw new CairnError("RUN_INFRASTRUCTURE", `qemu-img could not list the branch's snapshots: ${listed.stderr.trim()}`, { path: file });
   const tags = listed.stdout
@@ -195,7 +195,7 @@ function keepOnly(file: string, keep: string): void {
     .filter((t): t is string => t !== undefined);
   if (!tags.includes(keep)) throw new CairnError("RUN_INFRASTRUCTURE", `the qcow2 holds no snapshot ${keep}`, { path: file });
   for (const t of tags.filter((x) => x !== keep)) {
-    const d = runTool("qemu-img", ["snapshot", "-f", "qcow2", "-d", t, file], { fix: QEMU_IMG_FIX });
+    const d = runTool("qemu-img", ["snapshot", "-d", t, file], { fix: QEMU_IMG_FIX });
     if (d.status !== 0) throw new CairnError("RUN_INFRASTRUCTURE", `qemu-img could not delete snapshot ${t}: ${d.stderr.trim()}`, { path: file });
   }
 }
