@@ -18,6 +18,7 @@ import { describe, it } from "node:test";
 import { generateSigningKey, sha256 } from "../../src/core/index.ts";
 import { CHECKPOINT_FILE } from "../../src/vm/checkpoint-take.ts";
 import { describeRun, signReceipt } from "../../src/vm/index.ts";
+import { writeRunOrigin } from "../../src/vm/run-origin.ts";
 import { runCli } from "../helpers/cli.ts";
 import { writeRun } from "./fixtures/run-dirs.ts";
 
@@ -142,6 +143,24 @@ describe("the run directory check covers a branch's files", () => {
     const show = await runCli(["runs", "show", "--json", dir]);
     assert.equal(show.code, 0, show.stderr);
     assert.deepEqual([JSON.parse(show.stdout).check, JSON.parse(show.stdout).branch.parent], ["unverified", ID]);
+    rmSync(join(dir, ".."), { recursive: true, force: true });
+  });
+
+  it("runs list marks a branch imported from a bundle by run.json's branch (its origin says bundle); runs show --html has a branch row (control: a run from boot has neither)", async () => {
+    const dir = branchRun();
+    writeRunOrigin(dir, { via: "bundle", input: "/elsewhere/branch.cairn", command: null });
+    const plain = join(dir, "..", ID);
+    writeRun(plain, ID, true);
+    const listed = await runCli(["runs", "list", "--runs", join(dir, "..")]);
+    assert.equal(listed.code, 0, listed.stderr);
+    const line = (id: string) => listed.stdout.split("\n").find((l) => l.startsWith(id)) ?? "";
+    assert.match(line(BRANCH_ID), new RegExp(`bundle branch\\.cairn, branch ${ID}@one$`), listed.stdout);
+    assert.doesNotMatch(line(ID), /branch/, "control: a run from boot");
+    const page = join(dir, "..", "page.html");
+    assert.equal((await runCli(["runs", "show", dir, "--html", page])).code, 0);
+    assert.match(readFileSync(page, "utf8"), new RegExp(`<td id="branch">of run <code>${ID}</code> at checkpoint <code>one</code>`));
+    assert.equal((await runCli(["runs", "show", plain, "--html", page])).code, 0);
+    assert.doesNotMatch(readFileSync(page, "utf8"), /id="branch"/, "control: a run from boot");
     rmSync(join(dir, ".."), { recursive: true, force: true });
   });
 

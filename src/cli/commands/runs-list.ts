@@ -11,6 +11,7 @@ import {
   statusesNamed,
   type RunFilter,
   type RunStatus,
+  type RunSummary,
 } from "../../vm/index.ts";
 import { clock } from "../flags.ts";
 import type { Context } from "../context.ts";
@@ -67,6 +68,15 @@ function showDuration(ms: number | null): string {
   const s = Math.round(ms / 1000);
   if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, "0")}s`;
   return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
+}
+
+/**
+ * A branch, as run.json's `branch` names it, when its origin does not say so
+ * already (a branch imported from a bundle or a registry: its origin names
+ * the bundle); empty for a run from boot.
+ */
+function branchMark(r: RunSummary): string {
+  return r.branch === null || r.origin?.via === "branch" ? "" : `, branch ${r.branch.parent}@${r.branch.checkpoint}`;
 }
 
 function parseFilter(
@@ -143,7 +153,7 @@ export function registerRunsList(runs: Command, ctx: Context): void {
         for (const r of list) {
           const replays = r.replays.map((m) => ({ matched: "+", differs: "-", "no-result": "?", contradicted: "!" })[m]).join("") || "none";
           ctx.io.out(
-            `${r.run_id}  ${r.status.padEnd(22)}  ${r.check.padEnd(10)}  ${r.recorded_at.replace(/\.\d+Z$/, "Z")}  ${showDuration(r.duration_ms).padStart(7)}  replays ${replays.padEnd(6)}  ${r.root.padEnd(9)}  ${describeOrigin(r.origin)}`,
+            `${r.run_id}  ${r.status.padEnd(22)}  ${r.check.padEnd(10)}  ${r.recorded_at.replace(/\.\d+Z$/, "Z")}  ${showDuration(r.duration_ms).padStart(7)}  replays ${replays.padEnd(6)}  ${r.root.padEnd(9)}  ${describeOrigin(r.origin)}${branchMark(r)}`,
           );
         }
         for (const u of unreadable) ctx.io.out(`${u.dir}  invalid (${u.error}): nothing it says is shown`);
