@@ -20,7 +20,10 @@ import { copyFileSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSy
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { spawn } from "node:child_process";
 import { runCli } from "../helpers/cli.ts";
+import { PROJECT_ROOT } from "../helpers/vectors.ts";
+import { processExit, qemuChildren, whenUnder } from "./fixtures/events.ts";
 import { checkDocument } from "../helpers/json-schemas.ts";
 import { probePath } from "./fixtures/programs.ts";
 import { TEST_KIT_DIR, testKit, VM_SKIP } from "./fixtures/kit.ts";
@@ -157,6 +160,40 @@ describe("cairn branch", { skip: VM_SKIP }, () => {
     const e = JSON.parse(r.stdout).error as { code: string; path: string; message: string };
     assert.deepEqual([e.code, e.path], ["RUN_TIMEOUT", "--timeout"], r.stdout);
     assert.match(e.message, /not recorded/);
+    assert.deepEqual(readdirSync(runs), before, "no run directory and no staging directory is left");
+  });
+
+  it("an interrupted branch (SIGINT while QEMU records it) leaves no run directory, no staging and no QEMU", {
+    timeout: 900_000 /* a hang guard only */,
+  }, async () => {
+    const before = readdirSync(runs);
+    const waits = join(root, "waiting-forever.yaml");
+    writeFileSync(waits, 'steps:\n  - action: write-stdin\n    data: "echo x\\n"\n    after: { output: stdout, contains: never-printed }\n');
+    const cairn = spawn(
+      process.execPath,
+      [join(PROJECT_ROOT, "bin", "cairn.js"), "branch", parent.run_dir, "--at", "one", "--scenario", waits, ...common(), "--timeout", "600"],
+      { cwd: root, env: { ...process.env, CAIRN_HOME: join(root, "home") }, stdio: "ignore" },
+    );
+    const exited = new Promise<number | null>((r) => cairn.on("exit", (code) => r(code)));
+    // the event: QEMU creating its files in the branch's staging directory under the runs directory
+    const qemu = await whenUnder(
+      runs,
+      () => {
+        const found = qemuChildren(cairn.pid!);
+        return found.length > 0 ? found : undefined;
+      },
+      "QEMU recording the branch",
+    );
+    assert.ok(qemu.length > 0, "precondition: QEMU runs under cairn branch");
+    assert.notDeepEqual(readdirSync(runs), before, "precondition: the branch is staged in the runs directory");
+    cairn.kill("SIGINT");
+    await exited;
+    const gone = await Promise.all(qemu.map((pid) => processExit(pid, 120_000)));
+    assert.deepEqual(
+      qemu.filter((_, i) => !gone[i]),
+      [],
+      "QEMU outlived cairn branch",
+    );
     assert.deepEqual(readdirSync(runs), before, "no run directory and no staging directory is left");
   });
 
