@@ -122,6 +122,12 @@ export async function explore(opts: ExploreOptions): Promise<ExploreResult> {
   const file = readVaryFile(opts.vary);
   const todo = variations(file);
   const parent = readRunManifest(opts.runDir);
+  // said once, before the kit, rather than once per variation by each branch's own refusal
+  if (parent.branch !== undefined)
+    throw new CairnError("RUN_INVALID", `run ${parent.run_id} is a branch: a branch takes no checkpoints of its own yet`, {
+      path: "/branch",
+      hint: `explore its parent ${parent.branch.parent.run_id} at another checkpoint`,
+    });
   const taken = parent.checkpoints?.taken ?? [];
   if (!taken.some((t) => t.name === opts.checkpoint))
     throw new CairnError(

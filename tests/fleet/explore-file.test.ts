@@ -153,6 +153,24 @@ describe("explore refuses before the kit is asked for", () => {
     await assert.rejects(explore(opts(ck, "warm")), (e: unknown) => isCairnError(e) && e.message === KIT_ASKED, "control");
   });
 
+  it("a parent that is itself a branch, said once before the kit (second pass: each variation was refused on its own)", async () => {
+    const ck = join(work, "branch-parent");
+    writeRun(ck, "20261201T000000Z-0000000a", true);
+    withCheckpoint(ck);
+    await assert.rejects(explore(opts(ck, "warm")), (e: unknown) => isCairnError(e) && e.message === KIT_ASKED, "control: not a branch");
+    const m = JSON.parse(readFileSync(join(ck, "run.json"), "utf8")) as Record<string, unknown>;
+    const ref = { sha256: d("9"), size: 10 };
+    m.branch = {
+      parent: { run_id: "20261130T000000Z-0000000b", outcome: d("1") },
+      checkpoint: { name: "x", icount: 5, file: ref },
+      start: ref,
+      prefix: ref,
+      scenario: ref,
+    };
+    writeFileSync(join(ck, "run.json"), JSON.stringify(m));
+    await assert.rejects(explore(opts(ck, "warm")), code("RUN_INVALID", "/branch"));
+  });
+
   it("a parent whose events.json is not the one its outcome names", async () => {
     const ck = join(work, "edited");
     writeRun(ck, "20261201T000000Z-0000000a", true);
