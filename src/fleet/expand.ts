@@ -169,6 +169,18 @@ function branchTasks(file: CampaignFile, entry: RunEntry, ri: number): PlannedTa
     if (!isCairnError(e) || e.code === "INTERNAL") throw e;
     throw invalid(`the branch entry's files cannot be read`, b.serve !== null && e.path === "/run/network/http/root" ? "/branch/serve" : "/branch/vary", e);
   }
+  // the directory served again is the parent's own (recordBranch checks it again when the task runs): said here, once, not by every task
+  const recordedRoot = manifest.vm.network?.responders.find((r) => r.kind === "http")?.root ?? null;
+  if (recordedRoot !== httpRoot)
+    throw new CairnError(
+      "CAMPAIGN_INVALID",
+      recordedRoot === null
+        ? `runs entry ${ri}: run ${manifest.run_id} served no directory over http; branch.serve names one`
+        : httpRoot === null
+          ? `runs entry ${ri}: run ${manifest.run_id} served a directory over http (run.network.http.root); its branches need it as branch.serve`
+          : `runs entry ${ri}: ${b.serve} is not the directory run ${manifest.run_id} served (its tree digest differs from the recorded one)`,
+      { path: "/branch/serve", hint: "branch.serve is the directory the parent's spec names as run.network.http.root" },
+    );
   const out: PlannedTask[] = [];
   for (const v of vs)
     for (let r = 0; r < file.repeat; r++) {

@@ -86,7 +86,7 @@ describe("a branch campaign's plan, without a VM", () => {
     );
   });
 
-  it("refuses before anything runs: no branch entry, a branch entry in a record campaign, a spec entry, a checkpoint not taken, a vary file that does not read", async () => {
+  it("refuses before anything runs: no branch entry, a branch entry in a record campaign, a spec entry, a checkpoint not taken, a served directory the parent did not serve, a vary file that does not read", async () => {
     const refused = async (body: string, path: string) => {
       const f = campaign(dir, body);
       await assert.rejects(
@@ -99,6 +99,8 @@ describe("a branch campaign's plan, without a VM", () => {
     await refused("mode: record\nruns: [{spec: ./x.yaml}]\nbranch: {at: one, vary: ./vary.yaml}\n", "/branch");
     await refused("mode: branch\nruns: [{spec: ./x.yaml}]\nbranch: {at: one, vary: ./vary.yaml}\n", "/runs/0/spec");
     await refused("mode: branch\nruns: [{run: ./parent}]\nbranch: {at: two, vary: ./vary.yaml}\n", "/branch/at");
+    // the parent served no directory: one named is refused at plan time, not by every task (second pass)
+    await refused("mode: branch\nruns: [{run: ./parent}]\nbranch: {at: one, vary: ./vary.yaml, serve: ./parent}\n", "/branch/serve");
     writeFileSync(join(dir, "bad-vary.yaml"), `${TAIL}vary:\n  - set: /steps/7/data\n    values: [a]\n`);
     await refused("mode: branch\nruns: [{run: ./parent}]\nbranch: {at: one, vary: ./bad-vary.yaml}\n", "/branch/vary");
     assert.equal(parseCampaign(Buffer.from(`schema: cairn.campaign/1\n${good}`), join(dir, "x.yaml")).mode, "branch", "control");
