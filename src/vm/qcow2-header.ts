@@ -14,8 +14,8 @@
  * 0, version at 4 (2 or 3), backing_file_offset (u64) at 8, and for version
  * 3 incompatible_features (u64) at 72, whose bit 2 is "external data file".
  */
-import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
-import { CairnError } from "../core/index.ts";
+import { closeSync, fstatSync } from "node:fs";
+import { CairnError, openForRead, readFullyAt } from "../core/index.ts";
 
 const MAGIC = 0x514649fb;
 const HEADER_BYTES = 104;
@@ -47,17 +47,17 @@ export function qcow2NotStandalone(h: Uint8Array): string | undefined {
  * on a FIFO): what is read is a regular file's, or nothing is.
  */
 export function qcow2Header(file: string): Buffer {
-  const h = Buffer.alloc(HEADER_BYTES);
   let fd: number;
   try {
-    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    fd = openForRead(file); // no symlink followed, no FIFO waited on
   } catch (e) {
     if ((e as { code?: string }).code === "ELOOP") return Buffer.alloc(0); // a symlink: not a qcow2 image cairn wrote
     throw e;
   }
   try {
     if (!fstatSync(fd).isFile()) return Buffer.alloc(0); // not a qcow2 image
-    return h.subarray(0, readSync(fd, h, 0, HEADER_BYTES, 0));
+    const h = Buffer.alloc(HEADER_BYTES);
+    return h.subarray(0, readFullyAt(fd, h, 0));
   } finally {
     closeSync(fd);
   }
