@@ -25,7 +25,6 @@
  * `--environment`, the environment the parent was recorded in: the resume
  * check of the standard's SnapshotRef, run-facts.ts).
  */
-import { randomBytes } from "node:crypto";
 import { chmodSync, copyFileSync, existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { CairnError, openRoot, readFileBounded, sha256, writeFileAtomic } from "../core/index.ts";
@@ -42,7 +41,7 @@ import { runTool } from "./host.ts";
 import type { Kit } from "./kit.ts";
 import { withNoSpaceNamed } from "./no-space.ts";
 import { decodeProtocol, DEFAULT_PROTOCOL_LIMITS, type ProtocolHold } from "./protocol.ts";
-import { DEFAULT_TIMEOUT_MS, RUNS_ROOT, type RecordResult } from "./record.ts";
+import { DEFAULT_TIMEOUT_MS, newRunId, RUNS_ROOT, type RecordResult } from "./record.ts";
 import { preflight, readRunManifest } from "./replay-run.ts";
 import { readHttpRoot, type HttpRoot } from "./responder-host.ts";
 import { childrenCpuMs, RUN_ENV_MANIFEST_FILE, writeRunCost } from "./run-facts.ts";
@@ -166,14 +165,6 @@ function servedRoot(m: RunManifest, unsafeDir: string | undefined): HttpRoot | u
       hint: "serve the very files the parent run served",
     });
   return root;
-}
-
-function newRunId(now: Date): string {
-  const t = now
-    .toISOString()
-    .replace(/[-:]/g, "")
-    .replace(/\.\d+Z$/, "Z");
-  return `${t}-${randomBytes(4).toString("hex")}`;
 }
 
 /**

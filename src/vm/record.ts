@@ -101,7 +101,8 @@ function isLockFile(path: string, bytes: Buffer): boolean {
   }
 }
 
-function newRunId(now: Date): string {
+/** A run's id: its record's UTC time to the second and 8 random hex digits (a run and a branch alike). */
+export function newRunId(now: Date): string {
   const t = now
     .toISOString()
     .replace(/[-:]/g, "")
