@@ -32,7 +32,7 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { copyFileSync, cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -51,12 +51,12 @@ import { checkDocument } from "../helpers/json-schemas.ts";
 import { needs } from "../helpers/prerequisites.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
 import { missingRegistryTools, TestRegistry } from "../registry/fixtures/registry-server.ts";
-import { probePath } from "./fixtures/programs.ts";
+import { CHECKPOINTED_SLEEP_MS, writeCheckpointedProbe } from "./fixtures/checkpointed-probe.ts";
 import { testKit, VM_SKIP } from "./fixtures/kit.ts";
 
 const PINNED = loadManifestOrDevcontainer(join(PROJECT_ROOT, "examples/devcontainer/pinned/devcontainer.json")).manifest;
 const UNPINNED = loadManifestOrDevcontainer(join(PROJECT_ROOT, "examples/devcontainer/unpinned/devcontainer.json")).manifest;
-const SLEEP_MS = 2000;
+const SLEEP_MS = CHECKPOINTED_SLEEP_MS;
 const BRANCH_MEMBERS = Object.values(BRANCH_FILES).map((f) => `private/${f}`);
 const STDOUT = `ready\necho one\nslept ${SLEEP_MS}\necho three\neof\n`;
 
@@ -105,26 +105,7 @@ describe("a branch travels: bundles, registries, and resuming on another host", 
   before(async () => {
     kit = await testKit();
     root = mkdtempSync(join(tmpdir(), "cairn-branch-bundle-"));
-    copyFileSync(probePath("static"), join(root, "probe"));
-    const spec = {
-      schema: "cairn.workload/1",
-      source: { binary: { path: "probe", user: "1000:1000" } },
-      run: {
-        root: "disk",
-        steps: [
-          { action: "start" },
-          { action: "write-stdin", data: `echo one\nsleep ${SLEEP_MS}\n`, after: { output: "stdout", contains: "ready" } },
-          { action: "write-stdin", data: "echo two\n", after: { output: "stdout", contains: "slept" } },
-          { action: "close-stdin", after: { output: "stdout", contains: "echo two" } },
-        ],
-        expect: [{ "exit-code": 0, "stdout-lines": ["ready", "echo one", `slept ${SLEEP_MS}`, "echo two", "eof"] }],
-        checkpoints: [
-          { name: "one", after: { step: 1 } },
-          { name: "echoed", after: { output: "stdout", contains: "echo one" } },
-        ],
-      },
-    };
-    writeFileSync(join(root, "spec.json"), JSON.stringify(spec));
+    writeCheckpointedProbe(root); // spec.json: the probe with checkpoints "one" and "echoed" (fixtures/checkpointed-probe.ts)
     const h = home("recorder");
     parent = await recordRun({
       input: join(root, "spec.json"),

@@ -16,7 +16,7 @@
  * it: it writes `echo branched` where the parent wrote `echo two`.
  */
 import assert from "node:assert/strict";
-import { copyFileSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -25,11 +25,11 @@ import { runCli } from "../helpers/cli.ts";
 import { PROJECT_ROOT } from "../helpers/vectors.ts";
 import { processExit, qemuChildren, whenUnder } from "./fixtures/events.ts";
 import { checkDocument } from "../helpers/json-schemas.ts";
-import { probePath } from "./fixtures/programs.ts";
+import { CHECKPOINTED_SLEEP_MS, writeCheckpointedProbe } from "./fixtures/checkpointed-probe.ts";
 import { TEST_KIT_DIR, testKit, VM_SKIP } from "./fixtures/kit.ts";
 import { writeRun } from "./fixtures/run-dirs.ts";
 
-const SLEEP_MS = 2000;
+const SLEEP_MS = CHECKPOINTED_SLEEP_MS;
 let root: string;
 let store: string;
 let runs: string;
@@ -60,26 +60,7 @@ describe("cairn branch", { skip: VM_SKIP }, () => {
     root = mkdtempSync(join(tmpdir(), "cairn-branch-cli-"));
     store = join(root, "store");
     runs = join(root, "runs");
-    copyFileSync(probePath("static"), join(root, "probe"));
-    const spec = {
-      schema: "cairn.workload/1",
-      source: { binary: { path: "probe", user: "1000:1000" } },
-      run: {
-        root: "disk",
-        steps: [
-          { action: "start" },
-          { action: "write-stdin", data: `echo one\nsleep ${SLEEP_MS}\n`, after: { output: "stdout", contains: "ready" } },
-          { action: "write-stdin", data: "echo two\n", after: { output: "stdout", contains: "slept" } },
-          { action: "close-stdin", after: { output: "stdout", contains: "echo two" } },
-        ],
-        expect: [{ "exit-code": 0, "stdout-lines": ["ready", "echo one", `slept ${SLEEP_MS}`, "echo two", "eof"] }],
-        checkpoints: [
-          { name: "one", after: { step: 1 } },
-          { name: "echoed", after: { output: "stdout", contains: "echo one" } },
-        ],
-      },
-    };
-    writeFileSync(join(root, "spec.json"), JSON.stringify(spec));
+    writeCheckpointedProbe(root); // spec.json: the probe with checkpoints "one" and "echoed" (fixtures/checkpointed-probe.ts)
     const r = await runCli(["run", join(root, "spec.json"), ...common(), "--json"]);
     assert.equal(r.code, 0, r.stdout + r.stderr);
     parent = JSON.parse(r.stdout);

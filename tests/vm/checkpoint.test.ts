@@ -46,10 +46,10 @@ import { checkCheckpointFile } from "../../src/vm/checkpoint-file.ts";
 import { CHECKPOINT_FILE } from "../../src/vm/checkpoint-take.ts";
 import { recordRun, replayRun, type Kit } from "../../src/vm/index.ts";
 import type { RecordResult } from "../../src/vm/record.ts";
-import { probePath } from "./fixtures/programs.ts";
+import { CHECKPOINTED_SLEEP_MS, writeCheckpointedProbe } from "./fixtures/checkpointed-probe.ts";
 import { testKit, VM_SKIP } from "./fixtures/kit.ts";
 
-const SLEEP_MS = 2000;
+const SLEEP_MS = CHECKPOINTED_SLEEP_MS;
 let kit: Kit;
 let rec: RecordResult;
 /** The record above, as the branches' parent. */
@@ -77,26 +77,7 @@ describe("checkpoints while recording, and branches from them", { skip: VM_SKIP 
   before(async () => {
     kit = await testKit();
     root = mkdtempSync(join(tmpdir(), "cairn-ckpt-"));
-    copyFileSync(probePath("static"), join(root, "probe"));
-    const spec = {
-      schema: "cairn.workload/1",
-      source: { binary: { path: "probe", user: "1000:1000" } },
-      run: {
-        root: "disk",
-        steps: [
-          { action: "start" },
-          { action: "write-stdin", data: `echo one\nsleep ${SLEEP_MS}\n`, after: { output: "stdout", contains: "ready" } },
-          { action: "write-stdin", data: "echo two\n", after: { output: "stdout", contains: "slept" } },
-          { action: "close-stdin", after: { output: "stdout", contains: "echo two" } },
-        ],
-        expect: [{ "exit-code": 0, "stdout-lines": ["ready", "echo one", `slept ${SLEEP_MS}`, "echo two", "eof"] }],
-        checkpoints: [
-          { name: "one", after: { step: 1 } },
-          { name: "echoed", after: { output: "stdout", contains: "echo one" } },
-        ],
-      },
-    };
-    writeFileSync(join(root, "spec.json"), JSON.stringify(spec));
+    writeCheckpointedProbe(root); // spec.json: the probe with checkpoints "one" and "echoed" (fixtures/checkpointed-probe.ts)
     storeDir = join(root, "store");
     rec = await recordRun({ input: join(root, "spec.json"), storeDir, runsDir: join(root, "runs"), kit, cairnVersion: "test", log: (l) => lines.push(l) });
     parent = rec;
